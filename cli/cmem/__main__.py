@@ -1,0 +1,3 @@
+from cmem.cli import main
+
+main()

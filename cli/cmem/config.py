@@ -1,0 +1,302 @@
+"""Vault settings (`.cmem/config.yaml`) and the user's settings (`$XDG_CONFIG_HOME/cmem/config.yaml`).
+
+Loading validates against the JSON Schema in `vault_schema/`: an unknown key or a wrong type is one
+`ConfigError` naming the key. Reading uses PyYAML's C loader (fast, on every command); writing back
+goes through ruamel.yaml round-trip elsewhere so users' comments survive.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmem.errors import ConfigError
+
+CONFIG_DIR = ".cmem"
+CONFIG_FILE = "config.yaml"
+
+LANGUAGE_DEFAULTS = {
+    "zh": {
+        "source": "（来源：{links}）",
+        "source_separator": "、",
+        "trace": "（更新于 {date}，原为：{old}）",
+        "capture": "{date} 随手记.md",
+    },
+    "en": {
+        "source": "(source: {links})",
+        "source_separator": ", ",
+        "trace": "(updated {date}, was: {old})",
+        "capture": "{date} notes.md",
+    },
+}
+
+DEFAULTS: dict[str, Any] = {
+    "version": 1,
+    "language": "zh",
+    "layers": {"resident": "converged/core", "situational": "converged/topics", "archive": "archive"},
+    "divergent": {"extra_folders": [], "exclude": ["README.md", "AGENTS.md", "CLAUDE.md"]},
+    "ignore": [],
+    "signals": {"cues": {"correction": [], "preference": [], "decision": [], "recurring": []}, "min_recurrence": 2},
+    "budget_tokens": 12000,
+    "resident_max_tokens": 4000,
+    "max_note_bytes": 2_000_000,
+    "min_interval_minutes": 60,
+    "schedule_hours": 24,
+    "repair_rounds": 2,
+    "review": False,
+    "llm": {"command": None, "timeout_seconds": 600, "max_output_bytes": 4_000_000},
+    "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
+    "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
+    "capture": {"folder": ""},
+    "git": {"allow_parent_repo": False},
+}
+
+
+@dataclass(frozen=True)
+class Formats:
+    source: str
+    source_separator: str
+    trace: str
+
+
+@dataclass(frozen=True)
+class Config:
+    """The vault's settings, defaults filled in. `raw` is the merged mapping, for `--json` dumps."""
+
+    language: str
+    resident_dir: str
+    situational_dir: str
+    archive_dir: str
+    extra_divergent: tuple[str, ...]
+    exclude: tuple[str, ...]
+    ignore: tuple[str, ...]
+    extra_cues: dict[str, tuple[str, ...]]
+    min_recurrence: int
+    budget_tokens: int
+    resident_max_tokens: int
+    max_note_bytes: int
+    min_interval_minutes: int
+    schedule_hours: float
+    repair_rounds: int
+    review: bool
+    llm_command: str | None
+    llm_timeout_seconds: float
+    llm_max_output_bytes: int
+    formats: Formats
+    archive_pattern: str
+    checklist_name: str
+    capture_pattern: str
+    capture_folder: str
+    allow_parent_repo: bool
+    raw: dict = field(repr=False, compare=False, default_factory=dict)
+
+
+def _yaml_load(text: str, where: Path) -> Any:
+    import yaml  # PyYAML: python-frontmatter depends on it; the C loader is 6x the pure one
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where} is not valid YAML{at}: {problem}.") from None
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _check_unknown_keys(data: Any, schema: dict, where: Path, prefix: str = "") -> None:
+    """Name an unknown key (with a close known one) before the schema's generic message."""
+    if not isinstance(data, dict) or schema.get("type") != "object":
+        return
+    known = schema.get("properties", {})
+    for key in data:
+        dotted = f"{prefix}{key}"
+        if key not in known:
+            if schema.get("additionalProperties", True) is False:
+                close = difflib.get_close_matches(str(key), list(known), n=1)
+                hint = f" (did you mean '{prefix}{close[0]}'?)" if close else f" (known keys: {', '.join(sorted(known))})"
+                raise ConfigError(f"{where}: unknown key '{dotted}'{hint}.")
+            continue
+        _check_unknown_keys(data[key], known[key], where, dotted + ".")
+
+
+_validators: dict[str, Any] = {}
+
+
+def _validate(data: Any, schema_name: str, where: Path) -> None:
+    import fastjsonschema
+
+    from cmem import resources
+
+    schema = resources.config_schema() if schema_name == "config" else _user_schema()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping of settings, not {type(data).__name__}.")
+    _check_unknown_keys(data, schema, where)
+    validator = _validators.get(schema_name)
+    if validator is None:
+        validator = _validators[schema_name] = fastjsonschema.compile(schema)
+    try:
+        validator(data)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        key = (exc.name or "data").removeprefix("data").lstrip(".") or "(top level)"
+        message = exc.message.replace(exc.name or "data", f"'{key}'", 1)
+        raise ConfigError(f"{where}: setting {message}.") from None
+
+
+def _user_schema() -> dict:
+    import json
+
+    from cmem.resources import package_dir
+
+    return json.loads((package_dir("vault_schema") / "user-config.schema.json").read_text("utf-8"))
+
+
+def parse_config(data: dict | None, where: Path) -> Config:
+    """Validate a loaded mapping and fill in defaults."""
+    data = {} if data is None else data
+    _validate(data, "config", where)
+    merged = _deep_merge(DEFAULTS, data)
+    language = merged["language"]
+    lang = LANGUAGE_DEFAULTS[language]
+    formats = merged["formats"]
+    cues = merged["signals"]["cues"]
+    return Config(
+        language=language,
+        resident_dir=_clean_folder(merged["layers"]["resident"], "layers.resident", where),
+        situational_dir=_clean_folder(merged["layers"]["situational"], "layers.situational", where),
+        archive_dir=_clean_folder(merged["layers"]["archive"], "layers.archive", where),
+        extra_divergent=tuple(_clean_folder(f, "divergent.extra_folders", where) for f in merged["divergent"]["extra_folders"]),
+        exclude=tuple(merged["divergent"]["exclude"]),
+        ignore=tuple(merged["ignore"]),
+        extra_cues={name: tuple(cues.get(name, ())) for name in ("correction", "preference", "decision", "recurring")},
+        min_recurrence=merged["signals"]["min_recurrence"],
+        budget_tokens=merged["budget_tokens"],
+        resident_max_tokens=merged["resident_max_tokens"],
+        max_note_bytes=merged["max_note_bytes"],
+        min_interval_minutes=merged["min_interval_minutes"],
+        schedule_hours=float(merged["schedule_hours"]),
+        repair_rounds=merged["repair_rounds"],
+        review=merged["review"],
+        llm_command=merged["llm"]["command"],
+        llm_timeout_seconds=float(merged["llm"]["timeout_seconds"]),
+        llm_max_output_bytes=merged["llm"]["max_output_bytes"],
+        formats=Formats(
+            source=formats.get("source", lang["source"]),
+            source_separator=formats.get("source_separator", lang["source_separator"]),
+            trace=formats.get("trace", lang["trace"]),
+        ),
+        archive_pattern=merged["archive"]["pattern"],
+        checklist_name=merged["archive"]["checklist"],
+        capture_pattern=merged["capture"].get("name_pattern", lang["capture"]),
+        capture_folder=merged["capture"].get("folder", "").strip("/"),
+        allow_parent_repo=merged["git"]["allow_parent_repo"],
+        raw=merged,
+    )
+
+
+def _clean_folder(value: str, key: str, where: Path) -> str:
+    cleaned = value.strip().strip("/")
+    parts = Path(cleaned).parts
+    if not cleaned or Path(value).is_absolute() or ".." in parts or cleaned.startswith(".") or cleaned == ".":
+        raise ConfigError(f"{where}: setting '{key}' must be a folder inside the vault, not {value!r}.")
+    return cleaned
+
+
+def load_config(vault_root: Path) -> Config:
+    path = vault_root / CONFIG_DIR / CONFIG_FILE
+    try:
+        text = path.read_text("utf-8-sig")
+    except FileNotFoundError:
+        return parse_config({}, path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text.") from None
+    return parse_config(_yaml_load(text, path), path)
+
+
+# --- user-level settings ---------------------------------------------------------------
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "cmem" / "config.yaml"
+
+
+def load_user_config() -> dict:
+    """The user's settings as a mapping (`{}` when there is no file)."""
+    path = user_config_path()
+    try:
+        text = path.read_text("utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    data = _yaml_load(text, path) or {}
+    _validate(data, "user", path)
+    return data
+
+
+def default_config_text(language: str) -> str:
+    """The commented `.cmem/config.yaml` that `cmem init` writes."""
+    lang = LANGUAGE_DEFAULTS[language]
+    return f"""\
+# cmem vault settings. Every key is optional; see README.md, "Configuration".
+# Validated against cmem's vault_schema/config.schema.json: an unknown key is an error.
+version: 1
+language: {language}            # prompts, source/trace formats, new files: zh or en
+
+layers:                   # folder names are yours; their meaning is fixed
+  resident: converged/core        # read at the start of every session
+  situational: converged/topics   # recalled by topic
+  archive: archive                # converged sources; never read by default
+
+divergent:                # the root's *.md files are the divergent layer (the input queue)
+  extra_folders: []       # e.g. [daily] for a daily-notes folder (not recursive)
+  exclude: [README.md, AGENTS.md, CLAUDE.md]
+
+ignore: []                # globs cmem never reads, e.g. ["private/**"]
+
+signals:
+  cues:                   # extra cues, added to the built-in zh and en ones
+    correction: []
+    preference: []
+    decision: []
+    recurring: []
+  min_recurrence: 2       # notes a key phrase must appear in to count as a recurring pattern
+
+budget_tokens: 12000      # prompt budget of a pass; default budget of `cmem context`
+resident_max_tokens: 4000 # size cap of the resident sublayer
+min_interval_minutes: 60  # `--if-due`: minimum time between passes
+schedule_hours: 24        # `--if-due --scheduled`: minimum time between timer passes
+repair_rounds: 2          # times an invalid model response is sent back with its errors
+review: false             # true: passes only propose, `cmem apply` applies
+
+llm:
+  command: null           # e.g. "llm -n -m gpt-4o-mini"; a command set here runs only after `cmem trust`
+  timeout_seconds: 600
+
+formats:
+  source: "{lang['source']}"
+  trace: "{lang['trace']}"
+
+archive:
+  pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder
+  checklist: ARCHIVE-CHECKLIST.md
+
+capture:
+  name_pattern: "{lang['capture']}"   # `cmem note` appends to this note
+
+git:
+  allow_parent_repo: false  # never commit into a repository above the vault unless true
+"""

@@ -1,0 +1,22 @@
+"""The one token estimate used everywhere (SPEC §12).
+
+CJK characters (Han, kana, Hangul, full-width forms) count one token each; all other text counts
+one token per four characters, rounded up. Models tokenise differently; this estimate is stable,
+cheap, and errs on the side of more tokens for Chinese text.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+
+
+def estimate_tokens(text: str) -> int:
+    if not text:
+        return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
+    cjk = len(_CJK.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4

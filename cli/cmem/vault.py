@@ -1,0 +1,223 @@
+"""The vault: where it is, its settings, and which layer each file belongs to (SPEC §1).
+
+Layers: the divergent root (the root's `*.md`, plus configured extra folders, minus exclusions),
+the convergent layer (resident and situational folders), the archive, and everything else —
+unmanaged files cmem never reads, moves or rewrites.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from cmem.config import CONFIG_DIR, Config, load_config
+from cmem.errors import VaultNotFound
+
+DIVERGENT = "divergent"
+RESIDENT = "resident"
+SITUATIONAL = "situational"
+ARCHIVE = "archive"
+LAYERS = (DIVERGENT, RESIDENT, SITUATIONAL, ARCHIVE)
+
+# Folders that belong to other tools: never read, never written.
+NEVER_READ_DIRS = {".git", ".cmem", ".obsidian", ".trash", ".stfolder", ".stversions", "node_modules"}
+
+# Syncthing (`x.sync-conflict-20261128-101010-ABCDEF.md`), Dropbox (`x (conflicted copy 2026-11-28).md`),
+# Obsidian Sync and others (`x (Conflict 1).md`).
+_SYNC_CONFLICT = re.compile(r"\.sync-conflict-|conflicted copy|\(conflict\b", re.IGNORECASE)
+
+
+def is_sync_conflict(name: str) -> bool:
+    return bool(_SYNC_CONFLICT.search(name))
+
+
+def is_cloud_placeholder(name: str) -> bool:
+    """iCloud's evicted-file stand-ins (`.note.md.icloud`)."""
+    return name.startswith(".") and name.endswith(".md.icloud")
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A Markdown file the vault manages: where it is and which layer it is in."""
+
+    rel: str  # POSIX path relative to the vault root
+    path: Path
+    layer: str
+
+    @property
+    def name(self) -> str:
+        """The note's name as a wikilink resolves it (file name without `.md`)."""
+        return self.path.name[:-3] if self.path.name.endswith(".md") else self.path.name
+
+
+@dataclass(frozen=True)
+class Vault:
+    root: Path
+    config: Config
+
+    @cached_property
+    def state_dir(self) -> Path:
+        return state_dir_for(self.root)
+
+    @property
+    def cmem_dir(self) -> Path:
+        return self.root / CONFIG_DIR
+
+    @property
+    def state_file(self) -> Path:
+        return self.cmem_dir / "state.json"
+
+    @property
+    def checklist_rel(self) -> str:
+        return f"{self.config.archive_dir}/{self.config.checklist_name}"
+
+    @property
+    def checklist_path(self) -> Path:
+        return self.root / self.checklist_rel
+
+    @property
+    def convergent_dirs(self) -> tuple[str, str]:
+        return (self.config.resident_dir, self.config.situational_dir)
+
+    def rel(self, path: Path) -> str:
+        return Path(os.path.relpath(path, self.root)).as_posix()
+
+    # --- classification -------------------------------------------------------------
+
+    def is_ignored(self, rel: str) -> bool:
+        return any(fnmatch.fnmatch(rel, pattern) for pattern in self.config.ignore)
+
+    def layer_of(self, rel: str) -> str | None:
+        """The layer of a vault-relative path, or None for unmanaged and never-read files."""
+        parts = rel.split("/")
+        if any(part in NEVER_READ_DIRS for part in parts[:-1]) or self.is_ignored(rel):
+            return None
+        if not rel.endswith(".md"):
+            return None
+        if len(parts) == 1:
+            return None if self._excluded(parts[0]) else DIVERGENT
+        folder = "/".join(parts[:-1])
+        if folder in self.config.extra_divergent:
+            return None if self._excluded(parts[-1]) else DIVERGENT
+        for layer, base in ((RESIDENT, self.config.resident_dir), (SITUATIONAL, self.config.situational_dir)):
+            if rel.startswith(base + "/"):
+                return layer
+        if rel.startswith(self.config.archive_dir + "/") and rel != self.checklist_rel:
+            return ARCHIVE
+        return None
+
+    def _excluded(self, name: str) -> bool:
+        return any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
+
+    # --- listing --------------------------------------------------------------------
+
+    def divergent_folders(self) -> list[Path]:
+        return [self.root] + [self.root / folder for folder in self.config.extra_divergent]
+
+    def list_layer(self, layer: str) -> list[NoteFile]:
+        """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
+        left out here; `odd_files` reports them."""
+        if layer == DIVERGENT:
+            notes = []
+            for folder in self.divergent_folders():
+                notes.extend(self._list_flat(folder))
+            return sorted(notes, key=lambda n: n.rel)
+        base = {RESIDENT: self.config.resident_dir, SITUATIONAL: self.config.situational_dir, ARCHIVE: self.config.archive_dir}[layer]
+        return sorted(self._walk(self.root / base, layer), key=lambda n: n.rel)
+
+    def _list_flat(self, folder: Path) -> list[NoteFile]:
+        found = []
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            if not entry.name.endswith(".md") or entry.name.startswith("."):
+                continue
+            if is_sync_conflict(entry.name):
+                continue
+            rel = self.rel(Path(entry.path))
+            if self.layer_of(rel) != DIVERGENT:
+                continue
+            if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+                continue
+            found.append(NoteFile(rel, Path(entry.path), DIVERGENT))
+        return found
+
+    def _walk(self, base: Path, layer: str) -> list[NoteFile]:
+        found = []
+        stack = [base]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in NEVER_READ_DIRS:
+                        stack.append(Path(entry.path))
+                    continue
+                if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
+                    continue
+                rel = self.rel(Path(entry.path))
+                if self.layer_of(rel) == layer:
+                    found.append(NoteFile(rel, Path(entry.path), layer))
+        return found
+
+    def convergent_files(self) -> list[NoteFile]:
+        return self.list_layer(RESIDENT) + self.list_layer(SITUATIONAL)
+
+    def note_names(self) -> dict[str, list[str]]:
+        """Wikilink name → vault-relative paths, over every managed layer (for source checks)."""
+        names: dict[str, list[str]] = {}
+        for layer in LAYERS:
+            for note in self.list_layer(layer):
+                names.setdefault(note.name, []).append(note.rel)
+        return names
+
+
+def state_dir_for(root: Path) -> Path:
+    """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`.
+
+    A vault synced between machines must not carry one machine's lock or logs to another, and
+    two vaults with the same folder name must not share one folder.
+    """
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    resolved = str(Path(root).resolve())
+    slug = re.sub(r"[^\w.-]+", "-", Path(resolved).name).strip("-") or "vault"
+    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:10]
+    return Path(base) / "cmem" / f"{slug[:40]}-{digest}"
+
+
+def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | None = None) -> Path:
+    """`--vault`, else `$CMEM_VAULT`, else the nearest ancestor holding `.cmem/`."""
+    chosen = explicit or os.environ.get("CMEM_VAULT")
+    if chosen:
+        root = Path(chosen).expanduser()
+        if not root.is_dir():
+            source = "--vault" if explicit else "$CMEM_VAULT"
+            raise VaultNotFound(f"{source} points to {root}, which is not a folder.")
+        if not (root / CONFIG_DIR).is_dir():
+            raise VaultNotFound(f"{root} is not a cmem vault (no {CONFIG_DIR}/ folder); run `cmem init {root}` first.")
+        return root.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_DIR).is_dir():
+            return folder
+    raise VaultNotFound(
+        f"no cmem vault here: neither {here} nor a folder above it holds {CONFIG_DIR}/; "
+        "run `cmem init` in your notes folder, or pass --vault PATH."
+    )
+
+
+def open_vault(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Vault:
+    root = find_vault_root(start, explicit)
+    return Vault(root=root, config=load_config(root))

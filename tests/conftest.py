@@ -1,0 +1,81 @@
+"""Shared fixtures. Every test runs with its own HOME, XDG folders and git identity, so no test
+touches a real home, a real user config or a real state folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO / "sample-vault"
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+        monkeypatch.setenv(name, str(home / sub))
+    for name in ("CMEM_VAULT", "CMEM_LLM", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test User")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test User")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    return home
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def make_vault(tmp_path):
+    """make_vault(files, config_yaml="") -> Path: a bare vault (no git) with these files."""
+    counter = {"n": 0}
+
+    def _make(files: dict[str, str | bytes] | None = None, config_yaml: str = "", git: bool = False) -> Path:
+        counter["n"] += 1
+        root = tmp_path / f"vault{counter['n']}"
+        (root / ".cmem").mkdir(parents=True)
+        (root / ".cmem" / "config.yaml").write_text(config_yaml, encoding="utf-8")
+        for folder in ("converged/core", "converged/topics", "archive"):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        write_files(root, files or {})
+        if git:
+            git_init(root)
+        return root
+
+    return _make
+
+
+def git_init(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "test: initial", "--allow-empty"], check=True)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def sample_vault(tmp_path) -> Path:
+    """A copy of sample-vault/ in tmp_path, made a git repository."""
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE_VAULT, root, symlinks=True)
+    git_init(root)
+    return root
