@@ -1,0 +1,64 @@
+"""`cmem note TEXT`: quick capture — one timestamped line appended to today's note in the
+divergent layer (SPEC §9)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from cmem.atomic import write_atomic
+from cmem.errors import CmemError, UsageError
+from cmem.notes import read_text_exact
+from cmem.vault import Vault
+
+
+@dataclass(frozen=True)
+class Captured:
+    rel: str
+    line: int
+    created: bool
+    text: str
+
+
+def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captured:
+    text = " ".join(text.split())  # one line: a capture never breaks the note's structure
+    if not text:
+        raise UsageError("nothing to note: give the text to capture, e.g. cmem note \"以后都用 uv\".")
+    now = now or datetime.now().astimezone()
+    name = vault.config.capture_pattern.replace("{date}", now.strftime("%Y-%m-%d"))
+    if "/" in name or name.startswith("."):
+        raise CmemError(f"capture.name_pattern gives {name!r}, which is not a plain file name.")
+    if not name.endswith(".md"):
+        name += ".md"
+    folder = vault.root / vault.config.capture_folder if vault.config.capture_folder else vault.root
+    path = folder / name
+    rel = vault.rel(path)
+    line = f"- {now.strftime('%H:%M')} {text}\n"
+    if path.is_symlink():
+        raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
+    if path.exists():
+        try:
+            raw, current = read_text_exact(path)
+        except UnicodeDecodeError:
+            raise CmemError(f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first).") from None
+        if raw.startswith(b"\xef\xbb\xbf") or b"\r\n" in raw:
+            raise CmemError(f"{rel} has a byte-order mark or CRLF line ends; cmem will not rewrite it.")
+        if current and not current.endswith("\n"):
+            current += "\n"
+        new = current + line
+        # Append rather than replace when nothing else wrote in between: an editor holding the
+        # file open sees a plain append, and no byte of the user's note is rewritten.
+        with open(path, "ab") as handle:
+            handle.write((new[len(raw.decode('utf-8')):]).encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        created = False
+    else:
+        heading = f"# {Path(name).stem}\n\n"
+        new = heading + line
+        write_atomic(path, new)
+        created = True
+    line_no = new.count("\n")
+    return Captured(rel=rel, line=line_no, created=created, text=text)

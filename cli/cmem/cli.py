@@ -1,0 +1,237 @@
+"""The command line: a thin shell over the core. Each command parses, calls one core function,
+and renders. Only this module imports typer; heavy modules are imported inside commands so
+`cmem --help` and `cmem status` stay fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from cmem import __version__
+from cmem.errors import CmemError
+
+app = typer.Typer(
+    name="cmem",
+    help=(
+        "Convergent memory: keep an agent's and a person's long-term memory as a Markdown vault.\n\n"
+        "Loose notes at the vault root (the divergent layer) are scanned for signals; `cmem converge` "
+        "merge-rewrites them into the convergent layer (resident files read every session, topic files "
+        "recalled by topic) with a dated trace of every change and a source for every statement. "
+        "Every change is a git commit you can review and undo."
+    ),
+    rich_markup_mode=None,  # plain help: rich-formatted help costs ~190 ms per call
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+VAULT_HELP = "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
+JSON_HELP = "Print one JSON object for scripts and agents."
+_global: dict = {"vault": None, "json": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    no_color: bool = typer.Option(False, "--no-color", help="No colours (NO_COLOR is honoured too)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    _global["vault"] = vault
+    if no_color:
+        from cmem.render import set_color
+
+        set_color(False)
+
+
+def _open(vault: Optional[Path]):
+    from cmem.vault import open_vault
+
+    return open_vault(vault or _global["vault"])
+
+
+def _print_json(data) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _warn(message: str) -> None:
+    from cmem.render import paint
+
+    typer.echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
+
+
+@app.command()
+def init(
+    path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
+    lang: str = typer.Option("zh", "--lang", help="Language of prompts and formats: zh or en."),
+    repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Create a vault, or adopt an existing folder (an Obsidian vault) without touching its files.
+
+    Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
+    repository and commits cmem's files. Running it again changes nothing.
+    """
+    from cmem.init import ParentRepoChoiceNeeded, init_vault
+    from cmem.render import render_init
+
+    _global["json"] = as_json
+    try:
+        report = init_vault(path, lang, repo)
+    except ParentRepoChoiceNeeded as exc:
+        if repo is None and sys.stdin.isatty() and not as_json:
+            typer.echo(str(exc), err=True)
+            choice = typer.prompt("own or parent?", default="own")
+            report = init_vault(path, lang, choice.strip())
+        else:
+            raise
+    if as_json:
+        _print_json({"vault": str(report.root), "created": report.created, "repository": report.repository,
+                     "commit": report.commit, "changed": report.changed, "notes": report.notes})
+    else:
+        typer.echo(render_init(report))
+
+
+@app.command()
+def status(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due."""
+    from cmem.status import build_status
+
+    _global["json"] = as_json
+    result = build_status(_open(vault))
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        from cmem.render import render_status
+
+        typer.echo(render_status(result))
+
+
+@app.command()
+def scan(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
+    from cmem.scan import scan_vault
+
+    _global["json"] = as_json
+    result = scan_vault(_open(vault))
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        from cmem.render import render_scan
+
+        typer.echo(render_scan(result))
+
+
+@app.command()
+def note(
+    text: List[str] = typer.Argument(..., help="The text to capture (quote it, or pass several words)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Append a timestamped line to today's capture note in the divergent layer (created if missing)."""
+    from cmem.capture import capture_note
+
+    _global["json"] = as_json
+    captured = capture_note(_open(vault), " ".join(text))
+    if as_json:
+        _print_json({"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text})
+    else:
+        typer.echo(f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else ""))
+
+
+@app.command()
+def context(
+    topic: Optional[str] = typer.Option(None, "--topic", help="What this session is about: matching topic files come first."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=100, help="Token budget (default: budget_tokens from the config)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The session-start bundle for an agent: resident files, matching topic files, an index, pending notes.
+
+    Printed as Markdown framed as reference material. Never includes the archive.
+    """
+    from cmem.context import build_context, render_context_markdown
+
+    _global["json"] = as_json
+    result = build_context(_open(vault), topic=topic, budget=budget)
+    for problem in result.problems:
+        _warn(problem)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_context_markdown(result))
+
+
+@app.command()
+def doctor(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Check the config, frontmatter, source links, git state, locks and sync-folder risks."""
+    from cmem.doctor import run_doctor
+
+    _global["json"] = as_json
+    findings = run_doctor(_open(vault))
+    if as_json:
+        _print_json({"findings": [f.to_json() for f in findings], "ok": not any(f.level == "error" for f in findings)})
+    else:
+        from cmem.render import render_doctor
+
+        typer.echo(render_doctor(findings))
+    if any(f.level == "error" for f in findings):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    try:
+        app(standalone_mode=False)
+    except CmemError as exc:
+        if _global.get("json"):
+            typer.echo(json.dumps({"error": str(exc)}, ensure_ascii=False))
+        else:
+            from cmem.render import paint
+
+            prefix = "" if exc.exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
+            typer.echo(prefix + str(exc), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
+        usage = _click_usage_error(exc)
+        if usage is None:
+            raise
+        sys.exit(usage)
+
+
+def _click_usage_error(exc: Exception) -> int | None:
+    """Typer vendors click; its usage errors carry `show()` and `exit_code`."""
+    if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+        exc.show()
+        return exc.exit_code
+    return None
+
+
+if __name__ == "__main__":
+    main()

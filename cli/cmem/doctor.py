@@ -1,0 +1,162 @@
+"""`cmem doctor`: what is wrong with this vault, and how to fix it (SPEC §9).
+
+Checks the config, the user config, frontmatter of every managed note, broken source links in
+the convergent layer, the git state, locks, odd files, and whether the vault sits in a folder a
+sync client manages (a synced `.git` is a corruption risk: sync vaults through a git remote).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmem import history
+from cmem.errors import CmemError
+from cmem.lock import is_locked, lock_path, read_holder
+from cmem.notes import check_frontmatter, find_odd_names, odd_from_note, read_note
+from cmem.statements import parse_statements
+from cmem.tokens import estimate_tokens
+from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
+
+OK, WARN, ERROR = "ok", "warn", "error"
+
+_SYNC_MARKERS = (
+    ("Dropbox", "Dropbox"), ("Mobile Documents", "iCloud Drive"), ("iCloud", "iCloud Drive"),
+    ("OneDrive", "OneDrive"), ("Google Drive", "Google Drive"), ("GoogleDrive", "Google Drive"),
+    ("pCloud", "pCloud"), ("Nextcloud", "Nextcloud"), ("ownCloud", "ownCloud"),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # ok | warn | error
+    check: str
+    message: str
+    file: str | None = None
+
+    def to_json(self) -> dict:
+        return {"level": self.level, "check": self.check, "message": self.message, "file": self.file}
+
+
+def run_doctor(vault: Vault) -> list[Finding]:
+    findings: list[Finding] = []
+    findings += _check_user_config()
+    findings += _check_notes(vault)
+    findings += _check_sources(vault)
+    findings += _check_git(vault)
+    findings += _check_lock(vault)
+    findings += _check_sync(vault)
+    findings += _check_state(vault)
+    return findings
+
+
+def _check_user_config() -> list[Finding]:
+    from cmem.config import load_user_config
+
+    try:
+        load_user_config()
+    except CmemError as exc:
+        return [Finding(ERROR, "user config", str(exc))]
+    return [Finding(OK, "config", "vault and user settings are valid")]
+
+
+def _check_notes(vault: Vault) -> list[Finding]:
+    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in find_odd_names(vault)]
+    checked = 0
+    resident_tokens = 0
+    for layer in LAYERS:
+        for note_file in vault.list_layer(layer):
+            note = read_note(note_file, vault.config.max_note_bytes)
+            checked += 1
+            for odd in odd_from_note(note):
+                findings.append(Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel))
+            if note.usable and note.frontmatter is not None:
+                error = check_frontmatter(note)
+                if error:
+                    findings.append(Finding(WARN, "frontmatter", f"{note.rel}: {error}; cmem reads it but never rewrites it", note.rel))
+            if layer == RESIDENT:
+                resident_tokens += estimate_tokens(note.text)
+    cap = vault.config.resident_max_tokens
+    if resident_tokens > cap:
+        findings.append(Finding(WARN, "resident size", f"the resident sublayer is {resident_tokens} tokens, over resident_max_tokens ({cap}); the next pass will be asked to compress"))
+    if not any(f.level != OK for f in findings):
+        findings.append(Finding(OK, "notes", f"{checked} notes read; no odd files, every frontmatter parses"))
+    return findings
+
+
+def _check_sources(vault: Vault) -> list[Finding]:
+    names = vault.note_names()
+    findings = []
+    statements = 0
+    for note_file in vault.convergent_files():
+        note = read_note(note_file, vault.config.max_note_bytes)
+        if not note.usable:
+            continue
+        for statement in parse_statements(note.body, note.body_start, vault.config.formats):
+            statements += 1
+            for source in statement.sources:
+                if source not in names:
+                    findings.append(Finding(WARN, "source", f"{note.rel}:{statement.line_no}: source [[{source}]] resolves to no note", note.rel))
+            if not statement.sources:
+                findings.append(Finding(WARN, "source", f"{note.rel}:{statement.line_no}: statement has no source", note.rel))
+    if not findings:
+        findings.append(Finding(OK, "sources", f"{statements} statements, every source resolves"))
+    return findings
+
+
+def _check_git(vault: Vault) -> list[Finding]:
+    try:
+        top = history.toplevel(vault.root)
+    except CmemError as exc:
+        return [Finding(ERROR, "git", str(exc))]
+    if top is None:
+        return [Finding(ERROR, "git", f"{vault.root} is not a git repository; run `cmem init` to make it one")]
+    findings = []
+    if top != vault.root.resolve():
+        level = OK if vault.config.allow_parent_repo else ERROR
+        findings.append(Finding(level, "git", f"the vault is inside the repository {top}" + ("" if level == OK else "; cmem will not commit there unless git.allow_parent_repo is true")))
+    operation = history.operation_in_progress(top)
+    if operation:
+        findings.append(Finding(ERROR, "git", f"{operation} is in progress in {top}; finish or abort it before a pass"))
+    index_lock = history.git_dir(top) / "index.lock"
+    if index_lock.exists():
+        age = time.time() - index_lock.stat().st_mtime
+        findings.append(Finding(WARN, "git", f"{index_lock} exists ({age / 60:.0f} min old); if no git command is running, delete it"))
+    if not history.head(top):
+        findings.append(Finding(WARN, "git", "the repository has no commits yet"))
+    if not findings:
+        findings.append(Finding(OK, "git", "the vault is its own git repository, nothing in progress"))
+    return findings
+
+
+def _check_lock(vault: Vault) -> list[Finding]:
+    if is_locked(vault.state_dir):
+        holder = read_holder(lock_path(vault.state_dir)) or {}
+        return [Finding(WARN, "lock", f"a pass is running (pid {holder.get('pid', '?')} since {holder.get('since', '?')})")]
+    return [Finding(OK, "lock", "no pass is running")]
+
+
+def _check_sync(vault: Vault) -> list[Finding]:
+    root = vault.root.resolve()
+    for folder in (root, *root.parents):
+        if (folder / ".stfolder").exists():
+            return [Finding(WARN, "sync", f"the vault is inside a Syncthing folder ({folder}); a synced .git can be corrupted — sync the vault through a git remote, or exclude .git from sync")]
+    text = str(root)
+    for marker, service in _SYNC_MARKERS:
+        if f"/{marker}" in text:
+            return [Finding(WARN, "sync", f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote")]
+    return [Finding(OK, "sync", "the vault is not inside a known sync folder")]
+
+
+def _check_state(vault: Vault) -> list[Finding]:
+    from cmem.state import load_state
+
+    try:
+        state = load_state(vault.state_file)
+    except CmemError as exc:
+        return [Finding(ERROR, "state", str(exc), vault.rel(vault.state_file))]
+    missing = [rel for rel in state.notes if not (vault.root / rel).exists()]
+    archived_note = "" if not missing else f"; {len(missing)} converged notes are no longer at their path (archived or moved)"
+    return [Finding(OK, "state", f"state.json is valid: {len(state.notes)} converged notes, {len(state.passes)} passes{archived_note}")]

@@ -1,0 +1,145 @@
+"""Git, as cmem uses it: the vault's own repository, cmem's commits, and the way back.
+
+cmem calls the git CLI directly for everything on a hot path (gitpython costs 170 ms to import
+and its `index.add` is 5x the CLI — perf-baselines.md §6); gitpython is used lazily where a walk
+over history reads better. cmem's own git commands run with hooks and fsmonitor off, so a user's
+pre-commit hook or a watchman daemon cannot block, rewrite or slow a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmem.errors import GitError
+
+# Options for every git command cmem runs on the user's vault.
+SAFE_GIT_OPTIONS = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "commit.gpgSign=false",  # an unattended pass must not wait for a passphrase
+    "-c", "core.quotePath=false",
+)
+PASS_TRAILER = "Cmem-Pass"
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)  # a hook environment must not redirect cmem into another repository
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    return env
+
+
+def run_git(root: Path, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        result = subprocess.run(
+            ["git", *SAFE_GIT_OPTIONS, "-C", str(root), *args],
+            capture_output=True, text=True, input=input, env=_env(),
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH; cmem keeps the vault's history in git.") from None
+    if check and result.returncode != 0:
+        message = (result.stderr or result.stdout).strip().splitlines()
+        detail = message[-1] if message else f"exit {result.returncode}"
+        raise GitError(f"git {args[0]} failed in {root}: {detail}")
+    return result
+
+
+def toplevel(path: Path) -> Path | None:
+    """The root of the repository holding `path`, or None outside any repository."""
+    result = run_git(path, "rev-parse", "--show-toplevel", check=False)
+    if result.returncode != 0:
+        return None
+    return Path(result.stdout.strip()).resolve()
+
+
+def has_identity(root: Path) -> bool:
+    name = run_git(root, "config", "user.name", check=False).stdout.strip()
+    email = run_git(root, "config", "user.email", check=False).stdout.strip()
+    return bool((name or os.environ.get("GIT_AUTHOR_NAME")) and (email or os.environ.get("GIT_AUTHOR_EMAIL")))
+
+
+def _identity_options(root: Path) -> tuple[str, ...]:
+    # A fresh machine may have no git identity; cmem's commits still need one.
+    if has_identity(root):
+        return ()
+    return ("-c", "user.name=cmem", "-c", "user.email=cmem@localhost")
+
+
+def init_repo(root: Path) -> None:
+    run_git(root, "init", "-q")
+    # Prefer `main` without depending on init.defaultBranch (git < 2.28 lacks -b).
+    run_git(root, "symbolic-ref", "HEAD", "refs/heads/main", check=False)
+
+
+def operation_in_progress(root: Path) -> str | None:
+    """A merge, rebase, cherry-pick or revert the user has not finished, if any."""
+    git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    for marker, name in (
+        ("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase or am"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"), ("BISECT_LOG", "a bisect"),
+    ):
+        if (git_dir / marker).exists():
+            return name
+    return None
+
+
+def git_dir(root: Path) -> Path:
+    return Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+
+
+def head(root: Path) -> str | None:
+    result = run_git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    return result.stdout.strip() or None
+
+
+def changed_paths(root: Path, paths: list[str]) -> list[str]:
+    """Paths (of those given) with changes git would commit: modified, new or deleted."""
+    if not paths:
+        return []
+    result = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    changed = []
+    entries = result.stdout.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        if status[0] in "RC":
+            index += 1  # the next field is the rename source
+        changed.append(path)
+    return changed
+
+
+def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
+    """Commit exactly these paths (new, changed or deleted), leaving anything else the user
+    staged alone. Returns the new commit, or None when there was nothing to commit."""
+    changed = changed_paths(root, paths)
+    if not changed:
+        return None
+    run_git(root, "add", "-A", "--", *paths)
+    run_git(root, *_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
+    return head(root)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    time: str
+    subject: str
+
+
+def find_pass_commit(root: Path, pass_id: str) -> CommitInfo | None:
+    result = run_git(
+        root, "log", "-1", f"--grep={PASS_TRAILER}: {pass_id}", "--fixed-strings", "--format=%H%x00%cI%x00%s", check=False
+    )
+    out = result.stdout.strip()
+    if result.returncode != 0 or not out:
+        return None
+    sha, time, subject = out.split("\0", 2)
+    return CommitInfo(sha, time, subject)

@@ -1,0 +1,61 @@
+"""One pass at a time per vault, across processes (SPEC §3 step 1).
+
+The lock is an `flock` on a file in the per-machine state folder, so the kernel releases it when
+its holder dies: a lock left by a killed process is never stale. The file records who holds it,
+for messages and `cmem doctor`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from cmem.errors import Busy
+
+
+def lock_path(state_dir: Path) -> Path:
+    return state_dir / "pass.lock"
+
+
+@contextmanager
+def vault_lock(state_dir: Path, purpose: str = "converge"):
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_path(state_dir)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = read_holder(path)
+            who = f" (pid {holder['pid']}, {holder.get('purpose', 'a pass')} since {holder.get('since', '?')})" if holder else ""
+            raise Busy(f"a pass is already running{who}.") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode())
+        yield
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
+def read_holder(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text("utf-8") or "null")
+    except (OSError, ValueError):
+        return None
+
+
+def is_locked(state_dir: Path) -> bool:
+    path = lock_path(state_dir)
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

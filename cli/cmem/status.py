@@ -1,0 +1,112 @@
+"""`cmem status`: the vault at a glance (SPEC §9, §11)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cmem import history
+from cmem.checklist import count_staged
+from cmem.lock import is_locked
+from cmem.notes import OddFile
+from cmem.signals import SIGNAL_CLASSES
+from cmem.sizes import LayerSize, measure_layers
+from cmem.state import load_state
+from cmem.triggers import Due, check_due
+from cmem.vault import RESIDENT, SITUATIONAL, Vault
+
+
+@dataclass
+class Status:
+    vault: str
+    layers: dict[str, LayerSize]
+    resident_max_tokens: int
+    budget_tokens: int
+    newest_convergent: tuple[str, float] | None  # (path, age in seconds)
+    oldest_convergent: tuple[str, float] | None
+    pending_notes: int
+    pending_signals: dict[str, int]
+    deferred: int
+    last_pass: dict | None
+    due: Due
+    staged_archive: int
+    ticked_archive: int
+    odd: list[OddFile] = field(default_factory=list)
+    running: bool = False
+
+    def to_json(self) -> dict:
+        return {
+            "vault": self.vault,
+            "layers": {name: size.to_json() for name, size in self.layers.items()},
+            "budgets": {"resident_max_tokens": self.resident_max_tokens, "budget_tokens": self.budget_tokens},
+            "convergent_age": {
+                "newest": _age_json(self.newest_convergent),
+                "oldest": _age_json(self.oldest_convergent),
+            },
+            "pending": {"notes": self.pending_notes, "signals": self.pending_signals, "deferred": self.deferred},
+            "last_pass": self.last_pass,
+            "due": self.due.to_json(),
+            "staged_archive": self.staged_archive,
+            "ticked_archive": self.ticked_archive,
+            "odd_files": [{"file": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
+            "running": self.running,
+        }
+
+
+def _age_json(entry):
+    return None if entry is None else {"path": entry[0], "age_seconds": round(entry[1])}
+
+
+def build_status(vault: Vault, now: datetime | None = None) -> Status:
+    from cmem.scan import scan_vault
+
+    now = now or datetime.now().astimezone()
+    state = load_state(vault.state_file)
+    scan = scan_vault(vault, state=state)
+    signals = {name: 0 for name in SIGNAL_CLASSES}
+    for signal in scan.signals:
+        signals[signal.cls] += 1
+    layers = measure_layers(vault)
+    newest = oldest = None
+    for note in vault.list_layer(RESIDENT) + vault.list_layer(SITUATIONAL):
+        try:
+            mtime = os.stat(note.path).st_mtime
+        except OSError:
+            continue
+        age = now.timestamp() - mtime
+        if newest is None or age < newest[1]:
+            newest = (note.rel, age)
+        if oldest is None or age > oldest[1]:
+            oldest = (note.rel, age)
+    staged = ticked = 0
+    try:
+        staged, ticked = count_staged(vault.checklist_path.read_text("utf-8", errors="replace"))
+    except OSError:
+        pass
+    return Status(
+        vault=str(vault.root),
+        layers=layers,
+        resident_max_tokens=vault.config.resident_max_tokens,
+        budget_tokens=vault.config.budget_tokens,
+        newest_convergent=newest,
+        oldest_convergent=oldest,
+        pending_notes=len(scan.pending),
+        pending_signals=signals,
+        deferred=len(scan.deferred),
+        last_pass=_last_pass(vault, state),
+        due=check_due(vault, state, len(scan.signals), now),
+        staged_archive=staged,
+        ticked_archive=ticked,
+        odd=scan.odd,
+        running=is_locked(vault.state_dir),
+    )
+
+
+def _last_pass(vault: Vault, state) -> dict | None:
+    last = state.last_of_kind("converge")
+    if not last:
+        return None
+    commit = history.find_pass_commit(vault.root, last.get("id", "")) if (vault.root / ".git").exists() else None
+    return {"id": last.get("id"), "time": last.get("time"), "commit": commit.sha if commit else None,
+            "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}
