@@ -36,3 +36,43 @@ def count_staged(text: str) -> tuple[int, int]:
         staged += 1
         ticked += match.group(1) in "xX"
     return staged, ticked
+
+
+import re as _re
+from dataclasses import dataclass as _dataclass
+
+_LINE_NOTE = _re.compile(r"^\s*[-*+] \[[ xX]\] \[\[([^\]|#]+)")
+
+
+@_dataclass(frozen=True)
+class StageEntry:
+    note_name: str  # wikilink name of the divergent note
+    target: str  # vault-relative archive path it will move to
+    into: list[str]  # convergent files it went into
+    sha256: str  # the note's digest when the pass read it
+
+
+def archive_target(archive_dir: str, pattern: str, note_rel: str, pass_date: str) -> str:
+    yyyy, mm, dd = pass_date.split("-")
+    name = note_rel.rsplit("/", 1)[-1]
+    stem = name[:-3] if name.endswith(".md") else name
+    relative = pattern.replace("{yyyy}", yyyy).replace("{mm}", mm).replace("{dd}", dd).replace("{name}", stem)
+    if not relative.endswith(".md"):
+        relative += ".md"
+    return f"{archive_dir}/{relative}"
+
+
+def format_stage_line(entry: StageEntry) -> str:
+    into = ", ".join(f"[[{path.rsplit('/', 1)[-1].removesuffix('.md')}]]" for path in entry.into) or "—"
+    return f"- [ ] [[{entry.note_name}]] → {entry.target} · into {into} · sha256:{entry.sha256[:16]}"
+
+
+def stage_notes(current: str | None, entries: list[StageEntry], pass_id: str, pass_date: str, language: str) -> str:
+    """The checklist with a new section for this pass. A note staged before (and edited and
+    converged again since) loses its old line: one line per note, the latest digest."""
+    text = current if current is not None else checklist_header(language)
+    names = {entry.note_name for entry in entries}
+    kept = [line for line in text.split("\n") if not ((m := _LINE_NOTE.match(line)) and m.group(1).strip() in names)]
+    text = "\n".join(kept).rstrip("\n") + "\n"
+    section = [f"\n## {pass_date} · pass {pass_id}"] + [format_stage_line(entry) for entry in entries]
+    return text + "\n".join(section) + "\n"

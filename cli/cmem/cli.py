@@ -197,6 +197,106 @@ def doctor(
         raise typer.Exit(1)
 
 
+@app.command()
+def converge(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    engine: Optional[str] = typer.Option(None, "--engine", help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run up to validation and print the diff; write nothing."),
+    emit_prompt: bool = typer.Option(False, "--emit-prompt", help="Print the assembled prompt and stop."),
+    response: Optional[Path] = typer.Option(None, "--response", help="Skip the engine and apply this response file (an agent that is itself the model)."),
+    replay: Optional[str] = typer.Option(None, "--replay", help="Re-validate and apply the last response of a recorded run (a pass id, or 'last')."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Converge only this note (repeatable)."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
+    propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; apply it later with --replay."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
+    show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Merge the pending signals of the divergent notes into the memory files, then commit.
+
+    Scans the loose notes, selects pending ones (corrections first) within the budget, has the
+    engine merge-rewrite the convergent files, validates the response (sources, traces, nothing
+    silently dropped), applies it all-or-nothing, stages the notes in the archive checklist and
+    commits. Nothing pending: exit 0.
+    """
+    from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.errors import Busy
+    from cmem.render import Spinner, render_pass
+
+    _global["json"] = as_json
+    if engine not in (None, "builtin", "llm"):
+        raise typer.BadParameter("must be builtin or llm", param_hint="--engine")
+    target = _open(vault)
+    response_text = None
+    if response is not None:
+        try:
+            response_text = response.read_text("utf-8", errors="replace")
+        except OSError as exc:
+            raise CmemError(f"cannot read the response file {response}: {exc.strerror}.") from None
+    if replay is not None:
+        from cmem.converge.runs import find_run
+
+        record = find_run(target, replay)
+        responses = record.responses()
+        if not responses:
+            raise CmemError(f"the run record {record.folder} holds no response to replay.")
+        response_text = responses[-1].read_text("utf-8", errors="replace")
+        only = only or record.read_json("run.json").get("notes")
+    options = PassOptions(engine=engine, llm=llm, dry_run=dry_run, emit_prompt=emit_prompt, response_text=response_text,
+                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink)
+    spinner = Spinner(quiet=quiet or as_json or emit_prompt)
+    try:
+        result = run_pass(target, options, progress=spinner)
+    except Busy as exc:
+        spinner.done()
+        if as_json:
+            _print_json({"status": "busy", "message": str(exc)})
+        elif not quiet:
+            typer.echo(str(exc), err=True)
+        return
+    finally:
+        spinner.done()
+    if emit_prompt and result.prompt is not None:
+        typer.echo(result.prompt, nl=False)
+        return
+    if as_json:
+        _print_json(result.to_json())
+    elif not quiet or result.status == "failed":
+        stream_err = result.status == "failed"
+        typer.echo(render_pass(result, show_diff=show_diff or dry_run), err=stream_err)
+    if result.status == "failed":
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    folder: Optional[Path] = typer.Argument(None, help="Where to put the demo vault (default: a new temporary folder)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Copy the sample vault, make it a git repository, and run a real pass with the builtin engine.
+
+    Shows the signals found, the pass, and the diff of the memory files. Your own notes are not touched.
+    """
+    from cmem.demo import run_demo
+    from cmem.render import colour_diff, render_pass, render_scan
+
+    _global["json"] = as_json
+    demo_run = run_demo(folder)
+    if as_json:
+        _print_json({"vault": str(demo_run.root), "scan": demo_run.scan.to_json(), "pass": demo_run.result.to_json()})
+        return
+    typer.echo(f"demo vault: {demo_run.root}\n")
+    typer.echo(render_scan(demo_run.scan))
+    typer.echo("")
+    typer.echo(render_pass(demo_run.result))
+    if demo_run.result.diff:
+        typer.echo("")
+        typer.echo(colour_diff(demo_run.result.diff))
+    typer.echo(f"\nTry: cd {demo_run.root} && cmem status && cmem scan && git log --stat")
+
+
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
     try:

@@ -148,3 +148,93 @@ def render_doctor(findings) -> str:
     out.append("")
     out.append("all clear" if not errors and not warnings else f"{errors} errors, {warnings} warnings")
     return "\n".join(out)
+
+
+class Spinner:
+    """Progress on stderr while the model runs: a spinner with elapsed time on a terminal, one
+    line per stage otherwise (logs stay readable), nothing when quiet."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, quiet: bool = False, stream=None):
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.frame = 0
+        self.last_message = None
+
+    def __call__(self, message: str, elapsed: float | None) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            self.frame = (self.frame + 1) % len(self.FRAMES)
+            clock = f" {elapsed:4.0f}s" if elapsed is not None else ""
+            self.stream.write(f"\r\033[K{self.FRAMES[self.frame]} {message}…{clock}")
+            self.stream.flush()
+        elif message != self.last_message:
+            self.stream.write(f"{message}…\n")
+            self.stream.flush()
+        self.last_message = message
+
+    def done(self) -> None:
+        if self.tty and self.last_message is not None and not self.quiet:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def colour_diff(diff: str) -> str:
+    out = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            out.append(paint(line, "bold"))
+        elif line.startswith("+"):
+            out.append(paint(line, "green"))
+        elif line.startswith("-"):
+            out.append(paint(line, "red"))
+        elif line.startswith("@@"):
+            out.append(paint(line, "cyan"))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def render_pass(result, show_diff: bool = False) -> str:
+    out = []
+    if result.status == "nothing":
+        return result.message or "nothing to converge"
+    if result.status == "failed":
+        out.append(paint("the pass failed; nothing was written", "red", "bold"))
+        out += [f"  {e}" for e in result.errors[:30]]
+        if len(result.errors) > 30:
+            out.append(f"  … and {len(result.errors) - 30} more")
+        if result.run_dir:
+            out.append(f"  run record: {result.run_dir}")
+        return "\n".join(out)
+    head = {"applied": "pass applied", "dry-run": "dry run: nothing written", "proposed": "proposal saved (review mode)"}[result.status]
+    engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
+    out.append(paint(f"{head} · pass {result.pass_id}{engine}", "bold"))
+    if result.snapshot_commit:
+        out.append(f"  your hand edits were committed first as {result.snapshot_commit[:8]}")
+    if result.diffstat:
+        out.append("  files:")
+        for path, added, removed in result.diffstat:
+            out.append(f"    {path}  {paint('+' + str(added), 'green')} {paint('-' + str(removed), 'red')}")
+    else:
+        out.append("  no memory file changed")
+    if result.converged:
+        out.append(f"  converged {len(result.converged)} notes ({result.signals} signals): " + ", ".join(result.converged))
+    for entry in result.deferred:
+        out.append(f"  deferred {entry['note']}: {entry['reason']}")
+    if result.waiting:
+        out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
+    for warning in result.warnings:
+        out.append(paint(f"  warning: {warning}", "yellow"))
+    if result.staged:
+        out.append(f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`")
+    if show_diff and result.diff:
+        out += ["", colour_diff(result.diff)]
+    if result.status == "applied" and result.commit:
+        out.append(f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`")
+    if result.message:
+        out.append(f"  {result.message}")
+    return "\n".join(out)

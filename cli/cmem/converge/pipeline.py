@@ -1,0 +1,414 @@
+"""The convergence pass (SPEC §3) as typed stages:
+
+lock → git preflight → select → assemble the prompt → run the engine → parse → validate (with
+repair rounds) → plan → apply all-or-nothing → state and archive checklist → commit → report.
+
+Each stage is a function; `run_pass` strings them together and returns a `PassResult` the CLI
+renders (or prints as JSON, SPEC §11).
+"""
+
+from __future__ import annotations
+
+import difflib
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable
+
+from cmem import history
+from cmem.checklist import StageEntry, archive_target, stage_notes
+from cmem.converge.apply import WritePlan, apply_plan, current_bytes
+from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
+from cmem.converge.runs import RunRecord, new_run
+from cmem.converge.selection import Selection, SelectedNote, select_notes
+from cmem.errors import CmemError, GitError
+from cmem.lock import vault_lock
+from cmem.state import ConvergedNote, State, line_key, load_state
+from cmem.vault import Vault
+
+Progress = Callable[[str, float | None], None]  # (message, elapsed seconds or None)
+
+
+@dataclass
+class PassOptions:
+    engine: str | None = None  # "builtin", "llm", or None: llm if a command is configured
+    llm: str | None = None  # --llm
+    dry_run: bool = False
+    emit_prompt: bool = False
+    response_text: str | None = None  # --response FILE (already read)
+    only: list[str] | None = None
+    budget: int | None = None
+    propose: bool = False
+    allow_shrink: bool = False
+    now: datetime | None = None
+
+
+@dataclass
+class PassResult:
+    status: str  # applied | dry-run | nothing | busy | failed | proposed | prompt
+    pass_id: str | None = None
+    commit: str | None = None
+    snapshot_commit: str | None = None
+    changed: list[str] = field(default_factory=list)
+    converged: list[str] = field(default_factory=list)
+    deferred: list[dict] = field(default_factory=list)
+    staged: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    diff: str = ""
+    diffstat: list[tuple[str, int, int]] = field(default_factory=list)
+    prompt: str | None = None
+    engine: str | None = None
+    model: str | None = None
+    run_dir: str | None = None
+    signals: int = 0
+    message: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status, "pass": self.pass_id, "commit": self.commit, "changed": self.changed,
+            "converged": self.converged, "deferred": self.deferred, "staged": self.staged,
+            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting,
+            "snapshot_commit": self.snapshot_commit, "engine": self.engine, "model": self.model,
+            "run": self.run_dir, "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
+        }
+
+
+# --- stages -------------------------------------------------------------------------------
+
+
+def managed_changes(vault: Vault) -> list[str]:
+    """Vault-relative paths under cmem's management with uncommitted changes."""
+    result = history.run_git(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+    prefix = _repo_prefix(vault)
+    paths = []
+    entries = result.stdout.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        if entry[0] in "RC":
+            index += 1
+        rel = entry[3:]
+        if prefix:
+            if not rel.startswith(prefix):
+                continue
+            rel = rel[len(prefix):]
+        if rel.startswith(".cmem/") or vault.layer_of(rel) is not None or rel == vault.checklist_rel:
+            paths.append(rel)
+    return paths
+
+
+def _repo_prefix(vault: Vault) -> str:
+    top = history.toplevel(vault.root)
+    if top is None or top == vault.root.resolve():
+        return ""
+    return vault.root.resolve().relative_to(top).as_posix() + "/"
+
+
+def preflight(vault: Vault) -> str | None:
+    """Refuse a repository cmem must not commit to, or one mid-merge; commit the user's pending
+    edits to managed paths as a snapshot so the pass commit holds only the pass."""
+    top = history.toplevel(vault.root)
+    if top is None:
+        raise GitError(f"{vault.root} is not a git repository; run `cmem init` there first.")
+    if top != vault.root.resolve() and not vault.config.allow_parent_repo:
+        raise GitError(
+            f"the vault's git repository is {top}, above the vault; cmem will not commit there unless "
+            "git.allow_parent_repo is true in .cmem/config.yaml (or run `cmem init --repo own`)."
+        )
+    operation = history.operation_in_progress(vault.root)
+    if operation:
+        raise GitError(f"{operation} is in progress in {top}; finish or abort it, then run the pass again.")
+    index_lock = history.git_dir(vault.root) / "index.lock"
+    if index_lock.exists():
+        raise GitError(f"{index_lock} exists: another git command is running, or one crashed (then delete the file).")
+    changed = managed_changes(vault)
+    if not changed:
+        return None
+    return history.commit_paths(vault.root, changed, f"cmem: snapshot before pass ({len(changed)} files edited by hand)")
+
+
+def hand_edited_files(vault: Vault, state: State) -> set[str]:
+    """Convergent files changed by someone else since the last pass: the user's word."""
+    last = state.last_of_kind("converge")
+    commit = history.find_pass_commit(vault.root, last["id"]) if last else None
+    if commit is None:
+        return set()
+    result = history.run_git(vault.root, "diff", "--name-only", "--relative", commit.sha, "HEAD", "--", *vault.convergent_dirs, check=False)
+    return {line.strip() for line in result.stdout.splitlines() if line.strip()}
+
+
+def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Every convergent file's text (for the prompt and validator) and bytes (for the
+    second-writer check). A file cmem may not rewrite is still shown, and the validator refuses
+    writes to it."""
+    texts, raws = {}, {}
+    for note_file in vault.convergent_files():
+        raw = current_bytes(note_file.path)
+        if raw is None:
+            continue
+        raws[note_file.rel] = raw
+        texts[note_file.rel] = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    return texts, raws
+
+
+def new_pass_id(now: datetime) -> str:
+    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+# --- the pass -----------------------------------------------------------------------------
+
+
+def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = None) -> PassResult:
+    progress = progress or (lambda message, elapsed: None)
+    now = options.now or datetime.now().astimezone()
+    with vault_lock(vault.state_dir, "converge"):
+        snapshot = None
+        if not (options.dry_run or options.emit_prompt):
+            snapshot = preflight(vault)
+        result = _run_locked(vault, options, progress, now)
+        result.snapshot_commit = snapshot
+        return result
+
+
+def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime) -> PassResult:
+    from cmem.scan import scan_vault
+
+    state = load_state(vault.state_file)
+    progress("scanning", None)
+    scan = scan_vault(vault, state=state, only=options.only)
+    if not scan.pending:
+        return PassResult("nothing", message="nothing to converge")
+    pass_date = now.date().isoformat()
+    originals, raw_originals = read_originals(vault)
+    hand_edited = hand_edited_files(vault, state) if not options.emit_prompt else set()
+    budget = options.budget or vault.config.budget_tokens
+    fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+    selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    if not selection.notes:
+        return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)")
+    prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
+    if options.emit_prompt:
+        return PassResult("prompt", prompt=prompt.text, waiting=[p.rel for p in selection.waiting])
+
+    pass_id = new_pass_id(now)
+    result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
+                        signals=sum(len(n.signals) for n in selection.notes))
+    record = new_run(vault, pass_id)
+    result.run_dir = str(record.folder)
+    validation = _converge(vault, options, selection, originals, prompt, pass_date, record, result, progress)
+    if validation is None:
+        return result
+    return _finish(vault, options, state, selection, validation, raw_originals, originals, pass_id, pass_date, now, result, record)
+
+
+def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass_date: str, allow_shrink: bool):
+    from cmem.converge.validate import PassContext
+
+    return PassContext(
+        pass_date=pass_date,
+        selected=[n.rel for n in selection.notes],
+        originals=dict(originals),
+        note_names=vault.note_names(),
+        allow_shrink=allow_shrink,
+        source_texts={n.name: n.text for n in selection.notes},
+    )
+
+
+def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, record: RunRecord, result: PassResult, progress):
+    """Engine → parse → validate, with repair rounds for a model. Returns the Validation, or
+    None with `result` filled in when the pass failed."""
+    from cmem.converge.response import parse_response
+    from cmem.converge.validate import format_issues, validate_response
+
+    ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
+    engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress)
+    record.write("prompt.txt", prompt.text)
+    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date})
+    rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
+    current_prompt = prompt.text
+    for attempt in range(1, rounds + 2):
+        response_text = ask(current_prompt, attempt)
+        record.write(f"response-{attempt}.txt", response_text)
+        response = parse_response(response_text)
+        validation = validate_response(vault, response, ctx)
+        issues = list(getattr(response, "errors", [])) + list(validation.errors)
+        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": [str(w) for w in list(getattr(response, "warnings", [])) + list(validation.warnings)]})
+        if not issues:
+            result.warnings = [str(w) for w in list(getattr(response, "warnings", [])) + list(validation.warnings)]
+            return validation
+        result.errors = [str(i) for i in issues]
+        if attempt <= rounds:
+            progress(f"response rejected ({len(issues)} problems); asking the model to repair it", None)
+            current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(issues), pass_date)
+            record.write(f"prompt-{attempt + 1}.txt", current_prompt)
+    result.status = "failed"
+    result.message = f"the {engine} response was rejected; nothing was written (run record: {record.folder})"
+    return None
+
+
+def _engine(vault, options, selection, originals, pass_date, result: PassResult, progress):
+    """(engine name, ask(prompt, attempt) -> response text)."""
+    if options.response_text is not None:
+        result.engine = "response-file"
+        return "response", lambda prompt, attempt: options.response_text
+    use_builtin = options.engine == "builtin"
+    resolved = None
+    if not use_builtin:
+        from cmem.trust import resolve_model_command
+
+        resolved = resolve_model_command(vault, options.llm)
+        if resolved.command is None:
+            if options.engine == "llm":
+                raise CmemError("--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`).")
+            use_builtin = True
+    if use_builtin:
+        from cmem.converge.builtin import builtin_response
+
+        result.engine = "builtin"
+        return "builtin", lambda prompt, attempt: builtin_response(vault, selection.notes, originals, pass_date)
+    result.engine, result.model = "llm", resolved.command
+
+    def ask(prompt: str, attempt: int) -> str:
+        from cmem.converge.model_command import run_model_command
+        from cmem.converge.secrets import redact_secrets
+
+        safe_prompt, redacted = redact_secrets(prompt)
+        if redacted:
+            result.warnings.append(f"{redacted} credential-like strings were redacted from the prompt")
+        label = "asking the model" if attempt == 1 else f"asking the model to repair (round {attempt - 1})"
+        reply = run_model_command(
+            resolved.command, safe_prompt, timeout=resolved.timeout, max_output_bytes=vault.config.llm_max_output_bytes,
+            on_tick=lambda elapsed: progress(label, elapsed),
+        )
+        return reply.stdout
+
+    return "llm", ask
+
+
+def _finish(vault, options, state, selection, validation, raw_originals, originals, pass_id, pass_date, now, result, record) -> PassResult:
+    by_rel = {n.rel: n for n in selection.notes}
+    converged = [rel for rel in _entries_notes(validation.converged, by_rel)]
+    result.converged = converged
+    result.deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
+    writes = {rel: text for rel, text in validation.writes.items()}
+    result.changed = sorted(writes)
+    result.diff, result.diffstat = make_diff(originals, writes)
+    if options.dry_run:
+        result.status = "dry-run"
+        return result
+    if options.propose or vault.config.review:
+        record.write("proposal.json", {"pass_id": pass_id, "status": "proposed"})
+        result.status = "proposed"
+        result.message = f"proposal saved; review it with `cmem converge --replay {pass_id} --dry-run`, apply with `cmem converge --replay {pass_id}`"
+        return result
+    plan = WritePlan()
+    for rel, text in writes.items():
+        plan.add(rel, text, raw_originals.get(rel))
+    into = _into(validation.converged, by_rel)
+    state_bytes = current_bytes(vault.state_file)
+    checklist_bytes = current_bytes(vault.checklist_path)
+    stage_entries = []
+    for rel in converged:
+        note = by_rel[rel]
+        state.notes[rel] = ConvergedNote(
+            sha256=note.sha256, lines=_converged_lines(state, note), pass_id=pass_id,
+            time=now.isoformat(timespec="seconds"), into=sorted(into.get(rel, [])),
+        )
+        stage_entries.append(StageEntry(note.name, archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date), sorted(into.get(rel, [])), note.sha256))
+    if not writes and not converged:
+        result.status = "nothing"
+        result.message = "the engine changed nothing and converged no note; nothing was committed"
+        return result
+    state.passes.append({
+        "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": result.engine, "model": result.model,
+        "notes": converged, "changed": result.changed, "warnings": len(result.warnings), "kind": "converge",
+    })
+    from cmem.state import STATE_VERSION  # noqa: F401  (format documented in cmem.state)
+    import json
+
+    plan.add(vault.rel(vault.state_file), (json.dumps(state.to_json(), ensure_ascii=False, indent=1) + "\n"), state_bytes)
+    if stage_entries:
+        current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
+        plan.add(vault.checklist_rel, stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language), checklist_bytes)
+    written = apply_plan(vault, plan)
+    result.staged = [e.note_name for e in stage_entries]
+    result.commit = history.commit_paths(vault.root, written, commit_message(result, selection))
+    result.status = "applied"
+    record.write("result.json", result.to_json())
+    return result
+
+
+def _match_note(name: str, by_rel: dict[str, SelectedNote]) -> str | None:
+    if name in by_rel:
+        return name
+    for rel, note in by_rel.items():
+        if name in (note.name, rel.removesuffix(".md")):
+            return rel
+    return None
+
+
+def _entries_notes(entries, by_rel) -> list[str]:
+    seen = []
+    for entry in entries:
+        rel = _match_note(getattr(entry, "note", entry), by_rel)
+        if rel and rel not in seen:
+            seen.append(rel)
+    return seen
+
+
+def _deferred(entries, by_rel) -> list[tuple[str, str]]:
+    out = []
+    for entry in entries:
+        rel = _match_note(getattr(entry, "note", entry), by_rel) or getattr(entry, "note", str(entry))
+        out.append((rel, getattr(entry, "reason", "")))
+    return out
+
+
+def _into(entries, by_rel) -> dict[str, list[str]]:
+    result: dict[str, list[str]] = {}
+    for entry in entries:
+        rel = _match_note(entry.note, by_rel)
+        if rel:
+            targets = entry.into if isinstance(entry.into, list) else [p.strip() for p in str(entry.into).split(",") if p.strip()]
+            result.setdefault(rel, []).extend(t for t in targets if t not in result.get(rel, []))
+    return result
+
+
+def _converged_lines(state: State, note: SelectedNote) -> set[str]:
+    """Every line of the note as read: the note is converged as a whole; an edit later makes only
+    the new lines pending."""
+    previous = state.notes.get(note.rel)
+    keys = {line_key(line) for line in note.lines if line.strip()}
+    return keys | (previous.lines if previous else set())
+
+
+def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
+    chunks, stats = [], []
+    for rel in sorted(writes):
+        old = originals.get(rel)
+        old_lines = [] if old is None else old.splitlines(keepends=True)
+        new_lines = writes[rel].splitlines(keepends=True)
+        diff = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}" if old is not None else "/dev/null", f"b/{rel}", n=2))
+        added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+        stats.append((rel, added, removed))
+        chunks.append("".join(line if line.endswith("\n") else line + "\n" for line in diff))
+    return "".join(chunks), stats
+
+
+def commit_message(result: PassResult, selection: Selection) -> str:
+    names = ", ".join(path.rsplit("/", 1)[-1].removesuffix(".md") for path in result.changed if not path.startswith((".cmem/",))) or "no files"
+    count = len(result.converged)
+    lines = [f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", ""]
+    lines += [f"Converged: {rel}" for rel in result.converged]
+    lines += [f"Deferred: {d['note']} ({d['reason']})" for d in result.deferred]
+    lines += [f"Changed: {rel}" for rel in result.changed]
+    lines.append(f"Engine: {result.engine}" + (f" ({result.model})" if result.model else ""))
+    lines += [f"Warning: {w}" for w in result.warnings]
+    lines += ["", f"Cmem-Pass: {result.pass_id}"]
+    return "\n".join(lines)

@@ -1,0 +1,72 @@
+"""Run records (SPEC §3): every pass that reaches the engine leaves `runs/<pass id>/` in the
+state folder — the prompt, the command and model, each raw response, the validation result — so
+a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmem.atomic import write_atomic
+from cmem.errors import CmemError
+from cmem.vault import Vault
+
+KEEP_RUNS = 50
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    folder: Path
+
+    @property
+    def pass_id(self) -> str:
+        return self.folder.name
+
+    def write(self, name: str, content: str | dict) -> None:
+        if isinstance(content, dict):
+            content = json.dumps(content, ensure_ascii=False, indent=2) + "\n"
+        write_atomic(self.folder / name, content)
+
+    def read_json(self, name: str) -> dict:
+        try:
+            return json.loads((self.folder / name).read_text("utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def responses(self) -> list[Path]:
+        return sorted(self.folder.glob("response-*.txt"), key=lambda p: int(p.stem.split("-")[1]))
+
+
+def runs_dir(vault: Vault) -> Path:
+    return vault.state_dir / "runs"
+
+
+def new_run(vault: Vault, pass_id: str) -> RunRecord:
+    folder = runs_dir(vault) / pass_id
+    folder.mkdir(parents=True, exist_ok=True)
+    _prune(runs_dir(vault))
+    return RunRecord(folder)
+
+
+def find_run(vault: Vault, name: str) -> RunRecord:
+    base = runs_dir(vault)
+    if name in ("last", "latest"):
+        candidates = sorted(p for p in base.glob("*") if p.is_dir()) if base.exists() else []
+        if not candidates:
+            raise CmemError(f"no run records in {base} yet.")
+        return RunRecord(candidates[-1])
+    folder = Path(name) if "/" in name else base / name
+    if not folder.is_dir():
+        matches = sorted(base.glob(f"{name}*")) if base.exists() else []
+        if len(matches) != 1:
+            raise CmemError(f"no run record named {name!r} in {base}.")
+        folder = matches[0]
+    return RunRecord(folder)
+
+
+def _prune(base: Path) -> None:
+    folders = sorted(p for p in base.glob("*") if p.is_dir())
+    for old in folders[:-KEEP_RUNS]:
+        shutil.rmtree(old, ignore_errors=True)
