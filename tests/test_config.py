@@ -1,0 +1,92 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from cmem.config import default_config_text, load_config, load_user_config, parse_config
+from cmem.errors import ConfigError, VaultNotFound
+from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, find_vault_root, open_vault, state_dir_for
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_default_config_text_is_valid(tmp_path, language):
+    (tmp_path / ".cmem").mkdir()
+    (tmp_path / ".cmem/config.yaml").write_text(default_config_text(language), encoding="utf-8")
+    config = load_config(tmp_path)
+    assert config.language == language
+    assert config.resident_dir == "converged/core"
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("budget_tokens: lots\n", "'budget_tokens'"),
+        ("layer:\n  resident: x\n", "'layer' (did you mean 'layers'?)"),
+        ("llm:\n  comand: x\n", "'llm.comand'"),
+        ("language: fr\n", "'language'"),
+        ("llm:\n  timeout_seconds: -1\n", "'llm.timeout_seconds'"),
+        ("layers:\n  archive: ../outside\n", "'layers.archive'"),
+        ("signals:\n  cues:\n    correction: [1]\n", "'signals.cues.correction"),
+        ("- a list\n", "mapping"),
+        ("key: [unclosed\n", "not valid YAML at line"),
+    ],
+)
+def test_bad_config_is_one_error_naming_the_key(tmp_path, text, named):
+    (tmp_path / ".cmem").mkdir()
+    (tmp_path / ".cmem/config.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(tmp_path)
+    message = str(excinfo.value)
+    assert named in message and "config.yaml" in message and "\n" not in message
+
+
+def test_discovery_order(tmp_path, monkeypatch):
+    root = tmp_path / "v"
+    (root / ".cmem").mkdir(parents=True)
+    deep = root / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_vault_root(start=deep) == root.resolve()
+    other = tmp_path / "w"
+    (other / ".cmem").mkdir(parents=True)
+    monkeypatch.setenv("CMEM_VAULT", str(other))
+    assert find_vault_root(start=deep) == other.resolve()
+    assert find_vault_root(start=deep, explicit=root) == root.resolve()
+    monkeypatch.delenv("CMEM_VAULT")
+    with pytest.raises(VaultNotFound, match="cmem init"):
+        find_vault_root(start=tmp_path)
+
+
+def test_layers(make_vault):
+    root = make_vault(
+        {
+            "a.md": "x", "README.md": "x", "daily/d.md": "x", "misc/m.md": "x", "private/p.md": "x",
+            "converged/core/profile.md": "x", "converged/topics/t/deep.md": "x", "archive/2026-10/old.md": "x",
+        },
+        config_yaml="divergent:\n  extra_folders: [daily]\nignore: ['private/*']\n",
+    )
+    vault = open_vault(root)
+    assert [n.rel for n in vault.list_layer(DIVERGENT)] == ["a.md", "daily/d.md"]
+    assert [n.rel for n in vault.list_layer(RESIDENT)] == ["converged/core/profile.md"]
+    assert [n.rel for n in vault.list_layer(SITUATIONAL)] == ["converged/topics/t/deep.md"]
+    assert [n.rel for n in vault.list_layer(ARCHIVE)] == ["archive/2026-10/old.md"]
+    assert vault.layer_of("misc/m.md") is None  # unmanaged
+    assert vault.layer_of("private/p.md") is None  # ignored
+    assert vault.layer_of(".obsidian/x.md") is None
+    assert vault.layer_of("archive/ARCHIVE-CHECKLIST.md") is None
+
+
+def test_state_folder_is_outside_the_vault_and_per_path(tmp_path):
+    a, b = tmp_path / "x" / "vault", tmp_path / "y" / "vault"
+    assert state_dir_for(a) != state_dir_for(b)
+    assert str(state_dir_for(a)).startswith(os.environ["XDG_STATE_HOME"])
+    assert not str(state_dir_for(a)).startswith(str(a))
+
+
+def test_user_config_validated(tmp_path):
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "cmem" / "config.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("llm:\n  command: llm -n\n", encoding="utf-8")
+    assert load_user_config()["llm"]["command"] == "llm -n"
+    path.write_text("lmm: {}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'lmm'"):
+        load_user_config()

@@ -1,0 +1,84 @@
+"""The package finds prompts/, vault_schema/ and the sample vault from an editable install and
+from a built wheel installed in a fresh venv; start-up stays free of heavy imports."""
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from cmem import resources
+from conftest import REPO
+
+
+def test_every_prompt_and_schema_loads_through_the_accessor():
+    names = sorted(p.name for p in (REPO / "prompts").iterdir())
+    assert names, "prompts/ is empty"
+    for name in names:
+        assert resources.prompt_text(name).strip()
+    for schema in (REPO / "vault_schema").glob("*.json"):
+        json.loads(schema.read_text("utf-8"))
+    assert resources.config_schema()["additionalProperties"] is False
+    assert (resources.sample_vault_dir() / ".cmem" / "config.yaml").is_file()
+
+
+def test_prompt_template_fails_loudly_on_missing_variable():
+    from cmem.errors import CmemError
+
+    template = resources.PromptTemplate("repair.en.md")
+    assert template.variables == {"errors", "pass_date"}
+    with pytest.raises(CmemError, match="pass_date"):
+        template.render(errors="x")
+
+
+HEAVY = ("git", "ruamel", "watchdog", "pydantic", "rich.console")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["status"]])
+def test_start_up_imports_stay_light(argv, sample_vault):
+    """`cmem --help` and `cmem status` must not import gitpython, ruamel, watchdog, pydantic or
+    rich.console (python -X importtime lists every module imported)."""
+    env = dict(os.environ, CMEM_VAULT=str(sample_vault))
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.cli import main; main()"
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    for heavy in HEAVY:
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), f"{argv} imported {heavy}"
+
+
+def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
+    dist = tmp_path / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)],
+        capture_output=True, text=True,
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    wheel = next(dist.glob("cmem-*.whl"))
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    # The dependencies come from this (already provisioned) environment's site-packages, so the
+    # test needs no network: a .pth file points the fresh venv at them; cmem itself comes only
+    # from the wheel.
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    Path(site, "deps.pth").write_text("\n".join(deps) + "\n")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", site, str(wheel)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-3000:]
+    cmem = [str(python), "-c", "import sys; from cmem.cli import main; sys.argv[0] = 'cmem'; main()"]
+    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # cmem must come from the wheel, not from the source tree
+    where = subprocess.run([str(python), "-c", "import cmem; print(cmem.__file__)"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    assert where.stdout.startswith(site), where.stdout + where.stderr
+    help_run = subprocess.run(cmem + ["--help"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    assert help_run.returncode == 0 and "converge" in help_run.stdout
+    vault = tmp_path / "new vault"
+    init_run = subprocess.run(cmem + ["init", str(vault), "--lang", "en"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    assert init_run.returncode == 0, init_run.stderr
+    assert (vault / ".cmem" / "config.yaml").is_file() and (vault / ".git").is_dir()
+    prompts = subprocess.run([str(python), "-c", "from cmem import resources; print(len(list(resources.package_dir('prompts').iterdir())), resources.sample_vault_dir().is_dir())"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    assert prompts.stdout.split() == [str(len(list((REPO / "prompts").iterdir()))), "True"], prompts.stderr
