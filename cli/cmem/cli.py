@@ -270,6 +270,61 @@ def converge(
         raise typer.Exit(1)
 
 
+@app.command("apply")
+def apply_proposal(
+    drop: bool = typer.Option(False, "--drop", help="Discard the waiting proposal instead."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Apply without asking (needed without a terminal)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Review mode: show the waiting proposal's diff and apply it after confirmation (or --drop it)."""
+    from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.converge.proposal import drop_proposal, load_proposal
+    from cmem.converge.runs import find_run
+    from cmem.render import colour_diff, render_pass
+
+    _global["json"] = as_json
+    target = _open(vault)
+    proposal = load_proposal(target)
+    if proposal is None:
+        raise CmemError("no proposal is waiting; review mode passes (`review: true` or `converge --propose`) leave one.")
+    if drop:
+        drop_proposal(target)
+        typer.echo(f"dropped the proposal of pass {proposal.pass_id}; its notes stay pending")
+        return
+    responses = find_run(target, proposal.run_dir).responses()
+    if not responses:
+        raise CmemError(f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`.")
+    response_text = responses[-1].read_text("utf-8", errors="replace")
+    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True)
+    preview = run_pass(target, PassOptions(dry_run=True, **options))
+    if preview.status == "failed":
+        typer.echo(render_pass(preview), err=True)
+        raise typer.Exit(1)
+    if not as_json:
+        typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
+    _confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
+    result = run_pass(target, PassOptions(**options))
+    if result.status == "applied":
+        drop_proposal(target)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_pass(result))
+    if result.status == "failed":
+        raise typer.Exit(1)
+
+
+def _confirm(yes: bool, question: str) -> None:
+    """The confirm gate: a terminal asks; without one, --yes is required."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CmemError("no terminal to confirm on; pass --yes to go ahead.")
+    if not typer.confirm(question, default=False):
+        raise typer.Exit(1)
+
+
 @app.command()
 def demo(
     folder: Optional[Path] = typer.Argument(None, help="Where to put the demo vault (default: a new temporary folder)."),

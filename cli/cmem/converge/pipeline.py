@@ -40,6 +40,7 @@ class PassOptions:
     budget: int | None = None
     propose: bool = False
     allow_shrink: bool = False
+    apply_proposal: bool = False  # `cmem apply`: apply even in review mode
     now: datetime | None = None
 
 
@@ -301,10 +302,12 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     if options.dry_run:
         result.status = "dry-run"
         return result
-    if options.propose or vault.config.review:
-        record.write("proposal.json", {"pass_id": pass_id, "status": "proposed"})
+    if (options.propose or vault.config.review) and not options.apply_proposal:
+        from cmem.converge.proposal import Proposal, save_proposal
+
+        save_proposal(vault, Proposal(pass_id, str(record.folder), [n.rel for n in selection.notes], now.isoformat(timespec="seconds")))
         result.status = "proposed"
-        result.message = f"proposal saved; review it with `cmem converge --replay {pass_id} --dry-run`, apply with `cmem converge --replay {pass_id}`"
+        result.message = "proposal saved: review and apply it with `cmem apply`, or discard it with `cmem apply --drop`"
         return result
     plan = WritePlan()
     for rel, text in writes.items():
