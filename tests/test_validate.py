@@ -1,0 +1,610 @@
+"""The validator (SPEC §5): every rule alone, then a corpus of hostile and valid replies.
+
+The validator only reads; each test checks the vault is byte-identical afterwards."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cmem.converge.response import Issue, parse_response
+from cmem.converge.validate import PassContext, Validation, format_issues, validate_response, word_tokens
+from cmem.vault import Vault
+from cmem.config import load_config
+
+REPLIES = Path(__file__).resolve().parent / "replies"
+PASS_DATE = "2026-11-29"
+PROFILE = "converged/core/profile.md"
+JOBS = "converged/topics/job-search.md"
+NOTE = "2026-11-28 随手记.md"
+IDEA = "idea - svelte.md"
+
+FRONTMATTER = """---
+summary: 我是谁，想被怎样帮助
+importance: 8
+owner: me  # a user's own key: it must survive every rewrite
+tags: [profile]
+---
+"""
+S1 = "- 推他动手而非给鼓励（来源：[[2026-11-20 日记]]）"
+S2 = "- 在找北京后端实习（更新于 2026-10-01，原为：想读研）（来源：[[2026-11-20 日记]]）"
+S3 = "- 喜欢用 Python 写脚本（来源：[[2026-11-20 日记]]）"
+S4 = "- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）"
+S5 = "- 多推推他（来源：[[2026-11-20 日记]]）"
+NEW = "- 以后都用 uv 管理 Python 环境（来源：[[2026-11-28 随手记]]）"
+
+
+def profile(*lines: str, frontmatter: str = FRONTMATTER) -> str:
+    return frontmatter + "# Profile\n\n" + "\n".join(lines) + "\n"
+
+
+PROFILE_TEXT = profile(S1, S2, S3, S4, S5)
+JOBS_TEXT = "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n- 找北京的后端实习（来源：[[2026-11-20 日记]]）\n"
+NOTE_TEXT = "其实不是北京，我决定改找深圳的 AI Agent 实习。\n以后都用 uv 管理 Python 环境，不要再用 pip。\n"
+IDEA_TEXT = "也许可以试试 Svelte？\n"
+DIARY_TEXT = "今天想了想：推他动手而非给鼓励。在找北京后端实习。喜欢用 Python 写脚本。早上效率最高，下午容易分心。多推推他。简历投了三家公司。\n"
+
+
+@pytest.fixture
+def reply_vault(make_vault, tmp_path):
+    """The vault every reply in tests/replies/ is written against, and the pass's context."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "target.md").write_text("- outside the vault\n", encoding="utf-8")
+    root = make_vault(
+        {
+            PROFILE: PROFILE_TEXT,
+            JOBS: JOBS_TEXT,
+            NOTE: NOTE_TEXT,
+            IDEA: IDEA_TEXT,
+            "archive/2026-11/2026-11-20 日记.md": DIARY_TEXT,
+            "private/secrets.md": "- unmanaged\n",
+        },
+        config_yaml="resident_max_tokens: 300\n",
+    )
+    os.symlink(outside, root / "converged/topics/escape")
+    os.symlink(outside / "target.md", root / "converged/topics/linked.md")
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(
+        pass_date=PASS_DATE,
+        selected=[NOTE, IDEA],
+        originals={PROFILE: PROFILE_TEXT, JOBS: JOBS_TEXT},
+        note_names=vault.note_names(),
+        source_texts={"2026-11-28 随手记": NOTE_TEXT, "idea - svelte": IDEA_TEXT, "2026-11-20 日记": DIARY_TEXT},
+    )
+    return vault, ctx
+
+
+def snapshot(*folders: Path) -> dict[str, bytes]:
+    """Every file and link under the folders, byte for byte."""
+    found = {}
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in dirnames + filenames:
+                path = Path(dirpath) / name
+                found[str(path)] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes() if path.is_file() else b"<dir>"
+    return found
+
+
+def run(vault: Vault, ctx: PassContext, text: str) -> Validation:
+    before = snapshot(vault.root, vault.root.parent / "outside")
+    result = validate_response(vault, parse_response(text.replace("{PASS_DATE}", PASS_DATE)), ctx)
+    assert snapshot(vault.root, vault.root.parent / "outside") == before, "validation must not write"
+    return result
+
+
+def reply(*blocks: str, tail: str | None = None) -> str:
+    if tail is None:
+        tail = f'<converged note="{NOTE}" into="{PROFILE}"/>\n<deferred note="{IDEA}" reason="vague"/>\n'
+    return "<convergence>\n" + "".join(blocks) + tail + "</convergence>\n"
+
+
+NOTE_ONLY = f'<converged note="{NOTE}" into="{PROFILE}"/>\n'
+
+
+def block(path: str, content: str) -> str:
+    return f'<file path="{path}">\n{content}</file>\n'
+
+
+def rules(issues: list[Issue]) -> list[str]:
+    return [issue.rule for issue in issues]
+
+
+# --- the corpus ------------------------------------------------------------------------
+
+# reply file → (rule, the file the error names, a fragment of its message)
+HOSTILE = {
+    "path-dotdot.txt": ("1", "response", "'..'"),
+    "path-archive-dotdot.txt": ("1", "response", "'..'"),
+    "path-home-bashrc.txt": ("1", "response", "'..'"),
+    "path-absolute.txt": ("1", "response", "absolute"),
+    "path-windows-drive.txt": ("1", "response", "absolute"),
+    "path-backslash.txt": ("1", "response", "backslash"),
+    "path-windows-dotdot.txt": ("1", "response", "backslash"),
+    "path-git-config.txt": ("1", "response", "hidden component"),
+    "path-git-hook.txt": ("1", "response", "hidden component"),
+    "path-obsidian-plugin.txt": ("1", "response", "hidden component"),
+    "path-cmem-config.txt": ("1", "response", "hidden component"),
+    "path-hidden-in-layer.txt": ("1", "response", "hidden component"),
+    "path-into-archive.txt": ("1", "response", "outside the convergent layer"),
+    "path-divergent-root.txt": ("1", "response", "outside the convergent layer"),
+    "path-unmanaged-folder.txt": ("1", "response", "outside the convergent layer"),
+    "path-symlink.txt": ("1", "response", "symbolic link converged/topics/escape"),
+    "path-symlink-file.txt": ("1", "response", "symbolic link converged/topics/linked.md"),
+    "path-lookalike-slash.txt": ("1", "response", "U+2215"),
+    "path-fullwidth-slash.txt": ("1", "response", "U+FF0F"),
+    "path-lookalike-dot.txt": ("1", "response", "U+2024"),
+    "path-entity-lookalike.txt": ("1", "response", "U+2215"),
+    "path-control-char.txt": ("1", "response", "U+001B"),
+    "path-not-markdown.txt": ("1", "response", "not a Markdown file"),
+    "path-empty.txt": ("1", "response", "is empty"),
+    "no-source.txt": ("3", PROFILE, "no source"),
+    "unknown-source.txt": ("3", PROFILE, "[[2026-11-30 不存在的笔记]] resolves to no note"),
+    "lost-source.txt": ("3", PROFILE, "lost its source [[2026-11-20 日记]]"),
+    "prompt-injection.txt": ("3", PROFILE, "[[SYSTEM]] resolves to no note"),
+    "silent-drop.txt": ("4", PROFILE, "多推推他"),
+    "changed-without-trace.txt": ("4", PROFILE, "在找北京后端实习"),
+    "lost-trace.txt": ("4", PROFILE, "dated 2026-10-01"),
+    "trace-wrong-date.txt": ("5", PROFILE, "dated 2026-11-01"),
+    "trace-history-rewritten.txt": ("5", PROFILE, "dated 2025-01-01"),
+    "resident-over-cap.txt": ("6", PROFILE, "compress"),
+    "converged-unknown-note.txt": ("7", "response", "2026-11-27 别的笔记.md"),
+    "deferred-archived-note.txt": ("7", "response", "archive/2026-11/2026-11-20 日记.md"),
+    "converged-and-deferred.txt": ("7", "response", "both converged and deferred"),
+    "converged-into-missing.txt": ("7", "response", "neither in the reply nor in the vault"),
+    "mass-drop.txt": ("8", PROFILE, "2 of its 5 statements"),
+    "lost-frontmatter-key.txt": ("2", PROFILE, "lost the key owner"),
+    "broken-frontmatter.txt": ("2", PROFILE, "not valid YAML"),
+    "frontmatter-not-closed.txt": ("2", PROFILE, "not closed"),
+    "empty.txt": ("format", "response", "empty"),
+    "garbage.txt": ("format", "response", "no <convergence> element"),
+    "json-instead.txt": ("format", "response", "no <convergence> element"),
+    "truncated-file-block.txt": ("format", "response", "no closing </file>"),
+    "truncated-after-file.txt": ("format", "response", "without </convergence>"),
+    "unclosed-file-before-next.txt": ("format", "response", "no closing </file> line before line"),
+    "closing-tag-inline.txt": ("format", "response", "no closing </file>"),
+    "duplicate-file-blocks.txt": ("format", "response", "a second file block"),
+    "dropped-unclosed.txt": ("format", "response", "no closing </dropped>"),
+    "nul-bytes.txt": ("content", PROFILE, "NUL"),
+    "terminal-escape.txt": ("content", PROFILE, "U+001B"),
+    "empty-file-content.txt": ("content", PROFILE, "empty"),
+    "rest-unchanged-elision.txt": ("content", PROFILE, "elision"),
+    "elision-comment-zh.txt": ("content", PROFILE, "elision"),
+}
+
+VALID_PROFILE = profile(
+    S1,
+    "- 在找深圳 AI Agent 实习（更新于 2026-11-29，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）",
+    S3,
+    S4,
+    "- 以后都用 uv 管理 Python 环境，不再用 pip（来源：[[2026-11-28 随手记]]）",
+)
+# reply file → (exact writes, converged notes, deferred notes)
+VALID = {
+    "correction-with-trace.txt": ({PROFILE: VALID_PROFILE}, [NOTE], [IDEA]),
+    "new-topic-file.txt": (
+        {"converged/topics/tools.md": "---\nsummary: tools I use\n---\n# Tools\n\n- 以后都用 uv 管理 Python 环境，不要再用 pip（来源：[[2026-11-28 随手记]]）\n"},
+        [NOTE],
+        [IDEA],
+    ),
+    "crlf-single-quotes.txt": (
+        {JOBS: "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n- 改找深圳的 AI Agent 实习（更新于 2026-11-29，原为：找北京的后端实习）（来源：[[2026-11-28 随手记]]）\n"},
+        [NOTE],
+        [IDEA],
+    ),
+    "only-deferred.txt": ({}, [], [NOTE, IDEA]),
+}
+
+
+def test_the_corpus_and_its_expectations_match():
+    assert sorted(p.name for p in (REPLIES / "hostile").glob("*.txt")) == sorted(HOSTILE)
+    assert len(HOSTILE) >= 30
+    assert sorted(p.name for p in (REPLIES / "valid").glob("*.txt")) == sorted(VALID)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_reply_is_rejected(reply_vault, name):
+    vault, ctx = reply_vault
+    rule, file, fragment = HOSTILE[name]
+    result = run(vault, ctx, (REPLIES / "hostile" / name).read_bytes().decode("utf-8"))
+    assert not result.ok and result.writes == {} and result.bases == {}
+    matching = [issue for issue in result.errors if issue.rule == rule and issue.file == file and fragment in issue.message]
+    assert matching, f"expected rule {rule} on {file} with {fragment!r}, got:\n{format_issues(result.errors)}"
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+def test_valid_reply_is_accepted(reply_vault, name):
+    vault, ctx = reply_vault
+    writes, converged, deferred = VALID[name]
+    result = run(vault, ctx, (REPLIES / "valid" / name).read_bytes().decode("utf-8"))
+    assert result.errors == [], format_issues(result.errors)
+    assert result.writes == writes
+    assert [entry.note for entry in result.converged] == converged
+    assert [entry.note for entry in result.deferred] == deferred
+    assert all(result.bases[path] == ctx.originals.get(path) for path in writes)
+
+
+def test_valid_reply_warnings_name_unknown_parts(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, (REPLIES / "valid" / "crlf-single-quotes.txt").read_bytes().decode("utf-8"))
+    messages = " ".join(issue.message for issue in result.warnings)
+    assert "'confidence'" in messages and "<summary>" in messages
+    assert result.deferred[0].reason == '"maybe" & a question'
+
+
+# --- rule by rule ----------------------------------------------------------------------
+
+
+def test_issue_reads_like_a_compiler_message():
+    assert str(Issue(PROFILE, 4, "3", "statement has no source")) == f"{PROFILE}:4: statement has no source (rule 3)"
+    assert str(Issue(PROFILE, 0, "content", "empty")) == f"{PROFILE}: empty (content)"
+    assert format_issues([Issue("response", 2, "format", "x")]) == "- response:2: x (format)"
+
+
+def test_unchanged_file_is_not_written(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, PROFILE_TEXT)))
+    assert result.ok and result.writes == {}
+
+
+def test_new_content_ends_with_one_newline(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW) + "\n\n\n")))
+    assert result.ok, format_issues(result.errors)
+    assert result.writes[PROFILE] == profile(S1, S2, S3, S4, S5, NEW)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "converged/core/../core/profile.md",
+        "converged//core/profile.md",
+        "./converged/core/profile.md",
+        "converged/core/profile.MD",
+        "converged/core/pro\u200bfile.md",
+        "converged/core/profile\uff0emd",
+        "converged/core/ profile.md",
+        "converged/core/x.sync-conflict-20261128-101010-ABCDEF.md",
+        "converged",
+        "converged/core",
+        "archive/x.md",
+        "x.md",
+    ],
+)
+def test_rule1_paths_are_refused(reply_vault, path):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(path, NEW + "\n")))
+    assert "1" in rules(result.errors), format_issues(result.errors)
+
+
+def test_rule1_a_folder_is_not_a_file(reply_vault):
+    vault, ctx = reply_vault
+    (vault.root / "converged/topics/sub.md").mkdir()
+    result = run(vault, ctx, reply(block("converged/topics/sub.md", NEW + "\n")))
+    assert any(i.rule == "1" and "is a folder" in i.message for i in result.errors)
+
+
+def test_rule1_a_fifo_is_refused_without_opening_it(reply_vault):
+    vault, ctx = reply_vault
+    os.mkfifo(vault.root / "converged/core/pipe.md")
+    result = run(vault, ctx, reply(block("converged/core/pipe.md", NEW + "\n")))
+    assert any(i.rule == "1" and "not a regular file" in i.message for i in result.errors)
+
+
+def test_rule1_a_linked_layer_folder_is_refused(make_vault, tmp_path):
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    root = make_vault({NOTE: NOTE_TEXT})
+    os.rmdir(root / "converged/topics")
+    os.symlink(real, root / "converged/topics")
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {}, vault.note_names())
+    result = validate_response(vault, parse_response(reply(block("converged/topics/new.md", NEW + "\n"), tail="")), ctx)
+    assert any(i.rule == "1" and "symbolic link converged/topics" in i.message for i in result.errors)
+    assert not (real / "new.md").exists()
+
+
+def test_rule1_new_file_in_a_new_subfolder_is_fine(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block("converged/topics/tools/python.md", NEW + "\n"), tail=f'<converged note="{NOTE}" into="converged/topics/tools/python.md"/>\n<deferred note="{IDEA}" reason="vague"/>\n'))
+    assert result.ok, format_issues(result.errors)
+    assert result.writes == {"converged/topics/tools/python.md": NEW + "\n"}
+    assert result.bases == {"converged/topics/tools/python.md": None}
+
+
+def test_rule2_frontmatter_keys_survive(reply_vault):
+    vault, ctx = reply_vault
+    lost = profile(S1, S2, S3, S4, S5, frontmatter="---\nsummary: x\nimportance: 8\n---\n")
+    result = run(vault, ctx, reply(block(PROFILE, lost)))
+    (issue,) = [i for i in result.errors if i.rule == "2"]
+    assert "owner, tags" in issue.message and issue.line == 1
+    added = profile(S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("tags:", "updated: 2026-11-29\ntags:"))
+    assert run(vault, ctx, reply(block(PROFILE, added))).ok
+
+
+def test_rule2_no_frontmatter_at_all_loses_keys(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, frontmatter=""))))
+    assert any(i.rule == "2" and "summary, importance, owner, tags" in i.message for i in result.errors)
+
+
+def test_rule2_broken_yaml_names_its_line(reply_vault):
+    vault, ctx = reply_vault
+    broken = profile(S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("importance: 8", "importance: [8"))
+    (issue,) = [i for i in run(vault, ctx, reply(block(PROFILE, broken))).errors if i.rule == "2"]
+    assert issue.line > 1 and "YAML" in issue.message
+
+
+def test_rule2_current_file_with_broken_frontmatter_is_never_rewritten(reply_vault):
+    vault, ctx = reply_vault
+    ctx.originals[PROFILE] = "---\nsummary: [broken\n---\n" + S1 + "\n"
+    result = run(vault, ctx, reply(block(PROFILE, "---\nsummary: fixed\n---\n" + S1 + "\n")))
+    assert any(i.rule == "content" and "fix it by hand" in i.message for i in result.errors)
+
+
+def test_rule3_new_statement_needs_a_resolving_source(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- 用 uv", "- 用 uv 2（来源：[[nowhere]]）"))))
+    found = {(i.line, i.rule) for i in result.errors}
+    assert found == {(14, "3"), (15, "3")}
+
+
+@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]", "[[profile]]"])
+def test_rule3_source_resolution_is_obsidian_like(reply_vault, link):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
+    assert "3" not in rules(result.errors), format_issues(result.errors)
+
+
+def test_rule3_english_source_format_is_understood(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- always use uv (source: [[2026-11-28 随手记]])"))))
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule3_kept_statement_may_keep_a_broken_source(make_vault):
+    root = make_vault({PROFILE: "- old fact (source: [[gone]])\n", NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: "- old fact (source: [[gone]])\n"}, vault.note_names())
+    result = validate_response(vault, parse_response(reply(block(PROFILE, "- old fact (source: [[gone]])\n" + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule3_hand_written_statement_without_source_is_kept(make_vault):
+    text = "- the user's own words, no source\n"
+    root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
+    result = validate_response(vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule4_gone_statement_is_named_with_its_old_line(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5))))
+    (issue,) = result.errors
+    assert (issue.file, issue.line, issue.rule) == (PROFILE, 12, "4")
+    assert "早上效率最高" in issue.message and "<dropped>" in issue.message
+
+
+def test_rule4_dropped_entry_allows_removal(reply_vault):
+    vault, ctx = reply_vault
+    dropped = f'<dropped file="{PROFILE}" reason="merged">- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）</dropped>\n'
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), dropped))
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule4_dropped_for_another_file_does_not_count(reply_vault):
+    vault, ctx = reply_vault
+    dropped = f'<dropped file="{JOBS}" reason="merged">早上效率最高，下午容易分心</dropped>\n'
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), dropped))
+    assert "4" in rules(result.errors)
+    assert any("does not rewrite" in w.message for w in result.warnings)
+
+
+def test_rule4_punctuation_and_annotations_do_not_count_as_change(reply_vault):
+    vault, ctx = reply_vault
+    reworded = "* 早上效率最高 下午容易分心 （来源：[[2026-11-20 日记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, reworded, S5))))
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule4_a_statement_moved_to_another_file_is_kept(reply_vault):
+    vault, ctx = reply_vault
+    moved = JOBS_TEXT + "- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）\n"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
+    assert result.ok, format_issues(result.errors)
+    assert set(result.writes) == {PROFILE, JOBS}
+
+
+def test_rule4_a_trace_in_another_file_quotes_it(reply_vault):
+    vault, ctx = reply_vault
+    changed = JOBS_TEXT + f"- 改找深圳（更新于 {PASS_DATE}，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）\n"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, changed)))
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule4_changing_a_statement_again_must_nest_its_old_trace(reply_vault):
+    vault, ctx = reply_vault
+    flat = f"- 在找深圳 AI Agent 实习（更新于 {PASS_DATE}，原为：在找北京后端实习）（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, flat, S3, S4, S5))))
+    assert [(i.rule, i.line) for i in result.errors] == [("4", 10)]
+    assert "nested" in result.errors[0].message
+
+
+def test_rule4_an_old_trace_quoting_the_words_is_not_a_rewrite(make_vault):
+    """Only a trace this pass wrote may account for a removed statement."""
+    text = "- B（更新于 2026-10-01，原为：A）（来源：[[2026-11-28 随手记]]）\n- A（来源：[[2026-11-28 随手记]]）\n"
+    root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
+    result = validate_response(vault, parse_response(reply(block(PROFILE, text.split("\n")[0] + "\n" + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    assert [(i.rule, i.line) for i in result.errors] == [("4", 2)]
+
+
+def test_rule4_file_not_handed_to_the_pass_is_read_from_disk(reply_vault):
+    vault, ctx = reply_vault
+    del ctx.originals[JOBS]
+    result = run(vault, ctx, reply(block(JOBS, "# 找实习\n\n" + NEW + "\n")))
+    assert {i.rule for i in result.errors} == {"2", "4"}
+
+
+def test_rule5_new_trace_must_carry_the_pass_date(reply_vault):
+    vault, ctx = reply_vault
+    changed = "- 在找深圳 AI Agent 实习（更新于 2026-11-28，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, changed, S3, S4, S5))))
+    assert [(i.rule, i.line) for i in result.errors] == [("5", 10)]
+    assert PASS_DATE in result.errors[0].message
+
+
+def test_rule5_a_moved_statement_keeps_its_old_trace_date(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, JOBS_TEXT + S2 + "\n")))
+    assert result.ok, format_issues(result.errors)
+
+
+def test_rule6_resident_cap(reply_vault):
+    vault, ctx = reply_vault
+    long = "- " + "以后都用 uv 管理 Python 环境" * 16 + "（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, long))))
+    (issue,) = [i for i in result.errors if i.rule == "6"]
+    assert issue.file == PROFILE and "300" in issue.message and "compress" in issue.message
+
+
+def test_rule6_counts_other_resident_files(reply_vault):
+    vault, ctx = reply_vault
+    (vault.root / "converged/core/methodology.md").write_text("- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW))))
+    assert "6" in rules(result.errors)
+
+
+def test_rule6_already_over_cap_but_shrinking_or_untouched_is_a_warning(reply_vault):
+    vault, ctx = reply_vault
+    (vault.root / "converged/core/methodology.md").write_text("- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
+    untouched = run(vault, ctx, reply(block(JOBS, JOBS_TEXT + NEW + "\n"), tail=f'<converged note="{NOTE}" into="{JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    assert untouched.ok and "6" in rules(untouched.warnings)
+    dropped = f'<dropped file="{PROFILE}" reason="duplicate">多推推他</dropped>\n'
+    shrinking = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4)), dropped))
+    assert shrinking.ok and "6" in rules(shrinking.warnings)
+
+
+def test_rule7_notes_match_by_path_or_name(reply_vault):
+    vault, ctx = reply_vault
+    tail = f'<converged note="[[2026-11-28 随手记]]" into="{PROFILE}"/>\n<deferred note="idea - svelte" reason="x"/>\n'
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=tail))
+    assert result.ok and [c.note for c in result.converged] == [NOTE] and [d.note for d in result.deferred] == [IDEA]
+
+
+def test_rule7_unaccounted_notes_are_deferred_with_a_warning(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=f'<converged note="{NOTE}" into="{PROFILE}"/>\n'))
+    assert result.ok
+    assert [(d.note, d.line) for d in result.deferred] == [(IDEA, 0)]
+    assert [(w.file, w.rule) for w in result.warnings] == [(IDEA, "unaccounted")]
+
+
+def test_rule7_converged_into_a_file_that_does_not_cite_it_warns(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=f'<converged note="{NOTE}" into="{PROFILE}, {JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    assert result.ok
+    assert [(w.file, w.rule) for w in result.warnings] == [(JOBS, "converged")]
+    assert result.converged[0].into == [PROFILE, JOBS]
+
+
+def test_rule7_converged_into_an_unsafe_path_is_refused(reply_vault):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(tail=f'<converged note="{NOTE}" into="../../etc/passwd"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    assert [(i.rule, i.line) for i in result.errors] == [("7", 2)] and "'..'" in result.errors[0].message
+
+
+def test_rule8_quarter_is_the_limit_and_allow_shrink_lifts_it(reply_vault):
+    vault, ctx = reply_vault
+    drop_one = f'<dropped file="{PROFILE}" reason="duplicate">多推推他</dropped>\n'
+    assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4)), drop_one)).ok  # 1 of 5
+    drop_two = drop_one + f'<dropped file="{PROFILE}" reason="stale">早上效率最高，下午容易分心</dropped>\n'
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3)), drop_two))
+    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)]
+    ctx.allow_shrink = True
+    assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3)), drop_two)).ok
+
+
+def test_rule8_a_rewrite_with_a_trace_is_not_a_drop(reply_vault):
+    vault, ctx = reply_vault
+    changed = f"- 早上效率最高（更新于 {PASS_DATE}，原为：早上效率最高，下午容易分心）（来源：[[2026-11-28 随手记]]）"
+    drops = f'<dropped file="{PROFILE}" reason="duplicate">多推推他</dropped>\n<dropped file="{PROFILE}" reason="changed">早上效率最高，下午容易分心</dropped>\n'
+    assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, changed)), drops)).ok
+
+
+def test_rule8_small_files_may_lose_more(make_vault):
+    text = "- a（来源：[[2026-11-28 随手记]]）\n- b（来源：[[2026-11-28 随手记]]）\n- c（来源：[[2026-11-28 随手记]]）\n"
+    root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
+    drops = f'<dropped file="{PROFILE}" reason="x">a</dropped>\n<dropped file="{PROFILE}" reason="x">b</dropped>\n'
+    result = validate_response(vault, parse_response(reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)), ctx)
+    assert result.ok, format_issues(result.errors)
+
+
+def test_content_nul_and_empty_are_refused(reply_vault):
+    vault, ctx = reply_vault
+    assert any(i.rule == "content" and "NUL" in i.message for i in run(vault, ctx, reply(block(PROFILE, "- a\x00\n"))).errors)
+    assert any(i.rule == "content" and "empty" in i.message for i in run(vault, ctx, reply(block(PROFILE, " \n\n"))).errors)
+
+
+def test_content_elision_lines(reply_vault):
+    vault, ctx = reply_vault
+    for line in ("...", "- …", "<!-- rest of the file unchanged -->", "（其余内容不变）", "// remaining statements omitted"):
+        result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, line))))
+        assert "content" in rules(result.errors), line
+    ok = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- 其余的原则不变：先动手（来源：[[2026-11-28 随手记]]）"))))
+    assert ok.ok, format_issues(ok.errors)
+
+
+def test_content_elision_check_spares_lines_the_file_already_had(make_vault):
+    text = "- everything else stays the same as before\n"
+    root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
+    result = validate_response(vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    assert result.ok, format_issues(result.errors)
+
+
+def test_writing_over_an_undecodable_file_is_refused(reply_vault):
+    vault, ctx = reply_vault
+    (vault.root / "converged/topics/latin1.md").write_bytes(b"- caf\xe9\n")
+    result = run(vault, ctx, reply(block("converged/topics/latin1.md", NEW + "\n")))
+    assert any(i.rule == "content" and "UTF-8" in i.message for i in result.errors)
+
+
+def test_every_error_is_reported_at_once(reply_vault):
+    vault, ctx = reply_vault
+    text = reply(block(PROFILE, profile(S1, S2, S3, S4, "- 无来源")), block(".git/config", "x\n"), tail='<converged note="nope.md" into="x.md"/>\n')
+    assert {"1", "3", "4", "7"} <= set(rules(run(vault, ctx, text).errors))
+
+
+# --- warnings: possible invention ---------------------------------------------------------
+
+
+def test_invention_warning(reply_vault):
+    vault, ctx = reply_vault
+    invented = "- 计划明年去火星定居并学习量子物理（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW, invented))))
+    assert result.ok
+    assert [(w.rule, w.line) for w in result.warnings] == [("invention", 15)]
+
+
+def test_invention_warning_in_english(make_vault):
+    note = "I switched to uv for Python environments.\n"
+    root = make_vault({"notes.md": note})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, ["notes.md"], {}, vault.note_names(), source_texts={"notes": note})
+    text = reply(block(PROFILE, "- Uses uv for Python environments (source: [[notes]])\n- Wants to become an astronaut on Mars (source: [[notes]])\n"), tail=f'<converged note="notes.md" into="{PROFILE}"/>\n')
+    result = validate_response(vault, parse_response(text), ctx)
+    assert result.ok and [(w.rule, w.line) for w in result.warnings] == [("invention", 2)]
+
+
+def test_word_tokens_use_cjk_bigrams():
+    assert word_tokens("在找深圳 AI Agent 实习") == {"在找", "找深", "深圳", "ai", "agent", "实习"}
+    assert word_tokens("The cat, the hat!") == {"cat", "hat"}
