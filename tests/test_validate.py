@@ -202,6 +202,9 @@ def test_the_corpus_and_its_expectations_match():
     assert sorted(p.name for p in (REPLIES / "hostile").glob("*.txt")) == sorted(HOSTILE)
     assert len(HOSTILE) >= 30
     assert sorted(p.name for p in (REPLIES / "valid").glob("*.txt")) == sorted(VALID)
+    # the bytes these replies test must survive checkouts (tests/replies/.gitattributes)
+    assert b"\r\n" in (REPLIES / "valid" / "crlf-single-quotes.txt").read_bytes()
+    assert b"\x00" in (REPLIES / "hostile" / "nul-bytes.txt").read_bytes()
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
