@@ -237,10 +237,11 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
         record.write(f"response-{attempt}.txt", response_text)
         response = parse_response(response_text)
         validation = validate_response(vault, response, ctx)
-        issues = list(getattr(response, "errors", [])) + list(validation.errors)
-        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": [str(w) for w in list(getattr(response, "warnings", [])) + list(validation.warnings)]})
+        issues = list(validation.errors)  # the parser's own errors and warnings are included
+        warnings = [str(w) for w in validation.warnings]
+        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings})
         if not issues:
-            result.warnings = [str(w) for w in list(getattr(response, "warnings", [])) + list(validation.warnings)]
+            result.warnings += warnings
             return validation
         result.errors = [str(i) for i in issues]
         if attempt <= rounds:
@@ -377,8 +378,7 @@ def _into(entries, by_rel) -> dict[str, list[str]]:
     for entry in entries:
         rel = _match_note(entry.note, by_rel)
         if rel:
-            targets = entry.into if isinstance(entry.into, list) else [p.strip() for p in str(entry.into).split(",") if p.strip()]
-            result.setdefault(rel, []).extend(t for t in targets if t not in result.get(rel, []))
+            result.setdefault(rel, []).extend(t for t in entry.into if t not in result.get(rel, []))
     return result
 
 
