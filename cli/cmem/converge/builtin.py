@@ -1,0 +1,500 @@
+"""The builtin engine (SPEC §4): deterministic, offline and extractive.
+
+It reads the selected notes' signal lines and writes a response in the SPEC §5 format, which
+goes through the same parser and validator as a model's. What it does:
+
+- **Quotes** each signal line as the user wrote it — list marker, `10:32` timestamp, trailing
+  `#tags`, trailing links to convergent files and a leading cue-only filler (`想通了：`,
+  `Update:`) trimmed, nothing paraphrased — followed by the note as source.
+- **Routes** by class: corrections and preferences to `<resident>/profile.md`, recurring
+  patterns to `<resident>/methodology.md` (both created when missing), decisions to the topic
+  file the note's links or tags name (file name, `aliases` or `tags`, compared without case or
+  hyphens), else the topic file sharing the most words, else a new topic file named after the
+  note's first specific tag or link, or the line's first words. Inside a file, a statement goes
+  into the section whose words it shares most.
+- **Merges duplicates**: a line whose normalised words equal, or are contained in, an existing
+  statement (or contain it with only a few characters more) adds its source to that statement
+  instead of a second copy.
+- **Rewrites** on an explicit correction or switch ("其实不是…", "改用 Svelte", "actually …, not
+  …", "switched to uv", "from X to Y"): the existing statement sharing the most words (weighted
+  by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces pip";
+  any convergent file, the files the note names first) becomes the new line plus a trace dated
+  the pass quoting the old wording with its own traces, so traces nest.
+- Stamps `updated:` in the frontmatter of every file it changes, editing that one line so every
+  other key and comment stays byte for byte; files it does not change are not in the response.
+
+Its limits, honestly:
+
+- It sees words, not meaning. "我喜欢 React" and a later "Svelte 真香" do not conflict for it:
+  without a correction or switch cue, a change of mind is added next to the old statement
+  instead of replacing it (character similarity cannot see semantic contradictions). And a cue
+  with too few shared words ("I switched to uv", alone) is added as a new statement.
+- A rewrite picks the statement with the most shared words; with two near candidates it can
+  pick the wrong one. The old wording is kept in the trace, so nothing is lost, and the diff
+  shows it.
+- It quotes, never summarises: a long, chatty line stays long; two lines saying the same thing
+  in different words both stay.
+- It only reads signal lines: context on the lines around them is not carried over.
+- It never drops a statement, so it never emits `<dropped>`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from cmem.config import Formats
+from cmem.converge.selection import SelectedNote
+from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
+from cmem.notes import parse_frontmatter_block, split_frontmatter
+from cmem.signals import Signal
+from cmem.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
+from cmem.tokens import estimate_tokens
+from cmem.vault import Vault
+
+PROFILE, METHODOLOGY = "profile.md", "methodology.md"
+
+_NEW_RESIDENT = {
+    "zh": {PROFILE: ("我是谁、在做什么、想被怎样帮助", 9, "画像"), METHODOLOGY: ("希望 AI 怎样帮我，以及我的工作方法", 8, "方法论")},
+    "en": {PROFILE: ("who I am and how I want to be helped", 9, "Profile"), METHODOLOGY: ("how I work and how I want AI to help", 8, "Methodology")},
+}
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _joiner(template: str) -> str:
+    """A space before `(source: …)`, none before full-width `（来源：…）`."""
+    return " " if template[:1].isascii() else ""
+
+
+# --- the working copy of the convergent layer -----------------------------------------------
+
+
+@dataclass
+class _File:
+    rel: str
+    lines: list[str]  # the whole file, frontmatter included; change it through `edit`
+    meta: dict
+    problem: str | None = None  # set: the engine leaves this file alone
+    changed: bool = False
+    created: bool = False
+    _statements: list[Statement] | None = field(default=None, repr=False)
+
+    @property
+    def body_start(self) -> int:
+        return split_frontmatter("\n".join(self.lines))[1]
+
+    def statements(self, formats: Formats) -> list[Statement]:
+        # Cached: every signal looks through every file for duplicates and matches.
+        if self._statements is None:
+            start = self.body_start
+            self._statements = parse_statements("\n".join(self.lines[start - 1 :]), start, formats)
+        return self._statements
+
+    def edit(self, index: int, remove: int, new_lines: list[str]) -> None:
+        self.lines[index : index + remove] = new_lines
+        self.changed, self._statements = True, None
+
+    @cached_property
+    def keys(self) -> frozenset[str]:
+        """Names a note's tag or link may use for this file."""
+        names = [self.rel.rsplit("/", 1)[-1].removesuffix(".md")]
+        for field_name in ("aliases", "tags"):
+            value = self.meta.get(field_name)
+            names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+        return frozenset(name_key(str(n)) for n in names if n)
+
+
+def _load(rel: str, text: str) -> _File:
+    block, _, problem = split_frontmatter(text)
+    meta, error = parse_frontmatter_block(block)
+    problem = problem or error
+    if "\r" in text or text.startswith("\ufeff"):
+        problem = "it has CRLF line ends or a byte-order mark"
+    elif any(line.strip() in ("</file>", "</convergence>") or line.lstrip().startswith("<file ") for line in text.split("\n")):
+        problem = "a line of it would end a <file> block"
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return _File(rel, lines, meta, problem)
+
+
+def _touch_updated(file: _File, date: str) -> None:
+    """Set `updated:` by editing its one line, so the user's keys, order and comments stay."""
+    body_start = file.body_start
+    if body_start == 1:
+        file.edit(0, 0, ["---", f"updated: {date}", "---"])
+        return
+    for index in range(1, body_start - 2):
+        match = re.match(r"^(updated[ \t]*:[ \t]*)(.*?)([ \t]+#.*)?$", file.lines[index])
+        if match:
+            quote = match.group(2)[:1] if match.group(2)[:1] in "\"'" else ""
+            file.edit(index, 1, [f"{match.group(1)}{quote}{date}{quote}{match.group(3) or ''}"])
+            return
+    file.edit(body_start - 2, 0, [f"updated: {date}"])
+
+
+class _Pass:
+    """The convergent files as this pass changes them, and what became of each note."""
+
+    def __init__(self, vault: Vault, originals: dict[str, str], pass_date: str):
+        self.config = vault.config
+        self.formats = vault.config.formats
+        self.date = pass_date
+        self.files = {rel: _load(rel, text) for rel, text in sorted(originals.items())}
+        self.converged: dict[str, set[str]] = {}
+        self.deferred: dict[str, str] = {}
+        # (file, statement key, note) of every line this pass wrote: a note's switch must not
+        # rewrite what the same note just added.
+        self.written: set[tuple[str, str, str]] = set()
+
+    def writable(self, preferred: set[str] = frozenset()) -> list[_File]:
+        """Writable files: the ones a note names first, then resident before situational."""
+        resident = self.config.resident_dir + "/"
+        files = [f for f in self.files.values() if not f.problem]
+        return sorted(files, key=lambda f: (f.rel not in preferred, not f.rel.startswith(resident), f.rel))
+
+    def situational(self) -> list[_File]:
+        return [f for rel, f in sorted(self.files.items()) if rel.startswith(self.config.situational_dir + "/")]
+
+    def resident_file(self, name: str) -> _File:
+        rel = f"{self.config.resident_dir}/{name}"
+        if rel not in self.files:
+            summary, importance, title = _NEW_RESIDENT[self.config.language][name]
+            self.files[rel] = _new_file(rel, summary, importance, self.date, title, [])
+        return self.files[rel]
+
+
+def _new_file(rel: str, summary: str, importance: int, date: str, title: str, tags: list[str]) -> _File:
+    # JSON strings are YAML strings: a summary holding `: ` or `#` stays one plain value.
+    header = ["---", f"summary: {json.dumps(summary, ensure_ascii=False)}", f"importance: {importance}", f"updated: {date}"]
+    if tags:
+        plain = [t if re.fullmatch(r"[^\W\d_][\w-]*", t) else json.dumps(t, ensure_ascii=False) for t in tags]
+        header.append("tags: [" + ", ".join(plain) + "]")
+    return _File(rel, header + ["---", f"# {title}", ""], {"tags": tags}, created=True)
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+
+def builtin_response(vault: Vault, notes: list[SelectedNote], originals: dict[str, str], pass_date: str) -> str:
+    """The SPEC §5 response for these notes. `originals` maps every convergent file (vault-relative
+    path) to its current text; the same inputs give the same bytes."""
+    work = _Pass(vault, originals, pass_date)
+    # Oldest note first, so a later change of mind nests over an earlier one.
+    for note in sorted(notes, key=lambda n: (n.mtime_ns, n.rel)):
+        _converge_note(work, note)
+    return _render(work)
+
+
+def _converge_note(work: _Pass, note: SelectedNote) -> None:
+    named = _named_files(work, note)
+    topic_keys = {key for file in work.situational() for key in file.keys}
+    targets: set[str] = set()
+    reasons: list[str] = []
+    for signal in _distinct_signals(note.signals):
+        line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+        # A line pasted from memory brings its annotations; its source and trace are re-made
+        # here (a pasted source may not resolve, a pasted trace is no change of this pass).
+        text = split_statement(quote_line(line, topic_keys), work.formats)[0]
+        if len(normalize(text)) < 2:
+            reasons.append(f"line {signal.line} has no words to keep")
+            continue
+        target, reason = _place(work, note, signal, text, named)
+        if target:
+            targets.add(target)
+        else:
+            reasons.append(reason)
+    if targets:
+        work.converged[note.rel] = targets
+    else:
+        work.deferred[note.rel] = reasons[0] if reasons else "no signal line to keep; the builtin engine only quotes signal lines"
+
+
+def _distinct_signals(signals: list[Signal]) -> list[Signal]:
+    """One signal a line (the most urgent class), in line order."""
+    by_line: dict[int, Signal] = {}
+    for signal in sorted(signals, key=lambda s: (s.line, s.priority, s.cue)):
+        by_line.setdefault(signal.line, signal)
+    return [by_line[line] for line in sorted(by_line)]
+
+
+def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
+    """Convergent files the note's links, then tags, name — by file name, alias or tag."""
+    named: list[str] = []
+    for name in [*note.links, *note.tags]:
+        key = name_key(name)
+        for rel, file in sorted(work.files.items()):
+            if key and key in file.keys and rel not in named:
+                named.append(rel)
+    return named
+
+
+def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> tuple[str | None, str]:
+    """Put one quoted line where it belongs; (file, "") or (None, why not)."""
+    preferred = set(named)
+    is_change = signal.cls == "correction" or (signal.cls == "decision" and bool(SWITCH.search(text)))
+    # A correction quoting the old statement ("其实不是 X，是 Y") contains it: not a duplicate.
+    duplicate = _find_duplicate(work, text, preferred, exact_only=is_change)
+    if duplicate:
+        file, statement = duplicate
+        if not file.problem and note.name not in statement.sources:
+            if not _fits(work, file, f"、[[{note.name}]]"):
+                return None, _FULL
+            _add_source(work, file, statement, note.name)
+        return file.rel, ""
+    source = format_source([note.name], work.formats)
+    match = _best_match(work, note, text, preferred) if is_change else None
+    if match:
+        if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
+            return None, _FULL
+        _rewrite(work, *match, text, note.name)
+        work.written.add((match[0].rel, normalize(text), note.rel))
+        return match[0].rel, ""
+    file = _route(work, note, signal, text, named)
+    if file.problem:
+        return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
+    if not _fits(work, file, f"- {text}{source}"):
+        return None, _FULL
+    _append(work, file, text, note.name)
+    work.written.add((file.rel, normalize(text), note.rel))
+    return file.rel, ""
+
+
+_FULL = "the resident files are at their size cap (resident_max_tokens); compress them by hand or with an llm pass"
+
+
+def _fits(work: _Pass, file: _File, added: str) -> bool:
+    """Whether the resident sublayer stays within its cap (validator rule 6). This engine cannot
+    compress, so it defers what does not fit rather than fail the whole pass."""
+    resident = work.config.resident_dir + "/"
+    if not file.rel.startswith(resident):
+        return True
+    size = sum(
+        estimate_tokens("\n".join(f.lines) + "\n")
+        for rel, f in work.files.items()
+        if rel.startswith(resident) and (f.changed or not f.created or f is file)
+    )
+    return size + estimate_tokens(added) + 4 <= work.config.resident_max_tokens
+
+
+_MERGE_MIN, _MERGE_EXTRA = 6, 4  # normalised characters
+
+
+def _find_duplicate(work: _Pass, text: str, preferred: set[str], exact_only: bool) -> tuple[_File, Statement] | None:
+    """A statement saying the same: equal once normalised, holding the new line, or held by it
+    with at most a few characters more ("…了", "always …"). A line that adds a clause is not a
+    duplicate: merging it would lose the clause from memory once the note is archived."""
+    key = normalize(text)
+    files = sorted(work.files.values(), key=lambda f: (bool(f.problem), f.rel not in preferred, f.rel))
+    for file in files:
+        for statement in file.statements(work.formats):
+            old = statement.key
+            if old == key:
+                return file, statement
+            if exact_only or min(len(old), len(key)) < _MERGE_MIN:
+                continue
+            if key in old or (old in key and _adds_nothing(key.replace(old, "", 1))):
+                return file, statement
+    return None
+
+
+# Cue words a line may wrap around a statement memory already holds ("I prefer …", "以后都…").
+_CUE_WORDS = re.compile(r"^(?:iprefer|ilike|ialways|fromnowon|idecidedto|idecided|我喜欢|我更喜欢|以后都|以后|我决定|决定)")
+_NEGATION = re.compile(r"不|别|没|无|非|never|not|no|dont")
+
+
+def _adds_nothing(extra: str) -> bool:
+    """Whether what a new line has beyond an old statement is only cue words or a few
+    characters — never a negation, which would turn the statement around."""
+    rest = _CUE_WORDS.sub("", extra)
+    return len(rest) <= _MERGE_EXTRA and not _NEGATION.search(rest)
+
+
+def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str]) -> tuple[_File, Statement] | None:
+    """The statement an explicit change replaces: most shared words, rare words weighing more,
+    words of the old side double. Two shared words at least, or one in a file the note names."""
+    new_terms, old_terms = terms(text), old_side_terms(text)
+    candidates = [
+        (f, s, terms(s.core)) for f in work.writable(preferred) for s in f.statements(work.formats)
+        if s.core and (f.rel, s.key, note.rel) not in work.written
+    ]
+    frequency: dict[str, int] = {}
+    for _, _, words in candidates:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+    best, best_score = None, 0.0
+    for file, statement, words in candidates:
+        shared = new_terms & words
+        named = file.rel in preferred
+        if len(shared) < 2 and not (named and shared):
+            continue
+        score = sum((1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1) for w in sorted(shared))
+        score *= 1.5 if named else 1
+        if score > best_score:  # ties keep the earlier: named files, then resident, then path order
+            best, best_score = (file, statement), score
+    return best
+
+
+def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> _File:
+    if signal.cls == "recurring":
+        return work.resident_file(METHODOLOGY)
+    if signal.cls != "decision":
+        return work.resident_file(PROFILE)
+    situational_dir = work.config.situational_dir + "/"
+    for rel in named:
+        if rel.startswith(situational_dir):
+            return work.files[rel]
+    return _best_topic(work, text) or _new_topic(work, note, text)
+
+
+def _weight(words: set[str]) -> float:
+    """English words weigh 1.5, CJK bigrams 1: a shared three-character Chinese word gives two
+    bigrams and should not outweigh two shared English words."""
+    return sum(1.5 if word.isascii() else 1.0 for word in words)
+
+
+def _best_topic(work: _Pass, text: str) -> _File | None:
+    new_terms = terms(text)
+    best, best_score = None, 0.0
+    for file in work.situational():
+        if file.problem:
+            continue
+        words = set(terms(str(file.meta.get("summary") or "")))
+        for statement in file.statements(work.formats):
+            words |= terms(statement.core)
+        score = _weight(new_terms & words)
+        if score >= 3 and score > best_score:
+            best, best_score = file, score
+    return best
+
+
+_GENERIC_TAGS = {name_key(t) for t in "daily journal diary 日记 随手记 笔记 note notes idea ideas inbox todo meeting converge noconverge private draft 草稿 想法".split()}
+
+
+def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
+    """A new topic file, named by the note's first specific tag or link, else the line's words."""
+    names = [n for n in [*note.tags, *note.links] if name_key(n) not in _GENERIC_TAGS and slug(n)]
+    if names:
+        title = names[0].replace("-", " ").replace("_", " ").strip()
+    else:
+        title = " ".join(leading_words(without_cue(text))) or "topic"
+    name = slug(title) or "topic"
+    rel, number = f"{work.config.situational_dir}/{name}.md", 1
+    while rel in work.files and work.files[rel].problem:
+        number += 1
+        rel = f"{work.config.situational_dir}/{name}-{number}.md"
+    if rel not in work.files:
+        summary = without_cue(text)
+        summary = summary if len(summary) <= 80 else summary[:79] + "…"
+        work.files[rel] = _new_file(rel, summary, 5, work.date, title[:1].upper() + title[1:], [name])
+    return work.files[rel]
+
+
+# --- editing lines ------------------------------------------------------------------------
+
+_LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
+
+
+def _own_source_spans(line: str, formats: Formats) -> list[tuple[int, int]]:
+    """Source annotations of the statement itself (one inside a trace belongs to the old words)."""
+    traces = [(t.start, t.end) for t in find_traces(line, formats)]
+    return [(start, end) for start, end, _ in find_sources(line, formats) if not any(s <= start and end <= e for s, e in traces)]
+
+
+def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> None:
+    if name in statement.sources:
+        return
+    index = statement.line_no - 1
+    line = file.lines[index]
+    spans = _own_source_spans(line, work.formats)
+    if spans:
+        # Extend the last annotation in its own style (a zh vault may hold an en line).
+        start, end = spans[-1]
+        annotation = line[start:end]
+        close = annotation.rfind("]]") + 2
+        separator = _separator_of(annotation, work.formats)
+        line = line[:start] + annotation[:close] + separator + f"[[{name}]]" + annotation[close:] + line[end:]
+    else:
+        line = line.rstrip() + _joiner(work.formats.source) + format_source([name], work.formats)
+    file.edit(index, 1, [line])
+
+
+def _separator_of(annotation: str, formats: Formats) -> str:
+    from cmem.config import LANGUAGE_DEFAULTS
+
+    for template, separator in [(formats.source, formats.source_separator)] + [(d["source"], d["source_separator"]) for d in LANGUAGE_DEFAULTS.values()]:
+        if annotation.startswith(template.split("{links}", 1)[0]):
+            return separator
+    return formats.source_separator
+
+
+def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: str) -> None:
+    """The new words, then a trace quoting the old ones with their own traces, then the source."""
+    index = statement.line_no - 1
+    line = file.lines[index]
+    prefix = _LIST_PREFIX.match(line).group(0)
+    old = line
+    for start, end in sorted(_own_source_spans(line, work.formats), reverse=True):
+        old = old[:start] + old[end:]
+    old = " ".join(old[len(prefix) :].split())
+    formats = work.formats
+    new = prefix + text + _joiner(formats.trace) + format_trace(work.date, old, formats) + _joiner(formats.source) + format_source([name], formats)
+    file.edit(index, 1, [new])
+
+
+def _append(work: _Pass, file: _File, text: str, name: str) -> None:
+    line = f"- {text}{_joiner(work.formats.source)}{format_source([name], work.formats)}"
+    index, blank_first = _insertion_point(work, file, terms(text))
+    file.edit(index, 0, ["", line] if blank_first else [line])
+
+
+def _insertion_point(work: _Pass, file: _File, new_terms: frozenset[str]) -> tuple[int, bool]:
+    """After the last statement of the section sharing the most words (the last section on a
+    tie); the file's end when it has no statements yet."""
+    statements = file.statements(work.formats)
+    if not statements:
+        blank_first = bool(file.lines) and file.lines[-1].strip() != "" and not file.lines[-1].startswith("#")
+        return len(file.lines), blank_first
+    sections: dict[int, list[Statement]] = {}
+    top = file.body_start - 1  # a `# comment` in the frontmatter is no heading
+    for statement in statements:
+        heading = next((i for i in range(statement.line_no - 2, top - 1, -1) if re.match(r"#{1,6}\s", file.lines[i])), -1)
+        sections.setdefault(heading, []).append(statement)
+
+    def overlap(item: tuple[int, list[Statement]]) -> tuple[int, int]:
+        heading, members = item
+        words = set(terms(file.lines[heading])) if heading >= 0 else set()
+        for statement in members:
+            words |= terms(statement.core)
+        return len(new_terms & words), heading
+
+    _, members = max(sections.items(), key=overlap)
+    index = members[-1].line_no  # the line after the section's last statement
+    in_table = file.lines[index - 1].lstrip().startswith("|")
+    while in_table and index < len(file.lines) and file.lines[index].lstrip().startswith("|"):
+        index += 1
+    return index, in_table
+
+
+# --- the response -------------------------------------------------------------------------
+
+
+def _render(work: _Pass) -> str:
+    out = ["<convergence>"]
+    for rel, file in sorted(work.files.items()):
+        if not file.changed:
+            continue
+        if not file.created:
+            _touch_updated(file, work.date)
+        out += [f'<file path="{_attr(rel)}">', "\n".join(file.lines).rstrip("\n"), "</file>"]
+    for note, into in sorted(work.converged.items()):
+        out.append(f'<converged note="{_attr(note)}" into="{_attr(", ".join(sorted(into)))}"/>')
+    for note, reason in sorted(work.deferred.items()):
+        out.append(f'<deferred note="{_attr(note)}" reason="{_attr(reason)}"/>')
+    out.append("</convergence>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,360 @@
+"""The builtin engine: routing, quoting with sources, merging duplicates, rewrites with traces —
+and that what it writes passes the same parser and validator as a model's reply."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from cmem.converge.builtin import builtin_response, old_side_terms, quote_line, terms
+from cmem.converge.response import parse_response
+from cmem.converge.selection import SelectedNote
+from cmem.converge.validate import PassContext, validate_response
+from cmem.notes import parse_frontmatter_block, split_frontmatter
+from cmem.signals import Signal
+from cmem.statements import find_traces, normalize, parse_statements, split_statement
+from cmem.vault import open_vault
+
+DATE = "2026-11-29"
+EN = "language: en\n"
+
+PROFILE_ZH = """\
+---
+summary: 我是谁
+importance: 9
+updated: 2026-10-20
+---
+# 画像
+
+- 用 React 写前端（来源：[[2026-10-05 notes]]）
+- 以后都用中文回答，术语和代码保留英文（来源：[[2026-10-18 随手记]]）
+- 养了一只猫，叫年糕（来源：[[2026-09-30 日记]]）
+"""
+
+TOOLING_EN = """\
+---
+summary: Python tooling for side projects
+importance: 4
+updated: 2026-10-05
+tags: [python, tooling]
+---
+# Python tooling
+
+- Uses pip and venv for projects (source: [[2026-10-05 notes]])
+- Pins Python 3.12 for new projects (source: [[2026-10-05 notes]])
+- Runs tests with pytest (source: [[2026-10-05 notes]])
+"""
+
+OLD_NOTES = {
+    "archive/2026-10/2026-10-05 notes.md": "- old\n",
+    "archive/2026-10/2026-10-18 随手记.md": "- old\n",
+    "archive/2026-10/2026-09-30 日记.md": "- old\n",
+}
+
+
+def note_with(root: Path, rel: str, signals: list[tuple[int, str]], tags=(), links=(), mtime_ns: int = 0) -> SelectedNote:
+    """A selected note with the given (line, class) signals, as the scanner would give it."""
+    text = (root / rel).read_text("utf-8")
+    lines = text.split("\n")
+    found = [Signal(rel, line, cls, "cue", lines[line - 1][:80]) for line, cls in signals]
+    return SelectedNote(rel, rel.rsplit("/", 1)[-1].removesuffix(".md"), text, lines, found, list(tags), list(links), mtime_ns=mtime_ns)
+
+
+def originals_of(root: Path) -> dict[str, str]:
+    vault = open_vault(root)
+    return {f.rel: f.path.read_text("utf-8") for f in vault.convergent_files()}
+
+
+def run(root: Path, notes: list[SelectedNote], originals: dict[str, str] | None = None):
+    """(response text, {path: new content}, validation) for one builtin pass."""
+    vault = open_vault(root)
+    originals = originals_of(root) if originals is None else originals
+    text = builtin_response(vault, notes, originals, DATE)
+    response = parse_response(text)
+    assert response.ok, response.errors
+    context = PassContext(DATE, [n.rel for n in notes], dict(originals), vault.note_names(), source_texts={n.name: n.text for n in notes})
+    validation = validate_response(vault, response, context)
+    assert validation.errors == [], [str(e) for e in validation.errors]
+    return text, {block.path: block.content + "\n" for block in response.files}, validation
+
+
+def statements_of(content: str):
+    _, start, _ = split_frontmatter(content)
+    return parse_statements("\n".join(content.split("\n")[start - 1 :]), start)
+
+
+def line_with(content: str, needle: str) -> str:
+    matches = [line for line in content.split("\n") if needle in line]
+    assert len(matches) == 1, (needle, matches)
+    return matches[0]
+
+
+# --- routing and quoting ----------------------------------------------------------------
+
+
+def test_preference_goes_to_profile_quoted_with_source(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "2026-11-28 随手记.md": "- 10:32 永远别在周五晚上发版 #daily\n", **OLD_NOTES})
+    text, files, validation = run(root, [note_with(root, "2026-11-28 随手记.md", [(1, "preference")])])
+    profile = files["converged/core/profile.md"]
+    assert "- 永远别在周五晚上发版（来源：[[2026-11-28 随手记]]）" in profile.split("\n")
+    assert "updated: 2026-11-29" in profile and "updated: 2026-10-20" not in profile
+    assert '<converged note="2026-11-28 随手记.md" into="converged/core/profile.md"/>' in text
+    assert [e.note for e in validation.converged] == ["2026-11-28 随手记.md"]
+
+
+def test_missing_profile_is_created_with_frontmatter(make_vault):
+    root = make_vault({"n.md": "- 我喜欢先看能跑的例子\n"})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    profile = files["converged/core/profile.md"]
+    meta, problem = parse_frontmatter_block(split_frontmatter(profile)[0])
+    assert problem is None and meta["updated"].isoformat() == DATE and meta["importance"] == 9 and meta["summary"]
+    assert "\n# 画像\n" in profile
+    assert "- 我喜欢先看能跑的例子（来源：[[n]]）" in profile
+
+
+def test_recurring_goes_to_methodology(make_vault):
+    root = make_vault({"n.md": "# log\n\n- 又熬夜到两点，老毛病\n", "converged/core/profile.md": PROFILE_ZH, **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(3, "recurring")])])
+    assert set(files) == {"converged/core/methodology.md"}  # the profile is untouched, so not sent
+    assert "- 又熬夜到两点，老毛病（来源：[[n]]）" in files["converged/core/methodology.md"]
+
+
+def test_decision_routed_by_tag_to_existing_topic(make_vault):
+    topic = "---\nsummary: 找工作\ntags: [job-search, career]\n---\n# 找工作\n\n## 目标\n\n- 城市：深圳（来源：[[a]]）\n\n## 短板\n\n- 系统设计讲得散（来源：[[a]]）\n"
+    root = make_vault({"converged/topics/job-search.md": topic, "a.md": "x\n", "n.md": "---\ntags: [Job_Search]\n---\n- 我决定只投 Agent 岗位，城市不限深圳 [[job-search]]\n"})
+    _, files, _ = run(root, [note_with(root, "n.md", [(4, "decision")], tags=["Job_Search"], links=["job-search"])])
+    content = files["converged/topics/job-search.md"]
+    # quoted without the routing link, into the section sharing its words, with `updated` added
+    lines = content.split("\n")
+    assert lines.index("- 我决定只投 Agent 岗位，城市不限深圳（来源：[[n]]）") == lines.index("- 城市：深圳（来源：[[a]]）") + 1
+    assert "updated: 2026-11-29" in content and "tags: [job-search, career]" in content
+
+
+def test_decision_routed_by_alias_and_by_word_overlap(make_vault):
+    topic = "---\naliases: [前端技术栈]\n---\n# Frontend\n\n- 样式用 Tailwind，不单独写 CSS 文件（来源：[[a]]）\n"
+    root = make_vault({"converged/topics/frontend-stack.md": topic, "a.md": "x\n", "n.md": "- 我决定组件库也用 Tailwind 写样式\n- 想通了：评测面板单独写 CSS 文件\n"})
+    by_alias = note_with(root, "n.md", [(1, "decision")], tags=["前端-技术栈"])
+    _, files, _ = run(root, [by_alias])
+    assert "- 我决定组件库也用 Tailwind 写样式（来源：[[n]]）" in files["converged/topics/frontend-stack.md"]
+    by_words = note_with(root, "n.md", [(2, "decision")])
+    _, files, _ = run(root, [by_words])
+    assert "- 评测面板单独写 CSS 文件（来源：[[n]]）" in files["converged/topics/frontend-stack.md"]  # cue filler trimmed
+
+
+def test_decision_without_match_creates_topic_file(make_vault):
+    root = make_vault({"n.md": "---\ntags: [daily, side-project]\n---\n- I decided to rent a desk at the coworking space\n"}, config_yaml=EN)
+    text, files, _ = run(root, [note_with(root, "n.md", [(4, "decision")], tags=["daily", "side-project"])])
+    content = files["converged/topics/side-project.md"]
+    meta, problem = parse_frontmatter_block(split_frontmatter(content)[0])
+    assert problem is None and meta["tags"] == ["side-project"] and meta["importance"] == 5 and meta["summary"]
+    assert "\n# Side project\n" in content
+    assert "- I decided to rent a desk at the coworking space (source: [[n]])" in content
+    assert 'into="converged/topics/side-project.md"' in text
+
+
+def test_new_topic_named_by_words_when_no_tag(make_vault):
+    root = make_vault({"n.md": "- 我决定搬去深圳住\n"})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+    assert list(files) == ["converged/topics/搬去深圳住.md"]
+
+
+def test_quote_line_trims_lightly():
+    keys = {"pythontooling"}
+    assert quote_line("- [ ] 10:32 Switched to uv. [[python-tooling]] #tools", keys) == "Switched to uv."
+    assert quote_line("* Talked to [[Chen Wei]]", keys) == "Talked to [[Chen Wei]]"
+    assert quote_line("- 想通了：先把工具开源", keys) == "先把工具开源"
+    assert quote_line("- 想通了", keys) == "想通了"  # nothing but the cue: kept as written
+
+
+# --- duplicates ---------------------------------------------------------------------------
+
+
+def test_duplicate_adds_source_instead_of_second_copy(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 以后都用中文回答，术语和代码保留英文！\n- 以后都用中文回答\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference"), (2, "preference")])])
+    profile = files["converged/core/profile.md"]
+    assert profile.count("以后都用中文回答") == 1
+    assert line_with(profile, "以后都用中文回答") == "- 以后都用中文回答，术语和代码保留英文（来源：[[2026-10-18 随手记]]、[[n]]）"
+
+
+def test_duplicate_source_keeps_the_annotation_style(make_vault):
+    profile = PROFILE_ZH + "- Commit messages in English (source: [[2026-10-05 notes]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "n.md": "- I prefer commit messages in English\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    assert line_with(files["converged/core/profile.md"], "Commit") == "- Commit messages in English (source: [[2026-10-05 notes]], [[n]])"
+
+
+# --- rewrites and traces ------------------------------------------------------------------
+
+
+def test_switch_rewrites_matching_statement_with_trace(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 改用 Svelte 写前端\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+    profile = files["converged/core/profile.md"]
+    assert line_with(profile, "前端") == "- 改用 Svelte 写前端（更新于 2026-11-29，原为：用 React 写前端）（来源：[[n]]）"
+    assert len(statements_of(profile)) == 3
+
+
+def test_correction_rewrites_in_the_file_it_matches_en(make_vault):
+    files_in = {"converged/topics/python-tooling.md": TOOLING_EN, "n.md": "- Actually it's Python 3.13 for new projects, not 3.12.\n", **OLD_NOTES}
+    root = make_vault(files_in, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
+    assert set(files) == {"converged/topics/python-tooling.md"}  # not the profile: a statement matched
+    line = line_with(files["converged/topics/python-tooling.md"], "3.1")
+    assert line == "- Actually it's Python 3.13 for new projects, not 3.12. (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[n]])"
+
+
+def test_switch_prefers_the_named_file_and_old_side_words_en(make_vault):
+    root = make_vault({"converged/topics/python-tooling.md": TOOLING_EN, "n.md": "- Switched to uv for all Python projects: `uv sync` replaces pip and venv. [[python-tooling]]\n", **OLD_NOTES}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")], links=["python-tooling"])])
+    content = files["converged/topics/python-tooling.md"]
+    assert line_with(content, "uv") == "- Switched to uv for all Python projects: `uv sync` replaces pip and venv. (updated 2026-11-29, was: Uses pip and venv for projects) (source: [[n]])"
+    assert "- Pins Python 3.12 for new projects (source: [[2026-10-05 notes]])" in content
+
+
+def test_second_change_nests_traces(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n1.md": "- 改用 Svelte 写前端\n", "n2.md": "- 其实不是 Svelte，前端改用 Vue 写\n", **OLD_NOTES})
+    _, first, _ = run(root, [note_with(root, "n1.md", [(1, "decision")])])
+    originals = {**originals_of(root), **first}
+    _, second, _ = run(root, [note_with(root, "n2.md", [(1, "correction")])], originals)
+    line = line_with(second["converged/core/profile.md"], "Vue")
+    core, sources, traces = split_statement(line)
+    assert core == "其实不是 Svelte，前端改用 Vue 写" and sources == ["n2"]
+    assert traces[0].date == DATE and split_statement(traces[0].old)[0] == "改用 Svelte 写前端"
+    assert [t.old for t in traces[0].older] == ["用 React 写前端"]
+
+
+def test_old_traces_survive_a_rewrite_en(make_vault):
+    topic = "# Lint\n\n- Lints and formats with ruff (updated 2026-10-05, was: Formats with black) (source: [[2026-10-05 notes]])\n"
+    root = make_vault({"converged/topics/lint.md": topic, "n.md": "- Switched to biome for formats and lints\n", **OLD_NOTES}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+    content = files["converged/topics/lint.md"]
+    assert content.startswith("---\nupdated: 2026-11-29\n---\n# Lint\n")  # no frontmatter before: one is added
+    assert "(updated 2026-11-29, was: Lints and formats with ruff (updated 2026-10-05, was: Formats with black)) (source: [[n]])" in content
+
+
+def test_correction_without_match_is_added_to_profile(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 更正：我的生日是三月\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
+    assert "- 我的生日是三月（来源：[[n]]）" in files["converged/core/profile.md"]
+
+
+def test_a_note_does_not_rewrite_what_it_just_added(make_vault):
+    root = make_vault({"n.md": "- I like the Moonlight AI team\n- Going with the Moonlight AI process first\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference"), (2, "decision")])])
+    profile = files["converged/core/profile.md"]
+    assert "- I like the Moonlight AI team (source: [[n]])" in profile and "was:" not in "".join(files.values())
+
+
+def test_old_side_words_point_at_the_replaced_statement():
+    assert "3.12" in old_side_terms("Actually it's Python 3.13 for new projects, not 3.12.")
+    assert {"pip", "venv"} <= old_side_terms("uv sync replaces pip and venv.")
+    assert "react" in old_side_terms("前端改用 Svelte，不再用 React：太重")
+    assert "前端" in terms("改用 Svelte 写前端") and "其实" not in terms("其实不是")
+
+
+# --- files, frontmatter, determinism --------------------------------------------------------
+
+
+def test_frontmatter_keys_and_comments_kept_byte_for_byte(make_vault):
+    head = "---\n# my profile, hand-written\nsummary: who I am   # shown in indexes\nimportance: 9\nupdated: '2026-10-20'  # cmem stamps this\nowner: Lin\nextra:\n  - a   # keep me\n---\n"
+    root = make_vault({"converged/core/profile.md": head + "# Profile\n\n- Likes tea (source: [[a]])\n", "a.md": "x\n", "n.md": "- I prefer green tea in the morning\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    new_head = files["converged/core/profile.md"].split("# Profile")[0]
+    assert new_head == head.replace("updated: '2026-10-20'", "updated: '2026-11-29'")
+
+
+def test_unchanged_files_are_not_in_the_response(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "converged/topics/python-tooling.md": TOOLING_EN, "n.md": "- 我喜欢安静的早上\n", **OLD_NOTES})
+    text, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    assert list(files) == ["converged/core/profile.md"] and "<dropped" not in text
+
+
+def test_every_new_or_changed_statement_has_a_source(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 改用 Svelte 写前端\n- 我喜欢安静的早上\n- 又熬夜了，老毛病\n- 我决定下个月去深圳\n", **OLD_NOTES})
+    note = note_with(root, "n.md", [(1, "decision"), (2, "preference"), (3, "recurring"), (4, "decision")])
+    originals = originals_of(root)
+    _, files, _ = run(root, [note], originals)
+    assert len(files) == 3
+    for path, content in files.items():
+        before = {s.key: s for s in statements_of(originals.get(path, ""))}
+        for statement in statements_of(content):
+            if statement.key not in before:
+                assert statement.sources == ("n",), (path, statement.text)
+
+
+def test_note_without_usable_lines_is_deferred(make_vault):
+    root = make_vault({"n.md": "- 又\n"})
+    text, files, validation = run(root, [note_with(root, "n.md", [(1, "recurring")])])
+    assert files == {} and '<deferred note="n.md" reason="line 1 has no words to keep"/>' in text
+    assert [d.note for d in validation.deferred] == ["n.md"]
+
+
+def test_file_with_broken_frontmatter_is_left_alone(make_vault):
+    broken = "---\nsummary: [unclosed\n---\n# Profile\n\n- Likes tea (source: [[a]])\n"
+    root = make_vault({"converged/core/profile.md": broken, "a.md": "x\n", "n.md": "- I prefer green tea\n"}, config_yaml=EN)
+    text, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    assert files == {} and '<deferred note="n.md"' in text and "frontmatter" in text
+
+
+def test_same_inputs_same_bytes(make_vault):
+    files_in = {"converged/core/profile.md": PROFILE_ZH, "converged/topics/python-tooling.md": TOOLING_EN, **OLD_NOTES,
+                "a.md": "- 改用 Svelte 写前端\n- 我喜欢安静的早上\n", "b.md": "- Switched to uv instead of pip\n- 又熬夜了，老毛病\n", "c.md": "- 我决定下个月去深圳\n"}
+    root = make_vault(files_in)
+    notes = [note_with(root, "a.md", [(1, "decision"), (2, "preference")]), note_with(root, "b.md", [(1, "decision"), (2, "recurring")]), note_with(root, "c.md", [(1, "decision")])]
+    vault = open_vault(root)
+    first = builtin_response(vault, notes, originals_of(root), DATE)
+    shuffled = notes[:]
+    random.Random(7).shuffle(shuffled)
+    originals = dict(reversed(list(originals_of(root).items())))
+    assert builtin_response(vault, shuffled, originals, DATE) == first
+
+
+# --- the sample vault, through the real scanner ---------------------------------------------
+
+
+def test_sample_vault_converges_and_validates(sample_vault):
+    scan = pytest.importorskip("cmem.scan")
+    from cmem.converge.selection import select_notes
+
+    vault = open_vault(sample_vault)
+    selection = select_notes(vault, scan.scan_vault(vault).pending, 10**9)
+    assert selection.notes
+    originals = originals_of(sample_vault)
+    text, files, validation = run(sample_vault, selection.notes, originals)
+    assert files and validation.converged
+    assert all(files[path] != originals.get(path) for path in files)
+    traces = [t for content in files.values() for s in statements_of(content) for t in s.traces if t.date == DATE]
+    assert traces, "the sample's explicit switches and corrections should rewrite with a trace"
+    assert builtin_response(vault, selection.notes, originals, DATE) == text
+
+
+def test_resident_size_cap_defers_instead_of_failing(make_vault):
+    filler = "".join(f"- 第{i}条：早上七点起床跑步三公里（来源：[[2026-09-30 日记]]）\n" for i in range(6))
+    profile = "---\nsummary: 画像\n---\n# 画像\n\n" + filler  # about 165 tokens of the 200 allowed
+    notes = "- 我喜欢周末去爬山\n- 我喜欢在周六早上去公园跑步，然后去咖啡馆看书写东西\n- 我决定下个月去深圳\n"
+    root = make_vault({"converged/core/profile.md": profile, "n.md": notes, **OLD_NOTES}, config_yaml="resident_max_tokens: 200\n")
+    text, files, _ = run(root, [note_with(root, "n.md", [(1, "preference"), (2, "preference"), (3, "decision")])])
+    # the short line fits, the long one waits, the decision goes to a topic file: the pass validates
+    assert "- 我喜欢周末去爬山（来源：[[n]]）" in files["converged/core/profile.md"]
+    assert "咖啡馆" not in files["converged/core/profile.md"] and "converged/topics/下个月去深圳.md" in files
+    # already over the cap before the pass: nothing more goes in
+    full = make_vault({"converged/core/profile.md": profile + filler, "n.md": "- 我喜欢周末去爬山\n", **OLD_NOTES}, config_yaml="resident_max_tokens: 200\n")
+    text, files, _ = run(full, [note_with(full, "n.md", [(1, "preference")])])
+    assert files == {} and "resident_max_tokens" in text
+
+
+def test_a_line_that_adds_a_clause_is_not_merged_away(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 养了一只猫，叫年糕了\n- 养了一只猫，叫年糕，每天早上六点叫我起床\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference"), (2, "preference")])])
+    profile = files["converged/core/profile.md"]
+    assert line_with(profile, "叫年糕（") == "- 养了一只猫，叫年糕（来源：[[2026-09-30 日记]]、[[n]]）"
+    assert "- 养了一只猫，叫年糕，每天早上六点叫我起床（来源：[[n]]）" in profile
+
+
+def test_a_negation_is_never_merged_into_the_statement_it_negates(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 不用 React 写前端\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    assert "- 不用 React 写前端（来源：[[n]]）" in files["converged/core/profile.md"]
