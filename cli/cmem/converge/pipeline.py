@@ -157,6 +157,18 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     return texts, raws
 
 
+def rewritable(raw: bytes) -> bool:
+    """cmem rewrites only files it can write back as they were encoded: UTF-8 without a BOM,
+    `\n` line ends (SPEC §1). Others are shown to the engine but protected from writes."""
+    if raw.startswith(b"\xef\xbb\xbf") or b"\r" in raw:
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def new_pass_id(now: datetime) -> str:
     return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
@@ -201,7 +213,10 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
                         signals=sum(len(n.signals) for n in selection.notes))
     record = new_run(vault, pass_id)
     result.run_dir = str(record.folder)
-    validation = _converge(vault, options, selection, originals, prompt, pass_date, record, result, progress)
+    # Files cmem may not rewrite are left out of the validator's originals: it then reads them
+    # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
+    writable = {rel: text for rel, text in originals.items() if rewritable(raw_originals[rel])}
+    validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
     if validation is None:
         return result
     return _finish(vault, options, state, selection, validation, raw_originals, originals, pass_id, pass_date, now, result, record)
