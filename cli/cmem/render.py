@@ -171,7 +171,8 @@ class Spinner:
             clock = f" {elapsed:4.0f}s" if elapsed is not None else ""
             self.stream.write(f"\r\033[K{self.FRAMES[self.frame]} {message}…{clock}")
             self.stream.flush()
-        elif message != self.last_message:
+        elif elapsed is not None and message != self.last_message:
+            # Off a terminal (hooks, cron, CI logs) only the model's stages are worth a line.
             self.stream.write(f"{message}…\n")
             self.stream.flush()
         self.last_message = message

@@ -110,7 +110,23 @@ def load_state(path: Path) -> State:
     return State(notes=notes, passes=list(data.get("passes") or []))
 
 
+def state_bytes(state: State) -> bytes:
+    """Readable and diff-friendly: one line per converged note and per pass, so a pass's commit
+    shows which notes it converged rather than hundreds of line fingerprints."""
+    data = state.to_json()
+    notes = ",\n".join(f"  {json.dumps(rel, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}" for rel, entry in data["notes"].items())
+    passes = ",\n".join(f"  {json.dumps(entry, ensure_ascii=False)}" for entry in data["passes"])
+    text = (
+        "{\n"
+        f' "version": {data["version"]},\n'
+        f' "notes": {{' + (f"\n{notes}\n " if notes else "") + "},\n"
+        f' "passes": [' + (f"\n{passes}\n " if passes else "") + "]\n"
+        "}\n"
+    )
+    return text.encode("utf-8")
+
+
 def save_state(path: Path, state: State) -> bytes:
-    data = (json.dumps(state.to_json(), ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    data = state_bytes(state)
     write_atomic(path, data)
     return data

@@ -24,6 +24,7 @@ from cmem.converge.selection import Selection, SelectedNote, select_notes
 from cmem.errors import CmemError, GitError
 from cmem.lock import vault_lock
 from cmem.state import ConvergedNote, State, line_key, load_state
+from cmem.state import state_bytes as state_to_bytes
 from cmem.vault import Vault
 
 Progress = Callable[[str, float | None], None]  # (message, elapsed seconds or None)
@@ -139,8 +140,10 @@ def hand_edited_files(vault: Vault, state: State) -> set[str]:
     commit = history.find_pass_commit(vault.root, last["id"]) if last else None
     if commit is None:
         return set()
-    result = history.run_git(vault.root, "diff", "--name-only", "--relative", commit.sha, "HEAD", "--", *vault.convergent_dirs, check=False)
-    return {line.strip() for line in result.stdout.splitlines() if line.strip()}
+    # against the working tree, so a dry run or --emit-prompt (no snapshot commit) sees them too
+    changed = history.run_git(vault.root, "diff", "--name-only", "--relative", commit.sha, "--", *vault.convergent_dirs, check=False)
+    added = history.run_git(vault.root, "ls-files", "--others", "--exclude-standard", "--", *vault.convergent_dirs, check=False)
+    return {line.strip() for line in (changed.stdout + added.stdout).splitlines() if line.strip()}
 
 
 def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
@@ -198,7 +201,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
         return PassResult("nothing", message="nothing to converge")
     pass_date = now.date().isoformat()
     originals, raw_originals = read_originals(vault)
-    hand_edited = hand_edited_files(vault, state) if not options.emit_prompt else set()
+    hand_edited = hand_edited_files(vault, state)
     budget = options.budget or vault.config.budget_tokens
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
@@ -347,10 +350,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
         "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": result.engine, "model": result.model,
         "notes": converged, "changed": result.changed, "warnings": len(result.warnings), "kind": "converge",
     })
-    from cmem.state import STATE_VERSION  # noqa: F401  (format documented in cmem.state)
-    import json
-
-    plan.add(vault.rel(vault.state_file), (json.dumps(state.to_json(), ensure_ascii=False, indent=1) + "\n"), state_bytes)
+    plan.add(vault.rel(vault.state_file), state_to_bytes(state), state_bytes)
     if stage_entries:
         current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
         plan.add(vault.checklist_rel, stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language), checklist_bytes)

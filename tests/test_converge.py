@@ -1,0 +1,307 @@
+"""The convergence pass end to end (SPEC §3): real git, the fake model, the real validator.
+
+Every failure case checks the vault is byte-identical and HEAD unchanged afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cmem.converge.apply import SecondWriter
+from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.errors import Busy, CmemError
+from cmem.lock import vault_lock
+from cmem.state import load_state
+from cmem.notes import split_frontmatter
+from cmem.statements import parse_statements
+from cmem.vault import open_vault
+from conftest import TESTS, git, write_files
+
+FAKE = TESTS / "fake_llm.py"
+HOSTILE = sorted((TESTS / "replies" / "hostile").glob("*.txt"))
+PROFILE = "converged/core/profile.md"
+JOBS = "converged/topics/job-search.md"
+NOTE = "2026-11-28 随手记.md"
+PROFILE_TEXT = """---
+summary: 我是谁，想被怎样帮助
+importance: 8
+owner: me  # a user's own key
+---
+# Profile
+
+- 推他动手而非给鼓励（来源：[[2026-11-20 日记]]）
+- 在找北京后端实习（更新于 2026-10-01，原为：想读研）（来源：[[2026-11-20 日记]]）
+- 喜欢用 Python 写脚本（来源：[[2026-11-20 日记]]）
+- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）
+"""
+NOTE_TEXT = "# 随手记\n\n- 其实不是北京，我决定改找深圳的 AI Agent 实习。\n- 以后都用 uv 管理 Python 环境，不要再用 pip。\n"
+
+
+@pytest.fixture
+def pass_vault(make_vault):
+    root = make_vault(
+        {
+            PROFILE: PROFILE_TEXT,
+            JOBS: "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n",
+            NOTE: NOTE_TEXT,
+            "archive/2026-11/2026-11-20 日记.md": "推他动手而非给鼓励。在找北京后端实习。喜欢用 Python 写脚本。早上效率最高。简历投了三家公司。\n",
+            "archive/ARCHIVE-CHECKLIST.md": "# Archive checklist\n",
+            ".cmem/state.json": '{"version": 1, "notes": {}, "passes": []}\n',
+        },
+        config_yaml="repair_rounds: 0\nllm:\n  timeout_seconds: 5\n",
+        git=True,
+    )
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or not path.is_file():
+            continue
+        files[str(rel)] = path.read_bytes()
+    files["HEAD"] = git(root, "rev-parse", "HEAD").encode()
+    return files
+
+
+def model_env(monkeypatch, tmp_path, replies: list[str], mode: str = "reply") -> Path:
+    folder = tmp_path / "replies-queue"
+    folder.mkdir(exist_ok=True)
+    for index, text in enumerate(replies):
+        (folder / f"{index:03d}.txt").write_text(text, encoding="utf-8")
+    log = tmp_path / "fake.log"
+    monkeypatch.setenv("FAKE_LLM_REPLIES", str(folder))
+    monkeypatch.setenv("FAKE_LLM_LOG", str(log))
+    monkeypatch.setenv("FAKE_LLM_MODE", mode)
+    return log
+
+
+def llm_options(**extra) -> PassOptions:
+    return PassOptions(engine="llm", llm=f"{sys.executable} {FAKE}", **extra)
+
+
+def prompts_sent(log: Path) -> list[str]:
+    return [json.loads(line)["prompt"] for line in log.read_text("utf-8").splitlines()]
+
+
+VALID = f"""Here is the pass.
+<convergence>
+<file path="{PROFILE}">
+---
+summary: 我是谁，想被怎样帮助
+importance: 8
+owner: me  # a user's own key
+updated: {{date}}
+---
+# Profile
+
+- 推他动手而非给鼓励（来源：[[2026-11-20 日记]]）
+- 在找深圳 AI Agent 实习（更新于 {{date}}，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）
+- 喜欢用 Python 写脚本（来源：[[2026-11-20 日记]]）
+- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）
+- 以后都用 uv 管理 Python 环境，不再用 pip（来源：[[2026-11-28 随手记]]）
+</file>
+<converged note="{NOTE}" into="{PROFILE}"/>
+</convergence>
+"""
+
+
+def today() -> str:
+    from datetime import datetime
+
+    return datetime.now().astimezone().date().isoformat()
+
+
+def test_valid_reply_applies_exactly(pass_vault, monkeypatch, tmp_path):
+    reply = VALID.replace("{date}", today())
+    log = model_env(monkeypatch, tmp_path, [reply])
+    head = git(pass_vault, "rev-parse", "HEAD").strip()
+    vault = open_vault(pass_vault)
+    result = run_pass(vault, llm_options())
+    assert result.status == "applied", result.errors
+    expected = reply.split(f'<file path="{PROFILE}">\n', 1)[1].split("</file>", 1)[0]
+    assert (pass_vault / PROFILE).read_text("utf-8") == expected
+    assert result.changed == [PROFILE] and result.converged == [NOTE]
+    # one commit, whose parent is the old HEAD, holding the file, the state and the checklist
+    assert git(pass_vault, "rev-parse", "HEAD~1").strip() == head
+    files = git(pass_vault, "show", "--name-only", "--format=", "HEAD").split("\n")
+    assert sorted(f for f in files if f) == sorted([PROFILE, ".cmem/state.json", "archive/ARCHIVE-CHECKLIST.md"])
+    message = git(pass_vault, "log", "-1", "--format=%B")
+    assert message.startswith("cmem: converge 1 note → profile")
+    assert f"Converged: {NOTE}" in message and f"Changed: {PROFILE}" in message and f"Cmem-Pass: {result.pass_id}" in message
+    state = load_state(vault.state_file)
+    assert state.notes[NOTE].into == [PROFILE] and state.passes[-1]["id"] == result.pass_id
+    checklist = (pass_vault / "archive/ARCHIVE-CHECKLIST.md").read_text("utf-8")
+    assert f"- [ ] [[2026-11-28 随手记]] → archive/{today()[:7]}/2026-11-28 随手记.md · into [[profile]] · sha256:" in checklist
+    # the prompt went to the model on stdin, with the note quoted as data and line numbers
+    prompt = prompts_sent(log)[0]
+    assert '<note path="2026-11-28 随手记.md"' in prompt and "3| - 其实不是北京" in prompt
+    # and a second pass has nothing to do
+    assert run_pass(open_vault(pass_vault), llm_options()).status == "nothing"
+
+
+@pytest.mark.parametrize("reply_file", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_hostile_reply_changes_nothing(pass_vault, monkeypatch, tmp_path, reply_file):
+    text = reply_file.read_bytes().decode("utf-8", errors="replace").replace("{PASS_DATE}", today())
+    model_env(monkeypatch, tmp_path, [text])
+    before = snapshot(pass_vault)
+    result = run_pass(open_vault(pass_vault), llm_options())
+    assert result.status == "failed" and result.errors, reply_file.name
+    assert snapshot(pass_vault) == before, f"{reply_file.name} changed the vault"
+    assert (Path(result.run_dir) / "response-1.txt").exists()
+
+
+def test_repair_round_applies_the_second_answer_and_quotes_the_errors(pass_vault, monkeypatch, tmp_path):
+    (pass_vault / ".cmem/config.yaml").write_text("repair_rounds: 1\n", encoding="utf-8")
+    git(pass_vault, "commit", "-qam", "config")
+    bad = VALID.replace("{date}", today()).replace("，不再用 pip（来源：[[2026-11-28 随手记]]）", "，不再用 pip")
+    log = model_env(monkeypatch, tmp_path, [bad, VALID.replace("{date}", today())])
+    result = run_pass(open_vault(pass_vault), llm_options())
+    assert result.status == "applied", result.errors
+    prompts = prompts_sent(log)
+    assert len(prompts) == 2
+    assert "no source" in prompts[1] and "<previous_response>" in prompts[1]
+
+
+@pytest.mark.parametrize("mode", ["fail", "hang", "grandchild-garbage", "empty"])
+def test_model_failures_leave_the_vault_alone(pass_vault, monkeypatch, tmp_path, mode):
+    (pass_vault / ".cmem/config.yaml").write_text("repair_rounds: 0\nllm:\n  timeout_seconds: 1\n", encoding="utf-8")
+    git(pass_vault, "commit", "-qam", "config")
+    fake_mode = {"grandchild-garbage": "grandchild"}.get(mode, mode)
+    model_env(monkeypatch, tmp_path, ["not a convergence response at all"], mode=fake_mode)
+    before = snapshot(pass_vault)
+    try:
+        result = run_pass(open_vault(pass_vault), llm_options())
+        assert result.status == "failed"
+    except CmemError as exc:
+        assert "model command" in str(exc) or "timed out" in str(exc)
+    assert snapshot(pass_vault) == before
+
+
+def test_second_writer_during_the_model_call_wins(pass_vault, tmp_path):
+    edited = PROFILE_TEXT + "- 用户在模型运行时写的一行（来源：[[2026-11-20 日记]]）\n"
+    script = tmp_path / "editing_model.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        "sys.stdin.read()\n"
+        f"pathlib.Path({str(pass_vault / PROFILE)!r}).write_text({edited!r}, encoding='utf-8')\n"
+        f"sys.stdout.write({VALID.replace('{date}', today())!r})\n",
+        encoding="utf-8",
+    )
+    head = git(pass_vault, "rev-parse", "HEAD")
+    with pytest.raises(SecondWriter, match="profile.md changed on disk"):
+        run_pass(open_vault(pass_vault), PassOptions(engine="llm", llm=f"{sys.executable} {script}"))
+    assert (pass_vault / PROFILE).read_text("utf-8") == edited
+    assert git(pass_vault, "rev-parse", "HEAD") == head
+    assert load_state(open_vault(pass_vault).state_file).notes == {}
+
+
+def test_hand_edits_are_snapshotted_first_and_marked_in_the_prompt(pass_vault, monkeypatch, tmp_path):
+    vault = open_vault(pass_vault)
+    (pass_vault / NOTE).write_text(NOTE_TEXT, encoding="utf-8")
+    first = run_pass(vault, PassOptions(engine="builtin"))
+    assert first.status == "applied"
+    # the user edits a memory file by hand and writes a new note
+    with open(pass_vault / JOBS, "a", encoding="utf-8") as handle:
+        handle.write("- 只看深圳的岗位（来源：[[2026-11-20 日记]]）\n")
+    (pass_vault / "2026-11-29 随手记.md").write_text("- 我决定先投三家 Agent 公司 #job-search\n", encoding="utf-8")
+    prompt = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert f'<file path="{JOBS}" edited_by_user="true">' in prompt
+    second = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert second.status == "applied" and second.snapshot_commit
+    snapshot_files = git(pass_vault, "show", "--name-only", "--format=", second.snapshot_commit).split()
+    assert JOBS in snapshot_files
+    assert "只看深圳的岗位" in (pass_vault / JOBS).read_text("utf-8")
+
+
+def test_dry_run_and_emit_prompt_write_nothing(pass_vault):
+    before = snapshot(pass_vault)
+    vault = open_vault(pass_vault)
+    dry = run_pass(vault, PassOptions(engine="builtin", dry_run=True))
+    assert dry.status == "dry-run" and dry.diff and PROFILE in dry.changed
+    emitted = run_pass(vault, PassOptions(engine="builtin", emit_prompt=True))
+    assert emitted.status == "prompt" and "<convergence>" in emitted.prompt
+    assert snapshot(pass_vault) == before
+
+
+def test_prompt_is_byte_identical_and_its_prefix_stable(pass_vault):
+    vault = open_vault(pass_vault)
+    first = run_pass(vault, PassOptions(emit_prompt=True, engine="builtin")).prompt
+    second = run_pass(open_vault(pass_vault), PassOptions(emit_prompt=True, engine="builtin")).prompt
+    assert first == second
+    write_files(pass_vault, {"2026-11-29 notes.md": "- 我决定以后都早上写代码\n"})
+    third = run_pass(open_vault(pass_vault), PassOptions(emit_prompt=True, engine="builtin")).prompt
+    prefix = os.path.commonprefix([first, third])
+    assert "# Divergent notes" in prefix or "# 发散笔记" in prefix
+
+
+def test_nothing_pending_is_success_without_a_commit(make_vault):
+    root = make_vault({"plain.md": "# just a note\n\nnothing to see\n"}, git=True)
+    head = git(root, "rev-parse", "HEAD")
+    assert run_pass(open_vault(root), PassOptions(engine="builtin")).status == "nothing"
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_second_pass_is_busy(pass_vault):
+    vault = open_vault(pass_vault)
+    with vault_lock(vault.state_dir):
+        with pytest.raises(Busy, match="already running"):
+            run_pass(vault, PassOptions(engine="builtin"))
+
+
+def test_refuses_a_merge_in_progress(pass_vault):
+    (Path(git(pass_vault, "rev-parse", "--absolute-git-dir").strip()) / "MERGE_HEAD").write_text("0" * 40 + "\n")
+    with pytest.raises(CmemError, match="merge is in progress"):
+        run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+
+
+def test_refuses_a_parent_repository(tmp_path):
+    from cmem.init import init_vault
+
+    parent = tmp_path / "project"
+    parent.mkdir()
+    subprocess.run(["git", "init", "-q", str(parent)], check=True)
+    inner = parent / "notes"
+    init_vault(inner, repo="parent")
+    (inner / ".cmem/config.yaml").write_text("git:\n  allow_parent_repo: false\n", encoding="utf-8")
+    (inner / "n.md").write_text("- 我决定用 uv\n", encoding="utf-8")
+    with pytest.raises(CmemError, match="above the vault"):
+        run_pass(open_vault(inner), PassOptions(engine="builtin"))
+
+
+def test_builtin_on_the_sample_vault(sample_vault):
+    vault = open_vault(sample_vault)
+    before = {f.rel: f.path.read_text("utf-8") for f in vault.convergent_files()}
+    result = run_pass(vault, PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.changed and not result.errors
+    traces_added = 0
+    for note_file in open_vault(sample_vault).convergent_files():
+        text = note_file.path.read_text("utf-8")
+        old_lines = set(before.get(note_file.rel, "").splitlines())
+        block, body_start, _ = split_frontmatter(text)
+        body = "\n".join(text.split("\n")[body_start - 1 :])
+        for statement in parse_statements(body, body_start, vault.config.formats):
+            if statement.text not in old_lines:
+                assert statement.sources, f"{note_file.rel}:{statement.line_no} has no source"
+                traces_added += any(t.date == result.pass_id[:4] + "-" + result.pass_id[4:6] + "-" + result.pass_id[6:8] for t in statement.traces)
+    assert traces_added >= 2  # the corrections and switches of the sample notes
+    assert run_pass(open_vault(sample_vault), PassOptions(engine="builtin")).status == "nothing"
+
+
+def test_review_mode_proposes_then_applies(pass_vault):
+    from cmem.converge.proposal import load_proposal
+
+    vault = open_vault(pass_vault)
+    head = git(pass_vault, "rev-parse", "HEAD")
+    proposed = run_pass(vault, PassOptions(engine="builtin", propose=True))
+    assert proposed.status == "proposed" and git(pass_vault, "rev-parse", "HEAD") == head
+    proposal = load_proposal(vault)
+    response = sorted(Path(proposal.run_dir).glob("response-*.txt"))[-1].read_text("utf-8")
+    applied = run_pass(vault, PassOptions(response_text=response, only=proposal.notes, apply_proposal=True))
+    assert applied.status == "applied"
