@@ -129,14 +129,16 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         for p in scan.pending
     ]
     context = Context(resident, [], situational, pending, [], topic, budget, problems)
-    total = sum(f.tokens for f in resident) + sum(f.tokens for f in situational)
-    if total <= budget:
+    # The resident layer, the index and the pending notes are always there; the budget decides
+    # how many topic files join them.
+    used = context.tokens
+    if used + sum(f.tokens for f in situational) <= budget:
         context.situational = list(situational)
     else:
         ordered = sorted(situational, key=lambda f: (not f.matches_topic, -f.score, f.path))
-        used = context.tokens
+        reserve = 15 * len(ordered)  # the "left out" list itself
         for file in ordered:
-            if used + file.tokens <= budget:
+            if used + file.tokens <= budget - reserve:
                 context.situational.append(file)
                 used += file.tokens
             else:

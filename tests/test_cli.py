@@ -1,0 +1,163 @@
+"""The CLI through typer's CliRunner: exit codes, --json shapes (SPEC §11), one-sentence errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+from typer.testing import CliRunner
+
+from cmem.cli import app
+from conftest import git
+
+runner = CliRunner()
+
+
+def cmem(*args, input=None):
+    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+def run_main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """Through main(), which owns error translation and exit codes."""
+    from cmem.cli import main
+
+    monkeypatch.setattr("sys.argv", ["cmem", *args])
+    with pytest.raises(SystemExit) as excinfo:
+        main()
+    out = capsys.readouterr()
+    return excinfo.value.code or 0, out.out, out.err
+
+
+def test_help_and_version():
+    result = cmem("--help")
+    assert result.exit_code == 0 and "converge" in result.output
+    assert cmem("--version").output.startswith("cmem ")
+
+
+def test_no_vault_is_one_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(monkeypatch, capsys, "status")
+    assert code == 1 and err.startswith("error: ") and "cmem init" in err and err.count("\n") == 1
+
+
+def test_bad_config_names_the_key(monkeypatch, capsys, sample_vault):
+    (sample_vault / ".cmem/config.yaml").write_text("budget_tokens: many\n", encoding="utf-8")
+    code, out, err = run_main(monkeypatch, capsys, "--vault", str(sample_vault), "status")
+    assert code == 1 and "'budget_tokens'" in err and "config.yaml" in err
+
+
+def test_json_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(monkeypatch, capsys, "scan", "--json")
+    assert code == 1 and "error" in json.loads(out)
+
+
+def test_usage_error_exits_2(monkeypatch, capsys):
+    code, out, err = run_main(monkeypatch, capsys, "no-such-command")
+    assert code == 2
+
+
+def test_init_then_idempotent(tmp_path):
+    target = tmp_path / "notes"
+    first = cmem("init", str(target), "--lang", "en", "--json")
+    assert first.exit_code == 0 and json.loads(first.output)["changed"] is True
+    second = cmem("init", str(target))
+    assert second.exit_code == 0 and "nothing changed" in second.output
+
+
+def test_status_json_shape(sample_vault):
+    result = cmem("status", "--vault", str(sample_vault), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) >= {"vault", "layers", "pending", "last_pass", "due", "staged_archive"}
+    assert set(data["layers"]) == {"divergent", "resident", "situational", "archive"}
+    for layer in data["layers"].values():
+        assert set(layer) >= {"notes", "tokens"}
+    assert set(data["pending"]["signals"]) == {"correction", "preference", "decision", "recurring"}
+    assert data["pending"]["notes"] > 0 and data["due"]["due"] is True
+    assert data["last_pass"]["id"] == "20261020-213000-a1b2"
+
+
+def test_scan_json_shape(sample_vault):
+    data = json.loads(cmem("scan", "--vault", str(sample_vault), "--json").output)
+    assert data["signals"] and data["deferred"]
+    for signal in data["signals"]:
+        assert set(signal) >= {"note", "line", "class", "priority", "cue", "excerpt"}
+        assert signal["class"] in ("correction", "preference", "decision", "recurring")
+        assert signal["priority"] == ("correction", "preference", "decision", "recurring").index(signal["class"]) + 1
+        line = (sample_vault / signal["note"]).read_text("utf-8").split("\n")[signal["line"] - 1]
+        assert signal["cue"].lower() in line.lower()
+    for deferred in data["deferred"]:
+        assert set(deferred) >= {"note", "line", "reason"}
+
+
+def test_note_appends_to_todays_capture(sample_vault, monkeypatch):
+    monkeypatch.chdir(sample_vault / "converged")  # discovery from a subfolder
+    first = cmem("note", "以后都用", "uv", "--json")
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.output)
+    name = f"{datetime.now().strftime('%Y-%m-%d')} 随手记.md"
+    assert data["note"] == name and data["created"] is True
+    cmem("note", "第二条")
+    text = (sample_vault / name).read_text("utf-8")
+    assert text.count("\n- ") == 2 and text.rstrip().endswith("第二条") and "以后都用 uv" in text
+
+
+def test_note_refuses_empty_text(sample_vault):
+    result = runner.invoke(app, ["note", "  ", "--vault", str(sample_vault)])
+    assert result.exit_code != 0
+
+
+def test_context_markdown_and_json(sample_vault):
+    text = cmem("context", "--vault", str(sample_vault), "--topic", "找工作 job").output
+    assert "reference material" in text and "converged/core/profile.md" in text
+    assert "archive/2026-10" not in text  # the archive is never included
+    data = json.loads(cmem("context", "--vault", str(sample_vault), "--json").output)
+    assert set(data) >= {"resident", "situational", "index", "pending", "tokens"}
+    assert {f["path"] for f in data["resident"]} == {"converged/core/profile.md", "converged/core/methodology.md"}
+    assert all(set(i) >= {"path", "summary", "last_read"} for i in data["index"])
+    assert data["pending"] and all(set(p) >= {"note", "signals"} for p in data["pending"])
+
+
+def test_context_over_budget_ranks_and_says_what_was_left_out(sample_vault):
+    data = json.loads(cmem("context", "--vault", str(sample_vault), "--budget", "1550", "--topic", "python", "--json").output)
+    included = [f["path"] for f in data["situational"]]
+    assert "converged/topics/python-tooling.md" in included
+    assert data["omitted"], "a 1550-token budget cannot hold every topic file"
+    assert data["tokens"] <= 1550
+    text = cmem("context", "--vault", str(sample_vault), "--budget", "1550", "--topic", "python").output
+    assert "Left out" in text and "cmem recall" in text
+
+
+def test_doctor_on_the_sample_vault_is_clean(sample_vault):
+    result = cmem("doctor", "--vault", str(sample_vault), "--json")
+    data = json.loads(result.output)
+    problems = [f for f in data["findings"] if f["level"] != "ok"]
+    assert result.exit_code == 0 and problems == []
+
+
+def test_doctor_reports_broken_sources_and_git_trouble(sample_vault):
+    with open(sample_vault / "converged/topics/job-search.md", "a", encoding="utf-8") as handle:
+        handle.write("- 新的一行（来源：[[不存在的笔记]]）\n")
+    (sample_vault / ".git/MERGE_HEAD").write_text("0" * 40 + "\n")
+    result = cmem("doctor", "--vault", str(sample_vault))
+    assert result.exit_code == 1
+    assert "[[不存在的笔记]] resolves to no note" in result.output and "merge is in progress" in result.output
+
+
+def test_converge_json_shape_and_demo(tmp_path):
+    result = cmem("demo", str(tmp_path / "demo"), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)["pass"]
+    assert data["status"] == "applied"
+    assert set(data) >= {"status", "pass", "commit", "changed", "converged", "deferred", "staged", "warnings", "errors"}
+    again = json.loads(cmem("converge", "--vault", str(tmp_path / "demo"), "--json").output)
+    assert again["status"] == "nothing"
+
+
+def test_converge_dry_run_shows_a_diff(sample_vault):
+    head = git(sample_vault, "rev-parse", "HEAD")
+    result = cmem("converge", "--vault", str(sample_vault), "--engine", "builtin", "--dry-run")
+    assert result.exit_code == 0 and "dry run" in result.output and "+++ b/converged/" in result.output
+    assert git(sample_vault, "rev-parse", "HEAD") == head
