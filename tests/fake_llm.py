@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A stand-in for a model CLI, so no test ever calls a real model.
+
+    fake_llm.py [PROMPT_FILE] [--marker TEXT] [--anything-else]
+
+Reads the prompt from PROMPT_FILE, or else from stdin to EOF. Environment:
+
+- FAKE_LLM_LOG: append one JSON line per call (prompt, argv, pid, pgid, mode, ...).
+- FAKE_LLM_REPLIES: a folder of replies, used in name order; `.position` in it counts calls.
+  When the queue is empty the fake fails (exit 4), so a test notices an unexpected extra call.
+- FAKE_LLM_REPLY: the reply when no folder is given (default: a fixed line).
+- FAKE_LLM_MODE: reply (default) | fail | hang | grandchild | flood | no-stdin-read | slow | empty
+  | stubborn (ignores SIGTERM, as does a helper it forks, and hangs)
+- FAKE_LLM_DELAY: seconds `slow` sleeps before replying.
+- FAKE_LLM_STDERR: what `fail` writes on stderr.
+
+`--marker` does nothing: it puts a unique word in the process's command line, so a test can scan
+/proc for anything the fake left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    positional = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--marker":
+            next(args, None)
+        elif not arg.startswith("--"):  # other --options are ignored, as a real CLI's flags would be
+            positional.append(arg)
+    prompt_file = positional[0] if positional else None
+    mode = os.environ.get("FAKE_LLM_MODE", "reply")
+
+    record = {"argv": argv, "mode": mode, "pid": os.getpid(), "pgid": os.getpgid(0), "prompt_file": prompt_file}
+    record["probe"] = os.environ.get("FAKE_LLM_PROBE")
+    if mode == "no-stdin-read":
+        record["prompt"] = None
+    elif prompt_file is not None:
+        record["prompt_file_mode"] = oct(stat.S_IMODE(os.stat(prompt_file).st_mode))
+        with open(prompt_file, "rb") as handle:
+            record["prompt"] = handle.read().decode("utf-8")
+        record["stdin_bytes"] = len(sys.stdin.buffer.read())  # DEVNULL: 0, and no blocking
+    else:
+        record["prompt"] = sys.stdin.buffer.read().decode("utf-8")
+
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode in ("grandchild", "stubborn"):
+        child = os.fork()
+        if child == 0:  # holds stdout and stderr open, as a forgotten helper process would
+            time.sleep(3600)
+            os._exit(0)
+        record["grandchild_pid"] = child
+    _log(record)
+
+    if mode == "fail":
+        sys.stderr.write(os.environ.get("FAKE_LLM_STDERR", "fake_llm: simulated failure: rate limit exceeded\n"))
+        return 3
+    if mode in ("hang", "stubborn"):
+        while True:
+            time.sleep(3600)
+    if mode == "flood":
+        block = b"x" * 65536
+        while True:
+            sys.stdout.buffer.write(block)
+    if mode == "slow":
+        time.sleep(float(os.environ.get("FAKE_LLM_DELAY", "1")))
+    if mode == "empty":
+        return 0
+
+    reply = _next_reply()
+    if reply is None:
+        sys.stderr.write("fake_llm: no queued reply left\n")
+        return 4
+    sys.stdout.buffer.write(reply)
+    sys.stdout.flush()
+    if mode == "grandchild":
+        os._exit(0)
+    return 0
+
+
+def _log(record: dict) -> None:
+    path = os.environ.get("FAKE_LLM_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _next_reply() -> bytes | None:
+    folder = os.environ.get("FAKE_LLM_REPLIES")
+    if not folder:
+        return os.environ.get("FAKE_LLM_REPLY", "<convergence>\n</convergence>\n").encode("utf-8")
+    names = sorted(name for name in os.listdir(folder) if not name.startswith("."))
+    counter = os.path.join(folder, ".position")
+    try:
+        with open(counter, encoding="utf-8") as handle:
+            position = int(handle.read().strip() or 0)
+    except FileNotFoundError:
+        position = 0
+    if position >= len(names):
+        return None
+    with open(counter, "w", encoding="utf-8") as handle:
+        handle.write(str(position + 1))
+    with open(os.path.join(folder, names[position]), "rb") as handle:
+        return handle.read()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
