@@ -1,0 +1,147 @@
+"""redact_secrets: every known credential shape is hidden and counted; ordinary prose is not touched.
+
+The fake keys are assembled from pieces so that this file does not itself look like a leak to a
+secret scanner."""
+
+from __future__ import annotations
+
+import pytest
+
+from cmem.converge.secrets import redact_secrets
+
+RANDOM = "Xk2J9fQ0pLm7Zr4T"  # 16 characters of credential-looking noise
+
+KEYS = {
+    "openai-key": [
+        "sk-" + RANDOM * 3,
+        "sk-" + "proj-" + RANDOM * 4 + "_" + RANDOM + "-" + RANDOM,
+    ],
+    "anthropic-key": ["sk-" + "ant-" + "api03-" + RANDOM * 5 + "-AA"],
+    "github-token": [
+        "ghp_" + RANDOM * 2 + "abcd",
+        "gho_" + RANDOM * 2 + "abcd",
+        "github_pat_" + "11ABCDEFG0" + RANDOM * 4,
+    ],
+    "aws-access-key": ["AKIA" + "IOSFODNN7EXAMPLE"],
+    "slack-token": ["xoxb-" + "123456789012-1234567890123-" + RANDOM],
+    "google-api-key": ["AIza" + "SyA" + RANDOM * 2],
+    "stripe-key": ["sk_" + "live_" + RANDOM + "abcdEFGH"],
+    "jwt": ["eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"],
+}
+
+
+@pytest.mark.parametrize(("label", "key"), [(label, key) for label, keys in KEYS.items() for key in keys])
+def test_known_key_shapes_are_redacted_in_prose(label, key):
+    text = f"今天把 key 换了：{key} 记得别提交。\nAlso in English: ({key}), then more text."
+    redacted, count = redact_secrets(text)
+    assert key not in redacted
+    assert redacted.count(f"[REDACTED:{label}]") == 2 and count == 2
+    assert redacted.startswith("今天把 key 换了：") and redacted.endswith("then more text.")
+
+
+def test_pem_private_key_block_is_redacted_whole():
+    body = "\n".join(["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 6 + ["VLqg9g=="])
+    text = f"deploy key:\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nrotate monthly."
+    redacted, count = redact_secrets(text)
+    assert redacted == "deploy key:\n[REDACTED:private-key]\nrotate monthly."
+    assert count == 1
+
+
+def test_openssh_and_truncated_private_keys_are_redacted():
+    openssh = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n-----END OPENSSH PRIVATE KEY-----"
+    cut_short = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nAAAB\n\nthe rest got lost"
+    redacted, count = redact_secrets(openssh + "\n\n" + cut_short)
+    assert redacted == "[REDACTED:private-key]\n\n[REDACTED:private-key]\n\nthe rest got lost"
+    assert count == 2
+
+
+def test_aws_secret_access_key_keeps_its_name():
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+    for line, expected in (
+        (f"aws_secret_access_key = {secret}", "aws_secret_access_key = [REDACTED:aws-secret-key]"),
+        (f"AWS_SECRET_ACCESS_KEY={secret}", "AWS_SECRET_ACCESS_KEY=[REDACTED:aws-secret-key]"),
+    ):
+        assert redact_secrets(line) == (expected, 1)
+
+
+def test_bearer_tokens_and_url_passwords():
+    token = "d8e8fca2dc0f896fd7cb4cb0031ba249"
+    assert redact_secrets(f"curl -H 'Authorization: Bearer {token}' https://api.example.com") == (
+        "curl -H 'Authorization: Bearer [REDACTED:bearer-token]' https://api.example.com",
+        1,
+    )
+    assert redact_secrets("DATABASE_URL=postgres://app:s3cr3tPa55@db.internal:5432/app") == (
+        "DATABASE_URL=postgres://app:[REDACTED:url-password]@db.internal:5432/app",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("password: hunter22", "password: [REDACTED:password]"),
+        ("db password = Tr0ub4dor&3", "db password = [REDACTED:password]"),
+        ("DB_PASSWORD=correct-h0rse", "DB_PASSWORD=[REDACTED:password]"),
+        ("passwd=Zq8!xLp2", "passwd=[REDACTED:password]"),
+        ("GITHUB_TOKEN=a1b2c3d4e5f6a7b8", "GITHUB_TOKEN=[REDACTED:token]"),
+        ('"api_key": "a1b2c3d4e5f6",', '"api_key": "[REDACTED:api-key]",'),
+        ("apiKey: 'AbCdEf123456'", "apiKey: '[REDACTED:api-key]'"),
+        ("client_secret => 9f8e7d6c5b4a", "client_secret => [REDACTED:client-secret]"),
+        ("secret: s3cr3t-v4lue", "secret: [REDACTED:secret]"),
+        ("wifi password: hunter22.", "wifi password: [REDACTED:password]."),
+        ("pin password: 123456", "pin password: [REDACTED:password]"),
+        ("路由器密码：Abc12345!", "路由器密码：[REDACTED:password]"),
+        ("邮箱密码: qwe123456", "邮箱密码: [REDACTED:password]"),
+        ("服务器密码是 Admin@2024", "服务器密码是 [REDACTED:password]"),
+        ("密钥=K9x2LmQ7pZ", "密钥=[REDACTED:secret]"),
+    ],
+)
+def test_key_value_secrets(line, expected):
+    assert redact_secrets(line) == (expected, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password policy says passwords rotate every 90 days.",
+        "Password: see the team vault.",
+        "password: required",
+        "token budget: 12000",
+        "budget_tokens: 120000",
+        "max_tokens=4096, token_limit: 100000",
+        "secret santa at the office on Friday",
+        "The secret: nobody reads the docs.",
+        "I keep my api key in 1Password, not in notes.",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "token: ${GITHUB_TOKEN}",
+        "password: <your password here>",
+        "password: ********",
+        "secret: /run/secrets/db_password",
+        "PWD=/home/alice/projects",
+        "He was the bearer of unfortunately-timed news.",
+        "The Authorization header uses Bearer tokens.",
+        "sklearn and sk-learn are the same library; the risk-of-bias tool too.",
+        "AKIA is the prefix of AWS access key ids.",
+        "JWTs start with eyJ because of base64.",
+        "我的密码策略是每三个月换一次。",
+        "密码：见 1Password",
+        "令牌桶算法限制速率，token 用量每天 12000。",
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+        "提交记录 3f2a9c1b8e7d6c5a4b3c2d1e0f9a8b7c6d5e4f3a",
+    ],
+)
+def test_ordinary_prose_is_untouched(text):
+    assert redact_secrets(text) == (text, 0)
+
+
+def test_redaction_is_deterministic_and_idempotent():
+    text = "\n".join(key for keys in KEYS.values() for key in keys) + "\npassword: hunter22\n"
+    once = redact_secrets(text)
+    assert once == redact_secrets(text)
+    assert redact_secrets(once[0]) == (once[0], 0)
+    assert once[1] == sum(len(keys) for keys in KEYS.values()) + 1
+
+
+def test_a_key_named_by_a_generic_key_is_counted_once():
+    key = KEYS["openai-key"][0]
+    assert redact_secrets(f"OPENAI_API_KEY={key}") == ("OPENAI_API_KEY=[REDACTED:openai-key]", 1)
