@@ -10,7 +10,7 @@ renders (or prints as JSON, SPEC §11).
 from __future__ import annotations
 
 import difflib
-import secrets
+import secrets as random_tokens  # the stdlib module, not cmem.converge.secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
@@ -66,6 +66,7 @@ class PassResult:
     run_dir: str | None = None
     signals: int = 0
     message: str = ""
+    selected: list[str] = field(default_factory=list)  # the notes the pass (or its prompt) covers
 
     def to_json(self) -> dict:
         return {
@@ -173,7 +174,7 @@ def rewritable(raw: bytes) -> bool:
 
 
 def new_pass_id(now: datetime) -> str:
-    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    return now.strftime("%Y%m%d-%H%M%S-") + random_tokens.token_hex(2)
 
 
 # --- the pass -----------------------------------------------------------------------------
@@ -209,7 +210,8 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
         return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)")
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
     if options.emit_prompt:
-        return PassResult("prompt", prompt=prompt.text, waiting=[p.rel for p in selection.waiting])
+        return PassResult("prompt", prompt=prompt.text, waiting=[p.rel for p in selection.waiting],
+                          selected=[n.rel for n in selection.notes])
 
     pass_id = new_pass_id(now)
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
@@ -245,7 +247,7 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     from cmem.converge.validate import format_issues, validate_response
 
     ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
-    engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress)
+    engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress, record)
     record.write("prompt.txt", prompt.text)
     record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date})
     rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
@@ -271,7 +273,7 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     return None
 
 
-def _engine(vault, options, selection, originals, pass_date, result: PassResult, progress):
+def _engine(vault, options, selection, originals, pass_date, result: PassResult, progress, record: RunRecord):
     """(engine name, ask(prompt, attempt) -> response text)."""
     if options.response_text is not None:
         result.engine = "response-file"
@@ -301,10 +303,19 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
         if redacted:
             result.warnings.append(f"{redacted} credential-like strings were redacted from the prompt")
         label = "asking the model" if attempt == 1 else f"asking the model to repair (round {attempt - 1})"
-        reply = run_model_command(
-            resolved.command, safe_prompt, timeout=resolved.timeout, max_output_bytes=vault.config.llm_max_output_bytes,
-            on_tick=lambda elapsed: progress(label, elapsed),
-        )
+        try:
+            reply = run_model_command(
+                resolved.command, safe_prompt, timeout=resolved.timeout, max_output_bytes=resolved.max_output_bytes,
+                on_tick=lambda elapsed: progress(label, elapsed),
+            )
+        except CmemError as exc:
+            # keep what the model did say: the run record is where a user looks next
+            record.write(f"failure-{attempt}.json", {
+                "error": str(exc), "reason": getattr(exc, "reason", None), "stdout": getattr(exc, "stdout", "")[-20000:],
+                "stderr": getattr(exc, "stderr", ""), "elapsed": getattr(exc, "elapsed", None),
+            })
+            raise
+        result.warnings += [f"model: {warning}" for warning in reply.warnings]
         return reply.stdout
 
     return "llm", ask
