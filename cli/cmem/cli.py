@@ -352,6 +352,153 @@ def demo(
     typer.echo(f"\nTry: cd {demo_run.root} && cmem status && cmem scan && git log --stat")
 
 
+archive_app = typer.Typer(
+    help="The archive gate: notes a pass converged wait in archive/ARCHIVE-CHECKLIST.md until you tick them.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(archive_app, name="archive")
+
+
+@archive_app.command("list")
+def archive_list(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Every staged line: note, target, ticked or not, and its state (ready, changed, missing, unparsed)."""
+    from cmem.archive import list_staged
+
+    _global["json"] = as_json
+    target = _open(vault)
+    staged = list_staged(target)
+    if as_json:
+        _print_json({"staged": [line.to_json() for line in staged]})
+    else:
+        from cmem.render_history import render_staged
+
+        typer.echo(render_staged(staged, target.checklist_rel))
+
+
+@archive_app.command("apply")
+def archive_apply(
+    all_lines: bool = typer.Option(False, "--all", help="Take every staged line, ticked or not."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Move without asking (needed without a terminal)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the moves; change nothing."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Move the ticked notes into the archive with git, remove their lines, and commit.
+
+    Notes edited since they were staged are skipped (the next pass scans them again); an existing
+    archive file is never overwritten; nothing is ever deleted.
+    """
+    from cmem.archive import ArchiveResult, apply_archive, plan_archive
+    from cmem.render_history import render_archive_plan, render_archive_result
+
+    _global["json"] = as_json
+    target = _open(vault)
+    plan = plan_archive(target, all_lines=all_lines)
+    if dry_run or not plan.moves:
+        result = ArchiveResult("dry-run" if dry_run and plan.moves else "nothing", plan)
+    else:
+        if not as_json:
+            typer.echo(render_archive_plan(plan))
+        _confirm(yes, f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?")
+        result = apply_archive(target, plan)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_archive_result(result))
+
+
+@app.command()
+def undo(
+    yes: bool = typer.Option(False, "--yes", "-y", help="Undo without asking (needed without a terminal)."),
+    force: bool = typer.Option(False, "--force", help="Undo even though later commits changed the same files (their changes are kept)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Revert the last cmem step (a pass or an archive apply) with a new commit; run again to step further back.
+
+    A pass's notes become pending again and leave the checklist; archived notes move back. Refused,
+    with the reason, when later commits changed the same files (unless --force).
+    """
+    from cmem.render_history import render_undo_plan, render_undo_result
+    from cmem.undo import UndoResult, apply_undo, check_undo, plan_undo
+
+    _global["json"] = as_json
+    target = _open(vault)
+    plan = plan_undo(target, force=force)
+    if plan.refused:
+        if not as_json:
+            typer.echo(render_undo_plan(plan), err=True)
+        check_undo(plan)  # raises: one sentence with the reasons, exit 1
+    if plan.target is None:
+        if as_json:
+            _print_json(UndoResult("nothing", plan).to_json())
+        else:
+            typer.echo(render_undo_plan(plan))
+        return
+    if not as_json:
+        typer.echo(render_undo_plan(plan))
+    _confirm(yes, "undo it?")
+    result = apply_undo(target, plan)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_undo_result(result))
+
+
+@app.command("log")
+def log_command(
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Show only the newest N entries."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The passes, archive applies and undos: when, which notes, which files, engine and model, warnings."""
+    from cmem.passes import build_log
+
+    _global["json"] = as_json
+    commits = build_log(_open(vault), limit)
+    if as_json:
+        _print_json({"passes": [commit.to_json() for commit in commits]})
+    else:
+        from cmem.render_history import render_log
+
+        typer.echo(render_log(commits))
+
+
+@app.command("diff")
+def diff_command(
+    pass_ref: Optional[str] = typer.Argument(None, metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+) -> None:
+    """The change a pass made to the memory files and the checklist (coloured on a terminal)."""
+    from cmem.passes import pass_diff
+    from cmem.render_history import render_diff
+
+    typer.echo(render_diff(pass_diff(_open(vault), pass_ref)))
+
+
+@app.command()
+def trace(
+    target_text: List[str] = typer.Argument(..., metavar="TOPIC|FILE", help="A memory file (path or name, e.g. profile) or keywords."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """How a memory file or a topic evolved: each statement's dated versions, oldest first, with sources and passes."""
+    from cmem.trace import trace_target
+
+    _global["json"] = as_json
+    result = trace_target(_open(vault), " ".join(target_text))
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        from cmem.render_history import render_trace
+
+        typer.echo(render_trace(result))
+
+
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
     try:
