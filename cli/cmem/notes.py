@@ -183,12 +183,14 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             except OSError:
                 continue
             for entry in entries:
-                rel = vault.rel(entry.path)
-                if rel in seen:
-                    continue
                 if entry.is_dir(follow_symlinks=False):
                     if recursive and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
                         stack.append(entry.path)
+                    continue
+                if not (is_cloud_placeholder(entry.name) or entry.name.endswith(".md") and (is_sync_conflict(entry.name) or entry.is_symlink())):
+                    continue  # an ordinary file: no path arithmetic (this walks the whole archive)
+                rel = vault.rel(entry.path)
+                if rel in seen:
                     continue
                 if is_cloud_placeholder(entry.name):
                     seen.add(rel)

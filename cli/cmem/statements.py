@@ -213,11 +213,24 @@ def parse_statements(body: str, start_line: int = 1, formats: Formats | None = N
 _DROP_CATEGORIES = ("P", "Z", "S", "C")
 
 
+class _DropTable(dict):
+    """code point -> None (drop) or itself, filled on first sight: `str.translate` then runs in
+    C, ~20x faster than testing each character's category in Python (scans normalise every
+    convergent statement)."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if unicodedata.category(chr(code)).startswith(_DROP_CATEGORIES) else code
+        self[code] = value
+        return value
+
+
+_DROP = _DropTable()
+
+
 def normalize(text: str) -> str:
     """Compare statements without case, whitespace, punctuation or symbols (NFKC first, so
     full-width and half-width forms agree)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in text if not unicodedata.category(ch).startswith(_DROP_CATEGORIES))
+    return unicodedata.normalize("NFKC", text).casefold().translate(_DROP)
 
 
 def format_source(names: list[str], formats: Formats) -> str:
