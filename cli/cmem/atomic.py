@@ -10,6 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from cmem import faults
+
 
 def fsync_dir(folder: Path) -> None:
     try:
@@ -41,9 +43,12 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            faults.point("temp-write")
             os.fsync(handle.fileno())
+        faults.point("fsync")
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
+        faults.point("rename")
     except BaseException:
         try:
             os.unlink(tmp_name)

@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmem import faults
 from cmem.errors import GitError
 
 # Options for every git command cmem runs on the user's vault.
@@ -123,8 +124,25 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
     if not changed:
         return None
     run_git(root, "add", "-A", "--", *paths)
-    run_git(root, *_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
+    faults.point("git-add")
+    commit_args = (*_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
+    if faults.armed("git-commit"):
+        _crash_during(root, commit_args)
+    run_git(root, *commit_args)
     return head(root)
+
+
+def _crash_during(root: Path, args: tuple[str, ...]) -> None:
+    """Crash tests: kill a running `git commit` at a random moment, then this process — a power
+    cut in the middle of git writing objects and moving the branch."""
+    import random
+    import signal
+    import time
+
+    process = subprocess.Popen(["git", *SAFE_GIT_OPTIONS, "-C", str(root), *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(random.uniform(0, 0.03))
+    process.kill()
+    faults.point("git-commit")
 
 
 @dataclass(frozen=True)

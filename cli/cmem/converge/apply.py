@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmem import faults
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
 from cmem.vault import Vault
@@ -63,6 +64,7 @@ def apply_plan(vault: Vault, plan: WritePlan) -> list[str]:
             _check(vault, rel, plan.expected[rel])  # again, just before the replace
             write_atomic(vault.root / rel, plan.writes[rel])
             done.append(rel)
+            faults.point("replace")
     except BaseException:
         _roll_back(vault, plan, done)
         raise

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from cmem import history
+from cmem import faults, history
+from cmem.converge import journal
 from cmem.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.apply import WritePlan, apply_plan, current_bytes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
@@ -43,11 +44,14 @@ class PassOptions:
     allow_shrink: bool = False
     apply_proposal: bool = False  # `cmem apply`: apply even in review mode
     now: datetime | None = None
+    # Unattended triggers: asked again once the lock is held; a reason means "not due any more"
+    # (a trigger that waited behind another pass must not run a second one).
+    gate: Callable[[], str | None] | None = None
 
 
 @dataclass
 class PassResult:
-    status: str  # applied | dry-run | nothing | busy | failed | proposed | prompt
+    status: str  # applied | dry-run | nothing | busy | failed | proposed | prompt | not-due
     pass_id: str | None = None
     commit: str | None = None
     snapshot_commit: str | None = None
@@ -184,11 +188,21 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
     progress = progress or (lambda message, elapsed: None)
     now = options.now or datetime.now().astimezone()
     with vault_lock(vault.state_dir, "converge"):
-        snapshot = None
-        if not (options.dry_run or options.emit_prompt):
+        if options.gate is not None:
+            reason = options.gate()
+            if reason:
+                return PassResult("not-due", message=reason)
+        snapshot, notices = None, []
+        if options.dry_run or options.emit_prompt:
+            if journal.pending_journals(vault):
+                notices.append("an interrupted pass is waiting to be finished; the next pass (or `cmem doctor --fix`) will do it")
+        else:
+            # before the snapshot: a half-applied pass must not be committed as "hand edits"
+            notices += [str(recovery) for recovery in journal.recover(vault)]
             snapshot = preflight(vault)
         result = _run_locked(vault, options, progress, now)
         result.snapshot_commit = snapshot
+        result.warnings = notices + result.warnings
         return result
 
 
@@ -365,9 +379,19 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     if stage_entries:
         current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
         plan.add(vault.checklist_rel, stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language), checklist_bytes)
-    written = apply_plan(vault, plan)
     result.staged = [e.note_name for e in stage_entries]
-    result.commit = history.commit_paths(vault.root, written, commit_message(result, selection))
+    message = commit_message(result, selection)
+    pass_journal = journal.begin(vault, pass_id, plan, message)
+    try:
+        written = apply_plan(vault, plan)
+    except BaseException:
+        pass_journal.finish()  # apply_plan put every file back: nothing to recover
+        raise
+    faults.point("applied")
+    pass_journal.mark("committing")
+    result.commit = history.commit_paths(vault.root, written, message)
+    faults.point("committed")
+    pass_journal.finish()
     result.status = "applied"
     record.write("result.json", result.to_json())
     return result
