@@ -161,3 +161,13 @@ def test_converge_dry_run_shows_a_diff(sample_vault):
     result = cmem("converge", "--vault", str(sample_vault), "--engine", "builtin", "--dry-run")
     assert result.exit_code == 0 and "dry run" in result.output and "+++ b/converged/" in result.output
     assert git(sample_vault, "rev-parse", "HEAD") == head
+
+
+def test_exit_codes_of_typer_exit_reach_the_shell(sample_vault, tmp_path):
+    """`raise typer.Exit(1)` must exit 1 from the real entry point (doctor with errors)."""
+    import subprocess
+    import sys
+
+    (sample_vault / ".git/MERGE_HEAD").write_text("0" * 40 + "\n")
+    result = subprocess.run([sys.executable, "-m", "cmem", "doctor", "--vault", str(sample_vault)], capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr

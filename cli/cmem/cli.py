@@ -212,6 +212,10 @@ def converge(
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
     show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
+    if_due: bool = typer.Option(False, "--if-due", help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row."),
+    scheduled: bool = typer.Option(False, "--scheduled", help="With --if-due, for cron and systemd timers: due after schedule_hours instead."),
+    background: bool = typer.Option(False, "--background", help="Detach (new session, survives the terminal closing), log the outcome in the state folder's cmem.log, return at once."),
+    detached: bool = typer.Option(False, "--detached", hidden=True, help="Internal: this is the detached process --background started."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Merge the pending signals of the divergent notes into the memory files, then commit.
@@ -246,6 +250,18 @@ def converge(
         only = only or record.read_json("run.json").get("notes")
     options = PassOptions(engine=engine, llm=llm, dry_run=dry_run, emit_prompt=emit_prompt, response_text=response_text,
                           only=only, budget=budget, propose=propose, allow_shrink=allow_shrink)
+    if scheduled and not if_due:
+        raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
+    if background or if_due or detached:
+        if (background or if_due) and (dry_run or emit_prompt or response is not None or replay is not None or show_diff):
+            raise typer.BadParameter("--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff", param_hint="--if-due/--background")
+        _converge_unattended(target, options, if_due=if_due, scheduled=scheduled, background=background,
+                             detached=detached, quiet=quiet, as_json=as_json)
+        return
+    if not (dry_run or emit_prompt):
+        from cmem.triggers import reset_failures
+
+        reset_failures(target)  # a person is running a pass: unattended runs may try again
     spinner = Spinner(quiet=quiet or as_json or emit_prompt)
     try:
         result = run_pass(target, options, progress=spinner)
@@ -499,10 +515,310 @@ def trace(
         typer.echo(render_trace(result))
 
 
+@app.command()
+def recall(
+    query: List[str] = typer.Argument(..., metavar="QUERY", help="Words to look for (Chinese or English; two characters are enough)."),
+    archive: bool = typer.Option(False, "--archive", help="Search the archived notes instead of the memory files."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Keyword (BM25) search of the memory files: the matching statements with path, score, snippet and sources.
+
+    Uses a full-text index kept in the state folder and brought up to date on every call (it is a
+    cache: delete it and it is rebuilt). The archive is searched only with --archive.
+    """
+    from cmem.recall import recall_memory, render_recall
+
+    _global["json"] = as_json
+    result = recall_memory(_open(vault), " ".join(query), archive=archive, limit=limit)
+    for problem in result.problems:
+        _warn(problem)
+    typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2) if as_json else render_recall(result))
+
+
+@app.command("mcp")
+def mcp_command(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+) -> None:
+    """Serve the vault to agents over the Model Context Protocol (stdio).
+
+    Tools: context, recall, note, status, scan, converge_prompt and converge_apply (the agent is the
+    model: it answers the prompt, cmem validates, applies and commits). No tool deletes or moves a
+    note. Needs the mcp extra: pip install 'cmem[mcp]'.
+    """
+    from cmem.mcp_server import serve
+
+    serve(_open(vault).root)
+
+
+def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, background: bool, detached: bool, quiet: bool, as_json: bool) -> None:
+    """`converge --if-due` / `--background`: the rules live in cmem.triggers; this renders them."""
+    from cmem import triggers
+
+    if background:
+        detached_run = triggers.spawn_detached(target, _converge_child_args(options, if_due, scheduled))
+        if as_json:
+            _print_json({"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)})
+        elif not quiet:
+            typer.echo(f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}", err=True)
+        return
+    if detached:
+        triggers.ignore_hangup()
+    from cmem.render import Spinner, paint, render_pass
+
+    spinner = Spinner(quiet=quiet or as_json)
+    try:
+        if if_due:
+            outcome = triggers.converge_if_due(target, options, scheduled=scheduled, progress=spinner,
+                                               trigger=("scheduled" if scheduled else "if-due") + ("/background" if detached else ""))
+        else:
+            outcome = triggers.converge_logged(target, options, progress=spinner)
+    finally:
+        spinner.done()
+    if as_json:
+        _print_json(outcome.to_json())
+    elif outcome.status == "stopped":
+        typer.echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
+    elif outcome.result is not None and outcome.status != "not-due":
+        if not quiet or outcome.status == "failed":
+            typer.echo(render_pass(outcome.result), err=outcome.status == "failed")
+    elif outcome.status == "failed":
+        typer.echo(paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True)
+    elif not quiet:
+        typer.echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
+    if outcome.status in ("failed", "stopped"):
+        raise typer.Exit(1)
+
+
+def _converge_child_args(options, if_due: bool, scheduled: bool) -> list[str]:
+    args = ["--if-due"] if if_due else []
+    args += ["--scheduled"] if scheduled else []
+    args += ["--engine", options.engine] if options.engine else []
+    args += ["--llm", options.llm] if options.llm else []
+    args += ["--budget", str(options.budget)] if options.budget else []
+    for name in options.only or []:
+        args += ["--only", name]
+    args += ["--propose"] if options.propose else []
+    args += ["--allow-shrink"] if options.allow_shrink else []
+    return args
+
+
+hook_app = typer.Typer(
+    help="Session-end hooks: run `cmem converge --if-due` in the background when a shell or an agent session ends.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(hook_app, name="hook")
+SHELL_HELP = "bash, zsh or fish (default: from $SHELL)."
+AGENT_HELP = "An agent instead of a shell: claude-code (a SessionEnd hook in the project's .claude/settings.json)."
+PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the current folder)."
+
+
+def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
+    from cmem.hooks import apply_hook_plan
+    from cmem.render_triggers import render_hook_done, render_hook_plan
+
+    if plan.changes:
+        if not as_json:
+            typer.echo(render_hook_plan(plan))
+        _confirm(yes, f"{'change' if plan.after is not None else 'delete'} {plan.target}?")
+        apply_hook_plan(plan, vault)
+    if as_json:
+        _print_json({"plan": plan.to_json(), "applied": plan.changes})
+    else:
+        typer.echo(render_hook_done(plan))
+
+
+@hook_app.command("install")
+def hook_install(
+    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
+    project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Add the hook for this vault: a marked block at the end of the shell's rc file, or a Claude Code SessionEnd entry.
+
+    Shows the change and asks first. Installing again replaces the block in place; an existing
+    `trap … EXIT` is chained; the result must pass the shell's own syntax check.
+    """
+    from cmem.hooks import plan_agent_install, plan_shell_install
+
+    _global["json"] = as_json
+    target = _open(vault)
+    plan = plan_agent_install(target, project or Path.cwd()) if _agent(agent, shell) else plan_shell_install(target, _shell(shell))
+    _hook_change(plan, yes, as_json, target)
+
+
+@hook_app.command("uninstall")
+def hook_uninstall(
+    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
+    project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
+    all_vaults: bool = typer.Option(False, "--all", help="Remove the hooks of every vault from that file (no vault needed)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Remove this vault's hook; the file is given back byte for byte as it was before the install."""
+    from cmem.hooks import plan_agent_uninstall, plan_shell_uninstall
+
+    _global["json"] = as_json
+    target = None if all_vaults else _open(vault)
+    if _agent(agent, shell):
+        plan = plan_agent_uninstall(target, project or Path.cwd())
+    else:
+        plan = plan_shell_uninstall(_shell(shell), target)
+    _hook_change(plan, yes, as_json, target)
+
+
+@hook_app.command("show")
+def hook_show(
+    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+) -> None:
+    """Print the hook's code, for `eval "$(cmem hook show zsh)"` in an rc file instead of installing a block.
+
+    (An eval starts Python with every shell; the installed block costs the shell nothing at start.)
+    """
+    from cmem.hooks import agent_snippet, shell_snippet
+
+    target = _open(vault)
+    if _agent(agent, shell_name or shell):
+        typer.echo(agent_snippet(target))
+    else:
+        typer.echo(shell_snippet(_shell(shell_name or shell), target))
+
+
+@hook_app.command("status")
+def hook_status_command(
+    project: Optional[Path] = typer.Option(None, "--project", help="The project whose .claude/settings.json is checked (default: the current folder)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Which hooks are installed (bash, zsh, fish, Claude Code), for which vault, and whether they still work."""
+    from cmem.errors import VaultNotFound
+    from cmem.hooks import hook_status
+
+    _global["json"] = as_json
+    try:
+        target = _open(vault)
+    except VaultNotFound:
+        target = None
+    hooks = hook_status(target, project or Path.cwd())
+    if as_json:
+        _print_json({"vault": str(target.root) if target else None, "hooks": [hook.to_json() for hook in hooks]})
+    else:
+        from cmem.render_triggers import render_hook_status
+
+        typer.echo(render_hook_status(hooks, target))
+
+
+def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
+    from cmem.hooks import AGENTS
+
+    if agent is None:
+        return False
+    if agent not in AGENTS:
+        raise typer.BadParameter(f"must be one of {', '.join(AGENTS)}", param_hint="--agent")
+    if shell is not None:
+        raise typer.BadParameter("give --shell or --agent, not both", param_hint="--agent")
+    return True
+
+
+def _shell(shell: Optional[str]) -> str:
+    from cmem.hooks import SHELLS, default_shell
+
+    if shell is None:
+        return default_shell()
+    if shell not in SHELLS:
+        raise typer.BadParameter(f"must be one of {', '.join(SHELLS)}", param_hint="--shell")
+    return shell
+
+
+@app.command()
+def watch(
+    settle: float = typer.Option(120.0, "--settle", min=0.0, help="Seconds without a change before the due check runs."),
+    polling: bool = typer.Option(False, "--polling", help="Poll instead of file events (network file systems; chosen by itself when inotify runs out)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each change noticed and each settled burst."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+) -> None:
+    """Watch the divergent notes; once they have settled, run `converge --if-due` (one pass per burst of saves).
+
+    Changes are judged by content hashes, so editors' temp files, atomic saves, .git churn and
+    cmem's own writes cause no pass. Ctrl-C stops (a running pass is let finish; twice interrupts it).
+    """
+    from cmem.watch import watch_vault
+
+    target = _open(vault)
+
+    def report(message: str) -> None:
+        typer.echo(message, err=True)
+
+    summary = watch_vault(target, settle, report=report, verbose=report if verbose else None, polling=polling, handle_signals=True)
+    typer.echo(f"stopped watching: {summary.passes} pass(es) from {summary.checks} due check(s)", err=True)
+
+
+@app.command("agent-instructions")
+def agent_instructions_command(
+    agent: str = typer.Option("generic", "--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."),
+    lang: Optional[str] = typer.Option(None, "--lang", help="en or zh (default: the vault's language, else en)."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+) -> None:
+    """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
+    from cmem.agents import AGENT_FILES, agent_instructions
+    from cmem.errors import VaultNotFound
+
+    if agent not in AGENT_FILES:
+        raise typer.BadParameter(f"must be one of {', '.join(AGENT_FILES)}", param_hint="--agent")
+    if lang not in (None, "en", "zh"):
+        raise typer.BadParameter("must be en or zh", param_hint="--lang")
+    try:
+        target = _open(vault)
+    except VaultNotFound:
+        if vault is not None:
+            raise
+        target = None
+    typer.echo(agent_instructions(agent, lang, target), nl=False)
+
+
+@app.command()
+def trust(
+    revoke: bool = typer.Option(False, "--revoke", help="Forget the trust: the vault's command stops running."),
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Allow this vault's own llm.command to run (recorded in your user config with the command's sha256).
+
+    A command that came with a vault runs only after you trust it, as with direnv's allow; when the
+    vault's command changes, it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
+    """
+    from dataclasses import asdict
+
+    from cmem.trust import revoke_trust, trust_vault
+
+    _global["json"] = as_json
+    target = _open(vault)
+    change = revoke_trust(target) if revoke else trust_vault(target)
+    if as_json:
+        _print_json(asdict(change))
+    else:
+        from cmem.render_triggers import render_trust
+
+        typer.echo(render_trust(change))
+
+
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except CmemError as exc:
         if _global.get("json"):
             typer.echo(json.dumps({"error": str(exc)}, ensure_ascii=False))
