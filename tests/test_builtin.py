@@ -358,3 +358,22 @@ def test_a_negation_is_never_merged_into_the_statement_it_negates(make_vault):
     root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 不用 React 写前端\n", **OLD_NOTES})
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
     assert "- 不用 React 写前端（来源：[[n]]）" in files["converged/core/profile.md"]
+
+
+def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
+    """"Helix now, not Neovim" replaces the statement about Neovim even with one shared word."""
+    from cmem.converge.builtin import builtin_response
+    from cmem.converge.response import parse_response
+    from cmem.converge.selection import SelectedNote
+    from cmem.signals import Signal
+    from cmem.vault import open_vault
+
+    profile = "---\nsummary: me\n---\n# Profile\n\n- I use Neovim for everything (source: [[old]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "- actually I use Helix now, not Neovim\n"}, config_yaml="language: en\n")
+    vault = open_vault(root)
+    note = SelectedNote("n.md", "n", "- actually I use Helix now, not Neovim\n", ["- actually I use Helix now, not Neovim", ""],
+                        [Signal("n.md", 1, "correction", "actually", "- actually I use Helix now, not Neovim")])
+    reply = parse_response(builtin_response(vault, [note], {"converged/core/profile.md": profile}, "2026-11-29"))
+    content = reply.files[0].content
+    assert "(updated 2026-11-29, was: I use Neovim for everything)" in content
+    assert content.count("Neovim") == 2  # the new words and the trace; no second statement

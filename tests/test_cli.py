@@ -171,3 +171,16 @@ def test_exit_codes_of_typer_exit_reach_the_shell(sample_vault, tmp_path):
     (sample_vault / ".git/MERGE_HEAD").write_text("0" * 40 + "\n")
     result = subprocess.run([sys.executable, "-m", "cmem", "doctor", "--vault", str(sample_vault)], capture_output=True, text=True)
     assert result.returncode == 1, result.stdout + result.stderr
+
+
+def test_note_after_todays_note_was_archived_gets_a_new_name(sample_vault):
+    from cmem.checklist import archive_target
+    from cmem.vault import open_vault
+
+    vault = open_vault(sample_vault)
+    today = datetime.now().strftime("%Y-%m-%d")
+    archived = sample_vault / archive_target(vault.config.archive_dir, vault.config.archive_pattern, f"{today} 随手记.md", today)
+    archived.parent.mkdir(parents=True, exist_ok=True)
+    archived.write_text("- 已归档\n", encoding="utf-8")
+    data = json.loads(cmem("note", "新的一条", "--vault", str(sample_vault), "--json").output)
+    assert data["note"] == f"{today} 随手记 2.md"

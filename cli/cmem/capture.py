@@ -33,7 +33,7 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
     if not name.endswith(".md"):
         name += ".md"
     folder = vault.root / vault.config.capture_folder if vault.config.capture_folder else vault.root
-    path = folder / name
+    path = _unarchived_name(vault, folder, name, now.strftime("%Y-%m-%d"))
     rel = vault.rel(path)
     line = f"- {now.strftime('%H:%M')} {text}\n"
     if path.is_symlink():
@@ -45,6 +45,8 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
             raise CmemError(f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first).") from None
         if raw.startswith(b"\xef\xbb\xbf") or b"\r\n" in raw:
             raise CmemError(f"{rel} has a byte-order mark or CRLF line ends; cmem will not rewrite it.")
+        if b"\x00" in raw:
+            raise CmemError(f"{rel} contains NUL bytes (a binary file?); cmem will not append to it.")
         if current and not current.endswith("\n"):
             current += "\n"
         new = current + line
@@ -62,3 +64,17 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
         created = True
     line_no = new.count("\n")
     return Captured(rel=rel, line=line_no, created=created, text=text)
+
+
+def _unarchived_name(vault: Vault, folder: Path, name: str, date: str) -> Path:
+    """Today's capture note, unless today's note was already converged and archived: a second
+    note of the same name would make its wikilinks ambiguous, so it becomes `… 2.md`."""
+    from cmem.checklist import archive_target
+
+    stem = name[:-3]
+    for counter in range(1, 100):
+        candidate = name if counter == 1 else f"{stem} {counter}.md"
+        path = folder / candidate
+        if path.exists() or not (vault.root / archive_target(vault.config.archive_dir, vault.config.archive_pattern, candidate, date)).exists():
+            return path
+    raise CmemError(f"too many capture notes named like {name!r} today.")

@@ -317,7 +317,8 @@ def _adds_nothing(extra: str) -> bool:
 
 def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str]) -> tuple[_File, Statement] | None:
     """The statement an explicit change replaces: most shared words, rare words weighing more,
-    words of the old side double. Two shared words at least, or one in a file the note names."""
+    words of the old side double. Two shared words at least, or one in a file the note names,
+    or one the note names as the old side."""
     new_terms, old_terms = terms(text), old_side_terms(text)
     candidates = [
         (f, s, terms(s.core)) for f in work.writable(preferred) for s in f.statements(work.formats)
@@ -331,7 +332,9 @@ def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str])
     for file, statement, words in candidates:
         shared = new_terms & words
         named = file.rel in preferred
-        if len(shared) < 2 and not (named and shared):
+        # One shared word is enough in a file the note names, or when it is the very thing the
+        # user says they replace ("Helix now, not Neovim" → the statement about Neovim).
+        if len(shared) < 2 and not (named and shared) and not (shared & old_terms):
             continue
         score = sum((1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1) for w in sorted(shared))
         score *= 1.5 if named else 1
