@@ -60,6 +60,10 @@ def render_init(report) -> str:
     return "\n".join(lines)
 
 
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 10000 else str(n)
 
@@ -78,7 +82,7 @@ def render_status(status) -> str:
         cap = caps.get(name)
         over = cap is not None and size.tokens > cap
         budget = f" / {_tokens(cap)} cap" if cap else ""
-        text = f"  {name:<12} {size.notes:>6} notes  {_tokens(size.tokens):>7} tokens{budget}"
+        text = f"  {name:<12} {size.notes:>6} {'note ' if size.notes == 1 else 'notes'}  {_tokens(size.tokens):>7} tokens{budget}"
         out.append(paint(text + ("  over the cap" if over else ""), "red") if over else text)
     convergent = status.layers["resident"].tokens + status.layers["situational"].tokens
     fits = "fits" if convergent <= status.budget_tokens else "over"
@@ -90,11 +94,11 @@ def render_status(status) -> str:
     total = sum(status.pending_signals.values())
     if total:
         by_class = ", ".join(paint(f"{count} {name}", CLASS_STYLE[name]) for name, count in status.pending_signals.items() if count)
-        out.append(f"  {total} signals in {status.pending_notes} notes: {by_class}")
+        out.append(f"  {plural(total, 'signal')} in {plural(status.pending_notes, 'note')}: {by_class}")
     else:
         out.append("  no pending signals")
     if status.deferred:
-        out.append(f"  {status.deferred} lines deferred (see `cmem scan`)")
+        out.append(f"  {plural(status.deferred, 'line')} deferred (see `cmem scan`)")
     out += ["", paint("passes", "bold")]
     if status.last_pass:
         last = status.last_pass
@@ -106,8 +110,14 @@ def render_status(status) -> str:
     out.append("  " + (paint("due: ", "green") if due.due else "not due: ") + due.reason)
     if status.running:
         out.append(paint("  a pass is running now", "yellow"))
+    unattended = status.unattended or {}
+    if unattended.get("stopped"):
+        out.append(paint(f"  unattended passes are stopped after {unattended['failures']} failures in a row "
+                         f"(last: {unattended.get('last_error')}); `cmem converge` or `cmem doctor` resumes them", "red"))
+    elif unattended.get("failures"):
+        out.append(paint(f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})", "yellow"))
     if status.staged_archive:
-        out.append(f"  {status.staged_archive} notes staged for archive ({status.ticked_archive} ticked) — `cmem archive list`")
+        out.append(f"  {plural(status.staged_archive, 'note')} staged for archive ({status.ticked_archive} ticked) — `cmem archive list`")
     if status.odd:
         out += ["", paint(f"odd files ({len(status.odd)})", "bold", "yellow")]
         for odd in status.odd[:20]:
@@ -122,7 +132,7 @@ def render_scan(scan) -> str:
     if not scan.signals:
         out.append("no pending signals")
     else:
-        out.append(paint(f"{len(scan.signals)} signals", "bold"))
+        out.append(paint(plural(len(scan.signals), "signal"), "bold"))
         for s in scan.signals:
             tag = paint(f"{s.cls:<10}", CLASS_STYLE[s.cls])
             out.append(f"  {tag} {s.note}:{s.line}  [{s.cue}]  {s.excerpt}")
@@ -202,7 +212,7 @@ def colour_diff(diff: str) -> str:
 def render_pass(result, show_diff: bool = False) -> str:
     out = []
     if result.status == "nothing":
-        return result.message or "nothing to converge"
+        return "\n".join([result.message or "nothing to converge", *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
     if result.status == "failed":
         out.append(paint("the pass failed; nothing was written", "red", "bold"))
         out += [f"  {e}" for e in result.errors[:30]]
@@ -223,7 +233,7 @@ def render_pass(result, show_diff: bool = False) -> str:
     else:
         out.append("  no memory file changed")
     if result.converged:
-        out.append(f"  converged {len(result.converged)} notes ({result.signals} signals): " + ", ".join(result.converged))
+        out.append(f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): " + ", ".join(result.converged))
     for entry in result.deferred:
         out.append(f"  deferred {entry['note']}: {entry['reason']}")
     if result.waiting:
