@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cmem.errors import CmemError
 from cmem.notes import read_note
 from cmem.readtimes import load_read_times, record_reads
 from cmem.tokens import estimate_tokens
@@ -44,6 +45,7 @@ class Context:
     topic: str | None
     budget: int
     problems: list[str] = field(default_factory=list)
+    excerpts: list[dict] = field(default_factory=list)  # topic matches from files left out
 
     @property
     def tokens(self) -> int:
@@ -56,6 +58,7 @@ class Context:
             "index": [{"path": f.path, "summary": f.summary, "last_read": f.last_read} for f in self.index],
             "pending": self.pending,
             "omitted": [{"path": f.path, "tokens": f.tokens, "score": round(f.score, 3)} for f in self.omitted],
+            "excerpts": self.excerpts,
             "topic": self.topic,
             "budget": self.budget,
             "tokens": self.tokens,
@@ -144,9 +147,33 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
             else:
                 context.omitted.append(file)
         context.situational.sort(key=lambda f: (not f.matches_topic, f.path))
+        if topic and context.omitted:
+            add_topic_excerpts(vault, context, topic)
     if record:
         record_reads(vault, [f.path for f in context.resident + context.situational], now)
     return context
+
+
+def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
+    """Fill the space the budget leaves with the topic's best statements from the files left out
+    (from the full-text index), best first, and never past the budget."""
+    from cmem.index import CONVERGENT, search_scope
+
+    try:
+        hits = search_scope(vault, CONVERGENT, topic, 200, [f.path for f in context.omitted]).hits
+    except CmemError as exc:  # no FTS5, an unusable index: the bundle still works without excerpts
+        context.problems.append(f"no topic excerpts: {exc}")
+        return
+    free = context.budget - context.tokens
+    for hit in hits:
+        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": hit.text, "score": hit.score}
+        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {hit.text}\n") + (12 if not context.excerpts else 0)
+        if cost > free:
+            continue
+        context.excerpts.append(excerpt)
+        free -= cost
+    while context.excerpts and context.tokens > context.budget:
+        context.excerpts.pop()
 
 
 def render_context_markdown(context: Context) -> str:
@@ -182,9 +209,16 @@ def render_context_markdown(context: Context) -> str:
             for signal in entry["signals"]:
                 out.append(f"  - line {signal['line']} · {signal['class']}: {signal['excerpt']}")
         out.append("")
+    if context.excerpts:
+        out += [f"## Matching “{context.topic}” in the files left out (excerpts)", ""]
+        for excerpt in context.excerpts:
+            heading = f" · {excerpt['heading']}" if excerpt["heading"] else ""
+            out.append(f"- {excerpt['path']}:{excerpt['line']}{heading} — {excerpt['text']}")
+        out.append("")
     if context.omitted:
         out += [f"## Left out to fit {context.budget} tokens", ""]
+        query = context.topic.replace('"', "'") if context.topic else "…"
         for file in context.omitted:
-            out.append(f"- {file.path} ({file.tokens} tokens) — read it, or `cmem recall \"…\"` for parts of it")
+            out.append(f"- {file.path} ({file.tokens} tokens) — read it, or `cmem recall \"{query}\"` for parts of it")
         out.append("")
     return "\n".join(out)
