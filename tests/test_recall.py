@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -76,6 +75,8 @@ def test_index_is_rebuilt_when_deleted(labelled_vault):
         path.unlink()
     again = recall_memory(vault, "咖啡")
     assert again.sync.rebuilt == "created" and "咖啡一天最多两杯" in again.results[0].hit.text
+    forced = runner.invoke(app, ["recall", "咖啡", "--rebuild", "--json", "--vault", str(labelled_vault)])
+    assert json.loads(forced.output)["index"]["rebuilt"] == "created"
 
 
 @pytest.mark.parametrize("where", ["header", "middle", "truncated"])
@@ -124,6 +125,36 @@ def test_a_same_size_edit_in_the_same_second_is_seen(labelled_vault):
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime and size as indexed
     first = top(vault, "borgs")
     assert first and "borgs" in first.hit.text
+
+
+def _age_folders(root, seconds=3600):
+    for folder in [root / "converged", *(p for p in (root / "converged").rglob("*") if p.is_dir())]:
+        stat = folder.stat()
+        os.utime(folder, ns=(stat.st_atime_ns, stat.st_mtime_ns - seconds * 10**9))
+
+
+def test_unchanged_folders_spare_the_listing_but_not_the_edits(labelled_vault):
+    vault = open_vault(labelled_vault)
+    top(vault, "房租")
+    _age_folders(labelled_vault)
+    assert recall_memory(vault, "房租", record=False).sync.listed is True  # the folders' new signature
+    quiet = recall_memory(vault, "房租", record=False)
+    assert quiet.sync.listed is False and quiet.results
+    target = labelled_vault / "converged/topics/finance.md"
+    target.write_text(target.read_text("utf-8").replace("房租每月", "月租每月"), encoding="utf-8")
+    edited = recall_memory(vault, "月租", record=False)
+    assert edited.sync.listed is False and edited.sync.updated == 1 and "月租每月" in edited.results[0].hit.text
+    write_files(labelled_vault, {"converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"})
+    added = recall_memory(vault, "猫粮", record=False)
+    assert added.sync.listed is True and added.sync.added == 1 and added.results[0].hit.path == "converged/topics/pets.md"
+
+
+def test_a_changed_setting_rebuilds_the_index(labelled_vault):
+    vault = open_vault(labelled_vault)
+    top(vault, "房租")
+    (labelled_vault / ".cmem/config.yaml").write_text("ignore: ['converged/topics/finance.md']\n", encoding="utf-8")
+    changed = recall_memory(open_vault(labelled_vault), "房租", record=False)
+    assert changed.sync.rebuilt == "created" and not changed.results
 
 
 def test_added_removed_and_moved_files(labelled_vault):
@@ -237,6 +268,16 @@ def test_context_over_budget_includes_the_topics_statements_and_says_what_was_le
     # without a topic: no excerpts, still the hint
     plain = build_context(vault, budget=budget, record=False)
     assert plain.omitted and not plain.excerpts
+
+
+@pytest.mark.parametrize("topic", [None, "令牌桶 限流", "房租"])
+def test_context_stays_within_the_budget(labelled_vault, topic):
+    write_files(labelled_vault, {"converged/topics/questions.md": _big_topic(300)})
+    vault = open_vault(labelled_vault)
+    fixed = build_context(vault, budget=100, record=False).tokens  # the always-included part alone
+    for budget in range(fixed + 50, fixed + 6000, 350):
+        context = build_context(vault, topic=topic, budget=budget, record=False)
+        assert context.tokens <= budget, (budget, context.tokens)
 
 
 def test_context_that_fits_is_unchanged(labelled_vault):

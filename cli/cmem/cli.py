@@ -520,6 +520,7 @@ def recall(
     query: List[str] = typer.Argument(..., metavar="QUERY", help="Words to look for (Chinese or English; two characters are enough)."),
     archive: bool = typer.Option(False, "--archive", help="Search the archived notes instead of the memory files."),
     limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Delete the index and build it again from the notes first."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -531,7 +532,7 @@ def recall(
     from cmem.recall import recall_memory, render_recall
 
     _global["json"] = as_json
-    result = recall_memory(_open(vault), " ".join(query), archive=archive, limit=limit)
+    result = recall_memory(_open(vault), " ".join(query), archive=archive, limit=limit, rebuild=rebuild)
     for problem in result.problems:
         _warn(problem)
     typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2) if as_json else render_recall(result))

@@ -146,6 +146,8 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
                 used += file.tokens
             else:
                 context.omitted.append(file)
+        while context.situational and context.tokens > budget:  # the reserve was not enough
+            context.omitted.insert(0, context.situational.pop())
         context.situational.sort(key=lambda f: (not f.matches_topic, f.path))
         if topic and context.omitted:
             add_topic_excerpts(vault, context, topic)

@@ -36,7 +36,7 @@ from cmem.notes import read_note
 from cmem.statements import split_statement, statement_lines
 from cmem.vault import ARCHIVE, NoteFile, Vault
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 CONVERGENT, ARCHIVED = "convergent", "archive"
 SCOPES = (CONVERGENT, ARCHIVED)
 # Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
@@ -130,6 +130,7 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
     wanted = dict(statement_lines(note.body, note.body_start))
     rows = []
     heading = ""
+    where = index_terms(about_text)  # the same for every statement under one heading
     in_fence = False
     for line_no in range(note.body_start, len(note.lines) + 1):
         line = note.lines[line_no - 1]
@@ -140,6 +141,7 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
             found = _HEADING.match(stripped)
             if found:
                 heading = found.group(1)
+                where = index_terms(f"{about_text} {heading}")
         if line_no not in wanted:
             continue
         core, sources, traces = split_statement(line, vault.config.formats)
@@ -147,17 +149,10 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
             continue
         rows.append(Row(
             path=note_file.rel, line=line_no, heading=heading, text=_LIST_MARKER.sub("", line).strip(),
-            sources=tuple(sources), body=index_terms(core), history=index_terms(" ".join(_old_wordings(traces))),
-            where=index_terms(f"{about_text} {heading}"),
+            sources=tuple(sources), body=index_terms(core),
+            history=index_terms(" ".join(trace.old for trace in traces)) if traces else "", where=where,
         ))
     return rows, note.sha256
-
-
-def _old_wordings(traces) -> list[str]:
-    words = []
-    for trace in traces:
-        words.append(trace.old)
-    return words
 
 
 # --- the database ------------------------------------------------------------------------
@@ -172,11 +167,12 @@ class SyncReport:
     updated: int = 0
     removed: int = 0
     rebuilt: str | None = None  # why the database was (re)built from scratch, if it was
+    listed: bool = True  # False when unchanged folders let the manifest stand for the listing
     seconds: float = 0.0
 
     def to_json(self) -> dict:
         return {"scope": self.scope, "files": self.files, "rows": self.rows, "added": self.added,
-                "updated": self.updated, "removed": self.removed, "rebuilt": self.rebuilt,
+                "updated": self.updated, "removed": self.removed, "rebuilt": self.rebuilt, "listed": self.listed,
                 "seconds": round(self.seconds, 4)}
 
 
@@ -203,6 +199,29 @@ def structure_hash(paths: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8")).hexdigest()[:16]
 
 
+def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
+    """A hash of every folder of the scope with its mtime: adding, removing or renaming a file
+    changes its folder's mtime, so an equal signature means the same files, found without
+    listing them. None when a folder changed within RACY_NS of now (its mtime may change again
+    within the same tick): then the files are listed."""
+    bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
+    entries = []
+    stack = [vault.root / base for base in bases]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            children = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+        except OSError:
+            entries.append(f"{folder}:missing")
+            continue
+        if now_ns - st.st_mtime_ns < RACY_NS:
+            return None
+        entries.append(f"{folder}:{st.st_mtime_ns}")
+        stack.extend(children)
+    return hashlib.sha256("\n".join(sorted(entries)).encode("utf-8")).hexdigest()[:16]
+
+
 def check_fts5() -> None:
     import sqlite3
 
@@ -224,7 +243,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGE
 CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
                   heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL);
 CREATE INDEX rows_path ON rows(path);
-CREATE VIRTUAL TABLE entries USING fts5(body, history, place, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE entries USING fts5(body, history, place, tokenize='porter unicode61 remove_diacritics 2', detail=column);
 """
 
 
@@ -248,14 +267,22 @@ class Index:
         if not {"meta", "files", "rows", "entries"} <= tables:
             return False
         meta = dict(self.db.execute("SELECT key, value FROM meta"))
-        return meta.get("version") == str(INDEX_VERSION) and meta.get("scope") == self.scope
+        return meta.get("version") == str(INDEX_VERSION) and meta.get("scope") == self.scope and meta.get("config") == self._config_key()
+
+    def _config_key(self) -> str:
+        """The settings the rows depend on: a change rebuilds the index."""
+        c = self.vault.config
+        key = json.dumps([c.resident_dir, c.situational_dir, c.archive_dir, c.checklist_name, list(c.ignore),
+                          c.formats.source, c.formats.trace, c.max_note_bytes], ensure_ascii=False)
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
     def _create(self) -> None:
         names = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'entries_%'")]
         for name in names:
             self.db.execute(f'DROP TABLE IF EXISTS "{name}"')
         self.db.executescript(_SCHEMA)
-        self.db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", str(INDEX_VERSION)), ("scope", self.scope), ("structure", "")])
+        self.db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", str(INDEX_VERSION)), ("scope", self.scope),
+                                                            ("config", self._config_key()), ("structure", ""), ("folders", "")])
         self.fresh = True
 
     def close(self) -> None:
@@ -270,15 +297,24 @@ class Index:
     def sync(self, rebuilt: str | None = None) -> SyncReport:
         started = time.perf_counter()
         report = SyncReport(self.scope, rebuilt=rebuilt or ("created" if self.fresh else None))
-        files = scope_files(self.vault, self.scope)
-        paths = [f.rel for f in files]
-        structure = structure_hash(paths)
-        manifest = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")}
-        gone: list[str] = []
-        if structure != self.meta("structure"):  # files added, removed or moved
-            present = set(paths)
-            gone = [path for path in manifest if path not in present]
         now_ns = time.time_ns()
+        manifest = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")}
+        folders = folder_signature(self.vault, self.scope, now_ns)
+        gone: list[str] = []
+        if folders is not None and folders == self.meta("folders") and self.meta("structure"):
+            # No folder changed since the last sync, so no file was added, removed or renamed: the
+            # manifest's paths are the files (a stat each still catches edits in place).
+            layer = ARCHIVE if self.scope == ARCHIVED else None
+            files = [NoteFile(rel, self.vault.root / rel, layer or self.vault.layer_of(rel) or "") for rel in manifest]
+            structure = self.meta("structure")
+            report.listed = False
+        else:
+            files = scope_files(self.vault, self.scope)
+            paths = [f.rel for f in files]
+            structure = structure_hash(paths)
+            if structure != self.meta("structure"):  # files added, removed or moved
+                present = set(paths)
+                gone = [path for path in manifest if path not in present]
         with_meta = self.scope != ARCHIVED
         changed: list[tuple[NoteFile, os.stat_result]] = []
         for note_file in files:
@@ -308,7 +344,8 @@ class Index:
                     report.added += 1
                 self._insert(rows)
                 self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns))
-            self.db.execute("UPDATE meta SET value=? WHERE key='structure'", (structure,))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -324,12 +361,17 @@ class Index:
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
 
     def _insert(self, rows: list[Row]) -> None:
-        for row in rows:
-            cursor = self.db.execute(
-                "INSERT INTO rows(path, line, heading, text, sources) VALUES (?, ?, ?, ?, ?)",
-                (row.path, row.line, row.heading, row.text, json.dumps(row.sources, ensure_ascii=False)),
-            )
-            self.db.execute("INSERT INTO entries(rowid, body, history, place) VALUES (?, ?, ?, ?)", (cursor.lastrowid, row.body, row.history, row.where))
+        if not rows:
+            return
+        first = (self.db.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
+        self.db.executemany(
+            "INSERT INTO rows(id, path, line, heading, text, sources) VALUES (?, ?, ?, ?, ?, ?)",
+            [(first + i, r.path, r.line, r.heading, r.text, json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]") for i, r in enumerate(rows)],
+        )
+        self.db.executemany(
+            "INSERT INTO entries(rowid, body, history, place) VALUES (?, ?, ?, ?)",
+            [(first + i, r.body, r.history, r.where) for i, r in enumerate(rows)],
+        )
 
     # --- search --------------------------------------------------------------------------
 
@@ -353,16 +395,22 @@ class Index:
         return hits
 
     def _query(self, expression: str, limit: int, paths: list[str] | None):
-        sql = (
-            "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS rank "
-            "FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ?"
-        )
-        params: list = [*WEIGHTS, expression]
-        if paths is not None:
-            sql += f" AND rows.path IN ({','.join('?' * len(paths))})"
-            params += paths
-        sql += " ORDER BY rank, rows.path, rows.line LIMIT ?"
-        params.append(limit)
+        if paths is None:
+            # rank the matches inside FTS5 first and join only the best: a frequent word matches
+            # a large share of the rows, and joining them all costs more than ranking them
+            sql = (
+                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, best.score FROM "
+                "(SELECT rowid, bm25(entries, ?, ?, ?) AS score FROM entries WHERE entries MATCH ? ORDER BY score LIMIT ?) AS best "
+                "JOIN rows ON rows.id = best.rowid ORDER BY best.score, rows.path, rows.line"
+            )
+            params: list = [*WEIGHTS, expression, limit]
+        else:
+            sql = (
+                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS score "
+                f"FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? AND rows.path IN ({','.join('?' * len(paths))}) "
+                "ORDER BY score, rows.path, rows.line LIMIT ?"
+            )
+            params = [*WEIGHTS, expression, *paths, limit]
         layer = ARCHIVE if self.scope == ARCHIVED else None
         for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
             yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, text,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cmem.errors import UsageError
-from cmem.index import ARCHIVED, CONVERGENT, Hit, SyncReport, query_terms, search_scope
+from cmem.index import ARCHIVED, CONVERGENT, Hit, SyncReport, delete_index, index_file, query_terms, search_scope
 from cmem.readtimes import record_reads
 from cmem.vault import Vault
 
@@ -49,10 +49,13 @@ class Recall:
         }
 
 
-def recall_memory(vault: Vault, query: str, archive: bool = False, limit: int = 10, record: bool = True, now: datetime | None = None) -> Recall:
+def recall_memory(vault: Vault, query: str, archive: bool = False, limit: int = 10, record: bool = True,
+                  now: datetime | None = None, rebuild: bool = False) -> Recall:
     if not query_terms(query):
         raise UsageError("nothing to search for: give words to recall, e.g. cmem recall 实习 or cmem recall \"python tooling\".")
     scope = ARCHIVED if archive else CONVERGENT
+    if rebuild:
+        delete_index(index_file(vault, scope))
     searched = search_scope(vault, scope, query, limit)
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in searched.hits]
