@@ -304,12 +304,13 @@ class Index:
         if folders is not None and folders == self.meta("folders") and self.meta("structure"):
             # No folder changed since the last sync, so no file was added, removed or renamed: the
             # manifest's paths are the files (a stat each still catches edits in place).
-            layer = ARCHIVE if self.scope == ARCHIVED else None
-            files = [NoteFile(rel, self.vault.root / rel, layer or self.vault.layer_of(rel) or "") for rel in manifest]
+            root = os.path.join(os.fspath(self.vault.root), "")
+            candidates = [(rel, root + rel, None) for rel in manifest]  # plain strings: Path costs 10 µs a file
             structure = self.meta("structure")
             report.listed = False
         else:
             files = scope_files(self.vault, self.scope)
+            candidates = [(f.rel, f.path, f) for f in files]
             paths = [f.rel for f in files]
             structure = structure_hash(paths)
             if structure != self.meta("structure"):  # files added, removed or moved
@@ -317,15 +318,15 @@ class Index:
                 gone = [path for path in manifest if path not in present]
         with_meta = self.scope != ARCHIVED
         changed: list[tuple[NoteFile, os.stat_result]] = []
-        for note_file in files:
+        for rel, path, note_file in candidates:
             try:
-                st = os.stat(note_file.path, follow_symlinks=False)
+                st = os.stat(path, follow_symlinks=False)
             except OSError:
                 continue
-            known = manifest.get(note_file.rel)
+            known = manifest.get(rel)
             if known and known[0] == st.st_mtime_ns and known[1] == st.st_size and known[3] - st.st_mtime_ns > RACY_NS:
                 continue
-            changed.append((note_file, st))
+            changed.append((note_file or NoteFile(rel, Path(path), ARCHIVE if self.scope == ARCHIVED else self.vault.layer_of(rel) or ""), st))
         self.db.execute("BEGIN IMMEDIATE")
         try:
             for path in gone:
@@ -350,7 +351,7 @@ class Index:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        report.files = len(files)
+        report.files = len(candidates)
         report.rows = self.db.execute("SELECT count(*) FROM rows").fetchone()[0]
         report.seconds = time.perf_counter() - started
         return report
