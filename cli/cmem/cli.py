@@ -532,7 +532,12 @@ def recall(
     from cmem.recall import recall_memory, render_recall
 
     _global["json"] = as_json
-    result = recall_memory(_open(vault), " ".join(query), archive=archive, limit=limit, rebuild=rebuild)
+    target = _open(vault)
+    from cmem.index import ARCHIVED, CONVERGENT, index_file
+
+    if not as_json and (rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()):
+        typer.echo("building the search index from the notes (later calls only update it)…", err=True)
+    result = recall_memory(target, " ".join(query), archive=archive, limit=limit, rebuild=rebuild)
     for problem in result.problems:
         _warn(problem)
     typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2) if as_json else render_recall(result))

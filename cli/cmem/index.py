@@ -338,8 +338,9 @@ class Index:
                 if known and known[2] == sha and sha:
                     self.db.execute("UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?", (st.st_mtime_ns, st.st_size, now_ns, note_file.rel))
                     continue
-                if known:
+                if known or not self.fresh:  # another process may have indexed it since our manifest
                     self._drop(note_file.rel)
+                if known:
                     report.updated += 1
                 else:
                     report.added += 1
