@@ -49,6 +49,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_lock(vault)
     findings += _check_sync(vault)
     findings += _check_state(vault)
+    findings += _check_unattended(vault)
     return findings
 
 
@@ -148,6 +149,18 @@ def _check_sync(vault: Vault) -> list[Finding]:
         if f"/{marker}" in text:
             return [Finding(WARN, "sync", f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote")]
     return [Finding(OK, "sync", "the vault is not inside a known sync folder")]
+
+
+def _check_unattended(vault: Vault) -> list[Finding]:
+    """Report unattended failures, and reset the count: running doctor is a person looking, so
+    stopped hooks and timers may try again (SPEC §7)."""
+    from cmem.triggers import FAILURE_LIMIT, reset_failures
+
+    record = reset_failures(vault)
+    if not record.failures:
+        return [Finding(OK, "unattended", "no unattended pass has failed lately")]
+    stopped = f"were stopped after {record.failures} failures in a row" if record.stopped else f"failed {record.failures} time(s) in a row (they stop at {FAILURE_LIMIT})"
+    return [Finding(WARN, "unattended", f"unattended passes {stopped}; last, {record.last_failure}: {record.last_error} — the count is now reset, so the next trigger tries again")]
 
 
 def _check_state(vault: Vault) -> list[Finding]:

@@ -13,7 +13,7 @@ from cmem.notes import OddFile
 from cmem.signals import SIGNAL_CLASSES
 from cmem.sizes import LayerSize, measure_layers
 from cmem.state import load_state
-from cmem.triggers import Due, check_due
+from cmem.triggers import Due, check_due, load_failures
 from cmem.vault import RESIDENT, SITUATIONAL, Vault
 
 
@@ -34,6 +34,7 @@ class Status:
     ticked_archive: int
     odd: list[OddFile] = field(default_factory=list)
     running: bool = False
+    unattended: dict | None = None  # unattended failures in a row, and whether they stopped
 
     def to_json(self) -> dict:
         return {
@@ -51,6 +52,7 @@ class Status:
             "ticked_archive": self.ticked_archive,
             "odd_files": [{"file": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
             "running": self.running,
+            "unattended": self.unattended,
         }
 
 
@@ -100,6 +102,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         ticked_archive=ticked,
         odd=scan.odd,
         running=is_locked(vault.state_dir),
+        unattended=load_failures(vault).to_json(),
     )
 
 
