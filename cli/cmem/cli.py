@@ -25,6 +25,7 @@ app = typer.Typer(
     ),
     rich_markup_mode=None,  # plain help: rich-formatted help costs ~190 ms per call
     add_completion=False,
+    pretty_exceptions_enable=False,  # a bug shows a plain traceback, not a rich panel
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
