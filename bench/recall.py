@@ -152,6 +152,9 @@ def scheme_precision(vault) -> dict[str, dict]:
     from recall_labelled import QUERIES, is_right
 
     rows = [row for f in vault.convergent_files() for row in note_rows(vault, f, True)[0]]
+    from cmem.index import display_text
+
+    rows = [row.__class__(**{**row.__dict__, "text": display_text(row.text)}) for row in rows]
     two_char = [q for q in QUERIES if len(q[0]) == 2 and _CJK_RUN.fullmatch(q[0])]
     results: dict[str, dict] = {}
 
@@ -242,7 +245,9 @@ def render(sizes, scopes, processes, contexts, schemes, rg) -> str:
             "5% of their notes in the resident layer and 10% pending — tens of thousands of tokens that are",
             "always included — so there the bundle is over any budget: the fixed part, not the topic files, is",
             "what a real vault must keep small (`resident_max_tokens`, converging pending notes).", ""]
-    out += [f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {rg or 'not found'}.", END]
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out += [f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {rg or 'not found'},",
+            f"{os.cpu_count()} cores, load average at the end {load} (other work on the machine inflates every figure, floors included).", END]
     return "\n".join(out)
 
 

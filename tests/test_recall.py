@@ -114,6 +114,13 @@ def test_an_edited_note_is_found_by_its_new_words_after_one_call(labelled_vault)
     first = top(vault, "绿茶")
     assert first and "绿茶一天最多三杯" in first.hit.text
     assert all("咖啡" not in r.hit.text for r in recall_memory(vault, "咖啡", record=False).results)
+    # the FTS5 table keeps no text: its old words were deleted exactly, none linger in the index
+    import sqlite3
+
+    db = sqlite3.connect(index_file(vault, CONVERGENT))
+    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"咖啡"'""").fetchone() == (0,)
+    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"绿茶"'""").fetchone() == (1,)
+    db.close()
 
 
 def test_a_same_size_edit_in_the_same_second_is_seen(labelled_vault):
@@ -168,6 +175,11 @@ def test_added_removed_and_moved_files(labelled_vault):
     assert (result.sync.added, result.sync.removed) == (2, 2)
     assert top(vault, "猫粮").hit.path == "converged/topics/pets.md"
     assert not recall_memory(vault, "三体", record=False).results
+    import sqlite3
+
+    db = sqlite3.connect(index_file(vault, CONVERGENT))
+    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"三体" OR "房租"'""").fetchone() == (1,)
+    db.close()
 
 
 def test_the_archive_only_when_asked(labelled_vault):

@@ -8,7 +8,10 @@ heading and source links, so a search returns the statement, not just the file.
 Kept fresh incrementally: a manifest of (mtime, size, sha256) per file says which files changed;
 a structure hash over the sorted paths says cheaply whether files were added, removed or moved
 (seed 001's `structureHash`). A missing, corrupt or outdated database is deleted and rebuilt from
-the files — losing it costs time, never memory.
+the files — losing it costs time, never memory. The FTS5 table is contentless (it keeps the
+inverted index, not a second copy of the tokenised text): a statement's old words are deleted by
+tokenising its stored line again with the same settings, which is why a change of settings
+rebuilds the index.
 
 Chinese has no spaces, so the indexed column is pre-tokenised: CJK runs become their single
 characters plus their character bigrams, other text lower-case words (stemmed by FTS5's `porter`
@@ -36,7 +39,7 @@ from cmem.notes import read_note
 from cmem.statements import split_statement, statement_lines
 from cmem.vault import ARCHIVE, NoteFile, Vault
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 CONVERGENT, ARCHIVED = "convergent", "archive"
 SCOPES = (CONVERGENT, ARCHIVED)
 # Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
@@ -107,18 +110,34 @@ class Row:
     path: str
     line: int
     heading: str
-    text: str  # the line as written, without its list marker
+    text: str  # the line as written (the index keeps it: deleting from FTS5 needs the words again)
     sources: tuple[str, ...]
     body: str  # indexed: the statement without sources and traces
     history: str  # indexed: the old wordings in its traces
     where: str  # indexed: file name, heading, summary, tags
 
 
-def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[Row], str]:
-    """(rows, sha256) of one note; a note that cannot be read has no rows."""
+def line_terms(line: str, formats) -> tuple[str, str, str, list[str]]:
+    """(core, indexed statement, indexed old wordings, sources) of one statement line."""
+    core, sources, traces = split_statement(line, formats)
+    history = index_terms(" ".join(trace.old for trace in traces)) if traces else ""
+    return core, index_terms(core), history, sources
+
+
+def place_terms(about: str, heading: str) -> str:
+    return index_terms(f"{about} {heading}" if heading else about)
+
+
+def display_text(line: str) -> str:
+    return _LIST_MARKER.sub("", line).strip()
+
+
+def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[Row], str, str]:
+    """(rows, sha256, about) of one note — `about` is what the place column says of the file (its
+    name, and for memory files its summary, tags and aliases). A note that cannot be read has no rows."""
     note = read_note(note_file, vault.config.max_note_bytes)
     if not note.usable:
-        return [], note.sha256
+        return [], note.sha256, ""
     about = [note_file.name]
     if with_meta:
         meta = note.meta
@@ -130,7 +149,7 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
     wanted = dict(statement_lines(note.body, note.body_start))
     rows = []
     heading = ""
-    where = index_terms(about_text)  # the same for every statement under one heading
+    where = place_terms(about_text, "")  # the same for every statement under one heading
     in_fence = False
     for line_no in range(note.body_start, len(note.lines) + 1):
         line = note.lines[line_no - 1]
@@ -141,18 +160,15 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
             found = _HEADING.match(stripped)
             if found:
                 heading = found.group(1)
-                where = index_terms(f"{about_text} {heading}")
+                where = place_terms(about_text, heading)
         if line_no not in wanted:
             continue
-        core, sources, traces = split_statement(line, vault.config.formats)
-        if not core and not traces:
+        core, body, history, sources = line_terms(line, vault.config.formats)
+        if not core and not history:
             continue
-        rows.append(Row(
-            path=note_file.rel, line=line_no, heading=heading, text=_LIST_MARKER.sub("", line).strip(),
-            sources=tuple(sources), body=index_terms(core),
-            history=index_terms(" ".join(trace.old for trace in traces)) if traces else "", where=where,
-        ))
-    return rows, note.sha256
+        rows.append(Row(path=note_file.rel, line=line_no, heading=heading, text=line, sources=tuple(sources),
+                        body=body, history=history, where=where))
+    return rows, note.sha256, about_text
 
 
 # --- the database ------------------------------------------------------------------------
@@ -239,11 +255,11 @@ def check_fts5() -> None:
 _SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-                   sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL);
+                   sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '');
 CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
                   heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL);
 CREATE INDEX rows_path ON rows(path);
-CREATE VIRTUAL TABLE entries USING fts5(body, history, place, tokenize='porter unicode61 remove_diacritics 2', detail=column);
+CREATE VIRTUAL TABLE entries USING fts5(body, history, place, content='', tokenize='porter unicode61 remove_diacritics 2');
 """
 
 
@@ -334,7 +350,7 @@ class Index:
                 report.removed += 1
             for note_file, st in changed:
                 known = manifest.get(note_file.rel)
-                rows, sha = note_rows(self.vault, note_file, with_meta)
+                rows, sha, about = note_rows(self.vault, note_file, with_meta)
                 if known and known[2] == sha and sha:
                     self.db.execute("UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?", (st.st_mtime_ns, st.st_size, now_ns, note_file.rel))
                     continue
@@ -345,7 +361,7 @@ class Index:
                 else:
                     report.added += 1
                 self._insert(rows)
-                self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns))
+                self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
             self.db.execute("COMMIT")
@@ -358,7 +374,17 @@ class Index:
         return report
 
     def _drop(self, path: str) -> None:
-        self.db.execute("DELETE FROM entries WHERE rowid IN (SELECT id FROM rows WHERE path=?)", (path,))
+        # The FTS5 table keeps no copy of the text (that halves the index): deleting from it takes
+        # the same words again, recomputed from the stored line with the same settings (a change of
+        # settings rebuilds the index, see _config_key).
+        found = self.db.execute("SELECT about FROM files WHERE path=?", (path,)).fetchone()
+        about = found[0] if found else ""
+        formats = self.vault.config.formats
+        self.db.executemany(
+            "INSERT INTO entries(entries, rowid, body, history, place) VALUES ('delete', ?, ?, ?, ?)",
+            [(row_id, *line_terms(line, formats)[1:3], place_terms(about, heading))
+             for row_id, line, heading in self.db.execute("SELECT id, text, heading FROM rows WHERE path=?", (path,)).fetchall()],
+        )
         self.db.execute("DELETE FROM rows WHERE path=?", (path,))
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
 
@@ -415,7 +441,7 @@ class Index:
             params = [*WEIGHTS, expression, *paths, limit]
         layer = ARCHIVE if self.scope == ARCHIVED else None
         for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
-            yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, text,
+            yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, display_text(text),
                               tuple(json.loads(sources)), round(-rank, 4))
 
 
@@ -445,7 +471,7 @@ def search_scope(vault: Vault, scope: str, query: str, limit: int = 10, paths: l
             report = index.sync(rebuilt)
             hits = index.search(query, limit, paths)
             return Searched(hits, report, problems)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # garbage where text was: corrupt too
             if attempt or index is not None and index.path is None:
                 raise CmemError(f"the {scope} index at {path} could not be rebuilt ({exc}); delete it and try again.") from None
             rebuilt = f"rebuilt: the database was unreadable ({exc})"
