@@ -165,3 +165,29 @@ def test_nothing_pending(make_vault):
         return await call(session, "converge_prompt")
 
     assert with_client(root, body)["status"] == "nothing"
+
+
+def test_the_real_server_over_stdio(sample_vault, tmp_path):
+    """`cmem mcp` as a process, through the SDK's stdio client: nothing but protocol on stdout."""
+    import os
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cmem", "mcp", "--vault", str(sample_vault)],
+        env={k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PYTHONPATH")},
+    )
+
+    async def main():
+        with open(tmp_path / "stderr.txt", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    names = {tool.name for tool in (await session.list_tools()).tools}
+                    found = await call(session, "recall", {"query": "猫"})
+        return names, found
+
+    names, found = anyio.run(main)
+    assert names == TOOLS
+    assert found["results"][0]["snippet"].startswith("养了一只**猫**")
