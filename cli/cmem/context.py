@@ -127,6 +127,8 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         file.score = rank_score(file, now)
 
     scan = scan_vault(vault)
+    # SPEC §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once
+    problems += [f"{odd.rel} {odd.message}" for odd in scan.odd if not any(p.startswith(odd.rel + " ") for p in problems)]
     pending = [
         {"note": p.rel, "signals": [s.to_json() for s in p.signals]}
         for p in scan.pending

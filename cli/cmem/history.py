@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,11 @@ SAFE_GIT_OPTIONS = (
     "-c", "core.fsmonitor=false",
     "-c", "commit.gpgSign=false",  # an unattended pass must not wait for a passphrase
     "-c", "core.quotePath=false",
+    "-c", "log.showSignature=false",  # would run gpg.program, which a repository's config can name
 )
 PASS_TRAILER = "Cmem-Pass"
+# How long a pass waits for another git command's index.lock before it gives up, naming it.
+INDEX_LOCK_WAIT_SECONDS = 5.0
 
 
 def _env() -> dict:
@@ -37,7 +41,7 @@ def _env() -> dict:
 def run_git(root: Path, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
     try:
         result = subprocess.run(
-            ["git", *SAFE_GIT_OPTIONS, "-C", str(root), *args],
+            ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(root), "-C", str(root), *_without_textconv(args)],
             capture_output=True, text=True, input=input, env=_env(),
         )
     except FileNotFoundError:
@@ -47,6 +51,72 @@ def run_git(root: Path, *args: str, check: bool = True, input: str | None = None
         detail = message[-1] if message else f"exit {result.returncode}"
         raise GitError(f"git {args[0]} failed in {root}: {detail}")
     return result
+
+
+# A `.git/config` that travels with the vault (a synced `.git`) can name commands git runs on
+# cmem's behalf, as hooks and fsmonitor can: filter drivers (run by add, status and commit on
+# every file `.gitattributes` assigns them) and diff drivers (textconv, run by show, log, diff).
+# cmem's own git commands turn each filter the repository's config names into a no-op, and ask
+# for diffs without textconv or external diff.
+_filter_cache: dict[str, tuple[tuple, tuple[str, ...]]] = {}
+_DIFF_COMMANDS = {"show": ("--no-textconv",), "log": ("--no-textconv",), "diff": ("--no-textconv", "--no-ext-diff")}
+
+
+def _neutral_filters(root: Path) -> tuple[str, ...]:
+    config = _repository_config(Path(root))
+    try:
+        stat = config.stat() if config else None
+    except OSError:
+        stat = None
+    if stat is None:
+        return ()
+    key = (str(config), stat.st_mtime_ns, stat.st_size)
+    cached = _filter_cache.get(str(root))
+    if cached and cached[0] == key:
+        return cached[1]
+    try:
+        text = config.read_bytes().lower()
+    except OSError:
+        text = b""
+    listed = ""
+    if b"filter" in text or b"include" in text:  # most repositories: no git call at all
+        listed = subprocess.run(
+            ["git", "config", "--file", str(config), "--includes", "--name-only", "--get-regexp", r"^filter\..+\.(clean|smudge|process)$"],
+            capture_output=True, text=True, env=_env(),
+        ).stdout
+    names = sorted({line.strip().rsplit(".", 1)[0] for line in listed.splitlines() if line.strip()})
+    overrides = tuple(option for name in names for key_name in ("clean", "smudge", "process")
+                      for option in ("-c", f"{name}.{key_name}=")) + tuple(option for name in names for option in ("-c", f"{name}.required=false"))
+    _filter_cache[str(root)] = (key, overrides)
+    return overrides
+
+
+def _repository_config(path: Path) -> Path | None:
+    """The config file of the repository holding `path`, found without running git."""
+    for folder in (path, *path.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git / "config"
+        if dot_git.is_file():  # a worktree or submodule: `gitdir: …`
+            try:
+                target = Path(dot_git.read_text("utf-8").split(":", 1)[1].strip())
+            except (OSError, IndexError):
+                return None
+            target = target if target.is_absolute() else folder / target
+            common = target / "commondir"
+            if common.is_file():
+                target = target / common.read_text("utf-8").strip()
+            return target / "config"
+    return None
+
+
+def _without_textconv(args: tuple[str, ...]) -> tuple[str, ...]:
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] == "-c" else 1
+    if index < len(args) and args[index] in _DIFF_COMMANDS:
+        return (*args[: index + 1], *_DIFF_COMMANDS[args[index]], *args[index + 1 :])
+    return args
 
 
 def toplevel(path: Path) -> Path | None:
@@ -97,6 +167,22 @@ def head(root: Path) -> str | None:
     return result.stdout.strip() or None
 
 
+def wait_for_index_lock(root: Path, seconds: float | None = None) -> None:
+    """git's index.lock keeps out other git writers (obsidian-git, an editor) and is left behind
+    when git is killed. Wait a little for it to go, then stop with its name: never fail half-way
+    through a commit, never wait forever, never delete a lock a live process may hold."""
+    seconds = INDEX_LOCK_WAIT_SECONDS if seconds is None else seconds
+    lock = git_dir(root) / "index.lock"
+    deadline = time.monotonic() + seconds
+    while lock.exists():
+        if time.monotonic() >= deadline:
+            raise GitError(
+                f"{lock} exists: another git command is running, or one crashed (then delete the file, "
+                f"or run `cmem doctor --fix`); waited {seconds:g} s."
+            )
+        time.sleep(0.05)
+
+
 def changed_paths(root: Path, paths: list[str]) -> list[str]:
     """Paths (of those given) with changes git would commit: modified, new or deleted."""
     if not paths:
@@ -123,6 +209,7 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
     changed = changed_paths(root, paths)
     if not changed:
         return None
+    wait_for_index_lock(root)
     run_git(root, "add", "-A", "--", *paths)
     faults.point("git-add")
     commit_args = (*_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)

@@ -130,9 +130,7 @@ def preflight(vault: Vault) -> str | None:
     operation = history.operation_in_progress(vault.root)
     if operation:
         raise GitError(f"{operation} is in progress in {top}; finish or abort it, then run the pass again.")
-    index_lock = history.git_dir(vault.root) / "index.lock"
-    if index_lock.exists():
-        raise GitError(f"{index_lock} exists: another git command is running, or one crashed (then delete the file).")
+    history.wait_for_index_lock(vault.root)  # bounded: then an error naming the lock
     changed = managed_changes(vault)
     if not changed:
         return None
@@ -167,14 +165,45 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
 
 def rewritable(raw: bytes) -> bool:
     """cmem rewrites only files it can write back as they were encoded: UTF-8 without a BOM,
-    `\n` line ends (SPEC §1). Others are shown to the engine but protected from writes."""
-    if raw.startswith(b"\xef\xbb\xbf") or b"\r" in raw:
-        return False
+    `\n` line ends, no NUL (SPEC §1). Others are shown to the engine but protected from writes."""
+    return unwritable_reason(raw) is None
+
+
+def unwritable_reason(raw: bytes) -> str | None:
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return "starts with a byte-order mark"
+    if b"\r" in raw:
+        return "uses CRLF line ends"
+    if b"\x00" in raw:
+        return "contains NUL bytes"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return "is not valid UTF-8"
+    return None
+
+
+def odd_warnings(odd_files, limit: int = 20) -> list[str]:
+    warnings = [f"{odd.rel} {odd.message}" for odd in odd_files[:limit]]
+    if len(odd_files) > limit:
+        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem status` lists them)")
+    return warnings
+
+
+def changed_inputs(vault: Vault, selection: Selection) -> list[str]:
+    """Notes edited (Obsidian's autosave) while the model ran. The pass never writes a note; it
+    converged the version it read, state.json keeps that version's digest, so the lines added
+    since stay pending for the next pass, and the checklist will not archive the edited note."""
+    import hashlib
+
+    warnings = []
+    for note in selection.notes:
+        raw = current_bytes(vault.root / note.rel)
+        if raw is None:
+            warnings.append(f"{note.rel} was moved or deleted while the pass ran; the pass used the version it read")
+        elif hashlib.sha256(raw).hexdigest() != note.sha256:
+            warnings.append(f"{note.rel} changed while the pass ran; the pass used the version it read, your new lines wait for the next pass")
+    return warnings
 
 
 def new_pass_id(now: datetime) -> str:
@@ -212,8 +241,9 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     state = load_state(vault.state_file)
     progress("scanning", None)
     scan = scan_vault(vault, state=state, only=options.only)
+    odd = odd_warnings(scan.odd)  # SPEC §1: a note cmem skips or will not rewrite is named once
     if not scan.pending:
-        return PassResult("nothing", message="nothing to converge")
+        return PassResult("nothing", message="nothing to converge", warnings=odd)
     pass_date = now.date().isoformat()
     originals, raw_originals = read_originals(vault)
     hand_edited = hand_edited_files(vault, state)
@@ -221,20 +251,27 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
     if not selection.notes:
-        return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)")
+        return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)", warnings=odd)
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
     if options.emit_prompt:
-        return PassResult("prompt", prompt=prompt.text, waiting=[p.rel for p in selection.waiting],
-                          selected=[n.rel for n in selection.notes])
+        # the agent that asked is a model too (--emit-prompt, the MCP tool): redact as for any model
+        from cmem.converge.secrets import redact_secrets
+
+        safe_prompt, redacted = redact_secrets(prompt.text)
+        notice = [f"{redacted} credential-like strings were redacted from the prompt"] if redacted else []
+        return PassResult("prompt", prompt=safe_prompt, waiting=[p.rel for p in selection.waiting],
+                          selected=[n.rel for n in selection.notes], warnings=odd + notice)
 
     pass_id = new_pass_id(now)
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
-                        signals=sum(len(n.signals) for n in selection.notes))
+                        signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
     record = new_run(vault, pass_id)
     result.run_dir = str(record.folder)
     # Files cmem may not rewrite are left out of the validator's originals: it then reads them
     # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
     writable = {rel: text for rel, text in originals.items() if rewritable(raw_originals[rel])}
+    result.warnings += [f"{rel} {unwritable_reason(raw_originals[rel])}; the engine sees it, the pass never rewrites it"
+                        for rel in sorted(originals) if rel not in writable]
     validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
     if validation is None:
         return result
@@ -380,6 +417,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
         current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
         plan.add(vault.checklist_rel, stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language), checklist_bytes)
     result.staged = [e.note_name for e in stage_entries]
+    result.warnings += changed_inputs(vault, selection)
     message = commit_message(result, selection)
     pass_journal = journal.begin(vault, pass_id, plan, message)
     try:
