@@ -159,11 +159,18 @@ def test_unknown_elements_and_attributes_are_warnings():
     assert {w.rule for w in response.warnings} == {"unknown"}
 
 
-def test_text_after_the_first_element_is_ignored():
+def test_a_second_element_is_refused_not_half_applied():
+    # "here is a better one": applying the first would apply the answer the model retracted
     text = SPEC_EXAMPLE + "\nOops, here is a better one:\n<convergence>\n<file path=\"b.md\">\n- y\n</file>\n</convergence>\n"
     response = parse_response(text)
+    assert not response.ok and "a second <convergence> element" in messages(response.errors)
+
+
+def test_text_after_the_first_element_is_ignored():
+    text = SPEC_EXAMPLE + "\nI used one `<convergence>` element, as asked.\n"
+    response = parse_response(text)
     assert response.ok and [f.path for f in response.files] == ["converged/core/profile.md"]
-    assert "another <convergence>" in messages(response.warnings)
+    assert "after the first </convergence> is ignored" in messages(response.warnings)
 
 
 def test_an_element_quoted_in_chat_does_not_start_the_reply():

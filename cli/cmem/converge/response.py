@@ -183,8 +183,12 @@ def parse_response(text: str) -> Response:
     end = _read_elements(reader, opening.end())
     if end is None:
         reader.error(len(text), "the response ends without </convergence> (was it cut off?); send the whole element")
+    elif _second_element(text, end) is not None:
+        # Two answers ("oops, here is a better one"): applying either could apply the one the
+        # model retracted, so neither is; the repair round asks for exactly one.
+        reader.error(_second_element(text, end), "a second <convergence> element follows the first; answer with exactly one")
     elif _find_opening(text, end):
-        reader.warn(end, "text after the first </convergence> is ignored, including another <convergence> element")
+        reader.warn(end, "text after the first </convergence> is ignored, including a quoted <convergence>")
     return response
 
 
@@ -193,6 +197,14 @@ def _find_opening(text: str, start: int = 0) -> re.Match | None:
     tags = [m for m in _TAG.finditer(text, start) if m.group(2) == "convergence" and not m.group(1)]
     at_line_start = [m for m in tags if not text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()]
     return (at_line_start or tags or [None])[0]
+
+
+def _second_element(text: str, start: int) -> int | None:
+    """Offset of another `<convergence>` tag that starts a line after `start` (one quoted in chat is not an answer)."""
+    for match in _TAG.finditer(text, start):
+        if match.group(2) == "convergence" and not match.group(1) and not text[text.rfind("\n", 0, match.start()) + 1 : match.start()].strip():
+            return match.start()
+    return None
 
 
 def _read_elements(reader: _Reader, position: int) -> int | None:

@@ -203,6 +203,7 @@ class _Checker:
                 continue
             change = _Change(block.path, block.line, base, self.parse(new_text))
             self.check_elision(change.path, change.new, base)
+            self.check_replacement_characters(change.path, change.new, base)
             changes.append(change)
         return changes
 
@@ -228,6 +229,21 @@ class _Checker:
         for number, line in enumerate(new.text.split("\n"), 1):
             if _ELISION.search(line) and not WIKILINK.search(line) and line.strip() not in before:
                 self.error(path, number, "content", f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included")
+
+    def check_replacement_characters(self, path: str, new: _Doc, base: _Doc | None) -> None:
+        """U+FFFD is what undecodable bytes of a reply became: a garbled answer, never memory.
+        A line the file already had keeps its own, and a word quoted from a note that was itself
+        read with replacement characters (a Latin-1 note) is the user's, not the reply's."""
+        before = {line.strip() for line in base.text.split("\n")} if base else set()
+        sources = [text for text in self.ctx.source_texts.values() if "\ufffd" in text]
+        for number, line in enumerate(new.text.split("\n"), 1):
+            if "\ufffd" not in line or line.strip() in before:
+                continue
+            spots = [i for i, ch in enumerate(line) if ch == "\ufffd"]
+            quoted = lambda i: any(line[max(i - 2, 0) : i + 1] in text or line[i : i + 3] in text for text in sources)
+            if not all(quoted(i) for i in spots):
+                self.error(path, number, "content", "this line holds U+FFFD, the mark of bytes that were not UTF-8 (a garbled reply); write it out again")
+                return
 
     # --- rule 2 ------------------------------------------------------------------------
 
