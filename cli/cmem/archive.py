@@ -408,6 +408,27 @@ def _recheck(vault: Vault, plan: ArchivePlan) -> None:
             raise CmemError(f"{move.source} changed since the plan was made; nothing was moved, run `cmem archive apply` again.")
         if os.path.lexists(vault.root / move.target):
             raise CmemError(f"{move.target} appeared since the plan was made; nothing was moved, run `cmem archive apply` again.")
+        link = _link_on_the_way(vault, move.target)
+        if link:
+            raise CmemError(f"{move.target} goes through the symbolic link {link}; cmem never moves a note through a link, "
+                            "which could take it out of the vault. Nothing was moved.")
+
+
+def _link_on_the_way(vault: Vault, target: str) -> str | None:
+    """The first symbolic link among the target's folders (checked after resolving: the real
+    folder must be inside the real archive folder, inside the real vault)."""
+    current = vault.root
+    for part in target.split("/")[:-1]:
+        current = current / part
+        if os.path.islink(current):
+            return vault.rel(current)
+    real_root = os.path.realpath(vault.root)
+    real_folder = os.path.realpath((vault.root / target).parent)
+    real_archive = os.path.realpath(vault.root / vault.config.archive_dir)
+    inside = lambda path, folder: path == folder or path.startswith(folder + os.sep)
+    if not (inside(real_archive, real_root) and inside(real_folder, real_archive)):
+        return vault.config.archive_dir
+    return None
 
 
 def _expected_digest(vault: Vault, line: StagedLine) -> str:
