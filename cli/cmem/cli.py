@@ -180,20 +180,38 @@ def context(
 
 @app.command()
 def doctor(
+    fix: bool = typer.Option(False, "--fix", help="Repair what an interrupted run left behind (a pass journal, an archive apply, git lock files a killed git left), after confirmation."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: repair without asking (needed without a terminal)."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Check the config, frontmatter, source links, git state, locks and sync-folder risks."""
+    """Check the config, frontmatter, source links, git state, locks, interrupted runs and sync-folder risks.
+
+    With --fix, repairs what an interrupted run left: finishes or rolls back a killed pass,
+    finishes an interrupted archive apply, removes git lock files a killed git left (only when
+    no git is running and they are minutes old). It lists the repairs and asks first.
+    """
     from cmem.doctor import run_doctor
 
     _global["json"] = as_json
-    findings = run_doctor(_open(vault))
+    target = _open(vault)
+    findings, repaired = run_doctor(target), []
+    if fix:
+        from cmem.repair import find_leftovers, repair_leftovers
+
+        leftovers = [item for item in find_leftovers(target) if item.fixable]
+        if leftovers:
+            if not as_json:
+                typer.echo("\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers))
+            _confirm(yes, f"repair {len(leftovers)} thing{'s' if len(leftovers) != 1 else ''}?")
+            repaired = repair_leftovers(target, leftovers)
+            findings = run_doctor(target)
     if as_json:
-        _print_json({"findings": [f.to_json() for f in findings], "ok": not any(f.level == "error" for f in findings)})
+        _print_json({"findings": [f.to_json() for f in findings], "ok": not any(f.level == "error" for f in findings), "fixed": repaired})
     else:
         from cmem.render import render_doctor
 
-        typer.echo(render_doctor(findings))
+        typer.echo("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
     if any(f.level == "error" for f in findings):
         raise typer.Exit(1)
 

@@ -8,7 +8,6 @@ sync client manages (a synced `.git` is a corruption risk: sync vaults through a
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +46,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_sources(vault)
     findings += _check_git(vault)
     findings += _check_lock(vault)
+    findings += _check_leftovers(vault)
     findings += _check_sync(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
@@ -121,10 +121,6 @@ def _check_git(vault: Vault) -> list[Finding]:
     operation = history.operation_in_progress(top)
     if operation:
         findings.append(Finding(ERROR, "git", f"{operation} is in progress in {top}; finish or abort it before a pass"))
-    index_lock = history.git_dir(top) / "index.lock"
-    if index_lock.exists():
-        age = time.time() - index_lock.stat().st_mtime
-        findings.append(Finding(WARN, "git", f"{index_lock} exists ({age / 60:.0f} min old); if no git command is running, delete it"))
     if not history.head(top):
         findings.append(Finding(WARN, "git", "the repository has no commits yet"))
     if not findings:
@@ -137,6 +133,16 @@ def _check_lock(vault: Vault) -> list[Finding]:
         holder = read_holder(lock_path(vault.state_dir)) or {}
         return [Finding(WARN, "lock", f"a pass is running (pid {holder.get('pid', '?')} since {holder.get('since', '?')})")]
     return [Finding(OK, "lock", "no pass is running")]
+
+
+def _check_leftovers(vault: Vault) -> list[Finding]:
+    """What an interrupted run left: a pass journal, an archive apply, git lock files (repair.py)."""
+    from cmem.repair import find_leftovers
+
+    return [
+        Finding(WARN, "interrupted", leftover.message + (f"; `cmem doctor --fix` {leftover.action}" if leftover.fixable else ""), leftover.path)
+        for leftover in find_leftovers(vault)
+    ]
 
 
 def _check_sync(vault: Vault) -> list[Finding]:

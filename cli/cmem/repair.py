@@ -1,0 +1,279 @@
+"""What an interrupted run can leave behind, and `cmem doctor --fix` to repair it (issue 6).
+
+- a pass journal: a pass killed between its first replace and its commit; the journal's own
+  recovery rolls it forward or back (`cmem.converge.journal.recover`, which the next pass also runs);
+- an interrupted archive apply: notes moved into the archive (staged with `git mv`) but the
+  checklist, state.json or the commit not done; the repair finishes it — the user confirmed
+  those moves when they ran `cmem archive apply` — and commits them as that apply would have;
+- git lock files (`index.lock`, `HEAD.lock`, a branch's `.lock`) left by a killed git: removed
+  only when no git process is running and the file is older than a few minutes, so a lock a live
+  git (obsidian-git, an editor) holds is never taken away.
+
+cmem's own pass lock is an `flock`: the kernel releases it when its holder dies, so it cannot go
+stale and needs no repair (`cmem doctor` says who holds it).
+
+`find_leftovers` only reads; `repair_leftovers` changes the vault, holding the pass lock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from cmem import history
+from cmem.errors import CmemError
+from cmem.vault import DIVERGENT, Vault
+
+# A git lock file older than this, with no git process running, was left by a killed git.
+STALE_GIT_LOCK_SECONDS = 300
+_GIT_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
+
+
+@dataclass
+class Leftover:
+    kind: str  # journal | archive | git-lock
+    message: str  # what is wrong, one sentence naming the file
+    action: str | None  # what `--fix` does; None: nothing to do safely (yet)
+    path: str | None = None
+    moves: list[tuple[str, str]] = field(default_factory=list)  # archive: (from, to)
+    pass_id: str | None = None  # archive: the interrupted apply's id, when state.json has it
+
+    @property
+    def fixable(self) -> bool:
+        return self.action is not None
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "action": self.action, "path": self.path}
+
+
+def find_leftovers(vault: Vault) -> list[Leftover]:
+    found: list[Leftover] = []
+    found += _journals(vault)
+    found += _interrupted_archive(vault)
+    found += _git_locks(vault)
+    return found
+
+
+def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | None = None) -> list[str]:
+    """Repair the fixable leftovers; returns one line per repair done."""
+    from cmem.lock import vault_lock
+
+    done: list[str] = []
+    with vault_lock(vault.state_dir, "doctor --fix"):
+        for leftover in [item for item in leftovers if item.kind == "git-lock" and item.fixable]:
+            done.append(_remove_git_lock(vault, leftover))
+        if any(item.kind == "journal" for item in leftovers):
+            from cmem.converge import journal
+
+            done += [str(recovery) for recovery in journal.recover(vault)]
+        for leftover in [item for item in leftovers if item.kind == "archive" and item.fixable]:
+            done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
+    return done
+
+
+# --- pass journals ------------------------------------------------------------------------------
+
+
+def _journals(vault: Vault) -> list[Leftover]:
+    from cmem.converge import journal
+
+    return [
+        Leftover("journal", f"a pass was interrupted before it finished (journal {folder})",
+                 "finishes it, or puts every file back if you edited one since", str(folder))
+        for folder in journal.pending_journals(vault)
+    ]
+
+
+# --- git lock files ------------------------------------------------------------------------------
+
+
+def _git_locks(vault: Vault) -> list[Leftover]:
+    try:
+        git_dir = history.git_dir(vault.root)
+    except CmemError:
+        return []
+    locks = [git_dir / name for name in _GIT_LOCKS] + sorted((git_dir / "refs").glob("**/*.lock"))
+    found = []
+    running = None
+    for lock in locks:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except OSError:
+            continue
+        if running is None:
+            running = git_processes(git_dir.parent)
+        minutes = f"{age / 60:.0f} min old" if age >= 60 else f"{age:.0f} s old"
+        if running:
+            found.append(Leftover("git-lock", f"{lock} exists ({minutes}) and a git process is running (pid {running[0]}); "
+                                              "it is probably that git's — wait for it", None, str(lock)))
+        elif age < STALE_GIT_LOCK_SECONDS:
+            found.append(Leftover("git-lock", f"{lock} exists ({minutes}); no git process is running — if it is still there "
+                                              f"in {STALE_GIT_LOCK_SECONDS // 60} minutes, a killed git left it", None, str(lock)))
+        else:
+            found.append(Leftover("git-lock", f"{lock} was left by a git that was killed ({minutes}, no git process is running)",
+                                  "removes it", str(lock)))
+    return found
+
+
+def git_processes(repository: Path) -> list[int]:
+    """Pids of running git processes that may be working in `repository`: those whose working
+    folder is inside it (git moves there for `-C`), and any whose folder cannot be read. Without
+    /proc (macOS), every git process counts: a lock is never worth a guess."""
+    pids = []
+    if os.path.isdir("/proc/self"):
+        top = os.path.realpath(repository)
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                comm = Path(f"/proc/{name}/comm").read_text().strip()
+            except OSError:
+                continue
+            if not (comm == "git" or comm.startswith("git-")):
+                continue
+            try:
+                cwd = os.path.realpath(os.readlink(f"/proc/{name}/cwd"))
+            except OSError:
+                cwd = top  # cannot tell: assume it is ours
+            if cwd == top or cwd.startswith(top + os.sep):
+                pids.append(int(name))
+        return pids
+    import subprocess
+
+    listed = subprocess.run(["ps", "-axo", "pid=,comm="], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        pid, _, comm = line.strip().partition(" ")
+        base = comm.strip().rsplit("/", 1)[-1]
+        if pid.isdigit() and (base == "git" or base.startswith("git-")):
+            pids.append(int(pid))
+    return pids
+
+
+def _remove_git_lock(vault: Vault, leftover: Leftover) -> str:
+    lock = Path(leftover.path)
+    if git_processes(history.git_dir(vault.root).parent):
+        return f"kept {lock}: a git process started meanwhile"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return f"{lock} is gone already"
+    if age < STALE_GIT_LOCK_SECONDS:
+        return f"kept {lock}: it was touched again"
+    os.unlink(lock)
+    return f"removed {lock}, left by a killed git"
+
+
+# --- an interrupted archive apply ----------------------------------------------------------------
+
+
+def _interrupted_archive(vault: Vault) -> list[Leftover]:
+    """Notes moved into the archive and not committed, that a checklist line or state.json's
+    last (uncommitted) archive entry says cmem moved. A note moved there by hand is not ours."""
+    from cmem.archive import MISSING, list_staged
+    from cmem.state import load_state
+
+    try:
+        state = load_state(vault.state_file)
+    except CmemError:
+        return []
+    archive_dir = vault.config.archive_dir.rstrip("/") + "/"
+    pending_pass = None
+    last = state.passes[-1] if state.passes else None
+    if last and last.get("kind") == "archive" and history.find_pass_commit(vault.root, last["id"]) is None:
+        pending_pass = last
+    claimed = {(m["from"], m["to"]) for m in (pending_pass or {}).get("moves", [])}
+    staged = {line.target: line for line in list_staged(vault) if line.state == MISSING and line.target}
+    moves = []
+    for source, target in _staged_renames(vault) + _untracked_moves(vault, staged, state):
+        if not target.startswith(archive_dir) or vault.layer_of(source) != DIVERGENT:
+            continue
+        if (source, target) in claimed or target in staged:
+            moves.append((source, target))
+    if pending_pass and not moves:
+        moves = sorted(claimed)  # moved and listed, the commit is what is missing
+    if not moves:
+        return []
+    shown = ", ".join(f"{source} → {target}" for source, target in moves[:5]) + (" …" if len(moves) > 5 else "")
+    return [Leftover("archive", f"an archive apply was interrupted: {len(moves)} note{'s' if len(moves) != 1 else ''} moved "
+                                f"but not committed ({shown})",
+                     "finishes it: removes their checklist lines, updates state.json and commits the moves",
+                     vault.checklist_rel, moves, pending_pass["id"] if pending_pass else None)]
+
+
+def _staged_renames(vault: Vault) -> list[tuple[str, str]]:
+    result = history.run_git(vault.root, "diff", "--cached", "-M", "--name-status", "-z", "HEAD", "--", ".", check=False)
+    if result.returncode != 0:
+        return []
+    fields = result.stdout.split("\0")
+    renames = []
+    index = 0
+    while index < len(fields) - 1:
+        status = fields[index]
+        if status.startswith(("R", "C")) and index + 2 < len(fields):
+            renames.append((fields[index + 1], fields[index + 2]))
+            index += 3
+        else:
+            index += 2
+    return renames
+
+
+def _untracked_moves(vault: Vault, staged: dict, state) -> list[tuple[str, str]]:
+    """A note git did not track yet is moved with a plain rename: its checklist line is missing
+    its note, the target exists, and state.json still has the note at its old path."""
+    moves = []
+    for target, line in staged.items():
+        if not (vault.root / target).is_file():
+            continue
+        for source in state.notes:
+            if source.rsplit("/", 1)[-1].removesuffix(".md") == line.note and not (vault.root / source).exists():
+                tracked = history.run_git(vault.root, "--literal-pathspecs", "ls-files", "--error-unmatch", "--", target, check=False)
+                if tracked.returncode != 0:
+                    moves.append((source, target))
+    return moves
+
+
+def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
+    """Do what the interrupted `cmem archive apply` did not: checklist lines out, state.json
+    entries moved (unless done), one commit with the apply's message."""
+    from cmem import archive
+    from cmem.converge.apply import WritePlan, apply_plan, current_bytes
+    from cmem.converge.pipeline import new_pass_id
+    from cmem.passes import commit_exact
+    from cmem.state import load_state, state_bytes
+
+    moves = [(s, t) for s, t in leftover.moves if (vault.root / t).exists()]
+    if not moves:
+        return "the interrupted archive apply left nothing to finish"
+    pass_id = leftover.pass_id or new_pass_id(now)
+    text, checklist_raw = archive.read_checklist(vault)
+    moved_names = {target.rsplit("/", 1)[-1].removesuffix(".md") for _, target in moves} | {
+        source.rsplit("/", 1)[-1].removesuffix(".md") for source, _ in moves}
+    lines = [line.line_no for line in archive.parse_checklist(text) if line.note in moved_names]
+    state_raw = current_bytes(vault.state_file)
+    state = load_state(vault.state_file)
+    for source, target in moves:
+        entry = state.notes.pop(source, None)
+        if entry is not None:
+            state.notes[target] = entry
+    if not any(p.get("id") == pass_id for p in state.passes):
+        state.passes.append({
+            "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": None, "model": None,
+            "notes": [s for s, _ in moves], "changed": [t for _, t in moves], "warnings": 0, "kind": "archive",
+            "moves": [{"from": s, "to": t} for s, t in moves],
+        })
+    plan = WritePlan()
+    if lines:
+        plan.add(vault.checklist_rel, archive.remove_checklist_lines(text, set(lines)), checklist_raw)
+    plan.add(vault.rel(vault.state_file), state_bytes(state), state_raw)
+    written = apply_plan(vault, plan)
+    names = ", ".join(t.rsplit("/", 1)[-1].removesuffix(".md") for _, t in moves)
+    message = "\n".join(
+        [f"cmem: archive {len(moves)} note{'s' if len(moves) != 1 else ''} → {names}", ""]
+        + [f"Archived: {s} → {t}" for s, t in moves]
+        + ["Finished by `cmem doctor --fix` after an interruption", "", f"{history.PASS_TRAILER}: {pass_id}"]
+    )
+    commit = commit_exact(vault, [p for move in moves for p in move] + written + [vault.checklist_rel, vault.rel(vault.state_file)], message)
+    return f"finished the interrupted archive apply: {len(moves)} notes moved, commit {commit[:8] if commit else 'none'}"
