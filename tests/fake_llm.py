@@ -11,6 +11,8 @@ Reads the prompt from PROMPT_FILE, or else from stdin to EOF. Environment:
 - FAKE_LLM_REPLY: the reply when no folder is given (default: a fixed line).
 - FAKE_LLM_MODE: reply (default) | fail | hang | grandchild | flood | no-stdin-read | slow | empty
   | stubborn (ignores SIGTERM, as does a helper it forks, and hangs)
+  | stream (a reply that opens a file block, then FAKE_LLM_STREAM_BYTES of content, streamed:
+  a 1 GB answer costs the fake no memory)
 - FAKE_LLM_DELAY: seconds `slow` sleeps before replying.
 - FAKE_LLM_STDERR: what `fail` writes on stderr.
 
@@ -71,6 +73,16 @@ def main(argv: list[str]) -> int:
         block = b"x" * 65536
         while True:
             sys.stdout.buffer.write(block)
+    if mode == "stream":
+        sys.stdout.buffer.write(b'<convergence>\n<file path="converged/core/profile.md">\n')
+        remaining = int(float(os.environ.get("FAKE_LLM_STREAM_BYTES", "1e9")))
+        line = b"- \xe6\x9d\xa5\xe6\xba\x90 the same statement again, and again (source: [[x]])\n" * 800
+        while remaining > 0:
+            chunk = line[:remaining]
+            sys.stdout.buffer.write(chunk)
+            remaining -= len(chunk)
+        sys.stdout.buffer.write(b"</file>\n</convergence>\n")
+        return 0
     if mode == "slow":
         time.sleep(float(os.environ.get("FAKE_LLM_DELAY", "1")))
     if mode == "empty":
