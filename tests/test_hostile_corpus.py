@@ -240,3 +240,18 @@ def test_archive_apply_never_runs_on_its_own(injected):
                           capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 1 and "--yes" in done.stderr
     assert (root / INBOX).exists() and (root / rv.NOTE).exists()
+
+
+def test_a_replacement_character_quoted_from_a_note_read_that_way_is_the_users(corpus):
+    """U+FFFD in a reply is refused (garbled bytes), except where it quotes a note that was itself
+    read with replacement characters (a Latin-1 note): that is the user's text as cmem could read it."""
+    from dataclasses import replace
+
+    vault, ctx, _ = corpus
+    latin = replace(ctx, source_texts=dict(ctx.source_texts, **{"2026-11-29 notes": "- I prefer caf\ufffd au lait\n"}))
+    quoted = rv.wrap(rv.block(rv.PROFILE, rv.profile(*rv.S, "- Prefers caf\ufffd au lait (source: [[2026-11-29 notes]])")),
+                     f'<converged note="{rv.NOTE2}" into="{rv.PROFILE}"/>\n')
+    assert validate_response(vault, parse_response(quoted), latin).ok
+    garbled = quoted.replace("caf\ufffd au", "caf\ufffd\ufffd au")
+    validation = validate_response(vault, parse_response(garbled), latin)
+    assert not validation.ok and "U+FFFD" in str(validation.errors[0])

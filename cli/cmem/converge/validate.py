@@ -240,7 +240,7 @@ class _Checker:
             if "\ufffd" not in line or line.strip() in before:
                 continue
             spots = [i for i, ch in enumerate(line) if ch == "\ufffd"]
-            quoted = lambda i: any(line[max(i - 2, 0) : i + 1] in text or line[i : i + 3] in text for text in sources)
+            quoted = lambda i: any(line[max(i - 2, 0) : i + 3] in text for text in sources)  # two characters each side
             if not all(quoted(i) for i in spots):
                 self.error(path, number, "content", "this line holds U+FFFD, the mark of bytes that were not UTF-8 (a garbled reply); write it out again")
                 return
