@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -307,3 +308,22 @@ def test_warm_search_takes_milliseconds(labelled_vault):
     search_scope(vault, CONVERGENT, "房租")
     warm = search_scope(vault, CONVERGENT, "房租").sync
     assert (warm.added, warm.updated, warm.removed, warm.rebuilt) == (0, 0, 0, None)
+
+
+def test_doctor_reports_and_fix_rebuilds_an_unreadable_index(labelled_vault):
+    from cmem.index import index_problem
+
+    vault = open_vault(labelled_vault)
+    recall_memory(vault, "房租")
+    assert index_problem(vault, CONVERGENT) is None
+    path = index_file(vault, CONVERGENT)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"\x00garbage" * 4096)
+    assert "unreadable" in index_problem(vault, CONVERGENT)
+    report = runner.invoke(app, ["doctor", "--json", "--vault", str(labelled_vault)])
+    assert any("search index" in f["message"] and "doctor --fix" in f["message"] for f in json.loads(report.output)["findings"])
+    fixed = runner.invoke(app, ["doctor", "--fix", "--yes", "--vault", str(labelled_vault)])
+    assert "rebuilt the convergent search index" in fixed.output, fixed.output
+    assert index_problem(vault, CONVERGENT) is None
+    assert "房租每月" in recall_memory(vault, "房租").results[0].hit.text

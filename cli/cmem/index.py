@@ -502,15 +502,34 @@ def delete_index(path: Path) -> None:
             pass
 
 
-def rebuild_indexes(vault: Vault) -> list[SyncReport]:
-    """Delete both indexes and build them again from the files (`cmem doctor --fix`)."""
-    reports = []
-    for scope in SCOPES:
-        delete_index(index_file(vault, scope))
-        reports.append(search_scope(vault, scope, "", 0).sync)
-    return reports
-
-
 def index_size(vault: Vault, scope: str) -> int:
     path = index_file(vault, scope)
     return sum(os.path.getsize(f"{path}{s}") for s in ("", "-wal") if os.path.exists(f"{path}{s}"))
+
+
+def index_problem(vault: Vault, scope: str) -> str | None:
+    """Why the scope's index cannot be used as it is (for `cmem doctor`), or None. A missing index
+    is no problem: the next search builds it."""
+    import sqlite3
+
+    path = index_file(vault, scope)
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            result = db.execute("PRAGMA quick_check").fetchone()
+            if not result or result[0] != "ok":
+                return f"fails SQLite's check ({result[0] if result else 'no answer'})"
+            db.execute("SELECT count(*) FROM rows").fetchone()
+        finally:
+            db.close()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        return f"is unreadable ({exc})"
+    return None
+
+
+def rebuild_index(vault: Vault, scope: str) -> SyncReport:
+    """Delete the scope's index and build it again from the notes."""
+    delete_index(index_file(vault, scope))
+    return search_scope(vault, scope, "", 0).sync

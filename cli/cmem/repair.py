@@ -7,7 +7,9 @@
   those moves when they ran `cmem archive apply` — and commits them as that apply would have;
 - git lock files (`index.lock`, `HEAD.lock`, a branch's `.lock`) left by a killed git: removed
   only when no git process is running and the file is older than a few minutes, so a lock a live
-  git (obsidian-git, an editor) holds is never taken away.
+  git (obsidian-git, an editor) holds is never taken away;
+- a search index (`cmem recall`) that SQLite cannot read: deleted and built again from the notes
+  (it is a cache; a search would do the same on its own).
 
 cmem's own pass lock is an `flock`: the kernel releases it when its holder dies, so it cannot go
 stale and needs no repair (`cmem doctor` says who holds it).
@@ -34,12 +36,13 @@ _GIT_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "sha
 
 @dataclass
 class Leftover:
-    kind: str  # journal | archive | git-lock
+    kind: str  # journal | archive | git-lock | index
     message: str  # what is wrong, one sentence naming the file
     action: str | None  # what `--fix` does; None: nothing to do safely (yet)
     path: str | None = None
     moves: list[tuple[str, str]] = field(default_factory=list)  # archive: (from, to)
     pass_id: str | None = None  # archive: the interrupted apply's id, when state.json has it
+    scope: str | None = None  # index: convergent | archive
 
     @property
     def fixable(self) -> bool:
@@ -54,6 +57,7 @@ def find_leftovers(vault: Vault) -> list[Leftover]:
     found += _journals(vault)
     found += _interrupted_archive(vault)
     found += _git_locks(vault)
+    found += _indexes(vault)
     return found
 
 
@@ -71,7 +75,24 @@ def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | No
             done += [str(recovery) for recovery in journal.recover(vault)]
         for leftover in [item for item in leftovers if item.kind == "archive" and item.fixable]:
             done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
+    for leftover in [item for item in leftovers if item.kind == "index"]:
+        from cmem.index import rebuild_index
+
+        report = rebuild_index(vault, leftover.scope)
+        done.append(f"rebuilt the {leftover.scope} search index from the notes ({report.files} files, {report.rows} statements)")
     return done
+
+
+def _indexes(vault: Vault) -> list[Leftover]:
+    from cmem.index import SCOPES, index_file, index_problem
+
+    found = []
+    for scope in SCOPES:
+        problem = index_problem(vault, scope)
+        if problem:
+            found.append(Leftover("index", f"the {scope} search index {index_file(vault, scope)} {problem}",
+                                  "delete it and build it again from the notes", path=str(index_file(vault, scope)), scope=scope))
+    return found
 
 
 # --- pass journals ------------------------------------------------------------------------------
