@@ -184,3 +184,12 @@ def test_note_after_todays_note_was_archived_gets_a_new_name(sample_vault):
     archived.write_text("- 已归档\n", encoding="utf-8")
     data = json.loads(cmem("note", "新的一条", "--vault", str(sample_vault), "--json").output)
     assert data["note"] == f"{today} 随手记 2.md"
+
+
+def test_context_lists_a_few_pending_notes_and_counts_the_rest(make_vault):
+    files = {f"2026-11-{day:02d} note {n}.md": f"- 我决定第 {day}-{n} 件事改用新的做法\n" for day in range(1, 29) for n in range(2)}
+    root = make_vault(files)
+    data = json.loads(cmem("context", "--vault", str(root), "--json").output)
+    assert data["pending_total"] == 56 and len(data["pending"]) == 20
+    text = cmem("context", "--vault", str(root)).output
+    assert "… and 36 more pending notes" in text

@@ -21,6 +21,10 @@ from cmem.tokens import estimate_tokens
 from cmem.triggers import parse_time
 from cmem.vault import RESIDENT, SITUATIONAL, Vault
 
+MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
+MAX_SIGNALS_PER_NOTE = 5
+MAX_LISTED_OMITTED = 20
+
 
 @dataclass
 class ContextFile:
@@ -46,6 +50,8 @@ class Context:
     budget: int
     problems: list[str] = field(default_factory=list)
     excerpts: list[dict] = field(default_factory=list)  # topic matches from files left out
+    pending_total: int = 0  # pending notes in the vault (only the first few are listed)
+    index_total: int = 0  # topic files in the vault when the index was cut to fit the budget
 
     @property
     def tokens(self) -> int:
@@ -57,6 +63,8 @@ class Context:
             "situational": [{"path": f.path, "content": f.content} for f in self.situational],
             "index": [{"path": f.path, "summary": f.summary, "last_read": f.last_read} for f in self.index],
             "pending": self.pending,
+            "pending_total": self.pending_total,
+            "index_total": max(self.index_total, len(self.index)),
             "omitted": [{"path": f.path, "tokens": f.tokens, "score": round(f.score, 3)} for f in self.omitted],
             "excerpts": self.excerpts,
             "topic": self.topic,
@@ -129,11 +137,20 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
     scan = scan_vault(vault)
     # SPEC §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once
     problems += [f"{odd.rel} {odd.message}" for odd in scan.odd if not any(p.startswith(odd.rel + " ") for p in problems)]
+    # A bundle is read at every session start: pending notes are listed up to a few, the rest
+    # are counted (`cmem scan` has them all).
     pending = [
-        {"note": p.rel, "signals": [s.to_json() for s in p.signals]}
-        for p in scan.pending
+        {"note": p.rel, "signals": [s.to_json() for s in p.signals[:MAX_SIGNALS_PER_NOTE]], "signals_total": len(p.signals)}
+        for p in scan.pending[:MAX_PENDING_NOTES]
     ]
+    resident_tokens = sum(f.tokens for f in resident)
+    if resident_tokens > vault.config.resident_max_tokens:
+        problems.append(
+            f"the resident sublayer ({vault.config.resident_dir}/) is {resident_tokens} tokens, over resident_max_tokens "
+            f"({vault.config.resident_max_tokens}); it is always included whole, so the bundle may pass its budget — compress it"
+        )
     context = Context(resident, [], situational, pending, [], topic, budget, problems)
+    context.pending_total = len(scan.pending)
     # The resident layer, the index and the pending notes are always there; the budget decides
     # how many topic files join them.
     used = context.tokens
@@ -141,7 +158,7 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         context.situational = list(situational)
     else:
         ordered = sorted(situational, key=lambda f: (not f.matches_topic, -f.score, f.path))
-        reserve = 15 * len(ordered)  # the "left out" list itself
+        reserve = 15 * min(len(ordered), MAX_LISTED_OMITTED) + 20  # the "left out" list itself
         for file in ordered:
             if used + file.tokens <= budget - reserve:
                 context.situational.append(file)
@@ -151,6 +168,7 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         while context.situational and context.tokens > budget:  # the reserve was not enough
             context.omitted.insert(0, context.situational.pop())
         context.situational.sort(key=lambda f: (not f.matches_topic, f.path))
+        _fit_index(context)
         if topic and context.omitted:
             add_topic_excerpts(vault, context, topic)
     if record:
@@ -180,6 +198,30 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
         context.excerpts.pop()
 
 
+def _fit_index(context: Context) -> None:
+    """Over budget, the index keeps its best-ranked entries (topic matches first) and counts the
+    rest: on a vault with thousands of topic files the index alone would fill any budget."""
+    excess = context.tokens - context.budget
+    if excess <= 0:
+        return
+    context.index_total = len(context.index)
+    by_rank = sorted(context.index, key=lambda f: (not f.matches_topic, -f.score, f.path))
+    dropped = set()
+    while by_rank and excess > 0:
+        file = by_rank.pop()
+        dropped.add(file.path)
+        excess -= estimate_tokens(_index_line(file)) + 1
+    context.index = [f for f in context.index if f.path not in dropped]
+    while context.index and context.tokens > context.budget:  # the "… and N more" line itself
+        worst = sorted(context.index, key=lambda f: (not f.matches_topic, -f.score, f.path))[-1]
+        context.index.remove(worst)
+
+
+def _index_line(file: ContextFile) -> str:
+    read = f" · last read {file.last_read[:10]}" if file.last_read else " · never read"
+    return f"- {file.path} — {file.summary or '(no summary)'}{read}"
+
+
 def render_context_markdown(context: Context) -> str:
     """Plain Markdown, framed as reference material (safe to paste into a system prompt)."""
     out = [
@@ -202,9 +244,9 @@ def render_context_markdown(context: Context) -> str:
             out += [f"### {file.path}", "", file.content.rstrip("\n"), ""]
     if context.index:
         out += ["## Index of situational files", ""]
-        for file in context.index:
-            read = f" · last read {file.last_read[:10]}" if file.last_read else " · never read"
-            out.append(f"- {file.path} — {file.summary or '(no summary)'}{read}")
+        out += [_index_line(file) for file in context.index]
+        if context.index_total > len(context.index):
+            out.append(f"- … and {context.index_total - len(context.index)} more topic files (`cmem recall` finds them)")
         out.append("")
     if context.pending:
         out += ["## Pending divergent notes (not yet converged)", ""]
@@ -212,6 +254,10 @@ def render_context_markdown(context: Context) -> str:
             out.append(f"- {entry['note']}")
             for signal in entry["signals"]:
                 out.append(f"  - line {signal['line']} · {signal['class']}: {signal['excerpt']}")
+            if entry.get("signals_total", 0) > len(entry["signals"]):
+                out.append(f"  - … {entry['signals_total'] - len(entry['signals'])} more")
+        if context.pending_total > len(context.pending):
+            out.append(f"- … and {context.pending_total - len(context.pending)} more pending notes (`cmem scan` lists them)")
         out.append("")
     if context.excerpts:
         out += [f"## Matching “{context.topic}” in the files left out (excerpts)", ""]
@@ -222,7 +268,9 @@ def render_context_markdown(context: Context) -> str:
     if context.omitted:
         out += [f"## Left out to fit {context.budget} tokens", ""]
         query = context.topic.replace('"', "'") if context.topic else "…"
-        for file in context.omitted:
+        for file in context.omitted[:MAX_LISTED_OMITTED]:
             out.append(f"- {file.path} ({file.tokens} tokens) — read it, or `cmem recall \"{query}\"` for parts of it")
+        if len(context.omitted) > MAX_LISTED_OMITTED:
+            out.append(f"- … and {len(context.omitted) - MAX_LISTED_OMITTED} more")
         out.append("")
     return "\n".join(out)
