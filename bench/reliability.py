@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""cmem's reliability figures (issue 6): fault-injection trials, counted, written to docs/reliability.md.
+
+    python bench/reliability.py [--quick] [--writer-trials 200] [--crash-trials N] [--hung-repeat 3]
+                                [--no-pytest] [--out docs/reliability.md] [--workdir DIR]
+
+Every figure comes from the harnesses the tests use (tests/crash_harness.py,
+tests/reliability_harness.py, tests/reply_variants.py): real `cmem` passes, real git, real
+processes, the fake model (tests/fake_llm.py) — no model is ever called. Then it runs the
+many-trial tests (`pytest -m slow`) and records their outcome. `--quick` is the CI-sized
+sample (a few minutes less than a full run of about ten).
+
+Everything runs with HOME, XDG_* and the git identity pointed into a temporary folder, so no run
+touches the real home or a real state folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
+TESTS = PROJECT / "tests"
+SLOW_TESTS = ["tests/test_hostile_corpus.py", "tests/test_second_writers.py", "tests/test_pass_processes.py", "tests/test_crash.py"]
+
+
+def isolate(home: Path) -> None:
+    os.environ.update(
+        HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"), XDG_DATA_HOME=str(home / "data"),
+        GIT_AUTHOR_NAME="cmem bench", GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="cmem bench", GIT_COMMITTER_EMAIL="bench@example.com",
+        GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1",
+    )
+    for name in ("CMEM_VAULT", "CMEM_LLM", "CMEM_FAULT", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        os.environ.pop(name, None)
+
+
+def step(title: str):
+    print(f"\n== {title}", file=sys.stderr, flush=True)
+    return time.monotonic()
+
+
+def crash_figures(workdir: Path, trials: int | None) -> dict | None:
+    try:
+        import crash_harness
+    except ImportError:
+        return None
+    return crash_harness.run_kill_trials(trials, workdir)
+
+
+def index_lock_figure(workdir: Path) -> dict:
+    """`cmem converge` with `.git/index.lock` held by "another git": exit time and message."""
+    import reliability_harness as harness
+
+    root, _ = harness.fresh_vault(harness.make_corpus_template(workdir), workdir, "index-lock")
+    (root / ".git/index.lock").write_text("")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(root)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    return {"seconds": round(time.monotonic() - started, 2), "exit": done.returncode,
+            "names_the_lock": str(root / ".git/index.lock") in done.stderr, "message": done.stderr.strip()}
+
+
+def validator_figures(hostile: list, valid: list, workdir: Path) -> dict:
+    """Every variant through the validator alone (what the pass-level figures confirm)."""
+    import reply_variants as rv
+    from cmem.converge.response import parse_response
+    from cmem.converge.validate import validate_response
+    from cmem.vault import open_vault
+
+    root = rv.build_corpus_vault(workdir / "validator" / "vault", workdir / "validator" / "outside", git=False)
+    vault = open_vault(root)
+    ctx = rv.corpus_context(vault)
+    fill = lambda v: v.text.replace("{VAULT}", str(root)).replace("{OUTSIDE}", str(workdir / "validator" / "outside"))
+    accepted_hostile = [v.name for v in hostile if validate_response(vault, parse_response(fill(v)), ctx).ok]
+    rejected_valid = [v.name for v in valid if not validate_response(vault, parse_response(v.text), ctx).ok]
+    return {"hostile_accepted": accepted_hostile, "valid_rejected": rejected_valid}
+
+
+def run_slow_tests() -> dict:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow", *SLOW_TESTS],
+                          cwd=PROJECT, capture_output=True, text=True)
+    summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+    return {"exit": done.returncode, "summary": summary, "seconds": round(time.monotonic() - started, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="CI-sized samples: 20 writer trials, a sample of kill points, hung cases once.")
+    parser.add_argument("--writer-trials", type=int, default=None, help="Second-writer trials (default 200; 20 with --quick).")
+    parser.add_argument("--crash-trials", type=int, default=None, help="Kill trials (default: every kill point at every occurrence; 20 with --quick).")
+    parser.add_argument("--hung-repeat", type=int, default=None, help="Rounds of every hung-model case (default 3; 1 with --quick).")
+    parser.add_argument("--no-pytest", action="store_true", help="Do not run the slow tests (`pytest -m slow`) afterwards.")
+    parser.add_argument("--out", type=Path, default=PROJECT / "docs" / "reliability.md")
+    parser.add_argument("--workdir", type=Path, default=None, help="Where the trial vaults go (default: a temporary folder, removed after).")
+    args = parser.parse_args(argv)
+    writer_trials = args.writer_trials or (20 if args.quick else 200)
+    crash_trials = args.crash_trials if args.crash_trials is not None else (20 if args.quick else None)
+    hung_repeat = args.hung_repeat or (1 if args.quick else 3)
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cmem-reliability-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    isolate(workdir / "home")
+    sys.path.insert(0, str(TESTS))
+    import reliability_harness as harness
+    import reply_variants as rv
+
+    started_all = time.monotonic()
+    figures: dict = {}
+    t = step("crash consistency: SIGKILL at every step of apply and commit")
+    figures["crash"] = crash_figures(workdir / "crash", crash_trials)
+    figures["crash_seconds"] = round(time.monotonic() - t, 1)
+    t = step(f"second writers: {writer_trials} trials")
+    figures["writers"] = harness.run_writer_trials(writer_trials, workdir / "writers", seed=200)
+    hostile, valid = rv.hostile_variants("{VAULT}", "{OUTSIDE}"), rv.valid_variants()
+    t = step(f"hostile replies: {len(hostile)} through the real pass")
+    figures["hostile"] = harness.reply_pass_trials(workdir / "hostile", hostile, expect="rejected")
+    t = step(f"valid replies: {len(valid)} through the real pass")
+    figures["valid"] = harness.reply_pass_trials(workdir / "valid", valid, expect="applied")
+    figures["validator"] = validator_figures(hostile, valid, workdir)
+    t = step(f"misbehaving models: {len(harness.HUNG_CASES)} cases x {hung_repeat}")
+    figures["hung"] = harness.run_hung_model_trials(workdir / "hung", repeat=hung_repeat)
+    t = step("a held .git/index.lock")
+    figures["index_lock"] = index_lock_figure(workdir / "lock")
+    figures["hand_written"] = {"hostile": len(list((TESTS / "replies" / "hostile").glob("*.txt"))),
+                               "valid": len(list((TESTS / "replies" / "valid").glob("*.txt")))}
+    if not args.no_pytest:
+        step("the slow tests: pytest -m slow")
+        figures["pytest_slow"] = run_slow_tests()
+    figures["seconds"] = round(time.monotonic() - started_all, 1)
+
+    report = render(figures, args, writer_trials, crash_trials, hung_repeat)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report, encoding="utf-8")
+    (workdir / "figures.json").write_text(json.dumps(figures, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    print(report)
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if all_at_target(figures) else 1
+
+
+def all_at_target(f: dict) -> bool:
+    checks = [
+        f["writers"]["edits_lost"] == 0, f["writers"]["skipped_reported"] == f["writers"]["skipped_writes"],
+        f["writers"]["unreported"] == 0, f["writers"]["partial"] == 0,
+        f["hostile"]["rejected"] == f["hostile"]["tried"], f["hostile"]["applied_partly"] == 0, f["hostile"]["wrote_outside_allowed"] == 0,
+        f["valid"]["rejected"] <= f["valid"]["tried"] // 100, f["valid"]["wrote_outside_allowed"] == 0,
+        f["hung"]["within_limit"] == f["hung"]["cases"], f["hung"]["orphans"] == 0, f["hung"]["locks_left"] == 0,
+        f["index_lock"]["exit"] == 1 and f["index_lock"]["names_the_lock"] and f["index_lock"]["seconds"] <= 10,
+    ]
+    if f["crash"]:
+        checks.append(f["crash"]["survived"] == f["crash"]["trials"] > 0)
+    if "pytest_slow" in f:
+        checks.append(f["pytest_slow"]["exit"] == 0)
+    return all(checks)
+
+
+def _mark(ok: bool) -> str:
+    return "yes" if ok else "**NO**"
+
+
+def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_repeat: int) -> str:
+    w, h, v, hung, lock = f["writers"], f["hostile"], f["valid"], f["hung"], f["index_lock"]
+    crash = f["crash"]
+    command = "python bench/reliability.py" + (" --quick" if args.quick else "")
+    rows = []
+    if crash:
+        rows.append(("Crash consistency: SIGKILL at each step of apply and commit",
+                     f"{crash['trials']} kills at {len(crash['kill_points'])} kill points ({', '.join(crash['kill_points'])}); "
+                     f"{crash['survived']} survived (every file old or new, `git fsck` clean {crash['fsck_clean']}, next run ok {crash['next_run_ok']})",
+                     "every kill survived", _mark(crash["survived"] == crash["trials"] > 0)))
+    else:
+        rows.append(("Crash consistency", "tests/crash_harness.py not found: not measured", "every kill survived", "**NO**"))
+    rows += [
+        ("Second writers: an input note or a written file edited at a random moment",
+         f"{w['trials']} trials (before the model call {w['by_phase']['before']}, during {w['by_phase']['during']}, "
+         f"after {w['by_phase']['after']}, after the pass {w['by_phase']['late']}); edits lost: {w['edits_lost']}; "
+         f"writes skipped {w['skipped_writes']}, reported {w['skipped_reported']}; input edits warned {w['inputs_changed_warned']}",
+         "0 lost, every skip reported", _mark(w["edits_lost"] == 0 and w["skipped_reported"] == w["skipped_writes"] and w["unreported"] == 0 and w["partial"] == 0)),
+        ("Held `.git/index.lock`", f"exit {lock['exit']} after {lock['seconds']} s, naming the lock: {'yes' if lock['names_the_lock'] else 'no'}",
+         "clear error ≤ 10 s", _mark(lock["exit"] == 1 and lock["names_the_lock"] and lock["seconds"] <= 10)),
+        ("Hostile replies through the real pass (generated)",
+         f"{h['tried']} tried, {h['rejected']} rejected, {h['applied_partly']} applied partly, {h['wrote_outside_allowed']} wrote outside the allowed paths",
+         "all rejected, 0 partial, 0 outside", _mark(h["rejected"] == h["tried"] and h["applied_partly"] == 0 and h["wrote_outside_allowed"] == 0)),
+        ("Valid replies through the real pass (generated)",
+         f"{v['tried']} tried, {v['rejected']} falsely rejected ({v['rejected'] / max(v['tried'], 1):.1%}), {v['wrote_outside_allowed']} wrote outside the allowed paths",
+         "≤ 1% false rejections", _mark(v["rejected"] <= v["tried"] // 100 and v["wrote_outside_allowed"] == 0)),
+        ("Misbehaving model (hang, grandchild holding stdout, ignores SIGTERM, past the timeout, floods, streams 1 GB, never reads stdin)",
+         f"{hung['cases']} runs of `cmem converge`; {hung['within_limit']} returned within timeout + 5 s; worst {hung['worst_seconds_over_timeout']} s over "
+         f"its timeout ({hung['worst']['case'] if hung['worst'] else '-'}); orphans {hung['orphans']}; locks left {hung['locks_left']}; "
+         f"vaults changed {hung['vaults_changed']}; peak memory {hung['peak_rss_mb']} MB",
+         "100% within timeout + 5 s, 0 orphans", _mark(hung["within_limit"] == hung["cases"] and hung["orphans"] == 0 and hung["locks_left"] == 0)),
+    ]
+    table = ["| Trial | Result | Target | At target |", "| --- | --- | --- | --- |"]
+    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    hostile_categories = {}
+    import reply_variants as rv
+
+    for variant in rv.hostile_variants():
+        hostile_categories[variant.category] = hostile_categories.get(variant.category, 0) + 1
+    slow = f.get("pytest_slow")
+    lines = [
+        "# Reliability figures",
+        "",
+        f"Measured {dt.date.today().isoformat()} on {platform.system()} {platform.release()} ({platform.machine()}), "
+        f"Python {platform.python_version()}, {subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}; "
+        f"{f['seconds']:.0f} s in all. Reproduce with:",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "Every figure comes from real `cmem` passes on throwaway vaults — real git, real processes, real "
+        "SIGKILLs — with `tests/fake_llm.py` standing in for the model (no model is called). The default "
+        "`pytest` run takes a sample of each (20 second-writer trials, a sample of kill points and replies); "
+        "`pytest -m slow` and this script run all of them.",
+        "",
+        *table,
+        "",
+        "## What each trial does",
+        "",
+        "- **Crash consistency** (`tests/crash_harness.py`): a pass is SIGKILLed at the n-th time it reaches each "
+        "step of its apply and commit (journal written, temp write, fsync, rename, each replace, applied, "
+        "git add, during git commit, committed); then every file it meant to write must be byte-equal to its "
+        "old or its new version, `git fsck` clean, and the next run must finish or undo the pass."
+        + (f" Kill trials: {'every point at every occurrence' if crash_trials is None else crash_trials}." if crash else ""),
+        "- **Second writers** (`run_writer_trials`): during a pass whose fake model sleeps 20–250 ms, a thread edits "
+        "one of the pass's written files (the profile, the archive checklist), one of its input notes, or a memory "
+        "file it does not write — in place, by rename (as editors save) or by append — at a random moment from before "
+        "the pass to after it. An edit is lost when its line is missing afterwards. A write the pass skips must be "
+        "reported (the error names the file) with nothing of the pass left; an input note edited after it was read "
+        "must be named in a warning (its new lines stay pending).",
+        f"- **Hostile replies** (`tests/reply_variants.py`, {h['tried']} generated): " + ", ".join(f"{n} {c}" for c, n in sorted(hostile_categories.items())) +
+        f". Path attacks ({len(rv.HOSTILE_PATHS)} paths: `..`, absolute, `~`, Windows drive and UNC paths, backslashes, `.git/`, "
+        "`.obsidian/plugins/…`, `.cmem/`, the archive, `archive/../x.md`, the divergent root, unmanaged folders, links out of "
+        "the vault, Unicode look-alikes of `/` and `.`, zero-width and bidi characters, control characters, entities, "
+        "sync-conflict names, over-long names) each in four places: alone, after a valid block, before one, and as a "
+        "`<converged into>` target. Each is run through the real pass from the fake model; the vault, the folder beside it "
+        "and the likely escape targets are compared byte for byte before and after. The "
+        f"{f['hand_written']['hostile']} hand-written hostile replies in `tests/replies/hostile/` run the same way in `tests/test_converge.py`.",
+        f"- **Valid replies** ({v['tried']} generated): different statement sets, traces (nested, English and Chinese), merged "
+        "and dropped duplicates, reordering, frontmatter tweaks, edits to a topic file, new topic files (one in a subfolder, "
+        "one with a CJK name), replies that only defer, notes named by path or by name — wrapped plain, with chatter in "
+        "English or Chinese, in a code fence, with CRLF, single quotes, a BOM, blank lines, the tail first, or an unknown "
+        "element. An applied one must write exactly its file blocks (plus state and checklist).",
+        "- **Misbehaving models** (`run_hung_model_trials`): `cmem converge` run as a user runs it, with the fake model in "
+        "each bad mode; orphans are processes carrying the run's marker still alive afterwards; memory is the peak RSS of "
+        "cmem and its children.",
+        "- **Held index.lock**: `.git/index.lock` present (another git, or a crashed one): cmem waits up to "
+        "5 s for it to go, then stops with one sentence naming it.",
+        "",
+        "The validator alone, on the same variants: "
+        f"{len(f['validator']['hostile_accepted'])} hostile accepted, {len(f['validator']['valid_rejected'])} valid rejected.",
+    ]
+    if slow:
+        lines += ["", f"The slow tests (`pytest -m slow {' '.join(SLOW_TESTS)}`): {slow['summary']} ({slow['seconds']} s)."]
+    problems = w["problems"] + h["unexpected"] + v["unexpected"] + (crash["problems"] if crash else [])
+    if problems:
+        lines += ["", "## Problems", ""] + [f"- {p}" for p in problems[:50]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
