@@ -87,19 +87,9 @@ class PassResult:
 
 def managed_changes(vault: Vault) -> list[str]:
     """Vault-relative paths under cmem's management with uncommitted changes."""
-    result = history.run_git(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
     prefix = _repo_prefix(vault)
     paths = []
-    entries = result.stdout.split("\0")
-    index = 0
-    while index < len(entries):
-        entry = entries[index]
-        index += 1
-        if len(entry) < 4:
-            continue
-        if entry[0] in "RC":
-            index += 1
-        rel = entry[3:]
+    for rel in history.changed_paths(vault.root, ["."]):  # git prints paths from the repository root
         if prefix:
             if not rel.startswith(prefix):
                 continue
