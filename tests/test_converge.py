@@ -305,3 +305,26 @@ def test_review_mode_proposes_then_applies(pass_vault):
     response = sorted(Path(proposal.run_dir).glob("response-*.txt"))[-1].read_text("utf-8")
     applied = run_pass(vault, PassOptions(response_text=response, only=proposal.notes, apply_proposal=True))
     assert applied.status == "applied"
+
+
+def test_an_edit_between_apply_and_commit_is_not_committed_as_the_pass(pass_vault, monkeypatch):
+    """The pass commits the bytes it validated; an autosave landing after the replace stays the
+    user's uncommitted edit instead of hiding inside cmem's commit."""
+    from cmem import faults
+
+    real_point = faults.point
+    autosave = "- 用户在提交前一刻保存的一行（来源：[[2026-11-20 日记]]）\n"
+
+    def point(name):
+        if name == "applied":
+            with open(pass_vault / PROFILE, "a", encoding="utf-8") as handle:
+                handle.write(autosave)
+        real_point(name)
+
+    monkeypatch.setattr(faults, "point", point)
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    committed = git(pass_vault, "show", f"HEAD:{PROFILE}")
+    assert autosave not in committed and "以后都用 uv" in committed
+    assert (pass_vault / PROFILE).read_text("utf-8").endswith(autosave)
+    assert git(pass_vault, "status", "--porcelain", "--", PROFILE).startswith(" M")  # unstaged, the user's

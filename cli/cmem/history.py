@@ -219,6 +219,50 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
     return head(root)
 
 
+def commit_files(root: Path, files: dict[str, bytes], message: str) -> str | None:
+    """Commit exactly these bytes at these vault-relative paths — the validated bytes, not
+    whatever is on disk by the time git would read it (an editor's autosave after the apply
+    stays an uncommitted edit, not part of cmem's commit). Built on a temporary index, so the
+    user's own staged changes are untouched, and the branch moves by compare-and-swap, so a
+    commit made meanwhile by someone else is never lost. Returns the commit, or None when the
+    bytes are already what HEAD holds."""
+    top = toplevel(root) or Path(root).resolve()
+    prefix = "" if top == Path(root).resolve() else Path(root).resolve().relative_to(top).as_posix() + "/"
+    parent = head(top)
+    index = git_dir(top) / f"cmem-index-{os.getpid()}"
+    env = {**_env(), "GIT_INDEX_FILE": str(index)}
+
+    def git(*args: str, data: bytes | None = None) -> str:
+        result = subprocess.run(["git", *SAFE_GIT_OPTIONS, "-C", str(top), *args], input=data, capture_output=True, env=env)
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}")
+        return result.stdout.decode("utf-8").strip()
+
+    try:
+        git("read-tree", parent) if parent else git("read-tree", "--empty")
+        for rel, data in sorted(files.items()):
+            blob = git("hash-object", "-w", "--stdin", data=data)
+            git("update-index", "--add", "--cacheinfo", f"100644,{blob},{prefix}{rel}")
+        tree = git("write-tree")
+        faults.point("git-add")
+        if parent and tree == git("rev-parse", f"{parent}^{{tree}}"):
+            return None
+        commit = git(*_identity_options(top), "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
+        faults.point("git-commit")
+        git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
+    finally:
+        index.unlink(missing_ok=True)
+    sync_index(top, [prefix + rel for rel in files])
+    return commit
+
+
+def sync_index(root: Path, paths: list[str]) -> None:
+    """Make the real index hold HEAD's version of these paths (after a commit built elsewhere)."""
+    wait_for_index_lock(root)
+    run_git(root, "reset", "-q", "HEAD", "--", *paths, check=False)
+
+
 def _crash_during(root: Path, args: tuple[str, ...]) -> None:
     """Crash tests: kill a running `git commit` at a random moment, then this process — a power
     cut in the middle of git writing objects and moving the branch."""

@@ -125,6 +125,7 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     pass_id = intent["pass_id"]
     commit = history.find_pass_commit(vault.root, pass_id)
     if commit is not None:
+        history.sync_index(vault.root, [e["rel"] for e in intent["entries"]])  # killed before the index caught up
         return Recovery(pass_id, "already committed", commit.sha)
     _clear_stale_git_locks(vault, intent)
     states = {}
@@ -141,7 +142,8 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     for entry in intent["entries"]:
         if states[entry["rel"]] == "old":
             _restore(vault, folder, entry, "new")
-    sha = history.commit_paths(vault.root, [e["rel"] for e in intent["entries"]], intent["message"])
+    new_bytes = {e["rel"]: (folder / "new" / str(e["index"])).read_bytes() for e in intent["entries"]}
+    sha = history.commit_files(vault.root, new_bytes, intent["message"])
     return Recovery(pass_id, "rolled forward", sha)
 
 

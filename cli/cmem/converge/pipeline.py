@@ -417,7 +417,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
         raise
     faults.point("applied")
     pass_journal.mark("committing")
-    result.commit = history.commit_paths(vault.root, written, message)
+    result.commit = history.commit_files(vault.root, {rel: plan.writes[rel] for rel in written}, message)
     faults.point("committed")
     pass_journal.finish()
     result.status = "applied"
