@@ -193,3 +193,10 @@ def test_context_lists_a_few_pending_notes_and_counts_the_rest(make_vault):
     assert data["pending_total"] == 56 and len(data["pending"]) == 20
     text = cmem("context", "--vault", str(root)).output
     assert "… and 36 more pending notes" in text
+
+
+def test_doctor_warns_about_a_detached_head(sample_vault):
+    head = git(sample_vault, "rev-parse", "HEAD").strip()
+    git(sample_vault, "checkout", "-q", "--detach", head)
+    result = cmem("doctor", "--vault", str(sample_vault))
+    assert "HEAD is detached" in result.output

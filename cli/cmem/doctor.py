@@ -121,10 +121,33 @@ def _check_git(vault: Vault) -> list[Finding]:
     operation = history.operation_in_progress(top)
     if operation:
         findings.append(Finding(ERROR, "git", f"{operation} is in progress in {top}; finish or abort it before a pass"))
-    if not history.head(top):
-        findings.append(Finding(WARN, "git", "the repository has no commits yet"))
+    findings += _inspect_repository(top)
     if not findings:
         findings.append(Finding(OK, "git", "the vault is its own git repository, nothing in progress"))
+    return findings
+
+
+def _inspect_repository(top) -> list[Finding]:
+    """The repository's own state, read through gitpython's object model (doctor is not on a hot
+    path, and Repo answers these questions without parsing porcelain): no commits yet, a
+    detached HEAD (a pass would commit onto no branch), a shallow clone (`cmem undo` and
+    `cmem trace` need the history)."""
+    import git
+
+    try:
+        repo = git.Repo(top)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        return [Finding(ERROR, "git", f"{top} cannot be opened as a git repository ({type(exc).__name__})")]
+    findings = []
+    try:
+        if not repo.head.is_valid():
+            findings.append(Finding(WARN, "git", "the repository has no commits yet"))
+        elif repo.head.is_detached:
+            findings.append(Finding(WARN, "git", f"HEAD is detached at {repo.head.commit.hexsha[:8]}; check out a branch (`git switch main`) before a pass"))
+        if (Path(repo.git_dir) / "shallow").exists():
+            findings.append(Finding(WARN, "git", "the repository is a shallow clone; `cmem undo` and `cmem trace` see only part of the history (`git fetch --unshallow`)"))
+    finally:
+        repo.close()
     return findings
 
 

@@ -161,36 +161,41 @@ def render_doctor(findings) -> str:
 
 
 class Spinner:
-    """Progress on stderr while the model runs: a spinner with elapsed time on a terminal, one
-    line per stage otherwise (logs stay readable), nothing when quiet."""
-
-    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    """Progress on stderr while a pass runs: on a terminal, rich's live status line (spinner,
+    elapsed seconds, the cursor hidden and restored even on Ctrl-C); off a terminal (hooks, cron,
+    CI logs) one plain line per model stage; nothing when quiet. rich is imported only here, when
+    a pass actually reports progress to a person — never on `status`, `scan` or `--help`."""
 
     def __init__(self, quiet: bool = False, stream=None):
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.frame = 0
         self.last_message = None
+        self._status = None
 
     def __call__(self, message: str, elapsed: float | None) -> None:
         if self.quiet:
             return
         if self.tty:
-            self.frame = (self.frame + 1) % len(self.FRAMES)
-            clock = f" {elapsed:4.0f}s" if elapsed is not None else ""
-            self.stream.write(f"\r\033[K{self.FRAMES[self.frame]} {message}…{clock}")
-            self.stream.flush()
+            text = f"{message}… {elapsed:.0f}s" if elapsed is not None else f"{message}…"
+            if self._status is None:
+                from rich.console import Console
+
+                console = Console(file=self.stream, no_color=not color_on(self.stream), highlight=False)
+                self._status = console.status(text, spinner="dots")
+                self._status.start()
+            else:
+                self._status.update(text)
         elif elapsed is not None and message != self.last_message:
-            # Off a terminal (hooks, cron, CI logs) only the model's stages are worth a line.
+            # Off a terminal only the model's stages are worth a line.
             self.stream.write(f"{message}…\n")
             self.stream.flush()
         self.last_message = message
 
     def done(self) -> None:
-        if self.tty and self.last_message is not None and not self.quiet:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
 
 def colour_diff(diff: str) -> str:

@@ -1,0 +1,42 @@
+"""Progress output: a live status line on a terminal, plain lines in logs, silence when quiet."""
+
+import io
+
+from cmem.render import Spinner, plural
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_spinner_on_a_terminal_shows_elapsed_time_and_cleans_up():
+    stream = FakeTerminal()
+    spinner = Spinner(stream=stream)
+    spinner("asking the model", 1.0)
+    spinner("asking the model", 2.0)
+    spinner.done()
+    assert "asking the model" in stream.getvalue()
+    assert spinner._status is None
+
+
+def test_spinner_off_a_terminal_writes_one_line_per_model_stage():
+    stream = io.StringIO()
+    spinner = Spinner(stream=stream)
+    spinner("scanning", None)
+    for second in range(5):
+        spinner("asking the model", float(second))
+    spinner.done()
+    assert stream.getvalue() == "asking the model…\n"
+
+
+def test_quiet_spinner_is_silent():
+    stream = FakeTerminal()
+    spinner = Spinner(quiet=True, stream=stream)
+    spinner("asking the model", 3.0)
+    spinner.done()
+    assert stream.getvalue() == ""
+
+
+def test_plural():
+    assert plural(1, "note") == "1 note" and plural(2, "note") == "2 notes"
