@@ -1,0 +1,993 @@
+#!/usr/bin/env python3
+"""cmem's benchmark: every figure next to its floor, measured in the same run (SPEC §12).
+
+    python bench/run.py [--sizes 1000,10000,50000] [--repeat 7] [--out docs/benchmarks.md]
+                        [--workdir bench/vaults] [--cmem PATH] [--rg PATH]
+
+Stdlib only; it runs `cmem`, `rg` and `git` as whole processes. It generates synthetic vaults with
+`bench/gen_vault.py` (deterministic: seed 42), adopts them with `cmem init`, commits the notes,
+then times each cmem command against its floor in paired alternation: warm-up rounds first, then
+A B [C …] A B [C …] …, so both sides see the same machine noise; each ratio is taken round by round
+(as in `shared/research/perf-baselines.md` §1). It prints the table and writes a Markdown report.
+
+Everything runs with HOME, XDG_* and the git identity pointed under the work folder, so no run
+touches the real home or cmem's real state folder. The generated vaults stay in the work folder
+(git-ignored); nothing is committed.
+
+Floors: `python -c pass` (the same interpreter cmem runs on), `rg -c` over the divergent layer
+with cmem's own cue set (`cmem.signals.cue_set()`), a Python `os.scandir` stat walk of the vault,
+and a Python read of every divergent note's bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
+GEN_VAULT = HERE / "gen_vault.py"
+SAMPLE_VAULT = PROJECT / "sample-vault"
+SEED = 42
+ANALYSIS_START = "<!-- analysis:start (hand-written; kept when the report is regenerated) -->"
+ANALYSIS_END = "<!-- analysis:end -->"
+
+# Every row of the main table, by id; the smoke test checks each one appears.
+FIGURES = {
+    "help": "start-up: `cmem --help`",
+    "status": "warm `cmem status`",
+    "scan": "warm `cmem scan`",
+    "cold_scan": "cold scan, divergent layer",
+    "cold_notes": "cold scan, divergent notes only (diagnostic)",
+    "read_floor": "cold scan vs the bytes-read floor",
+    "rescan": "warm full-vault rescan (`cmem status`)",
+    "context": "warm `cmem context`",
+    "emit_prompt": "`cmem converge --emit-prompt`",
+    "builtin_pass": "`cmem converge --engine builtin`",
+}
+
+# Run inside cmem's own interpreter: cmem's cue set, its state folder, its token estimate.
+HELPER = r'''
+import json, os, sys
+from pathlib import Path
+
+def walk_notes(top):
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    yield entry.path
+
+command, args = sys.argv[1], sys.argv[2:]
+if command == "cues":
+    from cmem.signals import cue_set
+    print(json.dumps(sorted({cue.text for cue in cue_set()})))
+elif command == "statedir":
+    from cmem.vault import state_dir_for
+    print(state_dir_for(Path(args[0])))
+elif command == "tokens":
+    from cmem.tokens import estimate_tokens
+    print(json.dumps([estimate_tokens(Path(a).read_text("utf-8", errors="replace")) for a in args]))
+elif command == "vault-tokens":
+    from cmem.tokens import estimate_tokens
+    root = args[0]
+    layers = {}
+    for path in walk_notes(root):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if rel == "archive/ARCHIVE-CHECKLIST.md":  # cmem's own checklist, not a note
+            continue
+        if "/" not in rel:
+            layer = "divergent"
+        elif rel.startswith("converged/core/"):
+            layer = "resident"
+        elif rel.startswith("converged/topics/"):
+            layer = "situational"
+        elif rel.startswith("archive/"):
+            layer = "archive"
+        else:
+            layer = "other"
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", errors="replace")
+        entry = layers.setdefault(layer, [0, 0])
+        entry[0] += 1
+        entry[1] += estimate_tokens(text)
+    print(json.dumps(layers))
+elif command == "pstats":
+    import io, pstats
+    out = io.StringIO()
+    stats = pstats.Stats(args[0], stream=out)
+    print("== cmem's own functions by cumulative time ==")
+    stats.sort_stats("cumulative").print_stats(r"/cmem/(?!cli\.py|__main__\.py)[\w/]+\.py:\d+\((?!<module>)", int(args[1]))
+    print(out.getvalue()); out.seek(0); out.truncate()
+    print("== every function by own time ==")
+    stats.sort_stats("tottime").print_stats(int(args[1]) // 2)
+    print(out.getvalue())
+'''
+
+# The floors, as scripts run by the same interpreter as cmem.
+STAT_WALK = r'''
+import os, sys
+count = 0
+stack = [sys.argv[1]]
+while stack:
+    with os.scandir(stack.pop()) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name.endswith(".md"):
+                entry.stat(follow_symlinks=False)
+                count += 1
+print(count)
+'''
+
+READ_DIVERGENT = r'''
+import os, sys
+total = 0
+with os.scandir(sys.argv[1]) as entries:
+    for entry in entries:
+        if entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file(follow_symlinks=False):
+            with open(entry.path, "rb") as handle:
+                total += len(handle.read())
+print(total)
+'''
+
+NEW_NOTE = """# bench: one more note
+
+其实不是这样的：基准测试的新笔记应该进入下一次收敛。
+Actually, the new note should enter the next pass.
+"""
+
+
+class BenchError(Exception):
+    """A command failed: the figure is reported as failed, with the command's own error."""
+
+    def __init__(self, argv: list[str], code: int, stderr: str):
+        self.argv, self.code, self.stderr = argv, code, stderr
+        super().__init__(f"{' '.join(argv)} exited {code}")
+
+
+# --- tools and environment --------------------------------------------------------------------
+
+
+@dataclass
+class Tools:
+    cmem: list[str]  # argv prefix running cmem
+    python: str  # cmem's interpreter, for the floors and helpers
+    rg: str
+    env: dict
+    workdir: Path
+    helper: Path
+    scripts: dict = field(default_factory=dict)
+
+
+def _shebang_python(script: Path) -> str | None:
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline().decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!") or "python" not in first:
+        return None
+    parts = first[2:].split()
+    if parts and parts[0].endswith("/env") and len(parts) > 1:
+        return shutil.which(parts[1])
+    return parts[0] if parts and os.path.exists(parts[0]) else None
+
+
+def find_tools(args, workdir: Path) -> Tools:
+    bin_dir = Path(sys.executable).parent
+    cmem_path = args.cmem or shutil.which("cmem") or (str(bin_dir / "cmem") if (bin_dir / "cmem").exists() else None)
+    if cmem_path:
+        cmem = [cmem_path]
+        python = _shebang_python(Path(cmem_path)) or sys.executable
+    else:
+        cmem, python = [sys.executable, "-m", "cmem"], sys.executable
+    rg = args.rg or shutil.which("rg") or (str(bin_dir / "rg") if (bin_dir / "rg").exists() else None)
+    if not rg:
+        sys.exit("rg not found: install it (`pip install --only-binary :all: ripgrep`) or pass --rg PATH.")
+    home = workdir / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_", "XDG_"))}
+    env.update({
+        "HOME": str(home), "XDG_STATE_HOME": str(workdir / "state"), "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "GIT_AUTHOR_NAME": "cmem bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+        "GIT_COMMITTER_NAME": "cmem bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
+        "GIT_CONFIG_NOSYSTEM": "1", "NO_COLOR": "1", "COLUMNS": "120", "LC_ALL": "C.UTF-8",
+    })
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    home.mkdir(parents=True, exist_ok=True)
+    scripts_dir = workdir / "scripts"
+    scripts_dir.mkdir(parents=True, exist_ok=True)
+    scripts = {}
+    for name, text in (("helper", HELPER), ("stat_walk", STAT_WALK), ("read_divergent", READ_DIVERGENT)):
+        path = scripts_dir / f"{name}.py"
+        path.write_text(text.lstrip(), encoding="utf-8")
+        scripts[name] = path
+    return Tools(cmem, python, rg, env, workdir, scripts["helper"], scripts)
+
+
+def run(argv: list[str], tools: Tools, ok=(0,)) -> subprocess.CompletedProcess:
+    result = subprocess.run(argv, env=tools.env, capture_output=True, text=True)
+    if result.returncode not in ok:
+        raise BenchError(argv, result.returncode, (result.stderr or "") + (result.stdout or "")[-2000:])
+    return result
+
+
+def helper(tools: Tools, *args: str):
+    """Run HELPER in cmem's interpreter: JSON back, or the state folder's path for `statedir`."""
+    out = run([tools.python, str(tools.helper), *args], tools).stdout
+    return Path(out.strip()) if args[0] == "statedir" else json.loads(out)
+
+
+# --- vaults -----------------------------------------------------------------------------------
+
+
+def make_vault(tools: Tools, size: int) -> Path:
+    root = tools.workdir / f"vault-{size}"
+    started = time.perf_counter()
+    generated = run([sys.executable, str(GEN_VAULT), str(root), "-n", str(size), "--seed", str(SEED), "--force"], tools)
+    adopt(tools, root)
+    info = json.loads(generated.stdout)
+    log(f"  vault-{size}: {info['notes']} notes, {info['bytes'] / 1e6:.1f} MB, generated and committed in {time.perf_counter() - started:.1f} s")
+    return root
+
+
+def adopt(tools: Tools, root: Path) -> None:
+    """`cmem init` (adopts the folder without rewriting it), then commit the notes so a pass's
+    snapshot step has nothing to do."""
+    run([*tools.cmem, "init", "--repo", "own", str(root)], tools)  # own: the work folder may sit inside a repository
+    run(["git", "-C", str(root), "add", "-A"], tools)
+    run(["git", "-C", str(root), "commit", "-q", "--no-verify", "-m", "bench: generated notes"], tools, ok=(0, 1))
+
+
+def copy_vault(source: Path, target: Path) -> Path:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+def vault_shape(root: Path) -> dict[str, tuple[int, int]]:
+    """Notes and bytes per layer (cmem's default layers), for the report."""
+    shape: dict[str, list[int]] = {}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                    continue
+                rel = Path(entry.path).relative_to(root).as_posix()
+                if not entry.name.endswith(".md") or rel == "archive/ARCHIVE-CHECKLIST.md":  # cmem's own checklist
+                    continue
+                layer = ("divergent" if "/" not in rel else "resident" if rel.startswith("converged/core/") else
+                         "situational" if rel.startswith("converged/topics/") else "archive" if rel.startswith("archive/") else "other")
+                counts = shape.setdefault(layer, [0, 0])
+                counts[0] += 1
+                counts[1] += entry.stat(follow_symlinks=False).st_size
+    return {layer: (counts[0], counts[1]) for layer, counts in shape.items()}
+
+
+def render_shapes(shapes: dict[str, dict]) -> str:
+    layers = ("divergent", "resident", "situational", "archive")
+    lines = ["| vault | " + " | ".join(f"{layer} notes (MB)" for layer in layers) + " |", "|---" * (len(layers) + 1) + "|"]
+    for label, shape in shapes.items():
+        cells = [f"{shape[layer][0]:,} ({shape[layer][1] / 1e6:.1f})" if layer in shape else "0" for layer in layers]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def check_layout(root: Path) -> list[str]:
+    """gen_vault's layout must match cmem's default layers, or the vault needs a config."""
+    missing = [folder for folder in ("converged/core", "converged/topics", "archive") if not (root / folder).is_dir()]
+    return [f"{root.name}: no {folder}/ (gen_vault and cmem's default layers disagree)" for folder in missing]
+
+
+# --- timing -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Command:
+    key: str
+    argv: list[str]
+    setup: object = None  # called before every run, untimed
+    ok: tuple = (0,)
+
+
+def time_group(tools: Tools, commands: list[Command], repeat: int, warmup: int) -> dict[str, list[float]]:
+    """Whole-process wall times in ms. Each round runs every command once, in order; warm-up
+    rounds are dropped. Ratios are later taken within a round."""
+    times: dict[str, list[float]] = {c.key: [] for c in commands}
+    for round_no in range(warmup + repeat):
+        for command in commands:
+            if command.setup:
+                command.setup()
+            started = time.perf_counter()
+            result = subprocess.run(command.argv, env=tools.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            elapsed = (time.perf_counter() - started) * 1000
+            if result.returncode not in command.ok:
+                raise BenchError(command.argv, result.returncode, result.stderr)
+            if round_no >= warmup:
+                times[command.key].append(elapsed)
+    return times
+
+
+def summary(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+@dataclass
+class Row:
+    figure: str  # key of FIGURES
+    vault: str
+    cmem_ms: list[float] | None
+    floor: str
+    floor_ms: list[float] | None
+    target: float | None = None  # ratio target (median must be ≤)
+    target_text: str = "—"
+    stretch: float | None = None
+    error: str = ""
+    note: str = ""
+
+    @property
+    def ratios(self) -> list[float] | None:
+        if not self.cmem_ms or not self.floor_ms:
+            return None
+        return [a / b for a, b in zip(self.cmem_ms, self.floor_ms)]
+
+    @property
+    def met(self) -> str:
+        if self.error:
+            return "FAILED"
+        if self.target is None or not self.ratios:
+            return "—"
+        median = summary(self.ratios)[0]
+        if median > self.target:
+            return "**no**"
+        if self.stretch is not None:
+            return "yes (stretch too)" if median <= self.stretch else "yes (not the stretch)"
+        return "yes"
+
+
+def fmt_ms(values: list[float] | None) -> str:
+    if not values:
+        return "—"
+    med, lo, hi = summary(values)
+    return f"{_num(med)} ({_num(lo)}-{_num(hi)})"
+
+
+def fmt_ratio(values: list[float] | None) -> str:
+    if not values:
+        return "—"
+    med, lo, hi = summary(values)
+    return f"{med:.2f}× ({lo:.2f}-{hi:.2f})"
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- the figures ------------------------------------------------------------------------------
+
+
+def python_pass(tools: Tools) -> Command:
+    return Command("pass", [tools.python, "-c", "pass"])
+
+
+HELP_ROUNDS = 3  # × --repeat: a start-up round takes ~0.1 s, and its ratio is the noisiest
+
+
+def bench_help(tools: Tools, args) -> list[Row]:
+    log("start-up: cmem --help vs python -c pass")
+    try:
+        times = time_group(tools, [Command("help", [*tools.cmem, "--help"]), python_pass(tools)],
+                           args.repeat * HELP_ROUNDS, args.warmup + 1)
+    except BenchError as exc:
+        return [failed_row("help", "—", "`python -c pass`", exc)]
+    return [Row("help", "—", times["help"], "`python -c pass`", times["pass"], 7, "≤ 7×")]
+
+
+def failed_row(figure: str, vault: str, floor: str, exc: BenchError) -> Row:
+    return Row(figure, vault, None, floor, None, error=f"`{' '.join(exc.argv)}` exited {exc.code}:\n{exc.stderr.strip()}")
+
+
+def bench_warm(tools: Tools, args, root: Path, label: str, size: int) -> list[Row]:
+    """status, scan and context with their caches warm, against `python -c pass` and the stat walk."""
+    log(f"{label}: warm status, scan, context vs python -c pass and the stat walk")
+    vault = ["--vault", str(root)]
+    commands = [
+        Command("status", [*tools.cmem, "status", *vault]),
+        python_pass(tools),
+        Command("scan", [*tools.cmem, "scan", *vault]),
+        Command("walk", [tools.python, str(tools.scripts["stat_walk"]), str(root)]),
+        Command("context", [*tools.cmem, "context", *vault]),
+    ]
+    warm_target = (10, "≤ 10× (10k)") if size == 10_000 else (None, "(≤ 10× at 10k)")
+    try:
+        times = time_group(tools, commands, args.repeat, args.warmup + 1)
+    except BenchError as exc:
+        return [failed_row(key, label, floor, exc) for key, floor in
+                (("status", "`python -c pass`"), ("scan", "`python -c pass`"), ("rescan", "stat walk"), ("context", "`python -c pass`"))]
+    return [
+        Row("status", label, times["status"], "`python -c pass`", times["pass"], *warm_target),
+        Row("scan", label, times["scan"], "`python -c pass`", times["pass"], *warm_target),
+        Row("rescan", label, times["status"], "Python `os.scandir` stat walk", times["walk"], 1.5, "≤ 1.5×"),
+        Row("context", label, times["context"], "`python -c pass`", times["pass"]),
+    ]
+
+
+def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str]) -> list[Row]:
+    """`cmem scan` with cmem's scan cache removed before every run (page cache warm) against `rg -c`
+    over the same files and cues, and against reading the same bytes in Python."""
+    log(f"{label}: cold scan vs rg -c and the bytes-read floor")
+    state = helper(tools, "statedir", str(root))
+    scan_entries = sorted(p.name for p in state.iterdir() if "scan" in p.name.lower()) if state.is_dir() else []
+    note = ""
+    if scan_entries:
+        def drop_scan_cache():
+            for name in scan_entries:
+                path = state / name
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        path.unlink()
+                    except FileNotFoundError:
+                        pass
+        note = "removed before each run: " + ", ".join(f"`{n}`" for n in scan_entries)
+    else:
+        def drop_scan_cache():
+            shutil.rmtree(state, ignore_errors=True)
+        note = "no scan cache file found; the whole state folder removed before each run"
+    # --no-ignore: the same files cmem reads, whatever .gitignore files say (rg skips dot-files, as cmem does)
+    rg_argv = [tools.rg, "-c", "-F", "-i", "--no-ignore", "--max-depth", "1", "-g", "*.md"]
+    for cue in cues:
+        rg_argv += ["-e", cue]
+    rg_argv.append(str(root))
+    cache_file = state / "scan-cache.json"
+
+    def drop_note_entries():
+        """Diagnostic: forget the per-note entries but keep the convergent layer's index (the
+        feedback-loop guard's statements), to split the cold cost between the two. Relies on
+        the cache's current layout; on any other layout the whole cache goes."""
+        try:
+            data = json.loads(cache_file.read_bytes())
+            data["notes"] = {}
+            cache_file.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        except (OSError, ValueError, TypeError):
+            drop_scan_cache()
+
+    commands = [
+        Command("cold", [*tools.cmem, "scan", "--vault", str(root)], setup=drop_scan_cache),
+        Command("rg", rg_argv, ok=(0, 1)),
+        Command("read", [tools.python, str(tools.scripts["read_divergent"]), str(root)]),
+        Command("cold_notes", [*tools.cmem, "scan", "--vault", str(root)], setup=drop_note_entries),
+    ]
+    try:
+        times = time_group(tools, commands, args.repeat, args.warmup)
+    except BenchError as exc:
+        return [failed_row(key, label, floor, exc) for key, floor in
+                (("cold_scan", "`rg -c`"), ("cold_notes", "`rg -c`"), ("read_floor", "Python read"))]
+    rg_label = f"`rg -c -F -i --no-ignore --max-depth 1` ({len(cues)} cues)"
+    return [
+        Row("cold_scan", label, times["cold"], rg_label, times["rg"], 5, "≤ 5× (stretch 3×)", stretch=3, note=note),
+        Row("cold_notes", label, times["cold_notes"], rg_label, times["rg"],
+            note="per-note entries dropped before each run, the convergent layer's index (the feedback-loop guard) kept"),
+        Row("read_floor", label, times["cold"], "Python: read every divergent note's bytes", times["read"]),
+    ]
+
+
+# --- convergence ------------------------------------------------------------------------------
+
+
+@dataclass
+class ConvergeFacts:
+    vault: str
+    prompt_tokens: int = 0
+    vault_tokens: int = 0
+    layer_tokens: dict = field(default_factory=dict)
+    files_quoted: int = 0
+    notes_quoted: int = 0
+    prompt_tokens_no_archive: int | None = None
+    prefix_share: float | None = None
+    new_note_in_prompt: bool | None = None
+    new_note_how: str = ""
+    fixed_tokens: int = 0
+    diverges_in: str = ""
+    pass_outcome: str = ""
+    error: str = ""
+
+
+def common_prefix(a: str, b: str) -> int:
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # binary search on equal prefixes: fast on long strings
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def quoted_paths(prompt: str, kind: str, root: Path) -> set[str]:
+    """Vault files quoted in the prompt as `<file path=…>` or `<note path=…>` blocks (the
+    instructions' own examples name files that may not exist: those are not counted)."""
+    found = re.findall(rf'^<{kind} path="([^"]+)"', prompt, flags=re.MULTILINE)
+    return {path for path in found if (root / path).is_file()}
+
+
+def notes_heading(prompt: str) -> int:
+    """Where the divergent notes start: everything before is instructions and memory files."""
+    for heading in ("\n# 发散笔记", "\n# Divergent notes"):
+        at = prompt.find(heading)
+        if at >= 0:
+            return at
+    return len(prompt)
+
+
+def section_at(prompt: str, offset: int) -> str:
+    """The prompt's own section (its last `# ` heading outside quoted files and notes) holding
+    `offset`, and the quoted file or note it falls in, if any."""
+    heading, quoted, position = "the instructions", "", 0
+    for line in prompt[:offset].splitlines(keepends=True):
+        if line.startswith(("<file path=", "<note path=")):
+            quoted = prompt[position:prompt.find(">", position) + 1]
+        elif line.startswith(("</file>", "</note>")):
+            quoted = ""
+        elif not quoted and line.startswith("# "):
+            heading = line[2:].strip()
+        position += len(line)
+    return heading + (f", inside {quoted}" if quoted else "")
+
+
+def emit_prompt(tools: Tools, root: Path, name: str) -> tuple[str, Path]:
+    result = run([*tools.cmem, "converge", "--emit-prompt", "--vault", str(root)], tools)
+    path = tools.workdir / "prompts" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.stdout, encoding="utf-8")
+    return result.stdout, path
+
+
+def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[Row], ConvergeFacts]:
+    log(f"{label}: converge --emit-prompt (tokens, stable prefix, archive) and builtin passes")
+    facts = ConvergeFacts(label)
+    rows: list[Row] = []
+    base = tools.workdir / "converge"
+    try:
+        with_archive = copy_vault(source, base / f"{label}-prompt")
+        without_archive = copy_vault(source, base / f"{label}-no-archive")
+        shutil.rmtree(without_archive / "archive", ignore_errors=True)
+        (without_archive / "archive").mkdir()
+        checklist = source / "archive" / "ARCHIVE-CHECKLIST.md"
+        if checklist.exists():
+            shutil.copy2(checklist, without_archive / "archive" / checklist.name)
+        first, first_path = emit_prompt(tools, with_archive, f"{label}-1.txt")
+        if not first:
+            facts.error = "`cmem converge --emit-prompt` printed nothing (nothing pending?)"
+        layers = helper(tools, "vault-tokens", str(with_archive))
+        facts.layer_tokens = {k: v[1] for k, v in layers.items()}
+        facts.vault_tokens = sum(facts.layer_tokens.values())
+        facts.files_quoted = len(quoted_paths(first, "file", with_archive))
+        facts.notes_quoted = len(quoted_paths(first, "note", with_archive))
+        third, third_path = emit_prompt(tools, without_archive, f"{label}-no-archive.txt")
+        notes_at = notes_heading(first)
+        fixed_path = first_path.with_name(f"{label}-1-fixed.txt")
+        fixed_path.write_text(first[:notes_at], encoding="utf-8")
+        facts.prompt_tokens, facts.prompt_tokens_no_archive, facts.fixed_tokens = helper(
+            tools, "tokens", str(first_path), str(third_path), str(fixed_path))
+        new_note = with_archive / "zz bench new note.md"
+        new_note.write_text(NEW_NOTE, encoding="utf-8")
+        second, _ = emit_prompt(tools, with_archive, f"{label}-2.txt")
+        facts.new_note_in_prompt = 'path="zz bench new note.md"' in second
+        if not facts.new_note_in_prompt:
+            # Over budget, the newest note waits. Make it the oldest correction so it is selected
+            # first, as it would be in a later pass: the prefix share then says what a prompt cache
+            # keeps when the selected notes change.
+            oldest = min(p.stat().st_mtime for p in with_archive.glob("*.md") if p != new_note)
+            os.utime(new_note, (oldest - 60, oldest - 60))
+            second, _ = emit_prompt(tools, with_archive, f"{label}-2.txt")
+            facts.new_note_in_prompt = 'path="zz bench new note.md"' in second
+            facts.new_note_how = "as the oldest note (as the newest it waited: budget)"
+        new_note.unlink()
+        shared = common_prefix(first, second)
+        facts.prefix_share = shared / len(second) if second else None
+        facts.diverges_in = section_at(second, shared)
+        times = time_group(tools, [
+            Command("emit", [*tools.cmem, "converge", "--emit-prompt", "--vault", str(with_archive)]),
+            python_pass(tools),
+            Command("emit_no_archive", [*tools.cmem, "converge", "--emit-prompt", "--vault", str(without_archive)]),
+        ], args.repeat, args.warmup)
+        rows.append(Row("emit_prompt", label, times["emit"], "`python -c pass`", times["pass"]))
+        rows.append(Row("emit_prompt", label, times["emit"], "the same vault with `archive/` emptied", times["emit_no_archive"],
+                        note="independence of the archive: ≈ 1× expected"))
+    except BenchError as exc:
+        rows.append(failed_row("emit_prompt", label, "`python -c pass`", exc))
+        facts.error = rows[-1].error
+    passes = max(1, min(3, args.repeat))
+    pass_ms, outcomes = [], []
+    try:
+        for index in range(passes):
+            fresh = copy_vault(source, base / f"{label}-pass")
+            shutil.rmtree(helper(tools, "statedir", str(fresh)), ignore_errors=True)  # same path each time: no warm cache
+            started = time.perf_counter()
+            result = run([*tools.cmem, "converge", "--engine", "builtin", "--json", "--vault", str(fresh)], tools)
+            pass_ms.append((time.perf_counter() - started) * 1000)
+            try:
+                data = json.loads(result.stdout)
+                outcomes.append(f"{data.get('status')}: {len(data.get('converged') or [])} notes converged, "
+                                f"{len(data.get('changed') or [])} files changed, {len(data.get('warnings') or [])} warnings")
+            except ValueError:
+                outcomes.append("(no JSON)")
+        facts.pass_outcome = outcomes[-1]
+        rows.append(Row("builtin_pass", label, pass_ms, "—", None, note=f"fresh copy each run (cmem caches cold), n={passes}; {facts.pass_outcome}"))
+    except BenchError as exc:
+        rows.append(failed_row("builtin_pass", label, "—", exc))
+        facts.pass_outcome = "failed"
+    return rows, facts
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+
+def profile(tools: Tools, roots: list[Path], prompt_vault: Path | None = None) -> dict[str, str]:
+    """Where the time goes: import time of start-up, cProfile of a warm status and a cold scan on
+    each vault given, and of `converge --emit-prompt` on the convergence copy."""
+    out = {}
+    for name, argv in (("--help", ["--help"]), ("status", ["status", "--vault", str(roots[0])])):
+        log(f"profile: -X importtime cmem {' '.join(argv)}")
+        result = subprocess.run([tools.python, "-X", "importtime", "-m", "cmem", *argv], env=tools.env, capture_output=True, text=True)
+        out[f"python -X importtime -m cmem {name}" + (f" ({roots[0].name})" if name == "status" else "")] = summarize_importtime(result.stderr)
+    for root in roots:
+        state = helper(tools, "statedir", str(root))
+        for name, argv, cold in (("status, warm", ["status"], False), ("scan, cold", ["scan"], True)):
+            log(f"profile: cProfile cmem {name} on {root.name}")
+            if cold:
+                for entry in list(state.iterdir()) if state.is_dir() else []:
+                    if "scan" in entry.name.lower():
+                        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            prof = tools.workdir / "scripts" / f"{root.name}-{argv[0]}.prof"
+            result = subprocess.run([tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", *argv, "--vault", str(root)],
+                                    env=tools.env, capture_output=True, text=True)
+            key = f"cProfile: cmem {name} ({root.name})"
+            if result.returncode != 0:
+                out[key] = f"failed: {result.stderr.strip()[-1500:]}"
+                continue
+            out[key] = trim_pstats(run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout)
+    if prompt_vault is not None and prompt_vault.is_dir():
+        log(f"profile: cProfile cmem converge --emit-prompt on {prompt_vault.name}")
+        prof = tools.workdir / "scripts" / "emit-prompt.prof"
+        result = subprocess.run([tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", "converge", "--emit-prompt",
+                                 "--vault", str(prompt_vault)], env=tools.env, capture_output=True, text=True)
+        key = f"cProfile: cmem converge --emit-prompt ({prompt_vault.name}, warm)"
+        out[key] = (trim_pstats(run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout)
+                    if result.returncode == 0 else f"failed: {result.stderr.strip()[-1500:]}")
+    return out
+
+
+def summarize_importtime(stderr: str) -> str:
+    rows = []
+    for line in stderr.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(.+)$", line)
+        if match:
+            rows.append((int(match.group(2)), len(match.group(3)), match.group(4).strip()))
+    if not rows:
+        return "(no importtime output)"
+    total = sum(cumulative for cumulative, depth, _ in rows if depth == 1)
+    top = sorted((r for r in rows if r[1] <= 3), reverse=True)[:12]
+    lines = [f"{len(rows)} modules, {total / 1000:.0f} ms cumulative at top level; the largest:"]
+    lines += [f"  {cumulative / 1000:7.1f} ms  {'  ' * ((depth - 1) // 2)}{module}" for cumulative, depth, module in top]
+    return "\n".join(lines)
+
+
+def trim_pstats(text: str) -> str:
+    """pstats output without its per-section preamble (file name, ordering, restriction lines)."""
+    out, total = [], ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if "function calls" in stripped:
+            total = stripped
+            continue
+        if not stripped or stripped.startswith(("Ordered by", "List reduced", "/")) or stripped.endswith(".prof"):
+            continue
+        line = re.sub(r"/\S*/(cmem/)", r"\1", line)
+        line = re.sub(r"/\S*/(site-packages|python3\.\d+)/", r"", line)
+        out.append(line.rstrip())
+    return "\n".join(([total] if total else []) + out)
+
+
+# --- machine facts and the report -------------------------------------------------------------
+
+
+def machine_facts(tools: Tools) -> dict[str, str]:
+    def out(argv):
+        try:
+            return subprocess.run(argv, env=tools.env, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    package = Path(out([tools.python, "-c", "import cmem, os; print(os.path.dirname(cmem.__file__))"]) or ".")
+    source = package.parent.parent  # <tree>/cli/cmem
+    commit = out(["git", "-C", str(source), "rev-parse", "--short", "HEAD"]) or "not a git checkout"
+    dirty = out(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=all", "--", "cli"]) if commit != "not a git checkout" else ""
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()),
+        "cpu": cpu, "memory": mem, "kernel": platform.release(),
+        "python": out([tools.python, "-c", "import sys; print(sys.version.split()[0])"]),
+        "cmem": out([*tools.cmem, "--version"]) + f", imported from `{package}` ({commit}{', with uncommitted changes in cli/' if dirty else ''})",
+        "git": out(["git", "--version"]), "rg": out([tools.rg, "--version"]).splitlines()[0] if tools.rg else "?",
+    }
+
+
+def render_table(rows: list[Row]) -> str:
+    lines = [
+        "| figure | vault | cmem ms median (min-max) | floor | floor ms median (min-max) | ratio median (min-max) | target | met? |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        if row.error:
+            lines.append(f"| {FIGURES[row.figure]} | {row.vault} | failed | {row.floor} | — | — | {row.target_text} | FAILED |")
+            continue
+        lines.append(f"| {FIGURES[row.figure]} | {row.vault} | {fmt_ms(row.cmem_ms)} | {row.floor} | {fmt_ms(row.floor_ms)} | "
+                     f"{fmt_ratio(row.ratios)} | {row.target_text} | {row.met} |")
+    return "\n".join(lines)
+
+
+def render_converge(facts: list[ConvergeFacts]) -> str:
+    lines = [
+        "| vault | prompt tokens | whole vault tokens (archive) | prompt / vault | files quoted | notes quoted | prompt tokens, archive emptied | stable prefix after one new note | new note in the prompt? | builtin pass |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in facts:
+        if f.error and not f.prompt_tokens:
+            lines.append(f"| {f.vault} | failed | | | | | | | | {f.pass_outcome} |")
+            continue
+        share = f"{f.prompt_tokens / f.vault_tokens:.1%}" if f.vault_tokens else "—"
+        prefix = f"{f.prefix_share:.1%}" if f.prefix_share is not None else "—"
+        same = "" if f.prompt_tokens_no_archive is None else f"{f.prompt_tokens_no_archive:,}" + (
+            " (same)" if f.prompt_tokens_no_archive == f.prompt_tokens else " (differs)")
+        lines.append(f"| {f.vault} | {f.prompt_tokens:,} | {f.vault_tokens:,} ({f.layer_tokens.get('archive', 0):,}) | {share} | "
+                     f"{f.files_quoted} | {f.notes_quoted} | {same} | {prefix} | {('yes' if f.new_note_in_prompt else 'no') + (', ' + f.new_note_how if f.new_note_how else '')} | {f.pass_outcome} |")
+    return "\n".join(lines)
+
+
+def where_we_land(rows: list[Row]) -> str:
+    """The targets, met or missed, with the numbers (generated)."""
+    out = []
+    for row in rows:
+        if row.error:
+            out.append(f"- {FIGURES[row.figure]} on {row.vault}: **failed** (see Failures).")
+        elif row.target is not None and row.ratios:
+            med = summary(row.ratios)[0]
+            verdict = "met" if med <= row.target else "**missed**"
+            out.append(f"- {FIGURES[row.figure]}, {row.vault}: {med:.2f}× {row.floor} "
+                       f"({_num(summary(row.cmem_ms)[0])} ms vs {_num(summary(row.floor_ms)[0])} ms), target {row.target_text}: {verdict}.")
+    return "\n".join(out)
+
+
+_FOREIGN = re.compile(r"<!-- ([A-Za-z][\w-]*) -->\n.*?<!-- /\1 -->", re.DOTALL)
+
+
+def foreign_sections(out_path: Path) -> list[str]:
+    """Sections other scripts keep in the same report, between `<!-- name -->` and `<!-- /name -->`
+    (e.g. `bench/recall.py`): carried over unchanged, after this script's part."""
+    try:
+        return [match.group(0) for match in _FOREIGN.finditer(out_path.read_text("utf-8"))]
+    except OSError:
+        return []
+
+
+def previous_analysis(out_path: Path) -> str:
+    try:
+        text = out_path.read_text("utf-8")
+    except OSError:
+        return ""
+    start, end = text.find(ANALYSIS_START), text.find(ANALYSIS_END)
+    if start < 0 or end < start:
+        return ""
+    return text[start + len(ANALYSIS_START):end].strip("\n")
+
+
+def render_report(facts: dict, args, rows, converge_facts, profiles, notes, failures, analysis, shapes) -> str:
+    sizes = ", ".join(f"{s:,}" for s in args.sizes)
+    parts = [
+        "# Benchmarks",
+        "",
+        "Generated by `python bench/run.py` (SPEC §12): every cmem figure is a whole-process wall time measured",
+        "next to its floor in the same run, on synthetic vaults from `bench/gen_vault.py` (seed 42). Ratios, not",
+        "absolute times, are the figures to compare across machines. No test asserts a timing. Sections between",
+        "`<!-- name -->` and `<!-- /name -->` come from other scripts (`bench/recall.py`) and are kept as they are.",
+        "",
+        "## Machine",
+        "",
+        *[f"- {key}: {value}" for key, value in facts.items()],
+        "",
+        "## Method",
+        "",
+        f"- Vaults: {sizes} notes (`gen_vault.py -n N --seed 42`), adopted with `cmem init`, notes committed; layout",
+        "  matches cmem's default layers (divergent root, `converged/core`, `converged/topics`, `archive`).",
+        f"- Paired runs: each group runs its commands in turn (A B C … A B C …), {args.warmup} warm-up round(s) dropped",
+        f"  (one more for the warm and start-up groups), then n = {args.repeat} counted rounds ({args.repeat * HELP_ROUNDS} for",
+        "  start-up, which is cheap and the noisiest). Times: median (min-max) in ms;",
+        "  ratios are taken round by round (A/B within one round), then median (min-max), as in",
+        "  `shared/research/perf-baselines.md` §1.",
+        "- Whole processes from outside (`subprocess.run`, stdout to /dev/null), HOME and XDG_STATE_HOME under the",
+        "  work folder. `python -c pass` and the Python floors run on cmem's own interpreter.",
+        "- **Warm**: cmem's caches (state folder) exist and nothing changed; page cache warm.",
+        "  **Cold scan**: cmem's scan cache removed before every run (untimed); page cache still warm.",
+        "- `rg` floor: `rg -c -F -i --no-ignore --max-depth 1 -g '*.md' -e CUE …` over the vault root, with every cue of",
+        "  `cmem.signals.cue_set()` — the same files and cues, without cmem's context rules.",
+        "- Stat walk floor: a Python `os.scandir` walk of the whole vault (dot-folders skipped) with",
+        "  `DirEntry.stat()` on every `.md`. Bytes-read floor: Python reading every divergent note.",
+        "- Convergence: `cmem converge --emit-prompt` on a copy; tokens with `cmem.tokens.estimate_tokens`;",
+        "  the stable prefix is the common prefix of the prompt before and after adding one new divergent note",
+        "  (a correction), over the second prompt's length. The builtin pass runs on a fresh copy each time.",
+        "",
+        "The vaults, by cmem's layers:",
+        "",
+        render_shapes(shapes),
+        "",
+        "## Results",
+        "",
+        render_table(rows),
+        "",
+    ]
+    if any(r.note for r in rows):
+        parts += ["Notes on rows:", ""]
+        parts += [f"- {FIGURES[r.figure]}, {r.vault}: {r.note}" for r in rows if r.note and not r.error]
+        parts.append("")
+    if converge_facts:
+        parts += ["### Convergence prompt", "", render_converge(converge_facts), ""]
+        for f in converge_facts:
+            if f.layer_tokens:
+                parts.append(f"- {f.vault}: {f.fixed_tokens:,} of the prompt's {f.prompt_tokens:,} tokens come before the divergent "
+                             f"notes (instructions, resident and situational files); the prompt after one new note first differs in "
+                             f"“{f.diverges_in}”. Vault tokens by layer: " + ", ".join(f"{k} {v:,}" for k, v in sorted(f.layer_tokens.items())) + ".")
+        parts.append("")
+    parts += ["## Where we land", "", where_we_land(rows) or "(no targets measured)", ""]
+    if notes:
+        parts += ["Observations of this run:", "", *[f"- {n}" for n in notes], ""]
+    parts += ["## What would make it faster", "", ANALYSIS_START,
+              analysis or "(to be written from the numbers above and the profile below)", ANALYSIS_END, ""]
+    if profiles:
+        parts += ["## Profile", ""]
+        for name, text in profiles.items():
+            parts += [f"`{name}`:", "", "```", text, "```", ""]
+    if failures:
+        parts += ["## Failures", ""]
+        for failure in failures:
+            parts += ["```", failure, "```", ""]
+    return "\n".join(parts)
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,50000", help="vault sizes in notes, comma-separated")
+    parser.add_argument("--repeat", type=int, default=7, help="counted rounds per group (n)")
+    parser.add_argument("--warmup", type=int, default=1, help="warm-up rounds per group, not counted")
+    parser.add_argument("--out", default=str(PROJECT / "docs" / "benchmarks.md"), help="the Markdown report")
+    parser.add_argument("--workdir", default=str(HERE / "vaults"), help="where vaults, state and scratch files go")
+    parser.add_argument("--cmem", help="the cmem executable (default: cmem on PATH, else next to this Python)")
+    parser.add_argument("--rg", help="the rg executable (default: rg on PATH, else next to this Python)")
+    parser.add_argument("--no-profile", action="store_true", help="skip the importtime/cProfile section")
+    args = parser.parse_args(argv)
+    args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    if args.repeat < 1 or args.warmup < 0 or not args.sizes:
+        parser.error("--repeat ≥ 1, --warmup ≥ 0 and at least one size")
+    workdir = Path(args.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(workdir / "state", ignore_errors=True)
+    shutil.rmtree(workdir / "converge", ignore_errors=True)
+    tools = find_tools(args, workdir)
+    started = time.perf_counter()
+    load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    log(f"cmem: {' '.join(tools.cmem)}  python: {tools.python}  rg: {tools.rg}  workdir: {workdir}")
+    cues = helper(tools, "cues")
+    rows: list[Row] = []
+    notes: list[str] = []
+    failures: list[str] = []
+    converge_facts: list[ConvergeFacts] = []
+    rows += bench_help(tools, args)
+    vaults, shapes = {}, {}
+    for size in args.sizes:
+        root = make_vault(tools, size)
+        vaults[size] = root
+        notes += check_layout(root)
+        label = f"{size // 1000}k" if size >= 1000 and size % 1000 == 0 else str(size)
+        shapes[label] = vault_shape(root)
+        rows += bench_warm(tools, args, root, label, size)
+        rows += bench_cold_scan(tools, args, root, label, cues)
+    converge_size = 10_000 if 10_000 in vaults else max(vaults)
+    converge_label = f"{converge_size // 1000}k" if converge_size >= 1000 and converge_size % 1000 == 0 else str(converge_size)
+    for source, label in ((vaults[converge_size], converge_label), (None, "sample-vault")):
+        if source is None:
+            source = copy_vault(SAMPLE_VAULT, workdir / "sample-vault")
+            shutil.rmtree(source / ".git", ignore_errors=True)
+            adopt(tools, source)
+            shapes[label] = vault_shape(source)
+        converge_rows, facts = bench_converge(tools, args, source, label)
+        rows += converge_rows
+        converge_facts.append(facts)
+    profiles = {}
+    if not args.no_profile:
+        profiled = sorted({10_000 if 10_000 in vaults else max(vaults), max(vaults)})
+        try:
+            profiles = profile(tools, [vaults[size] for size in profiled], workdir / "converge" / f"{converge_label}-prompt")
+        except (BenchError, OSError) as exc:
+            notes.append(f"profile failed: {exc}")
+    for row in rows:
+        if row.error and row.error not in failures:
+            failures.append(row.error)
+    order = list(FIGURES)
+    rows.sort(key=lambda r: (order.index(r.figure), _size_of(r.vault)))
+    notes.append(f"whole run: {time.perf_counter() - started:.0f} s")
+    out_path = Path(args.out)
+    facts = machine_facts(tools)
+    facts["load average (1, 5, 15 min) at start / end"] = f"{load_at_start} / " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    report = render_report(facts, args, rows, converge_facts, profiles, notes, failures, previous_analysis(out_path), shapes)
+    kept = foreign_sections(out_path)
+    if kept:
+        report = report.rstrip("\n") + "\n\n" + "\n\n".join(kept) + "\n"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(report, encoding="utf-8")
+    print(render_table(rows))
+    if converge_facts:
+        print()
+        print(render_converge(converge_facts))
+    for failure in failures:
+        print("\nFAILED: " + failure, file=sys.stderr)
+    log(f"report written to {out_path}")
+    return 1 if failures else 0
+
+
+def _size_of(label: str) -> float:
+    if label.endswith("k") and label[:-1].isdigit():
+        return int(label[:-1]) * 1000
+    return int(label) if label.isdigit() else float("inf")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
