@@ -328,3 +328,19 @@ def test_an_edit_between_apply_and_commit_is_not_committed_as_the_pass(pass_vaul
     assert autosave not in committed and "以后都用 uv" in committed
     assert (pass_vault / PROFILE).read_text("utf-8").endswith(autosave)
     assert git(pass_vault, "status", "--porcelain", "--", PROFILE).startswith(" M")  # unstaged, the user's
+
+
+def test_prompt_quotes_only_the_topic_files_a_note_touches(make_vault):
+    """O(selected notes + touched files): shared vocabulary in topic bodies does not pull every
+    topic file into the prompt."""
+    files = {
+        f"converged/topics/topic-{n:02d}.md": f"---\nsummary: topic {n}\n---\n# Topic {n}\n\n- python projects and tooling notes {n}（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    files["converged/topics/python-tooling.md"] = "---\nsummary: python\naliases: [pytools]\n---\n# Python tooling\n\n- Uses pip（来源：[[old]]）\n"
+    files["archive/old.md"] = "x\n"
+    files["n.md"] = "- 我决定改用 uv 管理 python projects #pytools\n"
+    root = make_vault(files, git=True)
+    prompt = run_pass(open_vault(root), PassOptions(engine="builtin", emit_prompt=True)).prompt
+    quoted = [line for line in prompt.splitlines() if line.startswith('<file path="converged/topics/')]
+    assert quoted == ['<file path="converged/topics/python-tooling.md">']

@@ -62,24 +62,44 @@ def quote_note(note: SelectedNote) -> str:
     return f'<note path="{note.rel}" name="{note.name}">\n{numbered.rstrip()}\n</note>\nSignals in {note.rel}:\n{signals}\n'
 
 
-def touched_situational(vault: Vault, notes: list[SelectedNote], originals: dict[str, str]) -> list[str]:
-    """The topic files a pass may need to see: those a note names by tag or wikilink, or whose
-    name or summary shares words with the notes. When every topic file fits, all are shown."""
+def touched_situational(vault: Vault, notes: list[SelectedNote], originals: dict[str, str], limit_tokens: int | None = None) -> list[str]:
+    """The topic files a pass may need to see, strongest first, within `limit_tokens` (half the
+    prompt budget by default): those a note names by tag or wikilink (or their aliases), then
+    those whose file name's words occur in the notes. A file's body is not searched: in a vault
+    with shared vocabulary that would quote every topic file for a single note."""
+    from cmem.converge.words import name_key
+
     base = vault.config.situational_dir + "/"
-    topics = sorted(path for path in originals if path.startswith(base))
-    wanted = set()
-    note_words = set()
-    named = set()
-    for note in notes:
-        named.update(n.lower() for n in note.tags + note.links)
-        note_words.update(_WORD.findall(note.text.lower()))
-        note_words.update(re.findall(r"[\u4e00-\u9fff]{2}", note.text))
-    for path in topics:
-        stem = path[len(base):-3].lower()
-        head = originals[path][:400].lower()
-        if stem in named or stem.split("/")[-1] in named or any(word in stem or word in head for word in note_words if len(word) > 3):
-            wanted.add(path)
-    return [path for path in topics if path in wanted]
+    limit = vault.config.budget_tokens // 2 if limit_tokens is None else limit_tokens
+    named = {name_key(n) for note in notes for n in note.tags + note.links}
+    text = "\n".join(note.text for note in notes).lower()
+    scored = []
+    for path in sorted(p for p in originals if p.startswith(base)):
+        stem = path[len(base):-3].rsplit("/", 1)[-1]
+        keys = {name_key(stem)} | {name_key(a) for a in _aliases(originals[path])}
+        words = [w for w in re.split(r"[\s_\-./]+", stem.lower()) if len(w) > 2 or re.match(r"[\u4e00-\u9fff]{2}", w)]
+        score = 2 if keys & named else (sum(w in text for w in words) / len(words) if words else 0)
+        if score >= 0.5:
+            scored.append((-score, path))
+    chosen, used = [], 0
+    for _, path in sorted(scored):
+        cost = estimate_tokens(originals[path])
+        if chosen and used + cost > limit:
+            continue
+        chosen.append(path)
+        used += cost
+    return sorted(chosen)
+
+
+def _aliases(text: str) -> list[str]:
+    """Aliases and tags from a topic file's frontmatter, read without a YAML parse."""
+    head = text[:600]
+    found = []
+    for key in ("aliases", "tags"):
+        match = re.search(rf"^{key}:\s*\[(.*?)\]", head, re.MULTILINE)
+        if match:
+            found += [item.strip().strip("'\"") for item in match.group(1).split(",") if item.strip()]
+    return found
 
 
 def assemble_prompt(
