@@ -67,7 +67,7 @@ def _load(path) -> dict:
 
 def _measure(note: NoteFile, cache: dict, max_bytes: int) -> list | None:
     try:
-        st = os.stat(note.path, follow_symlinks=False)
+        st = os.stat(note.location, follow_symlinks=False)
     except OSError:
         return None
     entry = cache.get(note.rel)
@@ -76,7 +76,7 @@ def _measure(note: NoteFile, cache: dict, max_bytes: int) -> list | None:
     if st.st_size > max_bytes:
         return [st.st_mtime_ns, st.st_size, 0]
     try:
-        with open(note.path, "rb") as handle:
+        with open(note.location, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return None
