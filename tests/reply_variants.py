@@ -394,7 +394,7 @@ def _semantic() -> list[Variant]:
         "converged-archived-note": f'<converged note="{DIARY}" into="{PROFILE}"/>\n',
         "converged-unmanaged-note": f'<converged note="private/secrets.md" into="{PROFILE}"/>\n',
         "converged-every-note": "".join(f'<converged note="{n}" into="{PROFILE}"/>\n' for n in (NOTE, NOTE2, DIARY, "private/secrets.md", "README.md")),
-        "deferred-unknown-note": f'<deferred note="nobody.md" reason="x"/>\n',
+        "deferred-unknown-note": '<deferred note="nobody.md" reason="x"/>\n',
         "converged-and-deferred": f'<converged note="{NOTE}" into="{PROFILE}"/>\n<deferred note="{NOTE}" reason="x"/>\n',
         "converged-into-missing": f'<converged note="{NOTE}" into="converged/topics/nowhere.md"/>\n',
     }

@@ -14,7 +14,7 @@ from cmem.converge.selection import SelectedNote
 from cmem.converge.validate import PassContext, validate_response
 from cmem.notes import parse_frontmatter_block, split_frontmatter
 from cmem.signals import Signal
-from cmem.statements import find_traces, normalize, parse_statements, split_statement
+from cmem.statements import parse_statements, split_statement
 from cmem.vault import open_vault
 
 DATE = "2026-11-29"

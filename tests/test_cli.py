@@ -77,6 +77,9 @@ def test_status_json_shape(sample_vault):
     assert set(data["pending"]["signals"]) == {"correction", "preference", "decision", "recurring"}
     assert data["pending"]["notes"] > 0 and data["due"]["due"] is True
     assert data["last_pass"]["id"] == "20261020-213000-a1b2"
+    ages = data["convergent_age"]
+    assert ages["newest"]["path"].startswith("converged/") and ages["oldest"]["path"].startswith("converged/")
+    assert 0 <= ages["newest"]["age_seconds"] <= ages["oldest"]["age_seconds"]
 
 
 def test_scan_json_shape(sample_vault):

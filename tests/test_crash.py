@@ -22,7 +22,7 @@ def test_killed_between_two_replaces(tmp_path, point, nth):
 def test_user_edit_after_a_crash_wins_and_the_pass_is_rolled_back(tmp_path):
     import subprocess
 
-    from crash_harness import _cmem, _fresh, _git
+    from crash_harness import _cmem, _fresh
 
     vault, home = _fresh(tmp_path, "edit")
     assert _cmem(vault, home, "replace:3").returncode == -9  # state, checklist, methodology replaced; profile not yet

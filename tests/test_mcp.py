@@ -140,7 +140,7 @@ def test_a_hostile_answer_is_rejected_and_changes_nothing(sample_vault, kind):
     before = snapshot(sample_vault)
 
     async def body(session, initialized):
-        prompt = await call(session, "converge_prompt")
+        await call(session, "converge_prompt")  # the apply answers this prompt's notes
         return await call(session, "converge_apply", {"response": HOSTILE[kind]})  # notes from the last prompt
 
     rejected = with_client(sample_vault, body)

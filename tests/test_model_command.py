@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cmem.converge.model_command import ModelCommandError, run_model_command
+from reliability_harness import live_pids_with
 from cmem.errors import CmemError
 
 FAKE = Path(__file__).resolve().parent / "fake_llm.py"
@@ -36,20 +37,6 @@ def fake(tmp_path, monkeypatch):
 
     command.calls = calls
     return command
-
-
-def live_pids_with(marker: str) -> list[int]:
-    """Processes whose command line holds `marker`; zombies have an empty one and do not count."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(name))
-    return found
 
 
 def alive(pid: int) -> bool:

@@ -27,7 +27,6 @@ import reliability_harness as harness
 import reply_variants as rv
 from cmem.converge.apply import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.errors import CmemError
 from cmem.resources import config_schema
 from cmem.vault import open_vault
 from conftest import git

@@ -18,11 +18,10 @@ from cmem.lock import is_locked, vault_lock
 from cmem.state import load_state
 from cmem.triggers import FAILURE_LIMIT, check_due, converge_if_due, load_failures, next_due_at
 from cmem.vault import open_vault
-from conftest import TESTS, git
+from conftest import TESTS
 from trigger_helpers import (
     CMEM,
     CONFIG,
-    NOTE,
     builtin_reply,
     gated_model,
     log_lines,

@@ -548,15 +548,16 @@ def recall(
     Uses a full-text index kept in the state folder and brought up to date on every call (it is a
     cache: delete it and it is rebuilt). The archive is searched only with --archive.
     """
-    from cmem.recall import recall_memory, render_recall
+    from cmem.index import ARCHIVED, CONVERGENT, index_file
+    from cmem.recall import query_terms, recall_memory, render_recall
 
     _global["json"] = as_json
     target = _open(vault)
-    from cmem.index import ARCHIVED, CONVERGENT, index_file
-
-    if not as_json and (rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()):
+    text = " ".join(query)
+    building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
+    if not as_json and building and query_terms(text):  # an empty query is refused before any work
         typer.echo("building the search index from the notes (later calls only update it)…", err=True)
-    result = recall_memory(target, " ".join(query), archive=archive, limit=limit, rebuild=rebuild)
+    result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
     for problem in result.problems:
         _warn(problem)
     typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2) if as_json else render_recall(result))

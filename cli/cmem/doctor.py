@@ -7,7 +7,6 @@ sync client manages (a synced `.git` is a corruption risk: sync vaults through a
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from cmem.lock import is_locked, lock_path, read_holder
 from cmem.notes import check_frontmatter, find_odd_names, odd_from_note, read_note
 from cmem.statements import parse_statements
 from cmem.tokens import estimate_tokens
-from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
+from cmem.vault import LAYERS, RESIDENT, Vault
 
 OK, WARN, ERROR = "ok", "warn", "error"
 

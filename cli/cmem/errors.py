@@ -18,10 +18,6 @@ class ConfigError(CmemError):
     pass
 
 
-class NoteError(CmemError):
-    """A note cannot be read or written safely."""
-
-
 class GitError(CmemError):
     pass
 

@@ -18,8 +18,8 @@ POINTS = (
     "rename",  # renamed into place, folder not yet fsynced
     "replace",  # the n-th file of a pass replaced, the others not yet
     "applied",  # every file replaced, nothing staged in git
-    "git-add",  # paths staged, no commit yet
-    "git-commit",  # killed together with a running `git commit`
+    "git-add",  # the pass's tree is written, no commit yet
+    "git-commit",  # the commit object is written, the branch not yet moved
     "committed",  # the commit exists, the journal is not yet removed
 )
 
@@ -36,12 +36,3 @@ def point(name: str) -> None:
     _reached[name] = _reached.get(name, 0) + 1
     if _reached[name] == int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def armed(name: str) -> bool:
-    """True when the next `point(name)` will kill: lets `git-commit` take git down with it."""
-    spec = os.environ.get("CMEM_FAULT")
-    if not spec:
-        return False
-    target, _, nth = spec.partition(":")
-    return target == name and _reached.get(name, 0) + 1 == int(nth or 1)

@@ -211,11 +211,7 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
         return None
     wait_for_index_lock(root)
     run_git(root, "add", "-A", "--", *paths)
-    faults.point("git-add")
-    commit_args = (*_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
-    if faults.armed("git-commit"):
-        _crash_during(root, commit_args)
-    run_git(root, *commit_args)
+    run_git(root, *_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
     return head(root)
 
 
@@ -261,19 +257,6 @@ def sync_index(root: Path, paths: list[str]) -> None:
     """Make the real index hold HEAD's version of these paths (after a commit built elsewhere)."""
     wait_for_index_lock(root)
     run_git(root, "reset", "-q", "HEAD", "--", *paths, check=False)
-
-
-def _crash_during(root: Path, args: tuple[str, ...]) -> None:
-    """Crash tests: kill a running `git commit` at a random moment, then this process — a power
-    cut in the middle of git writing objects and moving the branch."""
-    import random
-    import signal
-    import time
-
-    process = subprocess.Popen(["git", *SAFE_GIT_OPTIONS, "-C", str(root), *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(random.uniform(0, 0.03))
-    process.kill()
-    faults.point("git-commit")
 
 
 @dataclass(frozen=True)

@@ -252,7 +252,7 @@ def check_fts5() -> None:
         ) from None
 
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                    sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '');

@@ -23,6 +23,8 @@ CACHE_VERSION = 1
 class LayerSize:
     notes: int
     tokens: int
+    newest: tuple[str, int] | None = None  # (path, mtime_ns) of the most recently changed note
+    oldest: tuple[str, int] | None = None
 
     def to_json(self) -> dict:
         return {"notes": self.notes, "tokens": self.tokens}
@@ -35,6 +37,7 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     result = {}
     for layer in layers:
         notes = tokens = 0
+        newest = oldest = None
         for note in vault.list_layer(layer):
             measured = _measure(note, cache, vault.config.max_note_bytes)
             if measured is None:
@@ -42,7 +45,11 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
             fresh[note.rel] = measured
             notes += 1
             tokens += measured[2]
-        result[layer] = LayerSize(notes, tokens)
+            if newest is None or measured[0] > newest[1]:
+                newest = (note.rel, measured[0])
+            if oldest is None or measured[0] < oldest[1]:
+                oldest = (note.rel, measured[0])
+        result[layer] = LayerSize(notes, tokens, newest, oldest)
     # keep entries of layers not measured this time
     for rel, entry in cache.items():
         if rel not in fresh and vault.layer_of(rel) not in layers:

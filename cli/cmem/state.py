@@ -120,7 +120,7 @@ def state_bytes(state: State) -> bytes:
         "{\n"
         f' "version": {data["version"]},\n'
         f' "notes": {{' + (f"\n{notes}\n " if notes else "") + "},\n"
-        f' "passes": [' + (f"\n{passes}\n " if passes else "") + "]\n"
+        ' "passes": [' + (f"\n{passes}\n " if passes else "") + "]\n"
         "}\n"
     )
     return text.encode("utf-8")

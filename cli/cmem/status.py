@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -70,17 +69,14 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
     for signal in scan.signals:
         signals[signal.cls] += 1
     layers = measure_layers(vault)
-    newest = oldest = None
-    for note in vault.list_layer(RESIDENT) + vault.list_layer(SITUATIONAL):
-        try:
-            mtime = os.stat(note.path).st_mtime
-        except OSError:
-            continue
-        age = now.timestamp() - mtime
-        if newest is None or age < newest[1]:
-            newest = (note.rel, age)
-        if oldest is None or age > oldest[1]:
-            oldest = (note.rel, age)
+    # the size walk has stat'ed every memory file already: its newest and oldest, as ages
+    convergent = [layers[RESIDENT], layers[SITUATIONAL]]
+    newest_ends = [size.newest for size in convergent if size.newest]
+    oldest_ends = [size.oldest for size in convergent if size.oldest]
+    newest = max(newest_ends, key=lambda end: end[1], default=None)
+    oldest = min(oldest_ends, key=lambda end: end[1], default=None)
+    newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
+    oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
     try:
         staged, ticked = count_staged(vault.checklist_path.read_text("utf-8", errors="replace"))
@@ -110,6 +106,6 @@ def _last_pass(vault: Vault, state) -> dict | None:
     last = state.last_of_kind("converge")
     if not last:
         return None
-    commit = history.find_pass_commit(vault.root, last.get("id", "")) if (vault.root / ".git").exists() else None
+    commit = history.find_pass_commit(vault.root, last.get("id", ""))  # None outside a repository
     return {"id": last.get("id"), "time": last.get("time"), "commit": commit.sha if commit else None,
             "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}

@@ -23,7 +23,6 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
 @dataclass(frozen=True)
 class Prompt:
     text: str
-    stable_prefix: str  # instructions + files: identical between passes that touch the same files
     files: list[str]  # convergent files quoted in the prompt
 
     @property
@@ -134,7 +133,7 @@ def assemble_prompt(
         hand_edits = ""
     task = PromptTemplate(f"task.{config.language}.md").render(pass_date=pass_date, note_list=note_list, hand_edits=hand_edits)
     text = stable + "\n".join(notes_part) + "\n" + task
-    return Prompt(text=text, stable_prefix=stable, files=resident + situational)
+    return Prompt(text=text, files=resident + situational)
 
 
 def repair_prompt(vault: Vault, original_prompt: str, response: str, errors: str, pass_date: str) -> str:
