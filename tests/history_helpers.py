@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from cmem.checklist import StageEntry, archive_target, stage_notes
-from cmem.history import commit_paths
+from cmem.history import commit_files
 from cmem.state import ConvergedNote, State, load_state, save_state
 from conftest import git
 
@@ -62,7 +62,7 @@ def fake_pass(
         + [f"Changed: {rel}" for rel in writes]
         + ["Engine: builtin", "", f"Cmem-Pass: {pass_id}"]
     )
-    return commit_paths(root, paths, message)
+    return commit_files(root, {}, message, from_disk=paths)
 
 
 def tick(root: Path, *names: str) -> None:

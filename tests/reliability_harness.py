@@ -261,7 +261,7 @@ class WriterTrial:
 def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
     """`trials` passes, each with one external write at a random moment; see the module doc."""
     from cmem.converge import model_command, pipeline
-    from cmem.converge.apply import SecondWriter
+    from cmem.steps.changes import SecondWriter
     from cmem.errors import CmemError
     from cmem.vault import open_vault
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem.converge.apply import SecondWriter
+from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import Busy, CmemError
 from cmem.lock import vault_lock

@@ -35,7 +35,6 @@ ODD = {
     "blank.md": (b"\n\n   \n", "is empty"),
 }
 MEMORY_ODD = {
-    "converged/topics/crlf-topic.md": (b"# tea\r\n\r\n- I prefer tea (source: [[good]])\r\n", "CRLF"),
     "converged/topics/nul-topic.md": (b"# x\n\x00\x01\n", "NUL"),
 }
 COMMANDS = [

@@ -127,15 +127,15 @@ def test_an_index_lock_released_during_the_wait_lets_the_pass_run(corpus_vault):
 
 def test_a_lock_taken_between_apply_and_commit_is_waited_for(corpus_vault, monkeypatch):
     lock = corpus_vault / ".git/index.lock"
-    real_commit = history.commit_paths
+    real_commit = history.commit_files
 
-    def obsidian_git_commits_first(root, paths, message):
+    def obsidian_git_commits_first(root, files, message, **options):
         if message.startswith("cmem: converge"):
             lock.write_text("")
             threading.Timer(0.3, lock.unlink).start()
-        return real_commit(root, paths, message)
+        return real_commit(root, files, message, **options)
 
-    monkeypatch.setattr(history, "commit_paths", obsidian_git_commits_first)
+    monkeypatch.setattr(history, "commit_files", obsidian_git_commits_first)
     result = run_pass(open_vault(corpus_vault), PassOptions(engine="builtin", now=harness.PASS_NOW))
     assert result.status == "applied" and result.commit and not lock.exists()
 

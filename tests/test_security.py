@@ -25,7 +25,7 @@ import pytest
 
 import reliability_harness as harness
 import reply_variants as rv
-from cmem.converge.apply import SecondWriter
+from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.resources import config_schema
 from cmem.vault import open_vault

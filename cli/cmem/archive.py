@@ -16,10 +16,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem import history
 from cmem.checklist import archive_target
 from cmem.errors import CmemError
-from cmem.passes import commit_exact
 from cmem.state import load_state, state_bytes
 from cmem.vault import DIVERGENT, NEVER_READ_DIRS, Vault
 
@@ -369,31 +367,21 @@ def _read_bytes(path) -> bytes | None:
 
 
 def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) -> ArchiveResult:
-    """Move the plan's notes with git, remove their lines from the checklist, move their
-    state.json entries, and make one commit. All moves happen or none do."""
-    from cmem.converge.pipeline import new_pass_id, preflight
-    from cmem.lock import vault_lock
+    """Move the plan's notes into the archive, remove their lines from the checklist, move their
+    state.json entries, and make one commit — one step (cmem.steps): journaled, all or none."""
+    from cmem.steps.changes import ChangeSet
+    from cmem.steps.runner import open_step
 
     if not plan.moves:
         return ArchiveResult("nothing", plan)
-    now = now or datetime.now().astimezone()
-    with vault_lock(vault.state_dir, "archive"):
-        snapshot = preflight(vault)  # the user's ticks and edits get their own commit first
+    with open_step(vault, "archive", now=now) as step:  # the user's ticks and edits get their own commit first
         _recheck(vault, plan)
-        pass_id = new_pass_id(now)
-        done: list[tuple[str, str]] = []
-        try:
-            for move in plan.moves:
-                _move(vault, move.source, move.target)
-                done.append((move.source, move.target))
-            written = _rewrite_checklist_and_state(vault, plan, pass_id, now)
-        except BaseException:
-            for source, target in reversed(done):
-                _move(vault, target, source)
-            raise
-        paths = [p for move in plan.moves for p in (move.source, move.target)] + written
-        commit = commit_exact(vault, paths, commit_message(plan, pass_id))
-    return ArchiveResult("applied", plan, pass_id=pass_id, commit=commit, snapshot_commit=snapshot)
+        changes = ChangeSet()
+        for move in plan.moves:
+            changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
+        _rewrite_checklist_and_state(vault, plan, step, changes)
+        commit = step.commit(changes, commit_message(plan, step.id))
+    return ArchiveResult("applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot)
 
 
 def _recheck(vault: Vault, plan: ArchivePlan) -> None:
@@ -438,41 +426,24 @@ def _expected_digest(vault: Vault, line: StagedLine) -> str:
     return entry.sha256 if entry else "-"  # "-" never prefixes a hex digest
 
 
-def _move(vault: Vault, source: str, target: str) -> None:
-    """`git mv` so `git log --follow` keeps the note's history; a note git does not track yet
-    (created after the last commit) is moved on disk and added by the commit."""
-    (vault.root / target).parent.mkdir(parents=True, exist_ok=True)
-    if os.path.lexists(vault.root / target):
-        raise CmemError(f"{target} exists; cmem never overwrites an archive file.")
-    tracked = history.run_git(vault.root, "--literal-pathspecs", "ls-files", "--error-unmatch", "--", source, check=False).returncode == 0
-    if tracked:
-        history.run_git(vault.root, "mv", "--", source, target)
-    else:
-        os.rename(vault.root / source, vault.root / target)
-
-
-def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, pass_id: str, now: datetime) -> list[str]:
-    from cmem.converge.apply import WritePlan, apply_plan
+def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes) -> None:
     from cmem.state import load_state as _load
+    from cmem.steps.record import StepRecord
 
-    writes = WritePlan()
     removed = {move.line.line_no for move in plan.moves} | {line.line_no for line in plan.duplicates}
     text, _ = read_checklist(vault)
-    writes.add(vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes)
+    changes.write(vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes)
     state = _load(vault.state_file)
     for move in plan.moves:
         entry = state.notes.pop(move.source, None)
         if entry is not None:
             # The entry follows the note: a new note later written at the old path is a new note.
             state.notes[move.target] = entry
-    state.passes.append({
-        "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": None, "model": None,
-        "notes": [m.source for m in plan.moves], "changed": [m.target for m in plan.moves],
-        "warnings": len(plan.warnings), "kind": "archive",
-        "moves": [{"from": m.source, "to": m.target} for m in plan.moves],
-    })
-    writes.add(vault.rel(vault.state_file), state_bytes(state), plan.state_bytes)
-    return apply_plan(vault, writes)
+    record = StepRecord(step.id, "archive", step.now.isoformat(timespec="seconds"), notes=[m.source for m in plan.moves],
+                        changed=[m.target for m in plan.moves], warnings=len(plan.warnings),
+                        moves=[(m.source, m.target) for m in plan.moves])
+    state.passes.append(record.to_json())
+    changes.write(vault.rel(vault.state_file), state_bytes(state), plan.state_bytes)
 
 
 def remove_checklist_lines(text: str, line_numbers: set[int]) -> str:
@@ -496,12 +467,16 @@ def remove_checklist_lines(text: str, line_numbers: set[int]) -> str:
     return result + "\n" if result else ""
 
 
-def commit_message(plan: ArchivePlan, pass_id: str) -> str:
+def commit_message(plan: ArchivePlan, pass_id: str):
+    from cmem.steps.message import CommitMessage
+
     count = len(plan.moves)
     names = ", ".join(m.source.rsplit("/", 1)[-1].removesuffix(".md") for m in plan.moves)
-    lines = [f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", ""]
-    lines += [f"Archived: {m.source} → {m.target}" for m in plan.moves]
-    lines += [f"Skipped: {s.note} ({s.state}: {s.detail})" for s in plan.skipped]
-    lines += [f"Warning: {w}" for w in plan.warnings]
-    lines += ["", f"{history.PASS_TRAILER}: {pass_id}"]
-    return "\n".join(lines)
+    message = CommitMessage(f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", pass_id)
+    for move in plan.moves:
+        message.add("Archived", f"{move.source} → {move.target}")
+    for skipped in plan.skipped:
+        message.add("Skipped", f"{skipped.note} ({skipped.state}: {skipped.detail})")
+    for warning in plan.warnings:
+        message.add("Warning", warning)
+    return message

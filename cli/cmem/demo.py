@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -32,8 +33,16 @@ def run_demo(folder: Path | None = None) -> DemoRun:
             raise CmemError(f"{root} is not empty; give `cmem demo` a new folder.")
     shutil.copytree(sample_vault_dir(), root, symlinks=True, dirs_exist_ok=True)
     history.init_repo(root)
-    history.commit_paths(root, ["."], "sample vault")
+    history.commit_files(root, {}, "sample vault", from_disk=_all_files(root))
     vault = open_vault(root)
     scan = scan_vault(vault)
     result = run_pass(vault, PassOptions(engine="builtin"))
     return DemoRun(root, scan, result)
+
+
+def _all_files(root: Path) -> list[str]:
+    files = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        files += [os.path.relpath(os.path.join(folder, name), root) for name in names]
+    return files

@@ -43,6 +43,8 @@ def run_git(root: Path, *args: str, check: bool = True, input: str | None = None
         result = subprocess.run(
             ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(root), "-C", str(root), *_without_textconv(args)],
             capture_output=True, text=True, input=input, env=_env(),
+            # a file name that is not UTF-8 round-trips as os.fsdecode would give it
+            encoding="utf-8", errors="surrogateescape",
         )
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH; cmem keeps the vault's history in git.") from None
@@ -183,80 +185,141 @@ def wait_for_index_lock(root: Path, seconds: float | None = None) -> None:
         time.sleep(0.05)
 
 
-def changed_paths(root: Path, paths: list[str]) -> list[str]:
-    """Paths (of those given) with changes git would commit: modified, new or deleted."""
+@dataclass(frozen=True)
+class StatusEntry:
+    """One line of `git status`: XY codes, the path, and for a rename or copy its source."""
+
+    code: str
+    path: str
+    source: str | None = None
+
+    @property
+    def unmerged(self) -> bool:
+        return "U" in self.code or self.code in ("AA", "DD")
+
+
+def status_entries(root: Path, paths: list[str]) -> list[StatusEntry]:
+    """Paths (of those given, as git prints them: from the repository's root) with changes git
+    would commit — modified, new, deleted, renamed (with both names), or unmerged."""
     if not paths:
         return []
     result = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
-    changed = []
-    entries = result.stdout.split("\0")
+    entries = []
+    fields = result.stdout.split("\0")
     index = 0
-    while index < len(entries):
-        entry = entries[index]
+    while index < len(fields):
+        field = fields[index]
         index += 1
-        if len(entry) < 4:
+        if len(field) < 4:
             continue
-        status, path = entry[:2], entry[3:]
-        if status[0] in "RC":
+        code, path = field[:2], field[3:]
+        source = None
+        if code[0] in "RC" or code[1] in "RC":
+            source = fields[index] if index < len(fields) else None
             index += 1  # the next field is the rename source
-        changed.append(path)
-    return changed
+        entries.append(StatusEntry(code, path, source))
+    return entries
 
 
-def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
-    """Commit exactly these paths (new, changed or deleted), leaving anything else the user
-    staged alone. Returns the new commit, or None when there was nothing to commit."""
-    changed = changed_paths(root, paths)
-    if not changed:
-        return None
-    wait_for_index_lock(root)
-    run_git(root, "add", "-A", "--", *paths)
-    run_git(root, *_identity_options(root), "commit", "-q", "--no-verify", "-m", message, "--", *paths)
-    return head(root)
+def changed_paths(root: Path, paths: list[str]) -> list[str]:
+    """Every path with changes git would commit; a rename names both its paths."""
+    out: list[str] = []
+    for entry in status_entries(root, paths):
+        out += [entry.path] + ([entry.source] if entry.source else [])
+    return out
 
 
-def commit_files(root: Path, files: dict[str, bytes], message: str) -> str | None:
-    """Commit exactly these bytes at these vault-relative paths — the validated bytes, not
-    whatever is on disk by the time git would read it (an editor's autosave after the apply
-    stays an uncommitted edit, not part of cmem's commit). Built on a temporary index, so the
-    user's own staged changes are untouched, and the branch moves by compare-and-swap, so a
-    commit made meanwhile by someone else is never lost. Returns the commit, or None when the
-    bytes are already what HEAD holds."""
+def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, from_disk: "list[str] | tuple[str, ...]" = ()) -> str | None:
+    """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
+
+    - `files`: the bytes a step validated and wrote (None: the path is removed) — not whatever
+      is on disk by the time git would read it, so an editor's autosave after the apply stays
+      the user's uncommitted edit;
+    - `from_disk`: paths committed as they are in the working tree (the snapshot of the user's
+      own edits; a missing path is a removal, a symbolic link stays a link).
+
+    Blobs are hashed as git would store the file at that path (`core.autocrlf` and `eol`
+    attributes apply; filter drivers are neutralised), the commit is built on a temporary index
+    so the user's own staged changes are untouched, and the branch moves by compare-and-swap, so
+    a commit made meanwhile by someone else is never lost. Returns the commit, or None when HEAD
+    already holds exactly this."""
     top = toplevel(root) or Path(root).resolve()
     prefix = "" if top == Path(root).resolve() else Path(root).resolve().relative_to(top).as_posix() + "/"
     parent = head(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
+    options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
 
     def git(*args: str, data: bytes | None = None) -> str:
-        result = subprocess.run(["git", *SAFE_GIT_OPTIONS, "-C", str(top), *args], input=data, capture_output=True, env=env)
+        result = subprocess.run(["git", *options, "-C", str(top), *args], input=data, capture_output=True, env=env)
         if result.returncode != 0:
             detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
             raise GitError(f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}")
         return result.stdout.decode("utf-8").strip()
 
+    entries: list[tuple[str, str | None, str]] = []  # (mode, blob or None: removed, repository path)
+    for rel, data in sorted(files.items()):
+        path = prefix + rel
+        blob = None if data is None else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
+        entries.append(("100644", blob, path))
+    for rel in sorted(set(from_disk) - set(files)):
+        entry = _disk_entry(top, prefix + rel, git)
+        if entry[0] != "dir":
+            entries.append(entry)
     try:
         git("read-tree", parent) if parent else git("read-tree", "--empty")
-        for rel, data in sorted(files.items()):
-            blob = git("hash-object", "-w", "--stdin", data=data)
-            git("update-index", "--add", "--cacheinfo", f"100644,{blob},{prefix}{rel}")
+        git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
         faults.point("git-add")
         if parent and tree == git("rev-parse", f"{parent}^{{tree}}"):
             return None
-        commit = git(*_identity_options(top), "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message)
+        commit = git(*_identity_options(top), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-",
+                     data=message.encode("utf-8"))
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
     finally:
         index.unlink(missing_ok=True)
-    sync_index(top, [prefix + rel for rel in files])
+    sync_index(top, [path for _, _, path in entries])
     return commit
+
+
+def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:
+    full = top / path
+    try:
+        st = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return ("0", None, path)
+    import stat as stat_module
+
+    if stat_module.S_ISDIR(st.st_mode):
+        return ("dir", None, path)  # a nested repository or a folder: not a file to commit
+    if stat_module.S_ISLNK(st.st_mode):
+        return ("120000", git("hash-object", "-w", "--stdin", data=os.fsencode(os.readlink(full))), path)
+    with open(full, "rb") as handle:
+        data = handle.read()
+    mode = "100755" if st.st_mode & 0o111 else "100644"
+    return (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
+
+
+def _index_info(entries: list[tuple[str, str | None, str]]) -> bytes:
+    """`git update-index -z --index-info` input: mode 0 with the null id removes a path. Paths are
+    bytes as the file system has them (a name that is not UTF-8 round-trips)."""
+    out = bytearray()
+    for mode, blob, path in entries:
+        if blob is None:
+            out += b"0 " + b"0" * 40 + b"\t"
+        else:
+            out += f"{mode} {blob}\t".encode()
+        out += os.fsencode(path) + b"\0"
+    return bytes(out)
 
 
 def sync_index(root: Path, paths: list[str]) -> None:
     """Make the real index hold HEAD's version of these paths (after a commit built elsewhere)."""
+    if not paths:
+        return
     wait_for_index_lock(root)
-    run_git(root, "reset", "-q", "HEAD", "--", *paths, check=False)
+    run_git(root, "--literal-pathspecs", "reset", "-q", "HEAD", "--", *paths, check=False)
 
 
 @dataclass(frozen=True)

@@ -105,9 +105,7 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> Ini
     if (root / ".gitignore").exists() and ".gitignore" in report.created:
         owned.append(".gitignore")
 
-    repo_root = history.toplevel(root) or root
-    owned_in_repo = [str((root / rel).relative_to(repo_root)) for rel in owned]
-    report.commit = history.commit_paths(repo_root, owned_in_repo, "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned))
+    report.commit = history.commit_files(root, {}, "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned), from_disk=owned)
     return report
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from cmem import history
 from cmem.errors import CmemError
 from cmem.state import load_state
+from cmem.steps.message import UNDOES_TRAILER, read_trailers
 from cmem.vault import Vault
 
-UNDOES_TRAILER = "Cmem-Undoes"
 STATE_REL = ".cmem/state.json"
 
 _FIELD = re.compile(r"^([A-Z][A-Za-z-]*):\s?(.*)$")
@@ -123,9 +123,12 @@ def _parse_body(body: str) -> tuple[dict[str, list[str]], str, str | None]:
         match = _FIELD.match(line)
         if match:
             fields.setdefault(match.group(1), []).append(match.group(2).strip())
-    pass_id = (fields.get(history.PASS_TRAILER) or [""])[-1]
-    undoes = (fields.get(UNDOES_TRAILER) or [None])[-1]
-    return fields, pass_id, undoes
+    # the trailers are read from the message's last paragraph only: a field value above them
+    # (older cmem copied model text verbatim) cannot pose as a trailer
+    trailers = read_trailers(body)
+    for key in (history.PASS_TRAILER, UNDOES_TRAILER):
+        fields.pop(key, None)
+    return fields, trailers.get(history.PASS_TRAILER, ""), trailers.get(UNDOES_TRAILER)
 
 
 def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
@@ -229,7 +232,7 @@ def pass_diff(vault: Vault, ref: str | None = None) -> PassDiff:
     return PassDiff(commit, result.stdout)
 
 
-# --- git helpers for commands that write --------------------------------------------------------
+# --- reading files at a commit --------------------------------------------------------------------
 
 
 def read_blob(vault: Vault, commit: str, path: str) -> bytes | None:
@@ -241,25 +244,3 @@ def read_blob(vault: Vault, commit: str, path: str) -> bytes | None:
         capture_output=True, env=history._env(),
     )
     return result.stdout if result.returncode == 0 else None
-
-
-def commit_exact(vault: Vault, paths: list[str], message: str) -> str | None:
-    """Commit exactly these paths, including ones already moved or removed (which `git add`
-    cannot name), leaving anything else the user staged alone. Pathspecs are literal: a note may
-    be called `what [draft].md`."""
-    import os
-
-    root = vault.root
-    unique = list(dict.fromkeys(paths))
-    present = [p for p in unique if os.path.lexists(root / p)]
-    if present:
-        history.run_git(root, "--literal-pathspecs", "add", "-A", "--", *present)
-    known = history.run_git(root, "--literal-pathspecs", "ls-files", "--", *unique).stdout.splitlines()
-    in_head = history.run_git(root, "--literal-pathspecs", "ls-tree", "-r", "--name-only", "HEAD", "--", *unique, check=False).stdout.splitlines()
-    # `git commit -- path` refuses a path that is neither in the index nor in HEAD.
-    committable = [p for p in unique if p in known or p in in_head]
-    if not committable:
-        return None
-    history.run_git(root, "--literal-pathspecs", *history._identity_options(root), "commit", "-q", "--no-verify",
-                    "-m", message, "--", *committable)
-    return history.head(root)

@@ -64,16 +64,18 @@ def find_leftovers(vault: Vault) -> list[Leftover]:
 def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | None = None) -> list[str]:
     """Repair the fixable leftovers; returns one line per repair done."""
     from cmem.lock import vault_lock
+    from cmem.steps import journal, preflight
 
     done: list[str] = []
     with vault_lock(vault.state_dir, "doctor --fix"):
+        # git's own locks first: recovering a step commits, and a dead git's index.lock blocks that
         for leftover in [item for item in leftovers if item.kind == "git-lock" and item.fixable]:
             done.append(_remove_git_lock(vault, leftover))
-        if any(item.kind == "journal" for item in leftovers):
-            from cmem.converge import journal
-
-            done += [str(recovery) for recovery in journal.recover(vault)]
-        for leftover in [item for item in leftovers if item.kind == "archive" and item.fixable]:
+        archives = [item for item in leftovers if item.kind == "archive" and item.fixable]
+        if journal.pending_journals(vault) or archives:
+            preflight.check_repository(vault)  # a detached HEAD or a merge in progress: refuse, naming it
+        done += [str(recovery) for recovery in journal.recover(vault)]
+        for leftover in archives:
             done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
     for leftover in [item for item in leftovers if item.kind == "index"]:
         from cmem.index import rebuild_index
@@ -99,13 +101,15 @@ def _indexes(vault: Vault) -> list[Leftover]:
 
 
 def _journals(vault: Vault) -> list[Leftover]:
-    from cmem.converge import journal
+    from cmem.steps import journal
 
-    return [
-        Leftover("journal", f"a pass was interrupted before it finished (journal {folder})",
-                 "finishes it, or puts every file back if you edited one since", str(folder))
-        for folder in journal.pending_journals(vault)
-    ]
+    found = []
+    for folder in journal.pending_journals(vault):
+        kind, step_id = journal.describe(folder)
+        what = {"converge": "a pass", "archive": "an archive apply", "undo": "an undo"}.get(kind, "a step")
+        found.append(Leftover("journal", f"{what} was interrupted before it finished (step {step_id}, journal {folder})",
+                              "finishes it, or puts every file back if you edited one since", str(folder)))
+    return found
 
 
 # --- git lock files ------------------------------------------------------------------------------
@@ -195,7 +199,10 @@ def _interrupted_archive(vault: Vault) -> list[Leftover]:
     last (uncommitted) archive entry says cmem moved. A note moved there by hand is not ours."""
     from cmem.archive import MISSING, list_staged
     from cmem.state import load_state
+    from cmem.steps import journal
 
+    if journal.pending_journals(vault):
+        return []  # an archive apply with a journal: the journal's recovery finishes it
     try:
         state = load_state(vault.state_file)
     except CmemError:
@@ -257,18 +264,21 @@ def _untracked_moves(vault: Vault, staged: dict, state) -> list[tuple[str, str]]
 
 
 def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
-    """Do what the interrupted `cmem archive apply` did not: checklist lines out, state.json
-    entries moved (unless done), one commit with the apply's message."""
+    """Do what an interrupted `cmem archive apply` of cmem 0.1 (which moved notes with `git mv`
+    before its journal existed) did not: checklist lines out, state.json entries moved (unless
+    done), and one commit holding the moves — as a step of its own, journaled."""
     from cmem import archive
-    from cmem.converge.apply import WritePlan, apply_plan, current_bytes
-    from cmem.converge.pipeline import new_pass_id
-    from cmem.passes import commit_exact
     from cmem.state import load_state, state_bytes
+    from cmem.steps import journal
+    from cmem.steps.changes import ChangeSet, current_bytes
+    from cmem.steps.message import CommitMessage
+    from cmem.steps.record import StepRecord, new_step_id
+    from cmem.steps.runner import Step
 
     moves = [(s, t) for s, t in leftover.moves if (vault.root / t).exists()]
     if not moves:
         return "the interrupted archive apply left nothing to finish"
-    pass_id = leftover.pass_id or new_pass_id(now)
+    pass_id = leftover.pass_id or new_step_id(now)
     text, checklist_raw = archive.read_checklist(vault)
     moved_names = {target.rsplit("/", 1)[-1].removesuffix(".md") for _, target in moves} | {
         source.rsplit("/", 1)[-1].removesuffix(".md") for source, _ in moves}
@@ -280,21 +290,22 @@ def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
         if entry is not None:
             state.notes[target] = entry
     if not any(p.get("id") == pass_id for p in state.passes):
-        state.passes.append({
-            "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": None, "model": None,
-            "notes": [s for s, _ in moves], "changed": [t for _, t in moves], "warnings": 0, "kind": "archive",
-            "moves": [{"from": s, "to": t} for s, t in moves],
-        })
-    plan = WritePlan()
+        record = StepRecord(pass_id, "archive", now.isoformat(timespec="seconds"), notes=[s for s, _ in moves],
+                            changed=[t for _, t in moves], moves=moves)
+        state.passes.append(record.to_json())
+    changes = ChangeSet()
+    for source, target in moves:
+        changes.include(source, current_bytes(vault.root / source))
+        changes.include(target, current_bytes(vault.root / target))
     if lines:
-        plan.add(vault.checklist_rel, archive.remove_checklist_lines(text, set(lines)), checklist_raw)
-    plan.add(vault.rel(vault.state_file), state_bytes(state), state_raw)
-    written = apply_plan(vault, plan)
+        changes.write(vault.checklist_rel, archive.remove_checklist_lines(text, set(lines)), checklist_raw)
+    changes.write(vault.rel(vault.state_file), state_bytes(state), state_raw)
     names = ", ".join(t.rsplit("/", 1)[-1].removesuffix(".md") for _, t in moves)
-    message = "\n".join(
-        [f"cmem: archive {len(moves)} note{'s' if len(moves) != 1 else ''} → {names}", ""]
-        + [f"Archived: {s} → {t}" for s, t in moves]
-        + ["Finished by `cmem doctor --fix` after an interruption", "", f"{history.PASS_TRAILER}: {pass_id}"]
-    )
-    commit = commit_exact(vault, [p for move in moves for p in move] + written + [vault.checklist_rel, vault.rel(vault.state_file)], message)
+    message = CommitMessage(f"cmem: archive {len(moves)} note{'s' if len(moves) != 1 else ''} → {names}", pass_id,
+                            preamble="Finished by `cmem doctor --fix` after an interruption.")
+    for source, target in moves:
+        message.add("Archived", f"{source} → {target}")
+    if journal.pending_journals(vault):
+        return "kept the interrupted archive apply: a step journal is still waiting"
+    commit = Step(vault, "archive", pass_id, now).commit(changes, message)
     return f"finished the interrupted archive apply: {len(moves)} notes moved, commit {commit[:8] if commit else 'none'}"

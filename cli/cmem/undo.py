@@ -26,7 +26,7 @@ from datetime import datetime
 
 from cmem import history
 from cmem.errors import CmemError, GitError
-from cmem.passes import STATE_REL, UNDOES_TRAILER, CmemCommit, FileChange, commit_exact, list_cmem_commits, read_blob
+from cmem.passes import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
 from cmem.vault import Vault
 
 
@@ -306,76 +306,65 @@ def check_undo(plan: UndoPlan) -> None:
 
 
 def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> UndoResult:
-    from cmem.converge.apply import WritePlan, apply_plan
-    from cmem.converge.pipeline import new_pass_id
-    from cmem.lock import vault_lock
+    """Revert the plan's step as one step of its own (cmem.steps): journaled, all or none, one
+    commit carrying `Cmem-Undoes: <sha>`."""
+    from cmem.steps.changes import ChangeSet
+    from cmem.steps.record import StepRecord
+    from cmem.steps.runner import open_step
 
     if plan.target is None:
         return UndoResult("nothing", plan)
     check_undo(plan)
     target = plan.target
-    now = now or datetime.now().astimezone()
-    with vault_lock(vault.state_dir, "undo"):
+    with open_step(vault, "undo", now=now) as step:
         latest = find_undo_target(vault)
         if latest is None or latest.sha != target.sha:
             raise CmemError("another cmem commit was made since the plan; run `cmem undo` again.")
-        undo_id = new_pass_id(now)
-        writes, removals = WritePlan(), []
+        changes = ChangeSet()
         for item in plan.files:
             if item.action in ("restore", "merge"):
-                writes.add(item.path, item.new_bytes or b"", plan.current.get(item.path))
+                changes.write(item.path, item.new_bytes or b"", plan.current.get(item.path))
             elif item.action == "move-back":
-                writes.add(item.path, item.new_bytes or b"", None)
-                removals.append((item.from_path, plan.current.get(item.from_path)))
+                changes.write(item.path, item.new_bytes or b"", None)
+                changes.remove(item.from_path, plan.current.get(item.from_path))
             elif item.action == "remove":
-                removals.append((item.path, plan.current.get(item.path)))
+                changes.remove(item.path, plan.current.get(item.path))
         touched = [i.path for i in plan.files if i.action != "keep"] + [i.from_path for i in plan.files if i.from_path]
-        entry = {
-            "id": undo_id, "time": now.isoformat(timespec="seconds"), "engine": None, "model": None,
-            "notes": target.notes, "changed": sorted(set(touched)), "warnings": 0, "kind": "undo",
-            "undoes": target.pass_id, "commit": target.sha,
-        }
+        record = StepRecord(step.id, "undo", step.now.isoformat(timespec="seconds"), notes=target.notes,
+                            changed=sorted(set(touched)), undoes=target.pass_id, commit=target.sha)
         state_now = _disk(vault, STATE_REL)
-        writes.add(STATE_REL, revert_state(state_now, read_blob(vault, target.sha, STATE_REL),
-                                           read_blob(vault, f"{target.sha}^", STATE_REL), target.pass_id, entry), state_now)
-        checklist_removed = _plan_checklist(vault, target, writes, removals)
-        for path, expected in removals:
-            if _disk(vault, path) != expected:
-                raise CmemError(f"{path} changed on disk while undoing; nothing was changed, run `cmem undo` again.")
-        apply_plan(vault, writes)
-        for path, expected in removals:
-            if _disk(vault, path) == expected:
-                os.unlink(vault.root / path)
-        paths = touched + [STATE_REL] + ([vault.checklist_rel] if vault.checklist_rel in writes.writes or checklist_removed else [])
-        commit = commit_exact(vault, paths, undo_message(target, plan, undo_id))
-    return UndoResult("undone", plan, pass_id=undo_id, commit=commit)
+        changes.write(STATE_REL, revert_state(state_now, read_blob(vault, target.sha, STATE_REL),
+                                              read_blob(vault, f"{target.sha}^", STATE_REL), target.pass_id, record.to_json()), state_now)
+        _plan_checklist(vault, target, changes)
+        commit = step.commit(changes, undo_message(target, plan, step.id))
+    return UndoResult("undone", plan, pass_id=step.id, commit=commit)
 
 
-def _plan_checklist(vault: Vault, target: CmemCommit, writes, removals) -> bool:
-    """Adds the checklist's new text to `writes` (or its removal); True when it is removed."""
+def _plan_checklist(vault: Vault, target: CmemCommit, changes) -> None:
+    """Adds the checklist's new text (or its removal) to `changes`."""
     if not any(change.path == vault.checklist_rel for change in target.files):
-        return False
+        return
     decode = lambda data: None if data is None else data.decode("utf-8", "replace")  # noqa: E731
     current_bytes = _disk(vault, vault.checklist_rel)
     after = decode(read_blob(vault, target.sha, vault.checklist_rel)) or ""
     before = decode(read_blob(vault, f"{target.sha}^", vault.checklist_rel))
     text = revert_checklist(decode(current_bytes) or "", after, before)
     if text is None:
-        removals.append((vault.checklist_rel, current_bytes))
-        return True
-    if text.encode("utf-8") != current_bytes:
-        writes.add(vault.checklist_rel, text, current_bytes)
-    return False
+        changes.remove(vault.checklist_rel, current_bytes)
+    else:
+        changes.write(vault.checklist_rel, text, current_bytes)
 
 
-def undo_message(target: CmemCommit, plan: UndoPlan, undo_id: str) -> str:
+def undo_message(target: CmemCommit, plan: UndoPlan, undo_id: str):
+    from cmem.steps.message import CommitMessage
+
     what = target.subject.removeprefix("cmem: ").strip() or target.pass_id
-    lines = [f"cmem: undo {what}", "", f"This reverts commit {target.sha} (pass {target.pass_id}).", ""]
+    message = CommitMessage(f"cmem: undo {what}", undo_id, undoes=target.sha,
+                            preamble=f"This reverts commit {target.sha} (pass {target.pass_id}).")
     labels = {"restore": "Restored", "merge": "Restored (merged with later edits)", "remove": "Removed", "keep": "Kept"}
     for item in plan.files:
         if item.action == "move-back":
-            lines.append(f"Moved back: {item.from_path} → {item.path}")
+            message.add("Moved back", f"{item.from_path} → {item.path}")
         else:
-            lines.append(f"{labels[item.action]}: {item.path}" + (f" ({item.detail})" if item.detail and item.action == "keep" else ""))
-    lines += ["", f"{history.PASS_TRAILER}: {undo_id}", f"{UNDOES_TRAILER}: {target.sha}"]
-    return "\n".join(lines)
+            message.add(labels[item.action], item.path + (f" ({item.detail})" if item.detail and item.action == "keep" else ""))
+    return message

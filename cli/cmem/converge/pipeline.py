@@ -1,31 +1,35 @@
 """The convergence pass (SPEC §3) as typed stages:
 
-lock → git preflight → select → assemble the prompt → run the engine → parse → validate (with
-repair rounds) → plan → apply all-or-nothing → state and archive checklist → commit → report.
+select → assemble the prompt → run the engine → parse → validate (with repair rounds) → plan the
+files, state and archive checklist → hand them to the step layer → report.
 
-Each stage is a function; `run_pass` strings them together and returns a `PassResult` the CLI
-renders (or prints as JSON, SPEC §11).
+The pass is one step (cmem.steps): the lock, the recovery of any interrupted step, the git
+preflight and snapshot, the journal, the all-or-nothing apply and the commit happen there. Each
+stage is a function; `run_pass` strings them together and returns a `PassResult` the CLI renders
+(or prints as JSON, SPEC §11).
 """
 
 from __future__ import annotations
 
 import difflib
-import secrets as random_tokens  # the stdlib module, not cmem.converge.secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from cmem import faults, history
-from cmem.converge import journal
+from cmem import history
 from cmem.checklist import StageEntry, archive_target, stage_notes
-from cmem.converge.apply import WritePlan, apply_plan, current_bytes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
 from cmem.converge.runs import RunRecord, new_run
 from cmem.converge.selection import Selection, SelectedNote, select_notes
-from cmem.errors import CmemError, GitError
+from cmem.errors import CmemError
 from cmem.lock import vault_lock
 from cmem.state import ConvergedNote, State, line_key, load_state
 from cmem.state import state_bytes as state_to_bytes
+from cmem.steps import journal
+from cmem.steps.changes import ChangeSet, current_bytes
+from cmem.steps.message import CommitMessage
+from cmem.steps.record import StepRecord, new_step_id
+from cmem.steps.runner import Step, open_step
 from cmem.vault import Vault
 
 Progress = Callable[[str, float | None], None]  # (message, elapsed seconds or None)
@@ -85,48 +89,6 @@ class PassResult:
 # --- stages -------------------------------------------------------------------------------
 
 
-def managed_changes(vault: Vault) -> list[str]:
-    """Vault-relative paths under cmem's management with uncommitted changes."""
-    prefix = _repo_prefix(vault)
-    paths = []
-    for rel in history.changed_paths(vault.root, ["."]):  # git prints paths from the repository root
-        if prefix:
-            if not rel.startswith(prefix):
-                continue
-            rel = rel[len(prefix):]
-        if rel.startswith(".cmem/") or vault.layer_of(rel) is not None or rel == vault.checklist_rel:
-            paths.append(rel)
-    return paths
-
-
-def _repo_prefix(vault: Vault) -> str:
-    top = history.toplevel(vault.root)
-    if top is None or top == vault.root.resolve():
-        return ""
-    return vault.root.resolve().relative_to(top).as_posix() + "/"
-
-
-def preflight(vault: Vault) -> str | None:
-    """Refuse a repository cmem must not commit to, or one mid-merge; commit the user's pending
-    edits to managed paths as a snapshot so the pass commit holds only the pass."""
-    top = history.toplevel(vault.root)
-    if top is None:
-        raise GitError(f"{vault.root} is not a git repository; run `cmem init` there first.")
-    if top != vault.root.resolve() and not vault.config.allow_parent_repo:
-        raise GitError(
-            f"the vault's git repository is {top}, above the vault; cmem will not commit there unless "
-            "git.allow_parent_repo is true in .cmem/config.yaml (or run `cmem init --repo own`)."
-        )
-    operation = history.operation_in_progress(vault.root)
-    if operation:
-        raise GitError(f"{operation} is in progress in {top}; finish or abort it, then run the pass again.")
-    history.wait_for_index_lock(vault.root)  # bounded: then an error naming the lock
-    changed = managed_changes(vault)
-    if not changed:
-        return None
-    return history.commit_paths(vault.root, changed, f"cmem: snapshot before pass ({len(changed)} files edited by hand)")
-
-
 def hand_edited_files(vault: Vault, state: State) -> set[str]:
     """Convergent files changed by someone else since the last pass: the user's word."""
     last = state.last_of_kind("converge")
@@ -155,15 +117,29 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
 
 def rewritable(raw: bytes) -> bool:
     """cmem rewrites only files it can write back as they were encoded: UTF-8 without a BOM,
-    `\n` line ends, no NUL (SPEC §1). Others are shown to the engine but protected from writes."""
+    one kind of line end, no NUL (SPEC §1). Others are shown to the engine but protected from
+    writes."""
     return unwritable_reason(raw) is None
+
+
+def line_end(raw: bytes) -> bytes:
+    """The file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout),
+    else `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
+    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
+
+
+def in_line_ends(text: str, raw: bytes | None) -> bytes:
+    data = text.encode("utf-8")
+    if raw is not None and line_end(raw) == b"\r\n":
+        data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return data
 
 
 def unwritable_reason(raw: bytes) -> str | None:
     if raw.startswith(b"\xef\xbb\xbf"):
         return "starts with a byte-order mark"
-    if b"\r" in raw:
-        return "uses CRLF line ends"
+    if b"\r" in raw and line_end(raw) != b"\r\n":
+        return "mixes line ends (CRLF and LF, or a lone CR)"
     if b"\x00" in raw:
         return "contains NUL bytes"
     try:
@@ -197,7 +173,12 @@ def changed_inputs(vault: Vault, selection: Selection) -> list[str]:
 
 
 def new_pass_id(now: datetime) -> str:
-    return now.strftime("%Y%m%d-%H%M%S-") + random_tokens.token_hex(2)
+    return new_step_id(now)
+
+
+class _NotDue(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
 
 
 # --- the pass -----------------------------------------------------------------------------
@@ -206,26 +187,40 @@ def new_pass_id(now: datetime) -> str:
 def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = None) -> PassResult:
     progress = progress or (lambda message, elapsed: None)
     now = options.now or datetime.now().astimezone()
-    with vault_lock(vault.state_dir, "converge"):
-        if options.gate is not None:
-            reason = options.gate()
-            if reason:
-                return PassResult("not-due", message=reason)
-        snapshot, notices = None, []
-        if options.dry_run or options.emit_prompt:
+    if options.dry_run or options.emit_prompt:
+        with vault_lock(vault.state_dir, "converge"):
+            notices = []
             if journal.pending_journals(vault):
-                notices.append("an interrupted pass is waiting to be finished; the next pass (or `cmem doctor --fix`) will do it")
-        else:
-            # before the snapshot: a half-applied pass must not be committed as "hand edits"
-            notices += [str(recovery) for recovery in journal.recover(vault)]
-            snapshot = preflight(vault)
-        result = _run_locked(vault, options, progress, now)
-        result.snapshot_commit = snapshot
-        result.warnings = notices + result.warnings
-        return result
+                notices.append("an interrupted step is waiting to be finished; the next command that writes "
+                               "(or `cmem doctor --fix`) will do it")
+            result = _run_locked(vault, options, progress, now, None)
+            result.warnings = notices + result.warnings
+            return result
+    try:
+        # the step: lock, the gate (asked again under the lock), recovery of any interrupted step
+        # (before the snapshot: a half-applied step must not be committed as "hand edits"), snapshot
+        with open_step(vault, "converge", now=now, gate=_gate(options)) as step:
+            result = _run_locked(vault, options, progress, now, step)
+            result.snapshot_commit = step.snapshot
+            result.warnings = step.notices + result.warnings
+            return result
+    except _NotDue as not_due:
+        return PassResult("not-due", message=not_due.reason)
 
 
-def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime) -> PassResult:
+def _gate(options: PassOptions):
+    if options.gate is None:
+        return None
+
+    def gate() -> None:
+        reason = options.gate()
+        if reason:
+            raise _NotDue(reason)
+
+    return gate
+
+
+def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None) -> PassResult:
     from cmem.scan import scan_vault
 
     state = load_state(vault.state_file)
@@ -252,7 +247,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
         return PassResult("prompt", prompt=safe_prompt, waiting=[p.rel for p in selection.waiting],
                           selected=[n.rel for n in selection.notes], warnings=odd + notice)
 
-    pass_id = new_pass_id(now)
+    pass_id = step.id if step is not None else new_pass_id(now)
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
                         signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
     record = new_run(vault, pass_id)
@@ -265,7 +260,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
     if validation is None:
         return result
-    return _finish(vault, options, state, selection, validation, raw_originals, originals, pass_id, pass_date, now, result, record)
+    return _finish(vault, options, state, selection, validation, raw_originals, originals, step, pass_date, now, result, record)
 
 
 def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass_date: str, allow_shrink: bool):
@@ -362,7 +357,8 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
     return "llm", ask
 
 
-def _finish(vault, options, state, selection, validation, raw_originals, originals, pass_id, pass_date, now, result, record) -> PassResult:
+def _finish(vault, options, state, selection, validation, raw_originals, originals, step: Step | None, pass_date, now, result, record) -> PassResult:
+    pass_id = result.pass_id
     by_rel = {n.rel: n for n in selection.notes}
     converged = [rel for rel in _entries_notes(validation.converged, by_rel)]
     result.converged = converged
@@ -370,7 +366,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     writes = {rel: text for rel, text in validation.writes.items()}
     result.changed = sorted(writes)
     result.diff, result.diffstat = make_diff(originals, writes)
-    if options.dry_run:
+    if options.dry_run or step is None:
         result.status = "dry-run"
         return result
     if (options.propose or vault.config.review) and not options.apply_proposal:
@@ -380,9 +376,9 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
         result.status = "proposed"
         result.message = "proposal saved: review and apply it with `cmem apply`, or discard it with `cmem apply --drop`"
         return result
-    plan = WritePlan()
+    plan = ChangeSet()
     for rel, text in writes.items():
-        plan.add(rel, text, raw_originals.get(rel))
+        plan.write(rel, in_line_ends(text, raw_originals.get(rel)), raw_originals.get(rel))
     into = _into(validation.converged, by_rel)
     state_bytes = current_bytes(vault.state_file)
     checklist_bytes = current_bytes(vault.checklist_path)
@@ -398,28 +394,17 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
         result.status = "nothing"
         result.message = "the engine changed nothing and converged no note; nothing was committed"
         return result
-    state.passes.append({
-        "id": pass_id, "time": now.isoformat(timespec="seconds"), "engine": result.engine, "model": result.model,
-        "notes": converged, "changed": result.changed, "warnings": len(result.warnings), "kind": "converge",
-    })
-    plan.add(vault.rel(vault.state_file), state_to_bytes(state), state_bytes)
+    record_entry = StepRecord(pass_id, "converge", now.isoformat(timespec="seconds"), notes=converged, changed=result.changed,
+                              engine=result.engine, model=result.model, warnings=len(result.warnings))
+    state.passes.append(record_entry.to_json())
+    plan.write(vault.rel(vault.state_file), state_to_bytes(state), state_bytes)
     if stage_entries:
         current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
-        plan.add(vault.checklist_rel, stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language), checklist_bytes)
+        staged_text = stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language)
+        plan.write(vault.checklist_rel, in_line_ends(staged_text, checklist_bytes), checklist_bytes)
     result.staged = [e.note_name for e in stage_entries]
     result.warnings += changed_inputs(vault, selection)
-    message = commit_message(result, selection)
-    pass_journal = journal.begin(vault, pass_id, plan, message)
-    try:
-        written = apply_plan(vault, plan)
-    except BaseException:
-        pass_journal.finish()  # apply_plan put every file back: nothing to recover
-        raise
-    faults.point("applied")
-    pass_journal.mark("committing")
-    result.commit = history.commit_files(vault.root, {rel: plan.writes[rel] for rel in written}, message)
-    faults.point("committed")
-    pass_journal.finish()
+    result.commit = step.commit(plan, commit_message(result, selection))
     result.status = "applied"
     record.write("result.json", result.to_json())
     return result
@@ -482,14 +467,19 @@ def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, l
     return "".join(chunks), stats
 
 
-def commit_message(result: PassResult, selection: Selection) -> str:
+def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
+    """Built from fields: a note's name, a deferral's reason and a warning are folded onto one
+    line each (steps.message), so a model cannot add a trailer or a field."""
     names = ", ".join(path.rsplit("/", 1)[-1].removesuffix(".md") for path in result.changed if not path.startswith((".cmem/",))) or "no files"
     count = len(result.converged)
-    lines = [f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", ""]
-    lines += [f"Converged: {rel}" for rel in result.converged]
-    lines += [f"Deferred: {d['note']} ({d['reason']})" for d in result.deferred]
-    lines += [f"Changed: {rel}" for rel in result.changed]
-    lines.append(f"Engine: {result.engine}" + (f" ({result.model})" if result.model else ""))
-    lines += [f"Warning: {w}" for w in result.warnings]
-    lines += ["", f"Cmem-Pass: {result.pass_id}"]
-    return "\n".join(lines)
+    message = CommitMessage(f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", result.pass_id)
+    for rel in result.converged:
+        message.add("Converged", rel)
+    for deferred in result.deferred:
+        message.add("Deferred", f"{deferred['note']} ({deferred['reason']})")
+    for rel in result.changed:
+        message.add("Changed", rel)
+    message.add("Engine", f"{result.engine}" + (f" ({result.model})" if result.model else ""))
+    for warning in result.warnings:
+        message.add("Warning", warning)
+    return message

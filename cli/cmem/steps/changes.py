@@ -1,0 +1,141 @@
+"""What a step changes, and applying it all or nothing (SPEC §3 step 6, §5 "Steps").
+
+A step — a pass, an archive apply, an undo, a repair — is a set of file changes: each path with
+the bytes it held when the step read it (None: absent) and the bytes it must hold after (None:
+removed). A note moved into the archive is two changes: its new path created with its bytes, its
+old path removed. Every target is compared with the bytes the step read, first all together and
+again just before each replace or removal: a file that changed on disk (Obsidian's autosave, a
+sync client, the user) stops the step, and the files already changed are put back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmem import faults
+from cmem.atomic import fsync_dir, write_atomic
+from cmem.errors import CmemError
+from cmem.vault import Vault
+
+
+class SecondWriter(CmemError):
+    """A file changed on disk while the step ran; the step wrote nothing."""
+
+
+@dataclass(frozen=True)
+class Change:
+    rel: str  # vault-relative path
+    old: bytes | None  # what the step read there (None: nothing)
+    new: bytes | None  # what it must hold after (None: removed)
+
+
+@dataclass
+class ChangeSet:
+    changes: dict[str, Change] = field(default_factory=dict)
+
+    def write(self, rel: str, new: str | bytes, old: bytes | None) -> None:
+        data = new.encode("utf-8") if isinstance(new, str) else new
+        if data == old:
+            self.changes.pop(rel, None)  # nothing to change
+            return
+        self.changes[rel] = Change(rel, old, data)
+
+    def remove(self, rel: str, old: bytes | None) -> None:
+        if old is None:
+            self.changes.pop(rel, None)
+            return
+        self.changes[rel] = Change(rel, old, None)
+
+    def include(self, rel: str, current: bytes | None) -> None:
+        """Commit `rel` as it is now (None: its removal), changing nothing on disk — a path an
+        older cmem (or the user) already changed, that this step's commit must hold."""
+        self.changes[rel] = Change(rel, current, current)
+
+    def move(self, source: str, target: str, data: bytes) -> None:
+        """A note moved: created at `target` (which must not exist), removed at `source`."""
+        self.write(target, data, None)
+        self.remove(source, data)
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.changes)
+
+    @property
+    def written(self) -> dict[str, bytes | None]:
+        """Path → the bytes the commit holds (None: removed)."""
+        return {rel: change.new for rel, change in sorted(self.changes.items())}
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    def __contains__(self, rel: str) -> bool:
+        return rel in self.changes
+
+    def ordered(self) -> list[Change]:
+        """Writes before removals, so at every moment of a move the note exists somewhere."""
+        items = sorted(self.changes.values(), key=lambda c: c.rel)
+        return [c for c in items if c.new is not None] + [c for c in items if c.new is None]
+
+
+def current_bytes(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except IsADirectoryError:
+        return b"\0<a folder>"  # never equal to a file's bytes: a folder where a file was is a change
+
+
+def _check(vault: Vault, change: Change) -> None:
+    path = vault.root / change.rel
+    if path.is_symlink():
+        raise SecondWriter(f"{change.rel} became a symbolic link while the step ran; nothing was written.")
+    if current_bytes(path) != change.old:
+        raise SecondWriter(
+            f"{change.rel} changed on disk while the step ran (another editor or a sync client wrote it); "
+            "your edit wins: nothing was written, run the command again."
+        )
+
+
+def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
+    """Make every change or none. Returns the paths changed."""
+    order = changes.ordered()
+    for change in order:
+        _check(vault, change)
+    done: list[Change] = []
+    try:
+        for change in order:
+            _check(vault, change)  # again, just before the replace
+            if change.new != change.old:
+                put(vault, change.rel, change.new)
+            done.append(change)
+            faults.point("replace")
+    except BaseException:
+        _roll_back(vault, done)
+        raise
+    return [change.rel for change in done]
+
+
+def put(vault: Vault, rel: str, data: bytes | None) -> None:
+    """Make `rel` hold `data` (atomically), or remove it (None)."""
+    path = vault.root / rel
+    if data is not None:
+        write_atomic(path, data)
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(path.parent)
+
+
+def _roll_back(vault: Vault, done: list[Change]) -> None:
+    # Restore what existed before removing what the step created: a moved note is never nowhere.
+    undo = sorted(done, key=lambda c: c.old is None)
+    for change in undo:
+        if current_bytes(vault.root / change.rel) != change.new:
+            continue  # someone wrote after us: theirs stays
+        put(vault, change.rel, change.old)

@@ -1,0 +1,206 @@
+"""The step journal: a step is applied whole or not at all, even across a crash.
+
+Before a step changes the first file, the journal records its intent — its kind and id, every
+path with the digest of its old and new bytes (None: absent), both versions of each file, and the
+commit message — durably, in the per-machine state folder. Every step kind writes one: a pass,
+an archive apply (a move is a file created and a file removed), an undo, a repair.
+
+The next writing command (any of them) or `cmem doctor --fix` finds a journal left by a killed
+process and finishes it before doing anything else:
+
+- if a commit with the step's id exists, the step is done; the index is brought up to date;
+- else, if the user has since edited a file that existed before the step, every file of the step
+  goes back to its old bytes (the user's edit stays) and nothing is committed — the step is
+  rolled back; its notes are pending again;
+- else the step is rolled forward: files still old get their new bytes, files to remove go, and
+  the commit is made from the journal's bytes. A file the step created and the user has edited
+  since (an archived note opened in Obsidian) keeps the edit, uncommitted, on top.
+
+Either way the vault ends as it was before the step or as it is after it, and every note exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmem import faults, history
+from cmem.atomic import fsync_dir, write_atomic
+from cmem.errors import CmemError
+from cmem.steps.changes import ChangeSet, current_bytes, put
+from cmem.vault import Vault
+
+VERSION = 2
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def journal_root(vault: Vault) -> Path:
+    return vault.state_dir / "journal"
+
+
+@dataclass
+class Journal:
+    folder: Path
+
+    def mark(self, stage: str) -> None:
+        intent = json.loads((self.folder / "intent.json").read_text("utf-8"))
+        intent["stage"] = stage
+        write_atomic(self.folder / "intent.json", json.dumps(intent, ensure_ascii=False, indent=1))
+
+    def finish(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        fsync_dir(self.folder.parent)
+
+
+def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: str) -> Journal:
+    folder = journal_root(vault) / step_id
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "new").mkdir(parents=True)
+    (folder / "old").mkdir()
+    entries = []
+    for index, change in enumerate(changes.ordered()):
+        if change.new is not None:
+            write_atomic(folder / "new" / str(index), change.new)
+        if change.old is not None:
+            write_atomic(folder / "old" / str(index), change.old)
+        entries.append({"rel": change.rel, "index": index, "old": _digest(change.old), "new": _digest(change.new)})
+    intent = {"version": VERSION, "kind": kind, "id": step_id, "stage": "applying", "entries": entries,
+              "message": message, "time": time.time()}
+    # intent.json last: a folder without it is a journal whose writing was cut short, before any
+    # file of the vault was touched
+    write_atomic(folder / "intent.json", json.dumps(intent, ensure_ascii=False, indent=1))
+    fsync_dir(folder.parent)
+    faults.point("journal-written")
+    return Journal(folder)
+
+
+@dataclass
+class Recovery:
+    kind: str
+    step_id: str
+    action: str  # "rolled forward" | "rolled back" | "already committed"
+    commit: str | None = None
+    conflicts: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        what = {"converge": "pass", "archive": "archive apply", "undo": "undo"}.get(self.kind, self.kind)
+        text = f"an interrupted {what} {self.step_id} was {self.action}"
+        if self.commit:
+            text += f" (commit {self.commit[:8]})"
+        if self.conflicts:
+            text += f"; kept your edits to {', '.join(self.conflicts)}"
+        return text
+
+
+def pending_journals(vault: Vault) -> list[Path]:
+    root = journal_root(vault)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / "intent.json").is_file())
+
+
+def describe(folder: Path) -> tuple[str, str]:
+    """(kind, id) of a journal, for messages; unreadable journals say so."""
+    try:
+        intent = json.loads((folder / "intent.json").read_text("utf-8"))
+        return intent.get("kind", "converge"), intent.get("id") or intent.get("pass_id") or folder.name
+    except (OSError, ValueError):
+        return "unknown", folder.name
+
+
+def recover(vault: Vault) -> list[Recovery]:
+    """Finish every journal a killed step left behind, oldest first. Call with the vault lock held."""
+    root = journal_root(vault)
+    if root.is_dir():
+        for folder in root.iterdir():
+            if folder.is_dir() and not (folder / "intent.json").is_file():
+                shutil.rmtree(folder, ignore_errors=True)  # cut short before the first change
+    done = []
+    for folder in sorted(pending_journals(vault), key=_started):
+        try:
+            intent = json.loads((folder / "intent.json").read_text("utf-8"))
+            intent["entries"]  # noqa: B018 - a journal without entries is unreadable
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CmemError(
+                f"the step journal {folder} is unreadable; move it aside and check the vault with `git status`."
+            ) from None
+        _remove_temp_files(vault, intent)
+        done.append(_recover_one(vault, folder, intent))
+        Journal(folder).finish()
+    return done
+
+
+def _started(folder: Path) -> float:
+    try:
+        return float(json.loads((folder / "intent.json").read_text("utf-8")).get("time", 0))
+    except (OSError, ValueError, TypeError):
+        return 0.0
+
+
+def _remove_temp_files(vault: Vault, intent: dict) -> None:
+    """Temp files of a replace that never happened (cmem.atomic names them `.<name>.*.cmem-tmp`)."""
+    for entry in intent["entries"]:
+        target = vault.root / entry["rel"]
+        if target.parent.is_dir():
+            for leftover in target.parent.glob(f".{target.name}.*.cmem-tmp"):
+                leftover.unlink(missing_ok=True)
+
+
+def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
+    kind = intent.get("kind", "converge")
+    step_id = intent.get("id") or intent["pass_id"]  # version 1 journals (passes only) said pass_id
+    entries = intent["entries"]
+    paths = [e["rel"] for e in entries]
+    commit = history.find_pass_commit(vault.root, step_id)
+    if commit is not None:
+        history.sync_index(vault.root, paths)  # killed before the index caught up
+        return Recovery(kind, step_id, "already committed", commit.sha)
+    _clear_stale_git_locks(vault, intent)
+    states = {}
+    for entry in entries:
+        digest = _digest(current_bytes(vault.root / entry["rel"]))
+        states[entry["rel"]] = "new" if digest == entry["new"] else "old" if digest == entry["old"] else "edited"
+    edited = sorted(rel for rel, state in states.items() if state == "edited")
+    # An edit to a file that existed before the step may be built on its old bytes: rolling
+    # forward would commit the step's version under it. Put the step back instead.
+    if any(states[e["rel"]] == "edited" and e["old"] is not None for e in entries):
+        restore = [e for e in entries if states[e["rel"]] == "new"]
+        for entry in sorted(restore, key=lambda e: e["old"] is None):  # restore before removing
+            put(vault, entry["rel"], _version(folder, entry, "old"))
+        history.sync_index(vault.root, paths)
+        return Recovery(kind, step_id, "rolled back", conflicts=edited)
+    forward = [e for e in entries if states[e["rel"]] == "old"]
+    for entry in sorted(forward, key=lambda e: e["new"] is None):  # write before removing
+        put(vault, entry["rel"], _version(folder, entry, "new"))
+    sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"])
+    return Recovery(kind, step_id, "rolled forward", sha, conflicts=edited)
+
+
+def _version(folder: Path, entry: dict, which: str) -> bytes | None:
+    if entry[which] is None:
+        return None
+    return (folder / which / str(entry["index"])).read_bytes()
+
+
+def _clear_stale_git_locks(vault: Vault, intent: dict) -> None:
+    """A `git` killed with the step leaves its lock files; they are ours (the step held the vault
+    lock, and git hooks are off), so they go — but only those older than the journal."""
+    if intent.get("stage") != "committing":
+        return
+    git_dir = history.git_dir(vault.root)
+    candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]
+    for lock in candidates:
+        try:
+            if lock.stat().st_mtime >= intent["time"] - 1:
+                os.unlink(lock)
+        except FileNotFoundError:
+            continue

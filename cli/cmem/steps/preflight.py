@@ -1,0 +1,116 @@
+"""Before a step writes: the repository is one cmem may commit to, and the user's own edits to
+the paths cmem manages are committed first, whole, as a snapshot (SPEC §3 step 2, §5 "Steps").
+
+Refused, with a message naming what to do: no repository; a parent repository the config does
+not allow; a merge, rebase, cherry-pick, revert or bisect in progress; a detached HEAD (a commit
+there is lost at the next checkout); unresolved conflicts — unmerged index entries or conflict
+markers left in a managed file by `git stash pop` or a hand merge.
+
+The snapshot commits a rename the user staged with both of its paths, so HEAD never holds a note
+twice, and commits each file as git would (its line endings, its mode, a link as a link).
+"""
+
+from __future__ import annotations
+
+import re
+
+from cmem import history
+from cmem.errors import GitError
+from cmem.steps.message import one_line
+from cmem.vault import Vault
+
+_MARKERS = (re.compile(rb"^<{7}(?: |$)", re.M), re.compile(rb"^={7}\r?$", re.M), re.compile(rb"^>{7}(?: |$)", re.M))
+
+
+def check_repository(vault: Vault) -> None:
+    top = history.toplevel(vault.root)
+    if top is None:
+        raise GitError(f"{vault.root} is not a git repository; run `cmem init` there first.")
+    if top != vault.root.resolve() and not vault.config.allow_parent_repo:
+        raise GitError(
+            f"the vault's git repository is {top}, above the vault; cmem will not commit there unless "
+            "git.allow_parent_repo is true in .cmem/config.yaml (or run `cmem init --repo own`)."
+        )
+    operation = history.operation_in_progress(vault.root)
+    if operation:
+        raise GitError(f"{operation} is in progress in {top}; finish or abort it, then run the command again.")
+    if history.run_git(vault.root, "symbolic-ref", "-q", "HEAD", check=False).returncode != 0:
+        raise GitError(
+            f"the repository {top} has a detached HEAD: a commit made there would belong to no branch; "
+            "check out your branch (`git switch main`), then run the command again."
+        )
+
+
+def _repo_prefix(vault: Vault) -> str:
+    top = history.toplevel(vault.root)
+    if top is None or top == vault.root.resolve():
+        return ""
+    return vault.root.resolve().relative_to(top).as_posix() + "/"
+
+
+def is_managed(vault: Vault, rel: str) -> bool:
+    return rel.startswith(".cmem/") or rel == vault.checklist_rel or vault.layer_of(rel) is not None
+
+
+def managed_changes(vault: Vault) -> list[history.StatusEntry]:
+    """Uncommitted changes (vault-relative) that touch a path cmem manages; a rename counts when
+    either of its paths is managed, and keeps both."""
+    prefix = _repo_prefix(vault)
+
+    def inside(path: str | None) -> str | None:
+        if path is None:
+            return None
+        if prefix:
+            return path[len(prefix):] if path.startswith(prefix) else None
+        return path
+
+    found = []
+    for entry in history.status_entries(vault.root, ["."]):
+        path, source = inside(entry.path), inside(entry.source)
+        if path is None and source is None:
+            continue
+        if (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
+            found.append(history.StatusEntry(entry.code, path or entry.path, source))
+    return found
+
+
+def changed_managed_paths(vault: Vault) -> list[str]:
+    paths: list[str] = []
+    for entry in managed_changes(vault):
+        paths += [entry.path] + ([entry.source] if entry.source else [])
+    return paths
+
+
+def refuse_conflicts(vault: Vault, entries: list[history.StatusEntry]) -> None:
+    for entry in entries:
+        if entry.unmerged:
+            raise GitError(
+                f"{entry.path} has an unresolved conflict (git status shows it as unmerged); resolve it and "
+                f"`git add` it, then run the command again."
+            )
+    for entry in entries:
+        try:
+            with open(vault.root / entry.path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue  # removed, or a folder: nothing to scan
+        if all(marker.search(data) for marker in _MARKERS):
+            raise GitError(
+                f"{entry.path} still holds conflict markers (<<<<<<< … >>>>>>>), from a merge or `git stash pop`; "
+                "resolve them, then run the command again. Nothing was committed."
+            )
+
+
+def snapshot(vault: Vault, before: str) -> str | None:
+    """Commit the user's pending edits to managed paths on their own, so the step's commit holds
+    only the step. Returns the snapshot commit, or None when there was nothing to commit."""
+    history.wait_for_index_lock(vault.root)  # bounded: then an error naming the lock
+    entries = managed_changes(vault)
+    if not entries:
+        return None
+    refuse_conflicts(vault, entries)
+    paths = sorted({p for e in entries for p in (e.path, e.source) if p})
+    count = len(entries)
+    lines = [f"cmem: snapshot before {before} ({count} file{'s' if count != 1 else ''} edited by hand)", ""]
+    lines += [f"Snapshot: {one_line(p)}" for p in paths]
+    return history.commit_files(vault.root, {}, "\n".join(lines), from_disk=paths)

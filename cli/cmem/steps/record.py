@@ -1,0 +1,44 @@
+"""The step record: what `.cmem/state.json` keeps of each step in its `passes` list.
+
+One typed record for every step kind, so a pass, an archive apply, an undo and a repair are
+written (and read back by `cmem log`) with the same fields.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+
+KINDS = ("converge", "archive", "undo")
+
+
+def new_step_id(now: datetime) -> str:
+    """Sortable by time, unique enough for one vault: `20261130-141502-3fa9`."""
+    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+@dataclass
+class StepRecord:
+    id: str
+    kind: str  # converge | archive | undo
+    time: str  # ISO 8601, seconds
+    notes: list[str] = field(default_factory=list)  # the notes the step converged, moved or gave back
+    changed: list[str] = field(default_factory=list)  # the files it changed
+    engine: str | None = None
+    model: str | None = None
+    warnings: int = 0
+    moves: list[tuple[str, str]] = field(default_factory=list)  # archive: (from, to)
+    undoes: str | None = None  # undo: the step id it reverted
+    commit: str | None = None  # undo: the commit it reverted
+
+    def to_json(self) -> dict:
+        data = {
+            "id": self.id, "time": self.time, "engine": self.engine, "model": self.model,
+            "notes": list(self.notes), "changed": list(self.changed), "warnings": self.warnings, "kind": self.kind,
+        }
+        if self.kind == "archive":
+            data["moves"] = [{"from": source, "to": target} for source, target in self.moves]
+        if self.kind == "undo":
+            data["undoes"], data["commit"] = self.undoes, self.commit
+        return data

@@ -1,0 +1,136 @@
+"""One step through one layer: lock → check the repository → recover any interrupted step →
+snapshot the user's edits → (the command's own work) → journal → apply all or nothing → commit.
+
+    with open_step(vault, "archive") as step:
+        ...plan from what is on disk now...
+        step.commit(changes, message, record)
+
+Every command that writes goes through here: a pass, `archive apply`, `undo`, `doctor --fix`.
+A failure names the file and says what was and was not done; a failure after the files were
+written keeps the journal, so the next command finishes the step.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cmem import faults, history
+from cmem.errors import CmemError
+from cmem.lock import vault_lock
+from cmem.steps import journal, preflight
+from cmem.steps.changes import ChangeSet, apply_changes, current_bytes
+from cmem.steps.message import CommitMessage
+from cmem.steps.record import new_step_id
+from cmem.vault import Vault
+
+_WHAT = {"converge": "pass", "archive": "archive apply", "undo": "undo", "fix": "repair"}
+
+
+class StepFailed(CmemError):
+    """A step stopped; the message says what was and was not done."""
+
+
+@dataclass
+class Step:
+    vault: Vault
+    kind: str
+    id: str
+    now: datetime
+    notices: list[str] = field(default_factory=list)  # interrupted steps finished first
+    snapshot: str | None = None  # the commit of the user's own edits, if any
+
+    def commit(self, changes: ChangeSet, message: CommitMessage | str) -> str | None:
+        """Journal, apply and commit `changes`; returns the commit (None: HEAD held it already)."""
+        if not changes:
+            return None
+        text = message.render() if isinstance(message, CommitMessage) else message
+        what = _WHAT.get(self.kind, self.kind)
+        try:
+            record = journal.begin(self.vault, self.kind, self.id, changes, text)
+        except OSError as exc:
+            shutil_rmtree(journal.journal_root(self.vault) / self.id)
+            raise StepFailed(f"{_os_reason(exc)}; the {what} wrote nothing in the vault (its journal could not be written).") from None
+        try:
+            apply_changes(self.vault, changes)
+        except OSError as exc:
+            self._after_failed_apply(record, changes)
+            raise StepFailed(f"{_os_reason(exc)}; {self._state_after(changes)}") from None
+        except BaseException:
+            self._after_failed_apply(record, changes)
+            raise
+        faults.point("applied")
+        try:
+            record.mark("committing")
+            sha = history.commit_files(self.vault.root, changes.written, text)
+        except (OSError, CmemError) as exc:
+            reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc).rstrip(".")
+            raise StepFailed(
+                f"{reason}; the {what}'s files are written but not committed — the next cmem command "
+                "(or `cmem doctor --fix`) finishes it."
+            ) from None
+        faults.point("committed")
+        record.finish()
+        return sha
+
+    def _after_failed_apply(self, record: journal.Journal, changes: ChangeSet) -> None:
+        # apply_changes put every file back; keep the journal only if something is still changed
+        if all(current_bytes(self.vault.root / c.rel) == c.old for c in changes.ordered()):
+            record.finish()
+
+    def _state_after(self, changes: ChangeSet) -> str:
+        what = _WHAT.get(self.kind, self.kind)
+        left = [c.rel for c in changes.ordered() if current_bytes(self.vault.root / c.rel) != c.old]
+        if not left:
+            return f"the {what} changed nothing (every file is as it was)."
+        return (f"the {what} could not put back {', '.join(left)}; the next cmem command (or `cmem doctor --fix`) "
+                "finishes or undoes it from its journal.")
+
+
+def shutil_rmtree(path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _os_reason(exc: OSError) -> str:
+    reasons = {
+        errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+        errno.EACCES: "permission denied", errno.EPERM: "the operation is not permitted",
+        errno.EROFS: "the file system is read-only",
+    }
+    reason = reasons.get(exc.errno, exc.strerror or str(exc))
+    name = exc.filename
+    if name is None:
+        return reason
+    shown = os.fsdecode(name) if isinstance(name, bytes) else str(name)
+    return f"{shown}: {reason}"
+
+
+def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
+    """Finish any interrupted step, holding the lock only for that (used before a command plans
+    what it will do, so the plan is made from a whole vault). Returns one line per recovery."""
+    if not journal.pending_journals(vault):
+        return []
+    with vault_lock(vault.state_dir, purpose):
+        preflight.check_repository(vault)
+        return [str(recovery) for recovery in journal.recover(vault)]
+
+
+@contextmanager
+def open_step(vault: Vault, kind: str, *, now: datetime | None = None, purpose: str | None = None,
+              snapshot: bool = True, gate=None):
+    """Hold the vault lock for one step; recover first, then snapshot the user's edits. `gate`
+    is called first under the lock (an unattended trigger asks again whether it is still due,
+    and raises to stop before anything is written)."""
+    now = now or datetime.now().astimezone()
+    with vault_lock(vault.state_dir, purpose or kind):
+        if gate is not None:
+            gate()
+        preflight.check_repository(vault)
+        notices = [str(recovery) for recovery in journal.recover(vault)]
+        snap = preflight.snapshot(vault, _WHAT.get(kind, kind)) if snapshot else None
+        yield Step(vault, kind, new_step_id(now), now, notices, snap)
