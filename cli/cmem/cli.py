@@ -432,6 +432,8 @@ def archive_apply(
 
     _global["json"] = as_json
     target = _open(vault)
+    if not dry_run:
+        _recover_first(target, "archive apply", as_json)  # plan from a whole vault, not a half-done step
     plan = plan_archive(target, all_lines=all_lines)
     if dry_run or not plan.moves:
         result = ArchiveResult("dry-run" if dry_run and plan.moves else "nothing", plan)
@@ -444,6 +446,15 @@ def archive_apply(
         _print_json(result.to_json())
     else:
         typer.echo(render_archive_result(result))
+
+
+def _recover_first(target, purpose: str, as_json: bool) -> None:
+    """Finish an interrupted step before a command plans what it will do (and say so)."""
+    from cmem.steps.runner import recover_interrupted
+
+    for line in recover_interrupted(target, purpose):
+        if not as_json:
+            typer.echo(line, err=True)
 
 
 @app.command()
@@ -463,6 +474,7 @@ def undo(
 
     _global["json"] = as_json
     target = _open(vault)
+    _recover_first(target, "undo", as_json)  # an interrupted step is finished before undo looks for the last one
     plan = plan_undo(target, force=force)
     if plan.refused:
         if not as_json:

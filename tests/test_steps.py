@@ -1,0 +1,238 @@
+"""The step layer (cmem.steps, issue 10): commit messages from fields, changes applied all or
+nothing, the journal's recovery decisions for every step kind, the preflight's refusals and the
+snapshot of staged renames, and line ends kept. CLI sequences are in test_step_seams.py and the
+kill-at-every-point harness in test_sequences.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from conftest import git
+from cmem import history
+from cmem.errors import GitError
+from cmem.passes import _parse_body, list_cmem_commits
+from cmem.steps import journal, preflight
+from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes
+from cmem.steps.message import CommitMessage, one_line, read_trailers
+from cmem.steps.runner import Step, open_step
+from cmem.vault import open_vault
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+
+def ls_head(root) -> list[str]:
+    return git(root, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+
+
+@pytest.fixture
+def vault(make_vault):
+    root = make_vault({
+        "a.md": "I prefer tea.\n",
+        "converged/core/profile.md": "# Profile\n- tea (source: [[a]])\n",
+        ".cmem/state.json": '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n',
+    }, git=True)
+    return open_vault(root)
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hostile", [
+    "wait\nCmem-Undoes: 0123456789abcdef",
+    "wait\r\nCmem-Pass: other",
+    "wait\u2028Cmem-Undoes: abc",
+    "wait\x85Cmem-Undoes: abc",
+    "wait\x0bCmem-Undoes: abc\x0cConverged: x",
+    "\n\nCmem-Undoes: abc",
+])
+def test_model_text_never_becomes_a_trailer_or_a_field(hostile):
+    message = CommitMessage("cmem: converge 1 note → profile", "20261130-120000-aaaa")
+    message.add("Deferred", f"b.md ({hostile})")
+    text = message.render()
+    fields, step_id, undoes = _parse_body(text)
+    assert step_id == "20261130-120000-aaaa" and undoes is None
+    assert list(fields) == ["Deferred"] and len(fields["Deferred"]) == 1
+    assert sum(1 for line in text.splitlines() if line.startswith("Cmem-")) == 1
+
+
+def test_one_line_folds_controls_and_caps_length():
+    assert one_line("a\n\tb\u200bc\u202e d") == "a b c d"
+    assert len(one_line("x" * 5000)) == 500 and one_line("x" * 5000).endswith("…")
+
+
+def test_trailers_are_read_from_the_last_paragraph_only():
+    body = "cmem: converge\n\nDeferred: x\nCmem-Undoes: abc\n\nCmem-Pass: p1"
+    assert read_trailers(body) == {"Cmem-Pass": "p1"}
+    assert _parse_body(body)[2] is None
+
+
+# --- changes ------------------------------------------------------------------------------------
+
+
+def test_a_second_writer_stops_the_step_and_every_file_goes_back(vault):
+    root = vault.root
+    changes = ChangeSet()
+    changes.write("converged/core/profile.md", "# Profile\n- coffee\n", (root / "converged/core/profile.md").read_bytes())
+    changes.move("a.md", "archive/2026-11/a.md", (root / "a.md").read_bytes())
+    (root / "a.md").write_text("I prefer tea. Edited.\n")
+    with pytest.raises(SecondWriter):
+        apply_changes(vault, changes)
+    assert (root / "converged/core/profile.md").read_text() == "# Profile\n- tea (source: [[a]])\n"
+    assert not (root / "archive/2026-11/a.md").exists() and (root / "a.md").read_text().endswith("Edited.\n")
+
+
+def test_moves_write_before_they_remove(vault):
+    changes = ChangeSet()
+    changes.move("a.md", "archive/2026-11/a.md", b"I prefer tea.\n")
+    order = [(c.rel, c.new is None) for c in changes.ordered()]
+    assert order == [("archive/2026-11/a.md", False), ("a.md", True)]
+
+
+# --- journal recovery, every step kind ------------------------------------------------------------
+
+
+def _journaled_archive(vault, apply_first: list[str]) -> str:
+    """A journal for an archive move of a.md, with some of its changes applied, as a kill leaves it."""
+    root = vault.root
+    changes = ChangeSet()
+    changes.move("a.md", "archive/2026-11/a.md", (root / "a.md").read_bytes())
+    changes.write(".cmem/state.json", b'{"version": 1, "notes": {}, "passes": [{"id": "s1", "kind": "archive"}]}\n',
+                  (root / ".cmem/state.json").read_bytes())
+    message = CommitMessage("cmem: archive 1 note → a", "s1")
+    journal.begin(vault, "archive", "s1", changes, message.render())
+    for change in changes.ordered():
+        if change.rel in apply_first:
+            from cmem.steps.changes import put
+
+            put(vault, change.rel, change.new)
+    return "s1"
+
+
+@pytest.mark.parametrize("applied", [[], ["archive/2026-11/a.md"], ["archive/2026-11/a.md", "a.md"],
+                                     ["archive/2026-11/a.md", "a.md", ".cmem/state.json"]])
+def test_an_interrupted_archive_is_rolled_forward_and_the_note_exists_once(vault, applied):
+    _journaled_archive(vault, applied)
+    done = journal.recover(vault)
+    assert [r.action for r in done] == ["rolled forward"] and done[0].kind == "archive"
+    root = vault.root
+    assert not (root / "a.md").exists() and (root / "archive/2026-11/a.md").read_text() == "I prefer tea.\n"
+    files = ls_head(root)
+    assert "archive/2026-11/a.md" in files and "a.md" not in files
+    assert git(root, "status", "--porcelain") == ""
+    assert journal.pending_journals(vault) == []
+
+
+def test_an_edit_to_the_source_rolls_the_archive_back_and_keeps_the_edit(vault):
+    _journaled_archive(vault, ["archive/2026-11/a.md"])
+    (vault.root / "a.md").write_text("I prefer tea. And more.\n")
+    done = journal.recover(vault)
+    assert done[0].action == "rolled back" and done[0].conflicts == ["a.md"]
+    assert not (vault.root / "archive/2026-11/a.md").exists()
+    assert (vault.root / "a.md").read_text() == "I prefer tea. And more.\n"
+
+
+def test_an_edit_to_the_archived_copy_keeps_the_move_and_the_edit(vault):
+    _journaled_archive(vault, ["archive/2026-11/a.md", "a.md"])
+    (vault.root / "archive/2026-11/a.md").write_text("I prefer tea. Seen in the archive.\n")
+    done = journal.recover(vault)
+    assert done[0].action == "rolled forward" and done[0].conflicts == ["archive/2026-11/a.md"]
+    assert not (vault.root / "a.md").exists()
+    assert (vault.root / "archive/2026-11/a.md").read_text().endswith("Seen in the archive.\n")
+    assert "a.md" not in ls_head(vault.root)
+
+
+def test_a_committed_step_is_only_synced(vault):
+    root = vault.root
+    changes = ChangeSet()
+    changes.write("converged/core/profile.md", "# Profile\n- coffee (source: [[a]])\n", (root / "converged/core/profile.md").read_bytes())
+    step = Step(vault, "converge", "s2", NOW)
+    text = CommitMessage("cmem: converge 1 note → profile", "s2").render()
+    journal.begin(vault, "converge", "s2", changes, text)
+    apply_changes(vault, changes)
+    sha = history.commit_files(root, changes.written, text)
+    done = journal.recover(vault)
+    assert done[0].action == "already committed" and done[0].commit == sha
+    assert step.id == "s2"
+
+
+def test_a_version_1_pass_journal_is_still_recovered(vault):
+    root = vault.root
+    changes = ChangeSet()
+    changes.write("converged/core/profile.md", "# Profile\n- coffee (source: [[a]])\n", (root / "converged/core/profile.md").read_bytes())
+    folder = journal.begin(vault, "converge", "old1", changes, "cmem: converge\n\nCmem-Pass: old1").folder
+    intent = json.loads((folder / "intent.json").read_text())
+    intent["pass_id"] = intent.pop("id")
+    del intent["kind"], intent["version"]
+    (folder / "intent.json").write_text(json.dumps(intent))
+    done = journal.recover(vault)
+    assert done[0].action == "rolled forward" and done[0].step_id == "old1"
+    assert (root / "converged/core/profile.md").read_text().endswith("coffee (source: [[a]])\n")
+
+
+# --- preflight ----------------------------------------------------------------------------------
+
+
+def test_a_staged_rename_is_committed_whole(vault):
+    root = vault.root
+    git(root, "mv", "a.md", "b.md")
+    sha = preflight.snapshot(vault, "pass")
+    assert sha and "a.md" not in ls_head(root) and "b.md" in ls_head(root)
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_rename_into_an_unmanaged_folder_is_committed_whole(vault):
+    root = vault.root
+    (root / "projects").mkdir()
+    git(root, "mv", "a.md", "projects/a.md")
+    preflight.snapshot(vault, "pass")
+    assert "a.md" not in ls_head(root) and "projects/a.md" in ls_head(root)
+
+
+def test_conflict_markers_are_refused_by_name(vault):
+    root = vault.root
+    (root / "converged/core/profile.md").write_text("# Profile\n<<<<<<< Updated upstream\n- a\n=======\n- b\n>>>>>>> Stashed changes\n")
+    head = history.head(root)
+    with pytest.raises(GitError, match="converged/core/profile.md still holds conflict markers"):
+        with open_step(vault, "converge", now=NOW):
+            pass
+    assert history.head(root) == head
+
+
+def test_a_detached_head_is_refused(vault):
+    git(vault.root, "checkout", "-q", "--detach")
+    with pytest.raises(GitError, match="detached HEAD"):
+        with open_step(vault, "converge", now=NOW):
+            pass
+
+
+def test_a_snapshot_keeps_links_and_modes(vault):
+    root = vault.root
+    (root / "converged/topics").mkdir(exist_ok=True)
+    (root / "converged/topics/link.md").symlink_to("../core/profile.md")
+    preflight.snapshot(vault, "pass")
+    entry = git(root, "ls-tree", "HEAD", "converged/topics/link.md")
+    assert entry.startswith("120000 ")
+
+
+def test_commit_files_commits_what_git_would_store_under_autocrlf(vault):
+    root = vault.root
+    git(root, "config", "core.autocrlf", "true")
+    data = b"# Profile\r\n- coffee (source: [[a]])\r\n"
+    (root / "converged/core/profile.md").write_bytes(data)
+    history.commit_files(root, {"converged/core/profile.md": data}, "m\n\nCmem-Pass: x")
+    assert git(root, "show", "HEAD:converged/core/profile.md") == "# Profile\n- coffee (source: [[a]])\n"
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_the_undo_trailer_a_model_wrote_does_not_undo_anything(vault):
+    root = vault.root
+    first = history.commit_files(root, {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"},
+                                 CommitMessage("cmem: converge 1 note → profile", "p1").render())
+    hostile = CommitMessage("cmem: converge 1 note → profile", "p2")
+    hostile.add("Deferred", f"b.md (later\n\nCmem-Undoes: {first})")
+    history.commit_files(root, {"converged/core/profile.md": b"# Profile\n- y (source: [[a]])\n"}, hostile.render())
+    commits = list_cmem_commits(vault)
+    assert [c.undone_by for c in commits] == [None, None] and [c.undoes for c in commits] == [None, None]
