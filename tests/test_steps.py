@@ -236,3 +236,13 @@ def test_the_undo_trailer_a_model_wrote_does_not_undo_anything(vault):
     history.commit_files(root, {"converged/core/profile.md": b"# Profile\n- y (source: [[a]])\n"}, hostile.render())
     commits = list_cmem_commits(vault)
     assert [c.undone_by for c in commits] == [None, None] and [c.undoes for c in commits] == [None, None]
+
+
+def test_a_new_note_written_where_a_moved_note_was_does_not_lose_the_moved_one(vault):
+    """Killed after the move's source was removed; then `cmem note` (or the user) wrote a new
+    note at that path. A rollback would remove the only copy of the old note: it stays."""
+    _journaled_archive(vault, ["archive/2026-11/a.md", "a.md"])
+    (vault.root / "a.md").write_text("- 14:05 something else entirely, a new capture\n")
+    journal.recover(vault)
+    assert (vault.root / "archive/2026-11/a.md").read_text() == "I prefer tea.\n"
+    assert (vault.root / "a.md").read_text().startswith("- 14:05")

@@ -148,7 +148,9 @@ def note(
     from cmem.capture import capture_note
 
     _global["json"] = as_json
-    captured = capture_note(_open(vault), " ".join(text))
+    target = _open(vault)
+    _recover_first(target, "note", as_json, busy_ok=True)  # never append to a note a killed step was moving
+    captured = capture_note(target, " ".join(text))
     if as_json:
         _print_json({"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text})
     else:
@@ -448,11 +450,19 @@ def archive_apply(
         typer.echo(render_archive_result(result))
 
 
-def _recover_first(target, purpose: str, as_json: bool) -> None:
-    """Finish an interrupted step before a command plans what it will do (and say so)."""
+def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
+    """Finish an interrupted step before a command plans what it will do (and say so). With
+    `busy_ok`, a step running now (its journal is live, not interrupted) is left to finish."""
+    from cmem.errors import Busy
     from cmem.steps.runner import recover_interrupted
 
-    for line in recover_interrupted(target, purpose):
+    try:
+        lines = recover_interrupted(target, purpose)
+    except Busy:
+        if not busy_ok:
+            raise
+        lines = []
+    for line in lines:
         if not as_json:
             typer.echo(line, err=True)
 

@@ -27,6 +27,7 @@ from datetime import datetime
 from cmem import history
 from cmem.errors import CmemError, GitError
 from cmem.passes import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
+from cmem.steps.changes import in_line_ends, same_text
 from cmem.vault import Vault
 
 
@@ -126,7 +127,7 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
     head_after = read_blob(vault, "HEAD", after_path)
     now_after = _disk(vault, after_path)
     plan.current[after_path] = now_after
-    if now_after != head_after:
+    if not same_text(now_after, head_after):
         plan.blocked.append(f"{after_path} has changes that are not committed yet; commit or stash them, then undo")
         return
     changed_since = head_after != after
@@ -144,9 +145,12 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
         else:
             plan.files.append(FileUndo("restore", after_path, new_bytes=before))
         return
-    content = before if not changed_since else _merge3(vault, now_after, after, before, after_path, plan)
+    ours = head_after if now_after is not None and head_after is not None else now_after  # line ends aside
+    content = before if not changed_since else _merge3(vault, ours, after, before, after_path, plan)
     if content is None and changed_since:
         return  # _merge3 recorded why
+    if content is not None and now_after is not None:
+        content = in_line_ends(content, now_after)  # written back in the file's own line ends
     if change.status in "RC" and before_path != after_path:
         now_before = _disk(vault, before_path)
         plan.current[before_path] = now_before

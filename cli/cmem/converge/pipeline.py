@@ -26,7 +26,7 @@ from cmem.lock import vault_lock
 from cmem.state import ConvergedNote, State, line_key, load_state
 from cmem.state import state_bytes as state_to_bytes
 from cmem.steps import journal
-from cmem.steps.changes import ChangeSet, current_bytes
+from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends, line_end
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.runner import Step, open_step
@@ -120,19 +120,6 @@ def rewritable(raw: bytes) -> bool:
     one kind of line end, no NUL (SPEC §1). Others are shown to the engine but protected from
     writes."""
     return unwritable_reason(raw) is None
-
-
-def line_end(raw: bytes) -> bytes:
-    """The file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout),
-    else `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
-    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
-
-
-def in_line_ends(text: str, raw: bytes | None) -> bytes:
-    data = text.encode("utf-8")
-    if raw is not None and line_end(raw) == b"\r\n":
-        data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
-    return data
 
 
 def unwritable_reason(raw: bytes) -> str | None:

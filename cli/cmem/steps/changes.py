@@ -79,6 +79,29 @@ class ChangeSet:
         return [c for c in items if c.new is not None] + [c for c in items if c.new is None]
 
 
+def line_end(raw: bytes) -> bytes:
+    """A file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout), else
+    `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
+    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
+
+
+def in_line_ends(data: str | bytes, like: bytes | None) -> bytes:
+    """`data` with the line ends of `like` (the file as it is on disk now)."""
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    if like is not None and line_end(like) == b"\r\n":
+        data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return data
+
+
+def same_text(disk: bytes | None, committed: bytes | None) -> bool:
+    """The working tree's bytes hold what git committed, line ends aside (autocrlf)."""
+    if disk == committed:
+        return True
+    if disk is None or committed is None:
+        return False
+    return line_end(disk) == b"\r\n" and disk.replace(b"\r\n", b"\n") == committed.replace(b"\r\n", b"\n")
+
+
 def current_bytes(path: Path) -> bytes | None:
     try:
         with open(path, "rb") as handle:

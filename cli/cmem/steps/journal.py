@@ -173,7 +173,7 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     # An edit to a file that existed before the step may be built on its old bytes: rolling
     # forward would commit the step's version under it. Put the step back instead.
     if any(states[e["rel"]] == "edited" and e["old"] is not None for e in entries):
-        restore = [e for e in entries if states[e["rel"]] == "new"]
+        restore = [e for e in entries if states[e["rel"]] == "new" and not _only_copy(vault, folder, e, entries, states)]
         for entry in sorted(restore, key=lambda e: e["old"] is None):  # restore before removing
             put(vault, entry["rel"], _version(folder, entry, "old"))
         history.sync_index(vault.root, paths)
@@ -183,6 +183,32 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
         put(vault, entry["rel"], _version(folder, entry, "new"))
     sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"])
     return Recovery(kind, step_id, "rolled forward", sha, conflicts=edited)
+
+
+def _only_copy(vault: Vault, folder: Path, entry: dict, entries: list[dict], states: dict[str, str]) -> bool:
+    """A file the step created (a note's archive copy) whose bytes a rollback could not put back
+    anywhere: the path it moved from now holds something else that does not contain them (a new
+    note written there after the move). Removing it would leave the note nowhere; it stays."""
+    if entry["old"] is not None or entry["new"] is None:
+        return False
+    for other in entries:
+        if other["old"] == entry["new"] and other["new"] is None and states[other["rel"]] == "edited":
+            if not _built_on(current_bytes(vault.root / other["rel"]) or b"", _version(folder, entry, "new") or b""):
+                return True
+    return False
+
+
+def _built_on(now: bytes, old: bytes) -> bool:
+    """Whether `now` looks like an edit of `old` (most of it is still there) rather than a new
+    file written at the same path."""
+    if old in now:
+        return True
+    if len(now) + len(old) > 2_000_000:
+        return False  # too large to compare: assume a new file, so the old bytes are kept
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, old.decode("utf-8", "replace"), now.decode("utf-8", "replace"), autojunk=False)
+    return matcher.ratio() >= 0.5
 
 
 def _version(folder: Path, entry: dict, which: str) -> bytes | None:
