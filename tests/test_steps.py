@@ -12,7 +12,7 @@ import pytest
 
 from conftest import git
 from cmem import history
-from cmem.errors import GitError
+from cmem.errors import CmemError, GitError
 from cmem.passes import _parse_body, list_cmem_commits
 from cmem.steps import journal, preflight
 from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes
@@ -246,3 +246,37 @@ def test_a_new_note_written_where_a_moved_note_was_does_not_lose_the_moved_one(v
     journal.recover(vault)
     assert (vault.root / "archive/2026-11/a.md").read_text() == "I prefer tea.\n"
     assert (vault.root / "a.md").read_text().startswith("- 14:05")
+
+
+def test_a_journal_whose_commit_git_refuses_is_rolled_back_not_left_to_block(vault, monkeypatch):
+    _journaled_archive(vault, ["archive/2026-11/a.md"])
+
+    def refuse(*args, **kwargs):
+        raise GitError("git update-index failed: invalid path")
+
+    monkeypatch.setattr(history, "commit_files", refuse)
+    done = journal.recover(vault)
+    assert done[0].action.startswith("rolled back because its commit failed")
+    assert journal.pending_journals(vault) == []
+    assert (vault.root / "a.md").read_text() == "I prefer tea.\n" and not (vault.root / "archive/2026-11/a.md").exists()
+
+
+@pytest.mark.parametrize("rel", ["../outside.md", "/tmp/x.md", "archive/.git/x.md", ".obsidian/x.md", "a/../../x.md"])
+def test_a_step_never_writes_outside_the_vault_or_into_a_dot_folder(vault, rel):
+    changes = ChangeSet()
+    changes.write(rel, "x\n", None)
+    with pytest.raises(CmemError, match="nothing was written"):
+        Step(vault, "archive", "s9", NOW).commit(changes, "m")
+    assert journal.pending_journals(vault) == []
+
+
+def test_a_step_never_writes_through_a_link_that_leaves_the_vault(vault, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (vault.root / "archive").rmdir()
+    (vault.root / "archive").symlink_to(outside)
+    changes = ChangeSet()
+    changes.write("archive/2026-11/a.md", "x\n", None)
+    with pytest.raises(CmemError, match="out of the vault"):
+        Step(vault, "archive", "s9", NOW).commit(changes, "m")
+    assert list(outside.iterdir()) == []

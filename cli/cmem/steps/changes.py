@@ -112,6 +112,21 @@ def current_bytes(path: Path) -> bytes | None:
         return b"\0<a folder>"  # never equal to a file's bytes: a folder where a file was is a change
 
 
+def check_confined(vault: Vault, rel: str) -> None:
+    """A step writes only inside the vault: a relative path without `..`, outside dot-folders
+    (`.git`, `.obsidian`; `.cmem/` holds only cmem's own state), not through a symbolic link
+    that leaves the vault. Checked for every path before the journal is written."""
+    parts = rel.split("/")
+    own_state = rel == vault.rel(vault.state_file)
+    if (not rel or os.path.isabs(rel) or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts)
+            or (not own_state and any(p.startswith(".") for p in parts))):
+        raise CmemError(f"{rel!r} is not a path cmem may write inside the vault (outside dot-folders, no '..'); nothing was written.")
+    root = os.path.realpath(vault.root)
+    folder = os.path.realpath(os.path.join(vault.root, os.path.dirname(rel)))
+    if folder != root and not folder.startswith(root + os.sep):
+        raise CmemError(f"{rel} leads out of the vault through a symbolic link ({folder}); nothing was written.")
+
+
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
     if path.is_symlink():

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cmem import faults, history
 from cmem.atomic import fsync_dir, write_atomic
-from cmem.errors import CmemError
+from cmem.errors import CmemError, GitError
 from cmem.steps.changes import ChangeSet, current_bytes, put
 from cmem.vault import Vault
 
@@ -165,10 +165,7 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
         history.sync_index(vault.root, paths)  # killed before the index caught up
         return Recovery(kind, step_id, "already committed", commit.sha)
     _clear_stale_git_locks(vault, intent)
-    states = {}
-    for entry in entries:
-        digest = _digest(current_bytes(vault.root / entry["rel"]))
-        states[entry["rel"]] = "new" if digest == entry["new"] else "old" if digest == entry["old"] else "edited"
+    states = {entry["rel"]: _state(vault, entry) for entry in entries}
     edited = sorted(rel for rel, state in states.items() if state == "edited")
     # An edit to a file that existed before the step may be built on its old bytes: rolling
     # forward would commit the step's version under it. Put the step back instead.
@@ -181,8 +178,25 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     forward = [e for e in entries if states[e["rel"]] == "old"]
     for entry in sorted(forward, key=lambda e: e["new"] is None):  # write before removing
         put(vault, entry["rel"], _version(folder, entry, "new"))
-    sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"])
+    try:
+        sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"])
+    except GitError as exc:
+        made = history.find_pass_commit(vault.root, step_id)
+        if made is not None:  # the commit landed; only the index could not be brought up to date
+            return Recovery(kind, step_id, "rolled forward", made.sha, conflicts=edited)
+        # A commit that cannot be made (a path git refuses, a broken repository) must not block
+        # every later command: the step is put back, its notes are pending again, and the
+        # reason is said.
+        states = {e["rel"]: _state(vault, e) for e in entries}
+        for entry in sorted((e for e in entries if states[e["rel"]] == "new"), key=lambda e: e["old"] is None):
+            put(vault, entry["rel"], _version(folder, entry, "old"))
+        return Recovery(kind, step_id, f"rolled back because its commit failed ({str(exc).rstrip('.')})")
     return Recovery(kind, step_id, "rolled forward", sha, conflicts=edited)
+
+
+def _state(vault: Vault, entry: dict) -> str:
+    digest = _digest(current_bytes(vault.root / entry["rel"]))
+    return "new" if digest == entry["new"] else "old" if digest == entry["old"] else "edited"
 
 
 def _only_copy(vault: Vault, folder: Path, entry: dict, entries: list[dict], states: dict[str, str]) -> bool:

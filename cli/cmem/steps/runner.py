@@ -22,7 +22,7 @@ from cmem import faults, history
 from cmem.errors import CmemError
 from cmem.lock import vault_lock
 from cmem.steps import journal, preflight
-from cmem.steps.changes import ChangeSet, apply_changes, current_bytes
+from cmem.steps.changes import ChangeSet, apply_changes, check_confined, current_bytes
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import new_step_id
 from cmem.vault import Vault
@@ -49,6 +49,8 @@ class Step:
             return None
         text = message.render() if isinstance(message, CommitMessage) else message
         what = _WHAT.get(self.kind, self.kind)
+        for rel in changes.paths:
+            check_confined(self.vault, rel)
         try:
             record = journal.begin(self.vault, self.kind, self.id, changes, text)
         except OSError as exc:
