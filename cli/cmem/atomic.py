@@ -38,7 +38,10 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             mode = os.stat(path).st_mode & 0o777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cmem-tmp", dir=folder)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cmem-tmp", dir=folder)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -49,10 +52,13 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
         faults.point("rename")
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename in (None, tmp_name):
+            # a full disk fails the write or fsync of the temp file: name the file being replaced
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(folder)
