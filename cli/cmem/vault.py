@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from cmem.config import CONFIG_DIR, Config, load_config
+from cmem.config import CONFIG_DIR, NEVER_READ_DIRS, Config, load_config
 from cmem.errors import VaultNotFound
 
 DIVERGENT = "divergent"
@@ -23,9 +23,6 @@ RESIDENT = "resident"
 SITUATIONAL = "situational"
 ARCHIVE = "archive"
 LAYERS = (DIVERGENT, RESIDENT, SITUATIONAL, ARCHIVE)
-
-# Folders that belong to other tools: never read, never written.
-NEVER_READ_DIRS = {".git", ".cmem", ".obsidian", ".trash", ".stfolder", ".stversions", "node_modules"}
 
 # Syncthing (`x.sync-conflict-20261128-101010-ABCDEF.md`), Dropbox (`x (conflicted copy 2026-11-28).md`),
 # Obsidian Sync and others (`x (Conflict 1).md`).
