@@ -14,7 +14,11 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.vault import NoteFile, Vault, is_cloud_placeholder, is_sync_conflict, NEVER_READ_DIRS
+from cmem.vault import (
+    ARCHIVE, DIVERGENT, NEVER_READ_DIRS, RESIDENT, SITUATIONAL, NoteFile, Vault, is_cloud_placeholder, is_sync_conflict,
+)
+
+LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads out of the vault
 
 # A placeholder left by a cloud client ("online-only" file) has a size but no blocks on disk.
 # Small files may legitimately be stored inline with zero blocks, hence the threshold.
@@ -167,15 +171,24 @@ def read_text_exact(path) -> tuple[bytes, str]:
 @dataclass(frozen=True)
 class OddFile:
     rel: str
-    kind: str  # sync-conflict | cloud-placeholder | symlink | empty | binary | too-large | encoding | frontmatter | unreadable
+    kind: str  # sync-conflict | cloud-placeholder | symlink | linked-folder | empty | binary | too-large | encoding | frontmatter | unreadable
     message: str
 
 
 def find_odd_names(vault: Vault) -> list[OddFile]:
     """Files that are never inputs because of what they are, found by name and type alone:
-    sync-conflict copies, cloud placeholders and symlinks in the managed folders."""
+    sync-conflict copies, cloud placeholders and symlinks in the managed folders, and layer
+    folders that lead out of the vault (which are not read at all)."""
     odd = []
-    folders = vault.divergent_folders() + [vault.root / d for d in (*vault.convergent_dirs, vault.config.archive_dir)]
+    folders = [vault.root]
+    layer_folders = [(DIVERGENT, f) for f in vault.config.extra_divergent]
+    layer_folders += [(layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+    for layer, folder in layer_folders:
+        problem = vault.layer_folder_problem(layer, folder)
+        if problem:
+            odd.append(OddFile(folder, LINKED_FOLDER, f"{problem}; cmem does not read or write through it"))
+        else:
+            folders.append(vault.root / folder)
     seen: set[str] = set()
     for top in folders:
         recursive = top != vault.root and top.relative_to(vault.root).as_posix() not in vault.config.extra_divergent
