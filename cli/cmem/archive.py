@@ -21,7 +21,7 @@ from cmem.checklist import archive_target
 from cmem.errors import CmemError
 from cmem.passes import commit_exact
 from cmem.state import load_state, state_bytes
-from cmem.vault import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, show_name
+from cmem.vault import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 
 READY, CHANGED, MISSING, UNPARSED = "ready", "changed", "missing", "unparsed"
 REFUSED = "refused"  # the line's target is not a path inside the archive layer: never moved
@@ -351,9 +351,9 @@ def _vault_note_names(vault: Vault) -> dict[str, list[str]]:
     wikilink against all of them."""
     names: dict[str, list[str]] = {}
     for folder, dirs, files in os.walk(vault.root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
         for name in files:
-            if name.endswith(".md"):
+            if name.endswith(".md") and not is_undecodable(name):  # no note's name: `doctor` names them
                 rel = vault.rel(os.path.join(folder, name))
                 names.setdefault(name[:-3], []).append(rel)
     return names

@@ -840,6 +840,7 @@ def trust(
 
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    _tolerant_output()
     try:
         # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
         code = app(standalone_mode=False)
@@ -867,6 +868,17 @@ def main() -> None:
         if usage is None:
             raise
         sys.exit(usage)
+
+
+def _tolerant_output() -> None:
+    """A name that is not UTF-8 on disk reaches Python as surrogates; should one slip into a
+    message or a --json field, it is printed escaped rather than crashing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
 
 
 def _click_usage_error(exc: Exception) -> int | None:

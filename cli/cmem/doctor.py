@@ -13,7 +13,7 @@ from pathlib import Path
 from cmem import history
 from cmem.errors import CmemError
 from cmem.lock import is_locked, lock_path, read_holder
-from cmem.notes import LINKED_FOLDER, check_frontmatter, find_odd_names, odd_from_note, read_note
+from cmem.notes import LINKED_FOLDER, check_frontmatter, find_odd_names, find_undecodable_names, odd_from_note, read_note
 from cmem.statements import parse_statements
 from cmem.tokens import estimate_tokens
 from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SETTINGS, SITUATIONAL, Vault
@@ -85,7 +85,9 @@ def _check_layout(vault: Vault) -> list[Finding]:
 
 def _check_notes(vault: Vault) -> list[Finding]:
     odd_names = [odd for odd in find_odd_names(vault) if odd.kind != LINKED_FOLDER]  # `_check_layout` reports those
-    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in odd_names]
+    known = {odd.rel for odd in odd_names}
+    odd_names += [odd for odd in find_undecodable_names(vault) if odd.rel not in known]  # unmanaged folders too
+    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in sorted(odd_names, key=lambda o: o.rel)]
     checked = 0
     resident_tokens = 0
     for layer in LAYERS:

@@ -271,7 +271,7 @@ class Vault:
         parts = rel.split("/")
         if any(part in NEVER_READ_DIRS for part in parts[:-1]) or self.is_ignored(rel):
             return None
-        if not rel.endswith(".md"):
+        if not rel.endswith(".md") or is_undecodable(rel):
             return None
         if len(parts) == 1:
             return None if self._excluded(parts[0]) else DIVERGENT
@@ -316,8 +316,8 @@ class Vault:
         for entry in entries:
             if not entry.name.endswith(".md") or entry.name.startswith("."):
                 continue
-            if is_sync_conflict(entry.name):
-                continue
+            if is_sync_conflict(entry.name) or is_undecodable(entry.name):
+                continue  # `notes.find_odd_names` reports both
             rel = self.rel(entry.path)
             if self.layer_of(rel) != DIVERGENT:
                 continue
@@ -336,8 +336,8 @@ class Vault:
             except (FileNotFoundError, NotADirectoryError, PermissionError):
                 continue
             for entry in entries:
-                if entry.name.startswith("."):
-                    continue
+                if entry.name.startswith(".") or is_undecodable(entry.name):
+                    continue  # `notes.find_odd_names` reports undecodable names
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in NEVER_READ_DIRS:
                         stack.append(Path(entry.path))
@@ -381,8 +381,8 @@ def state_dir_for(root: Path) -> Path:
     """
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     resolved = str(Path(root).resolve())
-    slug = re.sub(r"[^\w.-]+", "-", Path(resolved).name).strip("-") or "vault"
-    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:10]
+    slug = re.sub(r"[^\w.-]+", "-", show_name(Path(resolved).name)).strip("-") or "vault"
+    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
     return Path(base) / "cmem" / f"{slug[:40]}-{digest}"
 
 
