@@ -1,11 +1,14 @@
 """Every path from config or a checklist line stays inside the vault, inside its layer, outside
-dot-folders, not through a link that leaves; layers never overlap (SPEC §5 "Steps", issue #10)."""
+dot-folders, not through a link that leaves; layers never overlap (SPEC §5 "Steps", issue #10).
+And an OS error (a full disk, a read-only folder) is one sentence, not a traceback."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -311,3 +314,79 @@ def test_an_archive_folder_committed_as_a_link_out_of_the_vault_moves_nothing(st
 
 def test_a_plain_line_is_still_ready(staged):
     assert [line.state for line in list_staged(open_vault(staged))] == [READY]
+
+
+# --- OS errors are one sentence ------------------------------------------------------------------
+
+
+def _raise_on_replace(monkeypatch, code: int) -> None:
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if str(src).endswith(".cmem-tmp"):
+            raise OSError(code, os.strerror(code), str(src), None, str(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_a_full_disk_is_one_sentence_naming_the_file(make_vault, monkeypatch, capsys):
+    root = make_vault()
+    _raise_on_replace(monkeypatch, errno.ENOSPC)
+    code, out, err = run_main(monkeypatch, capsys, "note", "以后都用 uv", "--vault", str(root))
+    name = open_vault(root).config.capture_pattern.replace("{date}", date.today().isoformat())
+    assert code == 1 and err.startswith("error: cannot write ") and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{root / name}: no space left on device." in err and ".cmem-tmp" not in err
+    assert not (root / name).exists() and not [p for p in root.iterdir() if p.name.endswith(".cmem-tmp")]
+
+
+@pytest.mark.parametrize("code, words", [(errno.EDQUOT, "quota"), (errno.EROFS, "read-only file system")])
+def test_quota_and_read_only_disks_are_one_sentence(make_vault, monkeypatch, capsys, code, words):
+    root = make_vault()
+    _raise_on_replace(monkeypatch, code)
+    exit_code, _, err = run_main(monkeypatch, capsys, "note", "x", "--vault", str(root))
+    assert exit_code == 1 and err.startswith("error: cannot write ") and words in err.lower() and "Traceback" not in err
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
+def test_permission_errors_name_the_file(make_vault, monkeypatch, capsys, code):
+    root = make_vault({"2026-01-01 x.md": "- a\n"})
+    target = root / "2026-01-01 x.md"
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(code, os.strerror(code), str(target))
+
+    monkeypatch.setattr("cmem.scan.read_note", unreadable)
+    exit_code, out, err = run_main(monkeypatch, capsys, "scan", "--vault", str(root))
+    reason = os.strerror(code)
+    assert exit_code == 1 and err == f"error: {target}: {reason[0].lower() + reason[1:]}.\n"
+
+
+def test_an_os_error_under_json_is_a_json_error(make_vault, monkeypatch, capsys):
+    import json
+
+    root = make_vault()
+    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EACCES, "Permission denied", str(root / "archive"))))
+    code, out, err = run_main(monkeypatch, capsys, "status", "--json", "--vault", str(root))
+    assert code == 1 and json.loads(out) == {"error": f"{root / 'archive'}: permission denied."}
+
+
+def test_a_bug_keeps_its_traceback(make_vault, monkeypatch, capsys):
+    root = make_vault()
+    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")))
+    with pytest.raises(OSError):
+        run_main(monkeypatch, capsys, "status", "--vault", str(root))
+    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer")))
+    with pytest.raises(KeyError):
+        run_main(monkeypatch, capsys, "status", "--vault", str(root))
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_vault_folder_is_one_sentence(make_vault):
+    root = make_vault()
+    root.chmod(0o555)
+    try:
+        done = _cmem("note", "x", "--vault", str(root))
+    finally:
+        root.chmod(0o755)
+    assert done.returncode == 1 and done.stderr.startswith("error: ") and "permission denied" in done.stderr and "Traceback" not in done.stderr
