@@ -16,7 +16,7 @@ from cmem.lock import is_locked, lock_path, read_holder
 from cmem.notes import LINKED_FOLDER, check_frontmatter, find_odd_names, find_undecodable_names, odd_from_note, read_note
 from cmem.statements import parse_statements
 from cmem.tokens import estimate_tokens
-from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SETTINGS, SITUATIONAL, Vault
+from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
 
 OK, WARN, ERROR = "ok", "warn", "error"
 
@@ -71,8 +71,9 @@ def _check_layout(vault: Vault) -> list[Finding]:
     for layer, folder in folders + [(DIVERGENT, f) for f in vault.config.extra_divergent]:
         problem = vault.layer_folder_problem(layer, folder)
         if problem:
-            findings.append(Finding(ERROR, "layers", f"{folder}/ (setting '{SETTINGS[layer]}') {problem}; cmem does not read or write "
-                                    "through it — make it a real folder inside the vault", folder))
+            # the problem names the link and the setting (the folder itself is, or is under, the link)
+            findings.append(Finding(ERROR, "layers", f"{folder}/ {problem}; cmem does not read or write through it "
+                                    "— make it a real folder inside the vault", folder))
     if not any(f.file == vault.config.archive_dir for f in findings):
         problem = vault.path_problem(vault.checklist_rel, ARCHIVE)
         if problem:
