@@ -342,6 +342,17 @@ def test_a_full_disk_is_one_sentence_naming_the_file(make_vault, monkeypatch, ca
     assert not (root / name).exists() and not [p for p in root.iterdir() if p.name.endswith(".cmem-tmp")]
 
 
+def test_a_full_disk_without_a_file_name_is_still_one_sentence(make_vault, monkeypatch, capsys):
+    root = make_vault()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # what a failed write() raises: no file name
+
+    monkeypatch.setattr("cmem.capture.write_atomic", full)
+    code, _, err = run_main(monkeypatch, capsys, "note", "x", "--vault", str(root))
+    assert code == 1 and err == "error: no space left on device.\n"
+
+
 @pytest.mark.parametrize("code, words", [(errno.EDQUOT, "quota"), (errno.EROFS, "read-only file system")])
 def test_quota_and_read_only_disks_are_one_sentence(make_vault, monkeypatch, capsys, code, words):
     root = make_vault()
