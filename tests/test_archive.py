@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cmem.archive import (
-    CHANGED, MISSING, READY, UNPARSED, apply_archive, list_staged, parse_checklist, plan_archive, remove_checklist_lines,
+    CHANGED, MISSING, READY, REFUSED, UNPARSED, apply_archive, list_staged, parse_checklist, plan_archive, remove_checklist_lines,
 )
 from cmem.errors import CmemError
 from cmem.state import load_state
@@ -116,7 +116,11 @@ def test_a_target_outside_the_archive_is_not_followed(staged):
     text = (staged / CHECKLIST).read_text("utf-8").replace("→ archive/2026-11/2026-11-28 随手记.md", "→ ../elsewhere/x.md")
     (staged / CHECKLIST).write_text(text, encoding="utf-8")
     line = next(line for line in list_staged(open_vault(staged)) if line.note == "2026-11-28 随手记")
-    assert line.target == "archive/2026-11/2026-11-28 随手记.md" and "not a Markdown path inside" in line.detail
+    # refused, not quietly redirected to the pattern's path: the line says to go elsewhere
+    assert line.state == REFUSED and "'..'" in line.detail and "nothing is moved" in line.detail
+    tick(staged, "2026-11-28 随手记")
+    plan = plan_archive(open_vault(staged))
+    assert not plan.moves and [s.note for s in plan.skipped] == ["2026-11-28 随手记"]
 
 
 # --- planning and applying --------------------------------------------------------------------

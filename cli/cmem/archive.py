@@ -19,9 +19,10 @@ from datetime import datetime
 from cmem.checklist import archive_target
 from cmem.errors import CmemError
 from cmem.state import load_state, state_bytes
-from cmem.vault import DIVERGENT, NEVER_READ_DIRS, Vault
+from cmem.vault import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 
 READY, CHANGED, MISSING, UNPARSED = "ready", "changed", "missing", "unparsed"
+REFUSED = "refused"  # the line's target is not a path inside the archive layer: never moved
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)
@@ -38,7 +39,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 class StagedLine:
     line_no: int  # 1-based in the checklist
     raw: str
-    state: str  # ready | changed | missing | unparsed
+    state: str  # ready | changed | missing | unparsed | refused
     note: str | None = None  # wikilink name of the staged note
     target: str | None = None  # vault-relative archive path from the line (or computed)
     ticked: bool = False
@@ -47,7 +48,7 @@ class StagedLine:
     source: str | None = None  # where the note is now (vault-relative), when found
     pass_id: str | None = None  # from the section heading
     pass_date: str | None = None
-    detail: str = ""  # why it is changed, missing or unparsed
+    detail: str = ""  # why it is changed, missing, unparsed or refused
 
     def to_json(self) -> dict:
         return {
@@ -212,27 +213,41 @@ def _with_states(vault: Vault, lines: list[StagedLine]) -> list[StagedLine]:
             candidates = known or candidates
         line.source = candidates[0] if candidates else None
         _fill_target(vault, line, state)
-        _fill_state(vault, line, state)
+        if line.state != REFUSED:
+            _fill_state(vault, line, state)
     return lines
 
 
 def _fill_target(vault: Vault, line: StagedLine, state) -> None:
-    archive = vault.config.archive_dir.rstrip("/") + "/"
+    """The line's archive path: the one written on it, else the configured pattern's. A target
+    that is not a Markdown path inside the archive layer — `..`, a dot-folder (`archive/.git/`),
+    another layer, the checklist, a symbolic link on the way — refuses the line: it is skipped
+    with the reason, and nothing is moved for it."""
     if line.target:
-        target = line.target.replace("\\", "/")
-        parts = target.split("/")
-        safe = target.startswith(archive) and ".." not in parts and target.endswith(".md") and target != vault.checklist_rel
-        if safe and not os.path.isabs(target):
-            line.target = target
-            return
-        line.detail = f"the line's target {line.target!r} is not a Markdown path inside {archive}; using the configured pattern"
-    rel = line.source or f"{line.note}.md"
-    date = line.pass_date
-    entry = state.notes.get(line.source or "")
-    if date is None and entry and entry.time[:10]:
-        date = entry.time[:10]
-    date = date or datetime.now().date().isoformat()
-    line.target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
+        target = line.target.replace("\\", "/")  # a line edited on Windows
+        where = f"the line's target {show_name(target)!r}"
+    else:
+        rel = line.source or f"{line.note}.md"
+        date = line.pass_date
+        entry = state.notes.get(line.source or "")
+        if date is None and entry and entry.time[:10]:
+            date = entry.time[:10]
+        date = date or datetime.now().date().isoformat()
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
+        where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
+    line.target = target
+    problem = vault.path_problem(target, ARCHIVE)
+    if problem is None and not target.endswith(".md"):
+        problem = "is not a Markdown file (.md)"
+    if problem is None and target.casefold() == vault.checklist_rel.casefold():
+        problem = "is the checklist itself"
+    if problem is None:
+        link = _link_on_the_way(vault, target)
+        if link:
+            problem = f"goes through the symbolic link {link}, which could take the note out of the vault"
+    if problem:
+        line.state = REFUSED
+        line.detail = f"{where} {problem}; nothing is moved for this line — fix the target or delete the line"
 
 
 def _fill_state(vault: Vault, line: StagedLine, state) -> None:
@@ -266,7 +281,7 @@ def _fill_state(vault: Vault, line: StagedLine, state) -> None:
 
 def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
     """The moves `apply_archive` would make: ticked lines (every line with `all_lines`) whose
-    note is ready. Changed, missing and unparsed lines are skipped and stay staged."""
+    note is ready. Changed, missing, unparsed and refused lines are skipped and stay staged."""
     text, checklist_bytes = read_checklist(vault)
     lines = _with_states(vault, parse_checklist(text))
     state_bytes = _read_bytes(vault.state_file)
@@ -334,9 +349,9 @@ def _vault_note_names(vault: Vault) -> dict[str, list[str]]:
     wikilink against all of them."""
     names: dict[str, list[str]] = {}
     for folder, dirs, files in os.walk(vault.root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
         for name in files:
-            if name.endswith(".md"):
+            if name.endswith(".md") and not is_undecodable(name):  # no note's name: `doctor` names them
                 rel = vault.rel(os.path.join(folder, name))
                 names.setdefault(name[:-3], []).append(rel)
     return names

@@ -11,7 +11,7 @@ from pathlib import Path
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
 from cmem.notes import read_text_exact
-from cmem.vault import Vault
+from cmem.vault import DIVERGENT, Vault
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,7 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
     if not text:
         raise UsageError("nothing to note: give the text to capture, e.g. cmem note \"以后都用 uv\".")
     now = now or datetime.now().astimezone()
-    name = vault.config.capture_pattern.replace("{date}", now.strftime("%Y-%m-%d"))
-    if "/" in name or name.startswith("."):
-        raise CmemError(f"capture.name_pattern gives {name!r}, which is not a plain file name.")
+    name = vault.config.capture_pattern.replace("{date}", now.strftime("%Y-%m-%d"))  # a plain name: config checks it
     if not name.endswith(".md"):
         name += ".md"
     folder = vault.root / vault.config.capture_folder if vault.config.capture_folder else vault.root
@@ -38,6 +36,7 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
     line = f"- {now.strftime('%H:%M')} {text}\n"
     if path.is_symlink():
         raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
+    vault.confined(rel, DIVERGENT)  # the capture folder may be a link out of the vault
     if path.exists():
         try:
             raw, current = read_text_exact(path)

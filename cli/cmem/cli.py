@@ -4,7 +4,10 @@ and renders. Only this module imports typer; heavy modules are imported inside c
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -862,20 +865,14 @@ def trust(
 
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    _tolerant_output()
     try:
         # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
     except CmemError as exc:
-        if _global.get("json"):
-            typer.echo(json.dumps({"error": str(exc)}, ensure_ascii=False))
-        else:
-            from cmem.render import paint
-
-            prefix = "" if exc.exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
-            typer.echo(prefix + str(exc), err=True)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
@@ -884,11 +881,72 @@ def main() -> None:
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(1)
+    except OSError as exc:  # a full disk, a read-only folder: the user's to fix, not a bug
+        message = _os_error_message(exc)
+        if message is None:
+            raise
+        _fail(message, 1)
     except Exception as exc:  # click's usage errors arrive here in non-standalone mode
         usage = _click_usage_error(exc)
         if usage is None:
             raise
         sys.exit(usage)
+
+
+def _fail(message: str, exit_code: int) -> None:
+    if _global.get("json"):
+        typer.echo(json.dumps({"error": message}, ensure_ascii=False))
+    else:
+        from cmem.render import paint
+
+        prefix = "" if exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
+        typer.echo(prefix + message, err=True)
+    sys.exit(exit_code)
+
+
+def _tolerant_output() -> None:
+    """A name that is not UTF-8 on disk reaches Python as surrogates; should one slip into a
+    message or a --json field, it is printed escaped rather than crashing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+# OS errors whose cause is the machine's state, not cmem's code, whatever the file.
+_USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.cmem-tmp$")  # atomic.write_atomic's temp files
+
+
+def _os_error_message(exc: OSError) -> str | None:
+    """One sentence for an OSError the user can act on (`cannot write /v/x.md: no space left on
+    device`), or None for one that looks like a bug (no errno worth naming and no file)."""
+    if exc.errno not in _USER_ERRNOS and exc.filename is None:
+        return None
+    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    reason = reason[:1].lower() + reason[1:]
+    path, other = _shown_path(exc.filename), _shown_path(exc.filename2)
+    if path and other and _TEMP_NAME.match(os.path.basename(path)):
+        path, other = other, None  # the rename of a temp file onto its target: the target is the file
+    elif path and _TEMP_NAME.match(os.path.basename(path)):
+        folder, name = os.path.split(path)
+        path = os.path.join(folder, _TEMP_NAME.match(name).group("name"))
+    where = f"{path} → {other}" if path and other else path
+    if where is None:
+        return f"{reason}."
+    verb = "cannot write " if exc.errno in _WRITE_ERRNOS else ""
+    return f"{verb}{where}: {reason}."
+
+
+def _shown_path(name) -> str | None:
+    from cmem.vault import show_name
+
+    if name is None:
+        return None
+    return show_name(os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name))
 
 
 def _click_usage_error(exc: Exception) -> int | None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import fnmatch
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,10 @@ from cmem.errors import ConfigError
 
 CONFIG_DIR = ".cmem"
 CONFIG_FILE = "config.yaml"
+
+# Folders that belong to other tools: never read, never written (dot-folders are refused anyway;
+# `node_modules` is named because it is not one).
+NEVER_READ_DIRS = {".git", ".cmem", ".obsidian", ".trash", ".stfolder", ".stversions", "node_modules"}
 
 LANGUAGE_DEFAULTS = {
     "zh": {
@@ -174,12 +180,18 @@ def parse_config(data: dict | None, where: Path) -> Config:
     lang = LANGUAGE_DEFAULTS[language]
     formats = merged["formats"]
     cues = merged["signals"]["cues"]
+    folders = _layer_folders(merged, data, where)
+    archive = merged["archive"]
+    checklist = _clean_path(archive["checklist"], "archive.checklist", where, kind="file")
+    pattern = _check_pattern(archive["pattern"], where)
+    capture_folder = _capture_folder(merged["capture"].get("folder", ""), folders["divergent.extra_folders"], where)
+    capture_pattern = _check_capture_name(merged["capture"].get("name_pattern", lang["capture"]), merged["divergent"]["exclude"], where)
     return Config(
         language=language,
-        resident_dir=_clean_folder(merged["layers"]["resident"], "layers.resident", where),
-        situational_dir=_clean_folder(merged["layers"]["situational"], "layers.situational", where),
-        archive_dir=_clean_folder(merged["layers"]["archive"], "layers.archive", where),
-        extra_divergent=tuple(_clean_folder(f, "divergent.extra_folders", where) for f in merged["divergent"]["extra_folders"]),
+        resident_dir=folders["layers.resident"],
+        situational_dir=folders["layers.situational"],
+        archive_dir=folders["layers.archive"],
+        extra_divergent=folders["divergent.extra_folders"],
         exclude=tuple(merged["divergent"]["exclude"]),
         ignore=tuple(merged["ignore"]),
         extra_cues={name: tuple(cues.get(name, ())) for name in ("correction", "preference", "decision", "recurring")},
@@ -199,21 +211,134 @@ def parse_config(data: dict | None, where: Path) -> Config:
             source_separator=formats.get("source_separator", lang["source_separator"]),
             trace=formats.get("trace", lang["trace"]),
         ),
-        archive_pattern=merged["archive"]["pattern"],
-        checklist_name=merged["archive"]["checklist"],
-        capture_pattern=merged["capture"].get("name_pattern", lang["capture"]),
-        capture_folder=merged["capture"].get("folder", "").strip("/"),
+        archive_pattern=pattern,
+        checklist_name=checklist,
+        capture_pattern=capture_pattern,
+        capture_folder=capture_folder,
         allow_parent_repo=merged["git"]["allow_parent_repo"],
         raw=merged,
     )
 
 
-def _clean_folder(value: str, key: str, where: Path) -> str:
-    cleaned = value.strip().strip("/")
-    parts = Path(cleaned).parts
-    if not cleaned or Path(value).is_absolute() or ".." in parts or cleaned.startswith(".") or cleaned == ".":
-        raise ConfigError(f"{where}: setting '{key}' must be a folder inside the vault, not {value!r}.")
+# --- paths from settings -------------------------------------------------------------------
+# Every path a setting names stays inside the vault, outside dot-folders, inside its layer, and
+# layers never overlap (SPEC §5, "Steps"). Checked here, once, so a bad setting is one error at
+# load time instead of a surprise at write time. Symbolic links are a property of the disk, not
+# of the setting: `Vault.confined` checks them when a path is used.
+
+
+def relative_path_problem(rel: str) -> str | None:
+    """Why `rel` is not a plain vault-relative POSIX path cmem may use, or None.
+
+    Refused: empty, absolute, `..`, `.` or empty components, a component starting with `.`
+    (`.git`, `.obsidian`, `.cmem`…) or naming a folder cmem never reads, backslashes, and control,
+    invisible or undecodable characters (a name that was not UTF-8 on disk arrives as surrogates).
+    """
+    if not rel:
+        return "it is empty"
+    for ch in rel:
+        if unicodedata.category(ch).startswith("C"):
+            if 0xDC80 <= ord(ch) <= 0xDCFF:
+                return "it is not valid UTF-8"
+            return f"it contains the control or invisible character U+{ord(ch):04X}"
+    if "\\" in rel:
+        return "it contains a backslash (separate folders with '/')"
+    if rel.startswith(("/", "~")) or os.path.isabs(rel) or (len(rel) > 1 and rel[1] == ":" and rel[0].isalpha()):
+        return "it is an absolute path"
+    for part in rel.split("/"):
+        if part == "..":
+            return "it goes up a folder with '..'"
+        if part in ("", "."):
+            return "it has an empty or '.' folder name"
+        if part.startswith("."):
+            return f"{part!r} is a dot-folder or hidden file, which cmem never reads or writes"
+        if part in NEVER_READ_DIRS:
+            return f"{part!r} is a folder cmem never reads"
+        if part != part.strip():
+            return f"{part!r} starts or ends with a space"
+    return None
+
+
+def _clean_path(value: str, key: str, where: Path, kind: str = "folder") -> str:
+    """A path setting made canonical (no surrounding spaces or slashes), or a ConfigError."""
+    cleaned = value.strip()
+    problem = "it is an absolute path" if cleaned.startswith("/") else None
+    cleaned = cleaned.strip("/")
+    problem = problem or relative_path_problem(cleaned)
+    if problem:
+        raise ConfigError(f"{where}: setting '{key}' must be a {kind} inside the vault, not {value!r} ({problem}).")
     return cleaned
+
+
+def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
+    """The layer folders, each inside the vault, and no two the same or one inside another: a
+    note must belong to exactly one layer (an archive inside the resident folder would be read
+    at every session start; a pass would rewrite archived notes)."""
+    layers = merged["layers"]
+    folders = {key: _clean_path(layers[key.split(".")[1]], key, where) for key in ("layers.resident", "layers.situational", "layers.archive")}
+    extra = tuple(_clean_path(f, "divergent.extra_folders", where) for f in merged["divergent"]["extra_folders"])
+    named = [(key, folder) for key, folder in folders.items()] + [("divergent.extra_folders", folder) for folder in extra]
+    user_set = {f"layers.{key}" for key in (data.get("layers") or {})} | ({"divergent.extra_folders"} if extra else set())
+    for index, (key_a, a) in enumerate(named):
+        for key_b, b in named[index + 1 :]:
+            if folder_overlap(a, b) is None:
+                continue
+            # name the setting the user wrote: the defaults are not what they need to change
+            subject, other = ((key_b, b), (key_a, a)) if key_b in user_set and key_a not in user_set else ((key_a, a), (key_b, b))
+            if subject[0] == other[0]:
+                raise ConfigError(f"{where}: setting '{subject[0]}' lists {a!r} and {b!r}, which overlap; each folder may appear once.")
+            raise ConfigError(
+                f"{where}: setting '{subject[0]}' ({subject[1]!r}) {folder_overlap(subject[1], other[1])} '{other[0]}' ({other[1]!r}); "
+                "layers must not overlap: each needs a folder of its own, and none may hold another."
+            )
+    folders["divergent.extra_folders"] = extra
+    return folders
+
+
+def folder_overlap(a: str, b: str) -> str | None:
+    """How folder `a` relates to folder `b`, compared as a case-insensitive disk would."""
+    fa, fb = (unicodedata.normalize("NFC", path).casefold() + "/" for path in (a, b))
+    if fa == fb:
+        return "is the same folder as"
+    if fa.startswith(fb):
+        return "lies inside"
+    if fb.startswith(fa):
+        return "holds"
+    return None
+
+
+def _check_pattern(pattern: str, where: Path) -> str:
+    """`archive.pattern` is a path inside the archive folder for any date and note name."""
+    sample = pattern.replace("{yyyy}", "2026").replace("{mm}", "11").replace("{dd}", "28").replace("{name}", "note")
+    problem = "it is an absolute path" if sample.strip().startswith("/") else relative_path_problem(sample)
+    if problem:
+        raise ConfigError(f"{where}: setting 'archive.pattern' must give a path inside the archive folder, not {pattern!r} ({problem}).")
+    return pattern
+
+
+def _capture_folder(value: str, extra_folders: tuple[str, ...], where: Path) -> str:
+    """'' (the vault root) or one of the divergent folders: a capture note anywhere else would
+    never be scanned."""
+    if not value.strip().strip("/"):
+        return ""
+    cleaned = _clean_path(value, "capture.folder", where)
+    if cleaned not in extra_folders:
+        listed = f" ({', '.join(extra_folders)})" if extra_folders else ""
+        raise ConfigError(f"{where}: setting 'capture.folder' must be '' (the vault root) or one of divergent.extra_folders{listed}, "
+                          f"not {value!r}: a capture note anywhere else would never be scanned.")
+    return cleaned
+
+
+def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
+    """`capture.name_pattern` gives a plain file name of the divergent layer."""
+    name = pattern.replace("{date}", "2026-11-28")
+    name = name if name.endswith(".md") else name + ".md"
+    problem = "it names a folder" if "/" in name else relative_path_problem(name)
+    if problem is None and any(fnmatch.fnmatch(name, glob) for glob in exclude):
+        problem = "divergent.exclude leaves it out, so it would never be scanned"
+    if problem:
+        raise ConfigError(f"{where}: setting 'capture.name_pattern' must give a plain note name, not {pattern!r} ({problem}).")
+    return pattern
 
 
 def load_config(vault_root: Path) -> Config:

@@ -13,10 +13,10 @@ from pathlib import Path
 from cmem import history
 from cmem.errors import CmemError
 from cmem.lock import is_locked, lock_path, read_holder
-from cmem.notes import check_frontmatter, find_odd_names, odd_from_note, read_note
+from cmem.notes import LINKED_FOLDER, check_frontmatter, find_odd_names, find_undecodable_names, odd_from_note, read_note
 from cmem.statements import parse_statements
 from cmem.tokens import estimate_tokens
-from cmem.vault import LAYERS, RESIDENT, Vault
+from cmem.vault import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
 
 OK, WARN, ERROR = "ok", "warn", "error"
 
@@ -41,6 +41,7 @@ class Finding:
 def run_doctor(vault: Vault) -> list[Finding]:
     findings: list[Finding] = []
     findings += _check_user_config()
+    findings += _check_layout(vault)
     findings += _check_notes(vault)
     findings += _check_sources(vault)
     findings += _check_git(vault)
@@ -62,8 +63,32 @@ def _check_user_config() -> list[Finding]:
     return [Finding(OK, "config", "vault and user settings are valid")]
 
 
+def _check_layout(vault: Vault) -> list[Finding]:
+    """Layer folders and the checklist as they are on disk: the settings were checked when the
+    config loaded, but a folder committed as a symbolic link can still lead out of the vault."""
+    findings = []
+    folders = [(layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+    for layer, folder in folders + [(DIVERGENT, f) for f in vault.config.extra_divergent]:
+        problem = vault.layer_folder_problem(layer, folder)
+        if problem:
+            # the problem names the link and the setting (the folder itself is, or is under, the link)
+            findings.append(Finding(ERROR, "layers", f"{folder}/ {problem}; cmem does not read or write through it "
+                                    "— make it a real folder inside the vault", folder))
+    if not any(f.file == vault.config.archive_dir for f in findings):
+        problem = vault.path_problem(vault.checklist_rel, ARCHIVE)
+        if problem:
+            findings.append(Finding(ERROR, "layers", f"{vault.checklist_rel} (setting 'archive.checklist') {problem}; "
+                                    "cmem will not write the checklist there", vault.checklist_rel))
+    if not findings:
+        findings.append(Finding(OK, "layers", "every layer folder is a folder inside the vault"))
+    return findings
+
+
 def _check_notes(vault: Vault) -> list[Finding]:
-    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in find_odd_names(vault)]
+    odd_names = [odd for odd in find_odd_names(vault) if odd.kind != LINKED_FOLDER]  # `_check_layout` reports those
+    known = {odd.rel for odd in odd_names}
+    odd_names += [odd for odd in find_undecodable_names(vault) if odd.rel not in known]  # unmanaged folders too
+    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in sorted(odd_names, key=lambda o: o.rel)]
     checked = 0
     resident_tokens = 0
     for layer in LAYERS:

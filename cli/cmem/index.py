@@ -212,7 +212,8 @@ def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
 
 
 def structure_hash(paths: list[str]) -> str:
-    return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8")).hexdigest()[:16]
+    # surrogateescape: a folder name that is not UTF-8 must not stop a search (os.fsencode's way)
+    return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
@@ -235,7 +236,7 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
             return None
         entries.append(f"{folder}:{st.st_mtime_ns}")
         stack.extend(children)
-    return hashlib.sha256("\n".join(sorted(entries)).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256("\n".join(sorted(entries)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def check_fts5() -> None:

@@ -14,7 +14,12 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.vault import NoteFile, Vault, is_cloud_placeholder, is_sync_conflict, NEVER_READ_DIRS
+from cmem.vault import (
+    ARCHIVE, DIVERGENT, NEVER_READ_DIRS, RESIDENT, SITUATIONAL, NoteFile, Vault, is_cloud_placeholder, is_sync_conflict,
+    is_undecodable, show_name,
+)
+
+LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads out of the vault
 
 # A placeholder left by a cloud client ("online-only" file) has a size but no blocks on disk.
 # Small files may legitimately be stored inline with zero blocks, hence the threshold.
@@ -167,15 +172,27 @@ def read_text_exact(path) -> tuple[bytes, str]:
 @dataclass(frozen=True)
 class OddFile:
     rel: str
-    kind: str  # sync-conflict | cloud-placeholder | symlink | empty | binary | too-large | encoding | frontmatter | unreadable
+    kind: str  # sync-conflict | cloud-placeholder | symlink | linked-folder | undecodable-name | empty | binary | too-large | encoding | frontmatter | unreadable
     message: str
+
+
+UNDECODABLE = "has a name that is not valid UTF-8; cmem does not read it (rename it)"
 
 
 def find_odd_names(vault: Vault) -> list[OddFile]:
     """Files that are never inputs because of what they are, found by name and type alone:
-    sync-conflict copies, cloud placeholders and symlinks in the managed folders."""
+    sync-conflict copies, cloud placeholders, symlinks and names that are not UTF-8 in the
+    managed folders, and layer folders that lead out of the vault (which are not read at all)."""
     odd = []
-    folders = vault.divergent_folders() + [vault.root / d for d in (*vault.convergent_dirs, vault.config.archive_dir)]
+    folders = [vault.root]
+    layer_folders = [(DIVERGENT, f) for f in vault.config.extra_divergent]
+    layer_folders += [(layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+    for layer, folder in layer_folders:
+        problem = vault.layer_folder_problem(layer, folder)
+        if problem:
+            odd.append(OddFile(folder, LINKED_FOLDER, f"{problem}; cmem does not read or write through it"))
+        else:
+            folders.append(vault.root / folder)
     seen: set[str] = set()
     for top in folders:
         recursive = top != vault.root and top.relative_to(vault.root).as_posix() not in vault.config.extra_divergent
@@ -187,6 +204,15 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             except OSError:
                 continue
             for entry in entries:
+                if is_undecodable(entry.name):
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if (recursive or not is_dir) and (is_dir or entry.name.endswith(".md")):
+                        rel = show_name(vault.rel(entry.path))
+                        if rel not in seen:
+                            seen.add(rel)
+                            message = UNDECODABLE if not is_dir else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
+                            odd.append(OddFile(rel, "undecodable-name", message))
+                    continue
                 if entry.is_dir(follow_symlinks=False):
                     if recursive and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
                         stack.append(entry.path)
@@ -206,6 +232,21 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
                     seen.add(rel)
                     odd.append(OddFile(rel, "symlink", "is a symbolic link; cmem does not follow links out of the vault"))
     return sorted(odd, key=lambda o: o.rel)
+
+
+def find_undecodable_names(vault: Vault) -> list[OddFile]:
+    """Every file or folder of the vault (dot-folders aside) whose name is not UTF-8, managed or
+    not: cmem skips them, but git and other tools may trip over them (for `cmem doctor`)."""
+    found = []
+    for folder, dirs, files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        for name in sorted(dirs + files):
+            if is_undecodable(name):
+                kind = "folder" if name in dirs else "file"
+                found.append(OddFile(show_name(vault.rel(os.path.join(folder, name))), "undecodable-name",
+                                     f"is a {kind} whose name is not valid UTF-8; cmem never reads it, and git may show it oddly (rename it)"))
+        dirs[:] = [d for d in dirs if not is_undecodable(d)]
+    return sorted(found, key=lambda o: o.rel)
 
 
 def odd_from_note(note: Note) -> list[OddFile]:

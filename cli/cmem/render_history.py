@@ -11,7 +11,7 @@ import unicodedata
 
 from cmem.render import colour_diff, paint
 
-STATE_STYLE = {"ready": "green", "changed": "yellow", "missing": "red", "unparsed": "red"}
+STATE_STYLE = {"ready": "green", "changed": "yellow", "missing": "red", "unparsed": "red", "refused": "red"}
 KIND_STYLE = {"converge": "blue", "archive": "magenta", "undo": "yellow"}
 
 
