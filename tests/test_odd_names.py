@@ -111,8 +111,6 @@ def test_a_pass_never_reads_or_commits_them(odd_vault):
     assert "\\udc" not in state and "bad" not in json.loads(state)["notes"]
 
 
-@pytest.mark.xfail(reason="history.run_git decodes git's output as strict UTF-8; an untracked undecodable name "
-                          "crashes the preflight's `git status` (fix: errors='surrogateescape' there)", strict=False)
 def test_a_pass_with_untracked_undecodable_names_does_not_crash(tmp_path):
     root = tmp_path / "vault"
     shutil.copytree(SAMPLE_VAULT, root, symlinks=True)

@@ -121,6 +121,11 @@ def check_confined(vault: Vault, rel: str) -> None:
     if (not rel or os.path.isabs(rel) or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts)
             or (not own_state and any(p.startswith(".") for p in parts))):
         raise CmemError(f"{rel!r} is not a path cmem may write inside the vault (outside dot-folders, no '..'); nothing was written.")
+    if not own_state:
+        # inside its layer too, and no link on the way out of it (cmem.vault.Vault.path_problem)
+        problem = vault.path_problem(rel, vault.layer_of(rel))
+        if problem:
+            raise CmemError(f"{rel} {problem}; nothing was written.")
     root = os.path.realpath(vault.root)
     folder = os.path.realpath(os.path.join(vault.root, os.path.dirname(rel)))
     if folder != root and not folder.startswith(root + os.sep):
