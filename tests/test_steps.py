@@ -280,3 +280,27 @@ def test_a_step_never_writes_through_a_link_that_leaves_the_vault(vault, tmp_pat
     with pytest.raises(CmemError, match="out of the vault"):
         Step(vault, "archive", "s9", NOW).commit(changes, "m")
     assert list(outside.iterdir()) == []
+
+
+def test_status_and_doctor_name_an_interrupted_step(vault):
+    from cmem.doctor import run_doctor
+    from cmem.render import render_status
+    from cmem.status import build_status
+
+    _journaled_archive(vault, ["archive/2026-11/a.md"])
+    status = build_status(vault)
+    assert status.to_json()["interrupted"] == [{"kind": "archive", "id": "s1"}]
+    assert "an interrupted archive apply (s1) is waiting" in render_status(status)
+    findings = [f for f in run_doctor(vault) if f.check == "interrupted"]
+    assert len(findings) == 1 and "an archive apply was interrupted" in findings[0].message
+    journal.recover(vault)
+    assert build_status(vault).interrupted == []
+
+
+def test_doctor_names_state_entries_whose_note_is_gone(vault):
+    from cmem.doctor import run_doctor
+
+    (vault.root / ".cmem/state.json").write_text(json.dumps({"version": 1, "passes": [], "notes": {
+        "gone.md": {"sha256": "0" * 64, "lines": [], "pass": "p", "time": "2026-11-30T12:00:00+00:00", "into": []}}}))
+    findings = [f for f in run_doctor(vault) if f.check == "state" and "no longer exist" in f.message]
+    assert len(findings) == 1 and "gone.md" in findings[0].message

@@ -110,6 +110,10 @@ def render_status(status) -> str:
     out.append("  " + (paint("due: ", "green") if due.due else "not due: ") + due.reason)
     if status.running:
         out.append(paint("  a pass is running now", "yellow"))
+    for step in status.interrupted:
+        what = {"converge": "pass", "archive": "archive apply", "undo": "undo"}.get(step["kind"], "step")
+        out.append(paint(f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
+                         "(or `cmem doctor --fix`) finishes it", "yellow"))
     unattended = status.unattended or {}
     if unattended.get("stopped"):
         out.append(paint(f"  unattended passes are stopped after {unattended['failures']} failures in a row "

@@ -34,6 +34,7 @@ class Status:
     odd: list[OddFile] = field(default_factory=list)
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
+    interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
 
     def to_json(self) -> dict:
         return {
@@ -52,6 +53,7 @@ class Status:
             "odd_files": [{"file": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
             "running": self.running,
             "unattended": self.unattended,
+            "interrupted": self.interrupted,
         }
 
 
@@ -99,7 +101,24 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         odd=scan.odd,
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
+        interrupted=_interrupted_steps(vault),
     )
+
+
+def _interrupted_steps(vault: Vault) -> list[dict]:
+    """Journals a killed step left (cmem.steps.journal): the next writing command finishes them.
+    A live step has one too while it runs; it is reported as running, not interrupted."""
+    root = vault.state_dir / "journal"  # steps.journal.journal_root, without importing the step layer
+    if not root.is_dir() or is_locked(vault.state_dir):
+        return []
+    from cmem.steps.journal import describe
+
+    found = []
+    for folder in sorted(root.iterdir()):
+        if (folder / "intent.json").is_file():
+            kind, step_id = describe(folder)
+            found.append({"kind": kind, "id": step_id})
+    return found
 
 
 def _last_pass(vault: Vault, state) -> dict | None:
