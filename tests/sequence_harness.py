@@ -30,7 +30,10 @@ Invariants, checked after the next command and again after a final pass:
 - no statement lost: every statement of `converged/**/*.md` in HEAD before the killed step is
   in HEAD's memory files, verbatim or quoted in a trace (`was: …` / `原为：…`), or named in a
   commit message of the sequence (the `<dropped>` record) — unless an undo took back the pass
-  that added it (the killed undo's target, or any `Cmem-Undoes:` commit of the sequence);
+  that added it (the killed undo's target, or any `Cmem-Undoes:` commit of the sequence); and
+  no converged work lost: every note HEAD's state.json records as converged into a memory file
+  is still cited there (a pass rolled back under its own record loses the note's signals once
+  the note is archived);
 - state.json consistent with HEAD: every note it lists exists in HEAD, every pass it records
   since the sequence began has its commit, and the working tree equals HEAD for every managed
   path (`converged/`, `archive/`, `.cmem/`, root notes) except the note `cmem note` appended to;
@@ -375,6 +378,22 @@ def state_of(vault: Path, rev: str = "HEAD") -> dict:
         return {"unreadable": True}
 
 
+def uncited(vault: Path, rev: str = "HEAD") -> set[str]:
+    """Notes state.json says were converged into a memory file that does not cite them: the
+    pass's statements are gone while its record stays (the note may be archived meanwhile)."""
+    tree, found = head_tree(vault, rev), set()
+    texts: dict[str, str] = {}
+    for rel, entry in (state_of(vault, rev).get("notes") or {}).items():
+        name = rel.rsplit("/", 1)[-1].removesuffix(".md")
+        for target in entry.get("into") or []:
+            if target not in texts:
+                data = git_bytes(vault, "cat-file", "blob", f"{rev}:{target}") if target in tree else None
+                texts[target] = data.decode("utf-8", "replace") if data is not None else ""
+            if f"[[{name}]]" not in texts[target] and f"[[{name}|" not in texts[target]:
+                found.add(f"{name} → {target}")
+    return found
+
+
 def baseline(vault: Path, scenario: Scenario) -> dict:
     """What the sequence must keep: the notes on disk, the memory statements in HEAD."""
     head = git(vault, "rev-parse", "HEAD").strip()
@@ -386,6 +405,7 @@ def baseline(vault: Path, scenario: Scenario) -> dict:
         "statements": memory_statements(vault, head),
         "undo_allowed": allowed,
         "passes": [p.get("id") for p in state_of(vault).get("passes", [])],
+        "uncited": sorted(uncited(vault, head)),
     }
 
 
@@ -412,6 +432,7 @@ class Check:
     lost: set[str] = field(default_factory=set)
     duplicated: set[str] = field(default_factory=set)
     statements_lost: set[str] = field(default_factory=set)
+    work_lost: set[str] = field(default_factory=set)  # (note → memory file) pairs no longer cited
     kinds: set[str] = field(default_factory=set)
 
     def fail(self, kind: str, message: str) -> None:
@@ -446,6 +467,11 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
                 continue
             result.statements_lost.add(f"{path}: {item[:40]}")
             result.fail("statement lost", f"{phase}: a statement of {path} is gone from HEAD's memory without a trace or record ({item[:40]!r}…)")
+    for pair in sorted(uncited(vault) - set(base["uncited"])):
+        name, target = pair.split(" → ", 1)
+        result.work_lost.add(pair)
+        result.fail("converged work lost", f"{phase}: {STATE} says {name!r} was converged into {target}, which no longer cites it "
+                                           "(the pass's statements are gone, its record and archive move stay)")
     # state.json consistent with HEAD
     tree = head_tree(vault)
     state = state_of(vault)
@@ -511,6 +537,7 @@ class Triple:
     lost: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     statements_lost: int = 0
+    work_lost: int = 0
     kinds: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -570,6 +597,7 @@ def run_triple(prepared: Prepared, point: str, nth: int, next_kind: str, workdir
     check(vault, base, "after the next pass", result, steps_done=True)
     triple.lost, triple.duplicated = sorted(result.lost), sorted(result.duplicated)
     triple.statements_lost = len(result.statements_lost)
+    triple.work_lost = len(result.work_lost)
     triple.kinds = sorted(result.kinds | {p[1:p.index("]")] for p in triple.problems})
     triple.problems = list(dict.fromkeys(triple.problems + result.problems))
     triple.seconds = round(time.monotonic() - started, 2)
@@ -674,6 +702,9 @@ def figures(results: list[Triple], scenarios: dict, seconds: float, sample: int 
         "sequences_losing_a_note": sum(bool(t.lost) for t in killed),
         "sequences_duplicating_a_note": sum(bool(t.duplicated) for t in killed),
         "statements_lost": sum(t.statements_lost for t in killed),
+        "sequences_losing_a_statement": sum(bool(t.statements_lost) for t in killed),
+        "converged_work_lost": sum(t.work_lost for t in killed),
+        "sequences_losing_converged_work": sum(bool(t.work_lost) for t in killed),
         "not_killed": [t.label for t in results if not t.killed],
         "by_pair": by_pair,
         "failures_by_kind": dict(kinds.most_common()),
@@ -688,7 +719,9 @@ def figures(results: list[Triple], scenarios: dict, seconds: float, sample: int 
 def summary(f: dict) -> str:
     lines = [f"{f['tried']} sequences tried, {f['survived']} survived; notes lost {f['notes_lost']} "
              f"(in {f['sequences_losing_a_note']} sequences), duplicated {f['notes_duplicated']} "
-             f"(in {f['sequences_duplicating_a_note']}); statements lost {f['statements_lost']}; {f['seconds']} s with {f['jobs']} jobs."]
+             f"(in {f['sequences_duplicating_a_note']}); statements lost {f['statements_lost']} "
+             f"(in {f['sequences_losing_a_statement']}); converged notes no longer cited {f['converged_work_lost']} "
+             f"(in {f['sequences_losing_converged_work']}); {f['seconds']} s with {f['jobs']} jobs."]
     for name, info in f["scenarios"].items():
         points = info.get("points")
         text = ", ".join(f"{p}×{n}" for p, n in sorted(points.items())) if points else "-"
