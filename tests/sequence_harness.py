@@ -483,7 +483,7 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
     trailers = {c["pass"] for c in commits if c["pass"]}
     for entry in state.get("passes") or []:
         if entry.get("id") not in base["passes"] and entry.get("id") not in trailers:
-            result.fail("state.json", f"{phase}: {STATE} records a {entry.get('kind')} step {entry.get('id')} that has no commit")
+            result.fail("state.json", f"{phase}: {STATE} records the {entry.get('kind')} step {entry.get('id')}, which has no commit")
     status = subprocess.run(["git", "-C", str(vault), "-c", "core.quotePath=false", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
                             capture_output=True, text=True, env=env(vault.parent / "home")).stdout
     dirty = []
@@ -505,7 +505,7 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
     if not steps_done:
         for commit in commits:
             if commit["subject"].startswith("cmem: snapshot"):
-                files = git(vault, "show", "--format=", "--name-only", commit["sha"]).split()
+                files = [f for f in git(vault, "show", "--format=", "--name-only", commit["sha"]).split("\n") if f]
                 result.fail("step recorded", f"{phase}: a half-finished step was committed as hand edits ({commit['subject']!r}: {', '.join(files[:4])})")
         seen = Counter(c["pass"] for c in commits if c["pass"])
         for pass_id, times in seen.items():
