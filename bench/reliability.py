@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """cmem's reliability figures (issue 6): fault-injection trials, counted, written to docs/reliability.md.
 
-    python bench/reliability.py [--quick] [--writer-trials 200] [--crash-trials N] [--hung-repeat 3]
-                                [--no-pytest] [--out docs/reliability.md] [--workdir DIR]
+    python bench/reliability.py [--quick] [--writer-trials 200] [--crash-trials N] [--sequence-sample N]
+                                [--hung-repeat 3] [--no-pytest] [--out docs/reliability.md] [--workdir DIR]
 
 Every figure comes from the harnesses the tests use (tests/crash_harness.py,
-tests/reliability_harness.py, tests/reply_variants.py): real `cmem` passes, real git, real
+tests/sequence_harness.py, tests/reliability_harness.py, tests/reply_variants.py): real `cmem`
+passes, real git, real
 processes, the fake model (tests/fake_llm.py) — no model is ever called. Then it runs the
 many-trial tests (`pytest -m slow`) and records their outcome. `--quick` is the CI-sized
 sample (a few minutes less than a full run of about ten).
@@ -59,6 +60,24 @@ def crash_figures(workdir: Path, trials: int | None) -> dict | None:
     return crash_harness.run_kill_trials(trials, workdir)
 
 
+def sequence_figures(workdir: Path, sample: int | None) -> dict | None:
+    """Every (step, kill point:n, next command) triple, or a sample of them (tests/sequence_harness.py)."""
+    try:
+        import sequence_harness
+    except ImportError:
+        return None
+    figures = sequence_harness.run_sequences(workdir, sample=sample)
+    triples = figures.pop("triples")
+    figures["sample"] = sample
+    figures["failing"] = [f"{t['label']}: {t['problems'][0]}" for t in triples if t["killed"] and not t["survived"]]
+    return figures
+
+
+def sequences_at_target(s: dict) -> bool:
+    return (s["tried"] > 0 and s["survived"] == s["tried"] and s["notes_lost"] == 0 and s["notes_duplicated"] == 0
+            and s["statements_lost"] == 0 and s["converged_work_lost"] == 0)
+
+
 def index_lock_figure(workdir: Path) -> dict:
     """`cmem converge` with `.git/index.lock` held by "another git": exit time and message."""
     import reliability_harness as harness
@@ -101,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI-sized samples: 20 writer trials, a sample of kill points, hung cases once.")
     parser.add_argument("--writer-trials", type=int, default=None, help="Second-writer trials (default 200; 20 with --quick).")
     parser.add_argument("--crash-trials", type=int, default=None, help="Kill trials (default: every kill point at every occurrence; 20 with --quick).")
+    parser.add_argument("--sequence-sample", type=int, default=None,
+                        help="Step sequences to try (default: every step x kill point x next command; 35 with --quick).")
     parser.add_argument("--hung-repeat", type=int, default=None, help="Rounds of every hung-model case (default 3; 1 with --quick).")
     parser.add_argument("--no-pytest", action="store_true", help="Do not run the slow tests (`pytest -m slow`) afterwards.")
     parser.add_argument("--out", type=Path, default=PROJECT / "docs" / "reliability.md")
@@ -109,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     writer_trials = args.writer_trials or (20 if args.quick else 200)
     crash_trials = args.crash_trials if args.crash_trials is not None else (20 if args.quick else None)
     hung_repeat = args.hung_repeat or (1 if args.quick else 3)
+    sequence_sample = args.sequence_sample if args.sequence_sample is not None else (35 if args.quick else None)
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cmem-reliability-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -122,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     t = step("crash consistency: SIGKILL at every step of apply and commit")
     figures["crash"] = crash_figures(workdir / "crash", crash_trials)
     figures["crash_seconds"] = round(time.monotonic() - t, 1)
+    step("step sequences: each writing step killed at each point, then each next command")
+    figures["sequences"] = sequence_figures(workdir / "sequences", sequence_sample)
     t = step(f"second writers: {writer_trials} trials")
     figures["writers"] = harness.run_writer_trials(writer_trials, workdir / "writers", seed=200)
     hostile, valid = rv.hostile_variants("{VAULT}", "{OUTSIDE}"), rv.valid_variants()
@@ -162,6 +186,7 @@ def all_at_target(f: dict) -> bool:
     ]
     if f["crash"]:
         checks.append(f["crash"]["survived"] == f["crash"]["trials"] > 0)
+    checks.append(bool(f.get("sequences")) and sequences_at_target(f["sequences"]))
     if "pytest_slow" in f:
         checks.append(f["pytest_slow"]["exit"] == 0)
     return all(checks)
@@ -183,6 +208,17 @@ def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_rep
                      "every kill survived", _mark(crash["survived"] == crash["trials"] > 0)))
     else:
         rows.append(("Crash consistency", "tests/crash_harness.py not found: not measured", "every kill survived", "**NO**"))
+    seq = f.get("sequences")
+    if seq:
+        steps = [name for name, info in seq["scenarios"].items() if not info.get("error")]
+        rows.append(("Step sequences: a writing step (converge, archive apply, undo, doctor --fix) SIGKILLed at each point it reaches, then each next command",
+                     f"{seq['tried']} sequences ({'every' if seq.get('sample') is None else 'a sample of'} step × kill point × next command, "
+                     f"{len(steps)} steps); {seq['survived']} survived; notes lost {seq['notes_lost']}, duplicated {seq['notes_duplicated']} "
+                     f"(in {seq['sequences_losing_a_note']} and {seq['sequences_duplicating_a_note']} sequences); memory statements lost "
+                     f"{seq['statements_lost']}; converged notes no longer cited {seq['converged_work_lost']}",
+                     "every sequence survived; 0 lost, 0 duplicated", _mark(sequences_at_target(seq))))
+    else:
+        rows.append(("Step sequences", "tests/sequence_harness.py not found: not measured", "every sequence survived", "**NO**"))
     rows += [
         ("Second writers: an input note or a written file edited at a random moment",
          f"{w['trials']} trials (before the model call {w['by_phase']['before']}, during {w['by_phase']['during']}, "
@@ -236,6 +272,19 @@ def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_rep
         "git add, during git commit, committed); then every file it meant to write must be byte-equal to its "
         "old or its new version, `git fsck` clean, and the next run must finish or undo the pass."
         + (f" Kill trials: {'every point at every occurrence' if crash_trials is None else crash_trials}." if crash else ""),
+        "- **Step sequences** (`tests/sequence_harness.py`): every writing step — a pass (`converge --engine builtin`), "
+        "`archive apply --all --yes` after a pass, `undo --yes` of an archive apply and of a pass, `doctor --fix --yes` after "
+        "a pass, an archive apply or an undo that was killed — is SIGKILLed at every kill point it reaches (found by one "
+        "undisturbed run with `CMEM_FAULT_LOG`), at every occurrence; then each next command runs (converge, "
+        "`archive apply --all --yes`, `undo --yes`, `note \"a new line\"`, `doctor --fix --yes`), then a final pass and "
+        "`cmem scan`. After the next command and again after the final pass: every root or archived note is exactly once on "
+        "disk and in HEAD; every memory statement of the commit before the kill is still in HEAD's memory files (verbatim, "
+        "in a trace, or dropped on record) unless an undo took back the pass that added it; every note state.json records "
+        "as converged is still cited where it went; state.json names only paths in HEAD and only steps that were committed; "
+        "the working tree equals HEAD on managed paths; no half step is committed as hand edits; `git fsck` is clean; the "
+        "final pass exits 0. Reproduce with `"
+        + (seq["command"] if seq else "python tests/sequence_harness.py") + "`"
+        + (f" ({seq['seconds']:.0f} s with {seq['jobs']} jobs)." if seq else "."),
         "- **Second writers** (`run_writer_trials`): during a pass whose fake model sleeps 20–250 ms, a thread edits "
         "one of the pass's written files (the profile, the archive checklist), one of its input notes, or a memory "
         "file it does not write — in place, by rename (as editors save) or by append — at a random moment from before "
@@ -269,6 +318,12 @@ def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_rep
     problems = w["problems"] + h["unexpected"] + v["unexpected"] + (crash["problems"] if crash else [])
     if problems:
         lines += ["", "## Problems", ""] + [f"- {p}" for p in problems[:50]]
+    if seq and not sequences_at_target(seq):
+        lines += ["", "## Step sequences that failed", "",
+                  "Sequences failing each invariant, with one example (`python tests/sequence_harness.py --json` lists every one):", ""]
+        lines += [f"- {kind}: {count} — e.g. {seq['examples'][kind][:300]}" for kind, count in seq["failures_by_kind"].items()]
+        pairs = [f"{pair} {row['survived']}/{row['tried']}" for pair, row in sorted(seq["by_pair"].items()) if row["survived"] < row["tried"]]
+        lines += ["", "Survived / tried per step → next command, where any failed: " + "; ".join(pairs) + "."]
     return "\n".join(lines) + "\n"
 
 
