@@ -3,9 +3,7 @@
 Every writing command is one step: it takes the lock, recovers any interrupted step of any kind,
 preflights git (a rename staged whole, conflict markers and a detached HEAD refused), journals,
 applies all or nothing and commits once. Each test sets up one seam with real git and runs
-`python -m cmem` as a user would, then asserts the *correct* outcome. Those today's code gets
-wrong are marked xfail(strict=True): they flip to a failure ("XPASS strict") when the step layer
-lands, and the mark comes off.
+`python -m cmem` as a user would, then asserts the correct outcome.
 """
 
 from __future__ import annotations
@@ -98,9 +96,6 @@ def today_traces(text: str) -> list[str]:
 # --- a. a pass killed at `applied`, then an archive apply ---------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: archive apply does not recover a killed pass; its preflight commits the "
-                                       "pass's files as 'edited by hand', moves the notes, and the next pass rolls the journal "
-                                       "back over them: the corrections are gone, the notes archived")
 def test_a_pass_killed_after_apply_is_finished_by_the_archive_apply(sample_vault):
     root = sample_vault
     start = head(root)
@@ -129,8 +124,6 @@ def test_a_pass_killed_after_apply_is_finished_by_the_archive_apply(sample_vault
 # --- b. an archive apply killed before its commit, an edit, a pass, then undo --------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: the next pass commits the half-done archive apply as a snapshot of "
-                                       "'hand edits' holding only the new paths, so HEAD has every moved note twice")
 def test_b_archive_killed_before_commit_then_edit_pass_undo(sample_vault, tmp_path):
     root = sample_vault
     assert converge(root).returncode == 0
@@ -170,12 +163,9 @@ def undo_prepared(tmp_path_factory):
 
 
 @pytest.mark.parametrize("next_kind", [
-    pytest.param("undo", marks=pytest.mark.xfail(strict=True, reason="issue 10: an interrupted undo is not recovered: the next undo "
-                                                                    "refuses (half the notes are back at the root) and they stay on disk twice")),
-    pytest.param("fix", marks=pytest.mark.xfail(strict=True, reason="issue 10: doctor --fix does not see an interrupted undo ('all clear'): "
-                                                                   "the notes stay on disk twice")),
-    pytest.param("converge", marks=pytest.mark.xfail(strict=True, reason="issue 10: the next pass commits a half-done undo as 'hand edits': "
-                                                                        "notes twice in HEAD, state.json naming notes HEAD does not hold")),
+    "undo",
+    "fix",
+    "converge",
 ])
 def test_c_undo_killed_at_each_point_then_next(undo_prepared, tmp_path, next_kind):
     """Each point the undo reaches, at its middle occurrence (half the notes moved back); every
@@ -194,8 +184,6 @@ def test_c_undo_killed_at_each_point_then_next(undo_prepared, tmp_path, next_kin
 # --- d. a rename the user staged, then a pass ----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: the preflight snapshot commits only the new name of a staged rename; "
-                                       "HEAD keeps the note under both names")
 def test_d_staged_rename_is_committed_whole(sample_vault):
     root = sample_vault
     old, new = "idea - svelte.md", "idea - svelte framework.md"
@@ -214,7 +202,6 @@ def test_d_staged_rename_is_committed_whole(sample_vault):
 # --- e. conflict markers a `git stash pop` left ----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: the preflight commits a file with conflict markers as a hand edit")
 def test_e_conflict_markers_refused(sample_vault):
     root = sample_vault
     profile = root / PROFILE
@@ -238,7 +225,6 @@ def test_e_conflict_markers_refused(sample_vault):
 # --- f. detached HEAD ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: a pass commits onto a detached HEAD (lost once the user checks out a branch)")
 def test_f_detached_head_refused(sample_vault):
     root = sample_vault
     git(root, "checkout", "-q", "--detach")
@@ -252,8 +238,6 @@ def test_f_detached_head_refused(sample_vault):
 # --- g. core.autocrlf: a CRLF working tree over an LF repository -----------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: memory files checked out with CRLF (core.autocrlf) are refused as "
-                                       "not rewritable, so the pass fails")
 def test_g_autocrlf_checkout_keeps_crlf_on_disk_and_lf_in_head(sample_vault):
     root = sample_vault
     git(root, "config", "core.autocrlf", "true")
@@ -279,8 +263,6 @@ def test_g_autocrlf_checkout_keeps_crlf_on_disk_and_lf_in_head(sample_vault):
 # --- h. a model reply that smuggles a trailer into the commit message -----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: a <deferred> reason is copied into the commit message verbatim, so a "
-                                       "newline in it adds a Cmem-Undoes trailer and `cmem log` shows an earlier pass as undone")
 def test_h_model_text_cannot_add_a_trailer(sample_vault, tmp_path):
     root = sample_vault
     first = converge(root)
@@ -386,7 +368,6 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: ENOSPC during the apply escapes as an OSError traceback")
 def test_j_full_disk_fails_cleanly_and_the_vault_stays_intact(small_disk):
     from conftest import SAMPLE_VAULT, git_init
 
