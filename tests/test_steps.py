@@ -304,3 +304,14 @@ def test_doctor_names_state_entries_whose_note_is_gone(vault):
         "gone.md": {"sha256": "0" * 64, "lines": [], "pass": "p", "time": "2026-11-30T12:00:00+00:00", "into": []}}}))
     findings = [f for f in run_doctor(vault) if f.check == "state" and "no longer exist" in f.message]
     assert len(findings) == 1 and "gone.md" in findings[0].message
+
+
+def test_a_snapshot_killed_before_the_index_caught_up_is_synced_by_the_next(vault):
+    root = vault.root
+    (root / "converged/core/profile.md").write_text("# Profile\n- tea, strong (source: [[a]])\n")
+    history.commit_files(root, {}, "cmem: snapshot", from_disk=["converged/core/profile.md"])
+    git(root, "update-index", "--cacheinfo", "100644," + git(root, "rev-parse", "HEAD~1:converged/core/profile.md").strip()
+        + ",converged/core/profile.md")  # the index as a kill left it: the old blob
+    assert git(root, "status", "--porcelain") != ""
+    assert preflight.snapshot(vault, "pass") is None
+    assert git(root, "status", "--porcelain") == ""

@@ -272,6 +272,9 @@ def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, fr
         tree = git("write-tree")
         faults.point("git-add")
         if parent and tree == git("rev-parse", f"{parent}^{{tree}}"):
+            # HEAD holds it already (a commit whose process died before the index caught up):
+            # the index is still brought up to date, or `git status` would show it forever
+            sync_index(top, [path for _, _, path in entries])
             return None
         commit = git(*_identity_options(top), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-",
                      data=message.encode("utf-8"))
