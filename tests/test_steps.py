@@ -315,3 +315,12 @@ def test_a_snapshot_killed_before_the_index_caught_up_is_synced_by_the_next(vaul
     assert git(root, "status", "--porcelain") != ""
     assert preflight.snapshot(vault, "pass") is None
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_step_id_quoted_in_another_commit_does_not_count_as_its_commit(vault):
+    quoting = CommitMessage("cmem: converge 1 note → profile", "p0")
+    quoting.add("Deferred", "b.md (see Cmem-Pass: s1)")
+    history.commit_files(vault.root, {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"}, quoting.render())
+    _journaled_archive(vault, ["archive/2026-11/a.md"])
+    done = journal.recover(vault)
+    assert done[0].action == "rolled forward" and "a.md" not in ls_head(vault.root)

@@ -333,9 +333,10 @@ class CommitInfo:
 
 
 def find_pass_commit(root: Path, pass_id: str) -> CommitInfo | None:
-    result = run_git(
-        root, "log", "-1", f"--grep={PASS_TRAILER}: {pass_id}", "--fixed-strings", "--format=%H%x00%cI%x00%s", check=False
-    )
+    # the whole trailer line, so an id quoted inside another commit's field never matches
+    # (a basic regular expression: its special characters are escaped)
+    literal = "".join("\\" + ch if ch in ".[]\\*^$" else ch for ch in pass_id)
+    result = run_git(root, "log", "-1", f"--grep=^{PASS_TRAILER}: {literal}$", "--format=%H%x00%cI%x00%s", check=False)
     out = result.stdout.strip()
     if result.returncode != 0 or not out:
         return None

@@ -159,10 +159,6 @@ def changed_inputs(vault: Vault, selection: Selection) -> list[str]:
     return warnings
 
 
-def new_pass_id(now: datetime) -> str:
-    return new_step_id(now)
-
-
 class _NotDue(Exception):
     def __init__(self, reason: str):
         self.reason = reason
@@ -234,7 +230,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
         return PassResult("prompt", prompt=safe_prompt, waiting=[p.rel for p in selection.waiting],
                           selected=[n.rel for n in selection.notes], warnings=odd + notice)
 
-    pass_id = step.id if step is not None else new_pass_id(now)
+    pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its run record
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
                         signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
     record = new_run(vault, pass_id)
