@@ -4,8 +4,10 @@ moved into the archive with git by `cmem archive apply`.
 The checklist is a file people edit in Obsidian, so it is read leniently: extra spaces, `[X]`,
 `*` or `+` bullets, numbered items, a missing digest or target are all understood. A line that
 looks staged but cannot be understood is reported as `unparsed` — never silently dropped, never
-removed. Nothing is ever deleted: notes move with `git mv`, a taken archive name gets a unique
-one, and a note that changed since it was staged stays where it is (it will be scanned again).
+removed. Nothing is ever deleted: a note moves in one journaled step (written at its archive
+path, then removed from the root, in one commit git sees as a rename), a taken archive name gets
+a unique one, and a note that changed since it was staged stays where it is (it will be scanned
+again).
 """
 
 from __future__ import annotations

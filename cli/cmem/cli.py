@@ -185,7 +185,7 @@ def context(
 
 @app.command()
 def doctor(
-    fix: bool = typer.Option(False, "--fix", help="Repair what an interrupted run left behind (a pass journal, an archive apply, git lock files a killed git left), after confirmation."),
+    fix: bool = typer.Option(False, "--fix", help="Repair what an interrupted run left behind (the journal of a pass, archive apply or undo; git lock files a killed git left), after confirmation."),
     yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: repair without asking (needed without a terminal)."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),

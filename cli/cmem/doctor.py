@@ -185,7 +185,7 @@ def _check_lock(vault: Vault) -> list[Finding]:
 
 
 def _check_leftovers(vault: Vault) -> list[Finding]:
-    """What an interrupted run left: a pass journal, an archive apply, git lock files (repair.py)."""
+    """What an interrupted run left: a step journal (pass, archive apply, undo), git lock files (repair.py)."""
     from cmem.repair import find_leftovers
 
     return [

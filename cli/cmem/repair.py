@@ -1,10 +1,12 @@
 """What an interrupted run can leave behind, and `cmem doctor --fix` to repair it (issue 6).
 
-- a pass journal: a pass killed between its first replace and its commit; the journal's own
-  recovery rolls it forward or back (`cmem.converge.journal.recover`, which the next pass also runs);
-- an interrupted archive apply: notes moved into the archive (staged with `git mv`) but the
-  checklist, state.json or the commit not done; the repair finishes it — the user confirmed
-  those moves when they ran `cmem archive apply` — and commits them as that apply would have;
+- a step journal: a pass, archive apply or undo killed between its first change and its commit;
+  the journal's own recovery rolls it forward or back (`cmem.steps.journal.recover`, which every
+  writing command also runs first);
+- an archive apply of cmem 0.1, which had no journal: notes moved into the archive (staged with
+  `git mv`) but the checklist, state.json or the commit not done; the repair finishes it — the
+  user confirmed those moves when they ran `cmem archive apply` — and commits them as that apply
+  would have;
 - git lock files (`index.lock`, `HEAD.lock`, a branch's `.lock`) left by a killed git: removed
   only when no git process is running and the file is older than a few minutes, so a lock a live
   git (obsidian-git, an editor) holds is never taken away;
@@ -97,7 +99,7 @@ def _indexes(vault: Vault) -> list[Leftover]:
     return found
 
 
-# --- pass journals ------------------------------------------------------------------------------
+# --- step journals ------------------------------------------------------------------------------
 
 
 def _journals(vault: Vault) -> list[Leftover]:
