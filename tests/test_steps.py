@@ -324,3 +324,19 @@ def test_a_step_id_quoted_in_another_commit_does_not_count_as_its_commit(vault):
     _journaled_archive(vault, ["archive/2026-11/a.md"])
     done = journal.recover(vault)
     assert done[0].action == "rolled forward" and "a.md" not in ls_head(vault.root)
+
+
+def test_the_step_layer_and_its_users_do_not_import_the_pass():
+    """steps/ sits below converge/, archive, undo and doctor --fix; those three write through
+    it and never reach into converge/ (issue 10)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "cli" / "cmem"
+    files = [package / "archive.py", package / "undo.py", package / "repair.py", *sorted((package / "steps").glob("*.py"))]
+    offenders = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
+            offenders += [f"{path.name}: {name}" for name in names if name.startswith("cmem.converge")]
+    assert offenders == []
