@@ -109,10 +109,12 @@ def validator_figures(hostile: list, valid: list, workdir: Path) -> dict:
 
 def run_slow_tests() -> dict:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow", *SLOW_TESTS],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-m", "slow", *SLOW_TESTS],
                           cwd=PROJECT, capture_output=True, text=True)
     summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-    return {"exit": done.returncode, "summary": summary, "seconds": round(time.monotonic() - started, 1)}
+    # which test failed, and its last assertion line: a figure nobody can trace is no figure
+    failed = [line.removeprefix("FAILED ").strip() for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    return {"exit": done.returncode, "summary": summary, "seconds": round(time.monotonic() - started, 1), "failed": failed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,6 +317,7 @@ def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_rep
     ]
     if slow:
         lines += ["", f"The slow tests (`pytest -m slow {' '.join(SLOW_TESTS)}`): {slow['summary']} ({slow['seconds']} s)."]
+        lines += [f"- failed: {name}" for name in slow.get("failed", [])]
     problems = w["problems"] + h["unexpected"] + v["unexpected"] + (crash["problems"] if crash else [])
     if problems:
         lines += ["", "## Problems", ""] + [f"- {p}" for p in problems[:50]]
