@@ -54,7 +54,7 @@ class Step:
         try:
             record = journal.begin(self.vault, self.kind, self.id, changes, text)
         except OSError as exc:
-            shutil_rmtree(journal.journal_root(self.vault) / self.id)
+            _remove_folder(journal.journal_root(self.vault) / self.id)  # a half-written journal
             raise StepFailed(f"{_os_reason(exc)}; the {what} wrote nothing in the vault (its journal could not be written).") from None
         try:
             apply_changes(self.vault, changes)
@@ -92,7 +92,7 @@ class Step:
                 "finishes or undoes it from its journal.")
 
 
-def shutil_rmtree(path) -> None:
+def _remove_folder(path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
