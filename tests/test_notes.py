@@ -13,6 +13,7 @@ def test_odd_notes_are_read_safely_and_named(make_vault):
     root = make_vault({
         "bom.md": "\ufeff# hi\n我喜欢早起\n".encode("utf-8"),
         "crlf.md": b"# hi\r\nI prefer tea\r\n",
+        "mixed.md": b"# hi\r\nI prefer tea\n",
         "badfm.md": "---\nkey: [unclosed\n---\nbody\n",
         "openfm.md": "---\nkey: 1\nbody never closed\n",
         "latin1.md": "caf\xe9 cr\xe8me\n".encode("latin-1"),
@@ -25,7 +26,9 @@ def test_odd_notes_are_read_safely_and_named(make_vault):
     assert bom.usable and bom.text.startswith("# hi") and "byte-order mark" in bom.problems[0] and not bom.rewritable
     crlf = _read(root, "crlf.md")
     assert crlf.usable and "\r" not in crlf.text and crlf.lines[1] == "I prefer tea"
-    assert any("CRLF" in p for p in crlf.problems)
+    assert crlf.problems == []  # CRLF throughout: a core.autocrlf checkout, nothing odd
+    mixed = _read(root, "mixed.md")
+    assert mixed.usable and "\r" not in mixed.text and any("mixes line ends" in p for p in mixed.problems)
     bad = _read(root, "badfm.md")
     assert bad.usable and bad.meta == {}
     from cmem.notes import check_frontmatter

@@ -1,6 +1,6 @@
-"""Odd notes through every command (issue 6): a byte-order mark, CRLF, broken or unclosed
+"""Odd notes through every command (issue 6): a byte-order mark, mixed line ends, broken or unclosed
 frontmatter, undecodable bytes, NUL, a huge note, a symbolic link, sync-conflict copies, a cloud
-placeholder and a dataless file, empty and blank notes — and memory files with CRLF or NUL.
+placeholder and a dataless file, empty and blank notes — and memory files with NUL.
 
 Each command runs as a user runs it (a subprocess): no traceback, every odd file byte-identical
 afterwards, and no odd file named more than once; the commands that read the notes (status,
@@ -22,7 +22,7 @@ CONFLICT = "n.sync-conflict-20260101-120000-ABCDEFG.md"
 # file -> (bytes, a fragment of the warning that names it)
 ODD = {
     "bom.md": ("\ufeff# bom\n\nI prefer tea in the morning\n".encode(), "byte-order mark"),
-    "crlf.md": (b"# crlf\r\n\r\nI decided to use uv for every project\r\n", "CRLF"),
+    "crlf.md": (b"# crlf\r\n\nI decided to use uv for every project\r\n", "mixes line ends"),
     "badfm.md": (b"---\nkey: [unclosed\n---\nI prefer vim keybindings\n", "not valid YAML"),
     "openfm.md": (b"---\nkey: 1\nI prefer tabs over spaces\n", "not closed"),
     "latin1.md": ("caf\xe9: I prefer coffee after lunch\n".encode("latin-1"), "not valid UTF-8"),

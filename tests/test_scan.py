@@ -291,7 +291,7 @@ def test_deleted_note_leaves_the_cache(make_vault):
 
 ODD = {
     "bom.md": "\ufeff我决定改用 Svelte\n".encode("utf-8"),
-    "crlf.md": "# t\r\n我决定改用 Vue\r\n".encode("utf-8"),
+    "crlf.md": "# t\r\n我决定改用 Vue\n".encode("utf-8"),  # mixed line ends
     "frontmatter.md": "---\ntitle: [broken\n---\n我决定改用 Solid\n".encode("utf-8"),
     "latin1.md": "我决定改用 Qwik ".encode("utf-8") + b"caf\xe9\n",
     "nul.md": b"\x00\x01\x02 binary",

@@ -340,3 +340,17 @@ def test_the_step_layer_and_its_users_do_not_import_the_pass():
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
             offenders += [f"{path.name}: {name}" for name in names if name.startswith("cmem.converge")]
     assert offenders == []
+
+
+def test_cmem_note_appends_to_a_crlf_note_in_its_own_line_ends(vault, monkeypatch):
+    from cmem.capture import capture_note
+    from cmem.scan import scan_vault
+
+    now = datetime(2026, 11, 30, 9, 5).astimezone()
+    name = vault.config.capture_pattern.replace("{date}", "2026-11-30")
+    path = vault.root / (name if name.endswith(".md") else name + ".md")
+    path.write_bytes(b"# today\r\n\r\n- 08:00 I prefer tea\r\n")
+    captured = capture_note(vault, "I prefer green tea", now=now)
+    assert path.read_bytes() == b"# today\r\n\r\n- 08:00 I prefer tea\r\n- 09:05 I prefer green tea\r\n"
+    assert captured.line == 4
+    assert not [o for o in scan_vault(vault).odd if o.rel == vault.rel(path)]  # CRLF throughout is not odd

@@ -42,17 +42,18 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
             raw, current = read_text_exact(path)
         except UnicodeDecodeError:
             raise CmemError(f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first).") from None
-        if raw.startswith(b"\xef\xbb\xbf") or b"\r\n" in raw:
-            raise CmemError(f"{rel} has a byte-order mark or CRLF line ends; cmem will not rewrite it.")
+        crlf = b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n")
+        if raw.startswith(b"\xef\xbb\xbf") or (b"\r" in raw and not crlf):
+            raise CmemError(f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it.")
         if b"\x00" in raw:
             raise CmemError(f"{rel} contains NUL bytes (a binary file?); cmem will not append to it.")
-        if current and not current.endswith("\n"):
-            current += "\n"
-        new = current + line
+        current = current.replace("\r\n", "\n")  # a CRLF checkout (core.autocrlf) gets CRLF lines back
+        new = current + ("\n" if current and not current.endswith("\n") else "") + line
+        appended = new[len(current):]
         # Append rather than replace when nothing else wrote in between: an editor holding the
         # file open sees a plain append, and no byte of the user's note is rewritten.
         with open(path, "ab") as handle:
-            handle.write((new[len(raw.decode('utf-8')):]).encode("utf-8"))
+            handle.write((appended.replace("\n", "\r\n") if crlf else appended).encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         created = False

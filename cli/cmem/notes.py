@@ -140,8 +140,10 @@ def _decode_into(note: Note, raw: bytes) -> Note:
         text = raw.decode("utf-8", errors="replace")
         note.problems.append(f"is not valid UTF-8 (byte {exc.start}); read with replacement characters")
     if "\r" in text:
-        if "\r\n" in text:
-            note.problems.append("uses CRLF line ends")
+        # CRLF throughout is a note's own line ends (a `core.autocrlf` checkout): read as `\n`,
+        # nothing to say. Mixed ends, or a lone CR, are named: cmem cannot tell which is meant.
+        if not (text.count("\r") == text.count("\r\n") == text.count("\n")):
+            note.problems.append("mixes line ends (CRLF and LF, or a lone CR)")
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     note.text = text
     block, body_start, problem = split_frontmatter(text)
