@@ -456,6 +456,9 @@ def archive_apply(
 def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
     """Finish an interrupted step before a command plans what it will do (and say so). With
     `busy_ok`, a step running now (its journal is live, not interrupted) is left to finish."""
+    journals = target.state_dir / "journal"  # cmem.steps.journal.journal_root
+    if not journals.is_dir() or not any(journals.iterdir()):
+        return  # nothing is interrupted: spare `cmem note` the step layer's imports
     from cmem.errors import Busy
     from cmem.steps.runner import recover_interrupted
 
