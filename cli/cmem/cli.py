@@ -76,7 +76,7 @@ def _warn(message: str) -> None:
 @app.command()
 def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
-    lang: str = typer.Option("zh", "--lang", help="Language of prompts and formats: zh or en."),
+    lang: str = typer.Option("zh", "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -224,7 +224,7 @@ def doctor(
 @app.command()
 def converge(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
-    engine: Optional[str] = typer.Option(None, "--engine", help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
+    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
     llm: Optional[str] = typer.Option(None, "--llm", help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run up to validation and print the diff; write nothing."),
     emit_prompt: bool = typer.Option(False, "--emit-prompt", help="Print the assembled prompt and stop."),
@@ -232,7 +232,7 @@ def converge(
     replay: Optional[str] = typer.Option(None, "--replay", help="Re-validate and apply the last response of a recorded run (a pass id, or 'last')."),
     only: Optional[List[str]] = typer.Option(None, "--only", help="Converge only this note (repeatable)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
-    propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; apply it later with --replay."),
+    propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`)."),
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
     show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
@@ -535,12 +535,18 @@ def log_command(
 def diff_command(
     pass_ref: Optional[str] = typer.Argument(None, metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The change a pass made to the memory files and the checklist (coloured on a terminal)."""
     from cmem.passes import pass_diff
     from cmem.render_history import render_diff
 
-    typer.echo(render_diff(pass_diff(_open(vault), pass_ref)))
+    _global["json"] = as_json
+    result = pass_diff(_open(vault), pass_ref)
+    if as_json:
+        _print_json({"pass": result.commit.to_json(), "diff": result.diff})
+    else:
+        typer.echo(render_diff(result))
 
 
 @app.command()
@@ -820,7 +826,7 @@ def watch(
 @app.command("agent-instructions")
 def agent_instructions_command(
     agent: str = typer.Option("generic", "--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."),
-    lang: Optional[str] = typer.Option(None, "--lang", help="en or zh (default: the vault's language, else en)."),
+    lang: Optional[str] = typer.Option(None, "--lang", metavar="[en|zh]", help="en or zh (default: the vault's language, else en)."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
     """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
@@ -869,6 +875,7 @@ def trust(
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
     _tolerant_output()
+    _hoist_global_flags(sys.argv)
     try:
         # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
         code = app(standalone_mode=False)
@@ -894,6 +901,23 @@ def main() -> None:
         if usage is None:
             raise
         sys.exit(usage)
+
+
+# Global flags a user may also write after the subcommand, as with git (`cmem status --no-color`).
+_GLOBAL_FLAGS = ("--no-color",)
+
+
+def _hoist_global_flags(argv: list[str]) -> None:
+    """Move a global flag written after the subcommand to before it, where the main callback
+    reads it. Arguments after a `--` are text (`cmem note -- --no-color`), never flags."""
+    if len(argv) < 2:
+        return
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = [arg for arg in argv[2:end] if arg in _GLOBAL_FLAGS]
+    if not found or argv[1] in _GLOBAL_FLAGS:
+        return
+    rest = [arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)]
+    argv[:] = [rest[0], *dict.fromkeys(found), *rest[1:]]
 
 
 def _fail(message: str, exit_code: int) -> None:
