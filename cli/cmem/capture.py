@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
-from cmem.notes import read_text_exact
+from cmem.notes import line_end, read_text_exact
 from cmem.vault import DIVERGENT, Vault
 
 
@@ -42,7 +42,7 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
             raw, current = read_text_exact(path)
         except UnicodeDecodeError:
             raise CmemError(f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first).") from None
-        crlf = b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n")
+        crlf = line_end(raw) == b"\r\n"
         if raw.startswith(b"\xef\xbb\xbf") or (b"\r" in raw and not crlf):
             raise CmemError(f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it.")
         if b"\x00" in raw:

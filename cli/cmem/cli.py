@@ -4,10 +4,7 @@ and renders. Only this module imports typer; heavy modules are imported inside c
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import re
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -456,7 +453,7 @@ def archive_apply(
 def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
     """Finish an interrupted step before a command plans what it will do (and say so). With
     `busy_ok`, a step running now (its journal is live, not interrupted) is left to finish."""
-    journals = target.state_dir / "journal"  # cmem.steps.journal.journal_root
+    journals = target.journal_dir
     if not journals.is_dir() or not any(journals.iterdir()):
         return  # nothing is interrupted: spare `cmem note` the step layer's imports
     from cmem.errors import Busy
@@ -892,7 +889,9 @@ def main() -> None:
         typer.echo("aborted", err=True)
         sys.exit(1)
     except OSError as exc:  # a full disk, a read-only folder: the user's to fix, not a bug
-        message = _os_error_message(exc)
+        from cmem.errors import os_error_sentence
+
+        message = os_error_sentence(exc)
         if message is None:
             raise
         _fail(message, 1)
@@ -940,40 +939,6 @@ def _tolerant_output() -> None:
                 stream.reconfigure(errors="backslashreplace")
             except (ValueError, OSError):
                 pass
-
-
-# OS errors whose cause is the machine's state, not cmem's code, whatever the file.
-_USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.cmem-tmp$")  # atomic.write_atomic's temp files
-
-
-def _os_error_message(exc: OSError) -> str | None:
-    """One sentence for an OSError the user can act on (`cannot write /v/x.md: no space left on
-    device`), or None for one that looks like a bug (no errno worth naming and no file)."""
-    if exc.errno not in _USER_ERRNOS and exc.filename is None:
-        return None
-    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
-    reason = reason[:1].lower() + reason[1:]
-    path, other = _shown_path(exc.filename), _shown_path(exc.filename2)
-    if path and other and _TEMP_NAME.match(os.path.basename(path)):
-        path, other = other, None  # the rename of a temp file onto its target: the target is the file
-    elif path and _TEMP_NAME.match(os.path.basename(path)):
-        folder, name = os.path.split(path)
-        path = os.path.join(folder, _TEMP_NAME.match(name).group("name"))
-    where = f"{path} → {other}" if path and other else path
-    if where is None:
-        return f"{reason}."
-    verb = "cannot write " if exc.errno in _WRITE_ERRNOS else ""
-    return f"{verb}{where}: {reason}."
-
-
-def _shown_path(name) -> str | None:
-    from cmem.vault import show_name
-
-    if name is None:
-        return None
-    return show_name(os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name))
 
 
 def _click_usage_error(exc: Exception) -> int | None:

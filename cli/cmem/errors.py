@@ -3,6 +3,10 @@ names the file or setting at fault. The CLI turns them into `error: …` and exi
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+
 
 class CmemError(Exception):
     """A failure the user can act on; `str(error)` is the whole message."""
@@ -30,3 +34,37 @@ class Busy(CmemError):
 
 class UsageError(CmemError):
     exit_code = 2
+
+
+# OS errors whose cause is the machine's state, not cmem's code, whatever the file.
+_USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.cmem-tmp$")  # atomic.write_atomic's temp files
+
+
+def os_error_sentence(exc: OSError) -> str | None:
+    """One sentence for an OSError the user can act on (`cannot write /v/x.md: no space left on
+    device`), or None for one that looks like a bug (no errno worth naming and no file)."""
+    if exc.errno not in _USER_ERRNOS and exc.filename is None:
+        return None
+    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    reason = reason[:1].lower() + reason[1:]
+    path, other = _shown_path(exc.filename), _shown_path(exc.filename2)
+    if path and other and _TEMP_NAME.match(os.path.basename(path)):
+        path, other = other, None  # the rename of a temp file onto its target: the target is the file
+    elif path and _TEMP_NAME.match(os.path.basename(path)):
+        folder, name = os.path.split(path)
+        path = os.path.join(folder, _TEMP_NAME.match(name).group("name"))
+    where = f"{path} → {other}" if path and other else path
+    if where is None:
+        return f"{reason}."
+    verb = "cannot write " if exc.errno in _WRITE_ERRNOS else ""
+    return f"{verb}{where}: {reason}."
+
+
+def _shown_path(name) -> str | None:
+    from cmem.vault import show_name  # vault imports this module: import on use
+
+    if name is None:
+        return None
+    return show_name(os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name))

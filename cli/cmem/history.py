@@ -221,14 +221,6 @@ def status_entries(root: Path, paths: list[str]) -> list[StatusEntry]:
     return entries
 
 
-def changed_paths(root: Path, paths: list[str]) -> list[str]:
-    """Every path with changes git would commit; a rename names both its paths."""
-    out: list[str] = []
-    for entry in status_entries(root, paths):
-        out += [entry.path] + ([entry.source] if entry.source else [])
-    return out
-
-
 def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, from_disk: "list[str] | tuple[str, ...]" = ()) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 

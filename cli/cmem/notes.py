@@ -130,6 +130,12 @@ def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = No
     return _decode_into(note, raw)
 
 
+def line_end(raw: bytes) -> bytes:
+    """A file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout), else
+    `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
+    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
+
+
 def _decode_into(note: Note, raw: bytes) -> Note:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -142,7 +148,7 @@ def _decode_into(note: Note, raw: bytes) -> Note:
     if "\r" in text:
         # CRLF throughout is a note's own line ends (a `core.autocrlf` checkout): read as `\n`,
         # nothing to say. Mixed ends, or a lone CR, are named: cmem cannot tell which is meant.
-        if not (text.count("\r") == text.count("\r\n") == text.count("\n")):
+        if line_end(raw) != b"\r\n":
             note.problems.append("mixes line ends (CRLF and LF, or a lone CR)")
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     note.text = text

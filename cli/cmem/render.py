@@ -111,7 +111,9 @@ def render_status(status) -> str:
     if status.running:
         out.append(paint("  a pass is running now", "yellow"))
     for step in status.interrupted:
-        what = {"converge": "pass", "archive": "archive apply", "undo": "undo"}.get(step["kind"], "step")
+        from cmem.steps.record import step_name
+
+        what = step_name(step["kind"])
         out.append(paint(f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
                          "(or `cmem doctor --fix`) finishes it", "yellow"))
     unattended = status.unattended or {}

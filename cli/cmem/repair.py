@@ -104,12 +104,12 @@ def _indexes(vault: Vault) -> list[Leftover]:
 
 def _journals(vault: Vault) -> list[Leftover]:
     from cmem.steps import journal
+    from cmem.steps.record import a_step
 
     found = []
     for folder in journal.pending_journals(vault):
         kind, step_id = journal.describe(folder)
-        what = {"converge": "a pass", "archive": "an archive apply", "undo": "an undo"}.get(kind, "a step")
-        found.append(Leftover("journal", f"{what} was interrupted before it finished (step {step_id}, journal {folder})",
+        found.append(Leftover("journal", f"{a_step(kind)} was interrupted before it finished (step {step_id}, journal {folder})",
                               "finishes it, or puts every file back if you edited one since", str(folder)))
     return found
 

@@ -108,7 +108,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
 def _interrupted_steps(vault: Vault) -> list[dict]:
     """Journals a killed step left (cmem.steps.journal): the next writing command finishes them.
     A live step has one too while it runs; it is reported as running, not interrupted."""
-    root = vault.state_dir / "journal"  # steps.journal.journal_root, without importing the step layer
+    root = vault.journal_dir  # checked before the step layer is imported: status stays fast
     if not root.is_dir() or is_locked(vault.state_dir):
         return []
     from cmem.steps.journal import describe

@@ -116,6 +116,12 @@ class Vault:
         return state_dir_for(self.root)
 
     @property
+    def journal_dir(self) -> Path:
+        """Where a step's crash journal lives while it runs (cmem.steps.journal); a folder in it
+        after the step's process is gone is an interrupted step."""
+        return self.state_dir / "journal"
+
+    @property
     def cmem_dir(self) -> Path:
         return self.root / CONFIG_DIR
 

@@ -23,10 +23,11 @@ from cmem.converge.runs import RunRecord, new_run
 from cmem.converge.selection import Selection, SelectedNote, select_notes
 from cmem.errors import CmemError
 from cmem.lock import vault_lock
+from cmem.notes import line_end
 from cmem.state import ConvergedNote, State, line_key, load_state
 from cmem.state import state_bytes as state_to_bytes
 from cmem.steps import journal
-from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends, line_end
+from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.runner import Step, open_step

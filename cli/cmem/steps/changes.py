@@ -17,6 +17,7 @@ from pathlib import Path
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
+from cmem.notes import line_end
 from cmem.vault import Vault
 
 
@@ -79,12 +80,6 @@ class ChangeSet:
         return [c for c in items if c.new is not None] + [c for c in items if c.new is None]
 
 
-def line_end(raw: bytes) -> bytes:
-    """A file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout), else
-    `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
-    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
-
-
 def in_line_ends(data: str | bytes, like: bytes | None) -> bytes:
     """`data` with the line ends of `like` (the file as it is on disk now)."""
     data = data.encode("utf-8") if isinstance(data, str) else data
@@ -113,23 +108,15 @@ def current_bytes(path: Path) -> bytes | None:
 
 
 def check_confined(vault: Vault, rel: str) -> None:
-    """A step writes only inside the vault: a relative path without `..`, outside dot-folders
-    (`.git`, `.obsidian`; `.cmem/` holds only cmem's own state), not through a symbolic link
-    that leaves the vault. Checked for every path before the journal is written."""
-    parts = rel.split("/")
-    own_state = rel == vault.rel(vault.state_file)
-    if (not rel or os.path.isabs(rel) or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts)
-            or (not own_state and any(p.startswith(".") for p in parts))):
-        raise CmemError(f"{rel!r} is not a path cmem may write inside the vault (outside dot-folders, no '..'); nothing was written.")
-    if not own_state:
-        # inside its layer too, and no link on the way out of it (cmem.vault.Vault.path_problem)
-        problem = vault.path_problem(rel, vault.layer_of(rel))
-        if problem:
-            raise CmemError(f"{rel} {problem}; nothing was written.")
-    root = os.path.realpath(vault.root)
-    folder = os.path.realpath(os.path.join(vault.root, os.path.dirname(rel)))
-    if folder != root and not folder.startswith(root + os.sep):
-        raise CmemError(f"{rel} leads out of the vault through a symbolic link ({folder}); nothing was written.")
+    """A step writes only inside the vault, inside the path's own layer, outside dot-folders and
+    not through a symbolic link that leaves either (cmem.vault.Vault.path_problem). `.cmem/`
+    holds only cmem's own state file, whose path is fixed. Checked for every path before the
+    journal is written."""
+    if rel == vault.rel(vault.state_file):
+        return
+    problem = vault.path_problem(rel, vault.layer_of(rel))
+    if problem:
+        raise CmemError(f"{rel} {problem}; nothing was written.")
 
 
 def _check(vault: Vault, change: Change) -> None:

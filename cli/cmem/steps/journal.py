@@ -33,6 +33,7 @@ from cmem import faults, history
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError, GitError
 from cmem.steps.changes import ChangeSet, current_bytes, put
+from cmem.steps.record import step_name
 from cmem.vault import Vault
 
 VERSION = 2
@@ -43,7 +44,7 @@ def _digest(data: bytes | None) -> str | None:
 
 
 def journal_root(vault: Vault) -> Path:
-    return vault.state_dir / "journal"
+    return vault.journal_dir
 
 
 @dataclass
@@ -92,8 +93,7 @@ class Recovery:
     conflicts: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        what = {"converge": "pass", "archive": "archive apply", "undo": "undo"}.get(self.kind, self.kind)
-        text = f"an interrupted {what} {self.step_id} was {self.action}"
+        text = f"an interrupted {step_name(self.kind)} {self.step_id} was {self.action}"
         if self.commit:
             text += f" (commit {self.commit[:8]})"
         if self.conflicts:

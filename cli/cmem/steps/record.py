@@ -10,7 +10,18 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 
-KINDS = ("converge", "archive", "undo")
+# What a person calls each step kind, in messages ("an interrupted archive apply …").
+STEP_NAMES = {"converge": "pass", "archive": "archive apply", "undo": "undo"}
+
+
+def step_name(kind: str) -> str:
+    return STEP_NAMES.get(kind, "step")
+
+
+def a_step(kind: str) -> str:
+    """The name with its article: "a pass", "an archive apply", "an undo"."""
+    name = step_name(kind)
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def new_step_id(now: datetime) -> str:

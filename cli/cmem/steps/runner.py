@@ -12,22 +12,19 @@ written keeps the journal, so the next command finishes the step.
 
 from __future__ import annotations
 
-import errno
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from cmem import faults, history
-from cmem.errors import CmemError
+from cmem.errors import CmemError, os_error_sentence
 from cmem.lock import vault_lock
 from cmem.steps import journal, preflight
 from cmem.steps.changes import ChangeSet, apply_changes, check_confined, current_bytes
 from cmem.steps.message import CommitMessage
-from cmem.steps.record import new_step_id
+from cmem.steps.record import new_step_id, step_name
 from cmem.vault import Vault
 
-_WHAT = {"converge": "pass", "archive": "archive apply", "undo": "undo", "fix": "repair"}
 
 
 class StepFailed(CmemError):
@@ -48,7 +45,7 @@ class Step:
         if not changes:
             return None
         text = message.render() if isinstance(message, CommitMessage) else message
-        what = _WHAT.get(self.kind, self.kind)
+        what = step_name(self.kind)
         for rel in changes.paths:
             check_confined(self.vault, rel)
         try:
@@ -84,7 +81,7 @@ class Step:
             record.finish()
 
     def _state_after(self, changes: ChangeSet) -> str:
-        what = _WHAT.get(self.kind, self.kind)
+        what = step_name(self.kind)
         left = [c.rel for c in changes.ordered() if current_bytes(self.vault.root / c.rel) != c.old]
         if not left:
             return f"the {what} changed nothing (every file is as it was)."
@@ -99,17 +96,8 @@ def _remove_folder(path) -> None:
 
 
 def _os_reason(exc: OSError) -> str:
-    reasons = {
-        errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-        errno.EACCES: "permission denied", errno.EPERM: "the operation is not permitted",
-        errno.EROFS: "the file system is read-only",
-    }
-    reason = reasons.get(exc.errno, exc.strerror or str(exc))
-    name = exc.filename
-    if name is None:
-        return reason
-    shown = os.fsdecode(name) if isinstance(name, bytes) else str(name)
-    return f"{shown}: {reason}"
+    """The error's sentence (errors.os_error_sentence), to be followed by what the step did."""
+    return (os_error_sentence(exc) or str(exc)).rstrip(".")
 
 
 def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
@@ -134,5 +122,5 @@ def open_step(vault: Vault, kind: str, *, now: datetime | None = None, purpose: 
             gate()
         preflight.check_repository(vault)
         notices = [str(recovery) for recovery in journal.recover(vault)]
-        snap = preflight.snapshot(vault, _WHAT.get(kind, kind)) if snapshot else None
+        snap = preflight.snapshot(vault, step_name(kind)) if snapshot else None
         yield Step(vault, kind, new_step_id(now), now, notices, snap)
