@@ -181,6 +181,7 @@ _DECISION = [
     _en("i decided"), _en("i've decided"), _en("i have decided"), _en("we decided"), _en("we've decided"),
     _en("we have decided"), _en("decided to", before="he she they it who you"),
     _en("i'm switching"), _en("i am switching"), _en("switching to"), _en("switched to"), _en("switching from"),
+    _en("switched from"), _en("i moved to"), _en("i've moved to"), _en("we moved to"),
     _en("i'll go with"), _en("we'll go with"),
     _en("going with", before="it it's how's what's",
         after="the flow|friends|a friend|my|her|him|them|us|family|mom|dad|someone|somebody|you"),

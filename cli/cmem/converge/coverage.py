@@ -1,0 +1,115 @@
+"""No signal is lost (SPEC §4): after a pass, where did each signal line of a converged note go?
+
+A note marked converged leaves the pending queue, so a signal line the engine did not carry into
+memory would vanish silently (the uv → poetry case of issue 12). This module looks for every
+signal line of every converged note in the convergent layer as the pass leaves it:
+
+- **statement**: a statement citing the note shares enough of the line's content words (an
+  engine may strip cue words, resolve dates or summarise, so equality is too strict);
+- **trace**: an evolution trace anywhere quotes enough of it (a later line of the same pass
+  changed it again);
+- **pending**: neither. The pipeline then leaves that line out of the note's converged lines,
+  so it stays pending and `cmem scan` shows it, and the pass summary names it.
+
+It reads words, not meaning: a model that translates a line into another language is not seen
+as covering it, and the line simply waits for another pass — a false alarm, never a loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cmem.config import Formats
+from cmem.converge.selection import SelectedNote
+from cmem.converge.words import quote_line, terms
+from cmem.notes import split_frontmatter
+from cmem.statements import Trace, parse_statements
+
+STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
+
+
+@dataclass(frozen=True)
+class LineFate:
+    note: str  # vault-relative path
+    line: int
+    cls: str
+    where: str  # statement | trace | pending
+    file: str = ""  # the convergent file holding it
+
+    def to_json(self) -> dict:
+        return {"note": self.note, "line": self.line, "class": self.cls, "where": self.where, "file": self.file}
+
+
+@dataclass(frozen=True)
+class _Held:
+    file: str
+    words: frozenset[str]
+    sources: frozenset[str]
+
+
+def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_Held]]:
+    """(statements, traces) of the whole layer, as content words."""
+    statements, traces = [], []
+    for rel, text in sorted(files.items()):
+        _, start, _ = split_frontmatter(text)
+        body = "\n".join(text.split("\n")[start - 1 :])
+        for statement in parse_statements(body, start, formats):
+            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources)))
+            pending: list[Trace] = list(statement.traces)
+            while pending:
+                trace = pending.pop()
+                traces.append(_Held(rel, terms(trace.old), frozenset()))
+                pending.extend(trace.older)
+    return statements, traces
+
+
+def _share(line: frozenset[str], held: frozenset[str], fraction: float) -> bool:
+    if not line:
+        return False
+    return len(line & held) >= max(1.0, fraction * len(line))
+
+
+def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str, str], formats: Formats) -> list[LineFate]:
+    """The fate of each signal line (one per line) of each converged note. `layer` maps every
+    convergent file to its text after the pass."""
+    statements, traces = _layer(layer, formats)
+    fates = []
+    for note in notes:
+        if note.rel not in converged:
+            continue
+        cited = [h for h in statements if note.name in h.sources]
+        seen: set[int] = set()
+        for signal in sorted(note.signals, key=lambda s: (s.line, s.priority)):
+            if signal.line in seen:
+                continue
+            seen.add(signal.line)
+            raw = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+            words = terms(quote_line(raw, set()))
+            where, file = PENDING, ""
+            if not words and cited:
+                where, file = STATEMENT, cited[0].file  # nothing to compare: the note is cited
+            else:
+                # a statement keeps the subject and drops cue words, hedges and the old side
+                # ("from uv", "not Lisbon"): a third of the words will do; a trace must quote half.
+                # The better of the two wins: a line a later line changed again is in its trace.
+                best_statement = max(cited, key=lambda h: len(words & h.words), default=None)
+                best_trace = max(traces, key=lambda h: len(words & h.words), default=None)
+                in_statement = len(words & best_statement.words) if best_statement and _share(words, best_statement.words, 1 / 3) else 0
+                in_trace = len(words & best_trace.words) if best_trace and _share(words, best_trace.words, 1 / 2) else 0
+                if in_statement and in_statement >= in_trace:
+                    where, file = STATEMENT, best_statement.file
+                elif in_trace:
+                    where, file = TRACE, best_trace.file
+            fates.append(LineFate(note.rel, signal.line, signal.cls, where, file))
+    return fates
+
+
+def summary(fates: list[LineFate]) -> str:
+    """One line for the pass report: how many signal lines went where."""
+    counts = {STATEMENT: 0, TRACE: 0, PENDING: 0}
+    for fate in fates:
+        counts[fate.where] += 1
+    parts = [f"{counts[STATEMENT]} in statements", f"{counts[TRACE]} in traces"]
+    if counts[PENDING]:
+        parts.append(f"{counts[PENDING]} left pending")
+    return "signal lines: " + ", ".join(parts)
