@@ -15,8 +15,10 @@ the layer is read back and counted:
 - **contradictions**: facts stated with their current value and a stale one at once;
 - **unsourced**: statements citing no note;
 - **untraced**: superseded values found in no trace (a change that lost its history);
-- **lost**: lines of the day's notes (every line is meant as a signal) found in no statement
-  citing the note, no trace, and not waiting in `cmem scan` (pending or deferred).
+- **lost**: signal lines (the scanner flags them) of the notes so far found in no statement
+  citing the note, no trace, and not waiting in `cmem scan` (pending or deferred);
+- **unseen**: lines meant as signals that the scanner does not flag at all (a scanner miss, not
+  an engine loss; every line of these notes is meant as one).
 
 The builtin engine always runs; each `--llm CMD` runs the same histories with that model
 command. Passes are real (`run_pass`, git, the validator); HOME and XDG folders point into a
@@ -98,7 +100,7 @@ HISTORIES = [
     History("en-python-tooling", "en", [
         ("2026-10-01", {"2026-10-01 notes": "I switched to uv for managing virtualenvs.\nI decided to use fish as my shell.\nI prefer Neovim for editing code.\n"}),
         ("2026-10-03", {"2026-10-03 notes": "I switched from uv to poetry for managing virtualenvs.\nActually I use Helix now, not Neovim.\n"}),
-        ("2026-10-06", {"2026-10-06 notes": "Actually it's 3.13, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\n"}),
+        ("2026-10-06", {"2026-10-06 notes": "Actually it's Python 3.13 for new projects, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\n"}),
     ], [
         F("venv tool", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
         F("shell", (0, ["fish"], []), (2, ["zsh"], ["fish"])),
@@ -156,7 +158,7 @@ HISTORIES = [
     ]),
     History("zh-exercise", "zh", [
         ("2026-10-01", {"2026-10-01 日记": "我决定每周跑步三次\n又忘了喝水\n我不喜欢开会超过半小时\n"}),
-        ("2026-10-04", {"2026-10-04 日记": "改成每周游泳两次，不再跑步\n又忘了喝水，头疼\n"}),
+        ("2026-10-04", {"2026-10-04 日记": "换成每周游泳两次，不再跑步\n又忘了喝水，头疼\n"}),
         ("2026-10-08", {"2026-10-08 日记": "其实不是游泳，是骑车\n又忘了喝水\n"}),
     ], [
         F("exercise", (0, ["跑步"], []), (1, ["游泳"], ["跑步"]), (2, ["骑车"], ["游泳", "跑步"])),
@@ -242,12 +244,13 @@ class Counts:
     unsourced: int = 0
     untraced: int = 0
     lost: int = 0
+    unseen: int = 0
     signals: int = 0
     failed_passes: int = 0
     problems: list[str] = field(default_factory=list)
 
     def add(self, other: "Counts") -> None:
-        for name in ("facts", "once", "stale", "duplicates", "contradictions", "unsourced", "untraced", "lost", "signals", "failed_passes"):
+        for name in ("facts", "once", "stale", "duplicates", "contradictions", "unsourced", "untraced", "lost", "unseen", "signals", "failed_passes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems += other.problems
 
@@ -285,8 +288,10 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
     from cmem.converge.coverage import line_fates
     from cmem.converge.selection import SelectedNote
     from cmem.scan import scan_vault
-    from cmem.signals import Signal
+    from cmem.notes import read_note
+    from cmem.signals import Signal, scan_note
     from cmem.statements import normalize
+    from cmem.vault import NoteFile
     from cmem.vault import open_vault
 
     counts = Counts()
@@ -329,7 +334,13 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
     for name, text in notes_so_far.items():
         rel = f"{name}.md"
         lines = text.split("\n")
-        signals = [Signal(rel, n, "decision", "", line) for n, line in enumerate(lines, 1) if line.strip()]
+        note_file = read_note(NoteFile(rel, root / rel, "divergent"), vault.config.max_note_bytes)
+        seen = {hit.line for hit in scan_note(note_file, vault.config.extra_cues, vault.config.formats).hits}
+        for number, line in enumerate(lines, 1):
+            if line.strip() and number not in seen:
+                counts.unseen += 1
+                counts.problems.append(f"day {day}: unseen by the scanner: {rel} line {number}: {line!r}")
+        signals = [Signal(rel, n, "decision", "", line) for n, line in enumerate(lines, 1) if n in seen]
         counts.signals += len(signals)
         note = SelectedNote(rel, name, text, lines, signals)
         for fate in line_fates([note], [rel], layer_texts, vault.config.formats):
@@ -371,17 +382,17 @@ def _percent(part: int, whole: int) -> str:
 
 
 def table(rows: list[tuple[str, Counts, Counts]]) -> list[str]:
-    out = ["| history | facts (last day) | current once (last day) | current once (every pass) | stale | duplicates | contradictions | unsourced | untraced | lost signals | failed passes |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| history | facts (last day) | current once (last day) | current once (every pass) | stale | duplicates | contradictions | unsourced | untraced | lost signals | unseen lines | failed passes |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     grand, grand_last = Counts(), Counts()
     for name, total, last in rows:
         grand.add(total)
         grand_last.add(last)
         out.append(f"| {name} | {last.facts} | {last.once}/{last.facts} | {total.once}/{total.facts} | {total.stale} | {total.duplicates} | "
-                   f"{total.contradictions} | {total.unsourced} | {total.untraced} | {total.lost} | {total.failed_passes} |")
+                   f"{total.contradictions} | {total.unsourced} | {total.untraced} | {total.lost} | {total.unseen} | {total.failed_passes} |")
     out.append(f"| **all** | **{grand_last.facts}** | **{grand_last.once}/{grand_last.facts} ({_percent(grand_last.once, grand_last.facts)})** | "
                f"**{grand.once}/{grand.facts} ({_percent(grand.once, grand.facts)})** | **{grand.stale}** | **{grand.duplicates}** | "
-               f"**{grand.contradictions}** | **{grand.unsourced}** | **{grand.untraced}** | **{grand.lost}** | **{grand.failed_passes}** |")
+               f"**{grand.contradictions}** | **{grand.unsourced}** | **{grand.untraced}** | **{grand.lost}** | **{grand.unseen}** | **{grand.failed_passes}** |")
     return out
 
 

@@ -177,7 +177,7 @@ _DECISION = [
     _zh("决定了", alone=True),  # 性格决定了命运 is "determined"
     _zh("改用", before="修 更 篡 批 删 涂 窜 整", after="户 例 途 法"),  # 修改用户, 改用例
     _zh("换成", before="转 兑 替 切", after="本 员 绩 果 功"),  # 转换成 converts, 换成本 is 换 + 成本
-    _zh("换用"), _zh("想通了"), _zh("想明白了"), _zh("就这么定了"), _zh("定下来了"), _zh("不再用"), _zh("拍板"),
+    _zh("换用"), _zh("搬到了"), _zh("搬家到"), _zh("想通了"), _zh("想明白了"), _zh("就这么定了"), _zh("定下来了"), _zh("不再用"), _zh("拍板"),
     _en("i decided"), _en("i've decided"), _en("i have decided"), _en("we decided"), _en("we've decided"),
     _en("we have decided"), _en("decided to", before="he she they it who you"),
     _en("i'm switching"), _en("i am switching"), _en("switching to"), _en("switched to"), _en("switching from"),

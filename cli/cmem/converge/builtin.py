@@ -449,18 +449,34 @@ def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str])
         for word in words:
             frequency[word] = frequency.get(word, 0) + 1
     best, best_score = None, 0.0
+    slot = _slot(text)
     for file, statement, words in candidates:
         shared = new_terms & words
         named = file.rel in preferred
+        same_slot = slot is not None and _slot(statement.core) == slot
         # One shared word is enough in a file the note names, or when it is the very thing the
-        # user says they replace ("Helix now, not Neovim" → the statement about Neovim).
-        if len(shared) < 2 and not (named and shared) and not (shared & old_terms):
+        # user says they replace ("Helix now, not Neovim" → the statement about Neovim); none
+        # when both fill a slot that holds one value ("I moved to Munich" → "I moved to Berlin").
+        if len(shared) < 2 and not (named and shared) and not (shared & old_terms) and not same_slot:
             continue
         score = sum((1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1) for w in sorted(shared))
+        score += 3 if same_slot else 0
         score *= 1.5 if named else 1
         if score > best_score:  # ties keep the earlier: named files, then resident, then path order
             best, best_score = (file, statement), score
     return best
+
+
+# Slots that hold one value at a time: where one lives. A move replaces the last one.
+_SLOTS = [("home", re.compile(r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在", re.IGNORECASE))]
+
+
+def _slot(text: str) -> str | None:
+    text = without_cue(text.strip())
+    for name, pattern in _SLOTS:
+        if pattern.search(text):
+            return name
+    return None
 
 
 def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> _File:
@@ -530,7 +546,8 @@ def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
         number += 1
         rel = f"{work.config.situational_dir}/{name}-{number}.md"
     if rel not in work.files:
-        summary = without_cue(text)
+        # named from its subject, the file is summarised by it: a first statement would go stale
+        summary = title if subject else without_cue(text)
         summary = summary if len(summary) <= 80 else summary[:79] + "…"
         work.files[rel] = _new_file(rel, summary, 5, work.date, title[:1].upper() + title[1:], [name])
     return work.files[rel]

@@ -18,8 +18,10 @@ as covering it, and the line simply waits for another pass — a false alarm, ne
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from cmem.config import Formats
+from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
 from cmem.notes import split_frontmatter
@@ -45,6 +47,7 @@ class _Held:
     file: str
     words: frozenset[str]
     sources: frozenset[str]
+    history: frozenset[str] = frozenset()  # with the words of its traces: a rewrite splits a line's words between them
 
 
 def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_Held]]:
@@ -54,12 +57,14 @@ def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_
         _, start, _ = split_frontmatter(text)
         body = "\n".join(text.split("\n")[start - 1 :])
         for statement in parse_statements(body, start, formats):
-            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources)))
+            history = set(terms(statement.core))
             pending: list[Trace] = list(statement.traces)
             while pending:
                 trace = pending.pop()
                 traces.append(_Held(rel, terms(trace.old), frozenset()))
+                history |= terms(trace.old)
                 pending.extend(trace.older)
+            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources), frozenset(history)))
     return statements, traces
 
 
@@ -84,7 +89,10 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
                 continue
             seen.add(signal.line)
             raw = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
-            words = terms(quote_line(raw, set()))
+            quoted = quote_line(raw, set())
+            words = terms(quoted)
+            # the words as the builtin engine restates them ("last month" → "since 2026-10")
+            restated = terms(statement_text(quoted, note_date(note.name, date(2000, 1, 1))))
             where, file = PENDING, ""
             if not words and cited:
                 where, file = STATEMENT, cited[0].file  # nothing to compare: the note is cited
@@ -93,13 +101,21 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
                 # ("from uv", "not Lisbon"): a third of the words will do; a trace must quote half.
                 # The better of the two wins: a line a later line changed again is in its trace.
                 best_statement = max(cited, key=lambda h: len(words & h.words), default=None)
-                best_trace = max(traces, key=lambda h: len(words & h.words), default=None)
+                best_trace = max(traces, key=lambda h: max(len(words & h.words), len(restated & h.words)), default=None)
                 in_statement = len(words & best_statement.words) if best_statement and _share(words, best_statement.words, 1 / 3) else 0
-                in_trace = len(words & best_trace.words) if best_trace and _share(words, best_trace.words, 1 / 2) else 0
+                in_trace = 0
+                if best_trace and (_share(words, best_trace.words, 1 / 2) or _share(restated, best_trace.words, 1 / 2)):
+                    in_trace = max(len(words & best_trace.words), len(restated & best_trace.words))
                 if in_statement and in_statement >= in_trace:
                     where, file = STATEMENT, best_statement.file
                 elif in_trace:
                     where, file = TRACE, best_trace.file
+                else:
+                    # restated, or a correction whose new side is in the statement and old side
+                    # in its trace ("不是北京，是深圳" → "在找深圳后端实习（…原为：在找北京后端实习）")
+                    hit = next((h for h in cited if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)), None)
+                    if hit is not None:
+                        where, file = STATEMENT, hit.file
             fates.append(LineFate(note.rel, signal.line, signal.cls, where, file))
     return fates
 

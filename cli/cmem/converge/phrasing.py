@@ -44,7 +44,7 @@ _EN_HEDGES = re.compile(
     r"i think|i guess|i mean|i meant|oh|hmm|ah|in fact|to be honest)\b\s*[,:;.!—–-]*\s*",
     re.IGNORECASE,
 )
-_EN_NOT_TAIL = re.compile(r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?not\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE)
+_EN_NOT_TAIL = re.compile(r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?(?:not|no longer)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE)
 _EN_NOT_PAREN = re.compile(r"\s*\(not\s+[^()]+\)", re.IGNORECASE)
 _EN_SWITCH = re.compile(
     r"^(?:i|we)(?:'ve|'m| have| am)?\s+(?:(?:just|finally|now)\s+)?"
@@ -69,6 +69,13 @@ _EN_RELATIVE = [
 ]
 
 
+def _event(text: str, match: re.Match, resolved: str) -> str:
+    """"since 2026-10" for a state, "in 2026-10" after a past event ("I moved to Lisbon last month")."""
+    if resolved.startswith("since ") and re.search(r"\b\w+ed\b", text[: match.start()]):
+        return "in " + resolved[6:]
+    return resolved
+
+
 def _en_statement(text: str, day: date) -> str:
     for _ in range(3):  # "Actually, scratch that: …"
         stripped = _EN_HEDGES.sub("", text, count=1)
@@ -79,10 +86,7 @@ def _en_statement(text: str, day: date) -> str:
     text = _EN_NOT_PAREN.sub("", text)
     tail = _EN_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
-    moved = _EN_MOVED_PLACE.match(text)
-    if moved:
-        text = "I live in " + text[moved.end():]
-    else:
+    if not _EN_MOVED_PLACE.match(text):  # "I moved to Porto" says what holds now already
         for pattern, verb in ((_EN_DECIDED, "I "), (_EN_DECIDED_BARE, "I "), (_EN_SWITCH, "I use "), (_EN_SWITCH_BARE, "I use "), (_EN_CHOSE, "I use ")):
             match = pattern.match(text)
             if match and text[match.end():].strip():
@@ -91,7 +95,7 @@ def _en_statement(text: str, day: date) -> str:
                 text = (subject + verb[2:] if verb != "I " else subject) + rest
                 break
     for pattern, replace in _EN_RELATIVE:
-        text = pattern.sub(lambda m, r=replace: r(day), text)
+        text = pattern.sub(lambda m, r=replace: _event(text, m, r(day)), text)
     text = text.strip().rstrip(".!").strip()
     return text[:1].upper() + text[1:] if text else text
 
@@ -103,7 +107,7 @@ _ZH_HEDGES = re.compile(
 )
 _ZH_NOT_IS = re.compile(r"^(?:其实)?不是(.+?)[，,]\s*(?:而)?是(.+)$")
 _ZH_I_MEANT = re.compile(r"^(?:我说的是|我的意思是)\s*[：:，,]?\s*")
-_ZH_NOT_TAIL = re.compile(r"[，,；;]\s*(?:而)?不是[^，,；;。]+[。！]?$")
+_ZH_NOT_TAIL = re.compile(r"[，,；;]\s*(?:(?:而)?不是|不再用?|不用)[^，,；;。]+[。！]?$")
 _ZH_SWITCH = re.compile(r"^(?:我|我们)?(?:决定)?(?:从.+?)?(?:改用|换成|换用|换到|改成|转向)")
 _ZH_DECIDED = re.compile(r"^(?:我|我们)(?:已经)?决定(?:了)?\s*[：:，,]?\s*")
 _ZH_FROM_NOW = re.compile(r"^以后都")
@@ -138,7 +142,9 @@ def _zh_statement(text: str, day: date) -> str:
     switch = _ZH_SWITCH.match(text)
     if switch and text[switch.end():].strip():
         rest = text[switch.end():].lstrip()
-        text = "用" + (" " if rest[:1].isascii() else "") + rest
+        # "改用 Svelte 写前端" → "用 Svelte 写前端"; "换成每周游泳两次" → "每周游泳两次"
+        text = ("用 " + rest) if rest[:1].isascii() or switch.group(0).endswith(("改用", "换用")) else rest
+        text = text.replace("用 ", "用", 1) if not rest[:1].isascii() else text
     else:
         decided = _ZH_DECIDED.match(text)
         if decided and text[decided.end():].strip():

@@ -221,6 +221,9 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     budget = options.budget or vault.config.budget_tokens
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    from cmem.signals import ALREADY_CONVERGED, EXCLUDED
+
+    selection.deferred_lines = {(d.note, d.line) for d in scan.deferred if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)}
     if not selection.notes:
         return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)", warnings=odd)
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
@@ -377,7 +380,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     for rel in converged:
         note = by_rel[rel]
         state.notes[rel] = ConvergedNote(
-            sha256=note.sha256, lines=_converged_lines(state, note, _pending_lines(note, result.lines)), pass_id=pass_id,
+            sha256=note.sha256, lines=_converged_lines(state, note, _pending_lines(note, result.lines, selection.deferred_lines)), pass_id=pass_id,
             time=now.isoformat(timespec="seconds"), into=sorted(into.get(rel, [])),
         )
         stage_entries.append(StageEntry(note.name, archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date), sorted(into.get(rel, [])), note.sha256))
@@ -452,8 +455,10 @@ def _line_fates(vault: Vault, selection: Selection, converged: list[str], origin
     return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
 
 
-def _pending_lines(note: SelectedNote, fates: list) -> set[int]:
-    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"}
+def _pending_lines(note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()) -> set[int]:
+    """Lines of a converged note that stay pending: signal lines no statement or trace holds, and
+    lines the scan deferred on their own."""
+    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {line for rel, line in deferred if rel == note.rel}
 
 
 def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
