@@ -99,17 +99,18 @@ summary: 前端技术栈
 HISTORIES = [
     History("en-python-tooling", "en", [
         ("2026-10-01", {"2026-10-01 notes": "I switched to uv for managing virtualenvs.\nI decided to use fish as my shell.\nI prefer Neovim for editing code.\n"}),
-        ("2026-10-03", {"2026-10-03 notes": "I switched from uv to poetry for managing virtualenvs.\nActually I use Helix now, not Neovim.\n"}),
-        ("2026-10-06", {"2026-10-06 notes": "Actually it's Python 3.13 for new projects, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\n"}),
+        ("2026-10-03", {"2026-10-03 notes": "I switched from uv to poetry for managing virtualenvs.\nActually I use Helix now, not Neovim.\nI decided to format code with black.\n"}),
+        ("2026-10-06", {"2026-10-06 notes": "Actually it's Python 3.13 for new projects, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\nI switched from black to ruff for formatting.\n"}),
     ], [
         F("venv tool", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
         F("shell", (0, ["fish"], []), (2, ["zsh"], ["fish"])),
         F("editor", (0, ["Neovim"], []), (1, ["Helix"], ["Neovim"])),
         F("python version", (2, ["3.13"], ["3.12"])),
         F("tests before commit", (2, ["pytest"], [])),
+        F("formatter", (1, ["black"], []), (2, ["ruff"], ["black"])),
     ], {"converged/topics/tooling.md": TOOLING_EN}, ["2026-09-01 notes"]),
     History("en-moves", "en", [
-        ("2026-09-10", {"2026-09-10 notes": "I moved to Lisbon last month.\nI decided to work from the coworking space on Tuesdays.\nSkipped breakfast again, as usual.\n"}),
+        ("2026-09-10", {"2026-09-10 notes": "I moved to Lisbon last month.\nI decided to work from the coworking space on Tuesdays.\nSkipped breakfast again, as usual.\nI prefer trains over planes for trips under 500 km.\n"}),
         ("2026-09-20", {"2026-09-20 notes": "Actually I moved to Porto, not Lisbon.\nSkipped breakfast again before the standup.\n"}),
         ("2026-10-02", {"2026-10-02 notes": "Correction: it's Lisbon, not Porto.\nSkipped breakfast again.\nI prefer window seats on trains.\n"}),
     ], [
@@ -117,92 +118,102 @@ HISTORIES = [
         F("tuesdays", (0, ["coworking"], [])),
         F("breakfast habit", (1, ["breakfast", "2 times"], []), (2, ["breakfast", "3 times"], ["2 times"])),
         F("train seats", (2, ["window seats"], [])),
+        F("trains", (0, ["trains over planes"], [])),
     ]),
     History("en-blog-reversal", "en", [
         ("2026-10-01", {"2026-10-01 blog": "I decided to move my blog to Hugo.\n", "2026-10-01 later": "Actually, the blog should stay on Ghost, not Hugo.\nI prefer dark mode in every app.\n"}),
-        ("2026-10-04", {"2026-10-04 notes": "I decided to use React for the dashboard.\nForgot to push my commits again.\n"}),
+        ("2026-10-04", {"2026-10-04 notes": "I decided to use React for the dashboard.\nForgot to push my commits again.\nFrom now on, never deploy on Fridays.\n"}),
         ("2026-10-09", {"2026-10-09 notes": "I switched my blog from Ghost to Astro.\nI switched from React to Svelte for the dashboard.\nForgot to push my commits again, same mistake.\n"}),
     ], [
         F("blog engine", (0, ["Ghost"], ["Hugo"]), (2, ["Astro"], ["Ghost", "Hugo"])),
         F("dark mode", (0, ["dark mode"], [])),
         F("dashboard framework", (1, ["React"], []), (2, ["Svelte"], ["React"])),
         F("forgetting to push", (2, ["push", "2 times"], [])),
+        F("friday deploys", (1, ["deploy on Fridays"], [])),
     ]),
     History("zh-job-search", "zh", [
         ("2026-10-01", {"2026-10-01 随手记": "其实不是北京，是深圳\n又熬夜到两点，老毛病\n以后都用中文回答，术语保留英文\n"}),
-        ("2026-10-05", {"2026-10-05 随手记": "面试前一晚又熬夜刷题，老毛病\n我决定先投三家公司试试水\n"}),
+        ("2026-10-05", {"2026-10-05 随手记": "面试前一晚又熬夜刷题，老毛病\n我决定先投三家公司试试水\n我决定每天刷两道算法题\n"}),
         ("2026-10-09", {"2026-10-09 随手记": "又熬夜了，明天一定早睡\n其实不是三家，是五家\n"}),
     ], [
         F("city", (0, ["深圳"], ["北京"])),
         F("late nights", (1, ["熬夜", "2 次"], []), (2, ["熬夜", "3 次"], ["2 次"])),
         F("answer language", (0, ["中文回答"], [])),
         F("applications", (1, ["三家"], []), (2, ["五家"], ["三家"])),
+        F("daily practice", (1, ["算法题"], [])),
     ], {"converged/core/profile.md": PROFILE_ZH}, ["2026-09-01 随手记"]),
     History("zh-editor", "zh", [
         ("2026-10-05", {"2026-10-05 随手记": "我决定用 VS Code 写代码\n上个月搬到了杭州\n以后都用 pnpm 装依赖\n"}),
-        ("2026-10-12", {"2026-10-12 随手记": "改用 Cursor 写代码，不再用 VS Code\n"}),
-        ("2026-10-20", {"2026-10-20 随手记": "其实不是 Cursor，是 Zed\n其实不是杭州，是苏州\n"}),
+        ("2026-10-12", {"2026-10-12 随手记": "改用 Cursor 写代码，不再用 VS Code\n我更喜欢深色主题\n"}),
+        ("2026-10-20", {"2026-10-20 随手记": "其实不是 Cursor，是 Zed\n其实不是杭州，是苏州\n我决定改用浅色主题，不再用深色主题\n"}),
     ], [
         F("editor", (0, ["VS Code"], []), (1, ["Cursor"], ["VS Code"]), (2, ["Zed"], ["Cursor", "VS Code"])),
         F("city", (0, ["杭州", "2026-09"], []), (2, ["苏州"], ["杭州"])),
         F("package manager", (0, ["pnpm"], [])),
+        F("theme", (1, ["深色"], []), (2, ["浅色"], ["深色"])),
     ]),
     History("en-answer-language", "en", [
         ("2026-10-01", {"2026-10-01 notes": "From now on, always answer me in English.\nI switched to decaf coffee.\nMissed the 9am standup again.\n"}),
-        ("2026-10-03", {"2026-10-03 notes": "Actually it's Spanish, not English.\nMissed the 9am standup again, every time after a late night.\n"}),
+        ("2026-10-03", {"2026-10-03 notes": "Actually it's Spanish, not English.\nMissed the 9am standup again, every time after a late night.\nI prefer answers without emojis.\n"}),
         ("2026-10-08", {"2026-10-08 notes": "Correction: it's English, not Spanish.\nI switched from decaf back to regular coffee.\n"}),
     ], [
         F("answer language", (0, ["English"], []), (1, ["Spanish"], ["English"]), (2, ["English"], ["Spanish"])),
         F("coffee", (0, ["decaf"], []), (2, ["regular"], ["decaf"])),
         F("standup", (1, ["standup", "2 times"], [])),
+        F("emojis", (1, ["emojis"], [])),
     ]),
     History("zh-exercise", "zh", [
         ("2026-10-01", {"2026-10-01 日记": "我决定每周跑步三次\n又忘了喝水\n我不喜欢开会超过半小时\n"}),
         ("2026-10-04", {"2026-10-04 日记": "换成每周游泳两次，不再跑步\n又忘了喝水，头疼\n"}),
-        ("2026-10-08", {"2026-10-08 日记": "其实不是游泳，是骑车\n又忘了喝水\n"}),
+        ("2026-10-08", {"2026-10-08 日记": "其实不是游泳，是骑车\n又忘了喝水\n我决定周末不看工作消息\n"}),
     ], [
         F("exercise", (0, ["跑步"], []), (1, ["游泳"], ["跑步"]), (2, ["骑车"], ["游泳", "跑步"])),
         F("water", (1, ["喝水", "2 次"], []), (2, ["喝水", "3 次"], ["2 次"])),
         F("meetings", (0, ["开会"], [])),
+        F("weekends", (2, ["工作消息"], [])),
     ]),
     History("en-side-project", "en", [
         ("2026-03-01", {"2026-03-01 notes": "I decided to use Postgres for the side project.\nI moved to Berlin last year.\nI prefer a split keyboard.\n"}),
-        ("2026-04-01", {"2026-04-01 notes": "I'm switching from Postgres to SQLite for the side project.\n"}),
-        ("2026-05-01", {"2026-05-01 notes": "I moved to Munich.\nI decided to deploy the side project on Fly.io.\n"}),
+        ("2026-04-01", {"2026-04-01 notes": "I'm switching from Postgres to SQLite for the side project.\nI decided to name the side project Ledger.\n"}),
+        ("2026-05-01", {"2026-05-01 notes": "I moved to Munich.\nI decided to deploy the side project on Fly.io.\nActually it's Tally, not Ledger.\n"}),
     ], [
         F("database", (0, ["Postgres"], []), (1, ["SQLite"], ["Postgres"])),
         F("city", (0, ["Berlin", "2025"], []), (2, ["Munich"], ["Berlin"])),
         F("keyboard", (0, ["split keyboard"], [])),
         F("deploy", (2, ["Fly.io"], [])),
+        F("project name", (1, ["Ledger"], []), (2, ["Tally"], ["Ledger"])),
     ]),
     History("zh-frontend", "zh", [
         ("2026-10-01", {"2026-10-01 随手记": "改用 Svelte 写前端\n每次都在周五晚上才开始写周报\n永远别在周五晚上发版\n"}),
-        ("2026-10-08", {"2026-10-08 随手记": "其实不是 Svelte，前端改用 Vue 写\n又是周五晚上才写周报\n"}),
-        ("2026-10-15", {"2026-10-15 随手记": "从 Vue 换成 Solid 写前端\n"}),
+        ("2026-10-08", {"2026-10-08 随手记": "其实不是 Svelte，前端改用 Vue 写\n又是周五晚上才写周报\n我决定用 Tailwind 写样式\n"}),
+        ("2026-10-15", {"2026-10-15 随手记": "从 Vue 换成 Solid 写前端\n改用 UnoCSS 写样式，不再用 Tailwind\n"}),
     ], [
         F("frontend", (0, ["Svelte"], ["React"]), (1, ["Vue"], ["Svelte", "React"]), (2, ["Solid"], ["Vue", "Svelte", "React"])),
         F("weekly report", (1, ["周报", "2 次"], [])),
         F("friday release", (0, ["发版"], [])),
+        F("styles", (1, ["Tailwind"], []), (2, ["UnoCSS"], ["Tailwind"])),
     ], {"converged/topics/前端.md": FRONTEND_ZH}, ["2026-09-01 随手记"]),
     History("en-notes-app", "en", [
         ("2026-10-01", {"2026-10-01 notes": "I decided to keep my notes in Obsidian.\nI'm switching to Ghostty as my terminal.\nLeft the laptop charger at the office again.\n"}),
         ("2026-10-06", {"2026-10-06 notes": "I switched from Obsidian to Logseq for notes.\nLeft the laptop charger at the office again.\nI prefer short answers with code first.\n"}),
-        ("2026-10-11", {"2026-10-11 notes": "Actually it's Obsidian, not Logseq.\n"}),
+        ("2026-10-11", {"2026-10-11 notes": "Actually it's Obsidian, not Logseq.\nI decided to sync notes with Syncthing.\n"}),
     ], [
         F("notes app", (0, ["Obsidian"], []), (1, ["Logseq"], ["Obsidian"]), (2, ["Obsidian"], ["Logseq"])),
         F("terminal", (0, ["Ghostty"], [])),
         F("charger", (1, ["charger", "2 times"], [])),
         F("answer style", (1, ["short answers"], [])),
+        F("sync", (2, ["Syncthing"], [])),
     ]),
     History("zh-en-mixed", "zh", [
         ("2026-10-01", {"2026-10-01 随手记": "我决定用 Obsidian 管理笔记\n以后都先给结论再解释\n"}),
-        ("2026-10-02", {"2026-10-02 notes": "I switched to Arc as my browser.\n"}),
+        ("2026-10-02", {"2026-10-02 notes": "I switched to Arc as my browser.\nI prefer answers in Chinese with English terms.\n"}),
         ("2026-10-07", {"2026-10-07 随手记": "从 Arc 换成 Firefox 当浏览器\n我更喜欢早上写代码\n"}),
     ], [
         F("notes tool", (0, ["Obsidian"], [])),
         F("answer order", (0, ["先给结论"], [])),
         F("browser", (1, ["Arc"], []), (2, ["Firefox"], ["Arc"])),
         F("coding time", (2, ["早上写代码"], [])),
+        F("answer terms", (1, ["English terms"], [])),
     ]),
 ]
 

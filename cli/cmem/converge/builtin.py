@@ -100,7 +100,7 @@ class _File:
         self.lines[index : index + remove] = new_lines
         self.changed, self._statements = True, None
 
-    def formats(self, default: Formats, custom: bool) -> Formats:
+    def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
         """The file's own source and trace format: a vault's custom format wins; else the
         language its statements already use (a zh vault may hold an English file), else the
         language of its text, else the vault's."""
@@ -113,6 +113,7 @@ class _File:
             if values["source"].split("{links}", 1)[0] in body:
                 return _formats_of(language)
         text = "".join(re.sub(r"\[\[[^\]]*\]\]", "", line) for line in self.lines[self.body_start - 1 :] if not line.startswith("#") or not self.created)
+        text = text if text.strip() else incoming  # a new file takes the language of its first line
         if text.strip():
             return _formats_of("zh" if is_chinese(text) else "en")
         return default
@@ -189,8 +190,8 @@ class _Pass:
     def situational(self) -> list[_File]:
         return [f for rel, f in sorted(self.files.items()) if rel.startswith(self.config.situational_dir + "/")]
 
-    def formats_for(self, file: _File) -> Formats:
-        return file.formats(self.formats, self.custom_formats)
+    def formats_for(self, file: _File, incoming: str = "") -> Formats:
+        return file.formats(self.formats, self.custom_formats, incoming)
 
     def resident_file(self, name: str) -> _File:
         rel = f"{self.config.resident_dir}/{name}"
@@ -308,7 +309,7 @@ def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: li
     if file.problem:
         return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
     if signal.cls == "recurring" and day is not None:
-        text = _pattern_text(text, [day.isoformat()], work.formats_for(file))
+        text = _pattern_text(text, [day.isoformat()], work.formats_for(file, text))
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
     _append(work, file, text, note.name, signal.cls)
@@ -619,9 +620,9 @@ _CLASS_HEADINGS = {
 
 
 def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> None:
-    formats = work.formats_for(file)
-    line = f"- {text}{_joiner(formats.source)}{format_source([name], formats)}"
     resident = file.rel.startswith(work.config.resident_dir + "/")
+    formats = work.formats_for(file, "" if resident else text)  # resident files are in the vault's language
+    line = f"- {text}{_joiner(formats.source)}{format_source([name], formats)}"
     if resident and cls in _CLASS_HEADINGS["en"]:
         # resident files keep one heading per class: a decision never lands under "weaknesses"
         language = "zh" if formats.source.startswith("（") else "en"
