@@ -343,9 +343,35 @@ def _latin_fits(cue: Cue, low: str, pos: int) -> bool:
         for phrase in cue.after_not:
             if rest.startswith(phrase) and (len(rest) == len(phrase) or not _is_word_char(rest[len(phrase)])):
                 return False
-    if cue.rule == "again" and _redo_before(low, pos):
+    if cue.rule == "again" and (_redo_before(low, pos) or _object_again(low, pos)):
         return False
+    if cue.text in ("always", "never") and word in _MODALS and not _person_before(low, pos):
+        return False  # "Aliases should always be formatted…" is a manual's rule, not the user's
     return not cue.clause_start or clause_start or word in cue.before_ok
+
+
+_MODALS = {"should", "must", "will", "shall", "can", "may", "would", "could"}
+_PERSONS = {"i", "we", "you", "u", "please"}
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|me|our|us)\b")
+
+
+def _clause_before(low: str, pos: int) -> str:
+    return _CLAUSE_WORDS.search(low[:pos]).group(0)
+
+
+def _person_before(low: str, pos: int) -> bool:
+    """Whether the modal before a cue has a person as subject ("you should always ask", "I must
+    never"): the user's rule for themselves or the assistant, not a manual's."""
+    words = re.findall(r"[a-z']+", _clause_before(low, pos))
+    return len(words) >= 2 and words[-2] in _PERSONS
+
+
+def _object_again(low: str, pos: int) -> bool:
+    """"display it again", "you can show them again": an action done once more, the way manuals
+    speak; with a first-person subject ("I broke it again") it is the user's pattern."""
+    clause = _clause_before(low, pos)
+    words = re.findall(r"[a-z']+", clause)
+    return bool(words) and words[-1] in ("it", "them", "this", "that") and not _FIRST_PERSON.search(clause)
 
 
 _REDO = {"try", "tried", "trying", "retry", "read", "reread", "rerun", "restart", "watch", "watched", "listen", "check", "checked"}
@@ -393,6 +419,12 @@ def _cjk_fits(cue: Cue, low: str, pos: int) -> bool:
         return _you_fits(low, pos)
     if cue.rule == "de" and low.startswith("的", end):
         return "是" in _clause_after(low, end)
+    if cue.cls == "recurring" and low.startswith(("会", "能", "将", "可以"), end):
+        # "插件每次都会自动同步": what a program does each time, not the user's pattern
+        start = pos
+        while start > 0 and low[start - 1] not in _ZH_CLAUSE_END:
+            start -= 1
+        return "我" in low[start:pos]
     return True
 
 
@@ -712,6 +744,8 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     for index, low_line in enumerate(low_lines):
         if index in blocked or not any(cue.text in low_line for cue in active):
             continue
+        if _NOT_THE_USERS_VOICE.match(low_line):
+            continue  # headings, quotes and callouts name or cite; they never say what the user wants
         line = lines[index]
         masked = mask_inline(_blank_comment_head(line) if index in tails else line)
         hit = detect_line(line, active, index + 1, masked, formats)
@@ -721,6 +755,9 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
         result.flags.tags = _merge_tags(flags.tags, inline_tags(lines, blocked))
         result.links = wikilinks(lines, blocked)
     return result
+
+
+_NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>)")
 
 
 def _has_blocks(lowered: str) -> bool:
