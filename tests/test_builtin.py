@@ -380,3 +380,85 @@ def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
     assert "(updated 2026-11-29, was: I use Neovim for everything)" in content
     assert "- I use Helix now (updated" in content  # "actually" and "not Neovim" are off the new statement
     assert content.count("Neovim") == 1  # in the trace only; no second statement
+
+
+# --- statements, not quotes (issue 12) ------------------------------------------------------
+
+
+def test_phrasing_strips_cues_hedges_and_the_old_side_and_resolves_dates():
+    from datetime import date
+
+    from cmem.converge.phrasing import statement_text, subject_of, substitution
+
+    day = date(2026, 11, 10)
+    assert statement_text("Actually I moved to Porto, not Lisbon.", day) == "I moved to Porto"
+    assert statement_text("I moved to Lisbon last month.", day) == "I moved to Lisbon in 2026-10"
+    assert statement_text("I prefer tabs this month", day) == "I prefer tabs since 2026-11"
+    assert statement_text("I switched from uv to poetry for managing virtualenvs.", day) == "I use poetry for managing virtualenvs"
+    assert statement_text("I decided to use fish as my shell.", day) == "I use fish as my shell"
+    assert statement_text("其实我更喜欢用 Vim，不是 Emacs", day) == "我更喜欢用 Vim"
+    assert statement_text("从 pip 改用 uv 管理环境", day) == "用 uv 管理环境"
+    assert statement_text("上个月搬到了杭州", day) == "自 2026-10 起搬到了杭州"
+    assert statement_text("想通了：以后都用中文回答", day) == "以后都用中文回答"
+    assert substitution("其实不是北京，是深圳") == ("北京", "深圳")
+    assert substitution("Actually it's Porto, not Lisbon.") == ("Lisbon", "Porto")
+    assert substitution("actually I use Helix now, not Neovim") is None  # a whole sentence is restated instead
+    assert subject_of("I decided to use fish as my shell.") == "Shell" and subject_of("改用 uv 管理环境") == "Python 工具链"
+
+
+def test_a_correction_and_what_it_corrects_in_one_pass_make_one_statement(make_vault):
+    root = make_vault({"a.md": "I decided to move my blog to Hugo.\n", "b.md": "Actually, the blog should stay on Ghost, not Hugo.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "a.md", [(1, "decision")], mtime_ns=1), note_with(root, "b.md", [(1, "correction")], mtime_ns=2)])
+    statements = [s for content in files.values() for s in statements_of(content)]
+    assert len(statements) == 1, statements
+    core, sources, traces = split_statement(statements[0].text)
+    assert core == "The blog should stay on Ghost" and sources == ["b"]
+    assert split_statement(traces[0].old)[0] == "I move my blog to Hugo"
+    assert set(files) == {"converged/topics/blog.md"} and "\n# Blog\n" in files["converged/topics/blog.md"]
+
+
+def test_a_switch_rewrites_a_resident_statement_of_an_earlier_pass(make_vault):
+    profile = "---\nsummary: me\n---\n# Profile\n\n- I use Neovim for editing code (source: [[old]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "I switched from Neovim to Helix for editing code.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+    assert set(files) == {"converged/core/profile.md"}  # no new topic file beside the old statement
+    assert "- I use Helix for editing code (updated 2026-11-29, was: I use Neovim for editing code) (source: [[n]])" in files["converged/core/profile.md"]
+
+
+def test_a_short_correction_is_substituted_into_the_statement_it_corrects(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH.replace("用 React 写前端", "在找北京后端实习"), "n.md": "其实不是北京，是深圳\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
+    assert "- 在找深圳后端实习（更新于 2026-11-29，原为：在找北京后端实习）（来源：[[n]]）" in files["converged/core/profile.md"]
+
+
+def test_recurring_events_merge_into_one_pattern_with_count_and_dates(make_vault):
+    root = make_vault({
+        "2026-11-01 日记.md": "又熬夜到两点，老毛病\n", "2026-11-03 日记.md": "面试前一晚又熬夜刷题\n", "2026-11-05 日记.md": "又熬夜了\n",
+    })
+    notes = [note_with(root, f"2026-11-0{d} 日记.md", [(1, "recurring")], mtime_ns=d) for d in (1, 3)]
+    _, first, _ = run(root, notes)
+    methodology = first["converged/core/methodology.md"]
+    assert "## 反复出现的模式\n\n- 熬夜到两点（2 次：2026-11-01、2026-11-03）（来源：[[2026-11-01 日记]]、[[2026-11-03 日记]]）" in methodology
+    originals = {**originals_of(root), **first}
+    _, second, _ = run(root, [note_with(root, "2026-11-05 日记.md", [(1, "recurring")])], originals)
+    line = line_with(second["converged/core/methodology.md"], "熬夜")
+    core, sources, traces = split_statement(line)
+    assert core == "熬夜到两点（3 次：2026-11-01、2026-11-03、2026-11-05）"
+    assert sources == ["2026-11-01 日记", "2026-11-03 日记", "2026-11-05 日记"]
+    assert traces[0].old == "熬夜到两点（2 次：2026-11-01、2026-11-03）"  # the count it had is kept
+
+
+def test_each_class_goes_under_its_own_heading(make_vault):
+    profile = "---\nsummary: me\n---\n# Profile\n\n## Weaknesses\n\n- Decides too fast (source: [[old]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "I prefer to decide fast and revisit later.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    content = files["converged/core/profile.md"]
+    assert content.endswith("## Weaknesses\n\n- Decides too fast (source: [[old]])\n\n## Preferences\n\n- I prefer to decide fast and revisit later (source: [[n]])\n")
+
+
+def test_source_and_trace_follow_the_files_own_language(make_vault):
+    topic = "---\nsummary: tools\n---\n# Python tooling\n\n- Uses pipenv for managing virtualenvs (source: [[old]])\n"
+    root = make_vault({"converged/topics/python-tooling.md": topic, "archive/old.md": "x\n", "n.md": "I switched from pipenv to uv for managing virtualenvs.\n", "m.md": "I decided to use fish as my shell.\n"})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")]), note_with(root, "m.md", [(1, "decision")])])  # a zh vault
+    assert "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[n]])" in files["converged/topics/python-tooling.md"]
+    assert "- I use fish as my shell (source: [[m]])" in files["converged/topics/shell.md"]  # a new file in its line's language
