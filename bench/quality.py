@@ -346,12 +346,12 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
         rel = f"{name}.md"
         lines = text.split("\n")
         note_file = read_note(NoteFile(rel, root / rel, "divergent"), vault.config.max_note_bytes)
-        seen = {hit.line for hit in scan_note(note_file, vault.config.extra_cues, vault.config.formats).hits}
+        seen = {hit.line: hit.cls for hit in scan_note(note_file, vault.config.extra_cues, vault.config.formats).hits}
         for number, line in enumerate(lines, 1):
             if line.strip() and number not in seen:
                 counts.unseen += 1
                 counts.problems.append(f"day {day}: unseen by the scanner: {rel} line {number}: {line!r}")
-        signals = [Signal(rel, n, "decision", "", line) for n, line in enumerate(lines, 1) if n in seen]
+        signals = [Signal(rel, n, seen[n], "", line) for n, line in enumerate(lines, 1) if n in seen]
         counts.signals += len(signals)
         note = SelectedNote(rel, name, text, lines, signals)
         for fate in line_fates([note], [rel], layer_texts, vault.config.formats):

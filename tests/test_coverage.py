@@ -71,3 +71,9 @@ def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
     assert result.to_json()["signal_lines"][1] == {"note": "n.md", "line": 2, "class": "decision", "where": "pending", "file": ""}
     scan = scan_vault(open_vault(root))
     assert [(s.note, s.line) for s in scan.signals] == [("n.md", 2)]
+
+
+def test_a_recurring_event_merged_into_its_pattern_is_covered():
+    note = _note("d.md", "面试前一晚又熬夜刷题，老毛病\n", [(1, "recurring")])
+    layer = {"converged/core/methodology.md": "- 熬夜到两点（2 次：2026-11-24、2026-11-25）（来源：[[c]]、[[d]]）\n"}
+    assert [f.where for f in line_fates([note], ["d.md"], layer, EN)] == [STATEMENT]

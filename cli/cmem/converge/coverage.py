@@ -25,6 +25,7 @@ from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
 from cmem.notes import split_frontmatter
+from cmem.signals import phrase_keys
 from cmem.statements import Trace, parse_statements
 
 STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
@@ -48,6 +49,7 @@ class _Held:
     words: frozenset[str]
     sources: frozenset[str]
     history: frozenset[str] = frozenset()  # with the words of its traces: a rewrite splits a line's words between them
+    keys: frozenset[str] = frozenset()  # its recurrence key phrases (signals.phrase_keys)
 
 
 def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_Held]]:
@@ -64,7 +66,8 @@ def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_
                 traces.append(_Held(rel, terms(trace.old), frozenset()))
                 history |= terms(trace.old)
                 pending.extend(trace.older)
-            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources), frozenset(history)))
+            keys = frozenset(phrase_keys(statement.core.lower()))
+            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources), frozenset(history), keys))
     return statements, traces
 
 
@@ -114,6 +117,10 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
                     # restated, or a correction whose new side is in the statement and old side
                     # in its trace ("不是北京，是深圳" → "在找深圳后端实习（…原为：在找北京后端实习）")
                     hit = next((h for h in cited if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)), None)
+                    if hit is None and signal.cls == "recurring":
+                        # an event merged into its pattern shares the key phrase the scanner counted
+                        keys = set(phrase_keys(quoted.lower()))
+                        hit = next((h for h in cited if keys & h.keys), None)
                     if hit is not None:
                         where, file = STATEMENT, hit.file
             fates.append(LineFate(note.rel, signal.line, signal.cls, where, file))

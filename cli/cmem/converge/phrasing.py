@@ -51,7 +51,7 @@ _EN_SWITCH = re.compile(
     r"(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing))\s+(?:over\s+)?(?:from\s+.+?\s+)?to\s+",
     re.IGNORECASE,
 )
-_EN_SWITCH_BARE = re.compile(r"^(?:switch(?:ed|ing)|going with|settled on)\s+(?:(?:from\s+.+?\s+)?to\s+)?", re.IGNORECASE)
+_EN_SWITCH_BARE = re.compile(r"^switch(?:ed|ing)\s+(?:from\s+.+?\s+)?to\s+", re.IGNORECASE)
 _EN_CHOSE = re.compile(r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE)
 _EN_DECIDED = re.compile(r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE)
 _EN_DECIDED_BARE = re.compile(r"^decided(?:\s+to|\s*[:,])\s*", re.IGNORECASE)
@@ -87,7 +87,8 @@ def _en_statement(text: str, day: date) -> str:
     tail = _EN_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
     if not _EN_MOVED_PLACE.match(text):  # "I moved to Porto" says what holds now already
-        for pattern, verb in ((_EN_DECIDED, "I "), (_EN_DECIDED_BARE, "I "), (_EN_SWITCH, "I use "), (_EN_SWITCH_BARE, "I use "), (_EN_CHOSE, "I use ")):
+        # "going with X", "I chose X" stay as written: what was chosen is not always a tool one uses
+        for pattern, verb in ((_EN_DECIDED, "I "), (_EN_DECIDED_BARE, "I "), (_EN_SWITCH, "I use "), (_EN_SWITCH_BARE, "I use ")):
             match = pattern.match(text)
             if match and text[match.end():].strip():
                 rest = text[match.end():]
