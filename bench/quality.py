@@ -436,6 +436,12 @@ def report(results, command: str) -> str:
         "Columns other than the two \"current once\" ones are summed over every pass. Targets for the",
         "builtin engine: 0 lost, 0 stale, 0 duplicates, 0 unsourced; current truth once for ≥ 95 % of facts.",
         "",
+        "Read the builtin figures with care: the histories were written while the engine's rules were",
+        "built, in the phrasings those rules know (explicit cues: \"switched from X to Y\", \"其实不是 X，是 Y\").",
+        "A change of mind without a cue (\"Svelte 真香\") is outside what it can see. \"Unseen lines\" are",
+        "lines the scanner does not flag at all; they are not engine losses, but their facts go missing.",
+        "Run it with `--llm CMD` to put a model's figures beside them.",
+        "",
     ]
     for label, rows in results.items():
         out += [f"## {label}", "", *table(rows), ""]
