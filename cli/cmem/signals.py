@@ -197,12 +197,13 @@ _RECURRING = [
     _en("every time", after="zone|zones"), _en("every single time"), _en("as usual"),
     _en("over and over"), _en("time and again"), _en("keeps happening"), _en("keep forgetting"),
     _en("keeps forgetting"), _en("same mistake"), _en("for the nth time"), _en("always forget"), _en("always forgets"),
-    # with a subject that does not choose, always/never describe a pattern ("the CI always
-    # fails", "he never replies"), like 总是; as rules they matched above, as preferences
+    # with a subject that does not choose, always/never describe a pattern ("I always end up
+    # rewriting it", like 总是) — the user's own only: "cmem never reads them", "the plugin
+    # always asks" is how a manual speaks; as rules they matched above, as preferences
     _en("always", before="not almost nearly as like isn't aren't wasn't weren't",
-        after="on|the|a|an|been|had|was|were|wanted|thought|knew"),
+        after="on|the|a|an|been|had|was|were|wanted|thought|knew", rule="own"),
     _en("never", before="not almost nearly hardly i've we've you've they've have has had",
-        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again"),
+        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again", rule="own"),
     # "again" is also "once more" (once again, try again, read the chapter again, then again)
     _en("again", rule="again", before="once try tried trying retry check checked read reread run rerun ran start started "
         "restart see seeing meet meeting over say said ask asked tell think thinking then and"),
@@ -343,7 +344,9 @@ def _latin_fits(cue: Cue, low: str, pos: int) -> bool:
         for phrase in cue.after_not:
             if rest.startswith(phrase) and (len(rest) == len(phrase) or not _is_word_char(rest[len(phrase)])):
                 return False
-    if cue.rule == "again" and (_redo_before(low, pos) or _object_again(low, pos)):
+    if cue.rule == "again" and (_redo_before(low, pos) or _object_again(low, pos) or _generic_again(low, pos)):
+        return False
+    if cue.rule == "own" and not _FIRST_PERSON.search(_clause_before(low, pos)):
         return False
     if cue.text in ("always", "never") and word in _MODALS and not _person_before(low, pos):
         return False  # "Aliases should always be formatted…" is a manual's rule, not the user's
@@ -364,6 +367,18 @@ def _person_before(low: str, pos: int) -> bool:
     never"): the user's rule for themselves or the assistant, not a manual's."""
     words = re.findall(r"[a-z']+", _clause_before(low, pos))
     return len(words) >= 2 and words[-2] in _PERSONS
+
+
+_GENERIC = re.compile(r"\b(?:must|can|cannot|can't|should|will|may|might|need to|needs to|when|whenever|if)\b"
+                      r"|\b(?:be|been|being|is|are|gets?)\s+\w+(?:ed|en)\b")
+
+
+def _generic_again(low: str, pos: int) -> bool:
+    """"must be trusted again", "when a statement changes again", "is scanned again": a rule or a
+    passive describes how things work, not something that keeps happening to the user — unless
+    the user is its subject ("when I am tired I skip lunch again")."""
+    clause = _clause_before(low, pos)
+    return bool(_GENERIC.search(clause)) and not _FIRST_PERSON.search(clause)
 
 
 def _object_again(low: str, pos: int) -> bool:
@@ -757,7 +772,8 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     return result
 
 
-_NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>)")
+# headings, quotes and callouts, and table rows: a manual's or someone else's words, or data
+_NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>|\|)")
 
 
 def _has_blocks(lowered: str) -> bool:
