@@ -399,6 +399,7 @@ def test_phrasing_strips_cues_hedges_and_the_old_side_and_resolves_dates():
     assert statement_text("其实我更喜欢用 Vim，不是 Emacs", day) == "我更喜欢用 Vim"
     assert statement_text("从 pip 改用 uv 管理环境", day) == "用 uv 管理环境"
     assert statement_text("上个月搬到了杭州", day) == "自 2026-10 起搬到了杭州"
+    assert statement_text("永远别在周五晚上发版，上周五回滚到半夜", day) == "永远别在周五晚上发版，上周五回滚到半夜"  # 上周五 is a day
     assert statement_text("想通了：以后都用中文回答", day) == "以后都用中文回答"
     assert substitution("其实不是北京，是深圳") == ("北京", "深圳")
     assert substitution("Actually it's Porto, not Lisbon.") == ("Lisbon", "Porto")

@@ -114,9 +114,10 @@ _ZH_DECIDED = re.compile(r"^(?:我|我们)(?:已经)?决定(?:了)?\s*[：:，,]
 _ZH_FROM_NOW = re.compile(r"^以后都")
 
 _ZH_RELATIVE = [
-    (re.compile(r"上个?月"), lambda d: f"自 {_month_before(d)} 起"),
-    (re.compile(r"这个?月|本月"), lambda d: f"自 {d.year:04d}-{d.month:02d} 起"),
-    (re.compile(r"上周|上个星期|上星期"), lambda d: f"自 {(d - timedelta(days=7)).isoformat()} 起"),
+    # never inside a longer word: 上周五 is a day, 上个月底 a point, not "since"
+    (re.compile(r"上个?月(?![初中底末])"), lambda d: f"自 {_month_before(d)} 起"),
+    (re.compile(r"(?:这个?月|本月)(?![初中底末])"), lambda d: f"自 {d.year:04d}-{d.month:02d} 起"),
+    (re.compile(r"(?:上周|上个星期|上星期)(?![一二三四五六日天末])"), lambda d: f"自 {(d - timedelta(days=7)).isoformat()} 起"),
     (re.compile(r"去年"), lambda d: f"自 {d.year - 1} 年起"),
     (re.compile(r"今年"), lambda d: f"自 {d.year} 年起"),
     (re.compile(r"昨天|昨晚"), lambda d: f"{(d - timedelta(days=1)).isoformat()}"),
