@@ -3,37 +3,42 @@
 It reads the selected notes' signal lines and writes a response in the SPEC §5 format, which
 goes through the same parser and validator as a model's. What it does:
 
-- **Quotes** each signal line as the user wrote it — list marker, `10:32` timestamp, trailing
-  `#tags`, trailing links to convergent files and a leading cue-only filler (`想通了：`,
-  `Update:`) trimmed, nothing paraphrased — followed by the note as source.
+- **States** each signal line as memory (`phrasing`): list marker, `10:32` timestamp, trailing
+  `#tags` and links to convergent files trimmed; cue words and hedges ("Actually", "其实", "I
+  decided to", "not X") off; a switch said as what holds now ("I switched from uv to poetry" →
+  "I use poetry"); relative dates resolved against the note's date. The note is its source.
 - **Routes** by class: corrections and preferences to `<resident>/profile.md`, recurring
-  patterns to `<resident>/methodology.md` (both created when missing), decisions to the topic
-  file the note's links or tags name (file name, `aliases` or `tags`, compared without case or
-  hyphens), else the topic file sharing the most words, else a new topic file named after the
-  note's first specific tag or link, or the line's first words. Inside a file, a statement goes
-  into the section whose words it shares most.
+  patterns to `<resident>/methodology.md` (both created when missing), each class under its own
+  heading there; decisions to the topic file the note's links or tags name (file name, `aliases`
+  or `tags`, compared without case or hyphens), else the topic file of the line's subject, else
+  the topic file sharing the most words, else a new topic file named from its subject ("Shell"),
+  or the note's first specific tag or link, or the line's first words.
 - **Merges duplicates**: a line whose normalised words equal, or are contained in, an existing
   statement (or contain it with only a few characters more) adds its source to that statement
   instead of a second copy.
+- **Merges recurring events** into one pattern statement with its count and dates, citing every
+  note; a count that grows keeps the old count in a trace.
 - **Rewrites** on an explicit correction or switch ("其实不是…", "改用 Svelte", "actually …, not
-  …", "switched to uv", "from X to Y"): the existing statement sharing the most words (weighted
-  by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces pip";
-  any convergent file, the files the note names first) becomes the new line plus a trace dated
-  the pass quoting the old wording with its own traces, so traces nest.
-- Stamps `updated:` in the frontmatter of every file it changes, editing that one line so every
-  other key and comment stays byte for byte; files it does not change are not in the response.
+  …", "switched to uv", "from X to Y", "I moved to Munich"): the statement sharing the most words
+  (weighted by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces
+  pip"; any convergent file, written earlier or earlier in this pass, the files the note names
+  first; a move replaces where one lived) becomes the new statement plus a trace dated the pass
+  quoting the old wording with its own traces, so traces nest. A short "不是 X，是 Y" puts Y in
+  place of X inside it.
+- Writes sources and traces in each file's own language format; stamps `updated:` in the
+  frontmatter of every file it changes, editing that one line so every other key and comment
+  stays byte for byte; files it does not change are not in the response.
 
 Its limits, honestly:
 
 - It sees words, not meaning. "我喜欢 React" and a later "Svelte 真香" do not conflict for it:
   without a correction or switch cue, a change of mind is added next to the old statement
-  instead of replacing it (character similarity cannot see semantic contradictions). And a cue
-  with too few shared words ("I switched to uv", alone) is added as a new statement.
+  instead of replacing it (character similarity cannot see semantic contradictions).
 - A rewrite picks the statement with the most shared words; with two near candidates it can
   pick the wrong one. The old wording is kept in the trace, so nothing is lost, and the diff
   shows it.
-- It quotes, never summarises: a long, chatty line stays long; two lines saying the same thing
-  in different words both stay.
+- Its restatements are a few lexical rules: it never summarises a long line, and two lines
+  saying the same thing in different words both stay.
 - It only reads signal lines: context on the lines around them is not carried over.
 - It never drops a statement, so it never emits `<dropped>`.
 """
