@@ -69,6 +69,9 @@ def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
     assert [(f.line, f.where) for f in result.lines] == [(1, STATEMENT), (2, PENDING)]
     assert any("n.md line 2" in w and "stays pending" in w for w in result.warnings)
     assert result.to_json()["signal_lines"][1] == {"note": "n.md", "line": 2, "class": "decision", "where": "pending", "file": ""}
+    from cmem.render import render_pass
+
+    assert "signal lines: 1 in statements, 0 in traces, 1 left pending" in render_pass(result)  # the pass summary says which
     scan = scan_vault(open_vault(root))
     assert [(s.note, s.line) for s in scan.signals] == [("n.md", 2)]
 
@@ -77,3 +80,21 @@ def test_a_recurring_event_merged_into_its_pattern_is_covered():
     note = _note("d.md", "面试前一晚又熬夜刷题，老毛病\n", [(1, "recurring")])
     layer = {"converged/core/methodology.md": "- 熬夜到两点（2 次：2026-11-24、2026-11-25）（来源：[[c]]、[[d]]）\n"}
     assert [f.where for f in line_fates([note], ["d.md"], layer, EN)] == [STATEMENT]
+
+
+def test_a_one_off_line_of_a_converged_note_waits_in_scan_and_joins_its_pattern_later(make_vault):
+    import os
+
+    root = make_vault({"2026-11-01 notes.md": "I prefer tabs over spaces.\nSkipped breakfast again before the standup.\n"}, config_yaml="language: en\n", git=True)
+    first = run_pass(open_vault(root), PassOptions(engine="builtin"))
+    assert first.status == "applied" and first.converged == ["2026-11-01 notes.md"]
+    deferred = scan_vault(open_vault(root)).deferred
+    assert [(d.note, d.line) for d in deferred] == [("2026-11-01 notes.md", 2)]  # not swallowed by the converged note
+    later = root / "2026-11-02 notes.md"
+    later.write_text("Skipped breakfast again.\n", "utf-8")
+    os.utime(later, (2_000_000_000, 2_000_000_000))
+    second = run_pass(open_vault(root), PassOptions(engine="builtin"))
+    assert second.status == "applied", second.errors
+    methodology = (root / "converged/core/methodology.md").read_text("utf-8")
+    assert "(2 times: 2026-11-01, 2026-11-02) (source: [[2026-11-01 notes]], [[2026-11-02 notes]])" in methodology
+    assert scan_vault(open_vault(root)).pending == []
