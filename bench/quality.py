@@ -364,6 +364,7 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
 def run_history(history: History, workdir: Path, llm: str | None = None) -> tuple[Counts, Counts]:
     """(summed over every pass, the last pass alone)."""
     from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.errors import CmemError
     from cmem.vault import open_vault
 
     root = workdir / history.name
@@ -379,11 +380,15 @@ def run_history(history: History, workdir: Path, llm: str | None = None) -> tupl
             notes_so_far[name] = text
         now = datetime.fromisoformat(date).replace(hour=21, tzinfo=timezone.utc)
         options = PassOptions(engine="llm", llm=llm, now=now) if llm else PassOptions(engine="builtin", now=now)
-        result = run_pass(open_vault(root), options)
+        try:
+            result = run_pass(open_vault(root), options)
+            status, errors = result.status, result.errors
+        except CmemError as exc:  # a model command that fails or times out: the day counts as failed
+            status, errors = "failed", [str(exc)]
         last = measure(root, history, day, notes_so_far)
-        if result.status not in ("applied", "nothing"):
+        if status not in ("applied", "nothing"):
             last.failed_passes += 1
-            last.problems.append(f"day {day}: pass {result.status}: {'; '.join(result.errors[:3])}")
+            last.problems.append(f"day {day}: pass {status}: {'; '.join(errors[:3])}")
         total.add(last)
     return total, last
 
