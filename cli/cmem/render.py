@@ -245,6 +245,10 @@ def render_pass(result, show_diff: bool = False) -> str:
         out.append("  no memory file changed")
     if result.converged:
         out.append(f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): " + ", ".join(result.converged))
+    if getattr(result, "lines", None):
+        from cmem.converge.coverage import summary
+
+        out.append(f"  {summary(result.lines)}")
     for entry in result.deferred:
         out.append(f"  deferred {entry['note']}: {entry['reason']}")
     if result.waiting:

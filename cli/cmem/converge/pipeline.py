@@ -76,6 +76,7 @@ class PassResult:
     signals: int = 0
     message: str = ""
     selected: list[str] = field(default_factory=list)  # the notes the pass (or its prompt) covers
+    lines: list = field(default_factory=list)  # coverage.LineFate of each signal line of a converged note
 
     def to_json(self) -> dict:
         return {
@@ -84,6 +85,7 @@ class PassResult:
             "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting,
             "snapshot_commit": self.snapshot_commit, "engine": self.engine, "model": self.model,
             "run": self.run_dir, "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
+            "signal_lines": [fate.to_json() for fate in self.lines],
         }
 
 
@@ -219,6 +221,9 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     budget = options.budget or vault.config.budget_tokens
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    from cmem.signals import ALREADY_CONVERGED, EXCLUDED
+
+    selection.deferred_lines = {(d.note, d.line) for d in scan.deferred if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)}
     if not selection.notes:
         return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)", warnings=odd)
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
@@ -349,6 +354,11 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     result.deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
     writes = {rel: text for rel, text in validation.writes.items()}
     result.changed = sorted(writes)
+    result.lines = _line_fates(vault, selection, converged, originals, writes)
+    result.warnings += [
+        f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
+        "it stays pending (`cmem scan` shows it)" for fate in result.lines if fate.where == "pending"
+    ]
     result.diff, result.diffstat = make_diff(originals, writes)
     if options.dry_run or step is None:
         result.status = "dry-run"
@@ -370,7 +380,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     for rel in converged:
         note = by_rel[rel]
         state.notes[rel] = ConvergedNote(
-            sha256=note.sha256, lines=_converged_lines(state, note), pass_id=pass_id,
+            sha256=note.sha256, lines=_converged_lines(state, note, _pending_lines(note, result.lines, selection.deferred_lines)), pass_id=pass_id,
             time=now.isoformat(timespec="seconds"), into=sorted(into.get(rel, [])),
         )
         stage_entries.append(StageEntry(note.name, archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date), sorted(into.get(rel, [])), note.sha256))
@@ -429,12 +439,26 @@ def _into(entries, by_rel) -> dict[str, list[str]]:
     return result
 
 
-def _converged_lines(state: State, note: SelectedNote) -> set[str]:
-    """Every line of the note as read: the note is converged as a whole; an edit later makes only
-    the new lines pending."""
+def _converged_lines(state: State, note: SelectedNote, left_pending: set[int] = frozenset()) -> set[str]:
+    """Every line of the note as read, but the signal lines no statement or trace holds: the
+    note is converged as a whole; an edit later makes only the new lines pending, and a signal
+    line the engine did not carry stays pending (never silently lost)."""
     previous = state.notes.get(note.rel)
-    keys = {line_key(line) for line in note.lines if line.strip()}
-    return keys | (previous.lines if previous else set())
+    keep = {line_key(note.lines[n - 1]) for n in left_pending if 0 < n <= len(note.lines)}
+    keys = {line_key(line) for number, line in enumerate(note.lines, 1) if line.strip() and number not in left_pending}
+    return (keys | (previous.lines if previous else set())) - keep
+
+
+def _line_fates(vault: Vault, selection: Selection, converged: list[str], originals: dict[str, str], writes: dict[str, str]) -> list:
+    from cmem.converge.coverage import line_fates
+
+    return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
+
+
+def _pending_lines(note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()) -> set[int]:
+    """Lines of a converged note that stay pending: signal lines no statement or trace holds, and
+    lines the scan deferred on their own."""
+    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {line for rel, line in deferred if rel == note.rel}
 
 
 def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
