@@ -509,6 +509,35 @@ def undo(
         typer.echo(render_undo_result(result))
 
 
+@app.command()
+def sync(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fetch the vault's remote, merge what other machines committed, and push — never forced.
+
+    The remote is git.remote in .cmem/config.yaml, else the branch's upstream. Memory files merge
+    statement by statement (the same statement rewritten on both machines becomes a conflict
+    statement for the next pass), state.json as a union, the archive checklist per note; any other
+    overlap stops with the file's name, and nothing is merged. The merge is one journaled step.
+    Exit 0: synced or up to date; 3: the remote cannot be reached (nothing changed, carry on
+    locally); 1: an error, such as a conflict the merge cannot settle.
+    """
+    from cmem.render_history import render_sync
+    from cmem.sync import OFFLINE_EXIT_CODE, sync_vault
+
+    _global["json"] = as_json
+    target = _open(vault)
+    _recover_first(target, "sync", as_json)
+    result = sync_vault(target)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_sync(result), err=result.status == "offline")
+    if result.status == "offline":
+        raise typer.Exit(OFFLINE_EXIT_CODE)
+
+
 @app.command("log")
 def log_command(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Show only the newest N entries."),

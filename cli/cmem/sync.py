@@ -1,0 +1,254 @@
+"""`cmem sync`: one vault on several machines, through a git remote (SPEC §13).
+
+    fetch the remote's branch → merge it in (one step: locked, journaled) → push, never forced
+
+- The remote is `git.remote` (else the branch's upstream); only the vault's branch is fetched,
+  merged and pushed — no other branch, no tag, never `--force`, never a rebase: published history
+  is never rewritten.
+- The merge is a step (cmem.steps): the user's own edits are committed first (the snapshot), the
+  merged files are journaled and applied all or nothing, and one merge commit with both parents
+  records it — or, when this machine has nothing the other lacks, the branch fast-forwards. A kill
+  at any point is finished or undone by the next command. How files merge: cmem.sync_merge.
+- Push rejected because another machine pushed first: fetch, merge and push again (a few times).
+- The remote unreachable (offline, the remote's folder gone, no credentials): said once, nothing
+  is changed, the vault carries on locally — `status` "offline", exit code 3 for `cmem sync`.
+- Nothing to do costs one `git fetch` and one `git rev-parse`: no lock, no step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cmem import history
+from cmem.errors import CmemError
+from cmem.vault import Vault
+
+OFFLINE_EXIT_CODE = 3
+MAX_ATTEMPTS = 3
+
+
+class Offline(CmemError):
+    """The remote could not be reached; nothing was changed."""
+
+    exit_code = OFFLINE_EXIT_CODE
+
+
+@dataclass
+class SyncTarget:
+    remote: str
+    branch: str  # the branch's name on the remote
+    tracking: str  # refs/remotes/<remote>/<branch>
+
+
+@dataclass
+class SyncResult:
+    remote: str
+    branch: str
+    status: str = "nothing"  # nothing | synced | offline
+    merged: str | None = None  # fast-forward | merge
+    commit: str | None = None  # the merge commit (or the commit fast-forwarded to)
+    pushed: bool = False
+    attempts: int = 0
+    reason: str | None = None  # offline: why
+    merged_files: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # files the merge wrote in this vault
+    conflicts: list[str] = field(default_factory=list)  # conflict statements the merge wrote
+    kept: list[str] = field(default_factory=list)  # notes archived there and edited here (or back)
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status, "remote": self.remote, "branch": self.branch, "merged": self.merged,
+            "commit": self.commit, "pushed": self.pushed, "attempts": self.attempts, "reason": self.reason,
+            "changed": self.changed, "merged_files": self.merged_files, "conflicts": self.conflicts,
+            "kept": self.kept, "notices": self.notices,
+        }
+
+
+def resolve_target(vault: Vault) -> SyncTarget:
+    """The remote and branch to sync with: `git.remote`, else the branch's upstream."""
+    local = history.run_git(vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+    if not local:
+        raise CmemError(f"the repository {vault.root} has a detached HEAD; check out your branch, then sync.")
+    upstream_remote = _config(vault, f"branch.{local}.remote")
+    remote = vault.config.sync_remote or upstream_remote
+    if not remote:
+        raise CmemError(
+            "no remote to sync with: set git.remote in .cmem/config.yaml (e.g. origin, after "
+            f"`git remote add origin <url>`), or give the branch an upstream (`git push -u origin {local}`)."
+        )
+    if history.run_git(vault.root, "remote", "get-url", remote, check=False).returncode != 0:
+        raise CmemError(f"git.remote names {remote!r}, which this repository does not have; add it with `git remote add {remote} <url>`.")
+    merge = _config(vault, f"branch.{local}.merge") if remote == upstream_remote else ""
+    branch = merge.removeprefix("refs/heads/") if merge.startswith("refs/heads/") else local
+    return SyncTarget(remote, branch, f"refs/remotes/{remote}/{branch}")
+
+
+def _config(vault: Vault, key: str) -> str:
+    return history.run_git(vault.root, "config", "--get", key, check=False).stdout.strip()
+
+
+def fetch(vault: Vault, target: SyncTarget) -> bool:
+    """Fetch the remote's branch into its remote-tracking ref. False: the remote has no such
+    branch yet (the first push creates it). Raises Offline when it cannot be reached."""
+    result = history.run_git(vault.root, "fetch", "-q", "--no-tags", "--no-write-fetch-head", target.remote,
+                             f"+refs/heads/{target.branch}:{target.tracking}", check=False)
+    if result.returncode == 0:
+        return True
+    detail = _last_line(result.stderr)
+    if "couldn't find remote ref" in result.stderr:
+        return False
+    raise Offline(f"the remote {target.remote} cannot be reached ({detail}); nothing was synced — the vault carries on locally.")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else "no reason given"
+
+
+def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
+    """Push `commit` to the remote's branch, never forced. False: rejected because the remote
+    moved on (another machine pushed first). Raises Offline when it cannot be reached."""
+    result = history.run_git(vault.root, "push", "--porcelain", "--no-verify", target.remote,
+                             f"{commit}:refs/heads/{target.branch}", check=False)
+    if result.returncode == 0:
+        history.run_git(vault.root, "update-ref", target.tracking, commit, check=False)
+        return True
+    output = result.stdout + result.stderr
+    if any(line.startswith("!") for line in result.stdout.splitlines()) or "non-fast-forward" in output or "fetch first" in output:
+        return False
+    raise Offline(f"the remote {target.remote} refused or could not be reached ({_last_line(result.stderr)}); "
+                  "your commits stay here and go with the next sync.")
+
+
+def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_ATTEMPTS) -> SyncResult:
+    """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected)."""
+    target = resolve_target(vault)
+    result = SyncResult(target.remote, target.branch)
+    for attempt in range(1, attempts + 1):
+        result.attempts = attempt
+        try:
+            has_branch = fetch(vault, target)
+            theirs = _rev(vault, target.tracking) if has_branch else None
+            if theirs is not None:
+                _merge_into(vault, result, theirs, now)
+            ours = history.head(vault.root)
+            if ours is None or ours == theirs:
+                return result
+            if push(vault, target, ours):
+                result.pushed, result.status = True, "synced"
+                return result
+        except Offline as exc:
+            result.status, result.reason = "offline", str(exc)
+            return result
+    raise CmemError(f"the remote {target.remote} changed again each time this machine pushed ({attempts} tries); "
+                    "run `cmem sync` again.")
+
+
+def _rev(vault: Vault, ref: str) -> str | None:
+    out = history.run_git(vault.root, "rev-parse", "-q", "--verify", ref + "^{commit}", check=False).stdout.strip()
+    return out or None
+
+
+def _merge_into(vault: Vault, result: SyncResult, theirs: str, now: datetime | None) -> None:
+    ours = history.head(vault.root)
+    if ours == theirs or (ours and history.is_ancestor(vault.root, theirs, ours)):
+        return  # the other side has nothing new: no lock, no step
+    outcome = merge_remote(vault, theirs, now)
+    if outcome is None:
+        return
+    result.status = "synced"
+    result.merged, result.commit = outcome.how, outcome.commit
+    result.changed += [p for p in outcome.changed if p not in result.changed]
+    result.merged_files += outcome.merged_files
+    result.conflicts += outcome.conflicts
+    result.kept += outcome.kept
+    result.notices += outcome.notices
+
+
+@dataclass
+class MergeOutcome:
+    how: str  # fast-forward | merge
+    commit: str
+    changed: list[str]
+    merged_files: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> MergeOutcome | None:
+    """Bring `theirs` into the vault's branch as one step. None: nothing to bring."""
+    from cmem.steps.runner import open_step
+    from cmem.sync_merge import plan_merge, read_tree
+
+    with open_step(vault, "sync", now=now, purpose="sync") as step:
+        ours = history.head(vault.root)
+        if ours == theirs or (ours and history.is_ancestor(vault.root, theirs, ours)):
+            return None
+        if ours is None or history.is_ancestor(vault.root, ours, theirs):
+            files = _tree_changes(vault, read_tree(vault, ours), read_tree(vault, theirs))
+            changes = _change_set(vault, ours, files)
+            message = _message(step.id, "fast-forward", theirs, sorted(files), [], [], [])
+            step.commit(changes, message, fast_forward=(ours or "0" * 40, theirs))
+            return MergeOutcome("fast-forward", theirs, sorted(files))
+        plan = plan_merge(vault, ours, theirs, step.now.date().isoformat())
+        changes = _change_set(vault, ours, plan.files)
+        message = _message(step.id, "merge", theirs, sorted(plan.files), plan.merged, plan.conflicts, plan.notices)
+        commit = step.commit(changes, message, merge_parents=(theirs,))
+        return MergeOutcome("merge", commit, sorted(plan.files), plan.merged, plan.conflicts, plan.kept, plan.notices)
+
+
+def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | None]:
+    from cmem.sync_merge import read_blobs
+
+    changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]
+    for path in changed:
+        if path in theirs and theirs[path][0] not in ("100644", "100755"):
+            raise CmemError(f"{path} is a symbolic link or submodule on the other machine; cmem sync moves files only — merge it with git.")
+    contents = read_blobs(vault, [theirs[p][1] for p in changed if p in theirs])
+    return {p: (contents[theirs[p][1]] if p in theirs else None) for p in changed}
+
+
+def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
+    """The step's changes: each path from what this machine committed to the merged bytes. A
+    path whose working copy differs from this machine's commit (an edit cmem does not manage, an
+    untracked file in the way) stops the sync before anything is written."""
+    from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends, same_text
+    from cmem.sync_merge import read_blobs, read_tree
+
+    tree = read_tree(vault, ours)
+    committed = read_blobs(vault, [tree[p][1] for p in files if p in tree])
+    changes = ChangeSet()
+    for path, data in sorted(files.items()):
+        disk = current_bytes(vault.root / path)
+        mine = committed.get(tree[path][1]) if path in tree else None
+        if not same_text(disk, mine):
+            what = "is not committed here (an untracked file)" if mine is None else "has changes not committed here"
+            raise CmemError(f"{path} {what}, and the other machine changed it; commit or move it, then sync again. Nothing was merged.")
+        if data is None:
+            changes.remove(path, disk)
+        elif data == disk:
+            changes.include(path, disk)  # already on disk; the commit must still hold it
+        else:
+            changes.write(path, in_line_ends(data, disk), disk)
+            if path not in changes:
+                changes.include(path, disk)
+    return changes
+
+
+def _message(step_id: str, how: str, theirs: str, changed: list[str], merged: list[str], conflicts: list[str], notices: list[str]):
+    from cmem.steps.message import CommitMessage
+
+    count = len(changed)
+    subject = (f"cmem: sync — fast-forward to {theirs[:8]}" if how == "fast-forward"
+               else f"cmem: sync — merge {theirs[:8]} ({count} file{'s' if count != 1 else ''} from the other machine)")
+    message = CommitMessage(subject, step_id)
+    for path in merged:
+        message.add("Merged", path)
+    for line in conflicts:
+        message.add("Conflict", line)
+    for notice in notices:
+        message.add("Notice", notice)
+    return message
