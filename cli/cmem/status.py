@@ -8,6 +8,7 @@ from datetime import datetime
 from cmem import history
 from cmem.checklist import count_staged
 from cmem.lock import is_locked
+from cmem.merge_memory import find_conflicts
 from cmem.notes import OddFile
 from cmem.signals import SIGNAL_CLASSES
 from cmem.sizes import LayerSize, measure_layers
@@ -35,6 +36,7 @@ class Status:
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.merge_memory)
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +56,7 @@ class Status:
             "running": self.running,
             "unattended": self.unattended,
             "interrupted": self.interrupted,
+            "conflicts": [c.to_json() for c in self.conflicts],
         }
 
 
@@ -102,6 +105,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
+        conflicts=find_conflicts(vault),
     )
 
 
