@@ -278,10 +278,13 @@ def run_main(monkeypatch, capsys, *args) -> tuple[int, str, str]:
     from cmem.cli import main
 
     monkeypatch.setattr("sys.argv", ["cmem", *args])
-    with pytest.raises(SystemExit) as excinfo:
+    code = 0
+    try:
         main()
+    except SystemExit as exc:
+        code = exc.code or 0
     out = capsys.readouterr()
-    return excinfo.value.code or 0, out.out, out.err
+    return code, out.out, out.err
 
 
 def test_no_remote_configured_is_a_clear_error(sample_vault, monkeypatch, capsys):
@@ -487,3 +490,23 @@ def test_merge_plain_appends_on_both_sides_and_refuses_overlaps():
     assert merge_plain("n.md", "a\n", "a\nb\n", "a\nc\n") == "a\nb\nc\n"
     with pytest.raises(MergeConflict, match="n.md"):
         merge_plain("n.md", "a\nb\n", "a\nx\n", "a\ny\n")
+
+
+def test_undo_after_a_sync_reverts_a_pass_never_the_merge(machines, monkeypatch, capsys):
+    _, (a, b, _) = machines
+    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
+    note(b, "2026-11-29 desktop", "- 决定：周末不写代码\n")
+    converge(a)
+    converge(b)
+    sync(a)
+    assert sync(b).merged == "merge"
+    merge = head(b)
+    code, out, err = run_main(monkeypatch, capsys, "undo", "--yes", "--vault", str(b), "--json")
+    assert code == 0, err
+    import json
+
+    result = json.loads(out)
+    assert result["status"] == "undone" and result["target"]["commit"] != merge
+    assert git(b, "log", "-1", "--format=%P").split() == [merge]  # a plain commit on top, history kept
+    log = run_main(monkeypatch, capsys, "log", "--vault", str(b), "--json")
+    assert merge not in log[1]
