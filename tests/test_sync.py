@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from cmem.archive import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.notes import split_frontmatter
 from cmem.merge_memory import CONFLICT_WORD, MergeConflict, conflict_versions, find_conflicts, is_conflict_statement, merge_memory
 from cmem.state import load_state, parse_state
 from cmem.statements import normalize, statement_lines
@@ -71,7 +72,9 @@ def statements_of(root: Path) -> list[str]:
     vault = open_vault(root)
     lines = []
     for file in vault.convergent_files():
-        lines += [line for _, line in statement_lines(file.path.read_text("utf-8"))]
+        text = file.path.read_text("utf-8")
+        _, body_start, _ = split_frontmatter(text)
+        lines += [line for _, line in statement_lines("\n".join(text.split("\n")[body_start - 1:]))]
     return lines
 
 
@@ -202,8 +205,8 @@ def test_archive_apply_on_one_machine_while_the_other_edits_the_note(machines):
 
 def test_push_rejected_because_the_other_side_pushed_first(machines, monkeypatch):
     remote, (a, b, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
-    note(b, "2026-11-29 desktop", "- 决定：周末不写代码\n")
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    note(b, "2026-11-29 desktop", "- 我决定周末不写代码\n")
     converge(a)
     converge(b)
     before = {a: statements_of(a), b: statements_of(b)}
@@ -237,7 +240,7 @@ def test_push_rejected_because_the_other_side_pushed_first(machines, monkeypatch
 
 def test_remote_missing_says_so_once_and_carries_on_locally(machines, tmp_path):
     remote, (a, _, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
     converge(a)
     head_before = head(a)
     shutil.move(str(remote), str(tmp_path / "elsewhere.git"))
@@ -257,7 +260,7 @@ def test_remote_missing_says_so_once_and_carries_on_locally(machines, tmp_path):
 def test_three_machines_converge_to_one_history(machines):
     remote, clones = machines
     for index, root in enumerate(clones):
-        note(root, f"2026-11-2{index + 1} machine {index}", f"- 决定：第 {index + 1} 台机器只跑 agent {index}\n")
+        note(root, f"2026-11-2{index + 1} machine {index}", f"- 我决定第 {index + 1} 台机器只跑 agent {index}\n")
         converge(root)
     before = {root: statements_of(root) for root in clones}
     for root in clones + clones:
@@ -345,8 +348,8 @@ KILL_POINTS = ("journal-written", "replace", "applied", "git-commit", "committed
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_a_sync_killed_mid_merge_is_finished_or_undone_by_the_next_command(machines, point):
     remote, (a, b, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
-    note(b, "2026-11-29 desktop", "- 决定：周末不写代码\n")
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    note(b, "2026-11-29 desktop", "- 我决定周末不写代码\n")
     converge(a)
     converge(b)
     before = {a: statements_of(a), b: statements_of(b)}
@@ -367,7 +370,7 @@ def test_a_sync_killed_mid_merge_is_finished_or_undone_by_the_next_command(machi
 @pytest.mark.parametrize("point", ("replace", "applied"))
 def test_a_fast_forward_killed_midway_is_finished_by_the_next_command(machines, point):
     _, (a, b, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
     converge(a)
     sync(a)
     env = {**os.environ, "CMEM_FAULT": point}
@@ -494,19 +497,83 @@ def test_merge_plain_appends_on_both_sides_and_refuses_overlaps():
 
 def test_undo_after_a_sync_reverts_a_pass_never_the_merge(machines, monkeypatch, capsys):
     _, (a, b, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后回答都先给结论\n")
-    note(b, "2026-11-29 desktop", "- 决定：周末不写代码\n")
+    converge(a)  # the sample notes, on one machine
+    sync(a)
+    sync(b)
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    note(b, "2026-11-29 desktop", "- 我决定周末不写代码\n")
     converge(a)
     converge(b)
     sync(a)
     assert sync(b).merged == "merge"
     merge = head(b)
+    from cmem.undo import plan_undo
+
+    plan = plan_undo(open_vault(b))
+    assert plan.target is not None and plan.target.sha != merge and "converge" in plan.target.subject
     code, out, err = run_main(monkeypatch, capsys, "undo", "--yes", "--vault", str(b), "--json")
+    assert code == 0, (out, err)
+    assert git(b, "log", "-1", "--format=%P").split() == [merge]  # a plain commit on top: history kept
+    code, out, _ = run_main(monkeypatch, capsys, "log", "--vault", str(b), "--json")
+    assert code == 0 and merge not in out
+
+
+# --- git.sync: auto -------------------------------------------------------------------------------
+
+
+def _auto(machines_list: list[Path], note_too: bool = False) -> None:
+    for root in machines_list:
+        config = root / ".cmem/config.yaml"
+        extra = "\ngit:\n  sync: auto\n" + ("  sync_note: true\n" if note_too else "")
+        config.write_text(config.read_text("utf-8") + extra, encoding="utf-8")
+        git(root, "commit", "-qam", "sync: auto")
+
+
+def test_auto_sync_runs_before_and_after_a_pass(machines, monkeypatch, capsys):
+    remote, (a, b, _) = machines
+    _auto([a, b])
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    code, _, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a))
+    assert code == 0, err
+    assert git(remote, "rev-parse", "main").strip() == head(a)  # pushed after the pass
+    note(b, "2026-11-29 desktop", "- 我决定周末不写代码\n")
+    code, _, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(b))
+    assert code == 0, err
+    assert git(remote, "rev-parse", "main").strip() == head(b)
+    assert head(a) in git(b, "rev-list", "HEAD").split()  # b synced a's pass in before its own
+    assert "以后都先给结论再解释" in "\n".join(statements_of(b)) and "我决定周末不写代码" in "\n".join(statements_of(b))
+
+
+def test_auto_sync_offline_says_so_once_and_the_pass_runs(machines, monkeypatch, capsys, tmp_path):
+    remote, (a, _, _) = machines
+    _auto([a])
+    shutil.move(str(remote), str(tmp_path / "gone.git"))
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    code, out, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a), "--json")
+    assert code == 0
+    import json
+
+    assert json.loads(out)["status"] == "applied"
+    assert err.count("offline") == 1 and err.count("cannot be reached") == 1
+
+
+def test_auto_sync_takes_notes_along_when_configured(machines, monkeypatch, capsys):
+    remote, (a, b, _) = machines
+    _auto([a, b], note_too=True)
+    sync(a)
+    sync(b)
+    code, out, err = run_main(monkeypatch, capsys, "note", "--vault", str(a), "--json", "拍照备份都放 NAS")
     assert code == 0, err
     import json
 
-    result = json.loads(out)
-    assert result["status"] == "undone" and result["target"]["commit"] != merge
-    assert git(b, "log", "-1", "--format=%P").split() == [merge]  # a plain commit on top, history kept
-    log = run_main(monkeypatch, capsys, "log", "--vault", str(b), "--json")
-    assert merge not in log[1]
+    rel = json.loads(out)["note"]
+    sync(b)
+    assert "拍照备份都放 NAS" in (b / rel).read_text("utf-8")
+
+
+def test_auto_sync_off_by_default_leaves_the_remote_alone(machines, monkeypatch, capsys):
+    remote, (a, _, _) = machines
+    before = git(remote, "rev-parse", "main").strip()
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    code, _, _ = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a))
+    assert code == 0 and git(remote, "rev-parse", "main").strip() == before

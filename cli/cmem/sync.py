@@ -56,9 +56,10 @@ class SyncResult:
     conflicts: list[str] = field(default_factory=list)  # conflict statements the merge wrote
     kept: list[str] = field(default_factory=list)  # notes archived there and edited here (or back)
     notices: list[str] = field(default_factory=list)
+    snapshot: str | None = None  # the commit of the user's own edits, made so they travel too
 
     def to_json(self) -> dict:
-        return {
+        return {"snapshot": self.snapshot,
             "status": self.status, "remote": self.remote, "branch": self.branch, "merged": self.merged,
             "commit": self.commit, "pushed": self.pushed, "attempts": self.attempts, "reason": self.reason,
             "changed": self.changed, "merged_files": self.merged_files, "conflicts": self.conflicts,
@@ -126,6 +127,9 @@ def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_AT
     """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected)."""
     target = resolve_target(vault)
     result = SyncResult(target.remote, target.branch)
+    result.snapshot = commit_own_edits(vault, now)
+    if result.snapshot:
+        result.status = "synced"
     for attempt in range(1, attempts + 1):
         result.attempts = attempt
         try:
@@ -144,6 +148,38 @@ def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_AT
             return result
     raise CmemError(f"the remote {target.remote} changed again each time this machine pushed ({attempts} tries); "
                     "run `cmem sync` again.")
+
+
+def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
+    """Notes and memory files the user edited and did not commit go with the sync: they are
+    committed first, as every step's snapshot is (cmem.steps.preflight). None: nothing to commit."""
+    from cmem.steps import preflight
+
+    if not preflight.managed_changes(vault):
+        return None  # the usual case: no lock taken
+    from cmem.steps.runner import open_step
+
+    with open_step(vault, "sync", now=now, purpose="sync") as step:
+        return step.snapshot
+
+
+def auto_sync(vault: Vault, memo: dict, now: datetime | None = None) -> str | None:
+    """`git.sync: auto`, around a step: sync, and say what a person should know — once: after an
+    offline or failed sync, the sync after the step is not tried (the step runs locally either
+    way). Returns the line to show, or None."""
+    if memo.get("skip"):
+        return None
+    try:
+        result = sync_vault(vault, now)
+    except CmemError as exc:
+        memo["skip"] = True
+        return f"sync skipped: {str(exc).rstrip('.')}; the step runs on this machine's vault."
+    if result.status == "offline":
+        memo["skip"] = True
+        return f"offline: {result.reason}"
+    if result.conflicts:
+        return f"sync: {len(result.conflicts)} conflict statement(s) from the other machine — the next pass resolves them (`cmem status`)."
+    return None
 
 
 def _rev(vault: Vault, ref: str) -> str | None:
