@@ -577,3 +577,18 @@ def test_auto_sync_off_by_default_leaves_the_remote_alone(machines, monkeypatch,
     note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
     code, _, _ = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a))
     assert code == 0 and git(remote, "rev-parse", "main").strip() == before
+
+
+def test_the_next_pass_is_given_the_conflict_statements_to_resolve(machines):
+    _, (a, b, _) = machines
+    topic = "converged/topics/job-search.md"
+    text = (a / topic).read_text("utf-8")
+    line = next(l for _, l in statement_lines(text) if l.startswith("- "))
+    conflict = f"- ⚠ conflict (2026-11-30): 住在深圳（来源：[[x]]） ⟷ 住在杭州（来源：[[y]]）"
+    (a / topic).write_text(text.replace(line, line + "\n" + conflict), encoding="utf-8")
+    git(a, "commit", "-qam", "a conflict a sync left")
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    prompt = run_pass(open_vault(a), PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert conflict in prompt and "冲突条目" in prompt and topic in prompt.split("冲突条目")[1]  # the sample vault is zh
+    converge(a)  # the builtin engine cannot judge between two wordings: it keeps the conflict, never drops it
+    assert conflict in (a / topic).read_text("utf-8")
