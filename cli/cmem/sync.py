@@ -72,22 +72,31 @@ def resolve_target(vault: Vault) -> SyncTarget:
     local = history.run_git(vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
     if not local:
         raise CmemError(f"the repository {vault.root} has a detached HEAD; check out your branch, then sync.")
-    upstream_remote = _config(vault, f"branch.{local}.remote")
+    settings = _git_settings(vault)  # one `git config` for all it needs: sync with nothing to do stays cheap
+    upstream_remote = settings.get(f"branch.{local}.remote", "")
     remote = vault.config.sync_remote or upstream_remote
     if not remote:
         raise CmemError(
             "no remote to sync with: set git.remote in .cmem/config.yaml (e.g. origin, after "
             f"`git remote add origin <url>`), or give the branch an upstream (`git push -u origin {local}`)."
         )
-    if history.run_git(vault.root, "remote", "get-url", remote, check=False).returncode != 0:
+    if f"remote.{remote}.url" not in settings:
         raise CmemError(f"git.remote names {remote!r}, which this repository does not have; add it with `git remote add {remote} <url>`.")
-    merge = _config(vault, f"branch.{local}.merge") if remote == upstream_remote else ""
+    merge = settings.get(f"branch.{local}.merge", "") if remote == upstream_remote else ""
     branch = merge.removeprefix("refs/heads/") if merge.startswith("refs/heads/") else local
     return SyncTarget(remote, branch, f"refs/remotes/{remote}/{branch}")
 
 
-def _config(vault: Vault, key: str) -> str:
-    return history.run_git(vault.root, "config", "--get", key, check=False).stdout.strip()
+def _git_settings(vault: Vault) -> dict[str, str]:
+    """The repository's branch.* and remote.* settings (git's names: section.subsection.key,
+    the key in lower case), last value wins as git's own lookup does."""
+    out = history.run_git(vault.root, "config", "-z", "--get-regexp", r"^(branch|remote)\.", check=False).stdout
+    settings = {}
+    for entry in out.split("\0"):
+        name, _, value = entry.partition("\n")
+        if name:
+            settings[name] = value
+    return settings
 
 
 def fetch(vault: Vault, target: SyncTarget) -> bool:
@@ -134,10 +143,10 @@ def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_AT
         result.attempts = attempt
         try:
             has_branch = fetch(vault, target)
-            theirs = _rev(vault, target.tracking) if has_branch else None
-            if theirs is not None:
+            ours, theirs = _revs(vault, "HEAD", target.tracking if has_branch else None)
+            if theirs is not None and theirs != ours:
                 _merge_into(vault, result, theirs, now)
-            ours = history.head(vault.root)
+                ours = history.head(vault.root)
             if ours is None or ours == theirs:
                 return result
             if push(vault, target, ours):
@@ -182,9 +191,18 @@ def auto_sync(vault: Vault, memo: dict, now: datetime | None = None) -> str | No
     return None
 
 
-def _rev(vault: Vault, ref: str) -> str | None:
-    out = history.run_git(vault.root, "rev-parse", "-q", "--verify", ref + "^{commit}", check=False).stdout.strip()
-    return out or None
+def _revs(vault: Vault, ours: str, theirs: str | None) -> tuple[str | None, str | None]:
+    """Both commits in one `git rev-parse` (None: no such ref — an empty repository or remote)."""
+    refs = [ours] + ([theirs] if theirs else [])
+    out = history.run_git(vault.root, "rev-parse", *(f"{ref}^{{commit}}" for ref in refs), check=False).stdout.split()
+    found = [sha for sha in out if len(sha) >= 40]
+    if len(found) == len(refs):
+        return found[0], (found[1] if theirs else None)
+    return history.head(vault.root), _one(vault, theirs) if theirs else None
+
+
+def _one(vault: Vault, ref: str) -> str | None:
+    return history.run_git(vault.root, "rev-parse", "-q", "--verify", ref + "^{commit}", check=False).stdout.strip() or None
 
 
 def _merge_into(vault: Vault, result: SyncResult, theirs: str, now: datetime | None) -> None:
