@@ -592,3 +592,24 @@ def test_the_next_pass_is_given_the_conflict_statements_to_resolve(machines):
     assert conflict in prompt and "冲突条目" in prompt and topic in prompt.split("冲突条目")[1]  # the sample vault is zh
     converge(a)  # the builtin engine cannot judge between two wordings: it keeps the conflict, never drops it
     assert conflict in (a / topic).read_text("utf-8")
+
+
+def test_first_sync_to_an_empty_remote_named_by_git_remote_creates_the_branch(sample_vault, tmp_path):
+    remote = tmp_path / "empty.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    git(sample_vault, "remote", "add", "backup", str(remote))
+    config = sample_vault / ".cmem/config.yaml"
+    config.write_text(config.read_text("utf-8") + "\ngit:\n  remote: backup\n", encoding="utf-8")  # left uncommitted
+    result = sync(sample_vault)
+    assert result.pushed and result.snapshot  # the config edit was committed first, and went along
+    assert git(remote, "rev-parse", "main").strip() == head(sample_vault)
+    assert sync(sample_vault).status == "nothing"
+
+
+def test_merge_memory_one_side_renamed_a_heading_the_other_added_statements():
+    ours = BASE.replace("# Profile", "# Who he is")
+    theirs = BASE + "- Runs every morning (source: [[b1]])\n"
+    text = merge_memory("p.md", BASE, ours, theirs, "2026-11-30").text
+    assert "# Who he is" in text and "# Profile" not in text and "Runs every morning" in text
+    reverse = merge_memory("p.md", BASE, theirs, ours, "2026-11-30").text
+    assert "# Who he is" in reverse and "# Profile" not in reverse and "Runs every morning" in reverse

@@ -206,14 +206,18 @@ def _resolve_hunks(rel: str, lines: list[str]) -> list[str]:
             index += 1
         index += 1  # the closing marker
         plain = [text for text in base if text.strip() and not text.startswith(_PLACEHOLDER)]
-        if any(text not in ours or text not in theirs for text in plain):
+        ours_rewrote = any(text not in ours for text in plain)
+        theirs_rewrote = any(text not in theirs for text in plain)
+        if ours_rewrote and theirs_rewrote:
             raise MergeConflict(
                 f"{rel}: both machines changed the same text differently (outside statements) — "
                 "nothing was merged; edit it on one machine, commit, and sync again."
             )
+        if theirs_rewrote:  # only theirs changed the text here: theirs first, then what ours added
+            ours, theirs = theirs, ours
         out.extend(ours)
         for text in theirs:
-            if text.strip() and text in ours:
+            if text.strip() and (text in ours or text in plain):
                 continue
             if not text.strip() and (not out or not out[-1].strip()):
                 continue

@@ -126,8 +126,12 @@ def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
         history.run_git(vault.root, "update-ref", target.tracking, commit, check=False)
         return True
     output = result.stdout + result.stderr
-    if any(line.startswith("!") for line in result.stdout.splitlines()) or "non-fast-forward" in output or "fetch first" in output:
+    if "non-fast-forward" in output or "fetch first" in output:
         return False
+    refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
+    if refused:  # the remote itself said no (a protected branch, a hook): retrying cannot help
+        raise CmemError(f"the remote {target.remote} refused the push: {refused[0].lstrip('!').strip()}; "
+                        "the merge is committed here and goes with a later sync.")
     raise Offline(f"the remote {target.remote} refused or could not be reached ({_last_line(result.stderr)}); "
                   "your commits stay here and go with the next sync.")
 
