@@ -63,6 +63,33 @@ def time_once(command: list[str], env: dict) -> float:
     return elapsed
 
 
+def in_process(clone: Path, fetch: list[str], env: dict, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """`sync_vault` timed inside this process, paired with the fetch: what sync itself costs once
+    the interpreter, the CLI and the vault's config are loaded."""
+    sys.path.insert(0, str(REPO / "cli"))
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        from cmem.sync import sync_vault
+        from cmem.vault import open_vault
+
+        vault = open_vault(clone)
+        sync_vault(vault)
+        inside, fetches, ratios = [], [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            if sync_vault(vault).status != "nothing":
+                raise SystemExit("the idle sync found something to do")
+            inside.append(time.perf_counter() - start)
+            fetches.append(time_once(fetch, env))
+            ratios.append(inside[-1] / fetches[-1])
+        return inside, fetches, ratios
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21, help="pairs timed (after one warm-up pair)")
@@ -92,6 +119,9 @@ def main() -> None:
         print(f"cmem sync (nothing to do) vs git fetch: median {statistics.median(syncs):.3f} s vs "
               f"{statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x ({args.runs} pairs, "
               f"{args.notes} generated notes)")
+        inside, fetches, ratios = in_process(clone, fetch, env, args.runs)
+        print(f"sync's own work (in process, CLI start-up and config load excluded) vs git fetch: median "
+              f"{statistics.median(inside):.3f} s vs {statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x")
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -613,3 +613,12 @@ def test_merge_memory_one_side_renamed_a_heading_the_other_added_statements():
     assert "# Who he is" in text and "# Profile" not in text and "Runs every morning" in text
     reverse = merge_memory("p.md", BASE, theirs, ours, "2026-11-30").text
     assert "# Who he is" in reverse and "# Profile" not in reverse and "Runs every morning" in reverse
+
+
+def test_the_sync_benchmark_runs_and_prints_its_figures():
+    """A smoke test (no timing asserted, SPEC §12): bench/sync.py still runs end to end."""
+    from conftest import REPO
+
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "sync.py"), "--runs", "1"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "cmem sync (nothing to do) vs git fetch" in result.stdout and "sync's own work" in result.stdout
