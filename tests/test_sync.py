@@ -622,3 +622,30 @@ def test_the_sync_benchmark_runs_and_prints_its_figures():
     result = subprocess.run([sys.executable, str(REPO / "bench" / "sync.py"), "--runs", "1"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "cmem sync (nothing to do) vs git fetch" in result.stdout and "sync's own work" in result.stdout
+
+
+def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(sample_vault):
+    """What the prompt asks for passes the validator: one statement, a trace of today quoting the
+    whole conflict statement (so both versions and their traces stay in history), both sources."""
+    profile = sample_vault / "converged/core/profile.md"
+    old = "- 住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
+    was = "住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
+    conflict = (f"- ⚠ conflict (2026-11-30): 住在深圳（更新于 2026-11-29，原为：{was}）（来源：[[2026-11-28 随手记]]）"
+                f" ⟷ 住在杭州（更新于 2026-11-30，原为：{was}）（来源：[[2026-11-24 随手记]]）")
+    text = profile.read_text("utf-8")
+    assert old in text
+    profile.write_text(text.replace(old, conflict), encoding="utf-8")
+    write_files(sample_vault, {"2026-11-30 搬家.md": "- 其实不是住在杭州，现在住在深圳\n"})
+    git(sample_vault, "add", "-A")
+    git(sample_vault, "commit", "-qm", "a conflict a sync left, and a note that settles it")
+    assert find_conflicts(open_vault(sample_vault))
+    resolved = (f"- 住在深圳（更新于 2026-11-30，原为：{conflict[2:]}）"
+                "（来源：[[2026-11-28 随手记]]、[[2026-11-24 随手记]]、[[2026-11-30 搬家]]）")
+    new_profile = profile.read_text("utf-8").replace(conflict, resolved)
+    response = (f'<convergence>\n<file path="converged/core/profile.md">\n{new_profile.rstrip()}\n</file>\n'
+                '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n')
+    result = run_pass(open_vault(sample_vault), PassOptions(response_text=response, only=["2026-11-30 搬家"], now=NOW))
+    assert result.status == "applied", result.errors
+    assert not find_conflicts(open_vault(sample_vault))
+    final = profile.read_text("utf-8")
+    assert "住在杭州" in final and "住在深圳（更新于 2026-11-30" in final  # the other version is in the trace

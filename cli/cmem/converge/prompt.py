@@ -135,10 +135,11 @@ def assemble_prompt(
         hand_edits = ""
     if conflicted:
         hand_edits += ("以下文件里有以「⚠ conflict」开头的冲突条目：两台机器把同一条记忆改成了不同的说法（⟷ 两边各一版，各带来源）。"
-                       "请把每条冲突合成一条陈述（保留两边的来源，用今天的日期写轨迹，原为其中被取代的说法）：" if zh else
+                       "请把每条冲突合成一条陈述：带上两边的来源，并写一条今天日期的轨迹，原为整条冲突条目（从「⚠ conflict」起原样照抄，两边的说法和旧轨迹都留在历史里）：" if zh else
                        "These files hold conflict statements (starting with \"⚠ conflict\"): two machines rewrote one statement "
-                       "differently (the versions are separated by ⟷, each with its sources). Resolve each into one statement, "
-                       "keeping the sources of both and a trace dated today of the wording it replaces: ") + ", ".join(conflicted) + "\n"
+                       "differently (the versions are separated by ⟷, each with its sources). Resolve each into one statement "
+                       "with the sources of both and a trace dated today whose old wording is the whole conflict statement, "
+                       "copied from \"⚠ conflict\" on (so both versions and their traces stay in history): ") + ", ".join(conflicted) + "\n"
     task = PromptTemplate(f"task.{config.language}.md").render(pass_date=pass_date, note_list=note_list, hand_edits=hand_edits)
     text = stable + "\n".join(notes_part) + "\n" + task
     return Prompt(text=text, files=resident + situational)
