@@ -255,6 +255,7 @@ def test_remote_missing_says_so_once_and_carries_on_locally(machines, tmp_path):
     converge(a)  # carries on locally
     shutil.move(str(tmp_path / "elsewhere.git"), str(remote))
     assert sync(a).pushed  # and the commits go with the next sync
+    check_invariants([a], {a: statements_of(a)})
 
 
 def test_three_machines_converge_to_one_history(machines):

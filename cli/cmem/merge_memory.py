@@ -26,8 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -162,6 +160,9 @@ def _merge_skeletons(rel: str, base: list[str], ours: list[str], theirs: list[st
 def merge_file(texts: list[str], diff3: bool = False) -> str:
     """`git merge-file -p` of (base, ours, theirs); conflicts are left marked (markers of
     `_MARKER_SIZE` characters) for the caller to resolve or refuse."""
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="cmem-merge-") as folder:
         paths = []
         for name, text in zip(("base", "ours", "theirs"), texts):

@@ -8,7 +8,6 @@ from datetime import datetime
 from cmem import history
 from cmem.checklist import count_staged
 from cmem.lock import is_locked
-from cmem.merge_memory import find_conflicts
 from cmem.notes import OddFile
 from cmem.signals import SIGNAL_CLASSES
 from cmem.sizes import LayerSize, measure_layers
@@ -105,8 +104,14 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
-        conflicts=find_conflicts(vault),
+        conflicts=_conflicts(vault),
     )
+
+
+def _conflicts(vault: Vault) -> list:
+    from cmem.merge_memory import find_conflicts  # on use: status's start-up stays as it was
+
+    return find_conflicts(vault)
 
 
 def _interrupted_steps(vault: Vault) -> list[dict]:
