@@ -650,3 +650,15 @@ def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its
     assert not find_conflicts(open_vault(sample_vault))
     final = profile.read_text("utf-8")
     assert "住在杭州" in final and "住在深圳（更新于 2026-11-30" in final  # the other version is in the trace
+
+
+def test_a_vault_inside_a_larger_repository_is_refused(tmp_path, monkeypatch, capsys):
+    outer = tmp_path / "outer"
+    vault = outer / "memory"
+    (vault / ".cmem").mkdir(parents=True)
+    (vault / ".cmem/config.yaml").write_text("git:\n  allow_parent_repo: true\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(outer)], check=True)
+    git(outer, "add", "-A")
+    git(outer, "commit", "-qm", "init")
+    code, _, err = run_main(monkeypatch, capsys, "sync", "--vault", str(vault))
+    assert code == 1 and "not the top of its own git repository" in err

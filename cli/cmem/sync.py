@@ -69,6 +69,11 @@ class SyncResult:
 
 def resolve_target(vault: Vault) -> SyncTarget:
     """The remote and branch to sync with: `git.remote`, else the branch's upstream."""
+    if not (vault.root / ".git").exists():
+        raise CmemError(
+            f"{vault.root} is not the top of its own git repository; cmem sync merges a vault that is "
+            "(`cmem init --repo own`) — a vault inside a larger repository is synced with git itself."
+        )
     local = history.run_git(vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
     if not local:
         raise CmemError(f"the repository {vault.root} has a detached HEAD; check out your branch, then sync.")
