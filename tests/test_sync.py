@@ -662,3 +662,26 @@ def test_a_vault_inside_a_larger_repository_is_refused(tmp_path, monkeypatch, ca
     git(outer, "commit", "-qm", "init")
     code, _, err = run_main(monkeypatch, capsys, "sync", "--vault", str(vault))
     assert code == 1 and "not the top of its own git repository" in err
+
+
+def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_place(machines):
+    _, (a, b, _) = machines
+    source = "2026-11-27 notes.md"
+    with open(a / source, "a", encoding="utf-8") as handle:
+        handle.write("- 以后都用 uv 管理 Python 项目\n")  # edited on a, converged, then archived
+    converge(a)
+    staged = plan_archive(open_vault(a), all_lines=True)
+    assert any(m.source == source for m in staged.moves)
+    apply_archive(open_vault(a), staged, now=NOW)
+    with open(b / source, "a", encoding="utf-8") as handle:
+        handle.write("- 补充：台式机上写的一行\n")
+    git(b, "commit", "-qam", "edit on b")
+    before = {a: statements_of(a), b: statements_of(b)}
+    sync(a)
+    result = sync(b)
+    assert source in result.kept
+    text = (b / source).read_text("utf-8")
+    assert "以后都用 uv 管理 Python 项目" in text and "台式机上写的一行" in text
+    assert not [p for p in git(b, "ls-files", "-z", "archive").split("\0") if p.endswith("2026-11-27 notes.md")]
+    sync(a)
+    check_invariants([a, b], before)

@@ -19,6 +19,7 @@ Nothing here writes: `plan_merge` returns the bytes; cmem.sync applies them in o
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 
@@ -90,7 +91,7 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
     base_tree, our_tree, their_tree = trees
     blob = lambda tree, path: tree[path][1] if path in tree else None  # noqa: E731
     restored, dropped_copies = _archived_and_edited(vault, base_tree, our_tree, their_tree)
-    plan.kept = [source for source, _ in restored]
+    plan.kept = [source for source, _, _ in restored]
     both_changed = []
     for path in sorted(set(base_tree) | set(our_tree) | set(their_tree)):
         b, o, t = blob(base_tree, path), blob(our_tree, path), blob(their_tree, path)
@@ -122,6 +123,15 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             continue
         plan.merged.append(path)
         plan.files[path] = _merge_path(vault, plan, path, contents.get(b) if b else None, contents[o], contents[t], date)
+    # A note the archiving side had edited too before archiving it: both edits are kept
+    for source, copy, side_name in restored:
+        archiving, editing = (our_tree, their_tree) if side_name == "ours" else (their_tree, our_tree)
+        if archiving[copy][1] == base_tree[source][1]:
+            continue
+        texts = read_blobs(vault, [base_tree[source][1], archiving[copy][1], editing[source][1]])
+        base_text, archived_text, edited_text = (_text(texts[b]) for b in (base_tree[source][1], archiving[copy][1], editing[source][1]))
+        mine, other = (archived_text, edited_text) if side_name == "ours" else (edited_text, archived_text)
+        plan.files[source] = merge_plain(source, base_text, mine, other).encode("utf-8", "surrogateescape")
     # state.json and the checklist take back the notes kept in place, whoever changed them
     def merged_bytes(path: str) -> bytes | None:
         if path in plan.files:
@@ -130,7 +140,7 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         return read_blobs(vault, [ours_blob])[ours_blob] if ours_blob else None
 
     if restored:
-        notes = [source for source, _ in restored]
+        notes = [source for source, _, _ in restored]
         checklist = merged_bytes(vault.checklist_rel)
         base_blob = blob(base_tree, vault.checklist_rel)
         base_checklist = _text(read_blobs(vault, [base_blob])[base_blob]) if base_blob else ""
@@ -144,23 +154,28 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
     for path in list(plan.files):
         if path in our_tree and plan.files[path] == ours_now[our_tree[path][1]]:
             del plan.files[path]
-    for source, _ in restored:
+    for source, _, _ in restored:
         plan.notices.append(f"{source} was archived on one machine and edited on the other: it stays in place, staged again")
     return plan
 
 
-def _archived_and_edited(vault: Vault, base: Tree, ours: Tree, theirs: Tree) -> tuple[list[tuple[str, str]], set[str]]:
-    """Notes one side moved into the archive (removed at their path, the same bytes added in the
-    archive layer) while the other side edited them: [(note path, archive copy)], and the
-    archive copies, which the merge does not keep."""
+def _archived_and_edited(vault: Vault, base: Tree, ours: Tree, theirs: Tree) -> tuple[list[tuple[str, str, str]], set[str]]:
+    """Notes one side moved into the archive (removed at their path, added in the archive layer
+    under the same name — or `name (2)` when that was taken) while the other side edited them:
+    [(note path, archive copy, "ours" | "theirs": the side that archived)], and the archive
+    copies, which the merge does not keep."""
     restored, copies = [], set()
-    for side, other in ((ours, theirs), (theirs, ours)):
+    for side_name, side, other in (("ours", ours, theirs), ("theirs", theirs, ours)):
         for path, (_, blob) in base.items():
             if path in side or path not in other or other[path][1] == blob or vault.layer_of(path) != DIVERGENT:
                 continue
-            added = [p for p, (_, b) in side.items() if p not in base and b == blob and vault.layer_of(p) == ARCHIVE]
+            stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+            same_name = re.compile(re.escape(stem) + r"(?: \(\d+\))?\.md")
+            added = [p for p, (_, b) in side.items() if p not in base and vault.layer_of(p) == ARCHIVE
+                     and same_name.fullmatch(p.rsplit("/", 1)[-1])]
+            added.sort(key=lambda p: side[p][1] != blob)  # the copy with the note's own bytes first
             if added:
-                restored.append((path, added[0]))
+                restored.append((path, added[0], side_name))
                 copies.add(added[0])
     return restored, copies
 
@@ -230,13 +245,13 @@ def merge_state(base: bytes | None, ours: bytes, theirs: bytes, where: str = ".c
     return state_bytes(State(notes, ordered[-MAX_PASSES:]))
 
 
-def restore_state_entries(data: bytes, restored: list[tuple[str, str]]) -> bytes:
+def restore_state_entries(data: bytes, restored: list[tuple[str, str, str]]) -> bytes:
     """Notes kept in place: their state entry leaves the archive path and comes back (with the
     digest of the bytes it converged, so the edit makes the note pending again)."""
     from cmem.state import parse_state, state_bytes
 
     state = parse_state(data.decode("utf-8"), ".cmem/state.json")
-    for source, copy in restored:
+    for source, copy, _ in restored:
         entry = state.notes.pop(copy, None)
         if entry is not None and source not in state.notes:
             state.notes[source] = entry
