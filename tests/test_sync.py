@@ -83,8 +83,12 @@ def survives(statement: str, lines: list[str]) -> bool:
     conflict statement (compared without spacing and punctuation)."""
     from cmem.statements import split_statement
 
-    core = normalize(split_statement(statement)[0])
-    return any(core in normalize(line) for line in lines)
+    flat = [normalize(line) for line in lines]
+    for version in conflict_versions(statement):  # a conflict statement survives when each version does
+        core = normalize(split_statement(version)[0])
+        if not any(core in line for line in flat):
+            return False
+    return True
 
 
 def check_invariants(clones: list[Path], before: dict[Path, list[str]]) -> None:
@@ -431,6 +435,17 @@ def test_merge_memory_same_statement_rewritten_differently_is_one_conflict_state
     # merging the result again with either side changes nothing more (idempotent)
     again = merge_memory("p.md", ours, merged.text, theirs, "2026-11-30")
     assert again.text.count(CONFLICT_WORD) == 1
+
+
+def test_merge_memory_a_further_rewrite_of_the_same_rewrite_is_taken_not_a_conflict():
+    rewritten = _rewrite(BASE, "Has a cat", "Has two cats", "2026-11-29", "b2")  # both machines made this rewrite
+    further = rewritten.replace(
+        "- Has two cats (updated 2026-11-29, was: Has a cat (source: [[n1]])) (source: [[b2]])",
+        "- Has three cats (updated 2026-11-30, was: Has two cats (updated 2026-11-29, was: Has a cat (source: [[n1]])) (source: [[b2]])) (source: [[a3]])")
+    assert further != rewritten
+    for ours, theirs in ((further, rewritten), (rewritten, further)):
+        merged = merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
+        assert merged.conflicts == [] and "- Has three cats" in merged.text
 
 
 def test_merge_memory_removed_on_one_side_and_rewritten_on_the_other_keeps_the_rewrite():

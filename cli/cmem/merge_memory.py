@@ -266,6 +266,9 @@ def merge_memory(rel: str, base: str | None, ours: str, theirs: str, date: str, 
         same = _same_wording(o, t, formats)
         if same is not None:
             return same
+        later = _later_rewrite(o, t, formats)
+        if later is not None:
+            return later
         line = conflict_statement(o, t, date)
         result.conflicts.append(line)
         return line
@@ -296,6 +299,27 @@ def _same_wording(ours: str, theirs: str, formats) -> str | None:
     last_link = annotation.rfind("]]")
     links = "".join(f"{_separator(annotation)}[[{name}]]" for name in missing)
     return ours[:start] + annotation[: last_link + 2] + links + annotation[last_link + 2:] + ours[end_at:]
+
+
+def _later_rewrite(ours: str, theirs: str, formats) -> str | None:
+    """One side rewrote the statement again after reaching the other side's wording (two passes
+    made the same rewrite, then one went further): the further one, whose trace holds the other."""
+    our_core, their_core = (normalize(split_statement(line, formats)[0]) for line in (ours, theirs))
+    if their_core and their_core in _older_wordings(ours, formats):
+        return ours
+    if our_core and our_core in _older_wordings(theirs, formats):
+        return theirs
+    return None
+
+
+def _older_wordings(line: str, formats, depth: int = 0) -> set[str]:
+    found: set[str] = set()
+    if depth > 50:
+        return found
+    for trace in split_statement(line, formats)[2]:
+        found.add(normalize(split_statement(trace.old, formats)[0]))
+        found |= _older_wordings(trace.old, formats, depth + 1)
+    return found
 
 
 def _separator(annotation: str) -> str:

@@ -268,12 +268,24 @@ def _note_of(line: str) -> str | None:
     return "n:" + match.group(1).strip() if match else None
 
 
+def _checklist_unit(line: str) -> str | None:
+    """A staged line is its note's unit; a pass's section heading (cmem's own line) is a unit too,
+    so two machines emptying different sections is no conflict."""
+    from cmem.archive import _SECTION
+
+    if _SECTION.match(line.strip()):
+        return "h:" + line.strip()
+    return _note_of(line)
+
+
 def merge_checklist(path: str, base: str, ours: str, theirs: str) -> str:
     """One line per note: a line changed (ticked, restaged) on one side takes that side's; a line
     removed on one side (its note archived) goes; both changed: a ticked line wins, else ours."""
     from cmem.archive import remove_checklist_lines
 
     def resolve(name: str, b: str | None, o: str | None, t: str | None) -> str | None:
+        if name.startswith("h:"):
+            return o if o is not None else t  # a heading either side keeps stays; empty sections go below
         if o == t or t == b:
             return o
         if o == b:
@@ -283,7 +295,7 @@ def merge_checklist(path: str, base: str, ours: str, theirs: str) -> str:
         ticked = [line for line in (o, t) if "[x]" in line.lower()[:12]]
         return ticked[0] if ticked else o
 
-    merged = merge_units(path, base, ours, theirs, _note_of, resolve)
+    merged = merge_units(path, base, ours, theirs, _checklist_unit, resolve)
     return remove_checklist_lines(merged, set())
 
 
