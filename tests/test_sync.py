@@ -700,3 +700,11 @@ def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_
     assert not [p for p in git(b, "ls-files", "-z", "archive").split("\0") if p.endswith("2026-11-27 notes.md")]
     sync(a)
     check_invariants([a, b], before)
+
+
+def test_merge_plain_keeps_lines_both_sides_inserted_at_the_same_place():
+    base = "# n\n- one\n- two\n"
+    ours = "# n\n- zero\n- one\n- two\n- ours\n"
+    theirs = "# n\n- one\n- two\n- theirs\n"
+    merged = merge_plain("n.md", base, ours, theirs)
+    assert merged == "# n\n- zero\n- one\n- two\n- ours\n- theirs\n"

@@ -181,17 +181,15 @@ def has_markers(text: str) -> bool:
     return any(line.startswith("<" * _MARKER_SIZE) for line in text.split("\n"))
 
 
-def _resolve_hunks(rel: str, lines: list[str]) -> list[str]:
-    """Resolve each conflict hunk of a diff3 merge: when neither side changed the base's plain
-    text (they only added or moved units, or added text), keep ours then what theirs added;
-    otherwise both sides rewrote the same text — a real conflict."""
-    out: list[str] = []
+def diff3_parts(lines: list[str]) -> list:
+    """A `merge_file(..., diff3=True)` output as plain lines and (ours, base, theirs) hunks."""
+    parts: list = []
     index = 0
     start, middle, split, end = "<" * _MARKER_SIZE, "|" * _MARKER_SIZE, "=" * _MARKER_SIZE, ">" * _MARKER_SIZE
     while index < len(lines):
         line = lines[index]
         if not line.startswith(start):
-            out.append(line)
+            parts.append(line)
             index += 1
             continue
         ours, base, theirs, part = [], [], [], "ours"
@@ -206,6 +204,21 @@ def _resolve_hunks(rel: str, lines: list[str]) -> list[str]:
                 {"ours": ours, "base": base, "theirs": theirs}[part].append(current)
             index += 1
         index += 1  # the closing marker
+        parts.append((ours, base, theirs))
+    return parts
+
+
+def _resolve_hunks(rel: str, lines: list[str]) -> list[str]:
+    """Resolve each conflict hunk of a diff3 merge: when neither side changed the base's plain
+    text (they only added or moved units, or added text), keep ours then what theirs added;
+    when one side changed it, that side's text and what the other added; when both changed it
+    differently, a real conflict."""
+    out: list[str] = []
+    for part in diff3_parts(lines):
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        ours, base, theirs = part
         plain = [text for text in base if text.strip() and not text.startswith(_PLACEHOLDER)]
         ours_rewrote = any(text not in ours for text in plain)
         theirs_rewrote = any(text not in theirs for text in plain)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from cmem import history
 from cmem.errors import CmemError
-from cmem.merge_memory import MergeConflict, has_markers, merge_file, merge_memory, merge_units
+from cmem.merge_memory import MergeConflict, diff3_parts, has_markers, merge_file, merge_memory, merge_units
 from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, Vault
 
 
@@ -203,16 +203,23 @@ def _merge_path(vault: Vault, plan: MergePlan, path: str, base: bytes | None, ou
 
 
 def merge_plain(path: str, base: str, ours: str, theirs: str) -> str:
-    """git's own merge; lines appended on both sides (two machines capturing into the same
-    note) are both kept, ours first. Any other overlap is a conflict."""
-    merged = merge_file([base, ours, theirs])
+    """git's own merge. Where both sides only added lines at the same place (two machines
+    capturing into the same note), both are kept, ours first; any overlap with changed or
+    removed lines is a conflict — nothing is merged."""
+    merged = merge_file([base, ours, theirs], diff3=True)
     if not has_markers(merged):
         return merged
-    if ours.startswith(base) and theirs.startswith(base):
-        head = ours if ours.endswith("\n") or not ours else ours + "\n"
-        return head + theirs[len(base):]
-    raise MergeConflict(f"{path}: both machines changed the same lines differently — nothing was merged; "
-                        "keep one version on one machine (edit, commit), then sync again.")
+    out: list[str] = []
+    for part in diff3_parts(merged.split("\n")):
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        mine, was, other = part
+        if any(line.strip() for line in was):
+            raise MergeConflict(f"{path}: both machines changed the same lines differently — nothing was merged; "
+                                "keep one version on one machine (edit, commit), then sync again.")
+        out += mine + [line for line in other if line not in mine or not line.strip()]
+    return "\n".join(out)
 
 
 # --- state.json: a union --------------------------------------------------------------------------
