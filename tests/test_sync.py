@@ -750,3 +750,21 @@ def test_random_interleavings_of_three_machines_keep_every_invariant(machines, s
             sync(root)
     assert len({head(root) for root in clones}) == 1
     check_invariants(clones, {root: list(dict.fromkeys(lines)) for root, lines in seen.items()})
+
+
+def test_sync_json_fields(machines, monkeypatch, capsys):
+    _, (a, b, _) = machines
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    converge(a)
+    code, out, _ = run_main(monkeypatch, capsys, "sync", "--vault", str(a), "--json")
+    import json
+
+    data = json.loads(out)
+    assert code == 0 and data["status"] == "synced" and data["pushed"] is True
+    assert {"status", "remote", "branch", "merged", "commit", "pushed", "attempts", "reason", "snapshot", "changed",
+            "merged_files", "conflicts", "kept", "notices"} <= set(data)
+    code, out, _ = run_main(monkeypatch, capsys, "sync", "--vault", str(b), "--json")
+    data = json.loads(out)
+    assert data["merged"] == "fast-forward" and data["commit"] == head(a) and data["changed"]
+    code, out, _ = run_main(monkeypatch, capsys, "sync", "--vault", str(b))
+    assert code == 0 and "up to date with origin/main" in out
