@@ -2,6 +2,8 @@
 
     fetch the remote's branch → merge it in (one step: locked, journaled) → push, never forced
 
+- The user's uncommitted edits to notes and memory files are committed first (the snapshot
+  every step makes), so they travel too.
 - The remote is `git.remote` (else the branch's upstream); only the vault's branch is fetched,
   merged and pushed — no other branch, no tag, never `--force`, never a rebase: published history
   is never rewritten.
@@ -12,7 +14,7 @@
 - Push rejected because another machine pushed first: fetch, merge and push again (a few times).
 - The remote unreachable (offline, the remote's folder gone, no credentials): said once, nothing
   is changed, the vault carries on locally — `status` "offline", exit code 3 for `cmem sync`.
-- Nothing to do costs one `git fetch` and one `git rev-parse`: no lock, no step.
+- Nothing to do costs a `git status`, one `git fetch` and a few look-ups: no lock, no step.
 """
 
 from __future__ import annotations
@@ -118,8 +120,11 @@ def fetch(vault: Vault, target: SyncTarget) -> bool:
 
 
 def _last_line(text: str) -> str:
+    """git's reason: its first `fatal:` or `error:` line (what follows is advice), else its last line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else "no reason given"
+    reasons = [line for line in lines if line.startswith(("fatal: ", "error: "))]
+    line = reasons[0] if reasons else (lines[-1] if lines else "no reason given")
+    return line.removeprefix("fatal: ").removeprefix("error: ").rstrip(".")
 
 
 def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
