@@ -570,7 +570,7 @@ def test_auto_sync_offline_says_so_once_and_the_pass_runs(machines, monkeypatch,
     import json
 
     assert json.loads(out)["status"] == "applied"
-    assert err.count("offline") == 1 and err.count("cannot be reached") == 1
+    assert err.count("warning: offline:") == 1 and err.count("cannot be reached") == 1
 
 
 def test_auto_sync_takes_notes_along_when_configured(machines, monkeypatch, capsys):
