@@ -768,3 +768,30 @@ def test_sync_json_fields(machines, monkeypatch, capsys):
     assert data["merged"] == "fast-forward" and data["commit"] == head(a) and data["changed"]
     code, out, _ = run_main(monkeypatch, capsys, "sync", "--vault", str(b))
     assert code == 0 and "up to date with origin/main" in out
+
+
+def test_auto_sync_around_a_pass_started_by_watch(machines):
+    from cmem.watch import Watcher
+
+    remote, (a, _, _) = machines
+    _auto([a])
+    note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
+    messages: list[str] = []
+    outcome = Watcher(open_vault(a), 0.0, messages.append)._converge()
+    assert outcome.status == "applied", outcome
+    assert git(remote, "rev-parse", "main").strip() == head(a)
+
+
+def test_auto_sync_after_a_pass_an_agent_applies_over_mcp(machines):
+    from cmem.mcp_server import MemoryTools
+
+    remote, (a, _, _) = machines
+    _auto([a])
+    write_files(a, {"2026-11-30 搬家.md": "- 其实不是住在杭州，现在住在深圳\n"})
+    profile = (a / "converged/core/profile.md").read_text("utf-8").rstrip("\n")
+    response = (f'<convergence>\n<file path="converged/core/profile.md">\n{profile}\n'
+                "- 现在住在深圳（来源：[[2026-11-30 搬家]]）\n</file>\n"
+                '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n')
+    data = MemoryTools(a).converge_apply(response, notes=["2026-11-30 搬家"])
+    assert data["status"] == "applied", data
+    assert data["sync"] == "synced" and git(remote, "rev-parse", "main").strip() == head(a)

@@ -466,10 +466,10 @@ def _auto_sync(target, *, note: bool = False, quiet: bool = False) -> None:
     stderr, and the step carries on locally."""
     config = target.config
     if config.sync_mode != "auto" or (note and not config.sync_note):
-        return
-    from cmem.sync import auto_sync
+        return  # the usual case: cmem.sync is not even imported
+    from cmem.sync import sync_if_auto
 
-    message = auto_sync(target, _global.setdefault("sync_memo", {}))
+    message = sync_if_auto(target, _global.setdefault("sync_memo", {}), note=note)
     if message and not quiet:
         _warn(message)
 

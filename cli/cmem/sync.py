@@ -186,6 +186,13 @@ def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
         return step.snapshot
 
 
+def sync_if_auto(vault: Vault, memo: dict, *, note: bool = False, now: datetime | None = None) -> str | None:
+    """`auto_sync` when `git.sync: auto` (and, for `cmem note`, `git.sync_note`); else nothing."""
+    if vault.config.sync_mode != "auto" or (note and not vault.config.sync_note):
+        return None
+    return auto_sync(vault, memo, now)
+
+
 def auto_sync(vault: Vault, memo: dict, now: datetime | None = None) -> str | None:
     """`git.sync: auto`, around a step: sync, and say what a person should know — once: after an
     offline or failed sync, the sync after the step is not tried (the step runs locally either
