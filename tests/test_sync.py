@@ -795,3 +795,15 @@ def test_auto_sync_after_a_pass_an_agent_applies_over_mcp(machines):
     data = MemoryTools(a).converge_apply(response, notes=["2026-11-30 搬家"])
     assert data["status"] == "applied", data
     assert data["sync"] == "synced" and git(remote, "rev-parse", "main").strip() == head(a)
+
+
+def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_vault):
+    from cmem.doctor import run_doctor
+
+    _, (a, _, _) = machines
+    _auto([a])
+    found = [f for f in run_doctor(open_vault(a)) if f.check == "sync" and "cmem sync" in f.message]
+    assert found and found[0].level == "ok" and "origin/main" in found[0].message
+    _auto([sample_vault])  # auto, but no remote at all
+    found = [f for f in run_doctor(open_vault(sample_vault)) if f.check == "sync" and "cmem sync" in f.message]
+    assert found and found[0].level == "warn" and "no remote to sync with" in found[0].message
