@@ -48,6 +48,7 @@ def main_options(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     _global["vault"] = vault
+    _global["sync_memo"] = {}  # git.sync: auto says "offline" once per command
     if no_color:
         from cmem.render import set_color
 
@@ -150,7 +151,9 @@ def note(
     _global["json"] = as_json
     target = _open(vault)
     _recover_first(target, "note", as_json, busy_ok=True)  # never append to a note a killed step was moving
+    _auto_sync(target, note=True)
     captured = capture_note(target, " ".join(text))
+    _auto_sync(target, note=True)
     if as_json:
         _print_json({"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text})
     else:
@@ -283,6 +286,9 @@ def converge(
         from cmem.triggers import reset_failures
 
         reset_failures(target)  # a person is running a pass: unattended runs may try again
+    writes = not (dry_run or emit_prompt)
+    if writes:
+        _auto_sync(target, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json or emit_prompt)
     try:
         result = run_pass(target, options, progress=spinner)
@@ -298,6 +304,8 @@ def converge(
     if emit_prompt and result.prompt is not None:
         typer.echo(result.prompt, nl=False)
         return
+    if writes and result.status == "applied":
+        _auto_sync(target, quiet=quiet)
     if as_json:
         _print_json(result.to_json())
     elif not quiet or result.status == "failed":
@@ -436,6 +444,7 @@ def archive_apply(
     target = _open(vault)
     if not dry_run:
         _recover_first(target, "archive apply", as_json)  # plan from a whole vault, not a half-done step
+        _auto_sync(target)
     plan = plan_archive(target, all_lines=all_lines)
     if dry_run or not plan.moves:
         result = ArchiveResult("dry-run" if dry_run and plan.moves else "nothing", plan)
@@ -444,10 +453,25 @@ def archive_apply(
             typer.echo(render_archive_plan(plan))
         _confirm(yes, f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?")
         result = apply_archive(target, plan)
+        _auto_sync(target)
     if as_json:
         _print_json(result.to_json())
     else:
         typer.echo(render_archive_result(result))
+
+
+def _auto_sync(target, *, note: bool = False, quiet: bool = False) -> None:
+    """`git.sync: auto` in .cmem/config.yaml: sync before and after a step (a pass, an archive
+    apply, an undo; `cmem note` too with git.sync_note). Offline or failing, it says so once, on
+    stderr, and the step carries on locally."""
+    config = target.config
+    if config.sync_mode != "auto" or (note and not config.sync_note):
+        return  # the usual case: cmem.sync is not even imported
+    from cmem.sync import sync_if_auto
+
+    message = sync_if_auto(target, _global.setdefault("sync_memo", {}), note=note)
+    if message and not quiet:
+        _warn(message)
 
 
 def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
@@ -488,6 +512,7 @@ def undo(
     _global["json"] = as_json
     target = _open(vault)
     _recover_first(target, "undo", as_json)  # an interrupted step is finished before undo looks for the last one
+    _auto_sync(target)
     plan = plan_undo(target, force=force)
     if plan.refused:
         if not as_json:
@@ -503,10 +528,40 @@ def undo(
         typer.echo(render_undo_plan(plan))
     _confirm(yes, "undo it?")
     result = apply_undo(target, plan)
+    _auto_sync(target)
     if as_json:
         _print_json(result.to_json())
     else:
         typer.echo(render_undo_result(result))
+
+
+@app.command()
+def sync(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fetch the vault's remote, merge what other machines committed, and push — never forced.
+
+    The remote is git.remote in .cmem/config.yaml, else the branch's upstream. Memory files merge
+    statement by statement (the same statement rewritten on both machines becomes a conflict
+    statement for the next pass), state.json as a union, the archive checklist per note; any other
+    overlap stops with the file's name, and nothing is merged. The merge is one journaled step.
+    Exit 0: synced or up to date; 3: the remote cannot be reached (nothing changed, carry on
+    locally); 1: an error, such as a conflict the merge cannot settle.
+    """
+    from cmem.render_history import render_sync
+    from cmem.sync import OFFLINE_EXIT_CODE, sync_vault
+
+    _global["json"] = as_json
+    target = _open(vault)
+    _recover_first(target, "sync", as_json)
+    result = sync_vault(target)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_sync(result), err=result.status == "offline")
+    if result.status == "offline":
+        raise typer.Exit(OFFLINE_EXIT_CODE)
 
 
 @app.command("log")
@@ -624,6 +679,7 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
         triggers.ignore_hangup()
     from cmem.render import Spinner, paint, render_pass
 
+    _auto_sync(target, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json)
     try:
         if if_due:
@@ -633,6 +689,8 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
             outcome = triggers.converge_logged(target, options, progress=spinner)
     finally:
         spinner.done()
+    if outcome.result is not None and outcome.result.status == "applied":
+        _auto_sync(target, quiet=quiet)
     if as_json:
         _print_json(outcome.to_json())
     elif outcome.status == "stopped":

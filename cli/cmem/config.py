@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
     "capture": {"folder": ""},
-    "git": {"allow_parent_repo": False},
+    "git": {"allow_parent_repo": False, "remote": None, "sync": "off", "sync_note": False},
 }
 
 
@@ -98,6 +98,9 @@ class Config:
     capture_pattern: str
     capture_folder: str
     allow_parent_repo: bool
+    sync_remote: str | None = None  # git.remote: the remote `cmem sync` uses (None: the branch's upstream)
+    sync_mode: str = "off"  # git.sync: off | auto (every writing step syncs before and after)
+    sync_note: bool = False  # git.sync_note: with auto, `cmem note` syncs too
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
 
@@ -216,6 +219,9 @@ def parse_config(data: dict | None, where: Path) -> Config:
         capture_pattern=capture_pattern,
         capture_folder=capture_folder,
         allow_parent_repo=merged["git"]["allow_parent_repo"],
+        sync_remote=merged["git"]["remote"],
+        sync_mode=merged["git"]["sync"] or "off",  # YAML 1.1 reads a bare `off` as false
+        sync_note=merged["git"]["sync_note"],
         raw=merged,
     )
 
@@ -424,4 +430,7 @@ capture:
 
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true
+  remote: null              # the remote `cmem sync` uses; null: the branch's upstream
+  sync: off                 # auto: every pass, archive apply and undo syncs before and after
+  sync_note: false          # with sync: auto, `cmem note` syncs too (a network round trip per note)
 """

@@ -50,6 +50,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_lock(vault)
     findings += _check_leftovers(vault)
     findings += _check_sync(vault)
+    findings += _check_remote(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
     return findings
@@ -204,6 +205,22 @@ def _check_sync(vault: Vault) -> list[Finding]:
         if f"/{marker}" in text:
             return [Finding(WARN, "sync", f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote")]
     return [Finding(OK, "sync", "the vault is not inside a known sync folder")]
+
+
+def _check_remote(vault: Vault) -> list[Finding]:
+    """`cmem sync`'s settings, checked without the network: the remote it would use exists."""
+    if vault.config.sync_mode != "auto" and not vault.config.sync_remote:
+        return []  # sync is not configured: nothing to check
+    from cmem.errors import CmemError
+    from cmem.sync import resolve_target
+
+    try:
+        target = resolve_target(vault)
+    except CmemError as exc:
+        level = WARN if vault.config.sync_mode == "auto" else OK
+        return [Finding(level, "sync", f"`cmem sync` cannot run: {str(exc).rstrip('.')}" + ("; git.sync: auto syncs nothing meanwhile" if level == WARN else ""))]
+    auto = " (git.sync: auto — around every step)" if vault.config.sync_mode == "auto" else ""
+    return [Finding(OK, "sync", f"`cmem sync` uses {target.remote}/{target.branch}{auto}")]
 
 
 def _check_unattended(vault: Vault) -> list[Finding]:

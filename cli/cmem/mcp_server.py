@@ -107,11 +107,18 @@ class MemoryTools:
         only = list(notes) if notes else self.last_prompt_notes
         if not only:
             raise CmemError("no prompt to answer: call converge_prompt first (or pass the `notes` it returned).")
-        result = run_pass(self._vault(), PassOptions(response_text=response, only=only))
+        vault = self._vault()
+        result = run_pass(vault, PassOptions(response_text=response, only=only))
         if result.status in ("applied", "nothing"):
             self.last_prompt_notes = None
         data = result.to_json()
         data["message"] = result.message
+        if result.status == "applied" and vault.config.sync_mode == "auto":
+            from cmem.sync import sync_if_auto
+
+            # git.sync: auto — the other machines get the pass (not before it: the agent's answer
+            # was written against the files as the prompt showed them)
+            data["sync"] = sync_if_auto(vault, {}) or "synced"
         return data
 
 

@@ -141,7 +141,8 @@ def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
 
 def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit]:
     """cmem's commits, newest first, with what undid what."""
-    args = ["log", f"--grep=^{history.PASS_TRAILER}: ", "-M", "--name-status", "--relative", "--no-color",
+    # --no-merges: a sync's merge commit is not a step to undo or list; the commits it brought in are
+    args = ["log", "--no-merges", f"--grep=^{history.PASS_TRAILER}: ", "-M", "--name-status", "--relative", "--no-color",
             "--format=%x1e%H%x1f%cI%x1f%B%x1f"]
     if limit:
         args.append(f"-n{limit}")

@@ -124,6 +124,12 @@ def render_status(status) -> str:
         out.append(paint(f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})", "yellow"))
     if status.staged_archive:
         out.append(f"  {plural(status.staged_archive, 'note')} staged for archive ({status.ticked_archive} ticked) — `cmem archive list`")
+    conflicts = getattr(status, "conflicts", [])
+    if conflicts:
+        out += ["", paint(f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
+                          "the next pass resolves them (or edit the line)", "bold", "yellow")]
+        for conflict in conflicts[:20]:
+            out.append(f"  {conflict.path}:{conflict.line}: {conflict.text.strip()}")
     if status.odd:
         out += ["", paint(f"odd files ({len(status.odd)})", "bold", "yellow")]
         for odd in status.odd[:20]:

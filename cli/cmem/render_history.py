@@ -264,3 +264,25 @@ def render_trace(result) -> str:
         out += ["", paint(f"{history.path}:{history.line}", "bold") + (paint(f"  {history.heading}", "dim") if history.heading else "")]
         out += _timeline(history)
     return "\n".join(out)
+
+
+def render_sync(result) -> str:
+    """`cmem sync`: what came in, what went out, and what the next pass has to settle."""
+    where = f"{result.remote}/{result.branch}"
+    if result.status == "offline":
+        return paint("offline: ", "yellow") + (result.reason or f"{where} cannot be reached")
+    lines = []
+    if result.merged == "fast-forward":
+        lines.append(f"fast-forwarded to {where} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed)")
+    elif result.merged == "merge":
+        lines.append(f"merged {where} in commit {(result.commit or '')[:8]} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed, "
+                     f"{len(result.merged_files)} merged from both sides)")
+    for line in result.conflicts:
+        lines.append(paint("conflict: ", "yellow") + line + " — the next pass resolves it")
+    for notice in result.notices:
+        lines.append(paint("note: ", "cyan") + notice)
+    if result.pushed:
+        lines.append(f"pushed to {where}")
+    if not lines:
+        lines.append(f"up to date with {where}")
+    return "\n".join(lines)

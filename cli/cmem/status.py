@@ -35,6 +35,7 @@ class Status:
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.merge_memory)
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +55,7 @@ class Status:
             "running": self.running,
             "unattended": self.unattended,
             "interrupted": self.interrupted,
+            "conflicts": [c.to_json() for c in self.conflicts],
         }
 
 
@@ -102,7 +104,14 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
+        conflicts=_conflicts(vault),
     )
+
+
+def _conflicts(vault: Vault) -> list:
+    from cmem.merge_memory import find_conflicts  # on use: status's start-up stays as it was
+
+    return find_conflicts(vault)
 
 
 def _interrupted_steps(vault: Vault) -> list[dict]:

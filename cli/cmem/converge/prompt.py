@@ -135,6 +135,8 @@ def assemble_prompt(
     config = vault.config
     resident = sorted(p for p in originals if p.startswith(config.resident_dir + "/"))
     situational = touched_situational(vault, notes, originals) if situational is None else sorted(situational)
+    conflicted = _conflicted_files(originals)  # a sync's conflict statements: this pass resolves them
+    situational = sorted(set(situational) | {p for p in conflicted if p not in resident})
     zh = config.language == "zh"
     parts = [instructions(vault), ""]
     parts.append("# 常驻文件（当前内容）\n" if zh else "# Resident files (current content)\n")
@@ -162,9 +164,23 @@ def assemble_prompt(
         hand_edits = label + ", ".join(edited) + "\n"
     else:
         hand_edits = ""
+    if conflicted:
+        hand_edits += ("以下文件里有以「⚠ conflict」开头的冲突条目：两台机器把同一条记忆改成了不同的说法（⟷ 两边各一版，各带来源）。"
+                       "请把每条冲突合成一条陈述：带上两边的来源，并写一条今天日期的轨迹，原为整条冲突条目（从「⚠ conflict」起原样照抄，两边的说法和旧轨迹都留在历史里）：" if zh else
+                       "These files hold conflict statements (starting with \"⚠ conflict\"): two machines rewrote one statement "
+                       "differently (the versions are separated by ⟷, each with its sources). Resolve each into one statement "
+                       "with the sources of both and a trace dated today whose old wording is the whole conflict statement, "
+                       "copied from \"⚠ conflict\" on (so both versions and their traces stay in history): ") + ", ".join(conflicted) + "\n"
     task = PromptTemplate(f"task.{config.language}.md").render(pass_date=pass_date, note_list=note_list, hand_edits=hand_edits)
     text = stable + "\n".join(notes_part) + "\n" + task
     return Prompt(text=text, files=resident + situational)
+
+
+def _conflicted_files(originals: dict[str, str]) -> list[str]:
+    from cmem.merge_memory import CONFLICT_WORD, is_conflict_statement
+
+    return sorted(path for path, text in originals.items()
+                  if CONFLICT_WORD in text and any(is_conflict_statement(line) for line in text.split("\n")))
 
 
 def repair_prompt(vault: Vault, original_prompt: str, response: str, errors: str, pass_date: str) -> str:
