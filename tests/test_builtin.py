@@ -394,6 +394,8 @@ def test_phrasing_strips_cues_hedges_and_the_old_side_and_resolves_dates():
     assert statement_text("Actually I moved to Porto, not Lisbon.", day) == "I moved to Porto"
     assert statement_text("I moved to Lisbon last month.", day) == "I moved to Lisbon in 2026-10"
     assert statement_text("I prefer tabs this month", day) == "I prefer tabs since 2026-11"
+    assert statement_text("I switched my blog from Ghost to Astro.", day) == "I use Astro for my blog"
+    assert statement_text("We migrated the CI from Jenkins to GitHub Actions", day) == "We use GitHub Actions for the CI"
     assert statement_text("I switched from uv to poetry for managing virtualenvs.", day) == "I use poetry for managing virtualenvs"
     assert statement_text("I decided to use fish as my shell.", day) == "I use fish as my shell"
     assert statement_text("其实我更喜欢用 Vim，不是 Emacs", day) == "我更喜欢用 Vim"

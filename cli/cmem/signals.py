@@ -182,6 +182,8 @@ _DECISION = [
     _en("we have decided"), _en("decided to", before="he she they it who you"),
     _en("i'm switching"), _en("i am switching"), _en("switching to"), _en("switched to"), _en("switching from"),
     _en("switched from"), _en("i moved to"), _en("i've moved to"), _en("we moved to"),
+    # "I switched my blog from Ghost to Astro": the object sits between the verb and from/to
+    _en("i switched"), _en("i've switched"), _en("i have switched"), _en("we switched"), _en("we've switched"),
     _en("i'll go with"), _en("we'll go with"),
     _en("going with", before="it it's how's what's",
         after="the flow|friends|a friend|my|her|him|them|us|family|mom|dad|someone|somebody|you"),

@@ -51,6 +51,12 @@ _EN_SWITCH = re.compile(
     r"(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing))\s+(?:over\s+)?(?:from\s+.+?\s+)?to\s+",
     re.IGNORECASE,
 )
+# "I switched my blog from Ghost to Astro": the object between the verb and from/to
+_EN_SWITCH_OBJECT = re.compile(
+    r"^(i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:switched|moved|migrated|changed)\s+"
+    r"((?:my|our|the)\s+[^,;]+?)\s+(?:over\s+)?from\s+.+?\s+to\s+(.+)$",
+    re.IGNORECASE,
+)
 _EN_SWITCH_BARE = re.compile(r"^switch(?:ed|ing)\s+(?:from\s+.+?\s+)?to\s+", re.IGNORECASE)
 _EN_CHOSE = re.compile(r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE)
 _EN_DECIDED = re.compile(r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE)
@@ -86,7 +92,11 @@ def _en_statement(text: str, day: date) -> str:
     text = _EN_NOT_PAREN.sub("", text)
     tail = _EN_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
-    if not _EN_MOVED_PLACE.match(text):  # "I moved to Porto" says what holds now already
+    switched_object = _EN_SWITCH_OBJECT.match(text)
+    if switched_object:  # → "I use Astro for my blog": what holds now, the old side goes to the trace
+        who, thing, new = switched_object.groups()
+        text = f"{'We' if who.lower() == 'we' else 'I'} use {new.strip().rstrip('.!')} for {thing}"
+    elif not _EN_MOVED_PLACE.match(text):  # "I moved to Porto" says what holds now already
         # "going with X", "I chose X" stay as written: what was chosen is not always a tool one uses
         for pattern, verb in ((_EN_DECIDED, "I "), (_EN_DECIDED_BARE, "I "), (_EN_SWITCH, "I use "), (_EN_SWITCH_BARE, "I use ")):
             match = pattern.match(text)
