@@ -42,11 +42,38 @@ _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u
 # Lines a model writes instead of the text it did not want to repeat.
 _ELISION = re.compile(
     r"(rest|remainder|remaining|other|everything else|existing)\b.{0,40}\b(unchanged|omitted|same|as before|as is|elided)"
-    r"|\b(unchanged|omitted) for brevity|^\W*(\.{3,}|…+)\W*$"
+    r"|\b(unchanged|omitted) for brevity"
     r"|(其余|其他|其它|以下|以上|剩余|剩下).{0,8}(不变|省略|同上|未变|略)",
     re.IGNORECASE,
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_WORD_CHAR = re.compile(r"\w")
+_BRACKET = re.compile(r"[（(【\[）)】\]]")
+_OPENERS = frozenset("（(【[")
+# A pass rewrites a handful of files; each file block costs checks on disk, so a reply of
+# thousands is refused before any is looked at.
+MAX_FILE_BLOCKS = 200
+# Traces nest one level per change; deeper nesting is a hostile or broken reply, and parsing it
+# level by level would cost the line's length once per level.
+MAX_NESTING = 64
+
+
+def _is_ellipsis_line(line: str) -> bool:
+    """A line of only dots and punctuation, like `...` or `- …`: the model skipped text. (A plain
+    test, not a pattern: `^\\W*(\\.{3,})\\W*$` backtracks with the cube of a line of dots.)"""
+    return ("..." in line or "…" in line) and not _WORD_CHAR.search(line)
+
+
+def _nesting(line: str) -> int:
+    """The deepest bracket nesting in a line, in one pass over its brackets."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(line):
+        if match.group() in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
 
 
 @dataclass
@@ -135,11 +162,16 @@ def _short(text: str, limit: int = 70) -> str:
 
 
 def _all_traces(traces: tuple[Trace, ...] | list[Trace]) -> list[Trace]:
-    """Traces at every depth: a statement's own, and the ones nested inside them."""
+    """Traces at every depth: a statement's own, and the ones nested inside them (without
+    recursion: a hostile reply may nest deeper than Python's stack)."""
     found = []
-    for trace in traces:
-        found.append(trace)
-        found.extend(_all_traces(trace.older))
+    pending = [(list(traces), 0)]
+    while pending:
+        level, depth = pending.pop()
+        for trace in level:
+            found.append(trace)
+            if depth < MAX_NESTING:
+                pending.append((trace.older, depth + 1))
     return found
 
 
@@ -149,9 +181,21 @@ class _Checker:
         self.formats: Formats = vault.config.formats
         self._resident: dict[str, str] | None = None
         self._known_traces: set[tuple[str, str]] | None = None
+        self._written_traces: set[tuple[str, str]] | None = None
+        self._new_key_files: dict[str, set[str]] | None = None
+        self._dropped_by_file: dict[str, set[str]] | None = None
+        self._parsed: dict[str, _Doc] = {}
+        self.content_lines: dict[str, set[int]] = {}  # path → lines a content error named
+        self._source_words: dict[str, set[str]] = {}
+        names = ctx.note_names
+        self._folded_names = {known.casefold() for known in names}
+        # every path and every tail of one after a '/', so `[[2026-11/x]]` resolves in one look-up
+        self._note_paths = {path.split("/", i)[-1] for paths in names.values() for path in paths for i in range(path.count("/") + 1)}
 
     def error(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
+        if rule == "content":
+            self.content_lines.setdefault(file, set()).add(line)
 
     def warn(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.warnings.append(Issue(file, line, rule, message))
@@ -185,6 +229,9 @@ class _Checker:
 
     def load_changes(self) -> list[_Change]:
         changes = []
+        if len(self.response.files) > MAX_FILE_BLOCKS:
+            self.error(RESPONSE, self.response.files[MAX_FILE_BLOCKS].line, "content", f"the response holds {len(self.response.files)} file blocks, more than {MAX_FILE_BLOCKS} in one pass; write only the files that change")
+            return changes
         for block in self.response.files:
             problem = convergent_path_problem(self.vault, block.path)
             if problem:
@@ -217,6 +264,10 @@ class _Checker:
         if control:
             self.error(path, content[: control.start()].count("\n") + 1, "content", f"the content holds the control character U+{ord(control.group()):04X}")
             return None
+        for number, line in enumerate(content.split("\n"), 1):
+            if ("(" in line or "（" in line or "【" in line or "[" in line) and _nesting(line) > MAX_NESTING:
+                self.error(path, number, "content", f"this line nests brackets {_nesting(line)} deep (at most {MAX_NESTING}); a trace nests once per change")
+                return None
         if not content.strip():
             self.error(path, 0, "content", "the file block is empty; a whole-file rewrite must hold the complete file (was the reply cut off?)")
             return None
@@ -227,7 +278,7 @@ class _Checker:
         by rule 4, but this says why. A line the file already had is the user's, not elision."""
         before = {line.strip() for line in base.text.split("\n")} if base else set()
         for number, line in enumerate(new.text.split("\n"), 1):
-            if _ELISION.search(line) and not WIKILINK.search(line) and line.strip() not in before:
+            if (_is_ellipsis_line(line) or _ELISION.search(line)) and not WIKILINK.search(line) and line.strip() not in before:
                 self.error(path, number, "content", f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included")
 
     def check_replacement_characters(self, path: str, new: _Doc, base: _Doc | None) -> None:
@@ -272,15 +323,14 @@ class _Checker:
         if name in names or name.removesuffix(".md") in names:
             return True
         target = name if name.endswith(".md") else name + ".md"
-        if "/" in name and any(path == target or path.endswith("/" + target) for paths in names.values() for path in paths):
+        if "/" in name and target in self._note_paths:
             return True
         # Obsidian resolves links without regard to case.
-        folded = name.removesuffix(".md").casefold()
-        return any(known.casefold() == folded for known in names)
+        return name.removesuffix(".md").casefold() in self._folded_names
 
     def check_sources(self, change: _Change) -> None:
         base_keys = change.base.keys if change.base else set()
-        elided = {issue.line for issue in self.result.errors if issue.file == change.path and issue.rule == "content"}
+        elided = self.content_lines.get(change.path, set())
         for statement in change.new.statements:
             if statement.line_no in elided:
                 continue
@@ -302,30 +352,52 @@ class _Checker:
         if change.base is None:
             return
         new_sources: dict[str, set[str]] = {}
+        first_line: dict[str, int] = {}
         for statement in change.new.statements:
             new_sources.setdefault(statement.key, set()).update(statement.sources)
+            first_line.setdefault(statement.key, statement.line_no)
         for old in change.base.statements:
             if old.key not in new_sources:
                 continue
             lost = [name for name in old.sources if name not in new_sources[old.key] and self.resolves(name)]
             if lost:
-                line = next(s.line_no for s in change.new.statements if s.key == old.key)
+                line = first_line[old.key]
                 links = ", ".join(f"[[{name}]]" for name in lost)
                 self.error(change.path, line, "3", f"the statement {_short(old.core)!r} lost its source {links}; keep the sources of statements you keep")
 
     # --- rules 4 and 8 ------------------------------------------------------------------
 
     def dropped_keys(self, path: str) -> set[str]:
-        return {normalize(split_statement(entry.statement, self.formats)[0]) for entry in self.response.dropped if entry.file == path}
+        if self._dropped_by_file is None:
+            self._dropped_by_file = {}
+            for entry in self.response.dropped:
+                self._dropped_by_file.setdefault(entry.file, set()).add(normalize(split_statement(entry.statement, self.formats)[0]))
+        return self._dropped_by_file.get(path, set())
+
+    def written_traces(self, changes: list[_Change]) -> set[tuple[str, str]]:
+        """Every trace in the reply's files, at every depth: computed once, not once per file."""
+        if self._written_traces is None:
+            self._written_traces = {self.trace_id(t) for other in changes for s in other.new.statements for t in _all_traces(s.traces)}
+        return self._written_traces
+
+    def new_key_files(self, changes: list[_Change]) -> dict[str, set[str]]:
+        """Statement key → the reply's files that hold it."""
+        if self._new_key_files is None:
+            self._new_key_files = {}
+            for other in changes:
+                for statement in other.new.statements:
+                    self._new_key_files.setdefault(statement.key, set()).add(other.path)
+        return self._new_key_files
 
     def check_removals(self, change: _Change, changes: list[_Change]) -> None:
         if change.base is None:
             return
-        kept_traces = {self.trace_id(t) for other in changes for s in other.new.statements for t in _all_traces(s.traces)}
+        kept_traces = self.written_traces(changes)
         # Only a trace this pass wrote says "this statement changed"; an old one quoting the
         # same words is history, not a rewrite.
         quoted = {old for date, old in kept_traces - self.known_traces(changes)}
-        moved = {s.key for other in changes if other is not change for s in other.new.statements}
+        holders = self.new_key_files(changes)
+        moved = {key for key in change.base.keys if holders.get(key, set()) - {change.path}}
         dropped = self.dropped_keys(change.path)
         removed_by_drop = 0
         for old in change.base.statements:
@@ -463,9 +535,15 @@ class _Checker:
                 why = f"the path {problem}" if problem else "that file is neither in the reply nor in the vault"
                 self.error(RESPONSE, entry.line, "7", f"<converged into=\"{show_path(into)}\">: {why}")
                 ok = False
-            elif not any(source == name for s in self.parse(text).statements for source in s.sources):
+            elif not any(source == name for s in self.parsed(into, text).statements for source in s.sources):
                 self.warn(into, 0, "converged", f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]")
         return ok
+
+    def parsed(self, path: str, text: str) -> _Doc:
+        """A target file parsed once, however many <converged> elements name it."""
+        if path not in self._parsed:
+            self._parsed[path] = self.parse(text)
+        return self._parsed[path]
 
     def _existing(self, path: str) -> str | None:
         text = self.ctx.originals.get(path)
@@ -476,6 +554,12 @@ class _Checker:
 
     # --- warnings: possible invention ---------------------------------------------------
 
+    def source_words(self, name: str) -> set[str]:
+        """A cited note's words, tokenised once however many statements cite it."""
+        if name not in self._source_words:
+            self._source_words[name] = word_tokens(self.ctx.source_texts[name])
+        return self._source_words[name]
+
     def check_invention(self, changes: list[_Change]) -> None:
         if not self.ctx.source_texts:
             return
@@ -484,11 +568,11 @@ class _Checker:
             for statement in change.new.statements:
                 if statement.key in base_keys:
                     continue
-                texts = [self.ctx.source_texts[name] for name in statement.sources if name in self.ctx.source_texts]
+                cited = [name for name in statement.sources if name in self.ctx.source_texts]
                 words = word_tokens(statement.core)
-                if not texts or len(words) < _INVENTION_MIN_TOKENS:
+                if not cited or len(words) < _INVENTION_MIN_TOKENS:
                     continue
-                overlap = len(words & word_tokens("\n".join(texts))) / len(words)
+                overlap = len(words & set().union(*(self.source_words(name) for name in cited))) / len(words)
                 if overlap < INVENTION_THRESHOLD:
                     self.warn(change.path, statement.line_no, "invention", f"few of the words of {_short(statement.core, 50)!r} occur in its cited source ({overlap:.0%}); it may be invented")
 
