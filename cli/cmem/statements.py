@@ -265,6 +265,16 @@ def parse_statements(body: str, start_line: int = 1, formats: Formats | None = N
 
 
 _DROP_CATEGORIES = ("P", "Z", "S", "C")
+# Kept although they are punctuation or symbols: they change what a statement says. Currency
+# (`€60k` vs `$60k`), comparison and other maths signs (`≥` vs `≤`), the question mark
+# (`I live in Berlin.` vs `I live in Berlin?`). Digits and words (negations included) are
+# letters and numbers and always kept.
+_KEEP_CATEGORIES = ("Sc", "Sm")
+_KEEP = frozenset("?")
+# A decimal point between digits (`3.12` vs `31.2`) and a minus before one (`-5` vs `5`) are
+# kept as these two signs, which the table below keeps (both are maths symbols).
+_DECIMAL, _MINUS = "\u2219", "\u2212"
+_NUMBER_MARKS = re.compile(r"(?<=\d)\.(?=\d)|(?<![\w.])[-\u2212\u2013](?=\d)")
 
 
 class _DropTable(dict):
@@ -273,7 +283,10 @@ class _DropTable(dict):
     convergent statement)."""
 
     def __missing__(self, code: int) -> int | None:
-        value = None if unicodedata.category(chr(code)).startswith(_DROP_CATEGORIES) else code
+        char = chr(code)
+        category = unicodedata.category(char)
+        keep = char in _KEEP or category in _KEEP_CATEGORIES or not category.startswith(_DROP_CATEGORIES)
+        value = code if keep else None
         self[code] = value
         return value
 
@@ -282,9 +295,14 @@ _DROP = _DropTable()
 
 
 def normalize(text: str) -> str:
-    """Compare statements without case, whitespace, punctuation or symbols (NFKC first, so
-    full-width and half-width forms agree)."""
-    return unicodedata.normalize("NFKC", text).casefold().translate(_DROP)
+    """Compare statements without case, whitespace or the punctuation and symbols that carry no
+    meaning (NFKC first, so full-width and half-width forms agree). Digits, decimal points,
+    minus signs, currency, comparison signs and question marks stay: changing one changes the
+    statement."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if any(mark in text for mark in ".-\u2212\u2013"):
+        text = _NUMBER_MARKS.sub(lambda m: _DECIMAL if m.group() == "." else _MINUS, text)
+    return text.translate(_DROP)
 
 
 def format_source(names: list[str], formats: Formats) -> str:
