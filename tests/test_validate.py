@@ -414,12 +414,26 @@ def test_rule4_punctuation_and_annotations_do_not_count_as_change(reply_vault):
     assert result.ok, format_issues(result.errors)
 
 
-def test_rule4_a_statement_moved_to_another_file_is_kept(reply_vault):
+def test_rule4_a_statement_moved_to_another_file_is_kept_and_reported(reply_vault):
+    vault, ctx = reply_vault
+    moved = "- 简历投了三家公司（来源：[[2026-11-20 日记]]）"
+    jobs = JOBS_TEXT.replace(moved + "\n", "")
+    resume = "converged/topics/resume.md"
+    result = run(vault, ctx, reply(block(JOBS, jobs), block(resume, "# 简历\n\n" + moved + "\n")))
+    assert result.ok, format_issues(result.errors)
+    assert set(result.writes) == {JOBS, resume}
+    assert result.moves == [{"statement": "简历投了三家公司", "from": JOBS, "to": [resume]}]
+
+
+def test_rule10_moving_out_of_the_resident_layer_needs_allow_shrink(reply_vault):
     vault, ctx = reply_vault
     moved = JOBS_TEXT + "- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）\n"
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
-    assert result.ok, format_issues(result.errors)
-    assert set(result.writes) == {PROFILE, JOBS}
+    assert [(i.rule, i.file, i.line) for i in result.errors] == [("10", PROFILE, 12)]
+    assert "out of the resident layer" in result.errors[0].message
+    ctx.allow_shrink = True
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
+    assert result.ok and result.moves == [{"statement": "早上效率最高，下午容易分心", "from": PROFILE, "to": [JOBS]}]
 
 
 def test_rule4_a_trace_in_another_file_quotes_it(reply_vault):
@@ -464,6 +478,7 @@ def test_rule5_new_trace_must_carry_the_pass_date(reply_vault):
 
 def test_rule5_a_moved_statement_keeps_its_old_trace_date(reply_vault):
     vault, ctx = reply_vault
+    ctx.allow_shrink = True  # the move is out of the resident layer (rule 10)
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, JOBS_TEXT + S2 + "\n")))
     assert result.ok, format_issues(result.errors)
 
@@ -540,14 +555,18 @@ def test_rule8_a_rewrite_with_a_trace_is_not_a_drop(reply_vault):
     assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, changed)), drops)).ok
 
 
-def test_rule8_small_files_may_lose_more(make_vault):
+def test_rule8_small_files_lose_at_most_a_quarter_too(make_vault):
+    """Rule 8 counts from two statements: dropping 2 of 3 is refused unless --allow-shrink."""
     text = "- a（来源：[[2026-11-28 随手记]]）\n- b（来源：[[2026-11-28 随手记]]）\n- c（来源：[[2026-11-28 随手记]]）\n"
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
     drops = f'<dropped file="{PROFILE}" reason="x">a</dropped>\n<dropped file="{PROFILE}" reason="x">b</dropped>\n'
-    result = validate_response(vault, parse_response(reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)), ctx)
-    assert result.ok, format_issues(result.errors)
+    text_reply = reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)
+    result = validate_response(vault, parse_response(text_reply), ctx)
+    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)] and "2 of its 3" in result.errors[0].message
+    ctx.allow_shrink = True
+    assert validate_response(vault, parse_response(text_reply), ctx).ok
 
 
 def test_content_nul_and_empty_are_refused(reply_vault):
