@@ -245,6 +245,8 @@ def render_pass(result, show_diff: bool = False) -> str:
         out.append("  no memory file changed")
     if result.converged:
         out.append(f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): " + ", ".join(result.converged))
+    for move in getattr(result, "moved", []):
+        out.append(f"  moved {move['statement']!r}: {move['from']} → {', '.join(move['to'])}")
     for entry in result.deferred:
         out.append(f"  deferred {entry['note']}: {entry['reason']}")
     if result.waiting:

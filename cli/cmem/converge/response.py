@@ -371,11 +371,11 @@ def _read_converged(reader: _Reader, match: re.Match) -> int:
     attributes = reader.attributes(match)
     _, end = _element_text(reader, match)
     note = attributes.get("note", "").strip()
-    into = [part.strip() for part in attributes.get("into", "").split(",") if part.strip()]
+    into = [part.strip() for part in re.split(r"[,;]", attributes.get("into", "")) if part.strip()]
     if not note:
         reader.error(match.start(), "<converged> without a note attribute")
     elif not into:
-        reader.error(match.start(), f"<converged note={note!r}> does not say into which files (into=\"a.md, b.md\"); a note with nothing to keep is <deferred>")
+        reader.error(match.start(), f"<converged note={note!r}> does not say into which files (into=\"a.md; b.md\"); a note with nothing to keep is <deferred>")
     else:
         reader.response.converged.append(ConvergedEntry(note, into, reader.line_at(match.start())))
     return end
