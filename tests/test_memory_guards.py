@@ -129,3 +129,25 @@ def test_a_move_is_reported_in_the_summary_json_and_commit(pass_vault, monkeypat
     from cmem.render import render_pass
 
     assert "moved '简历投了三家公司'" in render_pass(result)
+
+
+def test_the_hostile_corpus_by_rule_table_is_measured_and_spliced_in_place():
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("hostile_by_rule", REPO / "bench" / "hostile_by_rule.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.measure()
+    assert figures["missed"] == []
+    assert all(c["rejected"] == c["for_rule"] == c["replies"] for c in figures["by_rule"].values())
+    assert {str(rule) for rule in range(1, 14)} <= set(figures["by_rule"])
+    assert figures["valid_hand"][1] == 0 and figures["valid_generated"][1] <= figures["valid_generated"][0] // 100
+    assert figures["translations"] == (len(module.TRANSLATIONS), 0)
+    section = module.render(figures)
+    document = "# Reliability figures\n\nbefore\n\n" + section + "\nafter\n"
+    assert module.splice(document, section) == document
+    assert module.splice("# R\n", section).count(module.START) == 1
+    shown = (REPO / "docs" / "reliability.md").read_text("utf-8")
+    assert module.START in shown and "| all | |" in shown

@@ -55,25 +55,31 @@ FACTS_TEXT = """# Facts
 """
 
 
-@pytest.fixture
-def reply_vault(make_vault, tmp_path):
-    """The vault every reply in tests/replies/ is written against, and the pass's context."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
+REPLY_VAULT_FILES = {
+    PROFILE: PROFILE_TEXT,
+    JOBS: JOBS_TEXT,
+    FACTS: FACTS_TEXT,
+    NOTE: NOTE_TEXT,
+    IDEA: IDEA_TEXT,
+    "archive/2026-11/2026-11-20 日记.md": DIARY_TEXT,
+    "archive/ARCHIVE-CHECKLIST.md": "# Archive checklist\n",
+    "private/secrets.md": "- unmanaged\n",
+}
+REPLY_VAULT_CONFIG = "resident_max_tokens: 300\nsituational_max_tokens: 400\n"
+
+
+def build_reply_vault(root: Path, outside: Path) -> tuple[Vault, PassContext]:
+    """The vault every reply in tests/replies/ is written against, and the pass's context (also
+    used by bench/hostile_by_rule.py)."""
+    outside.mkdir(parents=True, exist_ok=True)
     (outside / "target.md").write_text("- outside the vault\n", encoding="utf-8")
-    root = make_vault(
-        {
-            PROFILE: PROFILE_TEXT,
-            JOBS: JOBS_TEXT,
-            FACTS: FACTS_TEXT,
-            NOTE: NOTE_TEXT,
-            IDEA: IDEA_TEXT,
-            "archive/2026-11/2026-11-20 日记.md": DIARY_TEXT,
-            "archive/ARCHIVE-CHECKLIST.md": "# Archive checklist\n",
-            "private/secrets.md": "- unmanaged\n",
-        },
-        config_yaml="resident_max_tokens: 300\nsituational_max_tokens: 400\n",
-    )
+    (root / ".cmem").mkdir(parents=True)
+    (root / ".cmem" / "config.yaml").write_text(REPLY_VAULT_CONFIG, encoding="utf-8")
+    for folder in ("converged/core", "converged/topics", "archive"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for rel, text in REPLY_VAULT_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
     os.symlink(outside, root / "converged/topics/escape")
     os.symlink(outside / "target.md", root / "converged/topics/linked.md")
     vault = Vault(root=root, config=load_config(root))
@@ -85,6 +91,12 @@ def reply_vault(make_vault, tmp_path):
         source_texts={"2026-11-28 随手记": NOTE_TEXT, "idea - svelte": IDEA_TEXT, "2026-11-20 日记": DIARY_TEXT},
     )
     return vault, ctx
+
+
+@pytest.fixture
+def reply_vault(tmp_path):
+    """The vault every reply in tests/replies/ is written against, and the pass's context."""
+    return build_reply_vault(tmp_path / "vault1", tmp_path / "outside")
 
 
 def snapshot(*folders: Path) -> dict[str, bytes]:

@@ -47,8 +47,8 @@ from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vaul
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3
 # A statement in one script citing a note in another (an English statement from a Chinese note)
-# shares only names and numbers with it: a weaker threshold, so translation is not invention.
-CROSS_SCRIPT_THRESHOLD = 0.1
+# shares only names and numbers with it (uv, Python, 1500): across scripts, a statement is
+# suspect only when the names and numbers there are to share are not shared at all.
 _MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
 _INVENTION_MIN_TOKENS = 3
 _STOPWORDS = frozenset("a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split())
@@ -727,9 +727,15 @@ class _Checker:
                 words = word_tokens(statement.core)
                 if not cited or len(words) < _INVENTION_MIN_TOKENS:
                     continue
-                overlap = len(words & set().union(*(self.source_words(name) for name in cited))) / len(words)
-                same_script = any(_mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "") for name in cited)
-                if overlap < (INVENTION_THRESHOLD if same_script else CROSS_SCRIPT_THRESHOLD):
+                note_words = set().union(*(self.source_words(name) for name in cited))
+                overlap = len(words & note_words) / len(words)
+                if any(_mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "") for name in cited):
+                    suspect = overlap < INVENTION_THRESHOLD
+                else:
+                    # a translation: judge on the names and numbers (ASCII words) one side offers
+                    offered = {w for w in (words if _mostly_cjk(statement.core) else note_words) if w.isascii()}
+                    suspect = bool(offered) and not (offered & (note_words if _mostly_cjk(statement.core) else words))
+                if suspect:
                     links = ", ".join(f"[[{name}]]" for name in cited)
                     self.warn(change.path, statement.line_no, "invention", f"few of the words of {_short(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it")
 
