@@ -450,11 +450,18 @@ def test_rule3_new_statement_needs_a_resolving_source(reply_vault):
     assert found == {(14, "3"), (15, "3")}
 
 
-@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]", "[[profile]]"])
+@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]"])
 def test_rule3_source_resolution_is_obsidian_like(reply_vault, link):
     vault, ctx = reply_vault
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
-    assert "3" not in rules(result.errors), format_issues(result.errors)
+    assert result.ok, format_issues(result.errors)
+
+
+@pytest.mark.parametrize("link", ["[[profile]]", "[[Job-Search]]", "[[converged/topics/facts]]"])
+def test_rule11_a_memory_file_is_not_a_source(reply_vault, link):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
+    assert rules(result.errors) == ["11"] and "not a note" in result.errors[0].message
 
 
 def test_rule3_english_source_format_is_understood(reply_vault):
