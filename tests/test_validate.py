@@ -785,6 +785,7 @@ def test_a_statement_kept_only_inside_another_statements_history_is_lost(reply_v
     ("Salary expectation ≥ €60k", "Salary expectation ≤ $60k"),
     ("Uses Python 3.12 for scripts", "Uses Python 31.2 for scripts"),
     ("Freezer alarm at -5 °C", "Freezer alarm at 5 °C"),
+    ("I live in Berlin.", "I do not live in Berlin."),
 ])
 def test_signs_numbers_and_question_marks_are_part_of_a_statement(reply_vault, old, new):
     vault, ctx = reply_vault

@@ -22,6 +22,9 @@ import pytest
 
 import reply_variants as rv
 from cmem import statements
+from cmem import notes as notes_module
+from cmem.converge import lines as lines_module
+from cmem.converge import paths as paths_module
 from cmem.converge import response as response_module
 from cmem.converge import validate as validate_module
 from cmem.converge.response import MAX_RESPONSE_BYTES, parse_response
@@ -138,10 +141,22 @@ def _patterns(module) -> dict[str, re.Pattern]:
 
 
 def test_no_pattern_on_the_reading_path_nests_unbounded_quantifiers():
-    found = {**_patterns(response_module), **_patterns(validate_module), **_patterns(statements)}
-    assert len(found) >= 10
+    modules = (response_module, validate_module, statements, lines_module, paths_module, notes_module)
+    found = {name: pattern for module in modules for name, pattern in _patterns(module).items()}
+    assert len(found) >= 20
     nested = [name for name, pattern in found.items() if _unbounded_inside_unbounded(sre_parse.parse(pattern.pattern, pattern.flags))]
     assert nested == []
     # and the check itself sees the shapes that backtrack
     for bad in (r"(a+)+", r"(?:x|y*)*", r"((?:[^<>]|\"[^\"]*\")*)>"):
         assert _unbounded_inside_unbounded(sre_parse.parse(bad)), bad
+
+
+def test_a_1mb_single_line_statement_in_a_topic_file_is_refused_by_the_topic_cap(corpus):
+    vault, ctx = corpus
+    line = "- " + "以后都用 uv 管理 Python 环境，" * 50_000 + "（来源：[[2026-11-28 随手记]]）"
+    assert len(line.encode()) > 1_000_000
+    path = "converged/topics/tools.md"
+    text = rv.wrap(rv.block(path, "# Tools\n\n" + line + "\n"), f'<converged note="{rv.NOTE}" into="{path}"/>\n')
+    validation = validate_response(vault, parse_response(text), ctx)
+    assert [(e.rule, e.file) for e in validation.errors] == [("13", path)]
+    assert "situational_max_tokens" in validation.errors[0].message and validation.writes == {}
