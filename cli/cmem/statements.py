@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from cmem.config import LANGUAGE_DEFAULTS, Formats
 
@@ -47,8 +47,9 @@ class Statement:
     sources: tuple[str, ...]
     traces: tuple[Trace, ...]
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """The normalised core (computed once: the validator compares keys many times)."""
         return normalize(self.core)
 
 
