@@ -151,3 +151,25 @@ def test_the_hostile_corpus_by_rule_table_is_measured_and_spliced_in_place():
     assert module.splice("# R\n", section).count(module.START) == 1
     shown = (REPO / "docs" / "reliability.md").read_text("utf-8")
     assert module.START in shown and "| all | |" in shown
+
+
+def test_apply_takes_allow_shrink_like_converge(pass_vault, tmp_path):
+    kept = PROFILE_TEXT.split("- 喜欢用 Python 写脚本")[0]
+    response = tmp_path / "shrink.txt"
+    response.write_text(
+        "<convergence>\n"
+        f'<file path="{PROFILE}">\n{kept}- 以后都用 uv 管理 Python 环境（来源：[[2026-11-28 随手记]]）\n</file>\n'
+        f'<dropped file="{PROFILE}" reason="stale">喜欢用 Python 写脚本</dropped>\n'
+        f'<dropped file="{PROFILE}" reason="stale">早上效率最高，下午容易分心</dropped>\n'
+        f'<converged note="{NOTE}" into="{PROFILE}"/>\n</convergence>\n', encoding="utf-8")
+    runner = CliRunner()
+    base = ["--vault", str(pass_vault)]
+    refused = runner.invoke(app, ["converge", "--response", str(response), *base])
+    assert refused.exit_code == 1 and "2 of its 4 statements" in refused.output
+    proposed = runner.invoke(app, ["converge", "--response", str(response), "--propose", "--allow-shrink", *base])
+    assert proposed.exit_code == 0, proposed.output
+    assert runner.invoke(app, ["apply", "--yes", *base]).exit_code == 1
+    assert "喜欢用 Python 写脚本" in (pass_vault / PROFILE).read_text("utf-8")
+    applied = runner.invoke(app, ["apply", "--yes", "--allow-shrink", *base])
+    assert applied.exit_code == 0, applied.output
+    assert "喜欢用 Python 写脚本" not in (pass_vault / PROFILE).read_text("utf-8")
