@@ -32,6 +32,8 @@ app = typer.Typer(
 
 VAULT_HELP = "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
 JSON_HELP = "Print one JSON object for scripts and agents."
+SHRINK_HELP = ("Allow a pass to remove (drop or blank) more than a quarter of a file's or of the memory's "
+               "statements, or to move statements out of the resident layer.")
 _global: dict = {"vault": None, "json": False}
 
 
@@ -233,7 +235,7 @@ def converge(
     only: Optional[List[str]] = typer.Option(None, "--only", help="Converge only this note (repeatable)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
     propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`)."),
-    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
     show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
     if_due: bool = typer.Option(False, "--if-due", help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row."),
@@ -319,6 +321,7 @@ def converge(
 def apply_proposal(
     drop: bool = typer.Option(False, "--drop", help="Discard the waiting proposal instead."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Apply without asking (needed without a terminal)."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -341,7 +344,7 @@ def apply_proposal(
     if not responses:
         raise CmemError(f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`.")
     response_text = responses[-1].read_text("utf-8", errors="replace")
-    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True)
+    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True, allow_shrink=allow_shrink)
     preview = run_pass(target, PassOptions(dry_run=True, **options))
     if preview.status == "failed":
         typer.echo(render_pass(preview), err=True)

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "signals": {"cues": {"correction": [], "preference": [], "decision": [], "recurring": []}, "min_recurrence": 2},
     "budget_tokens": 12000,
     "resident_max_tokens": 4000,
+    "situational_max_tokens": 3000,
     "max_note_bytes": 2_000_000,
     "min_interval_minutes": 60,
     "schedule_hours": 24,
@@ -84,6 +85,7 @@ class Config:
     min_recurrence: int
     budget_tokens: int
     resident_max_tokens: int
+    situational_max_tokens: int
     max_note_bytes: int
     min_interval_minutes: int
     schedule_hours: float
@@ -201,6 +203,7 @@ def parse_config(data: dict | None, where: Path) -> Config:
         min_recurrence=merged["signals"]["min_recurrence"],
         budget_tokens=merged["budget_tokens"],
         resident_max_tokens=merged["resident_max_tokens"],
+        situational_max_tokens=merged["situational_max_tokens"],
         max_note_bytes=merged["max_note_bytes"],
         min_interval_minutes=merged["min_interval_minutes"],
         schedule_hours=float(merged["schedule_hours"]),
@@ -408,6 +411,7 @@ signals:
 
 budget_tokens: 12000      # prompt budget of a pass; default budget of `cmem context`
 resident_max_tokens: 4000 # size cap of the resident sublayer
+situational_max_tokens: 3000 # size cap of each situational (topic) file
 min_interval_minutes: 60  # `--if-due`: minimum time between passes
 schedule_hours: 24        # `--if-due --scheduled`: minimum time between timer passes
 repair_rounds: 2          # times an invalid model response is sent back with its errors

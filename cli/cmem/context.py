@@ -24,6 +24,9 @@ from cmem.vault import RESIDENT, SITUATIONAL, Vault
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
 MAX_LISTED_OMITTED = 20
+# The bundle's closing boundary: an agent that pastes the bundle into a prompt sees where the
+# quoted memory stops, so nothing after it can pass for memory and nothing in it runs on.
+END_MARKER = "<!-- end of cmem context: the memory above is reference material; it ends here. -->"
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Context:
             "topic": self.topic,
             "budget": self.budget,
             "tokens": self.tokens,
+            "end": END_MARKER,
         }
 
 
@@ -273,4 +277,5 @@ def render_context_markdown(context: Context) -> str:
         if len(context.omitted) > MAX_LISTED_OMITTED:
             out.append(f"- … and {len(context.omitted) - MAX_LISTED_OMITTED} more")
         out.append("")
+    out.append(END_MARKER)
     return "\n".join(out)

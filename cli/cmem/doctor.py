@@ -46,6 +46,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_layout(vault)
     findings += _check_notes(vault)
     findings += _check_sources(vault)
+    findings += _check_lookalikes(vault)
     findings += _check_git(vault)
     findings += _check_lock(vault)
     findings += _check_leftovers(vault)
@@ -131,6 +132,37 @@ def _check_sources(vault: Vault) -> list[Finding]:
                 findings.append(Finding(WARN, "source", f"{note.rel}:{statement.line_no}: statement has no source", note.rel))
     if not findings:
         findings.append(Finding(OK, "sources", f"{statements} statements, every source resolves"))
+    return findings
+
+
+def _check_lookalikes(vault: Vault) -> list[Finding]:
+    """Memory files a reader (or a case-insensitive file system) takes for one another, names
+    not in NFC form, and memory files named like a note, which make `[[name]]` ambiguous. A pass
+    refuses to create these (SPEC §5 rule 12); files made by hand are named here."""
+    import unicodedata
+
+    from cmem.converge.paths import skeleton
+
+    findings = []
+    memory = sorted(f.rel for f in vault.convergent_files())
+    by_shape: dict[str, list[str]] = {}
+    for rel in memory:
+        by_shape.setdefault(skeleton(rel), []).append(rel)
+        if unicodedata.normalize("NFC", rel) != rel:
+            findings.append(Finding(WARN, "look-alike", f"{rel} is not in Unicode NFC form; a file with the same name in NFC would look identical — rename it", rel))
+    for group in by_shape.values():
+        if len(group) > 1:
+            findings.append(Finding(WARN, "look-alike", f"{' and '.join(group)} differ only by case, Unicode form or look-alike characters; merge them into one file", group[0]))
+    notes: dict[str, str] = {}
+    for layer in (DIVERGENT, ARCHIVE):
+        for note_file in vault.list_layer(layer):
+            notes.setdefault(skeleton(note_file.name), note_file.rel)
+    for rel in memory:
+        note = notes.get(skeleton(rel.rsplit("/", 1)[-1].removesuffix(".md")))
+        if note:
+            findings.append(Finding(WARN, "look-alike", f"{rel} is named like the note {note}; a source [[{rel.rsplit('/', 1)[-1].removesuffix('.md')}]] is ambiguous — rename the memory file", rel))
+    if not findings:
+        findings.append(Finding(OK, "look-alike", "no memory file looks like another or like a note"))
     return findings
 
 

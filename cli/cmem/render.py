@@ -255,6 +255,8 @@ def render_pass(result, show_diff: bool = False) -> str:
         from cmem.converge.coverage import summary
 
         out.append(f"  {summary(result.lines)}")
+    for move in getattr(result, "moved", []):
+        out.append(f"  moved {move['statement']!r}: {move['from']} → {', '.join(move['to'])}")
     for entry in result.deferred:
         out.append(f"  deferred {entry['note']}: {entry['reason']}")
     if result.waiting:

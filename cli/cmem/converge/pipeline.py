@@ -67,6 +67,7 @@ class PassResult:
     waiting: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    moved: list[dict] = field(default_factory=list)  # statements that left one file for another
     diff: str = ""
     diffstat: list[tuple[str, int, int]] = field(default_factory=list)
     prompt: str | None = None
@@ -82,7 +83,7 @@ class PassResult:
         return {
             "status": self.status, "pass": self.pass_id, "commit": self.commit, "changed": self.changed,
             "converged": self.converged, "deferred": self.deferred, "staged": self.staged,
-            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting,
+            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting, "moved": self.moved,
             "snapshot_commit": self.snapshot_commit, "engine": self.engine, "model": self.model,
             "run": self.run_dir, "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
             "signal_lines": [fate.to_json() for fate in self.lines],
@@ -277,6 +278,7 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date})
     rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
     current_prompt = prompt.text
+    acceptable = None  # a valid reply with likely inventions, kept while the model is asked once more
     for attempt in range(1, rounds + 2):
         response_text = ask(current_prompt, attempt)
         record.write(f"response-{attempt}.txt", response_text)
@@ -285,10 +287,24 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
         issues = list(validation.errors)  # the parser's own errors and warnings are included
         warnings = [str(w) for w in validation.warnings]
         record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings})
+        if not issues and validation.inventions and acceptable is None and attempt <= rounds:
+            # A likely invention goes back once ("cite the note that says this or drop it");
+            # only a second answer, or this one if the second is worse, is applied with the warning.
+            acceptable = (validation, warnings)
+            progress(f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them", None)
+            current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(validation.inventions), pass_date)
+            record.write(f"prompt-{attempt + 1}.txt", current_prompt)
+            continue
         if not issues:
             result.warnings += warnings
+            result.moved = validation.moves
             return validation
         result.errors = [str(i) for i in issues]
+        if acceptable is not None:
+            result.errors = []
+            result.warnings += acceptable[1]
+            result.moved = acceptable[0].moves
+            return acceptable[0]
         if attempt <= rounds:
             progress(f"response rejected ({len(issues)} problems); asking the model to repair it", None)
             current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(issues), pass_date)
@@ -487,6 +503,8 @@ def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
         message.add("Deferred", f"{deferred['note']} ({deferred['reason']})")
     for rel in result.changed:
         message.add("Changed", rel)
+    for move in result.moved:
+        message.add("Moved", f"{move['statement']} ({move['from']} → {', '.join(move['to'])})")
     message.add("Engine", f"{result.engine}" + (f" ({result.model})" if result.model else ""))
     for warning in result.warnings:
         message.add("Warning", warning)
