@@ -554,6 +554,16 @@ def test_rule4_changing_a_statement_again_must_nest_its_old_trace(reply_vault):
     assert "nested" in result.errors[0].message
 
 
+def test_rule4_a_statement_changed_twice_in_one_pass_keeps_its_chain(reply_vault):
+    """X → Y → Z in one pass (two notes, one after the other): Y was never in the file, so X nested
+    under Y's trace is still the chain's own rewrite (the builtin engine writes this)."""
+    vault, ctx = reply_vault
+    twice = (f"- 在找深圳 AI Agent 实习（更新于 {PASS_DATE}，原为：在找深圳后端实习（更新于 {PASS_DATE}，"
+             f"原为：在找北京后端实习（更新于 2026-10-01，原为：想读研）））（来源：[[2026-11-28 随手记]]）")
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, twice, S3, S4, S5))))
+    assert result.ok, format_issues(result.errors)
+
+
 def test_rule4_an_old_trace_quoting_the_words_is_not_a_rewrite(make_vault):
     """Only a trace this pass wrote may account for a removed statement."""
     text = "- B（更新于 2026-10-01，原为：A）（来源：[[2026-11-28 随手记]]）\n- A（来源：[[2026-11-28 随手记]]）\n"

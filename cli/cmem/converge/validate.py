@@ -480,13 +480,24 @@ class _Checker:
         trace nested inside another is that other statement's history, not this one's rewrite."""
         if self._rewrites is None:
             known = self.known_traces(changes)
+            current = {old.key for c in changes if c.base for old in c.base.statements}
             self._rewrites = {}
             for other in changes:
                 for statement in other.new.statements:
-                    for trace in statement.traces:
-                        trace_id = self.trace_id(trace)
-                        if trace_id not in known:
+                    level = list(statement.traces)
+                    while level:
+                        deeper: list[Trace] = []
+                        for trace in level:
+                            trace_id = self.trace_id(trace)
+                            if trace_id in known:
+                                continue
                             self._rewrites.setdefault(trace_id[1], []).append(is_blank(statement.core))
+                            # a statement changed twice in one pass (X → Y → Z): Y was never in a
+                            # file, so X, nested under it, is still this chain's own rewrite; under
+                            # a statement the file holds, it is that statement's history instead
+                            if trace_id[1] not in current:
+                                deeper += trace.older
+                        level = deeper
         return self._rewrites
 
     def check_removals(self, change: _Change, changes: list[_Change]) -> None:
