@@ -7,7 +7,12 @@ and only when the value looks like a credential: one word of printable ASCII, si
 more, not a plain dictionary-looking word, a number of `tokens`, a path, a URL or a placeholder.
 So "the password policy says…", "token budget: 12000" and "secret santa" pass through untouched.
 
-Known limit: a password that is a plain lowercase word (`password: sunshine`) is not redacted.
+A plain word is a password only after a password key with `:` or `=` (`password: sunshine`),
+never after "is" ("the password is incorrect") nor one of a few prose words ("password: required").
+A long hex string is a credential only when a credential word names it a few words before
+("deploy token 3f2a…") and no hash word does ("the key commit 3f2a…"); git SHAs in prose stay.
+Basic-auth and Docker `auth` values are redacted only when they decode to `user:password`.
+The corpus in tests/secrets_corpus.py measures all this (docs/reliability.md, "Secrets").
 
 The output is deterministic: the same text always gives the same bytes, so prompts stay cacheable.
 """
@@ -20,54 +25,122 @@ _START = r"(?<![A-Za-z0-9_-])"  # a token starts at a word edge …
 _END = r"(?![A-Za-z0-9_-])"  # … and ends at one
 
 # (label, pattern) in order: specific shapes before the generic ones that could also match them.
+# Prefixes are the providers' own (documented token formats); the lengths keep a bare mention of a
+# prefix ("ghp_ is GitHub's prefix", `hf_hub_download`, `npm_config_cache`) from matching.
+_PREFIXED = [
+    ("huggingface-token", r"hf_[A-Za-z0-9]{30,}"),
+    ("gitlab-token", r"gl(?:pat|rt|dt|ptt|ft|imt|oas|cbt|soat|agent)-[A-Za-z0-9_-]{20,}"),
+    ("grafana-token", r"gl(?:sa|c)_[A-Za-z0-9_=+/-]{32,}"),
+    ("npm-token", r"npm_[A-Za-z0-9]{36}"),
+    ("sendgrid-key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("google-oauth-secret", r"GOCSPX-[A-Za-z0-9_-]{24,}"),
+    ("google-oauth-token", r"ya29\.[A-Za-z0-9_-]{30,}"),
+    ("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{24,}"),
+    ("pypi-token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}"),
+    ("shopify-token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    ("twilio-key", r"SK[0-9a-f]{32}"),
+    ("mailgun-key", r"key-[0-9a-f]{32}"),
+    ("mailchimp-key", r"[0-9a-f]{32}-us[0-9]{1,2}"),
+    ("atlassian-token", r"ATATT3[A-Za-z0-9_=-]{60,}"),
+    ("linear-key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}"),
+    ("notion-token", r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})"),
+    ("postman-key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("vault-token", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    ("age-secret-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("databricks-token", r"dapi[a-f0-9]{32}(?:-[0-9])?"),
+    ("newrelic-key", r"NR(?:AK|AA|II)-[A-Z0-9]{27}"),
+    ("sentry-token", r"sntry[su]_[A-Za-z0-9_=+/-]{40,}"),
+    ("replicate-token", r"r8_[A-Za-z0-9]{37}"),
+    ("groq-key", r"gsk_[A-Za-z0-9]{48,}"),
+    ("perplexity-key", r"pplx-[A-Za-z0-9]{40,}"),
+    ("xai-key", r"xai-[A-Za-z0-9]{60,}"),
+    ("square-token", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    ("tailscale-key", r"tskey-[a-z]+-[A-Za-z0-9-]{20,}"),
+    ("doppler-token", r"dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9._-]{40,}"),
+    ("pulumi-token", r"pul-[a-f0-9]{40}"),
+    ("supabase-token", r"sbp_[a-f0-9]{40}"),
+]
+
 _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     (
         "private-key",
         re.compile(
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
             # the whole block; or, for a paste cut short, its header and base64 lines
-            r"(?:.{0,20000}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n(?:[A-Za-z-]+:[^\n]*|[A-Za-z0-9+/=]{4,}))*)",
+            r"(?:.{0,20000}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n(?:[A-Za-z-]+:[^\n]*|[A-Za-z0-9+/=]{4,}))*)"
+            # a PuTTY key file: header lines and base64 lines to its end
+            r"|PuTTY-User-Key-File-[0-9]+:[^\n]*(?:\r?\n(?:[A-Za-z-]+:[^\n]*|[A-Za-z0-9+/=]{4,}))*",
             re.DOTALL,
         ),
     ),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}")),
+    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}")),
     ("anthropic-key", re.compile(_START + r"sk-ant-[A-Za-z0-9_-]{20,}" + _END)),
     ("openai-key", re.compile(_START + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}" + _END)),
     ("github-token", re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END)),
     ("aws-access-key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    ("slack-token", re.compile(_START + r"xox[abpros]-[A-Za-z0-9-]{10,}" + _END)),
+    ("slack-token", re.compile(_START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END)),
     ("google-api-key", re.compile(_START + r"AIza[0-9A-Za-z_-]{35}" + _END)),
     ("stripe-key", re.compile(_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _END)),
     ("jwt", re.compile(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END)),
+    ("telegram-bot-token", re.compile(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:[A-Za-z0-9_-]{35}" + _END)),
+    *[(label, re.compile(_START + pattern + _END)) for label, pattern in _PREFIXED],
 ]
 
-# Shapes whose prefix stays readable: only the value is replaced.
+# Shapes whose prefix stays readable: only the value is replaced. (prefix, value[, suffix])
 _AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key[\"']?[^\S\n]*[:=][^\S\n]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")
 _BEARER = re.compile(r"(?i)(\bbearer[^\S\n]+)([A-Za-z0-9._~+/=-]{16,})")
-_URL_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s/@]{6,})(@)", re.IGNORECASE)
+# HTTP Basic auth, Docker's `"auth": "…"` and `curl -u user:pass`: base64 of `user:password`
+_BASIC = re.compile(r"(?i)(\bbasic[^\S\n]+|[\"']auth[\"'][^\S\n]*:[^\S\n]*[\"'])([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_CURL_USER = re.compile(r"((?<![A-Za-z0-9-])(?:-u|--user)[^\S\n]+[\"']?[^\s:\"'/]+:)([^\s\"']+)")
+_NETRC = re.compile(r"(?i)(\bmachine[^\S\n]+\S+[^\S\n]+login[^\S\n]+\S+[^\S\n]+password[^\S\n]+)(\S+)")
+# Azure connection strings and SAS URLs: the key is whatever follows its name up to `;` or `&`
+_AZURE = re.compile(r"((?:AccountKey|SharedAccessKey|[?&]sig)=)([A-Za-z0-9+/%=]{20,})")
+# `scheme://user:password@host`, the user may be empty (`redis://:pass@host`)
+_URL_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/@]+)(@)", re.IGNORECASE)
+# A long hex string named as a credential a few words before it ("deploy token 3f2a…",
+# "api key 9c1d…"); a hex string in prose that no such word names (a git SHA, a checksum) stays.
+_NAMED_HEX = re.compile(
+    r"(?i)(\b(?:tokens?|keys?|secrets?|passwords?|credentials?|apikey)\b(?:[^\S\n]+[A-Za-z]+){0,3}?[^\S\n]*[:=]?[^\S\n]*)"
+    r"((?=[0-9a-f]{0,127}[a-f])(?=[0-9a-f]{0,127}[0-9])[0-9a-f]{32,128})(?![0-9a-z])"
+)
+_HASH_WORDS = re.compile(r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b")
 
-# `key: value`, `key = value`, `key=value`, `"key": "value"`, `密码：value`, `密码是value`. The key
-# is matched from the word that ends it (`DB_PASSWORD`, `githubToken`, `api-key`), so `token_budget`
-# and `max_tokens` are not keys here. (A leading `[\w.-]*` would make long identifiers quadratic.)
+# `key: value`, `key = value`, `key=value`, `"key": "value"`, `密码：value`, `密码是value`,
+# `api key is value`. The key is matched from the word that ends it (`DB_PASSWORD`, `githubToken`,
+# `api-key`), so `token_budget` and `max_tokens` are not keys here. (A leading `[\w.-]*` would make
+# long identifiers quadratic.) A quoted value may hold spaces (`password: "correct horse …"`).
 _KEY_VALUE = re.compile(
-    r"(?P<key>(?i:(?P<word>password|passwd|passphrase|pwd|secret|token"
-    r"|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key|client[ _-]?secret))(?![A-Za-z0-9_])"
+    r"(?P<key>(?i:(?P<word>password|passwd|passphrase|pwd|(?<![A-Za-z])pass|secret|token"
+    r"|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key(?:[ _-]?id)?|client[ _-]?secret"
+    r"|(?:wifi|wi-fi|wlan|wpa2?|license|licence|encryption|recovery|master|signing)[ _-]?key))(?![A-Za-z0-9_])"
     r"|(?P<zh>密码|口令|密钥|秘钥|令牌))"
-    r"(?P<sep>[\"']?[^\S\n]*(?:=>|[:=：])[^\S\n]*|(?<=[码令钥牌])[是为][^\S\n]*)"
-    r"(?P<quote>[\"'`]?)(?P<value>[!-~]+)"
+    r"(?P<sep>[\"']?[^\S\n]*(?:=>|[:=：])[^\S\n]*|(?<=[码令钥牌])[是为][^\S\n]*|(?P<is>[^\S\n]+(?:is|was)[^\S\n]+))"
+    r"(?:(?P<quote>[\"'`])(?P<quoted>[^\"'`\n]{1,200})(?P=quote)|(?P<value>[!-~]+))"
 )
 
 _LABELS = {
-    "password": "password", "passwd": "password", "passphrase": "password", "pwd": "password",
+    "password": "password", "passwd": "password", "passphrase": "password", "pwd": "password", "pass": "password",
     "密码": "password", "口令": "password", "token": "token", "令牌": "token",
     "secret": "secret", "密钥": "secret", "秘钥": "secret",
 }
 _COMPOUND_LABELS = {
     "apikey": "api-key", "accesskey": "access-key", "secretkey": "secret-key",
-    "privatekey": "private-key", "clientsecret": "client-secret",
+    "privatekey": "private-key", "privatekeyid": "private-key-id", "clientsecret": "client-secret",
 }
 _PASSWORD_LABEL = "password"
 _PLACEHOLDER = re.compile(r"^(?:\[REDACTED|<.*>$|\$|\{\{|%\(|\*{3,}|x{4,}$|\.{3})", re.IGNORECASE)
 _PLAIN_WORD = re.compile(r"^[A-Za-z][a-z]*(?:[-_][a-z]+)*$")
+# Words that follow "password:" in prose rather than being one ("password: required"). A plain
+# word after a password key is otherwise redacted: `password: sunshine` is a weak password, still one.
+_PROSE_WORDS = frozenset("""
+required optional needed necessary provided supplied missing unknown forgotten changed unchanged
+expired invalid incorrect correct hidden protected encrypted hashed stored managed rotated shared
+disabled enabled default blank empty reset updated removed deleted pending policy manager field
+prompt length change please should cannot secure insecure strong private public leaked sent
+""".split())
+_LITERAL_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "secret", "token", "changeme", "username"})
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
@@ -97,20 +170,69 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     text = _AWS_SECRET.sub(replace_value("aws-secret-key"), text)
     text = _BEARER.sub(replace_value("bearer-token", _looks_random), text)
-    text = _URL_PASSWORD.sub(replace_value("url-password", lambda value: _looks_like_credential(value, _PASSWORD_LABEL)), text)
+    text = _BASIC.sub(replace_value("basic-auth", _is_basic_credential), text)
+    text = _CURL_USER.sub(replace_value("password", _is_url_password), text)
+    text = _NETRC.sub(replace_value("password", _is_url_password), text)
+    text = _AZURE.sub(replace_value("azure-key"), text)
+    text = _URL_PASSWORD.sub(replace_value("url-password", _is_url_password), text)
 
     def replace_key_value(match: re.Match[str]) -> str:
         nonlocal count
         label = _label(match)
-        value = _trim_value(match.group("value"), match.group("quote"))
-        if not _looks_like_credential(value, label):
+        quoted = match.group("quoted")
+        if quoted is not None:
+            value, group = quoted, "quoted"
+            ok = _looks_like_credential(value, label, prose_sep=bool(match.group("is"))) if " " not in value.strip() \
+                else label == _PASSWORD_LABEL and len(value.strip()) >= 6 and not _PLACEHOLDER.match(value.strip())
+        else:
+            group = "value"
+            value = _trim_value(match.group("value"))
+            # a bare "pass" ("boarding pass: through gate 4") needs more than a plain word
+            prose = bool(match.group("is")) or (match.group("word") or "").lower() == "pass"
+            ok = _looks_like_credential(value, label, prose_sep=prose)
+        if not ok:
             return match.group(0)
         count += 1
-        start = match.start("value") - match.start()
-        return match.group(0)[:start] + f"[REDACTED:{label}]" + match.group("value")[len(value):]
+        start = match.start(group) - match.start()
+        return match.group(0)[:start] + f"[REDACTED:{label}]" + match.group(0)[start + len(value):]
 
     text = _KEY_VALUE.sub(replace_key_value, text)
+    def replace_named_hex(match: re.Match[str]) -> str:
+        nonlocal count
+        if _HASH_WORDS.search(match.group(1)):
+            return match.group(0)  # "the key commit 3f2a…": a hash named in passing
+        count += 1
+        return f"{match.group(1)}[REDACTED:hex-token]"
+
+    text = _NAMED_HEX.sub(replace_named_hex, text)
     return text, count
+
+
+def redact_data(data):
+    """`data` (JSON-like: dicts, lists, strings) with every string redacted, and how many; for
+    what `context`, `recall` and the MCP tools hand to an agent."""
+    if isinstance(data, str):
+        return redact_secrets(data)
+    if isinstance(data, dict):
+        total, out = 0, {}
+        for key, value in data.items():
+            out[key], found = redact_data(value)
+            total += found
+        return out, total
+    if isinstance(data, (list, tuple)):
+        total, items = 0, []
+        for value in data:
+            item, found = redact_data(value)
+            items.append(item)
+            total += found
+        return items, total
+    return data, 0
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of credential found in `text` (empty when none), in order of appearance."""
+    redacted, count = redact_secrets(text)
+    return list(dict.fromkeys(re.findall(r"\[REDACTED:([a-z0-9-]+)\]", redacted))) if count else []
 
 
 def _label(match: re.Match[str]) -> str:
@@ -121,25 +243,42 @@ def _label(match: re.Match[str]) -> str:
     return _COMPOUND_LABELS.get(joined, joined)
 
 
-def _trim_value(value: str, quote: str) -> str:
-    """The credential itself: up to the closing quote, without trailing sentence punctuation."""
-    if quote and quote in value:
-        return value[: value.index(quote)]
+def _trim_value(value: str) -> str:
+    """The credential itself: without trailing sentence punctuation or a closing quote."""
     return value.rstrip(".,;)]}>\"'`")
 
 
-def _looks_like_credential(value: str, label: str) -> bool:
+def _looks_like_credential(value: str, label: str, prose_sep: bool = False) -> bool:
     if len(value) < 6 or _PLACEHOLDER.match(value):
         return False
     if value.isdigit():
         return label == _PASSWORD_LABEL  # a PIN-like password, but `tokens=120000` is a count
     if _PLAIN_WORD.match(value):
-        return False  # "required", "Optional", "sunshine": prose, or a password too weak to hide
+        # "required", "Optional": prose; `password: sunshine` is a password, "the password is
+        # sunshine" may be prose, and a plain word named a token or a key is prose too
+        return label == _PASSWORD_LABEL and not prose_sep and value.lower() not in _PROSE_WORDS
     if value.startswith(("/", "~/", "./")) or re.match(r"^[a-z][a-z0-9+.-]*://", value, re.IGNORECASE):
         return False  # a path or a URL names where a secret is, not the secret
     if re.search(r"[(\[{]", value):
         return False  # code: os.environ["KEY"], getenv(…), {{ secrets.X }}
     return True
+
+
+def _is_url_password(value: str) -> bool:
+    return bool(value) and not _PLACEHOLDER.match(value) and value.lower() not in _LITERAL_PLACEHOLDERS \
+        and not re.search(r"[(\[{]", value)
+
+
+def _is_basic_credential(value: str) -> bool:
+    """Base64 of `user:password` (what Basic auth and Docker's config hold)."""
+    import base64
+    import binascii
+
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    return ":" in decoded and decoded.isprintable()
 
 
 def _looks_random(value: str) -> bool:
