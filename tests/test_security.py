@@ -227,6 +227,54 @@ def test_credentials_in_notes_and_memory_never_reach_the_model(corpus_vault, tmp
     assert any("redacted" in warning for warning in result.warnings)
 
 
+def _secret_vault(corpus_vault: Path, tmp_path: Path, monkeypatch) -> None:
+    (corpus_vault / "2026-11-30 keys.md").write_text(SECRET_NOTE, encoding="utf-8")
+    (corpus_vault / ".cmem/config.yaml").write_text("repair_rounds: 0\n", encoding="utf-8")
+    git(corpus_vault, "add", "-A")
+    git(corpus_vault, "commit", "-qm", "notes with keys")
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "000.txt").write_text("not an answer", encoding="utf-8")
+    monkeypatch.setenv("FAKE_LLM_REPLIES", str(queue))
+    monkeypatch.setenv("FAKE_LLM_LOG", str(tmp_path / "fake.log"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_run_records_are_private_and_redacted(corpus_vault, tmp_path, monkeypatch, umask):
+    _secret_vault(corpus_vault, tmp_path, monkeypatch)
+    old = os.umask(umask)
+    try:
+        result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW))
+    finally:
+        os.umask(old)
+    assert result.status == "failed"
+    run = Path(result.run_dir)
+    for folder in (run, run.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    files = sorted(run.iterdir())
+    assert {f.name for f in files} >= {"prompt.txt", "run.json", "response-1.txt", "validation-1.json"}
+    for file in files:
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+        text = file.read_text("utf-8")
+        assert [secret for secret in SECRETS if secret in text] == [], file.name
+    assert "2026-11-30 keys.md" in (run / "prompt.txt").read_text("utf-8")
+    record = json.loads((run / "run.json").read_text("utf-8"))
+    assert record["redacted"] >= len(SECRETS) - 2 and record["raw_prompt_kept"] is False
+
+
+def test_keep_raw_prompt_keeps_the_run_record_raw_but_not_the_model_prompt(corpus_vault, tmp_path, monkeypatch):
+    _secret_vault(corpus_vault, tmp_path, monkeypatch)
+    done = cmem("converge", "--engine", "llm", "--llm", harness.fake_command(), "--keep-raw-prompt", "--json",
+                "--vault", str(corpus_vault), env={"FAKE_LLM_REPLIES": str(tmp_path / "queue"), "FAKE_LLM_LOG": str(tmp_path / "fake.log")})
+    assert done.returncode == 1, done.stderr
+    run = Path(json.loads(done.stdout)["run"])
+    raw = (run / "prompt.txt").read_text("utf-8")
+    assert all(secret in raw for secret in SECRETS[9:11])  # the password and the URL password, in plain text
+    assert stat.S_IMODE((run / "prompt.txt").stat().st_mode) == 0o600
+    sent = json.loads((tmp_path / "fake.log").read_text("utf-8").splitlines()[0])["prompt"]
+    assert [secret for secret in SECRETS if secret in sent] == []
+
+
 def test_the_prompt_handed_to_an_agent_is_redacted_too(corpus_vault):
     (corpus_vault / "2026-11-30 keys.md").write_text(SECRET_NOTE, encoding="utf-8")
     done = cmem("converge", "--emit-prompt", "--vault", str(corpus_vault))

@@ -232,6 +232,7 @@ def converge(
     propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`)."),
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
     show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
+    keep_raw_prompt: bool = typer.Option(False, "--keep-raw-prompt", help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
     if_due: bool = typer.Option(False, "--if-due", help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row."),
     scheduled: bool = typer.Option(False, "--scheduled", help="With --if-due, for cron and systemd timers: due after schedule_hours instead."),
@@ -270,7 +271,7 @@ def converge(
         response_text = responses[-1].read_text("utf-8", errors="replace")
         only = only or record.read_json("run.json").get("notes")
     options = PassOptions(engine=engine, llm=llm, dry_run=dry_run, emit_prompt=emit_prompt, response_text=response_text,
-                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink)
+                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink, keep_raw_prompt=keep_raw_prompt)
     if scheduled and not if_due:
         raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
     if background or if_due or detached:

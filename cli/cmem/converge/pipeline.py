@@ -48,6 +48,7 @@ class PassOptions:
     propose: bool = False
     allow_shrink: bool = False
     apply_proposal: bool = False  # `cmem apply`: apply even in review mode
+    keep_raw_prompt: bool = False  # --keep-raw-prompt: the run record keeps credentials unredacted
     now: datetime | None = None
     # Unattended triggers: asked again once the lock is held; a reason means "not due any more"
     # (a trigger that waited behind another pass must not run a second one).
@@ -234,7 +235,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its run record
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
                         signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
-    record = new_run(vault, pass_id)
+    record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
     result.run_dir = str(record.folder)
     # Files cmem may not rewrite are left out of the validator's originals: it then reads them
     # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
@@ -268,8 +269,9 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
 
     ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
     engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress, record)
-    record.write("prompt.txt", prompt.text)
-    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date})
+    redacted = record.write("prompt.txt", prompt.text)
+    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date,
+                              "redacted": redacted, "raw_prompt_kept": not record.redact})
     rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
     current_prompt = prompt.text
     for attempt in range(1, rounds + 2):
