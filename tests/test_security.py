@@ -389,3 +389,18 @@ def test_capture_never_writes_through_a_linked_note(corpus_vault, tmp_path):
     os.symlink(target, corpus_vault / (name if name.endswith(".md") else name + ".md"))
     done = cmem("note", "以后都先写测试", "--vault", str(corpus_vault))
     assert done.returncode == 1 and "symbolic link" in done.stderr and target.read_bytes() == before
+
+
+def test_context_and_recall_show_memory_credentials_redacted(corpus_vault):
+    """A credential pasted into a memory file by hand: `cmem context` and `cmem recall` (what a
+    session-start hook hands an agent) print it redacted, in Markdown and in JSON."""
+    with open(corpus_vault / rv.PROFILE, "a", encoding="utf-8") as handle:
+        handle.write(f"- 以后都用 token {SECRETS[2]} 调 GitHub API（来源：[[2026-11-20 日记]]）\n")
+        handle.write(f"- 数据库 postgres://admin:{SECRETS[10]}@db.internal:5432/app（来源：[[2026-11-20 日记]]）\n")
+    for args in (["context"], ["context", "--json"], ["recall", "GitHub"], ["recall", "GitHub", "--json"], ["recall", "数据库"]):
+        done = cmem(*args, "--vault", str(corpus_vault))
+        assert done.returncode == 0, (args, done.stderr)
+        assert SECRETS[2] not in done.stdout and SECRETS[10] not in done.stdout, args
+        assert "[REDACTED:" in done.stdout, args
+    # the file itself is the user's: untouched
+    assert SECRETS[2] in (corpus_vault / rv.PROFILE).read_text("utf-8")

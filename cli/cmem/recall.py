@@ -99,6 +99,12 @@ def _without_sources(text: str) -> str:
 
 
 def _result(hit: Hit, terms: list[str]) -> RecallResult:
+    import dataclasses
+
+    from cmem.converge.secrets import redact_secrets
+
+    # what recall returns goes to a terminal or an agent: a credential in memory is shown redacted
+    hit = dataclasses.replace(hit, text=redact_secrets(hit.text)[0])
     text = _without_sources(hit.text)
     spans = match_spans(text, terms)
     start, end = 0, len(text)
