@@ -404,3 +404,18 @@ def test_context_and_recall_show_memory_credentials_redacted(corpus_vault):
         assert "[REDACTED:" in done.stdout, args
     # the file itself is the user's: untouched
     assert SECRETS[2] in (corpus_vault / rv.PROFILE).read_text("utf-8")
+
+
+def test_the_builtin_engine_never_writes_a_credential_into_memory(corpus_vault):
+    """Issue 14: the builtin engine copied `ghp_…` and `password=…` lines into profile.md."""
+    (corpus_vault / "2026-11-30 keys.md").write_text(
+        f"- 以后都用 token {SECRETS[2]} 调 GitHub API\n- From now on always use password={SECRETS[9]} for the staging db\n",
+        encoding="utf-8")
+    git(corpus_vault, "add", "-A")
+    git(corpus_vault, "commit", "-qm", "a note with keys")
+    done = cmem("converge", "--engine", "builtin", "--only", "2026-11-30 keys.md", "--vault", str(corpus_vault))
+    assert done.returncode == 0, done.stderr
+    assert "deferred 2026-11-30 keys.md: line 1 holds a credential (github-token)" in done.stdout
+    for path in (corpus_vault / "converged").rglob("*.md"):
+        text = path.read_text("utf-8")
+        assert SECRETS[2] not in text and SECRETS[9] not in text, path

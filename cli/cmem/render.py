@@ -223,7 +223,9 @@ def colour_diff(diff: str) -> str:
 def render_pass(result, show_diff: bool = False) -> str:
     out = []
     if result.status == "nothing":
-        return "\n".join([result.message or "nothing to converge", *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
+        # a pass that only deferred still says why each note waits (a credential, a vague line…)
+        deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
+        return "\n".join([result.message or "nothing to converge", *deferred, *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
     if result.status == "failed":
         out.append(paint("the pass failed; nothing was written", "red", "bold"))
         out += [f"  {e}" for e in result.errors[:30]]

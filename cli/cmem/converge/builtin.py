@@ -192,6 +192,12 @@ def builtin_response(vault: Vault, notes: list[SelectedNote], originals: dict[st
 
 
 def _converge_note(work: _Pass, note: SelectedNote) -> None:
+    secret = _secret_line(note)
+    if secret:
+        # A credential is never memory: the note waits, saying why, and nothing of it is written
+        # (no signal of a converged note may be left out, so the whole note is deferred).
+        work.deferred[note.rel] = secret
+        return
     named = _named_files(work, note)
     topic_keys = {key for file in work.situational() for key in file.keys}
     targets: set[str] = set()
@@ -213,6 +219,19 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
         work.converged[note.rel] = targets
     else:
         work.deferred[note.rel] = reasons[0] if reasons else "no signal line to keep; the builtin engine only quotes signal lines"
+
+
+def _secret_line(note: SelectedNote) -> str:
+    """Why the note is deferred when a signal line holds a credential, else ""."""
+    from cmem.converge.secrets import secret_kinds
+
+    for signal in _distinct_signals(note.signals):
+        line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+        kinds = secret_kinds(line)
+        if kinds:
+            return (f"line {signal.line} holds a credential ({', '.join(kinds)}); the builtin engine never copies one "
+                    "into memory: move it to a password manager, delete it from the note, and converge again")
+    return ""
 
 
 def _distinct_signals(signals: list[Signal]) -> list[Signal]:
