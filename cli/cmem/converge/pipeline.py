@@ -264,6 +264,7 @@ def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass
 def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, record: RunRecord, result: PassResult, progress):
     """Engine → parse → validate, with repair rounds for a model. Returns the Validation, or
     None with `result` filled in when the pass failed."""
+    from cmem.converge.reply_text import clean_reply
     from cmem.converge.response import parse_response
     from cmem.converge.validate import format_issues, validate_response
 
@@ -277,11 +278,14 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     for attempt in range(1, rounds + 2):
         response_text = ask(current_prompt, attempt)
         record.write(f"response-{attempt}.txt", response_text)
+        # ANSI codes and a reasoning model's leading <think> block are no part of the answer
+        cleaned = clean_reply(response_text)
+        response_text = cleaned.text
         response = parse_response(response_text)
         validation = validate_response(vault, response, ctx)
         issues = list(validation.errors)  # the parser's own errors and warnings are included
         warnings = [str(w) for w in validation.warnings]
-        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings})
+        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings, "removed": cleaned.removed})
         if not issues:
             result.warnings += warnings
             return validation
