@@ -99,7 +99,7 @@ def test_once_trusted_it_runs_and_a_changed_command_is_refused_again(corpus_vaul
     config = corpus_vault / ".cmem/config.yaml"
     config.write_text(f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8")
     git(corpus_vault, "commit", "-qam", "command")
-    assert cmem("trust", "--vault", str(corpus_vault)).returncode == 0
+    assert cmem("trust", "--yes", "--vault", str(corpus_vault)).returncode == 0
     assert cmem("converge", "--vault", str(corpus_vault)).returncode == 0 and witness.exists()
     witness.unlink()
     config.write_text(f"llm:\n  command: {json.dumps(command + ' --extra')}\n", encoding="utf-8")  # a sync brought a new one

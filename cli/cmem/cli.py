@@ -847,20 +847,31 @@ def agent_instructions_command(
 @app.command()
 def trust(
     revoke: bool = typer.Option(False, "--revoke", help="Forget the trust: the vault's command stops running."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Trust without asking (scripts); the command is still shown."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Allow this vault's own llm.command to run (recorded in your user config with the command's sha256).
 
-    A command that came with a vault runs only after you trust it, as with direnv's allow; when the
-    vault's command changes, it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
+    Shows the command (and the vault files it runs, with their sha256) and asks; --yes trusts
+    without asking. A command that came with a vault runs only after you trust it, as with direnv's
+    allow; when the vault's command changes, or a script of the vault it names changes
+    (`sh tools/model.sh`), it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
     """
     from dataclasses import asdict
 
-    from cmem.trust import revoke_trust, trust_vault
+    from cmem.trust import revoke_trust, trust_status, trust_vault
 
     _global["json"] = as_json
     target = _open(vault)
+    if not revoke:
+        status = trust_status(target)
+        if status.state in ("untrusted", "changed"):
+            from cmem.render_triggers import render_trust_question
+
+            # the user decides on what will run, so it is shown before the question (stderr: --json stays clean)
+            typer.echo(render_trust_question(status), err=True)
+            _confirm(yes, "Trust it to run on this machine?")
     change = revoke_trust(target) if revoke else trust_vault(target)
     if as_json:
         _print_json(asdict(change))
