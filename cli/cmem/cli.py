@@ -287,6 +287,10 @@ def converge(
     spinner = Spinner(quiet=quiet or as_json or emit_prompt)
     try:
         result = run_pass(target, options, progress=spinner)
+    except KeyboardInterrupt as exc:
+        spinner.done()
+        _report_interrupt(exc)
+        raise
     except Busy as exc:
         spinner.done()
         if as_json:
@@ -888,12 +892,14 @@ def main() -> None:
     try:
         # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
         code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into exit code 130 without a word
+            _report_interrupt(None)
         if isinstance(code, int) and code:
             sys.exit(code)
     except CmemError as exc:
         _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+    except KeyboardInterrupt as exc:
+        _report_interrupt(exc)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -929,6 +935,15 @@ def _hoist_global_flags(argv: list[str]) -> None:
         return
     rest = [arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)]
     argv[:] = [rest[0], *dict.fromkeys(found), *rest[1:]]
+
+
+def _report_interrupt(exc: BaseException | None) -> None:
+    """Ctrl-C: say what was and was not done (a pass attaches its own account), once."""
+    if _global.get("interrupt_reported"):
+        return
+    _global["interrupt_reported"] = True
+    summary = getattr(exc, "cmem_summary", None) or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
+    typer.echo(f"interrupted\n{summary}", err=True)
 
 
 def _fail(message: str, exit_code: int) -> None:

@@ -166,6 +166,9 @@ def render_doctor(findings) -> str:
     return "\n".join(out)
 
 
+STOP_HINT = "Ctrl-C stops; nothing is written"
+
+
 class Spinner:
     """Progress on stderr while a pass runs: on a terminal, rich's live status line (spinner,
     elapsed seconds, the cursor hidden and restored even on Ctrl-C); off a terminal (hooks, cron,
@@ -179,11 +182,14 @@ class Spinner:
         self.last_message = None
         self._status = None
 
-    def __call__(self, message: str, elapsed: float | None) -> None:
+    def __call__(self, message: str, elapsed: float | None, limit: float | None = None) -> None:
         if self.quiet:
             return
         if self.tty:
             text = f"{message}… {elapsed:.0f}s" if elapsed is not None else f"{message}…"
+            if elapsed is not None and limit:
+                # the person waiting sees how long it may take and how to stop it safely
+                text = f"{message}… {elapsed:.0f}s of {limit:.0f}s · {STOP_HINT}"
             if self._status is None:
                 from rich.console import Console
 
@@ -194,7 +200,8 @@ class Spinner:
                 self._status.update(text)
         elif elapsed is not None and message != self.last_message:
             # Off a terminal only the model's stages are worth a line.
-            self.stream.write(f"{message}…\n")
+            limit_note = f" (up to {limit:.0f}s; {STOP_HINT})" if limit else ""
+            self.stream.write(f"{message}{limit_note}…\n")
             self.stream.flush()
         self.last_message = message
 
@@ -227,12 +234,13 @@ def render_pass(result, show_diff: bool = False) -> str:
         deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
         return "\n".join([result.message or "nothing to converge", *deferred, *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
     if result.status == "failed":
+        from cmem.converge.pipeline import failure_summary
+
         out.append(paint("the pass failed; nothing was written", "red", "bold"))
         out += [f"  {e}" for e in result.errors[:30]]
         if len(result.errors) > 30:
             out.append(f"  … and {len(result.errors) - 30} more")
-        if result.run_dir:
-            out.append(f"  run record: {result.run_dir}")
+        out.append(failure_summary(result, result.snapshot_commit))
         return "\n".join(out)
     head = {"applied": "pass applied", "dry-run": "dry run: nothing written", "proposed": "proposal saved (review mode)"}[result.status]
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
