@@ -391,7 +391,9 @@ def demo(
     if demo_run.result.diff:
         typer.echo("")
         typer.echo(colour_diff(demo_run.result.diff))
-    typer.echo(f"\nTry: cd {demo_run.root} && cmem status && cmem scan && git log --stat")
+    from cmem.demo import try_line
+
+    typer.echo(f"\nTry: {try_line(demo_run.root)}")
 
 
 archive_app = typer.Typer(
