@@ -73,7 +73,7 @@ def _warn(message: str) -> None:
 @app.command()
 def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
-    lang: str = typer.Option("zh", "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en."),
+    lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -82,10 +82,23 @@ def init(
     Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
     repository and commits cmem's files. Running it again changes nothing.
     """
+    from cmem.config import load_config
     from cmem.init import ParentRepoChoiceNeeded, init_vault
     from cmem.render import render_init
 
     _global["json"] = as_json
+    guess = None
+    if lang is None:
+        from cmem.init import guess_language
+
+        guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
+        lang = guess.language
+        already = (path / ".cmem" / "config.yaml").exists()  # the vault's own language stays
+        if not guess.sure and not already and sys.stdin.isatty() and not as_json:
+            typer.echo(f"language of prompts and formats: {guess.reason}", err=True)
+            lang = typer.prompt("zh or en?", default=guess.language).strip()
+        if already:
+            guess = None
     try:
         report = init_vault(path, lang, repo)
     except ParentRepoChoiceNeeded as exc:
@@ -95,9 +108,12 @@ def init(
             report = init_vault(path, lang, choice.strip())
         else:
             raise
+    if guess is not None and report.created:
+        report.notes.append(f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang")
     if as_json:
         _print_json({"vault": str(report.root), "created": report.created, "repository": report.repository,
-                     "commit": report.commit, "changed": report.changed, "notes": report.notes})
+                     "commit": report.commit, "changed": report.changed, "notes": report.notes,
+                     "language": load_config(report.root).language})
     else:
         typer.echo(render_init(report))
 

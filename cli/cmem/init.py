@@ -3,6 +3,8 @@ moving or rewriting a single existing file (SPEC §1)."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +49,58 @@ class InitReport:
     @property
     def changed(self) -> bool:
         return bool(self.created or self.commit)
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    language: str  # zh | en
+    reason: str  # for the report: "from your notes: 40 of 45 mostly in English"
+    sure: bool  # False: the CLI asks on a terminal
+
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+_SKIP_DIRS = {".git", ".obsidian", ".cmem", ".trash", "node_modules"}
+MAX_LANGUAGE_NOTES = 400  # enough to know; an adopted vault may hold thousands
+
+
+def guess_language(root: Path, environ: dict | None = None) -> LanguageGuess:
+    """The vault's language: the script most of its existing notes are written in (a Han
+    character counts as much as four Latin letters: about one word), else the locale, else en."""
+    counts = {"zh": 0, "en": 0}
+    for note in _existing_notes(Path(root)):
+        try:
+            text = note.read_text("utf-8", errors="replace")[:20000]
+        except OSError:
+            continue
+        han, latin = len(_HAN.findall(text)), len(_LATIN.findall(text))
+        if han + latin < 20:
+            continue  # too short to say
+        counts["zh" if han * 4 >= latin else "en"] += 1
+    total = counts["zh"] + counts["en"]
+    if total:
+        language = "zh" if counts["zh"] > counts["en"] else "en"
+        name = {"zh": "Chinese", "en": "English"}[language]
+        sure = total >= 3 and counts[language] >= 0.7 * total
+        return LanguageGuess(language, f"from your notes: {counts[language]} of {total} mostly in {name}", sure)
+    environ = os.environ if environ is None else environ
+    locale = next((environ[key] for key in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(key)), "")
+    if locale and locale.split(".")[0] not in ("C", "POSIX"):
+        language = "zh" if locale.lower().startswith("zh") else "en"
+        return LanguageGuess(language, f"from your locale ({locale}); the folder has no notes yet", True)
+    return LanguageGuess("en", "no notes and no locale to go by", False)
+
+
+def _existing_notes(root: Path):
+    found = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(names):
+            if name.endswith(".md"):
+                yield Path(folder) / name
+                found += 1
+                if found >= MAX_LANGUAGE_NOTES:
+                    return
 
 
 def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> InitReport:
