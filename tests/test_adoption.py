@@ -1,0 +1,50 @@
+"""Adopting a real vault with folders (issue 14): `folder/**` divergent folders, what is left
+out counted by folder with the setting that would include it, the daily-notes folder found
+from Obsidian's settings, and the first snapshot of adopted notes named as such."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cmem.errors import ConfigError
+from cmem.scan import scan_vault
+from cmem.vault import DIVERGENT, open_vault
+from conftest import git, write_files
+
+ADOPTED = {
+    "Home.md": "# Home\n",
+    "journal/2026-11-27.md": "- From now on always run tests before pushing.\n",
+    "journal/2026/11/2026-11-28.md": "- Actually it's Python 3.13 for new projects, not 3.12.\n",
+    "journal/.trash-like/old.md": "- never read\n",
+    "Projects/cmem/plan.md": "# plan\n- I prefer small commits.\n",
+    "Projects/site.md": "# site\n",
+    "Reading/books.md": "# books\n",
+    ".obsidian/app.json": "{}\n",
+}
+
+
+def test_a_recursive_divergent_folder_reads_every_folder_below_it(make_vault):
+    root = make_vault(ADOPTED, config_yaml="language: en\ndivergent:\n  extra_folders: [journal/**]\n")
+    vault = open_vault(root)
+    rels = [n.rel for n in vault.list_layer(DIVERGENT)]
+    assert rels == ["Home.md", "journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"]
+    assert vault.layer_of("journal/2026/11/2026-11-28.md") == DIVERGENT
+    assert vault.layer_of("Projects/cmem/plan.md") is None
+    pending = {p.rel for p in scan_vault(vault).pending}
+    assert {"journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"} <= pending
+
+
+def test_a_plain_divergent_folder_stays_flat_and_other_patterns_are_refused(make_vault):
+    root = make_vault(ADOPTED, config_yaml="language: en\ndivergent:\n  extra_folders: [journal]\n")
+    assert "journal/2026/11/2026-11-28.md" not in [n.rel for n in open_vault(root).list_layer(DIVERGENT)]
+    (root / ".cmem/config.yaml").write_text("divergent:\n  extra_folders: ['jour*']\n", "utf-8")
+    with pytest.raises(ConfigError, match="folder/\\*\\*"):
+        open_vault(root)
+    (root / ".cmem/config.yaml").write_text("divergent:\n  extra_folders: ['converged/**']\n", "utf-8")
+    with pytest.raises(ConfigError, match="overlap"):
+        open_vault(root)
