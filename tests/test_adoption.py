@@ -48,3 +48,29 @@ def test_a_plain_divergent_folder_stays_flat_and_other_patterns_are_refused(make
     (root / ".cmem/config.yaml").write_text("divergent:\n  extra_folders: ['converged/**']\n", "utf-8")
     with pytest.raises(ConfigError, match="overlap"):
         open_vault(root)
+
+
+def _cmem(*args, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
+    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=120, cwd=cwd)
+
+
+def test_status_and_doctor_count_what_no_layer_reads_with_the_setting_to_include_it(make_vault):
+    root = make_vault(ADOPTED, config_yaml="language: en\n", git=True)
+    status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
+    unmanaged = {f["folder"]: f for f in status["unmanaged"]}
+    assert unmanaged["journal"] == {"folder": "journal", "notes": 2, "setting": "divergent.extra_folders: [journal/**]"}
+    assert unmanaged["Projects"]["notes"] == 2 and unmanaged["Reading"]["setting"] == "divergent.extra_folders: [Reading]"
+    assert ".obsidian" not in unmanaged and "converged" not in unmanaged
+    text = _cmem("status", "--vault", str(root)).stdout
+    assert "not read: 5 notes outside every layer" in text and "to read them: divergent.extra_folders: [journal/**]" in text
+    doctor = _cmem("doctor", "--vault", str(root))
+    assert "all clear" not in doctor.stdout
+    assert "5 notes in 3 folders are outside every layer" in doctor.stdout and "journal/ (2: divergent.extra_folders: [journal/**])" in doctor.stdout
+
+    # following the advice brings the journal in, and the count goes down
+    (root / ".cmem/config.yaml").write_text("language: en\ndivergent:\n  extra_folders: [journal/**]\n", "utf-8")
+    status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
+    assert {f["folder"] for f in status["unmanaged"]} == {"Projects", "Reading"}
+    assert status["layers"]["divergent"]["notes"] == 3

@@ -99,6 +99,14 @@ def render_status(status) -> str:
         out.append("  no pending signals")
     if status.deferred:
         out.append(f"  {plural(status.deferred, 'line')} deferred (see `cmem scan`)")
+    unmanaged = getattr(status, "unmanaged", [])
+    if unmanaged:
+        total = sum(f.notes for f in unmanaged)
+        out += ["", paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow")]
+        for folder in unmanaged[:10]:
+            out.append(f"  {folder.folder + '/':<20} {plural(folder.notes, 'note'):>10}  to read them: {folder.setting}")
+        if len(unmanaged) > 10:
+            out.append(f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)")
     out += ["", paint("passes", "bold")]
     if status.last_pass:
         last = status.last_pass

@@ -35,6 +35,7 @@ class Status:
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    unmanaged: list = field(default_factory=list)  # cmem.unmanaged.UnmanagedFolder: notes no layer reads
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +55,7 @@ class Status:
             "running": self.running,
             "unattended": self.unattended,
             "interrupted": self.interrupted,
+            "unmanaged": [folder.to_json() for folder in self.unmanaged],
         }
 
 
@@ -63,6 +65,7 @@ def _age_json(entry):
 
 def build_status(vault: Vault, now: datetime | None = None) -> Status:
     from cmem.scan import scan_vault
+    from cmem.unmanaged import find_unmanaged
 
     now = now or datetime.now().astimezone()
     state = load_state(vault.state_file)
@@ -102,6 +105,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
+        unmanaged=find_unmanaged(vault),
     )
 
 
