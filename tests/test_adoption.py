@@ -74,3 +74,35 @@ def test_status_and_doctor_count_what_no_layer_reads_with_the_setting_to_include
     status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
     assert {f["folder"] for f in status["unmanaged"]} == {"Projects", "Reading"}
     assert status["layers"]["divergent"]["notes"] == 3
+
+
+@pytest.mark.parametrize(("settings", "entry"), [
+    ({".obsidian/daily-notes.json": '{"folder": "journal", "format": "YYYY-MM-DD"}'}, "journal/**"),
+    ({".obsidian/plugins/periodic-notes/data.json": '{"daily": {"enabled": true, "folder": "journal/"}}'}, "journal/**"),
+    ({".obsidian/daily-notes.json": '{"folder": "Reading"}'}, "Reading"),
+])
+def test_init_finds_the_daily_notes_folder_and_reads_it(tmp_path, settings, entry):
+    root = tmp_path / "vault"
+    write_files(root, {**ADOPTED, **settings})
+    done = _cmem("init", str(root), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert any("Obsidian's daily-notes setting" in note for note in report["notes"])
+    vault = open_vault(root)
+    assert vault.config.extra_divergent == (entry.removesuffix("/**"),)
+    rels = {n.rel for n in vault.list_layer(DIVERGENT)}
+    if entry == "journal/**":
+        assert {"journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"} <= rels
+    else:
+        assert "Reading/books.md" in rels
+
+
+def test_init_without_daily_or_with_no_daily_reads_only_the_root(tmp_path):
+    root = tmp_path / "vault"
+    write_files(root, {**ADOPTED, ".obsidian/daily-notes.json": '{"folder": "journal"}'})
+    assert _cmem("init", str(root), "--no-daily", "--lang", "en").returncode == 0
+    assert open_vault(root).config.extra_divergent == ()
+    plain = tmp_path / "plain"
+    write_files(plain, ADOPTED)  # no Obsidian setting names a daily folder
+    assert _cmem("init", str(plain), "--lang", "en").returncode == 0
+    assert open_vault(plain).config.extra_divergent == ()

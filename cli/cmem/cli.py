@@ -75,6 +75,7 @@ def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
     lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
+    daily: Optional[bool] = typer.Option(None, "--daily/--no-daily", help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Create a vault, or adopt an existing folder (an Obsidian vault) without touching its files.
@@ -99,13 +100,14 @@ def init(
             lang = typer.prompt("zh or en?", default=guess.language).strip()
         if already:
             guess = None
+    extra = _daily_folders(path, daily, as_json)
     try:
-        report = init_vault(path, lang, repo)
+        report = init_vault(path, lang, repo, extra)
     except ParentRepoChoiceNeeded as exc:
         if repo is None and sys.stdin.isatty() and not as_json:
             typer.echo(str(exc), err=True)
             choice = typer.prompt("own or parent?", default="own")
-            report = init_vault(path, lang, choice.strip())
+            report = init_vault(path, lang, choice.strip(), extra)
         else:
             raise
     if guess is not None and report.created:
@@ -116,6 +118,22 @@ def init(
                      "language": load_config(report.root).language})
     else:
         typer.echo(render_init(report))
+
+
+def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str]:
+    """The daily-notes folders to read as divergent (a new vault only): offered on a terminal."""
+    if daily is False or (path / ".cmem" / "config.yaml").exists() or not path.is_dir():
+        return []
+    from cmem.init import daily_notes_entries
+
+    chosen = []
+    for entry, count in daily_notes_entries(path):
+        if daily is None and sys.stdin.isatty() and not as_json:
+            question = f"Obsidian keeps daily notes in {entry.removesuffix('/**')}/ ({count} notes); read them as divergent notes?"
+            if not typer.confirm(question, default=True):
+                continue
+        chosen.append(entry)
+    return chosen
 
 
 @app.command()

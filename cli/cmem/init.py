@@ -103,7 +103,28 @@ def _existing_notes(root: Path):
                     return
 
 
-def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> InitReport:
+def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
+    """The daily-notes folders Obsidian's settings name that hold notes, as divergent.extra_folders
+    entries (`folder/**` when notes sit in subfolders, as periodic notes' YYYY/MM layout does), with
+    how many notes each holds."""
+    from cmem.obsidian import daily_notes_folders
+
+    entries = []
+    for folder in daily_notes_folders(root):
+        base = Path(root) / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        notes = [p for p in base.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(base).parts)]
+        if not notes:
+            continue
+        nested = any(p.parent != base for p in notes)
+        entries.append((f"{folder}/**" if nested else folder, len(notes)))
+    return entries
+
+
+def init_vault(path: Path, language: str = "zh", repo: str | None = None, divergent_folders: list[str] | None = None) -> InitReport:
+    """Make `path` a vault. `divergent_folders`: extra divergent folders for a new config (the
+    daily-notes folder `cmem init` found and the user accepted)."""
     if language not in ("zh", "en"):
         raise UsageError(f"--lang must be zh or en, not {language!r}.")
     if repo is not None and repo not in REPO_CHOICES:
@@ -137,6 +158,13 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> Ini
     config_path = root / CONFIG_DIR / CONFIG_FILE
     if not config_path.exists():
         text = default_config_text(language)
+        if divergent_folders:
+            import json
+
+            listed = ", ".join(json.dumps(folder) for folder in divergent_folders)
+            text = text.replace("  extra_folders: []", f"  extra_folders: [{listed}]", 1)
+            report.notes.append(f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
+                                "change divergent.extra_folders in .cmem/config.yaml to stop")
         if report.repository == "parent":
             text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
