@@ -106,3 +106,20 @@ def test_init_without_daily_or_with_no_daily_reads_only_the_root(tmp_path):
     write_files(plain, ADOPTED)  # no Obsidian setting names a daily folder
     assert _cmem("init", str(plain), "--lang", "en").returncode == 0
     assert open_vault(plain).config.extra_divergent == ()
+
+
+def test_the_first_snapshot_of_an_adopted_vault_says_so(tmp_path):
+    root = tmp_path / "vault"
+    write_files(root, {**ADOPTED, "2026-11-29 notes.md": "- From now on always write tests first.\n"})
+    assert _cmem("init", str(root), "--lang", "en").returncode == 0
+    done = _cmem("converge", "--engine", "builtin", "--vault", str(root))
+    assert done.returncode == 0, done.stderr
+    subjects = git(root, "log", "--format=%s").splitlines()
+    snapshot = next(s for s in subjects if s.startswith("cmem: snapshot"))
+    assert "first commit of" in snapshot and "adopted note" in snapshot and "edited by hand" not in snapshot
+    # a later edit of a committed note is the user's edit
+    with open(root / "Home.md", "a", encoding="utf-8") as handle:
+        handle.write("- Actually it's Python 3.13, not 3.12.\n")
+    assert _cmem("converge", "--engine", "builtin", "--vault", str(root)).returncode == 0
+    latest = next(s for s in git(root, "log", "--format=%s").splitlines() if s.startswith("cmem: snapshot"))
+    assert latest.endswith("(1 file edited by hand)"), latest
