@@ -5,6 +5,7 @@ and renders. Only this module imports typer; heavy modules are imported inside c
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -33,6 +34,11 @@ app = typer.Typer(
 VAULT_HELP = "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
 JSON_HELP = "Print one JSON object for scripts and agents."
 _global: dict = {"vault": None, "json": False}
+
+
+def _choices(*values: str):
+    """TAB completion for an option with fixed values (`cmem completion`)."""
+    return lambda incomplete="": [v for v in values if v.startswith(incomplete or "")]
 
 
 def _version(value: bool) -> None:
@@ -73,7 +79,7 @@ def _warn(message: str) -> None:
 @app.command()
 def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
-    lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
+    lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", autocompletion=_choices("zh", "en"), help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
     daily: Optional[bool] = typer.Option(None, "--daily/--no-daily", help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -255,7 +261,7 @@ def doctor(
 @app.command()
 def converge(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
-    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
+    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", autocompletion=_choices("builtin", "llm"), help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
     llm: Optional[str] = typer.Option(None, "--llm", help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run up to validation and print the diff; write nothing."),
     emit_prompt: bool = typer.Option(False, "--emit-prompt", help="Print the assembled prompt and stop."),
@@ -730,7 +736,7 @@ def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
 
 @hook_app.command("install")
 def hook_install(
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
     yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
@@ -752,7 +758,7 @@ def hook_install(
 
 @hook_app.command("uninstall")
 def hook_uninstall(
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
     all_vaults: bool = typer.Option(False, "--all", help="Remove the hooks of every vault from that file (no vault needed)."),
@@ -774,8 +780,8 @@ def hook_uninstall(
 
 @hook_app.command("show")
 def hook_show(
-    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", help=SHELL_HELP),
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", hidden=True, help="Old spelling of SHELL, still accepted."),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
@@ -790,6 +796,23 @@ def hook_show(
         typer.echo(agent_snippet(target))
     else:
         typer.echo(shell_snippet(_shell(shell_name or shell), target))
+
+
+@app.command("completion")
+def completion(
+    shell_name: str = typer.Argument(..., metavar="SHELL", autocompletion=_choices("bash", "zsh", "fish"), help="bash, zsh or fish."),
+) -> None:
+    """Print the shell completion script: commands, options and their choices complete on TAB.
+
+    bash: `eval "$(cmem completion bash)"` in ~/.bashrc; zsh: `eval "$(cmem completion zsh)"` in
+    ~/.zshrc (after compinit); fish: `cmem completion fish > ~/.config/fish/completions/cmem.fish`.
+    Each TAB runs cmem with its fast start (no vault is read).
+    """
+    from typer._completion_shared import get_completion_script
+
+    if shell_name not in ("bash", "zsh", "fish"):
+        raise typer.BadParameter(f"must be bash, zsh or fish, not {shell_name!r}", param_hint="SHELL")
+    typer.echo(get_completion_script(prog_name="cmem", complete_var=COMPLETE_VAR, shell=shell_name))
 
 
 @hook_app.command("status")
@@ -921,8 +944,17 @@ def trust(
         typer.echo(render_trust(change))
 
 
+COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
+
+
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    if os.environ.get(COMPLETE_VAR):
+        # typer registers its shell classes only with add_completion, which would add two
+        # --install-completion options to every help; the completion request needs them
+        from typer._completion_classes import completion_init
+
+        completion_init()
     _tolerant_output()
     _hoist_global_flags(sys.argv)
     try:
