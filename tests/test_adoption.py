@@ -123,3 +123,29 @@ def test_the_first_snapshot_of_an_adopted_vault_says_so(tmp_path):
     assert _cmem("converge", "--engine", "builtin", "--vault", str(root)).returncode == 0
     latest = next(s for s in git(root, "log", "--format=%s").splitlines() if s.startswith("cmem: snapshot"))
     assert latest.endswith("(1 file edited by hand)"), latest
+
+
+def test_init_can_track_the_whole_vault_and_remembers_it(tmp_path):
+    root = tmp_path / "vault"
+    write_files(root, {**ADOPTED, "attachments/pic.png": b"\x89PNG\r\n\x1a\n"})
+    done = _cmem("init", str(root), "--lang", "en", "--track-all", "--json")
+    assert done.returncode == 0, done.stderr
+    assert any("whole vault is tracked" in note for note in json.loads(done.stdout)["notes"])
+    assert open_vault(root).config.track_all is True
+    tracked = set(git(root, "ls-files").splitlines())
+    assert {"Projects/cmem/plan.md", "Reading/books.md", "attachments/pic.png", "journal/2026/11/2026-11-28.md"} <= tracked
+    assert ".obsidian/app.json" in tracked and not any(p.startswith(".obsidian/workspace") for p in tracked)
+    assert git(root, "status", "--porcelain").strip() == ""
+    assert "first commit of" in git(root, "log", "-1", "--format=%s")
+    # remembered: a later edit anywhere is committed by the next pass's snapshot
+    (root / "Reading/books.md").write_text("# books\n- Dune\n", "utf-8")
+    assert _cmem("converge", "--engine", "builtin", "--vault", str(root)).returncode == 0
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
+def test_without_track_all_only_cmems_files_are_committed(tmp_path):
+    root = tmp_path / "vault"
+    write_files(root, ADOPTED)
+    assert _cmem("init", str(root), "--lang", "en").returncode == 0
+    assert open_vault(root).config.track_all is False
+    assert "Reading/books.md" not in git(root, "ls-files").splitlines()

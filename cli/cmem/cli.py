@@ -81,6 +81,7 @@ def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
     lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", autocompletion=_choices("zh", "en"), help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
+    track_all: Optional[bool] = typer.Option(None, "--track-all/--no-track-all", help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours)."),
     daily: Optional[bool] = typer.Option(None, "--daily/--no-daily", help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -107,13 +108,18 @@ def init(
         if already:
             guess = None
     extra = _daily_folders(path, daily, as_json)
+    if track_all is None:
+        track_all = False
+        new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
+        if new and sys.stdin.isatty() and not as_json and any(p.is_file() for p in path.iterdir() if not p.name.startswith(".")):
+            track_all = typer.confirm("Track the whole vault in git (every note and attachment; remembered as git.track_all)?", default=True)
     try:
-        report = init_vault(path, lang, repo, extra)
+        report = init_vault(path, lang, repo, extra, track_all)
     except ParentRepoChoiceNeeded as exc:
         if repo is None and sys.stdin.isatty() and not as_json:
             typer.echo(str(exc), err=True)
             choice = typer.prompt("own or parent?", default="own")
-            report = init_vault(path, lang, choice.strip(), extra)
+            report = init_vault(path, lang, choice.strip(), extra, track_all and choice.strip() != "parent")
         else:
             raise
     if guess is not None and report.created:

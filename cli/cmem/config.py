@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
     "capture": {"folder": ""},
-    "git": {"allow_parent_repo": False},
+    "git": {"allow_parent_repo": False, "track_all": False},
 }
 
 
@@ -101,6 +101,7 @@ class Config:
     raw: dict = field(repr=False, compare=False, default_factory=dict)
     # divergent.extra_folders given as `folder/**`: the folder and every folder below it
     recursive_divergent: frozenset[str] = frozenset()
+    track_all: bool = False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -219,6 +220,7 @@ def parse_config(data: dict | None, where: Path) -> Config:
         capture_pattern=capture_pattern,
         capture_folder=capture_folder,
         allow_parent_repo=merged["git"]["allow_parent_repo"],
+        track_all=bool(merged["git"].get("track_all", False)),
         raw=merged,
     )
 
@@ -436,4 +438,5 @@ capture:
 
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true
+  track_all: false          # true: every file of the vault is committed (your choice at `cmem init`), not only cmem's layers
 """

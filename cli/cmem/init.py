@@ -122,9 +122,11 @@ def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
     return entries
 
 
-def init_vault(path: Path, language: str = "zh", repo: str | None = None, divergent_folders: list[str] | None = None) -> InitReport:
+def init_vault(path: Path, language: str = "zh", repo: str | None = None, divergent_folders: list[str] | None = None,
+               track_all: bool = False) -> InitReport:
     """Make `path` a vault. `divergent_folders`: extra divergent folders for a new config (the
-    daily-notes folder `cmem init` found and the user accepted)."""
+    daily-notes folder `cmem init` found and the user accepted). `track_all`: the user chose to
+    keep the whole vault in git — recorded as git.track_all, and every file is committed now."""
     if language not in ("zh", "en"):
         raise UsageError(f"--lang must be zh or en, not {language!r}.")
     if repo is not None and repo not in REPO_CHOICES:
@@ -167,6 +169,8 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None, diverg
                                 "change divergent.extra_folders in .cmem/config.yaml to stop")
         if report.repository == "parent":
             text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
+        elif track_all:
+            text = text.replace("  track_all: false ", "  track_all: true  ", 1)
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
     config = load_config(root)  # validates an existing config too
     _create(root, f"{CONFIG_DIR}/state.json", '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n', report)
@@ -187,7 +191,16 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None, diverg
     if (root / ".gitignore").exists() and ".gitignore" in report.created:
         owned.append(".gitignore")
 
-    report.commit = history.commit_files(root, {}, "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned), from_disk=owned)
+    message = "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned)
+    if track_all and report.repository != "parent" and load_config(root).track_all:
+        # the user's files, as git sees them (.gitignore applies): the first commit of the adopted vault
+        listed = history.run_git(root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False).stdout
+        theirs = sorted({p for p in listed.split("\0") if p and p not in owned})
+        if theirs:
+            owned = owned + theirs
+            message = f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: " + ", ".join(owned[: len(owned) - len(theirs)])
+            report.notes.append(f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are")
+    report.commit = history.commit_files(root, {}, message, from_disk=owned)
     return report
 
 

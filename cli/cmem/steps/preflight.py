@@ -69,7 +69,8 @@ def managed_changes(vault: Vault) -> list[history.StatusEntry]:
         path, source = inside(entry.path), inside(entry.source)
         if path is None and source is None:
             continue
-        if (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
+        # git.track_all: the user chose to keep the whole vault in git, so every change is theirs to snapshot
+        if vault.config.track_all or (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
             found.append(history.StatusEntry(entry.code, path or entry.path, source))
     return found
 
