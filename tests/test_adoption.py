@@ -149,3 +149,24 @@ def test_without_track_all_only_cmems_files_are_committed(tmp_path):
     assert _cmem("init", str(root), "--lang", "en").returncode == 0
     assert open_vault(root).config.track_all is False
     assert "Reading/books.md" not in git(root, "ls-files").splitlines()
+
+
+def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
+    files = {**ADOPTED, "Reading/books.md": "# books\n- Finished Dune by Frank Herbert; the sandworms stay with me.\n",
+             "converged/topics/reading.md": "---\nsummary: reading\n---\n# Reading\n\n- Likes long science fiction like Dune (source: [[x]])\n"}
+    root = make_vault(files, config_yaml="language: en\n", git=True)
+    before = (root / "Reading/books.md").read_bytes()
+    plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
+    assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
+    (root / ".cmem/config.yaml").write_text("language: en\nrecall:\n  include_unmanaged: true\n", "utf-8")
+    both = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
+    layers = {r["path"]: r["layer"] for r in both["results"]}
+    assert layers == {"converged/topics/reading.md": "situational", "Reading/books.md": "unmanaged"}
+    assert "sandworms" not in _cmem("recall", "Dune", "--vault", str(root), "--archive").stdout
+    text = _cmem("recall", "sandworms", "--vault", str(root)).stdout
+    assert "Reading/books.md" in text and "no layer reads" in text
+    assert (root / "Reading/books.md").read_bytes() == before  # read only
+    # a new unmanaged note is found at the next recall
+    (root / "Projects/dune-notes.md").write_text("- Dune re-read planned\n", "utf-8")
+    again = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
+    assert "Projects/dune-notes.md" in {r["path"] for r in again["results"]}

@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
     "capture": {"folder": ""},
     "git": {"allow_parent_repo": False, "track_all": False},
+    "recall": {"include_unmanaged": False},
 }
 
 
@@ -102,6 +103,7 @@ class Config:
     # divergent.extra_folders given as `folder/**`: the folder and every folder below it
     recursive_divergent: frozenset[str] = frozenset()
     track_all: bool = False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
+    recall_unmanaged: bool = False  # recall.include_unmanaged: recall also searches notes no layer reads
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -221,6 +223,7 @@ def parse_config(data: dict | None, where: Path) -> Config:
         capture_folder=capture_folder,
         allow_parent_repo=merged["git"]["allow_parent_repo"],
         track_all=bool(merged["git"].get("track_all", False)),
+        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", False)),
         raw=merged,
     )
 
@@ -439,4 +442,7 @@ capture:
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true
   track_all: false          # true: every file of the vault is committed (your choice at `cmem init`), not only cmem's layers
+
+recall:
+  include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
 """

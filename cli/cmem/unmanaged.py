@@ -32,10 +32,22 @@ class UnmanagedFolder:
 
 def find_unmanaged(vault: Vault) -> list[UnmanagedFolder]:
     """Top folders holding notes that no layer reads, most notes first."""
-    from cmem.obsidian import template_folders
-
     counts: dict[str, int] = {}
     nested: set[str] = set()
+    for rel in unmanaged_notes(vault):
+        rel_folder = rel.rpartition("/")[0]
+        top = rel_folder.split("/", 1)[0]
+        counts[top] = counts.get(top, 0) + 1
+        if "/" in rel_folder:
+            nested.add(top)
+    return sorted((UnmanagedFolder(top, n, top in nested) for top, n in counts.items()), key=lambda f: (-f.notes, f.folder))
+
+
+def unmanaged_notes(vault: Vault) -> list[str]:
+    """The vault-relative paths of the notes no layer reads, sorted."""
+    from cmem.obsidian import template_folders
+
+    found = []
     root = str(vault.root)
     templates = template_folders(vault.root)
     for folder, dirs, names in os.walk(root):
@@ -52,8 +64,7 @@ def find_unmanaged(vault: Vault) -> list[UnmanagedFolder]:
             rel = f"{rel_folder}/{name}"
             if vault.layer_of(rel) is not None or vault.is_ignored(rel) or rel == vault.checklist_rel:
                 continue
-            top = rel_folder.split("/", 1)[0]
-            counts[top] = counts.get(top, 0) + 1
-            if "/" in rel_folder:
-                nested.add(top)
-    return sorted((UnmanagedFolder(top, n, top in nested) for top, n in counts.items()), key=lambda f: (-f.notes, f.folder))
+            if os.path.islink(os.path.join(folder, name)):
+                continue  # a link may lead out of the vault: never read through it
+            found.append(rel)
+    return sorted(found)
