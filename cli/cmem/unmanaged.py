@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from cmem.config import NEVER_READ_DIRS
-from cmem.vault import Vault
+from cmem.vault import Vault, is_undecodable
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ def unmanaged_notes(vault: Vault) -> list[str]:
     root = str(vault.root)
     templates = template_folders(vault.root)
     for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        # a name that is not UTF-8 is reported as an odd file elsewhere, never printed here
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
         rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
         if rel_folder == ".":
             continue  # root notes are divergent (or excluded on purpose: README.md, AGENTS.md)
@@ -59,7 +60,7 @@ def unmanaged_notes(vault: Vault) -> list[str]:
             dirs[:] = []
             continue
         for name in names:
-            if not name.endswith(".md") or name.startswith("."):
+            if not name.endswith(".md") or name.startswith(".") or is_undecodable(name):
                 continue
             rel = f"{rel_folder}/{name}"
             if vault.layer_of(rel) is not None or vault.is_ignored(rel) or rel == vault.checklist_rel:
