@@ -215,3 +215,17 @@ def test_redact_data_walks_json_like_values():
     assert count == 2
     assert secret_kinds(f"{token} and password: hunter22") == ["github-token", "password"]
     assert secret_kinds("nothing here") == []
+
+
+def test_redact_many_equals_one_text_at_a_time():
+    from cmem.converge.secrets import redact_many
+
+    texts = [text for _kind, text, _secret in secrets_corpus.CREDENTIALS] + [text for _kind, text in secrets_corpus.LOOKALIKES]
+    one_by_one = [redact_secrets(text) for text in texts]
+    together, count = redact_many(texts)
+    assert together == [text for text, _ in one_by_one] and count == sum(n for _, n in one_by_one)
+    # a private key's header in one text and an END line in the next must not be joined into one match
+    cut = ["-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n\nkept text", "prose\n-----END PRIVATE KEY-----\nmore prose"]
+    assert redact_many(cut)[0] == [redact_secrets(t)[0] for t in cut]
+    assert redact_many(["a \x00\x1e\x00 b", "password: hunter22"]) == (["a \x00\x1e\x00 b", "password: [REDACTED:password]"], 1)
+    assert redact_many([]) == ([], 0)
