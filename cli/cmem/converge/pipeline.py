@@ -266,7 +266,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
 
         refused = isinstance(exc, UntrustedCommand)
         _record_outcome(record, result, step, now, "refused" if refused else "failed", str(exc))
-        if step is not None:
+        if step is not None and not applying:  # an apply's own error already says what was kept
             exc.args = (f"{exc}\n{failure_summary(result, step.snapshot)}",)
         raise
 
