@@ -343,26 +343,6 @@ def _rebuild(data, redacted):
     return data
 
 
-def _redact_data_one_by_one(data):
-    """The same as redact_data, string by string (kept for comparison in tests)."""
-    if isinstance(data, str):
-        return redact_secrets(data)
-    if isinstance(data, dict):
-        total, out = 0, {}
-        for key, value in data.items():
-            out[key], found = _redact_data_one_by_one(value)
-            total += found
-        return out, total
-    if isinstance(data, (list, tuple)):
-        total, items = 0, []
-        for value in data:
-            item, found = _redact_data_one_by_one(value)
-            items.append(item)
-            total += found
-        return items, total
-    return data, 0
-
-
 def secret_kinds(text: str) -> list[str]:
     """The kinds of credential found in `text` (empty when none), in order of appearance."""
     redacted, count = redact_secrets(text)
