@@ -177,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
 
     report = render(figures, args, writer_trials, crash_trials, hung_repeat)
     report = hostile_by_rule.splice(report, hostile_by_rule.render(hostile_by_rule.measure()))
+    sys.path.insert(0, str(HERE))
+    from redaction import section as secrets_section  # bench/redaction.py: the redaction figures, kept in the file
+
+    report = report.rstrip("\n") + "\n\n" + secrets_section()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report, encoding="utf-8")
     (workdir / "figures.json").write_text(json.dumps(figures, ensure_ascii=False, indent=1, default=str), encoding="utf-8")

@@ -465,3 +465,36 @@ def test_source_and_trace_follow_the_files_own_language(make_vault):
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")]), note_with(root, "m.md", [(1, "decision")])])  # a zh vault
     assert "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[n]])" in files["converged/topics/python-tooling.md"]
     assert "- I use fish as my shell (source: [[m]])" in files["converged/topics/shell.md"]  # a new file in its line's language
+
+
+# --- credentials are never memory (issue 14) ------------------------------------------------
+
+GH_TOKEN = "ghp_" + "Xk2J9fQ0pLm7Zr4T" * 2 + "abcd"  # assembled from pieces: no leak in this file
+
+
+def test_a_signal_line_holding_a_credential_defers_the_note_with_a_reason(make_vault):
+    root = make_vault({
+        "converged/core/profile.md": PROFILE_ZH,
+        "2026-11-28 随手记.md": f"- 以后都用 token {GH_TOKEN} 调 GitHub API\n- 永远别在周五晚上发版\n",
+        "2026-11-28 notes.md": "- From now on always use password=hunter22X for the staging db\n",
+        **OLD_NOTES,
+    })
+    notes = [note_with(root, "2026-11-28 随手记.md", [(1, "preference"), (2, "preference")]),
+             note_with(root, "2026-11-28 notes.md", [(1, "preference")])]
+    text, files, validation = run(root, notes)
+    assert GH_TOKEN not in text and "hunter22X" not in text and files == {}
+    reasons = {d.note: d.reason for d in validation.deferred}
+    assert "line 1 holds a credential (github-token)" in reasons["2026-11-28 随手记.md"]
+    assert "line 1 holds a credential (password)" in reasons["2026-11-28 notes.md"]
+    assert validation.converged == []
+
+
+def test_a_credential_outside_the_signal_lines_does_not_hold_the_note_back(make_vault):
+    root = make_vault({
+        "converged/core/profile.md": PROFILE_ZH,
+        "2026-11-28 随手记.md": f"- 永远别在周五晚上发版\n- 临时：{GH_TOKEN}\n",
+        **OLD_NOTES,
+    })
+    text, files, validation = run(root, [note_with(root, "2026-11-28 随手记.md", [(1, "preference")])])
+    assert [e.note for e in validation.converged] == ["2026-11-28 随手记.md"]
+    assert GH_TOKEN not in files["converged/core/profile.md"]

@@ -55,6 +55,7 @@ class Context:
     excerpts: list[dict] = field(default_factory=list)  # topic matches from files left out
     pending_total: int = 0  # pending notes in the vault (only the first few are listed)
     index_total: int = 0  # topic files in the vault when the index was cut to fit the budget
+    redacted: int = 0  # credential-like strings hidden from the bundle (cmem.converge.secrets)
 
     @property
     def tokens(self) -> int:
@@ -74,10 +75,13 @@ class Context:
             "budget": self.budget,
             "tokens": self.tokens,
             "end": END_MARKER,
+            "redacted": self.redacted,
         }
 
 
-def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str]) -> list[ContextFile]:
+def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], hidden: list[int]) -> list[ContextFile]:
+    from cmem.converge.secrets import redact_many
+
     files = []
     for note_file in vault.list_layer(layer):
         note = read_note(note_file, vault.config.max_note_bytes)
@@ -95,6 +99,12 @@ def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[s
             path=note.rel, content=note.text, summary=str(meta.get("summary") or "").strip(),
             importance=importance, tags=tags, tokens=estimate_tokens(note.text), last_read=read_times.get(note.rel),
         ))
+    # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
+    # (all files in one pass: the fixed cost per pass is what a thousand files would pay)
+    contents, count = redact_many([f.content for f in files])
+    hidden[0] += count
+    for file, content in zip(files, contents):
+        file.content = content
     return files
 
 
@@ -130,9 +140,12 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
     now = now or datetime.now().astimezone()
     budget = budget or vault.config.budget_tokens
     read_times = load_read_times(vault)
+    from cmem.converge.secrets import redact_data
+
     problems: list[str] = []
-    resident = _load(vault, RESIDENT, read_times, problems)
-    situational = _load(vault, SITUATIONAL, read_times, problems)
+    hidden = [0]
+    resident = _load(vault, RESIDENT, read_times, problems, hidden)
+    situational = _load(vault, SITUATIONAL, read_times, problems, hidden)
     terms = topic_terms(topic or "")
     for file in situational:
         file.matches_topic = _matches(file, terms)
@@ -143,10 +156,11 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
     problems += [f"{odd.rel} {odd.message}" for odd in scan.odd if not any(p.startswith(odd.rel + " ") for p in problems)]
     # A bundle is read at every session start: pending notes are listed up to a few, the rest
     # are counted (`cmem scan` has them all).
-    pending = [
+    pending, count = redact_data([
         {"note": p.rel, "signals": [s.to_json() for s in p.signals[:MAX_SIGNALS_PER_NOTE]], "signals_total": len(p.signals)}
         for p in scan.pending[:MAX_PENDING_NOTES]
-    ]
+    ])
+    hidden[0] += count
     resident_tokens = sum(f.tokens for f in resident)
     if resident_tokens > vault.config.resident_max_tokens:
         problems.append(
@@ -155,6 +169,7 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         )
     context = Context(resident, [], situational, pending, [], topic, budget, problems)
     context.pending_total = len(scan.pending)
+    context.redacted = hidden[0]
     # The resident layer, the index and the pending notes are always there; the budget decides
     # how many topic files join them.
     used = context.tokens
@@ -190,13 +205,17 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
     except CmemError as exc:  # no FTS5, an unusable index: the bundle still works without excerpts
         context.problems.append(f"no topic excerpts: {exc}")
         return
+    from cmem.converge.secrets import redact_secrets
+
     free = context.budget - context.tokens
     for hit in hits:
-        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": hit.text, "score": hit.score}
-        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {hit.text}\n") + (12 if not context.excerpts else 0)
+        text, count = redact_secrets(hit.text)
+        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": text, "score": hit.score}
+        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {text}\n") + (12 if not context.excerpts else 0)
         if cost > free:
             continue
         context.excerpts.append(excerpt)
+        context.redacted += count
         free -= cost
     while context.excerpts and context.tokens > context.budget:
         context.excerpts.pop()

@@ -54,7 +54,24 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_remote(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
+    findings += _check_unmanaged(vault)
     return findings
+
+
+def _check_unmanaged(vault: Vault) -> list[Finding]:
+    """Notes no layer reads: an adopted vault's folders are not read until a setting says so."""
+    from cmem.unmanaged import find_unmanaged
+
+    folders = find_unmanaged(vault)
+    if not folders:
+        return [Finding(OK, "unmanaged", "every note is in a layer")]
+    from cmem.render import plural
+
+    total = sum(f.notes for f in folders)
+    listed = "; ".join(f"{f.folder}/ ({f.notes}: {f.setting})" for f in folders[:8])
+    more = f"; and {len(folders) - 8} more folders" if len(folders) > 8 else ""
+    return [Finding(WARN, "unmanaged", f"{plural(total, 'note')} in {plural(len(folders), 'folder')} {'is' if total == 1 else 'are'} outside every layer: cmem never "
+                    f"reads, converges or recalls them. To include a folder, add it to the config: {listed}{more}")]
 
 
 def _check_user_config() -> list[Finding]:

@@ -8,7 +8,8 @@ apply and commit. A response that fails validation writes nothing. No tool delet
 note; archive moves stay with the user (`cmem archive apply`).
 
 Every tool returns JSON text, the same objects as the CLI's `--json` (SPEC §11); a refused call
-returns `{"error": "…"}`. The SDK is imported only here, inside `build_server`, so the CLI does
+returns `{"error": "…"}`. Whatever a tool returns is redacted (cmem.converge.secrets) on the way
+out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does
 not pay for it.
 """
 
@@ -46,8 +47,10 @@ class MemoryTools:
         return open_vault(self.root)
 
     def call(self, method, *args, **kwargs) -> str:
+        from cmem.converge.secrets import redact_data
+
         try:
-            return _dump(method(*args, **kwargs))
+            return _dump(redact_data(method(*args, **kwargs))[0])
         except Busy as exc:
             return _dump({"status": "busy", "message": str(exc)})
         except CmemError as exc:

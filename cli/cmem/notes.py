@@ -241,7 +241,8 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             folders.append(vault.root / folder)
     seen: set[str] = set()
     for top in folders:
-        recursive = top != vault.root and top.relative_to(vault.root).as_posix() not in vault.config.extra_divergent
+        top_rel = top.relative_to(vault.root).as_posix()
+        recursive = top != vault.root and (top_rel not in vault.config.extra_divergent or top_rel in vault.config.recursive_divergent)
         stack = [top]
         while stack:
             folder = stack.pop()

@@ -36,6 +36,7 @@ class Status:
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
     conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.merge_memory)
+    unmanaged: list = field(default_factory=list)  # cmem.unmanaged.UnmanagedFolder: notes no layer reads
 
     def to_json(self) -> dict:
         return {
@@ -56,6 +57,7 @@ class Status:
             "unattended": self.unattended,
             "interrupted": self.interrupted,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "unmanaged": [folder.to_json() for folder in self.unmanaged],
         }
 
 
@@ -65,6 +67,7 @@ def _age_json(entry):
 
 def build_status(vault: Vault, now: datetime | None = None) -> Status:
     from cmem.scan import scan_vault
+    from cmem.unmanaged import find_unmanaged
 
     now = now or datetime.now().astimezone()
     state = load_state(vault.state_file)
@@ -105,6 +108,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
+        unmanaged=find_unmanaged(vault),
     )
 
 

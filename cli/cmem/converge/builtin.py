@@ -229,6 +229,12 @@ def builtin_response(vault: Vault, notes: list[SelectedNote], originals: dict[st
 
 
 def _converge_note(work: _Pass, note: SelectedNote) -> None:
+    secret = _secret_line(note)
+    if secret:
+        # A credential is never memory: the note waits, saying why, and nothing of it is written
+        # (no signal of a converged note may be left out, so the whole note is deferred).
+        work.deferred[note.rel] = secret
+        return
     named = _named_files(work, note)
     topic_keys = {key for file in work.situational() for key in file.keys}
     targets: set[str] = set()
@@ -261,6 +267,17 @@ def _mtime_date(note: SelectedNote, pass_date: str):
     if note.mtime_ns:
         return datetime.fromtimestamp(note.mtime_ns / 1e9).date()
     return date.fromisoformat(pass_date)
+def _secret_line(note: SelectedNote) -> str:
+    """Why the note is deferred when a signal line holds a credential, else ""."""
+    from cmem.converge.secrets import secret_kinds
+
+    for signal in _distinct_signals(note.signals):
+        line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+        kinds = secret_kinds(line)
+        if kinds:
+            return (f"line {signal.line} holds a credential ({', '.join(kinds)}); the builtin engine never copies one "
+                    "into memory: move it to a password manager, delete it from the note, and converge again")
+    return ""
 
 
 def _distinct_signals(signals: list[Signal]) -> list[Signal]:
