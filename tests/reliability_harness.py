@@ -150,7 +150,7 @@ def run_reply(root: Path, outside: Path, name: str, data: bytes, via_model: bool
     subprocess, the bytes exactly as given) or as `--response` text."""
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.errors import CmemError
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     before, before_outside = snapshot(root), snapshot(outside)
     escapes_before = {str(p) for p in _escape_targets(root) if p.exists()}
@@ -263,7 +263,7 @@ def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
     from cmem.converge import model_command, pipeline
     from cmem.steps.changes import SecondWriter
     from cmem.errors import CmemError
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     workdir.mkdir(parents=True, exist_ok=True)
     template = make_corpus_template(workdir)
@@ -440,8 +440,8 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
-    from cmem.lock import is_locked
-    from cmem.vault import open_vault
+    from cmem.steps.lock import is_locked
+    from cmem.vault.layers import open_vault
 
     with environment(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config")):
         locked = is_locked(open_vault(root).state_dir)

@@ -15,11 +15,11 @@ import pytest
 from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import Busy, CmemError
-from cmem.lock import vault_lock
-from cmem.state import load_state
-from cmem.notes import split_frontmatter
-from cmem.statements import parse_statements
-from cmem.vault import open_vault
+from cmem.steps.lock import vault_lock
+from cmem.vault.state_json import load_state
+from cmem.vault.notes import split_frontmatter
+from cmem.vault.statements import parse_statements
+from cmem.vault.layers import open_vault
 from conftest import TESTS, git, write_files
 
 FAKE = TESTS / "fake_llm.py"
@@ -262,7 +262,7 @@ def test_refuses_a_merge_in_progress(pass_vault):
 
 
 def test_refuses_a_parent_repository(tmp_path):
-    from cmem.init import init_vault
+    from cmem.setup.init import init_vault
 
     parent = tmp_path / "project"
     parent.mkdir()

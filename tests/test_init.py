@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cmem.errors import UsageError
-from cmem.init import ParentRepoChoiceNeeded, init_vault
+from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
 from conftest import git, write_files
 
 OBSIDIAN_VAULT = {

@@ -28,7 +28,7 @@ import reply_variants as rv
 from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.resources import config_schema
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 from conftest import git
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import pytest
 
 from cmem.converge.response import Issue, parse_response
 from cmem.converge.validate import PassContext, Validation, format_issues, validate_response, word_tokens
-from cmem.vault import Vault
-from cmem.config import load_config
+from cmem.vault.layers import Vault
+from cmem.vault.config import load_config
 
 REPLIES = Path(__file__).resolve().parent / "replies"
 PASS_DATE = "2026-11-29"

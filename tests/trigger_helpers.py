@@ -52,8 +52,8 @@ def pass_commits(root: Path) -> list[str]:
 
 
 def log_lines(root: Path) -> list[str]:
-    from cmem.triggers import read_log
-    from cmem.vault import open_vault
+    from cmem.triggers.if_due import read_log
+    from cmem.vault.layers import open_vault
 
     return read_log(open_vault(root))
 
@@ -65,7 +65,7 @@ def outcomes(root: Path) -> list[str]:
 def builtin_reply(root: Path, scratch: Path) -> str:
     """A valid response for this vault's pending notes: what the builtin engine answers on a copy."""
     from cmem.converge.pipeline import PassOptions, run_pass
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     copy = scratch / "reply-source"
     shutil.copytree(root, copy)

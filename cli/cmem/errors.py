@@ -63,7 +63,7 @@ def os_error_sentence(exc: OSError) -> str | None:
 
 
 def _shown_path(name) -> str | None:
-    from cmem.vault import show_name  # vault imports this module: import on use
+    from cmem.vault.layers import show_name  # vault imports this module: import on use
 
     if name is None:
         return None

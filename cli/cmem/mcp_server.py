@@ -41,7 +41,7 @@ class MemoryTools:
         self.last_prompt_notes: list[str] | None = None
 
     def _vault(self):
-        from cmem.vault import open_vault
+        from cmem.vault.layers import open_vault
 
         return open_vault(self.root)
 
@@ -56,29 +56,29 @@ class MemoryTools:
     # --- reading -------------------------------------------------------------------------
 
     def context(self, topic: str | None = None, budget: int | None = None) -> dict:
-        from cmem.context import build_context
+        from cmem.reading.context import build_context
 
         return build_context(self._vault(), topic=topic or None, budget=budget).to_json()
 
     def recall(self, query: str, archive: bool = False, limit: int = 10) -> dict:
-        from cmem.recall import recall_memory
+        from cmem.reading.recall import recall_memory
 
         return recall_memory(self._vault(), query, archive=archive, limit=max(1, min(limit, 100))).to_json()
 
     def status(self) -> dict:
-        from cmem.status import build_status
+        from cmem.reading.status import build_status
 
         return build_status(self._vault()).to_json()
 
     def scan(self) -> dict:
-        from cmem.scan import scan_vault
+        from cmem.scan.scanner import scan_vault
 
         return scan_vault(self._vault()).to_json()
 
     # --- writing -------------------------------------------------------------------------
 
     def note(self, text: str) -> dict:
-        from cmem.capture import capture_note
+        from cmem.triggers.capture import capture_note
 
         captured = capture_note(self._vault(), text)
         return {"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text}

@@ -46,14 +46,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.config import Formats
+from cmem.vault.config import Formats
 from cmem.converge.selection import SelectedNote
-from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
-from cmem.notes import parse_frontmatter_block, split_frontmatter
-from cmem.signals import Signal
-from cmem.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
-from cmem.tokens import estimate_tokens
-from cmem.vault import Vault
+from cmem.text.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
+from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.scan.signals import Signal
+from cmem.vault.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import Vault
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 
@@ -428,7 +428,7 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
 
 
 def _separator_of(annotation: str, formats: Formats) -> str:
-    from cmem.config import LANGUAGE_DEFAULTS
+    from cmem.vault.config import LANGUAGE_DEFAULTS
 
     for template, separator in [(formats.source, formats.source_separator)] + [(d["source"], d["source_separator"]) for d in LANGUAGE_DEFAULTS.values()]:
         if annotation.startswith(template.split("{links}", 1)[0]):

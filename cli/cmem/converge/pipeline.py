@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from cmem import history
-from cmem.checklist import StageEntry, archive_target, stage_notes
+from cmem.steps import commits as history
+from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
 from cmem.converge.runs import RunRecord, new_run
 from cmem.converge.selection import Selection, SelectedNote, select_notes
 from cmem.errors import CmemError
-from cmem.lock import vault_lock
-from cmem.notes import line_end
-from cmem.state import ConvergedNote, State, line_key, load_state
-from cmem.state import state_bytes as state_to_bytes
+from cmem.steps.lock import vault_lock
+from cmem.vault.notes import line_end
+from cmem.vault.state_json import ConvergedNote, State, line_key, load_state
+from cmem.vault.state_json import state_bytes as state_to_bytes
 from cmem.steps import journal
 from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.runner import Step, open_step
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 Progress = Callable[[str, float | None], None]  # (message, elapsed seconds or None)
 
@@ -205,7 +205,7 @@ def _gate(options: PassOptions):
 
 
 def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None) -> PassResult:
-    from cmem.scan import scan_vault
+    from cmem.scan.scanner import scan_vault
 
     state = load_state(vault.state_file)
     progress("scanning", None)
@@ -301,7 +301,7 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
     use_builtin = options.engine == "builtin"
     resolved = None
     if not use_builtin:
-        from cmem.trust import resolve_model_command
+        from cmem.setup.trust import resolve_model_command
 
         resolved = resolve_model_command(vault, options.llm)
         if resolved.command is None:

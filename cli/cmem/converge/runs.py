@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 KEEP_RUNS = 50
 

@@ -26,13 +26,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.config import Formats
+from cmem.vault.config import Formats
 from cmem.converge.paths import convergent_path_problem, show_path
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.notes import parse_frontmatter_block, read_note, split_frontmatter
-from cmem.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
-from cmem.tokens import estimate_tokens
-from cmem.vault import RESIDENT, NoteFile, Vault
+from cmem.vault.notes import parse_frontmatter_block, read_note, split_frontmatter
+from cmem.vault.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import RESIDENT, NoteFile, Vault
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3

@@ -1,0 +1,129 @@
+"""Words, for the builtin engine (SPEC §4): what a line is about, what a change replaces, and
+the line itself quoted as a statement.
+
+Matching is by characters, not meaning: English words (lower case, a plural `s` off, common
+words left out) and CJK bigrams — Chinese is written without spaces, and two characters are the
+shortest unit that carries a topic. That is why "喜欢 React" and "Svelte 真香" share nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from cmem.vault.statements import normalize
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+EN_STOP = frozenset(
+    "a an and or but if then than so to for of in on at by with from into over as is are was were be been being "
+    "it its it's i i'm me my mine we our you your he she they them this that these those there here not no yes "
+    "all any every each some more most very too also just only now again always never actually really still "
+    "do does did done have has had will would should could can may might must use used using going go went "
+    "get got make made one new same about up out off before after while when what which who how why".split()
+)
+# Bigrams of the cue words themselves: every correction shares them, so they say nothing.
+_ZH_STOP = frozenset(
+    "其实 实不 不是 我说 说的 的是 以后 后都 永远 远别 不要 要再 我喜 喜欢 我不 不喜 每次 次都 老毛 毛病 "
+    "我决 决定 定了 想通 通了 改用 换成 改成 不再 不用 真正 我们 一个 这个 那个 没有 就是 还是 已经 可以 "
+    "因为 所以 但是 时候 的时 什么 怎么".split()
+)
+
+# A bigram holding a particle ("上的", "了两") straddles two words: noise, not a topic.
+_PARTICLE = re.compile(r"[的了着过吗呢吧啊]")
+
+
+@lru_cache(maxsize=65536)
+def terms(text: str) -> frozenset[str]:
+    """Content words of a line: English words (lower case, plural `s` off) and CJK bigrams —
+    Chinese has no spaces, and two characters are the shortest unit that carries a topic."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    found = set()
+    for match in _WORD.finditer(text):
+        word = match.group(0).strip(".-_")
+        if len(word) < 2 or word in EN_STOP or (word.isdigit() and len(word) < 3):
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        found.add(word)
+    for run in _CJK_RUN.findall(text):
+        found.update(pair for pair in (run[i : i + 2] for i in range(len(run) - 1)) if not _PARTICLE.search(pair))
+    return frozenset(found - _ZH_STOP)
+
+
+# An explicit switch: only these (and corrections) may rewrite an existing statement.
+SWITCH = re.compile(
+    r"改用|换成|改成|换到|转向|替换|取代|代替"
+    r"|\bswitch(?:ed|ing)?\s+(?:to|from|over)\b|\bgoing with\b|\bmov(?:e|ed|ing) to\b|\bmigrat(?:e|ed|ing) to\b"
+    r"|\breplac(?:e|es|ed|ing)\b|\binstead of\b|\bno longer\b|\bfrom\s+(?!now\b)\S.*?\s+to\b",
+    re.IGNORECASE,
+)
+_END = r"(?=[，,；;。：:！!？?]|\.\s|\.?$)"
+# The "old" side of a change: its words point at the statement being replaced.
+_OLD_SIDE = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"不是(.+?)" + _END, r"不再(?:用|是)?(.+?)" + _END, r"(?:代替|取代|替换掉?|替代)(.+?)" + _END,
+        r"从(.+?)(?:改成|换成|改用|换到|转到|转向)", r"不用(.+?)了", r"原来(?:是|用)?(.+?)" + _END,
+        r"\bnot\s+(.+?)" + _END, r"\binstead of\s+(.+?)" + _END, r"\brather than\s+(.+?)" + _END,
+        r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END, r"\bfrom\s+(?!now\b)(.+?)\s+to\b",
+        r"\bno longer\s+(.+?)" + _END, r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
+    )
+]
+
+
+def old_side_terms(text: str) -> frozenset[str]:
+    return frozenset().union(*(terms(m.group(1)) for p in _OLD_SIDE for m in p.finditer(text)))
+
+
+# --- quoting the user's words ---------------------------------------------------------------
+
+_LEAD = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+)?(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
+_TIME = re.compile(r"^\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–—:：]?\s+")
+_FILLER = re.compile(r"^(?:想通了|决定了|更正|纠正|补充|其实|update|correction|note|actually|ps)\s*[:：,，]\s*", re.IGNORECASE)
+_TRAILING_TAGS = re.compile(r"(?:\s+#[^\s#\[\]]+)+\s*$")
+_TRAILING_LINK = re.compile(r"\s*\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]\s*$")
+
+
+def quote_line(line: str, topic_keys: set[str]) -> str:
+    """The signal line as a statement, trimmed lightly; never reworded."""
+    text = _TIME.sub("", _LEAD.sub("", line)).strip()
+    trimmed = _FILLER.sub("", text)
+    text = trimmed if normalize(trimmed) else text
+    while True:
+        text = _TRAILING_TAGS.sub("", text)
+        link = _TRAILING_LINK.search(text)
+        # A trailing [[topic]] is a routing hint, already honoured; other links are content.
+        if not link or name_key(link.group(1)) not in topic_keys or not normalize(text[: link.start()]):
+            return text.strip()
+        text = text[: link.start()]
+
+
+def name_key(name: str) -> str:
+    return re.sub(r"[\s_\-–—/]+", "", unicodedata.normalize("NFKC", name).casefold())
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).casefold()).strip("-_")[:48].strip("-_")
+
+
+_CUE_PREFIX = re.compile(r"^(?:我决定|决定了|决定|想通了|我想|以后都|改用|换成|i decided to|decided to|switching to|switched to|going with)\s*[:：,，]?\s*", re.IGNORECASE)
+
+
+def without_cue(text: str) -> str:
+    """The line without a leading decision cue, for naming a topic after what was decided."""
+    return _CUE_PREFIX.sub("", text)
+
+
+def leading_words(text: str) -> list[str]:
+    """Up to three leading content words: English words, or runs of CJK cut to six characters."""
+    words = []
+    for match in re.finditer(r"[A-Za-z][A-Za-z0-9.+#-]*|[\u3400-\u4dbf\u4e00-\u9fff]+", text):
+        word = match.group(0)
+        if word.isascii() and word.casefold() in EN_STOP:
+            continue
+        words.append(word[:6] if not word.isascii() else word)
+        if len(words) == 3:
+            break
+    return words
