@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cmem.vault.config import CONFIG_DIR, NEVER_READ_DIRS, Config, folder_overlap, load_config, relative_path_problem
 from cmem.errors import CmemError, VaultNotFound
+from cmem.text.names import is_undecodable, show_name
 
 DIVERGENT = "divergent"
 RESIDENT = "resident"
@@ -40,23 +41,6 @@ _SYNC_CONFLICT = re.compile(r"\.sync-conflict-|conflicted copy|\(conflict\b", re
 
 def is_sync_conflict(name: str) -> bool:
     return bool(_SYNC_CONFLICT.search(name))
-
-
-def is_undecodable(name: str) -> bool:
-    """Whether a name from the disk was not valid UTF-8. Python hands such names over with the
-    bad bytes as lone surrogates, which crash anything that encodes them (JSON, git, printing)."""
-    if name.isascii():
-        return False
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def show_name(name: str) -> str:
-    """A name as it can be shown and written to JSON: bytes that are not UTF-8 as `\\xff`."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace") if is_undecodable(name) else name
 
 
 def is_cloud_placeholder(name: str) -> bool:
