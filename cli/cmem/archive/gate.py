@@ -1,10 +1,7 @@
 """The archive gate (SPEC §6): staged lines in `archive/ARCHIVE-CHECKLIST.md`, ticked by the user,
-moved into the archive with git by `cmem archive apply`.
+moved into the archive with git by `cmem archive apply` (the checklist's format: `checklist`).
 
-The checklist is a file people edit in Obsidian, so it is read leniently: extra spaces, `[X]`,
-`*` or `+` bullets, numbered items, a missing digest or target are all understood. A line that
-looks staged but cannot be understood is reported as `unparsed` — never silently dropped, never
-removed. Nothing is ever deleted: a note moves in one journaled step (written at its archive
+Nothing is ever deleted: a note moves in one journaled step (written at its archive
 path, then removed from the root, in one commit git sees as a rename), a taken archive name gets
 a unique one, and a note that changed since it was staged stays where it is (it will be scanned
 again).
@@ -14,50 +11,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem.archive.checklist import archive_target
+from cmem.archive.checklist import (
+    CHANGED,
+    MISSING,
+    READY,
+    REFUSED,
+    UNPARSED,
+    StagedLine,
+    archive_target,
+    parse_checklist,
+    read_checklist,
+    remove_checklist_lines,
+)
 from cmem.errors import CmemError
 from cmem.vault.state_json import load_state, state_bytes
+from cmem.vault.statements import WIKILINK
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
-
-READY, CHANGED, MISSING, UNPARSED = "ready", "changed", "missing", "unparsed"
-REFUSED = "refused"  # the line's target is not a path inside the archive layer: never moved
-
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-# `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)
-_BOX = re.compile(r"^\[\s*([^\]\s]?)\s*\]\s*")
-_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
-_ARROW = re.compile(r"(?:→|->|=>|⟶)\s*(.+?)\s*(?:·|\sinto\s+\[\[|\ssha256\s*[:=]|$)")
-_INTO = re.compile(r"\binto\s+(\[\[.*?)(?:·|\ssha256\s*[:=]|$)")
-_DIGEST = re.compile(r"sha256\s*[:=]\s*`?([0-9a-fA-F]{8,64})")
-_SECTION = re.compile(r"^##\s+(\d{4}-\d{2}-\d{2})\s*·\s*pass\s+(\S+)\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
-@dataclass
-class StagedLine:
-    line_no: int  # 1-based in the checklist
-    raw: str
-    state: str  # ready | changed | missing | unparsed | refused
-    note: str | None = None  # wikilink name of the staged note
-    target: str | None = None  # vault-relative archive path from the line (or computed)
-    ticked: bool = False
-    digest: str | None = None  # digest prefix written on the line
-    into: list[str] = field(default_factory=list)
-    source: str | None = None  # where the note is now (vault-relative), when found
-    pass_id: str | None = None  # from the section heading
-    pass_date: str | None = None
-    detail: str = ""  # why it is changed, missing, unparsed or refused
-
-    def to_json(self) -> dict:
-        return {
-            "note": self.note, "target": self.target, "ticked": self.ticked, "state": self.state,
-            "line": self.line_no, "source": self.source, "into": self.into, "pass": self.pass_id,
-            "detail": self.detail, "raw": self.raw,
-        }
 
 
 @dataclass
@@ -120,77 +92,6 @@ class ArchiveResult:
 
 def _skip_json(line: StagedLine) -> dict:
     return {"note": line.note, "state": line.state, "line": line.line_no, "reason": line.detail}
-
-
-# --- reading the checklist ------------------------------------------------------------------
-
-
-def parse_checklist(text: str) -> list[StagedLine]:
-    """Every line that stages a note, parsed leniently; states are filled in by `list_staged`."""
-    staged: list[StagedLine] = []
-    pass_id = pass_date = None
-    in_fence = False
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if _FENCE.match(raw):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        section = _SECTION.match(raw.strip())
-        if section:
-            pass_date, pass_id = section.group(1), section.group(2)
-            continue
-        line = _parse_line(raw, number)
-        if line is not None:
-            line.pass_id, line.pass_date = pass_id, pass_date
-            staged.append(line)
-    return staged
-
-
-def _parse_line(raw: str, number: int) -> StagedLine | None:
-    item = _ITEM.match(raw)
-    if not item:
-        return None
-    rest = raw[item.end():]
-    box = _BOX.match(rest)
-    link = _WIKILINK.search(rest)
-    if box is None:
-        # A list item with a wikilink and an arrow is a staged line whose checkbox was lost.
-        if link and _ARROW.search(rest):
-            return StagedLine(number, raw, UNPARSED, note=_link_name(link.group(1)), detail="no checkbox: write `- [ ]` or `- [x]` before the link")
-        return None
-    ticked = box.group(1) in ("x", "X")
-    rest = rest[box.end():]
-    link = _WIKILINK.search(rest)
-    if link is None:
-        return StagedLine(number, raw, UNPARSED, ticked=ticked, detail="no [[note]] link on the line")
-    after = rest[link.end():]
-    arrow = _ARROW.search(after)
-    target = arrow.group(1).strip().strip("`'\"") if arrow else None
-    if target and target.startswith("[[") and target.endswith("]]"):
-        target = None  # a wikilink is not a path; the configured pattern decides
-    into_match = _INTO.search(after)
-    into = [_link_name(m.group(1)) for m in _WIKILINK.finditer(into_match.group(1))] if into_match else []
-    digest = _DIGEST.search(after)
-    return StagedLine(
-        number, raw, READY, note=_link_name(link.group(1)), target=target or None, ticked=ticked,
-        digest=digest.group(1).lower() if digest else None, into=into,
-    )
-
-
-def _link_name(link: str) -> str:
-    """`[[folder/name.md]]` and `[[name]]` both name the note `name`."""
-    name = link.strip().rsplit("/", 1)[-1]
-    return name[:-3] if name.endswith(".md") else name
-
-
-def read_checklist(vault: Vault) -> tuple[str, bytes | None]:
-    try:
-        raw = vault.checklist_path.read_bytes()
-    except FileNotFoundError:
-        return "", None
-    text = raw.decode("utf-8", errors="replace")
-    return text.lstrip("\ufeff").replace("\r\n", "\n"), raw
 
 
 def list_staged(vault: Vault) -> list[StagedLine]:
@@ -368,7 +269,7 @@ def _citing_files(vault: Vault, note_name: str) -> list[str]:
             text = note.path.read_text("utf-8", errors="replace")
         except OSError:
             continue
-        if needle in text and any(m.group(1).strip() == note_name for m in _WIKILINK.finditer(text)):
+        if needle in text and any(m.group(1).strip() == note_name for m in WIKILINK.finditer(text)):
             found.append(note.rel)
     return found
 
@@ -461,27 +362,6 @@ def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes)
                         moves=[(m.source, m.target) for m in plan.moves])
     state.passes.append(record.to_json())
     changes.write(vault.rel(vault.state_file), state_bytes(state), plan.state_bytes)
-
-
-def remove_checklist_lines(text: str, line_numbers: set[int]) -> str:
-    """The checklist without these lines, and without pass headings whose section is now empty
-    (a heading is cmem's own; every line the user wrote stays)."""
-    lines = [line for number, line in enumerate(text.split("\n"), start=1) if number not in line_numbers]
-    kept: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if _SECTION.match(line.strip()):
-            end = index + 1
-            while end < len(lines) and not lines[end].startswith("#"):
-                end += 1
-            if not any(lines[i].strip() for i in range(index + 1, end)):
-                index = end  # an emptied section: drop its heading and blank lines
-                continue
-        kept.append(line)
-        index += 1
-    result = "\n".join(kept).rstrip("\n")
-    return result + "\n" if result else ""
 
 
 def commit_message(plan: ArchivePlan, pass_id: str):

@@ -238,7 +238,7 @@ def revert_checklist(current: str, after: str, before: str | None) -> str | None
     put back (under their heading). Staged lines are matched by note and digest, so a line the
     user has ticked or reformatted since still counts as the same line. None: the file should not
     exist (the step created it and nothing changed since)."""
-    from cmem.archive.gate import _SECTION, parse_checklist, remove_checklist_lines
+    from cmem.archive.checklist import _SECTION, parse_checklist, remove_checklist_lines
 
     if current == after:
         return before
