@@ -102,7 +102,7 @@ class Config:
 
 
 def _yaml_load(text: str, where: Path) -> Any:
-    import yaml  # PyYAML: python-frontmatter depends on it; the C loader is 6x the pure one
+    import yaml  # PyYAML, as for notes' frontmatter: the C loader is 6x the pure one
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
