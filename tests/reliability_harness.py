@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import reply_variants as rv
+from support import snapshot  # noqa: F401 (the harness's callers use harness.snapshot)
 
 TESTS = Path(__file__).resolve().parent
 FAKE = TESTS / "fake_llm.py"
@@ -64,29 +65,6 @@ def fake_command(marker: str | None = None) -> str:
 
 
 # --- what changed ------------------------------------------------------------------------------
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file and link under `root` (a vault or a folder beside it), with `.git` reduced to
-    what a hostile write could target (config, hooks, info) plus HEAD's commit."""
-    found = {}
-    if not root.exists():
-        return found
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root)
-        if rel_dir.parts[:1] == (".git",) and rel_dir.parts[1:2] not in ((), ("hooks",), ("info",)):
-            dirnames[:] = []
-            continue
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            path = Path(dirpath) / name
-            rel = str(rel_dir / name)
-            if rel in (".git/index", ".git/ORIG_HEAD", ".git/COMMIT_EDITMSG") or rel.startswith(".git/refs"):
-                continue
-            found[rel] = b"link:" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-    if (root / ".git").exists():
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        found["<HEAD>"] = head.encode()
-    return found
 
 
 def changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -18,14 +16,14 @@ from cmem.vault.config import default_config_text, load_config, parse_config
 from cmem.errors import CmemError, ConfigError
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, PathRefused, open_vault
 from conftest import git
+from support import run_cmem as _cmem
 from history_helpers import CHECKLIST, fake_pass, head, run_main, tick
 
 WHERE = Path("/v/.cmem/config.yaml")
 NOTE = "2026-11-28 随手记.md"
 
 
-def _cmem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+
 
 
 # --- settings, checked when the config loads ---------------------------------------------------

@@ -21,6 +21,7 @@ from cmem.vault.notes import split_frontmatter
 from cmem.vault.statements import parse_statements
 from cmem.vault.layers import open_vault
 from conftest import TESTS, git, write_files
+from support import snapshot
 
 FAKE = TESTS / "fake_llm.py"
 HOSTILE = sorted((TESTS / "replies" / "hostile").glob("*.txt"))
@@ -59,15 +60,7 @@ def pass_vault(make_vault):
     return root
 
 
-def snapshot(root: Path) -> dict[str, bytes]:
-    files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git" or not path.is_file():
-            continue
-        files[str(rel)] = path.read_bytes()
-    files["HEAD"] = git(root, "rev-parse", "HEAD").encode()
-    return files
+
 
 
 def model_env(monkeypatch, tmp_path, replies: list[str], mode: str = "reply") -> Path:

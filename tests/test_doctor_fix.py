@@ -24,13 +24,10 @@ from cmem.steps.lock import vault_lock
 from cmem.vault.state_json import load_state
 from cmem.vault.layers import open_vault
 from conftest import git
+from support import run_cmem as cmem
 
 
-def cmem(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM", "CMEM_FAULT")}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=full,
-                          stdin=subprocess.DEVNULL, timeout=120)
+
 
 
 @pytest.fixture

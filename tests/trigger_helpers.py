@@ -3,14 +3,13 @@ waits at a gate, real `cmem` processes, and polling with a deadline (never a sle
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from conftest import git
+from support import run_cmem  # noqa: F401 (the trigger tests import it from here)
 
 NOTE = "2026-11-30 notes.md"
 NOTE_TEXT = "# Notes\n\n- Actually, I prefer Svelte over React for side projects.\n"
@@ -82,8 +81,3 @@ def gated_model(root: Path, scratch: Path) -> tuple[str, Path]:
     reply.write_text(builtin_reply(root, scratch), "utf-8")
     gate = scratch / "gate"
     return f"{sys.executable} {script} {gate} {reply}", gate
-
-
-def run_cmem(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*CMEM, *args], capture_output=True, text=True, env=env or os.environ.copy(), cwd=cwd,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
