@@ -16,10 +16,10 @@ matched with bracket counting so a nested trace stays inside its parent.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cmem.text.compare import normalize
 from cmem.vault.config import LANGUAGE_DEFAULTS, Formats
 
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
@@ -208,6 +208,29 @@ def parse_statements(body: str, start_line: int = 1, formats: Formats | None = N
         core, sources, traces = split_statement(line, formats)
         statements.append(Statement(line_no, line, core, tuple(sources), tuple(traces)))
     return statements
+
+
+_DROP_CATEGORIES = ("P", "Z", "S", "C")
+
+
+class _DropTable(dict):
+    """code point -> None (drop) or itself, filled on first sight: `str.translate` then runs in
+    C, ~20x faster than testing each character's category in Python (scans normalise every
+    convergent statement)."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if unicodedata.category(chr(code)).startswith(_DROP_CATEGORIES) else code
+        self[code] = value
+        return value
+
+
+_DROP = _DropTable()
+
+
+def normalize(text: str) -> str:
+    """Compare statements without case, whitespace, punctuation or symbols (NFKC first, so
+    full-width and half-width forms agree)."""
+    return unicodedata.normalize("NFKC", text).casefold().translate(_DROP)
 
 
 def format_source(names: list[str], formats: Formats) -> str:
