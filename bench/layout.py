@@ -26,13 +26,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("vault",),
     ("steps",),
     ("archive", "scan"),
+    ("sync",),  # one vault on several machines: merges through the step layer
     ("setup",),
     ("converge",),
     ("triggers",),
     ("render",),
     ("reading",),
     ("doctor",),
-    ("cli", "mcp_server", "__main__"),  # the surfaces
+    ("cli", "fast", "mcp_server", "__main__"),  # the surfaces (fast: the light entry path)
 ]
 
 

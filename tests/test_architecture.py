@@ -80,7 +80,7 @@ def test_the_layer_check_catches_an_upward_import(layout, tmp_path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "prompts", "vault_schema", "sample_vault"))
     notes = copy / "vault" / "notes.py"
     notes.write_text(notes.read_text("utf-8") + "\n\ndef _late():\n    from cmem.converge.pipeline import run_pass\n", "utf-8")
-    (copy / "text" / "tokens.py").write_text((copy / "text" / "tokens.py").read_text("utf-8") + "\nfrom cmem.text import words\n", "utf-8")
-    (copy / "text" / "words.py").write_text((copy / "text" / "words.py").read_text("utf-8") + "\nfrom cmem.text import tokens\n", "utf-8")
+    (copy / "text" / "tokens.py").write_text((copy / "text" / "tokens.py").read_text("utf-8") + "\nfrom cmem.text import names\n", "utf-8")
+    (copy / "text" / "names.py").write_text((copy / "text" / "names.py").read_text("utf-8") + "\nfrom cmem.text import tokens\n", "utf-8")
     assert layout.upward_imports(copy) == ["cmem.vault.notes -> cmem.converge.pipeline"]
-    assert ["cmem.text.tokens", "cmem.text.words"] in layout.cycles(copy)
+    assert ["cmem.text.names", "cmem.text.tokens"] in layout.cycles(copy)

@@ -48,7 +48,7 @@ from functools import cached_property
 
 from cmem.vault.config import Formats
 from cmem.converge.selection import SelectedNote
-from cmem.text.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
+from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
 from cmem.scan.signals import Signal
 from cmem.vault.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement

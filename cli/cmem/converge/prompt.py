@@ -66,7 +66,7 @@ def touched_situational(vault: Vault, notes: list[SelectedNote], originals: dict
     prompt budget by default): those a note names by tag or wikilink (or their aliases), then
     those whose file name's words occur in the notes. A file's body is not searched: in a vault
     with shared vocabulary that would quote every topic file for a single note."""
-    from cmem.text.words import name_key
+    from cmem.converge.words import name_key
 
     base = vault.config.situational_dir + "/"
     limit = vault.config.budget_tokens // 2 if limit_tokens is None else limit_tokens

@@ -1,2 +1,2 @@
-"""Text as cmem counts and compares it, knowing nothing else of cmem: the token estimate
-(`tokens`) and the words, terms and stop words of the builtin engine (`words`)."""
+"""Text, knowing nothing else of cmem: the token estimate (`tokens`) and file names as they can be
+shown (`names`). The lowest layer: the error messages and the vault model use it."""
