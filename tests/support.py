@@ -41,11 +41,15 @@ def run_cmem(
     )
 
 
-def snapshot(root: Path, folders: bool = False) -> dict[str, bytes]:
-    """Every file and symbolic link under `root` (a vault or a folder beside it), byte for byte
-    (a link as its target, a FIFO or socket by its kind), keyed by path relative to `root`; `.git` reduced to what a hostile
-    write could target (config, hooks, info) plus HEAD's commit as `<HEAD>`. With `folders`,
-    every folder too, so a test that nothing was written also sees an empty folder made."""
+def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
+    """Every file and symbolic link under the roots (a vault, a folder beside it), byte for byte
+    (a link as its target, a FIFO or socket by its kind); `.git` reduced to what a hostile write
+    could target (config, hooks, info) plus HEAD's commit as `<HEAD>`. Keys are paths relative to
+    the root, or, for several roots, the whole path. With `folders`, every folder too, so a test
+    that nothing was written also sees an empty folder made."""
+    if len(roots) != 1:
+        return {f"{root}/{rel}": data for root in roots for rel, data in snapshot(root, folders=folders).items()}
+    root = roots[0]
     found: dict[str, bytes] = {}
     if not root.exists():
         return found

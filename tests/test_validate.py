@@ -80,11 +80,10 @@ def reply_vault(make_vault, tmp_path):
 
 
 
-
 def run(vault: Vault, ctx: PassContext, text: str) -> Validation:
-    before = [snapshot(folder, folders=True) for folder in (vault.root, vault.root.parent / "outside")]
+    before = snapshot(vault.root, vault.root.parent / "outside", folders=True)
     result = validate_response(vault, parse_response(text.replace("{PASS_DATE}", PASS_DATE)), ctx)
-    assert [snapshot(folder, folders=True) for folder in (vault.root, vault.root.parent / "outside")] == before, "validation must not write"
+    assert snapshot(vault.root, vault.root.parent / "outside", folders=True) == before, "validation must not write"
     return result
 
 
