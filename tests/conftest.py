@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-# Plain helpers live in support.py; conftest keeps offering them to the tests that import them from here.
-from support import REPO, SAMPLE_VAULT, TESTS, git, git_init, write_files  # noqa: F401
+# Plain helpers live in support.py; conftest keeps offering them to the tests that import them
+# from here (`git` as a plain name: make_vault's `git=` flag shadows it).
+import support
+from support import REPO, SAMPLE_VAULT, TESTS, git_init, write_files  # noqa: F401
+
+git = support.git
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +40,7 @@ def make_vault(tmp_path):
     """make_vault(files, config_yaml="") -> Path: a bare vault (no git) with these files."""
     counter = {"n": 0}
 
-    def _make(files: dict[str, str | bytes] | None = None, config_yaml: str = "", git: bool = False) -> Path:  # noqa: F811
+    def _make(files: dict[str, str | bytes] | None = None, config_yaml: str = "", git: bool = False) -> Path:
         counter["n"] += 1
         root = tmp_path / f"vault{counter['n']}"
         (root / ".cmem").mkdir(parents=True)
