@@ -68,10 +68,10 @@ def measure() -> dict:
     sys.path.insert(0, str(TESTS))
     import reply_variants as rv
     import test_validate as tv
-    from cmem.config import load_config
+    from cmem.vault.config import load_config
     from cmem.converge.response import parse_response
     from cmem.converge.validate import PassContext, validate_response
-    from cmem.vault import Vault
+    from cmem.vault.layers import Vault
 
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="cmem-hostile-by-rule-"))
@@ -93,7 +93,7 @@ def measure() -> dict:
             missed.append(name)
     valid_hand = [check((tv.REPLIES / "valid" / name).read_bytes().decode("utf-8")) for name in sorted(tv.VALID)]
     corpus_root = rv.build_corpus_vault(work / "corpus", work / "corpus-outside", git=False)
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     corpus_vault = open_vault(corpus_root)
     corpus_ctx = rv.corpus_context(corpus_vault)

@@ -273,8 +273,8 @@ def _mentions(text: str, term: str) -> bool:
 
 
 def _layer(root: Path):
-    from cmem.notes import split_frontmatter
-    from cmem.statements import parse_statements
+    from cmem.vault.notes import split_frontmatter
+    from cmem.vault.statements import parse_statements
 
     statements = []
     for path in sorted((root / "converged").rglob("*.md")):
@@ -298,12 +298,12 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
     """The counts of the layer after the pass of `day`."""
     from cmem.converge.coverage import line_fates
     from cmem.converge.selection import SelectedNote
-    from cmem.scan import scan_vault
-    from cmem.notes import read_note
-    from cmem.signals import Signal, scan_note
-    from cmem.statements import normalize
-    from cmem.vault import NoteFile
-    from cmem.vault import open_vault
+    from cmem.scan.scanner import scan_vault
+    from cmem.vault.notes import read_note
+    from cmem.scan.signals import Signal, scan_note
+    from cmem.vault.statements import normalize
+    from cmem.vault.layers import NoteFile
+    from cmem.vault.layers import open_vault
 
     counts = Counts()
     layer = _layer(root)
@@ -365,7 +365,7 @@ def run_history(history: History, workdir: Path, llm: str | None = None) -> tupl
     """(summed over every pass, the last pass alone)."""
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.errors import CmemError
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     root = workdir / history.name
     _make_vault(root, history)

@@ -77,7 +77,7 @@ def rg_floor(rg: str | None, folders: list[Path], query: str) -> float | None:
 
 
 def bench_scope(vault, scope: str, rg: str | None) -> dict:
-    from cmem.index import index_file, index_size, scope_files, search_scope
+    from cmem.reading.search_index import index_file, index_size, scope_files, search_scope
 
     files = scope_files(vault, scope)
     folders = [vault.root / vault.config.archive_dir] if scope == "archive" else [vault.root / d for d in vault.convergent_dirs]
@@ -119,7 +119,7 @@ def bench_process(vault_root: Path, env: dict, query: str) -> float:
 
 
 def bench_context(vault) -> list[tuple[int, str, int, int, int]]:
-    from cmem.context import build_context
+    from cmem.reading.context import build_context
 
     out = []
     topics = (None, "缓存 latency") if len(vault.convergent_files()) > 20 else (None, "令牌桶 限流")
@@ -147,12 +147,12 @@ def labelled_vault(workdir: Path) -> Path:
 
 
 def scheme_precision(vault) -> dict[str, dict]:
-    from cmem.index import _CJK_RUN, _WORD, note_rows
-    from cmem.recall import recall_memory
+    from cmem.reading.search_index import _CJK_RUN, _WORD, note_rows
+    from cmem.reading.recall import recall_memory
     from recall_labelled import QUERIES, is_right
 
     rows = [row for f in vault.convergent_files() for row in note_rows(vault, f, True)[0]]
-    from cmem.index import display_text
+    from cmem.reading.search_index import display_text
 
     rows = [row.__class__(**{**row.__dict__, "text": display_text(row.text)}) for row in rows]
     two_char = [q for q in QUERIES if len(q[0]) == 2 and _CJK_RUN.fullmatch(q[0])]
@@ -282,7 +282,7 @@ def main() -> None:
     os.environ["XDG_STATE_HOME"] = str(state)
     rg = args.rg or shutil.which("rg") or (str(Path(sys.executable).parent / "rg") if (Path(sys.executable).parent / "rg").exists() else None)
 
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     labelled = open_vault(labelled_vault(workdir))
     schemes = scheme_precision(labelled)

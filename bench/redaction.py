@@ -27,7 +27,7 @@ sys.path.insert(0, str(PROJECT / "cli"))
 
 def section() -> str:
     import secrets_corpus as corpus
-    from cmem.converge.secrets import redact_secrets
+    from cmem.text.secrets import redact_secrets
 
     m = corpus.measure(redact_secrets)
     kinds = len({kind for kind, _text, _secret in corpus.CREDENTIALS})
@@ -39,7 +39,7 @@ def section() -> str:
         "",
         "Reproduce with `python bench/redaction.py` (under a second; `--write` updates this section).",
         "",
-        "Redaction (`cmem.converge.secrets`) on the labelled corpus in `tests/secrets_corpus.py`: "
+        "Redaction (`cmem.text.secrets`) on the labelled corpus in `tests/secrets_corpus.py`: "
         f"{len(corpus.CREDENTIALS)} credentials of {kinds} kinds (provider token shapes, private keys, "
         "URLs with passwords, Basic auth, `key: value` and `key is value` forms in English and Chinese, "
         f"the 18 kinds issue 14 found reaching the prompt) and {len(corpus.LOOKALIKES)} look-alikes that must pass "

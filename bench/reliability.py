@@ -97,7 +97,7 @@ def validator_figures(hostile: list, valid: list, workdir: Path) -> dict:
     import reply_variants as rv
     from cmem.converge.response import parse_response
     from cmem.converge.validate import validate_response
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     root = rv.build_corpus_vault(workdir / "validator" / "vault", workdir / "validator" / "outside", git=False)
     vault = open_vault(root)

@@ -15,7 +15,7 @@ touches the real home or cmem's real state folder. The generated vaults stay in 
 (git-ignored); nothing is committed.
 
 Floors: `python -c pass` (the same interpreter cmem runs on), `rg -c` over the divergent layer
-with cmem's own cue set (`cmem.signals.cue_set()`), a Python `os.scandir` stat walk of the vault,
+with cmem's own cue set (`cmem.scan.signals.cue_set()`), a Python `os.scandir` stat walk of the vault,
 and a Python read of every divergent note's bytes.
 """
 
@@ -77,16 +77,16 @@ def walk_notes(top):
 
 command, args = sys.argv[1], sys.argv[2:]
 if command == "cues":
-    from cmem.signals import cue_set
+    from cmem.scan.signals import cue_set
     print(json.dumps(sorted({cue.text for cue in cue_set()})))
 elif command == "statedir":
-    from cmem.vault import state_dir_for
+    from cmem.vault.layers import state_dir_for
     print(state_dir_for(Path(args[0])))
 elif command == "tokens":
-    from cmem.tokens import estimate_tokens
+    from cmem.text.tokens import estimate_tokens
     print(json.dumps([estimate_tokens(Path(a).read_text("utf-8", errors="replace")) for a in args]))
 elif command == "vault-tokens":
-    from cmem.tokens import estimate_tokens
+    from cmem.text.tokens import estimate_tokens
     root = args[0]
     layers = {}
     for path in walk_notes(root):
@@ -856,10 +856,10 @@ def render_report(facts: dict, args, rows, converge_facts, profiles, notes, fail
         "- **Warm**: cmem's caches (state folder) exist and nothing changed; page cache warm.",
         "  **Cold scan**: cmem's scan cache removed before every run (untimed); page cache still warm.",
         "- `rg` floor: `rg -c -F -i --no-ignore --max-depth 1 -g '*.md' -e CUE …` over the vault root, with every cue of",
-        "  `cmem.signals.cue_set()` — the same files and cues, without cmem's context rules.",
+        "  `cmem.scan.signals.cue_set()` — the same files and cues, without cmem's context rules.",
         "- Stat walk floor: a Python `os.scandir` walk of the whole vault (dot-folders skipped) with",
         "  `DirEntry.stat()` on every `.md`. Bytes-read floor: Python reading every divergent note.",
-        "- Convergence: `cmem converge --emit-prompt` on a copy; tokens with `cmem.tokens.estimate_tokens`;",
+        "- Convergence: `cmem converge --emit-prompt` on a copy; tokens with `cmem.text.tokens.estimate_tokens`;",
         "  the stable prefix is the common prefix of the prompt before and after adding one new divergent note",
         "  (a correction), over the second prompt's length. The builtin pass runs on a fresh copy each time.",
         "",

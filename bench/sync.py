@@ -71,8 +71,8 @@ def in_process(clone: Path, fetch: list[str], env: dict, runs: int) -> tuple[lis
     os.environ.clear()
     os.environ.update(env)
     try:
-        from cmem.sync import sync_vault
-        from cmem.vault import open_vault
+        from cmem.sync.remote import sync_vault
+        from cmem.vault.layers import open_vault
 
         vault = open_vault(clone)
         sync_vault(vault)

@@ -1,17 +1,20 @@
 """Shared fixtures. Every test runs with its own HOME, XDG folders and git identity, so no test
-touches a real home, a real user config or a real state folder."""
+touches a real home, a real user config or a real state folder. Plain helpers (a vault's
+files byte for byte, cmem in a real process, git) are in support.py."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_VAULT = REPO / "sample-vault"
-TESTS = Path(__file__).resolve().parent
+# Plain helpers live in support.py; conftest keeps offering them to the tests that import them
+# from here (`git` as a plain name: make_vault's `git=` flag shadows it).
+import support
+from support import REPO, SAMPLE_VAULT, TESTS, git_init, write_files  # noqa: F401
+
+git = support.git
 
 
 @pytest.fixture(autouse=True)
@@ -32,16 +35,6 @@ def isolated_home(tmp_path_factory, monkeypatch):
     return home
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> None:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
 @pytest.fixture
 def make_vault(tmp_path):
     """make_vault(files, config_yaml="") -> Path: a bare vault (no git) with these files."""
@@ -60,16 +53,6 @@ def make_vault(tmp_path):
         return root
 
     return _make
-
-
-def git_init(root: Path) -> None:
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "test: initial", "--allow-empty"], check=True)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture

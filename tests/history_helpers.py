@@ -8,9 +8,9 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from cmem.checklist import StageEntry, archive_target, stage_notes
-from cmem.history import commit_files
-from cmem.state import ConvergedNote, State, load_state, save_state
+from cmem.archive.checklist import StageEntry, archive_target, stage_notes
+from cmem.steps.commits import commit_files
+from cmem.vault.state_json import ConvergedNote, State, load_state, save_state
 from conftest import git
 
 STATE = ".cmem/state.json"

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import reply_variants as rv
+from support import snapshot  # noqa: F401 (the harness's callers use harness.snapshot)
 
 TESTS = Path(__file__).resolve().parent
 FAKE = TESTS / "fake_llm.py"
@@ -64,29 +65,6 @@ def fake_command(marker: str | None = None) -> str:
 
 
 # --- what changed ------------------------------------------------------------------------------
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file and link under `root` (a vault or a folder beside it), with `.git` reduced to
-    what a hostile write could target (config, hooks, info) plus HEAD's commit."""
-    found = {}
-    if not root.exists():
-        return found
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root)
-        if rel_dir.parts[:1] == (".git",) and rel_dir.parts[1:2] not in ((), ("hooks",), ("info",)):
-            dirnames[:] = []
-            continue
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            path = Path(dirpath) / name
-            rel = str(rel_dir / name)
-            if rel in (".git/index", ".git/ORIG_HEAD", ".git/COMMIT_EDITMSG") or rel.startswith(".git/refs"):
-                continue
-            found[rel] = b"link:" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-    if (root / ".git").exists():
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        found["<HEAD>"] = head.encode()
-    return found
 
 
 def changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
@@ -150,7 +128,7 @@ def run_reply(root: Path, outside: Path, name: str, data: bytes, via_model: bool
     subprocess, the bytes exactly as given) or as `--response` text."""
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.errors import CmemError
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     before, before_outside = snapshot(root), snapshot(outside)
     escapes_before = {str(p) for p in _escape_targets(root) if p.exists()}
@@ -263,7 +241,7 @@ def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
     from cmem.converge import model_command, pipeline
     from cmem.steps.changes import SecondWriter
     from cmem.errors import CmemError
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     workdir.mkdir(parents=True, exist_ok=True)
     template = make_corpus_template(workdir)
@@ -440,8 +418,8 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
-    from cmem.lock import is_locked
-    from cmem.vault import open_vault
+    from cmem.steps.lock import is_locked
+    from cmem.vault.layers import open_vault
 
     with environment(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config")):
         locked = is_locked(open_vault(root).state_dir)

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from cmem.errors import ConfigError
-from cmem.scan import scan_vault
-from cmem.vault import DIVERGENT, open_vault
+from cmem.scan.scanner import scan_vault
+from cmem.vault.layers import DIVERGENT, open_vault
 from conftest import git, write_files
 
 ADOPTED = {

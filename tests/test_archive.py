@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from cmem.archive import (
+from cmem.archive.gate import (
     CHANGED, MISSING, READY, REFUSED, UNPARSED, apply_archive, list_staged, parse_checklist, plan_archive, remove_checklist_lines,
 )
 from cmem.errors import CmemError
-from cmem.state import load_state
-from cmem.vault import open_vault
+from cmem.vault.state_json import load_state
+from cmem.vault.layers import open_vault
 from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
 

@@ -12,10 +12,10 @@ from cmem.converge.builtin import builtin_response, old_side_terms, quote_line, 
 from cmem.converge.response import parse_response
 from cmem.converge.selection import SelectedNote
 from cmem.converge.validate import PassContext, validate_response
-from cmem.notes import parse_frontmatter_block, split_frontmatter
-from cmem.signals import Signal
-from cmem.statements import parse_statements, split_statement
-from cmem.vault import open_vault
+from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.scan.signals import Signal
+from cmem.vault.statements import parse_statements, split_statement
+from cmem.vault.layers import open_vault
 
 DATE = "2026-11-29"
 EN = "language: en\n"
@@ -318,7 +318,7 @@ def test_same_inputs_same_bytes(make_vault):
 
 
 def test_sample_vault_converges_and_validates(sample_vault):
-    scan = pytest.importorskip("cmem.scan")
+    scan = pytest.importorskip("cmem.scan.scanner")
     from cmem.converge.selection import select_notes
 
     vault = open_vault(sample_vault)
@@ -367,8 +367,8 @@ def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
     from cmem.converge.builtin import builtin_response
     from cmem.converge.response import parse_response
     from cmem.converge.selection import SelectedNote
-    from cmem.signals import Signal
-    from cmem.vault import open_vault
+    from cmem.scan.signals import Signal
+    from cmem.vault.layers import open_vault
 
     profile = "---\nsummary: me\n---\n# Profile\n\n- I use Neovim for everything (source: [[old]])\n"
     root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "- actually I use Helix now, not Neovim\n"}, config_yaml="language: en\n")

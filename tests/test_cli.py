@@ -177,8 +177,8 @@ def test_exit_codes_of_typer_exit_reach_the_shell(sample_vault, tmp_path):
 
 
 def test_note_after_todays_note_was_archived_gets_a_new_name(sample_vault):
-    from cmem.checklist import archive_target
-    from cmem.vault import open_vault
+    from cmem.archive.checklist import archive_target
+    from cmem.vault.layers import open_vault
 
     vault = open_vault(sample_vault)
     today = datetime.now().strftime("%Y-%m-%d")

@@ -11,7 +11,7 @@ import pytest
 
 from cmem.cli import _hoist_global_flags
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 from history_helpers import run_main
 
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from cmem.config import default_config_text, load_config, load_user_config
+from cmem.vault.config import default_config_text, load_config, load_user_config
 from cmem.errors import ConfigError, VaultNotFound
-from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, find_vault_root, open_vault, state_dir_for
+from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, find_vault_root, open_vault, state_dir_for
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])

@@ -6,26 +6,24 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
 import pytest
 
-from cmem.archive import READY, REFUSED, list_staged, plan_archive
-from cmem.config import default_config_text, load_config, parse_config
+from cmem.archive.gate import READY, REFUSED, list_staged, plan_archive
+from cmem.vault.config import default_config_text, load_config, parse_config
 from cmem.errors import CmemError, ConfigError
-from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, PathRefused, open_vault
+from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, PathRefused, open_vault
 from conftest import git
+from support import run_cmem as _cmem
 from history_helpers import CHECKLIST, fake_pass, head, run_main, tick
 
 WHERE = Path("/v/.cmem/config.yaml")
 NOTE = "2026-11-28 随手记.md"
 
 
-def _cmem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+
 
 
 # --- settings, checked when the config loads ---------------------------------------------------
@@ -348,7 +346,7 @@ def test_a_full_disk_without_a_file_name_is_still_one_sentence(make_vault, monke
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # what a failed write() raises: no file name
 
-    monkeypatch.setattr("cmem.capture.write_atomic", full)
+    monkeypatch.setattr("cmem.triggers.capture.write_atomic", full)
     code, _, err = run_main(monkeypatch, capsys, "note", "x", "--vault", str(root))
     assert code == 1 and err == "error: no space left on device.\n"
 
@@ -369,7 +367,7 @@ def test_permission_errors_name_the_file(make_vault, monkeypatch, capsys, code):
     def unreadable(*args, **kwargs):
         raise PermissionError(code, os.strerror(code), str(target))
 
-    monkeypatch.setattr("cmem.scan.read_note", unreadable)
+    monkeypatch.setattr("cmem.scan.scanner.read_note", unreadable)
     exit_code, out, err = run_main(monkeypatch, capsys, "scan", "--vault", str(root))
     reason = os.strerror(code)
     assert exit_code == 1 and err == f"error: {target}: {reason[0].lower() + reason[1:]}.\n"
@@ -379,17 +377,17 @@ def test_an_os_error_under_json_is_a_json_error(make_vault, monkeypatch, capsys)
     import json
 
     root = make_vault()
-    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EACCES, "Permission denied", str(root / "archive"))))
+    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EACCES, "Permission denied", str(root / "archive"))))
     code, out, err = run_main(monkeypatch, capsys, "status", "--json", "--vault", str(root))
     assert code == 1 and json.loads(out) == {"error": f"{root / 'archive'}: permission denied."}
 
 
 def test_a_bug_keeps_its_traceback(make_vault, monkeypatch, capsys):
     root = make_vault()
-    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")))
+    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")))
     with pytest.raises(OSError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
-    monkeypatch.setattr("cmem.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer")))
+    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer")))
     with pytest.raises(KeyError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
 

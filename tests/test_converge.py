@@ -15,12 +15,13 @@ import pytest
 from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import Busy, CmemError
-from cmem.lock import vault_lock
-from cmem.state import load_state
-from cmem.notes import split_frontmatter
-from cmem.statements import parse_statements
-from cmem.vault import open_vault
+from cmem.steps.lock import vault_lock
+from cmem.vault.state_json import load_state
+from cmem.vault.notes import split_frontmatter
+from cmem.vault.statements import parse_statements
+from cmem.vault.layers import open_vault
 from conftest import TESTS, git, write_files
+from support import snapshot
 
 FAKE = TESTS / "fake_llm.py"
 HOSTILE = sorted((TESTS / "replies" / "hostile").glob("*.txt"))
@@ -59,15 +60,7 @@ def pass_vault(make_vault):
     return root
 
 
-def snapshot(root: Path) -> dict[str, bytes]:
-    files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git" or not path.is_file():
-            continue
-        files[str(rel)] = path.read_bytes()
-    files["HEAD"] = git(root, "rev-parse", "HEAD").encode()
-    return files
+
 
 
 def model_env(monkeypatch, tmp_path, replies: list[str], mode: str = "reply") -> Path:
@@ -262,7 +255,7 @@ def test_refuses_a_merge_in_progress(pass_vault):
 
 
 def test_refuses_a_parent_repository(tmp_path):
-    from cmem.init import init_vault
+    from cmem.setup.init import init_vault
 
     parent = tmp_path / "project"
     parent.mkdir()

@@ -6,10 +6,10 @@ from __future__ import annotations
 from cmem.converge.coverage import PENDING, STATEMENT, TRACE, line_fates, summary
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.converge.selection import SelectedNote
-from cmem.config import Formats
-from cmem.scan import scan_vault
-from cmem.signals import Signal
-from cmem.vault import open_vault
+from cmem.vault.config import Formats
+from cmem.scan.scanner import scan_vault
+from cmem.scan.signals import Signal
+from cmem.vault.layers import open_vault
 
 EN = Formats("(source: {links})", ", ", "(updated {date}, was: {old})")
 TOOLING = "converged/topics/tooling.md"
@@ -69,7 +69,7 @@ def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
     assert [(f.line, f.where) for f in result.lines] == [(1, STATEMENT), (2, PENDING)]
     assert any("n.md line 2" in w and "stays pending" in w for w in result.warnings)
     assert result.to_json()["signal_lines"][1] == {"note": "n.md", "line": 2, "class": "decision", "where": "pending", "file": ""}
-    from cmem.render import render_pass
+    from cmem.render.reports import render_pass
 
     assert "signal lines: 1 in statements, 0 in traces, 1 left pending" in render_pass(result)  # the pass summary says which
     scan = scan_vault(open_vault(root))

@@ -31,7 +31,12 @@ def test_user_edit_after_a_crash_wins_and_the_pass_is_rolled_back(tmp_path):
     profile.write_text(edited, encoding="utf-8")
     again = _cmem(vault, home)
     assert again.returncode == 0, again.stderr
-    assert profile.read_text("utf-8") == edited or "用户在崩溃后写的一行" in profile.read_text("utf-8")
+    # The new pass rewrote the profile on top of the user's edit: their line is there, whole, after
+    # the lines it followed (and the pass's own statements follow it).
+    user_line = "- 用户在崩溃后写的一行（来源：[[2026-09-30 日记]]）"
+    after = profile.read_text("utf-8").splitlines()
+    assert after.count(user_line) == 1
+    assert after[after.index(user_line) - 1] == edited.splitlines()[-2]
     methodology = (vault / "converged/core/methodology.md").read_text("utf-8")
     assert "熬夜到两点" in methodology  # (the cue 又 stripped) the new pass ran after the rollback and converged again
     assert "rolled back" in again.stdout + again.stderr

@@ -18,19 +18,16 @@ import pytest
 
 import reliability_harness as harness
 import reply_variants as rv
-from cmem.archive import list_staged
+from cmem.archive.gate import list_staged
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.lock import vault_lock
-from cmem.state import load_state
-from cmem.vault import open_vault
+from cmem.steps.lock import vault_lock
+from cmem.vault.state_json import load_state
+from cmem.vault.layers import open_vault
 from conftest import git
+from support import run_cmem as cmem
 
 
-def cmem(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM", "CMEM_FAULT")}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=full,
-                          stdin=subprocess.DEVNULL, timeout=120)
+
 
 
 @pytest.fixture
@@ -184,7 +181,7 @@ def test_an_old_git_lock_is_kept_while_a_git_runs_in_the_repository(vault_root):
 def test_cmems_own_lock_cannot_go_stale(vault_root, tmp_path):
     """A pass killed while it holds the lock leaves the lock file, not the lock: the next pass runs."""
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\nfrom cmem.lock import vault_lock\nfrom cmem.vault import open_vault\n"
+        "import sys, time\nfrom cmem.steps.lock import vault_lock\nfrom cmem.vault.layers import open_vault\n"
         f"with vault_lock(open_vault({str(vault_root)!r}).state_dir):\n    print('held', flush=True)\n    time.sleep(60)\n")],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem.hooks import (
+from cmem.setup.hooks import (
     HookError,
     apply_hook_plan,
     find_blocks,
@@ -26,8 +26,8 @@ from cmem.hooks import (
     rc_path,
     shell_snippet,
 )
-from cmem.lock import is_locked
-from cmem.vault import open_vault
+from cmem.steps.lock import is_locked
+from cmem.vault.layers import open_vault
 from trigger_helpers import gated_model, log_lines, outcomes, pass_commits, run_cmem, trigger_vault, wait_for
 
 SHELLS = [pytest.param(name, marks=pytest.mark.skipif(shutil.which(name) is None, reason=f"{name} is not installed")) for name in ("bash", "zsh", "fish")]

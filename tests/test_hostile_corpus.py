@@ -27,7 +27,7 @@ from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.converge.response import parse_response
 from cmem.converge.validate import validate_response
 from cmem.errors import CmemError
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 
 HOSTILE = rv.hostile_variants("{VAULT}", "{OUTSIDE}")
 VALID = rv.valid_variants()

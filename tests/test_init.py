@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cmem.errors import UsageError
-from cmem.init import ParentRepoChoiceNeeded, init_vault
+from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
 from conftest import git, write_files
 
 OBSIDIAN_VAULT = {
@@ -110,7 +110,7 @@ def test_bad_language(tmp_path):
 import os  # noqa: E402
 import sys  # noqa: E402
 
-from cmem.init import guess_language  # noqa: E402
+from cmem.setup.init import guess_language  # noqa: E402
 
 EN_NOTES = {f"note {n}.md": f"# Monday {n}\n\nI switched to uv for every Python project; tests with pytest.\n" for n in range(5)}
 ZH_NOTES = {f"日记 {n}.md": f"# 周一 {n}\n\n以后都用 uv 管理 Python 环境，不要再用 pip。今天面试了两家公司。\n" for n in range(5)}

@@ -5,7 +5,6 @@ unchanged)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import partial
 
@@ -19,8 +18,9 @@ from mcp.shared.memory import create_client_server_memory_streams  # noqa: E402
 
 from cmem.converge.pipeline import PassOptions, run_pass  # noqa: E402
 from cmem.mcp_server import build_server  # noqa: E402
-from cmem.vault import open_vault  # noqa: E402
+from cmem.vault.layers import open_vault  # noqa: E402
 from conftest import git  # noqa: E402
+from support import snapshot  # noqa: E402
 
 TOOLS = {"context", "recall", "note", "status", "scan", "converge_prompt", "converge_apply"}
 
@@ -50,12 +50,7 @@ async def call(session, name, arguments=None) -> dict:
     return json.loads(result.content[0].text)
 
 
-def snapshot(root) -> dict[str, str]:
-    """Every file of the vault (not .git) with the hash of its bytes."""
-    return {
-        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*")) if path.is_file() and ".git" not in path.relative_to(root).parts
-    }
+
 
 
 def test_initialize_list_and_call_the_reading_tools(sample_vault):

@@ -10,12 +10,12 @@ import json
 from typer.testing import CliRunner
 
 from cmem.cli import app
-from cmem.context import END_MARKER, build_context, render_context_markdown
+from cmem.reading.context import END_MARKER, build_context, render_context_markdown
 from cmem.converge.pipeline import run_pass
-from cmem.doctor import run_doctor
-from cmem.notes import frontmatter_hazard, parse_frontmatter_block
-from cmem.recall import recall_memory
-from cmem.vault import open_vault
+from cmem.doctor.checks import run_doctor
+from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block
+from cmem.reading.recall import recall_memory
+from cmem.vault.layers import open_vault
 from conftest import git
 from test_converge import JOBS, NOTE, PROFILE, PROFILE_TEXT, VALID, llm_options, model_env, pass_vault, prompts_sent, today  # noqa: F401
 
@@ -126,7 +126,7 @@ def test_a_move_is_reported_in_the_summary_json_and_commit(pass_vault, monkeypat
     assert result.moved == [{"statement": "简历投了三家公司", "from": JOBS, "to": ["converged/topics/resume.md"]}]
     assert result.to_json()["moved"] == result.moved
     assert f"Moved: 简历投了三家公司 ({JOBS} → converged/topics/resume.md)" in git(pass_vault, "log", "-1", "--format=%B")
-    from cmem.render import render_pass
+    from cmem.render.reports import render_pass
 
     assert "moved '简历投了三家公司'" in render_pass(result)
 

@@ -1,8 +1,8 @@
 import os
 
-from cmem.notes import find_odd_names, odd_from_note, read_note
-from cmem.tokens import estimate_tokens
-from cmem.vault import DIVERGENT, NoteFile, open_vault
+from cmem.vault.notes import find_odd_names, odd_from_note, read_note
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import DIVERGENT, NoteFile, open_vault
 
 
 def _read(root, rel, **kw):
@@ -31,7 +31,7 @@ def test_odd_notes_are_read_safely_and_named(make_vault):
     assert mixed.usable and "\r" not in mixed.text and any("mixes line ends" in p for p in mixed.problems)
     bad = _read(root, "badfm.md")
     assert bad.usable and bad.meta == {}
-    from cmem.notes import check_frontmatter
+    from cmem.vault.notes import check_frontmatter
     assert "not valid YAML" in check_frontmatter(bad)
     assert any("not closed" in p for p in _read(root, "openfm.md").problems)
     latin = _read(root, "latin1.md")

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from cmem.archive import apply_archive, plan_archive
+from cmem.archive.gate import apply_archive, plan_archive
 from cmem.errors import CmemError
-from cmem.passes import find_cmem_commit, list_cmem_commits, pass_diff
-from cmem.render import set_color
-from cmem.render_history import render_diff
-from cmem.undo import apply_undo, plan_undo
-from cmem.vault import open_vault
+from cmem.steps.pass_log import find_cmem_commit, list_cmem_commits, pass_diff
+from cmem.render.reports import set_color
+from cmem.render.history import render_diff
+from cmem.archive.undo import apply_undo, plan_undo
+from cmem.vault.layers import open_vault
 from conftest import git
 from history_helpers import fake_pass, run_main, tick
 

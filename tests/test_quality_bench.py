@@ -34,7 +34,7 @@ def test_the_histories_are_what_the_issue_asks_for():
 def _check_every_pass(bench, history, tmp_path):
     """Run one history pass by pass, measuring after each: the builtin engine's targets."""
     from cmem.converge.pipeline import PassOptions, run_pass
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     root = tmp_path / history.name
     bench._make_vault(root, history)

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cmem.cli import app
-from cmem.context import build_context
-from cmem.index import CONVERGENT, index_file, query_terms, search_scope
-from cmem.readtimes import load_read_times
-from cmem.recall import recall_memory
-from cmem.vault import open_vault
+from cmem.reading.context import build_context
+from cmem.reading.search_index import CONVERGENT, index_file, query_terms, search_scope
+from cmem.reading.read_times import load_read_times
+from cmem.reading.recall import recall_memory
+from cmem.vault.layers import open_vault
 from conftest import write_files
 from recall_labelled import EXTRA_FILES, QUERIES, is_right
 
@@ -235,7 +235,7 @@ def test_an_unwritable_state_folder_still_recalls(labelled_vault, monkeypatch):
 def test_missing_fts5_is_one_clear_error(labelled_vault, monkeypatch):
     import sqlite3
 
-    from cmem import index
+    from cmem.reading import search_index as index
     from cmem.errors import CmemError
 
     class NoFts(sqlite3.Connection):
@@ -254,7 +254,7 @@ def test_help_imports_neither_sqlite3_nor_mcp():
     code = "import sys; sys.argv = ['cmem', '--help']; from cmem.cli import main; main()"
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
     modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    assert "sqlite3" not in modules and "mcp" not in modules and "cmem.index" not in modules
+    assert "sqlite3" not in modules and "mcp" not in modules and "cmem.reading.search_index" not in modules
 
 
 def _big_topic(n: int) -> str:
@@ -276,7 +276,7 @@ def test_context_over_budget_includes_the_topics_statements_and_says_what_was_le
     assert context.tokens <= budget
     data = context.to_json()
     assert data["excerpts"] and data["tokens"] <= budget
-    from cmem.context import render_context_markdown
+    from cmem.reading.context import render_context_markdown
 
     text = render_context_markdown(context)
     assert "in the files left out (excerpts)" in text and 'cmem recall "令牌桶 限流"' in text
@@ -311,7 +311,7 @@ def test_warm_search_takes_milliseconds(labelled_vault):
 
 
 def test_doctor_reports_and_fix_rebuilds_an_unreadable_index(labelled_vault):
-    from cmem.index import index_problem
+    from cmem.reading.search_index import index_problem
 
     vault = open_vault(labelled_vault)
     recall_memory(vault, "房租")

@@ -2,7 +2,7 @@
 
 import io
 
-from cmem.render import Spinner, plural
+from cmem.render.reports import Spinner, plural
 
 
 class FakeTerminal(io.StringIO):

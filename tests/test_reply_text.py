@@ -12,7 +12,7 @@ import pytest
 from cmem.converge.pipeline import run_pass
 from cmem.converge.reply_text import clean_reply
 from cmem.converge.response import parse_response
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 from conftest import TESTS, git
 from test_converge import NOTE, PROFILE, llm_options, model_env, pass_vault, today  # noqa: F401  (pass_vault: a fixture)
 

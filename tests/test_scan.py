@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from cmem import scan as scan_module
+from cmem.scan import scanner as scan_module
 from cmem.errors import CmemError
-from cmem.scan import CACHE_NAME, scan_vault
-from cmem.state import ConvergedNote, State, line_key, save_state
-from cmem.vault import open_vault
+from cmem.scan.scanner import CACHE_NAME, scan_vault
+from cmem.vault.state_json import ConvergedNote, State, line_key, save_state
+from cmem.vault.layers import open_vault
 
 DAY = 86_400 * 10**9
 OLD = 1_700_000_000 * 10**9  # long before any test runs: cache entries are trusted at once

@@ -19,12 +19,12 @@ import pytest
 
 import reliability_harness as harness
 import reply_variants as rv
-from cmem import history
+from cmem.steps import commits as history
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import GitError
-from cmem.scan import scan_vault
-from cmem.state import load_state
-from cmem.vault import open_vault
+from cmem.scan.scanner import scan_vault
+from cmem.vault.state_json import load_state
+from cmem.vault.layers import open_vault
 
 
 def assert_no_loss(figures: dict) -> None:
@@ -84,7 +84,7 @@ def test_an_input_note_saved_during_the_model_call_is_kept_named_and_stays_pendi
     pending = {p.rel: [s.excerpt for s in p.signals] for p in scan_vault(vault).pending}
     assert any("杭州" in excerpt for excerpt in pending[rv.NOTE])
     assert load_state(vault.state_file).notes[rv.NOTE].sha256 != harness.hashlib.sha256(edited.encode()).hexdigest()
-    from cmem.archive import list_staged
+    from cmem.archive.gate import list_staged
 
     assert {line.note: line.state for line in list_staged(vault)}[rv.NOTE.removesuffix(".md")] == "changed"
 

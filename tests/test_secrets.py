@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cmem.converge.secrets import redact_secrets
+from cmem.text.secrets import redact_secrets
 
 RANDOM = "Xk2J9fQ0pLm7Zr4T"  # 16 characters of credential-looking noise
 
@@ -206,7 +206,7 @@ def test_the_figures_in_docs_reliability_are_current():
 
 
 def test_redact_data_walks_json_like_values():
-    from cmem.converge.secrets import redact_data, secret_kinds
+    from cmem.text.secrets import redact_data, secret_kinds
 
     token = "ghp_" + RANDOM * 2 + "abcd"
     data = {"a": [f"x {token}", {"b": "password: hunter22"}], "n": 3, "ok": "plain"}
@@ -218,7 +218,7 @@ def test_redact_data_walks_json_like_values():
 
 
 def test_redact_many_equals_one_text_at_a_time():
-    from cmem.converge.secrets import redact_many
+    from cmem.text.secrets import redact_many
 
     texts = [text for _kind, text, _secret in secrets_corpus.CREDENTIALS] + [text for _kind, text in secrets_corpus.LOOKALIKES]
     one_by_one = [redact_secrets(text) for text in texts]

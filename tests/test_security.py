@@ -28,17 +28,14 @@ import reply_variants as rv
 from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.resources import config_schema
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 from conftest import git
+from support import run_cmem as cmem
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cmem(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, cwd=cwd,
-                          env=full_env, stdin=subprocess.DEVNULL, timeout=120)
+
 
 
 @pytest.fixture
@@ -342,7 +339,10 @@ def test_a_topic_folder_linked_out_of_the_vault_is_never_written(corpus_vault, t
                     rv.block("converged/topics/tools.md", "# Tools\n\n" + rv.NEW_BY_NOTE[0] + "\n"),
                     f'<converged note="{rv.NOTE}" into="{rv.JOBS}"/>\n')
     result = run_pass(open_vault(corpus_vault), PassOptions(response_text=reply, now=harness.PASS_NOW))
-    assert result.status == "failed" and "resolves outside converged/topics/" in "\n".join(result.errors) or "symbolic link" in "\n".join(result.errors)
+    assert result.status == "failed", result.errors
+    refused = [error for error in result.errors if "through the symbolic link converged/topics" in error]
+    for path in (rv.JOBS, "converged/topics/tools.md"):
+        assert any(f'"{path}"' in error for error in refused), (path, result.errors)
     assert harness.snapshot(outside) == before and not (outside / "tools.md").exists()
 
 

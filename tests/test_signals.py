@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cmem import signals as signals_module
-from cmem.notes import read_note
-from cmem.signals import (
+from cmem.scan import signals as signals_module
+from cmem.vault.notes import read_note
+from cmem.scan.signals import (
     EXCLUDED,
     ONE_OFF,
     PRIORITY,
@@ -23,7 +23,7 @@ from cmem.signals import (
     read_flags,
     scan_note,
 )
-from cmem.vault import DIVERGENT, NoteFile
+from cmem.vault.layers import DIVERGENT, NoteFile
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 LABELS = (*SIGNAL_CLASSES, "deferred", "none")

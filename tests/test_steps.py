@@ -11,14 +11,14 @@ from datetime import datetime, timezone
 import pytest
 
 from conftest import git
-from cmem import history
+from cmem.steps import commits as history
 from cmem.errors import CmemError, GitError
-from cmem.passes import _parse_body, list_cmem_commits
+from cmem.steps.pass_log import _parse_body, list_cmem_commits
 from cmem.steps import journal, preflight
 from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes
 from cmem.steps.message import CommitMessage, one_line, read_trailers
 from cmem.steps.runner import Step, open_step
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -283,9 +283,9 @@ def test_a_step_never_writes_through_a_link_that_leaves_the_vault(vault, tmp_pat
 
 
 def test_status_and_doctor_name_an_interrupted_step(vault):
-    from cmem.doctor import run_doctor
-    from cmem.render import render_status
-    from cmem.status import build_status
+    from cmem.doctor.checks import run_doctor
+    from cmem.render.reports import render_status
+    from cmem.reading.status import build_status
 
     _journaled_archive(vault, ["archive/2026-11/a.md"])
     status = build_status(vault)
@@ -298,7 +298,7 @@ def test_status_and_doctor_name_an_interrupted_step(vault):
 
 
 def test_doctor_names_state_entries_whose_note_is_gone(vault):
-    from cmem.doctor import run_doctor
+    from cmem.doctor.checks import run_doctor
 
     (vault.root / ".cmem/state.json").write_text(json.dumps({"version": 1, "passes": [], "notes": {
         "gone.md": {"sha256": "0" * 64, "lines": [], "pass": "p", "time": "2026-11-30T12:00:00+00:00", "into": []}}}))
@@ -333,7 +333,7 @@ def test_the_step_layer_and_its_users_do_not_import_the_pass():
     from pathlib import Path
 
     package = Path(__file__).resolve().parent.parent / "cli" / "cmem"
-    files = [package / "archive.py", package / "undo.py", package / "repair.py", *sorted((package / "steps").glob("*.py"))]
+    files = [package / "archive" / "gate.py", package / "archive" / "undo.py", package / "doctor" / "doctor_fix.py", *sorted((package / "steps").glob("*.py"))]
     offenders = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -343,8 +343,8 @@ def test_the_step_layer_and_its_users_do_not_import_the_pass():
 
 
 def test_cmem_note_appends_to_a_crlf_note_in_its_own_line_ends(vault, monkeypatch):
-    from cmem.capture import capture_note
-    from cmem.scan import scan_vault
+    from cmem.triggers.capture import capture_note
+    from cmem.scan.scanner import scan_vault
 
     now = datetime(2026, 11, 30, 9, 5).astimezone()
     name = vault.config.capture_pattern.replace("{date}", "2026-11-30")

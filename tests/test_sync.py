@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cmem.archive import apply_archive, plan_archive
+from cmem.archive.gate import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.notes import split_frontmatter
-from cmem.merge_memory import CONFLICT_WORD, MergeConflict, conflict_versions, find_conflicts, is_conflict_statement, merge_memory
-from cmem.state import load_state, parse_state
-from cmem.statements import normalize, statement_lines
-from cmem.sync import OFFLINE_EXIT_CODE, sync_vault
-from cmem.sync_merge import merge_checklist, merge_plain, merge_state
-from cmem.vault import open_vault
+from cmem.vault.notes import split_frontmatter
+from cmem.sync.memory_merge import CONFLICT_WORD, MergeConflict, conflict_versions, find_conflicts, is_conflict_statement, merge_memory
+from cmem.vault.state_json import load_state, parse_state
+from cmem.vault.statements import normalize, statement_lines
+from cmem.sync.remote import OFFLINE_EXIT_CODE, sync_vault
+from cmem.sync.three_way import merge_checklist, merge_plain, merge_state
+from cmem.vault.layers import open_vault
 from conftest import git, write_files
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
@@ -81,7 +81,7 @@ def statements_of(root: Path) -> list[str]:
 def survives(statement: str, lines: list[str]) -> bool:
     """The statement's wording is still somewhere: as a statement, inside a trace, or inside a
     conflict statement (compared without spacing and punctuation)."""
-    from cmem.statements import split_statement
+    from cmem.vault.statements import split_statement
 
     flat = [normalize(line) for line in lines]
     for version in conflict_versions(statement):  # a conflict statement survives when each version does
@@ -200,9 +200,9 @@ def test_archive_apply_on_one_machine_while_the_other_edits_the_note(machines):
         checklist = open_vault(root).checklist_path.read_text("utf-8")
         name = Path(source).stem
         assert f"[[{name}]]" in checklist  # staged again
-    from cmem.archive import list_staged
+    from cmem.archive.gate import list_staged
 
-    line = next(l for l in list_staged(open_vault(b)) if l.note == Path(source).stem)
+    line = next(staged for staged in list_staged(open_vault(b)) if staged.note == Path(source).stem)
     assert line.state == "changed"  # the next pass scans it again
     check_invariants([a, b], before)
 
@@ -216,7 +216,7 @@ def test_push_rejected_because_the_other_side_pushed_first(machines, monkeypatch
     before = {a: statements_of(a), b: statements_of(b)}
     sync(b)  # b's pass is on the remote
     # a fetches, merges, and just before it pushes, b pushes again: a's push is rejected
-    import cmem.sync as sync_module
+    import cmem.sync.remote as sync_module
 
     real_push = sync_module.push
     calls = {"n": 0}
@@ -523,7 +523,7 @@ def test_undo_after_a_sync_reverts_a_pass_never_the_merge(machines, monkeypatch,
     sync(a)
     assert sync(b).merged == "merge"
     merge = head(b)
-    from cmem.undo import plan_undo
+    from cmem.archive.undo import plan_undo
 
     plan = plan_undo(open_vault(b))
     assert plan.target is not None and plan.target.sha != merge and "converge" in plan.target.subject
@@ -601,7 +601,7 @@ def test_the_next_pass_is_given_the_conflict_statements_to_resolve(machines):
     _, (a, b, _) = machines
     topic = "converged/topics/job-search.md"
     text = (a / topic).read_text("utf-8")
-    line = next(l for _, l in statement_lines(text) if l.startswith("- "))
+    line = next(found for _, found in statement_lines(text) if found.startswith("- "))
     conflict = f"- ⚠ conflict (2026-11-30): 住在深圳（来源：[[x]]） ⟷ 住在杭州（来源：[[y]]）"
     (a / topic).write_text(text.replace(line, line + "\n" + conflict), encoding="utf-8")
     git(a, "commit", "-qam", "a conflict a sync left")
@@ -773,7 +773,7 @@ def test_sync_json_fields(machines, monkeypatch, capsys):
 
 
 def test_auto_sync_around_a_pass_started_by_watch(machines):
-    from cmem.watch import Watcher
+    from cmem.triggers.watch import Watcher
 
     remote, (a, _, _) = machines
     _auto([a])
@@ -800,7 +800,7 @@ def test_auto_sync_after_a_pass_an_agent_applies_over_mcp(machines):
 
 
 def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_vault):
-    from cmem.doctor import run_doctor
+    from cmem.doctor.checks import run_doctor
 
     _, (a, _, _) = machines
     _auto([a])

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from cmem.errors import CmemError
-from cmem.trace import trace_target, unfold
-from cmem.vault import open_vault
+from cmem.reading.trace import trace_target, unfold
+from cmem.vault.layers import open_vault
 from history_helpers import fake_pass, run_main
 
 JOBS = "converged/topics/job-search.md"

@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from cmem.converge.pipeline import PassOptions
-from cmem.lock import is_locked, vault_lock
-from cmem.state import load_state
-from cmem.triggers import FAILURE_LIMIT, check_due, converge_if_due, load_failures, next_due_at
-from cmem.vault import open_vault
+from cmem.steps.lock import is_locked, vault_lock
+from cmem.vault.state_json import load_state
+from cmem.triggers.if_due import FAILURE_LIMIT, check_due, converge_if_due, load_failures, next_due_at
+from cmem.vault.layers import open_vault
 from conftest import TESTS
 from trigger_helpers import (
     CMEM,
@@ -93,7 +93,7 @@ def test_a_trigger_that_waited_behind_a_pass_rechecks_under_the_lock(make_vault)
     options = PassOptions()
     calls = []
     # Simulate the race: the first check says due (as it did before the other pass ended)…
-    import cmem.triggers as triggers
+    import cmem.triggers.if_due as triggers
 
     real = triggers.due_now
 

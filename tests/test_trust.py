@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from cmem.config import load_user_config, user_config_path
+from cmem.vault.config import load_user_config, user_config_path
 from cmem.errors import ConfigError
-from cmem.trust import (
+from cmem.setup.trust import (
     UntrustedCommand,
     command_sha256,
     resolve_model_command,
@@ -16,7 +16,7 @@ from cmem.trust import (
     trust_status,
     trust_vault,
 )
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 
 VAULT_COMMAND = "llm -m gpt-4o-mini --system 'be brief'"
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from cmem.archive import apply_archive, plan_archive
+from cmem.archive.gate import apply_archive, plan_archive
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import CmemError
-from cmem.passes import list_cmem_commits
-from cmem.state import load_state
-from cmem.undo import apply_undo, plan_undo, revert_checklist
-from cmem.vault import open_vault
+from cmem.steps.pass_log import list_cmem_commits
+from cmem.vault.state_json import load_state
+from cmem.archive.undo import apply_undo, plan_undo, revert_checklist
+from cmem.vault.layers import open_vault
 from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
 
@@ -78,7 +78,7 @@ def test_undo_of_a_pass(vault_root):
 
 
 def test_the_undone_notes_are_pending_for_the_scanner(vault_root):
-    scan = pytest.importorskip("cmem.scan")
+    scan = pytest.importorskip("cmem.scan.scanner")
     converge(vault_root)
     assert NOTE not in [p.rel for p in scan.scan_vault(open_vault(vault_root)).pending]
     apply_undo(open_vault(vault_root), plan_undo(open_vault(vault_root)))

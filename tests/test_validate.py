@@ -11,8 +11,9 @@ import pytest
 
 from cmem.converge.response import Issue, parse_response
 from cmem.converge.validate import PassContext, Validation, format_issues, validate_response, word_tokens
-from cmem.vault import Vault
-from cmem.config import load_config
+from cmem.vault.layers import Vault
+from cmem.vault.config import load_config
+from support import snapshot
 
 REPLIES = Path(__file__).resolve().parent / "replies"
 PASS_DATE = "2026-11-29"
@@ -99,21 +100,10 @@ def reply_vault(tmp_path):
     return build_reply_vault(tmp_path / "vault1", tmp_path / "outside")
 
 
-def snapshot(*folders: Path) -> dict[str, bytes]:
-    """Every file and link under the folders, byte for byte."""
-    found = {}
-    for folder in folders:
-        for dirpath, dirnames, filenames in os.walk(folder):
-            for name in dirnames + filenames:
-                path = Path(dirpath) / name
-                found[str(path)] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes() if path.is_file() else b"<dir>"
-    return found
-
-
 def run(vault: Vault, ctx: PassContext, text: str) -> Validation:
-    before = snapshot(vault.root, vault.root.parent / "outside")
+    before = snapshot(vault.root, vault.root.parent / "outside", folders=True)
     result = validate_response(vault, parse_response(text.replace("{PASS_DATE}", PASS_DATE)), ctx)
-    assert snapshot(vault.root, vault.root.parent / "outside") == before, "validation must not write"
+    assert snapshot(vault.root, vault.root.parent / "outside", folders=True) == before, "validation must not write"
     return result
 
 

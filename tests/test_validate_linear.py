@@ -21,15 +21,15 @@ except ImportError:  # pragma: no cover - Python 3.10
 import pytest
 
 import reply_variants as rv
-from cmem import statements
-from cmem import notes as notes_module
+from cmem.vault import statements
+from cmem.vault import notes as notes_module
 from cmem.converge import lines as lines_module
 from cmem.converge import paths as paths_module
 from cmem.converge import response as response_module
 from cmem.converge import validate as validate_module
 from cmem.converge.response import MAX_RESPONSE_BYTES, parse_response
 from cmem.converge.validate import validate_response
-from cmem.vault import open_vault
+from cmem.vault.layers import open_vault
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cmem.errors import CmemError
-from cmem.vault import open_vault
-from cmem.watch import Watcher, WatchLock, is_temp_name, watch_vault
+from cmem.vault.layers import open_vault
+from cmem.triggers.watch import Watcher, WatchLock, is_temp_name, watch_vault
 from trigger_helpers import CMEM, NOTE, outcomes, pass_commits, trigger_vault, wait_for
 
 SETTLE = 0.5

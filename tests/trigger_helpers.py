@@ -3,14 +3,13 @@ waits at a gate, real `cmem` processes, and polling with a deadline (never a sle
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from conftest import git
+from support import run_cmem  # noqa: F401 (the trigger tests import it from here)
 
 NOTE = "2026-11-30 notes.md"
 NOTE_TEXT = "# Notes\n\n- Actually, I prefer Svelte over React for side projects.\n"
@@ -52,8 +51,8 @@ def pass_commits(root: Path) -> list[str]:
 
 
 def log_lines(root: Path) -> list[str]:
-    from cmem.triggers import read_log
-    from cmem.vault import open_vault
+    from cmem.triggers.if_due import read_log
+    from cmem.vault.layers import open_vault
 
     return read_log(open_vault(root))
 
@@ -65,7 +64,7 @@ def outcomes(root: Path) -> list[str]:
 def builtin_reply(root: Path, scratch: Path) -> str:
     """A valid response for this vault's pending notes: what the builtin engine answers on a copy."""
     from cmem.converge.pipeline import PassOptions, run_pass
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     copy = scratch / "reply-source"
     shutil.copytree(root, copy)
@@ -82,8 +81,3 @@ def gated_model(root: Path, scratch: Path) -> tuple[str, Path]:
     reply.write_text(builtin_reply(root, scratch), "utf-8")
     gate = scratch / "gate"
     return f"{sys.executable} {script} {gate} {reply}", gate
-
-
-def run_cmem(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*CMEM, *args], capture_output=True, text=True, env=env or os.environ.copy(), cwd=cwd,
-                          timeout=timeout, stdin=subprocess.DEVNULL)

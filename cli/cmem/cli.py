@@ -58,13 +58,13 @@ def main_options(
     _global["vault"] = vault
     _global["sync_memo"] = {}  # git.sync: auto says "offline" once per command
     if no_color:
-        from cmem.render import set_color
+        from cmem.render.reports import set_color
 
         set_color(False)
 
 
 def _open(vault: Optional[Path]):
-    from cmem.vault import open_vault
+    from cmem.vault.layers import open_vault
 
     return open_vault(vault or _global["vault"])
 
@@ -74,7 +74,7 @@ def _print_json(data) -> None:
 
 
 def _warn(message: str) -> None:
-    from cmem.render import paint
+    from cmem.render.reports import paint
 
     typer.echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
 
@@ -93,14 +93,14 @@ def init(
     Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
     repository and commits cmem's files. Running it again changes nothing.
     """
-    from cmem.config import load_config
-    from cmem.init import ParentRepoChoiceNeeded, init_vault
-    from cmem.render import render_init
+    from cmem.vault.config import load_config
+    from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
+    from cmem.render.reports import render_init
 
     _global["json"] = as_json
     guess = None
     if lang is None:
-        from cmem.init import guess_language
+        from cmem.setup.init import guess_language
 
         guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
         lang = guess.language
@@ -139,7 +139,7 @@ def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str
     """The daily-notes folders to read as divergent (a new vault only): offered on a terminal."""
     if daily is False or (path / ".cmem" / "config.yaml").exists() or not path.is_dir():
         return []
-    from cmem.init import daily_notes_entries
+    from cmem.setup.init import daily_notes_entries
 
     chosen = []
     for entry, count in daily_notes_entries(path):
@@ -157,14 +157,14 @@ def status(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due."""
-    from cmem.status import build_status
+    from cmem.reading.status import build_status
 
     _global["json"] = as_json
     result = build_status(_open(vault))
     if as_json:
         _print_json(result.to_json())
     else:
-        from cmem.render import render_status
+        from cmem.render.reports import render_status
 
         typer.echo(render_status(result))
 
@@ -175,14 +175,14 @@ def scan(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
-    from cmem.scan import scan_vault
+    from cmem.scan.scanner import scan_vault
 
     _global["json"] = as_json
     result = scan_vault(_open(vault))
     if as_json:
         _print_json(result.to_json())
     else:
-        from cmem.render import render_scan
+        from cmem.render.reports import render_scan
 
         typer.echo(render_scan(result))
 
@@ -194,7 +194,7 @@ def note(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Append a timestamped line to today's capture note in the divergent layer (created if missing)."""
-    from cmem.capture import capture_note
+    from cmem.triggers.capture import capture_note
 
     _global["json"] = as_json
     target = _open(vault)
@@ -219,7 +219,7 @@ def context(
 
     Printed as Markdown framed as reference material. Never includes the archive.
     """
-    from cmem.context import build_context, render_context_markdown
+    from cmem.reading.context import build_context, render_context_markdown
 
     _global["json"] = as_json
     result = build_context(_open(vault), topic=topic, budget=budget)
@@ -244,13 +244,13 @@ def doctor(
     finishes an interrupted archive apply, removes git lock files a killed git left (only when
     no git is running and they are minutes old). It lists the repairs and asks first.
     """
-    from cmem.doctor import run_doctor
+    from cmem.doctor.checks import run_doctor
 
     _global["json"] = as_json
     target = _open(vault)
     findings, repaired = run_doctor(target), []
     if fix:
-        from cmem.repair import find_leftovers, repair_leftovers
+        from cmem.doctor.doctor_fix import find_leftovers, repair_leftovers
 
         leftovers = [item for item in find_leftovers(target) if item.fixable]
         if leftovers:
@@ -262,7 +262,7 @@ def doctor(
     if as_json:
         _print_json({"findings": [f.to_json() for f in findings], "ok": not any(f.level == "error" for f in findings), "fixed": repaired})
     else:
-        from cmem.render import render_doctor
+        from cmem.render.reports import render_doctor
 
         typer.echo("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
     if any(f.level == "error" for f in findings):
@@ -300,7 +300,7 @@ def converge(
     """
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.errors import Busy
-    from cmem.render import Spinner, render_pass
+    from cmem.render.reports import Spinner, render_pass
 
     _global["json"] = as_json
     if engine not in (None, "builtin", "llm"):
@@ -313,7 +313,7 @@ def converge(
         except OSError as exc:
             raise CmemError(f"cannot read the response file {response}: {exc.strerror}.") from None
     if replay is not None:
-        from cmem.converge.runs import find_run
+        from cmem.steps.run_records import find_run
 
         record = find_run(target, replay)
         responses = record.responses()
@@ -332,7 +332,7 @@ def converge(
                              detached=detached, quiet=quiet, as_json=as_json)
         return
     if not (dry_run or emit_prompt):
-        from cmem.triggers import reset_failures
+        from cmem.triggers.if_due import reset_failures
 
         reset_failures(target)  # a person is running a pass: unattended runs may try again
     writes = not (dry_run or emit_prompt)
@@ -379,8 +379,8 @@ def apply_proposal(
     """Review mode: show the waiting proposal's diff and apply it after confirmation (or --drop it)."""
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.converge.proposal import drop_proposal, load_proposal
-    from cmem.converge.runs import find_run
-    from cmem.render import colour_diff, render_pass
+    from cmem.steps.run_records import find_run
+    from cmem.render.reports import colour_diff, render_pass
 
     _global["json"] = as_json
     target = _open(vault)
@@ -433,8 +433,8 @@ def demo(
 
     Shows the signals found, the pass, and the diff of the memory files. Your own notes are not touched.
     """
-    from cmem.demo import run_demo
-    from cmem.render import colour_diff, render_pass, render_scan
+    from cmem.converge.demo import run_demo
+    from cmem.render.reports import colour_diff, render_pass, render_scan
 
     _global["json"] = as_json
     demo_run = run_demo(folder)
@@ -448,7 +448,7 @@ def demo(
     if demo_run.result.diff:
         typer.echo("")
         typer.echo(colour_diff(demo_run.result.diff))
-    from cmem.demo import try_line
+    from cmem.converge.demo import try_line
 
     typer.echo(f"\nTry: {try_line(demo_run.root)}")
 
@@ -467,7 +467,7 @@ def archive_list(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Every staged line: note, target, ticked or not, and its state (ready, changed, missing, unparsed)."""
-    from cmem.archive import list_staged
+    from cmem.archive.gate import list_staged
 
     _global["json"] = as_json
     target = _open(vault)
@@ -475,7 +475,7 @@ def archive_list(
     if as_json:
         _print_json({"staged": [line.to_json() for line in staged]})
     else:
-        from cmem.render_history import render_staged
+        from cmem.render.history import render_staged
 
         typer.echo(render_staged(staged, target.checklist_rel))
 
@@ -493,8 +493,8 @@ def archive_apply(
     Notes edited since they were staged are skipped (the next pass scans them again); an existing
     archive file is never overwritten; nothing is ever deleted.
     """
-    from cmem.archive import ArchiveResult, apply_archive, plan_archive
-    from cmem.render_history import render_archive_plan, render_archive_result
+    from cmem.archive.gate import ArchiveResult, apply_archive, plan_archive
+    from cmem.render.history import render_archive_plan, render_archive_result
 
     _global["json"] = as_json
     target = _open(vault)
@@ -522,8 +522,8 @@ def _auto_sync(target, *, note: bool = False, quiet: bool = False) -> None:
     stderr, and the step carries on locally."""
     config = target.config
     if config.sync_mode != "auto" or (note and not config.sync_note):
-        return  # the usual case: cmem.sync is not even imported
-    from cmem.sync import sync_if_auto
+        return  # the usual case: cmem.sync.remote is not even imported
+    from cmem.sync.remote import sync_if_auto
 
     message = sync_if_auto(target, _global.setdefault("sync_memo", {}), note=note)
     if message and not quiet:
@@ -562,8 +562,8 @@ def undo(
     A pass's notes become pending again and leave the checklist; archived notes move back. Refused,
     with the reason, when later commits changed the same files (unless --force).
     """
-    from cmem.render_history import render_undo_plan, render_undo_result
-    from cmem.undo import UndoResult, apply_undo, check_undo, plan_undo
+    from cmem.render.history import render_undo_plan, render_undo_result
+    from cmem.archive.undo import UndoResult, apply_undo, check_undo, plan_undo
 
     _global["json"] = as_json
     target = _open(vault)
@@ -605,8 +605,8 @@ def sync(
     Exit 0: synced or up to date; 3: the remote cannot be reached (nothing changed, carry on
     locally); 1: an error, such as a conflict the merge cannot settle.
     """
-    from cmem.render_history import render_sync
-    from cmem.sync import OFFLINE_EXIT_CODE, sync_vault
+    from cmem.render.history import render_sync
+    from cmem.sync.remote import OFFLINE_EXIT_CODE, sync_vault
 
     _global["json"] = as_json
     target = _open(vault)
@@ -627,14 +627,14 @@ def log_command(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The passes, archive applies and undos: when, which notes, which files, engine and model, warnings."""
-    from cmem.passes import build_log
+    from cmem.steps.pass_log import build_log
 
     _global["json"] = as_json
     commits = build_log(_open(vault), limit)
     if as_json:
         _print_json({"passes": [commit.to_json() for commit in commits]})
     else:
-        from cmem.render_history import render_log
+        from cmem.render.history import render_log
 
         typer.echo(render_log(commits))
 
@@ -646,8 +646,8 @@ def diff_command(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The change a pass made to the memory files and the checklist (coloured on a terminal)."""
-    from cmem.passes import pass_diff
-    from cmem.render_history import render_diff
+    from cmem.steps.pass_log import pass_diff
+    from cmem.render.history import render_diff
 
     _global["json"] = as_json
     result = pass_diff(_open(vault), pass_ref)
@@ -664,14 +664,14 @@ def trace(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """How a memory file or a topic evolved: each statement's dated versions, oldest first, with sources and passes."""
-    from cmem.trace import trace_target
+    from cmem.reading.trace import trace_target
 
     _global["json"] = as_json
     result = trace_target(_open(vault), " ".join(target_text))
     if as_json:
         _print_json(result.to_json())
     else:
-        from cmem.render_history import render_trace
+        from cmem.render.history import render_trace
 
         typer.echo(render_trace(result))
 
@@ -690,8 +690,8 @@ def recall(
     Uses a full-text index kept in the state folder and brought up to date on every call (it is a
     cache: delete it and it is rebuilt). The archive is searched only with --archive.
     """
-    from cmem.index import ARCHIVED, CONVERGENT, index_file
-    from cmem.recall import query_terms, recall_memory, render_recall
+    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
+    from cmem.reading.recall import query_terms, recall_memory, render_recall
 
     _global["json"] = as_json
     target = _open(vault)
@@ -721,8 +721,8 @@ def mcp_command(
 
 
 def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, background: bool, detached: bool, quiet: bool, as_json: bool) -> None:
-    """`converge --if-due` / `--background`: the rules live in cmem.triggers; this renders them."""
-    from cmem import triggers
+    """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this renders them."""
+    from cmem.triggers import if_due as triggers
 
     if background:
         detached_run = triggers.spawn_detached(target, _converge_child_args(options, if_due, scheduled))
@@ -733,7 +733,7 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
         return
     if detached:
         triggers.ignore_hangup()
-    from cmem.render import Spinner, paint, render_pass
+    from cmem.render.reports import Spinner, paint, render_pass
 
     _auto_sync(target, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json)
@@ -787,8 +787,8 @@ PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the 
 
 
 def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
-    from cmem.hooks import apply_hook_plan
-    from cmem.render_triggers import render_hook_done, render_hook_plan
+    from cmem.setup.hooks import apply_hook_plan
+    from cmem.render.setup import render_hook_done, render_hook_plan
 
     if plan.changes:
         if not as_json:
@@ -815,7 +815,7 @@ def hook_install(
     Shows the change and asks first. Installing again replaces the block in place; an existing
     `trap … EXIT` is chained; the result must pass the shell's own syntax check.
     """
-    from cmem.hooks import plan_agent_install, plan_shell_install
+    from cmem.setup.hooks import plan_agent_install, plan_shell_install
 
     _global["json"] = as_json
     target = _open(vault)
@@ -834,7 +834,7 @@ def hook_uninstall(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Remove this vault's hook; the file is given back byte for byte as it was before the install."""
-    from cmem.hooks import plan_agent_uninstall, plan_shell_uninstall
+    from cmem.setup.hooks import plan_agent_uninstall, plan_shell_uninstall
 
     _global["json"] = as_json
     target = None if all_vaults else _open(vault)
@@ -856,7 +856,7 @@ def hook_show(
 
     (An eval starts Python with every shell; the installed block costs the shell nothing at start.)
     """
-    from cmem.hooks import agent_snippet, shell_snippet
+    from cmem.setup.hooks import agent_snippet, shell_snippet
 
     target = _open(vault)
     if _agent(agent, shell_name or shell):
@@ -890,7 +890,7 @@ def hook_status_command(
 ) -> None:
     """Which hooks are installed (bash, zsh, fish, Claude Code), for which vault, and whether they still work."""
     from cmem.errors import VaultNotFound
-    from cmem.hooks import hook_status
+    from cmem.setup.hooks import hook_status
 
     _global["json"] = as_json
     try:
@@ -901,13 +901,13 @@ def hook_status_command(
     if as_json:
         _print_json({"vault": str(target.root) if target else None, "hooks": [hook.to_json() for hook in hooks]})
     else:
-        from cmem.render_triggers import render_hook_status
+        from cmem.render.setup import render_hook_status
 
         typer.echo(render_hook_status(hooks, target))
 
 
 def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
-    from cmem.hooks import AGENTS
+    from cmem.setup.hooks import AGENTS
 
     if agent is None:
         return False
@@ -919,7 +919,7 @@ def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
 
 
 def _shell(shell: Optional[str]) -> str:
-    from cmem.hooks import SHELLS, default_shell
+    from cmem.setup.hooks import SHELLS, default_shell
 
     if shell is None:
         return default_shell()
@@ -940,7 +940,7 @@ def watch(
     Changes are judged by content hashes, so editors' temp files, atomic saves, .git churn and
     cmem's own writes cause no pass. Ctrl-C stops (a running pass is let finish; twice interrupts it).
     """
-    from cmem.watch import watch_vault
+    from cmem.triggers.watch import watch_vault
 
     target = _open(vault)
 
@@ -958,7 +958,7 @@ def agent_instructions_command(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
     """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
-    from cmem.agents import AGENT_FILES, agent_instructions
+    from cmem.setup.agents import AGENT_FILES, agent_instructions
     from cmem.errors import VaultNotFound
 
     if agent not in AGENT_FILES:
@@ -990,14 +990,14 @@ def trust(
     """
     from dataclasses import asdict
 
-    from cmem.trust import revoke_trust, trust_status, trust_vault
+    from cmem.setup.trust import revoke_trust, trust_status, trust_vault
 
     _global["json"] = as_json
     target = _open(vault)
     if not revoke:
         status = trust_status(target)
         if status.state in ("untrusted", "changed"):
-            from cmem.render_triggers import render_trust_question
+            from cmem.render.setup import render_trust_question
 
             # the user decides on what will run, so it is shown before the question (stderr: --json stays clean)
             typer.echo(render_trust_question(status), err=True)
@@ -1006,7 +1006,7 @@ def trust(
     if as_json:
         _print_json(asdict(change))
     else:
-        from cmem.render_triggers import render_trust
+        from cmem.render.setup import render_trust
 
         typer.echo(render_trust(change))
 
@@ -1085,7 +1085,7 @@ def _fail(message: str, exit_code: int) -> None:
     if _global.get("json"):
         typer.echo(json.dumps({"error": message}, ensure_ascii=False))
     else:
-        from cmem.render import paint
+        from cmem.render.reports import paint
 
         prefix = "" if exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
         typer.echo(prefix + message, err=True)

@@ -7,6 +7,8 @@ import errno
 import os
 import re
 
+from cmem.text.names import show_name
+
 
 class CmemError(Exception):
     """A failure the user can act on; `str(error)` is the whole message."""
@@ -63,8 +65,6 @@ def os_error_sentence(exc: OSError) -> str | None:
 
 
 def _shown_path(name) -> str | None:
-    from cmem.vault import show_name  # vault imports this module: import on use
-
     if name is None:
         return None
     return show_name(os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name))

@@ -8,7 +8,7 @@ apply and commit. A response that fails validation writes nothing. No tool delet
 note; archive moves stay with the user (`cmem archive apply`).
 
 Every tool returns JSON text, the same objects as the CLI's `--json` (SPEC §11); a refused call
-returns `{"error": "…"}`. Whatever a tool returns is redacted (cmem.converge.secrets) on the way
+returns `{"error": "…"}`. Whatever a tool returns is redacted (cmem.text.secrets) on the way
 out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does
 not pay for it.
 """
@@ -42,12 +42,12 @@ class MemoryTools:
         self.last_prompt_notes: list[str] | None = None
 
     def _vault(self):
-        from cmem.vault import open_vault
+        from cmem.vault.layers import open_vault
 
         return open_vault(self.root)
 
     def call(self, method, *args, **kwargs) -> str:
-        from cmem.converge.secrets import redact_data
+        from cmem.text.secrets import redact_data
 
         try:
             return _dump(redact_data(method(*args, **kwargs))[0])
@@ -59,29 +59,29 @@ class MemoryTools:
     # --- reading -------------------------------------------------------------------------
 
     def context(self, topic: str | None = None, budget: int | None = None) -> dict:
-        from cmem.context import build_context
+        from cmem.reading.context import build_context
 
         return build_context(self._vault(), topic=topic or None, budget=budget).to_json()
 
     def recall(self, query: str, archive: bool = False, limit: int = 10) -> dict:
-        from cmem.recall import recall_memory
+        from cmem.reading.recall import recall_memory
 
         return recall_memory(self._vault(), query, archive=archive, limit=max(1, min(limit, 100))).to_json()
 
     def status(self) -> dict:
-        from cmem.status import build_status
+        from cmem.reading.status import build_status
 
         return build_status(self._vault()).to_json()
 
     def scan(self) -> dict:
-        from cmem.scan import scan_vault
+        from cmem.scan.scanner import scan_vault
 
         return scan_vault(self._vault()).to_json()
 
     # --- writing -------------------------------------------------------------------------
 
     def note(self, text: str) -> dict:
-        from cmem.capture import capture_note
+        from cmem.triggers.capture import capture_note
 
         captured = capture_note(self._vault(), text)
         return {"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text}
@@ -117,7 +117,7 @@ class MemoryTools:
         data = result.to_json()
         data["message"] = result.message
         if result.status == "applied" and vault.config.sync_mode == "auto":
-            from cmem.sync import sync_if_auto
+            from cmem.sync.remote import sync_if_auto
 
             # git.sync: auto — the other machines get the pass (not before it: the agent's answer
             # was written against the files as the prompt showed them)

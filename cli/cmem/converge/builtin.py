@@ -51,15 +51,15 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.config import Formats
+from cmem.vault.config import Formats
 from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of, substitution
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
-from cmem.notes import parse_frontmatter_block, split_frontmatter
-from cmem.signals import Signal
-from cmem.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
-from cmem.tokens import estimate_tokens
-from cmem.vault import Vault
+from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.scan.signals import Signal
+from cmem.vault.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import Vault
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 
@@ -111,7 +111,7 @@ class _File:
         language of its text, else the vault's."""
         if custom:
             return default
-        from cmem.config import LANGUAGE_DEFAULTS
+        from cmem.vault.config import LANGUAGE_DEFAULTS
 
         body = "\n".join(self.lines[self.body_start - 1 :])
         for language, values in LANGUAGE_DEFAULTS.items():
@@ -134,7 +134,7 @@ class _File:
 
 
 def _formats_of(language: str) -> Formats:
-    from cmem.config import LANGUAGE_DEFAULTS
+    from cmem.vault.config import LANGUAGE_DEFAULTS
 
     values = LANGUAGE_DEFAULTS[language]
     return Formats(values["source"], values["source_separator"], values["trace"])
@@ -269,7 +269,7 @@ def _mtime_date(note: SelectedNote, pass_date: str):
     return date.fromisoformat(pass_date)
 def _secret_line(note: SelectedNote) -> str:
     """Why the note is deferred when a signal line holds a credential, else ""."""
-    from cmem.converge.secrets import secret_kinds
+    from cmem.text.secrets import secret_kinds
 
     for signal in _distinct_signals(note.signals):
         line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
@@ -366,7 +366,7 @@ def _pattern_text(base: str, dates: list[str], formats: Formats) -> str:
 def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str, str] | None:
     """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
     scanner counts recurrence): its count and dates grow, the note joins its sources."""
-    from cmem.signals import phrase_keys
+    from cmem.scan.signals import phrase_keys
 
     keys = set(phrase_keys(base.lower()))
     if not keys:
@@ -607,7 +607,7 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
 
 
 def _separator_of(annotation: str, formats: Formats) -> str:
-    from cmem.config import LANGUAGE_DEFAULTS
+    from cmem.vault.config import LANGUAGE_DEFAULTS
 
     for template, separator in [(formats.source, formats.source_separator)] + [(d["source"], d["source_separator"]) for d in LANGUAGE_DEFAULTS.values()]:
         if annotation.startswith(template.split("{links}", 1)[0]):

@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from cmem.config import Formats
+from cmem.vault.config import Formats
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
-from cmem.notes import split_frontmatter
-from cmem.signals import phrase_keys
-from cmem.statements import Trace, parse_statements
+from cmem.vault.notes import split_frontmatter
+from cmem.scan.signals import phrase_keys
+from cmem.vault.statements import Trace, parse_statements
 
 STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from cmem.statements import WIKILINK, normalize
+from cmem.vault.statements import WIKILINK, normalize
 
 # Keys a pass may add or change in an existing file, and the ones a new file may set.
 PASS_KEYS = frozenset({"summary", "updated", "tags", "aliases"})

@@ -13,7 +13,7 @@ import os
 import re
 import unicodedata
 
-from cmem.vault import RESIDENT, SITUATIONAL, Vault, is_sync_conflict
+from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault, is_sync_conflict
 
 # Characters that render like a path separator or a dot but have no NFKC decomposition to one.
 # (Those that do — U+FF0F ／, U+FF0E ．, U+2024 ․, U+FE52 ﹒, U+2026 … — are caught by NFKC.)

@@ -16,24 +16,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from cmem import history
-from cmem.checklist import StageEntry, archive_target, stage_notes
+from cmem.steps import commits as history
+from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
-from cmem.converge.runs import RunRecord, new_run
+from cmem.steps.run_records import RunRecord, new_run
 from cmem.converge.selection import Selection, SelectedNote, select_notes
 from cmem.errors import CmemError
-from cmem.lock import vault_lock
-from cmem.notes import line_end
-from cmem.state import ConvergedNote, State, line_key, load_state
-from cmem.state import state_bytes as state_to_bytes
+from cmem.steps.lock import vault_lock
+from cmem.vault.notes import line_end
+from cmem.vault.state_json import ConvergedNote, State, line_key, load_state
+from cmem.vault.state_json import state_bytes as state_to_bytes
 from cmem.steps import journal
 from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.runner import Step, open_step
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
-# (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.Spinner
+# (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]
 
 
@@ -212,7 +212,7 @@ def _gate(options: PassOptions):
 
 
 def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None) -> PassResult:
-    from cmem.scan import scan_vault
+    from cmem.scan.scanner import scan_vault
 
     state = load_state(vault.state_file)
     progress("scanning", None)
@@ -226,7 +226,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     budget = options.budget or vault.config.budget_tokens
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
-    from cmem.signals import ALREADY_CONVERGED, EXCLUDED
+    from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
 
     selection.deferred_lines = {(d.note, d.line) for d in scan.deferred if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)}
     if not selection.notes:
@@ -234,7 +234,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
     if options.emit_prompt:
         # the agent that asked is a model too (--emit-prompt, the MCP tool): redact as for any model
-        from cmem.converge.secrets import redact_secrets
+        from cmem.text.secrets import redact_secrets
 
         safe_prompt, redacted = redact_secrets(prompt.text)
         notice = [f"{redacted} credential-like strings were redacted from the prompt"] if redacted else []
@@ -268,7 +268,7 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
         interrupt.cmem_summary = interrupted_summary(result, step.snapshot if step else None, applying)
         raise
     except CmemError as exc:
-        from cmem.trust import UntrustedCommand
+        from cmem.setup.trust import UntrustedCommand
 
         refused = isinstance(exc, UntrustedCommand)
         _record_outcome(record, result, step, now, "refused" if refused else "failed", str(exc))
@@ -400,7 +400,7 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
     use_builtin = options.engine == "builtin"
     resolved = None
     if not use_builtin:
-        from cmem.trust import resolve_model_command
+        from cmem.setup.trust import resolve_model_command
 
         resolved = resolve_model_command(vault, options.llm)
         if resolved.command is None:
@@ -416,7 +416,7 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
 
     def ask(prompt: str, attempt: int) -> str:
         from cmem.converge.model_command import run_model_command
-        from cmem.converge.secrets import redact_secrets
+        from cmem.text.secrets import redact_secrets
 
         safe_prompt, redacted = redact_secrets(prompt)
         if redacted:

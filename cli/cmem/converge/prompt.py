@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
-from cmem.statements import format_source, format_trace
-from cmem.tokens import estimate_tokens
-from cmem.vault import Vault
+from cmem.vault.statements import format_source, format_trace
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import Vault
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
 
@@ -177,7 +177,7 @@ def assemble_prompt(
 
 
 def _conflicted_files(originals: dict[str, str]) -> list[str]:
-    from cmem.merge_memory import CONFLICT_WORD, is_conflict_statement
+    from cmem.sync.memory_merge import CONFLICT_WORD, is_conflict_statement
 
     return sorted(path for path, text in originals.items()
                   if CONFLICT_WORD in text and any(is_conflict_statement(line) for line in text.split("\n")))

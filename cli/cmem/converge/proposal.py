@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 FILE_NAME = "proposal.json"
 

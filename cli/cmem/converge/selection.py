@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cmem.notes import read_note
-from cmem.vault import NoteFile
-from cmem.signals import PendingNote, Signal
-from cmem.tokens import estimate_tokens
-from cmem.vault import Vault
+from cmem.vault.notes import read_note
+from cmem.vault.layers import NoteFile
+from cmem.scan.signals import PendingNote, Signal
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import Vault
 
 
 @dataclass

@@ -35,14 +35,14 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.config import Formats
+from cmem.vault.config import Formats
 from cmem.converge.lines import frontmatter_problems, is_blank, unaccounted_lines
 from cmem.converge.paths import convergent_path_problem, lookalike_problem, note_stem_problem, show_path, skeleton
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.notes import frontmatter_hazard, parse_frontmatter_block, read_note, split_frontmatter
-from cmem.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
-from cmem.tokens import estimate_tokens
-from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
+from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block, read_note, split_frontmatter
+from cmem.vault.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3

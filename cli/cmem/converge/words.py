@@ -12,7 +12,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from cmem.statements import normalize
+from cmem.vault.statements import normalize
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")

@@ -17,8 +17,8 @@ from pathlib import Path
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
-from cmem.notes import line_end
-from cmem.vault import Vault
+from cmem.vault.notes import line_end
+from cmem.vault.layers import Vault
 
 
 class SecondWriter(CmemError):
@@ -109,7 +109,7 @@ def current_bytes(path: Path) -> bytes | None:
 
 def check_confined(vault: Vault, rel: str) -> None:
     """A step writes only inside the vault, inside the path's own layer, outside dot-folders and
-    not through a symbolic link that leaves either (cmem.vault.Vault.path_problem). `.cmem/`
+    not through a symbolic link that leaves either (cmem.vault.layers.Vault.path_problem). `.cmem/`
     holds only cmem's own state file, whose path is fixed. Checked for every path before the
     journal is written."""
     if rel == vault.rel(vault.state_file):

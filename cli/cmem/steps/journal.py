@@ -29,12 +29,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem import faults, history
+from cmem import faults
+from cmem.steps import commits as history
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError, GitError
 from cmem.steps.changes import ChangeSet, current_bytes, put
 from cmem.steps.record import step_name
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 VERSION = 2
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from cmem import history
+from cmem.steps import commits as history
 from cmem.errors import GitError
 from cmem.steps.message import one_line
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 _MARKERS = (re.compile(rb"^<{7}(?: |$)", re.M), re.compile(rb"^={7}\r?$", re.M), re.compile(rb"^>{7}(?: |$)", re.M))
 

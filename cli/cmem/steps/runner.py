@@ -16,14 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem import faults, history
+from cmem import faults
+from cmem.steps import commits as history
 from cmem.errors import CmemError, os_error_sentence
-from cmem.lock import vault_lock
+from cmem.steps.lock import vault_lock
 from cmem.steps import journal, preflight
 from cmem.steps.changes import ChangeSet, apply_changes, check_confined, check_tracked, current_bytes
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import new_step_id, step_name
-from cmem.vault import Vault
+from cmem.vault.layers import Vault
 
 
 

@@ -1,0 +1,176 @@
+"""The package's layout, measured: modules per package, module sizes, imports that run up the
+layers, and import cycles. `docs/architecture.md` quotes its figures; `tests/test_architecture.py`
+holds the code to its layer order.
+
+    python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout
+
+Imports are read with `ast`, including those inside functions (a lazy import is still a
+dependency); nothing of cmem is run.
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "cmem"
+
+# The layers, bottom first. A module may import from its own layer and the layers below it,
+# never from one above. Top-level modules are named by their module name, packages by theirs.
+LAYERS: list[tuple[str, ...]] = [
+    ("text",),  # knows nothing of cmem
+    ("errors", "faults", "resources", "atomic"),  # the foundation every layer may use
+    ("vault",),
+    ("steps",),
+    ("archive", "scan"),
+    ("sync",),  # one vault on several machines: merges through the step layer
+    ("setup",),
+    ("converge",),
+    ("triggers",),
+    ("render",),
+    ("reading",),
+    ("doctor",),
+    ("cli", "fast", "mcp_server", "__main__"),  # the surfaces (fast: the light entry path)
+]
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """`cli/cmem/vault/layers.py` -> `cmem.vault.layers`; a package's `__init__` is the package."""
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    return {module_name(path, package): path for path in sorted(package.rglob("*.py"))}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The cmem modules a file imports, anywhere in it (`from cmem.x import name` counts as
+    `cmem.x`, `from cmem.x import submodule` as `cmem.x.submodule`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "cmem":
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "cmem")
+    return found
+
+
+def room(module: str) -> str:
+    """The package or top-level module a module belongs to: `cmem.vault.layers` -> `vault`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_of(module: str) -> int | None:
+    name = room(module)
+    for rank, members in enumerate(LAYERS):
+        if name in members:
+            return rank
+    return None
+
+
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    """`importer -> imported` for every import that runs to a higher layer, and every module
+    whose package is in no layer at all (a new package must be placed)."""
+    found = modules(package)
+    known = set(found)
+    problems = []
+    for name, path in found.items():
+        if name == "cmem":
+            continue
+        rank = layer_of(name)
+        if rank is None:
+            problems.append(f"{name}: its package is in no layer (add it to LAYERS)")
+            continue
+        for target in sorted(imports(path, known)):
+            target_rank = layer_of(target)
+            if target_rank is not None and target_rank > rank:
+                problems.append(f"{name} -> {target}")
+    return problems
+
+
+def cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """Groups of modules that import each other in a circle (Tarjan's strongly connected
+    components of the import graph, lazy imports included)."""
+    found = modules(package)
+    known = set(found)
+    graph = {name: sorted(t for t in imports(path, known) if t in known and t != name) for name, path in found.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    return groups
+
+
+def sizes(package: Path = PACKAGE) -> dict[str, int]:
+    """Lines per module (as `wc -l` counts them), `__init__` files left out."""
+    return {
+        name: len(path.read_text("utf-8").splitlines())
+        for name, path in modules(package).items()
+        if path.name != "__init__.py"
+    }
+
+
+def percentile(values: list[int], share: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def report(package: Path = PACKAGE) -> str:
+    lines_by_module = sizes(package)
+    per_folder: dict[str, int] = defaultdict(int)
+    for name, path in modules(package).items():
+        if path.name != "__init__.py":
+            per_folder[str(path.parent.relative_to(package.parent))] += 1
+    values = list(lines_by_module.values())
+    out = [f"modules: {len(values)} (without __init__.py)"]
+    out += [f"  {folder}/: {count}" for folder, count in sorted(per_folder.items())]
+    out.append(
+        f"module lines: median {statistics.median(values):.0f}, p90 {percentile(values, 0.9)}, "
+        f"max {max(values)} ({max(lines_by_module, key=lines_by_module.get)})"
+    )
+    upward = upward_imports(package)
+    out.append(f"imports running up the layers: {len(upward)}")
+    out += [f"  {line}" for line in upward]
+    groups = cycles(package)
+    out.append(f"import cycles: {len(groups)}")
+    out += [f"  {' -> '.join(group)}" for group in groups]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(report(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE))

@@ -1,0 +1,379 @@
+"""The archive gate (SPEC §6): staged lines in `archive/ARCHIVE-CHECKLIST.md`, ticked by the user,
+moved into the archive with git by `cmem archive apply` (the checklist's format: `checklist`).
+
+Nothing is ever deleted: a note moves in one journaled step (written at its archive
+path, then removed from the root, in one commit git sees as a rename), a taken archive name gets
+a unique one, and a note that changed since it was staged stays where it is (it will be scanned
+again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cmem.archive.checklist import (
+    CHANGED,
+    MISSING,
+    READY,
+    REFUSED,
+    UNPARSED,
+    StagedLine,
+    archive_target,
+    parse_checklist,
+    read_checklist,
+    remove_checklist_lines,
+)
+from cmem.errors import CmemError
+from cmem.vault.state_json import load_state, state_bytes
+from cmem.vault.statements import WIKILINK
+from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
+
+
+@dataclass
+class ArchiveMove:
+    line: StagedLine
+    source: str  # vault-relative path now
+    target: str  # vault-relative path it moves to
+    staged_target: str  # what the line asked for; differs when that name was taken
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def renamed(self) -> bool:
+        return self.target != self.staged_target
+
+    def to_json(self) -> dict:
+        return {"note": self.line.note, "from": self.source, "to": self.target, "staged_target": self.staged_target,
+                "renamed": self.renamed, "line": self.line.line_no, "warnings": self.warnings}
+
+
+@dataclass
+class ArchivePlan:
+    moves: list[ArchiveMove]
+    skipped: list[StagedLine]  # chosen but changed, missing or unparsed: they stay staged
+    not_chosen: list[StagedLine]  # unticked lines (without --all)
+    duplicates: list[StagedLine]  # further lines for a note already moved by this plan: removed with it
+    all_lines: bool
+    checklist_bytes: bytes | None
+    state_bytes: bytes | None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for move in self.moves for w in move.warnings]
+
+    def to_json(self) -> dict:
+        return {
+            "moves": [m.to_json() for m in self.moves],
+            "skipped": [_skip_json(s) for s in self.skipped],
+            "not_chosen": len(self.not_chosen),
+            "all": self.all_lines,
+        }
+
+
+@dataclass
+class ArchiveResult:
+    status: str  # applied | nothing | dry-run
+    plan: ArchivePlan
+    pass_id: str | None = None
+    commit: str | None = None
+    snapshot_commit: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status, "pass": self.pass_id, "commit": self.commit, "snapshot_commit": self.snapshot_commit,
+            "moved": [m.to_json() for m in self.plan.moves] if self.status != "nothing" else [],
+            "skipped": [_skip_json(s) for s in self.plan.skipped],
+            "not_chosen": len(self.plan.not_chosen),
+            "warnings": self.plan.warnings,
+        }
+
+
+def _skip_json(line: StagedLine) -> dict:
+    return {"note": line.note, "state": line.state, "line": line.line_no, "reason": line.detail}
+
+
+def list_staged(vault: Vault) -> list[StagedLine]:
+    """Every staged line with its state: ready, changed (the note's bytes differ from the digest
+    recorded when it was staged), missing (no such note in the divergent layer), or unparsed."""
+    text, _ = read_checklist(vault)
+    return _with_states(vault, parse_checklist(text))
+
+
+def _with_states(vault: Vault, lines: list[StagedLine]) -> list[StagedLine]:
+    state = load_state(vault.state_file)
+    by_name: dict[str, list[str]] = {}
+    for note in vault.list_layer(DIVERGENT):
+        by_name.setdefault(note.name, []).append(note.rel)
+    for line in lines:
+        if line.state == UNPARSED:
+            continue
+        candidates = by_name.get(line.note or "", [])
+        if len(candidates) > 1:
+            # Two divergent notes share the name (root and a daily folder): the converged one wins.
+            known = [rel for rel in candidates if rel in state.notes]
+            candidates = known or candidates
+        line.source = candidates[0] if candidates else None
+        _fill_target(vault, line, state)
+        if line.state != REFUSED:
+            _fill_state(vault, line, state)
+    return lines
+
+
+def _fill_target(vault: Vault, line: StagedLine, state) -> None:
+    """The line's archive path: the one written on it, else the configured pattern's. A target
+    that is not a Markdown path inside the archive layer — `..`, a dot-folder (`archive/.git/`),
+    another layer, the checklist, a symbolic link on the way — refuses the line: it is skipped
+    with the reason, and nothing is moved for it."""
+    if line.target:
+        target = line.target.replace("\\", "/")  # a line edited on Windows
+        where = f"the line's target {show_name(target)!r}"
+    else:
+        rel = line.source or f"{line.note}.md"
+        date = line.pass_date
+        entry = state.notes.get(line.source or "")
+        if date is None and entry and entry.time[:10]:
+            date = entry.time[:10]
+        date = date or datetime.now().date().isoformat()
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
+        where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
+    line.target = target
+    problem = vault.path_problem(target, ARCHIVE)
+    if problem is None and not target.endswith(".md"):
+        problem = "is not a Markdown file (.md)"
+    if problem is None and target.casefold() == vault.checklist_rel.casefold():
+        problem = "is the checklist itself"
+    if problem is None:
+        link = _link_on_the_way(vault, target)
+        if link:
+            problem = f"goes through the symbolic link {link}, which could take the note out of the vault"
+    if problem:
+        line.state = REFUSED
+        line.detail = f"{where} {problem}; nothing is moved for this line — fix the target or delete the line"
+
+
+def _fill_state(vault: Vault, line: StagedLine, state) -> None:
+    if line.source is None:
+        line.state = MISSING
+        if line.target and (vault.root / line.target).exists():
+            line.detail = f"already archived at {line.target}; delete the line"
+        else:
+            line.detail = f"no note named {line.note!r} in the divergent layer (moved, renamed or archived by hand?)"
+        return
+    try:
+        raw = (vault.root / line.source).read_bytes()
+    except OSError as exc:
+        line.state, line.detail = MISSING, f"{line.source} cannot be read ({exc.strerror})"
+        return
+    digest = hashlib.sha256(raw).hexdigest()
+    recorded = line.digest
+    entry = state.notes.get(line.source)
+    if recorded is None and entry is not None:
+        recorded = entry.sha256  # a hand-edited line lost its digest: state.json has it
+    if recorded is None:
+        line.state, line.detail = CHANGED, "no digest recorded for it, so cmem cannot tell it is unchanged; converge it to stage it again"
+    elif not digest.startswith(recorded):
+        line.state, line.detail = CHANGED, "edited since it was staged; the next pass will scan it again"
+    else:
+        line.state = READY
+
+
+# --- planning -------------------------------------------------------------------------------
+
+
+def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
+    """The moves `apply_archive` would make: ticked lines (every line with `all_lines`) whose
+    note is ready. Changed, missing, unparsed and refused lines are skipped and stay staged."""
+    text, checklist_bytes = read_checklist(vault)
+    lines = _with_states(vault, parse_checklist(text))
+    state_bytes = _read_bytes(vault.state_file)
+    chosen = [line for line in lines if all_lines or line.ticked]
+    plan = ArchivePlan([], [], [line for line in lines if not (all_lines or line.ticked)], [], all_lines, checklist_bytes, state_bytes)
+    names = None
+    taken: set[str] = set()
+    moving: dict[str, ArchiveMove] = {}
+    for line in chosen:
+        if line.state != READY:
+            plan.skipped.append(line)
+            continue
+        if line.source in moving:
+            plan.duplicates.append(line)
+            continue
+        if names is None:
+            names = _vault_note_names(vault)
+        move = _plan_move(vault, line, taken, names)
+        taken.add(move.target.casefold())
+        moving[line.source] = move
+        plan.moves.append(move)
+    return plan
+
+
+def _plan_move(vault: Vault, line: StagedLine, taken: set[str], names: dict[str, list[str]]) -> ArchiveMove:
+    staged = line.target
+    target = _unique_target(vault, staged, taken)
+    move = ArchiveMove(line, line.source, target, staged)
+    if line.detail:
+        move.warnings.append(f"{line.note}: {line.detail}")
+    note_name = line.source.rsplit("/", 1)[-1].removesuffix(".md")
+    final_name = target.rsplit("/", 1)[-1].removesuffix(".md")
+    if move.renamed:
+        cited = _citing_files(vault, note_name)
+        cited_text = f" (cited in {', '.join(cited)})" if cited else ""
+        move.warnings.append(
+            f"{staged} already exists, so {line.source} is archived as {target}: links [[{note_name}]]{cited_text} "
+            f"will resolve to the older note; link this one as [[{final_name}]]"
+        )
+    elif final_name != note_name:
+        move.warnings.append(f"the line renames {line.source} to {target}: links [[{note_name}]] will no longer resolve to it")
+    else:
+        others = [rel for rel in names.get(note_name, []) if rel != line.source]
+        if others:
+            move.warnings.append(
+                f"another note named {note_name!r} exists ({', '.join(others)}): Obsidian may resolve [[{note_name}]] to either"
+            )
+    return move
+
+
+def _unique_target(vault: Vault, target: str, taken: set[str]) -> str:
+    """`target`, or `name (2).md`, `name (3).md`… when a file (or an earlier move of this plan)
+    holds it: an existing archive file is never overwritten."""
+    folder, _, name = target.rpartition("/")
+    stem = name.removesuffix(".md")
+    candidate, number = target, 1
+    while candidate.casefold() in taken or os.path.lexists(vault.root / candidate):
+        number += 1
+        candidate = f"{folder}/{stem} ({number}).md" if folder else f"{stem} ({number}).md"
+    return candidate
+
+
+def _vault_note_names(vault: Vault) -> dict[str, list[str]]:
+    """Name → paths of every Markdown file in the vault, managed or not: Obsidian resolves a
+    wikilink against all of them."""
+    names: dict[str, list[str]] = {}
+    for folder, dirs, files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
+        for name in files:
+            if name.endswith(".md") and not is_undecodable(name):  # no note's name: `doctor` names them
+                rel = vault.rel(os.path.join(folder, name))
+                names.setdefault(name[:-3], []).append(rel)
+    return names
+
+
+def _citing_files(vault: Vault, note_name: str) -> list[str]:
+    """Memory files whose sources link this name: after a rename they point at the other note."""
+    needle = f"[[{note_name}"
+    found = []
+    for note in vault.convergent_files():
+        try:
+            text = note.path.read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        if needle in text and any(m.group(1).strip() == note_name for m in WIKILINK.finditer(text)):
+            found.append(note.rel)
+    return found
+
+
+def _read_bytes(path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+# --- applying -------------------------------------------------------------------------------
+
+
+def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) -> ArchiveResult:
+    """Move the plan's notes into the archive, remove their lines from the checklist, move their
+    state.json entries, and make one commit — one step (cmem.steps): journaled, all or none."""
+    from cmem.steps.changes import ChangeSet
+    from cmem.steps.runner import open_step
+
+    if not plan.moves:
+        return ArchiveResult("nothing", plan)
+    with open_step(vault, "archive", now=now) as step:  # the user's ticks and edits get their own commit first
+        _recheck(vault, plan)
+        changes = ChangeSet()
+        for move in plan.moves:
+            changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
+        _rewrite_checklist_and_state(vault, plan, step, changes)
+        commit = step.commit(changes, commit_message(plan, step.id))
+    return ArchiveResult("applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot)
+
+
+def _recheck(vault: Vault, plan: ArchivePlan) -> None:
+    """Between the plan shown and the move: the checklist and every note must be as planned."""
+    if _read_bytes(vault.checklist_path) != plan.checklist_bytes:
+        raise CmemError(f"{vault.checklist_rel} changed since the plan was made; run `cmem archive apply` again.")
+    if _read_bytes(vault.state_file) != plan.state_bytes:
+        raise CmemError(f"{vault.rel(vault.state_file)} changed since the plan was made (a pass ran?); run `cmem archive apply` again.")
+    for move in plan.moves:
+        current = _read_bytes(vault.root / move.source)
+        if current is None or not hashlib.sha256(current).hexdigest().startswith(_expected_digest(vault, move.line)):
+            raise CmemError(f"{move.source} changed since the plan was made; nothing was moved, run `cmem archive apply` again.")
+        if os.path.lexists(vault.root / move.target):
+            raise CmemError(f"{move.target} appeared since the plan was made; nothing was moved, run `cmem archive apply` again.")
+        link = _link_on_the_way(vault, move.target)
+        if link:
+            raise CmemError(f"{move.target} goes through the symbolic link {link}; cmem never moves a note through a link, "
+                            "which could take it out of the vault. Nothing was moved.")
+
+
+def _link_on_the_way(vault: Vault, target: str) -> str | None:
+    """The first symbolic link among the target's folders (checked after resolving: the real
+    folder must be inside the real archive folder, inside the real vault)."""
+    current = vault.root
+    for part in target.split("/")[:-1]:
+        current = current / part
+        if os.path.islink(current):
+            return vault.rel(current)
+    real_root = os.path.realpath(vault.root)
+    real_folder = os.path.realpath((vault.root / target).parent)
+    real_archive = os.path.realpath(vault.root / vault.config.archive_dir)
+    inside = lambda path, folder: path == folder or path.startswith(folder + os.sep)
+    if not (inside(real_archive, real_root) and inside(real_folder, real_archive)):
+        return vault.config.archive_dir
+    return None
+
+
+def _expected_digest(vault: Vault, line: StagedLine) -> str:
+    if line.digest:
+        return line.digest
+    entry = load_state(vault.state_file).notes.get(line.source or "")
+    return entry.sha256 if entry else "-"  # "-" never prefixes a hex digest
+
+
+def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes) -> None:
+    from cmem.vault.state_json import load_state as _load
+    from cmem.steps.record import StepRecord
+
+    removed = {move.line.line_no for move in plan.moves} | {line.line_no for line in plan.duplicates}
+    text, _ = read_checklist(vault)
+    changes.write(vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes)
+    state = _load(vault.state_file)
+    for move in plan.moves:
+        entry = state.notes.pop(move.source, None)
+        if entry is not None:
+            # The entry follows the note: a new note later written at the old path is a new note.
+            state.notes[move.target] = entry
+    record = StepRecord(step.id, "archive", step.now.isoformat(timespec="seconds"), notes=[m.source for m in plan.moves],
+                        changed=[m.target for m in plan.moves], warnings=len(plan.warnings),
+                        moves=[(m.source, m.target) for m in plan.moves])
+    state.passes.append(record.to_json())
+    changes.write(vault.rel(vault.state_file), state_bytes(state), plan.state_bytes)
+
+
+def commit_message(plan: ArchivePlan, pass_id: str):
+    from cmem.steps.message import CommitMessage
+
+    count = len(plan.moves)
+    names = ", ".join(m.source.rsplit("/", 1)[-1].removesuffix(".md") for m in plan.moves)
+    message = CommitMessage(f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", pass_id)
+    for move in plan.moves:
+        message.add("Archived", f"{move.source} → {move.target}")
+    for skipped in plan.skipped:
+        message.add("Skipped", f"{skipped.note} ({skipped.state}: {skipped.detail})")
+    for warning in plan.warnings:
+        message.add("Warning", warning)
+    return message

@@ -1,0 +1,543 @@
+"""The full-text index behind `cmem recall` and `cmem context` (SPEC §8): a cache, never the truth.
+
+The notes are the truth. The index is SQLite FTS5 (standard library) in the per-machine state
+folder — one database for the convergent layer, a separate one for the archive, which is searched
+only on request. One row per statement (a list item or paragraph line) with its path, line,
+heading and source links, so a search returns the statement, not just the file.
+
+Kept fresh incrementally: a manifest of (mtime, size, sha256) per file says which files changed;
+a structure hash over the sorted paths says cheaply whether files were added, removed or moved
+(seed 001's `structureHash`). A missing, corrupt or outdated database is deleted and rebuilt from
+the files — losing it costs time, never memory. The FTS5 table is contentless (it keeps the
+inverted index, not a second copy of the tokenised text): a statement's old words are deleted by
+tokenising its stored line again with the same settings, which is why a change of settings
+rebuilds the index.
+
+Chinese has no spaces, so the indexed column is pre-tokenised: CJK runs become their single
+characters plus their character bigrams, other text lower-case words (stemmed by FTS5's `porter`
+wrapper around `unicode61`). A query's CJK runs become bigrams (a one-character run stays one
+character), so a two-character query such as 实习 is one exact token with its own BM25 weight.
+`docs/benchmarks.md` compares this with the `trigram` tokenizer, which cannot match a query of
+fewer than three characters at all.
+
+sqlite3 is imported inside functions: `cmem --help` never pays for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmem.errors import CmemError
+from cmem.vault.notes import read_note
+from cmem.vault.statements import split_statement, statement_lines
+from cmem.vault.layers import ARCHIVE, NoteFile, Vault
+
+INDEX_VERSION = 3
+CONVERGENT, ARCHIVED = "convergent", "archive"
+UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
+SCOPES = (CONVERGENT, ARCHIVED)
+# Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
+# sits (file name, heading, summary, tags). A match in the statement counts most.
+WEIGHTS = (1.0, 0.4, 0.5)
+# A file changed this close to the sync may change again within the same mtime tick: its hash is
+# checked next time rather than its stat trusted (git's "racy clean" problem).
+RACY_NS = 2_000_000_000
+
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_WORD = re.compile(r"[^\W_]+")
+_HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+
+
+class IndexUnavailable(CmemError):
+    """This Python's SQLite has no FTS5."""
+
+
+# --- terms --------------------------------------------------------------------------------
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def index_terms(text: str) -> str:
+    """The text as the index sees it: CJK runs as single characters and bigrams, each a
+    space-separated token; everything else left to unicode61 (words, lower case)."""
+    text = _fold(text)
+    parts = []
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        parts.append(text[position : match.start()])
+        run = match.group()
+        parts.append(" ".join(run))
+        if len(run) > 1:
+            parts.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
+        position = match.end()
+    parts.append(text[position:])
+    return " ".join(parts)
+
+
+def query_terms(query: str) -> list[str]:
+    """A query's terms: words, and the bigrams of each CJK run (one character stays one)."""
+    text = _fold(query)
+    terms: list[str] = []
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        terms.extend(_WORD.findall(text[position : match.start()]))
+        run = match.group()
+        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        position = match.end()
+    terms.extend(_WORD.findall(text[position:]))
+    return list(dict.fromkeys(terms))
+
+
+def match_expression(terms: list[str], operator: str) -> str:
+    """An FTS5 MATCH string; every term is quoted, so no query text is FTS5 syntax."""
+    return f" {operator} ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    line: int
+    heading: str
+    text: str  # the line as written (the index keeps it: deleting from FTS5 needs the words again)
+    sources: tuple[str, ...]
+    body: str  # indexed: the statement without sources and traces
+    history: str  # indexed: the old wordings in its traces
+    where: str  # indexed: file name, heading, summary, tags
+
+
+def line_terms(line: str, formats) -> tuple[str, str, str, list[str]]:
+    """(core, indexed statement, indexed old wordings, sources) of one statement line."""
+    core, sources, traces = split_statement(line, formats)
+    history = index_terms(" ".join(trace.old for trace in traces)) if traces else ""
+    return core, index_terms(core), history, sources
+
+
+def place_terms(about: str, heading: str) -> str:
+    return index_terms(f"{about} {heading}" if heading else about)
+
+
+def display_text(line: str) -> str:
+    return _LIST_MARKER.sub("", line).strip()
+
+
+def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[Row], str, str]:
+    """(rows, sha256, about) of one note — `about` is what the place column says of the file (its
+    name, and for memory files its summary, tags and aliases). A note that cannot be read has no rows."""
+    note = read_note(note_file, vault.config.max_note_bytes)
+    if not note.usable:
+        return [], note.sha256, ""
+    about = [note_file.name]
+    if with_meta:
+        meta = note.meta
+        for key in ("summary", "tags", "aliases"):
+            value = meta.get(key)
+            if value:
+                about.extend(str(v) for v in (value if isinstance(value, list) else [value]))
+    about_text = " ".join(about)
+    wanted = dict(statement_lines(note.body, note.body_start))
+    rows = []
+    heading = ""
+    where = place_terms(about_text, "")  # the same for every statement under one heading
+    in_fence = False
+    for line_no in range(note.body_start, len(note.lines) + 1):
+        line = note.lines[line_no - 1]
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and stripped.startswith("#"):
+            found = _HEADING.match(stripped)
+            if found:
+                heading = found.group(1)
+                where = place_terms(about_text, heading)
+        if line_no not in wanted:
+            continue
+        core, body, history, sources = line_terms(line, vault.config.formats)
+        if not core and not history:
+            continue
+        rows.append(Row(path=note_file.rel, line=line_no, heading=heading, text=line, sources=tuple(sources),
+                        body=body, history=history, where=where))
+    return rows, note.sha256, about_text
+
+
+# --- the database ------------------------------------------------------------------------
+
+
+@dataclass
+class SyncReport:
+    scope: str
+    files: int = 0
+    rows: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    rebuilt: str | None = None  # why the database was (re)built from scratch, if it was
+    listed: bool = True  # False when unchanged folders let the manifest stand for the listing
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"scope": self.scope, "files": self.files, "rows": self.rows, "added": self.added,
+                "updated": self.updated, "removed": self.removed, "rebuilt": self.rebuilt, "listed": self.listed,
+                "seconds": round(self.seconds, 4)}
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    layer: str
+    line: int
+    heading: str
+    text: str
+    sources: tuple[str, ...]
+    score: float  # -bm25: higher is better
+
+
+def index_file(vault: Vault, scope: str) -> Path:
+    return vault.state_dir / "index" / f"{scope}.sqlite"
+
+
+def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
+    if scope == UNMANAGED:
+        from cmem.vault.unmanaged import unmanaged_notes
+
+        return [NoteFile(rel, vault.root / rel, UNMANAGED) for rel in unmanaged_notes(vault)]
+    return vault.list_layer(ARCHIVE) if scope == ARCHIVED else vault.convergent_files()
+
+
+def structure_hash(paths: list[str]) -> str:
+    # surrogateescape: a folder name that is not UTF-8 must not stop a search (os.fsencode's way)
+    return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
+    """A hash of every folder of the scope with its mtime: adding, removing or renaming a file
+    changes its folder's mtime, so an equal signature means the same files, found without
+    listing them. None when a folder changed within RACY_NS of now (its mtime may change again
+    within the same tick): then the files are listed."""
+    if scope == UNMANAGED:
+        return None  # anywhere in the vault: the files are listed each time
+    bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
+    entries = []
+    stack = [vault.root / base for base in bases]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            children = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+        except OSError:
+            entries.append(f"{folder}:missing")
+            continue
+        if now_ns - st.st_mtime_ns < RACY_NS:
+            return None
+        entries.append(f"{folder}:{st.st_mtime_ns}")
+        stack.extend(children)
+    return hashlib.sha256("\n".join(sorted(entries)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def check_fts5() -> None:
+    import sqlite3
+
+    try:
+        probe = sqlite3.connect(":memory:")
+        probe.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+        probe.close()
+    except sqlite3.Error:
+        raise IndexUnavailable(
+            f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5, which `cmem recall` needs; "
+            "use a Python built with a full SQLite (python.org, Homebrew, uv and most Linux distributions ship it)."
+        ) from None
+
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+                   sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '');
+CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
+                  heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL);
+CREATE INDEX rows_path ON rows(path);
+CREATE VIRTUAL TABLE entries USING fts5(body, history, place, content='', tokenize='porter unicode61 remove_diacritics 2');
+"""
+
+
+class Index:
+    """One scope's index. Use `open_index`; every method may raise sqlite3.DatabaseError, which
+    `open_index`'s callers turn into a rebuild."""
+
+    def __init__(self, vault: Vault, scope: str, path: Path | None):
+        import sqlite3
+
+        self.vault, self.scope, self.path = vault, scope, path
+        self.db = sqlite3.connect(str(path) if path else ":memory:", timeout=10, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL" if path else "PRAGMA journal_mode=MEMORY")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.fresh = False
+        if not self._valid():
+            self._create()
+
+    def _valid(self) -> bool:
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "files", "rows", "entries"} <= tables:
+            return False
+        meta = dict(self.db.execute("SELECT key, value FROM meta"))
+        return meta.get("version") == str(INDEX_VERSION) and meta.get("scope") == self.scope and meta.get("config") == self._config_key()
+
+    def _config_key(self) -> str:
+        """The settings the rows depend on: a change rebuilds the index."""
+        c = self.vault.config
+        key = json.dumps([c.resident_dir, c.situational_dir, c.archive_dir, c.checklist_name, list(c.ignore),
+                          c.formats.source, c.formats.trace, c.max_note_bytes], ensure_ascii=False)
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+    def _create(self) -> None:
+        names = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'entries_%'")]
+        for name in names:
+            self.db.execute(f'DROP TABLE IF EXISTS "{name}"')
+        self.db.executescript(_SCHEMA)
+        self.db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", str(INDEX_VERSION)), ("scope", self.scope),
+                                                            ("config", self._config_key()), ("structure", ""), ("folders", "")])
+        self.fresh = True
+
+    def close(self) -> None:
+        self.db.close()
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    # --- sync ----------------------------------------------------------------------------
+
+    def sync(self, rebuilt: str | None = None) -> SyncReport:
+        started = time.perf_counter()
+        report = SyncReport(self.scope, rebuilt=rebuilt or ("created" if self.fresh else None))
+        now_ns = time.time_ns()
+        manifest = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")}
+        folders = folder_signature(self.vault, self.scope, now_ns)
+        gone: list[str] = []
+        if folders is not None and folders == self.meta("folders") and self.meta("structure"):
+            # No folder changed since the last sync, so no file was added, removed or renamed: the
+            # manifest's paths are the files (a stat each still catches edits in place).
+            root = os.path.join(os.fspath(self.vault.root), "")
+            candidates = [(rel, root + rel, None) for rel in manifest]  # plain strings: Path costs 10 µs a file
+            structure = self.meta("structure")
+            report.listed = False
+        else:
+            files = scope_files(self.vault, self.scope)
+            candidates = [(f.rel, f.path, f) for f in files]
+            paths = [f.rel for f in files]
+            structure = structure_hash(paths)
+            if structure != self.meta("structure"):  # files added, removed or moved
+                present = set(paths)
+                gone = [path for path in manifest if path not in present]
+        with_meta = self.scope != ARCHIVED
+        changed: list[tuple[NoteFile, os.stat_result]] = []
+        for rel, path, note_file in candidates:
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            known = manifest.get(rel)
+            if known and known[0] == st.st_mtime_ns and known[1] == st.st_size and known[3] - st.st_mtime_ns > RACY_NS:
+                continue
+            changed.append((note_file or NoteFile(rel, Path(path), {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope) or self.vault.layer_of(rel) or ""), st))
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for path in gone:
+                self._drop(path)
+                report.removed += 1
+            for note_file, st in changed:
+                known = manifest.get(note_file.rel)
+                rows, sha, about = note_rows(self.vault, note_file, with_meta)
+                if known and known[2] == sha and sha:
+                    self.db.execute("UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?", (st.st_mtime_ns, st.st_size, now_ns, note_file.rel))
+                    continue
+                if known or not self.fresh:  # another process may have indexed it since our manifest
+                    self._drop(note_file.rel)
+                if known:
+                    report.updated += 1
+                else:
+                    report.added += 1
+                self._insert(rows)
+                self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        report.files = len(candidates)
+        report.rows = self.db.execute("SELECT count(*) FROM rows").fetchone()[0]
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _drop(self, path: str) -> None:
+        # The FTS5 table keeps no copy of the text (that halves the index): deleting from it takes
+        # the same words again, recomputed from the stored line with the same settings (a change of
+        # settings rebuilds the index, see _config_key).
+        found = self.db.execute("SELECT about FROM files WHERE path=?", (path,)).fetchone()
+        about = found[0] if found else ""
+        formats = self.vault.config.formats
+        self.db.executemany(
+            "INSERT INTO entries(entries, rowid, body, history, place) VALUES ('delete', ?, ?, ?, ?)",
+            [(row_id, *line_terms(line, formats)[1:3], place_terms(about, heading))
+             for row_id, line, heading in self.db.execute("SELECT id, text, heading FROM rows WHERE path=?", (path,)).fetchall()],
+        )
+        self.db.execute("DELETE FROM rows WHERE path=?", (path,))
+        self.db.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def _insert(self, rows: list[Row]) -> None:
+        if not rows:
+            return
+        first = (self.db.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
+        self.db.executemany(
+            "INSERT INTO rows(id, path, line, heading, text, sources) VALUES (?, ?, ?, ?, ?, ?)",
+            [(first + i, r.path, r.line, r.heading, r.text, json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]") for i, r in enumerate(rows)],
+        )
+        self.db.executemany(
+            "INSERT INTO entries(rowid, body, history, place) VALUES (?, ?, ?, ?)",
+            [(first + i, r.body, r.history, r.where) for i, r in enumerate(rows)],
+        )
+
+    # --- search --------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 10, paths: list[str] | None = None) -> list[Hit]:
+        """BM25-ranked statements. Rows holding every term come first; when they are fewer than
+        `limit`, rows holding some of them follow (a Chinese query's bigrams that straddle two
+        words, or one word the memory spells differently, must not hide the rest)."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        hits: list[Hit] = []
+        seen: set[int] = set()
+        operators = ["AND", "OR"] if len(terms) > 1 else ["AND"]
+        for operator in operators:
+            if len(hits) >= limit:
+                break
+            for row_id, hit in self._query(match_expression(terms, operator), limit + len(seen), paths):
+                if row_id not in seen and len(hits) < limit:
+                    seen.add(row_id)
+                    hits.append(hit)
+        return hits
+
+    def _query(self, expression: str, limit: int, paths: list[str] | None):
+        if paths is None:
+            # rank the matches inside FTS5 first and join only the best: a frequent word matches
+            # a large share of the rows, and joining them all costs more than ranking them
+            sql = (
+                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, best.score FROM "
+                "(SELECT rowid, bm25(entries, ?, ?, ?) AS score FROM entries WHERE entries MATCH ? ORDER BY score LIMIT ?) AS best "
+                "JOIN rows ON rows.id = best.rowid ORDER BY best.score, rows.path, rows.line"
+            )
+            params: list = [*WEIGHTS, expression, limit]
+        else:
+            sql = (
+                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS score "
+                f"FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? AND rows.path IN ({','.join('?' * len(paths))}) "
+                "ORDER BY score, rows.path, rows.line LIMIT ?"
+            )
+            params = [*WEIGHTS, expression, *paths, limit]
+        layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
+        for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
+            yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, display_text(text),
+                              tuple(json.loads(sources)), round(-rank, 4))
+
+
+# --- opening, with repair ----------------------------------------------------------------
+
+
+@dataclass
+class Searched:
+    hits: list[Hit]
+    sync: SyncReport
+    problems: list[str] = field(default_factory=list)
+
+
+def search_scope(vault: Vault, scope: str, query: str, limit: int = 10, paths: list[str] | None = None) -> Searched:
+    """Bring the scope's index up to date with the files, then search it. A corrupt database is
+    deleted and rebuilt from the files, once; an unwritable state folder gets an index in memory."""
+    import sqlite3
+
+    check_fts5()
+    path = index_file(vault, scope)
+    problems: list[str] = []
+    rebuilt = None
+    for attempt in range(2):
+        index = None
+        try:
+            index = _open(vault, scope, path, problems)
+            report = index.sync(rebuilt)
+            hits = index.search(query, limit, paths)
+            return Searched(hits, report, problems)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # garbage where text was: corrupt too
+            if attempt or index is not None and index.path is None:
+                raise CmemError(f"the {scope} index at {path} could not be rebuilt ({exc}); delete it and try again.") from None
+            rebuilt = f"rebuilt: the database was unreadable ({exc})"
+            problems.append(f"the {scope} index at {path} was unreadable ({exc}); rebuilt it from the notes")
+            delete_index(path)
+        finally:
+            if index is not None:
+                index.close()
+    raise AssertionError("unreachable")
+
+
+def _open(vault: Vault, scope: str, path: Path, problems: list[str]) -> Index:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(path)
+        return Index(vault, scope, path)
+    except (OSError, PermissionError) as exc:
+        problems.append(f"cannot write the index at {path} ({exc}); searching an index built in memory")
+        return Index(vault, scope, None)
+
+
+def delete_index(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def index_size(vault: Vault, scope: str) -> int:
+    path = index_file(vault, scope)
+    return sum(os.path.getsize(f"{path}{s}") for s in ("", "-wal") if os.path.exists(f"{path}{s}"))
+
+
+def index_problem(vault: Vault, scope: str) -> str | None:
+    """Why the scope's index cannot be used as it is (for `cmem doctor`), or None. A missing index
+    is no problem: the next search builds it."""
+    import sqlite3
+
+    path = index_file(vault, scope)
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            result = db.execute("PRAGMA quick_check").fetchone()
+            if not result or result[0] != "ok":
+                return f"fails SQLite's check ({result[0] if result else 'no answer'})"
+            db.execute("SELECT count(*) FROM rows").fetchone()
+        finally:
+            db.close()
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        return f"is unreadable ({exc})"
+    return None
+
+
+def rebuild_index(vault: Vault, scope: str) -> SyncReport:
+    """Delete the scope's index and build it again from the notes."""
+    delete_index(index_file(vault, scope))
+    return search_scope(vault, scope, "", 0).sync

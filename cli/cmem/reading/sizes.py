@@ -1,0 +1,90 @@
+"""Note counts and token sizes of each layer, for `cmem status` and `cmem context`.
+
+Token counts need the text, and the archive may hold tens of thousands of notes, so sizes are
+cached in the state folder keyed by (path, mtime, size): an unchanged vault is measured by a stat
+walk alone. The cache is only a cache: missing or corrupt, it is rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from cmem.atomic import write_atomic
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import LAYERS, NoteFile, Vault
+
+CACHE_NAME = "sizes-cache.json"
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LayerSize:
+    notes: int
+    tokens: int
+    newest: tuple[str, int] | None = None  # (path, mtime_ns) of the most recently changed note
+    oldest: tuple[str, int] | None = None
+
+    def to_json(self) -> dict:
+        return {"notes": self.notes, "tokens": self.tokens}
+
+
+def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, LayerSize]:
+    path = vault.state_dir / CACHE_NAME
+    cache = _load(path)
+    fresh: dict[str, list] = {}
+    result = {}
+    for layer in layers:
+        notes = tokens = 0
+        newest = oldest = None
+        for note in vault.list_layer(layer):
+            measured = _measure(note, cache, vault.config.max_note_bytes)
+            if measured is None:
+                continue
+            fresh[note.rel] = measured
+            notes += 1
+            tokens += measured[2]
+            if newest is None or measured[0] > newest[1]:
+                newest = (note.rel, measured[0])
+            if oldest is None or measured[0] < oldest[1]:
+                oldest = (note.rel, measured[0])
+        result[layer] = LayerSize(notes, tokens, newest, oldest)
+    # keep entries of layers not measured this time
+    for rel, entry in cache.items():
+        if rel not in fresh and vault.layer_of(rel) not in layers:
+            fresh[rel] = entry
+    if fresh != cache:
+        try:
+            write_atomic(path, json.dumps({"version": CACHE_VERSION, "files": fresh}, ensure_ascii=False))
+        except OSError:
+            pass  # a read-only state folder only costs speed
+    return result
+
+
+def _load(path) -> dict:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        if data.get("version") == CACHE_VERSION and isinstance(data.get("files"), dict):
+            return data["files"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}
+
+
+def _measure(note: NoteFile, cache: dict, max_bytes: int) -> list | None:
+    try:
+        st = os.stat(note.location, follow_symlinks=False)
+    except OSError:
+        return None
+    entry = cache.get(note.rel)
+    if entry and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+        return entry
+    if st.st_size > max_bytes:
+        return [st.st_mtime_ns, st.st_size, 0]
+    try:
+        with open(note.location, "rb") as handle:
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, estimate_tokens(text)]

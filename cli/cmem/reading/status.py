@@ -1,0 +1,143 @@
+"""`cmem status`: the vault at a glance (SPEC §9, §11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cmem.steps import commits as history
+from cmem.archive.checklist import count_staged
+from cmem.steps.lock import is_locked
+from cmem.vault.notes import OddFile
+from cmem.scan.signals import SIGNAL_CLASSES
+from cmem.reading.sizes import LayerSize, measure_layers
+from cmem.vault.state_json import load_state
+from cmem.triggers.if_due import Due, check_due, load_failures
+from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
+
+
+@dataclass
+class Status:
+    vault: str
+    layers: dict[str, LayerSize]
+    resident_max_tokens: int
+    budget_tokens: int
+    newest_convergent: tuple[str, float] | None  # (path, age in seconds)
+    oldest_convergent: tuple[str, float] | None
+    pending_notes: int
+    pending_signals: dict[str, int]
+    deferred: int
+    last_pass: dict | None
+    due: Due
+    staged_archive: int
+    ticked_archive: int
+    odd: list[OddFile] = field(default_factory=list)
+    running: bool = False
+    unattended: dict | None = None  # unattended failures in a row, and whether they stopped
+    interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.sync.memory_merge)
+    unmanaged: list = field(default_factory=list)  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
+
+    def to_json(self) -> dict:
+        return {
+            "vault": self.vault,
+            "layers": {name: size.to_json() for name, size in self.layers.items()},
+            "budgets": {"resident_max_tokens": self.resident_max_tokens, "budget_tokens": self.budget_tokens},
+            "convergent_age": {
+                "newest": _age_json(self.newest_convergent),
+                "oldest": _age_json(self.oldest_convergent),
+            },
+            "pending": {"notes": self.pending_notes, "signals": self.pending_signals, "deferred": self.deferred},
+            "last_pass": self.last_pass,
+            "due": self.due.to_json(),
+            "staged_archive": self.staged_archive,
+            "ticked_archive": self.ticked_archive,
+            "odd_files": [{"file": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
+            "running": self.running,
+            "unattended": self.unattended,
+            "interrupted": self.interrupted,
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "unmanaged": [folder.to_json() for folder in self.unmanaged],
+        }
+
+
+def _age_json(entry):
+    return None if entry is None else {"path": entry[0], "age_seconds": round(entry[1])}
+
+
+def build_status(vault: Vault, now: datetime | None = None) -> Status:
+    from cmem.scan.scanner import scan_vault
+    from cmem.vault.unmanaged import find_unmanaged
+
+    now = now or datetime.now().astimezone()
+    state = load_state(vault.state_file)
+    scan = scan_vault(vault, state=state)
+    signals = {name: 0 for name in SIGNAL_CLASSES}
+    for signal in scan.signals:
+        signals[signal.cls] += 1
+    layers = measure_layers(vault)
+    # the size walk has stat'ed every memory file already: its newest and oldest, as ages
+    convergent = [layers[RESIDENT], layers[SITUATIONAL]]
+    newest_ends = [size.newest for size in convergent if size.newest]
+    oldest_ends = [size.oldest for size in convergent if size.oldest]
+    newest = max(newest_ends, key=lambda end: end[1], default=None)
+    oldest = min(oldest_ends, key=lambda end: end[1], default=None)
+    newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
+    oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
+    staged = ticked = 0
+    try:
+        staged, ticked = count_staged(vault.checklist_path.read_text("utf-8", errors="replace"))
+    except OSError:
+        pass
+    return Status(
+        vault=str(vault.root),
+        layers=layers,
+        resident_max_tokens=vault.config.resident_max_tokens,
+        budget_tokens=vault.config.budget_tokens,
+        newest_convergent=newest,
+        oldest_convergent=oldest,
+        pending_notes=len(scan.pending),
+        pending_signals=signals,
+        deferred=len(scan.deferred),
+        last_pass=_last_pass(vault, state),
+        due=check_due(vault, state, len(scan.signals), now),
+        staged_archive=staged,
+        ticked_archive=ticked,
+        odd=scan.odd,
+        running=is_locked(vault.state_dir),
+        unattended=load_failures(vault).to_json(),
+        interrupted=_interrupted_steps(vault),
+        conflicts=_conflicts(vault),
+        unmanaged=find_unmanaged(vault),
+    )
+
+
+def _conflicts(vault: Vault) -> list:
+    from cmem.sync.memory_merge import find_conflicts  # on use: status's start-up stays as it was
+
+    return find_conflicts(vault)
+
+
+def _interrupted_steps(vault: Vault) -> list[dict]:
+    """Journals a killed step left (cmem.steps.journal): the next writing command finishes them.
+    A live step has one too while it runs; it is reported as running, not interrupted."""
+    root = vault.journal_dir  # checked before the step layer is imported: status stays fast
+    if not root.is_dir() or is_locked(vault.state_dir):
+        return []
+    from cmem.steps.journal import describe
+
+    found = []
+    for folder in sorted(root.iterdir()):
+        if (folder / "intent.json").is_file():
+            kind, step_id = describe(folder)
+            found.append({"kind": kind, "id": step_id})
+    return found
+
+
+def _last_pass(vault: Vault, state) -> dict | None:
+    last = state.last_of_kind("converge")
+    if not last:
+        return None
+    commit = history.find_pass_commit(vault.root, last.get("id", ""))  # None outside a repository
+    return {"id": last.get("id"), "time": last.get("time"), "commit": commit.sha if commit else None,
+            "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}

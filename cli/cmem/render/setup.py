@@ -1,0 +1,85 @@
+"""Text for people from the trigger commands: `hook install|uninstall|status`, `trust`. The CLI
+prints what these return; colour follows NO_COLOR and `--no-color` through `cmem.render.reports.paint`."""
+
+from __future__ import annotations
+
+from cmem.render.reports import paint
+
+_VERB = {"install": "add the cmem hook to", "update": "refresh the cmem hook in", "uninstall": "remove the cmem hook from"}
+_KIND = {"bash": "bash", "zsh": "zsh", "fish": "fish", "claude-code": "Claude Code"}
+
+
+def render_hook_plan(plan) -> str:
+    from cmem.setup.hooks import display
+
+    out = [paint(f"{_VERB.get(plan.action, plan.action)} {display(plan.path)} ({_KIND.get(plan.kind, plan.kind)})", "bold")]
+    out += [f"  note: {note}" for note in plan.notes]
+    for line in plan.removed.splitlines():
+        out.append(paint(f"- {line}", "red"))
+    for line in plan.added.splitlines():
+        out.append(paint(f"+ {line}", "green"))
+    return "\n".join(out)
+
+
+def render_hook_done(plan) -> str:
+    from cmem.setup.hooks import display
+
+    where = display(plan.path)
+    kind = _KIND.get(plan.kind, plan.kind)
+    if plan.action == "unchanged":
+        return f"the {kind} hook for this vault is already in {where}; nothing changed"
+    if plan.action == "absent":
+        extra = "".join(f" ({note})" for note in plan.notes)
+        return f"no cmem {kind} hook for this vault in {where}{extra}; nothing changed"
+    if plan.action == "uninstall":
+        return f"removed the {kind} hook from {where}"
+    when = "when a Claude Code session in this project ends" if plan.kind == "claude-code" else f"when a new {kind} shell exits"
+    return f"{'installed' if plan.action == 'install' else 'refreshed'} the {kind} hook in {where}: it runs `cmem converge --if-due` in the background {when}"
+
+
+def render_hook_status(hooks, vault) -> str:
+    if not hooks:
+        return "no cmem hook is installed (see `cmem hook install --help`)"
+    out = []
+    for hook in hooks:
+        mine = vault is not None and hook.current is not None
+        label = paint(f"{_KIND.get(hook.kind, hook.kind):<12}", "bold")
+        state = "ok" if not hook.problems else "problem"
+        colour = "green" if state == "ok" else "yellow"
+        whose = "this vault" if mine else (hook.vault or "an unknown vault")
+        out.append(f"{label} {hook.path}  ({hook.ident}, {whose})  " + paint(state, colour))
+        out += [f"  {problem}" for problem in hook.problems]
+    return "\n".join(out)
+
+
+def render_trust_question(status) -> str:
+    """What `cmem trust` is about to allow: the command, the vault files it runs, what changed."""
+    out = [f"{status.vault}/.cmem/config.yaml names this model command:", f"  {status.command}"]
+    if status.files:
+        out.append("which runs these files of the vault (their content is trusted too):")
+        for rel, digest in status.files.items():
+            mark = "  (changed since you trusted it)" if rel in status.changed_files else ""
+            out.append(f"  {rel}  sha256 {digest[:12]}…{mark}")
+    gone = [rel for rel in status.changed_files if rel not in (status.files or {})]
+    if gone:
+        out.append(f"no longer runs: {', '.join(gone)}")
+    if status.state == "changed" and status.trusted_sha256 != status.command_sha256:
+        out.append("the command itself changed since you trusted it" + (f" on {status.trusted_at}" if status.trusted_at else ""))
+    out.append("cmem will run it with your rights, with each pass's prompt on its stdin.")
+    return "\n".join(out)
+
+
+def render_trust(change) -> str:
+    digest = (change.command_sha256 or "")[:12]
+    if change.action == "no-command":
+        return f"{change.vault} names no llm.command in .cmem/config.yaml; there is nothing to trust"
+    if change.action in ("trusted", "retrusted"):
+        again = " again (it had changed)" if change.action == "retrusted" else ""
+        files = f" and {', '.join(change.files)}" if change.files else ""
+        return (f"trusted{again} the model command `{change.command}`{files} for {change.vault} (sha256 {digest}…), "
+                f"recorded in {change.config_path}; if the vault's command{' or one of those files' if files else ''} changes, cmem asks again")
+    if change.action == "already-trusted":
+        return f"the model command `{change.command}` of {change.vault} is already trusted (sha256 {digest}…)"
+    if change.action == "revoked":
+        return f"revoked: the model command of {change.vault} no longer runs until `cmem trust`"
+    return f"{change.vault} was not trusted; nothing changed"

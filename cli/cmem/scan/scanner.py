@@ -1,0 +1,417 @@
+"""The scan: every pending signal of the divergent layer, and every deferred line with its reason
+(SPEC §2; `cmem scan --json` is SPEC §11).
+
+Per note, `signals.scan_note` finds the cue lines. Across the vault this module adds what one
+note cannot know: which notes and lines were already converged (`.cmem/state.json`), which key
+phrases recur in enough notes, which lines repeat a statement the convergent layer already holds
+(the feedback-loop guard) or one it retired (re-emergence).
+
+Reading and detecting is the slow part, so its result is cached per note in the per-machine
+state folder, keyed by (path, mtime_ns, size): an unchanged divergent layer is rescanned by
+`stat` alone. The convergent statements the guard needs are cached the same way, keyed by every
+convergent file's (path, mtime_ns, size). The cache is only a cache: missing, corrupt or from an
+older cmem, it is rebuilt without a word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+
+from cmem.atomic import write_atomic
+from cmem.errors import CmemError
+from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
+from cmem.scan.signals import (
+    ALREADY_CONVERGED,
+    EXCLUDED,
+    PRIORITY,
+    VAGUE,
+    Deferred,
+    Hit,
+    NoteFlags,
+    NoteScan,
+    PendingNote,
+    Signal,
+    cue_fingerprint,
+    defer_reason,
+    excluded_reason,
+    scan_note,
+)
+from cmem.vault.state_json import State, load_state
+from cmem.vault.statements import parse_statements, split_statement, normalize
+from cmem.vault.layers import DIVERGENT, NoteFile, Vault
+
+CACHE_NAME = "scan-cache.json"
+CACHE_VERSION = 3
+# A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
+# less than this after the file's mtime is re-read next time (git's "racily clean" problem).
+RACY_NS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class Reemerged:
+    """A signal that repeats what memory once held: a statement retired into a trace, or a line
+    of a note converged (and perhaps archived) before."""
+
+    note: str
+    line: int
+    cls: str
+    excerpt: str
+    how: str  # "retired" | "converged"
+    where: str  # the convergent file holding the trace, or the note it was converged from
+    first_seen: str  # date it was first recorded ("" when unknown)
+    retired: str = ""  # date of the trace that retired it
+
+    def to_json(self) -> dict:
+        return {"note": self.note, "line": self.line, "class": self.cls, "excerpt": self.excerpt, "how": self.how,
+                "where": self.where, "first_seen": self.first_seen or None, "retired": self.retired or None}
+
+
+@dataclass
+class ScanResult:
+    signals: list[Signal] = field(default_factory=list)
+    deferred: list[Deferred] = field(default_factory=list)
+    pending: list[PendingNote] = field(default_factory=list)
+    odd: list[OddFile] = field(default_factory=list)
+    reemerged: list[Reemerged] = field(default_factory=list)
+    notes_scanned: int = 0  # divergent notes looked at
+    notes_read: int = 0  # of which read from disk (the rest came from the cache)
+
+    def to_json(self) -> dict:
+        return {
+            "signals": [s.to_json() for s in self.signals],
+            "deferred": [d.to_json() for d in self.deferred],
+            "reemerged": [r.to_json() for r in self.reemerged],
+            "pending": [p.to_json() for p in self.pending],
+            "odd": [{"note": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
+        }
+
+
+def scan_vault(vault: Vault, state: State | None = None, only: list[str] | None = None) -> ScanResult:
+    """Scan the divergent layer. `only` limits the result to these notes (path or name); the
+    whole layer is still read, because recurrence counts across all notes."""
+    state = load_state(vault.state_file) if state is None else state
+    cache = _Cache.load(vault.state_dir / CACHE_NAME, _fingerprint(vault))
+    entries = []
+    for file in vault.list_layer(DIVERGENT):
+        entry = cache.entry(file, vault)
+        if entry is not None:
+            entries.append((file, entry))
+    index = cache.convergent_index(vault)
+    cache.save()
+    result = _assemble(vault, entries, state, index)
+    result.notes_scanned, result.notes_read = len(entries), cache.reads
+    result.odd = sorted(result.odd + find_odd_names(vault), key=lambda o: (o.rel, o.kind))
+    if only:
+        _keep_only(result, only, [file for file, _ in entries])
+    return result
+
+
+# --- per-note entries and the cache -----------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    mtime_ns: int
+    size: int
+    read_ns: int  # when it was read: entries read too soon after a change are re-read
+    sha256: str = ""
+    skip: str | None = None  # why the note is not an input
+    odd: list[list[str]] = field(default_factory=list)  # [kind, message]
+    scan: NoteScan = field(default_factory=NoteScan)
+
+    def to_json(self) -> dict:
+        flags = self.scan.flags
+        return {"m": self.mtime_ns, "s": self.size, "r": self.read_ns, "h": self.sha256, "skip": self.skip, "odd": self.odd,
+                "flags": [flags.confirmed, flags.excluded, flags.reason, flags.tags, flags.problem],
+                "links": self.scan.links, "hits": [hit.to_list() for hit in self.scan.hits]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "_Entry":
+        confirmed, excluded, reason, tags, problem = data["flags"]
+        flags = NoteFlags(bool(confirmed), bool(excluded), str(reason), list(tags), problem)
+        scan = NoteScan([Hit.from_list(hit) for hit in data["hits"]], flags, list(data["links"]))
+        return cls(int(data["m"]), int(data["s"]), int(data["r"]), str(data["h"]), data["skip"], list(data["odd"]), scan)
+
+
+def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
+    note = read_note(file, vault.config.max_note_bytes)
+    entry = _Entry(note.mtime_ns, note.size, time.time_ns(), note.sha256, note.skip_reason)
+    entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
+    if note.usable:
+        entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
+        # the guard only tests equality: a digest is enough, and keeps the cache small
+        entry.scan.hits = [replace(hit, content_key=_digest(hit.content_key) if hit.content_key else "") for hit in entry.scan.hits]
+        if entry.scan.flags.problem:
+            entry.odd.append(["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"])
+    return entry
+
+
+def _fingerprint(vault: Vault) -> str:
+    """Everything detection depends on besides the note itself."""
+    config = vault.config
+    basis = [CACHE_VERSION, cue_fingerprint(config.extra_cues), config.max_note_bytes, config.formats.source, config.formats.trace]
+    return hashlib.sha1(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _trusted(mtime_ns: int, read_ns: int) -> bool:
+    return mtime_ns + RACY_NS < read_ns
+
+
+class _Cache:
+    def __init__(self, path, fingerprint: str, data: dict | None = None):
+        self.path = path
+        self.fingerprint = fingerprint
+        self.raw_notes: dict = (data or {}).get("notes", {})
+        self.raw_convergent: dict | None = (data or {}).get("convergent")
+        self.notes: dict[str, _Entry] = {}
+        self.convergent: dict | None = None
+        self.dirty = False
+        self.reads = 0
+
+    @classmethod
+    def load(cls, path, fingerprint: str) -> "_Cache":
+        try:
+            data = json.loads(path.read_bytes())
+            if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or data.get("fingerprint") != fingerprint:
+                data = None
+            elif not isinstance(data.get("notes"), dict):
+                data = None
+        except (OSError, ValueError):
+            data = None  # missing or corrupt: rebuild
+        cache = cls(path, fingerprint, data)
+        cache.dirty = data is None
+        return cache
+
+    def entry(self, file: NoteFile, vault: Vault) -> _Entry | None:
+        """The note's entry: from the cache when its (mtime, size) still match, else read."""
+        try:
+            st = os.stat(file.path, follow_symlinks=False)
+        except OSError:
+            return None  # gone since the listing
+        cached = self._cached(file.rel)
+        if cached and cached.mtime_ns == st.st_mtime_ns and cached.size == st.st_size and _trusted(cached.mtime_ns, cached.read_ns):
+            self.notes[file.rel] = cached
+            return cached
+        entry = _read_entry(file, vault)
+        self.reads += 1
+        self.notes[file.rel] = entry
+        self.dirty = True
+        return entry
+
+    def _cached(self, rel: str) -> _Entry | None:
+        raw = self.raw_notes.get(rel)
+        if raw is None:
+            return None
+        try:
+            return _Entry.from_json(raw)
+        except (KeyError, TypeError, ValueError):
+            return None  # one bad entry costs one read
+
+    def convergent_index(self, vault: Vault) -> "_ConvergentIndex":
+        """The guard's statements, rebuilt from the convergent files whose (mtime, size)
+        changed; the others come from the cache."""
+        raw_files = (self.raw_convergent or {}).get("files", {}) if isinstance(self.raw_convergent, dict) else {}
+        files = {}
+        for file in vault.convergent_files():
+            try:
+                st = os.stat(file.path, follow_symlinks=False)
+            except OSError:
+                continue
+            cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
+            if not (isinstance(cached, dict) and cached.get("m") == st.st_mtime_ns and cached.get("s") == st.st_size
+                    and _trusted(st.st_mtime_ns, cached.get("r", 0))):
+                cached = _convergent_entry(file, vault)
+                self.dirty = True
+            files[file.rel] = cached
+        if set(files) != set(raw_files):
+            self.dirty = True
+        self.convergent = {"files": files}
+        try:
+            return _merge_convergent(files)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.convergent = {"files": {}}  # a damaged entry: rebuild from the files
+            self.dirty = True
+            return _merge_convergent({f.rel: _convergent_entry(f, vault) for f in vault.convergent_files()})
+
+    def save(self) -> None:
+        if set(self.raw_notes) != set(self.notes):
+            self.dirty = True  # notes came or went
+        if not self.dirty:
+            return
+        data = {"version": CACHE_VERSION, "fingerprint": self.fingerprint, "convergent": self.convergent,
+                "notes": {rel: entry.to_json() for rel, entry in sorted(self.notes.items())}}
+        try:
+            write_atomic(self.path, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        except OSError:
+            pass  # a read-only state folder only costs speed
+
+
+# --- the convergent layer: the guard's statements and the retired ones -----------------
+
+
+@dataclass
+class _ConvergentIndex:
+    statements: dict[str, str]  # digest of a normalised statement -> convergent file holding it
+    retired: dict[str, tuple[str, str, str]]  # digest of an old wording -> (file, date retired, date first seen)
+
+    def holding(self, digest: str) -> str | None:
+        return self.statements.get(digest) if digest else None
+
+    def retiring(self, digest: str) -> tuple[str, str, str] | None:
+        return self.retired.get(digest) if digest else None
+
+
+_DIGEST_CHARS = 16
+
+
+def _digest(key: str) -> str:
+    """Statements are cached as short digests: the cache stays small and loads fast."""
+    return hashlib.blake2b(key.encode("utf-8"), digest_size=_DIGEST_CHARS // 2).hexdigest()
+
+
+def _convergent_entry(file: NoteFile, vault: Vault) -> dict:
+    """One convergent file's statements and retired wordings, as cached."""
+    note = read_note(file, vault.config.max_note_bytes)
+    entry = {"m": note.mtime_ns, "s": note.size, "r": time.time_ns(), "statements": "", "retired": {}}
+    if not note.usable:
+        return entry
+    formats = vault.config.formats
+    digests = []
+    for statement in parse_statements(note.body, note.body_start, formats):
+        if statement.key:
+            digests.append(_digest(statement.key))
+        traces = list(statement.traces)
+        while traces:
+            trace = traces.pop()
+            older = trace.older
+            key = normalize(split_statement(trace.old, formats)[0])
+            if key:
+                # the wording was current from the older trace's date until this one's
+                entry["retired"].setdefault(_digest(key), [trace.date, older[0].date if older else ""])
+            traces.extend(older)
+    entry["statements"] = "".join(digests)  # one string, not a list: the cache parses faster
+    return entry
+
+
+def _merge_convergent(files: dict[str, dict]) -> _ConvergentIndex:
+    index = _ConvergentIndex({}, {})
+    for rel, entry in files.items():
+        joined = entry["statements"]
+        for start in range(0, len(joined), _DIGEST_CHARS):
+            index.statements.setdefault(joined[start : start + _DIGEST_CHARS], rel)
+        for digest, (retired_on, first_seen) in entry["retired"].items():
+            index.retired.setdefault(digest, (rel, retired_on, first_seen))
+    for digest in index.statements:
+        index.retired.pop(digest, None)  # a wording that came back is not retired
+    return index
+
+
+# --- assembling the result --------------------------------------------------------------
+
+
+def _assemble(vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State, index: _ConvergentIndex) -> ScanResult:
+    result = ScanResult()
+    min_recurrence = vault.config.min_recurrence
+    recurring = _recurrence(entries)
+    converged_lines = _converged_lines(state)
+    for file, entry in entries:
+        result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
+        done = state.notes.get(file.rel)
+        if entry.skip or (done is not None and done.sha256 == entry.sha256 and all(h.line_key in done.lines for h in entry.scan.hits)):
+            continue  # not an input, or converged and unchanged since (a signal line a pass left pending still counts)
+        flags = entry.scan.flags
+        if flags.excluded:
+            result.deferred.append(Deferred(file.rel, 0, excluded_reason(flags), kind=EXCLUDED))
+            continue
+        signals = []
+        for hit in entry.scan.hits:
+            if done is not None and hit.line_key in done.lines:
+                continue  # converged in an earlier pass; only new lines are pending
+            outcome = _judge(file.rel, hit, flags, index, recurring, min_recurrence)
+            if isinstance(outcome, Deferred):
+                result.deferred.append(outcome)
+                continue
+            signals.append(outcome)
+            again = _reemergence(file.rel, hit, index, converged_lines)
+            if again is not None:
+                result.reemerged.append(again)
+        if signals:
+            result.signals.extend(signals)
+            result.pending.append(PendingNote(file.rel, file.name, entry.sha256, entry.mtime_ns, signals,
+                                              list(flags.tags), list(entry.scan.links), flags.confirmed))
+    _sort(result, {file.rel: entry.mtime_ns for file, entry in entries})
+    return result
+
+
+def _judge(rel: str, hit: Hit, flags: NoteFlags, index: _ConvergentIndex, recurring: dict[str, set[str]], min_recurrence: int) -> Signal | Deferred:
+    where = index.holding(hit.content_key)
+    if where:
+        # pasted back from memory (by an agent or the user): converging it again would loop
+        return Deferred(rel, hit.line, f"already in {where}", hit.cls, hit.cue, ALREADY_CONVERGED, hit.excerpt)
+    if not hit.kind or flags.confirmed:
+        return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
+    if hit.cls == "recurring" and hit.kind != VAGUE and any(len(recurring.get(key, ())) >= min_recurrence for key in hit.keys):
+        return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
+    return Deferred(rel, hit.line, defer_reason(hit.kind, hit.cue, min_recurrence), hit.cls, hit.cue, hit.kind, hit.excerpt)
+
+
+def _recurrence(entries: list[tuple[NoteFile, _Entry]]) -> dict[str, set[str]]:
+    """Key phrase -> the notes whose recurring lines hold it (every divergent note counts,
+    converged or not; excluded notes do not)."""
+    notes: dict[str, set[str]] = {}
+    for file, entry in entries:
+        if entry.skip or entry.scan.flags.excluded:
+            continue
+        for hit in entry.scan.hits:
+            for key in hit.keys:
+                notes.setdefault(key, set()).add(file.rel)
+    return notes
+
+
+def _converged_lines(state: State) -> dict[str, tuple[str, str]]:
+    lines: dict[str, tuple[str, str]] = {}
+    for rel, converged in state.notes.items():
+        for key in converged.lines:
+            if key not in lines or converged.time < lines[key][1]:
+                lines[key] = (rel, converged.time)
+    return lines
+
+
+def _reemergence(rel: str, hit: Hit, index: _ConvergentIndex, converged_lines: dict[str, tuple[str, str]]) -> Reemerged | None:
+    retired = index.retiring(hit.content_key)
+    if retired:
+        where, retired_on, first_seen = retired
+        return Reemerged(rel, hit.line, hit.cls, hit.excerpt, "retired", where, first_seen, retired_on)
+    earlier = converged_lines.get(hit.line_key)
+    if earlier and earlier[0] != rel:
+        return Reemerged(rel, hit.line, hit.cls, hit.excerpt, "converged", earlier[0], earlier[1][:10])
+    return None
+
+
+def _sort(result: ScanResult, mtimes: dict[str, int]) -> None:
+    """Priority, then age (older notes first), then note, then line."""
+    result.signals.sort(key=lambda s: (s.priority, mtimes.get(s.note, 0), s.note, s.line))
+    result.reemerged.sort(key=lambda r: (PRIORITY[r.cls], mtimes.get(r.note, 0), r.note, r.line))
+    result.deferred.sort(key=lambda d: (mtimes.get(d.note, 0), d.note, d.line))
+    result.pending.sort(key=lambda p: (p.best_priority, p.mtime_ns, p.rel))
+
+
+def _keep_only(result: ScanResult, only: list[str], files: list[NoteFile]) -> None:
+    names = {}
+    for file in files:
+        for alias in (file.rel, file.rel.removesuffix(".md"), file.name):
+            names.setdefault(alias, file.rel)
+    wanted = set()
+    for name in only:
+        rel = names.get(name) or names.get(name.removesuffix(".md"))
+        if rel is None:
+            raise CmemError(f"no divergent note named {name!r}; `cmem scan` lists the notes with signals.")
+        wanted.add(rel)
+    result.signals = [s for s in result.signals if s.note in wanted]
+    result.deferred = [d for d in result.deferred if d.note in wanted]
+    result.pending = [p for p in result.pending if p.rel in wanted]
+    result.reemerged = [r for r in result.reemerged if r.note in wanted]

@@ -1,0 +1,285 @@
+"""Which model command runs, and the direnv-like gate on commands a vault names itself (SPEC §4).
+
+Precedence: `--llm`, then `$CMEM_LLM`, then the user's config, then the vault's `llm.command`.
+The first three are the user's own word. The last came with the folder — a cloned or synced
+vault must not run commands on its own (aider#5254) — so it runs only when the user's config
+(never the vault: git's `safe.directory` rule) trusts this vault's path with the sha256 of this
+exact command. Editing the command in the vault needs `cmem trust` again.
+
+A command that names a file inside the vault (`sh tools/model.sh`, `python scripts/ask.py`) would
+run whatever a later commit or sync puts in that file, so the trust also records the sha256 of
+each such file's content; an edited script needs `cmem trust` again, like an edited command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from cmem.atomic import write_atomic
+from cmem.vault.config import DEFAULTS, load_user_config, user_config_path
+from cmem.errors import CmemError
+from cmem.vault.layers import Vault
+
+Origin = Literal["flag", "env", "user-config", "vault-config"]
+
+
+class UntrustedCommand(CmemError):
+    """The vault names a model command the user has not trusted (or has changed since)."""
+
+
+@dataclass(frozen=True)
+class ResolvedCommand:
+    command: str | None  # None: no model configured; the builtin engine applies
+    origin: Origin | None
+    timeout: float
+    max_output_bytes: int = DEFAULTS["llm"]["max_output_bytes"]
+
+
+@dataclass(frozen=True)
+class TrustStatus:
+    vault: str  # the vault's resolved absolute path, as trust records it
+    command: str | None  # the vault's own llm.command
+    command_sha256: str | None
+    state: Literal["trusted", "changed", "untrusted", "no-command"]
+    trusted_sha256: str | None = None
+    trusted_at: str | None = None
+    files: dict[str, str] | None = None  # vault files the command names: path → sha256 of the content now
+    changed_files: tuple[str, ...] = ()  # of those, the ones that differ from what was trusted
+
+
+@dataclass(frozen=True)
+class TrustChange:
+    vault: str
+    command: str | None
+    command_sha256: str | None
+    action: Literal["trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"]
+    config_path: str
+    files: dict[str, str] | None = None
+
+
+def command_sha256(command: str) -> str:
+    return hashlib.sha256(command.encode("utf-8")).hexdigest()
+
+
+def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
+    """The command to run and where it came from; raise `UntrustedCommand` for an untrusted vault one."""
+    user = load_user_config()
+    limits = {"timeout": _timeout(vault, user), "max_output_bytes": vault.config.llm_max_output_bytes}
+    if flag and flag.strip():
+        return ResolvedCommand(flag, "flag", **limits)
+    from_env = os.environ.get("CMEM_LLM", "")
+    if from_env.strip():
+        return ResolvedCommand(from_env, "env", **limits)
+    from_user = (user.get("llm") or {}).get("command")
+    if from_user and from_user.strip():
+        return ResolvedCommand(from_user, "user-config", **limits)
+    from_vault = vault.config.llm_command
+    if not (from_vault and from_vault.strip()):
+        return ResolvedCommand(None, None, **limits)
+    status = _status(vault, user)
+    if status.state == "trusted":
+        return ResolvedCommand(from_vault, "vault-config", **limits)
+    config_file = vault.cmem_dir / "config.yaml"
+    if status.state == "changed" and status.trusted_sha256 == status.command_sha256:
+        names = ", ".join(status.changed_files)
+        raise UntrustedCommand(
+            f"{config_file} names the model command `{from_vault}`, and {names}, which it runs from the vault, "
+            f"has changed since you trusted it (on {status.trusted_at or 'an earlier date'}); read it, then run "
+            "`cmem trust` to allow it, or pass --llm / set CMEM_LLM."
+        )
+    if status.state == "changed":
+        raise UntrustedCommand(
+            f"{config_file} names the model command `{from_vault}`, which has changed since you trusted it "
+            f"(on {status.trusted_at or 'an earlier date'}); read it, then run `cmem trust` to allow it, "
+            "or pass --llm / set CMEM_LLM."
+        )
+    raise UntrustedCommand(
+        f"{config_file} names the model command `{from_vault}`, and cmem runs a command that came with a "
+        "vault only after you trust it; read it, then run `cmem trust` to allow it, or pass --llm / set CMEM_LLM."
+    )
+
+
+def _timeout(vault: Vault, user: dict) -> float:
+    """The vault's own `llm.timeout_seconds` when it sets one, else the user's, else the default."""
+    from_vault = vault.config.llm_timeout_seconds
+    from_user = (user.get("llm") or {}).get("timeout_seconds")
+    if from_user is not None and from_vault == DEFAULTS["llm"]["timeout_seconds"]:
+        return float(from_user)
+    return float(from_vault)
+
+
+def trust_status(vault: Vault) -> TrustStatus:
+    return _status(vault, load_user_config())
+
+
+def _status(vault: Vault, user: dict) -> TrustStatus:
+    key = _vault_key(vault)
+    command = vault.config.llm_command
+    if not (command and command.strip()):
+        return TrustStatus(key, None, None, "no-command")
+    digest = command_sha256(command)
+    files = command_files(vault, command)
+    entry = next((item for item in user.get("trusted") or [] if _same_vault(item.get("vault"), key)), None)
+    if entry is None:
+        return TrustStatus(key, command, digest, "untrusted", files=files)
+    recorded = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    changed = tuple(sorted(rel for rel in set(files) | set(recorded) if files.get(rel) != recorded.get(rel)))
+    state = "trusted" if entry.get("command_sha256") == digest and not changed else "changed"
+    return TrustStatus(key, command, digest, state, entry.get("command_sha256"), _text(entry.get("trusted_at")), files, changed)
+
+
+def command_files(vault: Vault, command: str) -> dict[str, str]:
+    """The files inside the vault that `command` names (as a word, or an `--option=value`), with
+    the sha256 of each one's content. A relative name is looked up from the vault's root and from
+    the current folder, where the command will run."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    root = Path(vault.root).resolve()
+    found: dict[str, str] = {}
+    for word in words:
+        for name in (word, word.split("=", 1)[1] if word.startswith("-") and "=" in word else ""):
+            if not name or name.startswith("-") or "{prompt_file}" in name:
+                continue
+            path = Path(name).expanduser()
+            for candidate in ([path] if path.is_absolute() else [root / path, Path.cwd() / path]):
+                try:
+                    resolved = candidate.resolve()
+                    if resolved.is_file() and resolved.is_relative_to(root):
+                        found[resolved.relative_to(root).as_posix()] = hashlib.sha256(resolved.read_bytes()).hexdigest()
+                except (OSError, RuntimeError, ValueError):
+                    continue
+    return dict(sorted(found.items()))
+
+
+def trust_vault(vault: Vault) -> TrustChange:
+    """Record in the user's config that this vault's current command may run."""
+    status = trust_status(vault)  # validates the user config before we rewrite it
+    path = user_config_path()
+    if status.state == "no-command":
+        return TrustChange(status.vault, None, None, "no-command", str(path))
+    if status.state == "trusted":
+        return TrustChange(status.vault, status.command, status.command_sha256, "already-trusted", str(path), status.files)
+
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    document = _UserConfigDocument(path)
+    trusted = document.data.get("trusted")
+    if trusted is None:
+        trusted = document.data["trusted"] = CommentedSeq()
+    stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+    matches = [item for item in trusted if _same_vault(item.get("vault"), status.vault)]
+    if matches:  # update in place, so comments around the entry stay where they were
+        entry = matches[0]
+        for extra in matches[1:]:
+            trusted.remove(extra)
+        entry["vault"] = status.vault
+        entry["command_sha256"] = status.command_sha256
+        entry["trusted_at"] = stamp
+    else:
+        entry = CommentedMap([("vault", status.vault), ("command_sha256", status.command_sha256), ("trusted_at", stamp)])
+        trusted.append(entry)
+    if status.files:
+        entry["files"] = CommentedMap(sorted(status.files.items()))
+    elif "files" in entry:
+        del entry["files"]
+    document.save()
+    action = "retrusted" if status.state == "changed" else "trusted"
+    return TrustChange(status.vault, status.command, status.command_sha256, action, str(path), status.files)
+
+
+def revoke_trust(vault: Vault) -> TrustChange:
+    """Forget every trust entry for this vault."""
+    user = load_user_config()
+    status = _status(vault, user)
+    path = user_config_path()
+    if not any(_same_vault(item.get("vault"), status.vault) for item in user.get("trusted") or []):
+        return TrustChange(status.vault, status.command, status.command_sha256, "not-trusted", str(path))
+    document = _UserConfigDocument(path)
+    trusted = document.data.get("trusted") or []
+    for item in [item for item in trusted if _same_vault(item.get("vault"), status.vault)]:
+        trusted.remove(item)
+    document.save()
+    return TrustChange(status.vault, status.command, status.command_sha256, "revoked", str(path))
+
+
+class _UserConfigDocument:
+    """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive."""
+
+    def __init__(self, path: Path):
+        from ruamel.yaml import YAML
+        from ruamel.yaml.comments import CommentedMap
+
+        self.path = path
+        self.yaml = YAML()
+        self.yaml.width = 4096  # never fold a long vault path
+        self.yaml.preserve_quotes = True
+        try:
+            self.original = path.read_text("utf-8-sig")
+        except FileNotFoundError:
+            self.original = ""
+        self.yaml.indent(**_guess_indent(self.original))  # ruamel re-indents the whole file: match it
+        loaded = self.yaml.load(self.original) if self.original.strip() else None
+        # A file of comments only loads as None; keep its text and add the settings after it.
+        self.prefix = self.original if loaded is None else ""
+        self.data = loaded if loaded is not None else CommentedMap()
+
+    def save(self) -> None:
+        import io
+
+        buffer = io.StringIO()
+        self.yaml.dump(self.data, buffer)
+        text = buffer.getvalue()
+        if self.prefix:
+            text = self.prefix.rstrip("\n") + "\n" + text
+        elif not self.original:
+            text = "# cmem user settings; see README.md, \"Configuration\".\n" + text
+        write_atomic(self.path, text)
+
+
+def _guess_indent(text: str) -> dict[str, int]:
+    """The file's mapping indent and list style (`- item` or `  - item`), from its first examples."""
+    mapping, sequence, offset = None, None, None
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    for parent, child in zip(lines, lines[1:]):
+        if not re.sub(r"\s+#.*$", "", parent).rstrip().endswith(":"):
+            continue
+        parent_at = len(parent) - len(parent.lstrip(" "))
+        child_at = len(child) - len(child.lstrip(" "))
+        body = child.lstrip(" ")
+        if body.startswith("- ") and sequence is None:
+            offset = child_at - parent_at
+            sequence = offset + 1 + len(body[1:]) - len(body[1:].lstrip(" "))
+        elif not body.startswith("-") and child_at > parent_at and mapping is None:
+            mapping = child_at - parent_at
+    mapping = mapping or 2
+    offset = offset if offset is not None and offset >= 0 else 0
+    sequence = sequence if sequence is not None and sequence >= offset + 2 else offset + 2
+    return {"mapping": mapping, "sequence": sequence, "offset": offset}
+
+
+def _vault_key(vault: Vault) -> str:
+    return str(Path(vault.root).resolve())
+
+
+def _same_vault(recorded: object, key: str) -> bool:
+    if not isinstance(recorded, str) or not recorded:
+        return False
+    if recorded == key:
+        return True
+    try:
+        return str(Path(recorded).expanduser().resolve()) == key
+    except (OSError, RuntimeError):
+        return False
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

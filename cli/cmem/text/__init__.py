@@ -1,0 +1,3 @@
+"""Text, knowing nothing else of cmem: the token estimate (`tokens`), file names as they can be
+shown (`names`) and credentials found and redacted (`secrets`). The lowest layer: the error
+messages, the vault model, run records and everything an agent reads use it."""

@@ -1,0 +1,2 @@
+"""What starts a pass or brings memory in: the if-due rules and background passes (`if_due`),
+`cmem watch` (`watch`) and `cmem note` quick capture (`capture`)."""

@@ -1,0 +1,437 @@
+"""The vault: where it is, its settings, and which layer each file belongs to (SPEC §1).
+
+Layers: the divergent root (the root's `*.md`, plus configured extra folders, minus exclusions),
+the convergent layer (resident and situational folders), the archive, and everything else —
+unmanaged files cmem never reads, moves or rewrites.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from cmem.vault.config import CONFIG_DIR, NEVER_READ_DIRS, Config, folder_overlap, load_config, relative_path_problem
+from cmem.errors import CmemError, VaultNotFound
+from cmem.text.names import is_undecodable, show_name
+
+DIVERGENT = "divergent"
+RESIDENT = "resident"
+SITUATIONAL = "situational"
+ARCHIVE = "archive"
+LAYERS = (DIVERGENT, RESIDENT, SITUATIONAL, ARCHIVE)
+
+# The setting that names each layer's folder (the divergent layer's extra folders).
+SETTINGS = {RESIDENT: "layers.resident", SITUATIONAL: "layers.situational", ARCHIVE: "layers.archive", DIVERGENT: "divergent.extra_folders"}
+
+
+class PathRefused(CmemError):
+    """A path cmem will not write: outside the vault, outside its layer, in a dot-folder, or
+    through a symbolic link that leads there (`Vault.confined`)."""
+
+
+# Syncthing (`x.sync-conflict-20261128-101010-ABCDEF.md`), Dropbox (`x (conflicted copy 2026-11-28).md`),
+# Obsidian Sync and others (`x (Conflict 1).md`).
+_SYNC_CONFLICT = re.compile(r"\.sync-conflict-|conflicted copy|\(conflict\b", re.IGNORECASE)
+
+
+def is_sync_conflict(name: str) -> bool:
+    return bool(_SYNC_CONFLICT.search(name))
+
+
+def is_cloud_placeholder(name: str) -> bool:
+    """iCloud's evicted-file stand-ins (`.note.md.icloud`)."""
+    return name.startswith(".") and name.endswith(".md.icloud")
+
+
+class NoteFile:
+    """A Markdown file the vault manages: where it is and which layer it is in.
+
+    The absolute location is kept as given (a string from a directory walk, or a Path) and turned
+    into a Path only when asked: building 15,000 Path objects was a third of a warm `status`."""
+
+    __slots__ = ("rel", "location", "layer", "_path")
+
+    def __init__(self, rel: str, path: str | os.PathLike, layer: str):
+        self.rel = rel  # POSIX path relative to the vault root
+        self.location = path
+        self.layer = layer
+        self._path = path if isinstance(path, Path) else None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = Path(self.location)
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The note's name as a wikilink resolves it (file name without `.md`)."""
+        base = self.rel.rsplit("/", 1)[-1]
+        return base[:-3] if base.endswith(".md") else base
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NoteFile) and (self.rel, str(self.location), self.layer) == (other.rel, str(other.location), other.layer)
+
+    def __hash__(self) -> int:
+        return hash((self.rel, self.layer))
+
+    def __repr__(self) -> str:
+        return f"NoteFile({self.rel!r}, {self.layer!r})"
+
+
+@dataclass(frozen=True)
+class Vault:
+    root: Path
+    config: Config
+
+    @cached_property
+    def _layers_nest(self) -> bool:
+        """Whether one layer folder lies inside another (then a walk must ask layer_of)."""
+        bases = [self.config.resident_dir, self.config.situational_dir, self.config.archive_dir, *self.config.extra_divergent]
+        return any(a != b and (a + "/").startswith(b + "/") for a in bases for b in bases)
+
+    @cached_property
+    def state_dir(self) -> Path:
+        return state_dir_for(self.root)
+
+    @property
+    def journal_dir(self) -> Path:
+        """Where a step's crash journal lives while it runs (cmem.steps.journal); a folder in it
+        after the step's process is gone is an interrupted step."""
+        return self.state_dir / "journal"
+
+    @property
+    def cmem_dir(self) -> Path:
+        return self.root / CONFIG_DIR
+
+    @property
+    def state_file(self) -> Path:
+        return self.cmem_dir / "state.json"
+
+    @property
+    def checklist_rel(self) -> str:
+        return f"{self.config.archive_dir}/{self.config.checklist_name}"
+
+    @property
+    def checklist_path(self) -> Path:
+        return self.root / self.checklist_rel
+
+    @property
+    def convergent_dirs(self) -> tuple[str, str]:
+        return (self.config.resident_dir, self.config.situational_dir)
+
+    @cached_property
+    def _root_prefix(self) -> str:
+        return os.path.join(os.fspath(self.root), "")
+
+    def rel(self, path: Path) -> str:
+        text = os.fspath(path)
+        # Fast path for the paths a listing makes (root + "/" + plain parts): listings call this
+        # for every entry, and relpath + Path cost ~50 µs each.
+        if os.sep == "/" and text.startswith(self._root_prefix):
+            rest = text[len(self._root_prefix) :]
+            if not any(part in ("", ".", "..") for part in rest.split("/")):
+                return rest
+        return Path(os.path.relpath(path, self.root)).as_posix()
+
+    # --- confinement -----------------------------------------------------------------
+    # Settings are checked when the config loads (config.relative_path_problem, no overlapping
+    # layers). What the disk holds can still lead elsewhere: a layer folder committed as a
+    # symbolic link to `../elsewhere`, a month folder of the archive linked into `.git/`.
+
+    def layer_folder(self, layer: str) -> str:
+        """The configured folder of a layer ('' for the divergent layer: the vault root)."""
+        return {RESIDENT: self.config.resident_dir, SITUATIONAL: self.config.situational_dir,
+                ARCHIVE: self.config.archive_dir, DIVERGENT: ""}[layer]
+
+    def confined(self, rel: str, layer: str | None = None) -> Path:
+        """The absolute path (`root / rel`, not resolved) of a vault-relative path cmem may
+        write, or `PathRefused` (a CmemError: one sentence naming the path, the link and the
+        setting at fault).
+
+        Call it on every path computed from settings, a checklist line or the disk before
+        creating, replacing, moving into or deleting it. It refuses, by name: an empty or
+        absolute path, `..`, `.` or empty components, backslashes, control or undecodable
+        characters, any component starting with `.` (`.git`, `.obsidian`, `.cmem` — so cmem's own
+        `.cmem/` files are not passed here: their paths are fixed, not settings) or in
+        NEVER_READ_DIRS; with `layer` (DIVERGENT, RESIDENT, SITUATIONAL or ARCHIVE), a path not
+        in that layer's folder (DIVERGENT: a root file or a file of an extra divergent folder; a
+        layer's folder itself counts as inside). Then, on disk: a path whose symbolic links
+        (any folder on the way, the layer folder itself, or the file) resolve outside the real
+        vault, into a dot-folder, out of the layer's real folder, or make the layer folder an
+        alias of another layer's folder. Links that stay where they belong are allowed; paths
+        that do not exist yet are checked as far as they exist. A check, not a lock: a path can
+        still be swapped afterwards, so writers keep their own last-moment checks.
+        """
+        problem = self.path_problem(rel, layer)
+        if problem:
+            raise PathRefused(f"{show_name(rel)} {problem}; cmem never writes there.")
+        return self.root / rel
+
+    def path_problem(self, rel: str, layer: str | None = None) -> str | None:
+        """Why `confined` would refuse `rel` (a clause to follow the path), or None."""
+        problem = relative_path_problem(rel)
+        if problem:
+            return f"is not a plain path inside the vault ({problem})"
+        base = None
+        if layer is not None:
+            base = self._layer_base(rel, layer)
+            if base is None:
+                where = f"{self.layer_folder(layer)}/" if layer != DIVERGENT else "the vault root or a divergent folder"
+                return f"is outside the {layer} layer ({where})"
+        return self._disk_problem(rel, layer, base)
+
+    def layer_folder_problem(self, layer: str, folder: str | None = None) -> str | None:
+        """Why a layer's folder (or one extra divergent `folder`) cannot be used as it is on
+        disk — it goes through a symbolic link out of the vault, into a dot-folder or into another
+        layer's folder — or None. Nothing is wrong with a folder that does not exist yet."""
+        folder = self.layer_folder(layer) if folder is None else folder
+        return self._disk_problem(folder, layer, folder) if folder else None
+
+    @property
+    def _real_root(self) -> str:
+        return os.path.realpath(self.root)
+
+    def _layer_base(self, rel: str, layer: str) -> str | None:
+        if layer == DIVERGENT:
+            folder = rel.rpartition("/")[0]
+            if rel in self.config.extra_divergent:
+                return rel
+            for base in self.config.recursive_divergent:
+                if rel.startswith(base + "/"):
+                    return base
+            return folder if folder == "" or folder in self.config.extra_divergent else None
+        base = self.layer_folder(layer)
+        return base if rel == base or rel.startswith(base + "/") else None
+
+    def _disk_problem(self, rel: str, layer: str | None, base: str | None) -> str | None:
+        real_root = self._real_root
+        real = os.path.realpath(os.path.join(self.root, rel))
+        if real == os.path.join(real_root, *rel.split("/")):
+            return None  # no link on the way: the names were checked already
+        link, target = self._first_link(rel)
+        via = f"the symbolic link {link} → {show_name(target)}" if link else "a symbolic link"
+        if base and link is not None and (base + "/").startswith(link + "/"):
+            via += f" (setting '{SETTINGS[layer]}')"  # the layer's own folder is (under) the link
+        real_rel = _inside(real, real_root)
+        if real_rel is None:
+            return f"goes through {via} out of the vault"
+        hidden = next((part for part in real_rel.split("/") if part.startswith(".") or part in NEVER_READ_DIRS), None)
+        if hidden:
+            return f"goes through {via} into {hidden}/, which cmem never reads or writes"
+        if layer is None:
+            return None
+        real_base = os.path.realpath(os.path.join(self.root, base)) if base else real_root
+        if _inside(real, real_base) is None:
+            return f"goes through {via} out of {base or 'the vault root'}/"
+        base_rel = _inside(real_base, real_root)
+        if base and base_rel != base:
+            for other_layer, other in self._layer_folders():
+                if other != base and base_rel and folder_overlap(base_rel, other):
+                    return f"goes through {via} into {other}/, the folder of another layer ({SETTINGS[other_layer]})"
+        return None
+
+    def _layer_folders(self) -> list[tuple[str, str]]:
+        folders = [(layer, self.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+        return folders + [(DIVERGENT, folder) for folder in self.config.extra_divergent]
+
+    def _first_link(self, rel: str) -> tuple[str | None, str]:
+        current = ""
+        for part in rel.split("/"):
+            current = f"{current}/{part}" if current else part
+            path = os.path.join(self.root, current)
+            if os.path.islink(path):
+                try:
+                    return current, os.readlink(path)
+                except OSError:
+                    return current, "?"
+            if not os.path.lexists(path):
+                break
+        return None, ""
+
+    # --- classification -------------------------------------------------------------
+
+    def is_ignored(self, rel: str) -> bool:
+        return any(fnmatch.fnmatch(rel, pattern) for pattern in self.config.ignore)
+
+    def layer_of(self, rel: str) -> str | None:
+        """The layer of a vault-relative path, or None for unmanaged and never-read files."""
+        parts = rel.split("/")
+        if any(part in NEVER_READ_DIRS for part in parts[:-1]) or self.is_ignored(rel):
+            return None
+        if not rel.endswith(".md") or is_undecodable(rel):
+            return None
+        if len(parts) == 1:
+            return None if self._excluded(parts[0]) else DIVERGENT
+        folder = "/".join(parts[:-1])
+        if folder in self.config.extra_divergent or self._in_recursive_divergent(folder):
+            return None if self._excluded(parts[-1]) else DIVERGENT
+        for layer, base in ((RESIDENT, self.config.resident_dir), (SITUATIONAL, self.config.situational_dir)):
+            if rel.startswith(base + "/"):
+                return layer
+        if rel.startswith(self.config.archive_dir + "/") and rel != self.checklist_rel:
+            return ARCHIVE
+        return None
+
+    def _in_recursive_divergent(self, folder: str) -> bool:
+        """A folder below a `folder/**` divergent folder (not inside a layer folder or a never-read one)."""
+        if not self.config.recursive_divergent:
+            return False
+        for base in self.config.recursive_divergent:
+            if folder.startswith(base + "/"):
+                inner = folder[len(base) + 1:].split("/")
+                return not any(part.startswith(".") or part in NEVER_READ_DIRS for part in inner)
+        return False
+
+    def _excluded(self, name: str) -> bool:
+        return any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
+
+    # --- listing --------------------------------------------------------------------
+
+    def divergent_folders(self) -> list[Path]:
+        folders = [self.root]
+        for folder in self.config.extra_divergent:
+            folders += [self.root / folder] + (self._subfolders(folder) if folder in self.config.recursive_divergent else [])
+        return folders
+
+    def _subfolders(self, base: str) -> list[Path]:
+        """The folders below a `base/**` divergent folder that hold its notes (not dot folders, not
+        symbolic links, not a layer folder nested in it)."""
+        found, stack = [], [self.root / base]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
+                    if self._in_recursive_divergent(self.rel(entry.path)):
+                        found.append(Path(entry.path))
+                        stack.append(Path(entry.path))
+        return sorted(found)
+
+    def list_layer(self, layer: str) -> list[NoteFile]:
+        """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
+        left out here; `odd_files` reports them."""
+        if layer == DIVERGENT:
+            notes = self._list_flat(self.root)
+            for folder in self.config.extra_divergent:
+                if self.layer_folder_problem(DIVERGENT, folder) is None:  # a folder linked out of the vault is not read
+                    notes.extend(self._list_flat(self.root / folder))
+                    if folder in self.config.recursive_divergent:
+                        for sub in self._subfolders(folder):
+                            notes.extend(self._list_flat(sub))
+            return sorted(notes, key=lambda n: n.rel)
+        base = self.layer_folder(layer)
+        if self.layer_folder_problem(layer, base):
+            return []  # `notes.find_odd_names` reports it
+        return sorted(self._walk(self.root / base, layer), key=lambda n: n.rel)
+
+    def _list_flat(self, folder: Path) -> list[NoteFile]:
+        found = []
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            if not entry.name.endswith(".md") or entry.name.startswith("."):
+                continue
+            if is_sync_conflict(entry.name) or is_undecodable(entry.name):
+                continue  # `notes.find_odd_names` reports both
+            rel = self.rel(entry.path)
+            if self.layer_of(rel) != DIVERGENT:
+                continue
+            if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+                continue
+            found.append(NoteFile(rel, entry.path, DIVERGENT))
+        return found
+
+    def _walk(self, base: Path, layer: str) -> list[NoteFile]:
+        found = []
+        stack = [base]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                continue
+            for entry in entries:
+                if entry.name.startswith(".") or is_undecodable(entry.name):
+                    continue  # `notes.find_odd_names` reports undecodable names
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in NEVER_READ_DIRS:
+                        stack.append(Path(entry.path))
+                    continue
+                if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
+                    continue
+                rel = self.rel(entry.path)
+                if self._layers_nest or self.config.ignore:
+                    if self.layer_of(rel) != layer:  # the full check only where it can differ
+                        continue
+                elif layer == ARCHIVE and rel == self.checklist_rel:
+                    continue
+                found.append(NoteFile(rel, entry.path, layer))
+        return found
+
+    def convergent_files(self) -> list[NoteFile]:
+        return self.list_layer(RESIDENT) + self.list_layer(SITUATIONAL)
+
+    def note_names(self) -> dict[str, list[str]]:
+        """Wikilink name → vault-relative paths, over every managed layer (for source checks)."""
+        names: dict[str, list[str]] = {}
+        for layer in LAYERS:
+            for note in self.list_layer(layer):
+                names.setdefault(note.name, []).append(note.rel)
+        return names
+
+
+def _inside(path: str, folder: str) -> str | None:
+    """`path` relative to `folder` as POSIX text when it is `folder` or inside it, else None."""
+    if path == folder:
+        return ""
+    prefix = os.path.join(folder, "")
+    return path[len(prefix):].replace(os.sep, "/") if path.startswith(prefix) else None
+
+
+def state_dir_for(root: Path) -> Path:
+    """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`.
+
+    A vault synced between machines must not carry one machine's lock or logs to another, and
+    two vaults with the same folder name must not share one folder.
+    """
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    resolved = str(Path(root).resolve())
+    slug = re.sub(r"[^\w.-]+", "-", show_name(Path(resolved).name)).strip("-") or "vault"
+    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
+    return Path(base) / "cmem" / f"{slug[:40]}-{digest}"
+
+
+def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | None = None) -> Path:
+    """`--vault`, else `$CMEM_VAULT`, else the nearest ancestor holding `.cmem/`."""
+    chosen = explicit or os.environ.get("CMEM_VAULT")
+    if chosen:
+        root = Path(chosen).expanduser()
+        if not root.is_dir():
+            source = "--vault" if explicit else "$CMEM_VAULT"
+            raise VaultNotFound(f"{source} points to {root}, which is not a folder.")
+        if not (root / CONFIG_DIR).is_dir():
+            raise VaultNotFound(f"{root} is not a cmem vault (no {CONFIG_DIR}/ folder); run `cmem init {root}` first.")
+        return root.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_DIR).is_dir():
+            return folder
+    raise VaultNotFound(
+        f"no cmem vault here: neither {here} nor a folder above it holds {CONFIG_DIR}/; "
+        "run `cmem init` in your notes folder, or pass --vault PATH."
+    )
+
+
+def open_vault(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Vault:
+    root = find_vault_root(start, explicit)
+    return Vault(root=root, config=load_config(root))

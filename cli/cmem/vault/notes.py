@@ -1,0 +1,313 @@
+"""Reading notes robustly (SPEC §1).
+
+Anything may be on disk: a byte-order mark, CRLF line ends, broken frontmatter, bytes that are
+not UTF-8, NUL bytes, a 200 MB paste, a cloud placeholder with no data. Reading never fails and
+never rewrites: it returns a `Note` with the problems named, and the callers decide — a note with
+a problem is still read where that is safe, but cmem never rewrites it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from cmem.vault.layers import (
+    ARCHIVE, DIVERGENT, NEVER_READ_DIRS, RESIDENT, SITUATIONAL, NoteFile, Vault, is_cloud_placeholder, is_sync_conflict,
+    is_undecodable, show_name,
+)
+
+LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads out of the vault
+
+# A placeholder left by a cloud client ("online-only" file) has a size but no blocks on disk.
+# Small files may legitimately be stored inline with zero blocks, hence the threshold.
+_DATALESS_MIN_SIZE = 4096
+
+
+@dataclass
+class Note:
+    file: NoteFile
+    text: str = ""  # decoded, BOM removed, line ends normalised to \n
+    sha256: str = ""  # of the bytes on disk
+    size: int = 0
+    mtime_ns: int = 0
+    frontmatter: str | None = None  # the YAML block between the --- fences, if closed
+    body_start: int = 1  # 1-based line number where the body starts
+    problems: list[str] = field(default_factory=list)  # warnings: the note is read, never rewritten
+    skip_reason: str | None = None  # set when the note is not an input at all
+
+    @property
+    def rel(self) -> str:
+        return self.file.rel
+
+    @property
+    def usable(self) -> bool:
+        return self.skip_reason is None
+
+    @property
+    def rewritable(self) -> bool:
+        """cmem rewrites only notes it can write back exactly as UTF-8 with \\n."""
+        return self.usable and not self.problems
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.split("\n")
+
+    @cached_property
+    def body(self) -> str:
+        return "\n".join(self.lines[self.body_start - 1 :])
+
+    @cached_property
+    def meta(self) -> dict:
+        """The parsed frontmatter (PyYAML's C loader), `{}` when absent or broken."""
+        data, _ = parse_frontmatter_block(self.frontmatter)
+        return data
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 100_000 else f"{count / 1e3:.1f} KB"
+
+
+def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
+    """(mapping, error) for a frontmatter block. Parsing is done only where needed: at 150 µs a
+    block it is the slowest part of reading a note."""
+    if not block or not block.strip():
+        return {}, None
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    hazard = frontmatter_hazard(block)
+    if hazard:
+        return {}, hazard
+    try:
+        data = yaml.load(block, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return {}, f"frontmatter is not valid YAML{where}"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, "frontmatter is not a mapping of keys"
+    return data, None
+
+
+# Frontmatter is a few lines of metadata. Bounds, so that no file makes a reader build a huge
+# structure: an alias bomb (`a: &a [x, x]`, `b: &b [*a, *a]`, …) is a few hundred bytes that
+# expand to gigabytes, so anchors and aliases are refused outright, before anything is built.
+MAX_FRONTMATTER_BYTES = 64_000
+MAX_FRONTMATTER_DEPTH = 8
+
+
+def frontmatter_hazard(block: str) -> str | None:
+    """Why a frontmatter block is not even parsed (anchors or aliases, too large, too deep), or
+    None. Reads YAML events only: nothing is constructed, so nothing is expanded."""
+    size = len(block.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FRONTMATTER_BYTES:
+        return f"frontmatter is {size} bytes, over the limit of {MAX_FRONTMATTER_BYTES}"
+    openers = block.count("[") + block.count("{") + block.count(":") + block.count("- ")
+    if "&" not in block and "*" not in block and openers <= MAX_FRONTMATTER_DEPTH:
+        return None  # no anchor, no alias, too few openers to nest deep: the common case, no scan
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = 0
+    try:
+        for event in yaml.parse(block, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return "frontmatter uses a YAML anchor or alias (& or *), which cmem does not expand; write the values out"
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_FRONTMATTER_DEPTH:
+                    return f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the parse that follows names the error and its line
+    return None
+
+
+def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
+    """(block, body_start_line, problem). Only a block closed by `---` or `...` counts."""
+    if not text.startswith("---\n") and text != "---":
+        return None, 1, None
+    end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if end is None:
+        return None, 1, "frontmatter is not closed by a '---' line"
+    block = text[4 : 4 + end.start()]
+    return block, block.count("\n") + 3, None
+
+
+def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = None) -> Note:
+    note = Note(file=file)
+    try:
+        st = os.stat(file.path, follow_symlinks=False)
+    except OSError as exc:
+        note.skip_reason = f"cannot be read ({exc.strerror})"
+        return note
+    note.size, note.mtime_ns = st.st_size, st.st_mtime_ns
+    if st.st_size > max_bytes:
+        note.skip_reason = f"is {_size(st.st_size)}, over the {_size(max_bytes)} limit (max_note_bytes)"
+        return note
+    if st.st_size >= _DATALESS_MIN_SIZE and getattr(st, "st_blocks", 1) == 0:
+        note.skip_reason = "has no data on disk (a cloud placeholder); open it once to download it"
+        return note
+    if raw is None:
+        try:
+            with open(file.path, "rb") as handle:
+                raw = handle.read(max_bytes + 1)
+        except OSError as exc:
+            note.skip_reason = f"cannot be read ({exc.strerror})"
+            return note
+    note.sha256 = hashlib.sha256(raw).hexdigest()
+    if b"\x00" in raw:
+        note.skip_reason = "contains NUL bytes (a binary file?)"
+        return note
+    return _decode_into(note, raw)
+
+
+def line_end(raw: bytes) -> bytes:
+    """A file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout), else
+    `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
+    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
+
+
+def _decode_into(note: Note, raw: bytes) -> Note:
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+        note.problems.append("starts with a byte-order mark")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        note.problems.append(f"is not valid UTF-8 (byte {exc.start}); read with replacement characters")
+    if "\r" in text:
+        # CRLF throughout is a note's own line ends (a `core.autocrlf` checkout): read as `\n`,
+        # nothing to say. Mixed ends, or a lone CR, are named: cmem cannot tell which is meant.
+        if line_end(raw) != b"\r\n":
+            note.problems.append("mixes line ends (CRLF and LF, or a lone CR)")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    note.text = text
+    block, body_start, problem = split_frontmatter(text)
+    note.frontmatter, note.body_start = block, body_start
+    if problem:
+        note.problems.append(problem)
+    if not note.body.strip() and not (block or "").strip():
+        note.skip_reason = "is empty"
+    return note
+
+
+def check_frontmatter(note: Note) -> str | None:
+    """A full YAML check, for `doctor` and for files cmem is about to rewrite."""
+    _, error = parse_frontmatter_block(note.frontmatter)
+    return error
+
+
+def read_text_exact(path) -> tuple[bytes, str]:
+    """Bytes and strict UTF-8 text of a file cmem may rewrite; raises UnicodeDecodeError."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    return raw, raw.decode("utf-8")
+
+
+# --- odd files --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OddFile:
+    rel: str
+    kind: str  # sync-conflict | cloud-placeholder | symlink | linked-folder | undecodable-name | empty | binary | too-large | encoding | frontmatter | unreadable
+    message: str
+
+
+UNDECODABLE = "has a name that is not valid UTF-8; cmem does not read it (rename it)"
+
+
+def find_odd_names(vault: Vault) -> list[OddFile]:
+    """Files that are never inputs because of what they are, found by name and type alone:
+    sync-conflict copies, cloud placeholders, symlinks and names that are not UTF-8 in the
+    managed folders, and layer folders that lead out of the vault (which are not read at all)."""
+    odd = []
+    folders = [vault.root]
+    layer_folders = [(DIVERGENT, f) for f in vault.config.extra_divergent]
+    layer_folders += [(layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+    for layer, folder in layer_folders:
+        problem = vault.layer_folder_problem(layer, folder)
+        if problem:
+            odd.append(OddFile(folder, LINKED_FOLDER, f"{problem}; cmem does not read or write through it"))
+        else:
+            folders.append(vault.root / folder)
+    seen: set[str] = set()
+    for top in folders:
+        top_rel = top.relative_to(vault.root).as_posix()
+        recursive = top != vault.root and (top_rel not in vault.config.extra_divergent or top_rel in vault.config.recursive_divergent)
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if is_undecodable(entry.name):
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if (recursive or not is_dir) and (is_dir or entry.name.endswith(".md")):
+                        rel = show_name(vault.rel(entry.path))
+                        if rel not in seen:
+                            seen.add(rel)
+                            message = UNDECODABLE if not is_dir else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
+                            odd.append(OddFile(rel, "undecodable-name", message))
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
+                        stack.append(entry.path)
+                    continue
+                if not (is_cloud_placeholder(entry.name) or entry.name.endswith(".md") and (is_sync_conflict(entry.name) or entry.is_symlink())):
+                    continue  # an ordinary file: no path arithmetic (this walks the whole archive)
+                rel = vault.rel(entry.path)
+                if rel in seen:
+                    continue
+                if is_cloud_placeholder(entry.name):
+                    seen.add(rel)
+                    odd.append(OddFile(rel, "cloud-placeholder", "is a cloud placeholder (not downloaded); it is not read"))
+                elif entry.name.endswith(".md") and is_sync_conflict(entry.name):
+                    seen.add(rel)
+                    odd.append(OddFile(rel, "sync-conflict", "is a sync-conflict copy; merge it into the original by hand"))
+                elif entry.name.endswith(".md") and entry.is_symlink():
+                    seen.add(rel)
+                    odd.append(OddFile(rel, "symlink", "is a symbolic link; cmem does not follow links out of the vault"))
+    return sorted(odd, key=lambda o: o.rel)
+
+
+def find_undecodable_names(vault: Vault) -> list[OddFile]:
+    """Every file or folder of the vault (dot-folders aside) whose name is not UTF-8, managed or
+    not: cmem skips them, but git and other tools may trip over them (for `cmem doctor`)."""
+    found = []
+    for folder, dirs, files in os.walk(vault.root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        for name in sorted(dirs + files):
+            if is_undecodable(name):
+                kind = "folder" if name in dirs else "file"
+                found.append(OddFile(show_name(vault.rel(os.path.join(folder, name))), "undecodable-name",
+                                     f"is a {kind} whose name is not valid UTF-8; cmem never reads it, and git may show it oddly (rename it)"))
+        dirs[:] = [d for d in dirs if not is_undecodable(d)]
+    return sorted(found, key=lambda o: o.rel)
+
+
+def odd_from_note(note: Note) -> list[OddFile]:
+    found = []
+    if note.skip_reason:
+        kind = (
+            "empty" if "empty" in note.skip_reason
+            else "binary" if "NUL" in note.skip_reason
+            else "too-large" if "limit" in note.skip_reason
+            else "cloud-placeholder" if "placeholder" in note.skip_reason
+            else "unreadable"
+        )
+        found.append(OddFile(note.rel, kind, note.skip_reason))
+    for problem in note.problems:
+        kind = "frontmatter" if "frontmatter" in problem else "encoding"
+        found.append(OddFile(note.rel, kind, f"{problem}; cmem reads it but never rewrites it"))
+    return found

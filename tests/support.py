@@ -1,0 +1,98 @@
+"""Helpers the tests share: a vault's files byte for byte, cmem in a real process, git.
+
+Fixtures live in conftest.py; plain functions live here, so a test module or a harness run as a
+script imports them by name (`from support import run_cmem, snapshot`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO / "sample-vault"
+TESTS = Path(__file__).resolve().parent
+CMEM = [sys.executable, "-m", "cmem"]
+
+
+def run_cmem(
+    *args: str,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    fault: str | None = None,
+    fault_log: Path | None = None,
+) -> subprocess.CompletedProcess:
+    """`python -m cmem ARGS` in a real process, stdin closed. Its environment is this test's
+    (the isolated HOME, XDG folders and git identity) without any `CMEM_*` variable — a vault, a
+    model command or a fault point from the caller's shell never leaks in — plus `env`, and
+    `CMEM_FAULT`/`CMEM_FAULT_LOG` when a fault point is given."""
+    full = {key: value for key, value in os.environ.items() if not key.startswith("CMEM_")}
+    full.update(env or {})
+    if fault:
+        full["CMEM_FAULT"] = fault
+    if fault_log:
+        full["CMEM_FAULT_LOG"] = str(fault_log)
+    return subprocess.run(
+        [*CMEM, *args], capture_output=True, text=True, cwd=cwd, env=full, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+
+
+def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
+    """Every file and symbolic link under the roots (a vault, a folder beside it), byte for byte
+    (a link as its target, a FIFO or socket by its kind); `.git` reduced to what a hostile write
+    could target (config, hooks, info) plus HEAD's commit as `<HEAD>`. Keys are paths relative to
+    the root, or, for several roots, the whole path. With `folders`, every folder too, so a test
+    that nothing was written also sees an empty folder made."""
+    if len(roots) != 1:
+        return {f"{root}/{rel}": data for root in roots for rel, data in snapshot(root, folders=folders).items()}
+    root = roots[0]
+    found: dict[str, bytes] = {}
+    if not root.exists():
+        return found
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root)
+        if rel_dir.parts[:1] == (".git",) and rel_dir.parts[1:2] not in ((), ("hooks",), ("info",)):
+            dirnames[:] = []
+            continue
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        if folders:
+            found.update({str(rel_dir / d): b"<folder>" for d in dirnames if d not in links and d != ".git"})
+        for name in filenames + links:
+            path = Path(dirpath) / name
+            rel = str(rel_dir / name)
+            if rel in (".git/index", ".git/ORIG_HEAD", ".git/COMMIT_EDITMSG") or rel.startswith(".git/refs"):
+                continue
+            if path.is_symlink():
+                found[rel] = b"link:" + os.readlink(path).encode()
+            elif stat.S_ISREG(path.lstat().st_mode):
+                found[rel] = path.read_bytes()
+            else:
+                found[rel] = b"<special>"  # a FIFO or a socket: opening it could block forever
+    if (root / ".git").exists():
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        found["<HEAD>"] = head.strip().encode()
+    return found
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def git_init(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "test: initial", "--allow-empty"], check=True)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout

@@ -1,0 +1,86 @@
+"""docs/architecture.md matches the tree, and no module imports a layer above its own."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "cli" / "cmem"
+DOC = REPO / "docs" / "architecture.md"
+
+
+@pytest.fixture(scope="module")
+def layout():
+    spec = importlib.util.spec_from_file_location("bench_layout", REPO / "bench" / "layout.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def _table_rows() -> list[tuple[str, list[str]]]:
+    """(folder, module file names) for each row of the packages table: `pkg/` or top level."""
+    rows = []
+    for line in DOC.read_text("utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            folder = cells[1].strip("`").rstrip("/") if cells[1].startswith("`") else ""
+            rows.append((folder, re.findall(r"`(\w+\.py)`", cells[2])))
+    return rows
+
+
+def test_the_packages_table_names_every_module_of_the_tree_and_nothing_else():
+    named = {f"{folder}/{name}" if folder else name for folder, names in _table_rows() for name in names}
+    on_disk = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    assert sorted(named - on_disk) == [], "named in docs/architecture.md, missing from cli/cmem/"
+    assert sorted(on_disk - named) == [], "in cli/cmem/, missing from docs/architecture.md"
+
+
+def test_every_path_and_function_the_doc_names_exists():
+    text = DOC.read_text("utf-8")
+    missing = []
+    for rel in set(re.findall(r"`((?:\w+/)+\w+\.py)", text)):
+        if not (PACKAGE / rel).is_file() and not (REPO / rel).is_file():
+            missing.append(rel)
+    for rel, name in set(re.findall(r"`((?:\w+/)?\w+\.py): (?:\w+\.)?(\w+)`", text)):
+        path = PACKAGE / rel if (PACKAGE / rel).is_file() else REPO / rel
+        if not path.is_file() or not re.search(rf"^\s*(?:def|class) {name}\b", path.read_text("utf-8"), re.MULTILINE):
+            missing.append(f"{rel}: {name}")
+    assert sorted(missing) == []
+
+
+def test_the_doc_lists_the_layers_in_the_order_the_test_holds(layout):
+    rows = _table_rows()
+    doc_order = [folder for folder, _ in rows if folder]
+    code_order = [name for layer in layout.LAYERS for name in layer if (PACKAGE / name).is_dir()]
+    assert doc_order == code_order
+
+
+def test_no_module_imports_a_layer_above_its_own(layout):
+    assert layout.upward_imports(PACKAGE) == []
+
+
+def test_no_import_cycles(layout):
+    assert layout.cycles(PACKAGE) == []
+
+
+def test_the_layer_check_catches_an_upward_import(layout, tmp_path):
+    """The rule can fail: a copy of the package where the vault imports the pass is caught."""
+    import shutil
+
+    copy = tmp_path / "cmem"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "prompts", "vault_schema", "sample_vault"))
+    notes = copy / "vault" / "notes.py"
+    notes.write_text(notes.read_text("utf-8") + "\n\ndef _late():\n    from cmem.converge.pipeline import run_pass\n", "utf-8")
+    (copy / "text" / "tokens.py").write_text((copy / "text" / "tokens.py").read_text("utf-8") + "\nfrom cmem.text import names\n", "utf-8")
+    (copy / "text" / "names.py").write_text((copy / "text" / "names.py").read_text("utf-8") + "\nfrom cmem.text import tokens\n", "utf-8")
+    assert layout.upward_imports(copy) == ["cmem.vault.notes -> cmem.converge.pipeline"]
+    assert ["cmem.text.names", "cmem.text.tokens"] in layout.cycles(copy)
