@@ -7,6 +7,8 @@ from datetime import datetime
 
 from cmem import history
 from cmem.checklist import count_staged
+from cmem.due import interval_of
+from cmem.fast import STALE
 from cmem.lock import is_locked
 from cmem.notes import OddFile
 from cmem.signals import SIGNAL_CLASSES
@@ -35,6 +37,9 @@ class Status:
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    # The inputs of the figures that change with the clock alone (ages, due), so a status served
+    # from the result cache (cmem.fast) recomputes them at print time.
+    clock: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +59,7 @@ class Status:
             "running": self.running,
             "unattended": self.unattended,
             "interrupted": self.interrupted,
+            "may_be_stale": list(STALE),
         }
 
 
@@ -77,6 +83,10 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
     oldest_ends = [size.oldest for size in convergent if size.oldest]
     newest = max(newest_ends, key=lambda end: end[1], default=None)
     oldest = min(oldest_ends, key=lambda end: end[1], default=None)
+    last = state.last_of_kind("converge")
+    interval, label = interval_of(vault.config.min_interval_minutes, vault.config.schedule_hours)
+    clock = {"newest_ns": newest[1] if newest else None, "oldest_ns": oldest[1] if oldest else None,
+             "last_time": last.get("time") if last else None, "interval_seconds": interval.total_seconds(), "interval_label": label}
     newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
     oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
@@ -102,6 +112,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
+        clock=clock,
     )
 
 
