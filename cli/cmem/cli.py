@@ -121,7 +121,7 @@ def status(
     from cmem.status import build_status
 
     _global["json"] = as_json
-    target = _open(vault)
+    target = _open(vault).remember_listings()  # read-only: each layer listed once
     pending = fast.begin(target, "status", ())  # rescan or not: the full walk below refreshes the stored result
     result = build_status(target)
     data = result.to_json()
@@ -146,7 +146,7 @@ def scan(
     from cmem.scan import scan_vault
 
     _global["json"] = as_json
-    target = _open(vault)
+    target = _open(vault).remember_listings()  # read-only: each layer listed once
     pending = fast.begin(target, "scan", (as_json, color_on(sys.stdout)))
     result = scan_vault(target)
     if as_json:
