@@ -49,7 +49,7 @@ FIGURES = {
     "status": "warm `cmem status`",
     "scan": "warm `cmem scan`",
     "cold_scan": "cold scan, divergent layer",
-    "cold_notes": "cold scan, divergent notes only (diagnostic)",
+    "cold_notes": "cold scan, the guard index rebuilt too (diagnostic)",
     "read_floor": "cold scan vs the bytes-read floor",
     "rescan": "warm full-vault rescan (`cmem status`)",
     "rescan_full": "`cmem status --rescan` (full walk and read, caches warm; diagnostic)",
@@ -458,13 +458,15 @@ def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str])
     def drop_results():
         shutil.rmtree(results, ignore_errors=True)
 
-    scan_entries = sorted(p.name for p in state.iterdir() if "scan" in p.name.lower()) if state.is_dir() else []
-    note = ""
-    if scan_entries:
-        def drop_scan_cache():
-            drop_results()
-            for name in scan_entries:
-                path = state / name
+    # The note entries (`scan-cache.*`) go before every cold run; the guard index (the convergent
+    # layer's statements, `guard-index.*`) is kept, as a cold scan of new notes finds it. The
+    # diagnostic row drops it too.
+    def drop_matching(*words: str) -> None:
+        drop_results()
+        if not state.is_dir():
+            return
+        for path in state.iterdir():
+            if any(word in path.name.lower() for word in words):
                 if path.is_dir():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -472,30 +474,19 @@ def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str])
                         path.unlink()
                     except FileNotFoundError:
                         pass
-        note = "removed before each run: " + ", ".join(f"`{n}`" for n in scan_entries) + " and the stored results (`cmem/results/`)"
-    else:
-        def drop_scan_cache():
-            drop_results()
-            shutil.rmtree(state, ignore_errors=True)
-        note = "no scan cache file found; the whole state folder removed before each run"
+
+    def drop_scan_cache():
+        drop_matching("scan")
+
+    def drop_note_entries():
+        drop_matching("scan", "guard")
+
+    note = "removed before each run: the note entries (`scan-cache.*`) and the stored results (`cmem/results/`); the guard index kept"
     # --no-ignore: the same files cmem reads, whatever .gitignore files say (rg skips dot-files, as cmem does)
     rg_argv = [tools.rg, "-c", "-F", "-i", "--no-ignore", "--max-depth", "1", "-g", "*.md"]
     for cue in cues:
         rg_argv += ["-e", cue]
     rg_argv.append(str(root))
-    cache_file = state / "scan-cache.json"
-
-    def drop_note_entries():
-        """Diagnostic: forget the per-note entries but keep the convergent layer's index (the
-        feedback-loop guard's statements), to split the cold cost between the two. Relies on
-        the cache's current layout; on any other layout the whole cache goes."""
-        drop_results()
-        try:
-            data = json.loads(cache_file.read_bytes())
-            data["notes"] = {}
-            cache_file.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-        except (OSError, ValueError, TypeError):
-            drop_scan_cache()
 
     commands = [
         Command("cold", [*tools.cmem, "scan", "--vault", str(root)], setup=drop_scan_cache),
@@ -512,7 +503,7 @@ def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str])
     return [
         Row("cold_scan", label, times["cold"], rg_label, times["rg"], 15, "≤ 15×", note=note),
         Row("cold_notes", label, times["cold_notes"], rg_label, times["rg"],
-            note="per-note entries dropped before each run, the convergent layer's index (the feedback-loop guard) kept"),
+            note="the note entries, the guard index (`guard-index.*`) and the stored results removed before each run"),
         Row("read_floor", label, times["cold"], "Python: read every divergent note's bytes", times["read"]),
     ]
 
@@ -935,7 +926,8 @@ def render_report(facts: dict, args, rows, converge_facts, profiles, notes, fail
         "- **Warm**: cmem's caches (state folder) exist and nothing changed; page cache warm.",
         "  A warm `status`/`scan` is answered from cmem's stored result (`cmem.fast`) after a check of the listing;",
         "  `status --rescan` forces the full walk and read with the caches warm.",
-        "  **Cold scan**: cmem's scan cache and stored results removed before every run (untimed); page cache still warm.",
+        "  **Cold scan**: cmem's per-note scan entries and stored results removed before every run (untimed), the",
+        "  guard index (the convergent layer's statements, kept merged) kept; page cache still warm.",
         "- Shared machine: 2 cores, with four other developers' builds and tests running at the same time. Absolute",
         "  times move with their load; the ratios are measured paired within one round, so both sides see the same load.",
         "- `rg` floor: `rg -c -F -i --no-ignore --max-depth 1 -g '*.md' -e CUE …` over the vault root, with every cue of",
