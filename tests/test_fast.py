@@ -267,3 +267,37 @@ def test_unknown_arguments_go_to_the_real_cli(argv, sample_vault):
     warm(sample_vault, *argv)
     assert fast.parse_read([*argv, "--verbose"]) is None
     assert fast.parse_read(["--vault", "x", *argv, "--no-color"])["command"] == argv[0]
+
+
+def test_head_sha_reads_the_git_files_as_git_does(sample_vault):
+    assert fast.head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+    git(sample_vault, "pack-refs", "--all")  # the branch now only in packed-refs
+    assert fast.head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+    git(sample_vault, "checkout", "-q", "--detach")
+    assert fast.head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+
+
+def test_status_finds_the_pass_commit_without_git_while_head_stands_still(sample_vault, monkeypatch):
+    from cmem import history, status
+    from cmem.vault import open_vault
+
+    converge = subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(sample_vault)],
+                              capture_output=True, text=True)
+    assert converge.returncode == 0, converge.stderr
+    vault = open_vault(sample_vault)
+    first = status.build_status(vault).last_pass
+    assert first["commit"] == git(sample_vault, "rev-parse", "HEAD").strip()
+
+    def no_git(*args, **kwargs):
+        raise AssertionError("status started git while HEAD stood still")
+
+    monkeypatch.setattr(history, "find_pass_commit", no_git)
+    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"]
+    monkeypatch.undo()
+    (sample_vault / "other.md").write_text("x\n", encoding="utf-8")
+    git(sample_vault, "add", "-A")
+    git(sample_vault, "commit", "-q", "-m", "later")  # HEAD moved: asked again, same pass commit
+    calls = []
+    real = history.find_pass_commit
+    monkeypatch.setattr(history, "find_pass_commit", lambda *a: calls.append(a) or real(*a))
+    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"] and calls

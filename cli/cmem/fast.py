@@ -261,6 +261,37 @@ def git_files(root: str) -> list[str]:
     return files
 
 
+def head_sha(root: str) -> str | None:
+    """The commit HEAD is at, read from the git files (no git process), or None when it cannot
+    be told that way (then ask git)."""
+    files = git_files(root)
+    if len(files) < 2:
+        return None
+    try:
+        with open(files[0], encoding="utf-8", errors="replace") as handle:
+            head = handle.read().strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return head if len(head) >= 40 else None
+    ref = head[4:].strip()
+    for path in files[2:]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read().strip() or None
+        except OSError:
+            continue
+    try:
+        with open(files[1], encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                sha, _, name = line.strip().partition(" ")
+                if name == ref:
+                    return sha
+    except OSError:
+        pass
+    return None
+
+
 def _context_key(command: str, params: tuple) -> tuple:
     import time
 

@@ -136,6 +136,34 @@ def _last_pass(vault: Vault, state) -> dict | None:
     last = state.last_of_kind("converge")
     if not last:
         return None
-    commit = history.find_pass_commit(vault.root, last.get("id", ""))  # None outside a repository
-    return {"id": last.get("id"), "time": last.get("time"), "commit": commit.sha if commit else None,
+    return {"id": last.get("id"), "time": last.get("time"), "commit": _pass_commit(vault, last.get("id", "")),
             "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}
+
+
+PASS_COMMIT_MEMO = "last-pass-commit.json"
+
+
+def _pass_commit(vault: Vault, pass_id: str) -> str | None:
+    """The commit of a pass, remembered with the HEAD it was found at: while HEAD stands still,
+    `status` starts no git process (`git log --grep` walks the history)."""
+    import json
+
+    from cmem.atomic import write_atomic
+    from cmem.fast import head_sha
+
+    head = head_sha(str(vault.root))
+    memo = vault.state_dir / PASS_COMMIT_MEMO
+    try:
+        known = json.loads(memo.read_text("utf-8"))
+        if head and known.get("id") == pass_id and known.get("head") == head:
+            return known.get("commit")
+    except (OSError, ValueError, AttributeError):
+        pass
+    commit = history.find_pass_commit(vault.root, pass_id)  # None outside a repository
+    sha = commit.sha if commit else None
+    if head:
+        try:
+            write_atomic(memo, json.dumps({"id": pass_id, "head": head, "commit": sha}))
+        except OSError:
+            pass  # a read-only state folder only costs a git process
+    return sha
