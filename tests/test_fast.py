@@ -301,3 +301,22 @@ def test_status_finds_the_pass_commit_without_git_while_head_stands_still(sample
     real = history.find_pass_commit
     monkeypatch.setattr(history, "find_pass_commit", lambda *a: calls.append(a) or real(*a))
     assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"] and calls
+
+
+def test_context_metadata_memo_follows_the_text(sample_vault):
+    """`cmem context` keeps what each memory file's text gives (summary, tags, tokens) keyed by
+    the text: a second bundle equals the first, and an edited file is parsed again."""
+    from cmem import context as context_module
+    from cmem.vault import open_vault
+
+    first = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert (open_vault(sample_vault).state_dir / context_module.META_CACHE).exists()
+    again = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert again == first
+    topic = next((sample_vault / "converged" / "topics").rglob("*.md"))
+    text = topic.read_text("utf-8")
+    body = text.split("---", 2)[2] if text.startswith("---") else text
+    topic.write_text("---\nsummary: a summary written just now\n---\n" + body, encoding="utf-8")
+    edited = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert any(item["summary"] == "a summary written just now" for item in edited["index"]) or any(
+        "a summary written just now" in item["content"] for item in edited["situational"])

@@ -192,7 +192,7 @@ def context(
     from cmem.context import build_context, render_context_markdown
 
     _global["json"] = as_json
-    result = build_context(_open(vault), topic=topic, budget=budget)
+    result = build_context(_open(vault).remember_listings(), topic=topic, budget=budget)  # reads only: each layer listed once
     for problem in result.problems:
         _warn(problem)
     if as_json:
