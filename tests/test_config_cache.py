@@ -17,11 +17,12 @@ def _stored(kind: str) -> list[str]:
 
 
 def test_second_load_comes_from_the_store_and_equals_the_first(make_vault):
+    from cmem import config
+
+    config._validators.clear()  # other tests in this process compiled it already
     vault = make_vault(config_yaml="budget_tokens: 9000\nlanguage: en\n")
     first = load_config(vault)
     assert _stored("validators") and _stored("yaml")
-    from cmem import config
-
     config._validators.clear()  # as a new process: only the stored bytecode is left
     second = load_config(vault)
     assert second == first and second.budget_tokens == 9000

@@ -186,6 +186,10 @@ def test_user_config_and_cmem_variables_are_part_of_the_key(sample_vault, monkey
     monkeypatch.setenv("CMEM_LLM", "echo")
     _, hit = status_json(sample_vault)
     assert not hit
+    warm(sample_vault, "status", "--json")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(sample_vault.parent / "elsewhere"))  # another user config
+    _, hit = status_json(sample_vault)
+    assert not hit
 
 
 def test_checkout_of_an_older_state_is_seen(sample_vault):

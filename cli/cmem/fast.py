@@ -48,36 +48,35 @@ HELP_FLAGS = ("--help", "-h")
 def main() -> None:
     argv = sys.argv[1:]
     try:
-        if _serve(argv):
-            return
+        out = answer(argv)
     except Exception:  # any doubt: the real command decides (and reports errors properly)
-        pass
-    from cmem.cli import main as full_main
+        out = None
+    if out is None:
+        from cmem.cli import main as full_main
 
-    full_main()
+        full_main()
+        return
+    _tolerant_output()
+    sys.stdout.write(out)  # outside the try: a closed pipe must not make the real command print again
+    sys.stdout.flush()
 
 
-def _serve(argv: list[str]) -> bool:
-    """Print the answer to `argv` from a stored result; False when there is none to trust."""
+def answer(argv: list[str]) -> str | None:
+    """What to print for `argv` from a stored result; None when there is none to trust."""
     if argv == ["--version"]:
-        sys.stdout.write(f"cmem {__version__}\n")
-        return True
+        return f"cmem {__version__}\n"
     if argv and argv[-1] in HELP_FLAGS and len(argv) <= 3 and all(not a.startswith("-") for a in argv[:-1]):
-        return _serve_help(argv)
+        return _help(argv)
     request = parse_read(argv)
     if request is None or request["rescan"]:
-        return False
+        return None
     root = find_root(request["vault"])
     if root is None:
-        return False
+        return None
     entry = load_entry(entry_path(root, request["command"], _params(request)))
     if entry is None or not still_valid(entry, root):
-        return False
-    out = READ_COMMANDS[request["command"]]["render"](entry["payload"], request)
-    _tolerant_output()
-    sys.stdout.write(out)
-    sys.stdout.flush()
-    return True
+        return None
+    return READ_COMMANDS[request["command"]]["render"](entry["payload"], request)
 
 
 # --- read commands ------------------------------------------------------------------------------
@@ -295,7 +294,9 @@ def head_sha(root: str) -> str | None:
 def _context_key(command: str, params: tuple) -> tuple:
     import time
 
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("CMEM_")))
+    # CMEM_* settings, and the variables that move the user config or the repository
+    env = tuple(sorted((k, v) for k, v in os.environ.items()
+                       if k.startswith("CMEM_") or k in ("HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")))
     return (FORMAT, __version__, command, params, env, time.strftime("%Y-%m-%d"))
 
 
@@ -427,7 +428,7 @@ def store(pending: dict | None, payload: dict) -> None:
 # --- help ---------------------------------------------------------------------------------------
 
 
-def _serve_help(argv: list[str]) -> bool:
+def _help(argv: list[str]) -> str | None:
     """`cmem --help` (and `cmem COMMAND --help`): the text typer printed last time, stored under
     the version, the CLI module's stat and the terminal width; on a miss typer prints it once
     more and it is stored."""
@@ -438,8 +439,7 @@ def _serve_help(argv: list[str]) -> bool:
     path = os.path.join(base, "cmem", "help", entry_path("", "help", key).rsplit(os.sep, 1)[1])
     entry = load_entry(path)
     if entry is not None and entry.get("key") == key:
-        sys.stdout.write(entry["text"])
-        return True
+        return entry["text"]
     import io
     from contextlib import redirect_stdout
 
