@@ -324,3 +324,38 @@ def test_context_metadata_memo_follows_the_text(sample_vault):
     edited = context_module.build_context(open_vault(sample_vault), record=False).to_json()
     assert any(item["summary"] == "a summary written just now" for item in edited["index"]) or any(
         "a summary written just now" in item["content"] for item in edited["situational"])
+
+
+def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
+    """With a stored key, an archive folder whose mtime stands still is not listed again (its
+    subfolders come from the key); one that changed is, and what changed in it shows."""
+    root = tmp_path / "v"
+    for month in ("2020/01", "2020/02", "2021/01"):
+        (root / "archive" / month).mkdir(parents=True)
+        (root / "archive" / month / "n.md").write_text("x", encoding="utf-8")
+    (root / "top.md").write_text("x", encoding="utf-8")
+    settle(root)
+    stored, storable = fast.listing_key(str(root), [], ["archive"])
+    assert storable
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(fast.os, "scandir", lambda path: listed.append(os.path.relpath(path, root)) or real(path))
+    again, _ = fast.listing_key(str(root), [], ["archive"], stored)
+    assert again == stored and listed == ["."]  # only the root (notes are stat'ed there) was listed
+    listed.clear()
+    (root / "archive" / "2020" / "02" / "deeper").mkdir()  # a new folder, then a note in it
+    (root / "archive" / "2020" / "02" / "deeper" / "m.md").write_text("y", encoding="utf-8")
+    settle(root)
+    changed, _ = fast.listing_key(str(root), [], ["archive"], stored)
+    assert changed != stored and "archive/2020/02" in listed and "archive/2020/02/deeper" in listed
+    assert changed == fast.listing_key(str(root), [], ["archive"])[0]  # the same key as a full listing
+
+
+def test_a_note_added_deep_in_the_archive_is_counted(sample_vault):
+    before = json.loads(warm(sample_vault, "status", "--json"))
+    month = next(p for p in (sample_vault / "archive").iterdir() if p.is_dir())
+    (month / "sub").mkdir()
+    (month / "sub" / "late.md").write_text("# late\n\nan archived note\n", encoding="utf-8")
+    settle(sample_vault)
+    after, hit = status_json(sample_vault)
+    assert not hit and after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] + 1

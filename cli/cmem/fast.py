@@ -36,7 +36,7 @@ import sys
 
 from cmem import __version__
 
-FORMAT = 1  # of the stored entries; bump when the key or the payload changes shape
+FORMAT = 2  # of the stored entries; bump when the key or the payload changes shape
 RACY_NS = 2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
 SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)
 STALE = ["layers.archive.tokens"]  # figures a stored status may show stale (see the module doc)
@@ -163,11 +163,14 @@ READ_COMMANDS = {
 # --- the key ------------------------------------------------------------------------------------
 
 
-def listing_key(root: str, files: list[str], folder_only: list[str]) -> tuple[list, bool]:
+def listing_key(root: str, files: list[str], folder_only: list[str], known: list | None = None) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
     One walk: folders by mtime, notes by (mtime, size, inode, ctime), folders under `folder_only`
-    (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one."""
+    (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
+    folder's key also lists its subfolders, so when `known` (a stored key) has the folder with the
+    same mtime and inode, its subfolders are taken from there instead of listing its notes again:
+    a file or folder added, removed or renamed in it would have moved its mtime."""
     import time
 
     start = time.time_ns()
@@ -182,28 +185,39 @@ def listing_key(root: str, files: list[str], folder_only: list[str]) -> tuple[li
             continue
         key.append((path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
         newest = max(newest, st.st_mtime_ns)
+    # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
+    stored = {entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)}
     stack = [""]
     while stack:
         rel = stack.pop()
         folder = os.path.join(root, rel) if rel else root
         st = os.stat(folder)
-        key.append((rel, st.st_mtime_ns, st.st_ino))
         newest = max(newest, st.st_mtime_ns)
         names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
+        if names_only:
+            before = stored.get(rel)
+            if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
+                key.append(before)  # the ctime too: an mtime set back by hand does not hide a change
+                stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
+                continue
+        subfolders = []
+        key.append(None)  # this folder's entry, once its subfolders are known
+        at = len(key) - 1
         with os.scandir(folder) as entries:
             for entry in entries:
                 name = entry.name
                 if name[0] == "." or name in SKIPPED:
                     continue
-                if entry.is_symlink():
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(name)
+                elif entry.is_symlink():
                     plain = False
-                    continue
-                if entry.is_dir():
-                    stack.append(f"{rel}/{name}" if rel else name)
                 elif not names_only and name.endswith(".md"):
-                    st = entry.stat()
-                    key.append((name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
-                    newest = max(newest, st.st_mtime_ns)
+                    st_note = entry.stat()
+                    key.append((name, st_note.st_mtime_ns, st_note.st_size, st_note.st_ino, st_note.st_ctime_ns))
+                    newest = max(newest, st_note.st_mtime_ns)
+        key[at] = (rel, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, tuple(subfolders) if names_only else None)
+        stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
     return key, plain and newest < start - RACY_NS
 
 
@@ -306,7 +320,7 @@ def still_valid(entry: dict, root: str) -> bool:
         return False
     if entry.get("root") != root or _busy(entry["state_dir"]):
         return False
-    key, _ = listing_key(root, entry["files"], entry["folder_only"])
+    key, _ = listing_key(root, entry["files"], entry["folder_only"], entry["key"])
     return key == entry["key"]
 
 
