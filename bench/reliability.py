@@ -3,6 +3,7 @@
 
     python bench/reliability.py [--quick] [--writer-trials 200] [--crash-trials N] [--sequence-sample N]
                                 [--hung-repeat 3] [--no-pytest] [--out docs/reliability.md] [--workdir DIR]
+    python bench/reliability.py --hostile-by-rule   # only the hostile corpus by rule, in seconds
 
 Every figure comes from the harnesses the tests use (tests/crash_harness.py,
 tests/sequence_harness.py, tests/reliability_harness.py, tests/reply_variants.py): real `cmem`
@@ -128,7 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pytest", action="store_true", help="Do not run the slow tests (`pytest -m slow`) afterwards.")
     parser.add_argument("--out", type=Path, default=PROJECT / "docs" / "reliability.md")
     parser.add_argument("--workdir", type=Path, default=None, help="Where the trial vaults go (default: a temporary folder, removed after).")
+    parser.add_argument("--hostile-by-rule", action="store_true",
+                        help="Only rewrite the section 'the hand-written hostile corpus, by rule' (bench/hostile_by_rule.py), in seconds.")
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    import hostile_by_rule
+
+    if args.hostile_by_rule:
+        return hostile_by_rule.main(["--out", str(args.out)])
     writer_trials = args.writer_trials or (20 if args.quick else 200)
     crash_trials = args.crash_trials if args.crash_trials is not None else (20 if args.quick else None)
     hung_repeat = args.hung_repeat or (1 if args.quick else 3)
@@ -168,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     figures["seconds"] = round(time.monotonic() - started_all, 1)
 
     report = render(figures, args, writer_trials, crash_trials, hung_repeat)
+    report = hostile_by_rule.splice(report, hostile_by_rule.render(hostile_by_rule.measure()))
+    sys.path.insert(0, str(HERE))
+    from redaction import section as secrets_section  # bench/redaction.py: the redaction figures, kept in the file
+
+    report = report.rstrip("\n") + "\n\n" + secrets_section()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report, encoding="utf-8")
     (workdir / "figures.json").write_text(json.dumps(figures, ensure_ascii=False, indent=1, default=str), encoding="utf-8")

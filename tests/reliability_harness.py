@@ -449,7 +449,7 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
         "case": case, "timeout": timeout, "seconds": round(elapsed, 2), "exit": process.returncode,
         "within_limit": elapsed <= timeout + 5, "orphans": len(orphans), "lock_held": locked, "peak_rss_mb": peak and round(peak / 1024),
         "vault_changed": changed(before, snapshot(root)), "stderr": err.decode("utf-8", "replace")[-400:],
-        "stdout": out.decode("utf-8", "replace")[-400:],
+        "stdout": out.decode("utf-8", "replace")[-2000:],
     }
 
 

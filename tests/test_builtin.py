@@ -118,7 +118,9 @@ def test_recurring_goes_to_methodology(make_vault):
     root = make_vault({"n.md": "# log\n\n- 又熬夜到两点，老毛病\n", "converged/core/profile.md": PROFILE_ZH, **OLD_NOTES})
     _, files, _ = run(root, [note_with(root, "n.md", [(3, "recurring")])])
     assert set(files) == {"converged/core/methodology.md"}  # the profile is untouched, so not sent
-    assert "- 又熬夜到两点，老毛病（来源：[[n]]）" in files["converged/core/methodology.md"]
+    methodology = files["converged/core/methodology.md"]
+    # one pattern statement under its class heading, the cue words off, with its count and date
+    assert "## 反复出现的模式\n\n- 熬夜到两点（1 次：2026-11-29）（来源：[[n]]）" in methodology
 
 
 def test_decision_routed_by_tag_to_existing_topic(make_vault):
@@ -128,7 +130,7 @@ def test_decision_routed_by_tag_to_existing_topic(make_vault):
     content = files["converged/topics/job-search.md"]
     # quoted without the routing link, into the section sharing its words, with `updated` added
     lines = content.split("\n")
-    assert lines.index("- 我决定只投 Agent 岗位，城市不限深圳（来源：[[n]]）") == lines.index("- 城市：深圳（来源：[[a]]）") + 1
+    assert lines.index("- 只投 Agent 岗位，城市不限深圳（来源：[[n]]）") == lines.index("- 城市：深圳（来源：[[a]]）") + 1
     assert "updated: 2026-11-29" in content and "tags: [job-search, career]" in content
 
 
@@ -137,7 +139,7 @@ def test_decision_routed_by_alias_and_by_word_overlap(make_vault):
     root = make_vault({"converged/topics/frontend-stack.md": topic, "a.md": "x\n", "n.md": "- 我决定组件库也用 Tailwind 写样式\n- 想通了：评测面板单独写 CSS 文件\n"})
     by_alias = note_with(root, "n.md", [(1, "decision")], tags=["前端-技术栈"])
     _, files, _ = run(root, [by_alias])
-    assert "- 我决定组件库也用 Tailwind 写样式（来源：[[n]]）" in files["converged/topics/frontend-stack.md"]
+    assert "- 组件库也用 Tailwind 写样式（来源：[[n]]）" in files["converged/topics/frontend-stack.md"]
     by_words = note_with(root, "n.md", [(2, "decision")])
     _, files, _ = run(root, [by_words])
     assert "- 评测面板单独写 CSS 文件（来源：[[n]]）" in files["converged/topics/frontend-stack.md"]  # cue filler trimmed
@@ -150,7 +152,7 @@ def test_decision_without_match_creates_topic_file(make_vault):
     meta, problem = parse_frontmatter_block(split_frontmatter(content)[0])
     assert problem is None and meta["tags"] == ["side-project"] and meta["importance"] == 5 and meta["summary"]
     assert "\n# Side project\n" in content
-    assert "- I decided to rent a desk at the coworking space (source: [[n]])" in content
+    assert "- I rent a desk at the coworking space (source: [[n]])" in content
     assert 'into="converged/topics/side-project.md"' in text
 
 
@@ -193,7 +195,7 @@ def test_switch_rewrites_matching_statement_with_trace(make_vault):
     root = make_vault({"converged/core/profile.md": PROFILE_ZH, "n.md": "- 改用 Svelte 写前端\n", **OLD_NOTES})
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
     profile = files["converged/core/profile.md"]
-    assert line_with(profile, "前端") == "- 改用 Svelte 写前端（更新于 2026-11-29，原为：用 React 写前端）（来源：[[n]]）"
+    assert line_with(profile, "前端") == "- 用 Svelte 写前端（更新于 2026-11-29，原为：用 React 写前端）（来源：[[n]]）"
     assert len(statements_of(profile)) == 3
 
 
@@ -203,14 +205,14 @@ def test_correction_rewrites_in_the_file_it_matches_en(make_vault):
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
     assert set(files) == {"converged/topics/python-tooling.md"}  # not the profile: a statement matched
     line = line_with(files["converged/topics/python-tooling.md"], "3.1")
-    assert line == "- Actually it's Python 3.13 for new projects, not 3.12. (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[n]])"
+    assert line == "- It's Python 3.13 for new projects (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[n]])"
 
 
 def test_switch_prefers_the_named_file_and_old_side_words_en(make_vault):
     root = make_vault({"converged/topics/python-tooling.md": TOOLING_EN, "n.md": "- Switched to uv for all Python projects: `uv sync` replaces pip and venv. [[python-tooling]]\n", **OLD_NOTES}, config_yaml=EN)
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")], links=["python-tooling"])])
     content = files["converged/topics/python-tooling.md"]
-    assert line_with(content, "uv") == "- Switched to uv for all Python projects: `uv sync` replaces pip and venv. (updated 2026-11-29, was: Uses pip and venv for projects) (source: [[n]])"
+    assert line_with(content, "uv") == "- I use uv for all Python projects: `uv sync` replaces pip and venv (updated 2026-11-29, was: Uses pip and venv for projects) (source: [[n]])"
     assert "- Pins Python 3.12 for new projects (source: [[2026-10-05 notes]])" in content
 
 
@@ -221,8 +223,8 @@ def test_second_change_nests_traces(make_vault):
     _, second, _ = run(root, [note_with(root, "n2.md", [(1, "correction")])], originals)
     line = line_with(second["converged/core/profile.md"], "Vue")
     core, sources, traces = split_statement(line)
-    assert core == "其实不是 Svelte，前端改用 Vue 写" and sources == ["n2"]
-    assert traces[0].date == DATE and split_statement(traces[0].old)[0] == "改用 Svelte 写前端"
+    assert core == "前端改用 Vue 写" and sources == ["n2"]
+    assert traces[0].date == DATE and split_statement(traces[0].old)[0] == "用 Svelte 写前端"
     assert [t.old for t in traces[0].older] == ["用 React 写前端"]
 
 
@@ -376,4 +378,123 @@ def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
     reply = parse_response(builtin_response(vault, [note], {"converged/core/profile.md": profile}, "2026-11-29"))
     content = reply.files[0].content
     assert "(updated 2026-11-29, was: I use Neovim for everything)" in content
-    assert content.count("Neovim") == 2  # the new words and the trace; no second statement
+    assert "- I use Helix now (updated" in content  # "actually" and "not Neovim" are off the new statement
+    assert content.count("Neovim") == 1  # in the trace only; no second statement
+
+
+# --- statements, not quotes (issue 12) ------------------------------------------------------
+
+
+def test_phrasing_strips_cues_hedges_and_the_old_side_and_resolves_dates():
+    from datetime import date
+
+    from cmem.converge.phrasing import statement_text, subject_of, substitution
+
+    day = date(2026, 11, 10)
+    assert statement_text("Actually I moved to Porto, not Lisbon.", day) == "I moved to Porto"
+    assert statement_text("I moved to Lisbon last month.", day) == "I moved to Lisbon in 2026-10"
+    assert statement_text("I prefer tabs this month", day) == "I prefer tabs since 2026-11"
+    assert statement_text("I switched my blog from Ghost to Astro.", day) == "I use Astro for my blog"
+    assert statement_text("We migrated the CI from Jenkins to GitHub Actions", day) == "We use GitHub Actions for the CI"
+    assert statement_text("I switched from uv to poetry for managing virtualenvs.", day) == "I use poetry for managing virtualenvs"
+    assert statement_text("I decided to use fish as my shell.", day) == "I use fish as my shell"
+    assert statement_text("其实我更喜欢用 Vim，不是 Emacs", day) == "我更喜欢用 Vim"
+    assert statement_text("从 pip 改用 uv 管理环境", day) == "用 uv 管理环境"
+    assert statement_text("上个月搬到了杭州", day) == "自 2026-10 起搬到了杭州"
+    assert statement_text("永远别在周五晚上发版，上周五回滚到半夜", day) == "永远别在周五晚上发版，上周五回滚到半夜"  # 上周五 is a day
+    assert statement_text("想通了：以后都用中文回答", day) == "以后都用中文回答"
+    assert substitution("其实不是北京，是深圳") == ("北京", "深圳")
+    assert substitution("Actually it's Porto, not Lisbon.") == ("Lisbon", "Porto")
+    assert substitution("actually I use Helix now, not Neovim") is None  # a whole sentence is restated instead
+    assert subject_of("I decided to use fish as my shell.") == "Shell" and subject_of("改用 uv 管理环境") == "Python 工具链"
+
+
+def test_a_correction_and_what_it_corrects_in_one_pass_make_one_statement(make_vault):
+    root = make_vault({"a.md": "I decided to move my blog to Hugo.\n", "b.md": "Actually, the blog should stay on Ghost, not Hugo.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "a.md", [(1, "decision")], mtime_ns=1), note_with(root, "b.md", [(1, "correction")], mtime_ns=2)])
+    statements = [s for content in files.values() for s in statements_of(content)]
+    assert len(statements) == 1, statements
+    core, sources, traces = split_statement(statements[0].text)
+    assert core == "The blog should stay on Ghost" and sources == ["b"]
+    assert split_statement(traces[0].old)[0] == "I move my blog to Hugo"
+    assert set(files) == {"converged/topics/blog.md"} and "\n# Blog\n" in files["converged/topics/blog.md"]
+
+
+def test_a_switch_rewrites_a_resident_statement_of_an_earlier_pass(make_vault):
+    profile = "---\nsummary: me\n---\n# Profile\n\n- I use Neovim for editing code (source: [[old]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "I switched from Neovim to Helix for editing code.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+    assert set(files) == {"converged/core/profile.md"}  # no new topic file beside the old statement
+    assert "- I use Helix for editing code (updated 2026-11-29, was: I use Neovim for editing code) (source: [[n]])" in files["converged/core/profile.md"]
+
+
+def test_a_short_correction_is_substituted_into_the_statement_it_corrects(make_vault):
+    root = make_vault({"converged/core/profile.md": PROFILE_ZH.replace("用 React 写前端", "在找北京后端实习"), "n.md": "其实不是北京，是深圳\n", **OLD_NOTES})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
+    assert "- 在找深圳后端实习（更新于 2026-11-29，原为：在找北京后端实习）（来源：[[n]]）" in files["converged/core/profile.md"]
+
+
+def test_recurring_events_merge_into_one_pattern_with_count_and_dates(make_vault):
+    root = make_vault({
+        "2026-11-01 日记.md": "又熬夜到两点，老毛病\n", "2026-11-03 日记.md": "面试前一晚又熬夜刷题\n", "2026-11-05 日记.md": "又熬夜了\n",
+    })
+    notes = [note_with(root, f"2026-11-0{d} 日记.md", [(1, "recurring")], mtime_ns=d) for d in (1, 3)]
+    _, first, _ = run(root, notes)
+    methodology = first["converged/core/methodology.md"]
+    assert "## 反复出现的模式\n\n- 熬夜到两点（2 次：2026-11-01、2026-11-03）（来源：[[2026-11-01 日记]]、[[2026-11-03 日记]]）" in methodology
+    originals = {**originals_of(root), **first}
+    _, second, _ = run(root, [note_with(root, "2026-11-05 日记.md", [(1, "recurring")])], originals)
+    line = line_with(second["converged/core/methodology.md"], "熬夜")
+    core, sources, traces = split_statement(line)
+    assert core == "熬夜到两点（3 次：2026-11-01、2026-11-03、2026-11-05）"
+    assert sources == ["2026-11-01 日记", "2026-11-03 日记", "2026-11-05 日记"]
+    assert traces[0].old == "熬夜到两点（2 次：2026-11-01、2026-11-03）"  # the count it had is kept
+
+
+def test_each_class_goes_under_its_own_heading(make_vault):
+    profile = "---\nsummary: me\n---\n# Profile\n\n## Weaknesses\n\n- Decides too fast (source: [[old]])\n"
+    root = make_vault({"converged/core/profile.md": profile, "archive/old.md": "x\n", "n.md": "I prefer to decide fast and revisit later.\n"}, config_yaml=EN)
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "preference")])])
+    content = files["converged/core/profile.md"]
+    assert content.endswith("## Weaknesses\n\n- Decides too fast (source: [[old]])\n\n## Preferences\n\n- I prefer to decide fast and revisit later (source: [[n]])\n")
+
+
+def test_source_and_trace_follow_the_files_own_language(make_vault):
+    topic = "---\nsummary: tools\n---\n# Python tooling\n\n- Uses pipenv for managing virtualenvs (source: [[old]])\n"
+    root = make_vault({"converged/topics/python-tooling.md": topic, "archive/old.md": "x\n", "n.md": "I switched from pipenv to uv for managing virtualenvs.\n", "m.md": "I decided to use fish as my shell.\n"})
+    _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")]), note_with(root, "m.md", [(1, "decision")])])  # a zh vault
+    assert "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[n]])" in files["converged/topics/python-tooling.md"]
+    assert "- I use fish as my shell (source: [[m]])" in files["converged/topics/shell.md"]  # a new file in its line's language
+
+
+# --- credentials are never memory (issue 14) ------------------------------------------------
+
+GH_TOKEN = "ghp_" + "Xk2J9fQ0pLm7Zr4T" * 2 + "abcd"  # assembled from pieces: no leak in this file
+
+
+def test_a_signal_line_holding_a_credential_defers_the_note_with_a_reason(make_vault):
+    root = make_vault({
+        "converged/core/profile.md": PROFILE_ZH,
+        "2026-11-28 随手记.md": f"- 以后都用 token {GH_TOKEN} 调 GitHub API\n- 永远别在周五晚上发版\n",
+        "2026-11-28 notes.md": "- From now on always use password=hunter22X for the staging db\n",
+        **OLD_NOTES,
+    })
+    notes = [note_with(root, "2026-11-28 随手记.md", [(1, "preference"), (2, "preference")]),
+             note_with(root, "2026-11-28 notes.md", [(1, "preference")])]
+    text, files, validation = run(root, notes)
+    assert GH_TOKEN not in text and "hunter22X" not in text and files == {}
+    reasons = {d.note: d.reason for d in validation.deferred}
+    assert "line 1 holds a credential (github-token)" in reasons["2026-11-28 随手记.md"]
+    assert "line 1 holds a credential (password)" in reasons["2026-11-28 notes.md"]
+    assert validation.converged == []
+
+
+def test_a_credential_outside_the_signal_lines_does_not_hold_the_note_back(make_vault):
+    root = make_vault({
+        "converged/core/profile.md": PROFILE_ZH,
+        "2026-11-28 随手记.md": f"- 永远别在周五晚上发版\n- 临时：{GH_TOKEN}\n",
+        **OLD_NOTES,
+    })
+    text, files, validation = run(root, [note_with(root, "2026-11-28 随手记.md", [(1, "preference")])])
+    assert [e.note for e in validation.converged] == ["2026-11-28 随手记.md"]
+    assert GH_TOKEN not in files["converged/core/profile.md"]

@@ -340,7 +340,38 @@ def test_prompt_quotes_only_the_topic_files_a_note_touches(make_vault):
     files["converged/topics/python-tooling.md"] = "---\nsummary: python\naliases: [pytools]\n---\n# Python tooling\n\n- Uses pip（来源：[[old]]）\n"
     files["archive/old.md"] = "x\n"
     files["n.md"] = "- 我决定改用 uv 管理 python projects #pytools\n"
-    root = make_vault(files, git=True)
+    # a budget the whole layer does not fit in (a small layer is read whole: test_prompt_selection)
+    root = make_vault(files, config_yaml="budget_tokens: 500\n", git=True)
     prompt = run_pass(open_vault(root), PassOptions(engine="builtin", emit_prompt=True)).prompt
     quoted = [line for line in prompt.splitlines() if line.startswith('<file path="converged/topics/')]
-    assert quoted == ['<file path="converged/topics/python-tooling.md">']
+    assert '<file path="converged/topics/python-tooling.md">' in quoted and len(quoted) < 15
+    assert "- converged/topics/topic-29.md — topic 29" in prompt  # the rest listed with their summaries
+
+
+def test_prompt_selection_reads_a_small_layer_whole(make_vault):
+    """Issue 12: a layer that fits the budget is shown whole, so a model can merge a switch into
+    a topic file the note does not name (tooling.md says pipenv; the note says uv)."""
+    root = make_vault({
+        "converged/topics/tooling.md": "---\nsummary: Python tooling\n---\n# Tooling\n\n- Uses pipenv for virtualenvs (source: [[old]])\n",
+        "converged/topics/cooking.md": "---\nsummary: recipes\n---\n# Cooking\n\n- Bakes sourdough on Sundays (source: [[old]])\n",
+        "archive/old.md": "x\n",
+        "n.md": "I switched to uv for managing virtualenvs.\n",
+    }, config_yaml="language: en\n", git=True)
+    prompt = run_pass(open_vault(root), PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert '<file path="converged/topics/tooling.md">' in prompt and '<file path="converged/topics/cooking.md">' in prompt
+    assert "Other topic files" not in prompt and "none related" not in prompt
+
+
+def test_prompt_selection_ranks_by_the_signal_lines_when_the_layer_is_too_big(make_vault):
+    """Over the budget: the file sharing words with the signal lines is quoted, an unrelated one
+    only listed with its summary; the ranking reads Chinese too."""
+    filler = "".join(f"- 第 {n} 条关于烘焙和面包的记录（来源：[[old]]）\n" for n in range(40))
+    root = make_vault({
+        "converged/topics/工具.md": "---\nsummary: 开发工具\n---\n# 工具\n\n- 用 pipenv 管理虚拟环境（来源：[[old]]）\n",
+        "converged/topics/烘焙.md": "---\nsummary: 烘焙\n---\n# 烘焙\n\n" + filler,
+        "archive/old.md": "x\n",
+        "n.md": "我决定改用 uv 管理虚拟环境\n",
+    }, config_yaml="budget_tokens: 500\n", git=True)
+    prompt = run_pass(open_vault(root), PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert '<file path="converged/topics/工具.md">' in prompt and '<file path="converged/topics/烘焙.md">' not in prompt
+    assert "- converged/topics/烘焙.md — 烘焙" in prompt

@@ -103,3 +103,82 @@ def test_parent_choice_commits_into_parent_and_records_it(tmp_path):
 def test_bad_language(tmp_path):
     with pytest.raises(UsageError):
         init_vault(tmp_path / "v", "fr")
+
+
+# --- the language of a new vault (issue 14): the notes' script, else the locale, else en -------
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from cmem.init import guess_language  # noqa: E402
+
+EN_NOTES = {f"note {n}.md": f"# Monday {n}\n\nI switched to uv for every Python project; tests with pytest.\n" for n in range(5)}
+ZH_NOTES = {f"日记 {n}.md": f"# 周一 {n}\n\n以后都用 uv 管理 Python 环境，不要再用 pip。今天面试了两家公司。\n" for n in range(5)}
+
+
+def test_the_language_follows_the_script_most_notes_use(tmp_path):
+    write_files(tmp_path / "en", {**EN_NOTES, "Daily/2026-11-28.md": "# 今天\n其实不是这样，我决定改用深圳的实习机会。\n"})
+    guess = guess_language(tmp_path / "en", environ={"LANG": "zh_CN.UTF-8"})
+    assert (guess.language, guess.sure) == ("en", True) and "5 of 6" in guess.reason
+    write_files(tmp_path / "zh", {**ZH_NOTES, "English one.md": EN_NOTES["note 0.md"]})
+    assert guess_language(tmp_path / "zh", environ={}).language == "zh"
+    write_files(tmp_path / "mixed", {"a.md": EN_NOTES["note 0.md"], "b.md": ZH_NOTES["日记 0.md"]})
+    assert guess_language(tmp_path / "mixed", environ={}).sure is False
+
+
+def test_without_notes_the_locale_decides_else_english(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert guess_language(tmp_path / "empty", environ={"LANG": "zh_CN.UTF-8"}).language == "zh"
+    assert guess_language(tmp_path / "empty", environ={"LC_ALL": "en_GB.UTF-8", "LANG": "zh_CN.UTF-8"}).language == "en"
+    guess = guess_language(tmp_path / "empty", environ={"LANG": "C.UTF-8"})
+    assert (guess.language, guess.sure) == ("en", False)
+    # .obsidian and .git are no notes
+    write_files(tmp_path / "hidden", {".obsidian/x.md": ZH_NOTES["日记 0.md"] * 3})
+    assert guess_language(tmp_path / "hidden", environ={}).language == "en"
+
+
+def _init(*args, env_extra=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "cmem", "init", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=60, cwd=cwd)
+
+
+def test_cmem_init_on_english_notes_is_english_even_with_a_chinese_locale(tmp_path):
+    root = tmp_path / "vault"
+    write_files(root, EN_NOTES)
+    done = _init(str(root), "--json", env_extra={"LANG": "zh_CN.UTF-8"})
+    assert done.returncode == 0, done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    assert report["language"] == "en" and any("from your notes" in n for n in report["notes"])
+    assert "language: en" in (root / ".cmem/config.yaml").read_text("utf-8")
+    # and an explicit --lang still wins; a second init changes nothing
+    write_files(tmp_path / "zh", EN_NOTES)
+    assert _init(str(tmp_path / "zh"), "--lang", "zh").returncode == 0
+    assert "language: zh" in (tmp_path / "zh/.cmem/config.yaml").read_text("utf-8")
+    again = _init(str(root), "--json")
+    assert json.loads(again.stdout)["changed"] is False and json.loads(again.stdout)["language"] == "en"
+
+
+def test_cmem_init_asks_on_a_terminal_when_unsure(tmp_path):
+    import pty
+
+    root = tmp_path / "new"
+    pid, fd = pty.fork()
+    if pid == 0:
+        env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")}
+        os.execvpe(sys.executable, [sys.executable, "-m", "cmem", "init", str(root)], env)
+    output = b""
+    while b"zh or en?" not in output:
+        output += os.read(fd, 4096)
+    os.write(fd, b"zh\n")
+    try:
+        while chunk := os.read(fd, 4096):
+            output += chunk
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+    assert b"no notes and no locale" in output
+    assert "language: zh" in (root / ".cmem/config.yaml").read_text("utf-8")

@@ -191,3 +191,37 @@ def test_the_real_server_over_stdio(sample_vault, tmp_path):
     names, found = anyio.run(main)
     assert names == TOOLS
     assert found["results"][0]["snippet"].startswith("养了一只**猫**")
+
+
+GH_TOKEN = "ghp_" + "Xk2J9fQ0pLm7Zr4T" * 2 + "abcd"  # assembled, so this file is no leak itself
+DB_URL_PASSWORD = "s3cr3t" + "Pa55"
+
+
+def test_the_tools_never_hand_a_credential_to_the_agent(sample_vault):
+    """Credentials in a resident file, a topic file and a pending note: context, recall and scan
+    return them redacted (issue 14)."""
+    with open(sample_vault / "converged/core/profile.md", "a", encoding="utf-8") as handle:
+        handle.write(f"- 部署用 token {GH_TOKEN} 调 GitHub API（来源：[[2026-09-30 日记]]）\n")
+    with open(sample_vault / "converged/topics/python-tooling.md", "a", encoding="utf-8") as handle:
+        handle.write(f"- 数据库 postgres://app:{DB_URL_PASSWORD}@db.internal/app 用 uv 脚本迁移（来源：[[2026-09-30 日记]]）\n")
+    (sample_vault / "2026-11-29 keys.md").write_text(f"以后都用这个 token：{GH_TOKEN}\n", encoding="utf-8")
+
+    async def body(session, initialized):
+        return [
+            await call(session, "context", {"topic": "GitHub"}),
+            await call(session, "context", {"topic": "uv", "budget": 600}),  # over budget: excerpts
+            await call(session, "recall", {"query": "GitHub token"}),
+            await call(session, "recall", {"query": "postgres 数据库"}),
+            await call(session, "scan"),
+            await call(session, "converge_prompt"),
+        ]
+
+    outputs = with_client(sample_vault, body)
+    text = json.dumps(outputs, ensure_ascii=False)
+    assert GH_TOKEN not in text and DB_URL_PASSWORD not in text
+    context, _small, recall_token, recall_db, scan, _prompt = outputs
+    assert "[REDACTED:github-token]" in json.dumps(context["resident"], ensure_ascii=False)
+    assert context["redacted"] >= 2  # the profile's token and the pending note's
+    assert any("[REDACTED:github-token]" in r["text"] for r in recall_token["results"])
+    assert any("[REDACTED:url-password]" in r["snippet"] for r in recall_db["results"])
+    assert any("[REDACTED:github-token]" in s["excerpt"] for s in scan["signals"])

@@ -236,3 +236,14 @@ def test_undecodable_output_is_replaced_and_counted(fake, tmp_path, monkeypatch)
     result = run_model_command(command, "p", timeout=5, max_output_bytes=10_000)
     assert result.replacements == 2  # the U+FFFD the model wrote itself is not counted
     assert "\ufffd" in result.stdout and "not UTF-8" in result.warnings[0]
+
+
+def test_a_long_command_is_shown_by_its_program_name_and_its_tail():
+    from cmem.converge.model_command import _display
+
+    deep = "/home/someone/" + "a-rather-long-folder-name/" * 6
+    argv = [deep + ".venv/bin/python", deep + "tests/fake_llm.py", "--marker", "run-42"]
+    shown = _display(argv)
+    assert shown.startswith("python …") and shown.endswith("tests/fake_llm.py --marker run-42")
+    assert len(shown) <= 100
+    assert _display(["llm", "-m", "gpt-4o-mini"]) == "llm -m gpt-4o-mini"

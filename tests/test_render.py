@@ -40,3 +40,16 @@ def test_quiet_spinner_is_silent():
 
 def test_plural():
     assert plural(1, "note") == "1 note" and plural(2, "note") == "2 notes"
+
+
+def test_spinner_shows_the_time_limit_and_how_to_stop():
+    stream = FakeTerminal()
+    spinner = Spinner(stream=stream)
+    spinner("asking the model", 12.0, 300)
+    spinner.done()
+    assert "12s of 300s" in stream.getvalue() and "Ctrl-C stops; nothing is written" in stream.getvalue()
+    plain = io.StringIO()
+    spinner = Spinner(stream=plain)
+    spinner("asking the model", 0.1, 300)
+    spinner("asking the model", 0.2, 300)
+    assert plain.getvalue() == "asking the model (up to 300s; Ctrl-C stops; nothing is written)…\n"

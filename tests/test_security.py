@@ -99,7 +99,7 @@ def test_once_trusted_it_runs_and_a_changed_command_is_refused_again(corpus_vaul
     config = corpus_vault / ".cmem/config.yaml"
     config.write_text(f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8")
     git(corpus_vault, "commit", "-qam", "command")
-    assert cmem("trust", "--vault", str(corpus_vault)).returncode == 0
+    assert cmem("trust", "--yes", "--vault", str(corpus_vault)).returncode == 0
     assert cmem("converge", "--vault", str(corpus_vault)).returncode == 0 and witness.exists()
     witness.unlink()
     config.write_text(f"llm:\n  command: {json.dumps(command + ' --extra')}\n", encoding="utf-8")  # a sync brought a new one
@@ -227,6 +227,54 @@ def test_credentials_in_notes_and_memory_never_reach_the_model(corpus_vault, tmp
     assert any("redacted" in warning for warning in result.warnings)
 
 
+def _secret_vault(corpus_vault: Path, tmp_path: Path, monkeypatch) -> None:
+    (corpus_vault / "2026-11-30 keys.md").write_text(SECRET_NOTE, encoding="utf-8")
+    (corpus_vault / ".cmem/config.yaml").write_text("repair_rounds: 0\n", encoding="utf-8")
+    git(corpus_vault, "add", "-A")
+    git(corpus_vault, "commit", "-qm", "notes with keys")
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "000.txt").write_text("not an answer", encoding="utf-8")
+    monkeypatch.setenv("FAKE_LLM_REPLIES", str(queue))
+    monkeypatch.setenv("FAKE_LLM_LOG", str(tmp_path / "fake.log"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_run_records_are_private_and_redacted(corpus_vault, tmp_path, monkeypatch, umask):
+    _secret_vault(corpus_vault, tmp_path, monkeypatch)
+    old = os.umask(umask)
+    try:
+        result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW))
+    finally:
+        os.umask(old)
+    assert result.status == "failed"
+    run = Path(result.run_dir)
+    for folder in (run, run.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    files = sorted(run.iterdir())
+    assert {f.name for f in files} >= {"prompt.txt", "run.json", "response-1.txt", "validation-1.json"}
+    for file in files:
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+        text = file.read_text("utf-8")
+        assert [secret for secret in SECRETS if secret in text] == [], file.name
+    assert "2026-11-30 keys.md" in (run / "prompt.txt").read_text("utf-8")
+    record = json.loads((run / "run.json").read_text("utf-8"))
+    assert record["redacted"] >= len(SECRETS) - 2 and record["raw_prompt_kept"] is False
+
+
+def test_keep_raw_prompt_keeps_the_run_record_raw_but_not_the_model_prompt(corpus_vault, tmp_path, monkeypatch):
+    _secret_vault(corpus_vault, tmp_path, monkeypatch)
+    done = cmem("converge", "--engine", "llm", "--llm", harness.fake_command(), "--keep-raw-prompt", "--json",
+                "--vault", str(corpus_vault), env={"FAKE_LLM_REPLIES": str(tmp_path / "queue"), "FAKE_LLM_LOG": str(tmp_path / "fake.log")})
+    assert done.returncode == 1, done.stderr
+    run = Path(json.loads(done.stdout)["run"])
+    raw = (run / "prompt.txt").read_text("utf-8")
+    assert all(secret in raw for secret in SECRETS[9:11])  # the password and the URL password, in plain text
+    assert stat.S_IMODE((run / "prompt.txt").stat().st_mode) == 0o600
+    sent = json.loads((tmp_path / "fake.log").read_text("utf-8").splitlines()[0])["prompt"]
+    assert [secret for secret in SECRETS if secret in sent] == []
+
+
 def test_the_prompt_handed_to_an_agent_is_redacted_too(corpus_vault):
     (corpus_vault / "2026-11-30 keys.md").write_text(SECRET_NOTE, encoding="utf-8")
     done = cmem("converge", "--emit-prompt", "--vault", str(corpus_vault))
@@ -341,3 +389,33 @@ def test_capture_never_writes_through_a_linked_note(corpus_vault, tmp_path):
     os.symlink(target, corpus_vault / (name if name.endswith(".md") else name + ".md"))
     done = cmem("note", "以后都先写测试", "--vault", str(corpus_vault))
     assert done.returncode == 1 and "symbolic link" in done.stderr and target.read_bytes() == before
+
+
+def test_context_and_recall_show_memory_credentials_redacted(corpus_vault):
+    """A credential pasted into a memory file by hand: `cmem context` and `cmem recall` (what a
+    session-start hook hands an agent) print it redacted, in Markdown and in JSON."""
+    with open(corpus_vault / rv.PROFILE, "a", encoding="utf-8") as handle:
+        handle.write(f"- 以后都用 token {SECRETS[2]} 调 GitHub API（来源：[[2026-11-20 日记]]）\n")
+        handle.write(f"- 数据库 postgres://admin:{SECRETS[10]}@db.internal:5432/app（来源：[[2026-11-20 日记]]）\n")
+    for args in (["context"], ["context", "--json"], ["recall", "GitHub"], ["recall", "GitHub", "--json"], ["recall", "数据库"]):
+        done = cmem(*args, "--vault", str(corpus_vault))
+        assert done.returncode == 0, (args, done.stderr)
+        assert SECRETS[2] not in done.stdout and SECRETS[10] not in done.stdout, args
+        assert "[REDACTED:" in done.stdout, args
+    # the file itself is the user's: untouched
+    assert SECRETS[2] in (corpus_vault / rv.PROFILE).read_text("utf-8")
+
+
+def test_the_builtin_engine_never_writes_a_credential_into_memory(corpus_vault):
+    """Issue 14: the builtin engine copied `ghp_…` and `password=…` lines into profile.md."""
+    (corpus_vault / "2026-11-30 keys.md").write_text(
+        f"- 以后都用 token {SECRETS[2]} 调 GitHub API\n- From now on always use password={SECRETS[9]} for the staging db\n",
+        encoding="utf-8")
+    git(corpus_vault, "add", "-A")
+    git(corpus_vault, "commit", "-qm", "a note with keys")
+    done = cmem("converge", "--engine", "builtin", "--only", "2026-11-30 keys.md", "--vault", str(corpus_vault))
+    assert done.returncode == 0, done.stderr
+    assert "deferred 2026-11-30 keys.md: line 1 holds a credential (github-token)" in done.stdout
+    for path in (corpus_vault / "converged").rglob("*.md"):
+        text = path.read_text("utf-8")
+        assert SECRETS[2] not in text and SECRETS[9] not in text, path

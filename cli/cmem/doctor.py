@@ -46,13 +46,32 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_layout(vault)
     findings += _check_notes(vault)
     findings += _check_sources(vault)
+    findings += _check_lookalikes(vault)
     findings += _check_git(vault)
     findings += _check_lock(vault)
     findings += _check_leftovers(vault)
     findings += _check_sync(vault)
+    findings += _check_remote(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
+    findings += _check_unmanaged(vault)
     return findings
+
+
+def _check_unmanaged(vault: Vault) -> list[Finding]:
+    """Notes no layer reads: an adopted vault's folders are not read until a setting says so."""
+    from cmem.unmanaged import find_unmanaged
+
+    folders = find_unmanaged(vault)
+    if not folders:
+        return [Finding(OK, "unmanaged", "every note is in a layer")]
+    from cmem.render import plural
+
+    total = sum(f.notes for f in folders)
+    listed = "; ".join(f"{f.folder}/ ({f.notes}: {f.setting})" for f in folders[:8])
+    more = f"; and {len(folders) - 8} more folders" if len(folders) > 8 else ""
+    return [Finding(WARN, "unmanaged", f"{plural(total, 'note')} in {plural(len(folders), 'folder')} {'is' if total == 1 else 'are'} outside every layer: cmem never "
+                    f"reads, converges or recalls them. To include a folder, add it to the config: {listed}{more}")]
 
 
 def _check_user_config() -> list[Finding]:
@@ -133,6 +152,37 @@ def _check_sources(vault: Vault) -> list[Finding]:
     return findings
 
 
+def _check_lookalikes(vault: Vault) -> list[Finding]:
+    """Memory files a reader (or a case-insensitive file system) takes for one another, names
+    not in NFC form, and memory files named like a note, which make `[[name]]` ambiguous. A pass
+    refuses to create these (SPEC §5 rule 12); files made by hand are named here."""
+    import unicodedata
+
+    from cmem.converge.paths import skeleton
+
+    findings = []
+    memory = sorted(f.rel for f in vault.convergent_files())
+    by_shape: dict[str, list[str]] = {}
+    for rel in memory:
+        by_shape.setdefault(skeleton(rel), []).append(rel)
+        if unicodedata.normalize("NFC", rel) != rel:
+            findings.append(Finding(WARN, "look-alike", f"{rel} is not in Unicode NFC form; a file with the same name in NFC would look identical — rename it", rel))
+    for group in by_shape.values():
+        if len(group) > 1:
+            findings.append(Finding(WARN, "look-alike", f"{' and '.join(group)} differ only by case, Unicode form or look-alike characters; merge them into one file", group[0]))
+    notes: dict[str, str] = {}
+    for layer in (DIVERGENT, ARCHIVE):
+        for note_file in vault.list_layer(layer):
+            notes.setdefault(skeleton(note_file.name), note_file.rel)
+    for rel in memory:
+        note = notes.get(skeleton(rel.rsplit("/", 1)[-1].removesuffix(".md")))
+        if note:
+            findings.append(Finding(WARN, "look-alike", f"{rel} is named like the note {note}; a source [[{rel.rsplit('/', 1)[-1].removesuffix('.md')}]] is ambiguous — rename the memory file", rel))
+    if not findings:
+        findings.append(Finding(OK, "look-alike", "no memory file looks like another or like a note"))
+    return findings
+
+
 def _check_git(vault: Vault) -> list[Finding]:
     try:
         top = history.toplevel(vault.root)
@@ -204,6 +254,22 @@ def _check_sync(vault: Vault) -> list[Finding]:
         if f"/{marker}" in text:
             return [Finding(WARN, "sync", f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote")]
     return [Finding(OK, "sync", "the vault is not inside a known sync folder")]
+
+
+def _check_remote(vault: Vault) -> list[Finding]:
+    """`cmem sync`'s settings, checked without the network: the remote it would use exists."""
+    if vault.config.sync_mode != "auto" and not vault.config.sync_remote:
+        return []  # sync is not configured: nothing to check
+    from cmem.errors import CmemError
+    from cmem.sync import resolve_target
+
+    try:
+        target = resolve_target(vault)
+    except CmemError as exc:
+        level = WARN if vault.config.sync_mode == "auto" else OK
+        return [Finding(level, "sync", f"`cmem sync` cannot run: {str(exc).rstrip('.')}" + ("; git.sync: auto syncs nothing meanwhile" if level == WARN else ""))]
+    auto = " (git.sync: auto — around every step)" if vault.config.sync_mode == "auto" else ""
+    return [Finding(OK, "sync", f"`cmem sync` uses {target.remote}/{target.branch}{auto}")]
 
 
 def _check_unattended(vault: Vault) -> list[Finding]:

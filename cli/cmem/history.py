@@ -221,7 +221,8 @@ def status_entries(root: Path, paths: list[str]) -> list[StatusEntry]:
     return entries
 
 
-def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, from_disk: "list[str] | tuple[str, ...]" = ()) -> str | None:
+def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, from_disk: "list[str] | tuple[str, ...]" = (),
+                 merge_parents: "list[str] | tuple[str, ...]" = ()) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 
     - `files`: the bytes a step validated and wrote (None: the path is removed) — not whatever
@@ -263,12 +264,13 @@ def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, fr
         git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
         faults.point("git-add")
-        if parent and tree == git("rev-parse", f"{parent}^{{tree}}"):
+        if parent and not merge_parents and tree == git("rev-parse", f"{parent}^{{tree}}"):
             # HEAD holds it already (a commit whose process died before the index caught up):
             # the index is still brought up to date, or `git status` would show it forever
             sync_index(top, [path for _, _, path in entries])
             return None
-        commit = git(*_identity_options(top), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-",
+        parents = [p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)]
+        commit = git(*_identity_options(top), "commit-tree", tree, *parents, "-F", "-",
                      data=message.encode("utf-8"))
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
@@ -307,6 +309,17 @@ def _index_info(entries: list[tuple[str, str | None, str]]) -> bytes:
             out += f"{mode} {blob}\t".encode()
         out += os.fsencode(path) + b"\0"
     return bytes(out)
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+    return run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+
+
+def move_branch(root: Path, target: str, expected: str, paths: list[str]) -> None:
+    """Fast-forward: the branch moves from `expected` to `target` by compare-and-swap (a commit
+    made meanwhile is never lost), then the index catches up on the paths the step wrote."""
+    run_git(root, "update-ref", "-m", "cmem sync: fast-forward", "HEAD", target, expected)
+    sync_index(root, paths)
 
 
 def sync_index(root: Path, paths: list[str]) -> None:

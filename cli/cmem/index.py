@@ -41,6 +41,7 @@ from cmem.vault import ARCHIVE, NoteFile, Vault
 
 INDEX_VERSION = 3
 CONVERGENT, ARCHIVED = "convergent", "archive"
+UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
 SCOPES = (CONVERGENT, ARCHIVED)
 # Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
 # sits (file name, heading, summary, tags). A match in the statement counts most.
@@ -208,6 +209,10 @@ def index_file(vault: Vault, scope: str) -> Path:
 
 
 def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
+    if scope == UNMANAGED:
+        from cmem.unmanaged import unmanaged_notes
+
+        return [NoteFile(rel, vault.root / rel, UNMANAGED) for rel in unmanaged_notes(vault)]
     return vault.list_layer(ARCHIVE) if scope == ARCHIVED else vault.convergent_files()
 
 
@@ -221,6 +226,8 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
     changes its folder's mtime, so an equal signature means the same files, found without
     listing them. None when a folder changed within RACY_NS of now (its mtime may change again
     within the same tick): then the files are listed."""
+    if scope == UNMANAGED:
+        return None  # anywhere in the vault: the files are listed each time
     bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
     entries = []
     stack = [vault.root / base for base in bases]
@@ -343,7 +350,7 @@ class Index:
             known = manifest.get(rel)
             if known and known[0] == st.st_mtime_ns and known[1] == st.st_size and known[3] - st.st_mtime_ns > RACY_NS:
                 continue
-            changed.append((note_file or NoteFile(rel, Path(path), ARCHIVE if self.scope == ARCHIVED else self.vault.layer_of(rel) or ""), st))
+            changed.append((note_file or NoteFile(rel, Path(path), {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope) or self.vault.layer_of(rel) or ""), st))
         self.db.execute("BEGIN IMMEDIATE")
         try:
             for path in gone:
@@ -440,7 +447,7 @@ class Index:
                 "ORDER BY score, rows.path, rows.line LIMIT ?"
             )
             params = [*WEIGHTS, expression, *paths, limit]
-        layer = ARCHIVE if self.scope == ARCHIVED else None
+        layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
         for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
             yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, display_text(text),
                               tuple(json.loads(sources)), round(-rank, 4))

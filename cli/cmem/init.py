@@ -3,6 +3,8 @@ moving or rewriting a single existing file (SPEC §1)."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +51,82 @@ class InitReport:
         return bool(self.created or self.commit)
 
 
-def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> InitReport:
+@dataclass(frozen=True)
+class LanguageGuess:
+    language: str  # zh | en
+    reason: str  # for the report: "from your notes: 40 of 45 mostly in English"
+    sure: bool  # False: the CLI asks on a terminal
+
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+_SKIP_DIRS = {".git", ".obsidian", ".cmem", ".trash", "node_modules"}
+MAX_LANGUAGE_NOTES = 400  # enough to know; an adopted vault may hold thousands
+
+
+def guess_language(root: Path, environ: dict | None = None) -> LanguageGuess:
+    """The vault's language: the script most of its existing notes are written in (a Han
+    character counts as much as four Latin letters: about one word), else the locale, else en."""
+    counts = {"zh": 0, "en": 0}
+    for note in _existing_notes(Path(root)):
+        try:
+            text = note.read_text("utf-8", errors="replace")[:20000]
+        except OSError:
+            continue
+        han, latin = len(_HAN.findall(text)), len(_LATIN.findall(text))
+        if han + latin < 20:
+            continue  # too short to say
+        counts["zh" if han * 4 >= latin else "en"] += 1
+    total = counts["zh"] + counts["en"]
+    if total:
+        language = "zh" if counts["zh"] > counts["en"] else "en"
+        name = {"zh": "Chinese", "en": "English"}[language]
+        sure = total >= 3 and counts[language] >= 0.7 * total
+        return LanguageGuess(language, f"from your notes: {counts[language]} of {total} mostly in {name}", sure)
+    environ = os.environ if environ is None else environ
+    locale = next((environ[key] for key in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(key)), "")
+    if locale and locale.split(".")[0] not in ("C", "POSIX"):
+        language = "zh" if locale.lower().startswith("zh") else "en"
+        return LanguageGuess(language, f"from your locale ({locale}); the folder has no notes yet", True)
+    return LanguageGuess("en", "no notes and no locale to go by", False)
+
+
+def _existing_notes(root: Path):
+    found = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(names):
+            if name.endswith(".md"):
+                yield Path(folder) / name
+                found += 1
+                if found >= MAX_LANGUAGE_NOTES:
+                    return
+
+
+def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
+    """The daily-notes folders Obsidian's settings name that hold notes, as divergent.extra_folders
+    entries (`folder/**` when notes sit in subfolders, as periodic notes' YYYY/MM layout does), with
+    how many notes each holds."""
+    from cmem.obsidian import daily_notes_folders
+
+    entries = []
+    for folder in daily_notes_folders(root):
+        base = Path(root) / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        notes = [p for p in base.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(base).parts)]
+        if not notes:
+            continue
+        nested = any(p.parent != base for p in notes)
+        entries.append((f"{folder}/**" if nested else folder, len(notes)))
+    return entries
+
+
+def init_vault(path: Path, language: str = "zh", repo: str | None = None, divergent_folders: list[str] | None = None,
+               track_all: bool = False) -> InitReport:
+    """Make `path` a vault. `divergent_folders`: extra divergent folders for a new config (the
+    daily-notes folder `cmem init` found and the user accepted). `track_all`: the user chose to
+    keep the whole vault in git — recorded as git.track_all, and every file is committed now."""
     if language not in ("zh", "en"):
         raise UsageError(f"--lang must be zh or en, not {language!r}.")
     if repo is not None and repo not in REPO_CHOICES:
@@ -83,8 +160,17 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> Ini
     config_path = root / CONFIG_DIR / CONFIG_FILE
     if not config_path.exists():
         text = default_config_text(language)
+        if divergent_folders:
+            import json
+
+            listed = ", ".join(json.dumps(folder) for folder in divergent_folders)
+            text = text.replace("  extra_folders: []", f"  extra_folders: [{listed}]", 1)
+            report.notes.append(f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
+                                "change divergent.extra_folders in .cmem/config.yaml to stop")
         if report.repository == "parent":
             text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
+        elif track_all:
+            text = text.replace("  track_all: false ", "  track_all: true  ", 1)
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
     config = load_config(root)  # validates an existing config too
     _create(root, f"{CONFIG_DIR}/state.json", '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n', report)
@@ -105,7 +191,16 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None) -> Ini
     if (root / ".gitignore").exists() and ".gitignore" in report.created:
         owned.append(".gitignore")
 
-    report.commit = history.commit_files(root, {}, "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned), from_disk=owned)
+    message = "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned)
+    if track_all and report.repository != "parent" and load_config(root).track_all:
+        # the user's files, as git sees them (.gitignore applies): the first commit of the adopted vault
+        listed = history.run_git(root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False).stdout
+        theirs = sorted({p for p in listed.split("\0") if p and p not in owned})
+        if theirs:
+            owned = owned + theirs
+            message = f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: " + ", ".join(owned[: len(owned) - len(theirs)])
+            report.notes.append(f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are")
+    report.commit = history.commit_files(root, {}, message, from_disk=owned)
     return report
 
 

@@ -8,7 +8,8 @@ apply and commit. A response that fails validation writes nothing. No tool delet
 note; archive moves stay with the user (`cmem archive apply`).
 
 Every tool returns JSON text, the same objects as the CLI's `--json` (SPEC §11); a refused call
-returns `{"error": "…"}`. The SDK is imported only here, inside `build_server`, so the CLI does
+returns `{"error": "…"}`. Whatever a tool returns is redacted (cmem.converge.secrets) on the way
+out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does
 not pay for it.
 """
 
@@ -46,8 +47,10 @@ class MemoryTools:
         return open_vault(self.root)
 
     def call(self, method, *args, **kwargs) -> str:
+        from cmem.converge.secrets import redact_data
+
         try:
-            return _dump(method(*args, **kwargs))
+            return _dump(redact_data(method(*args, **kwargs))[0])
         except Busy as exc:
             return _dump({"status": "busy", "message": str(exc)})
         except CmemError as exc:
@@ -107,11 +110,18 @@ class MemoryTools:
         only = list(notes) if notes else self.last_prompt_notes
         if not only:
             raise CmemError("no prompt to answer: call converge_prompt first (or pass the `notes` it returned).")
-        result = run_pass(self._vault(), PassOptions(response_text=response, only=only))
+        vault = self._vault()
+        result = run_pass(vault, PassOptions(response_text=response, only=only))
         if result.status in ("applied", "nothing"):
             self.last_prompt_notes = None
         data = result.to_json()
         data["message"] = result.message
+        if result.status == "applied" and vault.config.sync_mode == "auto":
+            from cmem.sync import sync_if_auto
+
+            # git.sync: auto — the other machines get the pass (not before it: the agent's answer
+            # was written against the files as the prompt showed them)
+            data["sync"] = sync_if_auto(vault, {}) or "synced"
         return data
 
 

@@ -78,6 +78,9 @@ def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    hazard = frontmatter_hazard(block)
+    if hazard:
+        return {}, hazard
     try:
         data = yaml.load(block, Loader=loader)
     except yaml.YAMLError as exc:
@@ -89,6 +92,41 @@ def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
     if not isinstance(data, dict):
         return {}, "frontmatter is not a mapping of keys"
     return data, None
+
+
+# Frontmatter is a few lines of metadata. Bounds, so that no file makes a reader build a huge
+# structure: an alias bomb (`a: &a [x, x]`, `b: &b [*a, *a]`, …) is a few hundred bytes that
+# expand to gigabytes, so anchors and aliases are refused outright, before anything is built.
+MAX_FRONTMATTER_BYTES = 64_000
+MAX_FRONTMATTER_DEPTH = 8
+
+
+def frontmatter_hazard(block: str) -> str | None:
+    """Why a frontmatter block is not even parsed (anchors or aliases, too large, too deep), or
+    None. Reads YAML events only: nothing is constructed, so nothing is expanded."""
+    size = len(block.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FRONTMATTER_BYTES:
+        return f"frontmatter is {size} bytes, over the limit of {MAX_FRONTMATTER_BYTES}"
+    openers = block.count("[") + block.count("{") + block.count(":") + block.count("- ")
+    if "&" not in block and "*" not in block and openers <= MAX_FRONTMATTER_DEPTH:
+        return None  # no anchor, no alias, too few openers to nest deep: the common case, no scan
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = 0
+    try:
+        for event in yaml.parse(block, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return "frontmatter uses a YAML anchor or alias (& or *), which cmem does not expand; write the values out"
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_FRONTMATTER_DEPTH:
+                    return f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the parse that follows names the error and its line
+    return None
 
 
 def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
@@ -203,7 +241,8 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             folders.append(vault.root / folder)
     seen: set[str] = set()
     for top in folders:
-        recursive = top != vault.root and top.relative_to(vault.root).as_posix() not in vault.config.extra_divergent
+        top_rel = top.relative_to(vault.root).as_posix()
+        recursive = top != vault.root and (top_rel not in vault.config.extra_divergent or top_rel in vault.config.recursive_divergent)
         stack = [top]
         while stack:
             folder = stack.pop()

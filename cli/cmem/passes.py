@@ -5,6 +5,10 @@ Every commit cmem makes for a pass, an archive apply or an undo carries a `Cmem-
 trailer; its message lists the notes and files in `Key: value` lines (`Converged:`, `Changed:`,
 `Archived:`, `Engine:`, `Warning:`…). Git is the record; `state.json`'s `passes` list adds what a
 message does not say (the model) and keeps working when history was squashed.
+
+A pass that failed, was refused or was interrupted has no commit: its run record's
+`outcome.json` (written by the pipeline) puts it in `cmem log` beside the others, with its
+reason, how many times the engine was asked, the run record and any snapshot commit.
 """
 
 from __future__ import annotations
@@ -141,7 +145,8 @@ def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
 
 def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit]:
     """cmem's commits, newest first, with what undid what."""
-    args = ["log", f"--grep=^{history.PASS_TRAILER}: ", "-M", "--name-status", "--relative", "--no-color",
+    # --no-merges: a sync's merge commit is not a step to undo or list; the commits it brought in are
+    args = ["log", "--no-merges", f"--grep=^{history.PASS_TRAILER}: ", "-M", "--name-status", "--relative", "--no-color",
             "--format=%x1e%H%x1f%cI%x1f%B%x1f"]
     if limit:
         args.append(f"-n{limit}")
@@ -192,8 +197,68 @@ def _enrich(vault: Vault, commits: list[CmemCommit]) -> None:
             commit.fields["Converged"] = list(entry["notes"])
 
 
-def build_log(vault: Vault, limit: int | None = None) -> list[CmemCommit]:
-    return list_cmem_commits(vault, limit)
+@dataclass
+class FailedPass:
+    """A converge pass that ended without a commit of its own."""
+
+    pass_id: str
+    time: str
+    status: str  # failed | refused | interrupted
+    reason: str
+    rounds: int
+    run: str
+    snapshot_commit: str | None = None
+    engine: str | None = None
+    model: str | None = None
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    kind: str = "converge"
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.pass_id, "kind": self.kind, "status": self.status, "commit": None, "time": self.time,
+            "reason": self.reason, "rounds": self.rounds, "run": self.run, "snapshot_commit": self.snapshot_commit,
+            "engine": self.engine, "model": self.model, "notes": self.notes, "errors": self.errors,
+        }
+
+
+def list_failed_passes(vault: Vault) -> list[FailedPass]:
+    """Passes whose run record says they ended without applying, newest first."""
+    import json
+
+    from cmem.converge.runs import runs_dir
+
+    base = runs_dir(vault)
+    found = []
+    for outcome in sorted(base.glob("*/outcome.json")) if base.is_dir() else []:
+        try:
+            data = json.loads(outcome.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("status") not in ("failed", "refused", "interrupted"):
+            continue
+        found.append(FailedPass(
+            outcome.parent.name, str(data.get("time") or ""), data["status"], str(data.get("reason") or ""),
+            int(data.get("rounds") or 0), str(outcome.parent), data.get("snapshot_commit"), data.get("engine"),
+            data.get("model"), list(data.get("notes") or []), list(data.get("errors") or []),
+        ))
+    return sorted(found, key=lambda f: _instant(f.time), reverse=True)
+
+
+def _instant(iso: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def build_log(vault: Vault, limit: int | None = None) -> list[CmemCommit | FailedPass]:
+    """cmem's commits and the passes that ended without one, newest first."""
+    entries: list[CmemCommit | FailedPass] = [*list_cmem_commits(vault, limit), *list_failed_passes(vault)]
+    entries.sort(key=lambda e: _instant(e.time), reverse=True)
+    return entries[:limit] if limit else entries
 
 
 def find_cmem_commit(vault: Vault, ref: str | None = None) -> CmemCommit:

@@ -57,11 +57,20 @@ def recall_memory(vault: Vault, query: str, archive: bool = False, limit: int = 
     if rebuild:
         delete_index(index_file(vault, scope))
     searched = search_scope(vault, scope, query, limit)
+    hits, problems = list(searched.hits), list(searched.problems)
+    if scope == CONVERGENT and vault.config.recall_unmanaged:
+        # recall.include_unmanaged: the notes no layer reads, from an index of their own, merged by
+        # score (the same tokenizer and weights; each index has its own word statistics)
+        from cmem.index import UNMANAGED
+
+        other = search_scope(vault, UNMANAGED, query, limit)
+        hits = sorted(hits + other.hits, key=lambda h: -h.score)[:limit]
+        problems += other.problems
     terms = query_terms(query)
-    results = [_result(hit, terms) for hit in searched.hits]
+    results = [_result(hit, terms) for hit in hits]
     if record and scope == CONVERGENT:
-        record_reads(vault, list(dict.fromkeys(r.hit.path for r in results)), now)
-    return Recall(query, scope, results, searched.sync, searched.problems)
+        record_reads(vault, list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != "unmanaged")), now)
+    return Recall(query, scope, results, searched.sync, problems)
 
 
 def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
@@ -99,6 +108,12 @@ def _without_sources(text: str) -> str:
 
 
 def _result(hit: Hit, terms: list[str]) -> RecallResult:
+    import dataclasses
+
+    from cmem.converge.secrets import redact_secrets
+
+    # what recall returns goes to a terminal or an agent: a credential in memory is shown redacted
+    hit = dataclasses.replace(hit, text=redact_secrets(hit.text)[0])
     text = _without_sources(hit.text)
     spans = match_spans(text, terms)
     start, end = 0, len(text)
@@ -122,6 +137,8 @@ def render_recall(recall: Recall) -> str:
     from cmem.render import paint
 
     where = "the archive" if recall.scope == ARCHIVED else "the convergent layer (add --archive to search archived notes)"
+    if recall.scope != ARCHIVED and any(r.hit.layer == "unmanaged" for r in recall.results):
+        where = "the convergent layer and the notes no layer reads (recall.include_unmanaged)"
     if not recall.results:
         return f"no statement matches “{recall.query}” in {where}"
     out = [paint(f"{len(recall.results)} result{'s' if len(recall.results) != 1 else ''} for “{recall.query}” in {where}", "bold"), ""]

@@ -114,6 +114,14 @@ def render_status_data(data: dict) -> str:
         out.append("  no pending signals")
     if pending["deferred"]:
         out.append(f"  {plural(pending['deferred'], 'line')} deferred (see `cmem scan`)")
+    unmanaged = data.get("unmanaged") or []
+    if unmanaged:
+        total = sum(f["notes"] for f in unmanaged)
+        out += ["", paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow")]
+        for folder in unmanaged[:10]:
+            out.append(f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}")
+        if len(unmanaged) > 10:
+            out.append(f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)")
     out += ["", paint("passes", "bold")]
     last = data["last_pass"]
     if last:
@@ -139,6 +147,12 @@ def render_status_data(data: dict) -> str:
         out.append(paint(f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})", "yellow"))
     if data["staged_archive"]:
         out.append(f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`")
+    conflicts = data.get("conflicts") or []
+    if conflicts:
+        out += ["", paint(f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
+                          "the next pass resolves them (or edit the line)", "bold", "yellow")]
+        for conflict in conflicts[:20]:
+            out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
     odd = data["odd_files"]
     if odd:
         out += ["", paint(f"odd files ({len(odd)})", "bold", "yellow")]
@@ -182,6 +196,9 @@ def render_doctor(findings) -> str:
     return "\n".join(out)
 
 
+STOP_HINT = "Ctrl-C stops; nothing is written"
+
+
 class Spinner:
     """Progress on stderr while a pass runs: on a terminal, rich's live status line (spinner,
     elapsed seconds, the cursor hidden and restored even on Ctrl-C); off a terminal (hooks, cron,
@@ -195,11 +212,14 @@ class Spinner:
         self.last_message = None
         self._status = None
 
-    def __call__(self, message: str, elapsed: float | None) -> None:
+    def __call__(self, message: str, elapsed: float | None, limit: float | None = None) -> None:
         if self.quiet:
             return
         if self.tty:
             text = f"{message}… {elapsed:.0f}s" if elapsed is not None else f"{message}…"
+            if elapsed is not None and limit:
+                # the person waiting sees how long it may take and how to stop it safely
+                text = f"{message}… {elapsed:.0f}s of {limit:.0f}s · {STOP_HINT}"
             if self._status is None:
                 from rich.console import Console
 
@@ -210,7 +230,8 @@ class Spinner:
                 self._status.update(text)
         elif elapsed is not None and message != self.last_message:
             # Off a terminal only the model's stages are worth a line.
-            self.stream.write(f"{message}…\n")
+            limit_note = f" (up to {limit:.0f}s; {STOP_HINT})" if limit else ""
+            self.stream.write(f"{message}{limit_note}…\n")
             self.stream.flush()
         self.last_message = message
 
@@ -239,14 +260,17 @@ def colour_diff(diff: str) -> str:
 def render_pass(result, show_diff: bool = False) -> str:
     out = []
     if result.status == "nothing":
-        return "\n".join([result.message or "nothing to converge", *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
+        # a pass that only deferred still says why each note waits (a credential, a vague line…)
+        deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
+        return "\n".join([result.message or "nothing to converge", *deferred, *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
     if result.status == "failed":
+        from cmem.converge.pipeline import failure_summary
+
         out.append(paint("the pass failed; nothing was written", "red", "bold"))
         out += [f"  {e}" for e in result.errors[:30]]
         if len(result.errors) > 30:
             out.append(f"  … and {len(result.errors) - 30} more")
-        if result.run_dir:
-            out.append(f"  run record: {result.run_dir}")
+        out.append(failure_summary(result, result.snapshot_commit))
         return "\n".join(out)
     head = {"applied": "pass applied", "dry-run": "dry run: nothing written", "proposed": "proposal saved (review mode)"}[result.status]
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
@@ -261,6 +285,12 @@ def render_pass(result, show_diff: bool = False) -> str:
         out.append("  no memory file changed")
     if result.converged:
         out.append(f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): " + ", ".join(result.converged))
+    if getattr(result, "lines", None):
+        from cmem.converge.coverage import summary
+
+        out.append(f"  {summary(result.lines)}")
+    for move in getattr(result, "moved", []):
+        out.append(f"  moved {move['statement']!r}: {move['from']} → {', '.join(move['to'])}")
     for entry in result.deferred:
         out.append(f"  deferred {entry['note']}: {entry['reason']}")
     if result.waiting:

@@ -155,6 +155,9 @@ def render_log(commits) -> str:
         return "no passes yet: run `cmem converge`."
     out = []
     for commit in commits:
+        if getattr(commit, "status", None) in ("failed", "refused", "interrupted"):
+            out += _failed_entry(commit)
+            continue
         mark = paint("●", KIND_STYLE.get(commit.kind, "bold"))
         undone = paint("  (undone)", "dim") if commit.undone_by else ""
         title = commit.subject.removeprefix("cmem: ")
@@ -179,6 +182,28 @@ def render_log(commits) -> str:
             out.append(f"  {paint(f'{label:<8}', style)} {value}")
         out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+def _failed_entry(entry) -> list[str]:
+    """A pass that ended without a commit: why, what it did before, where to look."""
+    snapshot = entry.snapshot_commit[:8] if entry.snapshot_commit else None
+    out = [f"{paint('✗', 'red')} {paint(_when(entry.time), 'cyan')}  {paint(f'converge {entry.status}', 'red', 'bold')}  "
+           + paint("(no commit: nothing written)", "dim")]
+    details = [("pass", entry.pass_id)]
+    if entry.engine:
+        details.append(("engine", entry.engine + (f" ({entry.model})" if entry.model else "")))
+    details.append(("reason", entry.reason.splitlines()[0] if entry.reason else entry.status))
+    if entry.engine == "llm" or entry.rounds:
+        details.append(("asked", {0: "the model was not asked", 1: "once"}.get(entry.rounds, f"{entry.rounds} times ({entry.rounds - 1} repair rounds)")))
+    if entry.notes:
+        details.append(("notes", _names(entry.notes)))
+    if snapshot:
+        details.append(("snapshot", f"{snapshot} (your hand edits, committed first; it stays)"))
+    details.append(("run", entry.run))
+    for label, value in details:
+        out.append(f"  {paint(f'{label:<8}', 'yellow' if label == 'reason' else 'dim')} {value}")
+    out.append("")
+    return out
 
 
 def render_diff(result) -> str:
@@ -264,3 +289,25 @@ def render_trace(result) -> str:
         out += ["", paint(f"{history.path}:{history.line}", "bold") + (paint(f"  {history.heading}", "dim") if history.heading else "")]
         out += _timeline(history)
     return "\n".join(out)
+
+
+def render_sync(result) -> str:
+    """`cmem sync`: what came in, what went out, and what the next pass has to settle."""
+    where = f"{result.remote}/{result.branch}"
+    if result.status == "offline":
+        return paint("offline: ", "yellow") + (result.reason or f"{where} cannot be reached")
+    lines = []
+    if result.merged == "fast-forward":
+        lines.append(f"fast-forwarded to {where} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed)")
+    elif result.merged == "merge":
+        lines.append(f"merged {where} in commit {(result.commit or '')[:8]} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed, "
+                     f"{len(result.merged_files)} merged from both sides)")
+    for line in result.conflicts:
+        lines.append(paint("conflict: ", "yellow") + line + " — the next pass resolves it")
+    for notice in result.notices:
+        lines.append(paint("note: ", "cyan") + notice)
+    if result.pushed:
+        lines.append(f"pushed to {where}")
+    if not lines:
+        lines.append(f"up to date with {where}")
+    return "\n".join(lines)

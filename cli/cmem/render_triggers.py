@@ -52,14 +52,32 @@ def render_hook_status(hooks, vault) -> str:
     return "\n".join(out)
 
 
+def render_trust_question(status) -> str:
+    """What `cmem trust` is about to allow: the command, the vault files it runs, what changed."""
+    out = [f"{status.vault}/.cmem/config.yaml names this model command:", f"  {status.command}"]
+    if status.files:
+        out.append("which runs these files of the vault (their content is trusted too):")
+        for rel, digest in status.files.items():
+            mark = "  (changed since you trusted it)" if rel in status.changed_files else ""
+            out.append(f"  {rel}  sha256 {digest[:12]}…{mark}")
+    gone = [rel for rel in status.changed_files if rel not in (status.files or {})]
+    if gone:
+        out.append(f"no longer runs: {', '.join(gone)}")
+    if status.state == "changed" and status.trusted_sha256 != status.command_sha256:
+        out.append("the command itself changed since you trusted it" + (f" on {status.trusted_at}" if status.trusted_at else ""))
+    out.append("cmem will run it with your rights, with each pass's prompt on its stdin.")
+    return "\n".join(out)
+
+
 def render_trust(change) -> str:
     digest = (change.command_sha256 or "")[:12]
     if change.action == "no-command":
         return f"{change.vault} names no llm.command in .cmem/config.yaml; there is nothing to trust"
     if change.action in ("trusted", "retrusted"):
         again = " again (it had changed)" if change.action == "retrusted" else ""
-        return (f"trusted{again} the model command `{change.command}` for {change.vault} (sha256 {digest}…), "
-                f"recorded in {change.config_path}; if the vault's command changes, cmem asks again")
+        files = f" and {', '.join(change.files)}" if change.files else ""
+        return (f"trusted{again} the model command `{change.command}`{files} for {change.vault} (sha256 {digest}…), "
+                f"recorded in {change.config_path}; if the vault's command{' or one of those files' if files else ''} changes, cmem asks again")
     if change.action == "already-trusted":
         return f"the model command `{change.command}` of {change.vault} is already trusted (sha256 {digest}…)"
     if change.action == "revoked":

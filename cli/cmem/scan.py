@@ -345,8 +345,8 @@ def _assemble(vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State
     for file, entry in entries:
         result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
         done = state.notes.get(file.rel)
-        if entry.skip or (done is not None and done.sha256 == entry.sha256):
-            continue  # not an input, or converged and unchanged since
+        if entry.skip or (done is not None and done.sha256 == entry.sha256 and all(h.line_key in done.lines for h in entry.scan.hits)):
+            continue  # not an input, or converged and unchanged since (a signal line a pass left pending still counts)
         flags = entry.scan.flags
         if flags.excluded:
             result.deferred.append(Deferred(file.rel, 0, excluded_reason(flags), kind=EXCLUDED))

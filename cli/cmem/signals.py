@@ -177,10 +177,13 @@ _DECISION = [
     _zh("决定了", alone=True),  # 性格决定了命运 is "determined"
     _zh("改用", before="修 更 篡 批 删 涂 窜 整", after="户 例 途 法"),  # 修改用户, 改用例
     _zh("换成", before="转 兑 替 切", after="本 员 绩 果 功"),  # 转换成 converts, 换成本 is 换 + 成本
-    _zh("换用"), _zh("想通了"), _zh("想明白了"), _zh("就这么定了"), _zh("定下来了"), _zh("不再用"), _zh("拍板"),
+    _zh("换用"), _zh("搬到了"), _zh("搬家到"), _zh("想通了"), _zh("想明白了"), _zh("就这么定了"), _zh("定下来了"), _zh("不再用"), _zh("拍板"),
     _en("i decided"), _en("i've decided"), _en("i have decided"), _en("we decided"), _en("we've decided"),
     _en("we have decided"), _en("decided to", before="he she they it who you"),
     _en("i'm switching"), _en("i am switching"), _en("switching to"), _en("switched to"), _en("switching from"),
+    _en("switched from"), _en("i moved to"), _en("i've moved to"), _en("we moved to"),
+    # "I switched my blog from Ghost to Astro": the object sits between the verb and from/to
+    _en("i switched"), _en("i've switched"), _en("i have switched"), _en("we switched"), _en("we've switched"),
     _en("i'll go with"), _en("we'll go with"),
     _en("going with", before="it it's how's what's",
         after="the flow|friends|a friend|my|her|him|them|us|family|mom|dad|someone|somebody|you"),
@@ -196,12 +199,13 @@ _RECURRING = [
     _en("every time", after="zone|zones"), _en("every single time"), _en("as usual"),
     _en("over and over"), _en("time and again"), _en("keeps happening"), _en("keep forgetting"),
     _en("keeps forgetting"), _en("same mistake"), _en("for the nth time"), _en("always forget"), _en("always forgets"),
-    # with a subject that does not choose, always/never describe a pattern ("the CI always
-    # fails", "he never replies"), like 总是; as rules they matched above, as preferences
+    # with a subject that does not choose, always/never describe a pattern ("I always end up
+    # rewriting it", like 总是) — the user's own only: "cmem never reads them", "the plugin
+    # always asks" is how a manual speaks; as rules they matched above, as preferences
     _en("always", before="not almost nearly as like isn't aren't wasn't weren't",
-        after="on|the|a|an|been|had|was|were|wanted|thought|knew"),
+        after="on|the|a|an|been|had|was|were|wanted|thought|knew", rule="own"),
     _en("never", before="not almost nearly hardly i've we've you've they've have has had",
-        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again"),
+        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again", rule="own"),
     # "again" is also "once more" (once again, try again, read the chapter again, then again)
     _en("again", rule="again", before="once try tried trying retry check checked read reread run rerun ran start started "
         "restart see seeing meet meeting over say said ask asked tell think thinking then and"),
@@ -342,9 +346,49 @@ def _latin_fits(cue: Cue, low: str, pos: int) -> bool:
         for phrase in cue.after_not:
             if rest.startswith(phrase) and (len(rest) == len(phrase) or not _is_word_char(rest[len(phrase)])):
                 return False
-    if cue.rule == "again" and _redo_before(low, pos):
+    if cue.rule == "again" and (_redo_before(low, pos) or _object_again(low, pos) or _generic_again(low, pos)):
         return False
+    if cue.rule == "own" and not _FIRST_PERSON.search(_clause_before(low, pos)):
+        return False
+    if cue.text in ("always", "never") and word in _MODALS and not _person_before(low, pos):
+        return False  # "Aliases should always be formatted…" is a manual's rule, not the user's
     return not cue.clause_start or clause_start or word in cue.before_ok
+
+
+_MODALS = {"should", "must", "will", "shall", "can", "may", "would", "could"}
+_PERSONS = {"i", "we", "you", "u", "please"}
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|me|our|us)\b")
+
+
+def _clause_before(low: str, pos: int) -> str:
+    return _CLAUSE_WORDS.search(low[:pos]).group(0)
+
+
+def _person_before(low: str, pos: int) -> bool:
+    """Whether the modal before a cue has a person as subject ("you should always ask", "I must
+    never"): the user's rule for themselves or the assistant, not a manual's."""
+    words = re.findall(r"[a-z']+", _clause_before(low, pos))
+    return len(words) >= 2 and words[-2] in _PERSONS
+
+
+_GENERIC = re.compile(r"\b(?:must|can|cannot|can't|should|will|may|might|need to|needs to|when|whenever|if)\b"
+                      r"|\b(?:be|been|being|is|are|gets?)\s+\w+(?:ed|en)\b")
+
+
+def _generic_again(low: str, pos: int) -> bool:
+    """"must be trusted again", "when a statement changes again", "is scanned again": a rule or a
+    passive describes how things work, not something that keeps happening to the user — unless
+    the user is its subject ("when I am tired I skip lunch again")."""
+    clause = _clause_before(low, pos)
+    return bool(_GENERIC.search(clause)) and not _FIRST_PERSON.search(clause)
+
+
+def _object_again(low: str, pos: int) -> bool:
+    """"display it again", "you can show them again": an action done once more, the way manuals
+    speak; with a first-person subject ("I broke it again") it is the user's pattern."""
+    clause = _clause_before(low, pos)
+    words = re.findall(r"[a-z']+", clause)
+    return bool(words) and words[-1] in ("it", "them", "this", "that") and not _FIRST_PERSON.search(clause)
 
 
 _REDO = {"try", "tried", "trying", "retry", "read", "reread", "rerun", "restart", "watch", "watched", "listen", "check", "checked"}
@@ -392,6 +436,12 @@ def _cjk_fits(cue: Cue, low: str, pos: int) -> bool:
         return _you_fits(low, pos)
     if cue.rule == "de" and low.startswith("的", end):
         return "是" in _clause_after(low, end)
+    if cue.cls == "recurring" and low.startswith(("会", "能", "将", "可以"), end):
+        # "插件每次都会自动同步": what a program does each time, not the user's pattern
+        start = pos
+        while start > 0 and low[start - 1] not in _ZH_CLAUSE_END:
+            start -= 1
+        return "我" in low[start:pos]
     return True
 
 
@@ -711,6 +761,8 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     for index, low_line in enumerate(low_lines):
         if index in blocked or not any(cue.text in low_line for cue in active):
             continue
+        if _NOT_THE_USERS_VOICE.match(low_line):
+            continue  # headings, quotes and callouts name or cite; they never say what the user wants
         line = lines[index]
         masked = mask_inline(_blank_comment_head(line) if index in tails else line)
         hit = detect_line(line, active, index + 1, masked, formats)
@@ -720,6 +772,10 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
         result.flags.tags = _merge_tags(flags.tags, inline_tags(lines, blocked))
         result.links = wikilinks(lines, blocked)
     return result
+
+
+# headings, quotes and callouts, and table rows: a manual's or someone else's words, or data
+_NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>|\|)")
 
 
 def _has_blocks(lowered: str) -> bool:

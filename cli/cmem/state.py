@@ -89,6 +89,11 @@ def load_state(path: Path) -> State:
         return State()
     except UnicodeDecodeError:
         raise CmemError(f"{path} is not UTF-8; restore it from git (`git checkout -- {path.name}`).") from None
+    return parse_state(text, path)
+
+
+def parse_state(text: str, path: "Path | str") -> State:
+    """The state in `text` (read from `path`, named in messages)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

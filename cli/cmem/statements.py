@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from cmem.config import LANGUAGE_DEFAULTS, Formats
 
@@ -47,8 +47,9 @@ class Statement:
     sources: tuple[str, ...]
     traces: tuple[Trace, ...]
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """The normalised core (computed once: the validator compares keys many times)."""
         return normalize(self.core)
 
 
@@ -100,11 +101,41 @@ def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
     return -1
 
 
+def _bracket_ends(text: str, opener: str, closer: str) -> dict[int, int]:
+    """Every opener's index → the index just past the closer that balances it (unbalanced ones
+    are absent), in one pass over the brackets. Asking `_balanced_end` for each of many
+    unclosed openers would read the rest of the line each time: quadratic in a hostile reply."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    for match in re.finditer(f"[{re.escape(opener)}{re.escape(closer)}]", text):
+        if match.group() == opener:
+            stack.append(match.start())
+        elif stack:
+            ends[stack.pop()] = match.end()
+    return ends
+
+
+def _ends_for(text: str, pattern: _Pattern, cache: dict[tuple[str, str], dict[int, int]]) -> dict[int, int] | None:
+    """The bracket table for a pattern's pair, shared by patterns with the same pair; None when
+    the pair cannot nest (an opener equal to its closer, or none)."""
+    if not pattern.opener or not pattern.closer or pattern.opener == pattern.closer:
+        return None
+    pair = (pattern.opener, pattern.closer)
+    if pair not in cache:
+        cache[pair] = _bracket_ends(text, *pair)
+    return cache[pair]
+
+
 def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
-    """Top-level traces in a piece of text (nested ones are inside `Trace.old`)."""
+    """Top-level traces in a piece of text (nested ones are inside `Trace.old`). Linear in the
+    text: each prefix is looked at once, and brackets are matched in one pass."""
     extra = (formats.trace,) if formats else ()
     found: list[Trace] = []
+    cache: dict[tuple[str, str], dict[int, int]] = {}
     for pattern in _trace_patterns(extra):
+        if pattern.prefix not in text:
+            continue
+        ends = _ends_for(text, pattern, cache)
         position = 0
         while True:
             start = text.find(pattern.prefix, position)
@@ -114,7 +145,7 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
             if not date_match or not text.startswith(pattern.middle, date_match.end()):
                 position = start + 1
                 continue
-            end = _balanced_end(text, start, pattern.opener, pattern.closer)
+            end = ends.get(start, -1) if ends is not None else _balanced_end(text, start, pattern.opener, pattern.closer)
             if end < 0:
                 position = start + 1
                 continue
@@ -123,25 +154,43 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
             found.append(Trace(date_match.group(0), text[old_start:old_end], start, end))
             position = end
     found.sort(key=lambda t: t.start)
-    # keep only top-level ones (a trace nested inside another belongs to it)
+    # keep only top-level ones (a trace nested inside another belongs to it); sorted by start,
+    # a nested one lies inside the top-level trace that reaches furthest so far
     top: list[Trace] = []
+    widest: Trace | None = None
     for trace in found:
-        if not any(outer.start < trace.start and trace.end <= outer.end for outer in top):
-            top.append(trace)
+        if widest is not None and widest.start < trace.start and trace.end <= widest.end:
+            continue
+        top.append(trace)
+        if widest is None or trace.end > widest.end:
+            widest = trace
     return top
 
 
 def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, int, list[str]]]:
-    """Top-level source annotations: (start, end, note names)."""
+    """Top-level source annotations: (start, end, note names). Linear in the text, like
+    `find_traces`."""
     extra = (formats.source,) if formats else ()
     found = []
+    cache: dict[tuple[str, str], dict[int, int]] = {}
     for pattern in _source_patterns(extra):
+        if pattern.prefix not in text:
+            continue
+        bracketed = pattern.opener in "（([【"
+        ends = _ends_for(text, pattern, cache) if bracketed else None
         position = 0
+        suffix_at = (-1, -1)  # (searched from, found at): one search answers every later prefix before it
         while True:
             start = text.find(pattern.prefix, position)
             if start < 0:
                 break
-            end = _balanced_end(text, start, pattern.opener, pattern.closer) if pattern.opener in "（([【" else text.find(pattern.suffix, start + len(pattern.prefix)) + len(pattern.suffix)
+            if bracketed:
+                end = ends.get(start, -1) if ends is not None else _balanced_end(text, start, pattern.opener, pattern.closer)
+            else:
+                after = start + len(pattern.prefix)
+                if not (suffix_at[0] >= 0 and suffix_at[0] <= after and (suffix_at[1] < 0 or suffix_at[1] >= after)):
+                    suffix_at = (after, text.find(pattern.suffix, after))
+                end = suffix_at[1] + len(pattern.suffix) if suffix_at[1] >= 0 else -1
             if end <= start:
                 position = start + 1
                 continue
@@ -158,15 +207,21 @@ def split_statement(line: str, formats: Formats | None = None) -> tuple[str, lis
     traces = find_traces(line, formats)
     spans = [(t.start, t.end) for t in traces]
     sources: list[str] = []
+    trace_index = 0  # traces are sorted and disjoint: one sweep says whether a source is inside one
     for start, end, names in find_sources(line, formats):
-        if any(s <= start and end <= e for s, e in spans):
+        while trace_index < len(traces) and traces[trace_index].end <= start:
+            trace_index += 1
+        if trace_index < len(traces) and traces[trace_index].start <= start and end <= traces[trace_index].end:
             continue
         spans.append((start, end))
         sources.extend(names)
-    core = line
-    for start, end in sorted(spans, reverse=True):
-        core = core[:start] + core[end:]
-    core = _LIST_MARKER.sub("", core).strip()
+    pieces, cursor = [], 0
+    for start, end in sorted(spans):
+        if start >= cursor:
+            pieces.append(line[cursor:start])
+        cursor = max(cursor, end)
+    pieces.append(line[cursor:])
+    core = _LIST_MARKER.sub("", "".join(pieces)).strip()
     return core, sources, traces
 
 
@@ -211,6 +266,16 @@ def parse_statements(body: str, start_line: int = 1, formats: Formats | None = N
 
 
 _DROP_CATEGORIES = ("P", "Z", "S", "C")
+# Kept although they are punctuation or symbols: they change what a statement says. Currency
+# (`€60k` vs `$60k`), comparison and other maths signs (`≥` vs `≤`), the question mark
+# (`I live in Berlin.` vs `I live in Berlin?`). Digits and words (negations included) are
+# letters and numbers and always kept.
+_KEEP_CATEGORIES = ("Sc", "Sm")
+_KEEP = frozenset("?")
+# A decimal point between digits (`3.12` vs `31.2`) and a minus before one (`-5` vs `5`) are
+# kept as these two signs, which the table below keeps (both are maths symbols).
+_DECIMAL, _MINUS = "\u2219", "\u2212"
+_NUMBER_MARKS = re.compile(r"(?<=\d)\.(?=\d)|(?<![\w.])[-\u2212\u2013](?=\d)")
 
 
 class _DropTable(dict):
@@ -219,7 +284,10 @@ class _DropTable(dict):
     convergent statement)."""
 
     def __missing__(self, code: int) -> int | None:
-        value = None if unicodedata.category(chr(code)).startswith(_DROP_CATEGORIES) else code
+        char = chr(code)
+        category = unicodedata.category(char)
+        keep = char in _KEEP or category in _KEEP_CATEGORIES or not category.startswith(_DROP_CATEGORIES)
+        value = code if keep else None
         self[code] = value
         return value
 
@@ -228,9 +296,14 @@ _DROP = _DropTable()
 
 
 def normalize(text: str) -> str:
-    """Compare statements without case, whitespace, punctuation or symbols (NFKC first, so
-    full-width and half-width forms agree)."""
-    return unicodedata.normalize("NFKC", text).casefold().translate(_DROP)
+    """Compare statements without case, whitespace or the punctuation and symbols that carry no
+    meaning (NFKC first, so full-width and half-width forms agree). Digits, decimal points,
+    minus signs, currency, comparison signs and question marks stay: changing one changes the
+    statement."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if any(mark in text for mark in ".-\u2212\u2013"):
+        text = _NUMBER_MARKS.sub(lambda m: _DECIMAL if m.group() == "." else _MINUS, text)
+    return text.translate(_DROP)
 
 
 def format_source(names: list[str], formats: Formats) -> str:

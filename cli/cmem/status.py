@@ -37,6 +37,8 @@ class Status:
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
+    conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.merge_memory)
+    unmanaged: list = field(default_factory=list)  # cmem.unmanaged.UnmanagedFolder: notes no layer reads
     # The inputs of the figures that change with the clock alone (ages, due), so a status served
     # from the result cache (cmem.fast) recomputes them at print time.
     clock: dict = field(default_factory=dict)
@@ -59,6 +61,8 @@ class Status:
             "running": self.running,
             "unattended": self.unattended,
             "interrupted": self.interrupted,
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "unmanaged": [folder.to_json() for folder in self.unmanaged],
             "may_be_stale": list(STALE),
         }
 
@@ -69,6 +73,7 @@ def _age_json(entry):
 
 def build_status(vault: Vault, now: datetime | None = None) -> Status:
     from cmem.scan import scan_vault
+    from cmem.unmanaged import find_unmanaged
 
     now = now or datetime.now().astimezone()
     state = load_state(vault.state_file)
@@ -112,8 +117,16 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         running=is_locked(vault.state_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
+        conflicts=_conflicts(vault),
+        unmanaged=find_unmanaged(vault),
         clock=clock,
     )
+
+
+def _conflicts(vault: Vault) -> list:
+    from cmem.merge_memory import find_conflicts  # on use: status's start-up stays as it was
+
+    return find_conflicts(vault)
 
 
 def _interrupted_steps(vault: Vault) -> list[dict]:

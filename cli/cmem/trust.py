@@ -5,6 +5,10 @@ The first three are the user's own word. The last came with the folder — a clo
 vault must not run commands on its own (aider#5254) — so it runs only when the user's config
 (never the vault: git's `safe.directory` rule) trusts this vault's path with the sha256 of this
 exact command. Editing the command in the vault needs `cmem trust` again.
+
+A command that names a file inside the vault (`sh tools/model.sh`, `python scripts/ask.py`) would
+run whatever a later commit or sync puts in that file, so the trust also records the sha256 of
+each such file's content; an edited script needs `cmem trust` again, like an edited command.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +50,8 @@ class TrustStatus:
     state: Literal["trusted", "changed", "untrusted", "no-command"]
     trusted_sha256: str | None = None
     trusted_at: str | None = None
+    files: dict[str, str] | None = None  # vault files the command names: path → sha256 of the content now
+    changed_files: tuple[str, ...] = ()  # of those, the ones that differ from what was trusted
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class TrustChange:
     command_sha256: str | None
     action: Literal["trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"]
     config_path: str
+    files: dict[str, str] | None = None
 
 
 def command_sha256(command: str) -> str:
@@ -79,6 +87,13 @@ def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
     if status.state == "trusted":
         return ResolvedCommand(from_vault, "vault-config", **limits)
     config_file = vault.cmem_dir / "config.yaml"
+    if status.state == "changed" and status.trusted_sha256 == status.command_sha256:
+        names = ", ".join(status.changed_files)
+        raise UntrustedCommand(
+            f"{config_file} names the model command `{from_vault}`, and {names}, which it runs from the vault, "
+            f"has changed since you trusted it (on {status.trusted_at or 'an earlier date'}); read it, then run "
+            "`cmem trust` to allow it, or pass --llm / set CMEM_LLM."
+        )
     if status.state == "changed":
         raise UntrustedCommand(
             f"{config_file} names the model command `{from_vault}`, which has changed since you trusted it "
@@ -110,11 +125,39 @@ def _status(vault: Vault, user: dict) -> TrustStatus:
     if not (command and command.strip()):
         return TrustStatus(key, None, None, "no-command")
     digest = command_sha256(command)
+    files = command_files(vault, command)
     entry = next((item for item in user.get("trusted") or [] if _same_vault(item.get("vault"), key)), None)
     if entry is None:
-        return TrustStatus(key, command, digest, "untrusted")
-    state = "trusted" if entry.get("command_sha256") == digest else "changed"
-    return TrustStatus(key, command, digest, state, entry.get("command_sha256"), _text(entry.get("trusted_at")))
+        return TrustStatus(key, command, digest, "untrusted", files=files)
+    recorded = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    changed = tuple(sorted(rel for rel in set(files) | set(recorded) if files.get(rel) != recorded.get(rel)))
+    state = "trusted" if entry.get("command_sha256") == digest and not changed else "changed"
+    return TrustStatus(key, command, digest, state, entry.get("command_sha256"), _text(entry.get("trusted_at")), files, changed)
+
+
+def command_files(vault: Vault, command: str) -> dict[str, str]:
+    """The files inside the vault that `command` names (as a word, or an `--option=value`), with
+    the sha256 of each one's content. A relative name is looked up from the vault's root and from
+    the current folder, where the command will run."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    root = Path(vault.root).resolve()
+    found: dict[str, str] = {}
+    for word in words:
+        for name in (word, word.split("=", 1)[1] if word.startswith("-") and "=" in word else ""):
+            if not name or name.startswith("-") or "{prompt_file}" in name:
+                continue
+            path = Path(name).expanduser()
+            for candidate in ([path] if path.is_absolute() else [root / path, Path.cwd() / path]):
+                try:
+                    resolved = candidate.resolve()
+                    if resolved.is_file() and resolved.is_relative_to(root):
+                        found[resolved.relative_to(root).as_posix()] = hashlib.sha256(resolved.read_bytes()).hexdigest()
+                except (OSError, RuntimeError, ValueError):
+                    continue
+    return dict(sorted(found.items()))
 
 
 def trust_vault(vault: Vault) -> TrustChange:
@@ -124,7 +167,7 @@ def trust_vault(vault: Vault) -> TrustChange:
     if status.state == "no-command":
         return TrustChange(status.vault, None, None, "no-command", str(path))
     if status.state == "trusted":
-        return TrustChange(status.vault, status.command, status.command_sha256, "already-trusted", str(path))
+        return TrustChange(status.vault, status.command, status.command_sha256, "already-trusted", str(path), status.files)
 
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -142,10 +185,15 @@ def trust_vault(vault: Vault) -> TrustChange:
         entry["command_sha256"] = status.command_sha256
         entry["trusted_at"] = stamp
     else:
-        trusted.append(CommentedMap([("vault", status.vault), ("command_sha256", status.command_sha256), ("trusted_at", stamp)]))
+        entry = CommentedMap([("vault", status.vault), ("command_sha256", status.command_sha256), ("trusted_at", stamp)])
+        trusted.append(entry)
+    if status.files:
+        entry["files"] = CommentedMap(sorted(status.files.items()))
+    elif "files" in entry:
+        del entry["files"]
     document.save()
     action = "retrusted" if status.state == "changed" else "trusted"
-    return TrustChange(status.vault, status.command, status.command_sha256, action, str(path))
+    return TrustChange(status.vault, status.command, status.command_sha256, action, str(path), status.files)
 
 
 def revoke_trust(vault: Vault) -> TrustChange:

@@ -218,6 +218,9 @@ class Vault:
             folder = rel.rpartition("/")[0]
             if rel in self.config.extra_divergent:
                 return rel
+            for base in self.config.recursive_divergent:
+                if rel.startswith(base + "/"):
+                    return base
             return folder if folder == "" or folder in self.config.extra_divergent else None
         base = self.layer_folder(layer)
         return base if rel == base or rel.startswith(base + "/") else None
@@ -282,7 +285,7 @@ class Vault:
         if len(parts) == 1:
             return None if self._excluded(parts[0]) else DIVERGENT
         folder = "/".join(parts[:-1])
-        if folder in self.config.extra_divergent:
+        if folder in self.config.extra_divergent or self._in_recursive_divergent(folder):
             return None if self._excluded(parts[-1]) else DIVERGENT
         for layer, base in ((RESIDENT, self.config.resident_dir), (SITUATIONAL, self.config.situational_dir)):
             if rel.startswith(base + "/"):
@@ -291,13 +294,42 @@ class Vault:
             return ARCHIVE
         return None
 
+    def _in_recursive_divergent(self, folder: str) -> bool:
+        """A folder below a `folder/**` divergent folder (not inside a layer folder or a never-read one)."""
+        if not self.config.recursive_divergent:
+            return False
+        for base in self.config.recursive_divergent:
+            if folder.startswith(base + "/"):
+                inner = folder[len(base) + 1:].split("/")
+                return not any(part.startswith(".") or part in NEVER_READ_DIRS for part in inner)
+        return False
+
     def _excluded(self, name: str) -> bool:
         return any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
 
     # --- listing --------------------------------------------------------------------
 
     def divergent_folders(self) -> list[Path]:
-        return [self.root] + [self.root / folder for folder in self.config.extra_divergent]
+        folders = [self.root]
+        for folder in self.config.extra_divergent:
+            folders += [self.root / folder] + (self._subfolders(folder) if folder in self.config.recursive_divergent else [])
+        return folders
+
+    def _subfolders(self, base: str) -> list[Path]:
+        """The folders below a `base/**` divergent folder that hold its notes (not dot folders, not
+        symbolic links, not a layer folder nested in it)."""
+        found, stack = [], [self.root / base]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
+                    if self._in_recursive_divergent(self.rel(entry.path)):
+                        found.append(Path(entry.path))
+                        stack.append(Path(entry.path))
+        return sorted(found)
 
     def remember_listings(self) -> "Vault":
         """For a command that only reads: list each layer once, however many of its parts ask
@@ -321,6 +353,9 @@ class Vault:
             for folder in self.config.extra_divergent:
                 if self.layer_folder_problem(DIVERGENT, folder) is None:  # a folder linked out of the vault is not read
                     notes.extend(self._list_flat(self.root / folder))
+                    if folder in self.config.recursive_divergent:
+                        for sub in self._subfolders(folder):
+                            notes.extend(self._list_flat(sub))
             return sorted(notes, key=lambda n: n.rel)
         base = self.layer_folder(layer)
         if self.layer_folder_problem(layer, base):

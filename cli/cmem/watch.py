@@ -212,9 +212,19 @@ class Watcher:
 
     def _converge(self):
         from cmem.converge.pipeline import PassOptions
+        from cmem.sync import sync_if_auto
         from cmem.triggers import converge_if_due
 
-        return converge_if_due(self.vault, PassOptions(), trigger="watch")
+        memo: dict = {}  # git.sync: auto — before and after the pass, "offline" said once
+        for message in [sync_if_auto(self.vault, memo)]:
+            if message:
+                self.report(message)
+        outcome = converge_if_due(self.vault, PassOptions(), trigger="watch")
+        if getattr(outcome, "status", None) == "applied":
+            message = sync_if_auto(self.vault, memo)
+            if message:
+                self.report(message)
+        return outcome
 
 
 def describe(outcome) -> str:

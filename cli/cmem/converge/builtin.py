@@ -3,37 +3,42 @@
 It reads the selected notes' signal lines and writes a response in the SPEC §5 format, which
 goes through the same parser and validator as a model's. What it does:
 
-- **Quotes** each signal line as the user wrote it — list marker, `10:32` timestamp, trailing
-  `#tags`, trailing links to convergent files and a leading cue-only filler (`想通了：`,
-  `Update:`) trimmed, nothing paraphrased — followed by the note as source.
+- **States** each signal line as memory (`phrasing`): list marker, `10:32` timestamp, trailing
+  `#tags` and links to convergent files trimmed; cue words and hedges ("Actually", "其实", "I
+  decided to", "not X") off; a switch said as what holds now ("I switched from uv to poetry" →
+  "I use poetry"); relative dates resolved against the note's date. The note is its source.
 - **Routes** by class: corrections and preferences to `<resident>/profile.md`, recurring
-  patterns to `<resident>/methodology.md` (both created when missing), decisions to the topic
-  file the note's links or tags name (file name, `aliases` or `tags`, compared without case or
-  hyphens), else the topic file sharing the most words, else a new topic file named after the
-  note's first specific tag or link, or the line's first words. Inside a file, a statement goes
-  into the section whose words it shares most.
+  patterns to `<resident>/methodology.md` (both created when missing), each class under its own
+  heading there; decisions to the topic file the note's links or tags name (file name, `aliases`
+  or `tags`, compared without case or hyphens), else the topic file of the line's subject, else
+  the topic file sharing the most words, else a new topic file named from its subject ("Shell"),
+  or the note's first specific tag or link, or the line's first words.
 - **Merges duplicates**: a line whose normalised words equal, or are contained in, an existing
   statement (or contain it with only a few characters more) adds its source to that statement
   instead of a second copy.
+- **Merges recurring events** into one pattern statement with its count and dates, citing every
+  note; a count that grows keeps the old count in a trace.
 - **Rewrites** on an explicit correction or switch ("其实不是…", "改用 Svelte", "actually …, not
-  …", "switched to uv", "from X to Y"): the existing statement sharing the most words (weighted
-  by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces pip";
-  any convergent file, the files the note names first) becomes the new line plus a trace dated
-  the pass quoting the old wording with its own traces, so traces nest.
-- Stamps `updated:` in the frontmatter of every file it changes, editing that one line so every
-  other key and comment stays byte for byte; files it does not change are not in the response.
+  …", "switched to uv", "from X to Y", "I moved to Munich"): the statement sharing the most words
+  (weighted by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces
+  pip"; any convergent file, written earlier or earlier in this pass, the files the note names
+  first; a move replaces where one lived) becomes the new statement plus a trace dated the pass
+  quoting the old wording with its own traces, so traces nest. A short "不是 X，是 Y" puts Y in
+  place of X inside it.
+- Writes sources and traces in each file's own language format; stamps `updated:` in the
+  frontmatter of every file it changes, editing that one line so every other key and comment
+  stays byte for byte; files it does not change are not in the response.
 
 Its limits, honestly:
 
 - It sees words, not meaning. "我喜欢 React" and a later "Svelte 真香" do not conflict for it:
   without a correction or switch cue, a change of mind is added next to the old statement
-  instead of replacing it (character similarity cannot see semantic contradictions). And a cue
-  with too few shared words ("I switched to uv", alone) is added as a new statement.
+  instead of replacing it (character similarity cannot see semantic contradictions).
 - A rewrite picks the statement with the most shared words; with two near candidates it can
   pick the wrong one. The old wording is kept in the trace, so nothing is lost, and the diff
   shows it.
-- It quotes, never summarises: a long, chatty line stays long; two lines saying the same thing
-  in different words both stay.
+- Its restatements are a few lexical rules: it never summarises a long line, and two lines
+  saying the same thing in different words both stay.
 - It only reads signal lines: context on the lines around them is not carried over.
 - It never drops a statement, so it never emits `<dropped>`.
 """
@@ -47,6 +52,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from cmem.config import Formats
+from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of, substitution
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
 from cmem.notes import parse_frontmatter_block, split_frontmatter
@@ -99,6 +105,24 @@ class _File:
         self.lines[index : index + remove] = new_lines
         self.changed, self._statements = True, None
 
+    def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
+        """The file's own source and trace format: a vault's custom format wins; else the
+        language its statements already use (a zh vault may hold an English file), else the
+        language of its text, else the vault's."""
+        if custom:
+            return default
+        from cmem.config import LANGUAGE_DEFAULTS
+
+        body = "\n".join(self.lines[self.body_start - 1 :])
+        for language, values in LANGUAGE_DEFAULTS.items():
+            if values["source"].split("{links}", 1)[0] in body:
+                return _formats_of(language)
+        text = "".join(re.sub(r"\[\[[^\]]*\]\]", "", line) for line in self.lines[self.body_start - 1 :] if not line.startswith("#") or not self.created)
+        text = text if text.strip() else incoming  # a new file takes the language of its first line
+        if text.strip():
+            return _formats_of("zh" if is_chinese(text) else "en")
+        return default
+
     @cached_property
     def keys(self) -> frozenset[str]:
         """Names a note's tag or link may use for this file."""
@@ -107,6 +131,13 @@ class _File:
             value = self.meta.get(field_name)
             names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
         return frozenset(name_key(str(n)) for n in names if n)
+
+
+def _formats_of(language: str) -> Formats:
+    from cmem.config import LANGUAGE_DEFAULTS
+
+    values = LANGUAGE_DEFAULTS[language]
+    return Formats(values["source"], values["source_separator"], values["trace"])
 
 
 def _load(rel: str, text: str) -> _File:
@@ -144,8 +175,11 @@ class _Pass:
     def __init__(self, vault: Vault, originals: dict[str, str], pass_date: str):
         self.config = vault.config
         self.formats = vault.config.formats
+        # a vault with its own source/trace format keeps it everywhere; the defaults follow each file's language
+        self.custom_formats = vault.config.formats != _formats_of(vault.config.language)
         self.date = pass_date
         self.files = {rel: _load(rel, text) for rel, text in sorted(originals.items())}
+        self.original_keys = {(rel, st.key) for rel, f in self.files.items() if not f.problem for st in f.statements(self.formats)}
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
@@ -160,6 +194,9 @@ class _Pass:
 
     def situational(self) -> list[_File]:
         return [f for rel, f in sorted(self.files.items()) if rel.startswith(self.config.situational_dir + "/")]
+
+    def formats_for(self, file: _File, incoming: str = "") -> Formats:
+        return file.formats(self.formats, self.custom_formats, incoming)
 
     def resident_file(self, name: str) -> _File:
         rel = f"{self.config.resident_dir}/{name}"
@@ -192,19 +229,28 @@ def builtin_response(vault: Vault, notes: list[SelectedNote], originals: dict[st
 
 
 def _converge_note(work: _Pass, note: SelectedNote) -> None:
+    secret = _secret_line(note)
+    if secret:
+        # A credential is never memory: the note waits, saying why, and nothing of it is written
+        # (no signal of a converged note may be left out, so the whole note is deferred).
+        work.deferred[note.rel] = secret
+        return
     named = _named_files(work, note)
     topic_keys = {key for file in work.situational() for key in file.keys}
     targets: set[str] = set()
     reasons: list[str] = []
+    day = note_date(note.name, _mtime_date(note, work.date))
     for signal in _distinct_signals(note.signals):
         line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
         # A line pasted from memory brings its annotations; its source and trace are re-made
         # here (a pasted source may not resolve, a pasted trace is no change of this pass).
-        text = split_statement(quote_line(line, topic_keys), work.formats)[0]
-        if len(normalize(text)) < 2:
+        raw = split_statement(quote_line(line, topic_keys), work.formats)[0]
+        if len(normalize(raw)) < 2:
             reasons.append(f"line {signal.line} has no words to keep")
             continue
-        target, reason = _place(work, note, signal, text, named)
+        # the statement: cue words, hedges and the old side off, relative dates resolved
+        text = statement_text(raw, day) if signal.cls != "recurring" else _pattern_base(raw)
+        target, reason = _place(work, note, signal, text, named, raw, day)
         if target:
             targets.add(target)
         else:
@@ -213,6 +259,25 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
         work.converged[note.rel] = targets
     else:
         work.deferred[note.rel] = reasons[0] if reasons else "no signal line to keep; the builtin engine only quotes signal lines"
+
+
+def _mtime_date(note: SelectedNote, pass_date: str):
+    from datetime import date, datetime
+
+    if note.mtime_ns:
+        return datetime.fromtimestamp(note.mtime_ns / 1e9).date()
+    return date.fromisoformat(pass_date)
+def _secret_line(note: SelectedNote) -> str:
+    """Why the note is deferred when a signal line holds a credential, else ""."""
+    from cmem.converge.secrets import secret_kinds
+
+    for signal in _distinct_signals(note.signals):
+        line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+        kinds = secret_kinds(line)
+        if kinds:
+            return (f"line {signal.line} holds a credential ({', '.join(kinds)}); the builtin engine never copies one "
+                    "into memory: move it to a password manager, delete it from the note, and converge again")
+    return ""
 
 
 def _distinct_signals(signals: list[Signal]) -> list[Signal]:
@@ -234,10 +299,17 @@ def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
     return named
 
 
-def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> tuple[str | None, str]:
-    """Put one quoted line where it belongs; (file, "") or (None, why not)."""
+def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str], raw: str | None = None, day=None) -> tuple[str | None, str]:
+    """Put one line where it belongs; (file, "") or (None, why not). `raw` is the line as the
+    user wrote it (its cue words and old side find the statement a change replaces), `text` the
+    statement made of it."""
+    raw = text if raw is None else raw
     preferred = set(named)
-    is_change = signal.cls == "correction" or (signal.cls == "decision" and bool(SWITCH.search(text)))
+    is_change = signal.cls == "correction" or (signal.cls == "decision" and bool(SWITCH.search(raw)))
+    if signal.cls == "recurring" and day is not None:
+        merged = _merge_pattern(work, note, text, day)
+        if merged:
+            return merged
     # A correction quoting the old statement ("其实不是 X，是 Y") contains it: not a duplicate.
     duplicate = _find_duplicate(work, text, preferred, exact_only=is_change)
     if duplicate:
@@ -248,20 +320,91 @@ def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: li
             _add_source(work, file, statement, note.name)
         return file.rel, ""
     source = format_source([note.name], work.formats)
-    match = _best_match(work, note, text, preferred) if is_change else None
+    match = _best_match(work, note, raw, preferred) if is_change else None
     if match:
         if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
             return None, _FULL
-        _rewrite(work, *match, text, note.name)
-        work.written.add((match[0].rel, normalize(text), note.rel))
+        written = _rewrite(work, *match, text, note.name, raw)
+        work.written.add((match[0].rel, normalize(written), note.rel))
         return match[0].rel, ""
     file = _route(work, note, signal, text, named)
     if file.problem:
         return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
+    if signal.cls == "recurring" and day is not None:
+        text = _pattern_text(text, [day.isoformat()], work.formats_for(file, text))
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
-    _append(work, file, text, note.name)
+    _append(work, file, text, note.name, signal.cls)
     work.written.add((file.rel, normalize(text), note.rel))
+    return file.rel, ""
+
+
+# --- recurring patterns: one statement with its count and dates ---------------------------
+
+_RECURRING_CUES = re.compile(
+    r"[，,；;]?\s*(?:老毛病了?|老是|总是|每次都|每回都|一再|又一次|又)\s*[，,；;]?"
+    r"|\b(?:again|as usual|every (?:single )?time|over and over|time and again|for the nth time|same mistake)\b[,;]?",
+    re.IGNORECASE,
+)
+_COUNT = re.compile(r"\s*[（(](\d+) (?:次|times?)[：:]\s*([0-9、, -]+)[)）]\s*$")
+
+
+def _pattern_base(raw: str) -> str:
+    """A recurring line without its recurrence cues: what keeps happening."""
+    text = _RECURRING_CUES.sub(" ", raw)
+    text = re.sub(r"\s+", " ", text).strip(" ，,；;。.!！")
+    return text or raw
+
+
+def _pattern_text(base: str, dates: list[str], formats: Formats) -> str:
+    dates = sorted(set(dates))
+    if formats.source.startswith("（"):
+        return f"{base}（{len(dates)} 次：{'、'.join(dates)}）"
+    return f"{base} ({len(dates)} time{'s' if len(dates) != 1 else ''}: {', '.join(dates)})"
+
+
+def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str, str] | None:
+    """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
+    scanner counts recurrence): its count and dates grow, the note joins its sources."""
+    from cmem.signals import phrase_keys
+
+    keys = set(phrase_keys(base.lower()))
+    if not keys:
+        return None
+    best, best_shared = None, 0
+    for file in work.writable():
+        if not file.rel.startswith(work.config.resident_dir + "/"):
+            continue
+        for statement in file.statements(work.formats):
+            counted = _COUNT.search(statement.core)
+            if not counted:
+                continue
+            shared = len(keys & set(phrase_keys(statement.core[: counted.start()].lower())))
+            if shared > best_shared:
+                best, best_shared = (file, statement, counted), shared
+    if best is None:
+        return None
+    file, statement, counted = best
+    dates = [d.strip() for d in re.split(r"[、,]", counted.group(2)) if d.strip()]
+    if day.isoformat() in dates and note.name in statement.sources:
+        return file.rel, ""
+    formats = work.formats_for(file)
+    new_core = _pattern_text(statement.core[: counted.start()], dates + [day.isoformat()], formats)
+    index = statement.line_no - 1
+    line = file.lines[index]
+    prefix = _LIST_PREFIX.match(line).group(0)
+    names = list(dict.fromkeys([*statement.sources, note.name]))
+    today = [line[t.start : t.end] for t in statement.traces if t.date == work.date]
+    if today or (file.rel, statement.key) not in work.original_keys:
+        trace = "".join(today)  # this pass already kept the wording memory had before it
+    else:
+        # the count changes, so the old wording is kept as a trace (the dates say the rest)
+        trace = format_trace(work.date, statement.core, formats)
+    new = prefix + new_core + (_joiner(formats.trace) + trace if trace else "") + _joiner(formats.source) + format_source(names, formats)
+    if not _fits(work, file, new):
+        return None, _FULL
+    file.edit(index, 1, [new])
+    work.written.add((file.rel, normalize(new_core), note.rel))
     return file.rel, ""
 
 
@@ -329,18 +472,34 @@ def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str])
         for word in words:
             frequency[word] = frequency.get(word, 0) + 1
     best, best_score = None, 0.0
+    slot = _slot(text)
     for file, statement, words in candidates:
         shared = new_terms & words
         named = file.rel in preferred
+        same_slot = slot is not None and _slot(statement.core) == slot
         # One shared word is enough in a file the note names, or when it is the very thing the
-        # user says they replace ("Helix now, not Neovim" → the statement about Neovim).
-        if len(shared) < 2 and not (named and shared) and not (shared & old_terms):
+        # user says they replace ("Helix now, not Neovim" → the statement about Neovim); none
+        # when both fill a slot that holds one value ("I moved to Munich" → "I moved to Berlin").
+        if len(shared) < 2 and not (named and shared) and not (shared & old_terms) and not same_slot:
             continue
         score = sum((1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1) for w in sorted(shared))
+        score += 3 if same_slot else 0
         score *= 1.5 if named else 1
         if score > best_score:  # ties keep the earlier: named files, then resident, then path order
             best, best_score = (file, statement), score
     return best
+
+
+# Slots that hold one value at a time: where one lives. A move replaces the last one.
+_SLOTS = [("home", re.compile(r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在", re.IGNORECASE))]
+
+
+def _slot(text: str) -> str | None:
+    text = without_cue(text.strip())
+    for name, pattern in _SLOTS:
+        if pattern.search(text):
+            return name
+    return None
 
 
 def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> _File:
@@ -352,7 +511,22 @@ def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: li
     for rel in named:
         if rel.startswith(situational_dir):
             return work.files[rel]
-    return _best_topic(work, text) or _new_topic(work, note, text)
+    return _subject_topic(work, text) or _best_topic(work, text) or _new_topic(work, note, text)
+
+
+def _subject_topic(work: _Pass, text: str) -> _File | None:
+    """The topic file named after the line's subject (file name, title, alias or tag)."""
+    subject = subject_of(text)
+    if not subject:
+        return None
+    key = name_key(subject)
+    for file in work.situational():
+        if file.problem:
+            continue
+        title = next((line[2:] for line in file.lines[file.body_start - 1 :] if line.startswith("# ")), "")
+        if key in file.keys or name_key(title) == key or name_key(slug(subject)) in file.keys:
+            return file
+    return None
 
 
 def _weight(words: set[str]) -> float:
@@ -382,7 +556,10 @@ _GENERIC_TAGS = {name_key(t) for t in "daily journal diary 日记 随手记 笔�
 def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
     """A new topic file, named by the note's first specific tag or link, else the line's words."""
     names = [n for n in [*note.tags, *note.links] if name_key(n) not in _GENERIC_TAGS and slug(n)]
-    if names:
+    subject = subject_of(text)
+    if subject:
+        title = subject
+    elif names:
         title = names[0].replace("-", " ").replace("_", " ").strip()
     else:
         title = " ".join(leading_words(without_cue(text))) or "topic"
@@ -392,7 +569,8 @@ def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
         number += 1
         rel = f"{work.config.situational_dir}/{name}-{number}.md"
     if rel not in work.files:
-        summary = without_cue(text)
+        # named from its subject, the file is summarised by it: a first statement would go stale
+        summary = title if subject else without_cue(text)
         summary = summary if len(summary) <= 80 else summary[:79] + "…"
         work.files[rel] = _new_file(rel, summary, 5, work.date, title[:1].upper() + title[1:], [name])
     return work.files[rel]
@@ -423,7 +601,8 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
         separator = _separator_of(annotation, work.formats)
         line = line[:start] + annotation[:close] + separator + f"[[{name}]]" + annotation[close:] + line[end:]
     else:
-        line = line.rstrip() + _joiner(work.formats.source) + format_source([name], work.formats)
+        formats = work.formats_for(file)
+        line = line.rstrip() + _joiner(formats.source) + format_source([name], formats)
     file.edit(index, 1, [line])
 
 
@@ -436,8 +615,10 @@ def _separator_of(annotation: str, formats: Formats) -> str:
     return formats.source_separator
 
 
-def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: str) -> None:
-    """The new words, then a trace quoting the old ones with their own traces, then the source."""
+def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None) -> str:
+    """The new words, then a trace quoting the old ones with their own traces, then the source.
+    A short "不是 X，是 Y" / "Y, not X" puts Y in place of X inside the old statement instead.
+    Returns the new statement's words."""
     index = statement.line_no - 1
     line = file.lines[index]
     prefix = _LIST_PREFIX.match(line).group(0)
@@ -445,15 +626,55 @@ def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: st
     for start, end in sorted(_own_source_spans(line, work.formats), reverse=True):
         old = old[:start] + old[end:]
     old = " ".join(old[len(prefix) :].split())
-    formats = work.formats
+    swap = substitution(raw or text)
+    if swap and swap[0] and swap[0] in statement.core and swap[1] not in statement.core:
+        text = statement.core.replace(swap[0], swap[1])
+    formats = work.formats_for(file)
     new = prefix + text + _joiner(formats.trace) + format_trace(work.date, old, formats) + _joiner(formats.source) + format_source([name], formats)
     file.edit(index, 1, [new])
+    return text
 
 
-def _append(work: _Pass, file: _File, text: str, name: str) -> None:
-    line = f"- {text}{_joiner(work.formats.source)}{format_source([name], work.formats)}"
+_CLASS_HEADINGS = {
+    "en": {"preference": "Preferences", "correction": "Facts", "decision": "Decisions", "recurring": "Patterns"},
+    "zh": {"preference": "偏好", "correction": "事实", "decision": "决定", "recurring": "反复出现的模式"},
+}
+
+
+def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> None:
+    resident = file.rel.startswith(work.config.resident_dir + "/")
+    formats = work.formats_for(file, "" if resident else text)  # resident files are in the vault's language
+    line = f"- {text}{_joiner(formats.source)}{format_source([name], formats)}"
+    if resident and cls in _CLASS_HEADINGS["en"]:
+        # resident files keep one heading per class: a decision never lands under "weaknesses"
+        language = "zh" if formats.source.startswith("（") else "en"
+        _append_under(work, file, f"## {_CLASS_HEADINGS[language][cls]}", line)
+        return
     index, blank_first = _insertion_point(work, file, terms(text))
     file.edit(index, 0, ["", line] if blank_first else [line])
+
+
+def _append_under(work: _Pass, file: _File, heading: str, line: str) -> None:
+    """After the last line of the section `heading` (any level, any case), or a new section at
+    the file's end."""
+    top = file.body_start - 1
+    wanted = heading.lstrip("#").strip().casefold()
+    for index in range(top, len(file.lines)):
+        match = re.match(r"(#{1,6})\s+(.*?)\s*$", file.lines[index])
+        if match and match.group(2).casefold() == wanted:
+            level = len(match.group(1))
+            end = index + 1
+            while end < len(file.lines):
+                other = re.match(r"(#{1,6})\s", file.lines[end])
+                if other and len(other.group(1)) <= level:
+                    break
+                end += 1
+            while end > index + 1 and not file.lines[end - 1].strip():
+                end -= 1
+            file.edit(end, 0, [line])
+            return
+    tail = [] if not file.lines or not file.lines[-1].strip() else [""]
+    file.edit(len(file.lines), 0, [*tail, heading, "", line])
 
 
 def _insertion_point(work: _Pass, file: _File, new_terms: frozenset[str]) -> tuple[int, bool]:

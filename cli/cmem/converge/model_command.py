@@ -112,9 +112,17 @@ def _write_prompt_file(data: bytes) -> str:
     return path
 
 
-def _display(argv: list[str]) -> str:
+def _display(argv: list[str], width: int = 100) -> str:
+    """The command for a message: whole when short; else the program's name and the command's
+    tail, which is what tells commands apart (`python … tests/fake_llm.py --marker x`) — a long
+    clone path must not hide the script's name behind the interpreter's."""
     text = shlex.join(argv)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if len(text) <= width:
+        return text
+    program = os.path.basename(argv[0]) or argv[0]
+    room = max(width - len(program) - 3, 20)
+    tail = shlex.join(argv[1:])
+    return f"{program} …{tail[-room:]}" if tail else program
 
 
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:

@@ -116,3 +116,47 @@ def convergent_path_problem(vault: Vault, path: str) -> str | None:
     if vault.layer_of(path) not in (RESIDENT, SITUATIONAL):
         return f"is outside the convergent layer ({vault.config.resident_dir}/ and {vault.config.situational_dir}/)"
     return _disk_problem(vault, path)
+
+
+# --- look-alike names (SPEC §5, rule 12) -----------------------------------------------------
+
+# Letters of other scripts drawn like Latin ones (a small part of Unicode's confusables list:
+# the ones a keyboard or a model produces), and digits drawn like letters.
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
+    "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ӏ": "l", "ԛ": "q", "ԝ": "w", "һ": "h",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "ı": "i", "ł": "l", "ℓ": "l", "ɡ": "g", "ɑ": "a", "0": "o", "1": "l", "|": "l", "ｌ": "l",
+})
+
+
+def skeleton(path: str) -> str:
+    """A path as it looks: NFKC, case folded, look-alike letters mapped to one form, marks
+    dropped. Two paths with one skeleton are one name to a reader (and one file on a
+    case-insensitive file system)."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", path).casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return plain.translate(_CONFUSABLES)
+
+
+def lookalike_problem(path: str, existing: list[str]) -> str | None:
+    """Why a new memory file's path is too close to an existing one, or None."""
+    if unicodedata.normalize("NFC", path) != path:
+        return f"is not in Unicode NFC form (write it as {show_path(unicodedata.normalize('NFC', path))!r})"
+    if path in existing:
+        return None
+    shape = skeleton(path)
+    for other in existing:
+        if other != path and skeleton(other) == shape:
+            return f"differs from the existing memory file {show_path(other)} only by case, Unicode form or look-alike characters; write to that file"
+    return None
+
+
+def note_stem_problem(path: str, note_shapes: dict[str, str]) -> str | None:
+    """Why a new memory file may not have this name: its stem looks like a note's name
+    (divergent or archived; `note_shapes` maps a name's skeleton to the name), so `[[name]]`
+    would no longer say which one a source means."""
+    name = note_shapes.get(skeleton(path.rsplit("/", 1)[-1].removesuffix(".md")))
+    if name is not None:
+        return f"is named like the note [[{name}]]; a source [[{name}]] would become ambiguous — choose another name"
+    return None

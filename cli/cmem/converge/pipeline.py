@@ -33,7 +33,8 @@ from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.runner import Step, open_step
 from cmem.vault import Vault
 
-Progress = Callable[[str, float | None], None]  # (message, elapsed seconds or None)
+# (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.Spinner
+Progress = Callable[..., None]
 
 
 @dataclass
@@ -48,6 +49,7 @@ class PassOptions:
     propose: bool = False
     allow_shrink: bool = False
     apply_proposal: bool = False  # `cmem apply`: apply even in review mode
+    keep_raw_prompt: bool = False  # --keep-raw-prompt: the run record keeps credentials unredacted
     now: datetime | None = None
     # Unattended triggers: asked again once the lock is held; a reason means "not due any more"
     # (a trigger that waited behind another pass must not run a second one).
@@ -67,6 +69,7 @@ class PassResult:
     waiting: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    moved: list[dict] = field(default_factory=list)  # statements that left one file for another
     diff: str = ""
     diffstat: list[tuple[str, int, int]] = field(default_factory=list)
     prompt: str | None = None
@@ -76,14 +79,18 @@ class PassResult:
     signals: int = 0
     message: str = ""
     selected: list[str] = field(default_factory=list)  # the notes the pass (or its prompt) covers
+    lines: list = field(default_factory=list)  # coverage.LineFate of each signal line of a converged note
+    rounds: int = 0  # times the engine was asked (1 + repair rounds)
 
     def to_json(self) -> dict:
         return {
             "status": self.status, "pass": self.pass_id, "commit": self.commit, "changed": self.changed,
             "converged": self.converged, "deferred": self.deferred, "staged": self.staged,
-            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting,
+            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting, "moved": self.moved,
             "snapshot_commit": self.snapshot_commit, "engine": self.engine, "model": self.model,
             "run": self.run_dir, "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
+            "signal_lines": [fate.to_json() for fate in self.lines],
+            "rounds": self.rounds,
         }
 
 
@@ -169,7 +176,7 @@ class _NotDue(Exception):
 
 
 def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = None) -> PassResult:
-    progress = progress or (lambda message, elapsed: None)
+    progress = progress or (lambda message, elapsed, limit=None: None)
     now = options.now or datetime.now().astimezone()
     if options.dry_run or options.emit_prompt:
         with vault_lock(vault.state_dir, "converge"):
@@ -219,6 +226,9 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     budget = options.budget or vault.config.budget_tokens
     fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    from cmem.signals import ALREADY_CONVERGED, EXCLUDED
+
+    selection.deferred_lines = {(d.note, d.line) for d in scan.deferred if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)}
     if not selection.notes:
         return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)", warnings=odd)
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
@@ -234,17 +244,84 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its run record
     result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
                         signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
-    record = new_run(vault, pass_id)
+    record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
     result.run_dir = str(record.folder)
     # Files cmem may not rewrite are left out of the validator's originals: it then reads them
     # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
     writable = {rel: text for rel, text in originals.items() if rewritable(raw_originals[rel])}
     result.warnings += [f"{rel} {unwritable_reason(raw_originals[rel])}; the engine sees it, the pass never rewrites it"
                         for rel in sorted(originals) if rel not in writable]
-    validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
-    if validation is None:
-        return result
-    return _finish(vault, options, state, selection, validation, raw_originals, originals, step, pass_date, now, result, record)
+    result.selected = [n.rel for n in selection.notes]
+    # A pass that fails, is refused or is interrupted leaves its outcome in the run record, so
+    # `cmem log` lists it beside the committed ones (it has no commit of its own to be read back).
+    applying = False
+    try:
+        validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
+        if validation is None:
+            _record_outcome(record, result, step, now, "failed", result.message, result.errors)
+            return result
+        applying = True
+        return _finish(vault, options, state, selection, validation, raw_originals, originals, step, pass_date, now, result, record)
+    except KeyboardInterrupt as interrupt:
+        _record_outcome(record, result, step, now, "interrupted", "stopped with Ctrl-C" + (" while writing" if applying else ""))
+        # the CLI prints this under "interrupted": what was and was not done
+        interrupt.cmem_summary = interrupted_summary(result, step.snapshot if step else None, applying)
+        raise
+    except CmemError as exc:
+        from cmem.trust import UntrustedCommand
+
+        refused = isinstance(exc, UntrustedCommand)
+        _record_outcome(record, result, step, now, "refused" if refused else "failed", str(exc))
+        if step is not None and not applying:  # an apply's own error already says what was kept
+            exc.args = (f"{exc}\n{failure_summary(result, step.snapshot)}",)
+        raise
+
+
+def failure_summary(result: PassResult, snapshot: str | None) -> str:
+    """What a failed pass did and did not do, and what to do next (for messages)."""
+    lines = []
+    if result.engine in ("llm", None):
+        asked = {0: "the model was not asked", 1: "the model was asked once"}.get(
+            result.rounds, f"the model was asked {result.rounds} times (1 + {result.rounds - 1} repair rounds)")
+        lines.append(f"  {asked}; no memory file was written and no note was marked converged")
+    else:
+        lines.append("  no memory file was written and no note was marked converged")
+    if snapshot:
+        lines.append(f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)")
+    if result.run_dir:
+        lines.append(f"  run record: {result.run_dir}")
+    lines.append("  next: read the run record, then run `cmem converge` again (or `--engine builtin`); `cmem log` lists this pass")
+    return "\n".join(lines)
+
+
+def interrupted_summary(result: PassResult, snapshot: str | None, applying: bool) -> str:
+    if applying:
+        lines = ["  the pass was stopped while writing: the next cmem command (or `cmem doctor --fix`) finishes it "
+                 "or rolls it back from its journal, so no file is left half-written"]
+    else:
+        lines = failure_summary(result, snapshot).splitlines()[:-1]
+        if result.engine == "llm":
+            lines.insert(1, "  the model command was stopped")
+    if applying and snapshot:
+        lines.append(f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)")
+    if applying and result.run_dir:
+        lines.append(f"  run record: {result.run_dir}")
+    lines.append("  the pending notes stay pending; run `cmem converge` again when ready (`cmem log` lists this pass)")
+    return "\n".join(lines)
+
+
+def _record_outcome(record: RunRecord, result: PassResult, step: Step | None, now: datetime, status: str, reason: str,
+                    errors: list[str] | None = None) -> None:
+    if step is None:
+        return  # a dry run wrote nothing and says so at once; only real passes are history
+    try:
+        record.write("outcome.json", {
+            "status": status, "reason": reason, "rounds": result.rounds, "engine": result.engine, "model": result.model,
+            "snapshot_commit": step.snapshot, "time": now.isoformat(timespec="seconds"), "notes": list(result.selected),
+            "errors": list(errors or [])[:10],
+        })
+    except OSError:
+        pass  # the failure being reported matters more than its record
 
 
 def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass_date: str, allow_shrink: bool):
@@ -263,33 +340,55 @@ def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass
 def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, record: RunRecord, result: PassResult, progress):
     """Engine → parse → validate, with repair rounds for a model. Returns the Validation, or
     None with `result` filled in when the pass failed."""
+    from cmem.converge.reply_text import clean_reply
     from cmem.converge.response import parse_response
     from cmem.converge.validate import format_issues, validate_response
 
     ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
     engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress, record)
-    record.write("prompt.txt", prompt.text)
-    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date})
+    redacted = record.write("prompt.txt", prompt.text)
+    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date,
+                              "redacted": redacted, "raw_prompt_kept": not record.redact})
     rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
     current_prompt = prompt.text
+    acceptable = None  # a valid reply with likely inventions, kept while the model is asked once more
     for attempt in range(1, rounds + 2):
+        result.rounds = attempt
         response_text = ask(current_prompt, attempt)
         record.write(f"response-{attempt}.txt", response_text)
+        # ANSI codes and a reasoning model's leading <think> block are no part of the answer
+        cleaned = clean_reply(response_text)
+        response_text = cleaned.text
         response = parse_response(response_text)
         validation = validate_response(vault, response, ctx)
         issues = list(validation.errors)  # the parser's own errors and warnings are included
         warnings = [str(w) for w in validation.warnings]
-        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings})
+        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings, "removed": cleaned.removed})
+        if not issues and validation.inventions and acceptable is None and attempt <= rounds:
+            # A likely invention goes back once ("cite the note that says this or drop it");
+            # only a second answer, or this one if the second is worse, is applied with the warning.
+            acceptable = (validation, warnings)
+            progress(f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them", None)
+            current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(validation.inventions), pass_date)
+            record.write(f"prompt-{attempt + 1}.txt", current_prompt)
+            continue
         if not issues:
             result.warnings += warnings
+            result.moved = validation.moves
             return validation
         result.errors = [str(i) for i in issues]
+        if acceptable is not None:
+            result.errors = []
+            result.warnings += acceptable[1]
+            result.moved = acceptable[0].moves
+            return acceptable[0]
         if attempt <= rounds:
             progress(f"response rejected ({len(issues)} problems); asking the model to repair it", None)
             current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(issues), pass_date)
             record.write(f"prompt-{attempt + 1}.txt", current_prompt)
     result.status = "failed"
-    result.message = f"the {engine} response was rejected; nothing was written (run record: {record.folder})"
+    asked = "once" if rounds == 0 else f"{rounds + 1} times ({rounds} repair rounds)"
+    result.message = f"the {engine} response was rejected after asking {asked}; nothing was written (run record: {record.folder})"
     return None
 
 
@@ -326,7 +425,7 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
         try:
             reply = run_model_command(
                 resolved.command, safe_prompt, timeout=resolved.timeout, max_output_bytes=resolved.max_output_bytes,
-                on_tick=lambda elapsed: progress(label, elapsed),
+                on_tick=lambda elapsed: progress(label, elapsed, resolved.timeout),
             )
         except CmemError as exc:
             # keep what the model did say: the run record is where a user looks next
@@ -349,6 +448,11 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     result.deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
     writes = {rel: text for rel, text in validation.writes.items()}
     result.changed = sorted(writes)
+    result.lines = _line_fates(vault, selection, converged, originals, writes)
+    result.warnings += [
+        f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
+        "it stays pending (`cmem scan` shows it)" for fate in result.lines if fate.where == "pending"
+    ]
     result.diff, result.diffstat = make_diff(originals, writes)
     if options.dry_run or step is None:
         result.status = "dry-run"
@@ -370,7 +474,7 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     for rel in converged:
         note = by_rel[rel]
         state.notes[rel] = ConvergedNote(
-            sha256=note.sha256, lines=_converged_lines(state, note), pass_id=pass_id,
+            sha256=note.sha256, lines=_converged_lines(state, note, _pending_lines(note, result.lines, selection.deferred_lines)), pass_id=pass_id,
             time=now.isoformat(timespec="seconds"), into=sorted(into.get(rel, [])),
         )
         stage_entries.append(StageEntry(note.name, archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date), sorted(into.get(rel, [])), note.sha256))
@@ -429,12 +533,26 @@ def _into(entries, by_rel) -> dict[str, list[str]]:
     return result
 
 
-def _converged_lines(state: State, note: SelectedNote) -> set[str]:
-    """Every line of the note as read: the note is converged as a whole; an edit later makes only
-    the new lines pending."""
+def _converged_lines(state: State, note: SelectedNote, left_pending: set[int] = frozenset()) -> set[str]:
+    """Every line of the note as read, but the signal lines no statement or trace holds: the
+    note is converged as a whole; an edit later makes only the new lines pending, and a signal
+    line the engine did not carry stays pending (never silently lost)."""
     previous = state.notes.get(note.rel)
-    keys = {line_key(line) for line in note.lines if line.strip()}
-    return keys | (previous.lines if previous else set())
+    keep = {line_key(note.lines[n - 1]) for n in left_pending if 0 < n <= len(note.lines)}
+    keys = {line_key(line) for number, line in enumerate(note.lines, 1) if line.strip() and number not in left_pending}
+    return (keys | (previous.lines if previous else set())) - keep
+
+
+def _line_fates(vault: Vault, selection: Selection, converged: list[str], originals: dict[str, str], writes: dict[str, str]) -> list:
+    from cmem.converge.coverage import line_fates
+
+    return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
+
+
+def _pending_lines(note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()) -> set[int]:
+    """Lines of a converged note that stay pending: signal lines no statement or trace holds, and
+    lines the scan deferred on their own."""
+    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {line for rel, line in deferred if rel == note.rel}
 
 
 def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
@@ -463,6 +581,8 @@ def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
         message.add("Deferred", f"{deferred['note']} ({deferred['reason']})")
     for rel in result.changed:
         message.add("Changed", rel)
+    for move in result.moved:
+        message.add("Moved", f"{move['statement']} ({move['from']} → {', '.join(move['to'])})")
     message.add("Engine", f"{result.engine}" + (f" ({result.model})" if result.model else ""))
     for warning in result.warnings:
         message.add("Warning", warning)

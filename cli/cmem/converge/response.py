@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 RESPONSE = "response"  # the `file` of issues about the reply itself
 MAX_ERRORS = 50  # a reply this broken needs rewriting, not a longer list
+# The largest reply read at all (UTF-8 bytes): the model runner's default output cap. Everything
+# after this check is linear in the reply's size, so validation under the vault lock is bounded.
+MAX_RESPONSE_BYTES = 4_000_000
 
 KNOWN_ATTRIBUTES = {
     "convergence": set(),
@@ -26,8 +29,10 @@ KNOWN_ATTRIBUTES = {
     "deferred": {"note", "reason"},
 }
 
-# A tag whose attribute values may hold `<` or `>` inside quotes.
-_TAG = re.compile(r"""<(/?)([A-Za-z][\w.:-]*)((?:[^<>"']|"[^"]*"|'[^']*')*)>""")
+# A tag whose attribute values may hold `<` or `>` inside quotes. Its parts are bounded, so a
+# search that fails (an unclosed quote) gives up within a few thousand characters instead of
+# reading to the end of the reply from every `<`: the reply is read in linear time.
+_TAG = re.compile(r"""<(/?)([A-Za-z][\w.:-]{0,63})((?:[^<>"']|"[^"]{0,2000}"|'[^']{0,2000}'){0,4000})>""")
 _ATTRIBUTE = re.compile(r"""\s*([^\s=/"'<>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
 _ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9A-Fa-f]+);")
 _NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
@@ -122,6 +127,7 @@ class _Reader:
         self.response = response
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._found: dict[str, tuple[int, int]] = {}
+        self.block_lines: dict[str, int] = {}  # path → line of its file block (a dict: no rescan per block)
 
     def find(self, needle: str, start: int) -> int:
         """`str.find`, remembering the answer: a reply of many unclosed elements must not make
@@ -171,10 +177,14 @@ class _Reader:
 
 def parse_response(text: str) -> Response:
     """The elements of the first `<convergence>` element of a reply, with errors and warnings."""
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     response = Response()
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_RESPONSE_BYTES:
+        response.errors.append(Issue(RESPONSE, 0, "format", f"the response is {size} bytes, over the limit of {MAX_RESPONSE_BYTES}; cmem does not read it (write only the files that change)"))
+        return response
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reader = _Reader(text, response)
-    opening = _find_opening(text)
+    opening = _find_opening(text, reader=reader)
     if opening is None:
         what = "is empty" if not text.strip() else "holds no <convergence> element"
         response.errors.append(Issue(RESPONSE, 0, "format", f"the response {what}; answer with one <convergence>…</convergence> element"))
@@ -183,26 +193,48 @@ def parse_response(text: str) -> Response:
     end = _read_elements(reader, opening.end())
     if end is None:
         reader.error(len(text), "the response ends without </convergence> (was it cut off?); send the whole element")
-    elif _second_element(text, end) is not None:
+    elif _second_element(reader, end) is not None:
         # Two answers ("oops, here is a better one"): applying either could apply the one the
         # model retracted, so neither is; the repair round asks for exactly one.
-        reader.error(_second_element(text, end), "a second <convergence> element follows the first; answer with exactly one")
-    elif _find_opening(text, end):
+        reader.error(_second_element(reader, end), "a second <convergence> element follows the first; answer with exactly one")
+    elif _find_opening(text, end, reader):
         reader.warn(end, "text after the first </convergence> is ignored, including a quoted <convergence>")
     return response
 
 
-def _find_opening(text: str, start: int = 0) -> re.Match | None:
+_OPENING = re.compile(r"<convergence[\s/>]")
+
+
+def _starts_line(reader: _Reader, offset: int) -> bool:
+    """Only blanks before `offset` on its line (found through the line table: no rescan)."""
+    start = reader.line_starts[reader.line_at(offset) - 1]
+    return not reader.text[start:offset].strip()
+
+
+def _convergence_tags(reader: _Reader, start: int):
+    """`<convergence>` opening tags from `start`: found by a plain search first, so a reply full
+    of other tags is not matched tag by tag."""
+    for candidate in _OPENING.finditer(reader.text, start):
+        match = _TAG.match(reader.text, candidate.start())
+        if match and match.group(2) == "convergence" and not match.group(1):
+            yield match
+
+
+def _find_opening(text: str, start: int = 0, reader: _Reader | None = None) -> re.Match | None:
     """The first `<convergence>` tag; one that starts a line wins over one quoted in chat."""
-    tags = [m for m in _TAG.finditer(text, start) if m.group(2) == "convergence" and not m.group(1)]
-    at_line_start = [m for m in tags if not text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()]
-    return (at_line_start or tags or [None])[0]
+    reader = reader or _Reader(text, Response())
+    first = None
+    for match in _convergence_tags(reader, start):
+        if _starts_line(reader, match.start()):
+            return match
+        first = first or match
+    return first
 
 
-def _second_element(text: str, start: int) -> int | None:
+def _second_element(reader: _Reader, start: int) -> int | None:
     """Offset of another `<convergence>` tag that starts a line after `start` (one quoted in chat is not an answer)."""
-    for match in _TAG.finditer(text, start):
-        if match.group(2) == "convergence" and not match.group(1) and not text[text.rfind("\n", 0, match.start()) + 1 : match.start()].strip():
+    for match in _convergence_tags(reader, start):
+        if _starts_line(reader, match.start()):
             return match.start()
     return None
 
@@ -266,10 +298,11 @@ def _read_file(reader: _Reader, match: re.Match) -> int:
         return len(text)
     if path is None:
         reader.error(match.start(), "<file> without a path attribute")
-    elif any(block.path == path for block in response.files):
-        first = next(block for block in response.files if block.path == path)
-        reader.error(match.start(), f"a second file block for {path!r} (the first is at line {first.line}); send each file once")
+    elif path in reader.block_lines:
+        first_line = reader.block_lines[path]
+        reader.error(match.start(), f"a second file block for {path!r} (the first is at line {first_line}); send each file once")
     else:
+        reader.block_lines[path] = line
         response.files.append(FileBlock(path, _unfence(reader, match.start(), lines), line))
     return reader.line_end(offset)
 
@@ -308,10 +341,11 @@ def _dropped_text(reader: _Reader, match: re.Match) -> tuple[str | None, int]:
     if match.group(3).rstrip().endswith("/"):
         return None, match.end()
     close = reader.find("</dropped>", match.end())
-    inner = reader.text[match.end() : close if close >= 0 else len(reader.text)]
-    if close < 0 or _NEXT_ELEMENT.search(inner):
+    # searched in place, not in a slice: a copy of the rest of the reply for each of many
+    # unclosed <dropped> would be quadratic
+    if close < 0 or _NEXT_ELEMENT.search(reader.text, match.end(), close):
         return None, match.end()
-    return inner, close + len("</dropped>")
+    return reader.text[match.end() : close], close + len("</dropped>")
 
 
 def _read_dropped(reader: _Reader, match: re.Match) -> int:
@@ -337,11 +371,11 @@ def _read_converged(reader: _Reader, match: re.Match) -> int:
     attributes = reader.attributes(match)
     _, end = _element_text(reader, match)
     note = attributes.get("note", "").strip()
-    into = [part.strip() for part in attributes.get("into", "").split(",") if part.strip()]
+    into = [part.strip() for part in re.split(r"[,;]", attributes.get("into", "")) if part.strip()]
     if not note:
         reader.error(match.start(), "<converged> without a note attribute")
     elif not into:
-        reader.error(match.start(), f"<converged note={note!r}> does not say into which files (into=\"a.md, b.md\"); a note with nothing to keep is <deferred>")
+        reader.error(match.start(), f"<converged note={note!r}> does not say into which files (into=\"a.md; b.md\"); a note with nothing to keep is <deferred>")
     else:
         reader.response.converged.append(ConvergedEntry(note, into, reader.line_at(match.start())))
     return end

@@ -1,10 +1,15 @@
 """Run records (SPEC §3): every pass that reaches the engine leaves `runs/<pass id>/` in the
 state folder — the prompt, the command and model, each raw response, the validation result — so
-a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later."""
+a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later.
+
+A run record is private: its folders are 0700 and its files 0600 whatever the umask, and what it
+holds is redacted as the prompt is (cmem.converge.secrets) unless the pass was run with
+`--keep-raw-prompt` — a note's credential must not sit in plain text in a second place."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,20 +19,29 @@ from cmem.errors import CmemError
 from cmem.vault import Vault
 
 KEEP_RUNS = 50
+FILE_MODE, FOLDER_MODE = 0o600, 0o700
 
 
 @dataclass(frozen=True)
 class RunRecord:
     folder: Path
+    redact: bool = True  # False with --keep-raw-prompt
 
     @property
     def pass_id(self) -> str:
         return self.folder.name
 
-    def write(self, name: str, content: str | dict) -> None:
+    def write(self, name: str, content: str | dict) -> int:
+        """Write one file of the record; how many credential-like strings were redacted from it."""
+        redacted = 0
+        if self.redact:
+            from cmem.converge.secrets import redact_data
+
+            content, redacted = redact_data(content)
         if isinstance(content, dict):
             content = json.dumps(content, ensure_ascii=False, indent=2) + "\n"
-        write_atomic(self.folder / name, content)
+        write_atomic(self.folder / name, content, mode=FILE_MODE)
+        return redacted
 
     def read_json(self, name: str) -> dict:
         try:
@@ -43,11 +57,14 @@ def runs_dir(vault: Vault) -> Path:
     return vault.state_dir / "runs"
 
 
-def new_run(vault: Vault, pass_id: str) -> RunRecord:
-    folder = runs_dir(vault) / pass_id
-    folder.mkdir(parents=True, exist_ok=True)
-    _prune(runs_dir(vault))
-    return RunRecord(folder)
+def new_run(vault: Vault, pass_id: str, redact: bool = True) -> RunRecord:
+    base = runs_dir(vault)
+    folder = base / pass_id
+    folder.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+    for private in (base, folder):  # mkdir's mode is cut by the umask, and an old folder keeps its own
+        os.chmod(private, FOLDER_MODE)
+    _prune(base)
+    return RunRecord(folder, redact)
 
 
 def find_run(vault: Vault, name: str) -> RunRecord:

@@ -37,6 +37,9 @@ class Selection:
     notes: list[SelectedNote]
     waiting: list[PendingNote]  # over the budget: next pass
     unreadable: list[str]  # pending when scanned, unreadable now
+    # (note, line) of each line the scan deferred on its own (one-off, vague, venting): a pass that
+    # converges the note leaves them pending, so they wait visibly for recurrence or confirmation
+    deferred_lines: set[tuple[str, int]] = field(default_factory=set)
 
 
 def select_notes(vault: Vault, pending: list[PendingNote], budget_tokens: int, only: list[str] | None = None) -> Selection:

@@ -12,10 +12,19 @@ is no error, the exact texts to write. The numbered rules are SPEC §5's:
 5. new traces carry the pass date;
 6. the resident sublayer stays within `resident_max_tokens`;
 7. `<converged>`/`<deferred>` name only notes of the pass;
-8. `<dropped>` removes at most a quarter of a file of four or more statements.
+8. `<dropped>` (or blanking) removes at most a quarter of a file of two or more statements;
+9. every added line is a statement, a blank, a short structural heading or a line the file had;
+   frontmatter: only `summary`, `updated`, `tags`, `aliases` added or changed, no YAML anchors;
+10. a statement leaves a file only as a move (reported), inside its own rewrite's trace, or in
+   `<dropped>`; at most a quarter of the memory layer is lost, nothing moves out of the resident
+   layer (both unless `--allow-shrink`);
+11. a source is a note (divergent or archived), never a memory file or the checklist;
+12. a new file's path is NFC, not a look-alike of a memory file, not named like a note;
+13. a situational file stays within `situational_max_tokens`.
 
 Statements are compared by `Statement.key` — the normalised core, without list marker, sources
-and traces — so rewording punctuation or moving a source is not a change.
+and traces — so rewording punctuation or moving a source is not a change (digits, signs,
+currency and question marks are kept: changing them is).
 """
 
 from __future__ import annotations
@@ -27,26 +36,58 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from cmem.config import Formats
-from cmem.converge.paths import convergent_path_problem, show_path
+from cmem.converge.lines import frontmatter_problems, is_blank, unaccounted_lines
+from cmem.converge.paths import convergent_path_problem, lookalike_problem, note_stem_problem, show_path, skeleton
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.notes import parse_frontmatter_block, read_note, split_frontmatter
+from cmem.notes import frontmatter_hazard, parse_frontmatter_block, read_note, split_frontmatter
 from cmem.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
 from cmem.tokens import estimate_tokens
-from cmem.vault import RESIDENT, NoteFile, Vault
+from cmem.vault import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3
+# A statement in one script citing a note in another (an English statement from a Chinese note)
+# shares only names and numbers with it (uv, Python, 1500): across scripts, a statement is
+# suspect only when the names and numbers there are to share are not shared at all.
+_MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
 _INVENTION_MIN_TOKENS = 3
 _STOPWORDS = frozenset("a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split())
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # Lines a model writes instead of the text it did not want to repeat.
 _ELISION = re.compile(
     r"(rest|remainder|remaining|other|everything else|existing)\b.{0,40}\b(unchanged|omitted|same|as before|as is|elided)"
-    r"|\b(unchanged|omitted) for brevity|^\W*(\.{3,}|…+)\W*$"
+    r"|\b(unchanged|omitted) for brevity"
     r"|(其余|其他|其它|以下|以上|剩余|剩下).{0,8}(不变|省略|同上|未变|略)",
     re.IGNORECASE,
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_WORD_CHAR = re.compile(r"\w")
+_BRACKET = re.compile(r"[（(【\[）)】\]]")
+_OPENERS = frozenset("（(【[")
+# A pass rewrites a handful of files; each file block costs checks on disk, so a reply of
+# thousands is refused before any is looked at.
+MAX_FILE_BLOCKS = 200
+# Traces nest one level per change; deeper nesting is a hostile or broken reply, and parsing it
+# level by level would cost the line's length once per level.
+MAX_NESTING = 64
+
+
+def _is_ellipsis_line(line: str) -> bool:
+    """A line of only dots and punctuation, like `...` or `- …`: the model skipped text. (A plain
+    test, not a pattern: `^\\W*(\\.{3,})\\W*$` backtracks with the cube of a line of dots.)"""
+    return ("..." in line or "…" in line) and not _WORD_CHAR.search(line)
+
+
+def _nesting(line: str) -> int:
+    """The deepest bracket nesting in a line, in one pass over its brackets."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(line):
+        if match.group() in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
 
 
 @dataclass
@@ -69,10 +110,15 @@ class Validation:
     bases: dict[str, str | None] = field(default_factory=dict)  # path → the text each write replaces
     converged: list[ConvergedEntry] = field(default_factory=list)  # note = the selected path
     deferred: list[DeferredEntry] = field(default_factory=list)
+    moves: list[dict] = field(default_factory=list)  # {"statement", "from", "to": [paths]}: reported, never silent
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def inventions(self) -> list[Issue]:
+        return [w for w in self.warnings if w.rule == "invention"]
 
 
 @dataclass
@@ -109,11 +155,14 @@ def validate_response(vault: Vault, response: Response, ctx: PassContext) -> Val
     changes = checker.load_changes()
     for change in changes:
         checker.check_frontmatter(change)
+        checker.check_lines(change)
         checker.check_sources(change)
         checker.check_removals(change, changes)
         checker.check_new_traces(change, changes)
+    checker.check_layer_loss(changes)
     checker.check_dropped_entries(changes)
     checker.check_resident_size(changes)
+    checker.check_situational_size(changes)
     checker.check_notes(changes)
     checker.check_invention(changes)
     if result.ok:
@@ -135,11 +184,16 @@ def _short(text: str, limit: int = 70) -> str:
 
 
 def _all_traces(traces: tuple[Trace, ...] | list[Trace]) -> list[Trace]:
-    """Traces at every depth: a statement's own, and the ones nested inside them."""
+    """Traces at every depth: a statement's own, and the ones nested inside them (without
+    recursion: a hostile reply may nest deeper than Python's stack)."""
     found = []
-    for trace in traces:
-        found.append(trace)
-        found.extend(_all_traces(trace.older))
+    pending = [(list(traces), 0)]
+    while pending:
+        level, depth = pending.pop()
+        for trace in level:
+            found.append(trace)
+            if depth < MAX_NESTING:
+                pending.append((trace.older, depth + 1))
     return found
 
 
@@ -149,9 +203,35 @@ class _Checker:
         self.formats: Formats = vault.config.formats
         self._resident: dict[str, str] | None = None
         self._known_traces: set[tuple[str, str]] | None = None
+        self._written_traces: set[tuple[str, str]] | None = None
+        self._new_key_files: dict[str, set[str]] | None = None
+        self._dropped_by_file: dict[str, set[str]] | None = None
+        self._parsed: dict[str, _Doc] = {}
+        self.content_lines: dict[str, set[int]] = {}  # path → lines a content error named
+        self._source_words: dict[str, set[str]] = {}
+        names = ctx.note_names
+        self._folded_names = {known.casefold() for known in names}
+        self._by_name: dict[str, list[str]] = {}  # exact and case-folded name → paths
+        for known, paths in names.items():
+            self._by_name.setdefault(known, []).extend(paths)
+            self._by_name.setdefault(known.casefold(), []).extend(paths)
+        self._by_tail: dict[str, list[str]] = {}  # every path tail after a '/' → paths
+        for paths in names.values():
+            for path in paths:
+                for i in range(path.count("/") + 1):
+                    self._by_tail.setdefault(path.split("/", i)[-1], []).append(path)
+        self._cited_texts: dict[str, str | None] = {}
+        self._losses: dict[str, int] = {}  # path → statements dropped or blanked
+        self._rewrites: dict[str, list[bool]] | None = None
+        self._existing_memory: list[str] | None = None
+        self._note_shapes: dict[str, str] | None = None
+        # every path and every tail of one after a '/', so `[[2026-11/x]]` resolves in one look-up
+        self._note_paths = {path.split("/", i)[-1] for paths in names.values() for path in paths for i in range(path.count("/") + 1)}
 
     def error(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
+        if rule == "content":
+            self.content_lines.setdefault(file, set()).add(line)
 
     def warn(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.warnings.append(Issue(file, line, rule, message))
@@ -185,12 +265,21 @@ class _Checker:
 
     def load_changes(self) -> list[_Change]:
         changes = []
+        if len(self.response.files) > MAX_FILE_BLOCKS:
+            self.error(RESPONSE, self.response.files[MAX_FILE_BLOCKS].line, "content", f"the response holds {len(self.response.files)} file blocks, more than {MAX_FILE_BLOCKS} in one pass; write only the files that change")
+            return changes
         for block in self.response.files:
             problem = convergent_path_problem(self.vault, block.path)
             if problem:
                 self.error(RESPONSE, block.line, "1", f"<file path=\"{show_path(block.path)}\">: the path {problem}; write only convergent files under {self.vault.config.resident_dir}/ or {self.vault.config.situational_dir}/")
                 continue
             base_text, refusal = self.base_text(block.path)
+            if base_text is None and not refusal and not os.path.lexists(self.vault.root / block.path):
+                problem = lookalike_problem(block.path, self.existing_memory()) or note_stem_problem(block.path, self.note_shapes())
+                if problem:
+                    self.error(RESPONSE, block.line, "12", f"<file path=\"{show_path(block.path)}\">: the path {problem}")
+                    continue
+                self.existing_memory().append(block.path)  # a second block may not look like it either
             if refusal:
                 self.error(block.path, 0, "content", f"the current file {refusal}; cmem never rewrites such a file — fix it by hand first")
                 continue
@@ -207,6 +296,25 @@ class _Checker:
             changes.append(change)
         return changes
 
+    def existing_memory(self) -> list[str]:
+        """The memory files on disk (and, as they are read, the reply's new ones)."""
+        if self._existing_memory is None:
+            self._existing_memory = [f.rel for f in self.vault.convergent_files()]
+        return self._existing_memory
+
+    def note_shapes(self) -> dict[str, str]:
+        """Skeleton of each note's name (divergent or archived) → the name."""
+        if self._note_shapes is None:
+            self._note_shapes = {}
+            for name, paths in self.ctx.note_names.items():
+                if any(self.is_note(path) for path in paths):
+                    self._note_shapes.setdefault(skeleton(name), name)
+        return self._note_shapes
+
+    def is_note(self, path: str) -> bool:
+        """A note a statement may cite: divergent or archived, never memory or the checklist."""
+        return self.vault.layer_of(path) in (DIVERGENT, ARCHIVE) and path != self.vault.checklist_rel
+
     def content(self, path: str, content: str) -> str | None:
         """The text to write, or None after naming why the block cannot be written."""
         content = content.lstrip("\ufeff")
@@ -217,6 +325,10 @@ class _Checker:
         if control:
             self.error(path, content[: control.start()].count("\n") + 1, "content", f"the content holds the control character U+{ord(control.group()):04X}")
             return None
+        for number, line in enumerate(content.split("\n"), 1):
+            if ("(" in line or "（" in line or "【" in line or "[" in line) and _nesting(line) > MAX_NESTING:
+                self.error(path, number, "content", f"this line nests brackets {_nesting(line)} deep (at most {MAX_NESTING}); a trace nests once per change")
+                return None
         if not content.strip():
             self.error(path, 0, "content", "the file block is empty; a whole-file rewrite must hold the complete file (was the reply cut off?)")
             return None
@@ -227,7 +339,7 @@ class _Checker:
         by rule 4, but this says why. A line the file already had is the user's, not elision."""
         before = {line.strip() for line in base.text.split("\n")} if base else set()
         for number, line in enumerate(new.text.split("\n"), 1):
-            if _ELISION.search(line) and not WIKILINK.search(line) and line.strip() not in before:
+            if (_is_ellipsis_line(line) or _ELISION.search(line)) and not WIKILINK.search(line) and line.strip() not in before:
                 self.error(path, number, "content", f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included")
 
     def check_replacement_characters(self, path: str, new: _Doc, base: _Doc | None) -> None:
@@ -252,11 +364,16 @@ class _Checker:
         if new.frontmatter_problem:
             self.error(change.path, 1, "2", f"the {new.frontmatter_problem}")
             return
+        if new.frontmatter and frontmatter_hazard(new.frontmatter):
+            self.error(change.path, 1, "9", f"the {frontmatter_hazard(new.frontmatter)}")
+            return
         data, problem = parse_frontmatter_block(new.frontmatter)
         if problem:
             where = re.search(r"line (\d+)", problem)
             self.error(change.path, int(where.group(1)) if where else 1, "2", problem)
             return
+        for why in frontmatter_problems(change.base.frontmatter if change.base else None, new.frontmatter, data, change.base is None):
+            self.error(change.path, 1, "9", f"the frontmatter {why}")
         if change.base is None:
             return
         before, _ = parse_frontmatter_block(change.base.frontmatter)
@@ -264,31 +381,48 @@ class _Checker:
         if lost:
             self.error(change.path, 1, "2", f"the frontmatter lost the key{'s' if len(lost) > 1 else ''} {', '.join(lost)}; keep every key the file had")
 
+    # --- rule 9 ------------------------------------------------------------------------
+
+    def check_lines(self, change: _Change) -> None:
+        before = {line.strip() for line in change.base.text.split("\n")} if change.base else set()
+        statements = {s.line_no for s in change.new.statements}
+        for number, why in unaccounted_lines(change.new.text, change.new.body_start, statements, before)[:MAX_FILE_BLOCKS]:
+            if number not in self.content_lines.get(change.path, set()):
+                self.error(change.path, number, "9", f"{why} (only sourced statements, blank lines and short headings are written)")
+
     # --- rule 3 ------------------------------------------------------------------------
 
-    def resolves(self, name: str) -> bool:
-        names = self.ctx.note_names
+    def targets(self, name: str) -> list[str]:
+        """The paths a wikilink name resolves to: by name (`.md` optional, as Obsidian does,
+        without regard to case) or by a path's tail (`[[2026-11/x]]`)."""
         name = name.strip()
-        if name in names or name.removesuffix(".md") in names:
-            return True
-        target = name if name.endswith(".md") else name + ".md"
-        if "/" in name and any(path == target or path.endswith("/" + target) for paths in names.values() for path in paths):
-            return True
-        # Obsidian resolves links without regard to case.
-        folded = name.removesuffix(".md").casefold()
-        return any(known.casefold() == folded for known in names)
+        bare = name.removesuffix(".md")
+        found = self._by_name.get(name) or self._by_name.get(bare) or self._by_name.get(bare.casefold())
+        if found:
+            return found
+        if "/" in name:
+            return self._by_tail.get(bare + ".md", [])
+        return []
+
+    def resolves(self, name: str) -> bool:
+        return bool(self.targets(name))
 
     def check_sources(self, change: _Change) -> None:
         base_keys = change.base.keys if change.base else set()
-        elided = {issue.line for issue in self.result.errors if issue.file == change.path and issue.rule == "content"}
+        elided = self.content_lines.get(change.path, set())
         for statement in change.new.statements:
             if statement.line_no in elided:
                 continue
             if statement.key not in base_keys and not statement.sources:
                 self.error(change.path, statement.line_no, "3", f"statement has no source: {_short(statement.core)!r}; cite the note it came from as {format_source(['…'], self.formats)}")
             for name in statement.sources:
-                if not self.resolves(name) and not self._kept_source(change, statement, name):
+                if self._kept_source(change, statement, name):
+                    continue
+                targets = self.targets(name)
+                if not targets:
                     self.error(change.path, statement.line_no, "3", f"the source [[{name}]] resolves to no note")
+                elif not any(self.is_note(path) for path in targets):
+                    self.error(change.path, statement.line_no, "11", f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from")
         self.check_kept_sources(change)
 
     def _kept_source(self, change: _Change, statement: Statement, name: str) -> bool:
@@ -302,52 +436,123 @@ class _Checker:
         if change.base is None:
             return
         new_sources: dict[str, set[str]] = {}
+        first_line: dict[str, int] = {}
         for statement in change.new.statements:
             new_sources.setdefault(statement.key, set()).update(statement.sources)
+            first_line.setdefault(statement.key, statement.line_no)
         for old in change.base.statements:
             if old.key not in new_sources:
                 continue
             lost = [name for name in old.sources if name not in new_sources[old.key] and self.resolves(name)]
             if lost:
-                line = next(s.line_no for s in change.new.statements if s.key == old.key)
+                line = first_line[old.key]
                 links = ", ".join(f"[[{name}]]" for name in lost)
                 self.error(change.path, line, "3", f"the statement {_short(old.core)!r} lost its source {links}; keep the sources of statements you keep")
 
     # --- rules 4 and 8 ------------------------------------------------------------------
 
     def dropped_keys(self, path: str) -> set[str]:
-        return {normalize(split_statement(entry.statement, self.formats)[0]) for entry in self.response.dropped if entry.file == path}
+        if self._dropped_by_file is None:
+            self._dropped_by_file = {}
+            for entry in self.response.dropped:
+                self._dropped_by_file.setdefault(entry.file, set()).add(normalize(split_statement(entry.statement, self.formats)[0]))
+        return self._dropped_by_file.get(path, set())
+
+    def written_traces(self, changes: list[_Change]) -> set[tuple[str, str]]:
+        """Every trace in the reply's files, at every depth: computed once, not once per file."""
+        if self._written_traces is None:
+            self._written_traces = {self.trace_id(t) for other in changes for s in other.new.statements for t in _all_traces(s.traces)}
+        return self._written_traces
+
+    def new_key_files(self, changes: list[_Change]) -> dict[str, set[str]]:
+        """Statement key → the reply's files that hold it."""
+        if self._new_key_files is None:
+            self._new_key_files = {}
+            for other in changes:
+                for statement in other.new.statements:
+                    self._new_key_files.setdefault(statement.key, set()).add(other.path)
+        return self._new_key_files
+
+    def rewrites(self, changes: list[_Change]) -> dict[str, list[bool]]:
+        """Old wording (normalised) → one flag per statement of this pass that rewrites it:
+        whether that new statement is blank (`Unknown (was: X)`). A rewrite is a trace this pass
+        wrote at the top level of a statement (a change, or a merge into one already there); a
+        trace nested inside another is that other statement's history, not this one's rewrite."""
+        if self._rewrites is None:
+            known = self.known_traces(changes)
+            current = {old.key for c in changes if c.base for old in c.base.statements}
+            self._rewrites = {}
+            for other in changes:
+                for statement in other.new.statements:
+                    level = list(statement.traces)
+                    while level:
+                        deeper: list[Trace] = []
+                        for trace in level:
+                            trace_id = self.trace_id(trace)
+                            if trace_id in known:
+                                continue
+                            self._rewrites.setdefault(trace_id[1], []).append(is_blank(statement.core))
+                            # a statement changed twice in one pass (X → Y → Z): Y was never in a
+                            # file, so X, nested under it, is still this chain's own rewrite; under
+                            # a statement the file holds, it is that statement's history instead
+                            if trace_id[1] not in current:
+                                deeper += trace.older
+                        level = deeper
+        return self._rewrites
 
     def check_removals(self, change: _Change, changes: list[_Change]) -> None:
         if change.base is None:
             return
-        kept_traces = {self.trace_id(t) for other in changes for s in other.new.statements for t in _all_traces(s.traces)}
-        # Only a trace this pass wrote says "this statement changed"; an old one quoting the
-        # same words is history, not a rewrite.
-        quoted = {old for date, old in kept_traces - self.known_traces(changes)}
-        moved = {s.key for other in changes if other is not change for s in other.new.statements}
+        kept_traces = self.written_traces(changes)
+        rewrites = self.rewrites(changes)
+        holders = self.new_key_files(changes)
         dropped = self.dropped_keys(change.path)
-        removed_by_drop = 0
+        resident = self.vault.layer_of(change.path) == RESIDENT
+        removed_by_drop = blanked = 0
         for old in change.base.statements:
             gone = old.key and old.key not in change.new.keys
-            if gone and old.key in dropped and old.key not in quoted and old.key not in moved:
+            elsewhere = sorted(holders.get(old.key, set()) - {change.path}) if gone else []
+            if gone and old.key in rewrites:
+                if all(rewrites[old.key]):
+                    blanked += 1  # rewritten as "Unknown": the fact is lost all the same
+            elif gone and elsewhere:
+                self.result.moves.append({"statement": old.core, "from": change.path, "to": elsewhere})
+                if resident and not any(self.vault.layer_of(path) == RESIDENT for path in elsewhere) and not self.ctx.allow_shrink:
+                    self.error(change.path, old.line_no, "10", f"the statement {_short(old.core)!r} moves out of the resident layer (to {', '.join(elsewhere)}); resident memory is read every session — keep it here, or the user passes --allow-shrink")
+            elif gone and old.key in dropped:
                 removed_by_drop += 1
                 continue  # its traces go with it, on purpose
-            if gone and old.key not in quoted and old.key not in moved:
+            elif gone:
                 self.error(change.path, old.line_no, "4", f"the statement {_short(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace {self._example_trace(old.core)}, or list it in <dropped>")
                 continue
             for trace in _all_traces(old.traces):
                 if self.trace_id(trace) not in kept_traces:
                     self.error(change.path, old.line_no, "4", f"the trace of {_short(old.core, 40)!r} dated {trace.date} (was: {_short(split_statement(trace.old, self.formats)[0], 40)!r}) is gone; keep every trace, nested inside the new one when a statement changes again")
-        self.check_shrink(change, removed_by_drop)
+        self._losses[change.path] = removed_by_drop + blanked
+        self.check_shrink(change, removed_by_drop, blanked)
 
     def _example_trace(self, old: str) -> str:
         return self.formats.trace.replace("{date}", self.ctx.pass_date).replace("{old}", _short(old, 30))
 
-    def check_shrink(self, change: _Change, removed: int) -> None:
+    def check_shrink(self, change: _Change, removed: int, blanked: int = 0) -> None:
         total = len(change.base.statements) if change.base else 0
-        if total >= 4 and removed * 4 > total and not self.ctx.allow_shrink:
-            self.error(change.path, 0, "8", f"<dropped> removes {removed} of its {total} statements, more than a quarter in one pass; drop fewer (a statement rewritten with a trace is changed, not dropped), or the user passes --allow-shrink")
+        lost = removed + blanked
+        if total >= 2 and lost * 4 > total and not self.ctx.allow_shrink:
+            how = f" ({removed} in <dropped>, {blanked} blanked)" if blanked else ""
+            self.error(change.path, 0, "8", f"the reply removes {lost} of its {total} statements{how}, more than a quarter in one pass; drop fewer (a statement rewritten with a trace is changed, not dropped; 'Unknown' is a loss), or the user passes --allow-shrink")
+
+    def check_layer_loss(self, changes: list[_Change]) -> None:
+        """More than a quarter of all memory lost in one pass, across files (SPEC §5 rule 10)."""
+        lost = sum(self._losses.values())
+        if not lost or self.ctx.allow_shrink or any(issue.rule == "8" for issue in self.result.errors):
+            return  # a file's own quarter already named the loss
+        texts = {path: text for path, text in self.ctx.originals.items() if text}
+        texts.update({c.path: c.base.text for c in changes if c.base})
+        for path, text in self.resident_texts().items():
+            texts.setdefault(path, text)
+        total = sum(len(self.parse(text).statements) for text in texts.values())
+        if lost * 4 > total:
+            self.error(RESPONSE, 0, "10", f"the reply removes {lost} of the {total} statements of the memory layer, more than a quarter in one pass; drop fewer, or the user passes --allow-shrink")
 
     def check_dropped_entries(self, changes: list[_Change]) -> None:
         by_path = {change.path: change for change in changes}
@@ -412,6 +617,17 @@ class _Checker:
         else:
             self.warn(self.vault.config.resident_dir, 0, "6", f"the resident files hold about {size_after} tokens, over the cap of {cap}; the next pass should compress them")
 
+    # --- rule 13 -----------------------------------------------------------------------
+
+    def check_situational_size(self, changes: list[_Change]) -> None:
+        cap = self.vault.config.situational_max_tokens
+        for change in changes:
+            if self.vault.layer_of(change.path) != SITUATIONAL:
+                continue
+            size = estimate_tokens(change.new.text)
+            if size > cap and (change.base is None or size > estimate_tokens(change.base.text)):
+                self.error(change.path, 0, "13", f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it")
+
     # --- rule 7 ------------------------------------------------------------------------
 
     def selected_path(self, note: str) -> str | None:
@@ -426,10 +642,18 @@ class _Checker:
     def check_notes(self, changes: list[_Change]) -> None:
         written = {change.path: change.new.text for change in changes}
         seen: dict[str, str] = {}
+        merged: dict[str, ConvergedEntry] = {}
         for entry in self.response.converged:
+            again = self.selected_path(entry.note)
+            if again is not None and seen.get(again) == "converged":
+                # one note converged into several files, written as several elements: one entry
+                if self._into_ok(entry, again, written) and again in merged:
+                    merged[again].into.extend(t for t in entry.into if t not in merged[again].into)
+                continue
             path = self._note_of_pass(entry.note, entry.line, "converged", seen)
             if path and self._into_ok(entry, path, written):
-                self.result.converged.append(ConvergedEntry(path, list(entry.into), entry.line))
+                merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
+                self.result.converged.append(merged[path])
         for entry in self.response.deferred:
             path = self._note_of_pass(entry.note, entry.line, "deferred", seen)
             if path:
@@ -463,9 +687,15 @@ class _Checker:
                 why = f"the path {problem}" if problem else "that file is neither in the reply nor in the vault"
                 self.error(RESPONSE, entry.line, "7", f"<converged into=\"{show_path(into)}\">: {why}")
                 ok = False
-            elif not any(source == name for s in self.parse(text).statements for source in s.sources):
+            elif not any(source == name for s in self.parsed(into, text).statements for source in s.sources):
                 self.warn(into, 0, "converged", f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]")
         return ok
+
+    def parsed(self, path: str, text: str) -> _Doc:
+        """A target file parsed once, however many <converged> elements name it."""
+        if path not in self._parsed:
+            self._parsed[path] = self.parse(text)
+        return self._parsed[path]
 
     def _existing(self, path: str) -> str | None:
         text = self.ctx.originals.get(path)
@@ -476,21 +706,54 @@ class _Checker:
 
     # --- warnings: possible invention ---------------------------------------------------
 
+    def cited_text(self, name: str) -> str | None:
+        """The text of the note a source names — one of the pass or any other, divergent or
+        archived — read once; None when it resolves to no readable note."""
+        if name in self.ctx.source_texts:
+            return self.ctx.source_texts[name]
+        if name not in self._cited_texts:
+            text = None
+            notes = [path for path in self.targets(name) if self.is_note(path)]
+            if notes and len(self._cited_texts) < _MAX_CITED_READS:
+                full = self.vault.root / notes[0]
+                if full.is_file():
+                    note = read_note(NoteFile(notes[0], full, self.vault.layer_of(notes[0]) or ""), self.vault.config.max_note_bytes)
+                    text = note.text if note.usable else None
+            self._cited_texts[name] = text
+        return self._cited_texts[name]
+
+    def source_words(self, name: str) -> set[str]:
+        """A cited note's words, tokenised once however many statements cite it."""
+        if name not in self._source_words:
+            self._source_words[name] = word_tokens(self.cited_text(name) or "")
+        return self._source_words[name]
+
     def check_invention(self, changes: list[_Change]) -> None:
-        if not self.ctx.source_texts:
-            return
         for change in changes:
             base_keys = change.base.keys if change.base else set()
             for statement in change.new.statements:
                 if statement.key in base_keys:
                     continue
-                texts = [self.ctx.source_texts[name] for name in statement.sources if name in self.ctx.source_texts]
+                cited = [name for name in statement.sources if self.cited_text(name) is not None]
                 words = word_tokens(statement.core)
-                if not texts or len(words) < _INVENTION_MIN_TOKENS:
+                if not cited or len(words) < _INVENTION_MIN_TOKENS:
                     continue
-                overlap = len(words & word_tokens("\n".join(texts))) / len(words)
-                if overlap < INVENTION_THRESHOLD:
-                    self.warn(change.path, statement.line_no, "invention", f"few of the words of {_short(statement.core, 50)!r} occur in its cited source ({overlap:.0%}); it may be invented")
+                note_words = set().union(*(self.source_words(name) for name in cited))
+                overlap = len(words & note_words) / len(words)
+                if any(_mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "") for name in cited):
+                    suspect = overlap < INVENTION_THRESHOLD
+                else:
+                    # a translation: judge on the names and numbers (ASCII words) one side offers
+                    offered = {w for w in (words if _mostly_cjk(statement.core) else note_words) if w.isascii()}
+                    suspect = bool(offered) and not (offered & (note_words if _mostly_cjk(statement.core) else words))
+                if suspect:
+                    links = ", ".join(f"[[{name}]]" for name in cited)
+                    self.warn(change.path, statement.line_no, "invention", f"few of the words of {_short(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it")
+
+
+def _mostly_cjk(text: str) -> bool:
+    """Written mostly in Chinese (or Japanese, Korean): a CJK character against a Latin word."""
+    return len(_CJK_CHAR.findall(text)) > len(re.findall(r"[A-Za-z]+", text))
 
 
 def word_tokens(text: str) -> set[str]:

@@ -119,6 +119,20 @@ def check_confined(vault: Vault, rel: str) -> None:
         raise CmemError(f"{rel} {problem}; nothing was written.")
 
 
+def check_tracked(vault: Vault, rel: str) -> None:
+    """A sync writes what the other machine committed, so any path the repository may track —
+    but still only inside the vault: never `..`, never into `.git/`, never through a symbolic
+    link on the way."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(part in ("", ".", "..") for part in parts) or parts[0] == ".git":
+        raise CmemError(f"{rel} is not a plain path inside the vault; nothing was written.")
+    current = vault.root
+    for part in parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            raise CmemError(f"{rel} goes through the symbolic link {vault.rel(current)}; nothing was written.")
+
+
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
     if path.is_symlink():

@@ -61,7 +61,10 @@ class Journal:
         fsync_dir(self.folder.parent)
 
 
-def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: str) -> Journal:
+def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: str, *,
+          merge_parents: "list[str] | tuple[str, ...]" = (), fast_forward: "tuple[str, str] | None" = None) -> Journal:
+    """`merge_parents`: a sync's merge commit's other parents; `fast_forward`: (from, to) — a
+    sync that moves the branch to the other side's commit instead of committing."""
     folder = journal_root(vault) / step_id
     if folder.exists():
         shutil.rmtree(folder)
@@ -76,6 +79,10 @@ def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: st
         entries.append({"rel": change.rel, "index": index, "old": _digest(change.old), "new": _digest(change.new)})
     intent = {"version": VERSION, "kind": kind, "id": step_id, "stage": "applying", "entries": entries,
               "message": message, "time": time.time()}
+    if merge_parents:
+        intent["parents"] = list(merge_parents)
+    if fast_forward:
+        intent["fast_forward"] = {"from": fast_forward[0], "to": fast_forward[1]}
     # intent.json last: a folder without it is a journal whose writing was cut short, before any
     # file of the vault was touched
     write_atomic(folder / "intent.json", json.dumps(intent, ensure_ascii=False, indent=1))
@@ -160,6 +167,8 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     step_id = intent.get("id") or intent["pass_id"]  # version 1 journals (passes only) said pass_id
     entries = intent["entries"]
     paths = [e["rel"] for e in entries]
+    if intent.get("fast_forward"):
+        return _recover_fast_forward(vault, folder, intent)
     commit = history.find_pass_commit(vault.root, step_id)
     if commit is not None:
         history.sync_index(vault.root, paths)  # killed before the index caught up
@@ -179,7 +188,8 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     for entry in sorted(forward, key=lambda e: e["new"] is None):  # write before removing
         put(vault, entry["rel"], _version(folder, entry, "new"))
     try:
-        sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"])
+        sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"],
+                                   merge_parents=intent.get("parents") or ())
     except GitError as exc:
         made = history.find_pass_commit(vault.root, step_id)
         if made is not None:  # the commit landed; only the index could not be brought up to date
@@ -192,6 +202,33 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
             put(vault, entry["rel"], _version(folder, entry, "old"))
         return Recovery(kind, step_id, f"rolled back because its commit failed ({str(exc).rstrip('.')})")
     return Recovery(kind, step_id, "rolled forward", sha, conflicts=edited)
+
+
+def _recover_fast_forward(vault: Vault, folder: Path, intent: dict) -> Recovery:
+    """A sync killed while moving the branch to the other side's commit: done when the branch
+    holds that commit; else the files go forward and the branch moves — unless the user edited a
+    file since or the branch moved meanwhile, then every file goes back (the next sync does it
+    again)."""
+    kind, step_id, entries = intent.get("kind", "sync"), intent["id"], intent["entries"]
+    paths = [e["rel"] for e in entries]
+    source, target = intent["fast_forward"]["from"], intent["fast_forward"]["to"]
+    head = history.head(vault.root)
+    if head == target or (head and history.is_ancestor(vault.root, target, head)):
+        history.sync_index(vault.root, paths)
+        return Recovery(kind, step_id, "already committed", target)
+    _clear_stale_git_locks(vault, intent)
+    states = {entry["rel"]: _state(vault, entry) for entry in entries}
+    edited = sorted(rel for rel, state in states.items() if state == "edited")
+    if edited or head != source:
+        restore = [e for e in entries if states[e["rel"]] == "new"]
+        for entry in sorted(restore, key=lambda e: e["old"] is None):
+            put(vault, entry["rel"], _version(folder, entry, "old"))
+        history.sync_index(vault.root, paths)
+        return Recovery(kind, step_id, "rolled back", conflicts=edited)
+    for entry in sorted((e for e in entries if states[e["rel"]] == "old"), key=lambda e: e["new"] is None):
+        put(vault, entry["rel"], _version(folder, entry, "new"))
+    history.move_branch(vault.root, target, source, paths)
+    return Recovery(kind, step_id, "rolled forward", target)
 
 
 def _state(vault: Vault, entry: dict) -> str:

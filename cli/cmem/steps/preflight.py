@@ -69,7 +69,8 @@ def managed_changes(vault: Vault) -> list[history.StatusEntry]:
         path, source = inside(entry.path), inside(entry.source)
         if path is None and source is None:
             continue
-        if (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
+        # git.track_all: the user chose to keep the whole vault in git, so every change is theirs to snapshot
+        if vault.config.track_all or (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
             found.append(history.StatusEntry(entry.code, path or entry.path, source))
     return found
 
@@ -101,6 +102,19 @@ def refuse_conflicts(vault: Vault, entries: list[history.StatusEntry]) -> None:
             )
 
 
+def snapshot_summary(entries: list[history.StatusEntry]) -> str:
+    """What the snapshot holds, in words: files git has never seen (an adopted vault's notes, or
+    notes written since) are not "edited by hand", and a user reading `git log` should not think so."""
+    first = sum(entry.code == "??" for entry in entries)
+    edited = len(entries) - first
+    parts = []
+    if first:
+        parts.append(f"first commit of {first} adopted note{'s' if first != 1 else ''}")
+    if edited:
+        parts.append(f"{edited} file{'s' if edited != 1 else ''} edited by hand")
+    return ", ".join(parts)
+
+
 def snapshot(vault: Vault, before: str) -> str | None:
     """Commit the user's pending edits to managed paths on their own, so the step's commit holds
     only the step. Returns the snapshot commit, or None when there was nothing to commit."""
@@ -110,7 +124,6 @@ def snapshot(vault: Vault, before: str) -> str | None:
         return None
     refuse_conflicts(vault, entries)
     paths = sorted({p for e in entries for p in (e.path, e.source) if p})
-    count = len(entries)
-    lines = [f"cmem: snapshot before {before} ({count} file{'s' if count != 1 else ''} edited by hand)", ""]
+    lines = [f"cmem: snapshot before {before} ({snapshot_summary(entries)})", ""]
     lines += [f"Snapshot: {one_line(p)}" for p in paths]
     return history.commit_files(vault.root, {}, "\n".join(lines), from_disk=paths)

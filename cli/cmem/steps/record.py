@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 # What a person calls each step kind, in messages ("an interrupted archive apply …").
-STEP_NAMES = {"converge": "pass", "archive": "archive apply", "undo": "undo"}
+STEP_NAMES = {"converge": "pass", "archive": "archive apply", "undo": "undo", "sync": "sync"}
 
 
 def step_name(kind: str) -> str:

@@ -20,7 +20,7 @@ from cmem import faults, history
 from cmem.errors import CmemError, os_error_sentence
 from cmem.lock import vault_lock
 from cmem.steps import journal, preflight
-from cmem.steps.changes import ChangeSet, apply_changes, check_confined, current_bytes
+from cmem.steps.changes import ChangeSet, apply_changes, check_confined, check_tracked, current_bytes
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import new_step_id, step_name
 from cmem.vault import Vault
@@ -40,16 +40,25 @@ class Step:
     notices: list[str] = field(default_factory=list)  # interrupted steps finished first
     snapshot: str | None = None  # the commit of the user's own edits, if any
 
-    def commit(self, changes: ChangeSet, message: CommitMessage | str) -> str | None:
-        """Journal, apply and commit `changes`; returns the commit (None: HEAD held it already)."""
-        if not changes:
+    def commit(self, changes: ChangeSet, message: CommitMessage | str, *, merge_parents: "tuple[str, ...] | list[str]" = (),
+               fast_forward: "tuple[str, str] | None" = None) -> str | None:
+        """Journal, apply and commit `changes`; returns the commit (None: HEAD held it already).
+
+        A sync passes `merge_parents` (a merge commit, made even with no file to change) or
+        `fast_forward` = (HEAD, the other side's commit): the branch moves there, no commit is made.
+        Its paths are any the repository tracks, so they are checked by `check_tracked`."""
+        if not changes and not merge_parents and not fast_forward:
             return None
         text = message.render() if isinstance(message, CommitMessage) else message
         what = step_name(self.kind)
         for rel in changes.paths:
-            check_confined(self.vault, rel)
+            if merge_parents or fast_forward:
+                check_tracked(self.vault, rel)
+            else:
+                check_confined(self.vault, rel)
         try:
-            record = journal.begin(self.vault, self.kind, self.id, changes, text)
+            record = journal.begin(self.vault, self.kind, self.id, changes, text, merge_parents=merge_parents,
+                                   fast_forward=fast_forward)
         except OSError as exc:
             _remove_folder(journal.journal_root(self.vault) / self.id)  # a half-written journal
             raise StepFailed(f"{_os_reason(exc)}; the {what} wrote nothing in the vault (its journal could not be written).") from None
@@ -64,7 +73,11 @@ class Step:
         faults.point("applied")
         try:
             record.mark("committing")
-            sha = history.commit_files(self.vault.root, changes.written, text)
+            if fast_forward:
+                history.move_branch(self.vault.root, fast_forward[1], fast_forward[0], changes.paths)
+                sha = fast_forward[1]
+            else:
+                sha = history.commit_files(self.vault.root, changes.written, text, merge_parents=merge_parents)
         except (OSError, CmemError) as exc:
             reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc).rstrip(".")
             raise StepFailed(

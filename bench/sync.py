@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""`cmem sync` with nothing to do, against a bare `git fetch` of the same remote (issue 16: the
+target is at most 3x).
+
+    python bench/sync.py [--runs 21] [--notes 0] [--cmem PATH] [--keep FOLDER]
+
+It makes, in a temporary folder, a bare repository holding the sample vault (plus `--notes`
+generated notes, for a larger tree) and one clone of it, syncs once, then times the two commands
+in turn — A B A B … — as whole processes, so both see the same machine noise, and prints the
+median of each and the median of the pair-by-pair ratios A/B:
+
+    cmem sync (nothing to do) vs git fetch: median 0.161 s vs 0.012 s, ratio 12.6x (21 pairs)
+
+Nothing outside the temporary folder (and its HOME and XDG folders) is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample-vault"
+
+
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))}
+    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_CACHE_HOME=str(home / "cache"), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
+               GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost", GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1")
+    return env
+
+
+def make_machine(folder: Path, notes: int, env: dict) -> tuple[Path, Path]:
+    """(bare remote, clone): the sample vault, with `notes` more notes, pushed and cloned."""
+    source = folder / "source"
+    shutil.copytree(SAMPLE, source, symlinks=True)
+    for index in range(notes):
+        (source / f"2026-01-{index % 28 + 1:02d} bench {index}.md").write_text(f"- note {index}\n", encoding="utf-8")
+    run = lambda *args, cwd=None: subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)  # noqa: E731
+    run("git", "init", "-q", "-b", "main", str(source))
+    run("git", "-C", str(source), "add", "-A")
+    run("git", "-C", str(source), "commit", "-q", "-m", "bench: initial")
+    remote, clone = folder / "remote.git", folder / "clone"
+    run("git", "clone", "-q", "--bare", str(source), str(remote))
+    run("git", "clone", "-q", str(remote), str(clone))
+    return remote, clone
+
+
+def time_once(command: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {result.stderr.decode('utf-8', 'replace')}")
+    return elapsed
+
+
+def in_process(clone: Path, fetch: list[str], env: dict, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """`sync_vault` timed inside this process, paired with the fetch: what sync itself costs once
+    the interpreter, the CLI and the vault's config are loaded."""
+    sys.path.insert(0, str(REPO / "cli"))
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        from cmem.sync import sync_vault
+        from cmem.vault import open_vault
+
+        vault = open_vault(clone)
+        sync_vault(vault)
+        inside, fetches, ratios = [], [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            if sync_vault(vault).status != "nothing":
+                raise SystemExit("the idle sync found something to do")
+            inside.append(time.perf_counter() - start)
+            fetches.append(time_once(fetch, env))
+            ratios.append(inside[-1] / fetches[-1])
+        return inside, fetches, ratios
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=21, help="pairs timed (after one warm-up pair)")
+    parser.add_argument("--notes", type=int, default=0, help="generated notes added to the sample vault")
+    parser.add_argument("--cmem", default=None, help="the cmem command (default: this Python's `-m cmem`)")
+    parser.add_argument("--keep", type=Path, default=None, help="build the vault here and keep it")
+    args = parser.parse_args()
+    cmem = [args.cmem] if args.cmem else [sys.executable, "-m", "cmem"]
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="cmem-bench-sync-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    env = _env(home)
+    try:
+        _, clone = make_machine(folder, args.notes, env)
+        sync = [*cmem, "sync", "--vault", str(clone)]
+        fetch = ["git", "-C", str(clone), "fetch", "-q", "origin"]
+        time_once(sync, env)  # the first sync records nothing, but warms the caches
+        time_once(fetch, env)
+        syncs, fetches, ratios = [], [], []
+        for _ in range(args.runs):
+            a = time_once(sync, env)
+            b = time_once(fetch, env)
+            syncs.append(a)
+            fetches.append(b)
+            ratios.append(a / b)
+        print(f"cmem sync (nothing to do) vs git fetch: median {statistics.median(syncs):.3f} s vs "
+              f"{statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x ({args.runs} pairs, "
+              f"{args.notes} generated notes)")
+        inside, fetches, ratios = in_process(clone, fetch, env, args.runs)
+        print(f"sync's own work (in process, CLI start-up and config load excluded) vs git fetch: median "
+              f"{statistics.median(inside):.3f} s vs {statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
