@@ -359,3 +359,14 @@ def test_a_note_added_deep_in_the_archive_is_counted(sample_vault):
     settle(sample_vault)
     after, hit = status_json(sample_vault)
     assert not hit and after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] + 1
+
+
+def test_a_stored_status_shows_unmanaged_folders_as_a_fresh_one_does(sample_vault):
+    (sample_vault / "projects").mkdir()
+    for n in range(3):
+        (sample_vault / "projects" / f"p{n}.md").write_text(f"# p{n}\n", encoding="utf-8")
+    text = warm(sample_vault, "status")
+    fresh, hit = cmem(sample_vault, "status", "--rescan")
+    assert not hit and fresh == text and "not read:" in text
+    data, hit = status_json(sample_vault)
+    assert data["unmanaged"] and "conflicts" in data
