@@ -50,6 +50,37 @@ def test_start_up_imports_stay_light(argv, sample_vault):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), f"{argv} imported {heavy}"
 
 
+def _ageless(out: str) -> str:
+    """Output with the ages of memory files (seconds in JSON; `12 s`, `3 min`, `1.5 h`, `2 days` in
+    text) left out."""
+    import re
+
+    return re.sub(r'"age_seconds": -?\d+|\b\d+(?:\.\d)? (?:s|min|h|days)\b', "<age>", out)
+
+
+FAST_PATH_NEVER = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault.config", "cmem.vault.layers", "cmem.scan.scanner", "cmem.scan.signals", "git", "dataclasses")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["status"], ["status", "--json"], ["scan"], ["scan", "--json"]])
+def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vault):
+    """The installed entry point (cmem.fast): once a result is stored, the second call answers
+    without typer, YAML, the config loader or the scanner."""
+    from test_fast import settle
+
+    env = dict(os.environ, CMEM_VAULT=str(sample_vault))
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    settle(sample_vault)
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # the same answer; ages are recomputed at print time, so a second may pass between the calls
+    assert _ageless(result.stdout) == _ageless(first.stdout)
+    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    for heavy in FAST_PATH_NEVER:
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), f"{argv} imported {heavy}"
+
+
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run(

@@ -4,13 +4,14 @@ guard, re-emergence, the warm cache, odd files, ordering and the JSON shape."""
 from __future__ import annotations
 
 import json
+import marshal
 import os
 
 import pytest
 
 from cmem.scan import scanner as scan_module
 from cmem.errors import CmemError
-from cmem.scan.scanner import CACHE_NAME, scan_vault
+from cmem.scan.scanner import CACHE_NAME, GUARD_NAME, scan_vault
 from cmem.vault.state_json import ConvergedNote, State, line_key, save_state
 from cmem.vault.layers import open_vault
 
@@ -242,8 +243,8 @@ def test_same_size_edit_within_the_mtime_tick_is_not_missed(make_vault):
     assert [s.excerpt for s in scan_vault(vault).signals] == ["我决定改用 Vue!"]
 
 
-@pytest.mark.parametrize("garbage", [b"", b"{not json", b"[]", b'{"version": 1, "fingerprint": "x"}',
-                                     "\ufffd\x00".encode("utf-8"), b'{"version": 99}'])
+@pytest.mark.parametrize("garbage", [b"", b"{not json", b"[]", marshal.dumps({"version": 1, "fingerprint": "x"}),
+                                     "\ufffd\x00".encode("utf-8"), marshal.dumps({"version": 99}), marshal.dumps([1, 2])])
 def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     root = make_vault({"a.md": "我决定改用 Svelte\n"})
     age_all(root)
@@ -252,7 +253,7 @@ def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     cache = vault.state_dir / CACHE_NAME
     cache.write_bytes(garbage)
     assert scan_vault(vault).to_json() == expected
-    assert json.loads(cache.read_text("utf-8"))["version"] == scan_module.CACHE_VERSION
+    assert marshal.loads(cache.read_bytes())["version"] == scan_module.CACHE_VERSION
 
 
 def test_damaged_cache_entry_costs_one_read(make_vault):
@@ -261,9 +262,9 @@ def test_damaged_cache_entry_costs_one_read(make_vault):
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
     cache = vault.state_dir / CACHE_NAME
-    data = json.loads(cache.read_text("utf-8"))
+    data = marshal.loads(cache.read_bytes())
     data["notes"]["a.md"]["hits"] = [["oops"]]
-    cache.write_text(json.dumps(data), "utf-8")
+    cache.write_bytes(marshal.dumps(data))
     result = scan_vault(vault)
     assert result.notes_read == 1 and result.to_json() == expected
 
@@ -283,7 +284,44 @@ def test_deleted_note_leaves_the_cache(make_vault):
     scan_vault(vault)
     (root / "b.md").unlink()
     assert [p.rel for p in scan_vault(vault).pending] == ["a.md"]
-    assert set(json.loads((vault.state_dir / CACHE_NAME).read_text("utf-8"))["notes"]) == {"a.md"}
+    assert set(marshal.loads((vault.state_dir / CACHE_NAME).read_bytes())["notes"]) == {"a.md"}
+
+
+def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
+    """The guard index lives apart from the note entries: a scan without note entries (cold)
+    reads no convergent file, and while none changed it does not merge again either."""
+    root = make_vault({"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 我决定改用 Svelte\n",
+                       "converged/topics/web.md": "- 前端用 Svelte\n"})
+    age_all(root)
+    vault = open_vault(root)
+    expected = scan_vault(vault).to_json()
+    assert (vault.state_dir / GUARD_NAME).exists()
+    (vault.state_dir / CACHE_NAME).unlink()  # cold: every note is read again
+
+    def no_convergent_reads(*args, **kwargs):
+        raise AssertionError("a convergent file was read again")
+
+    def no_merge(*args, **kwargs):
+        raise AssertionError("the guard index was merged again")
+
+    monkeypatch.setattr(scan_module, "_convergent_entry", no_convergent_reads)
+    monkeypatch.setattr(scan_module, "_merge_convergent", no_merge)
+    cold = scan_vault(vault)
+    assert cold.notes_read == 1 and cold.to_json() == expected
+    monkeypatch.undo()
+    with open(root / "converged/topics/web.md", "a", encoding="utf-8") as handle:
+        handle.write("- 我喜欢先看结论\n")  # a changed convergent file: re-read, re-merged
+    assert scan_vault(vault).to_json() == expected
+
+
+def test_damaged_guard_index_is_rebuilt(make_vault):
+    root = make_vault({"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 我决定改用 Svelte\n"})
+    age_all(root)
+    vault = open_vault(root)
+    expected = scan_vault(vault).to_json()
+    for garbage in (b"\x00", marshal.dumps({"version": scan_module.CACHE_VERSION, "fingerprint": "?", "files": {}})):
+        (vault.state_dir / GUARD_NAME).write_bytes(garbage)
+        assert scan_vault(vault).to_json() == expected
 
 
 # --- odd files ---------------------------------------------------------------------------------

@@ -1,3 +1,3 @@
-from cmem.cli import main
+from cmem.fast import main
 
 main()

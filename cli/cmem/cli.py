@@ -151,40 +151,61 @@ def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str
     return chosen
 
 
+RESCAN_HELP = ("Ignore the stored result: walk and read the whole vault again (a stored result checks the "
+               "archive by folder times, so an archived note edited in place shows only then).")
+
+
 @app.command()
 def status(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    rescan: bool = typer.Option(False, "--rescan", help=RESCAN_HELP),
 ) -> None:
-    """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due."""
+    """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due.
+
+    Answered from a stored result while nothing it depends on changed (cmem.fast); ages and
+    whether a pass is due are recomputed on every call.
+    """
+    from cmem.reading import stored_results
     from cmem.reading.status import build_status
 
     _global["json"] = as_json
-    result = build_status(_open(vault))
+    target = _open(vault).remember_listings()  # read-only: each layer listed once
+    pending = stored_results.begin(target, "status", ())  # rescan or not: the full walk below refreshes the stored result
+    result = build_status(target)
+    data = result.to_json()
+    stored_results.store(pending, {"data": data, "clock": result.clock})
     if as_json:
-        _print_json(result.to_json())
+        _print_json(data)
     else:
-        from cmem.render.reports import render_status
+        from cmem.render.reports import render_status_data
 
-        typer.echo(render_status(result))
+        typer.echo(render_status_data(data))
 
 
 @app.command()
 def scan(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    rescan: bool = typer.Option(False, "--rescan", help=RESCAN_HELP),
 ) -> None:
     """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
+    from cmem.reading import stored_results
+    from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
 
     _global["json"] = as_json
-    result = scan_vault(_open(vault))
+    target = _open(vault).remember_listings()  # read-only: each layer listed once
+    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
+    result = scan_vault(target)
     if as_json:
-        _print_json(result.to_json())
+        out = json.dumps(result.to_json(), ensure_ascii=False, indent=2)
     else:
         from cmem.render.reports import render_scan
 
-        typer.echo(render_scan(result))
+        out = render_scan(result)
+    stored_results.store(pending, {"stdout": out + "\n"})
+    typer.echo(out)
 
 
 @app.command()
@@ -222,7 +243,7 @@ def context(
     from cmem.reading.context import build_context, render_context_markdown
 
     _global["json"] = as_json
-    result = build_context(_open(vault), topic=topic, budget=budget)
+    result = build_context(_open(vault).remember_listings(), topic=topic, budget=budget)  # reads only: each layer listed once
     for problem in result.problems:
         _warn(problem)
     if as_json:

@@ -79,7 +79,15 @@ class Context:
         }
 
 
-def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], hidden: list[int]) -> list[ContextFile]:
+META_CACHE = "context-meta.marshal"
+META_VERSION = 1
+
+
+def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], hidden: list[int],
+          memo: dict | None = None) -> list[ContextFile]:
+    """The layer's files as the bundle sees them. What a file's text gives — summary, importance,
+    tags, tokens — is taken from `memo` (keyed by a digest of the text, so an edit is a new key)
+    when there: the frontmatter's YAML and the token count were most of a warm `context`."""
     from cmem.text.secrets import redact_many
 
     files = []
@@ -88,16 +96,23 @@ def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[s
         if not note.usable:
             problems.append(f"{note.rel} {note.skip_reason}")
             continue
-        meta = note.meta
-        try:
-            importance = float(meta.get("importance", 5))
-        except (TypeError, ValueError):
-            importance = 5.0
-        tags = meta.get("tags") or []
-        tags = [str(t) for t in (tags if isinstance(tags, list) else [tags])]
+        key = hashlib.blake2b(note.text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        known = memo.get("old", {}).get(key) if memo is not None else None
+        if known is None:
+            meta = note.meta
+            try:
+                importance = float(meta.get("importance", 5))
+            except (TypeError, ValueError):
+                importance = 5.0
+            tags = meta.get("tags") or []
+            tags = [str(t) for t in (tags if isinstance(tags, list) else [tags])]
+            known = (str(meta.get("summary") or "").strip(), importance, tags, estimate_tokens(note.text))
+        if memo is not None:
+            memo.setdefault("new", {})[key] = known
+        summary, importance, tags, tokens = known
         files.append(ContextFile(
-            path=note.rel, content=note.text, summary=str(meta.get("summary") or "").strip(),
-            importance=importance, tags=tags, tokens=estimate_tokens(note.text), last_read=read_times.get(note.rel),
+            path=note.rel, content=note.text, summary=summary, importance=importance, tags=list(tags),
+            tokens=tokens, last_read=read_times.get(note.rel),
         ))
     # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
     # (all files in one pass: the fixed cost per pass is what a thousand files would pay)
@@ -106,6 +121,32 @@ def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[s
     for file, content in zip(files, contents):
         file.content = content
     return files
+
+
+def _load_memo(vault: Vault) -> dict:
+    import marshal
+
+    try:
+        data = marshal.loads((vault.state_dir / META_CACHE).read_bytes())
+        if isinstance(data, dict) and data.get("version") == META_VERSION and isinstance(data.get("files"), dict):
+            return {"old": data["files"]}
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # missing or damaged: every file is parsed again
+    return {"old": {}}
+
+
+def _save_memo(vault: Vault, memo: dict) -> None:
+    import marshal
+
+    from cmem.atomic import write_atomic
+
+    new = memo.get("new", {})
+    if new == memo.get("old"):
+        return
+    try:
+        write_atomic(vault.state_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new}))
+    except (OSError, ValueError):
+        pass  # a read-only state folder only costs speed
 
 
 def topic_terms(topic: str) -> list[str]:
@@ -144,8 +185,10 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
 
     problems: list[str] = []
     hidden = [0]
-    resident = _load(vault, RESIDENT, read_times, problems, hidden)
-    situational = _load(vault, SITUATIONAL, read_times, problems, hidden)
+    memo = _load_memo(vault)
+    resident = _load(vault, RESIDENT, read_times, problems, hidden, memo)
+    situational = _load(vault, SITUATIONAL, read_times, problems, hidden, memo)
+    _save_memo(vault, memo)
     terms = topic_terms(topic or "")
     for file in situational:
         file.matches_topic = _matches(file, terms)

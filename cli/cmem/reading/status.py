@@ -7,6 +7,7 @@ from datetime import datetime
 
 from cmem.steps import commits as history
 from cmem.archive.checklist import count_staged
+from cmem.triggers.due import interval_of
 from cmem.steps.lock import is_locked
 from cmem.vault.notes import OddFile
 from cmem.scan.signals import SIGNAL_CLASSES
@@ -14,6 +15,10 @@ from cmem.reading.sizes import LayerSize, measure_layers
 from cmem.vault.state_json import load_state
 from cmem.triggers.if_due import Due, check_due, load_failures
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
+
+# Figures a status served from the result cache (cmem.fast) may show stale until `--rescan`:
+# archive folders are checked by their mtimes, so an archived note edited in place keeps its size.
+STALE = ["layers.archive.tokens"]
 
 
 @dataclass
@@ -37,6 +42,9 @@ class Status:
     interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
     conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.sync.memory_merge)
     unmanaged: list = field(default_factory=list)  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
+    # The inputs of the figures that change with the clock alone (ages, due), so a status served
+    # from the result cache (cmem.fast) recomputes them at print time.
+    clock: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -58,6 +66,7 @@ class Status:
             "interrupted": self.interrupted,
             "conflicts": [c.to_json() for c in self.conflicts],
             "unmanaged": [folder.to_json() for folder in self.unmanaged],
+            "may_be_stale": list(STALE),
         }
 
 
@@ -82,6 +91,10 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
     oldest_ends = [size.oldest for size in convergent if size.oldest]
     newest = max(newest_ends, key=lambda end: end[1], default=None)
     oldest = min(oldest_ends, key=lambda end: end[1], default=None)
+    last = state.last_of_kind("converge")
+    interval, label = interval_of(vault.config.min_interval_minutes, vault.config.schedule_hours)
+    clock = {"newest_ns": newest[1] if newest else None, "oldest_ns": oldest[1] if oldest else None,
+             "last_time": last.get("time") if last else None, "interval_seconds": interval.total_seconds(), "interval_label": label}
     newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
     oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
@@ -109,6 +122,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
         unmanaged=find_unmanaged(vault),
+        clock=clock,
     )
 
 
@@ -138,6 +152,34 @@ def _last_pass(vault: Vault, state) -> dict | None:
     last = state.last_of_kind("converge")
     if not last:
         return None
-    commit = history.find_pass_commit(vault.root, last.get("id", ""))  # None outside a repository
-    return {"id": last.get("id"), "time": last.get("time"), "commit": commit.sha if commit else None,
+    return {"id": last.get("id"), "time": last.get("time"), "commit": _pass_commit(vault, last.get("id", "")),
             "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}
+
+
+PASS_COMMIT_MEMO = "last-pass-commit.json"
+
+
+def _pass_commit(vault: Vault, pass_id: str) -> str | None:
+    """The commit of a pass, remembered with the HEAD it was found at: while HEAD stands still,
+    `status` starts no git process (`git log --grep` walks the history)."""
+    import json
+
+    from cmem.atomic import write_atomic
+    from cmem.steps.git_head import head_sha
+
+    head = head_sha(str(vault.root))
+    memo = vault.state_dir / PASS_COMMIT_MEMO
+    try:
+        known = json.loads(memo.read_text("utf-8"))
+        if head and known.get("id") == pass_id and known.get("head") == head:
+            return known.get("commit")
+    except (OSError, ValueError, AttributeError):
+        pass
+    commit = history.find_pass_commit(vault.root, pass_id)  # None outside a repository
+    sha = commit.sha if commit else None
+    if head:
+        try:
+            write_atomic(memo, json.dumps({"id": pass_id, "head": head, "commit": sha}))
+        except OSError:
+            pass  # a read-only state folder only costs a git process
+    return sha

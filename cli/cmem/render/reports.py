@@ -69,81 +69,97 @@ def _tokens(n: int) -> str:
 
 
 def render_status(status) -> str:
-    from cmem.triggers.if_due import format_age
+    return render_status_data(status.to_json())
+
+
+def render_status_data(data: dict) -> str:
+    """`cmem status` from its JSON form, so a status served from the result cache (cmem.fast)
+    prints exactly what a fresh one does."""
     from datetime import timedelta
 
-    out = [paint(f"vault {status.vault}", "bold"), ""]
+    from cmem.triggers.due import format_age
+
+    def age(entry: dict) -> str:
+        return format_age(timedelta(seconds=entry["age_seconds"]))
+
+    out = [paint(f"vault {data['vault']}", "bold"), ""]
     out.append(paint("layers", "bold"))
-    caps = {"resident": status.resident_max_tokens}
+    budgets = data["budgets"]
+    caps = {"resident": budgets["resident_max_tokens"]}
+    layers = data["layers"]
     for name in ("divergent", "resident", "situational", "archive"):
-        size = status.layers.get(name)
+        size = layers.get(name)
         if size is None:
             continue
         cap = caps.get(name)
-        over = cap is not None and size.tokens > cap
+        over = cap is not None and size["tokens"] > cap
         budget = f" / {_tokens(cap)} cap" if cap else ""
-        text = f"  {name:<12} {size.notes:>6} {'note ' if size.notes == 1 else 'notes'}  {_tokens(size.tokens):>7} tokens{budget}"
+        text = f"  {name:<12} {size['notes']:>6} {'note ' if size['notes'] == 1 else 'notes'}  {_tokens(size['tokens']):>7} tokens{budget}"
+        if f"layers.{name}.tokens" in data.get("may_be_stale", ()):
+            text += "  (by folder times; --rescan recounts edits in place)"  # a stored status checks this layer by folder times
         out.append(paint(text + ("  over the cap" if over else ""), "red") if over else text)
-    convergent = status.layers["resident"].tokens + status.layers["situational"].tokens
-    fits = "fits" if convergent <= status.budget_tokens else "over"
-    out.append(f"  convergent layer {_tokens(convergent)} tokens: {fits} the context budget ({_tokens(status.budget_tokens)})")
-    if status.newest_convergent:
-        newest, oldest = status.newest_convergent, status.oldest_convergent
-        out.append(f"  newest convergent file {newest[0]} ({format_age(timedelta(seconds=newest[1]))} old); oldest {oldest[0]} ({format_age(timedelta(seconds=oldest[1]))} old)")
+    convergent = layers["resident"]["tokens"] + layers["situational"]["tokens"]
+    fits = "fits" if convergent <= budgets["budget_tokens"] else "over"
+    out.append(f"  convergent layer {_tokens(convergent)} tokens: {fits} the context budget ({_tokens(budgets['budget_tokens'])})")
+    newest, oldest = data["convergent_age"]["newest"], data["convergent_age"]["oldest"]
+    if newest:
+        out.append(f"  newest convergent file {newest['path']} ({age(newest)} old); oldest {oldest['path']} ({age(oldest)} old)")
     out += ["", paint("pending", "bold")]
-    total = sum(status.pending_signals.values())
+    pending = data["pending"]
+    total = sum(pending["signals"].values())
     if total:
-        by_class = ", ".join(paint(f"{count} {name}", CLASS_STYLE[name]) for name, count in status.pending_signals.items() if count)
-        out.append(f"  {plural(total, 'signal')} in {plural(status.pending_notes, 'note')}: {by_class}")
+        by_class = ", ".join(paint(f"{count} {name}", CLASS_STYLE[name]) for name, count in pending["signals"].items() if count)
+        out.append(f"  {plural(total, 'signal')} in {plural(pending['notes'], 'note')}: {by_class}")
     else:
         out.append("  no pending signals")
-    if status.deferred:
-        out.append(f"  {plural(status.deferred, 'line')} deferred (see `cmem scan`)")
-    unmanaged = getattr(status, "unmanaged", [])
+    if pending["deferred"]:
+        out.append(f"  {plural(pending['deferred'], 'line')} deferred (see `cmem scan`)")
+    unmanaged = data.get("unmanaged") or []
     if unmanaged:
-        total = sum(f.notes for f in unmanaged)
+        total = sum(f["notes"] for f in unmanaged)
         out += ["", paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow")]
         for folder in unmanaged[:10]:
-            out.append(f"  {folder.folder + '/':<20} {plural(folder.notes, 'note'):>10}  to read them: {folder.setting}")
+            out.append(f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}")
         if len(unmanaged) > 10:
             out.append(f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)")
     out += ["", paint("passes", "bold")]
-    if status.last_pass:
-        last = status.last_pass
+    last = data["last_pass"]
+    if last:
         commit = f" · commit {last['commit'][:8]}" if last.get("commit") else ""
         out.append(f"  last pass {last['id']} at {last['time']}{commit}")
     else:
         out.append("  no pass yet")
-    due = status.due
-    out.append("  " + (paint("due: ", "green") if due.due else "not due: ") + due.reason)
-    if status.running:
+    due = data["due"]
+    out.append("  " + (paint("due: ", "green") if due["due"] else "not due: ") + due["reason"])
+    if data["running"]:
         out.append(paint("  a pass is running now", "yellow"))
-    for step in status.interrupted:
+    for step in data["interrupted"]:
         from cmem.steps.record import step_name
 
         what = step_name(step["kind"])
         out.append(paint(f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
                          "(or `cmem doctor --fix`) finishes it", "yellow"))
-    unattended = status.unattended or {}
+    unattended = data["unattended"] or {}
     if unattended.get("stopped"):
         out.append(paint(f"  unattended passes are stopped after {unattended['failures']} failures in a row "
                          f"(last: {unattended.get('last_error')}); `cmem converge` or `cmem doctor` resumes them", "red"))
     elif unattended.get("failures"):
         out.append(paint(f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})", "yellow"))
-    if status.staged_archive:
-        out.append(f"  {plural(status.staged_archive, 'note')} staged for archive ({status.ticked_archive} ticked) — `cmem archive list`")
-    conflicts = getattr(status, "conflicts", [])
+    if data["staged_archive"]:
+        out.append(f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`")
+    conflicts = data.get("conflicts") or []
     if conflicts:
         out += ["", paint(f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
                           "the next pass resolves them (or edit the line)", "bold", "yellow")]
         for conflict in conflicts[:20]:
-            out.append(f"  {conflict.path}:{conflict.line}: {conflict.text.strip()}")
-    if status.odd:
-        out += ["", paint(f"odd files ({len(status.odd)})", "bold", "yellow")]
-        for odd in status.odd[:20]:
-            out.append(f"  {odd.rel}: {odd.message}")
-        if len(status.odd) > 20:
-            out.append(f"  … and {len(status.odd) - 20} more (`cmem doctor`)")
+            out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
+    odd = data["odd_files"]
+    if odd:
+        out += ["", paint(f"odd files ({len(odd)})", "bold", "yellow")]
+        for item in odd[:20]:
+            out.append(f"  {item['file']}: {item['message']}")
+        if len(odd) > 20:
+            out.append(f"  … and {len(odd) - 20} more (`cmem doctor`)")
     return "\n".join(out)
 
 

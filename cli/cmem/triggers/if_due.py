@@ -20,59 +20,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from cmem.atomic import write_atomic
+from cmem.triggers.due import Due, due_rule, format_age, interval_of, parse_time  # noqa: F401 (Due, format_age, parse_time: re-exported)
 from cmem.errors import CmemError
 from cmem.vault.state_json import State
 from cmem.vault.layers import Vault
 
 
-@dataclass(frozen=True)
-class Due:
-    due: bool
-    reason: str
-
-    def to_json(self) -> dict:
-        return {"due": self.due, "reason": self.reason}
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.astimezone()
-
-
 def check_due(vault: Vault, state: State, pending_signals: int, now: datetime | None = None, scheduled: bool = False) -> Due:
     now = now or datetime.now().astimezone()
-    if pending_signals == 0:
-        return Due(False, "nothing pending")
     last = state.last_of_kind("converge")
-    last_time = parse_time(last.get("time")) if last else None
-    if last_time is None:
-        return Due(True, f"{pending_signals} signal(s) pending and no pass yet")
-    if scheduled:
-        interval = timedelta(hours=vault.config.schedule_hours)
-        label = f"schedule_hours ({vault.config.schedule_hours:g} h)"
-    else:
-        interval = timedelta(minutes=vault.config.min_interval_minutes)
-        label = f"min_interval_minutes ({vault.config.min_interval_minutes} min)"
-    age = now - last_time
-    if age >= interval:
-        return Due(True, f"{pending_signals} signal(s) pending; last pass {format_age(age)} ago, over {label}")
-    return Due(False, f"{pending_signals} signal(s) pending, but the last pass was {format_age(age)} ago, under {label}")
-
-
-def format_age(age: timedelta) -> str:
-    seconds = max(0, int(age.total_seconds()))
-    if seconds < 90:
-        return f"{seconds} s"
-    if seconds < 90 * 60:
-        return f"{seconds // 60} min"
-    if seconds < 36 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
+    interval, label = interval_of(vault.config.min_interval_minutes, vault.config.schedule_hours, scheduled)
+    return due_rule(pending_signals, last.get("time") if last else None, interval, label, now)
 
 
 def next_due_at(vault: Vault, state: State, scheduled: bool = False) -> datetime | None:

@@ -154,6 +154,8 @@ _validators: dict[str, Any] = {}
 
 
 def _validate(data: Any, schema_name: str, where: Path) -> None:
+    import json
+
     import fastjsonschema
 
     from cmem import resources
@@ -164,7 +166,10 @@ def _validate(data: Any, schema_name: str, where: Path) -> None:
     _check_unknown_keys(data, schema, where)
     validator = _validators.get(schema_name)
     if validator is None:
-        validator = _validators[schema_name] = fastjsonschema.compile(schema)
+        from cmem.vault.config_cache import validator as stored_validator
+
+        # compiled once per schema text and kept as bytecode: compiling costs ~38 ms a run
+        validator = _validators[schema_name] = stored_validator(json.dumps(schema, sort_keys=True))
     try:
         validator(data)
     except fastjsonschema.JsonSchemaValueException as exc:
@@ -375,7 +380,10 @@ def load_config(vault_root: Path) -> Config:
         return parse_config({}, path)
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text.") from None
-    return parse_config(_yaml_load(text, path), path)
+    from cmem.vault.config_cache import parsed_yaml
+
+    # the parse of this exact text is stored: `import yaml` and the parse cost more than a warm status
+    return parse_config(parsed_yaml(text, lambda text: _yaml_load(text, path)), path)
 
 
 # --- user-level settings ---------------------------------------------------------------

@@ -315,9 +315,23 @@ class Vault:
                         stack.append(Path(entry.path))
         return sorted(found)
 
+    def remember_listings(self) -> "Vault":
+        """For a command that only reads: list each layer once, however many of its parts ask
+        (a status asked 7 times). Never for a writer, whose later listings must see its writes."""
+        self.__dict__["_listings"] = {}
+        return self
+
     def list_layer(self, layer: str) -> list[NoteFile]:
         """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
         left out here; `odd_files` reports them."""
+        memo = self.__dict__.get("_listings")
+        if memo is None:
+            return self._list_layer(layer)
+        if layer not in memo:
+            memo[layer] = self._list_layer(layer)
+        return list(memo[layer])
+
+    def _list_layer(self, layer: str) -> list[NoteFile]:
         if layer == DIVERGENT:
             notes = self._list_flat(self.root)
             for folder in self.config.extra_divergent:

@@ -1,0 +1,226 @@
+"""Stored results of read commands (`status`, `scan`), keyed by everything they depend on — the
+light entry path (`cmem.fast`) prints one while its key still matches; the real command stores
+what it printed through `begin` and `store`. Stdlib only: it is imported before typer. The key and
+the racy-timestamp rule are described in `cmem.fast`'s module docstring."""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+from cmem import __version__
+
+FORMAT = 2  # of the stored entries; bump when the key or the payload changes shape
+RACY_NS = 2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
+SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)
+
+
+# --- the key ------------------------------------------------------------------------------------
+
+
+def listing_key(root: str, files: list[str], folder_only: list[str], known: list | None = None) -> tuple[list, bool]:
+    """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
+
+    One walk: folders by mtime, notes by (mtime, size, inode, ctime), folders under `folder_only`
+    (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
+    folder's key also lists its subfolders, so when `known` (a stored key) has the folder with the
+    same mtime and inode, its subfolders are taken from there instead of listing its notes again:
+    a file or folder added, removed or renamed in it would have moved its mtime."""
+    import time
+
+    start = time.time_ns()
+    key: list = []
+    newest = 0
+    plain = True
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            key.append((path,))
+            continue
+        key.append((path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+        newest = max(newest, st.st_mtime_ns)
+    # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
+    stored = {entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        folder = os.path.join(root, rel) if rel else root
+        st = os.stat(folder)
+        newest = max(newest, st.st_mtime_ns)
+        names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
+        if names_only:
+            before = stored.get(rel)
+            if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
+                key.append(before)  # the ctime too: an mtime set back by hand does not hide a change
+                stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
+                continue
+        subfolders = []
+        key.append(None)  # this folder's entry, once its subfolders are known
+        at = len(key) - 1
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if name[0] == "." or name in SKIPPED:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(name)
+                elif entry.is_symlink():
+                    plain = False
+                elif not names_only and name.endswith(".md"):
+                    st_note = entry.stat()
+                    key.append((name, st_note.st_mtime_ns, st_note.st_size, st_note.st_ino, st_note.st_ctime_ns))
+                    newest = max(newest, st_note.st_mtime_ns)
+        key[at] = (rel, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, tuple(subfolders) if names_only else None)
+        stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
+    return key, plain and newest < start - RACY_NS
+
+
+def key_files(vault) -> list[str]:
+    """The files besides the notes a read command's result depends on (see the module doc)."""
+    from cmem.vault.config import user_config_path
+    from cmem.steps.git_head import git_files
+    from cmem.triggers.if_due import FAILURES_FILE
+
+    files = []
+    try:
+        with os.scandir(vault.cmem_dir) as entries:
+            files += sorted(entry.path for entry in entries if entry.is_file())
+    except OSError:
+        pass
+    files += [str(vault.cmem_dir), str(vault.checklist_path), str(user_config_path()), str(vault.state_dir / FAILURES_FILE)]
+    return files + git_files(str(vault.root))
+
+
+def _context_key(command: str, params: tuple) -> tuple:
+    import time
+
+    # CMEM_* settings, and the variables that move the user config or the repository
+    env = tuple(sorted((k, v) for k, v in os.environ.items()
+                       if k.startswith("CMEM_") or k in ("HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")))
+    return (FORMAT, __version__, command, params, env, time.strftime("%Y-%m-%d"))
+
+
+def still_valid(entry: dict, root: str) -> bool:
+    """Whether a stored entry answers for the vault as it is now."""
+    if entry.get("context") != _context_key(entry.get("command"), entry.get("params")):
+        return False
+    if entry.get("root") != root or _busy(entry["state_dir"]):
+        return False
+    key, _ = listing_key(root, entry["files"], entry["folder_only"], entry["key"])
+    return key == entry["key"]
+
+
+def _busy(state_dir: str) -> bool:
+    """A pass running (its lock held) or a step a killed process left (a journal): the real
+    command reports those, and the vault is about to change anyway."""
+    try:
+        if os.listdir(os.path.join(state_dir, "journal")):
+            return True
+    except OSError:
+        pass
+    lock = os.path.join(state_dir, "pass.lock")
+    if not os.path.exists(lock):
+        return False
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+# --- where entries live -------------------------------------------------------------------------
+
+
+def find_root(explicit: str | None) -> str | None:
+    """The vault root as cmem.vault.layers.find_vault_root resolves it, or None (then the real CLI
+    explains what is wrong)."""
+    chosen = explicit or os.environ.get("CMEM_VAULT")
+    if chosen:
+        root = os.path.expanduser(chosen)
+        return os.path.realpath(root) if os.path.isdir(os.path.join(root, ".cmem")) else None
+    folder = os.path.realpath(os.getcwd())
+    while True:
+        if os.path.isdir(os.path.join(folder, ".cmem")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def results_dir() -> str:
+    """Per machine, next to every vault's state folder: `$XDG_STATE_HOME/cmem/results`."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "cmem", "results")
+
+
+def entry_path(root: str, command: str, params: tuple) -> str:
+    try:
+        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL (~4 ms)
+    except ImportError:  # pragma: no cover - builds without it
+        from hashlib import sha256
+    name = repr((root, command, params)).encode("utf-8", "surrogateescape")
+    return os.path.join(results_dir(), sha256(name).hexdigest()[:32] + ".marshal")
+
+
+def load_entry(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as handle:
+            entry = marshal.loads(handle.read())  # load(handle) reads object by object: 20× slower
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _write(path: str, value) -> None:
+    """Atomically (a reader sees the old entry or the new one, never half): cmem.atomic's rule,
+    without its imports; a cache that cannot be written is only a slower next call."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(marshal.dumps(value))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+# --- storing, from the real command -------------------------------------------------------------
+
+
+def begin(vault, command: str, params: tuple) -> dict | None:
+    """Called by a read command before it reads the vault: the key as it is now (None: do not
+    store). Taken first, so a note changed while the command runs leaves a key that no longer
+    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments."""
+    try:
+        root = str(vault.root)
+        files = key_files(vault)
+        folder_only = [vault.config.archive_dir]
+        key, storable = listing_key(root, files, folder_only)
+    except Exception:
+        return None
+    if not storable:
+        return None
+    return {"context": _context_key(command, params), "command": command, "params": params, "root": root,
+            "state_dir": str(vault.state_dir), "files": files, "folder_only": folder_only, "key": key}
+
+
+def store(pending: dict | None, payload: dict) -> None:
+    """Called by the read command with what it printed (or what to print from): kept for the next
+    call whose key matches. Never fails the command."""
+    if pending is None or _busy(pending["state_dir"]):
+        return
+    try:
+        _write(entry_path(pending["root"], pending["command"], pending["params"]), dict(pending, payload=payload))
+    except Exception:
+        pass

@@ -1,0 +1,76 @@
+"""The due rule itself (SPEC §7), with no vault attached: how many signals are pending, when the
+last pass ran, the interval. `cmem.triggers.if_due` applies it to a vault; the fast entry path
+(`cmem.fast`) re-applies it to a cached `status` at print time, since "due" changes with the clock
+while the vault stands still. Stdlib only, and light: it is imported before typer."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+
+class Due:
+    """Whether a pass is due, and why. A plain class: `dataclasses` would import `inspect`,
+    several milliseconds on the fast path."""
+
+    __slots__ = ("due", "reason")
+
+    def __init__(self, due: bool, reason: str) -> None:
+        object.__setattr__(self, "due", due)
+        object.__setattr__(self, "reason", reason)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Due is immutable")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Due) and (self.due, self.reason) == (other.due, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.due, self.reason))
+
+    def __repr__(self) -> str:
+        return f"Due(due={self.due!r}, reason={self.reason!r})"
+
+    def to_json(self) -> dict:
+        return {"due": self.due, "reason": self.reason}
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.astimezone()
+
+
+def format_age(age: timedelta) -> str:
+    seconds = max(0, int(age.total_seconds()))
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{seconds // 60} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def due_rule(pending_signals: int, last_time: str | None, interval: timedelta, label: str, now: datetime) -> Due:
+    """Due when something is pending and the last pass (its ISO time, None for none yet) is at
+    least `interval` old; `label` names the setting the interval came from."""
+    if pending_signals == 0:
+        return Due(False, "nothing pending")
+    last = parse_time(last_time)
+    if last is None:
+        return Due(True, f"{pending_signals} signal(s) pending and no pass yet")
+    age = now - last
+    if age >= interval:
+        return Due(True, f"{pending_signals} signal(s) pending; last pass {format_age(age)} ago, over {label}")
+    return Due(False, f"{pending_signals} signal(s) pending, but the last pass was {format_age(age)} ago, under {label}")
+
+
+def interval_of(min_interval_minutes: float, schedule_hours: float, scheduled: bool = False) -> tuple[timedelta, str]:
+    """The interval a due check waits, and the words naming its setting."""
+    if scheduled:
+        return timedelta(hours=schedule_hours), f"schedule_hours ({schedule_hours:g} h)"
+    return timedelta(minutes=min_interval_minutes), f"min_interval_minutes ({min_interval_minutes} min)"

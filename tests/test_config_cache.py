@@ -1,0 +1,62 @@
+"""cmem.vault.config_cache: the stored validator and YAML parse give exactly what a fresh one gives."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cmem.vault import config_cache
+from cmem.vault.config import load_config
+from cmem.errors import ConfigError
+
+
+def _stored(kind: str) -> list[str]:
+    folder = config_cache.cache_dir(kind)
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def test_second_load_comes_from_the_store_and_equals_the_first(make_vault):
+    from cmem.vault import config
+
+    config._validators.clear()  # other tests in this process compiled it already
+    vault = make_vault(config_yaml="budget_tokens: 9000\nlanguage: en\n")
+    first = load_config(vault)
+    assert _stored("validators") and _stored("yaml")
+    config._validators.clear()  # as a new process: only the stored bytecode is left
+    second = load_config(vault)
+    assert second == first and second.budget_tokens == 9000
+
+
+def test_an_edit_is_a_new_key(make_vault):
+    vault = make_vault(config_yaml="budget_tokens: 9000\n")
+    load_config(vault)
+    (vault / ".cmem" / "config.yaml").write_text("budget_tokens: 9100\n", encoding="utf-8")
+    assert load_config(vault).budget_tokens == 9100
+
+
+@pytest.mark.parametrize("text, message", [("budget_tokens: lots\n", "budget_tokens"), ("budget_tokenz: 1\n", "did you mean"),
+                                            ("budget_tokens: [\n", "not valid YAML")])
+def test_errors_are_the_same_from_a_stored_validator(make_vault, text, message):
+    vault = make_vault(config_yaml=text)
+    from cmem.vault import config
+
+    for _ in range(2):
+        config._validators.clear()
+        with pytest.raises(ConfigError, match=message):
+            load_config(vault)
+
+
+def test_a_damaged_store_is_compiled_again(make_vault):
+    vault = make_vault(config_yaml="")
+    load_config(vault)
+    for name in _stored("validators"):
+        with open(os.path.join(config_cache.cache_dir("validators"), name), "wb") as handle:
+            handle.write(b"\x00garbage")
+    for name in _stored("yaml"):
+        with open(os.path.join(config_cache.cache_dir("yaml"), name), "wb") as handle:
+            handle.write(b"")
+    from cmem.vault import config
+
+    config._validators.clear()
+    assert load_config(vault).budget_tokens > 0

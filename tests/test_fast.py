@@ -1,0 +1,376 @@
+"""The fast entry point (cmem.fast): a stored result is printed only while it is still the truth.
+
+Each test changes the vault the way a person or a tool does — an edit in the same second as the
+stored listing, an archived note edited in place, a renamed folder, a config change, a checkout of
+an older state — and checks that every read command then shows what a full run shows. Whether a
+call was answered from the store is read from `python -X importtime`: a stored answer never
+imports typer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cmem import fast
+from cmem.reading import stored_results
+from conftest import git
+
+HOUR_AGO = time.time() - 3600
+
+
+def cmem(vault: Path | None, *argv: str) -> tuple[str, bool]:
+    """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
+    args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)
+    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    return result.stdout, "typer" not in modules
+
+
+def settle(root: Path) -> None:
+    """Date every file and folder of the vault (its .git too) an hour back: as a vault looks when
+    nobody touched it for a while, so its listing may be stored (the racy-git rule)."""
+    for folder, dirs, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), (HOUR_AGO, HOUR_AGO), follow_symlinks=False)
+        os.utime(folder, (HOUR_AGO, HOUR_AGO))
+
+
+def warm(vault: Path, *argv: str) -> str:
+    """Store the answer to `argv` and check the next call is served from it."""
+    settle(vault)
+    first, hit = cmem(vault, *argv)
+    assert not hit
+    second, hit = cmem(vault, *argv)
+    assert hit, "the second call should have been answered from the stored result"
+    return second
+
+
+def status_json(vault: Path, *extra: str) -> tuple[dict, bool]:
+    out, hit = cmem(vault, "status", "--json", *extra)
+    return json.loads(out), hit
+
+
+def without_ages(data: dict) -> dict:
+    data = json.loads(json.dumps(data))
+    for end in data["convergent_age"].values():
+        if end:
+            end.pop("age_seconds")
+    return data
+
+
+CORRECTION = "\n- 其实不是这样，以后都改用 pnpm 了\n"
+
+
+def test_hit_prints_what_a_miss_prints(sample_vault):
+    settle(sample_vault)
+    miss, hit = status_json(sample_vault)
+    assert not hit
+    again, hit = status_json(sample_vault)
+    assert hit
+    assert without_ages(again) == without_ages(miss)  # --json identical between hit and miss
+    for end in ("newest", "oldest"):  # the ages are recomputed at print time, not frozen
+        assert abs(again["convergent_age"][end]["age_seconds"] - miss["convergent_age"][end]["age_seconds"]) <= 2
+    for argv in (["status"], ["scan"], ["scan", "--json"]):
+        text = warm(sample_vault, *argv)
+        fresh, hit = cmem(sample_vault, *argv, "--rescan")
+        assert not hit and fresh == text
+
+
+def test_due_is_recomputed_at_print_time(sample_vault):
+    settle(sample_vault)
+    status_json(sample_vault)
+    entry = stored_results.load_entry(stored_results.entry_path(str(sample_vault.resolve()), "status", ()))
+    payload = entry["payload"]
+    last = "2026-11-30T10:00:00+00:00"
+    payload["clock"].update(last_time=last, interval_seconds=3600.0, interval_label="min_interval_minutes (60 min)")
+    from datetime import datetime
+
+    early = fast.refresh_status(json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T10:30:00+00:00"))
+    late = fast.refresh_status(json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T11:20:00+00:00"))
+    assert early["due"]["due"] is False and "30 min ago" in early["due"]["reason"]
+    assert late["due"]["due"] is True and "80 min ago" in late["due"]["reason"]
+
+
+def test_a_note_edited_in_the_same_second_as_the_listing_is_seen(sample_vault):
+    # a vault just written: every mtime is within the racy window, so nothing is stored
+    cmem(sample_vault, "scan", "--json")
+    assert not os.path.isdir(stored_results.results_dir()) or not os.listdir(stored_results.results_dir())
+    note = sample_vault / "2026-11-27 notes.md"
+    with open(note, "a", encoding="utf-8") as handle:
+        handle.write(CORRECTION)
+    out, hit = cmem(sample_vault, "scan", "--json")
+    assert not hit and "pnpm" in out
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(sample_vault):
+    """A coarse clock: the note's mtime after the edit equals the stored one, its size too."""
+    note = sample_vault / "2026-11-27 notes.md"
+    before = note.read_text("utf-8")
+    warm(sample_vault, "scan")
+    changed = before.replace("a", "b", 1) if "a" in before else before
+    assert len(changed.encode()) == len(before.encode()) and changed != before
+    note.write_text(changed, encoding="utf-8")
+    os.utime(note, (HOUR_AGO, HOUR_AGO))  # same mtime as stored: only the ctime tells
+    out, hit = cmem(sample_vault, "scan")
+    assert not hit
+
+
+def test_new_signal_after_the_store_is_seen_by_status_and_scan(sample_vault):
+    before = warm(sample_vault, "status", "--json")
+    warm(sample_vault, "scan")
+    with open(sample_vault / "2026-11-27 notes.md", "a", encoding="utf-8") as handle:
+        handle.write(CORRECTION)
+    after, hit = status_json(sample_vault)
+    assert not hit
+    assert sum(after["pending"]["signals"].values()) > sum(json.loads(before)["pending"]["signals"].values())
+    out, hit = cmem(sample_vault, "scan")
+    assert not hit and "pnpm" in out
+
+
+def test_archived_note_edited_in_place_is_labelled_and_rescan_shows_it(sample_vault):
+    warm(sample_vault, "status", "--json")
+    stored, _ = status_json(sample_vault)
+    assert "layers.archive.tokens" in stored["may_be_stale"]
+    text, _ = cmem(sample_vault, "status")
+    assert "--rescan" in next(line for line in text.splitlines() if line.strip().startswith("archive"))
+    archived = next(p for p in (sample_vault / "archive").rglob("*.md") if p.name != "ARCHIVE-CHECKLIST.md")
+    with open(archived, "a", encoding="utf-8") as handle:  # in place: its folder's mtime stays
+        handle.write("\n" + "an archived line edited in place " * 200 + "\n")
+    stale, hit = status_json(sample_vault)
+    assert hit and stale["layers"]["archive"]["tokens"] == stored["layers"]["archive"]["tokens"]
+    fresh, hit = status_json(sample_vault, "--rescan")
+    assert not hit and fresh["layers"]["archive"]["tokens"] > stored["layers"]["archive"]["tokens"]
+    settle(sample_vault)
+    cmem(sample_vault, "status", "--json")
+    after, hit = status_json(sample_vault)  # the rescan refreshed what is stored
+    assert hit and after["layers"]["archive"]["tokens"] == fresh["layers"]["archive"]["tokens"]
+
+
+def test_renamed_and_moved_folders_are_seen(sample_vault):
+    before = json.loads(warm(sample_vault, "status", "--json"))
+    month = next(p for p in (sample_vault / "archive").iterdir() if p.is_dir())
+    month.rename(month.with_name("1999-01"))  # a renamed archive folder: its parent's mtime moves
+    moved, hit = status_json(sample_vault)
+    assert not hit and moved["layers"] == before["layers"]
+    settle(sample_vault)
+    cmem(sample_vault, "status", "--json")
+    archived = next((sample_vault / "archive" / "1999-01").glob("*.md"))
+    shutil.move(str(archived), str(sample_vault / archived.name))  # out of a nested archive folder
+    after, hit = status_json(sample_vault)
+    assert not hit
+    assert after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] - 1
+    assert after["layers"]["divergent"]["notes"] == before["layers"]["divergent"]["notes"] + 1
+
+
+def test_config_change_is_seen(sample_vault):
+    before = json.loads(warm(sample_vault, "status", "--json"))
+    config = sample_vault / ".cmem" / "config.yaml"
+    config.write_text(config.read_text("utf-8") + "\nbudget_tokens: 7777\n", encoding="utf-8")
+    os.utime(config, (HOUR_AGO, HOUR_AGO))  # even with its old mtime: size and ctime changed
+    after, hit = status_json(sample_vault)
+    assert not hit and after["budgets"]["budget_tokens"] == 7777 != before["budgets"]["budget_tokens"]
+
+
+def test_user_config_and_cmem_variables_are_part_of_the_key(sample_vault, monkeypatch):
+    warm(sample_vault, "status", "--json")
+    monkeypatch.setenv("CMEM_LLM", "echo")
+    _, hit = status_json(sample_vault)
+    assert not hit
+    warm(sample_vault, "status", "--json")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(sample_vault.parent / "elsewhere"))  # another user config
+    _, hit = status_json(sample_vault)
+    assert not hit
+
+
+def test_checkout_of_an_older_state_is_seen(sample_vault):
+    git(sample_vault, "branch", "older")
+    with open(sample_vault / "2026-11-27 notes.md", "a", encoding="utf-8") as handle:
+        handle.write(CORRECTION)
+    (sample_vault / "2026-11-30 new.md").write_text("# new\n\n- 我喜欢早上写代码\n", encoding="utf-8")
+    git(sample_vault, "add", "-A")
+    git(sample_vault, "commit", "-q", "-m", "newer notes")
+    newer = json.loads(warm(sample_vault, "status", "--json"))
+    warm(sample_vault, "scan")
+    git(sample_vault, "checkout", "-q", "older")
+    older, hit = status_json(sample_vault)
+    assert not hit
+    assert older["layers"]["divergent"]["notes"] == newer["layers"]["divergent"]["notes"] - 1
+    out, hit = cmem(sample_vault, "scan")
+    assert not hit and "pnpm" not in out
+
+
+def test_a_running_pass_is_never_hidden_by_a_stored_status(sample_vault):
+    stored = json.loads(warm(sample_vault, "status", "--json"))
+    assert stored["running"] is False
+    from cmem.vault.layers import state_dir_for
+
+    state = state_dir_for(sample_vault.resolve())
+    state.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state / "pass.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        now, hit = status_json(sample_vault)
+        assert not hit and now["running"] is True
+    finally:
+        os.close(fd)
+
+
+def test_racy_listing_is_not_storable(tmp_path):
+    root = tmp_path / "v"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("x", encoding="utf-8")
+    settle(root)
+    key, storable = stored_results.listing_key(str(root), [], [])
+    assert storable
+    (root / "sub" / "b.md").write_text("y", encoding="utf-8")  # now: inside the granularity window
+    key2, storable = stored_results.listing_key(str(root), [], [])
+    assert not storable and key2 != key
+    settle(root)
+    os.symlink(root / "sub", root / "link")
+    _, storable = stored_results.listing_key(str(root), [], [])
+    assert not storable  # a link's target is outside the key
+
+
+def test_folder_only_layers_are_not_stat_per_note(tmp_path):
+    root = tmp_path / "v"
+    (root / "archive" / "2020").mkdir(parents=True)
+    note = root / "archive" / "2020" / "old.md"
+    note.write_text("old", encoding="utf-8")
+    settle(root)
+    key, _ = stored_results.listing_key(str(root), [], ["archive"])
+    note.write_text("older and longer", encoding="utf-8")
+    os.utime(note, (HOUR_AGO, HOUR_AGO))
+    assert stored_results.listing_key(str(root), [], ["archive"])[0] == key  # by design: the figure is labelled
+    assert stored_results.listing_key(str(root), [], [])[0] != key
+
+
+def test_help_and_version_are_served_without_typer(tmp_path):
+    first, hit = cmem(None, "--help")
+    assert not hit and "converge" in first
+    second, hit = cmem(None, "--help")
+    assert hit and second == first
+    sub, _ = cmem(None, "status", "--help")
+    sub_again, hit = cmem(None, "status", "--help")
+    assert hit and sub_again == sub and "--rescan" in sub
+    version, hit = cmem(None, "--version")
+    assert hit and version.startswith("cmem ")
+
+
+@pytest.mark.parametrize("argv", [["status"], ["scan"], ["status", "--json"]])
+def test_unknown_arguments_go_to_the_real_cli(argv, sample_vault):
+    warm(sample_vault, *argv)
+    assert fast.parse_read([*argv, "--verbose"]) is None
+    assert fast.parse_read(["--vault", "x", *argv, "--no-color"])["command"] == argv[0]
+
+
+def test_head_sha_reads_the_git_files_as_git_does(sample_vault):
+    from cmem.steps.git_head import head_sha
+
+    assert head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+    git(sample_vault, "pack-refs", "--all")  # the branch now only in packed-refs
+    assert head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+    git(sample_vault, "checkout", "-q", "--detach")
+    assert head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
+
+
+def test_status_finds_the_pass_commit_without_git_while_head_stands_still(sample_vault, monkeypatch):
+    from cmem.steps import commits as history
+    from cmem.reading import status
+    from cmem.vault.layers import open_vault
+
+    converge = subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(sample_vault)],
+                              capture_output=True, text=True)
+    assert converge.returncode == 0, converge.stderr
+    vault = open_vault(sample_vault)
+    first = status.build_status(vault).last_pass
+    assert first["commit"] == git(sample_vault, "rev-parse", "HEAD").strip()
+
+    def no_git(*args, **kwargs):
+        raise AssertionError("status started git while HEAD stood still")
+
+    monkeypatch.setattr(history, "find_pass_commit", no_git)
+    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"]
+    monkeypatch.undo()
+    (sample_vault / "other.md").write_text("x\n", encoding="utf-8")
+    git(sample_vault, "add", "-A")
+    git(sample_vault, "commit", "-q", "-m", "later")  # HEAD moved: asked again, same pass commit
+    calls = []
+    real = history.find_pass_commit
+    monkeypatch.setattr(history, "find_pass_commit", lambda *a: calls.append(a) or real(*a))
+    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"] and calls
+
+
+def test_context_metadata_memo_follows_the_text(sample_vault):
+    """`cmem context` keeps what each memory file's text gives (summary, tags, tokens) keyed by
+    the text: a second bundle equals the first, and an edited file is parsed again."""
+    from cmem.reading import context as context_module
+    from cmem.vault.layers import open_vault
+
+    first = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert (open_vault(sample_vault).state_dir / context_module.META_CACHE).exists()
+    again = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert again == first
+    topic = next((sample_vault / "converged" / "topics").rglob("*.md"))
+    text = topic.read_text("utf-8")
+    body = text.split("---", 2)[2] if text.startswith("---") else text
+    topic.write_text("---\nsummary: a summary written just now\n---\n" + body, encoding="utf-8")
+    edited = context_module.build_context(open_vault(sample_vault), record=False).to_json()
+    assert any(item["summary"] == "a summary written just now" for item in edited["index"]) or any(
+        "a summary written just now" in item["content"] for item in edited["situational"])
+
+
+def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
+    """With a stored key, an archive folder whose mtime stands still is not listed again (its
+    subfolders come from the key); one that changed is, and what changed in it shows."""
+    root = tmp_path / "v"
+    for month in ("2020/01", "2020/02", "2021/01"):
+        (root / "archive" / month).mkdir(parents=True)
+        (root / "archive" / month / "n.md").write_text("x", encoding="utf-8")
+    (root / "top.md").write_text("x", encoding="utf-8")
+    settle(root)
+    stored, storable = stored_results.listing_key(str(root), [], ["archive"])
+    assert storable
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(stored_results.os, "scandir", lambda path: listed.append(os.path.relpath(path, root)) or real(path))
+    again, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
+    assert again == stored and listed == ["."]  # only the root (notes are stat'ed there) was listed
+    listed.clear()
+    (root / "archive" / "2020" / "02" / "deeper").mkdir()  # a new folder, then a note in it
+    (root / "archive" / "2020" / "02" / "deeper" / "m.md").write_text("y", encoding="utf-8")
+    settle(root)
+    changed, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
+    assert changed != stored and "archive/2020/02" in listed and "archive/2020/02/deeper" in listed
+    assert changed == stored_results.listing_key(str(root), [], ["archive"])[0]  # the same key as a full listing
+
+
+def test_a_note_added_deep_in_the_archive_is_counted(sample_vault):
+    before = json.loads(warm(sample_vault, "status", "--json"))
+    month = next(p for p in (sample_vault / "archive").iterdir() if p.is_dir())
+    (month / "sub").mkdir()
+    (month / "sub" / "late.md").write_text("# late\n\nan archived note\n", encoding="utf-8")
+    settle(sample_vault)
+    after, hit = status_json(sample_vault)
+    assert not hit and after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] + 1
+
+
+def test_a_stored_status_shows_unmanaged_folders_as_a_fresh_one_does(sample_vault):
+    (sample_vault / "projects").mkdir()
+    for n in range(3):
+        (sample_vault / "projects" / f"p{n}.md").write_text(f"# p{n}\n", encoding="utf-8")
+    text = warm(sample_vault, "status")
+    fresh, hit = cmem(sample_vault, "status", "--rescan")
+    assert not hit and fresh == text and "not read:" in text
+    data, hit = status_json(sample_vault)
+    assert data["unmanaged"] and "conflicts" in data
