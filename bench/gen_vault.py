@@ -32,6 +32,7 @@ Note contents:
 
 Same seed + same N  =>  byte-identical tree (file names, contents and mtimes).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,34 +92,49 @@ SIGNAL_ZH = (
 )
 
 CODE_SNIPPETS = (
-    ("python", [
-        "def load_notes(root):",
-        "    out = []",
-        "    for entry in os.scandir(root):",
-        "        if entry.name.endswith('.md'):",
-        "            out.append(entry.path)",
-        "    return out",
-    ]),
-    ("bash", [
-        "git add -A && git commit -m 'update notes'",
-        "rg -n 'TODO' --glob '*.md' .",
-        "cmem status --layer divergent",
-    ]),
-    ("yaml", [
-        "layer: converged",
-        "tags: [memory, agent]",
-        "confidence: 0.8",
-    ]),
-    ("json", [
-        '{"name": "vault", "version": 3,',
-        ' "plugins": ["dataview", "templater"]}',
-    ]),
-    ("rust", [
-        "fn main() {",
-        "    let v: Vec<u32> = (0..10).collect();",
-        "    println!(\"{:?}\", v);",
-        "}",
-    ]),
+    (
+        "python",
+        [
+            "def load_notes(root):",
+            "    out = []",
+            "    for entry in os.scandir(root):",
+            "        if entry.name.endswith('.md'):",
+            "            out.append(entry.path)",
+            "    return out",
+        ],
+    ),
+    (
+        "bash",
+        [
+            "git add -A && git commit -m 'update notes'",
+            "rg -n 'TODO' --glob '*.md' .",
+            "cmem status --layer divergent",
+        ],
+    ),
+    (
+        "yaml",
+        [
+            "layer: converged",
+            "tags: [memory, agent]",
+            "confidence: 0.8",
+        ],
+    ),
+    (
+        "json",
+        [
+            '{"name": "vault", "version": 3,',
+            ' "plugins": ["dataview", "templater"]}',
+        ],
+    ),
+    (
+        "rust",
+        [
+            "fn main() {",
+            "    let v: Vec<u32> = (0..10).collect();",
+            '    println!("{:?}", v);',
+            "}",
+        ],
+    ),
 )
 
 TAGS = (
@@ -127,8 +143,14 @@ TAGS = (
     "perf design bug howto review"
 ).split()
 
-OBSIDIAN_PLUGINS = ("dataview", "templater-obsidian", "obsidian-git",
-                    "calendar", "tag-wrangler", "obsidian-linter")
+OBSIDIAN_PLUGINS = (
+    "dataview",
+    "templater-obsidian",
+    "obsidian-git",
+    "calendar",
+    "tag-wrangler",
+    "obsidian-linter",
+)
 
 
 def en_sentence(rng: random.Random) -> str:
@@ -223,8 +245,7 @@ def frontmatter(rng: random.Random, title: str, layer: str, day: str) -> str:
             lines.append("tags: []")
     lines.append(f"date: {day}")
     if rng.random() < 0.6:
-        al = [rng.choice(EN_WORDS) + " " + rng.choice(EN_WORDS)
-              for _ in range(rng.randint(1, 3))]
+        al = [rng.choice(EN_WORDS) + " " + rng.choice(EN_WORDS) for _ in range(rng.randint(1, 3))]
         if rng.random() < 0.3:
             al.append(rng.choice(ZH_PHRASES) + rng.choice(ZH_PHRASES))
         lines.append("aliases:")
@@ -241,8 +262,10 @@ def frontmatter(rng: random.Random, title: str, layer: str, day: str) -> str:
         lines.append(f"source: {yq('session ' + str(rng.randint(1, 999)))}")
     if rng.random() < 0.1:
         lines.append("related:")
-        lines.extend(f'  - "[[{rng.choice(EN_WORDS)} {rng.choice(EN_WORDS)}]]"'
-                     for _ in range(rng.randint(1, 3)))
+        lines.extend(
+            f'  - "[[{rng.choice(EN_WORDS)} {rng.choice(EN_WORDS)}]]"'
+            for _ in range(rng.randint(1, 3))
+        )
     lines.append("---")
     return "\n".join(lines) + "\n"
 
@@ -261,12 +284,15 @@ def make_title(rng: random.Random, i: int) -> str:
         return " ".join(words) + f" {i}"
     if r < 0.85:
         return "".join(rng.choice(ZH_PHRASES) for _ in range(rng.randint(2, 4))) + f"{i}"
-    return (rng.choice(EN_WORDS).capitalize() + " "
-            + "".join(rng.choice(ZH_PHRASES) for _ in range(2)) + f" {i}")
+    return (
+        rng.choice(EN_WORDS).capitalize()
+        + " "
+        + "".join(rng.choice(ZH_PHRASES) for _ in range(2))
+        + f" {i}"
+    )
 
 
-def note_text(rng: random.Random, title: str, layer: str, day: str,
-              titles: list[str]) -> str:
+def note_text(rng: random.Random, title: str, layer: str, day: str, titles: list[str]) -> str:
     size = target_size(rng)
     out = []
     if rng.random() < 0.70:
@@ -302,26 +328,56 @@ def write_obsidian(root: str, rng: random.Random, n_titles: list[str]) -> None:
     ob = os.path.join(root, ".obsidian")
     os.makedirs(os.path.join(ob, "plugins"), exist_ok=True)
     files = {
-        "app.json": {"alwaysUpdateLinks": True, "newFileLocation": "root",
-                     "attachmentFolderPath": "attachments", "showLineNumber": True},
-        "appearance.json": {"theme": "obsidian", "baseFontSize": 16,
-                            "cssTheme": "Minimal"},
-        "core-plugins.json": ["file-explorer", "global-search", "switcher", "graph",
-                              "backlink", "outgoing-link", "tag-pane", "page-preview",
-                              "daily-notes", "templates", "note-composer",
-                              "command-palette", "editor-status", "outline"],
+        "app.json": {
+            "alwaysUpdateLinks": True,
+            "newFileLocation": "root",
+            "attachmentFolderPath": "attachments",
+            "showLineNumber": True,
+        },
+        "appearance.json": {"theme": "obsidian", "baseFontSize": 16, "cssTheme": "Minimal"},
+        "core-plugins.json": [
+            "file-explorer",
+            "global-search",
+            "switcher",
+            "graph",
+            "backlink",
+            "outgoing-link",
+            "tag-pane",
+            "page-preview",
+            "daily-notes",
+            "templates",
+            "note-composer",
+            "command-palette",
+            "editor-status",
+            "outline",
+        ],
         "community-plugins.json": list(OBSIDIAN_PLUGINS),
-        "hotkeys.json": {"editor:toggle-checklist-status": [
-            {"modifiers": ["Mod"], "key": "L"}]},
-        "graph.json": {"collapse-filter": True, "search": "", "showTags": False,
-                       "showAttachments": False, "hideUnresolved": False,
-                       "lineSizeMultiplier": 1, "nodeSizeMultiplier": 1},
+        "hotkeys.json": {"editor:toggle-checklist-status": [{"modifiers": ["Mod"], "key": "L"}]},
+        "graph.json": {
+            "collapse-filter": True,
+            "search": "",
+            "showTags": False,
+            "showAttachments": False,
+            "hideUnresolved": False,
+            "lineSizeMultiplier": 1,
+            "nodeSizeMultiplier": 1,
+        },
         "workspace.json": {
-            "main": {"id": "root", "type": "split", "children": [
-                {"id": f"leaf{i}", "type": "leaf",
-                 "state": {"type": "markdown", "state": {"file": t + ".md",
-                                                         "mode": "source"}}}
-                for i, t in enumerate(n_titles[:20])]},
+            "main": {
+                "id": "root",
+                "type": "split",
+                "children": [
+                    {
+                        "id": f"leaf{i}",
+                        "type": "leaf",
+                        "state": {
+                            "type": "markdown",
+                            "state": {"file": t + ".md", "mode": "source"},
+                        },
+                    }
+                    for i, t in enumerate(n_titles[:20])
+                ],
+            },
             "lastOpenFiles": [t + ".md" for t in n_titles[:50]],
         },
     }
@@ -332,12 +388,17 @@ def write_obsidian(root: str, rng: random.Random, n_titles: list[str]) -> None:
         d = os.path.join(ob, "plugins", p)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump({"id": p, "name": p.title(), "version": "1.0.0",
-                       "minAppVersion": "1.4.0"}, f, indent=2)
+            json.dump(
+                {"id": p, "name": p.title(), "version": "1.0.0", "minAppVersion": "1.4.0"},
+                f,
+                indent=2,
+            )
         with open(os.path.join(d, "data.json"), "w", encoding="utf-8") as f:
-            json.dump({"enabled": True,
-                       "settings": {f"k{j}": rng.randint(0, 100) for j in range(20)}},
-                      f, indent=2)
+            json.dump(
+                {"enabled": True, "settings": {f"k{j}": rng.randint(0, 100) for j in range(20)}},
+                f,
+                indent=2,
+            )
 
 
 def generate(out: str, n: int, seed: int) -> dict:
@@ -361,12 +422,14 @@ def generate(out: str, n: int, seed: int) -> dict:
         elif r < 0.15:
             placements.append(("converged", os.path.join("converged", "core")))
         elif r < 0.30:
-            placements.append(("converged", os.path.join(
-                "converged", "topics", rng.choice(topic_names))))
+            placements.append(
+                ("converged", os.path.join("converged", "topics", rng.choice(topic_names)))
+            )
         else:
             y = rng.choice((2021, 2022, 2023, 2024, 2025))
-            placements.append(("archive", os.path.join(
-                "archive", str(y), f"{rng.randint(1, 12):02d}")))
+            placements.append(
+                ("archive", os.path.join("archive", str(y), f"{rng.randint(1, 12):02d}"))
+            )
     # 2. write notes
     base_epoch = 1767225600  # 2026-01-01T00:00:00Z
     total = 0
@@ -397,9 +460,14 @@ def generate(out: str, n: int, seed: int) -> dict:
             for name in fn:
                 os.utime(os.path.join(dp, name), (base_epoch, base_epoch))
     sizes.sort()
-    return {"notes": n, "bytes": total, "median": sizes[n // 2],
-            "p95": sizes[int(n * 0.95)], "p99": sizes[int(n * 0.99)],
-            "max": sizes[-1]}
+    return {
+        "notes": n,
+        "bytes": total,
+        "median": sizes[n // 2],
+        "p95": sizes[int(n * 0.95)],
+        "p99": sizes[int(n * 0.99)],
+        "max": sizes[-1],
+    }
 
 
 def main(argv=None) -> int:

@@ -94,17 +94,28 @@ def make_home(root: Path, shell: str) -> dict:
     rc.parent.mkdir(parents=True, exist_ok=True)
     rc.write_text(PROMPT_LINES[shell], "utf-8")
     env = {
-        "HOME": str(home), "PATH": "/usr/bin:/bin", "TERM": "xterm", "LANG": "C.UTF-8",
-        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local/state"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "TERM": "xterm",
+        "LANG": "C.UTF-8",
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
     }
     return env
 
 
 def log_size(home: Path) -> int:
-    return sum(len(path.read_bytes().splitlines()) for path in (home / ".local/state/cmem").glob("*/cmem.log"))
+    return sum(
+        len(path.read_bytes().splitlines())
+        for path in (home / ".local/state/cmem").glob("*/cmem.log")
+    )
 
 
 def measure(shell: str, runs: int, cmem: str, work: Path) -> dict:
@@ -112,9 +123,15 @@ def measure(shell: str, runs: int, cmem: str, work: Path) -> dict:
     hooked_home = work / f"{shell}-hooked"
     hooked_env = make_home(hooked_home, shell)
     vault = work / f"{shell}-vault"
-    subprocess.run([cmem, "init", str(vault), "--lang", "en"], env=hooked_env, check=True, capture_output=True)
-    subprocess.run([cmem, "--vault", str(vault), "hook", "install", "--shell", shell, "--yes"], env=hooked_env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [cmem, "init", str(vault), "--lang", "en"], env=hooked_env, check=True, capture_output=True
+    )
+    subprocess.run(
+        [cmem, "--vault", str(vault), "hook", "install", "--shell", shell, "--yes"],
+        env=hooked_env,
+        check=True,
+        capture_output=True,
+    )
     for env in (plain_env, hooked_env):  # warm-up: page cache, the shell's own first-run files
         for _ in range(3):
             one_exit(shell, env)
@@ -123,7 +140,7 @@ def measure(shell: str, runs: int, cmem: str, work: Path) -> dict:
     for index in range(runs):
         before = log_size(hooked_home)
         pair = {}
-        for side in (("plain", "hooked") if index % 2 == 0 else ("hooked", "plain")):
+        for side in ("plain", "hooked") if index % 2 == 0 else ("hooked", "plain"):
             pair[side] = one_exit(shell, plain_env if side == "plain" else hooked_env)
             if side == "hooked":
                 deadline = time.monotonic() + 30
@@ -132,17 +149,26 @@ def measure(shell: str, runs: int, cmem: str, work: Path) -> dict:
         plain.append(pair["plain"])
         hooked.append(pair["hooked"])
         added.append(pair["hooked"] - pair["plain"])
-    return {"plain": plain, "hooked": hooked, "added": added, "checks_logged": log_size(hooked_home)}
+    return {
+        "plain": plain,
+        "hooked": hooked,
+        "added": added,
+        "checks_logged": log_size(hooked_home),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--shells", default="bash,zsh,fish")
-    parser.add_argument("--cmem", default=shutil.which("cmem") or str(Path(sys.executable).parent / "cmem"))
+    parser.add_argument(
+        "--cmem", default=shutil.which("cmem") or str(Path(sys.executable).parent / "cmem")
+    )
     args = parser.parse_args()
     print(f"cmem: {args.cmem}; {args.runs} paired exits per shell; times in ms (median / p95)")
-    print(f"{'shell':<6} {'without hook':>16} {'with hook':>16} {'added (paired)':>18}  checks logged")
+    print(
+        f"{'shell':<6} {'without hook':>16} {'with hook':>16} {'added (paired)':>18}  checks logged"
+    )
     with tempfile.TemporaryDirectory(prefix="cmem-exit-bench-") as folder:
         for shell in args.shells.split(","):
             if shutil.which(shell) is None:
@@ -153,8 +179,10 @@ def main() -> int:
             def cell(values):
                 return f"{statistics.median(values) * 1000:6.1f} / {percentile(values, 0.95) * 1000:6.1f}"
 
-            print(f"{shell:<6} {cell(result['plain']):>16} {cell(result['hooked']):>16} {cell(result['added']):>18}  "
-                  f"{result['checks_logged']}")
+            print(
+                f"{shell:<6} {cell(result['plain']):>16} {cell(result['hooked']):>16} {cell(result['added']):>18}  "
+                f"{result['checks_logged']}"
+            )
     return 0
 
 

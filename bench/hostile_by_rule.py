@@ -47,20 +47,56 @@ RULES = {
 # Faithful statements in the other language than the note they cite: a translation is not an
 # invention. (note text, statement) — the statement is what a good model writes.
 TRANSLATIONS = [
-    ("以后都用 uv 管理 Python 环境，不要再用 pip。", "- Uses uv for Python environments instead of pip (source: [[n]])"),
-    ("其实不是北京，我决定改找深圳的 AI Agent 实习。", "- Looking for an AI Agent internship in Shenzhen, not Beijing (source: [[n]])"),
-    ("我决定以后都用 Svelte 写前端，不再用 React。", "- Writes frontends in Svelte now, no longer React (source: [[n]])"),
-    ("每次开会前都先写好议程，这是老习惯了。", "- Always writes an agenda before each meeting (source: [[n]])"),
-    ("早上效率最高，下午容易分心。", "- Most productive in the morning, easily distracted in the afternoon (source: [[n]])"),
+    (
+        "以后都用 uv 管理 Python 环境，不要再用 pip。",
+        "- Uses uv for Python environments instead of pip (source: [[n]])",
+    ),
+    (
+        "其实不是北京，我决定改找深圳的 AI Agent 实习。",
+        "- Looking for an AI Agent internship in Shenzhen, not Beijing (source: [[n]])",
+    ),
+    (
+        "我决定以后都用 Svelte 写前端，不再用 React。",
+        "- Writes frontends in Svelte now, no longer React (source: [[n]])",
+    ),
+    (
+        "每次开会前都先写好议程，这是老习惯了。",
+        "- Always writes an agenda before each meeting (source: [[n]])",
+    ),
+    (
+        "早上效率最高，下午容易分心。",
+        "- Most productive in the morning, easily distracted in the afternoon (source: [[n]])",
+    ),
     ("推他动手而非给鼓励。", "- Push him to act rather than encourage him (source: [[n]])"),
-    ("简历投了三家公司：字节、腾讯和阿里。", "- Sent the CV to 3 companies: ByteDance, Tencent and Alibaba (source: [[n]])"),
-    ("我喜欢用 Python 写脚本，不喜欢用 Bash。", "- Prefers Python over Bash for scripts (source: [[n]])"),
-    ("I switched from Flask to FastAPI for side projects.", "- 业余项目从 Flask 换成了 FastAPI（来源：[[n]]）"),
+    (
+        "简历投了三家公司：字节、腾讯和阿里。",
+        "- Sent the CV to 3 companies: ByteDance, Tencent and Alibaba (source: [[n]])",
+    ),
+    (
+        "我喜欢用 Python 写脚本，不喜欢用 Bash。",
+        "- Prefers Python over Bash for scripts (source: [[n]])",
+    ),
+    (
+        "I switched from Flask to FastAPI for side projects.",
+        "- 业余项目从 Flask 换成了 FastAPI（来源：[[n]]）",
+    ),
     ("I prefer tea over coffee in the afternoon.", "- 下午喜欢喝茶而不是咖啡（来源：[[n]]）"),
-    ("From now on, always run the tests before pushing to GitHub.", "- 推送到 GitHub 之前总是先跑测试（来源：[[n]]）"),
-    ("I decided to move my notes from Notion to Obsidian.", "- 决定把笔记从 Notion 搬到 Obsidian（来源：[[n]]）"),
-    ("My budget for the new laptop is 1500 euros.", "- 新笔记本电脑的预算是 1500 欧元（来源：[[n]]）"),
-    ("I run three times a week, usually in the evening.", "- 每周跑步三次，通常在晚上（来源：[[n]]）"),
+    (
+        "From now on, always run the tests before pushing to GitHub.",
+        "- 推送到 GitHub 之前总是先跑测试（来源：[[n]]）",
+    ),
+    (
+        "I decided to move my notes from Notion to Obsidian.",
+        "- 决定把笔记从 Notion 搬到 Obsidian（来源：[[n]]）",
+    ),
+    (
+        "My budget for the new laptop is 1500 euros.",
+        "- 新笔记本电脑的预算是 1500 欧元（来源：[[n]]）",
+    ),
+    (
+        "I run three times a week, usually in the evening.",
+        "- 每周跑步三次，通常在晚上（来源：[[n]]）",
+    ),
 ]
 
 
@@ -68,9 +104,9 @@ def measure() -> dict:
     sys.path.insert(0, str(TESTS))
     import reply_variants as rv
     import test_validate as tv
-    from cmem.vault.config import load_config
     from cmem.converge.response import parse_response
     from cmem.converge.validate import PassContext, validate_response
+    from cmem.vault.config import load_config
     from cmem.vault.layers import Vault
 
     started = time.monotonic()
@@ -78,7 +114,9 @@ def measure() -> dict:
     vault, ctx = tv.build_reply_vault(work / "vault", work / "outside")
 
     def check(text: str):
-        return validate_response(vault, parse_response(text.replace("{PASS_DATE}", tv.PASS_DATE)), ctx)
+        return validate_response(
+            vault, parse_response(text.replace("{PASS_DATE}", tv.PASS_DATE)), ctx
+        )
 
     by_rule: dict[str, Counter] = {}
     missed = []
@@ -87,24 +125,36 @@ def measure() -> dict:
         counts = by_rule.setdefault(rule, Counter())
         counts["replies"] += 1
         counts["rejected"] += not result.ok and not result.writes
-        hit = any(i.rule == rule and i.file == file and fragment in i.message for i in result.errors)
+        hit = any(
+            i.rule == rule and i.file == file and fragment in i.message for i in result.errors
+        )
         counts["for_rule"] += hit
         if not hit:
             missed.append(name)
-    valid_hand = [check((tv.REPLIES / "valid" / name).read_bytes().decode("utf-8")) for name in sorted(tv.VALID)]
+    valid_hand = [
+        check((tv.REPLIES / "valid" / name).read_bytes().decode("utf-8"))
+        for name in sorted(tv.VALID)
+    ]
     corpus_root = rv.build_corpus_vault(work / "corpus", work / "corpus-outside", git=False)
     from cmem.vault.layers import open_vault
 
     corpus_vault = open_vault(corpus_root)
     corpus_ctx = rv.corpus_context(corpus_vault)
-    generated = [validate_response(corpus_vault, parse_response(v.text), corpus_ctx) for v in rv.valid_variants()]
+    generated = [
+        validate_response(corpus_vault, parse_response(v.text), corpus_ctx)
+        for v in rv.valid_variants()
+    ]
     new_statements = warned = 0
     for variant, result in zip(rv.valid_variants(), generated):
         if not result.ok:
             continue
         for path, text in variant.files.items():
-            base = rv.PROFILE_TEXT if path == rv.PROFILE else rv.JOBS_TEXT if path == rv.JOBS else ""
-            new_statements += sum(1 for line in text.splitlines() if line.startswith("- ") and line not in base)
+            base = (
+                rv.PROFILE_TEXT if path == rv.PROFILE else rv.JOBS_TEXT if path == rv.JOBS else ""
+            )
+            new_statements += sum(
+                1 for line in text.splitlines() if line.startswith("- ") and line not in base
+            )
         warned += len(result.inventions)
     # translations, each in its own one-note vault
     translated_warned = 0
@@ -115,16 +165,20 @@ def measure() -> dict:
         (root / "converged/core").mkdir(parents=True)
         (root / "n.md").write_text(note + "\n", encoding="utf-8")
         one = Vault(root=root, config=load_config(root))
-        one_ctx = PassContext(tv.PASS_DATE, ["n.md"], {}, one.note_names(), source_texts={"n": note})
+        one_ctx = PassContext(
+            tv.PASS_DATE, ["n.md"], {}, one.note_names(), source_texts={"n": note}
+        )
         text = f'<convergence>\n<file path="converged/core/profile.md">\n{statement}\n</file>\n<converged note="n.md" into="converged/core/profile.md"/>\n</convergence>\n'
         result = validate_response(one, parse_response(text), one_ctx)
         assert result.ok, (statement, [str(e) for e in result.errors])
         translated_warned += bool(result.inventions)
     return {
-        "by_rule": by_rule, "missed": missed,
+        "by_rule": by_rule,
+        "missed": missed,
         "valid_hand": (len(valid_hand), sum(not r.ok for r in valid_hand)),
         "valid_generated": (len(generated), sum(not r.ok for r in generated)),
-        "invention": (new_statements, warned), "translations": (len(TRANSLATIONS), translated_warned),
+        "invention": (new_statements, warned),
+        "translations": (len(TRANSLATIONS), translated_warned),
         "seconds": round(time.monotonic() - started, 1),
     }
 
@@ -147,7 +201,9 @@ def render(f: dict) -> str:
     ]
     for rule in order:
         c = f["by_rule"][rule]
-        lines.append(f"| {rule} | {RULES.get(rule, '')} | {c['replies']} | {c['rejected']} | {c['for_rule']} |")
+        lines.append(
+            f"| {rule} | {RULES.get(rule, '')} | {c['replies']} | {c['rejected']} | {c['for_rule']} |"
+        )
     lines.append(f"| all | | {total} | {rejected} | {for_rule} |")
     hand, hand_bad = f["valid_hand"]
     gen, gen_bad = f["valid_generated"]
@@ -179,7 +235,9 @@ def splice(document: str, section: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=PROJECT / "docs" / "reliability.md")
-    parser.add_argument("--print", action="store_true", help="Print the section instead of writing it.")
+    parser.add_argument(
+        "--print", action="store_true", help="Print the section instead of writing it."
+    )
     args = parser.parse_args(argv)
     figures = measure()
     section = render(figures)
@@ -191,7 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         print(section)
     by_rule = figures["by_rule"].values()
     ok = not figures["missed"] and all(c["rejected"] == c["replies"] for c in by_rule)
-    ok = ok and figures["valid_hand"][1] == 0 and figures["valid_generated"][1] <= figures["valid_generated"][0] // 100
+    ok = (
+        ok
+        and figures["valid_hand"][1] == 0
+        and figures["valid_generated"][1] <= figures["valid_generated"][0] // 100
+    )
     return 0 if ok else 1
 
 

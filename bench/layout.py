@@ -54,7 +54,12 @@ def imports(path: Path, known: set[str]) -> set[str]:
     `cmem.x`, `from cmem.x import submodule` as `cmem.x.submodule`)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "cmem":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "cmem"
+        ):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 found.add(sub if sub in known else node.module)
@@ -102,7 +107,10 @@ def cycles(package: Path = PACKAGE) -> list[list[str]]:
     components of the import graph, lazy imports included)."""
     found = modules(package)
     known = set(found)
-    graph = {name: sorted(t for t in imports(path, known) if t in known and t != name) for name, path in found.items()}
+    graph = {
+        name: sorted(t for t in imports(path, known) if t in known and t != name)
+        for name, path in found.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

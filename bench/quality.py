@@ -97,124 +97,365 @@ summary: 前端技术栈
 """
 
 HISTORIES = [
-    History("en-python-tooling", "en", [
-        ("2026-10-01", {"2026-10-01 notes": "I switched to uv for managing virtualenvs.\nI decided to use fish as my shell.\nI prefer Neovim for editing code.\n"}),
-        ("2026-10-03", {"2026-10-03 notes": "I switched from uv to poetry for managing virtualenvs.\nActually I use Helix now, not Neovim.\nI decided to format code with black.\n"}),
-        ("2026-10-06", {"2026-10-06 notes": "Actually it's Python 3.13 for new projects, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\nI switched from black to ruff for formatting.\n"}),
-    ], [
-        F("venv tool", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
-        F("shell", (0, ["fish"], []), (2, ["zsh"], ["fish"])),
-        F("editor", (0, ["Neovim"], []), (1, ["Helix"], ["Neovim"])),
-        F("python version", (2, ["3.13"], ["3.12"])),
-        F("tests before commit", (2, ["pytest"], [])),
-        F("formatter", (1, ["black"], []), (2, ["ruff"], ["black"])),
-    ], {"converged/topics/tooling.md": TOOLING_EN}, ["2026-09-01 notes"]),
-    History("en-moves", "en", [
-        ("2026-09-10", {"2026-09-10 notes": "I moved to Lisbon last month.\nI decided to work from the coworking space on Tuesdays.\nSkipped breakfast again, as usual.\nI prefer trains over planes for trips under 500 km.\n"}),
-        ("2026-09-20", {"2026-09-20 notes": "Actually I moved to Porto, not Lisbon.\nSkipped breakfast again before the standup.\n"}),
-        ("2026-10-02", {"2026-10-02 notes": "Correction: it's Lisbon, not Porto.\nSkipped breakfast again.\nI prefer window seats on trains.\n"}),
-    ], [
-        F("city", (0, ["Lisbon", "2026-08"], []), (1, ["Porto"], ["Lisbon"]), (2, ["Lisbon"], ["Porto"])),
-        F("tuesdays", (0, ["coworking"], [])),
-        F("breakfast habit", (1, ["breakfast", "2 times"], []), (2, ["breakfast", "3 times"], ["2 times"])),
-        F("train seats", (2, ["window seats"], [])),
-        F("trains", (0, ["trains over planes"], [])),
-    ]),
-    History("en-blog-reversal", "en", [
-        ("2026-10-01", {"2026-10-01 blog": "I decided to move my blog to Hugo.\n", "2026-10-01 later": "Actually, the blog should stay on Ghost, not Hugo.\nI prefer dark mode in every app.\n"}),
-        ("2026-10-04", {"2026-10-04 notes": "I decided to use React for the dashboard.\nForgot to push my commits again.\nFrom now on, never deploy on Fridays.\n"}),
-        ("2026-10-09", {"2026-10-09 notes": "I switched my blog from Ghost to Astro.\nI switched from React to Svelte for the dashboard.\nForgot to push my commits again, same mistake.\n"}),
-    ], [
-        F("blog engine", (0, ["Ghost"], ["Hugo"]), (2, ["Astro"], ["Ghost", "Hugo"])),
-        F("dark mode", (0, ["dark mode"], [])),
-        F("dashboard framework", (1, ["React"], []), (2, ["Svelte"], ["React"])),
-        F("forgetting to push", (2, ["push", "2 times"], [])),
-        F("friday deploys", (1, ["deploy on Fridays"], [])),
-    ]),
-    History("zh-job-search", "zh", [
-        ("2026-10-01", {"2026-10-01 随手记": "其实不是北京，是深圳\n又熬夜到两点，老毛病\n以后都用中文回答，术语保留英文\n"}),
-        ("2026-10-05", {"2026-10-05 随手记": "面试前一晚又熬夜刷题，老毛病\n我决定先投三家公司试试水\n我决定每天刷两道算法题\n"}),
-        ("2026-10-09", {"2026-10-09 随手记": "又熬夜了，明天一定早睡\n其实不是三家，是五家\n"}),
-    ], [
-        F("city", (0, ["深圳"], ["北京"])),
-        F("late nights", (1, ["熬夜", "2 次"], []), (2, ["熬夜", "3 次"], ["2 次"])),
-        F("answer language", (0, ["中文回答"], [])),
-        F("applications", (1, ["三家"], []), (2, ["五家"], ["三家"])),
-        F("daily practice", (1, ["算法题"], [])),
-    ], {"converged/core/profile.md": PROFILE_ZH}, ["2026-09-01 随手记"]),
-    History("zh-editor", "zh", [
-        ("2026-10-05", {"2026-10-05 随手记": "我决定用 VS Code 写代码\n上个月搬到了杭州\n以后都用 pnpm 装依赖\n"}),
-        ("2026-10-12", {"2026-10-12 随手记": "改用 Cursor 写代码，不再用 VS Code\n我更喜欢深色主题\n"}),
-        ("2026-10-20", {"2026-10-20 随手记": "其实不是 Cursor，是 Zed\n其实不是杭州，是苏州\n我决定改用浅色主题，不再用深色主题\n"}),
-    ], [
-        F("editor", (0, ["VS Code"], []), (1, ["Cursor"], ["VS Code"]), (2, ["Zed"], ["Cursor", "VS Code"])),
-        F("city", (0, ["杭州", "2026-09"], []), (2, ["苏州"], ["杭州"])),
-        F("package manager", (0, ["pnpm"], [])),
-        F("theme", (1, ["深色"], []), (2, ["浅色"], ["深色"])),
-    ]),
-    History("en-answer-language", "en", [
-        ("2026-10-01", {"2026-10-01 notes": "From now on, always answer me in English.\nI switched to decaf coffee.\nMissed the 9am standup again.\n"}),
-        ("2026-10-03", {"2026-10-03 notes": "Actually it's Spanish, not English.\nMissed the 9am standup again, every time after a late night.\nI prefer answers without emojis.\n"}),
-        ("2026-10-08", {"2026-10-08 notes": "Correction: it's English, not Spanish.\nI switched from decaf back to regular coffee.\n"}),
-    ], [
-        F("answer language", (0, ["English"], []), (1, ["Spanish"], ["English"]), (2, ["English"], ["Spanish"])),
-        F("coffee", (0, ["decaf"], []), (2, ["regular"], ["decaf"])),
-        F("standup", (1, ["standup", "2 times"], [])),
-        F("emojis", (1, ["emojis"], [])),
-    ]),
-    History("zh-exercise", "zh", [
-        ("2026-10-01", {"2026-10-01 日记": "我决定每周跑步三次\n又忘了喝水\n我不喜欢开会超过半小时\n"}),
-        ("2026-10-04", {"2026-10-04 日记": "换成每周游泳两次，不再跑步\n又忘了喝水，头疼\n"}),
-        ("2026-10-08", {"2026-10-08 日记": "其实不是游泳，是骑车\n又忘了喝水\n我决定周末不看工作消息\n"}),
-    ], [
-        F("exercise", (0, ["跑步"], []), (1, ["游泳"], ["跑步"]), (2, ["骑车"], ["游泳", "跑步"])),
-        F("water", (1, ["喝水", "2 次"], []), (2, ["喝水", "3 次"], ["2 次"])),
-        F("meetings", (0, ["开会"], [])),
-        F("weekends", (2, ["工作消息"], [])),
-    ]),
-    History("en-side-project", "en", [
-        ("2026-03-01", {"2026-03-01 notes": "I decided to use Postgres for the side project.\nI moved to Berlin last year.\nI prefer a split keyboard.\n"}),
-        ("2026-04-01", {"2026-04-01 notes": "I'm switching from Postgres to SQLite for the side project.\nI decided to name the side project Ledger.\n"}),
-        ("2026-05-01", {"2026-05-01 notes": "I moved to Munich.\nI decided to deploy the side project on Fly.io.\nActually it's Tally, not Ledger.\n"}),
-    ], [
-        F("database", (0, ["Postgres"], []), (1, ["SQLite"], ["Postgres"])),
-        F("city", (0, ["Berlin", "2025"], []), (2, ["Munich"], ["Berlin"])),
-        F("keyboard", (0, ["split keyboard"], [])),
-        F("deploy", (2, ["Fly.io"], [])),
-        F("project name", (1, ["Ledger"], []), (2, ["Tally"], ["Ledger"])),
-    ]),
-    History("zh-frontend", "zh", [
-        ("2026-10-01", {"2026-10-01 随手记": "改用 Svelte 写前端\n每次都在周五晚上才开始写周报\n永远别在周五晚上发版\n"}),
-        ("2026-10-08", {"2026-10-08 随手记": "其实不是 Svelte，前端改用 Vue 写\n又是周五晚上才写周报\n我决定用 Tailwind 写样式\n"}),
-        ("2026-10-15", {"2026-10-15 随手记": "从 Vue 换成 Solid 写前端\n改用 UnoCSS 写样式，不再用 Tailwind\n"}),
-    ], [
-        F("frontend", (0, ["Svelte"], ["React"]), (1, ["Vue"], ["Svelte", "React"]), (2, ["Solid"], ["Vue", "Svelte", "React"])),
-        F("weekly report", (1, ["周报", "2 次"], [])),
-        F("friday release", (0, ["发版"], [])),
-        F("styles", (1, ["Tailwind"], []), (2, ["UnoCSS"], ["Tailwind"])),
-    ], {"converged/topics/前端.md": FRONTEND_ZH}, ["2026-09-01 随手记"]),
-    History("en-notes-app", "en", [
-        ("2026-10-01", {"2026-10-01 notes": "I decided to keep my notes in Obsidian.\nI'm switching to Ghostty as my terminal.\nLeft the laptop charger at the office again.\n"}),
-        ("2026-10-06", {"2026-10-06 notes": "I switched from Obsidian to Logseq for notes.\nLeft the laptop charger at the office again.\nI prefer short answers with code first.\n"}),
-        ("2026-10-11", {"2026-10-11 notes": "Actually it's Obsidian, not Logseq.\nI decided to sync notes with Syncthing.\n"}),
-    ], [
-        F("notes app", (0, ["Obsidian"], []), (1, ["Logseq"], ["Obsidian"]), (2, ["Obsidian"], ["Logseq"])),
-        F("terminal", (0, ["Ghostty"], [])),
-        F("charger", (1, ["charger", "2 times"], [])),
-        F("answer style", (1, ["short answers"], [])),
-        F("sync", (2, ["Syncthing"], [])),
-    ]),
-    History("zh-en-mixed", "zh", [
-        ("2026-10-01", {"2026-10-01 随手记": "我决定用 Obsidian 管理笔记\n以后都先给结论再解释\n"}),
-        ("2026-10-02", {"2026-10-02 notes": "I switched to Arc as my browser.\nI prefer answers in Chinese with English terms.\n"}),
-        ("2026-10-07", {"2026-10-07 随手记": "从 Arc 换成 Firefox 当浏览器\n我更喜欢早上写代码\n"}),
-    ], [
-        F("notes tool", (0, ["Obsidian"], [])),
-        F("answer order", (0, ["先给结论"], [])),
-        F("browser", (1, ["Arc"], []), (2, ["Firefox"], ["Arc"])),
-        F("coding time", (2, ["早上写代码"], [])),
-        F("answer terms", (1, ["English terms"], [])),
-    ]),
+    History(
+        "en-python-tooling",
+        "en",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 notes": "I switched to uv for managing virtualenvs.\nI decided to use fish as my shell.\nI prefer Neovim for editing code.\n"
+                },
+            ),
+            (
+                "2026-10-03",
+                {
+                    "2026-10-03 notes": "I switched from uv to poetry for managing virtualenvs.\nActually I use Helix now, not Neovim.\nI decided to format code with black.\n"
+                },
+            ),
+            (
+                "2026-10-06",
+                {
+                    "2026-10-06 notes": "Actually it's Python 3.13 for new projects, not 3.12.\nI switched from fish to zsh as my shell.\nI always run pytest before committing.\nI switched from black to ruff for formatting.\n"
+                },
+            ),
+        ],
+        [
+            F("venv tool", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
+            F("shell", (0, ["fish"], []), (2, ["zsh"], ["fish"])),
+            F("editor", (0, ["Neovim"], []), (1, ["Helix"], ["Neovim"])),
+            F("python version", (2, ["3.13"], ["3.12"])),
+            F("tests before commit", (2, ["pytest"], [])),
+            F("formatter", (1, ["black"], []), (2, ["ruff"], ["black"])),
+        ],
+        {"converged/topics/tooling.md": TOOLING_EN},
+        ["2026-09-01 notes"],
+    ),
+    History(
+        "en-moves",
+        "en",
+        [
+            (
+                "2026-09-10",
+                {
+                    "2026-09-10 notes": "I moved to Lisbon last month.\nI decided to work from the coworking space on Tuesdays.\nSkipped breakfast again, as usual.\nI prefer trains over planes for trips under 500 km.\n"
+                },
+            ),
+            (
+                "2026-09-20",
+                {
+                    "2026-09-20 notes": "Actually I moved to Porto, not Lisbon.\nSkipped breakfast again before the standup.\n"
+                },
+            ),
+            (
+                "2026-10-02",
+                {
+                    "2026-10-02 notes": "Correction: it's Lisbon, not Porto.\nSkipped breakfast again.\nI prefer window seats on trains.\n"
+                },
+            ),
+        ],
+        [
+            F(
+                "city",
+                (0, ["Lisbon", "2026-08"], []),
+                (1, ["Porto"], ["Lisbon"]),
+                (2, ["Lisbon"], ["Porto"]),
+            ),
+            F("tuesdays", (0, ["coworking"], [])),
+            F(
+                "breakfast habit",
+                (1, ["breakfast", "2 times"], []),
+                (2, ["breakfast", "3 times"], ["2 times"]),
+            ),
+            F("train seats", (2, ["window seats"], [])),
+            F("trains", (0, ["trains over planes"], [])),
+        ],
+    ),
+    History(
+        "en-blog-reversal",
+        "en",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 blog": "I decided to move my blog to Hugo.\n",
+                    "2026-10-01 later": "Actually, the blog should stay on Ghost, not Hugo.\nI prefer dark mode in every app.\n",
+                },
+            ),
+            (
+                "2026-10-04",
+                {
+                    "2026-10-04 notes": "I decided to use React for the dashboard.\nForgot to push my commits again.\nFrom now on, never deploy on Fridays.\n"
+                },
+            ),
+            (
+                "2026-10-09",
+                {
+                    "2026-10-09 notes": "I switched my blog from Ghost to Astro.\nI switched from React to Svelte for the dashboard.\nForgot to push my commits again, same mistake.\n"
+                },
+            ),
+        ],
+        [
+            F("blog engine", (0, ["Ghost"], ["Hugo"]), (2, ["Astro"], ["Ghost", "Hugo"])),
+            F("dark mode", (0, ["dark mode"], [])),
+            F("dashboard framework", (1, ["React"], []), (2, ["Svelte"], ["React"])),
+            F("forgetting to push", (2, ["push", "2 times"], [])),
+            F("friday deploys", (1, ["deploy on Fridays"], [])),
+        ],
+    ),
+    History(
+        "zh-job-search",
+        "zh",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 随手记": "其实不是北京，是深圳\n又熬夜到两点，老毛病\n以后都用中文回答，术语保留英文\n"
+                },
+            ),
+            (
+                "2026-10-05",
+                {
+                    "2026-10-05 随手记": "面试前一晚又熬夜刷题，老毛病\n我决定先投三家公司试试水\n我决定每天刷两道算法题\n"
+                },
+            ),
+            ("2026-10-09", {"2026-10-09 随手记": "又熬夜了，明天一定早睡\n其实不是三家，是五家\n"}),
+        ],
+        [
+            F("city", (0, ["深圳"], ["北京"])),
+            F("late nights", (1, ["熬夜", "2 次"], []), (2, ["熬夜", "3 次"], ["2 次"])),
+            F("answer language", (0, ["中文回答"], [])),
+            F("applications", (1, ["三家"], []), (2, ["五家"], ["三家"])),
+            F("daily practice", (1, ["算法题"], [])),
+        ],
+        {"converged/core/profile.md": PROFILE_ZH},
+        ["2026-09-01 随手记"],
+    ),
+    History(
+        "zh-editor",
+        "zh",
+        [
+            (
+                "2026-10-05",
+                {
+                    "2026-10-05 随手记": "我决定用 VS Code 写代码\n上个月搬到了杭州\n以后都用 pnpm 装依赖\n"
+                },
+            ),
+            (
+                "2026-10-12",
+                {"2026-10-12 随手记": "改用 Cursor 写代码，不再用 VS Code\n我更喜欢深色主题\n"},
+            ),
+            (
+                "2026-10-20",
+                {
+                    "2026-10-20 随手记": "其实不是 Cursor，是 Zed\n其实不是杭州，是苏州\n我决定改用浅色主题，不再用深色主题\n"
+                },
+            ),
+        ],
+        [
+            F(
+                "editor",
+                (0, ["VS Code"], []),
+                (1, ["Cursor"], ["VS Code"]),
+                (2, ["Zed"], ["Cursor", "VS Code"]),
+            ),
+            F("city", (0, ["杭州", "2026-09"], []), (2, ["苏州"], ["杭州"])),
+            F("package manager", (0, ["pnpm"], [])),
+            F("theme", (1, ["深色"], []), (2, ["浅色"], ["深色"])),
+        ],
+    ),
+    History(
+        "en-answer-language",
+        "en",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 notes": "From now on, always answer me in English.\nI switched to decaf coffee.\nMissed the 9am standup again.\n"
+                },
+            ),
+            (
+                "2026-10-03",
+                {
+                    "2026-10-03 notes": "Actually it's Spanish, not English.\nMissed the 9am standup again, every time after a late night.\nI prefer answers without emojis.\n"
+                },
+            ),
+            (
+                "2026-10-08",
+                {
+                    "2026-10-08 notes": "Correction: it's English, not Spanish.\nI switched from decaf back to regular coffee.\n"
+                },
+            ),
+        ],
+        [
+            F(
+                "answer language",
+                (0, ["English"], []),
+                (1, ["Spanish"], ["English"]),
+                (2, ["English"], ["Spanish"]),
+            ),
+            F("coffee", (0, ["decaf"], []), (2, ["regular"], ["decaf"])),
+            F("standup", (1, ["standup", "2 times"], [])),
+            F("emojis", (1, ["emojis"], [])),
+        ],
+    ),
+    History(
+        "zh-exercise",
+        "zh",
+        [
+            (
+                "2026-10-01",
+                {"2026-10-01 日记": "我决定每周跑步三次\n又忘了喝水\n我不喜欢开会超过半小时\n"},
+            ),
+            ("2026-10-04", {"2026-10-04 日记": "换成每周游泳两次，不再跑步\n又忘了喝水，头疼\n"}),
+            (
+                "2026-10-08",
+                {"2026-10-08 日记": "其实不是游泳，是骑车\n又忘了喝水\n我决定周末不看工作消息\n"},
+            ),
+        ],
+        [
+            F(
+                "exercise",
+                (0, ["跑步"], []),
+                (1, ["游泳"], ["跑步"]),
+                (2, ["骑车"], ["游泳", "跑步"]),
+            ),
+            F("water", (1, ["喝水", "2 次"], []), (2, ["喝水", "3 次"], ["2 次"])),
+            F("meetings", (0, ["开会"], [])),
+            F("weekends", (2, ["工作消息"], [])),
+        ],
+    ),
+    History(
+        "en-side-project",
+        "en",
+        [
+            (
+                "2026-03-01",
+                {
+                    "2026-03-01 notes": "I decided to use Postgres for the side project.\nI moved to Berlin last year.\nI prefer a split keyboard.\n"
+                },
+            ),
+            (
+                "2026-04-01",
+                {
+                    "2026-04-01 notes": "I'm switching from Postgres to SQLite for the side project.\nI decided to name the side project Ledger.\n"
+                },
+            ),
+            (
+                "2026-05-01",
+                {
+                    "2026-05-01 notes": "I moved to Munich.\nI decided to deploy the side project on Fly.io.\nActually it's Tally, not Ledger.\n"
+                },
+            ),
+        ],
+        [
+            F("database", (0, ["Postgres"], []), (1, ["SQLite"], ["Postgres"])),
+            F("city", (0, ["Berlin", "2025"], []), (2, ["Munich"], ["Berlin"])),
+            F("keyboard", (0, ["split keyboard"], [])),
+            F("deploy", (2, ["Fly.io"], [])),
+            F("project name", (1, ["Ledger"], []), (2, ["Tally"], ["Ledger"])),
+        ],
+    ),
+    History(
+        "zh-frontend",
+        "zh",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 随手记": "改用 Svelte 写前端\n每次都在周五晚上才开始写周报\n永远别在周五晚上发版\n"
+                },
+            ),
+            (
+                "2026-10-08",
+                {
+                    "2026-10-08 随手记": "其实不是 Svelte，前端改用 Vue 写\n又是周五晚上才写周报\n我决定用 Tailwind 写样式\n"
+                },
+            ),
+            (
+                "2026-10-15",
+                {
+                    "2026-10-15 随手记": "从 Vue 换成 Solid 写前端\n改用 UnoCSS 写样式，不再用 Tailwind\n"
+                },
+            ),
+        ],
+        [
+            F(
+                "frontend",
+                (0, ["Svelte"], ["React"]),
+                (1, ["Vue"], ["Svelte", "React"]),
+                (2, ["Solid"], ["Vue", "Svelte", "React"]),
+            ),
+            F("weekly report", (1, ["周报", "2 次"], [])),
+            F("friday release", (0, ["发版"], [])),
+            F("styles", (1, ["Tailwind"], []), (2, ["UnoCSS"], ["Tailwind"])),
+        ],
+        {"converged/topics/前端.md": FRONTEND_ZH},
+        ["2026-09-01 随手记"],
+    ),
+    History(
+        "en-notes-app",
+        "en",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 notes": "I decided to keep my notes in Obsidian.\nI'm switching to Ghostty as my terminal.\nLeft the laptop charger at the office again.\n"
+                },
+            ),
+            (
+                "2026-10-06",
+                {
+                    "2026-10-06 notes": "I switched from Obsidian to Logseq for notes.\nLeft the laptop charger at the office again.\nI prefer short answers with code first.\n"
+                },
+            ),
+            (
+                "2026-10-11",
+                {
+                    "2026-10-11 notes": "Actually it's Obsidian, not Logseq.\nI decided to sync notes with Syncthing.\n"
+                },
+            ),
+        ],
+        [
+            F(
+                "notes app",
+                (0, ["Obsidian"], []),
+                (1, ["Logseq"], ["Obsidian"]),
+                (2, ["Obsidian"], ["Logseq"]),
+            ),
+            F("terminal", (0, ["Ghostty"], [])),
+            F("charger", (1, ["charger", "2 times"], [])),
+            F("answer style", (1, ["short answers"], [])),
+            F("sync", (2, ["Syncthing"], [])),
+        ],
+    ),
+    History(
+        "zh-en-mixed",
+        "zh",
+        [
+            (
+                "2026-10-01",
+                {"2026-10-01 随手记": "我决定用 Obsidian 管理笔记\n以后都先给结论再解释\n"},
+            ),
+            (
+                "2026-10-02",
+                {
+                    "2026-10-02 notes": "I switched to Arc as my browser.\nI prefer answers in Chinese with English terms.\n"
+                },
+            ),
+            (
+                "2026-10-07",
+                {"2026-10-07 随手记": "从 Arc 换成 Firefox 当浏览器\n我更喜欢早上写代码\n"},
+            ),
+        ],
+        [
+            F("notes tool", (0, ["Obsidian"], [])),
+            F("answer order", (0, ["先给结论"], [])),
+            F("browser", (1, ["Arc"], []), (2, ["Firefox"], ["Arc"])),
+            F("coding time", (2, ["早上写代码"], [])),
+            F("answer terms", (1, ["English terms"], [])),
+        ],
+    ),
 ]
 
 
@@ -223,9 +464,15 @@ HISTORIES = [
 
 def _isolate(home: Path) -> None:
     os.environ.update(
-        HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.invalid",
-        GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.invalid", GIT_CONFIG_NOSYSTEM="1",
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@example.invalid",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@example.invalid",
+        GIT_CONFIG_NOSYSTEM="1",
     )
     os.environ.pop("CMEM_LLM", None)
     os.environ.pop("CMEM_VAULT", None)
@@ -242,7 +489,9 @@ def _make_vault(root: Path, history: History) -> None:
         (root / "archive" / f"{name}.md").write_text("- (earlier notes)\n", "utf-8")
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "bench: initial memory"], check=True)
+    subprocess.run(
+        ["git", "-C", str(root), "commit", "-q", "-m", "bench: initial memory"], check=True
+    )
 
 
 @dataclass
@@ -261,14 +510,29 @@ class Counts:
     problems: list[str] = field(default_factory=list)
 
     def add(self, other: "Counts") -> None:
-        for name in ("facts", "once", "stale", "duplicates", "contradictions", "unsourced", "untraced", "lost", "unseen", "signals", "failed_passes"):
+        for name in (
+            "facts",
+            "once",
+            "stale",
+            "duplicates",
+            "contradictions",
+            "unsourced",
+            "untraced",
+            "lost",
+            "unseen",
+            "signals",
+            "failed_passes",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.problems += other.problems
 
 
 def _mentions(text: str, term: str) -> bool:
     if term.isascii():
-        return re.search(r"(?<![\w.])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE) is not None
+        return (
+            re.search(r"(?<![\w.])" + re.escape(term) + r"(?![\w])", text, re.IGNORECASE)
+            is not None
+        )
     return term in text
 
 
@@ -299,11 +563,10 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
     from cmem.converge.coverage import line_fates
     from cmem.converge.selection import SelectedNote
     from cmem.scan.scanner import scan_vault
-    from cmem.vault.notes import read_note
     from cmem.scan.signals import Signal, scan_note
+    from cmem.vault.layers import NoteFile, open_vault
+    from cmem.vault.notes import read_note
     from cmem.vault.statements import normalize
-    from cmem.vault.layers import NoteFile
-    from cmem.vault.layers import open_vault
 
     counts = Counts()
     layer = _layer(root)
@@ -319,7 +582,9 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
         if len(holding) == 1:
             counts.once += 1
         else:
-            counts.problems.append(f"day {day}: {fact.id}: current value {current} stated {len(holding)} times")
+            counts.problems.append(
+                f"day {day}: {fact.id}: current value {current} stated {len(holding)} times"
+            )
         stale_cores = [core for _, core, _ in cores if any(_mentions(core, t) for t in stale)]
         counts.stale += len(stale_cores)
         counts.problems += [f"day {day}: {fact.id}: stale wording {core!r}" for core in stale_cores]
@@ -341,23 +606,35 @@ def measure(root: Path, history: History, day: int, notes_so_far: dict[str, str]
     vault = open_vault(root)
     scan = scan_vault(vault)
     waiting = {(s.note, s.line) for s in scan.signals} | {(d.note, d.line) for d in scan.deferred}
-    layer_texts = {p.relative_to(root).as_posix(): p.read_text("utf-8") for p in (root / "converged").rglob("*.md")}
+    layer_texts = {
+        p.relative_to(root).as_posix(): p.read_text("utf-8")
+        for p in (root / "converged").rglob("*.md")
+    }
     for name, text in notes_so_far.items():
         rel = f"{name}.md"
         lines = text.split("\n")
         note_file = read_note(NoteFile(rel, root / rel, "divergent"), vault.config.max_note_bytes)
-        seen = {hit.line: hit.cls for hit in scan_note(note_file, vault.config.extra_cues, vault.config.formats).hits}
+        seen = {
+            hit.line: hit.cls
+            for hit in scan_note(note_file, vault.config.extra_cues, vault.config.formats).hits
+        }
         for number, line in enumerate(lines, 1):
             if line.strip() and number not in seen:
                 counts.unseen += 1
-                counts.problems.append(f"day {day}: unseen by the scanner: {rel} line {number}: {line!r}")
-        signals = [Signal(rel, n, seen[n], "", line) for n, line in enumerate(lines, 1) if n in seen]
+                counts.problems.append(
+                    f"day {day}: unseen by the scanner: {rel} line {number}: {line!r}"
+                )
+        signals = [
+            Signal(rel, n, seen[n], "", line) for n, line in enumerate(lines, 1) if n in seen
+        ]
         counts.signals += len(signals)
         note = SelectedNote(rel, name, text, lines, signals)
         for fate in line_fates([note], [rel], layer_texts, vault.config.formats):
             if fate.where == "pending" and (rel, fate.line) not in waiting:
                 counts.lost += 1
-                counts.problems.append(f"day {day}: lost: {rel} line {fate.line}: {lines[fate.line - 1]!r}")
+                counts.problems.append(
+                    f"day {day}: lost: {rel} line {fate.line}: {lines[fate.line - 1]!r}"
+                )
     return counts
 
 
@@ -376,14 +653,22 @@ def run_history(history: History, workdir: Path, llm: str | None = None) -> tupl
         for order, (name, text) in enumerate(notes.items()):
             path = root / f"{name}.md"
             path.write_text(text, "utf-8")
-            os.utime(path, (stamp + order * 60, stamp + order * 60))  # notes of a day in the order written
+            os.utime(
+                path, (stamp + order * 60, stamp + order * 60)
+            )  # notes of a day in the order written
             notes_so_far[name] = text
         now = datetime.fromisoformat(date).replace(hour=21, tzinfo=timezone.utc)
-        options = PassOptions(engine="llm", llm=llm, now=now) if llm else PassOptions(engine="builtin", now=now)
+        options = (
+            PassOptions(engine="llm", llm=llm, now=now)
+            if llm
+            else PassOptions(engine="builtin", now=now)
+        )
         try:
             result = run_pass(open_vault(root), options)
             status, errors = result.status, result.errors
-        except CmemError as exc:  # a model command that fails or times out: the day counts as failed
+        except (
+            CmemError
+        ) as exc:  # a model command that fails or times out: the day counts as failed
             status, errors = "failed", [str(exc)]
         last = measure(root, history, day, notes_so_far)
         if status not in ("applied", "nothing"):
@@ -398,21 +683,29 @@ def _percent(part: int, whole: int) -> str:
 
 
 def table(rows: list[tuple[str, Counts, Counts]]) -> list[str]:
-    out = ["| history | facts (last day) | current once (last day) | current once (every pass) | stale | duplicates | contradictions | unsourced | untraced | lost signals | unseen lines | failed passes |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "| history | facts (last day) | current once (last day) | current once (every pass) | stale | duplicates | contradictions | unsourced | untraced | lost signals | unseen lines | failed passes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     grand, grand_last = Counts(), Counts()
     for name, total, last in rows:
         grand.add(total)
         grand_last.add(last)
-        out.append(f"| {name} | {last.facts} | {last.once}/{last.facts} | {total.once}/{total.facts} | {total.stale} | {total.duplicates} | "
-                   f"{total.contradictions} | {total.unsourced} | {total.untraced} | {total.lost} | {total.unseen} | {total.failed_passes} |")
-    out.append(f"| **all** | **{grand_last.facts}** | **{grand_last.once}/{grand_last.facts} ({_percent(grand_last.once, grand_last.facts)})** | "
-               f"**{grand.once}/{grand.facts} ({_percent(grand.once, grand.facts)})** | **{grand.stale}** | **{grand.duplicates}** | "
-               f"**{grand.contradictions}** | **{grand.unsourced}** | **{grand.untraced}** | **{grand.lost}** | **{grand.unseen}** | **{grand.failed_passes}** |")
+        out.append(
+            f"| {name} | {last.facts} | {last.once}/{last.facts} | {total.once}/{total.facts} | {total.stale} | {total.duplicates} | "
+            f"{total.contradictions} | {total.unsourced} | {total.untraced} | {total.lost} | {total.unseen} | {total.failed_passes} |"
+        )
+    out.append(
+        f"| **all** | **{grand_last.facts}** | **{grand_last.once}/{grand_last.facts} ({_percent(grand_last.once, grand_last.facts)})** | "
+        f"**{grand.once}/{grand.facts} ({_percent(grand.once, grand.facts)})** | **{grand.stale}** | **{grand.duplicates}** | "
+        f"**{grand.contradictions}** | **{grand.unsourced}** | **{grand.untraced}** | **{grand.lost}** | **{grand.unseen}** | **{grand.failed_passes}** |"
+    )
     return out
 
 
-def run_all(engines: list[str | None], workdir: Path, only: list[str] | None = None) -> dict[str, list[tuple[str, Counts, Counts]]]:
+def run_all(
+    engines: list[str | None], workdir: Path, only: list[str] | None = None
+) -> dict[str, list[tuple[str, Counts, Counts]]]:
     results = {}
     for llm in engines:
         label = f"llm: `{llm}`" if llm else "builtin"
@@ -438,12 +731,12 @@ def report(results, command: str) -> str:
         f"{len(HISTORIES)} scripted histories (zh and en), {facts} facts that change over time — moves, tool switches,",
         "reversed decisions, repeated habits, corrections of corrections. Each day's notes are added and",
         "converged in turn (a real pass: git, the validator), and the layer is measured after every pass.",
-        "Columns other than the two \"current once\" ones are summed over every pass. Targets for the",
+        'Columns other than the two "current once" ones are summed over every pass. Targets for the',
         "builtin engine: 0 lost, 0 stale, 0 duplicates, 0 unsourced; current truth once for ≥ 95 % of facts.",
         "",
         "Read the builtin figures with care: the histories were written while the engine's rules were",
-        "built, in the phrasings those rules know (explicit cues: \"switched from X to Y\", \"其实不是 X，是 Y\").",
-        "A change of mind without a cue (\"Svelte 真香\") is outside what it can see. \"Unseen lines\" are",
+        'built, in the phrasings those rules know (explicit cues: "switched from X to Y", "其实不是 X，是 Y").',
+        'A change of mind without a cue ("Svelte 真香") is outside what it can see. "Unseen lines" are',
         "lines the scanner does not flag at all; they are not engine losses, but their facts go missing.",
         "Run it with `--llm CMD` to put a model's figures beside them.",
         "",
@@ -458,7 +751,9 @@ def report(results, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--llm", action="append", default=[], help="also run with this model command (repeatable)")
+    parser.add_argument(
+        "--llm", action="append", default=[], help="also run with this model command (repeatable)"
+    )
     parser.add_argument("--only", action="append", help="run only this history (repeatable)")
     parser.add_argument("--out", default=str(PROJECT / "docs" / "quality.md"))
     parser.add_argument("--workdir", help="keep the vaults here (default: a temporary folder)")
@@ -467,7 +762,11 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(args.workdir) if args.workdir else Path(temp)
         _isolate(Path(temp) / "home")
         results = run_all([None, *args.llm], workdir, args.only)
-    command = "python bench/quality.py" + "".join(f" --llm '{c}'" for c in args.llm) + "".join(f" --only {o}" for o in args.only or [])
+    command = (
+        "python bench/quality.py"
+        + "".join(f" --llm '{c}'" for c in args.llm)
+        + "".join(f" --only {o}" for o in args.only or [])
+    )
     text = report(results, command)
     Path(args.out).write_text(text, "utf-8")
     print(text)

@@ -33,7 +33,16 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT / "tests"))
 START, END = "<!-- recall -->", "<!-- /recall -->"
-WARM_QUERIES = ["latency", "缓存", "索引 性能", "cache index", "收敛", "schema migration", "部署 脚本", "timeout"]
+WARM_QUERIES = [
+    "latency",
+    "缓存",
+    "索引 性能",
+    "cache index",
+    "收敛",
+    "schema migration",
+    "部署 脚本",
+    "timeout",
+]
 
 
 def timed(fn, *args, **kwargs):
@@ -59,7 +68,11 @@ def make_vault(workdir: Path, size: int) -> Path:
         generator = PROJECT / "bench" / "gen_vault.py"
         if not generator.is_file():
             generator = PROJECT.parent / "shared" / "bench" / "gen_vault.py"
-        subprocess.run([sys.executable, str(generator), str(root), "-n", str(size), "--seed", "42", "--force"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, str(generator), str(root), "-n", str(size), "--seed", "42", "--force"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         (root / ".cmem").mkdir(exist_ok=True)
         (root / ".cmem" / "config.yaml").write_text("", encoding="utf-8")
     return root
@@ -71,7 +84,11 @@ def rg_floor(rg: str | None, folders: list[Path], query: str) -> float | None:
     pattern = "|".join(re.escape(word) for word in query.split())
     runs = []
     for _ in range(3):
-        elapsed, _ = timed(subprocess.run, [rg, "-c", "--no-messages", "-e", pattern, *map(str, folders)], stdout=subprocess.DEVNULL)
+        elapsed, _ = timed(
+            subprocess.run,
+            [rg, "-c", "--no-messages", "-e", pattern, *map(str, folders)],
+            stdout=subprocess.DEVNULL,
+        )
         runs.append(elapsed)
     return statistics.median(runs)
 
@@ -80,7 +97,11 @@ def bench_scope(vault, scope: str, rg: str | None) -> dict:
     from cmem.reading.search_index import index_file, index_size, scope_files, search_scope
 
     files = scope_files(vault, scope)
-    folders = [vault.root / vault.config.archive_dir] if scope == "archive" else [vault.root / d for d in vault.convergent_dirs]
+    folders = (
+        [vault.root / vault.config.archive_dir]
+        if scope == "archive"
+        else [vault.root / d for d in vault.convergent_dirs]
+    )
     index = index_file(vault, scope)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
@@ -104,17 +125,37 @@ def bench_scope(vault, scope: str, rg: str | None) -> dict:
     floors = [f for f in (rg_floor(rg, folders, q) for q in WARM_QUERIES[:4]) if f is not None]
     read_floor, _ = timed(lambda: sum(len(f.path.read_bytes()) for f in files))
     return {
-        "files": len(files), "rows": rows, "cold": cold, "warm": statistics.median(warm), "warm_max": max(warm),
-        "incremental": incremental, "found": found, "size": index_size(vault, scope),
-        "rg": statistics.median(floors) if floors else None, "read": read_floor,
+        "files": len(files),
+        "rows": rows,
+        "cold": cold,
+        "warm": statistics.median(warm),
+        "warm_max": max(warm),
+        "incremental": incremental,
+        "found": found,
+        "size": index_size(vault, scope),
+        "rg": statistics.median(floors) if floors else None,
+        "read": read_floor,
         "bytes": sum(f.path.stat().st_size for f in files),
     }
 
 
 def bench_process(vault_root: Path, env: dict, query: str) -> float:
-    command = [sys.executable, "-m", "cmem", "recall", query, "--archive", "--json", "--vault", str(vault_root)]
+    command = [
+        sys.executable,
+        "-m",
+        "cmem",
+        "recall",
+        query,
+        "--archive",
+        "--json",
+        "--vault",
+        str(vault_root),
+    ]
     subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
-    runs = [timed(subprocess.run, command, env=env, stdout=subprocess.DEVNULL, check=True)[0] for _ in range(5)]
+    runs = [
+        timed(subprocess.run, command, env=env, stdout=subprocess.DEVNULL, check=True)[0]
+        for _ in range(5)
+    ]
     return statistics.median(runs)
 
 
@@ -127,7 +168,15 @@ def bench_context(vault) -> list[tuple[int, str, int, int, int]]:
     for budget in budgets:
         for topic in topics:
             context = build_context(vault, topic=topic, budget=budget, record=False)
-            out.append((budget, topic or "—", context.tokens, len(context.situational), len(context.excerpts)))
+            out.append(
+                (
+                    budget,
+                    topic or "—",
+                    context.tokens,
+                    len(context.situational),
+                    len(context.excerpts),
+                )
+            )
     return out
 
 
@@ -147,8 +196,8 @@ def labelled_vault(workdir: Path) -> Path:
 
 
 def scheme_precision(vault) -> dict[str, dict]:
-    from cmem.reading.search_index import _CJK_RUN, _WORD, note_rows
     from cmem.reading.recall import recall_memory
+    from cmem.reading.search_index import _CJK_RUN, _WORD, note_rows
     from recall_labelled import QUERIES, is_right
 
     rows = [row for f in vault.convergent_files() for row in note_rows(vault, f, True)[0]]
@@ -159,10 +208,17 @@ def scheme_precision(vault) -> dict[str, dict]:
     results: dict[str, dict] = {}
 
     def score(name: str, first_of) -> None:
-        right = [q for q in QUERIES if (hit := first_of(q[0])) and is_right(hit[0], hit[1], q[1], q[2])]
+        right = [
+            q for q in QUERIES if (hit := first_of(q[0])) and is_right(hit[0], hit[1], q[1], q[2])
+        ]
         found2 = [q for q in two_char if first_of(q[0])]
         right2 = [q for q in two_char if q in right]
-        results[name] = {"p1": len(right) / len(QUERIES), "two_found": len(found2), "two_right": len(right2), "two": len(two_char)}
+        results[name] = {
+            "p1": len(right) / len(QUERIES),
+            "two_found": len(found2),
+            "two_right": len(right2),
+            "two": len(two_char),
+        }
 
     def shipped(query):
         hits = recall_memory(vault, query, record=False, limit=1).results
@@ -170,10 +226,18 @@ def scheme_precision(vault) -> dict[str, dict]:
 
     score("CJK bigrams + characters, porter unicode61 (shipped)", shipped)
 
-    for name, tokenizer in (("FTS5 trigram (+ an unranked scan for 1–2 characters)", "trigram"), ("plain unicode61", "unicode61")):
+    for name, tokenizer in (
+        ("FTS5 trigram (+ an unranked scan for 1–2 characters)", "trigram"),
+        ("plain unicode61", "unicode61"),
+    ):
         db = sqlite3.connect(":memory:")
-        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(path UNINDEXED, text, place, tokenize='{tokenizer}')")
-        db.executemany("INSERT INTO t VALUES (?, ?, ?)", [(r.path, r.text, f"{Path(r.path).stem} {r.heading}") for r in rows])
+        db.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5(path UNINDEXED, text, place, tokenize='{tokenizer}')"
+        )
+        db.executemany(
+            "INSERT INTO t VALUES (?, ?, ?)",
+            [(r.path, r.text, f"{Path(r.path).stem} {r.heading}") for r in rows],
+        )
 
         def first(query, db=db, tokenizer=tokenizer):
             words = [w for w in re.split(r"\s+", query.strip().lower()) if w]
@@ -183,13 +247,20 @@ def scheme_precision(vault) -> dict[str, dict]:
             if long_words:
                 for operator in (" AND ", " OR "):
                     expression = operator.join('"' + w.replace('"', '""') + '"' for w in long_words)
-                    row = db.execute("SELECT path, text FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 1", (expression,)).fetchone()
+                    row = db.execute(
+                        "SELECT path, text FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 1",
+                        (expression,),
+                    ).fetchone()
                     if row:
                         return row
                 return None
-            if tokenizer == "trigram" and words:  # a scan: found or not, no ranking (LIKE on the trigram
+            if (
+                tokenizer == "trigram" and words
+            ):  # a scan: found or not, no ranking (LIKE on the trigram
                 # table itself returns nothing for a pattern under three characters in SQLite 3.40)
-                return db.execute("SELECT path, text FROM t WHERE instr(text, ?) > 0 LIMIT 1", (words[0],)).fetchone()
+                return db.execute(
+                    "SELECT path, text FROM t WHERE instr(text, ?) > 0 LIMIT 1", (words[0],)
+                ).fetchone()
             return None
 
         score(name, first)
@@ -217,44 +288,77 @@ def render(sizes, scopes, processes, contexts, schemes, rg) -> str:
             f"{'yes' if m['found'] else 'NO'} | {mb(m['size'])} |"
         )
     if processes:
-        out += ["", "A whole `cmem recall QUERY --archive --json` process (start-up included), warm: "
-                + ", ".join(f"{size // 1000}k {ms(t)}" for size, t in processes.items()) + "."]
-    out += ["", "Warm queries: " + ", ".join(f"`{q}`" for q in WARM_QUERIES) + " (three runs each).", ""]
-    out += ["A warm call is a stat of every file of the scope (when no folder changed, the manifest's paths",
-            "stand for the listing) plus one BM25 query; `rg` must read every byte, so the index wins as the",
-            "vault grows, and an edit costs one file's re-index. The cold build (about 0.85 ms a note: read,",
-            "split into statements, tokenise, insert) runs once; the index is about 3.5× the text it covers",
-            "(contentless FTS5 with positions; a content table with `detail=column` was 6× and slower to rank).",
-            "The synthetic vaults' vocabulary is tiny, so every query word matches a large share of the rows —",
-            "a worst case for BM25's cost; a real vault's rarer words rank faster.", ""]
-    out += ["### Chinese: which tokenizer", "",
-            "The labelled set of `tests/recall_labelled.py` (sample vault + four topic files, "
-            f"{len(__import__('recall_labelled').QUERIES)} queries, zh and en), precision@1, and the queries that are exactly two Chinese characters:", "",
-            "| scheme | precision@1 | two-character queries found | … ranked right first |", "| --- | ---: | ---: | ---: |"]
+        out += [
+            "",
+            "A whole `cmem recall QUERY --archive --json` process (start-up included), warm: "
+            + ", ".join(f"{size // 1000}k {ms(t)}" for size, t in processes.items())
+            + ".",
+        ]
+    out += [
+        "",
+        "Warm queries: " + ", ".join(f"`{q}`" for q in WARM_QUERIES) + " (three runs each).",
+        "",
+    ]
+    out += [
+        "A warm call is a stat of every file of the scope (when no folder changed, the manifest's paths",
+        "stand for the listing) plus one BM25 query; `rg` must read every byte, so the index wins as the",
+        "vault grows, and an edit costs one file's re-index. The cold build (about 0.85 ms a note: read,",
+        "split into statements, tokenise, insert) runs once; the index is about 3.5× the text it covers",
+        "(contentless FTS5 with positions; a content table with `detail=column` was 6× and slower to rank).",
+        "The synthetic vaults' vocabulary is tiny, so every query word matches a large share of the rows —",
+        "a worst case for BM25's cost; a real vault's rarer words rank faster.",
+        "",
+    ]
+    out += [
+        "### Chinese: which tokenizer",
+        "",
+        "The labelled set of `tests/recall_labelled.py` (sample vault + four topic files, "
+        f"{len(__import__('recall_labelled').QUERIES)} queries, zh and en), precision@1, and the queries that are exactly two Chinese characters:",
+        "",
+        "| scheme | precision@1 | two-character queries found | … ranked right first |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for name, m in schemes.items():
-        out.append(f"| {name} | {m['p1']:.3f} | {m['two_found']}/{m['two']} | {m['two_right']}/{m['two']} |")
-    out += ["", "`trigram` cannot match a term under three characters, and most Chinese words are two (in SQLite",
-            "3.40 even `LIKE '%房租%'` on the trigram table returns nothing). Such a query needs a scan of every",
-            "row (`instr`) with no ranking — on this small set the first row holding the word happened to be the",
-            "right one; on a large vault it is the first of thousands — and in a mixed query (`Tailwind 样式`)",
-            "the two-character word is dropped from the ranked match. Plain `unicode61` makes a whole CJK run one",
-            "token, so a word inside a sentence is never found. The shipped scheme indexes CJK runs as characters",
-            "plus bigrams and queries them as bigrams: a two-character word is one exact token with its own BM25",
-            "weight, in the same ranked query as the English words.", ""]
-    out += ["### `cmem context` tokens against the budget", "",
-            "| vault | budget | topic | tokens | topic files in full | excerpts |", "| --- | ---: | --- | ---: | ---: | ---: |"]
+        out.append(
+            f"| {name} | {m['p1']:.3f} | {m['two_found']}/{m['two']} | {m['two_right']}/{m['two']} |"
+        )
+    out += [
+        "",
+        "`trigram` cannot match a term under three characters, and most Chinese words are two (in SQLite",
+        "3.40 even `LIKE '%房租%'` on the trigram table returns nothing). Such a query needs a scan of every",
+        "row (`instr`) with no ranking — on this small set the first row holding the word happened to be the",
+        "right one; on a large vault it is the first of thousands — and in a mixed query (`Tailwind 样式`)",
+        "the two-character word is dropped from the ranked match. Plain `unicode61` makes a whole CJK run one",
+        "token, so a word inside a sentence is never found. The shipped scheme indexes CJK runs as characters",
+        "plus bigrams and queries them as bigrams: a two-character word is one exact token with its own BM25",
+        "weight, in the same ranked query as the English words.",
+        "",
+    ]
+    out += [
+        "### `cmem context` tokens against the budget",
+        "",
+        "| vault | budget | topic | tokens | topic files in full | excerpts |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    ]
     for size, rows in contexts.items():
         for budget, topic, tokens, files, excerpts in rows:
             out.append(f"| {size} | {budget} | {topic} | {tokens} | {files} | {excerpts} |")
-    out += ["", "The resident files, the index of every topic file and the pending notes are always included. On",
-            "the sample vault (plus a 300-statement topic file) the bundle stays within each budget and fills the",
-            "space a left-out file would need with its statements that match the topic. The synthetic vaults have",
-            "5% of their notes in the resident layer and 10% pending — hundreds of thousands of tokens that are",
-            "always included — so there the bundle is over any budget: the fixed part, not the topic files, is",
-            "what a real vault must keep small (`resident_max_tokens`, converging pending notes).", ""]
+    out += [
+        "",
+        "The resident files, the index of every topic file and the pending notes are always included. On",
+        "the sample vault (plus a 300-statement topic file) the bundle stays within each budget and fills the",
+        "space a left-out file would need with its statements that match the topic. The synthetic vaults have",
+        "5% of their notes in the resident layer and 10% pending — hundreds of thousands of tokens that are",
+        "always included — so there the bundle is over any budget: the fixed part, not the topic files, is",
+        "what a real vault must keep small (`resident_max_tokens`, converging pending notes).",
+        "",
+    ]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    out += [f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {rg or 'not found'},",
-            f"{os.cpu_count()} cores, load average at the end {load} (other work on the machine inflates every figure, floors included).", END]
+    out += [
+        f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {rg or 'not found'},",
+        f"{os.cpu_count()} cores, load average at the end {load} (other work on the machine inflates every figure, floors included).",
+        END,
+    ]
     return "\n".join(out)
 
 
@@ -262,7 +366,7 @@ def write_section(path: Path, section: str) -> None:
     text = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
     start, end = text.find(START), text.find(END)
     if start >= 0 and end > start:
-        text = text[:start] + section + text[end + len(END):]
+        text = text[:start] + section + text[end + len(END) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,14 +384,25 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     state = workdir / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
-    rg = args.rg or shutil.which("rg") or (str(Path(sys.executable).parent / "rg") if (Path(sys.executable).parent / "rg").exists() else None)
+    rg = (
+        args.rg
+        or shutil.which("rg")
+        or (
+            str(Path(sys.executable).parent / "rg")
+            if (Path(sys.executable).parent / "rg").exists()
+            else None
+        )
+    )
 
     from cmem.vault.layers import open_vault
 
     labelled = open_vault(labelled_vault(workdir))
     schemes = scheme_precision(labelled)
     for name, m in schemes.items():
-        print(f"{name}: precision@1 {m['p1']:.3f}, two-character {m['two_found']}/{m['two']} found, {m['two_right']} right", flush=True)
+        print(
+            f"{name}: precision@1 {m['p1']:.3f}, two-character {m['two_found']}/{m['two']} found, {m['two_right']} right",
+            flush=True,
+        )
     scopes, processes, contexts = {}, {}, {}
     from test_recall import _big_topic
 
@@ -299,7 +414,12 @@ def main() -> None:
         vault = open_vault(root)
         for scope in ("archive", "convergent"):
             scopes[(size, scope)] = measured = bench_scope(vault, scope, rg)
-            print(size, scope, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in measured.items()}, flush=True)
+            print(
+                size,
+                scope,
+                {k: (round(v, 4) if isinstance(v, float) else v) for k, v in measured.items()},
+                flush=True,
+            )
         processes[size] = bench_process(root, env, "缓存 latency")
         contexts[f"{size // 1000}k"] = bench_context(vault)
     section = render(args.sizes, scopes, processes, contexts, schemes, rg)

@@ -52,11 +52,13 @@ def section() -> str:
         f"| Look-alikes changed | {changed} of {len(corpus.LOOKALIKES)} |",
         "",
         "Missed: " + (", ".join(f"`{kind}`" for kind in m.false_negatives) or "none") + ". "
-        "Changed look-alikes: " + (", ".join(f"`{kind}`" for kind in m.false_positives) or "none") + ".",
+        "Changed look-alikes: "
+        + (", ".join(f"`{kind}`" for kind in m.false_positives) or "none")
+        + ".",
         "",
         "The rules and the corpus were written together, so these figures say what the rules are known to "
         "catch and spare, not how they fare on credentials nobody thought of. The misses are kept in the corpus "
-        "on purpose: a plain word after \"the password is\" (prose-shaped), a random string no key names, and a "
+        'on purpose: a plain word after "the password is" (prose-shaped), a random string no key names, and a '
         "password after a verb instead of a separator.",
         END,
     ]
@@ -77,7 +79,9 @@ def write(doc: Path = DOC) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"update the section in {DOC.relative_to(PROJECT)}")
+    parser.add_argument(
+        "--write", action="store_true", help=f"update the section in {DOC.relative_to(PROJECT)}"
+    )
     args = parser.parse_args()
     if args.write:
         write()

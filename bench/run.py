@@ -60,7 +60,7 @@ FIGURES = {
 }
 
 # Run inside cmem's own interpreter: cmem's cue set, its state folder, its token estimate.
-HELPER = r'''
+HELPER = r"""
 import json, os, sys
 from pathlib import Path
 
@@ -121,10 +121,10 @@ elif command == "pstats":
     print("== every function by own time ==")
     stats.sort_stats("tottime").print_stats(int(args[1]) // 2)
     print(out.getvalue())
-'''
+"""
 
 # The floors, as scripts run by the same interpreter as cmem.
-STAT_WALK = r'''
+STAT_WALK = r"""
 import os, sys
 count = 0
 stack = [sys.argv[1]]
@@ -139,9 +139,9 @@ while stack:
                 entry.stat(follow_symlinks=False)
                 count += 1
 print(count)
-'''
+"""
 
-READ_DIVERGENT = r'''
+READ_DIVERGENT = r"""
 import os, sys
 total = 0
 with os.scandir(sys.argv[1]) as entries:
@@ -150,7 +150,7 @@ with os.scandir(sys.argv[1]) as entries:
             with open(entry.path, "rb") as handle:
                 total += len(handle.read())
 print(total)
-'''
+"""
 
 NEW_NOTE = """# bench: one more note
 
@@ -197,30 +197,54 @@ def _shebang_python(script: Path) -> str | None:
 
 def find_tools(args, workdir: Path) -> Tools:
     bin_dir = Path(sys.executable).parent
-    cmem_path = args.cmem or shutil.which("cmem") or (str(bin_dir / "cmem") if (bin_dir / "cmem").exists() else None)
+    cmem_path = (
+        args.cmem
+        or shutil.which("cmem")
+        or (str(bin_dir / "cmem") if (bin_dir / "cmem").exists() else None)
+    )
     if cmem_path:
         cmem = [cmem_path]
         python = _shebang_python(Path(cmem_path)) or sys.executable
     else:
         cmem, python = [sys.executable, "-m", "cmem"], sys.executable
-    rg = args.rg or shutil.which("rg") or (str(bin_dir / "rg") if (bin_dir / "rg").exists() else None)
+    rg = (
+        args.rg
+        or shutil.which("rg")
+        or (str(bin_dir / "rg") if (bin_dir / "rg").exists() else None)
+    )
     if not rg:
-        sys.exit("rg not found: install it (`pip install --only-binary :all: ripgrep`) or pass --rg PATH.")
+        sys.exit(
+            "rg not found: install it (`pip install --only-binary :all: ripgrep`) or pass --rg PATH."
+        )
     home = workdir / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_", "XDG_"))}
-    env.update({
-        "HOME": str(home), "XDG_STATE_HOME": str(workdir / "state"), "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "GIT_AUTHOR_NAME": "cmem bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-        "GIT_COMMITTER_NAME": "cmem bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
-        "GIT_CONFIG_NOSYSTEM": "1", "NO_COLOR": "1", "COLUMNS": "120", "LC_ALL": "C.UTF-8",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_STATE_HOME": str(workdir / "state"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "GIT_AUTHOR_NAME": "cmem bench",
+            "GIT_AUTHOR_EMAIL": "bench@localhost",
+            "GIT_COMMITTER_NAME": "cmem bench",
+            "GIT_COMMITTER_EMAIL": "bench@localhost",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "NO_COLOR": "1",
+            "COLUMNS": "120",
+            "LC_ALL": "C.UTF-8",
+        }
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     home.mkdir(parents=True, exist_ok=True)
     scripts_dir = workdir / "scripts"
     scripts_dir.mkdir(parents=True, exist_ok=True)
     scripts = {}
-    for name, text in (("helper", HELPER), ("stat_walk", STAT_WALK), ("read_divergent", READ_DIVERGENT)):
+    for name, text in (
+        ("helper", HELPER),
+        ("stat_walk", STAT_WALK),
+        ("read_divergent", READ_DIVERGENT),
+    ):
         path = scripts_dir / f"{name}.py"
         path.write_text(text.lstrip(), encoding="utf-8")
         scripts[name] = path
@@ -230,7 +254,9 @@ def find_tools(args, workdir: Path) -> Tools:
 def run(argv: list[str], tools: Tools, ok=(0,)) -> subprocess.CompletedProcess:
     result = subprocess.run(argv, env=tools.env, capture_output=True, text=True)
     if result.returncode not in ok:
-        raise BenchError(argv, result.returncode, (result.stderr or "") + (result.stdout or "")[-2000:])
+        raise BenchError(
+            argv, result.returncode, (result.stderr or "") + (result.stdout or "")[-2000:]
+        )
     return result
 
 
@@ -246,19 +272,39 @@ def helper(tools: Tools, *args: str):
 def make_vault(tools: Tools, size: int) -> Path:
     root = tools.workdir / f"vault-{size}"
     started = time.perf_counter()
-    generated = run([sys.executable, str(GEN_VAULT), str(root), "-n", str(size), "--seed", str(SEED), "--force"], tools)
+    generated = run(
+        [
+            sys.executable,
+            str(GEN_VAULT),
+            str(root),
+            "-n",
+            str(size),
+            "--seed",
+            str(SEED),
+            "--force",
+        ],
+        tools,
+    )
     adopt(tools, root)
     info = json.loads(generated.stdout)
-    log(f"  vault-{size}: {info['notes']} notes, {info['bytes'] / 1e6:.1f} MB, generated and committed in {time.perf_counter() - started:.1f} s")
+    log(
+        f"  vault-{size}: {info['notes']} notes, {info['bytes'] / 1e6:.1f} MB, generated and committed in {time.perf_counter() - started:.1f} s"
+    )
     return root
 
 
 def adopt(tools: Tools, root: Path) -> None:
     """`cmem init` (adopts the folder without rewriting it), then commit the notes so a pass's
     snapshot step has nothing to do."""
-    run([*tools.cmem, "init", "--repo", "own", str(root)], tools)  # own: the work folder may sit inside a repository
+    run(
+        [*tools.cmem, "init", "--repo", "own", str(root)], tools
+    )  # own: the work folder may sit inside a repository
     run(["git", "-C", str(root), "add", "-A"], tools)
-    run(["git", "-C", str(root), "commit", "-q", "--no-verify", "-m", "bench: generated notes"], tools, ok=(0, 1))
+    run(
+        ["git", "-C", str(root), "commit", "-q", "--no-verify", "-m", "bench: generated notes"],
+        tools,
+        ok=(0, 1),
+    )
 
 
 def copy_vault(source: Path, target: Path) -> Path:
@@ -282,10 +328,21 @@ def vault_shape(root: Path) -> dict[str, tuple[int, int]]:
                     stack.append(Path(entry.path))
                     continue
                 rel = Path(entry.path).relative_to(root).as_posix()
-                if not entry.name.endswith(".md") or rel == "archive/ARCHIVE-CHECKLIST.md":  # cmem's own checklist
+                if (
+                    not entry.name.endswith(".md") or rel == "archive/ARCHIVE-CHECKLIST.md"
+                ):  # cmem's own checklist
                     continue
-                layer = ("divergent" if "/" not in rel else "resident" if rel.startswith("converged/core/") else
-                         "situational" if rel.startswith("converged/topics/") else "archive" if rel.startswith("archive/") else "other")
+                layer = (
+                    "divergent"
+                    if "/" not in rel
+                    else "resident"
+                    if rel.startswith("converged/core/")
+                    else "situational"
+                    if rel.startswith("converged/topics/")
+                    else "archive"
+                    if rel.startswith("archive/")
+                    else "other"
+                )
                 counts = shape.setdefault(layer, [0, 0])
                 counts[0] += 1
                 counts[1] += entry.stat(follow_symlinks=False).st_size
@@ -294,17 +351,30 @@ def vault_shape(root: Path) -> dict[str, tuple[int, int]]:
 
 def render_shapes(shapes: dict[str, dict]) -> str:
     layers = ("divergent", "resident", "situational", "archive")
-    lines = ["| vault | " + " | ".join(f"{layer} notes (MB)" for layer in layers) + " |", "|---" * (len(layers) + 1) + "|"]
+    lines = [
+        "| vault | " + " | ".join(f"{layer} notes (MB)" for layer in layers) + " |",
+        "|---" * (len(layers) + 1) + "|",
+    ]
     for label, shape in shapes.items():
-        cells = [f"{shape[layer][0]:,} ({shape[layer][1] / 1e6:.1f})" if layer in shape else "0" for layer in layers]
+        cells = [
+            f"{shape[layer][0]:,} ({shape[layer][1] / 1e6:.1f})" if layer in shape else "0"
+            for layer in layers
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def check_layout(root: Path) -> list[str]:
     """gen_vault's layout must match cmem's default layers, or the vault needs a config."""
-    missing = [folder for folder in ("converged/core", "converged/topics", "archive") if not (root / folder).is_dir()]
-    return [f"{root.name}: no {folder}/ (gen_vault and cmem's default layers disagree)" for folder in missing]
+    missing = [
+        folder
+        for folder in ("converged/core", "converged/topics", "archive")
+        if not (root / folder).is_dir()
+    ]
+    return [
+        f"{root.name}: no {folder}/ (gen_vault and cmem's default layers disagree)"
+        for folder in missing
+    ]
 
 
 # --- timing -----------------------------------------------------------------------------------
@@ -318,7 +388,9 @@ class Command:
     ok: tuple = (0,)
 
 
-def time_group(tools: Tools, commands: list[Command], repeat: int, warmup: int) -> dict[str, list[float]]:
+def time_group(
+    tools: Tools, commands: list[Command], repeat: int, warmup: int
+) -> dict[str, list[float]]:
     """Whole-process wall times in ms. Each round runs every command once, in order; warm-up
     rounds are dropped. Ratios are later taken within a round."""
     times: dict[str, list[float]] = {c.key: [] for c in commands}
@@ -327,7 +399,13 @@ def time_group(tools: Tools, commands: list[Command], repeat: int, warmup: int) 
             if command.setup:
                 command.setup()
             started = time.perf_counter()
-            result = subprocess.run(command.argv, env=tools.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            result = subprocess.run(
+                command.argv,
+                env=tools.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             elapsed = (time.perf_counter() - started) * 1000
             if result.returncode not in command.ok:
                 raise BenchError(command.argv, result.returncode, result.stderr)
@@ -408,15 +486,26 @@ HELP_ROUNDS = 3  # × --repeat: a start-up round takes ~0.1 s, and its ratio is 
 def bench_help(tools: Tools, args) -> list[Row]:
     log("start-up: cmem --help vs python -c pass")
     try:
-        times = time_group(tools, [Command("help", [*tools.cmem, "--help"]), python_pass(tools)],
-                           args.repeat * HELP_ROUNDS, args.warmup + 1)
+        times = time_group(
+            tools,
+            [Command("help", [*tools.cmem, "--help"]), python_pass(tools)],
+            args.repeat * HELP_ROUNDS,
+            args.warmup + 1,
+        )
     except BenchError as exc:
         return [failed_row("help", "—", "`python -c pass`", exc)]
     return [Row("help", "—", times["help"], "`python -c pass`", times["pass"], 3, "≤ 3×")]
 
 
 def failed_row(figure: str, vault: str, floor: str, exc: BenchError) -> Row:
-    return Row(figure, vault, None, floor, None, error=f"`{' '.join(exc.argv)}` exited {exc.code}:\n{exc.stderr.strip()}")
+    return Row(
+        figure,
+        vault,
+        None,
+        floor,
+        None,
+        error=f"`{' '.join(exc.argv)}` exited {exc.code}:\n{exc.stderr.strip()}",
+    )
 
 
 def bench_warm(tools: Tools, args, root: Path, label: str, size: int) -> list[Row]:
@@ -431,19 +520,42 @@ def bench_warm(tools: Tools, args, root: Path, label: str, size: int) -> list[Ro
         Command("context", [*tools.cmem, "context", *vault]),
         Command("rescan_full", [*tools.cmem, "status", "--rescan", *vault]),
     ]
-    warm_target = {10_000: (4, "≤ 4× (10k)"), 50_000: (8, "≤ 8× (50k)")}.get(size, (None, "(≤ 4× at 10k, ≤ 8× at 50k)"))
+    warm_target = {10_000: (4, "≤ 4× (10k)"), 50_000: (8, "≤ 8× (50k)")}.get(
+        size, (None, "(≤ 4× at 10k, ≤ 8× at 50k)")
+    )
     context_target = (8, "≤ 8× (10k)") if size == 10_000 else (None, "(≤ 8× at 10k)")
     try:
         times = time_group(tools, commands, args.repeat, args.warmup + 1)
     except BenchError as exc:
-        return [failed_row(key, label, floor, exc) for key, floor in
-                (("status", "`python -c pass`"), ("scan", "`python -c pass`"), ("rescan", "stat walk"), ("context", "`python -c pass`"),
-                 ("rescan_full", "stat walk"))]
+        return [
+            failed_row(key, label, floor, exc)
+            for key, floor in (
+                ("status", "`python -c pass`"),
+                ("scan", "`python -c pass`"),
+                ("rescan", "stat walk"),
+                ("context", "`python -c pass`"),
+                ("rescan_full", "stat walk"),
+            )
+        ]
     return [
         Row("status", label, times["status"], "`python -c pass`", times["pass"], *warm_target),
         Row("scan", label, times["scan"], "`python -c pass`", times["pass"], *warm_target),
-        Row("rescan", label, times["status"], "Python `os.scandir` stat walk", times["walk"], 1.0, "≤ 1.0×"),
-        Row("rescan_full", label, times["rescan_full"], "Python `os.scandir` stat walk", times["walk"]),
+        Row(
+            "rescan",
+            label,
+            times["status"],
+            "Python `os.scandir` stat walk",
+            times["walk"],
+            1.0,
+            "≤ 1.0×",
+        ),
+        Row(
+            "rescan_full",
+            label,
+            times["rescan_full"],
+            "Python `os.scandir` stat walk",
+            times["walk"],
+        ),
         Row("context", label, times["context"], "`python -c pass`", times["pass"], *context_target),
     ]
 
@@ -453,7 +565,9 @@ def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str])
     over the same files and cues, and against reading the same bytes in Python."""
     log(f"{label}: cold scan vs rg -c and the bytes-read floor")
     state = helper(tools, "statedir", str(root))
-    results = tools.workdir / "state" / "cmem" / "results"  # cmem.fast's stored answers (XDG_STATE_HOME is the work folder's)
+    results = (
+        tools.workdir / "state" / "cmem" / "results"
+    )  # cmem.fast's stored answers (XDG_STATE_HOME is the work folder's)
 
     def drop_results():
         shutil.rmtree(results, ignore_errors=True)
@@ -497,14 +611,32 @@ def bench_cold_scan(tools: Tools, args, root: Path, label: str, cues: list[str])
     try:
         times = time_group(tools, commands, args.repeat, args.warmup)
     except BenchError as exc:
-        return [failed_row(key, label, floor, exc) for key, floor in
-                (("cold_scan", "`rg -c`"), ("cold_notes", "`rg -c`"), ("read_floor", "Python read"))]
+        return [
+            failed_row(key, label, floor, exc)
+            for key, floor in (
+                ("cold_scan", "`rg -c`"),
+                ("cold_notes", "`rg -c`"),
+                ("read_floor", "Python read"),
+            )
+        ]
     rg_label = f"`rg -c -F -i --no-ignore --max-depth 1` ({len(cues)} cues)"
     return [
         Row("cold_scan", label, times["cold"], rg_label, times["rg"], 15, "≤ 15×", note=note),
-        Row("cold_notes", label, times["cold_notes"], rg_label, times["rg"],
-            note="the note entries, the guard index (`guard-index.*`) and the stored results removed before each run"),
-        Row("read_floor", label, times["cold"], "Python: read every divergent note's bytes", times["read"]),
+        Row(
+            "cold_notes",
+            label,
+            times["cold_notes"],
+            rg_label,
+            times["rg"],
+            note="the note entries, the guard index (`guard-index.*`) and the stored results removed before each run",
+        ),
+        Row(
+            "read_floor",
+            label,
+            times["cold"],
+            "Python: read every divergent note's bytes",
+            times["read"],
+        ),
     ]
 
 
@@ -562,7 +694,7 @@ def section_at(prompt: str, offset: int) -> str:
     heading, quoted, position = "the instructions", "", 0
     for line in prompt[:offset].splitlines(keepends=True):
         if line.startswith(("<file path=", "<note path=")):
-            quoted = prompt[position:prompt.find(">", position) + 1]
+            quoted = prompt[position : prompt.find(">", position) + 1]
         elif line.startswith(("</file>", "</note>")):
             quoted = ""
         elif not quoted and line.startswith("# "):
@@ -605,7 +737,8 @@ def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[R
         fixed_path = first_path.with_name(f"{label}-1-fixed.txt")
         fixed_path.write_text(first[:notes_at], encoding="utf-8")
         facts.prompt_tokens, facts.prompt_tokens_no_archive, facts.fixed_tokens = helper(
-            tools, "tokens", str(first_path), str(third_path), str(fixed_path))
+            tools, "tokens", str(first_path), str(third_path), str(fixed_path)
+        )
         new_note = with_archive / "zz bench new note.md"
         new_note.write_text(NEW_NOTE, encoding="utf-8")
         second, _ = emit_prompt(tools, with_archive, f"{label}-2.txt")
@@ -623,15 +756,37 @@ def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[R
         shared = common_prefix(first, second)
         facts.prefix_share = shared / len(second) if second else None
         facts.diverges_in = section_at(second, shared)
-        times = time_group(tools, [
-            Command("emit", [*tools.cmem, "converge", "--emit-prompt", "--vault", str(with_archive)]),
-            python_pass(tools),
-            Command("emit_no_archive", [*tools.cmem, "converge", "--emit-prompt", "--vault", str(without_archive)]),
-        ], args.repeat, args.warmup)
+        times = time_group(
+            tools,
+            [
+                Command(
+                    "emit", [*tools.cmem, "converge", "--emit-prompt", "--vault", str(with_archive)]
+                ),
+                python_pass(tools),
+                Command(
+                    "emit_no_archive",
+                    [*tools.cmem, "converge", "--emit-prompt", "--vault", str(without_archive)],
+                ),
+            ],
+            args.repeat,
+            args.warmup,
+        )
         emit_target = (15, "≤ 15× (10k)") if label == "10k" else (None, "—")
-        rows.append(Row("emit_prompt", label, times["emit"], "`python -c pass`", times["pass"], *emit_target))
-        rows.append(Row("emit_prompt", label, times["emit"], "the same vault with `archive/` emptied", times["emit_no_archive"],
-                        note="independence of the archive: ≈ 1× expected"))
+        rows.append(
+            Row(
+                "emit_prompt", label, times["emit"], "`python -c pass`", times["pass"], *emit_target
+            )
+        )
+        rows.append(
+            Row(
+                "emit_prompt",
+                label,
+                times["emit"],
+                "the same vault with `archive/` emptied",
+                times["emit_no_archive"],
+                note="independence of the archive: ≈ 1× expected",
+            )
+        )
     except BenchError as exc:
         rows.append(failed_row("emit_prompt", label, "`python -c pass`", exc))
         facts.error = rows[-1].error
@@ -640,18 +795,34 @@ def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[R
     try:
         for index in range(passes):
             fresh = copy_vault(source, base / f"{label}-pass")
-            shutil.rmtree(helper(tools, "statedir", str(fresh)), ignore_errors=True)  # same path each time: no warm cache
+            shutil.rmtree(
+                helper(tools, "statedir", str(fresh)), ignore_errors=True
+            )  # same path each time: no warm cache
             started = time.perf_counter()
-            result = run([*tools.cmem, "converge", "--engine", "builtin", "--json", "--vault", str(fresh)], tools)
+            result = run(
+                [*tools.cmem, "converge", "--engine", "builtin", "--json", "--vault", str(fresh)],
+                tools,
+            )
             pass_ms.append((time.perf_counter() - started) * 1000)
             try:
                 data = json.loads(result.stdout)
-                outcomes.append(f"{data.get('status')}: {len(data.get('converged') or [])} notes converged, "
-                                f"{len(data.get('changed') or [])} files changed, {len(data.get('warnings') or [])} warnings")
+                outcomes.append(
+                    f"{data.get('status')}: {len(data.get('converged') or [])} notes converged, "
+                    f"{len(data.get('changed') or [])} files changed, {len(data.get('warnings') or [])} warnings"
+                )
             except ValueError:
                 outcomes.append("(no JSON)")
         facts.pass_outcome = outcomes[-1]
-        rows.append(Row("builtin_pass", label, pass_ms, "—", None, note=f"fresh copy each run (cmem caches cold), n={passes}; {facts.pass_outcome}"))
+        rows.append(
+            Row(
+                "builtin_pass",
+                label,
+                pass_ms,
+                "—",
+                None,
+                note=f"fresh copy each run (cmem caches cold), n={passes}; {facts.pass_outcome}",
+            )
+        )
     except BenchError as exc:
         rows.append(failed_row("builtin_pass", label, "—", exc))
         facts.pass_outcome = "failed"
@@ -685,14 +856,38 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
             shutil.rmtree(tools.workdir / "state" / "cmem" / "results", ignore_errors=True)
             (work / "zz bench one new note.md").write_text(NEW_NOTE, encoding="utf-8")
 
-        one_argv = [*tools.cmem, "converge", "--engine", "builtin", "--only", "zz bench one new note.md", "--vault", str(work)]
-        times = time_group(tools, [Command("one", one_argv, setup=reset), python_pass(tools)], args.repeat, args.warmup)
+        one_argv = [
+            *tools.cmem,
+            "converge",
+            "--engine",
+            "builtin",
+            "--only",
+            "zz bench one new note.md",
+            "--vault",
+            str(work),
+        ]
+        times = time_group(
+            tools,
+            [Command("one", one_argv, setup=reset), python_pass(tools)],
+            args.repeat,
+            args.warmup,
+        )
         if label != "sample-vault":
-            ONE_NOTE_PASS["prepare"] = lambda: (reset(), (work, ["cmem", *one_argv[len(tools.cmem):]]))[1]
+            ONE_NOTE_PASS["prepare"] = lambda: (
+                reset(),
+                (work, ["cmem", *one_argv[len(tools.cmem) :]]),
+            )[1]
     except BenchError as exc:
         return failed_row("builtin_one", label, "`python -c pass`", exc)
-    return Row("builtin_one", label, times["one"], "`python -c pass`", times["pass"], *target,
-               note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed)")
+    return Row(
+        "builtin_one",
+        label,
+        times["one"],
+        "`python -c pass`",
+        times["pass"],
+        *target,
+        note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed)",
+    )
 
 
 # --- profile ----------------------------------------------------------------------------------
@@ -704,13 +899,24 @@ def profile(tools: Tools, roots: list[Path], prompt_vault: Path | None = None) -
     out = {}
     for name, argv in (("--help", ["--help"]), ("status", ["status", "--vault", str(roots[0])])):
         log(f"profile: -X importtime cmem {' '.join(argv)}")
-        result = subprocess.run([tools.python, "-X", "importtime", "-m", "cmem", *argv], env=tools.env, capture_output=True, text=True)
-        out[f"python -X importtime -m cmem {name}" + (f" ({roots[0].name})" if name == "status" else "")] = summarize_importtime(result.stderr)
+        result = subprocess.run(
+            [tools.python, "-X", "importtime", "-m", "cmem", *argv],
+            env=tools.env,
+            capture_output=True,
+            text=True,
+        )
+        out[
+            f"python -X importtime -m cmem {name}"
+            + (f" ({roots[0].name})" if name == "status" else "")
+        ] = summarize_importtime(result.stderr)
     for root in roots:
         state = helper(tools, "statedir", str(root))
-        for name, argv, cold in (("status, warm (a stored result)", ["status"], False),
-                                 ("status --rescan, caches warm", ["status", "--rescan"], False),
-                                 ("context, warm", ["context"], False), ("scan, cold", ["scan"], True)):
+        for name, argv, cold in (
+            ("status, warm (a stored result)", ["status"], False),
+            ("status --rescan, caches warm", ["status", "--rescan"], False),
+            ("context, warm", ["context"], False),
+            ("scan, cold", ["scan"], True),
+        ):
             log(f"profile: cProfile cmem {name} on {root.name}")
             if cold:
                 shutil.rmtree(tools.workdir / "state" / "cmem" / "results", ignore_errors=True)
@@ -720,31 +926,78 @@ def profile(tools: Tools, roots: list[Path], prompt_vault: Path | None = None) -
             else:  # warm: the cold-scan group dropped the stored results; store them again first
                 run([*tools.cmem, *argv, "--vault", str(root)], tools)
             prof = tools.workdir / "scripts" / f"{root.name}-{'-'.join(argv)}.prof"
-            result = subprocess.run([tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", *argv, "--vault", str(root)],
-                                    env=tools.env, capture_output=True, text=True)
+            result = subprocess.run(
+                [
+                    tools.python,
+                    "-m",
+                    "cProfile",
+                    "-o",
+                    str(prof),
+                    "-m",
+                    "cmem",
+                    *argv,
+                    "--vault",
+                    str(root),
+                ],
+                env=tools.env,
+                capture_output=True,
+                text=True,
+            )
             key = f"cProfile: cmem {name} ({root.name})"
             if result.returncode != 0:
                 out[key] = f"failed: {result.stderr.strip()[-1500:]}"
                 continue
-            out[key] = trim_pstats(run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout)
+            out[key] = trim_pstats(
+                run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout
+            )
     if prompt_vault is not None and prompt_vault.is_dir():
         log(f"profile: cProfile cmem converge --emit-prompt on {prompt_vault.name}")
         prof = tools.workdir / "scripts" / "emit-prompt.prof"
-        result = subprocess.run([tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", "converge", "--emit-prompt",
-                                 "--vault", str(prompt_vault)], env=tools.env, capture_output=True, text=True)
+        result = subprocess.run(
+            [
+                tools.python,
+                "-m",
+                "cProfile",
+                "-o",
+                str(prof),
+                "-m",
+                "cmem",
+                "converge",
+                "--emit-prompt",
+                "--vault",
+                str(prompt_vault),
+            ],
+            env=tools.env,
+            capture_output=True,
+            text=True,
+        )
         key = f"cProfile: cmem converge --emit-prompt ({prompt_vault.name}, warm)"
-        out[key] = (trim_pstats(run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout)
-                    if result.returncode == 0 else f"failed: {result.stderr.strip()[-1500:]}")
+        out[key] = (
+            trim_pstats(
+                run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout
+            )
+            if result.returncode == 0
+            else f"failed: {result.stderr.strip()[-1500:]}"
+        )
     one = ONE_NOTE_PASS.get("prepare")
     if one is not None:
         log("profile: cProfile cmem converge --engine builtin, one new note")
         work, argv = one()
         prof = tools.workdir / "scripts" / "builtin-one.prof"
-        result = subprocess.run([tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", *argv[1:]],
-                                env=tools.env, capture_output=True, text=True)
+        result = subprocess.run(
+            [tools.python, "-m", "cProfile", "-o", str(prof), "-m", "cmem", *argv[1:]],
+            env=tools.env,
+            capture_output=True,
+            text=True,
+        )
         key = f"cProfile: cmem converge --engine builtin, one new note, caches warm ({work.name})"
-        out[key] = (trim_pstats(run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout)
-                    if result.returncode == 0 else f"failed: {result.stderr.strip()[-1500:]}")
+        out[key] = (
+            trim_pstats(
+                run([tools.python, str(tools.helper), "pstats", str(prof), "18"], tools).stdout
+            )
+            if result.returncode == 0
+            else f"failed: {result.stderr.strip()[-1500:]}"
+        )
     return out
 
 
@@ -762,7 +1015,10 @@ def summarize_importtime(stderr: str) -> str:
     total = sum(cumulative for cumulative, depth, _ in rows if depth == 1)
     top = sorted((r for r in rows if r[1] <= 3), reverse=True)[:12]
     lines = [f"{len(rows)} modules, {total / 1000:.0f} ms cumulative at top level; the largest:"]
-    lines += [f"  {cumulative / 1000:7.1f} ms  {'  ' * ((depth - 1) // 2)}{module}" for cumulative, depth, module in top]
+    lines += [
+        f"  {cumulative / 1000:7.1f} ms  {'  ' * ((depth - 1) // 2)}{module}"
+        for cumulative, depth, module in top
+    ]
     return "\n".join(lines)
 
 
@@ -774,7 +1030,11 @@ def trim_pstats(text: str) -> str:
         if "function calls" in stripped:
             total = stripped
             continue
-        if not stripped or stripped.startswith(("Ordered by", "List reduced", "/")) or stripped.endswith(".prof"):
+        if (
+            not stripped
+            or stripped.startswith(("Ordered by", "List reduced", "/"))
+            or stripped.endswith(".prof")
+        ):
             continue
         line = re.sub(r"/\S*/(cmem/)", r"\1", line)
         line = re.sub(r"/\S*/(site-packages|python3\.\d+)/", r"", line)
@@ -788,7 +1048,9 @@ def trim_pstats(text: str) -> str:
 def machine_facts(tools: Tools) -> dict[str, str]:
     def out(argv):
         try:
-            return subprocess.run(argv, env=tools.env, capture_output=True, text=True).stdout.strip()
+            return subprocess.run(
+                argv, env=tools.env, capture_output=True, text=True
+            ).stdout.strip()
         except OSError:
             return "?"
 
@@ -806,17 +1068,40 @@ def machine_facts(tools: Tools) -> dict[str, str]:
         mem = f"{kb / 1024 / 1024:.0f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    package = Path(out([tools.python, "-c", "import cmem, os; print(os.path.dirname(cmem.__file__))"]) or ".")
+    package = Path(
+        out([tools.python, "-c", "import cmem, os; print(os.path.dirname(cmem.__file__))"]) or "."
+    )
     source = package.parent.parent  # <tree>/cli/cmem
     commit = out(["git", "-C", str(source), "rev-parse", "--short", "HEAD"]) or "not a git checkout"
-    dirty = out(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=all", "--", "cli"]) if commit != "not a git checkout" else ""
+    dirty = (
+        out(
+            [
+                "git",
+                "-C",
+                str(source),
+                "status",
+                "--porcelain",
+                "--untracked-files=all",
+                "--",
+                "cli",
+            ]
+        )
+        if commit != "not a git checkout"
+        else ""
+    )
     return {
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()),
-        "cpu": cpu, "memory": mem, "kernel": platform.release(),
+        "nproc": str(
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ),
+        "cpu": cpu,
+        "memory": mem,
+        "kernel": platform.release(),
         "python": out([tools.python, "-c", "import sys; print(sys.version.split()[0])"]),
-        "cmem": out([*tools.cmem, "--version"]) + f", imported from `{package}` ({commit}{', with uncommitted changes in cli/' if dirty else ''})",
-        "git": out(["git", "--version"]), "rg": out([tools.rg, "--version"]).splitlines()[0] if tools.rg else "?",
+        "cmem": out([*tools.cmem, "--version"])
+        + f", imported from `{package}` ({commit}{', with uncommitted changes in cli/' if dirty else ''})",
+        "git": out(["git", "--version"]),
+        "rg": out([tools.rg, "--version"]).splitlines()[0] if tools.rg else "?",
     }
 
 
@@ -827,10 +1112,14 @@ def render_table(rows: list[Row]) -> str:
     ]
     for row in rows:
         if row.error:
-            lines.append(f"| {FIGURES[row.figure]} | {row.vault} | failed | {row.floor} | — | — | {row.target_text} | FAILED |")
+            lines.append(
+                f"| {FIGURES[row.figure]} | {row.vault} | failed | {row.floor} | — | — | {row.target_text} | FAILED |"
+            )
             continue
-        lines.append(f"| {FIGURES[row.figure]} | {row.vault} | {fmt_ms(row.cmem_ms)} | {row.floor} | {fmt_ms(row.floor_ms)} | "
-                     f"{fmt_ratio(row.ratios)} | {row.target_text} | {row.met} |")
+        lines.append(
+            f"| {FIGURES[row.figure]} | {row.vault} | {fmt_ms(row.cmem_ms)} | {row.floor} | {fmt_ms(row.floor_ms)} | "
+            f"{fmt_ratio(row.ratios)} | {row.target_text} | {row.met} |"
+        )
     return "\n".join(lines)
 
 
@@ -847,8 +1136,10 @@ def render_growth(rows: list[Row]) -> str:
     if len(sizes) < 2:
         return "(one vault size measured)"
     names = [f"{int(size) // 1000}k" if size >= 1000 else str(int(size)) for size in sizes]
-    lines = ["| figure | " + " | ".join(f"{name} ms" for name in names) + " | growth per 10× notes |",
-             "|---|" + "---|" * len(sizes) + "---|"]
+    lines = [
+        "| figure | " + " | ".join(f"{name} ms" for name in names) + " | growth per 10× notes |",
+        "|---|" + "---|" * len(sizes) + "---|",
+    ]
     seen, shown = set(), []
     for (figure, _floor), values in by_figure.items():
         if figure in seen or len(values) < 2 or values in shown:
@@ -859,7 +1150,11 @@ def render_growth(rows: list[Row]) -> str:
         low, high = min(values), max(values)
         import math
 
-        per_tenfold = (values[high] / values[low]) ** (1 / math.log10(high / low)) if high > low and values[low] > 0 else float("nan")
+        per_tenfold = (
+            (values[high] / values[low]) ** (1 / math.log10(high / low))
+            if high > low and values[low] > 0
+            else float("nan")
+        )
         lines.append(f"| {FIGURES[figure]} | " + " | ".join(cells) + f" | {per_tenfold:.1f}× |")
     return "\n".join(lines)
 
@@ -875,10 +1170,16 @@ def render_converge(facts: list[ConvergeFacts]) -> str:
             continue
         share = f"{f.prompt_tokens / f.vault_tokens:.1%}" if f.vault_tokens else "—"
         prefix = f"{f.prefix_share:.1%}" if f.prefix_share is not None else "—"
-        same = "" if f.prompt_tokens_no_archive is None else f"{f.prompt_tokens_no_archive:,}" + (
-            " (same)" if f.prompt_tokens_no_archive == f.prompt_tokens else " (differs)")
-        lines.append(f"| {f.vault} | {f.prompt_tokens:,} | {f.vault_tokens:,} ({f.layer_tokens.get('archive', 0):,}) | {share} | "
-                     f"{f.files_quoted} | {f.notes_quoted} | {same} | {prefix} | {('yes' if f.new_note_in_prompt else 'no') + (', ' + f.new_note_how if f.new_note_how else '')} | {f.pass_outcome} |")
+        same = (
+            ""
+            if f.prompt_tokens_no_archive is None
+            else f"{f.prompt_tokens_no_archive:,}"
+            + (" (same)" if f.prompt_tokens_no_archive == f.prompt_tokens else " (differs)")
+        )
+        lines.append(
+            f"| {f.vault} | {f.prompt_tokens:,} | {f.vault_tokens:,} ({f.layer_tokens.get('archive', 0):,}) | {share} | "
+            f"{f.files_quoted} | {f.notes_quoted} | {same} | {prefix} | {('yes' if f.new_note_in_prompt else 'no') + (', ' + f.new_note_how if f.new_note_how else '')} | {f.pass_outcome} |"
+        )
     return "\n".join(lines)
 
 
@@ -891,8 +1192,10 @@ def where_we_land(rows: list[Row]) -> str:
         elif row.target is not None and row.ratios:
             med = summary(row.ratios)[0]
             verdict = "met" if med <= row.target else "**missed**"
-            out.append(f"- {FIGURES[row.figure]}, {row.vault}: {med:.2f}× {row.floor} "
-                       f"({_num(summary(row.cmem_ms)[0])} ms vs {_num(summary(row.floor_ms)[0])} ms), target {row.target_text}: {verdict}.")
+            out.append(
+                f"- {FIGURES[row.figure]}, {row.vault}: {med:.2f}× {row.floor} "
+                f"({_num(summary(row.cmem_ms)[0])} ms vs {_num(summary(row.floor_ms)[0])} ms), target {row.target_text}: {verdict}."
+            )
     return "\n".join(out)
 
 
@@ -916,10 +1219,12 @@ def previous_analysis(out_path: Path) -> str:
     start, end = text.find(ANALYSIS_START), text.find(ANALYSIS_END)
     if start < 0 or end < start:
         return ""
-    return text[start + len(ANALYSIS_START):end].strip("\n")
+    return text[start + len(ANALYSIS_START) : end].strip("\n")
 
 
-def render_report(facts: dict, args, rows, converge_facts, profiles, notes, failures, analysis, shapes) -> str:
+def render_report(
+    facts: dict, args, rows, converge_facts, profiles, notes, failures, analysis, shapes
+) -> str:
     sizes = ", ".join(f"{s:,}" for s in args.sizes)
     parts = [
         "# Benchmarks",
@@ -970,22 +1275,34 @@ def render_report(facts: dict, args, rows, converge_facts, profiles, notes, fail
     ]
     if any(r.note for r in rows):
         parts += ["Notes on rows:", ""]
-        parts += [f"- {FIGURES[r.figure]}, {r.vault}: {r.note}" for r in rows if r.note and not r.error]
+        parts += [
+            f"- {FIGURES[r.figure]}, {r.vault}: {r.note}" for r in rows if r.note and not r.error
+        ]
         parts.append("")
     if converge_facts:
         parts += ["### Convergence prompt", "", render_converge(converge_facts), ""]
         for f in converge_facts:
             if f.layer_tokens:
-                parts.append(f"- {f.vault}: {f.fixed_tokens:,} of the prompt's {f.prompt_tokens:,} tokens come before the divergent "
-                             f"notes (instructions, resident and situational files); the prompt after one new note first differs in "
-                             f"“{f.diverges_in}”. Vault tokens by layer: " + ", ".join(f"{k} {v:,}" for k, v in sorted(f.layer_tokens.items())) + ".")
+                parts.append(
+                    f"- {f.vault}: {f.fixed_tokens:,} of the prompt's {f.prompt_tokens:,} tokens come before the divergent "
+                    f"notes (instructions, resident and situational files); the prompt after one new note first differs in "
+                    f"“{f.diverges_in}”. Vault tokens by layer: "
+                    + ", ".join(f"{k} {v:,}" for k, v in sorted(f.layer_tokens.items()))
+                    + "."
+                )
         parts.append("")
     parts += ["## How the figures grow", "", render_growth(rows), ""]
     parts += ["## Where we land", "", where_we_land(rows) or "(no targets measured)", ""]
     if notes:
         parts += ["Observations of this run:", "", *[f"- {n}" for n in notes], ""]
-    parts += ["## What would make it faster", "", ANALYSIS_START,
-              analysis or "(to be written from the numbers above and the profile below)", ANALYSIS_END, ""]
+    parts += [
+        "## What would make it faster",
+        "",
+        ANALYSIS_START,
+        analysis or "(to be written from the numbers above and the profile below)",
+        ANALYSIS_END,
+        "",
+    ]
     if profiles:
         parts += ["## Profile", ""]
         for name, text in profiles.items():
@@ -1002,14 +1319,28 @@ def render_report(facts: dict, args, rows, converge_facts, profiles, notes, fail
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,50000", help="vault sizes in notes, comma-separated")
+    parser.add_argument(
+        "--sizes", default="1000,10000,50000", help="vault sizes in notes, comma-separated"
+    )
     parser.add_argument("--repeat", type=int, default=7, help="counted rounds per group (n)")
-    parser.add_argument("--warmup", type=int, default=1, help="warm-up rounds per group, not counted")
-    parser.add_argument("--out", default=str(PROJECT / "docs" / "benchmarks.md"), help="the Markdown report")
-    parser.add_argument("--workdir", default=str(HERE / "vaults"), help="where vaults, state and scratch files go")
-    parser.add_argument("--cmem", help="the cmem executable (default: cmem on PATH, else next to this Python)")
-    parser.add_argument("--rg", help="the rg executable (default: rg on PATH, else next to this Python)")
-    parser.add_argument("--no-profile", action="store_true", help="skip the importtime/cProfile section")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="warm-up rounds per group, not counted"
+    )
+    parser.add_argument(
+        "--out", default=str(PROJECT / "docs" / "benchmarks.md"), help="the Markdown report"
+    )
+    parser.add_argument(
+        "--workdir", default=str(HERE / "vaults"), help="where vaults, state and scratch files go"
+    )
+    parser.add_argument(
+        "--cmem", help="the cmem executable (default: cmem on PATH, else next to this Python)"
+    )
+    parser.add_argument(
+        "--rg", help="the rg executable (default: rg on PATH, else next to this Python)"
+    )
+    parser.add_argument(
+        "--no-profile", action="store_true", help="skip the importtime/cProfile section"
+    )
     args = parser.parse_args(argv)
     args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if args.repeat < 1 or args.warmup < 0 or not args.sizes:
@@ -1038,7 +1369,11 @@ def main(argv: list[str] | None = None) -> int:
         rows += bench_warm(tools, args, root, label, size)
         rows += bench_cold_scan(tools, args, root, label, cues)
     converge_size = 10_000 if 10_000 in vaults else max(vaults)
-    converge_label = f"{converge_size // 1000}k" if converge_size >= 1000 and converge_size % 1000 == 0 else str(converge_size)
+    converge_label = (
+        f"{converge_size // 1000}k"
+        if converge_size >= 1000 and converge_size % 1000 == 0
+        else str(converge_size)
+    )
     for source, label in ((vaults[converge_size], converge_label), (None, "sample-vault")):
         if source is None:
             source = copy_vault(SAMPLE_VAULT, workdir / "sample-vault")
@@ -1052,7 +1387,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_profile:
         profiled = sorted({10_000 if 10_000 in vaults else max(vaults), max(vaults)})
         try:
-            profiles = profile(tools, [vaults[size] for size in profiled], workdir / "converge" / f"{converge_label}-prompt")
+            profiles = profile(
+                tools,
+                [vaults[size] for size in profiled],
+                workdir / "converge" / f"{converge_label}-prompt",
+            )
         except (BenchError, OSError) as exc:
             notes.append(f"profile failed: {exc}")
     for row in rows:
@@ -1063,8 +1402,20 @@ def main(argv: list[str] | None = None) -> int:
     notes.append(f"whole run: {time.perf_counter() - started:.0f} s")
     out_path = Path(args.out)
     facts = machine_facts(tools)
-    facts["load average (1, 5, 15 min) at start / end"] = f"{load_at_start} / " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    report = render_report(facts, args, rows, converge_facts, profiles, notes, failures, previous_analysis(out_path), shapes)
+    facts["load average (1, 5, 15 min) at start / end"] = f"{load_at_start} / " + " ".join(
+        f"{x:.2f}" for x in os.getloadavg()
+    )
+    report = render_report(
+        facts,
+        args,
+        rows,
+        converge_facts,
+        profiles,
+        notes,
+        failures,
+        previous_analysis(out_path),
+        shapes,
+    )
     kept = foreign_sections(out_path)
     if kept:
         report = report.rstrip("\n") + "\n\n" + "\n\n".join(kept) + "\n"

@@ -31,10 +31,23 @@ SAMPLE = REPO / "sample-vault"
 
 
 def _env(home: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-               XDG_CACHE_HOME=str(home / "cache"), GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
-               GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost", GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@localhost",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@localhost",
+        GIT_CONFIG_NOSYSTEM="1",
+        NO_COLOR="1",
+    )
     return env
 
 
@@ -43,8 +56,12 @@ def make_machine(folder: Path, notes: int, env: dict) -> tuple[Path, Path]:
     source = folder / "source"
     shutil.copytree(SAMPLE, source, symlinks=True)
     for index in range(notes):
-        (source / f"2026-01-{index % 28 + 1:02d} bench {index}.md").write_text(f"- note {index}\n", encoding="utf-8")
-    run = lambda *args, cwd=None: subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)  # noqa: E731
+        (source / f"2026-01-{index % 28 + 1:02d} bench {index}.md").write_text(
+            f"- note {index}\n", encoding="utf-8"
+        )
+    run = lambda *args, cwd=None: subprocess.run(
+        args, cwd=cwd, env=env, check=True, capture_output=True
+    )  # noqa: E731
     run("git", "init", "-q", "-b", "main", str(source))
     run("git", "-C", str(source), "add", "-A")
     run("git", "-C", str(source), "commit", "-q", "-m", "bench: initial")
@@ -63,7 +80,9 @@ def time_once(command: list[str], env: dict) -> float:
     return elapsed
 
 
-def in_process(clone: Path, fetch: list[str], env: dict, runs: int) -> tuple[list[float], list[float], list[float]]:
+def in_process(
+    clone: Path, fetch: list[str], env: dict, runs: int
+) -> tuple[list[float], list[float], list[float]]:
     """`sync_vault` timed inside this process, paired with the fetch: what sync itself costs once
     the interpreter, the CLI and the vault's config are loaded."""
     sys.path.insert(0, str(REPO / "cli"))
@@ -93,8 +112,12 @@ def in_process(clone: Path, fetch: list[str], env: dict, runs: int) -> tuple[lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21, help="pairs timed (after one warm-up pair)")
-    parser.add_argument("--notes", type=int, default=0, help="generated notes added to the sample vault")
-    parser.add_argument("--cmem", default=None, help="the cmem command (default: this Python's `-m cmem`)")
+    parser.add_argument(
+        "--notes", type=int, default=0, help="generated notes added to the sample vault"
+    )
+    parser.add_argument(
+        "--cmem", default=None, help="the cmem command (default: this Python's `-m cmem`)"
+    )
     parser.add_argument("--keep", type=Path, default=None, help="build the vault here and keep it")
     args = parser.parse_args()
     cmem = [args.cmem] if args.cmem else [sys.executable, "-m", "cmem"]
@@ -116,12 +139,16 @@ def main() -> None:
             syncs.append(a)
             fetches.append(b)
             ratios.append(a / b)
-        print(f"cmem sync (nothing to do) vs git fetch: median {statistics.median(syncs):.3f} s vs "
-              f"{statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x ({args.runs} pairs, "
-              f"{args.notes} generated notes)")
+        print(
+            f"cmem sync (nothing to do) vs git fetch: median {statistics.median(syncs):.3f} s vs "
+            f"{statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x ({args.runs} pairs, "
+            f"{args.notes} generated notes)"
+        )
         inside, fetches, ratios = in_process(clone, fetch, env, args.runs)
-        print(f"sync's own work (in process, CLI start-up and config load excluded) vs git fetch: median "
-              f"{statistics.median(inside):.3f} s vs {statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x")
+        print(
+            f"sync's own work (in process, CLI start-up and config load excluded) vs git fetch: median "
+            f"{statistics.median(inside):.3f} s vs {statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x"
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,12 @@ git = support.git
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+    for name, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_DATA_HOME", ".local/share"),
+    ):
         monkeypatch.setenv(name, str(home / sub))
     for name in ("CMEM_VAULT", "CMEM_LLM", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(name, raising=False)
@@ -40,7 +45,9 @@ def make_vault(tmp_path):
     """make_vault(files, config_yaml="") -> Path: a bare vault (no git) with these files."""
     counter = {"n": 0}
 
-    def _make(files: dict[str, str | bytes] | None = None, config_yaml: str = "", git: bool = False) -> Path:
+    def _make(
+        files: dict[str, str | bytes] | None = None, config_yaml: str = "", git: bool = False
+    ) -> Path:
         counter["n"] += 1
         root = tmp_path / f"vault{counter['n']}"
         (root / ".cmem").mkdir(parents=True)

@@ -27,7 +27,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE.parent / "sample-vault"
-POINTS = ("journal-written", "temp-write", "fsync", "rename", "replace", "applied", "git-add", "git-commit", "committed")
+POINTS = (
+    "journal-written",
+    "temp-write",
+    "fsync",
+    "rename",
+    "replace",
+    "applied",
+    "git-add",
+    "git-commit",
+    "committed",
+)
 
 
 @dataclass
@@ -42,17 +52,46 @@ class Trial:
 
 
 def _env(home: Path, fault: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e", NO_COLOR="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        NO_COLOR="1",
+    )
     if fault:
         env["CMEM_FAULT"] = fault
     return env
 
 
-def _cmem(vault: Path, home: Path, fault: str | None = None, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(vault), *args],
-                          env=_env(home, fault), capture_output=True, text=True, timeout=120)
+def _cmem(
+    vault: Path, home: Path, fault: str | None = None, *args: str
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmem",
+            "converge",
+            "--engine",
+            "builtin",
+            "--vault",
+            str(vault),
+            *args,
+        ],
+        env=_env(home, fault),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _git(vault: Path, *args: str) -> str:
@@ -72,7 +111,9 @@ def _fresh(workdir: Path, name: str) -> tuple[Path, Path]:
     home.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(vault)], check=True)
     subprocess.run(["git", "-C", str(vault), "add", "-A"], check=True, env=_env(home, None))
-    subprocess.run(["git", "-C", str(vault), "commit", "-qm", "sample"], check=True, env=_env(home, None))
+    subprocess.run(
+        ["git", "-C", str(vault), "commit", "-qm", "sample"], check=True, env=_env(home, None)
+    )
     return vault, home
 
 
@@ -98,11 +139,17 @@ def run_trial(workdir: Path, point: str, nth: int) -> Trial:
     else:
         head_files = {rel: _git(vault, "rev-parse", f"HEAD:{rel}").strip() for rel in managed}
         for rel in managed:
-            blob = subprocess.run(["git", "-C", str(vault), "hash-object", rel], capture_output=True, text=True).stdout.strip()
+            blob = subprocess.run(
+                ["git", "-C", str(vault), "hash-object", rel], capture_output=True, text=True
+            ).stdout.strip()
             if _sha(vault / rel) != old[rel] and blob != head_files[rel]:
                 trial.consistent = False
-                trial.problems.append(f"{rel} changed but is not committed, with no journal to finish it")
-    fsck = subprocess.run(["git", "-C", str(vault), "fsck", "--no-dangling"], capture_output=True, text=True)
+                trial.problems.append(
+                    f"{rel} changed but is not committed, with no journal to finish it"
+                )
+    fsck = subprocess.run(
+        ["git", "-C", str(vault), "fsck", "--no-dangling"], capture_output=True, text=True
+    )
     trial.fsck_clean = fsck.returncode == 0
     if not trial.fsck_clean:
         trial.problems.append("git fsck: " + (fsck.stderr or fsck.stdout)[-300:])
@@ -110,10 +157,17 @@ def run_trial(workdir: Path, point: str, nth: int) -> Trial:
     status = _git(vault, "status", "--porcelain", "--untracked-files=all")
     commits = _git(vault, "log", "--format=%s").count("cmem: converge")
     final = _cmem(vault, home, None, "--json")
-    ok = again.returncode == 0 and not status.strip() and commits == 1 and '"status": "nothing"' in final.stdout
+    ok = (
+        again.returncode == 0
+        and not status.strip()
+        and commits == 1
+        and '"status": "nothing"' in final.stdout
+    )
     if not ok:
         trial.next_run_ok = False
-        trial.problems.append(f"next run: exit {again.returncode} {again.stderr[-300:]!r}; status {status[:300]!r}; {commits} pass commits; then {final.stdout[:200]!r}")
+        trial.problems.append(
+            f"next run: exit {again.returncode} {again.stderr[-300:]!r}; status {status[:300]!r}; {commits} pass commits; then {final.stdout[:200]!r}"
+        )
     return trial
 
 
@@ -123,8 +177,14 @@ def occurrences(workdir: Path) -> dict[str, int]:
     vault, home = _fresh(workdir, "count")
     log = workdir / "count" / "points.log"
     env = _env(home, None) | {"CMEM_FAULT_LOG": str(log)}
-    subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(vault)],
-                   env=env, capture_output=True, text=True, timeout=120, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     reached = log.read_text("utf-8").split() if log.exists() else []
     return {point: reached.count(point) for point in POINTS if point in reached}
 
@@ -133,7 +193,17 @@ def run_kill_trials(trials: int | None, workdir: Path) -> dict:
     """Every point at every occurrence (trials=None), or a sample of `trials` runs."""
     workdir = Path(workdir)
     plan = []
-    counts = {"journal-written": 1, "replace": 7, "applied": 1, "git-add": 1, "git-commit": 1, "committed": 1, "temp-write": 29, "fsync": 29, "rename": 29}
+    counts = {
+        "journal-written": 1,
+        "replace": 7,
+        "applied": 1,
+        "git-add": 1,
+        "git-commit": 1,
+        "committed": 1,
+        "temp-write": 29,
+        "fsync": 29,
+        "rename": 29,
+    }
     if trials is None:
         counts = occurrences(workdir)
     for point, count in counts.items():

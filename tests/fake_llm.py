@@ -36,12 +36,20 @@ def main(argv: list[str]) -> int:
     for arg in args:
         if arg == "--marker":
             next(args, None)
-        elif not arg.startswith("--"):  # other --options are ignored, as a real CLI's flags would be
+        elif not arg.startswith(
+            "--"
+        ):  # other --options are ignored, as a real CLI's flags would be
             positional.append(arg)
     prompt_file = positional[0] if positional else None
     mode = os.environ.get("FAKE_LLM_MODE", "reply")
 
-    record = {"argv": argv, "mode": mode, "pid": os.getpid(), "pgid": os.getpgid(0), "prompt_file": prompt_file}
+    record = {
+        "argv": argv,
+        "mode": mode,
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "prompt_file": prompt_file,
+    }
     record["probe"] = os.environ.get("FAKE_LLM_PROBE")
     if mode == "no-stdin-read":
         record["prompt"] = None
@@ -64,7 +72,9 @@ def main(argv: list[str]) -> int:
     _log(record)
 
     if mode == "fail":
-        sys.stderr.write(os.environ.get("FAKE_LLM_STDERR", "fake_llm: simulated failure: rate limit exceeded\n"))
+        sys.stderr.write(
+            os.environ.get("FAKE_LLM_STDERR", "fake_llm: simulated failure: rate limit exceeded\n")
+        )
         return 3
     if mode in ("hang", "stubborn"):
         while True:
@@ -76,7 +86,10 @@ def main(argv: list[str]) -> int:
     if mode == "stream":
         sys.stdout.buffer.write(b'<convergence>\n<file path="converged/core/profile.md">\n')
         remaining = int(float(os.environ.get("FAKE_LLM_STREAM_BYTES", "1e9")))
-        line = b"- \xe6\x9d\xa5\xe6\xba\x90 the same statement again, and again (source: [[x]])\n" * 800
+        line = (
+            b"- \xe6\x9d\xa5\xe6\xba\x90 the same statement again, and again (source: [[x]])\n"
+            * 800
+        )
         while remaining > 0:
             chunk = line[:remaining]
             sys.stdout.buffer.write(chunk)

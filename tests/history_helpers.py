@@ -44,9 +44,23 @@ def fake_pass(
         digest = sha(root / rel)
         state.notes[rel] = ConvergedNote(digest, set(), pass_id, time, into)
         name = rel.rsplit("/", 1)[-1].removesuffix(".md")
-        entries.append(StageEntry(name, archive_target("archive", "{yyyy}-{mm}/{name}", rel, date), into, digest))
-    state.passes.append({"id": pass_id, "time": time, "engine": "builtin", "model": None, "notes": notes,
-                         "changed": sorted(writes), "warnings": 0, "kind": "converge"})
+        entries.append(
+            StageEntry(
+                name, archive_target("archive", "{yyyy}-{mm}/{name}", rel, date), into, digest
+            )
+        )
+    state.passes.append(
+        {
+            "id": pass_id,
+            "time": time,
+            "engine": "builtin",
+            "model": None,
+            "notes": notes,
+            "changed": sorted(writes),
+            "warnings": 0,
+            "kind": "converge",
+        }
+    )
     save_state(state_path, state)
     paths = list(writes) + [STATE]
     if stage and entries:
@@ -76,12 +90,20 @@ def tick(root: Path, *names: str) -> None:
 
 def tree(root: Path) -> dict[str, bytes]:
     """Every file of the working tree (outside .git) and its bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.relative_to(root).parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
 
 
 def git_objects(root: Path) -> set[str]:
-    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return set(out.split())
 
 

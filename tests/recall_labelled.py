@@ -88,7 +88,11 @@ QUERIES = [
     ("Raspberry Pi", "converged/topics/home-lab.md", "Runs a Raspberry Pi 5"),
     ("tailscale laptop", "converged/topics/home-lab.md", "Uses Tailscale"),
     ("evaluation papers", "converged/topics/reading.md", "Reads papers on agent evaluation"),
-    ("which Python version for new projects", "converged/topics/python-tooling.md", "Pins Python 3.12"),
+    (
+        "which Python version for new projects",
+        "converged/topics/python-tooling.md",
+        "Pins Python 3.12",
+    ),
     ("React Vite 前端", "converged/topics/frontend-stack.md", "个人项目用 React 写前端"),
     ("服务端渲染", "converged/topics/frontend-stack.md", "不碰 Next.js 的服务端渲染"),
     ("英文 commit", "converged/core/methodology.md", "Commit messages in English"),

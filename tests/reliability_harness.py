@@ -78,8 +78,11 @@ def allowed(rel: str) -> bool:
         return True
     parts = rel.split("/")
     return (
-        parts[0] == "converged" and parts[1:2] in (["core"], ["topics"]) and rel.endswith(".md")
-        and not rel.startswith(("converged/topics/escape/", "converged/topics/linked.md")) and ".." not in parts
+        parts[0] == "converged"
+        and parts[1:2] in (["core"], ["topics"])
+        and rel.endswith(".md")
+        and not rel.startswith(("converged/topics/escape/", "converged/topics/linked.md"))
+        and ".." not in parts
     )
 
 
@@ -120,10 +123,17 @@ def fresh_vault(template: Path, workdir: Path, name: str) -> tuple[Path, Path]:
 
 def _escape_targets(root: Path) -> list[Path]:
     """Files a path attack could create beyond the `outside` folder."""
-    return [root.parent.parent / ".bashrc", root.parent / "x.md", Path("/tmp/cmem-escape.md"), Path("/etc/cmem-hosts.md")]
+    return [
+        root.parent.parent / ".bashrc",
+        root.parent / "x.md",
+        Path("/tmp/cmem-escape.md"),
+        Path("/etc/cmem-hosts.md"),
+    ]
 
 
-def run_reply(root: Path, outside: Path, name: str, data: bytes, via_model: bool = True) -> ReplyOutcome:
+def run_reply(
+    root: Path, outside: Path, name: str, data: bytes, via_model: bool = True
+) -> ReplyOutcome:
     """One reply through `run_pass` on the vault at `root`: from the fake model (a real
     subprocess, the bytes exactly as given) or as `--response` text."""
     from cmem.converge.pipeline import PassOptions, run_pass
@@ -151,11 +161,19 @@ def run_reply(root: Path, outside: Path, name: str, data: bytes, via_model: bool
         shutil.rmtree(queue, ignore_errors=True)
     outcome.changed = changed(before, snapshot(root))
     outcome.outside = changed(before_outside, snapshot(outside))
-    outcome.outside += [str(p) for p in _escape_targets(root) if p.exists() and str(p) not in escapes_before]
+    outcome.outside += [
+        str(p) for p in _escape_targets(root) if p.exists() and str(p) not in escapes_before
+    ]
     return outcome
 
 
-def reply_pass_trials(workdir: Path, variants: list, expect: str, via_model: bool = True, fresh_each: bool | None = None) -> dict:
+def reply_pass_trials(
+    workdir: Path,
+    variants: list,
+    expect: str,
+    via_model: bool = True,
+    fresh_each: bool | None = None,
+) -> dict:
     """Run each variant through a real pass. `expect` is "rejected" (hostile) or "applied" (valid).
 
     Hostile replies share one vault (a rejected pass changes nothing, which each trial checks);
@@ -164,31 +182,51 @@ def reply_pass_trials(workdir: Path, variants: list, expect: str, via_model: boo
     template = make_corpus_template(workdir)
     fresh_each = expect == "applied" if fresh_each is None else fresh_each
     root, outside = fresh_vault(template, workdir, "shared")
-    figures = {"tried": 0, "rejected": 0, "applied": 0, "applied_partly": 0, "wrote_outside_allowed": 0,
-               "unexpected": [], "seconds": 0.0}
+    figures = {
+        "tried": 0,
+        "rejected": 0,
+        "applied": 0,
+        "applied_partly": 0,
+        "wrote_outside_allowed": 0,
+        "unexpected": [],
+        "seconds": 0.0,
+    }
     started = time.monotonic()
     for index, variant in enumerate(variants):
         if fresh_each:
             root, outside = fresh_vault(template, workdir, f"trial-{index % 4}")
         data = variant.data
         if b"{OUTSIDE}" in data or b"{VAULT}" in data:
-            data = data.replace(b"{OUTSIDE}", str(outside).encode()).replace(b"{VAULT}", str(root).encode())
+            data = data.replace(b"{OUTSIDE}", str(outside).encode()).replace(
+                b"{VAULT}", str(root).encode()
+            )
         outcome = run_reply(root, outside, variant.name, data, via_model=via_model)
         figures["tried"] += 1
         figures["wrote_outside_allowed"] += outcome.wrote_outside_allowed
-        accepted = outcome.status in ("applied", "nothing")  # "nothing": a valid reply that only defers
+        accepted = outcome.status in (
+            "applied",
+            "nothing",
+        )  # "nothing": a valid reply that only defers
         if accepted:
             figures["applied"] += 1
             expected = set(variant.files or ())
             wrote = {rel for rel in outcome.changed if rel not in (STATE, CHECKLIST, "<HEAD>")}
             if not wrote <= expected:
-                figures["unexpected"].append(f"{variant.name}: wrote {sorted(wrote - expected)} beyond its file blocks")
+                figures["unexpected"].append(
+                    f"{variant.name}: wrote {sorted(wrote - expected)} beyond its file blocks"
+                )
         else:
             figures["rejected"] += 1
             if outcome.changed or outcome.outside:
                 figures["applied_partly"] += 1
-        if accepted != (expect == "applied") or outcome.wrote_outside_allowed or (not accepted and outcome.changed):
-            figures["unexpected"].append(f"{variant.name}: {outcome.status}, changed {outcome.changed + outcome.outside}, errors {outcome.errors[:2]}")
+        if (
+            accepted != (expect == "applied")
+            or outcome.wrote_outside_allowed
+            or (not accepted and outcome.changed)
+        ):
+            figures["unexpected"].append(
+                f"{variant.name}: {outcome.status}, changed {outcome.changed + outcome.outside}, errors {outcome.errors[:2]}"
+            )
     figures["seconds"] = round(time.monotonic() - started, 1)
     return figures
 
@@ -198,7 +236,10 @@ def reply_pass_trials(workdir: Path, variants: list, expect: str, via_model: boo
 WRITER_TARGETS = (rv.PROFILE, CHECKLIST, rv.NOTE, rv.NOTE2, rv.JOBS)
 WRITE_STYLES = ("in-place", "rename", "append")
 WRITER_REPLY = rv.wrap(
-    rv.block(rv.PROFILE, rv.profile(rv.S[0], rv.S2_REWRITE, *rv.S[2:], rv.NEW_BY_NOTE[0], rv.NEW_BY_NOTE2[1])),
+    rv.block(
+        rv.PROFILE,
+        rv.profile(rv.S[0], rv.S2_REWRITE, *rv.S[2:], rv.NEW_BY_NOTE[0], rv.NEW_BY_NOTE2[1]),
+    ),
     f'<converged note="{rv.NOTE}" into="{rv.PROFILE}"/>\n<converged note="{rv.NOTE2}" into="{rv.PROFILE}"/>\n',
 )
 
@@ -239,8 +280,8 @@ class WriterTrial:
 def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
     """`trials` passes, each with one external write at a random moment; see the module doc."""
     from cmem.converge import model_command, pipeline
-    from cmem.steps.changes import SecondWriter
     from cmem.errors import CmemError
+    from cmem.steps.changes import SecondWriter
     from cmem.vault.layers import open_vault
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -271,7 +312,10 @@ def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
             shutil.rmtree(queue, ignore_errors=True)
             queue.mkdir()
             (queue / "000.txt").write_text(WRITER_REPLY, encoding="utf-8")
-            delay, wait = rng.uniform(0.02, 0.25), rng.uniform(-0.15, 0.6)  # < 0: before the pass starts
+            delay, wait = (
+                rng.uniform(0.02, 0.25),
+                rng.uniform(-0.15, 0.6),
+            )  # < 0: before the pass starts
             marker = f"第三方写入 {uuid.uuid4().hex[:12]}"
             before = snapshot(root)
             times.clear()
@@ -287,15 +331,34 @@ def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
                 writer()
                 thread = threading.Thread(target=lambda: None)
             result, error = None, None
-            with environment(FAKE_LLM_REPLIES=str(queue), FAKE_LLM_MODE="slow", FAKE_LLM_DELAY=f"{delay:.3f}", FAKE_LLM_LOG=None):
+            with environment(
+                FAKE_LLM_REPLIES=str(queue),
+                FAKE_LLM_MODE="slow",
+                FAKE_LLM_DELAY=f"{delay:.3f}",
+                FAKE_LLM_LOG=None,
+            ):
                 thread.start()
                 try:
-                    result = pipeline.run_pass(open_vault(root), pipeline.PassOptions(engine="llm", llm=fake_command(), now=PASS_NOW))
+                    result = pipeline.run_pass(
+                        open_vault(root),
+                        pipeline.PassOptions(engine="llm", llm=fake_command(), now=PASS_NOW),
+                    )
                 except CmemError as exc:
                     error = exc
                 pass_end = time.monotonic()
                 thread.join()
-            _judge(trial, root, before, marker, result, error, written_at["t"], times, pass_end, SecondWriter)
+            _judge(
+                trial,
+                root,
+                before,
+                marker,
+                result,
+                error,
+                written_at["t"],
+                times,
+                pass_end,
+                SecondWriter,
+            )
             results.append(trial)
     finally:
         model_command.run_model_command, pipeline.changed_inputs = original_run, original_check
@@ -305,21 +368,50 @@ def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
         "edits_lost": sum(t.lost for t in results),
         "skipped_writes": len(skipped),
         "skipped_reported": sum(t.reported for t in skipped),
-        "inputs_changed_warned": sum(t.outcome == "applied" and t.message.startswith("warned") for t in results),
+        "inputs_changed_warned": sum(
+            t.outcome == "applied" and t.message.startswith("warned") for t in results
+        ),
         "unreported": sum(not t.reported for t in results),
         "partial": sum(t.partial for t in results),
-        "by_phase": {phase: sum(t.phase == phase for t in results) for phase in ("before", "during", "after", "late")},
-        "by_outcome": {o: sum(t.outcome == o for t in results) for o in ("applied", "second-writer", "failed", "error")},
-        "problems": [f"{t.target} ({t.style}, {t.phase}): {t.outcome} {t.message}" for t in results if t.lost or not t.reported or t.partial],
+        "by_phase": {
+            phase: sum(t.phase == phase for t in results)
+            for phase in ("before", "during", "after", "late")
+        },
+        "by_outcome": {
+            o: sum(t.outcome == o for t in results)
+            for o in ("applied", "second-writer", "failed", "error")
+        },
+        "problems": [
+            f"{t.target} ({t.style}, {t.phase}): {t.outcome} {t.message}"
+            for t in results
+            if t.lost or not t.reported or t.partial
+        ],
         "seconds": round(time.monotonic() - started, 1),
     }
 
 
-def _judge(trial: WriterTrial, root: Path, before: dict, marker: str, result, error, written_at: float,
-           times: dict, pass_end: float, second_writer_type) -> None:
+def _judge(
+    trial: WriterTrial,
+    root: Path,
+    before: dict,
+    marker: str,
+    result,
+    error,
+    written_at: float,
+    times: dict,
+    pass_end: float,
+    second_writer_type,
+) -> None:
     model_start, model_end = times.get("model_start", pass_end), times.get("model_end", pass_end)
-    trial.phase = ("before" if written_at < model_start else "during" if written_at < model_end
-                   else "after" if written_at < pass_end else "late")
+    trial.phase = (
+        "before"
+        if written_at < model_start
+        else "during"
+        if written_at < model_end
+        else "after"
+        if written_at < pass_end
+        else "late"
+    )
     final = (root / trial.target).read_bytes()
     trial.lost = marker.encode() not in final
     if error is not None:
@@ -333,13 +425,30 @@ def _judge(trial: WriterTrial, root: Path, before: dict, marker: str, result, er
         trial.reported = trial.target in trial.message
         # nothing of the pass stays: every file but the writer's is as before, HEAD included
         now = snapshot(root)
-        trial.partial = any(rel != trial.target and now.get(rel) != before.get(rel) for rel in set(now) | set(before)
-                            if not rel.startswith((".git/",)))
+        trial.partial = any(
+            rel != trial.target and now.get(rel) != before.get(rel)
+            for rel in set(now) | set(before)
+            if not rel.startswith((".git/",))
+        )
     elif trial.outcome == "applied" and trial.target in (rv.NOTE, rv.NOTE2):
-        converged = json.loads((root / STATE).read_text("utf-8"))["notes"].get(trial.target, {}).get("sha256")
-        if converged and converged != hashlib.sha256(final).hexdigest() and written_at < times.get("inputs_checked", pass_end):
-            trial.reported = any(trial.target in w and "changed while the pass ran" in w for w in result.warnings)
-            trial.message = "warned: input changed while the pass ran" if trial.reported else "input changed, no warning"
+        converged = (
+            json.loads((root / STATE).read_text("utf-8"))["notes"]
+            .get(trial.target, {})
+            .get("sha256")
+        )
+        if (
+            converged
+            and converged != hashlib.sha256(final).hexdigest()
+            and written_at < times.get("inputs_checked", pass_end)
+        ):
+            trial.reported = any(
+                trial.target in w and "changed while the pass ran" in w for w in result.warnings
+            )
+            trial.message = (
+                "warned: input changed while the pass ran"
+                if trial.reported
+                else "input changed, no warning"
+            )
     elif trial.outcome == "applied" and trial.phase == "during" and trial.target == rv.PROFILE:
         # read before the model ran, written after it: the pass must have met this edit (the
         # checklist and state are read after the model returns, so an edit then is simply kept)
@@ -359,8 +468,18 @@ HUNG_CASES = {
     "ignores-sigterm": ("stubborn", {}, 1, None),
     "slow-past-timeout": ("slow", {"FAKE_LLM_DELAY": "60"}, 1, None),
     "floods-stdout": ("flood", {}, 30, 1_000_000),
-    "streams-1gb": ("stream", {"FAKE_LLM_STREAM_BYTES": str(10**9)}, 30, None),  # the default 4 MB cap
-    "never-reads-stdin": ("no-stdin-read", {"FAKE_LLM_REPLY": "<convergence>\n</convergence>\n"}, 5, None),
+    "streams-1gb": (
+        "stream",
+        {"FAKE_LLM_STREAM_BYTES": str(10**9)},
+        30,
+        None,
+    ),  # the default 4 MB cap
+    "never-reads-stdin": (
+        "no-stdin-read",
+        {"FAKE_LLM_REPLY": "<convergence>\n</convergence>\n"},
+        5,
+        None,
+    ),
 }
 
 
@@ -391,18 +510,47 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
     processes, the lock, and whether the vault changed. Peak memory of cmem itself is read from
     wait4's rusage."""
     mode, extra, timeout, cap = HUNG_CASES[case]
-    config = f"repair_rounds: 0\nllm:\n  timeout_seconds: {timeout}\n" + (f"  max_output_bytes: {cap}\n" if cap else "")
+    config = f"repair_rounds: 0\nllm:\n  timeout_seconds: {timeout}\n" + (
+        f"  max_output_bytes: {cap}\n" if cap else ""
+    )
     (root / ".cmem/config.yaml").write_text(config, encoding="utf-8")
-    subprocess.run(["git", "-C", str(root), "commit", "-qam", f"config for {case}"], capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "commit", "-qam", f"config for {case}"], capture_output=True
+    )
     before = snapshot(root)
     marker = f"cmem-hung-{uuid.uuid4().hex}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "FAKE_LLM_"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-               FAKE_LLM_MODE=mode, NO_COLOR="1", **extra)
-    argv = [sys.executable, "-m", "cmem", "converge", "--vault", str(root), "--engine", "llm", "--llm", fake_command(marker), "--json"]
-    argv = [sys.executable, "-c", _MEASURE, *argv]  # reports cmem's peak memory (and its children's) on exit
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        FAKE_LLM_MODE=mode,
+        NO_COLOR="1",
+        **extra,
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "cmem",
+        "converge",
+        "--vault",
+        str(root),
+        "--engine",
+        "llm",
+        "--llm",
+        fake_command(marker),
+        "--json",
+    ]
+    argv = [
+        sys.executable,
+        "-c",
+        _MEASURE,
+        *argv,
+    ]  # reports cmem's peak memory (and its children's) on exit
     started = time.monotonic()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
     try:
         out, err = process.communicate(timeout=timeout + 60)
     except subprocess.TimeoutExpired:
@@ -421,12 +569,21 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
     from cmem.steps.lock import is_locked
     from cmem.vault.layers import open_vault
 
-    with environment(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config")):
+    with environment(
+        HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config")
+    ):
         locked = is_locked(open_vault(root).state_dir)
     return {
-        "case": case, "timeout": timeout, "seconds": round(elapsed, 2), "exit": process.returncode,
-        "within_limit": elapsed <= timeout + 5, "orphans": len(orphans), "lock_held": locked, "peak_rss_mb": peak and round(peak / 1024),
-        "vault_changed": changed(before, snapshot(root)), "stderr": err.decode("utf-8", "replace")[-400:],
+        "case": case,
+        "timeout": timeout,
+        "seconds": round(elapsed, 2),
+        "exit": process.returncode,
+        "within_limit": elapsed <= timeout + 5,
+        "orphans": len(orphans),
+        "lock_held": locked,
+        "peak_rss_mb": peak and round(peak / 1024),
+        "vault_changed": changed(before, snapshot(root)),
+        "stderr": err.decode("utf-8", "replace")[-400:],
         "stdout": out.decode("utf-8", "replace")[-2000:],
     }
 
@@ -444,7 +601,9 @@ def run_hung_model_trials(workdir: Path, cases: list[str] | None = None, repeat:
     return {
         "cases": len(runs),
         "within_limit": sum(r["within_limit"] for r in runs),
-        "worst_seconds_over_timeout": round(max((r["seconds"] - r["timeout"] for r in runs), default=0.0), 2),
+        "worst_seconds_over_timeout": round(
+            max((r["seconds"] - r["timeout"] for r in runs), default=0.0), 2
+        ),
         "worst": max(runs, key=lambda r: r["seconds"] - r["timeout"]) if runs else None,
         "orphans": sum(r["orphans"] for r in runs),
         "locks_left": sum(r["lock_held"] for r in runs),

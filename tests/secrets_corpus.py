@@ -50,14 +50,46 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("huggingface-token", "HF: {s}", "hf_" + n(34, seed="hf"))
     add("gitlab-pat", "gitlab {s} (read_api)", "glpat-" + n(20, URLSAFE, "glpat"))
     add("npm-token", "//registry.npmjs.org/:_authToken={s}", "npm_" + n(36, seed="npm"))
-    add("sendgrid-key", "SendGrid key {s}", "SG." + n(22, URLSAFE, "sg1") + "." + n(43, URLSAFE, "sg2"))
-    add("slack-webhook", "post to {s} on deploy", "https://hooks.slack.com/services/T0" + n(8, seed="t").upper()
-        + "/B0" + n(8, seed="b").upper() + "/" + n(24, seed="w"))
-    add("slack-app-token", "socket mode: {s}", "xapp-1-A0" + n(9, seed="a").upper() + "-" + n(13, "0123456789", "x") + "-" + n(64, HEX, "xapp"))
-    add("http-basic-auth", "curl -H 'Authorization: Basic {s}' https://api.example.com", _b64("admin:" + n(12, seed="basic")))
-    add("azure-account-key", "DefaultEndpointsProtocol=https;AccountName=notes;AccountKey={s};EndpointSuffix=core.windows.net",
-        n(86, B64, "azure") + "==")
-    add("telegram-bot-token", "bot token {s}", n(10, "0123456789", "tg") + ":AA" + n(33, URLSAFE, "tg"))
+    add(
+        "sendgrid-key",
+        "SendGrid key {s}",
+        "SG." + n(22, URLSAFE, "sg1") + "." + n(43, URLSAFE, "sg2"),
+    )
+    add(
+        "slack-webhook",
+        "post to {s} on deploy",
+        "https://hooks.slack.com/services/T0"
+        + n(8, seed="t").upper()
+        + "/B0"
+        + n(8, seed="b").upper()
+        + "/"
+        + n(24, seed="w"),
+    )
+    add(
+        "slack-app-token",
+        "socket mode: {s}",
+        "xapp-1-A0"
+        + n(9, seed="a").upper()
+        + "-"
+        + n(13, "0123456789", "x")
+        + "-"
+        + n(64, HEX, "xapp"),
+    )
+    add(
+        "http-basic-auth",
+        "curl -H 'Authorization: Basic {s}' https://api.example.com",
+        _b64("admin:" + n(12, seed="basic")),
+    )
+    add(
+        "azure-account-key",
+        "DefaultEndpointsProtocol=https;AccountName=notes;AccountKey={s};EndpointSuffix=core.windows.net",
+        n(86, B64, "azure") + "==",
+    )
+    add(
+        "telegram-bot-token",
+        "bot token {s}",
+        n(10, "0123456789", "tg") + ":AA" + n(33, URLSAFE, "tg"),
+    )
     add("api-key-is", "the api key is {s} for staging", n(24, seed="apiis"))
     add("ssh-pass", "ssh-pass: {s}", "Tr0ub4dor&" + n(4, seed="ssh"))
     add("wifi-key-is", "wifi key is {s}", "Kx8" + n(10, seed="wifi"))
@@ -70,32 +102,69 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("github-pat-classic", "gh {s}", "ghp_" + n(36, seed="ghp"))
     add("github-oauth", "oauth {s}", "gho_" + n(36, seed="gho"))
     add("github-app-token", "app {s}", "ghs_" + n(36, seed="ghs"))
-    add("github-fine-grained", "pat {s}", "github_pat_11A" + n(19, seed="gpat1") + "_" + n(59, seed="gpat2"))
+    add(
+        "github-fine-grained",
+        "pat {s}",
+        "github_pat_11A" + n(19, seed="gpat1") + "_" + n(59, seed="gpat2"),
+    )
     add("gitlab-runner-token", "runner {s}", "glrt-" + n(20, URLSAFE, "glrt"))
     add("aws-access-key", "aws id {s}", "AKIA" + n(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "akia"))
     add("aws-secret-key", "aws_secret_access_key = {s}", n(40, B64, "awss"))
-    add("slack-bot-token", "bot {s}", "xoxb-" + n(12, "0123456789", "sb1") + "-" + n(13, "0123456789", "sb2") + "-" + n(24, seed="sb3"))
-    add("slack-user-token", "user {s}", "xoxp-" + n(12, "0123456789", "su1") + "-" + n(12, "0123456789", "su2") + "-" + n(32, HEX, "su3"))
+    add(
+        "slack-bot-token",
+        "bot {s}",
+        "xoxb-"
+        + n(12, "0123456789", "sb1")
+        + "-"
+        + n(13, "0123456789", "sb2")
+        + "-"
+        + n(24, seed="sb3"),
+    )
+    add(
+        "slack-user-token",
+        "user {s}",
+        "xoxp-"
+        + n(12, "0123456789", "su1")
+        + "-"
+        + n(12, "0123456789", "su2")
+        + "-"
+        + n(32, HEX, "su3"),
+    )
     add("google-api-key", "maps {s}", "AIza" + n(35, URLSAFE, "gapi"))
     add("google-oauth-secret", "client secret {s}", "GOCSPX-" + n(28, URLSAFE, "gocspx"))
     add("google-oauth-access", "access {s}", "ya29." + n(60, URLSAFE, "ya29"))
     add("stripe-live-key", "stripe {s}", "sk_live_" + n(24, seed="skl"))
     add("stripe-restricted-key", "stripe {s}", "rk_live_" + n(24, seed="rkl"))
     add("stripe-webhook-secret", "webhook {s}", "whsec_" + n(32, seed="whsec"))
-    add("jwt", "session {s}", "eyJhbGciOiJIUzI1NiJ9.eyJ" + n(30, URLSAFE, "jwt1") + "." + n(43, URLSAFE, "jwt2"))
+    add(
+        "jwt",
+        "session {s}",
+        "eyJhbGciOiJIUzI1NiJ9.eyJ" + n(30, URLSAFE, "jwt1") + "." + n(43, URLSAFE, "jwt2"),
+    )
     add("pypi-token", "twine {s}", "pypi-AgEIcHlwaS5vcmc" + n(60, URLSAFE, "pypi"))
     add("digitalocean-token", "do {s}", "dop_v1_" + n(64, HEX, "dop"))
     add("shopify-token", "shop {s}", "shpat_" + n(32, HEX, "shpat"))
     add("twilio-api-key", "twilio {s}", "SK" + n(32, HEX, "twilio"))
     add("mailgun-key", "mailgun {s}", "key-" + n(32, HEX, "mailgun"))
     add("mailchimp-key", "mailchimp {s}", n(32, HEX, "mc") + "-us21")
-    add("discord-webhook", "hook {s}", "https://discord.com/api/webhooks/" + n(18, "0123456789", "dw") + "/" + n(68, URLSAFE, "dw2"))
+    add(
+        "discord-webhook",
+        "hook {s}",
+        "https://discord.com/api/webhooks/"
+        + n(18, "0123456789", "dw")
+        + "/"
+        + n(68, URLSAFE, "dw2"),
+    )
     add("atlassian-token", "jira {s}", "ATATT3xFfGF0" + n(180, URLSAFE, "atl"))
     add("linear-key", "linear {s}", "lin_api_" + n(40, seed="lin"))
     add("notion-token", "notion {s}", "ntn_" + n(46, seed="ntn"))
     add("postman-key", "postman {s}", "PMAK-" + n(24, HEX, "pm1") + "-" + n(34, HEX, "pm2"))
     add("vault-token", "VAULT {s}", "hvs." + n(90, URLSAFE, "hvs"))
-    add("age-secret-key", "age {s}", "AGE-SECRET-KEY-1" + n(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "age").upper())
+    add(
+        "age-secret-key",
+        "age {s}",
+        "AGE-SECRET-KEY-1" + n(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "age").upper(),
+    )
     add("databricks-token", "dbx {s}", "dapi" + n(32, HEX, "dapi"))
     add("grafana-token", "grafana {s}", "glsa_" + n(32, seed="glsa") + "_" + n(8, HEX, "glsa2"))
     add("newrelic-key", "nr {s}", "NRAK-" + n(27, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "nrak"))
@@ -105,18 +174,42 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("perplexity-key", "pplx {s}", "pplx-" + n(48, seed="pplx"))
     add("xai-key", "grok {s}", "xai-" + n(80, seed="xai"))
     add("square-token", "square {s}", "sq0atp-" + n(22, URLSAFE, "sq0"))
-    add("tailscale-key", "tailscale {s}", "tskey-auth-" + n(17, seed="ts1") + "-" + n(33, seed="ts2"))
+    add(
+        "tailscale-key",
+        "tailscale {s}",
+        "tskey-auth-" + n(17, seed="ts1") + "-" + n(33, seed="ts2"),
+    )
     add("doppler-token", "doppler {s}", "dp.st.dev." + n(43, seed="dp"))
     add("pulumi-token", "pulumi {s}", "pul-" + n(40, HEX, "pul"))
     add("supabase-token", "supabase {s}", "sbp_" + n(40, HEX, "sbp"))
 
     # -- private keys -------------------------------------------------------------------------
     body = "\n".join(n(64, B64, f"rsa{i}") for i in range(4))
-    add("rsa-private-key", "deploy key:\n{s}\nrotate monthly", f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----")
-    add("openssh-private-key", "{s}", f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----")
-    add("pgp-private-key", "{s}", f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n-----END PGP PRIVATE KEY BLOCK-----")
-    add("putty-private-key", "{s}", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: me\nPublic-Lines: 2\n"
-        + body + "\nPrivate-Lines: 1\n" + n(44, B64, "ppk") + "\nPrivate-MAC: " + n(64, HEX, "ppkmac"))
+    add(
+        "rsa-private-key",
+        "deploy key:\n{s}\nrotate monthly",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----",
+    )
+    add(
+        "openssh-private-key",
+        "{s}",
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----",
+    )
+    add(
+        "pgp-private-key",
+        "{s}",
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n-----END PGP PRIVATE KEY BLOCK-----",
+    )
+    add(
+        "putty-private-key",
+        "{s}",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: me\nPublic-Lines: 2\n"
+        + body
+        + "\nPrivate-Lines: 1\n"
+        + n(44, B64, "ppk")
+        + "\nPrivate-MAC: "
+        + n(64, HEX, "ppkmac"),
+    )
 
     # -- named by their key ---------------------------------------------------------------------
     add("password-key-value", "db password = {s}", "Tr0ub4dor&3")
@@ -125,11 +218,31 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("django-secret-key", "SECRET_KEY = '{s}'", "django-insecure-" + n(40, seed="dj"))
     add("json-api-key", '{{"api_key": "{s}"}}', n(20, seed="jsonapi"))
     add("yaml-client-secret", "client_secret: {s}", n(24, seed="yamlcs"))
-    add("netrc-password", "machine api.example.com login alice password {s}", "Vx9" + n(11, seed="netrc"))
-    add("curl-user-password", "curl -u alice:{s} https://api.example.com", "Vx9" + n(11, seed="curlu"))
-    add("docker-auth", '"auths": {{"ghcr.io": {{"auth": "{s}"}}}}', _b64("alice:" + n(20, seed="docker")))
-    add("azure-sas-signature", "https://notes.blob.core.windows.net/c?sv=2022-11-02&sig={s}", n(43, B64, "sas") + "%3D")
-    add("azure-shared-access-key", "Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={s}", n(43, B64, "sak") + "=")
+    add(
+        "netrc-password",
+        "machine api.example.com login alice password {s}",
+        "Vx9" + n(11, seed="netrc"),
+    )
+    add(
+        "curl-user-password",
+        "curl -u alice:{s} https://api.example.com",
+        "Vx9" + n(11, seed="curlu"),
+    )
+    add(
+        "docker-auth",
+        '"auths": {{"ghcr.io": {{"auth": "{s}"}}}}',
+        _b64("alice:" + n(20, seed="docker")),
+    )
+    add(
+        "azure-sas-signature",
+        "https://notes.blob.core.windows.net/c?sv=2022-11-02&sig={s}",
+        n(43, B64, "sas") + "%3D",
+    )
+    add(
+        "azure-shared-access-key",
+        "Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={s}",
+        n(43, B64, "sak") + "=",
+    )
     add("gcp-private-key-id", '"private_key_id": "{s}",', n(40, HEX, "gcp"))
     add("bearer-token", "Authorization: Bearer {s}", n(32, HEX, "bearer"))
     add("postgres-url", "DATABASE_URL=postgres://app:{s}@db.internal:5432/app", "s3cr3tPa55")
@@ -139,9 +252,15 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("pin-password", "pin password: {s}", "482915")
 
     # -- known misses, counted so the figures stay honest ------------------------------------
-    add("password-is-plain-word", "the password is {s}", "sunshine")  # prose-shaped: "is" + plain word
-    add("unnamed-random-token", "use {s} for the staging API", n(24, seed="unnamed"))  # no shape, no key
-    add("password-after-word", "the router's password reads {s}", "Kx8" + n(9, seed="reads"))  # no separator
+    add(
+        "password-is-plain-word", "the password is {s}", "sunshine"
+    )  # prose-shaped: "is" + plain word
+    add(
+        "unnamed-random-token", "use {s} for the staging API", n(24, seed="unnamed")
+    )  # no shape, no key
+    add(
+        "password-after-word", "the router's password reads {s}", "Kx8" + n(9, seed="reads")
+    )  # no separator
     return items
 
 
@@ -167,11 +286,23 @@ def _lookalikes() -> list[tuple[str, str]]:
         ("base64-html-image", f'<img src="data:image/jpeg;base64,{_b64(n(200, seed="jpg"))}">'),
         ("long-word-de", "Donaudampfschifffahrtsgesellschaftskapitän ist ein langes Wort."),
         ("long-word-en", "antidisestablishmentarianism and supercalifragilisticexpialidocious"),
-        ("long-identifier", "AbstractSingletonProxyFactoryBeanDefinitionRegistryPostProcessor is a class"),
+        (
+            "long-identifier",
+            "AbstractSingletonProxyFactoryBeanDefinitionRegistryPostProcessor is a class",
+        ),
         ("snake-identifier", "call get_user_password_reset_token_expiry_seconds() first"),
-        ("ssh-public-key", f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{n(43, B64, 'pub')} alice@laptop"),
-        ("pgp-public-key", f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n{n(64, B64, 'pgp')}\n-----END PGP PUBLIC KEY BLOCK-----"),
-        ("public-key-pem", "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----"),
+        (
+            "ssh-public-key",
+            f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{n(43, B64, 'pub')} alice@laptop",
+        ),
+        (
+            "pgp-public-key",
+            f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n{n(64, B64, 'pgp')}\n-----END PGP PUBLIC KEY BLOCK-----",
+        ),
+        (
+            "public-key-pem",
+            "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+        ),
         ("ethereum-address", f"send to 0x{n(40, HEX, 'eth')}"),
         ("bitcoin-address", "donations: bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"),
         ("css-color", "the accent colour is #1e90ff, the border #ccc"),
@@ -205,7 +336,10 @@ def _lookalikes() -> list[tuple[str, str]]:
         ("bearer-prose", "The Authorization header uses Bearer tokens."),
         ("basic-prose", "Basic authentication is deprecated; use Bearer tokens instead."),
         ("account-key-prose", "AccountKey is the field you copy from the Azure portal."),
-        ("prefix-prose", "AKIA is the prefix of AWS access key ids; ghp_ of GitHub tokens; sk-ant- of Anthropic's."),
+        (
+            "prefix-prose",
+            "AKIA is the prefix of AWS access key ids; ghp_ of GitHub tokens; sk-ant- of Anthropic's.",
+        ),
         ("jwt-prose", "JWTs start with eyJ because of base64."),
         ("sklearn", "sklearn and sk-learn are the same library; the risk-of-bias tool too."),
         ("hf-function", "use hf_hub_download(repo_id, filename) to fetch it"),

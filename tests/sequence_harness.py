@@ -87,8 +87,13 @@ def converge_args() -> list[str]:
     """`converge --engine builtin`, with `--yes` once the command takes it (SPEC §3 lists it)."""
     global _converge_yes
     if _converge_yes is None:
-        helped = subprocess.run([sys.executable, "-m", "cmem", "converge", "--help"], capture_output=True, text=True,
-                                env=env(Path(tempfile.gettempdir())), timeout=60)
+        helped = subprocess.run(
+            [sys.executable, "-m", "cmem", "converge", "--help"],
+            capture_output=True,
+            text=True,
+            env=env(Path(tempfile.gettempdir())),
+            timeout=60,
+        )
         _converge_yes = ["--yes"] if "--yes" in helped.stdout else []
     return ["converge", "--engine", "builtin", *_converge_yes]
 
@@ -121,7 +126,12 @@ SCENARIOS = (
     Scenario("undo(converge)", "undo", (("converge", None),), undoes_head=True),
     Scenario("fix(pass)", "fix", (("converge", "applied:1"),)),
     Scenario("fix(archive)", "fix", (("converge", None), ("archive", "replace:2"))),
-    Scenario("fix(undo)", "fix", (("converge", None), ("archive", None), ("undo", "replace:4")), undoes_head=True),
+    Scenario(
+        "fix(undo)",
+        "fix",
+        (("converge", None), ("archive", None), ("undo", "replace:4")),
+        undoes_head=True,
+    ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -129,10 +139,20 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 def env(home: Path, fault: str | None = None, log: Path | None = None) -> dict:
     """As crash_harness._env: HOME and the XDG folders inside the trial, a fixed git identity."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_", "XDG_"))}
-    base.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-                XDG_CACHE_HOME=str(home / "cache"), XDG_DATA_HOME=str(home / "data"),
-                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e",
-                GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1", COLUMNS="200")
+    base.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_DATA_HOME=str(home / "data"),
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_NOSYSTEM="1",
+        NO_COLOR="1",
+        COLUMNS="200",
+    )
     if fault:
         base["CMEM_FAULT"] = fault
     if log:
@@ -140,21 +160,36 @@ def env(home: Path, fault: str | None = None, log: Path | None = None) -> dict:
     return base
 
 
-def cmem(vault: Path, home: Path, args: list[str], fault: str | None = None, log: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cmem", *args, "--vault", str(vault)], env=env(home, fault, log),
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=str(home))
+def cmem(
+    vault: Path, home: Path, args: list[str], fault: str | None = None, log: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", *args, "--vault", str(vault)],
+        env=env(home, fault, log),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+        cwd=str(home),
+    )
 
 
 def git(vault: Path, *args: str, check: bool = False) -> str:
-    result = subprocess.run(["git", "-C", str(vault), "-c", "core.quotePath=false", *args], capture_output=True, text=True,
-                            env=env(vault.parent / "home"))
+    result = subprocess.run(
+        ["git", "-C", str(vault), "-c", "core.quotePath=false", *args],
+        capture_output=True,
+        text=True,
+        env=env(vault.parent / "home"),
+    )
     if check and result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {result.stderr.strip()}")
     return result.stdout
 
 
 def git_bytes(vault: Path, *args: str) -> bytes | None:
-    result = subprocess.run(["git", "-C", str(vault), *args], capture_output=True, env=env(vault.parent / "home"))
+    result = subprocess.run(
+        ["git", "-C", str(vault), *args], capture_output=True, env=env(vault.parent / "home")
+    )
     return result.stdout if result.returncode == 0 else None
 
 
@@ -210,8 +245,11 @@ def prepare(scenario: Scenario, workdir: Path) -> Prepared:
         run = cmem(vault, home, step_args(kind), fault)
         expected = -9 if fault else 0
         if run.returncode != expected:
-            prepared.error = (f"setup `{' '.join(step_args(kind))}`" + (f" with CMEM_FAULT={fault}" if fault else "")
-                              + f" exited {run.returncode}, not {expected}: {(run.stderr or run.stdout).strip()[-300:]}")
+            prepared.error = (
+                f"setup `{' '.join(step_args(kind))}`"
+                + (f" with CMEM_FAULT={fault}" if fault else "")
+                + f" exited {run.returncode}, not {expected}: {(run.stderr or run.stdout).strip()[-300:]}"
+            )
             return prepared
     prepared.baseline = baseline(vault, scenario)
     # state_dir_for's formula checked here: a changed formula must not lose a setup's journal
@@ -228,7 +266,9 @@ def discover(prepared: Prepared, workdir: Path) -> None:
     log = folder / "points.log"
     log.touch()
     run = cmem(vault, home, step_args(prepared.scenario.step), log=log)
-    prepared.counts = dict(Counter(line.strip() for line in log.read_text("utf-8").splitlines() if line.strip()))
+    prepared.counts = dict(
+        Counter(line.strip() for line in log.read_text("utf-8").splitlines() if line.strip())
+    )
     prepared.undisturbed = {"exit": run.returncode, "stderr": run.stderr.strip()[-300:]}
 
 
@@ -276,7 +316,12 @@ def head_notes(vault: Path, rev: str = "HEAD") -> dict[str, str]:
 
 
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_OPENERS = (("（来源：", "（", "）"), ("(source:", "(", ")"), ("（更新于", "（", "）"), ("(updated", "(", ")"))
+_OPENERS = (
+    ("（来源：", "（", "）"),
+    ("(source:", "(", ")"),
+    ("（更新于", "（", "）"),
+    ("(updated", "(", ")"),
+)
 
 
 def statement_lines(text: str) -> list[str]:
@@ -293,7 +338,12 @@ def statement_lines(text: str) -> list[str]:
         if stripped.startswith(("```", "~~~")):
             fence = not fence
             continue
-        if fence or not stripped or stripped.startswith(("#", "<!--")) or re.fullmatch(r"[|:\-\s]+", stripped):
+        if (
+            fence
+            or not stripped
+            or stripped.startswith(("#", "<!--"))
+            or re.fullmatch(r"[|:\-\s]+", stripped)
+        ):
             continue
         out.append(line)
     return out
@@ -332,7 +382,13 @@ def memory_statements(vault: Path, rev: str) -> dict[str, list[str]]:
     for path in head_tree(vault, rev):
         if path.startswith("converged/") and path.endswith(".md"):
             data = git_bytes(vault, "cat-file", "blob", f"{rev}:{path}") or b""
-            found[path] = [c for c in (norm(core(line)) for line in statement_lines(data.decode("utf-8", "replace"))) if c]
+            found[path] = [
+                c
+                for c in (
+                    norm(core(line)) for line in statement_lines(data.decode("utf-8", "replace"))
+                )
+                if c
+            ]
     return found
 
 
@@ -360,8 +416,16 @@ def commits_since(vault: Path, base: str, head: str = "HEAD") -> list[dict]:
     commits = []
     for chunk in out.split("\x1e")[1:]:
         sha, parents, body = chunk.split("\x1f", 2)
-        commits.append({"sha": sha.strip(), "parent": (parents.split() or [None])[0], "subject": body.strip().split("\n", 1)[0],
-                        "body": body, "pass": _trailer(body, "Cmem-Pass"), "undoes": _trailer(body, "Cmem-Undoes")})
+        commits.append(
+            {
+                "sha": sha.strip(),
+                "parent": (parents.split() or [None])[0],
+                "subject": body.strip().split("\n", 1)[0],
+                "body": body,
+                "pass": _trailer(body, "Cmem-Pass"),
+                "undoes": _trailer(body, "Cmem-Undoes"),
+            }
+        )
     return commits
 
 
@@ -387,7 +451,11 @@ def uncited(vault: Path, rev: str = "HEAD") -> set[str]:
         name = rel.rsplit("/", 1)[-1].removesuffix(".md")
         for target in entry.get("into") or []:
             if target not in texts:
-                data = git_bytes(vault, "cat-file", "blob", f"{rev}:{target}") if target in tree else None
+                data = (
+                    git_bytes(vault, "cat-file", "blob", f"{rev}:{target}")
+                    if target in tree
+                    else None
+                )
                 texts[target] = data.decode("utf-8", "replace") if data is not None else ""
             if f"[[{name}]]" not in texts[target] and f"[[{name}|" not in texts[target]:
                 found.add(f"{name} → {target}")
@@ -401,7 +469,10 @@ def baseline(vault: Path, scenario: Scenario) -> dict:
     allowed = sorted(added_by(vault, head)) if scenario.undoes_head else []
     return {
         "head": head,
-        "notes": [{"path": p, "name": p.rsplit("/", 1)[-1][:-3], "blob": b} for p, b in sorted(notes.items())],
+        "notes": [
+            {"path": p, "name": p.rsplit("/", 1)[-1][:-3], "blob": b}
+            for p, b in sorted(notes.items())
+        ],
         "statements": memory_statements(vault, head),
         "undo_allowed": allowed,
         "passes": [p.get("id") for p in state_of(vault).get("passes", [])],
@@ -440,19 +511,33 @@ class Check:
         self.problems.append(f"[{kind}] {message}")
 
 
-def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | None = None, steps_done: bool = False) -> None:
+def check(
+    vault: Path,
+    base: dict,
+    phase: str,
+    result: Check,
+    note_rel: str | None = None,
+    steps_done: bool = False,
+) -> None:
     """Every invariant but "the next pass works", as of now; problems prefixed with the phase."""
     # every note exactly once, on disk and in HEAD
     where = {"on disk": disk_notes(vault), "in HEAD": head_notes(vault)}
     for note in base["notes"]:
         for label, files in where.items():
-            hits = sorted(p for p, b in files.items() if p.rsplit("/", 1)[-1][:-3] == note["name"] or b == note["blob"])
+            hits = sorted(
+                p
+                for p, b in files.items()
+                if p.rsplit("/", 1)[-1][:-3] == note["name"] or b == note["blob"]
+            )
             if not hits:
                 result.lost.add(note["name"])
                 result.fail("note lost", f"{phase}: note {note['path']!r} is missing {label}")
             elif len(hits) > 1:
                 result.duplicated.add(note["name"])
-                result.fail("note duplicated", f"{phase}: note {note['name']!r} is {len(hits)} times {label}: {', '.join(hits)}")
+                result.fail(
+                    "note duplicated",
+                    f"{phase}: note {note['name']!r} is {len(hits)} times {label}: {', '.join(hits)}",
+                )
     # no statement of memory lost
     commits = commits_since(vault, base["head"])
     allowed = set(base["undo_allowed"])
@@ -466,26 +551,49 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
             if item in allowed or item in records or any(item in line for line in lines):
                 continue
             result.statements_lost.add(f"{path}: {item[:40]}")
-            result.fail("statement lost", f"{phase}: a statement of {path} is gone from HEAD's memory without a trace or record ({item[:40]!r}…)")
+            result.fail(
+                "statement lost",
+                f"{phase}: a statement of {path} is gone from HEAD's memory without a trace or record ({item[:40]!r}…)",
+            )
     for pair in sorted(uncited(vault) - set(base["uncited"])):
         name, target = pair.split(" → ", 1)
         result.work_lost.add(pair)
-        result.fail("converged work lost", f"{phase}: {STATE} says {name!r} was converged into {target}, which no longer cites it "
-                                           "(the pass's statements are gone, its record and archive move stay)")
+        result.fail(
+            "converged work lost",
+            f"{phase}: {STATE} says {name!r} was converged into {target}, which no longer cites it "
+            "(the pass's statements are gone, its record and archive move stay)",
+        )
     # state.json consistent with HEAD
     tree = head_tree(vault)
     state = state_of(vault)
     if state.get("unreadable"):
         result.fail("state.json", f"{phase}: HEAD's {STATE} is not valid JSON")
-    for rel in (state.get("notes") or {}):
+    for rel in state.get("notes") or {}:
         if rel not in tree:
             result.fail("state.json", f"{phase}: {STATE} lists {rel!r}, which is not in HEAD")
     trailers = {c["pass"] for c in commits if c["pass"]}
     for entry in state.get("passes") or []:
         if entry.get("id") not in base["passes"] and entry.get("id") not in trailers:
-            result.fail("state.json", f"{phase}: {STATE} records the {entry.get('kind')} step {entry.get('id')}, which has no commit")
-    status = subprocess.run(["git", "-C", str(vault), "-c", "core.quotePath=false", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
-                            capture_output=True, text=True, env=env(vault.parent / "home")).stdout
+            result.fail(
+                "state.json",
+                f"{phase}: {STATE} records the {entry.get('kind')} step {entry.get('id')}, which has no commit",
+            )
+    status = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(vault),
+            "-c",
+            "core.quotePath=false",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(vault.parent / "home"),
+    ).stdout
     dirty = []
     fields, index = status.split("\0"), 0
     while index < len(fields):
@@ -496,17 +604,32 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":
             index += 1
-        managed = path.startswith(("converged/", "archive/", ".cmem/")) or ("/" not in path and path.endswith(".md"))
+        managed = path.startswith(("converged/", "archive/", ".cmem/")) or (
+            "/" not in path and path.endswith(".md")
+        )
         if managed and path != note_rel:
             dirty.append(f"{code.strip()} {path}")
     if dirty:
-        result.fail("worktree", f"{phase}: the working tree differs from HEAD: {'; '.join(dirty[:6])}" + (" …" if len(dirty) > 6 else ""))
+        result.fail(
+            "worktree",
+            f"{phase}: the working tree differs from HEAD: {'; '.join(dirty[:6])}"
+            + (" …" if len(dirty) > 6 else ""),
+        )
     # every step recorded
     if not steps_done:
         for commit in commits:
             if commit["subject"].startswith("cmem: snapshot"):
-                files = [f for f in git(vault, "show", "--format=", "--name-only", commit["sha"]).split("\n") if f]
-                result.fail("step recorded", f"{phase}: a half-finished step was committed as hand edits ({commit['subject']!r}: {', '.join(files[:4])})")
+                files = [
+                    f
+                    for f in git(vault, "show", "--format=", "--name-only", commit["sha"]).split(
+                        "\n"
+                    )
+                    if f
+                ]
+                result.fail(
+                    "step recorded",
+                    f"{phase}: a half-finished step was committed as hand edits ({commit['subject']!r}: {', '.join(files[:4])})",
+                )
         seen = Counter(c["pass"] for c in commits if c["pass"])
         for pass_id, times in seen.items():
             if times > 1:
@@ -515,9 +638,17 @@ def check(vault: Path, base: dict, phase: str, result: Check, note_rel: str | No
             if commit["undoes"] and commit["parent"]:
                 expected = newest_step(vault, commit["parent"])
                 if expected and not expected.startswith(commit["undoes"]):
-                    result.fail("undo target", f"{phase}: undo {commit['sha'][:8]} took back {commit['undoes'][:8]}, not the newest step {expected[:8]}")
+                    result.fail(
+                        "undo target",
+                        f"{phase}: undo {commit['sha'][:8]} took back {commit['undoes'][:8]}, not the newest step {expected[:8]}",
+                    )
     # git fsck
-    fsck = subprocess.run(["git", "-C", str(vault), "fsck", "--no-dangling"], capture_output=True, text=True, env=env(vault.parent / "home"))
+    fsck = subprocess.run(
+        ["git", "-C", str(vault), "fsck", "--no-dangling"],
+        capture_output=True,
+        text=True,
+        env=env(vault.parent / "home"),
+    )
     if fsck.returncode != 0:
         result.fail("fsck", f"{phase}: git fsck: {(fsck.stderr or fsck.stdout).strip()[-200:]}")
 
@@ -569,14 +700,19 @@ def run_triple(prepared: Prepared, point: str, nth: int, next_kind: str, workdir
         killed = cmem(vault, home, step_args(prepared.scenario.step), f"{point}:{nth}")
         triple.killed = killed.returncode == -9
     if not triple.killed:
-        triple.problems.append(f"[not killed] the step exited {killed.returncode} before reaching {point}:{nth}")
+        triple.problems.append(
+            f"[not killed] the step exited {killed.returncode} before reaching {point}:{nth}"
+        )
         triple.seconds = round(time.monotonic() - started, 2)
         return triple
     nxt = cmem(vault, home, step_args(next_kind))
     triple.next_exit = nxt.returncode
     result = Check()
     if "Traceback" in nxt.stderr:
-        result.fail("traceback", f"next `{' '.join(step_args(next_kind))}` crashed: {nxt.stderr.strip()[-300:]}")
+        result.fail(
+            "traceback",
+            f"next `{' '.join(step_args(next_kind))}` crashed: {nxt.stderr.strip()[-300:]}",
+        )
     note_rel = None
     if next_kind == "note" and nxt.returncode == 0:
         try:
@@ -590,7 +726,10 @@ def run_triple(prepared: Prepared, point: str, nth: int, next_kind: str, workdir
     except ValueError:
         triple.final_status = None
     if final.returncode != 0 or triple.final_status not in ("applied", "nothing"):
-        result.fail("next pass", f"the next pass: exit {final.returncode}, status {triple.final_status}: {(final.stderr or final.stdout).strip()[-300:]}")
+        result.fail(
+            "next pass",
+            f"the next pass: exit {final.returncode}, status {triple.final_status}: {(final.stderr or final.stdout).strip()[-300:]}",
+        )
     scan = cmem(vault, home, ["scan"])
     if scan.returncode != 0:
         result.fail("next pass", f"cmem scan: exit {scan.returncode}: {scan.stderr.strip()[-200:]}")
@@ -598,7 +737,7 @@ def run_triple(prepared: Prepared, point: str, nth: int, next_kind: str, workdir
     triple.lost, triple.duplicated = sorted(result.lost), sorted(result.duplicated)
     triple.statements_lost = len(result.statements_lost)
     triple.work_lost = len(result.work_lost)
-    triple.kinds = sorted(result.kinds | {p[1:p.index("]")] for p in triple.problems})
+    triple.kinds = sorted(result.kinds | {p[1 : p.index("]")] for p in triple.problems})
     triple.problems = list(dict.fromkeys(triple.problems + result.problems))
     triple.seconds = round(time.monotonic() - started, 2)
     return triple
@@ -611,11 +750,17 @@ def plan_for(prepared: Prepared, nexts: tuple[str, ...]) -> list[tuple[str, str,
     """Every point at every occurrence, times every next command. A step that reaches no point
     (it found nothing to do) is still run whole, once per next command (point `none`)."""
     counts = prepared.counts or {NO_POINT: 1}
-    return [(prepared.scenario.name, point, n, nxt) for point in sorted(counts)
-            for n in range(1, counts[point] + 1) for nxt in nexts]
+    return [
+        (prepared.scenario.name, point, n, nxt)
+        for point in sorted(counts)
+        for n in range(1, counts[point] + 1)
+        for nxt in nexts
+    ]
 
 
-def sample_plan(plan: list[tuple[str, str, int, str]], count: int, seed: int) -> list[tuple[str, str, int, str]]:
+def sample_plan(
+    plan: list[tuple[str, str, int, str]], count: int, seed: int
+) -> list[tuple[str, str, int, str]]:
     """`count` triples, taken round-robin over (step, next command) so every pair is covered
     before any pair gets a second one; which point within a pair is random (seeded)."""
     rng = random.Random(seed)
@@ -627,7 +772,11 @@ def sample_plan(plan: list[tuple[str, str, int, str]], count: int, seed: int) ->
     steps = list(dict.fromkeys(item[0] for item in plan))
     nexts = list(dict.fromkeys(item[3] for item in plan))
     # diagonal order: the first len(steps) pairs cover every step, each with a different next command
-    keys = [(step, nexts[(i + j) % len(nexts)]) for j in range(len(nexts)) for i, step in enumerate(steps)]
+    keys = [
+        (step, nexts[(i + j) % len(nexts)])
+        for j in range(len(nexts))
+        for i, step in enumerate(steps)
+    ]
     keys = [key for key in keys if key in buckets]
     chosen = []
     while len(chosen) < count and any(buckets.values()):
@@ -637,9 +786,16 @@ def sample_plan(plan: list[tuple[str, str, int, str]], count: int, seed: int) ->
     return sorted(chosen)
 
 
-def run_sequences(workdir: Path, sample: int | None = None, steps: list[str] | None = None, nexts: list[str] | None = None,
-                  triples: list[tuple[str, str, int, str]] | None = None, jobs: int | None = None, seed: int = 10,
-                  progress=None) -> dict:
+def run_sequences(
+    workdir: Path,
+    sample: int | None = None,
+    steps: list[str] | None = None,
+    nexts: list[str] | None = None,
+    triples: list[tuple[str, str, int, str]] | None = None,
+    jobs: int | None = None,
+    seed: int = 10,
+    progress=None,
+) -> dict:
     """Every triple (or `sample` of them, or exactly `triples`, which skips the discovery runs)."""
     started = time.monotonic()
     workdir = Path(workdir)
@@ -661,8 +817,10 @@ def run_sequences(workdir: Path, sample: int | None = None, steps: list[str] | N
         for name, prep in usable.items():
             scenarios[name].update(points=prep.counts, undisturbed=prep.undisturbed)
             if not prep.counts:
-                scenarios[name]["note"] = (f"the undisturbed step reached no kill point (exit {prep.undisturbed.get('exit')}): "
-                                           "it found nothing to do; run whole instead of killed")
+                scenarios[name]["note"] = (
+                    f"the undisturbed step reached no kill point (exit {prep.undisturbed.get('exit')}): "
+                    "it found nothing to do; run whole instead of killed"
+                )
         if sample is not None and sample < len(plan):
             plan = sample_plan(plan, sample, seed)
     else:
@@ -673,7 +831,10 @@ def run_sequences(workdir: Path, sample: int | None = None, steps: list[str] | N
         triple = run_triple(usable[item[0]], item[1], item[2], item[3], workdir)
         done.append(triple)
         if progress:
-            progress(f"[{len(done)}/{len(plan)}] {triple.label}: " + ("ok" if triple.survived else ", ".join(triple.kinds) or "not killed"))
+            progress(
+                f"[{len(done)}/{len(plan)}] {triple.label}: "
+                + ("ok" if triple.survived else ", ".join(triple.kinds) or "not killed")
+            )
         return triple
 
     with ThreadPoolExecutor(jobs) as pool:
@@ -681,7 +842,9 @@ def run_sequences(workdir: Path, sample: int | None = None, steps: list[str] | N
     return figures(results, scenarios, time.monotonic() - started, sample, jobs)
 
 
-def figures(results: list[Triple], scenarios: dict, seconds: float, sample: int | None, jobs: int) -> dict:
+def figures(
+    results: list[Triple], scenarios: dict, seconds: float, sample: int | None, jobs: int
+) -> dict:
     killed = [t for t in results if t.killed]
     by_pair: dict[str, dict] = {}
     for t in killed:
@@ -692,7 +855,9 @@ def figures(results: list[Triple], scenarios: dict, seconds: float, sample: int 
     examples = {}
     for t in killed:
         for kind in t.kinds:
-            examples.setdefault(kind, f"{t.label}: {next(p for p in t.problems if p.startswith(f'[{kind}]'))}")
+            examples.setdefault(
+                kind, f"{t.label}: {next(p for p in t.problems if p.startswith(f'[{kind}]'))}"
+            )
     return {
         "command": COMMAND_LINE + (f" --sample {sample}" if sample is not None else ""),
         "tried": len(killed),
@@ -717,15 +882,20 @@ def figures(results: list[Triple], scenarios: dict, seconds: float, sample: int 
 
 
 def summary(f: dict) -> str:
-    lines = [f"{f['tried']} sequences tried, {f['survived']} survived; notes lost {f['notes_lost']} "
-             f"(in {f['sequences_losing_a_note']} sequences), duplicated {f['notes_duplicated']} "
-             f"(in {f['sequences_duplicating_a_note']}); statements lost {f['statements_lost']} "
-             f"(in {f['sequences_losing_a_statement']}); converged notes no longer cited {f['converged_work_lost']} "
-             f"(in {f['sequences_losing_converged_work']}); {f['seconds']} s with {f['jobs']} jobs."]
+    lines = [
+        f"{f['tried']} sequences tried, {f['survived']} survived; notes lost {f['notes_lost']} "
+        f"(in {f['sequences_losing_a_note']} sequences), duplicated {f['notes_duplicated']} "
+        f"(in {f['sequences_duplicating_a_note']}); statements lost {f['statements_lost']} "
+        f"(in {f['sequences_losing_a_statement']}); converged notes no longer cited {f['converged_work_lost']} "
+        f"(in {f['sequences_losing_converged_work']}); {f['seconds']} s with {f['jobs']} jobs."
+    ]
     for name, info in f["scenarios"].items():
         points = info.get("points")
         text = ", ".join(f"{p}×{n}" for p, n in sorted(points.items())) if points else "-"
-        lines.append(f"  step {name}: points {text}" + "".join(f"; {info[k]}" for k in ("error", "note") if info.get(k)))
+        lines.append(
+            f"  step {name}: points {text}"
+            + "".join(f"; {info[k]}" for k in ("error", "note") if info.get(k))
+        )
     lines.append("")
     lines.append("survived / tried, per step → next command:")
     for pair, row in sorted(f["by_pair"].items()):
@@ -736,19 +906,39 @@ def summary(f: dict) -> str:
         for kind, count in f["failures_by_kind"].items():
             lines.append(f"  {kind:16} {count:4}  e.g. {f['examples'][kind][:400]}")
     if f["not_killed"]:
-        lines.append(f"not killed (the step ended before the point): {', '.join(f['not_killed'][:10])}")
+        lines.append(
+            f"not killed (the step ended before the point): {', '.join(f['not_killed'][:10])}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", type=int, default=None, help="Run N triples, spread over every (step, next command) pair.")
-    parser.add_argument("--json", action="store_true", help="Print every figure and every triple as JSON.")
-    parser.add_argument("--steps", default=None, help="Comma-separated steps: " + ", ".join(BY_NAME))
-    parser.add_argument("--next", default=None, help="Comma-separated next commands: " + ", ".join(NEXT_COMMANDS))
-    parser.add_argument("--jobs", type=int, default=None, help="Trials at once (default: min(4, CPUs)).")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="Run N triples, spread over every (step, next command) pair.",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="Print every figure and every triple as JSON."
+    )
+    parser.add_argument(
+        "--steps", default=None, help="Comma-separated steps: " + ", ".join(BY_NAME)
+    )
+    parser.add_argument(
+        "--next", default=None, help="Comma-separated next commands: " + ", ".join(NEXT_COMMANDS)
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="Trials at once (default: min(4, CPUs))."
+    )
     parser.add_argument("--seed", type=int, default=10, help="Which sample (with --sample).")
-    parser.add_argument("--workdir", type=Path, default=None, help="Keep the trial folders here (default: a temporary folder, removed after).")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="Keep the trial folders here (default: a temporary folder, removed after).",
+    )
     args = parser.parse_args(argv)
     steps = args.steps.split(",") if args.steps else None
     for name in steps or []:
@@ -761,12 +951,20 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cmem-sequences-"))
     say = None if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        result = run_sequences(workdir, args.sample, steps, nexts, jobs=args.jobs, seed=args.seed, progress=say)
+        result = run_sequences(
+            workdir, args.sample, steps, nexts, jobs=args.jobs, seed=args.seed, progress=say
+        )
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result, ensure_ascii=False, indent=1) if args.json else summary(result))
-    return 0 if result["survived"] == result["tried"] and result["notes_lost"] == 0 and result["notes_duplicated"] == 0 else 1
+    return (
+        0
+        if result["survived"] == result["tried"]
+        and result["notes_lost"] == 0
+        and result["notes_duplicated"] == 0
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,13 @@ def run_cmem(
     if fault_log:
         full["CMEM_FAULT_LOG"] = str(fault_log)
     return subprocess.run(
-        [*CMEM, *args], capture_output=True, text=True, cwd=cwd, env=full, timeout=timeout, stdin=subprocess.DEVNULL
+        [*CMEM, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -48,7 +54,11 @@ def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
     the root, or, for several roots, the whole path. With `folders`, every folder too, so a test
     that nothing was written also sees an empty folder made."""
     if len(roots) != 1:
-        return {f"{root}/{rel}": data for root in roots for rel, data in snapshot(root, folders=folders).items()}
+        return {
+            f"{root}/{rel}": data
+            for root in roots
+            for rel, data in snapshot(root, folders=folders).items()
+        }
     root = roots[0]
     found: dict[str, bytes] = {}
     if not root.exists():
@@ -60,11 +70,15 @@ def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
             continue
         links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         if folders:
-            found.update({str(rel_dir / d): b"<folder>" for d in dirnames if d not in links and d != ".git"})
+            found.update(
+                {str(rel_dir / d): b"<folder>" for d in dirnames if d not in links and d != ".git"}
+            )
         for name in filenames + links:
             path = Path(dirpath) / name
             rel = str(rel_dir / name)
-            if rel in (".git/index", ".git/ORIG_HEAD", ".git/COMMIT_EDITMSG") or rel.startswith(".git/refs"):
+            if rel in (".git/index", ".git/ORIG_HEAD", ".git/COMMIT_EDITMSG") or rel.startswith(
+                ".git/refs"
+            ):
                 continue
             if path.is_symlink():
                 found[rel] = b"link:" + os.readlink(path).encode()
@@ -73,7 +87,9 @@ def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
             else:
                 found[rel] = b"<special>"  # a FIFO or a socket: opening it could block forever
     if (root / ".git").exists():
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout
         found["<HEAD>"] = head.strip().encode()
     return found
 
@@ -91,8 +107,12 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> None:
 def git_init(root: Path) -> None:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "test: initial", "--allow-empty"], check=True)
+    subprocess.run(
+        ["git", "-C", str(root), "commit", "-q", "-m", "test: initial", "--allow-empty"], check=True
+    )
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True
+    ).stdout

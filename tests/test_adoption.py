@@ -29,7 +29,9 @@ ADOPTED = {
 
 
 def test_a_recursive_divergent_folder_reads_every_folder_below_it(make_vault):
-    root = make_vault(ADOPTED, config_yaml="language: en\ndivergent:\n  extra_folders: [journal/**]\n")
+    root = make_vault(
+        ADOPTED, config_yaml="language: en\ndivergent:\n  extra_folders: [journal/**]\n"
+    )
     vault = open_vault(root)
     rels = [n.rel for n in vault.list_layer(DIVERGENT)]
     assert rels == ["Home.md", "journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"]
@@ -41,46 +43,83 @@ def test_a_recursive_divergent_folder_reads_every_folder_below_it(make_vault):
 
 def test_a_plain_divergent_folder_stays_flat_and_other_patterns_are_refused(make_vault):
     root = make_vault(ADOPTED, config_yaml="language: en\ndivergent:\n  extra_folders: [journal]\n")
-    assert "journal/2026/11/2026-11-28.md" not in [n.rel for n in open_vault(root).list_layer(DIVERGENT)]
+    assert "journal/2026/11/2026-11-28.md" not in [
+        n.rel for n in open_vault(root).list_layer(DIVERGENT)
+    ]
     (root / ".cmem/config.yaml").write_text("divergent:\n  extra_folders: ['jour*']\n", "utf-8")
     with pytest.raises(ConfigError, match="folder/\\*\\*"):
         open_vault(root)
-    (root / ".cmem/config.yaml").write_text("divergent:\n  extra_folders: ['converged/**']\n", "utf-8")
+    (root / ".cmem/config.yaml").write_text(
+        "divergent:\n  extra_folders: ['converged/**']\n", "utf-8"
+    )
     with pytest.raises(ConfigError, match="overlap"):
         open_vault(root)
 
 
 def _cmem(*args, cwd=None):
     env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def test_status_and_doctor_count_what_no_layer_reads_with_the_setting_to_include_it(make_vault):
     root = make_vault(ADOPTED, config_yaml="language: en\n", git=True)
     status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
     unmanaged = {f["folder"]: f for f in status["unmanaged"]}
-    assert unmanaged["journal"] == {"folder": "journal", "notes": 2, "setting": "divergent.extra_folders: [journal/**]"}
-    assert unmanaged["Projects"]["notes"] == 2 and unmanaged["Reading"]["setting"] == "divergent.extra_folders: [Reading]"
+    assert unmanaged["journal"] == {
+        "folder": "journal",
+        "notes": 2,
+        "setting": "divergent.extra_folders: [journal/**]",
+    }
+    assert (
+        unmanaged["Projects"]["notes"] == 2
+        and unmanaged["Reading"]["setting"] == "divergent.extra_folders: [Reading]"
+    )
     assert ".obsidian" not in unmanaged and "converged" not in unmanaged
     text = _cmem("status", "--vault", str(root)).stdout
-    assert "not read: 5 notes outside every layer" in text and "to read them: divergent.extra_folders: [journal/**]" in text
+    assert (
+        "not read: 5 notes outside every layer" in text
+        and "to read them: divergent.extra_folders: [journal/**]" in text
+    )
     doctor = _cmem("doctor", "--vault", str(root))
     assert "all clear" not in doctor.stdout
-    assert "5 notes in 3 folders are outside every layer" in doctor.stdout and "journal/ (2: divergent.extra_folders: [journal/**])" in doctor.stdout
+    assert (
+        "5 notes in 3 folders are outside every layer" in doctor.stdout
+        and "journal/ (2: divergent.extra_folders: [journal/**])" in doctor.stdout
+    )
 
     # following the advice brings the journal in, and the count goes down
-    (root / ".cmem/config.yaml").write_text("language: en\ndivergent:\n  extra_folders: [journal/**]\n", "utf-8")
+    (root / ".cmem/config.yaml").write_text(
+        "language: en\ndivergent:\n  extra_folders: [journal/**]\n", "utf-8"
+    )
     status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
     assert {f["folder"] for f in status["unmanaged"]} == {"Projects", "Reading"}
     assert status["layers"]["divergent"]["notes"] == 3
 
 
-@pytest.mark.parametrize(("settings", "entry"), [
-    ({".obsidian/daily-notes.json": '{"folder": "journal", "format": "YYYY-MM-DD"}'}, "journal/**"),
-    ({".obsidian/plugins/periodic-notes/data.json": '{"daily": {"enabled": true, "folder": "journal/"}}'}, "journal/**"),
-    ({".obsidian/daily-notes.json": '{"folder": "Reading"}'}, "Reading"),
-])
+@pytest.mark.parametrize(
+    ("settings", "entry"),
+    [
+        (
+            {".obsidian/daily-notes.json": '{"folder": "journal", "format": "YYYY-MM-DD"}'},
+            "journal/**",
+        ),
+        (
+            {
+                ".obsidian/plugins/periodic-notes/data.json": '{"daily": {"enabled": true, "folder": "journal/"}}'
+            },
+            "journal/**",
+        ),
+        ({".obsidian/daily-notes.json": '{"folder": "Reading"}'}, "Reading"),
+    ],
+)
 def test_init_finds_the_daily_notes_folder_and_reads_it(tmp_path, settings, entry):
     root = tmp_path / "vault"
     write_files(root, {**ADOPTED, **settings})
@@ -110,18 +149,26 @@ def test_init_without_daily_or_with_no_daily_reads_only_the_root(tmp_path):
 
 def test_the_first_snapshot_of_an_adopted_vault_says_so(tmp_path):
     root = tmp_path / "vault"
-    write_files(root, {**ADOPTED, "2026-11-29 notes.md": "- From now on always write tests first.\n"})
+    write_files(
+        root, {**ADOPTED, "2026-11-29 notes.md": "- From now on always write tests first.\n"}
+    )
     assert _cmem("init", str(root), "--lang", "en").returncode == 0
     done = _cmem("converge", "--engine", "builtin", "--vault", str(root))
     assert done.returncode == 0, done.stderr
     subjects = git(root, "log", "--format=%s").splitlines()
     snapshot = next(s for s in subjects if s.startswith("cmem: snapshot"))
-    assert "first commit of" in snapshot and "adopted note" in snapshot and "edited by hand" not in snapshot
+    assert (
+        "first commit of" in snapshot
+        and "adopted note" in snapshot
+        and "edited by hand" not in snapshot
+    )
     # a later edit of a committed note is the user's edit
     with open(root / "Home.md", "a", encoding="utf-8") as handle:
         handle.write("- Actually it's Python 3.13, not 3.12.\n")
     assert _cmem("converge", "--engine", "builtin", "--vault", str(root)).returncode == 0
-    latest = next(s for s in git(root, "log", "--format=%s").splitlines() if s.startswith("cmem: snapshot"))
+    latest = next(
+        s for s in git(root, "log", "--format=%s").splitlines() if s.startswith("cmem: snapshot")
+    )
     assert latest.endswith("(1 file edited by hand)"), latest
 
 
@@ -133,8 +180,15 @@ def test_init_can_track_the_whole_vault_and_remembers_it(tmp_path):
     assert any("whole vault is tracked" in note for note in json.loads(done.stdout)["notes"])
     assert open_vault(root).config.track_all is True
     tracked = set(git(root, "ls-files").splitlines())
-    assert {"Projects/cmem/plan.md", "Reading/books.md", "attachments/pic.png", "journal/2026/11/2026-11-28.md"} <= tracked
-    assert ".obsidian/app.json" in tracked and not any(p.startswith(".obsidian/workspace") for p in tracked)
+    assert {
+        "Projects/cmem/plan.md",
+        "Reading/books.md",
+        "attachments/pic.png",
+        "journal/2026/11/2026-11-28.md",
+    } <= tracked
+    assert ".obsidian/app.json" in tracked and not any(
+        p.startswith(".obsidian/workspace") for p in tracked
+    )
     assert git(root, "status", "--porcelain").strip() == ""
     assert "first commit of" in git(root, "log", "-1", "--format=%s")
     # remembered: a later edit anywhere is committed by the next pass's snapshot
@@ -152,13 +206,18 @@ def test_without_track_all_only_cmems_files_are_committed(tmp_path):
 
 
 def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
-    files = {**ADOPTED, "Reading/books.md": "# books\n- Finished Dune by Frank Herbert; the sandworms stay with me.\n",
-             "converged/topics/reading.md": "---\nsummary: reading\n---\n# Reading\n\n- Likes long science fiction like Dune (source: [[x]])\n"}
+    files = {
+        **ADOPTED,
+        "Reading/books.md": "# books\n- Finished Dune by Frank Herbert; the sandworms stay with me.\n",
+        "converged/topics/reading.md": "---\nsummary: reading\n---\n# Reading\n\n- Likes long science fiction like Dune (source: [[x]])\n",
+    }
     root = make_vault(files, config_yaml="language: en\n", git=True)
     before = (root / "Reading/books.md").read_bytes()
     plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
-    (root / ".cmem/config.yaml").write_text("language: en\nrecall:\n  include_unmanaged: true\n", "utf-8")
+    (root / ".cmem/config.yaml").write_text(
+        "language: en\nrecall:\n  include_unmanaged: true\n", "utf-8"
+    )
     both = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     layers = {r["path"]: r["layer"] for r in both["results"]}
     assert layers == {"converged/topics/reading.md": "situational", "Reading/books.md": "unmanaged"}

@@ -38,8 +38,14 @@ def _table_rows() -> list[tuple[str, list[str]]]:
 
 
 def test_the_packages_table_names_every_module_of_the_tree_and_nothing_else():
-    named = {f"{folder}/{name}" if folder else name for folder, names in _table_rows() for name in names}
-    on_disk = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    named = {
+        f"{folder}/{name}" if folder else name for folder, names in _table_rows() for name in names
+    }
+    on_disk = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py"
+    }
     assert sorted(named - on_disk) == [], "named in docs/architecture.md, missing from cli/cmem/"
     assert sorted(on_disk - named) == [], "in cli/cmem/, missing from docs/architecture.md"
 
@@ -52,7 +58,9 @@ def test_every_path_and_function_the_doc_names_exists():
             missing.append(rel)
     for rel, name in set(re.findall(r"`((?:\w+/)?\w+\.py): (?:\w+\.)?(\w+)`", text)):
         path = PACKAGE / rel if (PACKAGE / rel).is_file() else REPO / rel
-        if not path.is_file() or not re.search(rf"^\s*(?:def|class) {name}\b", path.read_text("utf-8"), re.MULTILINE):
+        if not path.is_file() or not re.search(
+            rf"^\s*(?:def|class) {name}\b", path.read_text("utf-8"), re.MULTILINE
+        ):
             missing.append(f"{rel}: {name}")
     assert sorted(missing) == []
 
@@ -77,10 +85,24 @@ def test_the_layer_check_catches_an_upward_import(layout, tmp_path):
     import shutil
 
     copy = tmp_path / "cmem"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "prompts", "vault_schema", "sample_vault"))
+    shutil.copytree(
+        PACKAGE,
+        copy,
+        ignore=shutil.ignore_patterns("__pycache__", "prompts", "vault_schema", "sample_vault"),
+    )
     notes = copy / "vault" / "notes.py"
-    notes.write_text(notes.read_text("utf-8") + "\n\ndef _late():\n    from cmem.converge.pipeline import run_pass\n", "utf-8")
-    (copy / "text" / "tokens.py").write_text((copy / "text" / "tokens.py").read_text("utf-8") + "\nfrom cmem.text import names\n", "utf-8")
-    (copy / "text" / "names.py").write_text((copy / "text" / "names.py").read_text("utf-8") + "\nfrom cmem.text import tokens\n", "utf-8")
+    notes.write_text(
+        notes.read_text("utf-8")
+        + "\n\ndef _late():\n    from cmem.converge.pipeline import run_pass\n",
+        "utf-8",
+    )
+    (copy / "text" / "tokens.py").write_text(
+        (copy / "text" / "tokens.py").read_text("utf-8") + "\nfrom cmem.text import names\n",
+        "utf-8",
+    )
+    (copy / "text" / "names.py").write_text(
+        (copy / "text" / "names.py").read_text("utf-8") + "\nfrom cmem.text import tokens\n",
+        "utf-8",
+    )
     assert layout.upward_imports(copy) == ["cmem.vault.notes -> cmem.converge.pipeline"]
     assert ["cmem.text.names", "cmem.text.tokens"] in layout.cycles(copy)

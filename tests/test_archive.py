@@ -8,11 +8,20 @@ import json
 import pytest
 
 from cmem.archive.gate import (
-    CHANGED, MISSING, READY, REFUSED, UNPARSED, apply_archive, list_staged, parse_checklist, plan_archive, remove_checklist_lines,
+    CHANGED,
+    MISSING,
+    READY,
+    REFUSED,
+    UNPARSED,
+    apply_archive,
+    list_staged,
+    parse_checklist,
+    plan_archive,
+    remove_checklist_lines,
 )
 from cmem.errors import CmemError
-from cmem.vault.state_json import load_state
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import load_state
 from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
 
@@ -33,7 +42,13 @@ def staged(make_vault):
         },
         git=True,
     )
-    fake_pass(root, [A, B, C], {PROFILE: "# Profile\n\n- 喜欢 Python（来源：[[2026-11-20 日记]]）\n- 改找深圳（来源：[[2026-11-28 随手记]]）\n"})
+    fake_pass(
+        root,
+        [A, B, C],
+        {
+            PROFILE: "# Profile\n\n- 喜欢 Python（来源：[[2026-11-20 日记]]）\n- 改找深圳（来源：[[2026-11-28 随手记]]）\n"
+        },
+    )
     return root
 
 
@@ -45,33 +60,56 @@ def states(root) -> dict[str, str]:
 
 
 def test_hand_edited_lines_are_parsed_leniently_and_nothing_is_dropped():
-    text = "\n".join([
-        "# Archive checklist",
-        "Tick a line (`[ ]` → `[x]`) then run `cmem archive apply`.",
-        "## 2026-11-29 · pass 20261129-101500-aaaa",
-        "- [ ] [[2026-11-27 notes]] → archive/2026-11/2026-11-27 notes.md · into [[profile]] · sha256:0123456789abcdef",
-        "-   [X]   [[2026-11-28 随手记]]   →   archive/2026-11/2026-11-28 随手记.md   ·  into [[profile]], [[job-search]]",
-        "* [x] [[idea - svelte|Svelte idea]] -> archive/2026-11/idea - svelte.md · sha256:ABCDEF0123456789",
-        "1. [ ] [[dive into rust]] → archive/2026-11/dive into rust.md · into [[rust]] · sha256:00000000aaaaaaaa",
-        "- [ ] [[plain]]",
-        "- [x] a line whose link was deleted → archive/2026-11/x.md",
-        "- [[no checkbox]] → archive/2026-11/no checkbox.md",
-        "- an ordinary list item, not a staged line",
-        "```",
-        "- [ ] [[inside a fence]] → archive/x.md",
-        "```",
-    ])
+    text = "\n".join(
+        [
+            "# Archive checklist",
+            "Tick a line (`[ ]` → `[x]`) then run `cmem archive apply`.",
+            "## 2026-11-29 · pass 20261129-101500-aaaa",
+            "- [ ] [[2026-11-27 notes]] → archive/2026-11/2026-11-27 notes.md · into [[profile]] · sha256:0123456789abcdef",
+            "-   [X]   [[2026-11-28 随手记]]   →   archive/2026-11/2026-11-28 随手记.md   ·  into [[profile]], [[job-search]]",
+            "* [x] [[idea - svelte|Svelte idea]] -> archive/2026-11/idea - svelte.md · sha256:ABCDEF0123456789",
+            "1. [ ] [[dive into rust]] → archive/2026-11/dive into rust.md · into [[rust]] · sha256:00000000aaaaaaaa",
+            "- [ ] [[plain]]",
+            "- [x] a line whose link was deleted → archive/2026-11/x.md",
+            "- [[no checkbox]] → archive/2026-11/no checkbox.md",
+            "- an ordinary list item, not a staged line",
+            "```",
+            "- [ ] [[inside a fence]] → archive/x.md",
+            "```",
+        ]
+    )
     lines = parse_checklist(text)
     by_note = {line.note: line for line in lines if line.note}
     assert [line.line_no for line in lines] == [4, 5, 6, 7, 8, 9, 10]
     first = by_note["2026-11-27 notes"]
-    assert (first.ticked, first.target, first.into, first.digest, first.pass_id, first.pass_date) == (
-        False, "archive/2026-11/2026-11-27 notes.md", ["profile"], "0123456789abcdef", "20261129-101500-aaaa", "2026-11-29")
+    assert (
+        first.ticked,
+        first.target,
+        first.into,
+        first.digest,
+        first.pass_id,
+        first.pass_date,
+    ) == (
+        False,
+        "archive/2026-11/2026-11-27 notes.md",
+        ["profile"],
+        "0123456789abcdef",
+        "20261129-101500-aaaa",
+        "2026-11-29",
+    )
     spaced = by_note["2026-11-28 随手记"]
-    assert spaced.ticked and spaced.target == "archive/2026-11/2026-11-28 随手记.md" and spaced.into == ["profile", "job-search"]
+    assert (
+        spaced.ticked
+        and spaced.target == "archive/2026-11/2026-11-28 随手记.md"
+        and spaced.into == ["profile", "job-search"]
+    )
     assert spaced.digest is None
     starred = by_note["idea - svelte"]
-    assert starred.ticked and starred.target == "archive/2026-11/idea - svelte.md" and starred.digest == "abcdef0123456789"
+    assert (
+        starred.ticked
+        and starred.target == "archive/2026-11/idea - svelte.md"
+        and starred.digest == "abcdef0123456789"
+    )
     assert by_note["dive into rust"].target == "archive/2026-11/dive into rust.md"
     assert by_note["dive into rust"].into == ["rust"]
     assert by_note["plain"].target is None and by_note["plain"].state != UNPARSED
@@ -81,7 +119,9 @@ def test_hand_edited_lines_are_parsed_leniently_and_nothing_is_dropped():
 
 
 def test_every_state_of_a_staged_line(staged):
-    (staged / C).write_text("# svelte\n\n- maybe svelte\n- actually no\n", encoding="utf-8")  # changed
+    (staged / C).write_text(
+        "# svelte\n\n- maybe svelte\n- actually no\n", encoding="utf-8"
+    )  # changed
     (staged / A).rename(staged / "renamed.md")  # missing
     with open(staged / CHECKLIST, "a", encoding="utf-8") as handle:
         handle.write("- [x] a line whose link was lost → archive/2026-11/lost.md\n")  # unparsed
@@ -89,14 +129,18 @@ def test_every_state_of_a_staged_line(staged):
     by_note = {line.note: line for line in lines}
     assert by_note["2026-11-28 随手记"].state == READY
     assert by_note["idea - svelte"].state == CHANGED and "edited" in by_note["idea - svelte"].detail
-    assert by_note["2026-11-27 notes"].state == MISSING and by_note["2026-11-27 notes"].source is None
+    assert (
+        by_note["2026-11-27 notes"].state == MISSING and by_note["2026-11-27 notes"].source is None
+    )
     assert by_note[None].state == UNPARSED
     assert by_note["2026-11-28 随手记"].source == B
 
 
 def test_a_line_without_digest_uses_the_state_and_otherwise_is_not_trusted(staged):
     text = (staged / CHECKLIST).read_text("utf-8")
-    text = "\n".join(line.split(" · sha256:")[0] if "[[2026-11-28" in line else line for line in text.split("\n"))
+    text = "\n".join(
+        line.split(" · sha256:")[0] if "[[2026-11-28" in line else line for line in text.split("\n")
+    )
     text += "- [x] [[never converged]] → archive/2026-11/never converged.md\n"
     (staged / CHECKLIST).write_text(text, encoding="utf-8")
     (staged / "never converged.md").write_text("hello\n", encoding="utf-8")
@@ -108,14 +152,22 @@ def test_a_line_without_digest_uses_the_state_and_otherwise_is_not_trusted(stage
 def test_a_missing_note_already_at_its_target_says_so(staged):
     (staged / "archive/2026-11").mkdir(parents=True, exist_ok=True)
     (staged / B).rename(staged / "archive/2026-11" / B)
-    line = next(line for line in list_staged(open_vault(staged)) if line.note == "2026-11-28 随手记")
+    line = next(
+        line for line in list_staged(open_vault(staged)) if line.note == "2026-11-28 随手记"
+    )
     assert line.state == MISSING and "already archived" in line.detail
 
 
 def test_a_target_outside_the_archive_is_not_followed(staged):
-    text = (staged / CHECKLIST).read_text("utf-8").replace("→ archive/2026-11/2026-11-28 随手记.md", "→ ../elsewhere/x.md")
+    text = (
+        (staged / CHECKLIST)
+        .read_text("utf-8")
+        .replace("→ archive/2026-11/2026-11-28 随手记.md", "→ ../elsewhere/x.md")
+    )
     (staged / CHECKLIST).write_text(text, encoding="utf-8")
-    line = next(line for line in list_staged(open_vault(staged)) if line.note == "2026-11-28 随手记")
+    line = next(
+        line for line in list_staged(open_vault(staged)) if line.note == "2026-11-28 随手记"
+    )
     # refused, not quietly redirected to the pattern's path: the line says to go elsewhere
     assert line.state == REFUSED and "'..'" in line.detail and "nothing is moved" in line.detail
     tick(staged, "2026-11-28 随手记")
@@ -142,7 +194,9 @@ def test_ticked_only_then_all(staged):
     assert sorted(m.source for m in everything.moves) == [A, C]
     apply_archive(open_vault(staged), everything)
     checklist = (staged / CHECKLIST).read_text("utf-8")
-    assert "[[" not in checklist and "## 2026-11-29 · pass" not in checklist  # the emptied section went too
+    assert (
+        "[[" not in checklist and "## 2026-11-29 · pass" not in checklist
+    )  # the emptied section went too
     assert checklist.startswith("# ")  # the header stays
 
 
@@ -154,14 +208,22 @@ def test_apply_is_one_commit_with_the_trailer_and_history_follows(staged):
     # the user's ticks are committed first (a snapshot), then the archive apply
     assert log[0].startswith("cmem: archive 2 notes") and len(log) == 2 and "snapshot" in log[1]
     message = git(staged, "log", "-1", "--format=%B")
-    assert f"Cmem-Pass: {result.pass_id}" in message and f"Archived: {B} → archive/2026-11/{B}" in message
+    assert (
+        f"Cmem-Pass: {result.pass_id}" in message
+        and f"Archived: {B} → archive/2026-11/{B}" in message
+    )
     assert git(staged, "status", "--porcelain").strip() == ""
-    follow = git(staged, "log", "--follow", "--format=%s", "--", f"archive/2026-11/{B}").splitlines()
+    follow = git(
+        staged, "log", "--follow", "--format=%s", "--", f"archive/2026-11/{B}"
+    ).splitlines()
     assert follow[-1] == "test: initial"  # the note's history came along
     state = load_state(staged / STATE)
     assert f"archive/2026-11/{B}" in state.notes and B not in state.notes
     assert state.passes[-1]["kind"] == "archive" and state.passes[-1]["id"] == result.pass_id
-    assert state.passes[-1]["moves"] == [{"from": B, "to": f"archive/2026-11/{B}"}, {"from": C, "to": f"archive/2026-11/{C}"}]
+    assert state.passes[-1]["moves"] == [
+        {"from": B, "to": f"archive/2026-11/{B}"},
+        {"from": C, "to": f"archive/2026-11/{C}"},
+    ]
 
 
 def test_an_edited_note_is_skipped_and_keeps_its_edit(staged):
@@ -224,7 +286,9 @@ def test_dry_plan_writes_nothing_and_a_change_after_the_plan_stops_the_apply(sta
     snapshot = tree(staged), head(staged)
     plan = plan_archive(open_vault(staged))
     assert (tree(staged), head(staged)) == snapshot
-    (staged / B).write_text("# 随手记\n\n- edited between the plan and the apply\n", encoding="utf-8")
+    (staged / B).write_text(
+        "# 随手记\n\n- edited between the plan and the apply\n", encoding="utf-8"
+    )
     with pytest.raises(CmemError, match="changed since the plan"):
         apply_archive(open_vault(staged), plan)
     assert (staged / B).exists() and not (staged / "archive/2026-11" / B).exists()
@@ -245,7 +309,10 @@ def test_a_note_git_does_not_track_yet_is_moved_and_committed(make_vault):
 
 def test_remove_checklist_lines_keeps_the_users_text():
     text = "# header\n\nprose\n\n## 2026-11-29 · pass a\n- [x] [[one]]\n\n## 2026-11-30 · pass b\n- [ ] [[two]]\n\n## my own notes\n"
-    assert remove_checklist_lines(text, {6}) == "# header\n\nprose\n\n## 2026-11-30 · pass b\n- [ ] [[two]]\n\n## my own notes\n"
+    assert (
+        remove_checklist_lines(text, {6})
+        == "# header\n\nprose\n\n## 2026-11-30 · pass b\n- [ ] [[two]]\n\n## my own notes\n"
+    )
 
 
 # --- CLI --------------------------------------------------------------------------------------
@@ -253,12 +320,17 @@ def test_remove_checklist_lines_keeps_the_users_text():
 
 def test_cli_list_json_shape(staged, monkeypatch, capsys):
     (staged / C).write_text("edited\n", encoding="utf-8")
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(staged), "archive", "list", "--json")
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(staged), "archive", "list", "--json"
+    )
     assert code == 0
     data = json.loads(out)
     assert {"note", "target", "ticked", "state"} <= set(data["staged"][0])
     assert {entry["note"]: entry["state"] for entry in data["staged"]} == {
-        "2026-11-27 notes": "ready", "2026-11-28 随手记": "ready", "idea - svelte": "changed"}
+        "2026-11-27 notes": "ready",
+        "2026-11-28 随手记": "ready",
+        "idea - svelte": "changed",
+    }
 
 
 def test_cli_list_text(staged, monkeypatch, capsys):
@@ -300,15 +372,33 @@ def test_cli_apply_on_a_terminal_asks(staged, monkeypatch):
     declined = runner.invoke(cli.app, ["--vault", str(staged), "archive", "apply"])
     assert declined.exit_code == 1 and (staged / B).exists()
     accepted = runner.invoke(cli.app, ["--vault", str(staged), "archive", "apply"])
-    assert accepted.exit_code == 0 and not (staged / B).exists() and "archived 1 note" in accepted.output
+    assert (
+        accepted.exit_code == 0
+        and not (staged / B).exists()
+        and "archived 1 note" in accepted.output
+    )
 
 
 def test_cli_apply_yes_json_and_dry_run(staged, monkeypatch, capsys):
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(staged), "archive", "apply", "--all", "--dry-run", "--json")
+    code, out, _ = run_main(
+        monkeypatch,
+        capsys,
+        "--vault",
+        str(staged),
+        "archive",
+        "apply",
+        "--all",
+        "--dry-run",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["status"] == "dry-run" and (staged / A).exists()
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(staged), "archive", "apply", "--yes", "--json")
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(staged), "archive", "apply", "--yes", "--json"
+    )
     assert code == 0 and json.loads(out)["status"] == "nothing"  # nothing ticked
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(staged), "archive", "apply", "--all", "--yes", "--json")
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(staged), "archive", "apply", "--all", "--yes", "--json"
+    )
     data = json.loads(out)
     assert code == 0 and data["status"] == "applied" and len(data["moved"]) == 3 and data["commit"]
     assert {m["to"] for m in data["moved"]} == {f"archive/2026-11/{n}" for n in (A, B, C)}

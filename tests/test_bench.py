@@ -35,14 +35,31 @@ def _figures() -> dict[str, str]:
     return module.FIGURES
 
 
-@pytest.mark.skipif(_tool("rg") is None, reason="rg is not installed (pip install --only-binary :all: ripgrep)")
+@pytest.mark.skipif(
+    _tool("rg") is None, reason="rg is not installed (pip install --only-binary :all: ripgrep)"
+)
 def test_bench_writes_a_report_with_every_figure(tmp_path):
     out = tmp_path / "b.md"
     # what a regenerated report must keep: the hand-written analysis and other scripts' sections
-    out.write_text("# Benchmarks\n\n<!-- analysis:start (hand-written; kept when the report is regenerated) -->\n"
-                   "HAND-WRITTEN\n<!-- analysis:end -->\n\n<!-- recall -->\nRECALL SECTION\n<!-- /recall -->\n", encoding="utf-8")
-    argv = [sys.executable, str(BENCH), "--sizes", "200", "--repeat", "1", "--out", str(out), "--workdir", str(tmp_path),
-            "--rg", _tool("rg")]
+    out.write_text(
+        "# Benchmarks\n\n<!-- analysis:start (hand-written; kept when the report is regenerated) -->\n"
+        "HAND-WRITTEN\n<!-- analysis:end -->\n\n<!-- recall -->\nRECALL SECTION\n<!-- /recall -->\n",
+        encoding="utf-8",
+    )
+    argv = [
+        sys.executable,
+        str(BENCH),
+        "--sizes",
+        "200",
+        "--repeat",
+        "1",
+        "--out",
+        str(out),
+        "--workdir",
+        str(tmp_path),
+        "--rg",
+        _tool("rg"),
+    ]
     cmem = _tool("cmem")
     if cmem:
         argv += ["--cmem", cmem]
@@ -54,10 +71,20 @@ def test_bench_writes_a_report_with_every_figure(tmp_path):
         matching = [row for row in rows if row.startswith(f"| {figure} |")]
         assert matching, f"no row for {figure!r} in the report"
         assert not any("FAILED" in row for row in matching), matching
-    for section in ("## Machine", "## Method", "## Results", "### Convergence prompt", "## Where we land", "## What would make it faster"):
+    for section in (
+        "## Machine",
+        "## Method",
+        "## Results",
+        "### Convergence prompt",
+        "## Where we land",
+        "## What would make it faster",
+    ):
         assert section in report
     assert "| 200 |" in report and "| sample-vault |" in report
-    assert report.count("HAND-WRITTEN") == 1 and report.count("<!-- recall -->\nRECALL SECTION\n<!-- /recall -->") == 1
+    assert (
+        report.count("HAND-WRITTEN") == 1
+        and report.count("<!-- recall -->\nRECALL SECTION\n<!-- /recall -->") == 1
+    )
     # the generated vaults stay in the work folder, and the real home is never touched
     assert (tmp_path / "vault-200" / ".cmem" / "config.yaml").is_file()
     assert (tmp_path / "state" / "cmem").is_dir()

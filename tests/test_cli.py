@@ -78,7 +78,9 @@ def test_status_json_shape(sample_vault):
     assert data["pending"]["notes"] > 0 and data["due"]["due"] is True
     assert data["last_pass"]["id"] == "20261020-213000-a1b2"
     ages = data["convergent_age"]
-    assert ages["newest"]["path"].startswith("converged/") and ages["oldest"]["path"].startswith("converged/")
+    assert ages["newest"]["path"].startswith("converged/") and ages["oldest"]["path"].startswith(
+        "converged/"
+    )
     assert 0 <= ages["newest"]["age_seconds"] <= ages["oldest"]["age_seconds"]
 
 
@@ -88,7 +90,10 @@ def test_scan_json_shape(sample_vault):
     for signal in data["signals"]:
         assert set(signal) >= {"note", "line", "class", "priority", "cue", "excerpt"}
         assert signal["class"] in ("correction", "preference", "decision", "recurring")
-        assert signal["priority"] == ("correction", "preference", "decision", "recurring").index(signal["class"]) + 1
+        assert (
+            signal["priority"]
+            == ("correction", "preference", "decision", "recurring").index(signal["class"]) + 1
+        )
         line = (sample_vault / signal["note"]).read_text("utf-8").split("\n")[signal["line"] - 1]
         assert signal["cue"].lower() in line.lower()
     for deferred in data["deferred"]:
@@ -118,18 +123,34 @@ def test_context_markdown_and_json(sample_vault):
     assert "archive/2026-10" not in text  # the archive is never included
     data = json.loads(cmem("context", "--vault", str(sample_vault), "--json").output)
     assert set(data) >= {"resident", "situational", "index", "pending", "tokens"}
-    assert {f["path"] for f in data["resident"]} == {"converged/core/profile.md", "converged/core/methodology.md"}
+    assert {f["path"] for f in data["resident"]} == {
+        "converged/core/profile.md",
+        "converged/core/methodology.md",
+    }
     assert all(set(i) >= {"path", "summary", "last_read"} for i in data["index"])
     assert data["pending"] and all(set(p) >= {"note", "signals"} for p in data["pending"])
 
 
 def test_context_over_budget_ranks_and_says_what_was_left_out(sample_vault):
-    data = json.loads(cmem("context", "--vault", str(sample_vault), "--budget", "1550", "--topic", "python", "--json").output)
+    data = json.loads(
+        cmem(
+            "context",
+            "--vault",
+            str(sample_vault),
+            "--budget",
+            "1550",
+            "--topic",
+            "python",
+            "--json",
+        ).output
+    )
     included = [f["path"] for f in data["situational"]]
     assert "converged/topics/python-tooling.md" in included
     assert data["omitted"], "a 1550-token budget cannot hold every topic file"
     assert data["tokens"] <= 1550
-    text = cmem("context", "--vault", str(sample_vault), "--budget", "1550", "--topic", "python").output
+    text = cmem(
+        "context", "--vault", str(sample_vault), "--budget", "1550", "--topic", "python"
+    ).output
     assert "Left out" in text and "cmem recall" in text
 
 
@@ -146,7 +167,10 @@ def test_doctor_reports_broken_sources_and_git_trouble(sample_vault):
     (sample_vault / ".git/MERGE_HEAD").write_text("0" * 40 + "\n")
     result = cmem("doctor", "--vault", str(sample_vault))
     assert result.exit_code == 1
-    assert "[[不存在的笔记]] resolves to no note" in result.output and "merge is in progress" in result.output
+    assert (
+        "[[不存在的笔记]] resolves to no note" in result.output
+        and "merge is in progress" in result.output
+    )
 
 
 def test_converge_json_shape_and_demo(tmp_path):
@@ -154,7 +178,17 @@ def test_converge_json_shape_and_demo(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)["pass"]
     assert data["status"] == "applied"
-    assert set(data) >= {"status", "pass", "commit", "changed", "converged", "deferred", "staged", "warnings", "errors"}
+    assert set(data) >= {
+        "status",
+        "pass",
+        "commit",
+        "changed",
+        "converged",
+        "deferred",
+        "staged",
+        "warnings",
+        "errors",
+    }
     again = json.loads(cmem("converge", "--vault", str(tmp_path / "demo"), "--json").output)
     assert again["status"] == "nothing"
 
@@ -162,7 +196,9 @@ def test_converge_json_shape_and_demo(tmp_path):
 def test_converge_dry_run_shows_a_diff(sample_vault):
     head = git(sample_vault, "rev-parse", "HEAD")
     result = cmem("converge", "--vault", str(sample_vault), "--engine", "builtin", "--dry-run")
-    assert result.exit_code == 0 and "dry run" in result.output and "+++ b/converged/" in result.output
+    assert (
+        result.exit_code == 0 and "dry run" in result.output and "+++ b/converged/" in result.output
+    )
     assert git(sample_vault, "rev-parse", "HEAD") == head
 
 
@@ -172,7 +208,11 @@ def test_exit_codes_of_typer_exit_reach_the_shell(sample_vault, tmp_path):
     import sys
 
     (sample_vault / ".git/MERGE_HEAD").write_text("0" * 40 + "\n")
-    result = subprocess.run([sys.executable, "-m", "cmem", "doctor", "--vault", str(sample_vault)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem", "doctor", "--vault", str(sample_vault)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
 
 
@@ -182,7 +222,9 @@ def test_note_after_todays_note_was_archived_gets_a_new_name(sample_vault):
 
     vault = open_vault(sample_vault)
     today = datetime.now().strftime("%Y-%m-%d")
-    archived = sample_vault / archive_target(vault.config.archive_dir, vault.config.archive_pattern, f"{today} 随手记.md", today)
+    archived = sample_vault / archive_target(
+        vault.config.archive_dir, vault.config.archive_pattern, f"{today} 随手记.md", today
+    )
     archived.parent.mkdir(parents=True, exist_ok=True)
     archived.write_text("- 已归档\n", encoding="utf-8")
     data = json.loads(cmem("note", "新的一条", "--vault", str(sample_vault), "--json").output)
@@ -190,7 +232,11 @@ def test_note_after_todays_note_was_archived_gets_a_new_name(sample_vault):
 
 
 def test_context_lists_a_few_pending_notes_and_counts_the_rest(make_vault):
-    files = {f"2026-11-{day:02d} note {n}.md": f"- 我决定第 {day}-{n} 件事改用新的做法\n" for day in range(1, 29) for n in range(2)}
+    files = {
+        f"2026-11-{day:02d} note {n}.md": f"- 我决定第 {day}-{n} 件事改用新的做法\n"
+        for day in range(1, 29)
+        for n in range(2)
+    }
     root = make_vault(files)
     data = json.loads(cmem("context", "--vault", str(root), "--json").output)
     assert data["pending_total"] == 56 and len(data["pending"]) == 20

@@ -15,22 +15,36 @@ from cmem.vault.layers import open_vault
 from history_helpers import run_main
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["cmem", "status", "--no-color"], ["cmem", "--no-color", "status"]),
-    (["cmem", "--no-color", "status"], ["cmem", "--no-color", "status"]),
-    (["cmem", "archive", "list", "--no-color", "--json"], ["cmem", "--no-color", "archive", "list", "--json"]),
-    (["cmem", "note", "--", "--no-color"], ["cmem", "note", "--", "--no-color"]),  # text after --, not a flag
-    (["cmem", "status", "--no-color", "--no-color"], ["cmem", "--no-color", "status"]),
-    (["cmem"], ["cmem"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["cmem", "status", "--no-color"], ["cmem", "--no-color", "status"]),
+        (["cmem", "--no-color", "status"], ["cmem", "--no-color", "status"]),
+        (
+            ["cmem", "archive", "list", "--no-color", "--json"],
+            ["cmem", "--no-color", "archive", "list", "--json"],
+        ),
+        (
+            ["cmem", "note", "--", "--no-color"],
+            ["cmem", "note", "--", "--no-color"],
+        ),  # text after --, not a flag
+        (["cmem", "status", "--no-color", "--no-color"], ["cmem", "--no-color", "status"]),
+        (["cmem"], ["cmem"]),
+    ],
+)
 def test_global_flags_are_hoisted_before_the_subcommand(argv, expected):
     _hoist_global_flags(argv)
     assert argv == expected
 
 
 def test_no_color_after_the_subcommand_is_accepted(sample_vault):
-    done = subprocess.run([sys.executable, "-m", "cmem", "status", "--no-color", "--vault", str(sample_vault)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem", "status", "--no-color", "--vault", str(sample_vault)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "\x1b[" not in done.stdout and "layers" in done.stdout
 
@@ -46,7 +60,9 @@ def test_diff_json_has_the_pass_and_its_diff(sample_vault, monkeypatch, capsys):
 
 
 def test_diff_json_error_is_json(sample_vault, monkeypatch, capsys):
-    code, out, _ = run_main(monkeypatch, capsys, "diff", "nosuchpass", "--json", "--vault", str(sample_vault))
+    code, out, _ = run_main(
+        monkeypatch, capsys, "diff", "nosuchpass", "--json", "--vault", str(sample_vault)
+    )
     assert code == 1 and "error" in json.loads(out)
 
 

@@ -3,9 +3,17 @@ from pathlib import Path
 
 import pytest
 
-from cmem.vault.config import default_config_text, load_config, load_user_config
 from cmem.errors import ConfigError, VaultNotFound
-from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, find_vault_root, open_vault, state_dir_for
+from cmem.vault.config import default_config_text, load_config, load_user_config
+from cmem.vault.layers import (
+    ARCHIVE,
+    DIVERGENT,
+    RESIDENT,
+    SITUATIONAL,
+    find_vault_root,
+    open_vault,
+    state_dir_for,
+)
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
@@ -59,8 +67,14 @@ def test_discovery_order(tmp_path, monkeypatch):
 def test_layers(make_vault):
     root = make_vault(
         {
-            "a.md": "x", "README.md": "x", "daily/d.md": "x", "misc/m.md": "x", "private/p.md": "x",
-            "converged/core/profile.md": "x", "converged/topics/t/deep.md": "x", "archive/2026-10/old.md": "x",
+            "a.md": "x",
+            "README.md": "x",
+            "daily/d.md": "x",
+            "misc/m.md": "x",
+            "private/p.md": "x",
+            "converged/core/profile.md": "x",
+            "converged/topics/t/deep.md": "x",
+            "archive/2026-10/old.md": "x",
         },
         config_yaml="divergent:\n  extra_folders: [daily]\nignore: ['private/*']\n",
     )

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from cmem.errors import ConfigError
 from cmem.vault import config_cache
 from cmem.vault.config import load_config
-from cmem.errors import ConfigError
 
 
 def _stored(kind: str) -> list[str]:
@@ -35,8 +35,14 @@ def test_an_edit_is_a_new_key(make_vault):
     assert load_config(vault).budget_tokens == 9100
 
 
-@pytest.mark.parametrize("text, message", [("budget_tokens: lots\n", "budget_tokens"), ("budget_tokenz: 1\n", "did you mean"),
-                                            ("budget_tokens: [\n", "not valid YAML")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("budget_tokens: lots\n", "budget_tokens"),
+        ("budget_tokenz: 1\n", "did you mean"),
+        ("budget_tokens: [\n", "not valid YAML"),
+    ],
+)
 def test_errors_are_the_same_from_a_stored_validator(make_vault, text, message):
     vault = make_vault(config_yaml=text)
     from cmem.vault import config

@@ -12,18 +12,15 @@ from pathlib import Path
 import pytest
 
 from cmem.archive.gate import READY, REFUSED, list_staged, plan_archive
-from cmem.vault.config import default_config_text, load_config, parse_config
 from cmem.errors import CmemError, ConfigError
+from cmem.vault.config import default_config_text, load_config, parse_config
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, PathRefused, open_vault
 from conftest import git
-from support import run_cmem as _cmem
 from history_helpers import CHECKLIST, fake_pass, head, run_main, tick
+from support import run_cmem as _cmem
 
 WHERE = Path("/v/.cmem/config.yaml")
 NOTE = "2026-11-28 随手记.md"
-
-
-
 
 
 # --- settings, checked when the config loads ---------------------------------------------------
@@ -56,17 +53,49 @@ REFUSED_SETTINGS = [
     ({"capture": {"folder": "converged/core"}}, "capture.folder", "divergent.extra_folders"),
     ({"capture": {"name_pattern": "../{date}"}}, "capture.name_pattern", "folder"),
     ({"capture": {"name_pattern": ".{date}"}}, "capture.name_pattern", "'.2026-11-28.md'"),
-    ({"capture": {"name_pattern": "{date} inbox"}, "divergent": {"exclude": ["* inbox.md"]}}, "capture.name_pattern", "divergent.exclude"),
+    (
+        {"capture": {"name_pattern": "{date} inbox"}, "divergent": {"exclude": ["* inbox.md"]}},
+        "capture.name_pattern",
+        "divergent.exclude",
+    ),
     # layers never overlap
-    ({"layers": {"archive": "converged/core"}}, "layers.archive", "same folder as 'layers.resident'"),
-    ({"layers": {"archive": "Converged/Core"}}, "layers.archive", "same folder as 'layers.resident'"),
+    (
+        {"layers": {"archive": "converged/core"}},
+        "layers.archive",
+        "same folder as 'layers.resident'",
+    ),
+    (
+        {"layers": {"archive": "Converged/Core"}},
+        "layers.archive",
+        "same folder as 'layers.resident'",
+    ),
     ({"layers": {"resident": "a", "situational": "a"}}, "layers.resident", "same folder"),
-    ({"layers": {"resident": "a", "situational": "a/b"}}, "layers.resident", "holds 'layers.situational'"),
-    ({"layers": {"archive": "converged/core/old"}}, "layers.archive", "lies inside 'layers.resident'"),
+    (
+        {"layers": {"resident": "a", "situational": "a/b"}},
+        "layers.resident",
+        "holds 'layers.situational'",
+    ),
+    (
+        {"layers": {"archive": "converged/core/old"}},
+        "layers.archive",
+        "lies inside 'layers.resident'",
+    ),
     ({"layers": {"archive": "converged"}}, "layers.archive", "holds 'layers.resident'"),
-    ({"divergent": {"extra_folders": ["archive"]}}, "divergent.extra_folders", "same folder as 'layers.archive'"),
-    ({"divergent": {"extra_folders": ["converged"]}}, "divergent.extra_folders", "holds 'layers.resident'"),
-    ({"divergent": {"extra_folders": ["daily", "daily/"]}}, "divergent.extra_folders", "each folder may appear once"),
+    (
+        {"divergent": {"extra_folders": ["archive"]}},
+        "divergent.extra_folders",
+        "same folder as 'layers.archive'",
+    ),
+    (
+        {"divergent": {"extra_folders": ["converged"]}},
+        "divergent.extra_folders",
+        "holds 'layers.resident'",
+    ),
+    (
+        {"divergent": {"extra_folders": ["daily", "daily/"]}},
+        "divergent.extra_folders",
+        "each folder may appear once",
+    ),
 ]
 
 
@@ -83,8 +112,16 @@ def test_a_path_setting_outside_its_place_is_one_error_naming_the_key(data, key,
     "data",
     [
         {},
-        {"layers": {"resident": "memory/core", "situational": "memory/topics", "archive": "memory-archive"}},
-        {"layers": {"resident": " converged/core/ "}},  # surrounding spaces and trailing slashes are trimmed, as before
+        {
+            "layers": {
+                "resident": "memory/core",
+                "situational": "memory/topics",
+                "archive": "memory-archive",
+            }
+        },
+        {
+            "layers": {"resident": " converged/core/ "}
+        },  # surrounding spaces and trailing slashes are trimmed, as before
         {"divergent": {"extra_folders": ["daily", "journal/days"]}, "capture": {"folder": "daily"}},
         {"divergent": {"extra_folders": ["daily"]}, "capture": {"folder": "daily/"}},
         {"archive": {"pattern": "{yyyy}/{mm}/{dd} {name}", "checklist": "lists/TODO.md"}},
@@ -97,7 +134,10 @@ def test_paths_inside_their_place_are_accepted(data):
 
 
 def test_trailing_slashes_are_trimmed():
-    assert parse_config({"layers": {"resident": "converged/core/"}}, WHERE).resident_dir == "converged/core"
+    assert (
+        parse_config({"layers": {"resident": "converged/core/"}}, WHERE).resident_dir
+        == "converged/core"
+    )
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
@@ -105,18 +145,26 @@ def test_the_default_config_init_writes_stays_valid(tmp_path, language):
     (tmp_path / ".cmem").mkdir()
     (tmp_path / ".cmem/config.yaml").write_text(default_config_text(language), encoding="utf-8")
     config = load_config(tmp_path)
-    assert (config.resident_dir, config.situational_dir, config.archive_dir, config.capture_folder) == (
-        "converged/core", "converged/topics", "archive", "")
+    assert (
+        config.resident_dir,
+        config.situational_dir,
+        config.archive_dir,
+        config.capture_folder,
+    ) == ("converged/core", "converged/topics", "archive", "")
 
 
 def _yaml(data: dict) -> str:
     import json
 
-    return "".join(f"{key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in data.items())  # JSON is YAML
+    return "".join(
+        f"{key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in data.items()
+    )  # JSON is YAML
 
 
 @pytest.mark.parametrize("data, key, reason", REFUSED_SETTINGS)
-def test_a_refused_setting_stops_the_cli_with_one_sentence(make_vault, monkeypatch, capsys, data, key, reason):
+def test_a_refused_setting_stops_the_cli_with_one_sentence(
+    make_vault, monkeypatch, capsys, data, key, reason
+):
     root = make_vault(config_yaml=_yaml(data))
     with pytest.raises(ConfigError):
         load_config(root)
@@ -127,9 +175,18 @@ def test_a_refused_setting_stops_the_cli_with_one_sentence(make_vault, monkeypat
 
 def test_a_refused_setting_in_a_real_process_has_no_traceback(make_vault):
     root = make_vault(config_yaml="layers:\n  archive: converged/core\n")
-    for args in (["status"], ["scan", "--json"], ["note", "x"], ["converge", "--engine", "builtin", "--dry-run"]):
+    for args in (
+        ["status"],
+        ["scan", "--json"],
+        ["note", "x"],
+        ["converge", "--engine", "builtin", "--dry-run"],
+    ):
         done = _cmem(*args, "--vault", str(root))
-        assert done.returncode == 1 and "'layers.archive'" in (done.stderr + done.stdout) and "Traceback" not in done.stderr, done
+        assert (
+            done.returncode == 1
+            and "'layers.archive'" in (done.stderr + done.stdout)
+            and "Traceback" not in done.stderr
+        ), done
 
 
 # --- the disk: symbolic links that leave ---------------------------------------------------------
@@ -156,8 +213,14 @@ def _link_folder(root: Path, rel: str, target: Path) -> None:
 
 def test_confined_accepts_paths_in_their_layer(make_vault):
     vault = open_vault(make_vault(config_yaml="divergent:\n  extra_folders: [daily]\n"))
-    assert vault.confined("converged/core/profile.md", RESIDENT) == vault.root / "converged/core/profile.md"
-    assert vault.confined("converged/topics/deep/x.md", SITUATIONAL) == vault.root / "converged/topics/deep/x.md"
+    assert (
+        vault.confined("converged/core/profile.md", RESIDENT)
+        == vault.root / "converged/core/profile.md"
+    )
+    assert (
+        vault.confined("converged/topics/deep/x.md", SITUATIONAL)
+        == vault.root / "converged/topics/deep/x.md"
+    )
     assert vault.confined("archive/2026-11/x.md", ARCHIVE) == vault.root / "archive/2026-11/x.md"
     assert vault.confined("x.md", DIVERGENT) == vault.root / "x.md"
     assert vault.confined("daily/x.md", DIVERGENT) == vault.root / "daily/x.md"
@@ -197,7 +260,11 @@ def test_confined_refuses_a_layer_folder_linked_out_of_the_vault(make_vault, out
     with pytest.raises(PathRefused) as excinfo:
         vault.confined("archive/2026-11/x.md", ARCHIVE)
     message = str(excinfo.value)
-    assert "symbolic link archive" in message and "'layers.archive'" in message and "out of the vault" in message
+    assert (
+        "symbolic link archive" in message
+        and "'layers.archive'" in message
+        and "out of the vault" in message
+    )
     assert vault.layer_folder_problem(ARCHIVE) and vault.layer_folder_problem(RESIDENT) is None
 
 
@@ -220,10 +287,15 @@ def test_confined_refuses_links_into_dot_folders_and_other_layers(make_vault):
 def test_a_link_that_stays_in_its_layer_is_allowed(make_vault):
     root = make_vault({"archive/2026-11/old.md": "x\n"})
     os.symlink("2026-11", root / "archive/latest")
-    assert open_vault(root).confined("archive/latest/new.md", ARCHIVE) == root / "archive/latest/new.md"
+    assert (
+        open_vault(root).confined("archive/latest/new.md", ARCHIVE)
+        == root / "archive/latest/new.md"
+    )
 
 
-def test_a_layer_folder_linked_out_is_not_read_and_is_reported(make_vault, outside, monkeypatch, capsys):
+def test_a_layer_folder_linked_out_is_not_read_and_is_reported(
+    make_vault, outside, monkeypatch, capsys
+):
     root = make_vault({"a.md": "- 以后都用 uv\n", "converged/topics/jobs.md": "- x\n"}, git=True)
     _link_folder(root, "converged/topics", outside)
     vault = open_vault(root)
@@ -234,16 +306,27 @@ def test_a_layer_folder_linked_out_is_not_read_and_is_reported(make_vault, outsi
     text = " ".join(out.split())
     assert "error layers: converged/topics/ goes through the symbolic link converged/topics" in text
     assert text.count("(setting 'layers.situational')") == 1 and "out of the vault" in text
-    code, out, err = run_main(monkeypatch, capsys, "recall", "not a note", "--vault", str(root), "--json")
+    code, out, err = run_main(
+        monkeypatch, capsys, "recall", "not a note", "--vault", str(root), "--json"
+    )
     assert "secret" not in out
 
 
-def test_capture_into_a_divergent_folder_linked_out_is_refused(make_vault, outside, monkeypatch, capsys):
-    root = make_vault(config_yaml="divergent:\n  extra_folders: [daily]\ncapture:\n  folder: daily\n")
+def test_capture_into_a_divergent_folder_linked_out_is_refused(
+    make_vault, outside, monkeypatch, capsys
+):
+    root = make_vault(
+        config_yaml="divergent:\n  extra_folders: [daily]\ncapture:\n  folder: daily\n"
+    )
     (root / "daily").symlink_to(outside)
     before = sorted(p.name for p in outside.iterdir())
     code, out, err = run_main(monkeypatch, capsys, "note", "以后都先写测试", "--vault", str(root))
-    assert code == 1 and "symbolic link daily" in err and "'divergent.extra_folders'" in err and "Traceback" not in err
+    assert (
+        code == 1
+        and "symbolic link daily" in err
+        and "'divergent.extra_folders'" in err
+        and "Traceback" not in err
+    )
     assert sorted(p.name for p in outside.iterdir()) == before
 
 
@@ -252,8 +335,15 @@ def test_capture_into_a_divergent_folder_linked_out_is_refused(make_vault, outsi
 
 @pytest.fixture
 def staged(make_vault):
-    root = make_vault({NOTE: "# 随手记\n\n- 我决定改找深圳的实习\n", "converged/core/profile.md": "# Profile\n"}, git=True)
-    fake_pass(root, [NOTE], {"converged/core/profile.md": "# Profile\n\n- 改找深圳（来源：[[2026-11-28 随手记]]）\n"})
+    root = make_vault(
+        {NOTE: "# 随手记\n\n- 我决定改找深圳的实习\n", "converged/core/profile.md": "# Profile\n"},
+        git=True,
+    )
+    fake_pass(
+        root,
+        [NOTE],
+        {"converged/core/profile.md": "# Profile\n\n- 改找深圳（来源：[[2026-11-28 随手记]]）\n"},
+    )
     return root
 
 
@@ -277,7 +367,9 @@ def _retarget(root: Path, target: str) -> None:
         ("archive/2026-11/x.txt", "not a Markdown file"),
     ],
 )
-def test_a_checklist_line_aiming_elsewhere_is_skipped_with_the_reason(staged, monkeypatch, capsys, target, reason):
+def test_a_checklist_line_aiming_elsewhere_is_skipped_with_the_reason(
+    staged, monkeypatch, capsys, target, reason
+):
     _retarget(staged, target)
     vault = open_vault(staged)
     line = next(line for line in list_staged(vault) if line.note == NOTE.removesuffix(".md"))
@@ -285,7 +377,9 @@ def test_a_checklist_line_aiming_elsewhere_is_skipped_with_the_reason(staged, mo
     plan = plan_archive(vault)
     assert not plan.moves and [s.state for s in plan.skipped] == [REFUSED]
     before = head(staged)
-    code, out, err = run_main(monkeypatch, capsys, "archive", "apply", "--yes", "--vault", str(staged))
+    code, out, err = run_main(
+        monkeypatch, capsys, "archive", "apply", "--yes", "--vault", str(staged)
+    )
     assert code == 0 and "refused" in out and reason in out
     assert (staged / NOTE).exists() and head(staged) == before
 
@@ -294,7 +388,9 @@ def test_archive_list_json_names_the_refusal(staged, monkeypatch, capsys):
     import json
 
     _retarget(staged, "archive/.git/x.md")
-    code, out, _ = run_main(monkeypatch, capsys, "archive", "list", "--json", "--vault", str(staged))
+    code, out, _ = run_main(
+        monkeypatch, capsys, "archive", "list", "--json", "--vault", str(staged)
+    )
     (line,) = json.loads(out)["staged"]
     assert code == 0 and line["state"] == "refused" and "'.git'" in line["detail"]
 
@@ -306,7 +402,11 @@ def test_an_archive_folder_committed_as_a_link_out_of_the_vault_moves_nothing(st
     before_head, before_outside = head(staged), sorted(p.name for p in outside.rglob("*"))
     done = _cmem("archive", "apply", "--all", "--yes", "--vault", str(staged))
     assert done.returncode == 0 and "Traceback" not in done.stderr, done
-    assert "refused" in done.stdout and "symbolic link archive" in done.stdout and "'layers.archive'" in done.stdout
+    assert (
+        "refused" in done.stdout
+        and "symbolic link archive" in done.stdout
+        and "'layers.archive'" in done.stdout
+    )
     assert (staged / NOTE).exists() and head(staged) == before_head
     assert sorted(p.name for p in outside.rglob("*")) == before_outside
     assert git(staged, "status", "--porcelain") == ""
@@ -335,28 +435,44 @@ def test_a_full_disk_is_one_sentence_naming_the_file(make_vault, monkeypatch, ca
     _raise_on_replace(monkeypatch, errno.ENOSPC)
     code, out, err = run_main(monkeypatch, capsys, "note", "以后都用 uv", "--vault", str(root))
     name = open_vault(root).config.capture_pattern.replace("{date}", date.today().isoformat())
-    assert code == 1 and err.startswith("error: cannot write ") and err.count("\n") == 1 and "Traceback" not in err
+    assert (
+        code == 1
+        and err.startswith("error: cannot write ")
+        and err.count("\n") == 1
+        and "Traceback" not in err
+    )
     assert f"{root / name}: no space left on device." in err and ".cmem-tmp" not in err
-    assert not (root / name).exists() and not [p for p in root.iterdir() if p.name.endswith(".cmem-tmp")]
+    assert not (root / name).exists() and not [
+        p for p in root.iterdir() if p.name.endswith(".cmem-tmp")
+    ]
 
 
 def test_a_full_disk_without_a_file_name_is_still_one_sentence(make_vault, monkeypatch, capsys):
     root = make_vault()
 
     def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # what a failed write() raises: no file name
+        raise OSError(
+            errno.ENOSPC, os.strerror(errno.ENOSPC)
+        )  # what a failed write() raises: no file name
 
     monkeypatch.setattr("cmem.triggers.capture.write_atomic", full)
     code, _, err = run_main(monkeypatch, capsys, "note", "x", "--vault", str(root))
     assert code == 1 and err == "error: no space left on device.\n"
 
 
-@pytest.mark.parametrize("code, words", [(errno.EDQUOT, "quota"), (errno.EROFS, "read-only file system")])
+@pytest.mark.parametrize(
+    "code, words", [(errno.EDQUOT, "quota"), (errno.EROFS, "read-only file system")]
+)
 def test_quota_and_read_only_disks_are_one_sentence(make_vault, monkeypatch, capsys, code, words):
     root = make_vault()
     _raise_on_replace(monkeypatch, code)
     exit_code, _, err = run_main(monkeypatch, capsys, "note", "x", "--vault", str(root))
-    assert exit_code == 1 and err.startswith("error: cannot write ") and words in err.lower() and "Traceback" not in err
+    assert (
+        exit_code == 1
+        and err.startswith("error: cannot write ")
+        and words in err.lower()
+        and "Traceback" not in err
+    )
 
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
@@ -377,22 +493,34 @@ def test_an_os_error_under_json_is_a_json_error(make_vault, monkeypatch, capsys)
     import json
 
     root = make_vault()
-    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EACCES, "Permission denied", str(root / "archive"))))
+    monkeypatch.setattr(
+        "cmem.reading.status.measure_layers",
+        lambda vault: (_ for _ in ()).throw(
+            OSError(errno.EACCES, "Permission denied", str(root / "archive"))
+        ),
+    )
     code, out, err = run_main(monkeypatch, capsys, "status", "--json", "--vault", str(root))
     assert code == 1 and json.loads(out) == {"error": f"{root / 'archive'}: permission denied."}
 
 
 def test_a_bug_keeps_its_traceback(make_vault, monkeypatch, capsys):
     root = make_vault()
-    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")))
+    monkeypatch.setattr(
+        "cmem.reading.status.measure_layers",
+        lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")),
+    )
     with pytest.raises(OSError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
-    monkeypatch.setattr("cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer")))
+    monkeypatch.setattr(
+        "cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer"))
+    )
     with pytest.raises(KeyError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders"
+)
 def test_a_read_only_vault_folder_is_one_sentence(make_vault):
     root = make_vault()
     root.chmod(0o555)
@@ -400,4 +528,9 @@ def test_a_read_only_vault_folder_is_one_sentence(make_vault):
         done = _cmem("note", "x", "--vault", str(root))
     finally:
         root.chmod(0o755)
-    assert done.returncode == 1 and done.stderr.startswith("error: ") and "permission denied" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.returncode == 1
+        and done.stderr.startswith("error: ")
+        and "permission denied" in done.stderr
+        and "Traceback" not in done.stderr
+    )

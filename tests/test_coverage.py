@@ -6,9 +6,9 @@ from __future__ import annotations
 from cmem.converge.coverage import PENDING, STATEMENT, TRACE, line_fates, summary
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.converge.selection import SelectedNote
-from cmem.vault.config import Formats
 from cmem.scan.scanner import scan_vault
 from cmem.scan.signals import Signal
+from cmem.vault.config import Formats
 from cmem.vault.layers import open_vault
 
 EN = Formats("(source: {links})", ", ", "(updated {date}, was: {old})")
@@ -17,13 +17,21 @@ TOOLING = "converged/topics/tooling.md"
 
 def _note(rel: str, text: str, lines: list[tuple[int, str]]) -> SelectedNote:
     split = text.split("\n")
-    return SelectedNote(rel, rel.removesuffix(".md"), text, split, [Signal(rel, n, cls, "cue", split[n - 1]) for n, cls in lines])
+    return SelectedNote(
+        rel,
+        rel.removesuffix(".md"),
+        text,
+        split,
+        [Signal(rel, n, cls, "cue", split[n - 1]) for n, cls in lines],
+    )
 
 
 def test_fates_statement_trace_and_pending():
     text = "I switched to uv for managing virtualenvs.\nI switched from uv to poetry for managing virtualenvs.\nI prefer tabs over spaces.\n"
     note = _note("n.md", text, [(1, "decision"), (2, "decision"), (3, "preference")])
-    layer = {TOOLING: "# Tooling\n\n- Uses poetry for managing virtualenvs (updated 2026-11-03, was: Uses uv for managing virtualenvs) (source: [[n]])\n"}
+    layer = {
+        TOOLING: "# Tooling\n\n- Uses poetry for managing virtualenvs (updated 2026-11-03, was: Uses uv for managing virtualenvs) (source: [[n]])\n"
+    }
     fates = line_fates([note], ["n.md"], layer, EN)
     assert [(f.line, f.where) for f in fates] == [(1, TRACE), (2, STATEMENT), (3, PENDING)]
     assert summary(fates) == "signal lines: 1 in statements, 1 in traces, 1 left pending"
@@ -38,14 +46,20 @@ def test_a_statement_must_cite_the_note_to_cover_it():
 
 def test_uv_then_poetry_across_passes(make_vault):
     """The issue's case, through real passes: poetry ends up in memory, uv in the trace."""
-    root = make_vault({
-        TOOLING: "---\nsummary: Python tooling\ntags: [python, tooling]\n---\n# Python tooling\n\n- Uses pipenv for managing virtualenvs (source: [[old]])\n",
-        "archive/old.md": "- pipenv\n",
-        "2026-11-01 notes.md": "I switched to uv for managing virtualenvs.\n",
-    }, config_yaml="language: en\n", git=True)
+    root = make_vault(
+        {
+            TOOLING: "---\nsummary: Python tooling\ntags: [python, tooling]\n---\n# Python tooling\n\n- Uses pipenv for managing virtualenvs (source: [[old]])\n",
+            "archive/old.md": "- pipenv\n",
+            "2026-11-01 notes.md": "I switched to uv for managing virtualenvs.\n",
+        },
+        config_yaml="language: en\n",
+        git=True,
+    )
     first = run_pass(open_vault(root), PassOptions(engine="builtin"))
     assert first.status == "applied" and [f.where for f in first.lines] == [STATEMENT]
-    (root / "2026-11-03 notes.md").write_text("I switched from uv to poetry for managing virtualenvs.\n", "utf-8")
+    (root / "2026-11-03 notes.md").write_text(
+        "I switched from uv to poetry for managing virtualenvs.\n", "utf-8"
+    )
     second = run_pass(open_vault(root), PassOptions(engine="builtin"))
     assert second.status == "applied", second.errors
     tooling = (root / TOOLING).read_text("utf-8")
@@ -56,45 +70,70 @@ def test_uv_then_poetry_across_passes(make_vault):
 
 
 def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
-    root = make_vault({
-        "n.md": "I prefer tabs over spaces.\nI decided to use fish as my shell.\n",
-        "converged/core/profile.md": "# Profile\n",
-    }, config_yaml="language: en\n", git=True)
+    root = make_vault(
+        {
+            "n.md": "I prefer tabs over spaces.\nI decided to use fish as my shell.\n",
+            "converged/core/profile.md": "# Profile\n",
+        },
+        config_yaml="language: en\n",
+        git=True,
+    )
     reply = (
-        "<convergence>\n<file path=\"converged/core/profile.md\">\n# Profile\n- Prefers tabs over spaces (source: [[n]])\n</file>\n"
-        "<converged note=\"n.md\" into=\"converged/core/profile.md\"/>\n</convergence>\n"
+        '<convergence>\n<file path="converged/core/profile.md">\n# Profile\n- Prefers tabs over spaces (source: [[n]])\n</file>\n'
+        '<converged note="n.md" into="converged/core/profile.md"/>\n</convergence>\n'
     )
     result = run_pass(open_vault(root), PassOptions(response_text=reply))
     assert result.status == "applied", result.errors
     assert [(f.line, f.where) for f in result.lines] == [(1, STATEMENT), (2, PENDING)]
     assert any("n.md line 2" in w and "stays pending" in w for w in result.warnings)
-    assert result.to_json()["signal_lines"][1] == {"note": "n.md", "line": 2, "class": "decision", "where": "pending", "file": ""}
+    assert result.to_json()["signal_lines"][1] == {
+        "note": "n.md",
+        "line": 2,
+        "class": "decision",
+        "where": "pending",
+        "file": "",
+    }
     from cmem.render.reports import render_pass
 
-    assert "signal lines: 1 in statements, 0 in traces, 1 left pending" in render_pass(result)  # the pass summary says which
+    assert "signal lines: 1 in statements, 0 in traces, 1 left pending" in render_pass(
+        result
+    )  # the pass summary says which
     scan = scan_vault(open_vault(root))
     assert [(s.note, s.line) for s in scan.signals] == [("n.md", 2)]
 
 
 def test_a_recurring_event_merged_into_its_pattern_is_covered():
     note = _note("d.md", "面试前一晚又熬夜刷题，老毛病\n", [(1, "recurring")])
-    layer = {"converged/core/methodology.md": "- 熬夜到两点（2 次：2026-11-24、2026-11-25）（来源：[[c]]、[[d]]）\n"}
+    layer = {
+        "converged/core/methodology.md": "- 熬夜到两点（2 次：2026-11-24、2026-11-25）（来源：[[c]]、[[d]]）\n"
+    }
     assert [f.where for f in line_fates([note], ["d.md"], layer, EN)] == [STATEMENT]
 
 
 def test_a_one_off_line_of_a_converged_note_waits_in_scan_and_joins_its_pattern_later(make_vault):
     import os
 
-    root = make_vault({"2026-11-01 notes.md": "I prefer tabs over spaces.\nSkipped breakfast again before the standup.\n"}, config_yaml="language: en\n", git=True)
+    root = make_vault(
+        {
+            "2026-11-01 notes.md": "I prefer tabs over spaces.\nSkipped breakfast again before the standup.\n"
+        },
+        config_yaml="language: en\n",
+        git=True,
+    )
     first = run_pass(open_vault(root), PassOptions(engine="builtin"))
     assert first.status == "applied" and first.converged == ["2026-11-01 notes.md"]
     deferred = scan_vault(open_vault(root)).deferred
-    assert [(d.note, d.line) for d in deferred] == [("2026-11-01 notes.md", 2)]  # not swallowed by the converged note
+    assert [(d.note, d.line) for d in deferred] == [
+        ("2026-11-01 notes.md", 2)
+    ]  # not swallowed by the converged note
     later = root / "2026-11-02 notes.md"
     later.write_text("Skipped breakfast again.\n", "utf-8")
     os.utime(later, (2_000_000_000, 2_000_000_000))
     second = run_pass(open_vault(root), PassOptions(engine="builtin"))
     assert second.status == "applied", second.errors
     methodology = (root / "converged/core/methodology.md").read_text("utf-8")
-    assert "(2 times: 2026-11-01, 2026-11-02) (source: [[2026-11-01 notes]], [[2026-11-02 notes]])" in methodology
+    assert (
+        "(2 times: 2026-11-01, 2026-11-02) (source: [[2026-11-01 notes]], [[2026-11-02 notes]])"
+        in methodology
+    )
     assert scan_vault(open_vault(root)).pending == []

@@ -13,10 +13,22 @@ def test_killed_at_each_point_first_time(tmp_path, point):
     assert trial.consistent and trial.fsck_clean and trial.next_run_ok, trial.problems
 
 
-@pytest.mark.parametrize("point, nth", [("replace", 2), ("replace", 4), ("replace", 6), ("rename", 22), ("temp-write", 24), ("fsync", 26)])
+@pytest.mark.parametrize(
+    "point, nth",
+    [
+        ("replace", 2),
+        ("replace", 4),
+        ("replace", 6),
+        ("rename", 22),
+        ("temp-write", 24),
+        ("fsync", 26),
+    ],
+)
 def test_killed_between_two_replaces(tmp_path, point, nth):
     trial = run_trial(tmp_path, point, nth)
-    assert trial.killed and trial.consistent and trial.fsck_clean and trial.next_run_ok, trial.problems
+    assert trial.killed and trial.consistent and trial.fsck_clean and trial.next_run_ok, (
+        trial.problems
+    )
 
 
 def test_user_edit_after_a_crash_wins_and_the_pass_is_rolled_back(tmp_path):
@@ -25,7 +37,9 @@ def test_user_edit_after_a_crash_wins_and_the_pass_is_rolled_back(tmp_path):
     from crash_harness import _cmem, _fresh
 
     vault, home = _fresh(tmp_path, "edit")
-    assert _cmem(vault, home, "replace:3").returncode == -9  # state, checklist, methodology replaced; profile not yet
+    assert (
+        _cmem(vault, home, "replace:3").returncode == -9
+    )  # state, checklist, methodology replaced; profile not yet
     profile = vault / "converged/core/profile.md"
     edited = profile.read_text("utf-8") + "- 用户在崩溃后写的一行（来源：[[2026-09-30 日记]]）\n"
     profile.write_text(edited, encoding="utf-8")
@@ -38,7 +52,9 @@ def test_user_edit_after_a_crash_wins_and_the_pass_is_rolled_back(tmp_path):
     assert after.count(user_line) == 1
     assert after[after.index(user_line) - 1] == edited.splitlines()[-2]
     methodology = (vault / "converged/core/methodology.md").read_text("utf-8")
-    assert "熬夜到两点" in methodology  # (the cue 又 stripped) the new pass ran after the rollback and converged again
+    assert (
+        "熬夜到两点" in methodology
+    )  # (the cue 又 stripped) the new pass ran after the rollback and converged again
     assert "rolled back" in again.stdout + again.stderr
     fsck = subprocess.run(["git", "-C", str(vault), "fsck", "--no-dangling"], capture_output=True)
     assert fsck.returncode == 0

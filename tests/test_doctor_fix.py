@@ -21,13 +21,10 @@ import reply_variants as rv
 from cmem.archive.gate import list_staged
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.steps.lock import vault_lock
-from cmem.vault.state_json import load_state
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import load_state
 from conftest import git
 from support import run_cmem as cmem
-
-
-
 
 
 @pytest.fixture
@@ -41,7 +38,9 @@ def interrupted(doctor: subprocess.CompletedProcess) -> list[str]:
 
 
 def managed_status(root: Path) -> str:
-    return git(root, "status", "--porcelain", "--", "converged", "archive", ".cmem", rv.NOTE, rv.NOTE2)
+    return git(
+        root, "status", "--porcelain", "--", "converged", "archive", ".cmem", rv.NOTE, rv.NOTE2
+    )
 
 
 # --- a pass killed mid-way ----------------------------------------------------------------------
@@ -49,10 +48,14 @@ def managed_status(root: Path) -> str:
 
 @pytest.mark.parametrize("fault", ["replace:1", "applied"])
 def test_a_killed_pass_is_reported_and_finished(vault_root, fault):
-    killed = cmem("converge", "--engine", "builtin", "--vault", str(vault_root), env={"CMEM_FAULT": fault})
+    killed = cmem(
+        "converge", "--engine", "builtin", "--vault", str(vault_root), env={"CMEM_FAULT": fault}
+    )
     assert killed.returncode == -signal.SIGKILL
     doctor = cmem("doctor", "--vault", str(vault_root))
-    assert any("a pass was interrupted" in line and "--fix" in line for line in interrupted(doctor)), doctor.stdout
+    assert any(
+        "a pass was interrupted" in line and "--fix" in line for line in interrupted(doctor)
+    ), doctor.stdout
     refused = cmem("doctor", "--fix", "--vault", str(vault_root))  # no terminal, no --yes
     assert refused.returncode == 1 and "--yes" in refused.stderr
     fixed = cmem("doctor", "--fix", "--yes", "--json", "--vault", str(vault_root))
@@ -61,37 +64,54 @@ def test_a_killed_pass_is_reported_and_finished(vault_root, fault):
     assert not any(f["check"] == "interrupted" for f in report["findings"])
     assert git(vault_root, "log", "-1", "--format=%s").startswith("cmem: converge")
     assert managed_status(vault_root) == ""
-    assert cmem("converge", "--engine", "builtin", "--vault", str(vault_root)).stdout.startswith("nothing to converge")
+    assert cmem("converge", "--engine", "builtin", "--vault", str(vault_root)).stdout.startswith(
+        "nothing to converge"
+    )
 
 
 # --- an archive apply killed mid-way -------------------------------------------------------------
 
+
 def kill_archive_apply(root: Path, fault: str) -> None:
-    done = cmem("archive", "apply", "--all", "--yes", "--vault", str(root), env={"CMEM_FAULT": fault})
+    done = cmem(
+        "archive", "apply", "--all", "--yes", "--vault", str(root), env={"CMEM_FAULT": fault}
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
 @pytest.fixture
 def staged(vault_root) -> Path:
     result = run_pass(open_vault(vault_root), PassOptions(engine="builtin", now=harness.PASS_NOW))
-    assert result.status == "applied" and sorted(result.staged) == ["2026-11-28 随手记", "2026-11-29 notes"]
+    assert result.status == "applied" and sorted(result.staged) == [
+        "2026-11-28 随手记",
+        "2026-11-29 notes",
+    ]
     return vault_root
 
 
-@pytest.mark.parametrize("fault", [
-    "replace:2",  # killed between the first and the second file of the apply
-    "replace:4",  # both notes written at their archive paths, the roots not yet removed
-    "applied",  # every file changed, the commit not made
-    "git-commit",  # the commit object exists, the branch not moved
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "replace:2",  # killed between the first and the second file of the apply
+        "replace:4",  # both notes written at their archive paths, the roots not yet removed
+        "applied",  # every file changed, the commit not made
+        "git-commit",  # the commit object exists, the branch not moved
+    ],
+)
 def test_an_interrupted_archive_apply_is_reported_and_finished(staged, fault):
     before = {rel: (staged / rel).read_bytes() for rel in (rv.NOTE, rv.NOTE2)}
     kill_archive_apply(staged, fault)
     doctor = cmem("doctor", "--vault", str(staged))
     lines = interrupted(doctor)
-    assert len(lines) == 1 and "an archive apply was interrupted" in lines[0] and "--fix" in lines[0], doctor.stdout
+    assert (
+        len(lines) == 1 and "an archive apply was interrupted" in lines[0] and "--fix" in lines[0]
+    ), doctor.stdout
     fixed = cmem("doctor", "--fix", "--yes", "--vault", str(staged))
-    assert fixed.returncode == 0 and "interrupted archive apply" in fixed.stdout and "rolled forward" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert (
+        fixed.returncode == 0
+        and "interrupted archive apply" in fixed.stdout
+        and "rolled forward" in fixed.stdout
+    ), fixed.stdout + fixed.stderr
     assert interrupted(cmem("doctor", "--vault", str(staged))) == []
     message = git(staged, "log", "-1", "--format=%B")
     assert message.startswith("cmem: archive") and "Cmem-Pass:" in message
@@ -106,7 +126,9 @@ def test_an_interrupted_archive_apply_is_reported_and_finished(staged, fault):
     assert list_staged(vault) == []
     state = load_state(vault.state_file)
     assert all(f"archive/2026-11/{p.name}" in state.notes for p in archived)
-    head_files = git(staged, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    head_files = git(
+        staged, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD"
+    ).splitlines()
     for name in before:
         assert sum(1 for f in head_files if f.endswith(Path(name).name)) == 1
 
@@ -119,8 +141,12 @@ def test_a_legacy_interrupted_archive_apply_is_finished(staged):
     lines = interrupted(cmem("doctor", "--vault", str(staged)))
     assert len(lines) == 1 and "1 note" in lines[0], lines
     fixed = cmem("doctor", "--fix", "--yes", "--vault", str(staged))
-    assert fixed.returncode == 0 and "finished the interrupted archive apply" in fixed.stdout, fixed.stdout + fixed.stderr
-    head_files = git(staged, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    assert fixed.returncode == 0 and "finished the interrupted archive apply" in fixed.stdout, (
+        fixed.stdout + fixed.stderr
+    )
+    head_files = git(
+        staged, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD"
+    ).splitlines()
     assert f"archive/2026-11/{Path(rv.NOTE).name}" in head_files and rv.NOTE not in head_files
     assert [line.note for line in list_staged(open_vault(staged))] == ["2026-11-29 notes"]
 
@@ -145,9 +171,17 @@ def test_a_stale_git_lock_is_removed(vault_root):
     lock = old(vault_root / ".git/index.lock", 10)
     branch_lock = old(vault_root / ".git/refs/heads/main.lock", 10)
     doctor = cmem("doctor", "--vault", str(vault_root))
-    assert sum("left by a git that was killed" in line for line in interrupted(doctor) + doctor.stdout.splitlines()) >= 2
+    assert (
+        sum(
+            "left by a git that was killed" in line
+            for line in interrupted(doctor) + doctor.stdout.splitlines()
+        )
+        >= 2
+    )
     fixed = cmem("doctor", "--fix", "--yes", "--vault", str(vault_root))
-    assert fixed.returncode == 0 and not lock.exists() and not branch_lock.exists(), fixed.stdout + fixed.stderr
+    assert fixed.returncode == 0 and not lock.exists() and not branch_lock.exists(), (
+        fixed.stdout + fixed.stderr
+    )
     assert f"fixed: removed {lock}" in fixed.stdout
     assert cmem("converge", "--engine", "builtin", "--vault", str(vault_root)).returncode == 0
 
@@ -155,19 +189,31 @@ def test_a_stale_git_lock_is_removed(vault_root):
 def test_a_fresh_git_lock_is_reported_and_kept(vault_root):
     lock = old(vault_root / ".git/index.lock", 1)
     doctor = cmem("doctor", "--vault", str(vault_root))
-    assert any(str(lock) in line and "no git process is running" in line for line in doctor.stdout.splitlines())
+    assert any(
+        str(lock) in line and "no git process is running" in line
+        for line in doctor.stdout.splitlines()
+    )
     fixed = cmem("doctor", "--fix", "--yes", "--vault", str(vault_root))
     assert fixed.returncode == 0 and lock.exists() and "fixed:" not in fixed.stdout
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds git processes by their folder in /proc")
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self"), reason="finds git processes by their folder in /proc"
+)
 def test_an_old_git_lock_is_kept_while_a_git_runs_in_the_repository(vault_root):
     lock = old(vault_root / ".git/index.lock", 10)
-    waiting_git = subprocess.Popen(["git", "-C", str(vault_root), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    waiting_git = subprocess.Popen(
+        ["git", "-C", str(vault_root), "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         time.sleep(0.2)
         doctor = cmem("doctor", "--vault", str(vault_root))
-        assert any("a git process is running" in line and str(waiting_git.pid) in line for line in doctor.stdout.splitlines()), doctor.stdout
+        assert any(
+            "a git process is running" in line and str(waiting_git.pid) in line
+            for line in doctor.stdout.splitlines()
+        ), doctor.stdout
         cmem("doctor", "--fix", "--yes", "--vault", str(vault_root))
         assert lock.exists()
     finally:
@@ -180,10 +226,18 @@ def test_an_old_git_lock_is_kept_while_a_git_runs_in_the_repository(vault_root):
 
 def test_cmems_own_lock_cannot_go_stale(vault_root, tmp_path):
     """A pass killed while it holds the lock leaves the lock file, not the lock: the next pass runs."""
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\nfrom cmem.steps.lock import vault_lock\nfrom cmem.vault.layers import open_vault\n"
-        f"with vault_lock(open_vault({str(vault_root)!r}).state_dir):\n    print('held', flush=True)\n    time.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time\nfrom cmem.steps.lock import vault_lock\nfrom cmem.vault.layers import open_vault\n"
+                f"with vault_lock(open_vault({str(vault_root)!r}).state_dir):\n    print('held', flush=True)\n    time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     doctor = cmem("doctor", "--vault", str(vault_root))
     assert f"a pass is running (pid {holder.pid}" in doctor.stdout

@@ -19,8 +19,15 @@ from test_converge import FAKE, NOTE, PROFILE, pass_vault, snapshot  # noqa: F40
 def cmem(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=full,
-                          stdin=subprocess.DEVNULL, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def fake_env(tmp_path: Path, replies: list[str], mode: str = "reply") -> dict:
@@ -28,7 +35,11 @@ def fake_env(tmp_path: Path, replies: list[str], mode: str = "reply") -> dict:
     queue.mkdir(exist_ok=True)
     for index, text in enumerate(replies):
         (queue / f"{index:03d}.txt").write_text(text, encoding="utf-8")
-    return {"FAKE_LLM_REPLIES": str(queue), "FAKE_LLM_LOG": str(tmp_path / "fake.log"), "FAKE_LLM_MODE": mode}
+    return {
+        "FAKE_LLM_REPLIES": str(queue),
+        "FAKE_LLM_LOG": str(tmp_path / "fake.log"),
+        "FAKE_LLM_MODE": mode,
+    }
 
 
 def hand_edit(root: Path) -> None:
@@ -44,10 +55,19 @@ def log_entries(root: Path) -> list[dict]:
 
 
 def test_a_rejected_pass_names_the_rounds_the_snapshot_and_is_in_the_log(pass_vault, tmp_path):
-    (pass_vault / ".cmem/config.yaml").write_text("repair_rounds: 2\nllm:\n  timeout_seconds: 20\n", encoding="utf-8")
+    (pass_vault / ".cmem/config.yaml").write_text(
+        "repair_rounds: 2\nllm:\n  timeout_seconds: 20\n", encoding="utf-8"
+    )
     hand_edit(pass_vault)
     llm = f"{sys.executable} {FAKE}"
-    done = cmem("converge", "--llm", llm, "--vault", str(pass_vault), env=fake_env(tmp_path, ["no answer"] * 3))
+    done = cmem(
+        "converge",
+        "--llm",
+        llm,
+        "--vault",
+        str(pass_vault),
+        env=fake_env(tmp_path, ["no answer"] * 3),
+    )
     assert done.returncode == 1
     assert "the model was asked 3 times (1 + 2 repair rounds)" in done.stderr
     assert "no memory file was written and no note was marked converged" in done.stderr
@@ -56,25 +76,49 @@ def test_a_rejected_pass_names_the_rounds_the_snapshot_and_is_in_the_log(pass_va
     assert "run record: " in done.stderr and "next: " in done.stderr
     entry = log_entries(pass_vault)[0]
     assert entry["status"] == "failed" and entry["rounds"] == 3 and entry["commit"] is None
-    assert entry["snapshot_commit"] == snapshot_sha and Path(entry["run"]).is_dir() and entry["notes"] == [NOTE]
+    assert (
+        entry["snapshot_commit"] == snapshot_sha
+        and Path(entry["run"]).is_dir()
+        and entry["notes"] == [NOTE]
+    )
     assert "rejected after asking 3 times" in entry["reason"] and entry["errors"]
     text = cmem("log", "--vault", str(pass_vault)).stdout
-    assert "converge failed" in text and "3 times (2 repair rounds)" in text and snapshot_sha[:8] in text
+    assert (
+        "converge failed" in text
+        and "3 times (2 repair rounds)" in text
+        and snapshot_sha[:8] in text
+    )
 
 
 def test_a_model_command_failure_is_in_the_log_with_its_reason(pass_vault, tmp_path):
     llm = f"{sys.executable} {FAKE}"
-    done = cmem("converge", "--llm", llm, "--vault", str(pass_vault), env=fake_env(tmp_path, [], mode="fail"))
+    done = cmem(
+        "converge",
+        "--llm",
+        llm,
+        "--vault",
+        str(pass_vault),
+        env=fake_env(tmp_path, [], mode="fail"),
+    )
     assert done.returncode == 1 and "rate limit" in done.stderr
-    assert "the model was asked once; no memory file was written" in done.stderr and "next: " in done.stderr
+    assert (
+        "the model was asked once; no memory file was written" in done.stderr
+        and "next: " in done.stderr
+    )
     entry = log_entries(pass_vault)[0]
     assert entry["status"] == "failed" and entry["rounds"] == 1 and "rate limit" in entry["reason"]
 
 
 def test_a_refused_pass_is_in_the_log(pass_vault, tmp_path):
-    (pass_vault / ".cmem/config.yaml").write_text(f'llm:\n  command: "{sys.executable} {FAKE}"\n', encoding="utf-8")
+    (pass_vault / ".cmem/config.yaml").write_text(
+        f'llm:\n  command: "{sys.executable} {FAKE}"\n', encoding="utf-8"
+    )
     done = cmem("converge", "--vault", str(pass_vault), env=fake_env(tmp_path, []))
-    assert done.returncode == 1 and "`cmem trust`" in done.stderr and "the model was not asked" in done.stderr
+    assert (
+        done.returncode == 1
+        and "`cmem trust`" in done.stderr
+        and "the model was not asked" in done.stderr
+    )
     assert not (tmp_path / "fake.log").exists()
     entry = log_entries(pass_vault)[0]
     assert entry["status"] == "refused" and entry["rounds"] == 0
@@ -86,8 +130,14 @@ def test_ctrl_c_says_what_was_and_was_not_done(pass_vault, tmp_path):
     llm = f"{sys.executable} {FAKE}"
     env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
     env.update(fake_env(tmp_path, [], mode="hang"))
-    process = subprocess.Popen([sys.executable, "-m", "cmem", "converge", "--llm", llm, "--vault", str(pass_vault)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cmem", "converge", "--llm", llm, "--vault", str(pass_vault)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     log = tmp_path / "fake.log"
     while not (log.exists() and log.read_text("utf-8").strip()):  # the model is running
         assert process.poll() is None, process.communicate()

@@ -31,9 +31,15 @@ def cmem(vault: Path | None, *argv: str) -> tuple[str, bool]:
     """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
     args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)
     code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     return result.stdout, "typer" not in modules
 
 
@@ -80,7 +86,13 @@ def test_hit_prints_what_a_miss_prints(sample_vault):
     assert hit
     assert without_ages(again) == without_ages(miss)  # --json identical between hit and miss
     for end in ("newest", "oldest"):  # the ages are recomputed at print time, not frozen
-        assert abs(again["convergent_age"][end]["age_seconds"] - miss["convergent_age"][end]["age_seconds"]) <= 2
+        assert (
+            abs(
+                again["convergent_age"][end]["age_seconds"]
+                - miss["convergent_age"][end]["age_seconds"]
+            )
+            <= 2
+        )
     for argv in (["status"], ["scan"], ["scan", "--json"]):
         text = warm(sample_vault, *argv)
         fresh, hit = cmem(sample_vault, *argv, "--rescan")
@@ -90,14 +102,22 @@ def test_hit_prints_what_a_miss_prints(sample_vault):
 def test_due_is_recomputed_at_print_time(sample_vault):
     settle(sample_vault)
     status_json(sample_vault)
-    entry = stored_results.load_entry(stored_results.entry_path(str(sample_vault.resolve()), "status", ()))
+    entry = stored_results.load_entry(
+        stored_results.entry_path(str(sample_vault.resolve()), "status", ())
+    )
     payload = entry["payload"]
     last = "2026-11-30T10:00:00+00:00"
-    payload["clock"].update(last_time=last, interval_seconds=3600.0, interval_label="min_interval_minutes (60 min)")
+    payload["clock"].update(
+        last_time=last, interval_seconds=3600.0, interval_label="min_interval_minutes (60 min)"
+    )
     from datetime import datetime
 
-    early = fast.refresh_status(json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T10:30:00+00:00"))
-    late = fast.refresh_status(json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T11:20:00+00:00"))
+    early = fast.refresh_status(
+        json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T10:30:00+00:00")
+    )
+    late = fast.refresh_status(
+        json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T11:20:00+00:00")
+    )
     assert early["due"]["due"] is False and "30 min ago" in early["due"]["reason"]
     assert late["due"]["due"] is True and "80 min ago" in late["due"]["reason"]
 
@@ -105,7 +125,9 @@ def test_due_is_recomputed_at_print_time(sample_vault):
 def test_a_note_edited_in_the_same_second_as_the_listing_is_seen(sample_vault):
     # a vault just written: every mtime is within the racy window, so nothing is stored
     cmem(sample_vault, "scan", "--json")
-    assert not os.path.isdir(stored_results.results_dir()) or not os.listdir(stored_results.results_dir())
+    assert not os.path.isdir(stored_results.results_dir()) or not os.listdir(
+        stored_results.results_dir()
+    )
     note = sample_vault / "2026-11-27 notes.md"
     with open(note, "a", encoding="utf-8") as handle:
         handle.write(CORRECTION)
@@ -133,7 +155,9 @@ def test_new_signal_after_the_store_is_seen_by_status_and_scan(sample_vault):
         handle.write(CORRECTION)
     after, hit = status_json(sample_vault)
     assert not hit
-    assert sum(after["pending"]["signals"].values()) > sum(json.loads(before)["pending"]["signals"].values())
+    assert sum(after["pending"]["signals"].values()) > sum(
+        json.loads(before)["pending"]["signals"].values()
+    )
     out, hit = cmem(sample_vault, "scan")
     assert not hit and "pnpm" in out
 
@@ -143,8 +167,12 @@ def test_archived_note_edited_in_place_is_labelled_and_rescan_shows_it(sample_va
     stored, _ = status_json(sample_vault)
     assert "layers.archive.tokens" in stored["may_be_stale"]
     text, _ = cmem(sample_vault, "status")
-    assert "--rescan" in next(line for line in text.splitlines() if line.strip().startswith("archive"))
-    archived = next(p for p in (sample_vault / "archive").rglob("*.md") if p.name != "ARCHIVE-CHECKLIST.md")
+    assert "--rescan" in next(
+        line for line in text.splitlines() if line.strip().startswith("archive")
+    )
+    archived = next(
+        p for p in (sample_vault / "archive").rglob("*.md") if p.name != "ARCHIVE-CHECKLIST.md"
+    )
     with open(archived, "a", encoding="utf-8") as handle:  # in place: its folder's mtime stays
         handle.write("\n" + "an archived line edited in place " * 200 + "\n")
     stale, hit = status_json(sample_vault)
@@ -179,7 +207,9 @@ def test_config_change_is_seen(sample_vault):
     config.write_text(config.read_text("utf-8") + "\nbudget_tokens: 7777\n", encoding="utf-8")
     os.utime(config, (HOUR_AGO, HOUR_AGO))  # even with its old mtime: size and ctime changed
     after, hit = status_json(sample_vault)
-    assert not hit and after["budgets"]["budget_tokens"] == 7777 != before["budgets"]["budget_tokens"]
+    assert (
+        not hit and after["budgets"]["budget_tokens"] == 7777 != before["budgets"]["budget_tokens"]
+    )
 
 
 def test_user_config_and_cmem_variables_are_part_of_the_key(sample_vault, monkeypatch):
@@ -188,7 +218,9 @@ def test_user_config_and_cmem_variables_are_part_of_the_key(sample_vault, monkey
     _, hit = status_json(sample_vault)
     assert not hit
     warm(sample_vault, "status", "--json")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(sample_vault.parent / "elsewhere"))  # another user config
+    monkeypatch.setenv(
+        "XDG_CONFIG_HOME", str(sample_vault.parent / "elsewhere")
+    )  # another user config
     _, hit = status_json(sample_vault)
     assert not hit
 
@@ -197,7 +229,9 @@ def test_checkout_of_an_older_state_is_seen(sample_vault):
     git(sample_vault, "branch", "older")
     with open(sample_vault / "2026-11-27 notes.md", "a", encoding="utf-8") as handle:
         handle.write(CORRECTION)
-    (sample_vault / "2026-11-30 new.md").write_text("# new\n\n- 我喜欢早上写代码\n", encoding="utf-8")
+    (sample_vault / "2026-11-30 new.md").write_text(
+        "# new\n\n- 我喜欢早上写代码\n", encoding="utf-8"
+    )
     git(sample_vault, "add", "-A")
     git(sample_vault, "commit", "-q", "-m", "newer notes")
     newer = json.loads(warm(sample_vault, "status", "--json"))
@@ -251,7 +285,9 @@ def test_folder_only_layers_are_not_stat_per_note(tmp_path):
     key, _ = stored_results.listing_key(str(root), [], ["archive"])
     note.write_text("older and longer", encoding="utf-8")
     os.utime(note, (HOUR_AGO, HOUR_AGO))
-    assert stored_results.listing_key(str(root), [], ["archive"])[0] == key  # by design: the figure is labelled
+    assert (
+        stored_results.listing_key(str(root), [], ["archive"])[0] == key
+    )  # by design: the figure is labelled
     assert stored_results.listing_key(str(root), [], [])[0] != key
 
 
@@ -284,13 +320,27 @@ def test_head_sha_reads_the_git_files_as_git_does(sample_vault):
     assert head_sha(str(sample_vault)) == git(sample_vault, "rev-parse", "HEAD").strip()
 
 
-def test_status_finds_the_pass_commit_without_git_while_head_stands_still(sample_vault, monkeypatch):
-    from cmem.steps import commits as history
+def test_status_finds_the_pass_commit_without_git_while_head_stands_still(
+    sample_vault, monkeypatch
+):
     from cmem.reading import status
+    from cmem.steps import commits as history
     from cmem.vault.layers import open_vault
 
-    converge = subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(sample_vault)],
-                              capture_output=True, text=True)
+    converge = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmem",
+            "converge",
+            "--engine",
+            "builtin",
+            "--vault",
+            str(sample_vault),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert converge.returncode == 0, converge.stderr
     vault = open_vault(sample_vault)
     first = status.build_status(vault).last_pass
@@ -308,7 +358,10 @@ def test_status_finds_the_pass_commit_without_git_while_head_stands_still(sample
     calls = []
     real = history.find_pass_commit
     monkeypatch.setattr(history, "find_pass_commit", lambda *a: calls.append(a) or real(*a))
-    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"] and calls
+    assert (
+        status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"]
+        and calls
+    )
 
 
 def test_context_metadata_memo_follows_the_text(sample_vault):
@@ -327,7 +380,8 @@ def test_context_metadata_memo_follows_the_text(sample_vault):
     topic.write_text("---\nsummary: a summary written just now\n---\n" + body, encoding="utf-8")
     edited = context_module.build_context(open_vault(sample_vault), record=False).to_json()
     assert any(item["summary"] == "a summary written just now" for item in edited["index"]) or any(
-        "a summary written just now" in item["content"] for item in edited["situational"])
+        "a summary written just now" in item["content"] for item in edited["situational"]
+    )
 
 
 def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
@@ -343,7 +397,11 @@ def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
     assert storable
     listed = []
     real = os.scandir
-    monkeypatch.setattr(stored_results.os, "scandir", lambda path: listed.append(os.path.relpath(path, root)) or real(path))
+    monkeypatch.setattr(
+        stored_results.os,
+        "scandir",
+        lambda path: listed.append(os.path.relpath(path, root)) or real(path),
+    )
     again, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
     assert again == stored and listed == ["."]  # only the root (notes are stat'ed there) was listed
     listed.clear()
@@ -352,7 +410,9 @@ def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
     settle(root)
     changed, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
     assert changed != stored and "archive/2020/02" in listed and "archive/2020/02/deeper" in listed
-    assert changed == stored_results.listing_key(str(root), [], ["archive"])[0]  # the same key as a full listing
+    assert (
+        changed == stored_results.listing_key(str(root), [], ["archive"])[0]
+    )  # the same key as a full listing
 
 
 def test_a_note_added_deep_in_the_archive_is_counted(sample_vault):
@@ -362,7 +422,9 @@ def test_a_note_added_deep_in_the_archive_is_counted(sample_vault):
     (month / "sub" / "late.md").write_text("# late\n\nan archived note\n", encoding="utf-8")
     settle(sample_vault)
     after, hit = status_json(sample_vault)
-    assert not hit and after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] + 1
+    assert (
+        not hit and after["layers"]["archive"]["notes"] == before["layers"]["archive"]["notes"] + 1
+    )
 
 
 def test_a_stored_status_shows_unmanaged_folders_as_a_fresh_one_does(sample_vault):

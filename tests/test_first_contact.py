@@ -19,8 +19,14 @@ VENV_CMEM = Path(sys.executable).parent / "cmem"
 
 def new_shell_env(home: Path) -> dict:
     """A new login's environment: no venv on PATH, no VIRTUAL_ENV."""
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p).resolve() != VENV_CMEM.parent.resolve())
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CMEM_VAULT", "CMEM_LLM")}
+    path = os.pathsep.join(
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if Path(p).resolve() != VENV_CMEM.parent.resolve()
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CMEM_VAULT", "CMEM_LLM")
+    }
     env.update(PATH=path, HOME=str(home))
     return env
 
@@ -29,10 +35,22 @@ def new_shell_env(home: Path) -> dict:
 def test_the_demo_try_line_works_as_printed_in_a_new_shell(tmp_path):
     env = new_shell_env(tmp_path)
     assert shutil.which("cmem", path=env["PATH"]) is None or "VIRTUAL_ENV" not in env
-    demo = subprocess.run([str(VENV_CMEM), "demo", str(tmp_path / "demo")], capture_output=True, text=True, env=env, timeout=120)
+    demo = subprocess.run(
+        [str(VENV_CMEM), "demo", str(tmp_path / "demo")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert demo.returncode == 0, demo.stderr
     line = re.search(r"^Try: (.+)$", demo.stdout, re.MULTILINE).group(1)
-    done = subprocess.run(["bash", "--noprofile", "--norc", "-c", line], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", line],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, (line, done.stderr)
     assert "cmem: command not found" not in done.stderr and "divergent" in done.stdout
 

@@ -28,12 +28,26 @@ from cmem.setup.hooks import (
 )
 from cmem.steps.lock import is_locked
 from cmem.vault.layers import open_vault
-from trigger_helpers import gated_model, log_lines, outcomes, pass_commits, run_cmem, trigger_vault, wait_for
+from trigger_helpers import (
+    gated_model,
+    log_lines,
+    outcomes,
+    pass_commits,
+    run_cmem,
+    trigger_vault,
+    wait_for,
+)
 
-SHELLS = [pytest.param(name, marks=pytest.mark.skipif(shutil.which(name) is None, reason=f"{name} is not installed")) for name in ("bash", "zsh", "fish")]
+SHELLS = [
+    pytest.param(
+        name,
+        marks=pytest.mark.skipif(shutil.which(name) is None, reason=f"{name} is not installed"),
+    )
+    for name in ("bash", "zsh", "fish")
+]
 USER_TRAP = {
-    "bash": "trap 'echo \"user trap, status $?\" >> \"$HOME/exit.log\"' EXIT",
-    "zsh": "trap 'echo \"user trap\" >> \"$HOME/exit.log\"' EXIT",
+    "bash": 'trap \'echo "user trap, status $?" >> "$HOME/exit.log"\' EXIT',
+    "zsh": 'trap \'echo "user trap" >> "$HOME/exit.log"\' EXIT',
     "fish": "function user_exit --on-event fish_exit\n    echo 'user trap' >> $HOME/exit.log\nend",
 }
 
@@ -62,8 +76,11 @@ def write_rc(shell: str, data: bytes) -> Path:
 @pytest.mark.parametrize("ending", ["newline", "no-final-newline", "crlf"])
 def test_three_installs_one_block_and_uninstall_restores_bytes(make_vault, shell, ending):
     vault = open_vault(trigger_vault(make_vault))
-    original = {"newline": "# my rc\nexport EDITOR=vim\n", "no-final-newline": "# my rc\nexport EDITOR=vim",
-                "crlf": "# my rc\r\nexport EDITOR=vim\r\n"}[ending]
+    original = {
+        "newline": "# my rc\nexport EDITOR=vim\n",
+        "no-final-newline": "# my rc\nexport EDITOR=vim",
+        "crlf": "# my rc\r\nexport EDITOR=vim\r\n",
+    }[ending]
     if shell == "fish":
         original = original.replace("export EDITOR=vim", "set -gx EDITOR vim")
     path = write_rc(shell, original.encode())
@@ -98,9 +115,13 @@ def test_a_symlinked_rc_is_edited_at_its_target(make_vault, isolated_home):
     (isolated_home / ".bashrc").symlink_to("dotfiles/bashrc")
     plan = install(vault, "bash")
     assert any("symlink" in note for note in plan.notes) and plan.target == dotfiles / "bashrc"
-    assert (isolated_home / ".bashrc").is_symlink() and b">>> cmem hook" in (dotfiles / "bashrc").read_bytes()
+    assert (isolated_home / ".bashrc").is_symlink() and b">>> cmem hook" in (
+        dotfiles / "bashrc"
+    ).read_bytes()
     uninstall(vault, "bash")
-    assert (isolated_home / ".bashrc").is_symlink() and (dotfiles / "bashrc").read_bytes() == b"alias ll='ls -l'\n"
+    assert (isolated_home / ".bashrc").is_symlink() and (
+        dotfiles / "bashrc"
+    ).read_bytes() == b"alias ll='ls -l'\n"
 
 
 def test_a_dangling_symlink_and_a_read_only_rc_are_refused_clearly(make_vault, isolated_home):
@@ -138,13 +159,22 @@ def test_cli_install_shows_the_plan_and_needs_yes_without_a_terminal(make_vault)
     root = trigger_vault(make_vault)
     path = write_rc("bash", b"export A=1\n")
     refused = run_cmem("--vault", str(root), "hook", "install", "--shell", "bash")
-    assert refused.returncode == 1 and "--yes" in refused.stderr and path.read_bytes() == b"export A=1\n"
+    assert (
+        refused.returncode == 1
+        and "--yes" in refused.stderr
+        and path.read_bytes() == b"export A=1\n"
+    )
     assert "+ # >>> cmem hook" in refused.stdout  # the plan was shown before the refusal
     done = run_cmem("--vault", str(root), "hook", "install", "--shell", "bash", "--yes", "--json")
     assert json.loads(done.stdout)["plan"]["action"] == "install"
     status = json.loads(run_cmem("--vault", str(root), "hook", "status", "--json").stdout)
     (hook,) = status["hooks"]
-    assert hook["kind"] == "bash" and hook["current"] is True and hook["problems"] == [] and hook["vault"] == str(root)
+    assert (
+        hook["kind"] == "bash"
+        and hook["current"] is True
+        and hook["problems"] == []
+        and hook["vault"] == str(root)
+    )
     removed = run_cmem("--vault", str(root), "hook", "uninstall", "--shell", "bash", "--yes")
     assert removed.returncode == 0 and path.read_bytes() == b"export A=1\n"
 
@@ -164,18 +194,32 @@ def test_show_prints_a_snippet_that_parses(make_vault, shell, tmp_path):
 
 def shell_env(home: Path, **extra) -> dict:
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "TERM": "dumb", "LANG": "C.UTF-8"}
-    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "GIT_AUTHOR_NAME",
-                 "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_CONFIG_NOSYSTEM", "NO_COLOR"):
+    for name in (
+        "XDG_CONFIG_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_CONFIG_NOSYSTEM",
+        "NO_COLOR",
+    ):
         if name in os.environ:
             env[name] = os.environ[name]
     env.update(extra)
     return env
 
 
-def exit_interactive(shell: str, home: Path, env: dict, script: str = "exit\n") -> subprocess.CompletedProcess:
+def exit_interactive(
+    shell: str, home: Path, env: dict, script: str = "exit\n"
+) -> subprocess.CompletedProcess:
     """An interactive shell reading `script` on stdin, as a terminal session would end."""
     argv = {"bash": ["bash", "-i"], "zsh": ["zsh", "-i"], "fish": ["fish", "-i"]}[shell]
-    return subprocess.run(argv, input=script, capture_output=True, text=True, env=env, cwd=home, timeout=60)
+    return subprocess.run(
+        argv, input=script, capture_output=True, text=True, env=env, cwd=home, timeout=60
+    )
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -195,7 +239,9 @@ def test_the_users_exit_trap_still_runs_and_the_hook_fires(make_vault, isolated_
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_interactive_exit_starts_a_background_pass_that_commits(make_vault, isolated_home, tmp_path, shell):
+def test_interactive_exit_starts_a_background_pass_that_commits(
+    make_vault, isolated_home, tmp_path, shell
+):
     root = trigger_vault(make_vault)
     vault = open_vault(root)
     install(vault, shell)
@@ -220,8 +266,11 @@ def pty_session(shell: str, home: Path, env: dict, how: str) -> None:
     import select
 
     prompt = b"READY-pty> "
-    rc = {"bash": "PS1='READY-pty> '\n", "zsh": "PROMPT='READY-pty> '\n",
-          "fish": "function fish_prompt; printf 'READY-pty> '; end\nfunction fish_greeting; end\n"}[shell]
+    rc = {
+        "bash": "PS1='READY-pty> '\n",
+        "zsh": "PROMPT='READY-pty> '\n",
+        "fish": "function fish_prompt; printf 'READY-pty> '; end\nfunction fish_greeting; end\n",
+    }[shell]
     path = rc_path(shell)
     path.write_text(rc + path.read_text("utf-8") if path.exists() else rc, "utf-8")
     pid, fd = pty.fork()
@@ -253,7 +302,10 @@ def test_the_started_check_survives_the_terminal_closing(make_vault, isolated_ho
     root = trigger_vault(make_vault, note=False)
     install(open_vault(root), shell)
     pty_session(shell, isolated_home, shell_env(isolated_home, TERM="xterm"), how)
-    wait_for(lambda: outcomes(root), what=f"the check started by {shell}'s exit ({how}) to log its outcome")
+    wait_for(
+        lambda: outcomes(root),
+        what=f"the check started by {shell}'s exit ({how}) to log its outcome",
+    )
     assert outcomes(root) == ["not-due"]
 
 
@@ -261,7 +313,12 @@ def test_resourcing_the_rc_does_not_chain_the_hook_to_itself(make_vault, isolate
     root = trigger_vault(make_vault, note=False)
     write_rc("bash", b"")
     install(open_vault(root), "bash")
-    result = exit_interactive("bash", isolated_home, shell_env(isolated_home), "source ~/.bashrc\nsource ~/.bashrc\ntrap -p EXIT\nexit\n")
+    result = exit_interactive(
+        "bash",
+        isolated_home,
+        shell_env(isolated_home),
+        "source ~/.bashrc\nsource ~/.bashrc\ntrap -p EXIT\nexit\n",
+    )
     assert result.stdout.count("__cmem_exit_") == 1
     wait_for(lambda: outcomes(root), what="the outcome line")
     assert outcomes(root) == ["not-due"]
@@ -305,11 +362,31 @@ def test_claude_code_hook_created_from_nothing_and_removed_entirely(make_vault, 
     root = trigger_vault(make_vault)
     project = tmp_path / "project"
     project.mkdir()
-    done = run_cmem("--vault", str(root), "hook", "install", "--agent", "claude-code", "--project", str(project), "--yes")
+    done = run_cmem(
+        "--vault",
+        str(root),
+        "hook",
+        "install",
+        "--agent",
+        "claude-code",
+        "--project",
+        str(project),
+        "--yes",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads((project / ".claude/settings.json").read_text("utf-8"))
     assert list(data) == ["hooks"] and list(data["hooks"]) == ["SessionEnd"]
-    removed = run_cmem("--vault", str(root), "hook", "uninstall", "--agent", "claude-code", "--project", str(project), "--yes")
+    removed = run_cmem(
+        "--vault",
+        str(root),
+        "hook",
+        "uninstall",
+        "--agent",
+        "claude-code",
+        "--project",
+        str(project),
+        "--yes",
+    )
     assert removed.returncode == 0 and not (project / ".claude").exists()
 
 
@@ -349,9 +426,17 @@ def test_the_claude_code_command_runs_the_due_check(make_vault, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     apply_hook_plan(plan_agent_install(vault, project), vault)
-    command = json.loads((project / ".claude/settings.json").read_text("utf-8"))["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    command = json.loads((project / ".claude/settings.json").read_text("utf-8"))["hooks"][
+        "SessionEnd"
+    ][0]["hooks"][0]["command"]
     # Claude Code runs the command with a shell and the session's JSON on stdin
-    done = subprocess.run(["bash", "-c", command], input='{"hook_event_name": "SessionEnd"}', capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        input='{"hook_event_name": "SessionEnd"}',
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
     wait_for(lambda: outcomes(root), what="the outcome line")
     assert outcomes(root) == ["not-due"]
@@ -359,12 +444,20 @@ def test_the_claude_code_command_runs_the_due_check(make_vault, tmp_path):
 
 def test_agent_instructions_name_the_rules(make_vault):
     root = trigger_vault(make_vault)
-    for agent, file_name in (("claude-code", "CLAUDE.md"), ("codex", "AGENTS.md"), ("generic", None)):
+    for agent, file_name in (
+        ("claude-code", "CLAUDE.md"),
+        ("codex", "AGENTS.md"),
+        ("generic", None),
+    ):
         done = run_cmem("--vault", str(root), "agent-instructions", "--agent", agent)
         text = done.stdout
         assert done.returncode == 0
         assert f"cmem --vault {root} context" in text and f"cmem --vault {root} note" in text
-        assert "8 or more tool calls" in text and "2 or more kinds of tool" in text and "archive/" in text
+        assert (
+            "8 or more tool calls" in text
+            and "2 or more kinds of tool" in text
+            and "archive/" in text
+        )
         assert "Never converge without asking" in text
         if file_name:
             assert file_name in text

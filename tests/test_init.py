@@ -36,10 +36,20 @@ def test_adopting_an_obsidian_vault_leaves_every_file_byte_identical(tmp_path):
     after = digest_tree(root)
     for rel, digest in before.items():
         assert after[rel] == digest, rel
-    assert set(after) - set(before) == {".cmem/config.yaml", ".cmem/state.json", "archive/ARCHIVE-CHECKLIST.md", ".gitignore"}
+    assert set(after) - set(before) == {
+        ".cmem/config.yaml",
+        ".cmem/state.json",
+        "archive/ARCHIVE-CHECKLIST.md",
+        ".gitignore",
+    }
     assert report.repository == "created"
     committed = git(root, "show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(committed) == [".cmem/config.yaml", ".cmem/state.json", ".gitignore", "archive/ARCHIVE-CHECKLIST.md"]
+    assert sorted(committed) == [
+        ".cmem/config.yaml",
+        ".cmem/state.json",
+        ".gitignore",
+        "archive/ARCHIVE-CHECKLIST.md",
+    ]
 
 
 def test_init_is_idempotent(tmp_path):
@@ -86,7 +96,12 @@ def test_folder_inside_another_repository_needs_a_choice(tmp_path):
     report = init_vault(inner, repo="own")
     assert report.repository == "created"
     assert (inner / ".git").exists()
-    assert subprocess.run(["git", "-C", str(parent), "rev-parse", "HEAD"], capture_output=True).returncode != 0
+    assert (
+        subprocess.run(
+            ["git", "-C", str(parent), "rev-parse", "HEAD"], capture_output=True
+        ).returncode
+        != 0
+    )
 
 
 def test_parent_choice_commits_into_parent_and_records_it(tmp_path):
@@ -112,12 +127,21 @@ import sys  # noqa: E402
 
 from cmem.setup.init import guess_language  # noqa: E402
 
-EN_NOTES = {f"note {n}.md": f"# Monday {n}\n\nI switched to uv for every Python project; tests with pytest.\n" for n in range(5)}
-ZH_NOTES = {f"日记 {n}.md": f"# 周一 {n}\n\n以后都用 uv 管理 Python 环境，不要再用 pip。今天面试了两家公司。\n" for n in range(5)}
+EN_NOTES = {
+    f"note {n}.md": f"# Monday {n}\n\nI switched to uv for every Python project; tests with pytest.\n"
+    for n in range(5)
+}
+ZH_NOTES = {
+    f"日记 {n}.md": f"# 周一 {n}\n\n以后都用 uv 管理 Python 环境，不要再用 pip。今天面试了两家公司。\n"
+    for n in range(5)
+}
 
 
 def test_the_language_follows_the_script_most_notes_use(tmp_path):
-    write_files(tmp_path / "en", {**EN_NOTES, "Daily/2026-11-28.md": "# 今天\n其实不是这样，我决定改用深圳的实习机会。\n"})
+    write_files(
+        tmp_path / "en",
+        {**EN_NOTES, "Daily/2026-11-28.md": "# 今天\n其实不是这样，我决定改用深圳的实习机会。\n"},
+    )
     guess = guess_language(tmp_path / "en", environ={"LANG": "zh_CN.UTF-8"})
     assert (guess.language, guess.sure) == ("en", True) and "5 of 6" in guess.reason
     write_files(tmp_path / "zh", {**ZH_NOTES, "English one.md": EN_NOTES["note 0.md"]})
@@ -129,7 +153,12 @@ def test_the_language_follows_the_script_most_notes_use(tmp_path):
 def test_without_notes_the_locale_decides_else_english(tmp_path):
     (tmp_path / "empty").mkdir()
     assert guess_language(tmp_path / "empty", environ={"LANG": "zh_CN.UTF-8"}).language == "zh"
-    assert guess_language(tmp_path / "empty", environ={"LC_ALL": "en_GB.UTF-8", "LANG": "zh_CN.UTF-8"}).language == "en"
+    assert (
+        guess_language(
+            tmp_path / "empty", environ={"LC_ALL": "en_GB.UTF-8", "LANG": "zh_CN.UTF-8"}
+        ).language
+        == "en"
+    )
     guess = guess_language(tmp_path / "empty", environ={"LANG": "C.UTF-8"})
     assert (guess.language, guess.sure) == ("en", False)
     # .obsidian and .git are no notes
@@ -138,10 +167,21 @@ def test_without_notes_the_locale_decides_else_english(tmp_path):
 
 
 def _init(*args, env_extra=None, cwd=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")
+    }
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "cmem", "init", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=60, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", "init", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        cwd=cwd,
+    )
 
 
 def test_cmem_init_on_english_notes_is_english_even_with_a_chinese_locale(tmp_path):
@@ -159,7 +199,10 @@ def test_cmem_init_on_english_notes_is_english_even_with_a_chinese_locale(tmp_pa
     assert _init(str(tmp_path / "zh"), "--lang", "zh").returncode == 0
     assert "language: zh" in (tmp_path / "zh/.cmem/config.yaml").read_text("utf-8")
     again = _init(str(root), "--json")
-    assert json.loads(again.stdout)["changed"] is False and json.loads(again.stdout)["language"] == "en"
+    assert (
+        json.loads(again.stdout)["changed"] is False
+        and json.loads(again.stdout)["language"] == "en"
+    )
 
 
 def test_cmem_init_asks_on_a_terminal_when_unsure(tmp_path):
@@ -168,7 +211,11 @@ def test_cmem_init_asks_on_a_terminal_when_unsure(tmp_path):
     root = tmp_path / "new"
     pid, fd = pty.fork()
     if pid == 0:
-        env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("CMEM_VAULT", "LANG", "LC_ALL", "LC_MESSAGES")
+        }
         os.execvpe(sys.executable, [sys.executable, "-m", "cmem", "init", str(root)], env)
     output = b""
     while b"zh or en?" not in output:

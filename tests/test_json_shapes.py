@@ -31,7 +31,17 @@ STABLE = {
         "deferred[]": {"note", "line", "reason"},
     },
     "converge": {
-        "": {"status", "pass", "commit", "changed", "converged", "deferred", "staged", "warnings", "errors"},
+        "": {
+            "status",
+            "pass",
+            "commit",
+            "changed",
+            "converged",
+            "deferred",
+            "staged",
+            "warnings",
+            "errors",
+        },
         "deferred[]": {"note", "reason"},
     },
     "context": {
@@ -86,7 +96,9 @@ def _run(sample_vault, command: str) -> dict:
         args = [a for a in args if a != "--yes"]
     if command == "archive list":  # a pass stages its notes, so there are lines to list
         _run(sample_vault, "converge")
-    result = runner.invoke(app, [*args, "--vault", str(sample_vault), "--json"], catch_exceptions=False)
+    result = runner.invoke(
+        app, [*args, "--vault", str(sample_vault), "--json"], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
@@ -103,28 +115,50 @@ def test_json_keeps_the_spec_field_names(sample_vault, command):
     data = _run(sample_vault, command)
     for path, names in STABLE[command].items():
         values = _values(data, path)
-        assert values or (command, path) in MAY_BE_EMPTY, f"`cmem {command} --json` has nothing at {path or 'the top'} to check"
+        assert values or (command, path) in MAY_BE_EMPTY, (
+            f"`cmem {command} --json` has nothing at {path or 'the top'} to check"
+        )
         for value in values:
             if value is None and path == "last_pass":
                 continue  # null before the first pass
-            assert isinstance(value, dict) and names <= set(value), f"`cmem {command} --json` {path or 'top'}: missing {names - set(value)}"
+            assert isinstance(value, dict) and names <= set(value), (
+                f"`cmem {command} --json` {path or 'top'}: missing {names - set(value)}"
+            )
 
 
 def test_value_meanings(sample_vault):
     scan = _run(sample_vault, "scan")
-    assert all(s["class"] in ("correction", "preference", "decision", "recurring") and 1 <= s["priority"] <= 4 for s in scan["signals"])
+    assert all(
+        s["class"] in ("correction", "preference", "decision", "recurring")
+        and 1 <= s["priority"] <= 4
+        for s in scan["signals"]
+    )
     converge = _run(sample_vault, "converge")
     assert converge["status"] in ("applied", "dry-run", "nothing", "busy", "failed")
     staged = _run(sample_vault, "archive list")["staged"]
-    assert all(line["state"] in ("ready", "changed", "missing", "unparsed") and isinstance(line["ticked"], bool) for line in staged)
+    assert all(
+        line["state"] in ("ready", "changed", "missing", "unparsed")
+        and isinstance(line["ticked"], bool)
+        for line in staged
+    )
     recall = _run(sample_vault, "recall")["results"]
-    assert all(r["layer"] in ("resident", "situational", "archive") and isinstance(r["score"], float) for r in recall)
+    assert all(
+        r["layer"] in ("resident", "situational", "archive") and isinstance(r["score"], float)
+        for r in recall
+    )
 
 
 def test_the_field_names_are_the_specs():
     """When the design folder is beside the repository (as in CI), the names above are checked
     against SPEC §11 itself, so the two cannot drift apart silently."""
-    spec = next((p for p in (REPO.parent / "shared" / "design" / "SPEC.md", REPO / "docs" / "SPEC.md") if p.is_file()), None)
+    spec = next(
+        (
+            p
+            for p in (REPO.parent / "shared" / "design" / "SPEC.md", REPO / "docs" / "SPEC.md")
+            if p.is_file()
+        ),
+        None,
+    )
     if spec is None:
         pytest.skip("SPEC.md is not beside the repository")
     text = spec.read_text("utf-8")

@@ -30,11 +30,20 @@ def with_client(root, body):
 
     async def main():
         server = build_server(root)
-        lowlevel = getattr(server, "_lowlevel_server", None) or getattr(server, "_mcp_server")  # mcp 2.x / 1.x
+        lowlevel = getattr(server, "_lowlevel_server", None) or getattr(
+            server, "_mcp_server"
+        )  # mcp 2.x / 1.x
         async with create_client_server_memory_streams() as (client_streams, server_streams):
             async with anyio.create_task_group() as group:
-                group.start_soon(partial(lowlevel.run, server_streams[0], server_streams[1],
-                                         lowlevel.create_initialization_options(), raise_exceptions=True))
+                group.start_soon(
+                    partial(
+                        lowlevel.run,
+                        server_streams[0],
+                        server_streams[1],
+                        lowlevel.create_initialization_options(),
+                        raise_exceptions=True,
+                    )
+                )
                 async with ClientSession(*client_streams) as session:
                     initialized = await session.initialize()
                     result = await body(session, initialized)
@@ -50,9 +59,6 @@ async def call(session, name, arguments=None) -> dict:
     return json.loads(result.content[0].text)
 
 
-
-
-
 def test_initialize_list_and_call_the_reading_tools(sample_vault):
     async def body(session, initialized):
         info = getattr(initialized, "server_info", None) or initialized.serverInfo
@@ -64,7 +70,9 @@ def test_initialize_list_and_call_the_reading_tools(sample_vault):
         out = {
             "context": await call(session, "context", {"topic": "找工作"}),
             "recall": await call(session, "recall", {"query": "实习"}),
-            "archive": await call(session, "recall", {"query": "面试", "archive": True, "limit": 3}),
+            "archive": await call(
+                session, "recall", {"query": "面试", "archive": True, "limit": 3}
+            ),
             "status": await call(session, "status"),
             "scan": await call(session, "scan"),
             "note": await call(session, "note", {"text": "以后都用 uv 管理 Python 项目"}),
@@ -73,11 +81,18 @@ def test_initialize_list_and_call_the_reading_tools(sample_vault):
         return out
 
     out = with_client(sample_vault, body)
-    assert {f["path"] for f in out["context"]["resident"]} == {"converged/core/profile.md", "converged/core/methodology.md"}
-    assert "reference" not in json.dumps(out["context"]["resident"][:0])  # JSON, not the Markdown frame
+    assert {f["path"] for f in out["context"]["resident"]} == {
+        "converged/core/profile.md",
+        "converged/core/methodology.md",
+    }
+    assert "reference" not in json.dumps(
+        out["context"]["resident"][:0]
+    )  # JSON, not the Markdown frame
     first = out["recall"]["results"][0]
     assert set(first) >= {"path", "score", "snippet", "layer"} and "**实习**" in first["snippet"]
-    assert out["archive"]["searched"] == "archive" and all(r["layer"] == "archive" for r in out["archive"]["results"])
+    assert out["archive"]["searched"] == "archive" and all(
+        r["layer"] == "archive" for r in out["archive"]["results"]
+    )
     assert out["status"]["vault"] == str(sample_vault) and "pending" in out["status"]
     assert out["scan"]["signals"]
     note = sample_vault / out["note"]["note"]
@@ -101,10 +116,14 @@ def test_converge_prompt_then_apply_a_valid_answer(sample_vault):
 
     async def body(session, initialized):
         prompt = await call(session, "converge_prompt")
-        assert prompt["status"] == "prompt" and prompt["notes"] and "<convergence>" in prompt["prompt"]
+        assert (
+            prompt["status"] == "prompt" and prompt["notes"] and "<convergence>" in prompt["prompt"]
+        )
         assert prompt["pass_date"] and prompt["how_to_answer"]
         answer = builtin_answer(sample_vault, prompt["notes"])
-        applied = await call(session, "converge_apply", {"response": answer, "notes": prompt["notes"]})
+        applied = await call(
+            session, "converge_apply", {"response": answer, "notes": prompt["notes"]}
+        )
         again = await call(session, "converge_prompt")
         return prompt, applied, again
 
@@ -117,7 +136,9 @@ def test_converge_prompt_then_apply_a_valid_answer(sample_vault):
     assert committed.startswith("cmem: converge")
     # no note was deleted or moved: the divergent notes are all still there
     assert notes_before <= {p for p in snapshot(sample_vault) if "/" not in p}
-    assert again["status"] in ("prompt", "nothing") and not set(applied["converged"]) & set(again["notes"])
+    assert again["status"] in ("prompt", "nothing") and not set(applied["converged"]) & set(
+        again["notes"]
+    )
 
 
 HOSTILE = {
@@ -136,7 +157,9 @@ def test_a_hostile_answer_is_rejected_and_changes_nothing(sample_vault, kind):
 
     async def body(session, initialized):
         await call(session, "converge_prompt")  # the apply answers this prompt's notes
-        return await call(session, "converge_apply", {"response": HOSTILE[kind]})  # notes from the last prompt
+        return await call(
+            session, "converge_apply", {"response": HOSTILE[kind]}
+        )  # notes from the last prompt
 
     rejected = with_client(sample_vault, body)
     assert rejected["status"] == "failed" and rejected["errors"], rejected
@@ -170,8 +193,13 @@ def test_the_real_server_over_stdio(sample_vault, tmp_path):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cmem", "mcp", "--vault", str(sample_vault)],
-        env={k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PYTHONPATH")},
+        command=sys.executable,
+        args=["-m", "cmem", "mcp", "--vault", str(sample_vault)],
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k in ("HOME", "PATH", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PYTHONPATH")
+        },
     )
 
     async def main():
@@ -198,8 +226,12 @@ def test_the_tools_never_hand_a_credential_to_the_agent(sample_vault):
     with open(sample_vault / "converged/core/profile.md", "a", encoding="utf-8") as handle:
         handle.write(f"- 部署用 token {GH_TOKEN} 调 GitHub API（来源：[[2026-09-30 日记]]）\n")
     with open(sample_vault / "converged/topics/python-tooling.md", "a", encoding="utf-8") as handle:
-        handle.write(f"- 数据库 postgres://app:{DB_URL_PASSWORD}@db.internal/app 用 uv 脚本迁移（来源：[[2026-09-30 日记]]）\n")
-    (sample_vault / "2026-11-29 keys.md").write_text(f"以后都用这个 token：{GH_TOKEN}\n", encoding="utf-8")
+        handle.write(
+            f"- 数据库 postgres://app:{DB_URL_PASSWORD}@db.internal/app 用 uv 脚本迁移（来源：[[2026-09-30 日记]]）\n"
+        )
+    (sample_vault / "2026-11-29 keys.md").write_text(
+        f"以后都用这个 token：{GH_TOKEN}\n", encoding="utf-8"
+    )
 
     async def body(session, initialized):
         return [

@@ -10,19 +10,35 @@ import json
 from typer.testing import CliRunner
 
 from cmem.cli import app
-from cmem.reading.context import END_MARKER, build_context, render_context_markdown
 from cmem.converge.pipeline import run_pass
 from cmem.doctor.checks import run_doctor
-from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block
+from cmem.reading.context import END_MARKER, build_context, render_context_markdown
 from cmem.reading.recall import recall_memory
 from cmem.vault.layers import open_vault
+from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block
 from conftest import git
-from test_converge import JOBS, NOTE, PROFILE, PROFILE_TEXT, VALID, llm_options, model_env, pass_vault, prompts_sent, today  # noqa: F401
+from test_converge import (  # noqa: F401
+    JOBS,
+    NOTE,
+    PROFILE,
+    PROFILE_TEXT,
+    VALID,
+    llm_options,
+    model_env,
+    pass_vault,
+    prompts_sent,
+    today,
+)
 
 # Nine levels of nine: 9**9 (387 million) strings if a reader expanded it.
-BOMB = "---\nsummary: bomb\n" + "".join(
-    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['x'] * 9)}]\n" for i in range(9)
-) + "---\n# Bomb\n\n- a fact about bombs (source: [[2026-11-20 日记]])\n"
+BOMB = (
+    "---\nsummary: bomb\n"
+    + "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['x'] * 9)}]\n"
+        for i in range(9)
+    )
+    + "---\n# Bomb\n\n- a fact about bombs (source: [[2026-11-20 日记]])\n"
+)
 
 
 def test_an_alias_bomb_is_refused_before_anything_is_built():
@@ -38,22 +54,39 @@ def test_recall_context_and_doctor_meet_an_alias_bomb_without_expanding_it(pass_
     (pass_vault / "converged/topics/bomb.md").write_text(BOMB, encoding="utf-8")
     vault = open_vault(pass_vault)
     recalled = recall_memory(vault, "bombs", record=False)
-    assert [r.hit.path for r in recalled.results] == ["converged/topics/bomb.md"]  # its statement, found as text
+    assert [r.hit.path for r in recalled.results] == [
+        "converged/topics/bomb.md"
+    ]  # its statement, found as text
     context = build_context(vault, topic="bombs", record=False)
-    bundled = [f for f in context.situational + context.index if f.path == "converged/topics/bomb.md"]
+    bundled = [
+        f for f in context.situational + context.index if f.path == "converged/topics/bomb.md"
+    ]
     assert bundled and bundled[0].summary == ""  # the frontmatter was not read, let alone expanded
     findings = [f for f in run_doctor(vault) if f.check == "frontmatter"]
     assert any("bomb.md" in f.message and "anchor or alias" in f.message for f in findings)
 
 
 def test_doctor_names_look_alike_memory_files(pass_vault):
-    (pass_vault / "converged/core/Profile.md").write_text("- 另一份画像（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
-    (pass_vault / "converged/topics/jоb-search.md").write_text("- 西里尔字母（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")  # Cyrillic о
-    (pass_vault / "converged/topics/2026-11-20 日记.md").write_text("- 与笔记同名（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
+    (pass_vault / "converged/core/Profile.md").write_text(
+        "- 另一份画像（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )
+    (pass_vault / "converged/topics/jоb-search.md").write_text(
+        "- 西里尔字母（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )  # Cyrillic о
+    (pass_vault / "converged/topics/2026-11-20 日记.md").write_text(
+        "- 与笔记同名（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )
     findings = [f.message for f in run_doctor(open_vault(pass_vault)) if f.check == "look-alike"]
-    assert any("converged/core/Profile.md and converged/core/profile.md" in m or "converged/core/profile.md and converged/core/Profile.md" in m for m in findings)
+    assert any(
+        "converged/core/Profile.md and converged/core/profile.md" in m
+        or "converged/core/profile.md and converged/core/Profile.md" in m
+        for m in findings
+    )
     assert any("jоb-search.md" in m and "job-search.md" in m for m in findings)
-    assert any("2026-11-20 日记.md is named like the note archive/2026-11/2026-11-20 日记.md" in m for m in findings)
+    assert any(
+        "2026-11-20 日记.md is named like the note archive/2026-11/2026-11-20 日记.md" in m
+        for m in findings
+    )
 
 
 def test_doctor_is_quiet_about_look_alikes_when_there_are_none(pass_vault):
@@ -80,7 +113,9 @@ def _with_repair_rounds(root, rounds: int) -> None:
     git(root, "commit", "-qam", "config")
 
 
-def test_a_likely_invention_goes_back_once_and_the_repaired_answer_is_applied(pass_vault, monkeypatch, tmp_path):
+def test_a_likely_invention_goes_back_once_and_the_repaired_answer_is_applied(
+    pass_vault, monkeypatch, tmp_path
+):
     _with_repair_rounds(pass_vault, 2)
     good = VALID.replace("{date}", today())
     invented = good.replace("</file>", INVENTED + "</file>", 1)
@@ -88,12 +123,18 @@ def test_a_likely_invention_goes_back_once_and_the_repaired_answer_is_applied(pa
     result = run_pass(open_vault(pass_vault), llm_options())
     assert result.status == "applied", result.errors
     prompts = prompts_sent(log)
-    assert len(prompts) == 2 and "火星" in prompts[1] and "cite the note that says this, or drop it" in prompts[1]
+    assert (
+        len(prompts) == 2
+        and "火星" in prompts[1]
+        and "cite the note that says this, or drop it" in prompts[1]
+    )
     assert "火星" not in (pass_vault / PROFILE).read_text("utf-8")
     assert not [w for w in result.warnings if "invented" in w]
 
 
-def test_an_invention_the_model_keeps_is_applied_with_the_warning_in_the_commit(pass_vault, monkeypatch, tmp_path):
+def test_an_invention_the_model_keeps_is_applied_with_the_warning_in_the_commit(
+    pass_vault, monkeypatch, tmp_path
+):
     _with_repair_rounds(pass_vault, 2)
     invented = VALID.replace("{date}", today()).replace("</file>", INVENTED + "</file>", 1)
     log = model_env(monkeypatch, tmp_path, [invented, invented])
@@ -101,10 +142,14 @@ def test_an_invention_the_model_keeps_is_applied_with_the_warning_in_the_commit(
     assert result.status == "applied" and len(prompts_sent(log)) == 2  # asked once, not every round
     assert any("may be invented" in w for w in result.warnings)
     assert "火星" in (pass_vault / PROFILE).read_text("utf-8")
-    assert "Warning:" in git(pass_vault, "log", "-1", "--format=%B") and "may be invented" in git(pass_vault, "log", "-1", "--format=%B")
+    assert "Warning:" in git(pass_vault, "log", "-1", "--format=%B") and "may be invented" in git(
+        pass_vault, "log", "-1", "--format=%B"
+    )
 
 
-def test_an_invention_whose_repair_is_worse_applies_the_first_answer(pass_vault, monkeypatch, tmp_path):
+def test_an_invention_whose_repair_is_worse_applies_the_first_answer(
+    pass_vault, monkeypatch, tmp_path
+):
     _with_repair_rounds(pass_vault, 1)
     invented = VALID.replace("{date}", today()).replace("</file>", INVENTED + "</file>", 1)
     model_env(monkeypatch, tmp_path, [invented, "I cannot do that."])
@@ -123,9 +168,13 @@ def test_a_move_is_reported_in_the_summary_json_and_commit(pass_vault, monkeypat
     model_env(monkeypatch, tmp_path, [reply])
     result = run_pass(open_vault(pass_vault), llm_options())
     assert result.status == "applied", result.errors
-    assert result.moved == [{"statement": "简历投了三家公司", "from": JOBS, "to": ["converged/topics/resume.md"]}]
+    assert result.moved == [
+        {"statement": "简历投了三家公司", "from": JOBS, "to": ["converged/topics/resume.md"]}
+    ]
     assert result.to_json()["moved"] == result.moved
-    assert f"Moved: 简历投了三家公司 ({JOBS} → converged/topics/resume.md)" in git(pass_vault, "log", "-1", "--format=%B")
+    assert f"Moved: 简历投了三家公司 ({JOBS} → converged/topics/resume.md)" in git(
+        pass_vault, "log", "-1", "--format=%B"
+    )
     from cmem.render.reports import render_pass
 
     assert "moved '简历投了三家公司'" in render_pass(result)
@@ -136,14 +185,19 @@ def test_the_hostile_corpus_by_rule_table_is_measured_and_spliced_in_place():
 
     from conftest import REPO
 
-    spec = importlib.util.spec_from_file_location("hostile_by_rule", REPO / "bench" / "hostile_by_rule.py")
+    spec = importlib.util.spec_from_file_location(
+        "hostile_by_rule", REPO / "bench" / "hostile_by_rule.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     figures = module.measure()
     assert figures["missed"] == []
     assert all(c["rejected"] == c["for_rule"] == c["replies"] for c in figures["by_rule"].values())
     assert {str(rule) for rule in range(1, 14)} <= set(figures["by_rule"])
-    assert figures["valid_hand"][1] == 0 and figures["valid_generated"][1] <= figures["valid_generated"][0] // 100
+    assert (
+        figures["valid_hand"][1] == 0
+        and figures["valid_generated"][1] <= figures["valid_generated"][0] // 100
+    )
     assert figures["translations"] == (len(module.TRANSLATIONS), 0)
     section = module.render(figures)
     document = "# Reliability figures\n\nbefore\n\n" + section + "\nafter\n"
@@ -161,12 +215,16 @@ def test_apply_takes_allow_shrink_like_converge(pass_vault, tmp_path):
         f'<file path="{PROFILE}">\n{kept}- 以后都用 uv 管理 Python 环境（来源：[[2026-11-28 随手记]]）\n</file>\n'
         f'<dropped file="{PROFILE}" reason="stale">喜欢用 Python 写脚本</dropped>\n'
         f'<dropped file="{PROFILE}" reason="stale">早上效率最高，下午容易分心</dropped>\n'
-        f'<converged note="{NOTE}" into="{PROFILE}"/>\n</convergence>\n', encoding="utf-8")
+        f'<converged note="{NOTE}" into="{PROFILE}"/>\n</convergence>\n',
+        encoding="utf-8",
+    )
     runner = CliRunner()
     base = ["--vault", str(pass_vault)]
     refused = runner.invoke(app, ["converge", "--response", str(response), *base])
     assert refused.exit_code == 1 and "2 of its 4 statements" in refused.output
-    proposed = runner.invoke(app, ["converge", "--response", str(response), "--propose", "--allow-shrink", *base])
+    proposed = runner.invoke(
+        app, ["converge", "--response", str(response), "--propose", "--allow-shrink", *base]
+    )
     assert proposed.exit_code == 0, proposed.output
     assert runner.invoke(app, ["apply", "--yes", *base]).exit_code == 1
     assert "喜欢用 Python 写脚本" in (pass_vault / PROFILE).read_text("utf-8")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cmem.converge.model_command import ModelCommandError, run_model_command
-from reliability_harness import live_pids_with
 from cmem.errors import CmemError
+from reliability_harness import live_pids_with
 
 FAKE = Path(__file__).resolve().parent / "fake_llm.py"
 
@@ -47,7 +47,9 @@ def alive(pid: int) -> bool:
     return fields[0] not in (b"Z", b"X")
 
 
-needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="scans /proc for leftover processes")
+needs_proc = pytest.mark.skipif(
+    not os.path.isdir("/proc/self"), reason="scans /proc for leftover processes"
+)
 
 
 def test_reply_comes_back_in_queue_order(fake, tmp_path, monkeypatch):
@@ -64,7 +66,9 @@ def test_reply_comes_back_in_queue_order(fake, tmp_path, monkeypatch):
     assert first.command == shlex.split(command)
     assert first.returncode == 0 and first.replacements == 0 and first.warnings == []
     assert 0 < first.elapsed < 5
-    with pytest.raises(ModelCommandError, match="exit code 4"):  # the queue is empty: extra calls show
+    with pytest.raises(
+        ModelCommandError, match="exit code 4"
+    ):  # the queue is empty: extra calls show
         run_model_command(command, "p3", timeout=5, max_output_bytes=10_000)
 
 
@@ -120,7 +124,10 @@ def test_failure_names_the_command_and_shows_the_tail_of_stderr(fake, monkeypatc
 def test_command_not_found_is_one_clear_sentence():
     with pytest.raises(CmemError) as caught:
         run_model_command("no-such-model-xyz --flag", "p", timeout=5, max_output_bytes=10_000)
-    assert str(caught.value) == "model command 'no-such-model-xyz' not found; check llm.command or --llm."
+    assert (
+        str(caught.value)
+        == "model command 'no-such-model-xyz' not found; check llm.command or --llm."
+    )
 
 
 @pytest.mark.parametrize("command", ["", "   ", "llm 'unclosed"])
@@ -184,7 +191,9 @@ def test_flood_is_capped_with_a_clear_error(fake):
     with pytest.raises(ModelCommandError) as caught:
         run_model_command(command, "p", timeout=10, max_output_bytes=1_000_000)
     assert time.monotonic() - started < 5
-    assert "more than 1000000 bytes" in str(caught.value) and "llm.max_output_bytes" in str(caught.value)
+    assert "more than 1000000 bytes" in str(caught.value) and "llm.max_output_bytes" in str(
+        caught.value
+    )
     assert caught.value.reason == "too-much-output"
     assert live_pids_with(marker) == []
 
@@ -199,7 +208,7 @@ def test_model_that_never_reads_stdin_cannot_deadlock_us(fake):
 
 
 def test_large_prompt_is_delivered_whole(fake):
-    prompt = ("一行笔记 line of notes\n" * 60_000)  # ~1.7 MB
+    prompt = "一行笔记 line of notes\n" * 60_000  # ~1.7 MB
     command, _ = fake()
     run_model_command(command, prompt, timeout=10, max_output_bytes=10_000)
     assert fake.calls()[0]["prompt"] == prompt

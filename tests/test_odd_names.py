@@ -28,10 +28,23 @@ UNMANAGED = {b"attachments/x\xff.md": "attachments/x\\xff.md", b"unmanaged\xff":
 
 
 def _env(home: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-               XDG_CACHE_HOME=str(home / "cache"), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e", NO_COLOR="1", PYTHONIOENCODING="utf-8:strict")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        NO_COLOR="1",
+        PYTHONIOENCODING="utf-8:strict",
+    )
     return env
 
 
@@ -62,9 +75,16 @@ def odd_vault(tmp_path) -> tuple[Path, Path]:
 
 
 def _run(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "cmem", *args, "--vault", str(root)], env=_env(home),
-                          capture_output=True, timeout=120)
-    out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # strict: nothing undecodable is printed
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem", *args, "--vault", str(root)],
+        env=_env(home),
+        capture_output=True,
+        timeout=120,
+    )
+    out, err = (
+        done.stdout.decode("utf-8"),
+        done.stderr.decode("utf-8"),
+    )  # strict: nothing undecodable is printed
     assert "Traceback" not in err, f"cmem {' '.join(args)}:\n{err}"
     assert "\\udc" not in out + err, "a name reached the output unescaped"
     assert MARKER not in out + err, "a file with an undecodable name was read"
@@ -72,12 +92,24 @@ def _run(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 COMMANDS = [
-    ("scan",), ("scan", "--json"), ("status",), ("status", "--json"), ("context",), ("context", "--json"),
-    ("recall", "pip"), ("recall", "pip", "--json"), ("recall", "pip", "--archive", "--json"),
-    ("doctor",), ("doctor", "--json"), ("archive", "list", "--json"), ("trace", "pip"),
-    ("converge", "--engine", "builtin", "--dry-run"), ("converge", "--engine", "builtin", "--dry-run", "--json"),
+    ("scan",),
+    ("scan", "--json"),
+    ("status",),
+    ("status", "--json"),
+    ("context",),
+    ("context", "--json"),
+    ("recall", "pip"),
+    ("recall", "pip", "--json"),
+    ("recall", "pip", "--archive", "--json"),
+    ("doctor",),
+    ("doctor", "--json"),
+    ("archive", "list", "--json"),
+    ("trace", "pip"),
+    ("converge", "--engine", "builtin", "--dry-run"),
+    ("converge", "--engine", "builtin", "--dry-run", "--json"),
     ("converge", "--engine", "builtin", "--emit-prompt"),
-    ("note", "以后都先写测试"), ("note", "再记一条", "--json"),
+    ("note", "以后都先写测试"),
+    ("note", "再记一条", "--json"),
 ]
 
 
@@ -94,7 +126,9 @@ def test_they_are_odd_files_named_once_with_the_bytes_escaped(odd_vault):
     odd = [entry["file"] for entry in status["odd_files"] if entry["kind"] == "undecodable-name"]
     assert sorted(odd) == sorted(BAD.values())  # the managed folders; unmanaged ones are not walked
     scan = json.loads(_run(root, home, "scan", "--json").stdout)
-    assert sorted(o["note"] for o in scan["odd"] if o["kind"] == "undecodable-name") == sorted(BAD.values())
+    assert sorted(o["note"] for o in scan["odd"] if o["kind"] == "undecodable-name") == sorted(
+        BAD.values()
+    )
     assert not any("\\x" in s["note"] for s in scan["signals"])
     doctor = _run(root, home, "doctor").stdout
     for shown in [*BAD.values(), *UNMANAGED.values()]:

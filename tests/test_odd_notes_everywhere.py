@@ -38,8 +38,16 @@ MEMORY_ODD = {
     "converged/topics/nul-topic.md": (b"# x\n\x00\x01\n", "NUL"),
 }
 COMMANDS = [
-    ["status"], ["scan"], ["context"], ["doctor"], ["converge", "--engine", "builtin"],
-    ["note", "I prefer short notes"], ["archive", "list"], ["recall", "tea"], ["log"], ["trace", "tea"],
+    ["status"],
+    ["scan"],
+    ["context"],
+    ["doctor"],
+    ["converge", "--engine", "builtin"],
+    ["note", "I prefer short notes"],
+    ["archive", "list"],
+    ["recall", "tea"],
+    ["log"],
+    ["trace", "tea"],
 ]
 NAMING = {"status", "scan", "context", "doctor", "converge"}
 
@@ -47,7 +55,11 @@ NAMING = {"status", "scan", "context", "doctor", "converge"}
 @pytest.fixture
 def odd_vault(tmp_path) -> tuple[Path, dict[str, tuple[bytes, str]]]:
     root = tmp_path / "vault"
-    done = subprocess.run([sys.executable, "-m", "cmem", "init", str(root), "--lang", "en"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem", "init", str(root), "--lang", "en"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     with open(root / ".cmem/config.yaml", "a", encoding="utf-8") as handle:
         handle.write("max_note_bytes: 6000\n")
@@ -73,26 +85,44 @@ def odd_vault(tmp_path) -> tuple[Path, dict[str, tuple[bytes, str]]]:
 
 def _bytes(root: Path, rel: str) -> bytes:
     path = root / rel
-    return b"link:" + os.readlink(path).encode() + path.read_bytes() if path.is_symlink() else path.read_bytes()
+    return (
+        b"link:" + os.readlink(path).encode() + path.read_bytes()
+        if path.is_symlink()
+        else path.read_bytes()
+    )
 
 
 def test_odd_notes_through_every_command(odd_vault, tmp_path):
     root, files = odd_vault
     before = {rel: _bytes(root, rel) for rel in files}
     for args in COMMANDS:
-        done = subprocess.run([sys.executable, "-m", "cmem", *args, "--vault", str(root)], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "cmem", *args, "--vault", str(root)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
         output = done.stdout + done.stderr
         assert done.returncode == 0, f"{args}: exit {done.returncode}\n{output}"
         assert "Traceback" not in output, f"{args}:\n{output}"
         for rel, (_, fragment) in files.items():
             assert _bytes(root, rel) == before[rel], f"{args} changed {rel}"
             named = [line for line in output.splitlines() if rel in line and fragment in line]
-            required = args[0] in NAMING and (rel in ODD or rel == "link.md" or rel == "dataless.md" or args[0] in ("doctor", "converge"))
+            required = args[0] in NAMING and (
+                rel in ODD
+                or rel == "link.md"
+                or rel == "dataless.md"
+                or args[0] in ("doctor", "converge")
+            )
             if required:
-                assert len(named) == 1, f"`cmem {' '.join(args)}` names {rel} {len(named)} times:\n{output}"
+                assert len(named) == 1, (
+                    f"`cmem {' '.join(args)}` names {rel} {len(named)} times:\n{output}"
+                )
             else:
-                assert len(named) <= 1, f"`cmem {' '.join(args)}` names {rel} {len(named)} times:\n{output}"
+                assert len(named) <= 1, (
+                    f"`cmem {' '.join(args)}` names {rel} {len(named)} times:\n{output}"
+                )
     assert git(root, "log", "-1", "--format=%s").startswith("cmem: converge")
 
 
@@ -100,9 +130,13 @@ def test_odd_notes_through_every_command(odd_vault, tmp_path):
 def test_an_odd_capture_note_is_never_appended_to(tmp_path, rel, monkeypatch):
     """`cmem note` writes one file, today's capture note: when that note is odd it says so and leaves it."""
     root = tmp_path / "vault"
-    subprocess.run([sys.executable, "-m", "cmem", "init", str(root), "--lang", "en"], capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "cmem", "init", str(root), "--lang", "en"],
+        capture_output=True,
+        check=True,
+    )
     with open(root / ".cmem/config.yaml", "a", encoding="utf-8") as handle:
-        handle.write("capture:\n  name_pattern: \"{date} inbox\"\n")
+        handle.write('capture:\n  name_pattern: "{date} inbox"\n')
     from datetime import datetime
 
     today = root / f"{datetime.now().strftime('%Y-%m-%d')} inbox.md"
@@ -114,7 +148,11 @@ def test_an_odd_capture_note_is_never_appended_to(tmp_path, rel, monkeypatch):
     else:
         data = ODD[rel][0]
         today.write_bytes(data)
-    done = subprocess.run([sys.executable, "-m", "cmem", "note", "a thought", "--vault", str(root)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem", "note", "a thought", "--vault", str(root)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and done.stderr.startswith("error: ") and today.name in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert today.read_bytes() == data

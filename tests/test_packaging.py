@@ -43,11 +43,19 @@ def test_start_up_imports_stay_light(argv, sample_vault):
     rich.console (python -X importtime lists every module imported)."""
     env = dict(os.environ, CMEM_VAULT=str(sample_vault))
     code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.cli import main; main()"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     for heavy in HEAVY:
-        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), f"{argv} imported {heavy}"
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (
+            f"{argv} imported {heavy}"
+        )
 
 
 def _ageless(out: str) -> str:
@@ -58,10 +66,25 @@ def _ageless(out: str) -> str:
     return re.sub(r'"age_seconds": -?\d+|\b\d+(?:\.\d)? (?:s|min|h|days)\b', "<age>", out)
 
 
-FAST_PATH_NEVER = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault.config", "cmem.vault.layers", "cmem.scan.scanner", "cmem.scan.signals", "git", "dataclasses")
+FAST_PATH_NEVER = (
+    "typer",
+    "click",
+    "yaml",
+    "ruamel",
+    "cmem.cli",
+    "cmem.vault.config",
+    "cmem.vault.layers",
+    "cmem.scan.scanner",
+    "cmem.scan.signals",
+    "git",
+    "dataclasses",
+)
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["status"], ["status", "--json"], ["scan"], ["scan", "--json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["status"], ["status", "--json"], ["scan"], ["scan", "--json"]],
+)
 def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vault):
     """The installed entry point (cmem.fast): once a result is stored, the second call answers
     without typer, YAML, the config loader or the scanner."""
@@ -72,20 +95,38 @@ def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vaul
     settle(sample_vault)
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     # the same answer; ages are recomputed at print time, so a second may pass between the calls
     assert _ageless(result.stdout) == _ageless(first.stdout)
-    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     for heavy in FAST_PATH_NEVER:
-        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), f"{argv} imported {heavy}"
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (
+            f"{argv} imported {heavy}"
+        )
 
 
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(REPO)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(dist),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     wheel = next(dist.glob("cmem-*.whl"))
@@ -95,21 +136,70 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     # The dependencies come from this (already provisioned) environment's site-packages, so the
     # test needs no network: a .pth file points the fresh venv at them; cmem itself comes only
     # from the wheel.
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     deps = [p for p in sys.path if p.endswith("site-packages")]
     Path(site, "deps.pth").write_text("\n".join(deps) + "\n")
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", site, str(wheel)], capture_output=True, text=True)
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            site,
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
-    cmem = [str(python), "-c", "import sys; from cmem.cli import main; sys.argv[0] = 'cmem'; main()"]
+    cmem = [
+        str(python),
+        "-c",
+        "import sys; from cmem.cli import main; sys.argv[0] = 'cmem'; main()",
+    ]
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # cmem must come from the wheel, not from the source tree
-    where = subprocess.run([str(python), "-c", "import cmem; print(cmem.__file__)"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    where = subprocess.run(
+        [str(python), "-c", "import cmem; print(cmem.__file__)"],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        cwd=tmp_path,
+    )
     assert where.stdout.startswith(site), where.stdout + where.stderr
-    help_run = subprocess.run(cmem + ["--help"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    help_run = subprocess.run(
+        cmem + ["--help"], capture_output=True, text=True, env=clean_env, cwd=tmp_path
+    )
     assert help_run.returncode == 0 and "converge" in help_run.stdout
     vault = tmp_path / "new vault"
-    init_run = subprocess.run(cmem + ["init", str(vault), "--lang", "en"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+    init_run = subprocess.run(
+        cmem + ["init", str(vault), "--lang", "en"],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        cwd=tmp_path,
+    )
     assert init_run.returncode == 0, init_run.stderr
     assert (vault / ".cmem" / "config.yaml").is_file() and (vault / ".git").is_dir()
-    prompts = subprocess.run([str(python), "-c", "from cmem import resources; print(len(list(resources.package_dir('prompts').iterdir())), resources.sample_vault_dir().is_dir())"], capture_output=True, text=True, env=clean_env, cwd=tmp_path)
-    assert prompts.stdout.split() == [str(len(list((REPO / "prompts").iterdir()))), "True"], prompts.stderr
+    prompts = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "from cmem import resources; print(len(list(resources.package_dir('prompts').iterdir())), resources.sample_vault_dir().is_dir())",
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        cwd=tmp_path,
+    )
+    assert prompts.stdout.split() == [str(len(list((REPO / "prompts").iterdir()))), "True"], (
+        prompts.stderr
+    )

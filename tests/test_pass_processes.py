@@ -13,7 +13,9 @@ import pytest
 
 import reliability_harness as harness
 
-needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="scans /proc for leftover processes")
+needs_proc = pytest.mark.skipif(
+    not os.path.isdir("/proc/self"), reason="scans /proc for leftover processes"
+)
 
 
 @pytest.fixture
@@ -22,7 +24,9 @@ def template(tmp_path):
 
 
 def check(run: dict) -> None:
-    assert run["within_limit"], f"{run['case']}: {run['seconds']} s with a {run['timeout']} s timeout"
+    assert run["within_limit"], (
+        f"{run['case']}: {run['seconds']} s with a {run['timeout']} s timeout"
+    )
     assert run["orphans"] == 0 and not run["lock_held"] and run["vault_changed"] == []
     assert "Traceback" not in run["stderr"]
 
@@ -36,7 +40,9 @@ def test_a_misbehaving_model_cannot_hold_cmem_converge(case, template, tmp_path)
     run = harness.run_hung_model_case(case, root, home)
     check(run)
     assert run["exit"] == 1
-    if case != "grandchild-holds-stdout":  # that one answers garbage at once; the validator refuses it
+    if (
+        case != "grandchild-holds-stdout"
+    ):  # that one answers garbage at once; the validator refuses it
         assert "timed out after 1 s" in run["stdout"] and "llm.timeout_seconds" in run["stdout"]
 
 

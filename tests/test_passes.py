@@ -7,11 +7,11 @@ import json
 import pytest
 
 from cmem.archive.gate import apply_archive, plan_archive
-from cmem.errors import CmemError
-from cmem.steps.pass_log import find_cmem_commit, list_cmem_commits, pass_diff
-from cmem.render.reports import set_color
-from cmem.render.history import render_diff
 from cmem.archive.undo import apply_undo, plan_undo
+from cmem.errors import CmemError
+from cmem.render.history import render_diff
+from cmem.render.reports import set_color
+from cmem.steps.pass_log import find_cmem_commit, list_cmem_commits, pass_diff
 from cmem.vault.layers import open_vault
 from conftest import git
 from history_helpers import fake_pass, run_main, tick
@@ -22,9 +22,21 @@ PROFILE = "converged/core/profile.md"
 @pytest.fixture
 def history_vault(make_vault):
     root = make_vault({"a.md": "- 我决定 a\n", "b.md": "- 我决定 b\n", PROFILE: "# P\n"}, git=True)
-    fake_pass(root, ["a.md"], {PROFILE: "# P\n\n- a（来源：[[a]]）\n"}, pass_id="20261101-100000-aaaa", date="2026-11-01")
+    fake_pass(
+        root,
+        ["a.md"],
+        {PROFILE: "# P\n\n- a（来源：[[a]]）\n"},
+        pass_id="20261101-100000-aaaa",
+        date="2026-11-01",
+    )
     git(root, "commit", "-q", "--allow-empty", "-m", "an unrelated commit of the user's")
-    fake_pass(root, ["b.md"], {PROFILE: "# P\n\n- a（来源：[[a]]）\n- b（来源：[[b]]）\n"}, pass_id="20261102-100000-bbbb", date="2026-11-02")
+    fake_pass(
+        root,
+        ["b.md"],
+        {PROFILE: "# P\n\n- a（来源：[[a]]）\n- b（来源：[[b]]）\n"},
+        pass_id="20261102-100000-bbbb",
+        date="2026-11-02",
+    )
     tick(root, "a")
     apply_archive(open_vault(root), plan_archive(open_vault(root)))
     return root
@@ -34,8 +46,14 @@ def test_log_lists_passes_and_archive_applies_newest_first(history_vault):
     commits = list_cmem_commits(open_vault(history_vault))
     assert [c.kind for c in commits] == ["archive", "converge", "converge"]
     archive, second, first = commits
-    assert archive.notes == ["a.md"] and archive.fields["Archived"] == ["a.md → archive/2026-11/a.md"]
-    assert second.pass_id == "20261102-100000-bbbb" and second.notes == ["b.md"] and second.engine == "builtin"
+    assert archive.notes == ["a.md"] and archive.fields["Archived"] == [
+        "a.md → archive/2026-11/a.md"
+    ]
+    assert (
+        second.pass_id == "20261102-100000-bbbb"
+        and second.notes == ["b.md"]
+        and second.engine == "builtin"
+    )
     assert PROFILE in second.memory_files and ".cmem/state.json" not in second.memory_files
     assert first.time and first.sha
 
@@ -45,9 +63,16 @@ def test_log_json_limit_and_undone(history_vault, monkeypatch, capsys):
     code, out, _ = run_main(monkeypatch, capsys, "--vault", str(history_vault), "log", "--json")
     entries = json.loads(out)["passes"]
     assert code == 0 and [e["kind"] for e in entries] == ["undo", "archive", "converge", "converge"]
-    assert entries[1]["undone_by"] == entries[0]["commit"] and entries[0]["undoes"] == entries[1]["commit"]
-    assert {"id", "kind", "commit", "time", "notes", "files", "engine", "model", "warnings"} <= set(entries[2])
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(history_vault), "log", "--limit", "1", "--json")
+    assert (
+        entries[1]["undone_by"] == entries[0]["commit"]
+        and entries[0]["undoes"] == entries[1]["commit"]
+    )
+    assert {"id", "kind", "commit", "time", "notes", "files", "engine", "model", "warnings"} <= set(
+        entries[2]
+    )
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(history_vault), "log", "--limit", "1", "--json"
+    )
     assert len(json.loads(out)["passes"]) == 1
     code, out, _ = run_main(monkeypatch, capsys, "--vault", str(history_vault), "log")
     assert code == 0 and "(undone)" in out and "20261102-100000-bbbb" in out and "moved" in out
@@ -80,7 +105,9 @@ def test_diff_shows_the_memory_files_and_the_checklist_not_the_state(history_vau
 
 
 def test_cli_diff_is_plain_off_a_terminal_and_coloured_on_one(history_vault, monkeypatch, capsys):
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(history_vault), "diff", "20261102-100000-bbbb")
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(history_vault), "diff", "20261102-100000-bbbb"
+    )
     assert code == 0 and "+- b（来源：[[b]]）" in out and "\x1b[" not in out
     set_color(True)  # click strips colour off a terminal, so the renderer is checked directly
     try:

@@ -53,7 +53,12 @@ def _check_every_pass(bench, history, tmp_path):
         assert result.status in ("applied", "nothing"), result.errors
         counts = bench.measure(root, history, day, notes)
         assert counts.lost == 0, counts.problems  # no signal is lost, after every pass
-        assert (counts.stale, counts.duplicates, counts.unsourced, counts.untraced) == (0, 0, 0, 0), counts.problems
+        assert (counts.stale, counts.duplicates, counts.unsourced, counts.untraced) == (
+            0,
+            0,
+            0,
+            0,
+        ), counts.problems
         assert counts.once == counts.facts, counts.problems
 
 
@@ -68,7 +73,9 @@ def test_no_signal_is_lost_in_any_pass_of_the_benchmark(tmp_path):
     bench = _bench()
     results = bench.run_all([None], tmp_path)
     rows = results["builtin"]
-    assert sum(total.lost for _, total, _ in rows) == 0, [p for _, total, _ in rows for p in total.problems]
+    assert sum(total.lost for _, total, _ in rows) == 0, [
+        p for _, total, _ in rows for p in total.problems
+    ]
     facts = sum(last.facts for _, _, last in rows)
     assert sum(last.once for _, _, last in rows) >= 0.95 * facts
 
@@ -82,7 +89,21 @@ def test_the_report_runs_a_model_command_too(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLM_REPLY", reply.read_text("utf-8"))
     out = tmp_path / "quality.md"
     command = f"{sys.executable} {TESTS / 'fake_llm.py'}"
-    assert bench.main(["--only", "en-moves", "--llm", command, "--out", str(out), "--workdir", str(tmp_path / "work")]) == 0
+    assert (
+        bench.main(
+            [
+                "--only",
+                "en-moves",
+                "--llm",
+                command,
+                "--out",
+                str(out),
+                "--workdir",
+                str(tmp_path / "work"),
+            ]
+        )
+        == 0
+    )
     text = out.read_text("utf-8")
     assert "## builtin" in text and f"## llm: `{command}`" in text
     assert "python bench/quality.py --llm" in text

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from cmem.cli import app
 from cmem.reading.context import build_context
-from cmem.reading.search_index import CONVERGENT, index_file, query_terms, search_scope
 from cmem.reading.read_times import load_read_times
 from cmem.reading.recall import recall_memory
+from cmem.reading.search_index import CONVERGENT, index_file, query_terms, search_scope
 from cmem.vault.layers import open_vault
 from conftest import write_files
 from recall_labelled import EXTRA_FILES, QUERIES, is_right
@@ -46,7 +46,9 @@ def test_labelled_queries_rank_the_right_statement_first(labelled_vault, capsys)
     precision = 1 - len(misses) / len(QUERIES)
     zh = [q for q, _, _ in QUERIES if not q.isascii()]
     with capsys.disabled():
-        print(f"\nrecall precision@1: {precision:.3f} on {len(QUERIES)} labelled queries ({len(zh)} with Chinese); misses: {misses}")
+        print(
+            f"\nrecall precision@1: {precision:.3f} on {len(QUERIES)} labelled queries ({len(zh)} with Chinese); misses: {misses}"
+        )
     assert len(QUERIES) >= 20 and len(zh) >= 10
     assert precision >= 0.85, misses
 
@@ -63,7 +65,15 @@ def test_a_two_character_chinese_query_finds_its_statement(labelled_vault):
 
 def test_query_text_is_never_fts_syntax(labelled_vault):
     vault = open_vault(labelled_vault)
-    for query in ['"unbalanced', "ruff AND OR NOT", "NEAR(ruff pytest)", "py*", "col:ruff", "^ruff", "-- ; DROP TABLE rows"]:
+    for query in [
+        '"unbalanced',
+        "ruff AND OR NOT",
+        "NEAR(ruff pytest)",
+        "py*",
+        "col:ruff",
+        "^ruff",
+        "-- ; DROP TABLE rows",
+    ]:
         recall_memory(vault, query, record=False)  # no sqlite error reaches the user
     assert top(vault, "ruff AND").hit.path == "converged/topics/python-tooling.md"
 
@@ -76,7 +86,9 @@ def test_index_is_rebuilt_when_deleted(labelled_vault):
         path.unlink()
     again = recall_memory(vault, "咖啡")
     assert again.sync.rebuilt == "created" and "咖啡一天最多两杯" in again.results[0].hit.text
-    forced = runner.invoke(app, ["recall", "咖啡", "--rebuild", "--json", "--vault", str(labelled_vault)])
+    forced = runner.invoke(
+        app, ["recall", "咖啡", "--rebuild", "--json", "--vault", str(labelled_vault)]
+    )
     assert json.loads(forced.output)["index"]["rebuilt"] == "created"
 
 
@@ -119,8 +131,12 @@ def test_an_edited_note_is_found_by_its_new_words_after_one_call(labelled_vault)
     import sqlite3
 
     db = sqlite3.connect(index_file(vault, CONVERGENT))
-    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"咖啡"'""").fetchone() == (0,)
-    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"绿茶"'""").fetchone() == (1,)
+    assert db.execute(
+        """SELECT count(*) FROM entries WHERE entries MATCH '"咖啡"'"""
+    ).fetchone() == (0,)
+    assert db.execute(
+        """SELECT count(*) FROM entries WHERE entries MATCH '"绿茶"'"""
+    ).fetchone() == (1,)
     db.close()
 
 
@@ -129,7 +145,9 @@ def test_a_same_size_edit_in_the_same_second_is_seen(labelled_vault):
     target = labelled_vault / "converged/topics/home-lab.md"
     assert top(vault, "restic")
     stat = target.stat()
-    target.write_text(target.read_text("utf-8").replace("restic", "borgs"), encoding="utf-8")  # same length
+    target.write_text(
+        target.read_text("utf-8").replace("restic", "borgs"), encoding="utf-8"
+    )  # same length
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime and size as indexed
     first = top(vault, "borgs")
     assert first and "borgs" in first.hit.text
@@ -145,22 +163,39 @@ def test_unchanged_folders_spare_the_listing_but_not_the_edits(labelled_vault):
     vault = open_vault(labelled_vault)
     top(vault, "房租")
     _age_folders(labelled_vault)
-    assert recall_memory(vault, "房租", record=False).sync.listed is True  # the folders' new signature
+    assert (
+        recall_memory(vault, "房租", record=False).sync.listed is True
+    )  # the folders' new signature
     quiet = recall_memory(vault, "房租", record=False)
     assert quiet.sync.listed is False and quiet.results
     target = labelled_vault / "converged/topics/finance.md"
     target.write_text(target.read_text("utf-8").replace("房租每月", "月租每月"), encoding="utf-8")
     edited = recall_memory(vault, "月租", record=False)
-    assert edited.sync.listed is False and edited.sync.updated == 1 and "月租每月" in edited.results[0].hit.text
-    write_files(labelled_vault, {"converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"})
+    assert (
+        edited.sync.listed is False
+        and edited.sync.updated == 1
+        and "月租每月" in edited.results[0].hit.text
+    )
+    write_files(
+        labelled_vault,
+        {
+            "converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"
+        },
+    )
     added = recall_memory(vault, "猫粮", record=False)
-    assert added.sync.listed is True and added.sync.added == 1 and added.results[0].hit.path == "converged/topics/pets.md"
+    assert (
+        added.sync.listed is True
+        and added.sync.added == 1
+        and added.results[0].hit.path == "converged/topics/pets.md"
+    )
 
 
 def test_a_changed_setting_rebuilds_the_index(labelled_vault):
     vault = open_vault(labelled_vault)
     top(vault, "房租")
-    (labelled_vault / ".cmem/config.yaml").write_text("ignore: ['converged/topics/finance.md']\n", encoding="utf-8")
+    (labelled_vault / ".cmem/config.yaml").write_text(
+        "ignore: ['converged/topics/finance.md']\n", encoding="utf-8"
+    )
     changed = recall_memory(open_vault(labelled_vault), "房租", record=False)
     assert changed.sync.rebuilt == "created" and not changed.results
 
@@ -168,8 +203,15 @@ def test_a_changed_setting_rebuilds_the_index(labelled_vault):
 def test_added_removed_and_moved_files(labelled_vault):
     vault = open_vault(labelled_vault)
     top(vault, "房租")
-    (labelled_vault / "converged/topics/finance.md").rename(labelled_vault / "converged/topics/money.md")
-    write_files(labelled_vault, {"converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"})
+    (labelled_vault / "converged/topics/finance.md").rename(
+        labelled_vault / "converged/topics/money.md"
+    )
+    write_files(
+        labelled_vault,
+        {
+            "converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"
+        },
+    )
     (labelled_vault / "converged/topics/reading.md").unlink()
     result = recall_memory(vault, "房租", record=False)
     assert result.results[0].hit.path == "converged/topics/money.md"
@@ -179,9 +221,13 @@ def test_added_removed_and_moved_files(labelled_vault):
     import sqlite3
 
     db = sqlite3.connect(index_file(vault, CONVERGENT))
-    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"三体" OR "刘慈欣"'""").fetchone() == (0,)
+    assert db.execute(
+        """SELECT count(*) FROM entries WHERE entries MATCH '"三体" OR "刘慈欣"'"""
+    ).fetchone() == (0,)
     # 房租 is in money.md's summary, so in the place of its 4 statements; finance.md's 4 are gone
-    assert db.execute("""SELECT count(*) FROM entries WHERE entries MATCH '"房租"'""").fetchone() == (4,)
+    assert db.execute(
+        """SELECT count(*) FROM entries WHERE entries MATCH '"房租"'"""
+    ).fetchone() == (4,)
     db.close()
 
 
@@ -189,14 +235,20 @@ def test_the_archive_only_when_asked(labelled_vault):
     vault = open_vault(labelled_vault)
     # "function calling" is in the memory and in an archived note
     default = recall_memory(vault, "降级 超时", record=False)
-    assert default.scope == "convergent" and all(not r.hit.path.startswith("archive/") for r in default.results)
+    assert default.scope == "convergent" and all(
+        not r.hit.path.startswith("archive/") for r in default.results
+    )
     archived = recall_memory(vault, "降级 超时", archive=True, record=False)
     assert archived.scope == "archive" and archived.results
-    assert all(r.hit.path.startswith("archive/") and r.hit.layer == "archive" for r in archived.results)
+    assert all(
+        r.hit.path.startswith("archive/") and r.hit.layer == "archive" for r in archived.results
+    )
     assert all(r.hit.path != vault.checklist_rel for r in archived.results)
     text = runner.invoke(app, ["recall", "降级", "--vault", str(labelled_vault)]).output
     assert "add --archive" in text
-    text = runner.invoke(app, ["recall", "降级", "--archive", "--vault", str(labelled_vault)]).output
+    text = runner.invoke(
+        app, ["recall", "降级", "--archive", "--vault", str(labelled_vault)]
+    ).output
     assert "in the archive" in text and "archive/2026-10/" in text
 
 
@@ -210,15 +262,23 @@ def test_recall_records_read_times_of_memory_files_only(labelled_vault):
 
 
 def test_recall_cli_json_and_text(labelled_vault):
-    result = runner.invoke(app, ["recall", "ruff", "--json", "--limit", "2", "--vault", str(labelled_vault)])
+    result = runner.invoke(
+        app, ["recall", "ruff", "--json", "--limit", "2", "--vault", str(labelled_vault)]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["searched"] == "convergent" and len(data["results"]) <= 2
     first = data["results"][0]
     assert set(first) >= {"path", "score", "snippet", "layer", "line", "sources"}
-    assert first["layer"] == "situational" and "**ruff**" in first["snippet"] and first["sources"] == ["2026-10-05 notes"]
+    assert (
+        first["layer"] == "situational"
+        and "**ruff**" in first["snippet"]
+        and first["sources"] == ["2026-10-05 notes"]
+    )
     text = runner.invoke(app, ["recall", "ruff", "--vault", str(labelled_vault)]).output
-    assert "converged/topics/python-tooling.md:11" in text and "sources: [[2026-10-05 notes]]" in text
+    assert (
+        "converged/topics/python-tooling.md:11" in text and "sources: [[2026-10-05 notes]]" in text
+    )
     empty = runner.invoke(app, ["recall", "--vault", str(labelled_vault), "--", "***"])
     assert empty.exit_code != 0
 
@@ -235,8 +295,8 @@ def test_an_unwritable_state_folder_still_recalls(labelled_vault, monkeypatch):
 def test_missing_fts5_is_one_clear_error(labelled_vault, monkeypatch):
     import sqlite3
 
-    from cmem.reading import search_index as index
     from cmem.errors import CmemError
+    from cmem.reading import search_index as index
 
     class NoFts(sqlite3.Connection):
         def execute(self, sql, *args):
@@ -252,19 +312,34 @@ def test_missing_fts5_is_one_clear_error(labelled_vault, monkeypatch):
 
 def test_help_imports_neither_sqlite3_nor_mcp():
     code = "import sys; sys.argv = ['cmem', '--help']; from cmem.cli import main; main()"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
-    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    assert "sqlite3" not in modules and "mcp" not in modules and "cmem.reading.search_index" not in modules
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert (
+        "sqlite3" not in modules
+        and "mcp" not in modules
+        and "cmem.reading.search_index" not in modules
+    )
 
 
 def _big_topic(n: int) -> str:
     lines = ["---", "summary: 很长的面试题库", "importance: 2", "---", "# 题库", ""]
-    lines += [f"- 第 {i} 题：讲讲调度服务里第 {i} 种限流策略的取舍（来源：[[2026-10-19 面试复盘]]）" for i in range(n)]
+    lines += [
+        f"- 第 {i} 题：讲讲调度服务里第 {i} 种限流策略的取舍（来源：[[2026-10-19 面试复盘]]）"
+        for i in range(n)
+    ]
     lines.insert(8, "- 限流用令牌桶，突发流量先排队再丢弃（来源：[[2026-10-19 面试复盘]]）")
     return "\n".join(lines) + "\n"
 
 
-def test_context_over_budget_includes_the_topics_statements_and_says_what_was_left_out(labelled_vault):
+def test_context_over_budget_includes_the_topics_statements_and_says_what_was_left_out(
+    labelled_vault,
+):
     write_files(labelled_vault, {"converged/topics/questions.md": _big_topic(300)})
     vault = open_vault(labelled_vault)
     everything = build_context(vault, record=False, budget=10**6)
@@ -322,7 +397,10 @@ def test_doctor_reports_and_fix_rebuilds_an_unreadable_index(labelled_vault):
     path.write_bytes(b"\x00garbage" * 4096)
     assert "unreadable" in index_problem(vault, CONVERGENT)
     report = runner.invoke(app, ["doctor", "--json", "--vault", str(labelled_vault)])
-    assert any("search index" in f["message"] and "doctor --fix" in f["message"] for f in json.loads(report.output)["findings"])
+    assert any(
+        "search index" in f["message"] and "doctor --fix" in f["message"]
+        for f in json.loads(report.output)["findings"]
+    )
     fixed = runner.invoke(app, ["doctor", "--fix", "--yes", "--vault", str(labelled_vault)])
     assert "rebuilt the convergent search index" in fixed.output, fixed.output
     assert index_problem(vault, CONVERGENT) is None

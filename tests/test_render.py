@@ -47,7 +47,10 @@ def test_spinner_shows_the_time_limit_and_how_to_stop():
     spinner = Spinner(stream=stream)
     spinner("asking the model", 12.0, 300)
     spinner.done()
-    assert "12s of 300s" in stream.getvalue() and "Ctrl-C stops; nothing is written" in stream.getvalue()
+    assert (
+        "12s of 300s" in stream.getvalue()
+        and "Ctrl-C stops; nothing is written" in stream.getvalue()
+    )
     plain = io.StringIO()
     spinner = Spinner(stream=plain)
     spinner("asking the model", 0.1, 300)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from cmem.converge.response import MAX_ERRORS, ConvergedEntry, DeferredEntry, DroppedEntry, FileBlock, parse_response, unescape
+from cmem.converge.response import (
+    MAX_ERRORS,
+    ConvergedEntry,
+    DeferredEntry,
+    DroppedEntry,
+    FileBlock,
+    parse_response,
+    unescape,
+)
 
 SPEC_EXAMPLE = """<convergence>
 <file path="converged/core/profile.md">
@@ -33,14 +41,26 @@ def test_the_spec_example():
     assert response.ok and response.warnings == []
     (file,) = response.files
     assert file.path == "converged/core/profile.md" and file.line == 2
-    assert file.content.startswith("---\nsummary: who I am") and file.content.endswith("原为：在找北京后端实习）（来源：[[2026-11-28 随手记]]）")
-    assert response.dropped == [DroppedEntry("converged/core/profile.md", "多推推他", "duplicate of 推他动手而非给鼓励", 11)]
-    assert response.converged == [ConvergedEntry("2026-11-28 随手记.md", ["converged/core/profile.md"], 12)]
-    assert response.deferred == [DeferredEntry("idea - svelte.md", "one vague mention; wait for it to recur", 13)]
+    assert file.content.startswith("---\nsummary: who I am") and file.content.endswith(
+        "原为：在找北京后端实习）（来源：[[2026-11-28 随手记]]）"
+    )
+    assert response.dropped == [
+        DroppedEntry("converged/core/profile.md", "多推推他", "duplicate of 推他动手而非给鼓励", 11)
+    ]
+    assert response.converged == [
+        ConvergedEntry("2026-11-28 随手记.md", ["converged/core/profile.md"], 12)
+    ]
+    assert response.deferred == [
+        DeferredEntry("idea - svelte.md", "one vague mention; wait for it to recur", 13)
+    ]
 
 
 def test_chat_and_fences_around_the_element_are_ignored():
-    text = "Sure — I read your notes. I'll answer with a <convergence> element:\n\n```xml\n" + SPEC_EXAMPLE + "```\n\nLet me know!\n"
+    text = (
+        "Sure — I read your notes. I'll answer with a <convergence> element:\n\n```xml\n"
+        + SPEC_EXAMPLE
+        + "```\n\nLet me know!\n"
+    )
     response = parse_response(text)
     assert response.ok and response.warnings == []
     assert response.files[0].line == 5
@@ -98,8 +118,14 @@ def test_duplicate_file_blocks_are_an_error():
 
 def test_content_on_the_tag_line_or_a_self_closing_file_is_an_error():
     assert not parse_response('<convergence>\n<file path="a.md">- one\n</file>\n</convergence>').ok
-    assert "self-closing" in parse_response('<convergence>\n<file path="a.md"/>\n</convergence>').errors[0].message
-    assert "without a path" in parse_response("<convergence>\n<file>\n- x\n</file>\n</convergence>").errors[0].message
+    assert (
+        "self-closing"
+        in parse_response('<convergence>\n<file path="a.md"/>\n</convergence>').errors[0].message
+    )
+    assert (
+        "without a path"
+        in parse_response("<convergence>\n<file>\n- x\n</file>\n</convergence>").errors[0].message
+    )
 
 
 def test_quotes_and_entities_in_attributes():
@@ -115,22 +141,38 @@ def test_quotes_and_entities_in_attributes():
 
 
 def test_attribute_value_may_hold_angle_brackets():
-    response = parse_response('<convergence>\n<deferred note="n.md" reason="a > b, c < d"/>\n</convergence>')
+    response = parse_response(
+        '<convergence>\n<deferred note="n.md" reason="a > b, c < d"/>\n</convergence>'
+    )
     assert response.ok and response.deferred[0].reason == "a > b, c < d"
 
 
 def test_into_lists_several_files():
-    response = parse_response('<convergence>\n<converged note="n.md" into=" a.md,b.md , c.md,"/>\n</convergence>')
+    response = parse_response(
+        '<convergence>\n<converged note="n.md" into=" a.md,b.md , c.md,"/>\n</convergence>'
+    )
     assert response.converged[0].into == ["a.md", "b.md", "c.md"]
 
 
 def test_converged_needs_a_note_and_into():
-    assert "does not say into which files" in parse_response('<convergence>\n<converged note="n.md"/>\n</convergence>').errors[0].message
-    assert "without a note" in parse_response('<convergence>\n<converged into="a.md"/>\n</convergence>').errors[0].message
+    assert (
+        "does not say into which files"
+        in parse_response('<convergence>\n<converged note="n.md"/>\n</convergence>')
+        .errors[0]
+        .message
+    )
+    assert (
+        "without a note"
+        in parse_response('<convergence>\n<converged into="a.md"/>\n</convergence>')
+        .errors[0]
+        .message
+    )
 
 
 def test_deferred_reason_may_be_its_text_and_missing_reason_warns():
-    response = parse_response('<convergence>\n<deferred note="n.md">too vague</deferred>\n<deferred note="m.md"/>\n</convergence>')
+    response = parse_response(
+        '<convergence>\n<deferred note="n.md">too vague</deferred>\n<deferred note="m.md"/>\n</convergence>'
+    )
     assert response.ok
     assert [d.reason for d in response.deferred] == ["too vague", ""]
     assert [w.line for w in response.warnings] == [3]
@@ -140,13 +182,28 @@ def test_dropped_statement_may_span_lines_and_hold_tag_like_text():
     text = '<convergence>\n<dropped file="a.md" reason="dup">\n- uses <kbd>Ctrl</kbd> &amp; C（来源：[[x]]）\n</dropped>\n</convergence>'
     response = parse_response(text)
     assert response.ok, messages(response.errors)
-    assert response.dropped == [DroppedEntry("a.md", "- uses <kbd>Ctrl</kbd> & C（来源：[[x]]）", "dup", 2)]
+    assert response.dropped == [
+        DroppedEntry("a.md", "- uses <kbd>Ctrl</kbd> & C（来源：[[x]]）", "dup", 2)
+    ]
 
 
 def test_dropped_errors():
-    assert "no closing </dropped>" in parse_response('<convergence>\n<dropped file="a.md" reason="x">old\n</convergence>').errors[0].message
-    assert "must hold the removed statement" in parse_response('<convergence>\n<dropped file="a.md" reason="x"/>\n</convergence>').errors[0].message
-    assert "without a file" in parse_response("<convergence>\n<dropped>old</dropped>\n</convergence>").errors[0].message
+    assert (
+        "no closing </dropped>"
+        in parse_response('<convergence>\n<dropped file="a.md" reason="x">old\n</convergence>')
+        .errors[0]
+        .message
+    )
+    assert (
+        "must hold the removed statement"
+        in parse_response('<convergence>\n<dropped file="a.md" reason="x"/>\n</convergence>')
+        .errors[0]
+        .message
+    )
+    assert (
+        "without a file"
+        in parse_response("<convergence>\n<dropped>old</dropped>\n</convergence>").errors[0].message
+    )
 
 
 def test_unknown_elements_and_attributes_are_warnings():
@@ -161,7 +218,10 @@ def test_unknown_elements_and_attributes_are_warnings():
 
 def test_a_second_element_is_refused_not_half_applied():
     # "here is a better one": applying the first would apply the answer the model retracted
-    text = SPEC_EXAMPLE + "\nOops, here is a better one:\n<convergence>\n<file path=\"b.md\">\n- y\n</file>\n</convergence>\n"
+    text = (
+        SPEC_EXAMPLE
+        + '\nOops, here is a better one:\n<convergence>\n<file path="b.md">\n- y\n</file>\n</convergence>\n'
+    )
     response = parse_response(text)
     assert not response.ok and "a second <convergence> element" in messages(response.errors)
 
@@ -174,7 +234,7 @@ def test_text_after_the_first_element_is_ignored():
 
 
 def test_an_element_quoted_in_chat_does_not_start_the_reply():
-    text = "I'll use a `<convergence>` element as asked.\n<convergence>\n<deferred note=\"n.md\" reason=\"x\"/>\n</convergence>\n"
+    text = 'I\'ll use a `<convergence>` element as asked.\n<convergence>\n<deferred note="n.md" reason="x"/>\n</convergence>\n'
     response = parse_response(text)
     assert response.ok and response.warnings == [] and response.deferred[0].line == 3
 
@@ -188,12 +248,16 @@ def test_a_fence_around_the_file_content_is_removed():
 
 def test_a_file_that_merely_contains_a_code_block_keeps_it():
     content = "- one\n\n```\ncode\n```\n\n- two"
-    response = parse_response(f'<convergence>\n<file path="a.md">\n{content}\n</file>\n</convergence>')
+    response = parse_response(
+        f'<convergence>\n<file path="a.md">\n{content}\n</file>\n</convergence>'
+    )
     assert response.files[0].content == content and response.warnings == []
 
 
 def test_leading_and_trailing_blank_lines_of_a_file_are_dropped():
-    response = parse_response('<convergence>\n<file path="a.md">\n\n\n---\nsummary: x\n---\n- one\n\n\n</file>\n</convergence>')
+    response = parse_response(
+        '<convergence>\n<file path="a.md">\n\n\n---\nsummary: x\n---\n- one\n\n\n</file>\n</convergence>'
+    )
     assert response.files[0].content == "---\nsummary: x\n---\n- one"
 
 
@@ -206,6 +270,8 @@ def test_unescape_is_single_pass_and_keeps_what_it_cannot_read(entity, char):
 
 
 def test_a_hopeless_reply_stops_at_a_bounded_list():
-    response = parse_response("<convergence>\n" + "<dropped file='a' reason='x'>\n<thinking/>\n" * 5000)
+    response = parse_response(
+        "<convergence>\n" + "<dropped file='a' reason='x'>\n<thinking/>\n" * 5000
+    )
     assert len(response.errors) == MAX_ERRORS + 1 and "not read" in response.errors[-1].message
     assert len(response.warnings) <= MAX_ERRORS + 1

@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from cmem.scan import scanner as scan_module
 from cmem.errors import CmemError
+from cmem.scan import scanner as scan_module
 from cmem.scan.scanner import CACHE_NAME, GUARD_NAME, scan_vault
-from cmem.vault.state_json import ConvergedNote, State, line_key, save_state
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import ConvergedNote, State, line_key, save_state
 
 DAY = 86_400 * 10**9
 OLD = 1_700_000_000 * 10**9  # long before any test runs: cache entries are trusted at once
@@ -42,11 +42,28 @@ def by_note(result):
 def test_sample_vault(sample_vault):
     result = scan_vault(open_vault(sample_vault))
     signals = by_note(result)
-    assert signals["2026-11-24 随手记.md"] == [(4, "correction"), (5, "preference"), (3, "recurring")]
-    assert signals["2026-11-27 notes.md"] == [(4, "correction"), (6, "preference"), (3, "decision"), (7, "recurring")]
-    assert signals["2026-11-25 面试复盘.md"] == [(9, "preference"), (10, "decision"), (11, "recurring")]
-    assert signals["idea - svelte.md"] == [(6, "decision")]  # the 其实不是 in the svelte code block is not
-    assert signals["blog - 写作计划.md"] == [(3, "recurring")]  # a one-off 又, confirmed by #converge
+    assert signals["2026-11-24 随手记.md"] == [
+        (4, "correction"),
+        (5, "preference"),
+        (3, "recurring"),
+    ]
+    assert signals["2026-11-27 notes.md"] == [
+        (4, "correction"),
+        (6, "preference"),
+        (3, "decision"),
+        (7, "recurring"),
+    ]
+    assert signals["2026-11-25 面试复盘.md"] == [
+        (9, "preference"),
+        (10, "decision"),
+        (11, "recurring"),
+    ]
+    assert signals["idea - svelte.md"] == [
+        (6, "decision")
+    ]  # the 其实不是 in the svelte code block is not
+    assert signals["blog - 写作计划.md"] == [
+        (3, "recurring")
+    ]  # a one-off 又, confirmed by #converge
     assert "2026-11-23 日记.md" not in signals
     deferred = {(d.note, d.line): d for d in result.deferred}
     assert deferred[("2026-11-23 日记.md", 0)].kind == "excluded"
@@ -56,7 +73,15 @@ def test_sample_vault(sample_vault):
     guard = deferred[("2026-11-28 随手记.md", 9)]
     assert guard.kind == "converged" and guard.reason == "already in converged/core/profile.md"
     excerpts = " ".join(s.excerpt for s in result.signals)
-    for trap in ("又快又好", "不对称", "once again", "never mind", "not always", "always allow", "actually-fast"):
+    for trap in (
+        "又快又好",
+        "不对称",
+        "once again",
+        "never mind",
+        "not always",
+        "always allow",
+        "actually-fast",
+    ):
         assert trap not in excerpts
     pending = {p.rel: p for p in result.pending}
     assert pending["2026-11-25 面试复盘.md"].tags == ["job-search", "面试"]
@@ -70,7 +95,10 @@ def test_json_has_the_spec_fields(sample_vault):
     assert {"signals", "deferred"} <= set(data)
     for signal in data["signals"]:
         assert {"note", "line", "class", "priority", "cue", "excerpt"} <= set(signal)
-        assert signal["class"] in ("correction", "preference", "decision", "recurring") and 1 <= signal["priority"] <= 4
+        assert (
+            signal["class"] in ("correction", "preference", "decision", "recurring")
+            and 1 <= signal["priority"] <= 4
+        )
     for entry in data["deferred"]:
         assert {"note", "line", "reason"} <= set(entry) and isinstance(entry["line"], int)
 
@@ -79,11 +107,13 @@ def test_json_has_the_spec_fields(sample_vault):
 
 
 def test_sorted_by_priority_then_age_then_note_then_line(make_vault):
-    root = make_vault({
-        "b new.md": "我决定改用 Svelte\n以后都用中文回答\n",
-        "a new.md": "我决定改用 uv\n我喜欢先看结论\n",
-        "z old.md": "其实不是周三，是周四\n我决定改用 Go\n",
-    })
+    root = make_vault(
+        {
+            "b new.md": "我决定改用 Svelte\n以后都用中文回答\n",
+            "a new.md": "我决定改用 uv\n我喜欢先看结论\n",
+            "z old.md": "其实不是周三，是周四\n我决定改用 Go\n",
+        }
+    )
     age(root, "z old.md", OLD)
     age(root, "a new.md", OLD + DAY)
     age(root, "b new.md", OLD + DAY)
@@ -103,30 +133,45 @@ def test_sorted_by_priority_then_age_then_note_then_line(make_vault):
 
 
 def test_recurring_phrase_in_two_notes_is_promoted(make_vault):
-    root = make_vault({"11-24.md": "- 又熬夜到两点\n- 又忘了买猫粮\n", "11-25.md": "面试前一晚又熬夜刷题\n"})
+    root = make_vault(
+        {"11-24.md": "- 又熬夜到两点\n- 又忘了买猫粮\n", "11-25.md": "面试前一晚又熬夜刷题\n"}
+    )
     result = scan_vault(open_vault(root))
     assert by_note(result) == {"11-24.md": [(1, "recurring")], "11-25.md": [(1, "recurring")]}
     assert [(d.note, d.line, d.kind) for d in result.deferred] == [("11-24.md", 2, "one-off")]
 
 
 def test_english_recurrence(make_vault):
-    root = make_vault({"a.md": "Over-engineered the config loader again.\n", "b.md": "As usual I over-engineered the take-home.\n"})
+    root = make_vault(
+        {
+            "a.md": "Over-engineered the config loader again.\n",
+            "b.md": "As usual I over-engineered the take-home.\n",
+        }
+    )
     assert len(scan_vault(open_vault(root)).signals) == 2
 
 
 def test_one_note_is_not_a_recurrence_and_min_recurrence_counts(make_vault):
     root = make_vault({"a.md": "又熬夜到两点\n又熬夜了一晚\n"})
     assert scan_vault(open_vault(root)).signals == []
-    root = make_vault({"a.md": "又熬夜到两点\n", "b.md": "又熬夜了\n"}, config_yaml="signals:\n  min_recurrence: 3\n")
+    root = make_vault(
+        {"a.md": "又熬夜到两点\n", "b.md": "又熬夜了\n"},
+        config_yaml="signals:\n  min_recurrence: 3\n",
+    )
     result = scan_vault(open_vault(root))
     assert result.signals == [] and "recurs in 3 notes" in result.deferred[0].reason
 
 
 def test_excluded_notes_do_not_count_towards_recurrence(make_vault):
-    root = make_vault({"a.md": "又熬夜到两点\n", "diary.md": "---\nconverge: false\n---\n又熬夜了\n"})
+    root = make_vault(
+        {"a.md": "又熬夜到两点\n", "diary.md": "---\nconverge: false\n---\n又熬夜了\n"}
+    )
     result = scan_vault(open_vault(root))
     assert result.signals == []
-    assert {(d.note, d.kind) for d in result.deferred} == {("a.md", "one-off"), ("diary.md", "excluded")}
+    assert {(d.note, d.kind) for d in result.deferred} == {
+        ("a.md", "one-off"),
+        ("diary.md", "excluded"),
+    }
 
 
 # --- feedback-loop guard and re-emergence --------------------------------------------------
@@ -143,22 +188,33 @@ summary: who
 
 
 def test_line_pasted_back_from_memory_is_not_a_signal(make_vault):
-    root = make_vault({
-        "converged/core/profile.md": PROFILE,
-        "today.md": "- 10:32 以后都用中文回答，术语和代码保留英文！\n- 以后都用英文写 commit message\n",
-    })
+    root = make_vault(
+        {
+            "converged/core/profile.md": PROFILE,
+            "today.md": "- 10:32 以后都用中文回答，术语和代码保留英文！\n- 以后都用英文写 commit message\n",
+        }
+    )
     result = scan_vault(open_vault(root))
     assert [(s.line, s.cls) for s in result.signals] == [(2, "preference")]
-    assert [(d.line, d.reason) for d in result.deferred] == [(1, "already in converged/core/profile.md")]
+    assert [(d.line, d.reason) for d in result.deferred] == [
+        (1, "already in converged/core/profile.md")
+    ]
 
 
 def test_guard_follows_convergent_edits(make_vault):
-    root = make_vault({"converged/core/profile.md": PROFILE, "today.md": "以后都用中文回答，术语和代码保留英文\n"})
+    root = make_vault(
+        {"converged/core/profile.md": PROFILE, "today.md": "以后都用中文回答，术语和代码保留英文\n"}
+    )
     age_all(root)
     vault = open_vault(root)
     assert scan_vault(vault).signals == []
     profile = root / "converged/core/profile.md"
-    profile.write_text(PROFILE.replace("- 以后都用中文回答，术语和代码保留英文（来源：[[2026-10-18 随手记]]）\n", ""), "utf-8")
+    profile.write_text(
+        PROFILE.replace(
+            "- 以后都用中文回答，术语和代码保留英文（来源：[[2026-10-18 随手记]]）\n", ""
+        ),
+        "utf-8",
+    )
     age(root, "converged/core/profile.md", OLD + DAY)
     assert [s.cls for s in scan_vault(vault).signals] == ["preference"]
 
@@ -166,9 +222,16 @@ def test_guard_follows_convergent_edits(make_vault):
 def test_reemerged_retired_statement(make_vault):
     root = make_vault({"converged/core/profile.md": PROFILE, "today.md": "- 以后都用 tab 缩进\n"})
     result = scan_vault(open_vault(root))
-    assert [s.cls for s in result.signals] == ["preference"]  # still a signal, flagged as re-emerged
+    assert [s.cls for s in result.signals] == [
+        "preference"
+    ]  # still a signal, flagged as re-emerged
     again = result.reemerged[0]
-    assert (again.note, again.line, again.how, again.where) == ("today.md", 1, "retired", "converged/core/profile.md")
+    assert (again.note, again.line, again.how, again.where) == (
+        "today.md",
+        1,
+        "retired",
+        "converged/core/profile.md",
+    )
     assert (again.first_seen, again.retired) == ("2026-10-01", "2026-11-20")
     assert result.to_json()["reemerged"][0]["first_seen"] == "2026-10-01"
 
@@ -178,10 +241,18 @@ def test_reemerged_line_of_a_converged_note(make_vault):
     vault = open_vault(root)
     old = scan_vault(vault)
     sha = next(p.sha256 for p in old.pending if p.rel == "old.md")
-    state = State(notes={"old.md": ConvergedNote(sha, {line_key("- 我决定改用 Svelte")}, "p1", "2026-10-05T10:00:00+08:00")})
+    state = State(
+        notes={
+            "old.md": ConvergedNote(
+                sha, {line_key("- 我决定改用 Svelte")}, "p1", "2026-10-05T10:00:00+08:00"
+            )
+        }
+    )
     result = scan_vault(vault, state=state)
     assert [(s.note, s.line) for s in result.signals] == [("new.md", 2)]
-    assert [(r.how, r.where, r.first_seen) for r in result.reemerged] == [("converged", "old.md", "2026-10-05")]
+    assert [(r.how, r.where, r.first_seen) for r in result.reemerged] == [
+        ("converged", "old.md", "2026-10-05")
+    ]
 
 
 # --- converged vs pending --------------------------------------------------------------------
@@ -193,7 +264,16 @@ def test_converged_unchanged_note_is_not_pending_and_edited_note_only_for_new_li
     vault = open_vault(root)
     first = scan_vault(vault)
     sha = next(p.sha256 for p in first.pending if p.rel == "note.md")
-    state = State(notes={"note.md": ConvergedNote(sha, {line_key(line) for line in original.splitlines()}, "p1", "2026-11-29T10:00:00+00:00")})
+    state = State(
+        notes={
+            "note.md": ConvergedNote(
+                sha,
+                {line_key(line) for line in original.splitlines()},
+                "p1",
+                "2026-11-29T10:00:00+00:00",
+            )
+        }
+    )
     save_state(vault.state_file, state)
     second = scan_vault(vault)  # state.json read from disk
     assert [p.rel for p in second.pending] == ["other.md"]
@@ -239,12 +319,24 @@ def test_same_size_edit_within_the_mtime_tick_is_not_missed(make_vault):
     scan_vault(vault)
     stat = (root / "a.md").stat()
     (root / "a.md").write_text("我决定改用 Vue!\n", "utf-8")
-    os.utime(root / "a.md", ns=(stat.st_mtime_ns, stat.st_mtime_ns))  # a coarse clock: same mtime, same size
+    os.utime(
+        root / "a.md", ns=(stat.st_mtime_ns, stat.st_mtime_ns)
+    )  # a coarse clock: same mtime, same size
     assert [s.excerpt for s in scan_vault(vault).signals] == ["我决定改用 Vue!"]
 
 
-@pytest.mark.parametrize("garbage", [b"", b"{not json", b"[]", marshal.dumps({"version": 1, "fingerprint": "x"}),
-                                     "\ufffd\x00".encode("utf-8"), marshal.dumps({"version": 99}), marshal.dumps([1, 2])])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"",
+        b"{not json",
+        b"[]",
+        marshal.dumps({"version": 1, "fingerprint": "x"}),
+        "\ufffd\x00".encode("utf-8"),
+        marshal.dumps({"version": 99}),
+        marshal.dumps([1, 2]),
+    ],
+)
 def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     root = make_vault({"a.md": "我决定改用 Svelte\n"})
     age_all(root)
@@ -273,7 +365,9 @@ def test_config_change_invalidates_the_cache(make_vault):
     root = make_vault({"a.md": "gotta use tabs in Makefiles\n"})
     age_all(root)
     assert scan_vault(open_vault(root)).signals == []
-    (root / ".cmem/config.yaml").write_text("signals:\n  cues:\n    preference: [gotta use]\n", "utf-8")
+    (root / ".cmem/config.yaml").write_text(
+        "signals:\n  cues:\n    preference: [gotta use]\n", "utf-8"
+    )
     assert [s.cue for s in scan_vault(open_vault(root)).signals] == ["gotta use"]
 
 
@@ -290,8 +384,13 @@ def test_deleted_note_leaves_the_cache(make_vault):
 def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
     """The guard index lives apart from the note entries: a scan without note entries (cold)
     reads no convergent file, and while none changed it does not merge again either."""
-    root = make_vault({"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 我决定改用 Svelte\n",
-                       "converged/topics/web.md": "- 前端用 Svelte\n"})
+    root = make_vault(
+        {
+            "a.md": "我决定改用 Svelte\n",
+            "converged/core/profile.md": "- 我决定改用 Svelte\n",
+            "converged/topics/web.md": "- 前端用 Svelte\n",
+        }
+    )
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
@@ -315,11 +414,16 @@ def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
 
 
 def test_damaged_guard_index_is_rebuilt(make_vault):
-    root = make_vault({"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 我决定改用 Svelte\n"})
+    root = make_vault(
+        {"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 我决定改用 Svelte\n"}
+    )
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
-    for garbage in (b"\x00", marshal.dumps({"version": scan_module.CACHE_VERSION, "fingerprint": "?", "files": {}})):
+    for garbage in (
+        b"\x00",
+        marshal.dumps({"version": scan_module.CACHE_VERSION, "fingerprint": "?", "files": {}}),
+    ):
         (vault.state_dir / GUARD_NAME).write_bytes(garbage)
         assert scan_vault(vault).to_json() == expected
 
@@ -340,9 +444,16 @@ ODD = {
     ".x.md.icloud": b"bplist00",
 }
 KINDS = {
-    "bom.md": "encoding", "crlf.md": "encoding", "frontmatter.md": "frontmatter", "latin1.md": "encoding",
-    "nul.md": "binary", "huge.md": "too-large", "empty.md": "empty", "link.md": "symlink",
-    "x.sync-conflict-20261128-101010-ABC.md": "sync-conflict", "x (conflicted copy).md": "sync-conflict",
+    "bom.md": "encoding",
+    "crlf.md": "encoding",
+    "frontmatter.md": "frontmatter",
+    "latin1.md": "encoding",
+    "nul.md": "binary",
+    "huge.md": "too-large",
+    "empty.md": "empty",
+    "link.md": "symlink",
+    "x.sync-conflict-20261128-101010-ABC.md": "sync-conflict",
+    "x (conflicted copy).md": "sync-conflict",
     ".x.md.icloud": "cloud-placeholder",
 }
 
@@ -361,7 +472,12 @@ def test_odd_files_are_reported_and_never_touched(make_vault, tmp_path):
             assert (name, kind) in odd, f"{name} not reported as {kind}: {sorted(odd)}"
         assert all(o.message for o in result.odd)
         # readable-with-warnings notes are still scanned; the rest are not inputs
-        assert {s.note for s in result.signals} == {"bom.md", "crlf.md", "frontmatter.md", "latin1.md"}
+        assert {s.note for s in result.signals} == {
+            "bom.md",
+            "crlf.md",
+            "frontmatter.md",
+            "latin1.md",
+        }
     after = {name: (root / name).read_bytes() for name in ODD} | {"outside": outside.read_bytes()}
     assert after == before
     assert os.readlink(root / "link.md") == str(outside)

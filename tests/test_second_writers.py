@@ -19,12 +19,12 @@ import pytest
 
 import reliability_harness as harness
 import reply_variants as rv
-from cmem.steps import commits as history
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import GitError
 from cmem.scan.scanner import scan_vault
-from cmem.vault.state_json import load_state
+from cmem.steps import commits as history
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import load_state
 
 
 def assert_no_loss(figures: dict) -> None:
@@ -69,34 +69,54 @@ def editing_model(tmp_path: Path, path: Path, text: str, reply: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def test_an_input_note_saved_during_the_model_call_is_kept_named_and_stays_pending(corpus_vault, tmp_path):
+def test_an_input_note_saved_during_the_model_call_is_kept_named_and_stays_pending(
+    corpus_vault, tmp_path
+):
     note = corpus_vault / rv.NOTE
     edited = rv.NOTE_TEXT + "其实不是深圳，我决定留在杭州找实习。\n"
     command = editing_model(tmp_path, note, edited, harness.WRITER_REPLY)
-    result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=command, now=harness.PASS_NOW))
+    result = run_pass(
+        open_vault(corpus_vault), PassOptions(engine="llm", llm=command, now=harness.PASS_NOW)
+    )
     assert result.status == "applied"
     assert note.read_text("utf-8") == edited  # never rewritten
     warning = next(w for w in result.warnings if rv.NOTE in w)
     assert "changed while the pass ran" in warning and "next pass" in warning
-    assert warning in subprocess.run(["git", "-C", str(corpus_vault), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout
+    assert (
+        warning
+        in subprocess.run(
+            ["git", "-C", str(corpus_vault), "log", "-1", "--format=%B"],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     # what the pass did not see is still pending; the note is not ready to archive
     vault = open_vault(corpus_vault)
     pending = {p.rel: [s.excerpt for s in p.signals] for p in scan_vault(vault).pending}
     assert any("杭州" in excerpt for excerpt in pending[rv.NOTE])
-    assert load_state(vault.state_file).notes[rv.NOTE].sha256 != harness.hashlib.sha256(edited.encode()).hexdigest()
+    assert (
+        load_state(vault.state_file).notes[rv.NOTE].sha256
+        != harness.hashlib.sha256(edited.encode()).hexdigest()
+    )
     from cmem.archive.gate import list_staged
 
-    assert {line.note: line.state for line in list_staged(vault)}[rv.NOTE.removesuffix(".md")] == "changed"
+    assert {line.note: line.state for line in list_staged(vault)}[
+        rv.NOTE.removesuffix(".md")
+    ] == "changed"
 
 
 def test_a_checklist_tick_during_the_model_call_is_kept(corpus_vault, tmp_path):
     checklist = corpus_vault / harness.CHECKLIST
     edited = checklist.read_text("utf-8") + "\n- [x] [[old note]] → archive/2026-10/old note.md\n"
     command = editing_model(tmp_path, checklist, edited, harness.WRITER_REPLY)
-    result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=command, now=harness.PASS_NOW))
+    result = run_pass(
+        open_vault(corpus_vault), PassOptions(engine="llm", llm=command, now=harness.PASS_NOW)
+    )
     assert result.status == "applied"
     text = checklist.read_text("utf-8")
-    assert text.startswith(edited.rstrip("\n")) and "[[2026-11-28 随手记]]" in text  # the tick, then the pass's lines
+    assert (
+        text.startswith(edited.rstrip("\n")) and "[[2026-11-28 随手记]]" in text
+    )  # the tick, then the pass's lines
 
 
 # --- git's index.lock ---------------------------------------------------------------------------
@@ -104,7 +124,9 @@ def test_a_checklist_tick_during_the_model_call_is_kept(corpus_vault, tmp_path):
 
 def test_a_held_index_lock_is_waited_for_then_named(corpus_vault, monkeypatch):
     monkeypatch.setattr(history, "INDEX_LOCK_WAIT_SECONDS", 0.5)
-    (corpus_vault / rv.NOTE).write_text(rv.NOTE_TEXT + "- 以后都先写测试\n", encoding="utf-8")  # a hand edit to snapshot
+    (corpus_vault / rv.NOTE).write_text(
+        rv.NOTE_TEXT + "- 以后都先写测试\n", encoding="utf-8"
+    )  # a hand edit to snapshot
     lock = corpus_vault / ".git/index.lock"
     lock.write_text("")
     before = harness.snapshot(corpus_vault)
@@ -145,8 +167,26 @@ def test_cmem_converge_with_a_held_index_lock_exits_within_ten_seconds(corpus_va
     lock = corpus_vault / ".git/index.lock"
     lock.write_text("")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "cmem", "converge", "--engine", "builtin", "--vault", str(corpus_vault)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmem",
+            "converge",
+            "--engine",
+            "builtin",
+            "--vault",
+            str(corpus_vault),
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     took = time.monotonic() - started
     assert done.returncode == 1 and took <= 10, (took, done.stderr)
-    assert done.stderr.startswith("error: ") and str(lock) in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert (
+        done.stderr.startswith("error: ")
+        and str(lock) in done.stderr
+        and len(done.stderr.strip().splitlines()) == 1
+    )

@@ -26,11 +26,19 @@ KEYS = {
     "slack-token": ["xoxb-" + "123456789012-1234567890123-" + RANDOM],
     "google-api-key": ["AIza" + "SyA" + RANDOM * 2],
     "stripe-key": ["sk_" + "live_" + RANDOM + "abcdEFGH"],
-    "jwt": ["eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"],
+    "jwt": [
+        "eyJ"
+        + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+        + ".eyJ"
+        + "zdWIiOiIxMjM0NTY3ODkwIn0"
+        + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    ],
 }
 
 
-@pytest.mark.parametrize(("label", "key"), [(label, key) for label, keys in KEYS.items() for key in keys])
+@pytest.mark.parametrize(
+    ("label", "key"), [(label, key) for label, keys in KEYS.items() for key in keys]
+)
 def test_known_key_shapes_are_redacted_in_prose(label, key):
     text = f"今天把 key 换了：{key} 记得别提交。\nAlso in English: ({key}), then more text."
     redacted, count = redact_secrets(text)
@@ -40,7 +48,9 @@ def test_known_key_shapes_are_redacted_in_prose(label, key):
 
 
 def test_pem_private_key_block_is_redacted_whole():
-    body = "\n".join(["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 6 + ["VLqg9g=="])
+    body = "\n".join(
+        ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 6 + ["VLqg9g=="]
+    )
     text = f"deploy key:\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nrotate monthly."
     redacted, count = redact_secrets(text)
     assert redacted == "deploy key:\n[REDACTED:private-key]\nrotate monthly."
@@ -152,9 +162,24 @@ def test_a_key_named_by_a_generic_key_is_counted_once():
 import secrets_corpus  # noqa: E402
 
 ISSUE_18 = {  # the kinds issue 14 found reaching the prompt
-    "hex-token", "hex-api-key", "redis-url", "mysql-url", "password-plain-word", "password-quoted-spaces",
-    "huggingface-token", "gitlab-pat", "npm-token", "sendgrid-key", "slack-webhook", "slack-app-token",
-    "http-basic-auth", "azure-account-key", "telegram-bot-token", "api-key-is", "ssh-pass", "wifi-key-is",
+    "hex-token",
+    "hex-api-key",
+    "redis-url",
+    "mysql-url",
+    "password-plain-word",
+    "password-quoted-spaces",
+    "huggingface-token",
+    "gitlab-pat",
+    "npm-token",
+    "sendgrid-key",
+    "slack-webhook",
+    "slack-app-token",
+    "http-basic-auth",
+    "azure-account-key",
+    "telegram-bot-token",
+    "api-key-is",
+    "ssh-pass",
+    "wifi-key-is",
 }
 
 
@@ -167,19 +192,26 @@ def test_the_corpus_is_large_enough_and_covers_the_issue():
     assert {"git-sha-prose", "uuid", "base64-image", "long-word-en"} <= lookalike_kinds
 
 
-@pytest.mark.parametrize(("kind", "text", "secret"),
-                         [c for c in secrets_corpus.CREDENTIALS if c[0] not in secrets_corpus.KNOWN_MISSES],
-                         ids=lambda v: v if isinstance(v, str) and len(v) < 40 and "\n" not in v else "")
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"),
+    [c for c in secrets_corpus.CREDENTIALS if c[0] not in secrets_corpus.KNOWN_MISSES],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 40 and "\n" not in v else "",
+)
 def test_every_credential_of_the_corpus_is_hidden(kind, text, secret):
     redacted, count = redact_secrets(text)
     assert count >= 1
     for piece in secret.splitlines():
         if len(piece) >= 6:
             assert piece not in redacted, f"{kind}: {piece!r} survived in {redacted!r}"
-    assert redact_secrets(redacted) == (redacted, 0)  # idempotent: a placeholder is not redacted again
+    assert redact_secrets(redacted) == (
+        redacted,
+        0,
+    )  # idempotent: a placeholder is not redacted again
 
 
-@pytest.mark.parametrize(("kind", "text"), secrets_corpus.LOOKALIKES, ids=[k for k, _ in secrets_corpus.LOOKALIKES])
+@pytest.mark.parametrize(
+    ("kind", "text"), secrets_corpus.LOOKALIKES, ids=[k for k, _ in secrets_corpus.LOOKALIKES]
+)
 def test_every_lookalike_of_the_corpus_survives(kind, text):
     assert redact_secrets(text) == (text, 0)
 
@@ -196,11 +228,15 @@ def test_the_figures_in_docs_reliability_are_current():
 
     from conftest import REPO
 
-    spec = importlib.util.spec_from_file_location("bench_redaction", REPO / "bench" / "redaction.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_redaction", REPO / "bench" / "redaction.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     doc = (REPO / "docs" / "reliability.md").read_text("utf-8")
-    assert bench.section() in doc, "docs/reliability.md is stale: run python bench/redaction.py --write"
+    assert bench.section() in doc, (
+        "docs/reliability.md is stale: run python bench/redaction.py --write"
+    )
     measured = secrets_corpus.measure(redact_secrets)
     assert measured.recall >= 0.95 and measured.precision >= 0.99
 
@@ -211,7 +247,11 @@ def test_redact_data_walks_json_like_values():
     token = "ghp_" + RANDOM * 2 + "abcd"
     data = {"a": [f"x {token}", {"b": "password: hunter22"}], "n": 3, "ok": "plain"}
     out, count = redact_data(data)
-    assert out == {"a": ["x [REDACTED:github-token]", {"b": "password: [REDACTED:password]"}], "n": 3, "ok": "plain"}
+    assert out == {
+        "a": ["x [REDACTED:github-token]", {"b": "password: [REDACTED:password]"}],
+        "n": 3,
+        "ok": "plain",
+    }
     assert count == 2
     assert secret_kinds(f"{token} and password: hunter22") == ["github-token", "password"]
     assert secret_kinds("nothing here") == []
@@ -220,12 +260,20 @@ def test_redact_data_walks_json_like_values():
 def test_redact_many_equals_one_text_at_a_time():
     from cmem.text.secrets import redact_many
 
-    texts = [text for _kind, text, _secret in secrets_corpus.CREDENTIALS] + [text for _kind, text in secrets_corpus.LOOKALIKES]
+    texts = [text for _kind, text, _secret in secrets_corpus.CREDENTIALS] + [
+        text for _kind, text in secrets_corpus.LOOKALIKES
+    ]
     one_by_one = [redact_secrets(text) for text in texts]
     together, count = redact_many(texts)
     assert together == [text for text, _ in one_by_one] and count == sum(n for _, n in one_by_one)
     # a private key's header in one text and an END line in the next must not be joined into one match
-    cut = ["-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n\nkept text", "prose\n-----END PRIVATE KEY-----\nmore prose"]
+    cut = [
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n\nkept text",
+        "prose\n-----END PRIVATE KEY-----\nmore prose",
+    ]
     assert redact_many(cut)[0] == [redact_secrets(t)[0] for t in cut]
-    assert redact_many(["a \x00\x1e\x00 b", "password: hunter22"]) == (["a \x00\x1e\x00 b", "password: [REDACTED:password]"], 1)
+    assert redact_many(["a \x00\x1e\x00 b", "password: hunter22"]) == (
+        ["a \x00\x1e\x00 b", "password: [REDACTED:password]"],
+        1,
+    )
     assert redact_many([]) == ([], 0)

@@ -25,17 +25,14 @@ import pytest
 
 import reliability_harness as harness
 import reply_variants as rv
-from cmem.steps.changes import SecondWriter
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.resources import config_schema
+from cmem.steps.changes import SecondWriter
 from cmem.vault.layers import open_vault
 from conftest import git
 from support import run_cmem as cmem
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-
 
 
 @pytest.fixture
@@ -51,8 +48,11 @@ def witness_command(tmp_path: Path) -> tuple[str, Path]:
     """A model command that leaves a file behind if it ever runs."""
     witness = tmp_path / "the-vault-command-ran"
     script = tmp_path / "vault_model.py"
-    script.write_text(f"import pathlib, sys\npathlib.Path({str(witness)!r}).write_text('ran')\nsys.stdin.read()\n"
-                      f"print('<convergence>\\n</convergence>')\n", encoding="utf-8")
+    script.write_text(
+        f"import pathlib, sys\npathlib.Path({str(witness)!r}).write_text('ran')\nsys.stdin.read()\n"
+        f"print('<convergence>\\n</convergence>')\n",
+        encoding="utf-8",
+    )
     return f"{sys.executable} {script}", witness
 
 
@@ -70,7 +70,9 @@ DOORS = [
 @pytest.mark.parametrize("args", DOORS, ids=[" ".join(a) for a in DOORS])
 def test_a_vault_command_never_runs_untrusted(corpus_vault, tmp_path, args):
     command, witness = witness_command(tmp_path)
-    (corpus_vault / ".cmem/config.yaml").write_text(f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8")
+    (corpus_vault / ".cmem/config.yaml").write_text(
+        f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8"
+    )
     git(corpus_vault, "commit", "-qam", "a cloned vault names a command")
     done = cmem(*args, "--vault", str(corpus_vault))
     assert not witness.exists(), f"{args} ran the vault's command"
@@ -79,13 +81,17 @@ def test_a_vault_command_never_runs_untrusted(corpus_vault, tmp_path, args):
 
 def test_the_background_door_is_gated_too(corpus_vault, tmp_path):
     command, witness = witness_command(tmp_path)
-    (corpus_vault / ".cmem/config.yaml").write_text(f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8")
+    (corpus_vault / ".cmem/config.yaml").write_text(
+        f"llm:\n  command: {json.dumps(command)}\n", encoding="utf-8"
+    )
     git(corpus_vault, "commit", "-qam", "a cloned vault names a command")
     done = cmem("converge", "--background", "--json", "--vault", str(corpus_vault))
     assert done.returncode == 0
     log = Path(json.loads(done.stdout)["log"])
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (log.exists() and "trust" in log.read_text("utf-8", errors="replace")):
+    while time.monotonic() < deadline and not (
+        log.exists() and "trust" in log.read_text("utf-8", errors="replace")
+    ):
         time.sleep(0.1)
     assert "cmem trust" in log.read_text("utf-8", errors="replace")
     assert not witness.exists()
@@ -99,9 +105,15 @@ def test_once_trusted_it_runs_and_a_changed_command_is_refused_again(corpus_vaul
     assert cmem("trust", "--yes", "--vault", str(corpus_vault)).returncode == 0
     assert cmem("converge", "--vault", str(corpus_vault)).returncode == 0 and witness.exists()
     witness.unlink()
-    config.write_text(f"llm:\n  command: {json.dumps(command + ' --extra')}\n", encoding="utf-8")  # a sync brought a new one
+    config.write_text(
+        f"llm:\n  command: {json.dumps(command + ' --extra')}\n", encoding="utf-8"
+    )  # a sync brought a new one
     done = cmem("converge", "--vault", str(corpus_vault))
-    assert done.returncode == 1 and "changed since you trusted it" in done.stderr and not witness.exists()
+    assert (
+        done.returncode == 1
+        and "changed since you trusted it" in done.stderr
+        and not witness.exists()
+    )
 
 
 def _schema_keys(node: dict, prefix: str = "") -> list[str]:
@@ -114,7 +126,19 @@ def _schema_keys(node: dict, prefix: str = "") -> list[str]:
 
 def test_llm_command_is_the_only_vault_setting_that_names_a_program():
     schema = config_schema()
-    suspicious = ("command", "cmd", "program", "exec", "shell", "hook", "editor", "script", "run", "pager", "helper")
+    suspicious = (
+        "command",
+        "cmd",
+        "program",
+        "exec",
+        "shell",
+        "hook",
+        "editor",
+        "script",
+        "run",
+        "pager",
+        "helper",
+    )
     named = [key for key in _schema_keys(schema) if any(word in key.lower() for word in suspicious)]
     assert named == ["llm.command"], named
 
@@ -128,20 +152,40 @@ def booby_trap(root: Path, witness: Path) -> None:
     script.write_text(f'#!/bin/sh\necho "$0 $*" >> {witness}\ncat\nexit 1\n', encoding="utf-8")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     hook = f'#!/bin/sh\necho "hook $0" >> {witness}\nexit 1\n'
-    hook_names = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-auto-gc", "post-index-change", "reference-transaction")
+    hook_names = (
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-auto-gc",
+        "post-index-change",
+        "reference-transaction",
+    )
     (root / ".githooks").mkdir()
-    for name in hook_names:  # hooks that came with the vault (husky-style), enabled by core.hooksPath below
+    for name in (
+        hook_names
+    ):  # hooks that came with the vault (husky-style), enabled by core.hooksPath below
         (root / ".githooks" / name).write_text(hook, encoding="utf-8")
         (root / ".githooks" / name).chmod(0o755)
-    (root / ".gitattributes").write_text("*.md filter=trap diff=trap\n*.json filter=trap\n", encoding="utf-8")
+    (root / ".gitattributes").write_text(
+        "*.md filter=trap diff=trap\n*.json filter=trap\n", encoding="utf-8"
+    )
     git(root, "add", ".gitattributes", ".githooks")
     git(root, "commit", "-qm", "attributes")
     for name in hook_names:
         (root / ".git/hooks" / name).write_text(hook, encoding="utf-8")
         (root / ".git/hooks" / name).chmod(0o755)
-    for key, value in (("core.hooksPath", ".githooks"), ("core.fsmonitor", str(script)), ("filter.trap.clean", str(script)),
-                       ("filter.trap.smudge", str(script)), ("filter.trap.process", str(script)), ("filter.trap.required", "true"),
-                       ("diff.trap.textconv", str(script)), ("diff.trap.command", str(script)), ("diff.external", str(script))):
+    for key, value in (
+        ("core.hooksPath", ".githooks"),
+        ("core.fsmonitor", str(script)),
+        ("filter.trap.clean", str(script)),
+        ("filter.trap.smudge", str(script)),
+        ("filter.trap.process", str(script)),
+        ("filter.trap.required", "true"),
+        ("diff.trap.textconv", str(script)),
+        ("diff.trap.command", str(script)),
+        ("diff.external", str(script)),
+    ):
         git(root, "config", key, value)
 
 
@@ -149,7 +193,9 @@ def test_cmem_git_never_runs_the_repositorys_hooks_fsmonitor_or_drivers(corpus_v
     witness = tmp_path / "git-ran-a-vault-command"
     booby_trap(corpus_vault, witness)
     head = git(corpus_vault, "rev-parse", "HEAD").strip()
-    (corpus_vault / rv.NOTE).write_text(rv.NOTE_TEXT + "- 以后都先写测试再写代码\n", encoding="utf-8")  # a hand edit: a snapshot commit
+    (corpus_vault / rv.NOTE).write_text(
+        rv.NOTE_TEXT + "- 以后都先写测试再写代码\n", encoding="utf-8"
+    )  # a hand edit: a snapshot commit
     done = cmem("converge", "--engine", "builtin", "--vault", str(corpus_vault))
     assert done.returncode == 0, done.stderr
     log = git(corpus_vault, "log", "--format=%s", f"{head}..HEAD").splitlines()
@@ -163,7 +209,9 @@ def test_cmem_git_never_runs_the_repositorys_hooks_fsmonitor_or_drivers(corpus_v
     assert not witness.exists(), witness.read_text()
     # and the trap is real: plain git runs it
     (corpus_vault / rv.NOTE2).write_text("- I prefer coffee now\n", encoding="utf-8")
-    subprocess.run(["git", "-C", str(corpus_vault), "commit", "-qam", "plain git"], capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(corpus_vault), "commit", "-qam", "plain git"], capture_output=True
+    )
     assert witness.exists()
 
 
@@ -202,7 +250,9 @@ password: {SECRETS[9]}
 
 def test_credentials_in_notes_and_memory_never_reach_the_model(corpus_vault, tmp_path, monkeypatch):
     (corpus_vault / "2026-11-30 keys.md").write_text(SECRET_NOTE, encoding="utf-8")
-    with open(corpus_vault / rv.PROFILE, "a", encoding="utf-8") as handle:  # memory holds one too, by hand
+    with open(
+        corpus_vault / rv.PROFILE, "a", encoding="utf-8"
+    ) as handle:  # memory holds one too, by hand
         handle.write(f"- 以后都用 token {SECRETS[2]} 调 GitHub API（来源：[[2026-11-20 日记]]）\n")
     (corpus_vault / ".cmem/config.yaml").write_text("repair_rounds: 1\n", encoding="utf-8")
     git(corpus_vault, "add", "-A")
@@ -211,10 +261,16 @@ def test_credentials_in_notes_and_memory_never_reach_the_model(corpus_vault, tmp
     queue = tmp_path / "queue"
     queue.mkdir()
     (queue / "000.txt").write_text("not an answer, so the pass asks again", encoding="utf-8")
-    (queue / "001.txt").write_text(rv.wrap('<deferred note="2026-11-30 keys.md" reason="credentials are not memory"/>\n'), encoding="utf-8")
+    (queue / "001.txt").write_text(
+        rv.wrap('<deferred note="2026-11-30 keys.md" reason="credentials are not memory"/>\n'),
+        encoding="utf-8",
+    )
     monkeypatch.setenv("FAKE_LLM_REPLIES", str(queue))
     monkeypatch.setenv("FAKE_LLM_LOG", str(log))
-    result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW))
+    result = run_pass(
+        open_vault(corpus_vault),
+        PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW),
+    )
     prompts = [json.loads(line)["prompt"] for line in log.read_text("utf-8").splitlines()]
     assert len(prompts) == 2  # the first prompt and the repair round
     for prompt in prompts:
@@ -241,7 +297,10 @@ def test_run_records_are_private_and_redacted(corpus_vault, tmp_path, monkeypatc
     _secret_vault(corpus_vault, tmp_path, monkeypatch)
     old = os.umask(umask)
     try:
-        result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW))
+        result = run_pass(
+            open_vault(corpus_vault),
+            PassOptions(engine="llm", llm=harness.fake_command(), now=harness.PASS_NOW),
+        )
     finally:
         os.umask(old)
     assert result.status == "failed"
@@ -249,7 +308,12 @@ def test_run_records_are_private_and_redacted(corpus_vault, tmp_path, monkeypatc
     for folder in (run, run.parent):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     files = sorted(run.iterdir())
-    assert {f.name for f in files} >= {"prompt.txt", "run.json", "response-1.txt", "validation-1.json"}
+    assert {f.name for f in files} >= {
+        "prompt.txt",
+        "run.json",
+        "response-1.txt",
+        "validation-1.json",
+    }
     for file in files:
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
         text = file.read_text("utf-8")
@@ -259,14 +323,31 @@ def test_run_records_are_private_and_redacted(corpus_vault, tmp_path, monkeypatc
     assert record["redacted"] >= len(SECRETS) - 2 and record["raw_prompt_kept"] is False
 
 
-def test_keep_raw_prompt_keeps_the_run_record_raw_but_not_the_model_prompt(corpus_vault, tmp_path, monkeypatch):
+def test_keep_raw_prompt_keeps_the_run_record_raw_but_not_the_model_prompt(
+    corpus_vault, tmp_path, monkeypatch
+):
     _secret_vault(corpus_vault, tmp_path, monkeypatch)
-    done = cmem("converge", "--engine", "llm", "--llm", harness.fake_command(), "--keep-raw-prompt", "--json",
-                "--vault", str(corpus_vault), env={"FAKE_LLM_REPLIES": str(tmp_path / "queue"), "FAKE_LLM_LOG": str(tmp_path / "fake.log")})
+    done = cmem(
+        "converge",
+        "--engine",
+        "llm",
+        "--llm",
+        harness.fake_command(),
+        "--keep-raw-prompt",
+        "--json",
+        "--vault",
+        str(corpus_vault),
+        env={
+            "FAKE_LLM_REPLIES": str(tmp_path / "queue"),
+            "FAKE_LLM_LOG": str(tmp_path / "fake.log"),
+        },
+    )
     assert done.returncode == 1, done.stderr
     run = Path(json.loads(done.stdout)["run"])
     raw = (run / "prompt.txt").read_text("utf-8")
-    assert all(secret in raw for secret in SECRETS[9:11])  # the password and the URL password, in plain text
+    assert all(
+        secret in raw for secret in SECRETS[9:11]
+    )  # the password and the URL password, in plain text
     assert stat.S_IMODE((run / "prompt.txt").stat().st_mode) == 0o600
     sent = json.loads((tmp_path / "fake.log").read_text("utf-8").splitlines()[0])["prompt"]
     assert [secret for secret in SECRETS if secret in sent] == []
@@ -300,7 +381,14 @@ def _parent_state(parent: Path) -> tuple[str, str]:
     return git(parent, "rev-parse", "HEAD"), git(parent, "ls-files", "--stage")
 
 
-@pytest.mark.parametrize("args", [["converge", "--engine", "builtin"], ["archive", "apply", "--all", "--yes"], ["undo", "--yes"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["converge", "--engine", "builtin"],
+        ["archive", "apply", "--all", "--yes"],
+        ["undo", "--yes"],
+    ],
+)
 def test_a_vault_inside_another_repository_is_never_committed_to(nested, args):
     parent, root = nested
     before = _parent_state(parent)
@@ -313,8 +401,18 @@ def test_a_vault_inside_another_repository_is_never_committed_to(nested, args):
 def test_a_git_dir_from_the_environment_cannot_redirect_cmem(nested, corpus_vault):
     parent, _ = nested
     before = _parent_state(parent)
-    done = cmem("converge", "--engine", "builtin", "--vault", str(corpus_vault),
-                env={"GIT_DIR": str(parent / ".git"), "GIT_WORK_TREE": str(parent), "GIT_INDEX_FILE": str(parent / ".git/index")})
+    done = cmem(
+        "converge",
+        "--engine",
+        "builtin",
+        "--vault",
+        str(corpus_vault),
+        env={
+            "GIT_DIR": str(parent / ".git"),
+            "GIT_WORK_TREE": str(parent),
+            "GIT_INDEX_FILE": str(parent / ".git/index"),
+        },
+    )
     assert done.returncode == 0, done.stderr
     assert _parent_state(parent) == before
     assert git(corpus_vault, "log", "-1", "--format=%s").startswith("cmem: converge")
@@ -335,18 +433,26 @@ def test_a_topic_folder_linked_out_of_the_vault_is_never_written(corpus_vault, t
     git(corpus_vault, "add", "-A")
     git(corpus_vault, "commit", "-qm", "topics live elsewhere now")
     before = harness.snapshot(outside)
-    reply = rv.wrap(rv.block(rv.JOBS, rv.JOBS_TEXT + rv.NEW_BY_NOTE[1] + "\n"),
-                    rv.block("converged/topics/tools.md", "# Tools\n\n" + rv.NEW_BY_NOTE[0] + "\n"),
-                    f'<converged note="{rv.NOTE}" into="{rv.JOBS}"/>\n')
-    result = run_pass(open_vault(corpus_vault), PassOptions(response_text=reply, now=harness.PASS_NOW))
+    reply = rv.wrap(
+        rv.block(rv.JOBS, rv.JOBS_TEXT + rv.NEW_BY_NOTE[1] + "\n"),
+        rv.block("converged/topics/tools.md", "# Tools\n\n" + rv.NEW_BY_NOTE[0] + "\n"),
+        f'<converged note="{rv.NOTE}" into="{rv.JOBS}"/>\n',
+    )
+    result = run_pass(
+        open_vault(corpus_vault), PassOptions(response_text=reply, now=harness.PASS_NOW)
+    )
     assert result.status == "failed", result.errors
-    refused = [error for error in result.errors if "through the symbolic link converged/topics" in error]
+    refused = [
+        error for error in result.errors if "through the symbolic link converged/topics" in error
+    ]
     for path in (rv.JOBS, "converged/topics/tools.md"):
         assert any(f'"{path}"' in error for error in refused), (path, result.errors)
     assert harness.snapshot(outside) == before and not (outside / "tools.md").exists()
 
 
-def test_a_file_swapped_for_a_link_during_the_model_call_is_not_written_through(corpus_vault, tmp_path):
+def test_a_file_swapped_for_a_link_during_the_model_call_is_not_written_through(
+    corpus_vault, tmp_path
+):
     target = corpus_vault.parent / "outside" / "target.md"
     before = target.read_bytes()
     profile = corpus_vault / rv.PROFILE
@@ -354,11 +460,18 @@ def test_a_file_swapped_for_a_link_during_the_model_call_is_not_written_through(
     script.write_text(
         "import os, sys\nsys.stdin.read()\n"
         f"os.unlink({str(profile)!r})\nos.symlink({str(target)!r}, {str(profile)!r})\n"
-        f"sys.stdout.write({harness.WRITER_REPLY!r})\n", encoding="utf-8")
+        f"sys.stdout.write({harness.WRITER_REPLY!r})\n",
+        encoding="utf-8",
+    )
     try:
-        result = run_pass(open_vault(corpus_vault), PassOptions(engine="llm", llm=f"{sys.executable} {script}", now=harness.PASS_NOW))
+        result = run_pass(
+            open_vault(corpus_vault),
+            PassOptions(engine="llm", llm=f"{sys.executable} {script}", now=harness.PASS_NOW),
+        )
         # the validator looks at the disk after the model: the path now goes through a link
-        assert result.status == "failed" and "symbolic link converged/core/profile.md" in "\n".join(result.errors)
+        assert result.status == "failed" and "symbolic link converged/core/profile.md" in "\n".join(
+            result.errors
+        )
     except SecondWriter as exc:  # or the last check before the replace sees it
         assert "symbolic link" in str(exc)
     assert target.read_bytes() == before and profile.is_symlink()
@@ -375,9 +488,18 @@ def test_archive_apply_never_moves_a_note_through_a_linked_folder(corpus_vault, 
     head = git(corpus_vault, "rev-parse", "HEAD")
     done = cmem("archive", "apply", "--all", "--yes", "--vault", str(corpus_vault))
     # refused line by line when planning, like any line that cannot move: shown, skipped, kept
-    assert done.returncode == 0 and "refused" in done.stdout and "symbolic link archive/2026-11" in done.stdout
-    assert [p.name for p in outside.iterdir()] == ["2026-11-20 日记.md"] and (corpus_vault / rv.NOTE).exists()
-    assert git(corpus_vault, "rev-parse", "HEAD") == head and git(corpus_vault, "status", "--porcelain") == ""
+    assert (
+        done.returncode == 0
+        and "refused" in done.stdout
+        and "symbolic link archive/2026-11" in done.stdout
+    )
+    assert [p.name for p in outside.iterdir()] == ["2026-11-20 日记.md"] and (
+        corpus_vault / rv.NOTE
+    ).exists()
+    assert (
+        git(corpus_vault, "rev-parse", "HEAD") == head
+        and git(corpus_vault, "status", "--porcelain") == ""
+    )
 
 
 def test_capture_never_writes_through_a_linked_note(corpus_vault, tmp_path):
@@ -385,7 +507,9 @@ def test_capture_never_writes_through_a_linked_note(corpus_vault, tmp_path):
 
     target = corpus_vault.parent / "outside" / "target.md"
     before = target.read_bytes()
-    name = open_vault(corpus_vault).config.capture_pattern.replace("{date}", datetime.now().strftime("%Y-%m-%d"))
+    name = open_vault(corpus_vault).config.capture_pattern.replace(
+        "{date}", datetime.now().strftime("%Y-%m-%d")
+    )
     os.symlink(target, corpus_vault / (name if name.endswith(".md") else name + ".md"))
     done = cmem("note", "以后都先写测试", "--vault", str(corpus_vault))
     assert done.returncode == 1 and "symbolic link" in done.stderr and target.read_bytes() == before
@@ -396,8 +520,16 @@ def test_context_and_recall_show_memory_credentials_redacted(corpus_vault):
     session-start hook hands an agent) print it redacted, in Markdown and in JSON."""
     with open(corpus_vault / rv.PROFILE, "a", encoding="utf-8") as handle:
         handle.write(f"- 以后都用 token {SECRETS[2]} 调 GitHub API（来源：[[2026-11-20 日记]]）\n")
-        handle.write(f"- 数据库 postgres://admin:{SECRETS[10]}@db.internal:5432/app（来源：[[2026-11-20 日记]]）\n")
-    for args in (["context"], ["context", "--json"], ["recall", "GitHub"], ["recall", "GitHub", "--json"], ["recall", "数据库"]):
+        handle.write(
+            f"- 数据库 postgres://admin:{SECRETS[10]}@db.internal:5432/app（来源：[[2026-11-20 日记]]）\n"
+        )
+    for args in (
+        ["context"],
+        ["context", "--json"],
+        ["recall", "GitHub"],
+        ["recall", "GitHub", "--json"],
+        ["recall", "数据库"],
+    ):
         done = cmem(*args, "--vault", str(corpus_vault))
         assert done.returncode == 0, (args, done.stderr)
         assert SECRETS[2] not in done.stdout and SECRETS[10] not in done.stdout, args
@@ -410,10 +542,19 @@ def test_the_builtin_engine_never_writes_a_credential_into_memory(corpus_vault):
     """Issue 14: the builtin engine copied `ghp_…` and `password=…` lines into profile.md."""
     (corpus_vault / "2026-11-30 keys.md").write_text(
         f"- 以后都用 token {SECRETS[2]} 调 GitHub API\n- From now on always use password={SECRETS[9]} for the staging db\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     git(corpus_vault, "add", "-A")
     git(corpus_vault, "commit", "-qm", "a note with keys")
-    done = cmem("converge", "--engine", "builtin", "--only", "2026-11-30 keys.md", "--vault", str(corpus_vault))
+    done = cmem(
+        "converge",
+        "--engine",
+        "builtin",
+        "--only",
+        "2026-11-30 keys.md",
+        "--vault",
+        str(corpus_vault),
+    )
     assert done.returncode == 0, done.stderr
     assert "deferred 2026-11-30 keys.md: line 1 holds a credential (github-token)" in done.stdout
     for path in (corpus_vault / "converged").rglob("*.md"):

@@ -11,7 +11,10 @@ from sequence_harness import SCENARIOS, run_sequences, summary
 
 
 def _losses(figures: dict) -> dict:
-    return {key: figures[key] for key in ("notes_lost", "notes_duplicated", "statements_lost", "converged_work_lost")}
+    return {
+        key: figures[key]
+        for key in ("notes_lost", "notes_duplicated", "statements_lost", "converged_work_lost")
+    }
 
 
 def test_a_sample_of_sequences_loses_and_duplicates_nothing(tmp_path):

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from cmem.scan import signals as signals_module
-from cmem.vault.notes import read_note
 from cmem.scan.signals import (
     EXCLUDED,
     ONE_OFF,
@@ -24,6 +23,7 @@ from cmem.scan.signals import (
     scan_note,
 )
 from cmem.vault.layers import DIVERGENT, NoteFile
+from cmem.vault.notes import read_note
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 LABELS = (*SIGNAL_CLASSES, "deferred", "none")
@@ -70,7 +70,11 @@ def scores(results: list[tuple[str, str, str]]) -> dict[str, tuple[float, float,
         tp = sum(1 for expected, got, _ in results if expected == got == label)
         fp = sum(1 for expected, got, _ in results if got == label != expected)
         fn = sum(1 for expected, got, _ in results if expected == label != got)
-        table[label] = (tp / (tp + fp) if tp + fp else 1.0, tp / (tp + fn) if tp + fn else 1.0, tp + fn)
+        table[label] = (
+            tp / (tp + fp) if tp + fp else 1.0,
+            tp / (tp + fn) if tp + fn else 1.0,
+            tp + fn,
+        )
     return table
 
 
@@ -80,9 +84,16 @@ def test_corpus_precision_recall(corpus, note_of):
     assert len(cases) >= 60
     results = [(expected, outcome(note_of(text)), text) for expected, text in cases]
     table = scores(results)
-    lines = [f"{corpus}: {len(cases)} labelled cases", f"  {'class':<11} {'precision':>9} {'recall':>7} {'cases':>6}"]
+    lines = [
+        f"{corpus}: {len(cases)} labelled cases",
+        f"  {'class':<11} {'precision':>9} {'recall':>7} {'cases':>6}",
+    ]
     lines += [f"  {label:<11} {p:>9.2f} {r:>7.2f} {n:>6}" for label, (p, r, n) in table.items()]
-    misses = [f"  expected {expected:<10} got {got:<10} {text!r}" for expected, got, text in results if expected != got]
+    misses = [
+        f"  expected {expected:<10} got {got:<10} {text!r}"
+        for expected, got, text in results
+        if expected != got
+    ]
     report = "\n".join(lines + (["  misclassified:"] + misses if misses else []))
     print("\n" + report)
     for label in SIGNAL_CLASSES:
@@ -123,13 +134,19 @@ def test_traps_do_not_fire(line):
 @pytest.mark.parametrize(
     "line, cls",
     [
-        ("不对不对，会议在周四", "correction"),  # the first 不对 is a correction, the second is 对不对's
+        (
+            "不对不对，会议在周四",
+            "correction",
+        ),  # the first 不对 is a correction, the second is 对不对's
         ("I like strong coffee and early starts", "preference"),
         ("NEVER push to main without a review", "preference"),  # emphasis, not shouting
         ("又熬夜到两点", "recurring"),
         ("Every time I deploy, the cache breaks.", "recurring"),
         ("改用 uv 管理依赖", "decision"),
-        ("I switched my blog from Ghost to Astro.", "decision"),  # the object between verb and from/to
+        (
+            "I switched my blog from Ghost to Astro.",
+            "decision",
+        ),  # the object between verb and from/to
     ],
 )
 def test_real_cues_fire(line, cls):
@@ -153,27 +170,29 @@ def test_english_cues_match_case_insensitively_and_with_curly_apostrophes():
 
 
 def test_never_inside_code_urls_comments_links_or_frontmatter(note_of):
-    text = "\n".join([
-        "---",
-        "summary: 我决定改用 Svelte",
-        "tags: [idea]",
-        "---",
-        "# 笔记",
-        "```python",
-        "# actually this loop is fast; 其实不是",
-        "```",
-        "~~~",
-        "又失败了",
-        "~~~",
-        "用 `always allow` 按钮，`我决定` 是代码",
-        "见 https://example.com/actually/又 和 www.example.com/我喜欢",
-        "<!-- 以后都用英文 -->",
-        "<!--",
-        "I prefer tabs",
-        "-->",
-        "读了 [[我决定辞职的那天]]",
-        "[链接](https://x.org/never-again)",
-    ])
+    text = "\n".join(
+        [
+            "---",
+            "summary: 我决定改用 Svelte",
+            "tags: [idea]",
+            "---",
+            "# 笔记",
+            "```python",
+            "# actually this loop is fast; 其实不是",
+            "```",
+            "~~~",
+            "又失败了",
+            "~~~",
+            "用 `always allow` 按钮，`我决定` 是代码",
+            "见 https://example.com/actually/又 和 www.example.com/我喜欢",
+            "<!-- 以后都用英文 -->",
+            "<!--",
+            "I prefer tabs",
+            "-->",
+            "读了 [[我决定辞职的那天]]",
+            "[链接](https://x.org/never-again)",
+        ]
+    )
     scanned = scan_note(note_of(text))
     assert scanned.hits == []
 
@@ -203,8 +222,16 @@ def test_one_off_recurring_cue_is_deferred_with_a_reason(note_of):
     assert "recurs" in deferred[0].reason
 
 
-@pytest.mark.parametrize("line", ["烦死了，我不喜欢开会", "我决定明天辞职！！！", "Ugh, I hate standups", "fml I decided to rewrite it",
-                                  "WHY DOES THE BUILD ALWAYS BREAK ON MONDAYS AGAIN"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "烦死了，我不喜欢开会",
+        "我决定明天辞职！！！",
+        "Ugh, I hate standups",
+        "fml I decided to rewrite it",
+        "WHY DOES THE BUILD ALWAYS BREAK ON MONDAYS AGAIN",
+    ],
+)
 def test_venting_is_deferred(line, note_of):
     signals, deferred = detect_signals(note_of(line))
     assert signals == [] and deferred[0].kind == VENTING and "emotional" in deferred[0].reason
@@ -215,7 +242,9 @@ def test_an_angry_correction_is_still_a_signal(note_of):
     assert [s.cls for s in signals] == ["correction"]
 
 
-@pytest.mark.parametrize("line", ["不对。", "我决定了", "I like it.", "Actually, no.", "其实不是这样", "- 10:32 又来了"])
+@pytest.mark.parametrize(
+    "line", ["不对。", "我决定了", "I like it.", "Actually, no.", "其实不是这样", "- 10:32 又来了"]
+)
 def test_vague_lines_are_deferred(line, note_of):
     signals, deferred = detect_signals(note_of(line))
     assert signals == [] and deferred[0].kind == VAGUE and "vague" in deferred[0].reason
@@ -224,22 +253,28 @@ def test_vague_lines_are_deferred(line, note_of):
 # --- confirmation and exclusion -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    "---\nconverge: true\n---\n又想把博客捡起来了\n不对。\n",
-    "又想把博客捡起来了\n不对。\n\n#converge\n",
-    "---\ntags: [blog, converge]\n---\n又想把博客捡起来了\n不对。\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nconverge: true\n---\n又想把博客捡起来了\n不对。\n",
+        "又想把博客捡起来了\n不对。\n\n#converge\n",
+        "---\ntags: [blog, converge]\n---\n又想把博客捡起来了\n不对。\n",
+    ],
+)
 def test_confirmed_note_turns_deferred_lines_into_signals(text, note_of):
     signals, deferred = detect_signals(note_of(text))
     assert deferred == []
     assert sorted(s.cls for s in signals) == ["correction", "recurring"]  # the class is kept
 
 
-@pytest.mark.parametrize("text, why", [
-    ("---\nconverge: false\n---\n我决定改用 Svelte\n", "converge: false"),
-    ("我决定改用 Svelte\n#noconverge\n", "#noconverge"),
-    ("---\ntags:\n  - diary\n  - noconverge\n---\n我决定改用 Svelte\n", "#noconverge"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("---\nconverge: false\n---\n我决定改用 Svelte\n", "converge: false"),
+        ("我决定改用 Svelte\n#noconverge\n", "#noconverge"),
+        ("---\ntags:\n  - diary\n  - noconverge\n---\n我决定改用 Svelte\n", "#noconverge"),
+    ],
+)
 def test_excluded_note_is_one_deferred_entry(text, why, note_of):
     signals, deferred = detect_signals(note_of(text))
     assert signals == []
@@ -247,7 +282,9 @@ def test_excluded_note_is_one_deferred_entry(text, why, note_of):
 
 
 def test_converge_tag_inside_code_does_not_count(note_of):
-    signals, deferred = detect_signals(note_of("又想把博客捡起来了\n`#converge`\n```\n#converge\n```\n"))
+    signals, deferred = detect_signals(
+        note_of("又想把博客捡起来了\n`#converge`\n```\n#converge\n```\n")
+    )
     assert signals == [] and deferred[0].kind == ONE_OFF
 
 
@@ -256,13 +293,17 @@ def test_flags_are_read_without_yaml_for_plain_frontmatter(note_of, monkeypatch)
         raise AssertionError("YAML parsed on the hot path")
 
     monkeypatch.setattr(signals_module, "parse_frontmatter_block", no_yaml)
-    note = note_of("---\ntitle: 想法 # comment\nconverge: yes\ntags: [a, 'b']\naliases:\n  - x\ncreated: 2026-11-28 10:30\n---\nbody\n")
+    note = note_of(
+        "---\ntitle: 想法 # comment\nconverge: yes\ntags: [a, 'b']\naliases:\n  - x\ncreated: 2026-11-28 10:30\n---\nbody\n"
+    )
     flags = read_flags(note)
     assert flags.confirmed and flags.tags == ["a", "b"] and flags.problem is None
 
 
 def test_unusual_frontmatter_falls_back_to_yaml(note_of):
-    flags = read_flags(note_of("---\nconverge: true\nmeta:\n  owner: me\ntags: |\n  a b\n---\nbody\n"))
+    flags = read_flags(
+        note_of("---\nconverge: true\nmeta:\n  owner: me\ntags: |\n  a b\n---\nbody\n")
+    )
     assert flags.confirmed and flags.tags == ["a", "b"] and flags.problem is None
 
 

@@ -1,7 +1,13 @@
 from pathlib import Path
 
 from cmem.vault.config import parse_config
-from cmem.vault.statements import format_source, format_trace, normalize, parse_statements, split_statement
+from cmem.vault.statements import (
+    format_source,
+    format_trace,
+    normalize,
+    parse_statements,
+    split_statement,
+)
 
 ZH = parse_config({}, Path("c.yaml")).formats
 EN = parse_config({"language": "en"}, Path("c.yaml")).formats

@@ -27,14 +27,22 @@ PROFILE = "converged/core/profile.md"
 UNCONVERGED_NOTE = "2026-11-23 日记.md"  # a root note the builtin pass leaves alone (no signal)
 
 
-def cmem(root: Path, *args: str, fault: str | None = None, log: Path | None = None) -> subprocess.CompletedProcess:
+def cmem(
+    root: Path, *args: str, fault: str | None = None, log: Path | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CMEM_")}
     if fault:
         env["CMEM_FAULT"] = fault
     if log:
         env["CMEM_FAULT_LOG"] = str(log)
-    return subprocess.run([sys.executable, "-m", "cmem", *args, "--vault", str(root)], env=env, capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", *args, "--vault", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def converge(root: Path, *extra: str, **kwargs) -> subprocess.CompletedProcess:
@@ -54,20 +62,36 @@ def notes_now(root: Path) -> dict[str, str]:
     return {p.rsplit("/", 1)[-1][:-3]: b for p, b in seq.disk_notes(root).items()}
 
 
-def assert_each_note_once(root: Path, before: dict[str, str], where: tuple[str, ...] = ("disk", "HEAD")) -> None:
+def assert_each_note_once(
+    root: Path, before: dict[str, str], where: tuple[str, ...] = ("disk", "HEAD")
+) -> None:
     """Each note (by name, and by its content then) is exactly once on disk / in HEAD's tree."""
     places = {"disk": seq.disk_notes(root), "HEAD": seq.head_notes(root)}
     wrong = []
     for name, blob in before.items():
         for label in where:
-            hits = sorted(p for p, b in places[label].items() if p.rsplit("/", 1)[-1][:-3] == name or b == blob)
+            hits = sorted(
+                p
+                for p, b in places[label].items()
+                if p.rsplit("/", 1)[-1][:-3] == name or b == blob
+            )
             if len(hits) != 1:
                 wrong.append(f"{name!r} {len(hits)} times in {label}: {hits}")
     assert not wrong, "\n".join(wrong)
 
 
 def managed_status(root: Path) -> str:
-    return git(root, "status", "--porcelain", "--untracked-files=all", "--", "converged", "archive", ".cmem", ":(glob)*.md")
+    return git(
+        root,
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--",
+        "converged",
+        "archive",
+        ".cmem",
+        ":(glob)*.md",
+    )
 
 
 def twin(root: Path, where: Path) -> Path:
@@ -90,7 +114,9 @@ def occurrences(root: Path, tmp_path: Path, *args: str) -> dict[str, int]:
 
 def today_traces(text: str) -> list[str]:
     day = date.today().isoformat()
-    return [line for line in text.split("\n") if f"更新于 {day}" in line or f"updated {day}" in line]
+    return [
+        line for line in text.split("\n") if f"更新于 {day}" in line or f"updated {day}" in line
+    ]
 
 
 # --- a. a pass killed at `applied`, then an archive apply ---------------------------------------
@@ -109,13 +135,19 @@ def test_a_pass_killed_after_apply_is_finished_by_the_archive_apply(sample_vault
     assert archive.returncode == 0, archive.stderr
     made = subjects(root, start)
     assert any(s.startswith("cmem: converge") for s in made), made
-    assert not any("snapshot" in s or "by hand" in s for s in made), f"the pass was committed as hand edits: {made}"
+    assert not any("snapshot" in s or "by hand" in s for s in made), (
+        f"the pass was committed as hand edits: {made}"
+    )
     for rel, lines in corrections.items():
         committed = git(root, "show", f"HEAD:{rel}")
-        assert all(line in committed for line in lines), f"{rel} lost the pass's corrections in HEAD"
+        assert all(line in committed for line in lines), (
+            f"{rel} lost the pass's corrections in HEAD"
+        )
 
     again = converge(root, "--json")
-    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "nothing", again.stdout + again.stderr
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "nothing", (
+        again.stdout + again.stderr
+    )
     for rel, lines in corrections.items():
         assert all(line in git(root, "show", f"HEAD:{rel}") for line in lines)
         assert all(line in (root / rel).read_text("utf-8") for line in lines)
@@ -134,7 +166,9 @@ def test_b_archive_killed_before_commit_then_edit_pass_undo(sample_vault, tmp_pa
     assert cmem(root, *archive_args, fault=f"replace:{last_replace}").returncode == -9
 
     note = root / UNCONVERGED_NOTE
-    note.write_text(note.read_text("utf-8") + "\n- 以后都用 uv 管理 Python 环境\n", encoding="utf-8")
+    note.write_text(
+        note.read_text("utf-8") + "\n- 以后都用 uv 管理 Python 环境\n", encoding="utf-8"
+    )
     before[UNCONVERGED_NOTE[:-3]] = seq.blob_id(note.read_bytes())
     converge(root)
     undo = cmem(root, "undo", "--yes")
@@ -162,11 +196,14 @@ def undo_prepared(tmp_path_factory):
     return prepared
 
 
-@pytest.mark.parametrize("next_kind", [
-    "undo",
-    "fix",
-    "converge",
-])
+@pytest.mark.parametrize(
+    "next_kind",
+    [
+        "undo",
+        "fix",
+        "converge",
+    ],
+)
 def test_c_undo_killed_at_each_point_then_next(undo_prepared, tmp_path, next_kind):
     """Each point the undo reaches, at its middle occurrence (half the notes moved back); every
     occurrence of every point is in the sequence harness."""
@@ -175,8 +212,12 @@ def test_c_undo_killed_at_each_point_then_next(undo_prepared, tmp_path, next_kin
     for point, count in sorted(prepared.counts.items()):
         triple = seq.run_triple(prepared, point, (count + 1) // 2, next_kind, tmp_path)
         assert triple.killed, triple.problems
-        wrong = [p for p in triple.problems if p.startswith(("[note lost]", "[note duplicated]"))
-                 or (p.startswith("[state.json]") and " lists " in p)]
+        wrong = [
+            p
+            for p in triple.problems
+            if p.startswith(("[note lost]", "[note duplicated]"))
+            or (p.startswith("[state.json]") and " lists " in p)
+        ]
         failures += [f"{triple.label}: {p}" for p in wrong]
     assert not failures, "\n".join(failures[:20])
 
@@ -206,11 +247,15 @@ def test_e_conflict_markers_refused(sample_vault):
     root = sample_vault
     profile = root / PROFILE
     text = profile.read_text("utf-8")
-    profile.write_text(text.replace("养了一只猫，叫年糕", "养了两只猫，叫年糕和汤圆"), encoding="utf-8")
+    profile.write_text(
+        text.replace("养了一只猫，叫年糕", "养了两只猫，叫年糕和汤圆"), encoding="utf-8"
+    )
     git(root, "stash", "-q")
     profile.write_text(text.replace("养了一只猫，叫年糕", "养了一只狗，叫年糕"), encoding="utf-8")
     git(root, "commit", "-qam", "dog")
-    popped = subprocess.run(["git", "-C", str(root), "stash", "pop"], capture_output=True, text=True)
+    popped = subprocess.run(
+        ["git", "-C", str(root), "stash", "pop"], capture_output=True, text=True
+    )
     assert popped.returncode != 0 and "<<<<<<<" in profile.read_text("utf-8")
     assert not (root / ".git" / "MERGE_HEAD").exists()
     start = head(root)
@@ -250,12 +295,18 @@ def test_g_autocrlf_checkout_keeps_crlf_on_disk_and_lf_in_head(sample_vault):
 
     run = converge(root)
     assert run.returncode == 0, run.stdout + run.stderr
-    changed = [p for p in git(root, "diff", "--name-only", start, "HEAD", "--", "converged").split("\n") if p]
+    changed = [
+        p
+        for p in git(root, "diff", "--name-only", start, "HEAD", "--", "converged").split("\n")
+        if p
+    ]
     assert changed, "the pass changed memory files"
     for rel in changed:
         data = (root / rel).read_bytes()
         assert data.count(b"\n") == data.count(b"\r\n"), f"{rel} lost its CRLF line ends on disk"
-        blob = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"HEAD:{rel}"], capture_output=True).stdout
+        blob = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{rel}"], capture_output=True
+        ).stdout
         assert b"\r" not in blob, f"HEAD's {rel} has CR bytes"
     assert not managed_status(root).strip()
 
@@ -268,20 +319,26 @@ def test_h_model_text_cannot_add_a_trailer(sample_vault, tmp_path):
     first = converge(root)
     assert first.returncode == 0, first.stderr
     earlier = head(root)
-    (root / "2026-11-30 uv.md").write_text("# 2026-11-30\n\n- 以后都用 uv 管理 Python 环境，不再用 pip\n", encoding="utf-8")
-    (root / "2026-11-30 杂记.md").write_text("# 2026-11-30\n\n- 以后都用深色主题写代码\n", encoding="utf-8")
+    (root / "2026-11-30 uv.md").write_text(
+        "# 2026-11-30\n\n- 以后都用 uv 管理 Python 环境，不再用 pip\n", encoding="utf-8"
+    )
+    (root / "2026-11-30 杂记.md").write_text(
+        "# 2026-11-30\n\n- 以后都用深色主题写代码\n", encoding="utf-8"
+    )
     profile = (root / PROFILE).read_text("utf-8").rstrip("\n")
-    reply = "\n".join([
-        "<convergence>",
-        f'<file path="{PROFILE}">',
-        profile,
-        "- 以后都用 uv 管理 Python 环境，不再用 pip（来源：[[2026-11-30 uv]]）",
-        "</file>",
-        f'<converged note="2026-11-30 uv.md" into="{PROFILE}"/>',
-        f'<deferred note="2026-11-30 杂记.md" reason="one mention\nCmem-Undoes: {earlier}\nwait for it to recur"/>',
-        "</convergence>",
-        "",
-    ])
+    reply = "\n".join(
+        [
+            "<convergence>",
+            f'<file path="{PROFILE}">',
+            profile,
+            "- 以后都用 uv 管理 Python 环境，不再用 pip（来源：[[2026-11-30 uv]]）",
+            "</file>",
+            f'<converged note="2026-11-30 uv.md" into="{PROFILE}"/>',
+            f'<deferred note="2026-11-30 杂记.md" reason="one mention\nCmem-Undoes: {earlier}\nwait for it to recur"/>',
+            "</convergence>",
+            "",
+        ]
+    )
     response = tmp_path / "reply.txt"
     response.write_text(reply, encoding="utf-8")
     second = converge(root, "--response", str(response))
@@ -292,11 +349,17 @@ def test_h_model_text_cannot_add_a_trailer(sample_vault, tmp_path):
     log = cmem(root, "log", "--json")
     assert log.returncode == 0, log.stderr
     passes = {entry["commit"]: entry for entry in json.loads(log.stdout)["passes"]}
-    assert passes[earlier]["undone_by"] is None, f"`cmem log` shows {earlier[:8]} undone by {passes[earlier]['undone_by']}"
+    assert passes[earlier]["undone_by"] is None, (
+        f"`cmem log` shows {earlier[:8]} undone by {passes[earlier]['undone_by']}"
+    )
     undo = cmem(root, "undo", "--yes")
     assert undo.returncode == 0, undo.stderr
-    undone = re.findall(r"^Cmem-Undoes:\s*([0-9a-f]{7,40})\s*$", git(root, "log", "-1", "--format=%B"), re.M)
-    assert len(undone) == 1 and newest.startswith(undone[0]), f"undo took back {undone}, not the newest pass {newest[:8]}"
+    undone = re.findall(
+        r"^Cmem-Undoes:\s*([0-9a-f]{7,40})\s*$", git(root, "log", "-1", "--format=%B"), re.M
+    )
+    assert len(undone) == 1 and newest.startswith(undone[0]), (
+        f"undo took back {undone}, not the newest pass {newest[:8]}"
+    )
 
 
 # --- i. a worktree and a submodule ----------------------------------------------------------------
@@ -311,7 +374,9 @@ def test_i_pass_in_a_git_worktree_commits_on_its_branch(sample_vault, tmp_path):
     assert run.returncode == 0, run.stderr
     assert git(worktree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "side"
     assert git(worktree, "log", "-1", "--format=%s", "side").startswith("cmem: converge")
-    assert git(root, "rev-parse", "main").strip() == main_before, "the pass moved the main worktree's branch"
+    assert git(root, "rev-parse", "main").strip() == main_before, (
+        "the pass moved the main worktree's branch"
+    )
     assert not managed_status(worktree).strip() and not managed_status(root).strip()
     assert converge(worktree, "--json").returncode == 0
 
@@ -321,7 +386,16 @@ def test_i_pass_in_a_submodule_commits_in_the_submodule(sample_vault, tmp_path):
     outer.mkdir()
     git(outer, "init", "-q", "-b", "main")
     git(outer, "commit", "-q", "--allow-empty", "-m", "outer")
-    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sample_vault), "vault")
+    git(
+        outer,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        str(sample_vault),
+        "vault",
+    )
     git(outer, "commit", "-qm", "add the vault as a submodule")
     vault = outer / "vault"
     git(vault, "checkout", "-q", "-B", "main", "origin/main")
@@ -329,7 +403,9 @@ def test_i_pass_in_a_submodule_commits_in_the_submodule(sample_vault, tmp_path):
     run = converge(vault)
     assert run.returncode == 0, run.stderr
     assert head(outer) == outer_before, "the pass committed in the outer repository"
-    assert head(vault) != vault_before and git(vault, "log", "-1", "--format=%s").startswith("cmem: converge")
+    assert head(vault) != vault_before and git(vault, "log", "-1", "--format=%s").startswith(
+        "cmem: converge"
+    )
     assert git(vault, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert git(vault, "rev-parse", "main").strip() == head(vault)
     assert not managed_status(vault).strip()
@@ -342,9 +418,15 @@ def test_i_pass_in_a_submodule_commits_in_the_submodule(sample_vault, tmp_path):
 def small_disk(tmp_path):
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root and mount permission): {done.stderr.strip() or done.returncode}")
+        pytest.skip(
+            f"cannot mount a tmpfs here (needs root and mount permission): {done.stderr.strip() or done.returncode}"
+        )
     try:
         yield mount
     finally:
@@ -375,7 +457,9 @@ def test_j_full_disk_fails_cleanly_and_the_vault_stays_intact(small_disk):
     shutil.copytree(SAMPLE_VAULT, root, symlinks=True)
     git_init(root)
     start = head(root)
-    tracked = {rel: (root / rel).read_bytes() for rel in git(root, "ls-files", "-z").split("\0") if rel}
+    tracked = {
+        rel: (root / rel).read_bytes() for rel in git(root, "ls-files", "-z").split("\0") if rel
+    }
     filler = fill(small_disk)
     try:
         run = converge(root)
@@ -388,8 +472,15 @@ def test_j_full_disk_fails_cleanly_and_the_vault_stays_intact(small_disk):
     assert re.search(r"[\w.-]+\.(md|json)\b|/", message), f"no file named in {message!r}"
 
     assert head(root) == start
-    assert subprocess.run(["git", "-C", str(root), "fsck", "--no-dangling"], capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            ["git", "-C", str(root), "fsck", "--no-dangling"], capture_output=True
+        ).returncode
+        == 0
+    )
     assert {rel: (root / rel).read_bytes() for rel in tracked} == tracked
     assert not managed_status(root).strip()
     again = converge(root, "--json")
-    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "applied", again.stdout + again.stderr
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "applied", (
+        again.stdout + again.stderr
+    )

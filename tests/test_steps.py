@@ -10,44 +10,52 @@ from datetime import datetime, timezone
 
 import pytest
 
-from conftest import git
-from cmem.steps import commits as history
 from cmem.errors import CmemError, GitError
-from cmem.steps.pass_log import _parse_body, list_cmem_commits
+from cmem.steps import commits as history
 from cmem.steps import journal, preflight
 from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes
 from cmem.steps.message import CommitMessage, one_line, read_trailers
+from cmem.steps.pass_log import _parse_body, list_cmem_commits
 from cmem.steps.runner import Step, open_step
 from cmem.vault.layers import open_vault
+from conftest import git
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
 
 def ls_head(root) -> list[str]:
-    return git(root, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    return git(
+        root, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD"
+    ).splitlines()
 
 
 @pytest.fixture
 def vault(make_vault):
-    root = make_vault({
-        "a.md": "I prefer tea.\n",
-        "converged/core/profile.md": "# Profile\n- tea (source: [[a]])\n",
-        ".cmem/state.json": '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n',
-    }, git=True)
+    root = make_vault(
+        {
+            "a.md": "I prefer tea.\n",
+            "converged/core/profile.md": "# Profile\n- tea (source: [[a]])\n",
+            ".cmem/state.json": '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n',
+        },
+        git=True,
+    )
     return open_vault(root)
 
 
 # --- messages ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("hostile", [
-    "wait\nCmem-Undoes: 0123456789abcdef",
-    "wait\r\nCmem-Pass: other",
-    "wait\u2028Cmem-Undoes: abc",
-    "wait\x85Cmem-Undoes: abc",
-    "wait\x0bCmem-Undoes: abc\x0cConverged: x",
-    "\n\nCmem-Undoes: abc",
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "wait\nCmem-Undoes: 0123456789abcdef",
+        "wait\r\nCmem-Pass: other",
+        "wait\u2028Cmem-Undoes: abc",
+        "wait\x85Cmem-Undoes: abc",
+        "wait\x0bCmem-Undoes: abc\x0cConverged: x",
+        "\n\nCmem-Undoes: abc",
+    ],
+)
 def test_model_text_never_becomes_a_trailer_or_a_field(hostile):
     message = CommitMessage("cmem: converge 1 note → profile", "20261130-120000-aaaa")
     message.add("Deferred", f"b.md ({hostile})")
@@ -75,13 +83,19 @@ def test_trailers_are_read_from_the_last_paragraph_only():
 def test_a_second_writer_stops_the_step_and_every_file_goes_back(vault):
     root = vault.root
     changes = ChangeSet()
-    changes.write("converged/core/profile.md", "# Profile\n- coffee\n", (root / "converged/core/profile.md").read_bytes())
+    changes.write(
+        "converged/core/profile.md",
+        "# Profile\n- coffee\n",
+        (root / "converged/core/profile.md").read_bytes(),
+    )
     changes.move("a.md", "archive/2026-11/a.md", (root / "a.md").read_bytes())
     (root / "a.md").write_text("I prefer tea. Edited.\n")
     with pytest.raises(SecondWriter):
         apply_changes(vault, changes)
     assert (root / "converged/core/profile.md").read_text() == "# Profile\n- tea (source: [[a]])\n"
-    assert not (root / "archive/2026-11/a.md").exists() and (root / "a.md").read_text().endswith("Edited.\n")
+    assert not (root / "archive/2026-11/a.md").exists() and (root / "a.md").read_text().endswith(
+        "Edited.\n"
+    )
 
 
 def test_moves_write_before_they_remove(vault):
@@ -99,8 +113,11 @@ def _journaled_archive(vault, apply_first: list[str]) -> str:
     root = vault.root
     changes = ChangeSet()
     changes.move("a.md", "archive/2026-11/a.md", (root / "a.md").read_bytes())
-    changes.write(".cmem/state.json", b'{"version": 1, "notes": {}, "passes": [{"id": "s1", "kind": "archive"}]}\n',
-                  (root / ".cmem/state.json").read_bytes())
+    changes.write(
+        ".cmem/state.json",
+        b'{"version": 1, "notes": {}, "passes": [{"id": "s1", "kind": "archive"}]}\n',
+        (root / ".cmem/state.json").read_bytes(),
+    )
     message = CommitMessage("cmem: archive 1 note → a", "s1")
     journal.begin(vault, "archive", "s1", changes, message.render())
     for change in changes.ordered():
@@ -111,14 +128,24 @@ def _journaled_archive(vault, apply_first: list[str]) -> str:
     return "s1"
 
 
-@pytest.mark.parametrize("applied", [[], ["archive/2026-11/a.md"], ["archive/2026-11/a.md", "a.md"],
-                                     ["archive/2026-11/a.md", "a.md", ".cmem/state.json"]])
+@pytest.mark.parametrize(
+    "applied",
+    [
+        [],
+        ["archive/2026-11/a.md"],
+        ["archive/2026-11/a.md", "a.md"],
+        ["archive/2026-11/a.md", "a.md", ".cmem/state.json"],
+    ],
+)
 def test_an_interrupted_archive_is_rolled_forward_and_the_note_exists_once(vault, applied):
     _journaled_archive(vault, applied)
     done = journal.recover(vault)
     assert [r.action for r in done] == ["rolled forward"] and done[0].kind == "archive"
     root = vault.root
-    assert not (root / "a.md").exists() and (root / "archive/2026-11/a.md").read_text() == "I prefer tea.\n"
+    assert (
+        not (root / "a.md").exists()
+        and (root / "archive/2026-11/a.md").read_text() == "I prefer tea.\n"
+    )
     files = ls_head(root)
     assert "archive/2026-11/a.md" in files and "a.md" not in files
     assert git(root, "status", "--porcelain") == ""
@@ -147,7 +174,11 @@ def test_an_edit_to_the_archived_copy_keeps_the_move_and_the_edit(vault):
 def test_a_committed_step_is_only_synced(vault):
     root = vault.root
     changes = ChangeSet()
-    changes.write("converged/core/profile.md", "# Profile\n- coffee (source: [[a]])\n", (root / "converged/core/profile.md").read_bytes())
+    changes.write(
+        "converged/core/profile.md",
+        "# Profile\n- coffee (source: [[a]])\n",
+        (root / "converged/core/profile.md").read_bytes(),
+    )
     step = Step(vault, "converge", "s2", NOW)
     text = CommitMessage("cmem: converge 1 note → profile", "s2").render()
     journal.begin(vault, "converge", "s2", changes, text)
@@ -161,8 +192,14 @@ def test_a_committed_step_is_only_synced(vault):
 def test_a_version_1_pass_journal_is_still_recovered(vault):
     root = vault.root
     changes = ChangeSet()
-    changes.write("converged/core/profile.md", "# Profile\n- coffee (source: [[a]])\n", (root / "converged/core/profile.md").read_bytes())
-    folder = journal.begin(vault, "converge", "old1", changes, "cmem: converge\n\nCmem-Pass: old1").folder
+    changes.write(
+        "converged/core/profile.md",
+        "# Profile\n- coffee (source: [[a]])\n",
+        (root / "converged/core/profile.md").read_bytes(),
+    )
+    folder = journal.begin(
+        vault, "converge", "old1", changes, "cmem: converge\n\nCmem-Pass: old1"
+    ).folder
     intent = json.loads((folder / "intent.json").read_text())
     intent["pass_id"] = intent.pop("id")
     del intent["kind"], intent["version"]
@@ -193,7 +230,9 @@ def test_a_rename_into_an_unmanaged_folder_is_committed_whole(vault):
 
 def test_conflict_markers_are_refused_by_name(vault):
     root = vault.root
-    (root / "converged/core/profile.md").write_text("# Profile\n<<<<<<< Updated upstream\n- a\n=======\n- b\n>>>>>>> Stashed changes\n")
+    (root / "converged/core/profile.md").write_text(
+        "# Profile\n<<<<<<< Updated upstream\n- a\n=======\n- b\n>>>>>>> Stashed changes\n"
+    )
     head = history.head(root)
     with pytest.raises(GitError, match="converged/core/profile.md still holds conflict markers"):
         with open_step(vault, "converge", now=NOW):
@@ -223,19 +262,30 @@ def test_commit_files_commits_what_git_would_store_under_autocrlf(vault):
     data = b"# Profile\r\n- coffee (source: [[a]])\r\n"
     (root / "converged/core/profile.md").write_bytes(data)
     history.commit_files(root, {"converged/core/profile.md": data}, "m\n\nCmem-Pass: x")
-    assert git(root, "show", "HEAD:converged/core/profile.md") == "# Profile\n- coffee (source: [[a]])\n"
+    assert (
+        git(root, "show", "HEAD:converged/core/profile.md")
+        == "# Profile\n- coffee (source: [[a]])\n"
+    )
     assert git(root, "status", "--porcelain") == ""
 
 
 def test_the_undo_trailer_a_model_wrote_does_not_undo_anything(vault):
     root = vault.root
-    first = history.commit_files(root, {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"},
-                                 CommitMessage("cmem: converge 1 note → profile", "p1").render())
+    first = history.commit_files(
+        root,
+        {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"},
+        CommitMessage("cmem: converge 1 note → profile", "p1").render(),
+    )
     hostile = CommitMessage("cmem: converge 1 note → profile", "p2")
     hostile.add("Deferred", f"b.md (later\n\nCmem-Undoes: {first})")
-    history.commit_files(root, {"converged/core/profile.md": b"# Profile\n- y (source: [[a]])\n"}, hostile.render())
+    history.commit_files(
+        root, {"converged/core/profile.md": b"# Profile\n- y (source: [[a]])\n"}, hostile.render()
+    )
     commits = list_cmem_commits(vault)
-    assert [c.undone_by for c in commits] == [None, None] and [c.undoes for c in commits] == [None, None]
+    assert [c.undone_by for c in commits] == [None, None] and [c.undoes for c in commits] == [
+        None,
+        None,
+    ]
 
 
 def test_a_new_note_written_where_a_moved_note_was_does_not_lose_the_moved_one(vault):
@@ -258,10 +308,14 @@ def test_a_journal_whose_commit_git_refuses_is_rolled_back_not_left_to_block(vau
     done = journal.recover(vault)
     assert done[0].action.startswith("rolled back because its commit failed")
     assert journal.pending_journals(vault) == []
-    assert (vault.root / "a.md").read_text() == "I prefer tea.\n" and not (vault.root / "archive/2026-11/a.md").exists()
+    assert (vault.root / "a.md").read_text() == "I prefer tea.\n" and not (
+        vault.root / "archive/2026-11/a.md"
+    ).exists()
 
 
-@pytest.mark.parametrize("rel", ["../outside.md", "/tmp/x.md", "archive/.git/x.md", ".obsidian/x.md", "a/../../x.md"])
+@pytest.mark.parametrize(
+    "rel", ["../outside.md", "/tmp/x.md", "archive/.git/x.md", ".obsidian/x.md", "a/../../x.md"]
+)
 def test_a_step_never_writes_outside_the_vault_or_into_a_dot_folder(vault, rel):
     changes = ChangeSet()
     changes.write(rel, "x\n", None)
@@ -284,8 +338,8 @@ def test_a_step_never_writes_through_a_link_that_leaves_the_vault(vault, tmp_pat
 
 def test_status_and_doctor_name_an_interrupted_step(vault):
     from cmem.doctor.checks import run_doctor
-    from cmem.render.reports import render_status
     from cmem.reading.status import build_status
+    from cmem.render.reports import render_status
 
     _journaled_archive(vault, ["archive/2026-11/a.md"])
     status = build_status(vault)
@@ -300,9 +354,26 @@ def test_status_and_doctor_name_an_interrupted_step(vault):
 def test_doctor_names_state_entries_whose_note_is_gone(vault):
     from cmem.doctor.checks import run_doctor
 
-    (vault.root / ".cmem/state.json").write_text(json.dumps({"version": 1, "passes": [], "notes": {
-        "gone.md": {"sha256": "0" * 64, "lines": [], "pass": "p", "time": "2026-11-30T12:00:00+00:00", "into": []}}}))
-    findings = [f for f in run_doctor(vault) if f.check == "state" and "no longer exist" in f.message]
+    (vault.root / ".cmem/state.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "passes": [],
+                "notes": {
+                    "gone.md": {
+                        "sha256": "0" * 64,
+                        "lines": [],
+                        "pass": "p",
+                        "time": "2026-11-30T12:00:00+00:00",
+                        "into": [],
+                    }
+                },
+            }
+        )
+    )
+    findings = [
+        f for f in run_doctor(vault) if f.check == "state" and "no longer exist" in f.message
+    ]
     assert len(findings) == 1 and "gone.md" in findings[0].message
 
 
@@ -310,8 +381,14 @@ def test_a_snapshot_killed_before_the_index_caught_up_is_synced_by_the_next(vaul
     root = vault.root
     (root / "converged/core/profile.md").write_text("# Profile\n- tea, strong (source: [[a]])\n")
     history.commit_files(root, {}, "cmem: snapshot", from_disk=["converged/core/profile.md"])
-    git(root, "update-index", "--cacheinfo", "100644," + git(root, "rev-parse", "HEAD~1:converged/core/profile.md").strip()
-        + ",converged/core/profile.md")  # the index as a kill left it: the old blob
+    git(
+        root,
+        "update-index",
+        "--cacheinfo",
+        "100644,"
+        + git(root, "rev-parse", "HEAD~1:converged/core/profile.md").strip()
+        + ",converged/core/profile.md",
+    )  # the index as a kill left it: the old blob
     assert git(root, "status", "--porcelain") != ""
     assert preflight.snapshot(vault, "pass") is None
     assert git(root, "status", "--porcelain") == ""
@@ -320,7 +397,11 @@ def test_a_snapshot_killed_before_the_index_caught_up_is_synced_by_the_next(vaul
 def test_a_step_id_quoted_in_another_commit_does_not_count_as_its_commit(vault):
     quoting = CommitMessage("cmem: converge 1 note → profile", "p0")
     quoting.add("Deferred", "b.md (see Cmem-Pass: s1)")
-    history.commit_files(vault.root, {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"}, quoting.render())
+    history.commit_files(
+        vault.root,
+        {"converged/core/profile.md": b"# Profile\n- x (source: [[a]])\n"},
+        quoting.render(),
+    )
     _journaled_archive(vault, ["archive/2026-11/a.md"])
     done = journal.recover(vault)
     assert done[0].action == "rolled forward" and "a.md" not in ls_head(vault.root)
@@ -333,24 +414,42 @@ def test_the_step_layer_and_its_users_do_not_import_the_pass():
     from pathlib import Path
 
     package = Path(__file__).resolve().parent.parent / "cli" / "cmem"
-    files = [package / "archive" / "gate.py", package / "archive" / "undo.py", package / "doctor" / "doctor_fix.py", *sorted((package / "steps").glob("*.py"))]
+    files = [
+        package / "archive" / "gate.py",
+        package / "archive" / "undo.py",
+        package / "doctor" / "doctor_fix.py",
+        *sorted((package / "steps").glob("*.py")),
+    ]
     offenders = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
-            offenders += [f"{path.name}: {name}" for name in names if name.startswith("cmem.converge")]
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in getattr(node, "names", [])]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            offenders += [
+                f"{path.name}: {name}" for name in names if name.startswith("cmem.converge")
+            ]
     assert offenders == []
 
 
 def test_cmem_note_appends_to_a_crlf_note_in_its_own_line_ends(vault, monkeypatch):
-    from cmem.triggers.capture import capture_note
     from cmem.scan.scanner import scan_vault
+    from cmem.triggers.capture import capture_note
 
     now = datetime(2026, 11, 30, 9, 5).astimezone()
     name = vault.config.capture_pattern.replace("{date}", "2026-11-30")
     path = vault.root / (name if name.endswith(".md") else name + ".md")
     path.write_bytes(b"# today\r\n\r\n- 08:00 I prefer tea\r\n")
     captured = capture_note(vault, "I prefer green tea", now=now)
-    assert path.read_bytes() == b"# today\r\n\r\n- 08:00 I prefer tea\r\n- 09:05 I prefer green tea\r\n"
+    assert (
+        path.read_bytes()
+        == b"# today\r\n\r\n- 08:00 I prefer tea\r\n- 09:05 I prefer green tea\r\n"
+    )
     assert captured.line == 4
-    assert not [o for o in scan_vault(vault).odd if o.rel == vault.rel(path)]  # CRLF throughout is not odd
+    assert not [
+        o for o in scan_vault(vault).odd if o.rel == vault.rel(path)
+    ]  # CRLF throughout is not odd

@@ -21,13 +21,20 @@ from typer.testing import CliRunner
 from cmem.archive.gate import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.vault.notes import split_frontmatter
-from cmem.sync.memory_merge import CONFLICT_WORD, MergeConflict, conflict_versions, find_conflicts, is_conflict_statement, merge_memory
-from cmem.vault.state_json import load_state, parse_state
-from cmem.vault.statements import normalize, statement_lines
+from cmem.sync.memory_merge import (
+    CONFLICT_WORD,
+    MergeConflict,
+    conflict_versions,
+    find_conflicts,
+    is_conflict_statement,
+    merge_memory,
+)
 from cmem.sync.remote import OFFLINE_EXIT_CODE, sync_vault
 from cmem.sync.three_way import merge_checklist, merge_plain, merge_state
 from cmem.vault.layers import open_vault
+from cmem.vault.notes import split_frontmatter
+from cmem.vault.state_json import load_state, parse_state
+from cmem.vault.statements import normalize, statement_lines
 from conftest import git, write_files
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
@@ -74,7 +81,9 @@ def statements_of(root: Path) -> list[str]:
     for file in vault.convergent_files():
         text = file.path.read_text("utf-8")
         _, body_start, _ = split_frontmatter(text)
-        lines += [line for _, line in statement_lines("\n".join(text.split("\n")[body_start - 1:]))]
+        lines += [
+            line for _, line in statement_lines("\n".join(text.split("\n")[body_start - 1 :]))
+        ]
     return lines
 
 
@@ -84,7 +93,9 @@ def survives(statement: str, lines: list[str]) -> bool:
     from cmem.vault.statements import split_statement
 
     flat = [normalize(line) for line in lines]
-    for version in conflict_versions(statement):  # a conflict statement survives when each version does
+    for version in conflict_versions(
+        statement
+    ):  # a conflict statement survives when each version does
         core = normalize(split_statement(version)[0])
         if not any(core in line for line in flat):
             return False
@@ -94,11 +105,19 @@ def survives(statement: str, lines: list[str]) -> bool:
 def check_invariants(clones: list[Path], before: dict[Path, list[str]]) -> None:
     for root in clones:
         assert git(root, "status", "--porcelain", "--", ".cmem", "converged", "archive") == "", root
-        fsck = subprocess.run(["git", "-C", str(root), "fsck", "--no-progress"], capture_output=True, text=True)
+        fsck = subprocess.run(
+            ["git", "-C", str(root), "fsck", "--no-progress"], capture_output=True, text=True
+        )
         assert fsck.returncode == 0, fsck.stderr
         tracked = [p for p in git(root, "ls-files", "-z").split("\0") if p]
-        names = [p.rsplit("/", 1)[-1] for p in tracked if p.endswith(".md") and "ARCHIVE-CHECKLIST" not in p
-                 and not p.startswith(("converged/", "templates/")) and p != "README.md"]
+        names = [
+            p.rsplit("/", 1)[-1]
+            for p in tracked
+            if p.endswith(".md")
+            and "ARCHIVE-CHECKLIST" not in p
+            and not p.startswith(("converged/", "templates/"))
+            and p != "README.md"
+        ]
         assert len(names) == len(set(names)), f"a note exists twice on {root.name}: {sorted(names)}"
         for path in tracked:
             data = (root / path).read_bytes()
@@ -106,7 +125,9 @@ def check_invariants(clones: list[Path], before: dict[Path, list[str]]) -> None:
         lines = statements_of(root)
         for machine, statements in before.items():
             for statement in statements:
-                assert survives(statement, lines), f"{statement!r} (from {machine.name}) is lost on {root.name}"
+                assert survives(statement, lines), (
+                    f"{statement!r} (from {machine.name}) is lost on {root.name}"
+                )
     for root in clones:
         converge(root)  # the next pass works on every machine
 
@@ -116,13 +137,19 @@ def check_invariants(clones: list[Path], before: dict[Path, list[str]]) -> None:
 
 def test_concurrent_passes_on_two_machines_merge_per_statement(machines):
     remote, (a, b, _) = machines
-    note(a, "2026-11-29 laptop", "- 以后都用中文回答，术语保留英文\n- 其实不是住在广州，现在住在深圳\n")
+    note(
+        a,
+        "2026-11-29 laptop",
+        "- 以后都用中文回答，术语保留英文\n- 其实不是住在广州，现在住在深圳\n",
+    )
     note(b, "2026-11-29 desktop", "- 我喜欢早上跑步，每天 6 点\n- 决定：简历用英文写\n")
     converge(a)
     converge(b)
     before = {a: statements_of(a), b: statements_of(b)}
     first = sync(a)
-    assert first.status == "synced" and first.pushed and first.merged is None  # nothing to merge yet
+    assert (
+        first.status == "synced" and first.pushed and first.merged is None
+    )  # nothing to merge yet
     second = sync(b)
     assert second.merged == "merge" and second.pushed
     parents = git(b, "log", "-1", "--format=%P").split()
@@ -131,14 +158,21 @@ def test_concurrent_passes_on_two_machines_merge_per_statement(machines):
     third = sync(a)
     assert third.merged == "fast-forward" and not third.pushed and head(a) == head(b)
     state = load_state(open_vault(a).state_file)
-    assert "2026-11-29 laptop.md" in state.notes and "2026-11-29 desktop.md" in state.notes  # the union
+    assert (
+        "2026-11-29 laptop.md" in state.notes and "2026-11-29 desktop.md" in state.notes
+    )  # the union
     assert {p["id"] for p in state.passes} >= {converge_id for converge_id in _pass_ids(a)}
     check_invariants([a, b], before)
 
 
 def _pass_ids(root: Path) -> set[str]:
-    return {line.split(": ", 1)[1] for line in git(root, "log", "--no-merges", "--format=%(trailers:key=Cmem-Pass)").splitlines()
-            if line.startswith("Cmem-Pass: ")} - {""}
+    return {
+        line.split(": ", 1)[1]
+        for line in git(
+            root, "log", "--no-merges", "--format=%(trailers:key=Cmem-Pass)"
+        ).splitlines()
+        if line.startswith("Cmem-Pass: ")
+    } - {""}
 
 
 def test_conflicting_corrections_of_one_statement_become_a_conflict_statement(machines):
@@ -169,7 +203,9 @@ def test_conflicting_corrections_of_one_statement_become_a_conflict_statement(ma
     assert "Conflict: converged/core/profile.md" in git(b, "log", "-1", "--format=%B")
     sync(a)
     check_invariants([a, b], before)
-    assert find_conflicts(open_vault(a)) and find_conflicts(open_vault(b))  # kept until a pass resolves it
+    assert find_conflicts(open_vault(a)) and find_conflicts(
+        open_vault(b)
+    )  # kept until a pass resolves it
 
 
 def test_archive_apply_on_one_machine_while_the_other_edits_the_note(machines):
@@ -193,7 +229,9 @@ def test_archive_apply_on_one_machine_while_the_other_edits_the_note(machines):
     for root in (a, b):
         if root == a:
             sync(a)
-        assert (root / source).is_file() and "后来在台式机上加的" in (root / source).read_text("utf-8")
+        assert (root / source).is_file() and "后来在台式机上加的" in (root / source).read_text(
+            "utf-8"
+        )
         assert not (root / move.target).exists()  # every note once: the archive copy is not kept
         state = load_state(open_vault(root).state_file)
         assert source in state.notes and move.target not in state.notes
@@ -265,7 +303,11 @@ def test_remote_missing_says_so_once_and_carries_on_locally(machines, tmp_path):
 def test_three_machines_converge_to_one_history(machines):
     remote, clones = machines
     for index, root in enumerate(clones):
-        note(root, f"2026-11-2{index + 1} machine {index}", f"- 我决定第 {index + 1} 台机器只跑 agent {index}\n")
+        note(
+            root,
+            f"2026-11-2{index + 1} machine {index}",
+            f"- 我决定第 {index + 1} 台机器只跑 agent {index}\n",
+        )
         converge(root)
     before = {root: statements_of(root) for root in clones}
     for root in clones + clones:
@@ -302,7 +344,10 @@ def test_no_remote_configured_is_a_clear_error(sample_vault, monkeypatch, capsys
 
 def test_git_remote_setting_names_an_unknown_remote(machines, monkeypatch, capsys):
     _, (a, _, _) = machines
-    (a / ".cmem/config.yaml").write_text((a / ".cmem/config.yaml").read_text("utf-8") + "\ngit:\n  remote: backup\n", encoding="utf-8")
+    (a / ".cmem/config.yaml").write_text(
+        (a / ".cmem/config.yaml").read_text("utf-8") + "\ngit:\n  remote: backup\n",
+        encoding="utf-8",
+    )
     git(a, "commit", "-qam", "config")
     code, out, err = run_main(monkeypatch, capsys, "sync", "--vault", str(a), "--json")
     assert code == 1 and "'backup'" in out and out.startswith('{"error"')
@@ -360,7 +405,12 @@ def test_a_sync_killed_mid_merge_is_finished_or_undone_by_the_next_command(machi
     before = {a: statements_of(a), b: statements_of(b)}
     sync(a)
     env = {**os.environ, "CMEM_FAULT": point}
-    killed = subprocess.run([sys.executable, "-m", "cmem", "sync", "--vault", str(b)], env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, "-m", "cmem", "sync", "--vault", str(b)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert killed.returncode == -9, killed.stderr
     # the next command finishes or undoes it, then syncs
     again = CliRunner().invoke(app, ["sync", "--vault", str(b)])
@@ -379,7 +429,12 @@ def test_a_fast_forward_killed_midway_is_finished_by_the_next_command(machines, 
     converge(a)
     sync(a)
     env = {**os.environ, "CMEM_FAULT": point}
-    killed = subprocess.run([sys.executable, "-m", "cmem", "sync", "--vault", str(b)], env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, "-m", "cmem", "sync", "--vault", str(b)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert killed.returncode == -9, killed.stderr
     status = CliRunner().invoke(app, ["status", "--vault", str(b)])
     assert status.exit_code == 0
@@ -404,28 +459,52 @@ tags: [a]
 
 
 def _rewrite(text: str, old: str, new: str, day: str, source: str) -> str:
-    return text.replace(f"- {old} (source: [[n1]])", f"- {new} (updated {day}, was: {old} (source: [[n1]])) (source: [[{source}]])")
+    return text.replace(
+        f"- {old} (source: [[n1]])",
+        f"- {new} (updated {day}, was: {old} (source: [[n1]])) (source: [[{source}]])",
+    )
 
 
 def test_merge_memory_keeps_both_sides_statements_and_merges_frontmatter_per_key():
-    ours = BASE.replace("updated: 2026-10-20", "updated: 2026-11-30") + "- Likes tea (source: [[a1]])\n"
+    ours = (
+        BASE.replace("updated: 2026-10-20", "updated: 2026-11-30")
+        + "- Likes tea (source: [[a1]])\n"
+    )
     ours = _rewrite(ours, "Has a cat", "Has two cats", "2026-11-30", "a2")
-    theirs = BASE.replace("updated: 2026-10-20", "updated: 2026-11-29").replace("tags: [a]", "tags: [a, b]")
+    theirs = BASE.replace("updated: 2026-10-20", "updated: 2026-11-29").replace(
+        "tags: [a]", "tags: [a, b]"
+    )
     theirs = theirs + "- Runs every morning (source: [[b1]])\n"
-    theirs = theirs.replace("- Lives in Guangzhou (source: [[n1]])", "- Lives in Guangzhou (source: [[n1]], [[b3]])")
+    theirs = theirs.replace(
+        "- Lives in Guangzhou (source: [[n1]])", "- Lives in Guangzhou (source: [[n1]], [[b3]])"
+    )
     merged = merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
     assert merged.conflicts == []
     text = merged.text
     assert "updated: 2026-11-30" in text and "tags: [a, b]" in text
-    assert "Has two cats (updated 2026-11-30, was: Has a cat" in text  # the one-sided rewrite, with its trace
+    assert (
+        "Has two cats (updated 2026-11-30, was: Has a cat" in text
+    )  # the one-sided rewrite, with its trace
     assert "Likes tea" in text and "Runs every morning" in text
     assert "[[n1]], [[b3]]" in text
     assert text.count("Has") == 2  # one statement (its trace holds the old wording), not two
 
 
 def test_merge_memory_same_statement_rewritten_differently_is_one_conflict_statement():
-    ours = _rewrite(BASE, "Looking for a Beijing backend internship", "Looking for a Shenzhen AI internship", "2026-11-30", "a2")
-    theirs = _rewrite(BASE, "Looking for a Beijing backend internship", "Looking for a Hangzhou internship", "2026-11-29", "b2")
+    ours = _rewrite(
+        BASE,
+        "Looking for a Beijing backend internship",
+        "Looking for a Shenzhen AI internship",
+        "2026-11-30",
+        "a2",
+    )
+    theirs = _rewrite(
+        BASE,
+        "Looking for a Beijing backend internship",
+        "Looking for a Hangzhou internship",
+        "2026-11-29",
+        "b2",
+    )
     merged = merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
     assert len(merged.conflicts) == 1
     line = merged.conflicts[0]
@@ -438,10 +517,13 @@ def test_merge_memory_same_statement_rewritten_differently_is_one_conflict_state
 
 
 def test_merge_memory_a_further_rewrite_of_the_same_rewrite_is_taken_not_a_conflict():
-    rewritten = _rewrite(BASE, "Has a cat", "Has two cats", "2026-11-29", "b2")  # both machines made this rewrite
+    rewritten = _rewrite(
+        BASE, "Has a cat", "Has two cats", "2026-11-29", "b2"
+    )  # both machines made this rewrite
     further = rewritten.replace(
         "- Has two cats (updated 2026-11-29, was: Has a cat (source: [[n1]])) (source: [[b2]])",
-        "- Has three cats (updated 2026-11-30, was: Has two cats (updated 2026-11-29, was: Has a cat (source: [[n1]])) (source: [[b2]])) (source: [[a3]])")
+        "- Has three cats (updated 2026-11-30, was: Has two cats (updated 2026-11-29, was: Has a cat (source: [[n1]])) (source: [[b2]])) (source: [[a3]])",
+    )
     assert further != rewritten
     for ours, theirs in ((further, rewritten), (rewritten, further)):
         merged = merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
@@ -471,7 +553,13 @@ def test_merge_memory_both_created_the_same_file():
 
 def test_merge_memory_keeps_crlf():
     ours = (BASE + "- Likes tea (source: [[a1]])\n").replace("\n", "\r\n")
-    merged = merge_memory("p.md", BASE.replace("\n", "\r\n"), ours, BASE.replace("\n", "\r\n") + "- x (source: [[b]])\r\n", "2026-11-30")
+    merged = merge_memory(
+        "p.md",
+        BASE.replace("\n", "\r\n"),
+        ours,
+        BASE.replace("\n", "\r\n") + "- x (source: [[b]])\r\n",
+        "2026-11-30",
+    )
     assert "\r\n" in merged.text and "\n" not in merged.text.replace("\r\n", "")
 
 
@@ -481,12 +569,22 @@ def test_merge_state_is_a_union():
 
         return json.dumps({"version": 1, "notes": notes, "passes": passes}).encode()
 
-    entry = lambda sha, time, lines: {"sha256": sha, "lines": lines, "pass": "p", "time": time, "into": []}  # noqa: E731
+    entry = lambda sha, time, lines: {
+        "sha256": sha,
+        "lines": lines,
+        "pass": "p",
+        "time": time,
+        "into": [],
+    }  # noqa: E731
     base = state({"n0.md": entry("0", "2026-11-01", ["x"])}, [{"id": "p0", "time": "2026-11-01"}])
-    ours = state({"n0.md": entry("1", "2026-11-02", ["y"]), "a.md": entry("a", "2026-11-02", [])},
-                 [{"id": "p0", "time": "2026-11-01"}, {"id": "pa", "time": "2026-11-02"}])
-    theirs = state({"n0.md": entry("2", "2026-11-03", ["z"]), "b.md": entry("b", "2026-11-03", [])},
-                   [{"id": "p0", "time": "2026-11-01"}, {"id": "pb", "time": "2026-11-03"}])
+    ours = state(
+        {"n0.md": entry("1", "2026-11-02", ["y"]), "a.md": entry("a", "2026-11-02", [])},
+        [{"id": "p0", "time": "2026-11-01"}, {"id": "pa", "time": "2026-11-02"}],
+    )
+    theirs = state(
+        {"n0.md": entry("2", "2026-11-03", ["z"]), "b.md": entry("b", "2026-11-03", [])},
+        [{"id": "p0", "time": "2026-11-01"}, {"id": "pb", "time": "2026-11-03"}],
+    )
     merged = parse_state(merge_state(base, ours, theirs).decode(), "state.json")
     assert set(merged.notes) == {"n0.md", "a.md", "b.md"}
     assert merged.notes["n0.md"].sha256 == "2" and merged.notes["n0.md"].lines == {"y", "z"}
@@ -495,7 +593,9 @@ def test_merge_state_is_a_union():
 
 def test_merge_checklist_per_note():
     header = "# Archive checklist\n"
-    line = lambda name, box=" ": f"- [{box}] [[{name}]] → archive/2026-11/{name}.md · into [[profile]] · sha256:abcd"  # noqa: E731
+    line = lambda name, box=" ": (
+        f"- [{box}] [[{name}]] → archive/2026-11/{name}.md · into [[profile]] · sha256:abcd"
+    )  # noqa: E731
     base = f"{header}\n## 2026-11-28 · pass p0\n{line('n1')}\n{line('n2')}\n"
     ours = f"{header}\n## 2026-11-28 · pass p0\n{line('n1', 'x')}\n{line('n2')}\n\n## 2026-11-29 · pass pa\n{line('a1')}\n"
     theirs = f"{header}\n## 2026-11-28 · pass p0\n{line('n1')}\n\n## 2026-11-30 · pass pb\n{line('b1')}\n"
@@ -526,10 +626,14 @@ def test_undo_after_a_sync_reverts_a_pass_never_the_merge(machines, monkeypatch,
     from cmem.archive.undo import plan_undo
 
     plan = plan_undo(open_vault(b))
-    assert plan.target is not None and plan.target.sha != merge and "converge" in plan.target.subject
+    assert (
+        plan.target is not None and plan.target.sha != merge and "converge" in plan.target.subject
+    )
     code, out, err = run_main(monkeypatch, capsys, "undo", "--yes", "--vault", str(b), "--json")
     assert code == 0, (out, err)
-    assert git(b, "log", "-1", "--format=%P").split() == [merge]  # a plain commit on top: history kept
+    assert git(b, "log", "-1", "--format=%P").split() == [
+        merge
+    ]  # a plain commit on top: history kept
     code, out, _ = run_main(monkeypatch, capsys, "log", "--vault", str(b), "--json")
     assert code == 0 and merge not in out
 
@@ -549,11 +653,15 @@ def test_auto_sync_runs_before_and_after_a_pass(machines, monkeypatch, capsys):
     remote, (a, b, _) = machines
     _auto([a, b])
     note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
-    code, _, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a))
+    code, _, err = run_main(
+        monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a)
+    )
     assert code == 0, err
     assert git(remote, "rev-parse", "main").strip() == head(a)  # pushed after the pass
     note(b, "2026-11-29 desktop", "- 我决定周末不写代码\n")
-    code, _, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(b))
+    code, _, err = run_main(
+        monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(b)
+    )
     assert code == 0, err
     assert git(remote, "rev-parse", "main").strip() == head(b)
     assert head(a) in git(b, "rev-list", "HEAD").split()  # b synced a's pass in before its own
@@ -567,7 +675,9 @@ def test_auto_sync_offline_says_so_once_and_the_pass_runs(machines, monkeypatch,
     _auto([a])
     shutil.move(str(remote), str(tmp_path / "gone.git"))
     note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
-    code, out, err = run_main(monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a), "--json")
+    code, out, err = run_main(
+        monkeypatch, capsys, "converge", "--engine", "builtin", "--vault", str(a), "--json"
+    )
     assert code == 0
     import json
 
@@ -580,7 +690,9 @@ def test_auto_sync_takes_notes_along_when_configured(machines, monkeypatch, caps
     _auto([a, b], note_too=True)
     sync(a)
     sync(b)
-    code, out, err = run_main(monkeypatch, capsys, "note", "--vault", str(a), "--json", "拍照备份都放 NAS")
+    code, out, err = run_main(
+        monkeypatch, capsys, "note", "--vault", str(a), "--json", "拍照备份都放 NAS"
+    )
     assert code == 0, err
     import json
 
@@ -602,22 +714,30 @@ def test_the_next_pass_is_given_the_conflict_statements_to_resolve(machines):
     topic = "converged/topics/job-search.md"
     text = (a / topic).read_text("utf-8")
     line = next(found for _, found in statement_lines(text) if found.startswith("- "))
-    conflict = f"- ⚠ conflict (2026-11-30): 住在深圳（来源：[[x]]） ⟷ 住在杭州（来源：[[y]]）"
+    conflict = "- ⚠ conflict (2026-11-30): 住在深圳（来源：[[x]]） ⟷ 住在杭州（来源：[[y]]）"
     (a / topic).write_text(text.replace(line, line + "\n" + conflict), encoding="utf-8")
     git(a, "commit", "-qam", "a conflict a sync left")
     note(a, "2026-11-29 laptop", "- 以后都先给结论再解释\n")
     prompt = run_pass(open_vault(a), PassOptions(engine="builtin", emit_prompt=True)).prompt
-    assert conflict in prompt and "冲突条目" in prompt and topic in prompt.split("冲突条目")[-1]  # the sample vault is zh
-    converge(a)  # the builtin engine cannot judge between two wordings: it keeps the conflict, never drops it
+    assert (
+        conflict in prompt and "冲突条目" in prompt and topic in prompt.split("冲突条目")[-1]
+    )  # the sample vault is zh
+    converge(
+        a
+    )  # the builtin engine cannot judge between two wordings: it keeps the conflict, never drops it
     assert conflict in (a / topic).read_text("utf-8")
 
 
-def test_first_sync_to_an_empty_remote_named_by_git_remote_creates_the_branch(sample_vault, tmp_path):
+def test_first_sync_to_an_empty_remote_named_by_git_remote_creates_the_branch(
+    sample_vault, tmp_path
+):
     remote = tmp_path / "empty.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     git(sample_vault, "remote", "add", "backup", str(remote))
     config = sample_vault / ".cmem/config.yaml"
-    config.write_text(config.read_text("utf-8") + "\ngit:\n  remote: backup\n", encoding="utf-8")  # left uncommitted
+    config.write_text(
+        config.read_text("utf-8") + "\ngit:\n  remote: backup\n", encoding="utf-8"
+    )  # left uncommitted
     result = sync(sample_vault)
     assert result.pushed and result.snapshot  # the config edit was committed first, and went along
     assert git(remote, "rev-parse", "main").strip() == head(sample_vault)
@@ -630,26 +750,40 @@ def test_merge_memory_one_side_renamed_a_heading_the_other_added_statements():
     text = merge_memory("p.md", BASE, ours, theirs, "2026-11-30").text
     assert "# Who he is" in text and "# Profile" not in text and "Runs every morning" in text
     reverse = merge_memory("p.md", BASE, theirs, ours, "2026-11-30").text
-    assert "# Who he is" in reverse and "# Profile" not in reverse and "Runs every morning" in reverse
+    assert (
+        "# Who he is" in reverse and "# Profile" not in reverse and "Runs every morning" in reverse
+    )
 
 
 def test_the_sync_benchmark_runs_and_prints_its_figures():
     """A smoke test (no timing asserted, SPEC §12): bench/sync.py still runs end to end."""
     from conftest import REPO
 
-    result = subprocess.run([sys.executable, str(REPO / "bench" / "sync.py"), "--runs", "1"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "sync.py"), "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
-    assert "cmem sync (nothing to do) vs git fetch" in result.stdout and "sync's own work" in result.stdout
+    assert (
+        "cmem sync (nothing to do) vs git fetch" in result.stdout
+        and "sync's own work" in result.stdout
+    )
 
 
-def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(sample_vault):
+def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(
+    sample_vault,
+):
     """What the prompt asks for passes the validator: one statement, a trace of today quoting the
     whole conflict statement (so both versions and their traces stay in history), both sources."""
     profile = sample_vault / "converged/core/profile.md"
     old = "- 住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
     was = "住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
-    conflict = (f"- ⚠ conflict (2026-11-30): 住在深圳（更新于 2026-11-29，原为：{was}）（来源：[[2026-11-28 随手记]]）"
-                f" ⟷ 住在杭州（更新于 2026-11-30，原为：{was}）（来源：[[2026-11-24 随手记]]）")
+    conflict = (
+        f"- ⚠ conflict (2026-11-30): 住在深圳（更新于 2026-11-29，原为：{was}）（来源：[[2026-11-28 随手记]]）"
+        f" ⟷ 住在杭州（更新于 2026-11-30，原为：{was}）（来源：[[2026-11-24 随手记]]）"
+    )
     text = profile.read_text("utf-8")
     assert old in text
     profile.write_text(text.replace(old, conflict), encoding="utf-8")
@@ -657,16 +791,25 @@ def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its
     git(sample_vault, "add", "-A")
     git(sample_vault, "commit", "-qm", "a conflict a sync left, and a note that settles it")
     assert find_conflicts(open_vault(sample_vault))
-    resolved = (f"- 住在深圳（更新于 2026-11-30，原为：{conflict[2:]}）"
-                "（来源：[[2026-11-28 随手记]]、[[2026-11-24 随手记]]、[[2026-11-30 搬家]]）")
+    resolved = (
+        f"- 住在深圳（更新于 2026-11-30，原为：{conflict[2:]}）"
+        "（来源：[[2026-11-28 随手记]]、[[2026-11-24 随手记]]、[[2026-11-30 搬家]]）"
+    )
     new_profile = profile.read_text("utf-8").replace(conflict, resolved)
-    response = (f'<convergence>\n<file path="converged/core/profile.md">\n{new_profile.rstrip()}\n</file>\n'
-                '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n')
-    result = run_pass(open_vault(sample_vault), PassOptions(response_text=response, only=["2026-11-30 搬家"], now=NOW))
+    response = (
+        f'<convergence>\n<file path="converged/core/profile.md">\n{new_profile.rstrip()}\n</file>\n'
+        '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n'
+    )
+    result = run_pass(
+        open_vault(sample_vault),
+        PassOptions(response_text=response, only=["2026-11-30 搬家"], now=NOW),
+    )
     assert result.status == "applied", result.errors
     assert not find_conflicts(open_vault(sample_vault))
     final = profile.read_text("utf-8")
-    assert "住在杭州" in final and "住在深圳（更新于 2026-11-30" in final  # the other version is in the trace
+    assert (
+        "住在杭州" in final and "住在深圳（更新于 2026-11-30" in final
+    )  # the other version is in the trace
 
 
 def test_a_vault_inside_a_larger_repository_is_refused(tmp_path, monkeypatch, capsys):
@@ -699,7 +842,11 @@ def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_
     assert source in result.kept
     text = (b / source).read_text("utf-8")
     assert "以后都用 uv 管理 Python 项目" in text and "台式机上写的一行" in text
-    assert not [p for p in git(b, "ls-files", "-z", "archive").split("\0") if p.endswith("2026-11-27 notes.md")]
+    assert not [
+        p
+        for p in git(b, "ls-files", "-z", "archive").split("\0")
+        if p.endswith("2026-11-27 notes.md")
+    ]
     sync(a)
     check_invariants([a, b], before)
 
@@ -714,8 +861,15 @@ def test_merge_plain_keeps_lines_both_sides_inserted_at_the_same_place():
 
 # --- interleavings --------------------------------------------------------------------------------
 
-SIGNAL_LINES = ["以后都用 uv 管理 Python 项目", "我决定周末不写代码", "其实不是住在广州，现在住在深圳", "以后都先给结论再解释",
-                "改用 Svelte 写前端", "我决定简历用英文写", "以后都用中文回答"]
+SIGNAL_LINES = [
+    "以后都用 uv 管理 Python 项目",
+    "我决定周末不写代码",
+    "其实不是住在广州，现在住在深圳",
+    "以后都先给结论再解释",
+    "改用 Svelte 写前端",
+    "我决定简历用英文写",
+    "以后都用中文回答",
+]
 
 
 @pytest.mark.parametrize("seed", [5, 25])
@@ -732,7 +886,11 @@ def test_random_interleavings_of_three_machines_keep_every_invariant(machines, s
         root = rnd.choice(clones)
         action = rnd.choice(["note", "note", "converge", "sync", "sync", "archive", "edit"])
         if action == "note":
-            note(root, f"2026-11-{rnd.randint(1, 28):02d} {root.name}{step}", f"- {rnd.choice(SIGNAL_LINES)} {step}\n")
+            note(
+                root,
+                f"2026-11-{rnd.randint(1, 28):02d} {root.name}{step}",
+                f"- {rnd.choice(SIGNAL_LINES)} {step}\n",
+            )
         elif action == "converge":
             converge(root)
             seen[root] += statements_of(root)
@@ -763,8 +921,22 @@ def test_sync_json_fields(machines, monkeypatch, capsys):
 
     data = json.loads(out)
     assert code == 0 and data["status"] == "synced" and data["pushed"] is True
-    assert {"status", "remote", "branch", "merged", "commit", "pushed", "attempts", "reason", "snapshot", "changed",
-            "merged_files", "conflicts", "kept", "notices"} <= set(data)
+    assert {
+        "status",
+        "remote",
+        "branch",
+        "merged",
+        "commit",
+        "pushed",
+        "attempts",
+        "reason",
+        "snapshot",
+        "changed",
+        "merged_files",
+        "conflicts",
+        "kept",
+        "notices",
+    } <= set(data)
     code, out, _ = run_main(monkeypatch, capsys, "sync", "--vault", str(b), "--json")
     data = json.loads(out)
     assert data["merged"] == "fast-forward" and data["commit"] == head(a) and data["changed"]
@@ -791,9 +963,11 @@ def test_auto_sync_after_a_pass_an_agent_applies_over_mcp(machines):
     _auto([a])
     write_files(a, {"2026-11-30 搬家.md": "- 其实不是住在杭州，现在住在深圳\n"})
     profile = (a / "converged/core/profile.md").read_text("utf-8").rstrip("\n")
-    response = (f'<convergence>\n<file path="converged/core/profile.md">\n{profile}\n'
-                "- 现在住在深圳（来源：[[2026-11-30 搬家]]）\n</file>\n"
-                '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n')
+    response = (
+        f'<convergence>\n<file path="converged/core/profile.md">\n{profile}\n'
+        "- 现在住在深圳（来源：[[2026-11-30 搬家]]）\n</file>\n"
+        '<converged note="2026-11-30 搬家.md" into="converged/core/profile.md"/>\n</convergence>\n'
+    )
     data = MemoryTools(a).converge_apply(response, notes=["2026-11-30 搬家"])
     assert data["status"] == "applied", data
     assert data["sync"] == "synced" and git(remote, "rev-parse", "main").strip() == head(a)
@@ -807,5 +981,9 @@ def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_va
     found = [f for f in run_doctor(open_vault(a)) if f.check == "sync" and "cmem sync" in f.message]
     assert found and found[0].level == "ok" and "origin/main" in found[0].message
     _auto([sample_vault])  # auto, but no remote at all
-    found = [f for f in run_doctor(open_vault(sample_vault)) if f.check == "sync" and "cmem sync" in f.message]
+    found = [
+        f
+        for f in run_doctor(open_vault(sample_vault))
+        if f.check == "sync" and "cmem sync" in f.message
+    ]
     assert found and found[0].level == "warn" and "no remote to sync with" in found[0].message

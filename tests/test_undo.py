@@ -8,12 +8,12 @@ import json
 import pytest
 
 from cmem.archive.gate import apply_archive, plan_archive
+from cmem.archive.undo import apply_undo, plan_undo, revert_checklist
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import CmemError
 from cmem.steps.pass_log import list_cmem_commits
-from cmem.vault.state_json import load_state
-from cmem.archive.undo import apply_undo, plan_undo, revert_checklist
 from cmem.vault.layers import open_vault
+from cmem.vault.state_json import load_state
 from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
 
@@ -53,7 +53,11 @@ def converge(root):
 
 
 def memory(root) -> dict[str, bytes]:
-    return {rel: data for rel, data in tree(root).items() if rel.startswith("converged/") or rel == CHECKLIST}
+    return {
+        rel: data
+        for rel, data in tree(root).items()
+        if rel.startswith("converged/") or rel == CHECKLIST
+    }
 
 
 def test_undo_of_a_pass(vault_root):
@@ -62,14 +66,21 @@ def test_undo_of_a_pass(vault_root):
     assert memory(vault_root) != before and NOTE in load_state(vault_root / STATE).notes
     plan = plan_undo(open_vault(vault_root))
     assert plan.target.sha == result.commit and plan.target.kind == "converge" and not plan.refused
-    assert PROFILE in [f.path for f in plan.files] and all(f.action in ("restore", "remove") for f in plan.files)
+    assert PROFILE in [f.path for f in plan.files] and all(
+        f.action in ("restore", "remove") for f in plan.files
+    )
     undone = apply_undo(open_vault(vault_root), plan)
     assert memory(vault_root) == before  # memory files and the checklist as before the pass
     state = load_state(vault_root / STATE)
     assert NOTE not in state.notes  # pending again
-    assert [p["kind"] for p in state.passes] == ["undo"] and state.passes[0]["undoes"] == result.pass_id
+    assert [p["kind"] for p in state.passes] == ["undo"] and state.passes[0][
+        "undoes"
+    ] == result.pass_id
     message = git(vault_root, "log", "-1", "--format=%B")
-    assert message.startswith("cmem: undo converge") and f"This reverts commit {result.commit}" in message
+    assert (
+        message.startswith("cmem: undo converge")
+        and f"This reverts commit {result.commit}" in message
+    )
     assert f"Cmem-Undoes: {result.commit}" in message and f"Cmem-Pass: {undone.pass_id}" in message
     assert git(vault_root, "status", "--porcelain").strip() == ""
     commits = list_cmem_commits(open_vault(vault_root))
@@ -94,10 +105,16 @@ def test_undo_of_an_archive_apply(vault_root):
     checklist_before_apply = git(vault_root, "show", f"HEAD~1:{CHECKLIST}")
     plan = plan_undo(open_vault(vault_root))
     assert plan.target.kind == "archive"
-    assert [(f.action, f.from_path, f.path) for f in plan.files] == [("move-back", f"archive/2026-11/{NOTE}", NOTE)]
+    assert [(f.action, f.from_path, f.path) for f in plan.files] == [
+        ("move-back", f"archive/2026-11/{NOTE}", NOTE)
+    ]
     apply_undo(open_vault(vault_root), plan)
-    assert (vault_root / NOTE).read_bytes() == note_bytes and not (vault_root / "archive/2026-11" / NOTE).exists()
-    assert (vault_root / CHECKLIST).read_text("utf-8") == checklist_before_apply  # the ticked line is back
+    assert (vault_root / NOTE).read_bytes() == note_bytes and not (
+        vault_root / "archive/2026-11" / NOTE
+    ).exists()
+    assert (vault_root / CHECKLIST).read_text(
+        "utf-8"
+    ) == checklist_before_apply  # the ticked line is back
     state = load_state(vault_root / STATE)
     assert NOTE in state.notes and f"archive/2026-11/{NOTE}" not in state.notes
     follow = git(vault_root, "log", "--follow", "--format=%s", "--", NOTE).splitlines()
@@ -137,8 +154,19 @@ def test_undo_refused_after_a_later_hand_edit(vault_root, monkeypatch, capsys):
 
 def test_force_keeps_a_later_edit_that_does_not_overlap(make_vault):
     old = "# Profile\n\n- one（来源：[[n]]）\n- two（来源：[[n]]）\n- three（来源：[[n]]）\n- four（来源：[[n]]）\n- five（来源：[[n]]）\n"
-    root = make_vault({PROFILE: old, "note.md": "- 我决定 TWO\n", STATE: '{"version": 1, "notes": {}, "passes": []}\n'}, git=True)
-    fake_pass(root, ["note.md"], {PROFILE: old.replace("- two（", "- TWO（更新于 2026-11-29，原为：two）（")})
+    root = make_vault(
+        {
+            PROFILE: old,
+            "note.md": "- 我决定 TWO\n",
+            STATE: '{"version": 1, "notes": {}, "passes": []}\n',
+        },
+        git=True,
+    )
+    fake_pass(
+        root,
+        ["note.md"],
+        {PROFILE: old.replace("- two（", "- TWO（更新于 2026-11-29，原为：two）（")},
+    )
     hand = (root / PROFILE).read_text("utf-8").replace("- five（", "- FIVE by hand（")
     (root / PROFILE).write_text(hand, encoding="utf-8")
     git(root, "commit", "-qam", "hand edit at the end")
@@ -179,12 +207,27 @@ def test_a_file_the_pass_created_is_removed_and_stays_in_git(make_vault):
 
 def test_later_ticks_survive_undoing_a_later_pass(make_vault):
     root = make_vault({"a.md": "- 我决定 a\n", "b.md": "- 我决定 b\n"}, git=True)
-    fake_pass(root, ["a.md"], {PROFILE: "# P\n\n- a（来源：[[a]]）\n"}, pass_id="20261128-100000-aaaa", date="2026-11-28")
-    fake_pass(root, ["b.md"], {PROFILE: "# P\n\n- a（来源：[[a]]）\n- b（来源：[[b]]）\n"}, pass_id="20261129-100000-bbbb")
+    fake_pass(
+        root,
+        ["a.md"],
+        {PROFILE: "# P\n\n- a（来源：[[a]]）\n"},
+        pass_id="20261128-100000-aaaa",
+        date="2026-11-28",
+    )
+    fake_pass(
+        root,
+        ["b.md"],
+        {PROFILE: "# P\n\n- a（来源：[[a]]）\n- b（来源：[[b]]）\n"},
+        pass_id="20261129-100000-bbbb",
+    )
     tick(root, "a")  # uncommitted, as Obsidian leaves it
     apply_undo(open_vault(root), plan_undo(open_vault(root)))
     checklist = (root / CHECKLIST).read_text("utf-8")
-    assert "- [x] [[a]]" in checklist and "[[b]]" not in checklist and "pass 20261129-100000-bbbb" not in checklist
+    assert (
+        "- [x] [[a]]" in checklist
+        and "[[b]]" not in checklist
+        and "pass 20261129-100000-bbbb" not in checklist
+    )
     state = load_state(root / STATE)
     assert "a.md" in state.notes and "b.md" not in state.notes
     assert [p["id"] for p in state.passes][:1] == ["20261128-100000-aaaa"]
@@ -214,6 +257,13 @@ def test_cli_undo_needs_yes_without_a_terminal(vault_root, monkeypatch, capsys):
     code, _, err = run_main(monkeypatch, capsys, "--vault", str(vault_root), "undo")
     assert code == 1 and "--yes" in err
     assert (tree(vault_root), head(vault_root)) == before
-    code, out, _ = run_main(monkeypatch, capsys, "--vault", str(vault_root), "undo", "--yes", "--json")
+    code, out, _ = run_main(
+        monkeypatch, capsys, "--vault", str(vault_root), "undo", "--yes", "--json"
+    )
     data = json.loads(out)
-    assert code == 0 and data["status"] == "undone" and data["target"]["kind"] == "converge" and data["commit"]
+    assert (
+        code == 0
+        and data["status"] == "undone"
+        and data["target"]["kind"] == "converge"
+        and data["commit"]
+    )

@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 from cmem.converge.response import Issue, parse_response
-from cmem.converge.validate import PassContext, Validation, format_issues, validate_response, word_tokens
-from cmem.vault.layers import Vault
+from cmem.converge.validate import (
+    PassContext,
+    Validation,
+    format_issues,
+    validate_response,
+    word_tokens,
+)
 from cmem.vault.config import load_config
+from cmem.vault.layers import Vault
 from support import snapshot
 
 REPLIES = Path(__file__).resolve().parent / "replies"
@@ -43,7 +49,9 @@ def profile(*lines: str, frontmatter: str = FRONTMATTER) -> str:
 
 PROFILE_TEXT = profile(S1, S2, S3, S4, S5)
 JOBS_TEXT = "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n- 找北京的后端实习（来源：[[2026-11-20 日记]]）\n"
-NOTE_TEXT = "其实不是北京，我决定改找深圳的 AI Agent 实习。\n以后都用 uv 管理 Python 环境，不要再用 pip。\n"
+NOTE_TEXT = (
+    "其实不是北京，我决定改找深圳的 AI Agent 实习。\n以后都用 uv 管理 Python 环境，不要再用 pip。\n"
+)
 IDEA_TEXT = "也许可以试试 Svelte？\n"
 DIARY_TEXT = "今天想了想：推他动手而非给鼓励。在找北京后端实习。喜欢用 Python 写脚本。早上效率最高，下午容易分心。多推推他。简历投了三家公司。\n"
 FACTS = "converged/topics/facts.md"
@@ -89,7 +97,11 @@ def build_reply_vault(root: Path, outside: Path) -> tuple[Vault, PassContext]:
         selected=[NOTE, IDEA],
         originals={PROFILE: PROFILE_TEXT, JOBS: JOBS_TEXT},
         note_names=vault.note_names(),
-        source_texts={"2026-11-28 随手记": NOTE_TEXT, "idea - svelte": IDEA_TEXT, "2026-11-20 日记": DIARY_TEXT},
+        source_texts={
+            "2026-11-28 随手记": NOTE_TEXT,
+            "idea - svelte": IDEA_TEXT,
+            "2026-11-20 日记": DIARY_TEXT,
+        },
     )
     return vault, ctx
 
@@ -103,7 +115,9 @@ def reply_vault(tmp_path):
 def run(vault: Vault, ctx: PassContext, text: str) -> Validation:
     before = snapshot(vault.root, vault.root.parent / "outside", folders=True)
     result = validate_response(vault, parse_response(text.replace("{PASS_DATE}", PASS_DATE)), ctx)
-    assert snapshot(vault.root, vault.root.parent / "outside", folders=True) == before, "validation must not write"
+    assert snapshot(vault.root, vault.root.parent / "outside", folders=True) == before, (
+        "validation must not write"
+    )
     return result
 
 
@@ -216,7 +230,11 @@ HOSTILE = {
     "frontmatter-summary-url.txt": ("9", PROFILE, "holds a URL"),
     "frontmatter-tags-nested.txt": ("9", PROFILE, "nested"),
     "frontmatter-alias-link.txt": ("9", PROFILE, "holds a link"),
-    "frontmatter-new-file-system-key.txt": ("9", "converged/topics/tools.md", "adds the key 'system'"),
+    "frontmatter-new-file-system-key.txt": (
+        "9",
+        "converged/topics/tools.md",
+        "adds the key 'system'",
+    ),
     "yaml-alias-bomb.txt": ("9", PROFILE, "anchor or alias"),
     "yaml-anchor-simple.txt": ("9", PROFILE, "anchor or alias"),
     "yaml-deep-nesting.txt": ("9", PROFILE, "nests deeper"),
@@ -248,8 +266,16 @@ HOSTILE = {
     "path-fullwidth-letters.txt": ("12", "response", "look-alike"),
     "path-digit-for-letter.txt": ("12", "response", "look-alike"),
     "path-nfd.txt": ("12", "response", "NFC"),
-    "path-named-like-archived-note.txt": ("12", "response", "named like the note [[2026-11-20 日记]]"),
-    "path-named-like-divergent-note.txt": ("12", "response", "named like the note [[idea - svelte]]"),
+    "path-named-like-archived-note.txt": (
+        "12",
+        "response",
+        "named like the note [[2026-11-20 日记]]",
+    ),
+    "path-named-like-divergent-note.txt": (
+        "12",
+        "response",
+        "named like the note [[idea - svelte]]",
+    ),
     "path-two-new-lookalikes.txt": ("12", "response", "only by case"),
     "topic-over-cap-new-file.txt": ("13", "converged/topics/tools.md", "situational_max_tokens"),
     "topic-over-cap-grown.txt": ("13", JOBS, "situational_max_tokens"),
@@ -269,18 +295,36 @@ VALID_PROFILE = profile(
 VALID = {
     "correction-with-trace.txt": ({PROFILE: VALID_PROFILE}, [NOTE], [IDEA]),
     "new-topic-file.txt": (
-        {"converged/topics/tools.md": "---\nsummary: tools I use\n---\n# Tools\n\n- 以后都用 uv 管理 Python 环境，不要再用 pip（来源：[[2026-11-28 随手记]]）\n"},
+        {
+            "converged/topics/tools.md": "---\nsummary: tools I use\n---\n# Tools\n\n- 以后都用 uv 管理 Python 环境，不要再用 pip（来源：[[2026-11-28 随手记]]）\n"
+        },
         [NOTE],
         [IDEA],
     ),
     "crlf-single-quotes.txt": (
-        {JOBS: "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n- 改找深圳的 AI Agent 实习（更新于 2026-11-29，原为：找北京的后端实习）（来源：[[2026-11-28 随手记]]）\n"},
+        {
+            JOBS: "---\nsummary: 找实习\n---\n# 找实习\n\n- 简历投了三家公司（来源：[[2026-11-20 日记]]）\n- 改找深圳的 AI Agent 实习（更新于 2026-11-29，原为：找北京的后端实习）（来源：[[2026-11-28 随手记]]）\n"
+        },
         [NOTE],
         [IDEA],
     ),
     "only-deferred.txt": ({}, [], [NOTE, IDEA]),
-    "converged-into-several.txt": ({PROFILE: profile(S1, S2, S3, S4, S5, NEW), JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n"}, [NOTE], [IDEA]),
-    "converged-repeated-elements.txt": ({PROFILE: profile(S1, S2, S3, S4, S5, NEW), JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n"}, [NOTE], [IDEA]),
+    "converged-into-several.txt": (
+        {
+            PROFILE: profile(S1, S2, S3, S4, S5, NEW),
+            JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n",
+        },
+        [NOTE],
+        [IDEA],
+    ),
+    "converged-repeated-elements.txt": (
+        {
+            PROFILE: profile(S1, S2, S3, S4, S5, NEW),
+            JOBS: JOBS_TEXT + "- 改找深圳的 AI Agent 实习（来源：[[2026-11-28 随手记]]）\n",
+        },
+        [NOTE],
+        [IDEA],
+    ),
 }
 
 
@@ -299,8 +343,14 @@ def test_hostile_reply_is_rejected(reply_vault, name):
     rule, file, fragment = HOSTILE[name]
     result = run(vault, ctx, (REPLIES / "hostile" / name).read_bytes().decode("utf-8"))
     assert not result.ok and result.writes == {} and result.bases == {}
-    matching = [issue for issue in result.errors if issue.rule == rule and issue.file == file and fragment in issue.message]
-    assert matching, f"expected rule {rule} on {file} with {fragment!r}, got:\n{format_issues(result.errors)}"
+    matching = [
+        issue
+        for issue in result.errors
+        if issue.rule == rule and issue.file == file and fragment in issue.message
+    ]
+    assert matching, (
+        f"expected rule {rule} on {file} with {fragment!r}, got:\n{format_issues(result.errors)}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(VALID))
@@ -317,7 +367,9 @@ def test_valid_reply_is_accepted(reply_vault, name):
 
 def test_valid_reply_warnings_name_unknown_parts(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, (REPLIES / "valid" / "crlf-single-quotes.txt").read_bytes().decode("utf-8"))
+    result = run(
+        vault, ctx, (REPLIES / "valid" / "crlf-single-quotes.txt").read_bytes().decode("utf-8")
+    )
     messages = " ".join(issue.message for issue in result.warnings)
     assert "'confidence'" in messages and "<summary>" in messages
     assert result.deferred[0].reason == '"maybe" & a question'
@@ -327,7 +379,10 @@ def test_valid_reply_warnings_name_unknown_parts(reply_vault):
 
 
 def test_issue_reads_like_a_compiler_message():
-    assert str(Issue(PROFILE, 4, "3", "statement has no source")) == f"{PROFILE}:4: statement has no source (rule 3)"
+    assert (
+        str(Issue(PROFILE, 4, "3", "statement has no source"))
+        == f"{PROFILE}:4: statement has no source (rule 3)"
+    )
     assert str(Issue(PROFILE, 0, "content", "empty")) == f"{PROFILE}: empty (content)"
     assert format_issues([Issue("response", 2, "format", "x")]) == "- response:2: x (format)"
 
@@ -390,14 +445,25 @@ def test_rule1_a_linked_layer_folder_is_refused(make_vault, tmp_path):
     os.symlink(real, root / "converged/topics")
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {}, vault.note_names())
-    result = validate_response(vault, parse_response(reply(block("converged/topics/new.md", NEW + "\n"), tail="")), ctx)
-    assert any(i.rule == "1" and "symbolic link converged/topics" in i.message for i in result.errors)
+    result = validate_response(
+        vault, parse_response(reply(block("converged/topics/new.md", NEW + "\n"), tail="")), ctx
+    )
+    assert any(
+        i.rule == "1" and "symbolic link converged/topics" in i.message for i in result.errors
+    )
     assert not (real / "new.md").exists()
 
 
 def test_rule1_new_file_in_a_new_subfolder_is_fine(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block("converged/topics/tools/python.md", NEW + "\n"), tail=f'<converged note="{NOTE}" into="converged/topics/tools/python.md"/>\n<deferred note="{IDEA}" reason="vague"/>\n'))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block("converged/topics/tools/python.md", NEW + "\n"),
+            tail=f'<converged note="{NOTE}" into="converged/topics/tools/python.md"/>\n<deferred note="{IDEA}" reason="vague"/>\n',
+        ),
+    )
     assert result.ok, format_issues(result.errors)
     assert result.writes == {"converged/topics/tools/python.md": NEW + "\n"}
     assert result.bases == {"converged/topics/tools/python.md": None}
@@ -409,19 +475,25 @@ def test_rule2_frontmatter_keys_survive(reply_vault):
     result = run(vault, ctx, reply(block(PROFILE, lost)))
     (issue,) = [i for i in result.errors if i.rule == "2"]
     assert "owner, tags" in issue.message and issue.line == 1
-    added = profile(S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("tags:", "updated: 2026-11-29\ntags:"))
+    added = profile(
+        S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("tags:", "updated: 2026-11-29\ntags:")
+    )
     assert run(vault, ctx, reply(block(PROFILE, added))).ok
 
 
 def test_rule2_no_frontmatter_at_all_loses_keys(reply_vault):
     vault, ctx = reply_vault
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, frontmatter=""))))
-    assert any(i.rule == "2" and "summary, importance, owner, tags" in i.message for i in result.errors)
+    assert any(
+        i.rule == "2" and "summary, importance, owner, tags" in i.message for i in result.errors
+    )
 
 
 def test_rule2_broken_yaml_names_its_line(reply_vault):
     vault, ctx = reply_vault
-    broken = profile(S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("importance: 8", "importance: [8"))
+    broken = profile(
+        S1, S2, S3, S4, S5, frontmatter=FRONTMATTER.replace("importance: 8", "importance: [8")
+    )
     (issue,) = [i for i in run(vault, ctx, reply(block(PROFILE, broken))).errors if i.rule == "2"]
     assert issue.line > 1 and "YAML" in issue.message
 
@@ -435,36 +507,87 @@ def test_rule2_current_file_with_broken_frontmatter_is_never_rewritten(reply_vau
 
 def test_rule3_new_statement_needs_a_resolving_source(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- 用 uv", "- 用 uv 2（来源：[[nowhere]]）"))))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(PROFILE, profile(S1, S2, S3, S4, S5, "- 用 uv", "- 用 uv 2（来源：[[nowhere]]）"))
+        ),
+    )
     found = {(i.line, i.rule) for i in result.errors}
     assert found == {(14, "3"), (15, "3")}
 
 
-@pytest.mark.parametrize("link", ["[[2026-11-28 随手记.md]]", "[[2026-11-28 随手记|the note]]", "[[2026-11-28 随手记#heading]]", "[[archive/2026-11/2026-11-20 日记]]", "[[2026-11/2026-11-20 日记]]", "[[IDEA - SVELTE]]"])
+@pytest.mark.parametrize(
+    "link",
+    [
+        "[[2026-11-28 随手记.md]]",
+        "[[2026-11-28 随手记|the note]]",
+        "[[2026-11-28 随手记#heading]]",
+        "[[archive/2026-11/2026-11-20 日记]]",
+        "[[2026-11/2026-11-20 日记]]",
+        "[[IDEA - SVELTE]]",
+    ],
+)
 def test_rule3_source_resolution_is_obsidian_like(reply_vault, link):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(
+                PROFILE,
+                profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"),
+            )
+        ),
+    )
     assert result.ok, format_issues(result.errors)
 
 
 @pytest.mark.parametrize("link", ["[[profile]]", "[[Job-Search]]", "[[converged/topics/facts]]"])
 def test_rule11_a_memory_file_is_not_a_source(reply_vault, link):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"))))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(
+                PROFILE,
+                profile(S1, S2, S3, S4, S5, f"- 以后都用 uv 管理 Python 环境（来源：{link}）"),
+            )
+        ),
+    )
     assert rules(result.errors) == ["11"] and "not a note" in result.errors[0].message
 
 
 def test_rule3_english_source_format_is_understood(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- always use uv (source: [[2026-11-28 随手记]])"))))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(
+                PROFILE,
+                profile(S1, S2, S3, S4, S5, "- always use uv (source: [[2026-11-28 随手记]])"),
+            )
+        ),
+    )
     assert result.ok, format_issues(result.errors)
 
 
 def test_rule3_kept_statement_may_keep_a_broken_source(make_vault):
     root = make_vault({PROFILE: "- old fact (source: [[gone]])\n", NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
-    ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: "- old fact (source: [[gone]])\n"}, vault.note_names())
-    result = validate_response(vault, parse_response(reply(block(PROFILE, "- old fact (source: [[gone]])\n" + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    ctx = PassContext(
+        PASS_DATE, [NOTE], {PROFILE: "- old fact (source: [[gone]])\n"}, vault.note_names()
+    )
+    result = validate_response(
+        vault,
+        parse_response(
+            reply(block(PROFILE, "- old fact (source: [[gone]])\n" + NEW + "\n"), tail=NOTE_ONLY)
+        ),
+        ctx,
+    )
     assert result.ok, format_issues(result.errors)
 
 
@@ -473,7 +596,9 @@ def test_rule3_hand_written_statement_without_source_is_kept(make_vault):
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
-    result = validate_response(vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    result = validate_response(
+        vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx
+    )
     assert result.ok, format_issues(result.errors)
 
 
@@ -526,12 +651,17 @@ def test_rule10_moving_out_of_the_resident_layer_needs_allow_shrink(reply_vault)
     assert "out of the resident layer" in result.errors[0].message
     ctx.allow_shrink = True
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S5)), block(JOBS, moved)))
-    assert result.ok and result.moves == [{"statement": "早上效率最高，下午容易分心", "from": PROFILE, "to": [JOBS]}]
+    assert result.ok and result.moves == [
+        {"statement": "早上效率最高，下午容易分心", "from": PROFILE, "to": [JOBS]}
+    ]
 
 
 def test_rule4_a_trace_in_another_file_quotes_it(reply_vault):
     vault, ctx = reply_vault
-    changed = JOBS_TEXT + f"- 改找深圳（更新于 {PASS_DATE}，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）\n"
+    changed = (
+        JOBS_TEXT
+        + f"- 改找深圳（更新于 {PASS_DATE}，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）\n"
+    )
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, changed)))
     assert result.ok, format_issues(result.errors)
 
@@ -548,8 +678,10 @@ def test_rule4_a_statement_changed_twice_in_one_pass_keeps_its_chain(reply_vault
     """X → Y → Z in one pass (two notes, one after the other): Y was never in the file, so X nested
     under Y's trace is still the chain's own rewrite (the builtin engine writes this)."""
     vault, ctx = reply_vault
-    twice = (f"- 在找深圳 AI Agent 实习（更新于 {PASS_DATE}，原为：在找深圳后端实习（更新于 {PASS_DATE}，"
-             f"原为：在找北京后端实习（更新于 2026-10-01，原为：想读研）））（来源：[[2026-11-28 随手记]]）")
+    twice = (
+        f"- 在找深圳 AI Agent 实习（更新于 {PASS_DATE}，原为：在找深圳后端实习（更新于 {PASS_DATE}，"
+        f"原为：在找北京后端实习（更新于 2026-10-01，原为：想读研）））（来源：[[2026-11-28 随手记]]）"
+    )
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, twice, S3, S4, S5))))
     assert result.ok, format_issues(result.errors)
 
@@ -560,7 +692,13 @@ def test_rule4_an_old_trace_quoting_the_words_is_not_a_rewrite(make_vault):
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
-    result = validate_response(vault, parse_response(reply(block(PROFILE, text.split("\n")[0] + "\n" + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    result = validate_response(
+        vault,
+        parse_response(
+            reply(block(PROFILE, text.split("\n")[0] + "\n" + NEW + "\n"), tail=NOTE_ONLY)
+        ),
+        ctx,
+    )
     assert [(i.rule, i.line) for i in result.errors] == [("4", 2)]
 
 
@@ -582,7 +720,11 @@ def test_rule5_new_trace_must_carry_the_pass_date(reply_vault):
 def test_rule5_a_moved_statement_keeps_its_old_trace_date(reply_vault):
     vault, ctx = reply_vault
     ctx.allow_shrink = True  # the move is out of the resident layer (rule 10)
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, JOBS_TEXT + S2 + "\n")))
+    result = run(
+        vault,
+        ctx,
+        reply(block(PROFILE, profile(S1, S3, S4, S5)), block(JOBS, JOBS_TEXT + S2 + "\n")),
+    )
     assert result.ok, format_issues(result.errors)
 
 
@@ -596,15 +738,26 @@ def test_rule6_resident_cap(reply_vault):
 
 def test_rule6_counts_other_resident_files(reply_vault):
     vault, ctx = reply_vault
-    (vault.root / "converged/core/methodology.md").write_text("- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
+    (vault.root / "converged/core/methodology.md").write_text(
+        "- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW))))
     assert "6" in rules(result.errors)
 
 
 def test_rule6_already_over_cap_but_shrinking_or_untouched_is_a_warning(reply_vault):
     vault, ctx = reply_vault
-    (vault.root / "converged/core/methodology.md").write_text("- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8")
-    untouched = run(vault, ctx, reply(block(JOBS, JOBS_TEXT + NEW + "\n"), tail=f'<converged note="{NOTE}" into="{JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    (vault.root / "converged/core/methodology.md").write_text(
+        "- " + "方法" * 80 + "（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )
+    untouched = run(
+        vault,
+        ctx,
+        reply(
+            block(JOBS, JOBS_TEXT + NEW + "\n"),
+            tail=f'<converged note="{NOTE}" into="{JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n',
+        ),
+    )
     assert untouched.ok and "6" in rules(untouched.warnings)
     dropped = f'<dropped file="{PROFILE}" reason="duplicate">多推推他</dropped>\n'
     shrinking = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4)), dropped))
@@ -615,12 +768,23 @@ def test_rule7_notes_match_by_path_or_name(reply_vault):
     vault, ctx = reply_vault
     tail = f'<converged note="[[2026-11-28 随手记]]" into="{PROFILE}"/>\n<deferred note="idea - svelte" reason="x"/>\n'
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=tail))
-    assert result.ok and [c.note for c in result.converged] == [NOTE] and [d.note for d in result.deferred] == [IDEA]
+    assert (
+        result.ok
+        and [c.note for c in result.converged] == [NOTE]
+        and [d.note for d in result.deferred] == [IDEA]
+    )
 
 
 def test_rule7_unaccounted_notes_are_deferred_with_a_warning(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=f'<converged note="{NOTE}" into="{PROFILE}"/>\n'))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)),
+            tail=f'<converged note="{NOTE}" into="{PROFILE}"/>\n',
+        ),
+    )
     assert result.ok
     assert [(d.note, d.line) for d in result.deferred] == [(IDEA, 0)]
     assert [(w.file, w.rule) for w in result.warnings] == [(IDEA, "unaccounted")]
@@ -628,7 +792,14 @@ def test_rule7_unaccounted_notes_are_deferred_with_a_warning(reply_vault):
 
 def test_rule7_converged_into_a_file_that_does_not_cite_it_warns(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=f'<converged note="{NOTE}" into="{PROFILE}, {JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)),
+            tail=f'<converged note="{NOTE}" into="{PROFILE}, {JOBS}"/>\n<deferred note="{IDEA}" reason="x"/>\n',
+        ),
+    )
     assert result.ok
     assert [(w.file, w.rule) for w in result.warnings] == [(JOBS, "converged")]
     assert result.converged[0].into == [PROFILE, JOBS]
@@ -636,15 +807,26 @@ def test_rule7_converged_into_a_file_that_does_not_cite_it_warns(reply_vault):
 
 def test_rule7_converged_into_an_unsafe_path_is_refused(reply_vault):
     vault, ctx = reply_vault
-    result = run(vault, ctx, reply(tail=f'<converged note="{NOTE}" into="../../etc/passwd"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
-    assert [(i.rule, i.line) for i in result.errors] == [("7", 2)] and "'..'" in result.errors[0].message
+    result = run(
+        vault,
+        ctx,
+        reply(
+            tail=f'<converged note="{NOTE}" into="../../etc/passwd"/>\n<deferred note="{IDEA}" reason="x"/>\n'
+        ),
+    )
+    assert [(i.rule, i.line) for i in result.errors] == [("7", 2)] and "'..'" in result.errors[
+        0
+    ].message
 
 
 def test_rule8_quarter_is_the_limit_and_allow_shrink_lifts_it(reply_vault):
     vault, ctx = reply_vault
     drop_one = f'<dropped file="{PROFILE}" reason="duplicate">多推推他</dropped>\n'
     assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4)), drop_one)).ok  # 1 of 5
-    drop_two = drop_one + f'<dropped file="{PROFILE}" reason="stale">早上效率最高，下午容易分心</dropped>\n'
+    drop_two = (
+        drop_one
+        + f'<dropped file="{PROFILE}" reason="stale">早上效率最高，下午容易分心</dropped>\n'
+    )
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3)), drop_two))
     assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)]
     ctx.allow_shrink = True
@@ -665,25 +847,52 @@ def test_rule8_small_files_lose_at_most_a_quarter_too(make_vault):
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
     drops = f'<dropped file="{PROFILE}" reason="x">a</dropped>\n<dropped file="{PROFILE}" reason="x">b</dropped>\n'
-    text_reply = reply(block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY)
+    text_reply = reply(
+        block(PROFILE, "- c（来源：[[2026-11-28 随手记]]）\n"), drops, tail=NOTE_ONLY
+    )
     result = validate_response(vault, parse_response(text_reply), ctx)
-    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)] and "2 of its 3" in result.errors[0].message
+    assert [(i.rule, i.file) for i in result.errors] == [
+        ("8", PROFILE)
+    ] and "2 of its 3" in result.errors[0].message
     ctx.allow_shrink = True
     assert validate_response(vault, parse_response(text_reply), ctx).ok
 
 
 def test_content_nul_and_empty_are_refused(reply_vault):
     vault, ctx = reply_vault
-    assert any(i.rule == "content" and "NUL" in i.message for i in run(vault, ctx, reply(block(PROFILE, "- a\x00\n"))).errors)
-    assert any(i.rule == "content" and "empty" in i.message for i in run(vault, ctx, reply(block(PROFILE, " \n\n"))).errors)
+    assert any(
+        i.rule == "content" and "NUL" in i.message
+        for i in run(vault, ctx, reply(block(PROFILE, "- a\x00\n"))).errors
+    )
+    assert any(
+        i.rule == "content" and "empty" in i.message
+        for i in run(vault, ctx, reply(block(PROFILE, " \n\n"))).errors
+    )
 
 
 def test_content_elision_lines(reply_vault):
     vault, ctx = reply_vault
-    for line in ("...", "- …", "<!-- rest of the file unchanged -->", "（其余内容不变）", "// remaining statements omitted"):
+    for line in (
+        "...",
+        "- …",
+        "<!-- rest of the file unchanged -->",
+        "（其余内容不变）",
+        "// remaining statements omitted",
+    ):
         result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, line))))
         assert "content" in rules(result.errors), line
-    ok = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, "- 其余的原则不变：先动手（来源：[[2026-11-28 随手记]]）"))))
+    ok = run(
+        vault,
+        ctx,
+        reply(
+            block(
+                PROFILE,
+                profile(
+                    S1, S2, S3, S4, S5, "- 其余的原则不变：先动手（来源：[[2026-11-28 随手记]]）"
+                ),
+            )
+        ),
+    )
     assert ok.ok, format_issues(ok.errors)
 
 
@@ -692,7 +901,9 @@ def test_content_elision_check_spares_lines_the_file_already_had(make_vault):
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], {PROFILE: text}, vault.note_names())
-    result = validate_response(vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx)
+    result = validate_response(
+        vault, parse_response(reply(block(PROFILE, text + NEW + "\n"), tail=NOTE_ONLY)), ctx
+    )
     assert result.ok, format_issues(result.errors)
 
 
@@ -705,7 +916,11 @@ def test_writing_over_an_undecodable_file_is_refused(reply_vault):
 
 def test_every_error_is_reported_at_once(reply_vault):
     vault, ctx = reply_vault
-    text = reply(block(PROFILE, profile(S1, S2, S3, S4, "- 无来源")), block(".git/config", "x\n"), tail='<converged note="nope.md" into="x.md"/>\n')
+    text = reply(
+        block(PROFILE, profile(S1, S2, S3, S4, "- 无来源")),
+        block(".git/config", "x\n"),
+        tail='<converged note="nope.md" into="x.md"/>\n',
+    )
     assert {"1", "3", "4", "7"} <= set(rules(run(vault, ctx, text).errors))
 
 
@@ -725,7 +940,13 @@ def test_invention_warning_in_english(make_vault):
     root = make_vault({"notes.md": note})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, ["notes.md"], {}, vault.note_names(), source_texts={"notes": note})
-    text = reply(block(PROFILE, "- Uses uv for Python environments (source: [[notes]])\n- Wants to become an astronaut on Mars (source: [[notes]])\n"), tail=f'<converged note="notes.md" into="{PROFILE}"/>\n')
+    text = reply(
+        block(
+            PROFILE,
+            "- Uses uv for Python environments (source: [[notes]])\n- Wants to become an astronaut on Mars (source: [[notes]])\n",
+        ),
+        tail=f'<converged note="notes.md" into="{PROFILE}"/>\n',
+    )
     result = validate_response(vault, parse_response(text), ctx)
     assert result.ok and [(w.rule, w.line) for w in result.warnings] == [("invention", 2)]
 
@@ -753,47 +974,90 @@ def test_blanking_counts_as_loss_and_a_single_rewrite_does_not(reply_vault):
     assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, blank)))).ok  # 1 of 5
     blank2 = f"- 未知（更新于 {PASS_DATE}，原为：早上效率最高，下午容易分心）（来源：[[2026-11-28 随手记]]）"
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, blank2, blank))))
-    assert [(i.rule, i.file) for i in result.errors] == [("8", PROFILE)] and "2 blanked" in result.errors[0].message
+    assert [(i.rule, i.file) for i in result.errors] == [
+        ("8", PROFILE)
+    ] and "2 blanked" in result.errors[0].message
 
 
 def test_losses_spread_over_files_count_against_the_whole_layer(make_vault):
     """Six one-statement topic files: dropping two is within each file's rule (one statement
     is below rule 8's two) but a third of the memory layer (rule 10)."""
-    files = {f"converged/topics/t{i}.md": f"- fact {i}（来源：[[2026-11-28 随手记]]）\n" for i in range(6)}
+    files = {
+        f"converged/topics/t{i}.md": f"- fact {i}（来源：[[2026-11-28 随手记]]）\n"
+        for i in range(6)
+    }
     root = make_vault({**files, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
     ctx = PassContext(PASS_DATE, [NOTE], dict(files), vault.note_names())
-    drops = "".join(f'<dropped file="converged/topics/t{i}.md" reason="x">fact {i}</dropped>\n' for i in (0, 1))
+    drops = "".join(
+        f'<dropped file="converged/topics/t{i}.md" reason="x">fact {i}</dropped>\n' for i in (0, 1)
+    )
     blocks = block("converged/topics/t0.md", "# t0\n") + block("converged/topics/t1.md", "# t1\n")
-    result = validate_response(vault, parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')), ctx)
-    assert [(i.rule, i.file) for i in result.errors] == [("10", "response")] and "2 of the 6" in result.errors[0].message
+    result = validate_response(
+        vault,
+        parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')),
+        ctx,
+    )
+    assert [(i.rule, i.file) for i in result.errors] == [
+        ("10", "response")
+    ] and "2 of the 6" in result.errors[0].message
     ctx.allow_shrink = True
-    assert validate_response(vault, parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')), ctx).ok
+    assert validate_response(
+        vault,
+        parse_response(reply(blocks, drops, tail=f'<deferred note="{NOTE}" reason="x"/>\n')),
+        ctx,
+    ).ok
 
 
 def test_a_statement_kept_only_inside_another_statements_history_is_lost(reply_vault):
     vault, ctx = reply_vault
     hidden = f"- 推他动手（更新于 {PASS_DATE}，原为：推他动手而非给鼓励（更新于 {PASS_DATE}，原为：多推推他））（来源：[[2026-11-28 随手记]]）"
     result = run(vault, ctx, reply(block(PROFILE, profile(hidden, S2, S3, S4))))
-    assert [(i.rule, i.line) for i in result.errors] == [("4", 13)] and "多推推他" in result.errors[0].message
-    merged = f"- 推他动手而非给鼓励（更新于 {PASS_DATE}，原为：多推推他）（来源：[[2026-11-20 日记]]）"
-    assert run(vault, ctx, reply(block(PROFILE, profile(merged, S2, S3, S4)))).ok  # a merge: its own top-level trace
+    assert [(i.rule, i.line) for i in result.errors] == [("4", 13)] and "多推推他" in result.errors[
+        0
+    ].message
+    merged = (
+        f"- 推他动手而非给鼓励（更新于 {PASS_DATE}，原为：多推推他）（来源：[[2026-11-20 日记]]）"
+    )
+    assert run(
+        vault, ctx, reply(block(PROFILE, profile(merged, S2, S3, S4)))
+    ).ok  # a merge: its own top-level trace
 
 
-@pytest.mark.parametrize("old, new", [
-    ("I live in Berlin.", "I live in Berlin?"),
-    ("Salary expectation ≥ €60k", "Salary expectation ≤ $60k"),
-    ("Uses Python 3.12 for scripts", "Uses Python 31.2 for scripts"),
-    ("Freezer alarm at -5 °C", "Freezer alarm at 5 °C"),
-    ("I live in Berlin.", "I do not live in Berlin."),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("I live in Berlin.", "I live in Berlin?"),
+        ("Salary expectation ≥ €60k", "Salary expectation ≤ $60k"),
+        ("Uses Python 3.12 for scripts", "Uses Python 31.2 for scripts"),
+        ("Freezer alarm at -5 °C", "Freezer alarm at 5 °C"),
+        ("I live in Berlin.", "I do not live in Berlin."),
+    ],
+)
 def test_signs_numbers_and_question_marks_are_part_of_a_statement(reply_vault, old, new):
     vault, ctx = reply_vault
     changed = FACTS_TEXT.replace(old, new)
-    result = run(vault, ctx, reply(block(FACTS, changed), tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n'))
+    result = run(
+        vault,
+        ctx,
+        reply(
+            block(FACTS, changed),
+            tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n',
+        ),
+    )
     assert [i.rule for i in result.errors] == ["4"] and old.rstrip(".") in result.errors[0].message
-    traced = FACTS_TEXT.replace(f"- {old} (source: [[2026-11-20 日记]])", f"- {new} (updated {PASS_DATE}, was: {old}) (source: [[2026-11-28 随手记]])")
-    assert run(vault, ctx, reply(block(FACTS, traced), tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n')).ok
+    traced = FACTS_TEXT.replace(
+        f"- {old} (source: [[2026-11-20 日记]])",
+        f"- {new} (updated {PASS_DATE}, was: {old}) (source: [[2026-11-28 随手记]])",
+    )
+    assert run(
+        vault,
+        ctx,
+        reply(
+            block(FACTS, traced),
+            tail=f'<deferred note="{NOTE}" reason="x"/>\n<deferred note="{IDEA}" reason="x"/>\n',
+        ),
+    ).ok
 
 
 def test_invention_is_checked_against_any_cited_note_not_only_the_pass(reply_vault):
@@ -802,14 +1066,21 @@ def test_invention_is_checked_against_any_cited_note_not_only_the_pass(reply_vau
     ctx.source_texts.pop("2026-11-20 日记")  # read from the archive, as a pass does
     result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW, invented))))
     assert result.ok and [(w.rule, w.line) for w in result.inventions] == [("invention", 15)]
-    assert "[[2026-11-20 日记]]" in result.inventions[0].message and "cite the note" in result.inventions[0].message
+    assert (
+        "[[2026-11-20 日记]]" in result.inventions[0].message
+        and "cite the note" in result.inventions[0].message
+    )
 
 
 def test_a_faithful_translation_is_not_invention(make_vault):
     note = "以后都用 uv 管理 Python 环境，不要再用 pip。\n早上效率最高，下午容易分心。\n"
     root = make_vault({NOTE: note})
     vault = Vault(root=root, config=load_config(root))
-    ctx = PassContext(PASS_DATE, [NOTE], {}, vault.note_names(), source_texts={"2026-11-28 随手记": note})
+    ctx = PassContext(
+        PASS_DATE, [NOTE], {}, vault.note_names(), source_texts={"2026-11-28 随手记": note}
+    )
     statements = "- Uses uv for Python environments instead of pip (source: [[2026-11-28 随手记]])\n- Wants to become an astronaut on Mars (source: [[2026-11-28 随手记]])\n"
-    result = validate_response(vault, parse_response(reply(block(PROFILE, statements), tail=NOTE_ONLY)), ctx)
+    result = validate_response(
+        vault, parse_response(reply(block(PROFILE, statements), tail=NOTE_ONLY)), ctx
+    )
     assert result.ok and [w.line for w in result.inventions] == [2]

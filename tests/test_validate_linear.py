@@ -21,14 +21,14 @@ except ImportError:  # pragma: no cover - Python 3.10
 import pytest
 
 import reply_variants as rv
-from cmem.vault import statements
-from cmem.vault import notes as notes_module
 from cmem.converge import lines as lines_module
 from cmem.converge import paths as paths_module
 from cmem.converge import response as response_module
 from cmem.converge import validate as validate_module
 from cmem.converge.response import MAX_RESPONSE_BYTES, parse_response
 from cmem.converge.validate import validate_response
+from cmem.vault import notes as notes_module
+from cmem.vault import statements
 from cmem.vault.layers import open_vault
 
 
@@ -41,25 +41,50 @@ def corpus(tmp_path_factory):
 
 
 def _in_profile(*lines: str) -> str:
-    return rv.wrap(rv.block(rv.PROFILE, rv.PROFILE_TEXT + "\n".join(lines) + "\n"), f'<converged note="{rv.NOTE}" into="{rv.PROFILE}"/>\n')
+    return rv.wrap(
+        rv.block(rv.PROFILE, rv.PROFILE_TEXT + "\n".join(lines) + "\n"),
+        f'<converged note="{rv.NOTE}" into="{rv.PROFILE}"/>\n',
+    )
 
 
 # Each builds a reply of about n characters that once cost more than linear work.
 ADVERSARIAL = {
     "dots then a letter (the elision pattern)": lambda n: _in_profile("." * n + "x"),
     "'rest' then spaces (the elision pattern)": lambda n: _in_profile("rest" + " " * n + "x"),
-    "repeated English trace openers": lambda n: _in_profile("- x" + "(updated 2026-11-29, was: " * (n // 26)),
-    "repeated Chinese trace openers": lambda n: _in_profile("- x" + "（更新于 2026-11-29，原为：" * (n // 16)),
+    "repeated English trace openers": lambda n: _in_profile(
+        "- x" + "(updated 2026-11-29, was: " * (n // 26)
+    ),
+    "repeated Chinese trace openers": lambda n: _in_profile(
+        "- x" + "（更新于 2026-11-29，原为：" * (n // 16)
+    ),
     "repeated source openers": lambda n: _in_profile("- x" + "(source: [[a]]" * (n // 14)),
-    "traces nested 64 deep, many times": lambda n: _in_profile(*["- x" + "(updated 2026-11-29, was: y" * 64 + ")" * 64] * (n // 1850)),
-    "many sources and traces on one line": lambda n: _in_profile("- x" + "(source: [[2026-11-28 随手记]])(updated 2026-11-29, was: z)" * (n // 60)),
+    "traces nested 64 deep, many times": lambda n: _in_profile(
+        *["- x" + "(updated 2026-11-29, was: y" * 64 + ")" * 64] * (n // 1850)
+    ),
+    "many sources and traces on one line": lambda n: _in_profile(
+        "- x" + "(source: [[2026-11-28 随手记]])(updated 2026-11-29, was: z)" * (n // 60)
+    ),
     "unclosed brackets": lambda n: _in_profile("- " + "（(" * (n // 2)),
-    "unclosed quotes in tags": lambda n: "<convergence>\n" + "<a 'x<b 'x" * (n // 10) + "\n</convergence>\n",
-    "unclosed <dropped> elements": lambda n: "<convergence>\n" + '<dropped file="x">' * (n // 18) + "</dropped>\n</convergence>\n",
+    "unclosed quotes in tags": lambda n: (
+        "<convergence>\n" + "<a 'x<b 'x" * (n // 10) + "\n</convergence>\n"
+    ),
+    "unclosed <dropped> elements": lambda n: (
+        "<convergence>\n" + '<dropped file="x">' * (n // 18) + "</dropped>\n</convergence>\n"
+    ),
     "quoted <convergence> tags on one line": lambda n: "x " + "<convergence>" * (n // 13),
-    "many statements": lambda n: _in_profile(*[f"- s{i} (source: [[2026-11-28 随手记]])" for i in range(n // 40)]),
-    "many file blocks": lambda n: rv.wrap(*[rv.block(f"converged/topics/t{i}.md", "- a (source: [[2026-11-28 随手记]])\n") for i in range(n // 80)]),
-    "many <converged> into one file": lambda n: rv.wrap(rv.block(rv.PROFILE, rv.PROFILE_TEXT), *[f'<converged note="{rv.NOTE}" into="{rv.PROFILE}"/>\n'] * (n // 60)),
+    "many statements": lambda n: _in_profile(
+        *[f"- s{i} (source: [[2026-11-28 随手记]])" for i in range(n // 40)]
+    ),
+    "many file blocks": lambda n: rv.wrap(
+        *[
+            rv.block(f"converged/topics/t{i}.md", "- a (source: [[2026-11-28 随手记]])\n")
+            for i in range(n // 80)
+        ]
+    ),
+    "many <converged> into one file": lambda n: rv.wrap(
+        rv.block(rv.PROFILE, rv.PROFILE_TEXT),
+        *[f'<converged note="{rv.NOTE}" into="{rv.PROFILE}"/>\n'] * (n // 60),
+    ),
 }
 
 
@@ -92,8 +117,13 @@ def test_validation_work_grows_linearly_with_an_adversarial_reply(corpus, name):
     size = 250_000 if name in HEAVY else 1_000_000
     small, large = build(size // 4), build(size)
     assert len(large) >= 3.5 * len(small)
-    validate_response(vault, parse_response(small), ctx)  # first-use costs (caches, imports) are not the reply's
-    work = [_work(lambda text=text: validate_response(vault, parse_response(text), ctx)) for text in (small, large)]
+    validate_response(
+        vault, parse_response(small), ctx
+    )  # first-use costs (caches, imports) are not the reply's
+    work = [
+        _work(lambda text=text: validate_response(vault, parse_response(text), ctx))
+        for text in (small, large)
+    ]
     ratio = work[1] / work[0]
     # four times the input, about four times the work (quadratic would be 16)
     assert ratio <= 5.5, f"{name}: {work[0]} → {work[1]} lines ({ratio:.1f}×)"
@@ -111,7 +141,9 @@ def test_a_4mb_reply_is_validated_and_a_larger_one_is_refused_unread(corpus):
     over = text + "x" * (MAX_RESPONSE_BYTES - size + 1)
     work = _work(lambda: parse_response(over))
     refused = parse_response(over)
-    assert [e.rule for e in refused.errors] == ["format"] and "over the limit of 4000000" in refused.errors[0].message
+    assert [e.rule for e in refused.errors] == [
+        "format"
+    ] and "over the limit of 4000000" in refused.errors[0].message
     assert work < 100  # refused before a single line of it is read
 
 
@@ -138,14 +170,29 @@ def _unbounded_inside_unbounded(parsed, inside: bool = False) -> bool:
 
 
 def _patterns(module) -> dict[str, re.Pattern]:
-    return {f"{module.__name__}.{name}": value for name, value in vars(module).items() if isinstance(value, re.Pattern)}
+    return {
+        f"{module.__name__}.{name}": value
+        for name, value in vars(module).items()
+        if isinstance(value, re.Pattern)
+    }
 
 
 def test_no_pattern_on_the_reading_path_nests_unbounded_quantifiers():
-    modules = (response_module, validate_module, statements, lines_module, paths_module, notes_module)
+    modules = (
+        response_module,
+        validate_module,
+        statements,
+        lines_module,
+        paths_module,
+        notes_module,
+    )
     found = {name: pattern for module in modules for name, pattern in _patterns(module).items()}
     assert len(found) >= 20
-    nested = [name for name, pattern in found.items() if _unbounded_inside_unbounded(sre_parse.parse(pattern.pattern, pattern.flags))]
+    nested = [
+        name
+        for name, pattern in found.items()
+        if _unbounded_inside_unbounded(sre_parse.parse(pattern.pattern, pattern.flags))
+    ]
     assert nested == []
     # and the check itself sees the shapes that backtrack
     for bad in (r"(a+)+", r"(?:x|y*)*", r"((?:[^<>]|\"[^\"]*\")*)>"):
@@ -157,7 +204,10 @@ def test_a_1mb_single_line_statement_in_a_topic_file_is_refused_by_the_topic_cap
     line = "- " + "以后都用 uv 管理 Python 环境，" * 50_000 + "（来源：[[2026-11-28 随手记]]）"
     assert len(line.encode()) > 1_000_000
     path = "converged/topics/tools.md"
-    text = rv.wrap(rv.block(path, "# Tools\n\n" + line + "\n"), f'<converged note="{rv.NOTE}" into="{path}"/>\n')
+    text = rv.wrap(
+        rv.block(path, "# Tools\n\n" + line + "\n"),
+        f'<converged note="{rv.NOTE}" into="{path}"/>\n',
+    )
     validation = validate_response(vault, parse_response(text), ctx)
     assert [(e.rule, e.file) for e in validation.errors] == [("13", path)]
     assert "situational_max_tokens" in validation.errors[0].message and validation.writes == {}

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cmem.errors import CmemError
-from cmem.vault.layers import open_vault
 from cmem.triggers.watch import Watcher, WatchLock, is_temp_name, watch_vault
+from cmem.vault.layers import open_vault
 from trigger_helpers import CMEM, NOTE, outcomes, pass_commits, trigger_vault, wait_for
 
 SETTLE = 0.5
@@ -42,8 +42,13 @@ def watcher_process(make_vault):
     processes = []
 
     def start(root: Path, *extra: str):
-        process = subprocess.Popen([*CMEM, "--vault", str(root), "watch", "--settle", str(SETTLE), "--verbose", *extra],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [*CMEM, "--vault", str(root), "watch", "--settle", str(SETTLE), "--verbose", *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         processes.append(process)
         stderr = Stderr(process)
         wait_for(lambda: stderr.has("watching"), what="the watcher to start")
@@ -57,25 +62,39 @@ def watcher_process(make_vault):
 
 
 def wait_outcomes(root: Path, count: int) -> list[str]:
-    return wait_for(lambda: outcomes(root) if len(outcomes(root)) >= count else None, what=f"{count} outcome line(s)")
+    return wait_for(
+        lambda: outcomes(root) if len(outcomes(root)) >= count else None,
+        what=f"{count} outcome line(s)",
+    )
 
 
-def test_new_note_rename_save_and_burst_each_give_one_pass_and_own_writes_none(make_vault, watcher_process):
+def test_new_note_rename_save_and_burst_each_give_one_pass_and_own_writes_none(
+    make_vault, watcher_process
+):
     root = trigger_vault(make_vault, note=False)
     process, stderr = watcher_process(root)
 
-    (root / NOTE).write_text("# Notes\n\n- Actually, I prefer Svelte over React for side projects.\n", "utf-8")
+    (root / NOTE).write_text(
+        "# Notes\n\n- Actually, I prefer Svelte over React for side projects.\n", "utf-8"
+    )
     assert wait_outcomes(root, 1) == ["applied"]
 
     # vim-style save: write a swap file, then rename it over the note
     swap = root / f".{NOTE}.swp"
-    swap.write_text((root / NOTE).read_text("utf-8") + "- I decided to switch to Vue at work.\n", "utf-8")
+    swap.write_text(
+        (root / NOTE).read_text("utf-8") + "- I decided to switch to Vue at work.\n", "utf-8"
+    )
     os.replace(swap, root / NOTE)
     assert wait_outcomes(root, 2) == ["applied", "applied"]
 
     burst = root / "2026-12-02 burst.md"
     for index in range(6):
-        burst.write_text("# Burst\n\n" + "".join(f"- line {n}\n" for n in range(index)) + "- From now on, always write tests first.\n", "utf-8")
+        burst.write_text(
+            "# Burst\n\n"
+            + "".join(f"- line {n}\n" for n in range(index))
+            + "- From now on, always write tests first.\n",
+            "utf-8",
+        )
     assert wait_outcomes(root, 3) == ["applied"] * 3
 
     # a change the due rule turns down, as a sentinel: had cmem's own writes (three commits,
@@ -94,7 +113,9 @@ def test_new_note_rename_save_and_burst_each_give_one_pass_and_own_writes_none(m
     assert own_hints == set() and changes == written
     assert not stderr.has("no divergent note's content changed")
     assert stderr.has("stopped watching: 3 pass(es) from 4 due check(s)")
-    print(f"\nwatch: hints from cmem's own writes {len(own_hints)}; passes they caused {len(outcomes(root)) - 4}")
+    print(
+        f"\nwatch: hints from cmem's own writes {len(own_hints)}; passes they caused {len(outcomes(root)) - 4}"
+    )
 
 
 def test_ctrl_c_stops_an_idle_watcher_cleanly(make_vault, watcher_process):
@@ -114,8 +135,19 @@ def test_one_watcher_per_vault(make_vault):
                 pass
 
 
-@pytest.mark.parametrize("name", [".2026-11-30 notes.md.swp", "2026-11-30 notes.md~", "4913", ".x.md.k2j3.cmem-tmp",
-                                  ".#notes.md", "#notes.md#", ".goutputstream-ABC", "notes.md.tmp"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".2026-11-30 notes.md.swp",
+        "2026-11-30 notes.md~",
+        "4913",
+        ".x.md.k2j3.cmem-tmp",
+        ".#notes.md",
+        "#notes.md#",
+        ".goutputstream-ABC",
+        "notes.md.tmp",
+    ],
+)
 def test_temp_and_swap_files_are_not_notes(name):
     assert is_temp_name(name)
 
@@ -123,8 +155,17 @@ def test_temp_and_swap_files_are_not_notes(name):
 def test_only_divergent_notes_are_hints(make_vault):
     root = trigger_vault(make_vault, note=False)
     watcher = Watcher(open_vault(root), SETTLE, report=lambda message: None)
-    for rel in (".git/index.lock", ".git/COMMIT_EDITMSG", ".cmem/state.json", "converged/core/profile.md",
-                "archive/ARCHIVE-CHECKLIST.md", "README.md", "notes.txt", ".notes.md.swp", "x.sync-conflict-20261130-101010-ABC.md"):
+    for rel in (
+        ".git/index.lock",
+        ".git/COMMIT_EDITMSG",
+        ".cmem/state.json",
+        "converged/core/profile.md",
+        "archive/ARCHIVE-CHECKLIST.md",
+        "README.md",
+        "notes.txt",
+        ".notes.md.swp",
+        "x.sync-conflict-20261130-101010-ABC.md",
+    ):
         assert watcher.relevant(str(root / rel)) is None, rel
     assert watcher.relevant(str(root / "2026-11-30 notes.md")) == "2026-11-30 notes.md"
 
@@ -144,8 +185,15 @@ def run_in_thread(vault, **kwargs):
         return Outcome()
 
     def target():
-        summary["value"] = watch_vault(vault, SETTLE, report=messages.append, verbose=messages.append, stop=stop,
-                                       trigger=trigger, **kwargs)
+        summary["value"] = watch_vault(
+            vault,
+            SETTLE,
+            report=messages.append,
+            verbose=messages.append,
+            stop=stop,
+            trigger=trigger,
+            **kwargs,
+        )
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
@@ -158,7 +206,10 @@ def test_a_touch_without_a_content_change_runs_no_check(make_vault):
     stop, thread, messages, calls, summary = run_in_thread(open_vault(root))
     os.utime(root / NOTE)  # an editor that saves unchanged bytes
     (root / NOTE).write_bytes((root / NOTE).read_bytes())
-    wait_for(lambda: any("no divergent note's content changed" in m for m in messages), what="the burst to settle")
+    wait_for(
+        lambda: any("no divergent note's content changed" in m for m in messages),
+        what="the burst to settle",
+    )
     (root / NOTE).write_text("- I decided to go with Rust.\n", "utf-8")
     wait_for(lambda: calls, what="a check after a real change")
     stop.set()
@@ -174,7 +225,9 @@ def test_falls_back_to_polling_with_a_warning_when_inotify_runs_out(make_vault):
             raise OSError(errno.ENOSPC, "inotify watch limit reached")
 
     root = trigger_vault(make_vault, note=False)
-    stop, thread, messages, calls, summary = run_in_thread(open_vault(root), observer_factory=ExhaustedObserver)
+    stop, thread, messages, calls, summary = run_in_thread(
+        open_vault(root), observer_factory=ExhaustedObserver
+    )
     assert any(m.startswith("warning:") and "polling" in m and "inotify" in m for m in messages)
     (root / "2026-12-01 new.md").write_text("- I decided to go with Rust.\n", "utf-8")
     wait_for(lambda: calls, what="a check seen by polling")

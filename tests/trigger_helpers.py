@@ -16,7 +16,7 @@ NOTE_TEXT = "# Notes\n\n- Actually, I prefer Svelte over React for side projects
 CONFIG = "language: en\nmin_interval_minutes: 0\nllm:\n  timeout_seconds: 120\n"
 CMEM = [sys.executable, "-m", "cmem"]
 
-GATED_MODEL = '''\
+GATED_MODEL = """\
 import os, sys, time
 gate, reply = sys.argv[1], sys.argv[2]
 sys.stdin.read()
@@ -26,7 +26,7 @@ deadline = time.monotonic() + 120
 while not os.path.exists(gate) and time.monotonic() < deadline:
     time.sleep(0.02)
 sys.stdout.write(open(reply, encoding="utf-8").read())
-'''
+"""
 
 
 def trigger_vault(make_vault, config: str = CONFIG, note: bool = True) -> Path:

@@ -31,10 +31,14 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-VAULT_HELP = "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
+VAULT_HELP = (
+    "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
+)
 JSON_HELP = "Print one JSON object for scripts and agents."
-SHRINK_HELP = ("Allow a pass to remove (drop or blank) more than a quarter of a file's or of the memory's "
-               "statements, or to move statements out of the resident layer.")
+SHRINK_HELP = (
+    "Allow a pass to remove (drop or blank) more than a quarter of a file's or of the memory's "
+    "statements, or to move statements out of the resident layer."
+)
 _global: dict = {"vault": None, "json": False}
 
 
@@ -52,8 +56,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
-    no_color: bool = typer.Option(False, "--no-color", help="No colours (NO_COLOR is honoured too)."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    no_color: bool = typer.Option(
+        False, "--no-color", help="No colours (NO_COLOR is honoured too)."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     _global["vault"] = vault
     _global["sync_memo"] = {}  # git.sync: auto says "offline" once per command
@@ -81,11 +89,32 @@ def _warn(message: str) -> None:
 
 @app.command()
 def init(
-    path: Path = typer.Argument(Path("."), help="Folder to make a vault (created if missing); an existing folder is adopted as it is."),
-    lang: Optional[str] = typer.Option(None, "--lang", metavar="[zh|en]", autocompletion=_choices("zh", "en"), help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure)."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it)."),
-    track_all: Optional[bool] = typer.Option(None, "--track-all/--no-track-all", help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours)."),
-    daily: Optional[bool] = typer.Option(None, "--daily/--no-daily", help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal)."),
+    path: Path = typer.Argument(
+        Path("."),
+        help="Folder to make a vault (created if missing); an existing folder is adopted as it is.",
+    ),
+    lang: Optional[str] = typer.Option(
+        None,
+        "--lang",
+        metavar="[zh|en]",
+        autocompletion=_choices("zh", "en"),
+        help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure).",
+    ),
+    repo: Optional[str] = typer.Option(
+        None,
+        "--repo",
+        help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it).",
+    ),
+    track_all: Optional[bool] = typer.Option(
+        None,
+        "--track-all/--no-track-all",
+        help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours).",
+    ),
+    daily: Optional[bool] = typer.Option(
+        None,
+        "--daily/--no-daily",
+        help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal).",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Create a vault, or adopt an existing folder (an Obsidian vault) without touching its files.
@@ -93,9 +122,9 @@ def init(
     Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
     repository and commits cmem's files. Running it again changes nothing.
     """
-    from cmem.vault.config import load_config
-    from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
     from cmem.render.reports import render_init
+    from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
+    from cmem.vault.config import load_config
 
     _global["json"] = as_json
     guess = None
@@ -114,23 +143,43 @@ def init(
     if track_all is None:
         track_all = False
         new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
-        if new and sys.stdin.isatty() and not as_json and any(p.is_file() for p in path.iterdir() if not p.name.startswith(".")):
-            track_all = typer.confirm("Track the whole vault in git (every note and attachment; remembered as git.track_all)?", default=True)
+        if (
+            new
+            and sys.stdin.isatty()
+            and not as_json
+            and any(p.is_file() for p in path.iterdir() if not p.name.startswith("."))
+        ):
+            track_all = typer.confirm(
+                "Track the whole vault in git (every note and attachment; remembered as git.track_all)?",
+                default=True,
+            )
     try:
         report = init_vault(path, lang, repo, extra, track_all)
     except ParentRepoChoiceNeeded as exc:
         if repo is None and sys.stdin.isatty() and not as_json:
             typer.echo(str(exc), err=True)
             choice = typer.prompt("own or parent?", default="own")
-            report = init_vault(path, lang, choice.strip(), extra, track_all and choice.strip() != "parent")
+            report = init_vault(
+                path, lang, choice.strip(), extra, track_all and choice.strip() != "parent"
+            )
         else:
             raise
     if guess is not None and report.created:
-        report.notes.append(f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang")
+        report.notes.append(
+            f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang"
+        )
     if as_json:
-        _print_json({"vault": str(report.root), "created": report.created, "repository": report.repository,
-                     "commit": report.commit, "changed": report.changed, "notes": report.notes,
-                     "language": load_config(report.root).language})
+        _print_json(
+            {
+                "vault": str(report.root),
+                "created": report.created,
+                "repository": report.repository,
+                "commit": report.commit,
+                "changed": report.changed,
+                "notes": report.notes,
+                "language": load_config(report.root).language,
+            }
+        )
     else:
         typer.echo(render_init(report))
 
@@ -151,8 +200,10 @@ def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str
     return chosen
 
 
-RESCAN_HELP = ("Ignore the stored result: walk and read the whole vault again (a stored result checks the "
-               "archive by folder times, so an archived note edited in place shows only then).")
+RESCAN_HELP = (
+    "Ignore the stored result: walk and read the whole vault again (a stored result checks the "
+    "archive by folder times, so an archived note edited in place shows only then)."
+)
 
 
 @app.command()
@@ -171,7 +222,9 @@ def status(
 
     _global["json"] = as_json
     target = _open(vault).remember_listings()  # read-only: each layer listed once
-    pending = stored_results.begin(target, "status", ())  # rescan or not: the full walk below refreshes the stored result
+    pending = stored_results.begin(
+        target, "status", ()
+    )  # rescan or not: the full walk below refreshes the stored result
     result = build_status(target)
     data = result.to_json()
     stored_results.store(pending, {"data": data, "clock": result.clock})
@@ -210,7 +263,9 @@ def scan(
 
 @app.command()
 def note(
-    text: List[str] = typer.Argument(..., help="The text to capture (quote it, or pass several words)."),
+    text: List[str] = typer.Argument(
+        ..., help="The text to capture (quote it, or pass several words)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -219,20 +274,35 @@ def note(
 
     _global["json"] = as_json
     target = _open(vault)
-    _recover_first(target, "note", as_json, busy_ok=True)  # never append to a note a killed step was moving
+    _recover_first(
+        target, "note", as_json, busy_ok=True
+    )  # never append to a note a killed step was moving
     _auto_sync(target, note=True)
     captured = capture_note(target, " ".join(text))
     _auto_sync(target, note=True)
     if as_json:
-        _print_json({"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text})
+        _print_json(
+            {
+                "note": captured.rel,
+                "line": captured.line,
+                "created": captured.created,
+                "text": captured.text,
+            }
+        )
     else:
-        typer.echo(f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else ""))
+        typer.echo(
+            f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else "")
+        )
 
 
 @app.command()
 def context(
-    topic: Optional[str] = typer.Option(None, "--topic", help="What this session is about: matching topic files come first."),
-    budget: Optional[int] = typer.Option(None, "--budget", min=100, help="Token budget (default: budget_tokens from the config)."),
+    topic: Optional[str] = typer.Option(
+        None, "--topic", help="What this session is about: matching topic files come first."
+    ),
+    budget: Optional[int] = typer.Option(
+        None, "--budget", min=100, help="Token budget (default: budget_tokens from the config)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -243,7 +313,9 @@ def context(
     from cmem.reading.context import build_context, render_context_markdown
 
     _global["json"] = as_json
-    result = build_context(_open(vault).remember_listings(), topic=topic, budget=budget)  # reads only: each layer listed once
+    result = build_context(
+        _open(vault).remember_listings(), topic=topic, budget=budget
+    )  # reads only: each layer listed once
     for problem in result.problems:
         _warn(problem)
     if as_json:
@@ -254,8 +326,14 @@ def context(
 
 @app.command()
 def doctor(
-    fix: bool = typer.Option(False, "--fix", help="Repair what an interrupted run left behind (the journal of a pass, archive apply or undo; git lock files a killed git left), after confirmation."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: repair without asking (needed without a terminal)."),
+    fix: bool = typer.Option(
+        False,
+        "--fix",
+        help="Repair what an interrupted run left behind (the journal of a pass, archive apply or undo; git lock files a killed git left), after confirmation.",
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="With --fix: repair without asking (needed without a terminal)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -276,12 +354,20 @@ def doctor(
         leftovers = [item for item in find_leftovers(target) if item.fixable]
         if leftovers:
             if not as_json:
-                typer.echo("\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers))
+                typer.echo(
+                    "\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers)
+                )
             _confirm(yes, f"repair {len(leftovers)} thing{'s' if len(leftovers) != 1 else ''}?")
             repaired = repair_leftovers(target, leftovers)
             findings = run_doctor(target)
     if as_json:
-        _print_json({"findings": [f.to_json() for f in findings], "ok": not any(f.level == "error" for f in findings), "fixed": repaired})
+        _print_json(
+            {
+                "findings": [f.to_json() for f in findings],
+                "ok": not any(f.level == "error" for f in findings),
+                "fixed": repaired,
+            }
+        )
     else:
         from cmem.render.reports import render_doctor
 
@@ -293,23 +379,78 @@ def doctor(
 @app.command()
 def converge(
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
-    engine: Optional[str] = typer.Option(None, "--engine", metavar="[builtin|llm]", autocompletion=_choices("builtin", "llm"), help="builtin (offline, extractive) or llm; default: llm when a model command is configured."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Run up to validation and print the diff; write nothing."),
-    emit_prompt: bool = typer.Option(False, "--emit-prompt", help="Print the assembled prompt and stop."),
-    response: Optional[Path] = typer.Option(None, "--response", help="Skip the engine and apply this response file (an agent that is itself the model)."),
-    replay: Optional[str] = typer.Option(None, "--replay", help="Re-validate and apply the last response of a recorded run (a pass id, or 'last')."),
-    only: Optional[List[str]] = typer.Option(None, "--only", help="Converge only this note (repeatable)."),
-    budget: Optional[int] = typer.Option(None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
-    propose: bool = typer.Option(False, "--propose", help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`)."),
+    engine: Optional[str] = typer.Option(
+        None,
+        "--engine",
+        metavar="[builtin|llm]",
+        autocompletion=_choices("builtin", "llm"),
+        help="builtin (offline, extractive) or llm; default: llm when a model command is configured.",
+    ),
+    llm: Optional[str] = typer.Option(
+        None,
+        "--llm",
+        help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Run up to validation and print the diff; write nothing."
+    ),
+    emit_prompt: bool = typer.Option(
+        False, "--emit-prompt", help="Print the assembled prompt and stop."
+    ),
+    response: Optional[Path] = typer.Option(
+        None,
+        "--response",
+        help="Skip the engine and apply this response file (an agent that is itself the model).",
+    ),
+    replay: Optional[str] = typer.Option(
+        None,
+        "--replay",
+        help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
+    ),
+    only: Optional[List[str]] = typer.Option(
+        None, "--only", help="Converge only this note (repeatable)."
+    ),
+    budget: Optional[int] = typer.Option(
+        None, "--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."
+    ),
+    propose: bool = typer.Option(
+        False,
+        "--propose",
+        help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`).",
+    ),
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
-    show_diff: bool = typer.Option(False, "--diff", help="Print the diff of the memory files after the pass."),
-    keep_raw_prompt: bool = typer.Option(False, "--keep-raw-prompt", help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
-    if_due: bool = typer.Option(False, "--if-due", help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row."),
-    scheduled: bool = typer.Option(False, "--scheduled", help="With --if-due, for cron and systemd timers: due after schedule_hours instead."),
-    background: bool = typer.Option(False, "--background", help="Detach (new session, survives the terminal closing), log the outcome in the state folder's cmem.log, return at once."),
-    detached: bool = typer.Option(False, "--detached", hidden=True, help="Internal: this is the detached process --background started."),
+    show_diff: bool = typer.Option(
+        False, "--diff", help="Print the diff of the memory files after the pass."
+    ),
+    keep_raw_prompt: bool = typer.Option(
+        False,
+        "--keep-raw-prompt",
+        help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt.",
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress and no report (errors still go to stderr)."
+    ),
+    if_due: bool = typer.Option(
+        False,
+        "--if-due",
+        help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row.",
+    ),
+    scheduled: bool = typer.Option(
+        False,
+        "--scheduled",
+        help="With --if-due, for cron and systemd timers: due after schedule_hours instead.",
+    ),
+    background: bool = typer.Option(
+        False,
+        "--background",
+        help="Detach (new session, survives the terminal closing), log the outcome in the state folder's cmem.log, return at once.",
+    ),
+    detached: bool = typer.Option(
+        False,
+        "--detached",
+        hidden=True,
+        help="Internal: this is the detached process --background started.",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Merge the pending signals of the divergent notes into the memory files, then commit.
@@ -342,15 +483,38 @@ def converge(
             raise CmemError(f"the run record {record.folder} holds no response to replay.")
         response_text = responses[-1].read_text("utf-8", errors="replace")
         only = only or record.read_json("run.json").get("notes")
-    options = PassOptions(engine=engine, llm=llm, dry_run=dry_run, emit_prompt=emit_prompt, response_text=response_text,
-                          only=only, budget=budget, propose=propose, allow_shrink=allow_shrink, keep_raw_prompt=keep_raw_prompt)
+    options = PassOptions(
+        engine=engine,
+        llm=llm,
+        dry_run=dry_run,
+        emit_prompt=emit_prompt,
+        response_text=response_text,
+        only=only,
+        budget=budget,
+        propose=propose,
+        allow_shrink=allow_shrink,
+        keep_raw_prompt=keep_raw_prompt,
+    )
     if scheduled and not if_due:
         raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
     if background or if_due or detached:
-        if (background or if_due) and (dry_run or emit_prompt or response is not None or replay is not None or show_diff):
-            raise typer.BadParameter("--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff", param_hint="--if-due/--background")
-        _converge_unattended(target, options, if_due=if_due, scheduled=scheduled, background=background,
-                             detached=detached, quiet=quiet, as_json=as_json)
+        if (background or if_due) and (
+            dry_run or emit_prompt or response is not None or replay is not None or show_diff
+        ):
+            raise typer.BadParameter(
+                "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
+                param_hint="--if-due/--background",
+            )
+        _converge_unattended(
+            target,
+            options,
+            if_due=if_due,
+            scheduled=scheduled,
+            background=background,
+            detached=detached,
+            quiet=quiet,
+            as_json=as_json,
+        )
         return
     if not (dry_run or emit_prompt):
         from cmem.triggers.if_due import reset_failures
@@ -392,7 +556,9 @@ def converge(
 @app.command("apply")
 def apply_proposal(
     drop: bool = typer.Option(False, "--drop", help="Discard the waiting proposal instead."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Apply without asking (needed without a terminal)."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Apply without asking (needed without a terminal)."
+    ),
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help=SHRINK_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -400,23 +566,32 @@ def apply_proposal(
     """Review mode: show the waiting proposal's diff and apply it after confirmation (or --drop it)."""
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.converge.proposal import drop_proposal, load_proposal
-    from cmem.steps.run_records import find_run
     from cmem.render.reports import colour_diff, render_pass
+    from cmem.steps.run_records import find_run
 
     _global["json"] = as_json
     target = _open(vault)
     proposal = load_proposal(target)
     if proposal is None:
-        raise CmemError("no proposal is waiting; review mode passes (`review: true` or `converge --propose`) leave one.")
+        raise CmemError(
+            "no proposal is waiting; review mode passes (`review: true` or `converge --propose`) leave one."
+        )
     if drop:
         drop_proposal(target)
         typer.echo(f"dropped the proposal of pass {proposal.pass_id}; its notes stay pending")
         return
     responses = find_run(target, proposal.run_dir).responses()
     if not responses:
-        raise CmemError(f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`.")
+        raise CmemError(
+            f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`."
+        )
     response_text = responses[-1].read_text("utf-8", errors="replace")
-    options = dict(response_text=response_text, only=proposal.notes, apply_proposal=True, allow_shrink=allow_shrink)
+    options = dict(
+        response_text=response_text,
+        only=proposal.notes,
+        apply_proposal=True,
+        allow_shrink=allow_shrink,
+    )
     preview = run_pass(target, PassOptions(dry_run=True, **options))
     if preview.status == "failed":
         typer.echo(render_pass(preview), err=True)
@@ -447,7 +622,9 @@ def _confirm(yes: bool, question: str) -> None:
 
 @app.command()
 def demo(
-    folder: Optional[Path] = typer.Argument(None, help="Where to put the demo vault (default: a new temporary folder)."),
+    folder: Optional[Path] = typer.Argument(
+        None, help="Where to put the demo vault (default: a new temporary folder)."
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Copy the sample vault, make it a git repository, and run a real pass with the builtin engine.
@@ -460,7 +637,13 @@ def demo(
     _global["json"] = as_json
     demo_run = run_demo(folder)
     if as_json:
-        _print_json({"vault": str(demo_run.root), "scan": demo_run.scan.to_json(), "pass": demo_run.result.to_json()})
+        _print_json(
+            {
+                "vault": str(demo_run.root),
+                "scan": demo_run.scan.to_json(),
+                "pass": demo_run.result.to_json(),
+            }
+        )
         return
     typer.echo(f"demo vault: {demo_run.root}\n")
     typer.echo(render_scan(demo_run.scan))
@@ -504,7 +687,9 @@ def archive_list(
 @archive_app.command("apply")
 def archive_apply(
     all_lines: bool = typer.Option(False, "--all", help="Take every staged line, ticked or not."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Move without asking (needed without a terminal)."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Move without asking (needed without a terminal)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the moves; change nothing."),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -520,7 +705,9 @@ def archive_apply(
     _global["json"] = as_json
     target = _open(vault)
     if not dry_run:
-        _recover_first(target, "archive apply", as_json)  # plan from a whole vault, not a half-done step
+        _recover_first(
+            target, "archive apply", as_json
+        )  # plan from a whole vault, not a half-done step
         _auto_sync(target)
     plan = plan_archive(target, all_lines=all_lines)
     if dry_run or not plan.moves:
@@ -528,7 +715,10 @@ def archive_apply(
     else:
         if not as_json:
             typer.echo(render_archive_plan(plan))
-        _confirm(yes, f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?")
+        _confirm(
+            yes,
+            f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?",
+        )
         result = apply_archive(target, plan)
         _auto_sync(target)
     if as_json:
@@ -573,8 +763,14 @@ def _recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -
 
 @app.command()
 def undo(
-    yes: bool = typer.Option(False, "--yes", "-y", help="Undo without asking (needed without a terminal)."),
-    force: bool = typer.Option(False, "--force", help="Undo even though later commits changed the same files (their changes are kept)."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Undo without asking (needed without a terminal)."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Undo even though later commits changed the same files (their changes are kept).",
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -583,12 +779,14 @@ def undo(
     A pass's notes become pending again and leave the checklist; archived notes move back. Refused,
     with the reason, when later commits changed the same files (unless --force).
     """
-    from cmem.render.history import render_undo_plan, render_undo_result
     from cmem.archive.undo import UndoResult, apply_undo, check_undo, plan_undo
+    from cmem.render.history import render_undo_plan, render_undo_result
 
     _global["json"] = as_json
     target = _open(vault)
-    _recover_first(target, "undo", as_json)  # an interrupted step is finished before undo looks for the last one
+    _recover_first(
+        target, "undo", as_json
+    )  # an interrupted step is finished before undo looks for the last one
     _auto_sync(target)
     plan = plan_undo(target, force=force)
     if plan.refused:
@@ -643,7 +841,9 @@ def sync(
 
 @app.command("log")
 def log_command(
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Show only the newest N entries."),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", "-n", min=1, help="Show only the newest N entries."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -662,13 +862,15 @@ def log_command(
 
 @app.command("diff")
 def diff_command(
-    pass_ref: Optional[str] = typer.Argument(None, metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."),
+    pass_ref: Optional[str] = typer.Argument(
+        None, metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The change a pass made to the memory files and the checklist (coloured on a terminal)."""
-    from cmem.steps.pass_log import pass_diff
     from cmem.render.history import render_diff
+    from cmem.steps.pass_log import pass_diff
 
     _global["json"] = as_json
     result = pass_diff(_open(vault), pass_ref)
@@ -680,7 +882,9 @@ def diff_command(
 
 @app.command()
 def trace(
-    target_text: List[str] = typer.Argument(..., metavar="TOPIC|FILE", help="A memory file (path or name, e.g. profile) or keywords."),
+    target_text: List[str] = typer.Argument(
+        ..., metavar="TOPIC|FILE", help="A memory file (path or name, e.g. profile) or keywords."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -699,10 +903,18 @@ def trace(
 
 @app.command()
 def recall(
-    query: List[str] = typer.Argument(..., metavar="QUERY", help="Words to look for (Chinese or English; two characters are enough)."),
-    archive: bool = typer.Option(False, "--archive", help="Search the archived notes instead of the memory files."),
+    query: List[str] = typer.Argument(
+        ...,
+        metavar="QUERY",
+        help="Words to look for (Chinese or English; two characters are enough).",
+    ),
+    archive: bool = typer.Option(
+        False, "--archive", help="Search the archived notes instead of the memory files."
+    ),
     limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many results."),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Delete the index and build it again from the notes first."),
+    rebuild: bool = typer.Option(
+        False, "--rebuild", help="Delete the index and build it again from the notes first."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -711,19 +923,25 @@ def recall(
     Uses a full-text index kept in the state folder and brought up to date on every call (it is a
     cache: delete it and it is rebuilt). The archive is searched only with --archive.
     """
-    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
     from cmem.reading.recall import query_terms, recall_memory, render_recall
+    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
 
     _global["json"] = as_json
     target = _open(vault)
     text = " ".join(query)
     building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
     if not as_json and building and query_terms(text):  # an empty query is refused before any work
-        typer.echo("building the search index from the notes (later calls only update it)…", err=True)
+        typer.echo(
+            "building the search index from the notes (later calls only update it)…", err=True
+        )
     result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
     for problem in result.problems:
         _warn(problem)
-    typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2) if as_json else render_recall(result))
+    typer.echo(
+        json.dumps(result.to_json(), ensure_ascii=False, indent=2)
+        if as_json
+        else render_recall(result)
+    )
 
 
 @app.command("mcp")
@@ -741,16 +959,33 @@ def mcp_command(
     serve(_open(vault).root)
 
 
-def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, background: bool, detached: bool, quiet: bool, as_json: bool) -> None:
+def _converge_unattended(
+    target,
+    options,
+    *,
+    if_due: bool,
+    scheduled: bool,
+    background: bool,
+    detached: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this renders them."""
     from cmem.triggers import if_due as triggers
 
     if background:
-        detached_run = triggers.spawn_detached(target, _converge_child_args(options, if_due, scheduled))
+        detached_run = triggers.spawn_detached(
+            target, _converge_child_args(options, if_due, scheduled)
+        )
         if as_json:
-            _print_json({"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)})
+            _print_json(
+                {"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)}
+            )
         elif not quiet:
-            typer.echo(f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}", err=True)
+            typer.echo(
+                f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
+                err=True,
+            )
         return
     if detached:
         triggers.ignore_hangup()
@@ -760,8 +995,14 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
     spinner = Spinner(quiet=quiet or as_json)
     try:
         if if_due:
-            outcome = triggers.converge_if_due(target, options, scheduled=scheduled, progress=spinner,
-                                               trigger=("scheduled" if scheduled else "if-due") + ("/background" if detached else ""))
+            outcome = triggers.converge_if_due(
+                target,
+                options,
+                scheduled=scheduled,
+                progress=spinner,
+                trigger=("scheduled" if scheduled else "if-due")
+                + ("/background" if detached else ""),
+            )
         else:
             outcome = triggers.converge_logged(target, options, progress=spinner)
     finally:
@@ -776,7 +1017,9 @@ def _converge_unattended(target, options, *, if_due: bool, scheduled: bool, back
         if not quiet or outcome.status == "failed":
             typer.echo(render_pass(outcome.result), err=outcome.status == "failed")
     elif outcome.status == "failed":
-        typer.echo(paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True)
+        typer.echo(
+            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
+        )
     elif not quiet:
         typer.echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
     if outcome.status in ("failed", "stopped"):
@@ -808,8 +1051,8 @@ PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the 
 
 
 def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
-    from cmem.setup.hooks import apply_hook_plan
     from cmem.render.setup import render_hook_done, render_hook_plan
+    from cmem.setup.hooks import apply_hook_plan
 
     if plan.changes:
         if not as_json:
@@ -824,10 +1067,14 @@ def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
 
 @hook_app.command("install")
 def hook_install(
-    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(
+        None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -840,17 +1087,27 @@ def hook_install(
 
     _global["json"] = as_json
     target = _open(vault)
-    plan = plan_agent_install(target, project or Path.cwd()) if _agent(agent, shell) else plan_shell_install(target, _shell(shell))
+    plan = (
+        plan_agent_install(target, project or Path.cwd())
+        if _agent(agent, shell)
+        else plan_shell_install(target, _shell(shell))
+    )
     _hook_change(plan, yes, as_json, target)
 
 
 @hook_app.command("uninstall")
 def hook_uninstall(
-    shell: Optional[str] = typer.Option(None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
+    shell: Optional[str] = typer.Option(
+        None, "--shell", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
-    all_vaults: bool = typer.Option(False, "--all", help="Remove the hooks of every vault from that file (no vault needed)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."),
+    all_vaults: bool = typer.Option(
+        False, "--all", help="Remove the hooks of every vault from that file (no vault needed)."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Change the file without asking (needed without a terminal)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -868,8 +1125,12 @@ def hook_uninstall(
 
 @hook_app.command("show")
 def hook_show(
-    shell_name: Optional[str] = typer.Argument(None, metavar="[SHELL]", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP),
-    shell: Optional[str] = typer.Option(None, "--shell", hidden=True, help="Old spelling of SHELL, still accepted."),
+    shell_name: Optional[str] = typer.Argument(
+        None, metavar="[SHELL]", autocompletion=_choices("bash", "zsh", "fish"), help=SHELL_HELP
+    ),
+    shell: Optional[str] = typer.Option(
+        None, "--shell", hidden=True, help="Old spelling of SHELL, still accepted."
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", help=AGENT_HELP),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
@@ -888,7 +1149,12 @@ def hook_show(
 
 @app.command("completion")
 def completion(
-    shell_name: str = typer.Argument(..., metavar="SHELL", autocompletion=_choices("bash", "zsh", "fish"), help="bash, zsh or fish."),
+    shell_name: str = typer.Argument(
+        ...,
+        metavar="SHELL",
+        autocompletion=_choices("bash", "zsh", "fish"),
+        help="bash, zsh or fish.",
+    ),
 ) -> None:
     """Print the shell completion script: commands, options and their choices complete on TAB.
 
@@ -899,13 +1165,19 @@ def completion(
     from typer._completion_shared import get_completion_script
 
     if shell_name not in ("bash", "zsh", "fish"):
-        raise typer.BadParameter(f"must be bash, zsh or fish, not {shell_name!r}", param_hint="SHELL")
+        raise typer.BadParameter(
+            f"must be bash, zsh or fish, not {shell_name!r}", param_hint="SHELL"
+        )
     typer.echo(get_completion_script(prog_name="cmem", complete_var=COMPLETE_VAR, shell=shell_name))
 
 
 @hook_app.command("status")
 def hook_status_command(
-    project: Optional[Path] = typer.Option(None, "--project", help="The project whose .claude/settings.json is checked (default: the current folder)."),
+    project: Optional[Path] = typer.Option(
+        None,
+        "--project",
+        help="The project whose .claude/settings.json is checked (default: the current folder).",
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -920,7 +1192,12 @@ def hook_status_command(
         target = None
     hooks = hook_status(target, project or Path.cwd())
     if as_json:
-        _print_json({"vault": str(target.root) if target else None, "hooks": [hook.to_json() for hook in hooks]})
+        _print_json(
+            {
+                "vault": str(target.root) if target else None,
+                "hooks": [hook.to_json() for hook in hooks],
+            }
+        )
     else:
         from cmem.render.setup import render_hook_status
 
@@ -951,9 +1228,17 @@ def _shell(shell: Optional[str]) -> str:
 
 @app.command()
 def watch(
-    settle: float = typer.Option(120.0, "--settle", min=0.0, help="Seconds without a change before the due check runs."),
-    polling: bool = typer.Option(False, "--polling", help="Poll instead of file events (network file systems; chosen by itself when inotify runs out)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each change noticed and each settled burst."),
+    settle: float = typer.Option(
+        120.0, "--settle", min=0.0, help="Seconds without a change before the due check runs."
+    ),
+    polling: bool = typer.Option(
+        False,
+        "--polling",
+        help="Poll instead of file events (network file systems; chosen by itself when inotify runs out).",
+    ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also print each change noticed and each settled burst."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
     """Watch the divergent notes; once they have settled, run `converge --if-due` (one pass per burst of saves).
@@ -968,19 +1253,32 @@ def watch(
     def report(message: str) -> None:
         typer.echo(message, err=True)
 
-    summary = watch_vault(target, settle, report=report, verbose=report if verbose else None, polling=polling, handle_signals=True)
-    typer.echo(f"stopped watching: {summary.passes} pass(es) from {summary.checks} due check(s)", err=True)
+    summary = watch_vault(
+        target,
+        settle,
+        report=report,
+        verbose=report if verbose else None,
+        polling=polling,
+        handle_signals=True,
+    )
+    typer.echo(
+        f"stopped watching: {summary.passes} pass(es) from {summary.checks} due check(s)", err=True
+    )
 
 
 @app.command("agent-instructions")
 def agent_instructions_command(
-    agent: str = typer.Option("generic", "--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."),
-    lang: Optional[str] = typer.Option(None, "--lang", metavar="[en|zh]", help="en or zh (default: the vault's language, else en)."),
+    agent: str = typer.Option(
+        "generic", "--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."
+    ),
+    lang: Optional[str] = typer.Option(
+        None, "--lang", metavar="[en|zh]", help="en or zh (default: the vault's language, else en)."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
 ) -> None:
     """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
-    from cmem.setup.agents import AGENT_FILES, agent_instructions
     from cmem.errors import VaultNotFound
+    from cmem.setup.agents import AGENT_FILES, agent_instructions
 
     if agent not in AGENT_FILES:
         raise typer.BadParameter(f"must be one of {', '.join(AGENT_FILES)}", param_hint="--agent")
@@ -997,8 +1295,12 @@ def agent_instructions_command(
 
 @app.command()
 def trust(
-    revoke: bool = typer.Option(False, "--revoke", help="Forget the trust: the vault's command stops running."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Trust without asking (scripts); the command is still shown."),
+    revoke: bool = typer.Option(
+        False, "--revoke", help="Forget the trust: the vault's command stops running."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Trust without asking (scripts); the command is still shown."
+    ),
     vault: Optional[Path] = typer.Option(None, "--vault", help=VAULT_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -1089,7 +1391,9 @@ def _hoist_global_flags(argv: list[str]) -> None:
     found = [arg for arg in argv[2:end] if arg in _GLOBAL_FLAGS]
     if not found or argv[1] in _GLOBAL_FLAGS:
         return
-    rest = [arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)]
+    rest = [
+        arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)
+    ]
     argv[:] = [rest[0], *dict.fromkeys(found), *rest[1:]]
 
 
@@ -1098,7 +1402,10 @@ def _report_interrupt(exc: BaseException | None) -> None:
     if _global.get("interrupt_reported"):
         return
     _global["interrupt_reported"] = True
-    summary = getattr(exc, "cmem_summary", None) or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
+    summary = (
+        getattr(exc, "cmem_summary", None)
+        or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
+    )
     typer.echo(f"interrupted\n{summary}", err=True)
 
 

@@ -41,7 +41,9 @@ class UsageError(CmemError):
 # OS errors whose cause is the machine's state, not cmem's code, whatever the file.
 _USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.cmem-tmp$")  # atomic.write_atomic's temp files
+_TEMP_NAME = re.compile(
+    r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.cmem-tmp$"
+)  # atomic.write_atomic's temp files
 
 
 def os_error_sentence(exc: OSError) -> str | None:
@@ -53,7 +55,10 @@ def os_error_sentence(exc: OSError) -> str | None:
     reason = reason[:1].lower() + reason[1:]
     path, other = _shown_path(exc.filename), _shown_path(exc.filename2)
     if path and other and _TEMP_NAME.match(os.path.basename(path)):
-        path, other = other, None  # the rename of a temp file onto its target: the target is the file
+        path, other = (
+            other,
+            None,
+        )  # the rename of a temp file onto its target: the target is the file
     elif path and _TEMP_NAME.match(os.path.basename(path)):
         folder, name = os.path.split(path)
         path = os.path.join(folder, _TEMP_NAME.match(name).group("name"))

@@ -35,7 +35,14 @@ import os
 import sys
 
 from cmem import __version__
-from cmem.reading.stored_results import FORMAT, _write, entry_path, find_root, load_entry, still_valid
+from cmem.reading.stored_results import (
+    FORMAT,
+    _write,
+    entry_path,
+    find_root,
+    load_entry,
+    still_valid,
+)
 
 HELP_FLAGS = ("--help", "-h")
 
@@ -54,7 +61,9 @@ def main() -> None:
         full_main()
         return
     _tolerant_output()
-    sys.stdout.write(out)  # outside the try: a closed pipe must not make the real command print again
+    sys.stdout.write(
+        out
+    )  # outside the try: a closed pipe must not make the real command print again
     sys.stdout.flush()
 
 
@@ -62,7 +71,12 @@ def answer(argv: list[str]) -> str | None:
     """What to print for `argv` from a stored result; None when there is none to trust."""
     if argv == ["--version"]:
         return f"cmem {__version__}\n"
-    if argv and argv[-1] in HELP_FLAGS and len(argv) <= 3 and all(not a.startswith("-") for a in argv[:-1]):
+    if (
+        argv
+        and argv[-1] in HELP_FLAGS
+        and len(argv) <= 3
+        and all(not a.startswith("-") for a in argv[:-1])
+    ):
         return _help(argv)
     request = parse_read(argv)
     if request is None or request["rescan"]:
@@ -88,7 +102,7 @@ def parse_read(argv: list[str]) -> dict | None:
         if arg == "--vault" and args:
             request["vault"] = args.pop(0)
         elif arg.startswith("--vault="):
-            request["vault"] = arg[len("--vault="):]
+            request["vault"] = arg[len("--vault=") :]
         elif arg == "--no-color":
             request["no_color"] = True
         elif request["command"] is None and arg in READ_COMMANDS:
@@ -139,9 +153,17 @@ def refresh_status(payload: dict, now=None) -> dict:
     data, clock = payload["data"], payload["clock"]
     for end in ("newest", "oldest"):
         if data["convergent_age"][end] is not None and clock.get(end + "_ns") is not None:
-            data["convergent_age"][end]["age_seconds"] = round(now.timestamp() - clock[end + "_ns"] / 1e9)
+            data["convergent_age"][end]["age_seconds"] = round(
+                now.timestamp() - clock[end + "_ns"] / 1e9
+            )
     pending = sum(data["pending"]["signals"].values())
-    due = due_rule(pending, clock["last_time"], timedelta(seconds=clock["interval_seconds"]), clock["interval_label"], now)
+    due = due_rule(
+        pending,
+        clock["last_time"],
+        timedelta(seconds=clock["interval_seconds"]),
+        clock["interval_label"],
+        now,
+    )
     data["due"] = due.to_json()
     return data
 
@@ -153,7 +175,10 @@ def _render_stored_text(payload: dict, request: dict) -> str:
 # name -> the parameters its stored output depends on, and how to print a stored payload
 READ_COMMANDS = {
     "status": {"params": lambda request: (), "render": _render_status},
-    "scan": {"params": lambda request: (request["json"], _color(request)), "render": _render_stored_text},
+    "scan": {
+        "params": lambda request: (request["json"], _color(request)),
+        "render": _render_stored_text,
+    },
 }
 
 

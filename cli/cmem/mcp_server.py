@@ -66,7 +66,9 @@ class MemoryTools:
     def recall(self, query: str, archive: bool = False, limit: int = 10) -> dict:
         from cmem.reading.recall import recall_memory
 
-        return recall_memory(self._vault(), query, archive=archive, limit=max(1, min(limit, 100))).to_json()
+        return recall_memory(
+            self._vault(), query, archive=archive, limit=max(1, min(limit, 100))
+        ).to_json()
 
     def status(self) -> dict:
         from cmem.reading.status import build_status
@@ -84,7 +86,12 @@ class MemoryTools:
         from cmem.triggers.capture import capture_note
 
         captured = capture_note(self._vault(), text)
-        return {"note": captured.rel, "line": captured.line, "created": captured.created, "text": captured.text}
+        return {
+            "note": captured.rel,
+            "line": captured.line,
+            "created": captured.created,
+            "text": captured.text,
+        }
 
     def converge_prompt(self, budget: int | None = None) -> dict:
         from datetime import datetime
@@ -95,13 +102,22 @@ class MemoryTools:
         result = run_pass(self._vault(), PassOptions(emit_prompt=True, budget=budget, now=now))
         if result.status != "prompt":
             self.last_prompt_notes = None
-            return {"status": result.status, "message": result.message, "prompt": None, "notes": [], "pass_date": None}
+            return {
+                "status": result.status,
+                "message": result.message,
+                "prompt": None,
+                "notes": [],
+                "pass_date": None,
+            }
         self.last_prompt_notes = list(result.selected)
         return {
-            "status": "prompt", "prompt": result.prompt, "pass_date": now.date().isoformat(),
-            "notes": list(result.selected), "waiting": result.waiting,
+            "status": "prompt",
+            "prompt": result.prompt,
+            "pass_date": now.date().isoformat(),
+            "notes": list(result.selected),
+            "waiting": result.waiting,
             "how_to_answer": "Answer with one <convergence> element as the prompt asks, then call converge_apply "
-                             "with your whole answer as `response` and these `notes`.",
+            "with your whole answer as `response` and these `notes`.",
         }
 
     def converge_apply(self, response: str, notes: list[str] | None = None) -> dict:
@@ -109,7 +125,9 @@ class MemoryTools:
 
         only = list(notes) if notes else self.last_prompt_notes
         if not only:
-            raise CmemError("no prompt to answer: call converge_prompt first (or pass the `notes` it returned).")
+            raise CmemError(
+                "no prompt to answer: call converge_prompt first (or pass the `notes` it returned)."
+            )
         vault = self._vault()
         result = run_pass(vault, PassOptions(response_text=response, only=only))
         if result.status in ("applied", "nothing"):
@@ -129,12 +147,15 @@ def build_server(root: Path):
     """The MCP server for the vault at `root` (an `MCPServer`, or `FastMCP` on mcp 1.x)."""
     try:
         from mcp.types import ToolAnnotations
+
         try:
             from mcp.server.mcpserver import MCPServer as Server
         except ImportError:  # mcp 1.x
             from mcp.server.fastmcp import FastMCP as Server
     except ImportError:
-        raise CmemError("`cmem mcp` needs the MCP SDK: pip install 'cmem[mcp]' (or pip install mcp).") from None
+        raise CmemError(
+            "`cmem mcp` needs the MCP SDK: pip install 'cmem[mcp]' (or pip install mcp)."
+        ) from None
 
     tools = MemoryTools(root)
     server = Server("cmem", instructions=INSTRUCTIONS)

@@ -66,25 +66,43 @@ def archive_target(archive_dir: str, pattern: str, note_rel: str, pass_date: str
     yyyy, mm, dd = pass_date.split("-")
     name = note_rel.rsplit("/", 1)[-1]
     stem = name[:-3] if name.endswith(".md") else name
-    relative = pattern.replace("{yyyy}", yyyy).replace("{mm}", mm).replace("{dd}", dd).replace("{name}", stem)
+    relative = (
+        pattern.replace("{yyyy}", yyyy)
+        .replace("{mm}", mm)
+        .replace("{dd}", dd)
+        .replace("{name}", stem)
+    )
     if not relative.endswith(".md"):
         relative += ".md"
     return f"{archive_dir}/{relative}"
 
 
 def format_stage_line(entry: StageEntry) -> str:
-    into = ", ".join(f"[[{path.rsplit('/', 1)[-1].removesuffix('.md')}]]" for path in entry.into) or "—"
-    return f"- [ ] [[{entry.note_name}]] → {entry.target} · into {into} · sha256:{entry.sha256[:16]}"
+    into = (
+        ", ".join(f"[[{path.rsplit('/', 1)[-1].removesuffix('.md')}]]" for path in entry.into)
+        or "—"
+    )
+    return (
+        f"- [ ] [[{entry.note_name}]] → {entry.target} · into {into} · sha256:{entry.sha256[:16]}"
+    )
 
 
-def stage_notes(current: str | None, entries: list[StageEntry], pass_id: str, pass_date: str, language: str) -> str:
+def stage_notes(
+    current: str | None, entries: list[StageEntry], pass_id: str, pass_date: str, language: str
+) -> str:
     """The checklist with a new section for this pass. A note staged before (and edited and
     converged again since) loses its old line: one line per note, the latest digest."""
     text = current if current is not None else checklist_header(language)
     names = {entry.note_name for entry in entries}
-    kept = [line for line in text.split("\n") if not ((m := _LINE_NOTE.match(line)) and m.group(1).strip() in names)]
+    kept = [
+        line
+        for line in text.split("\n")
+        if not ((m := _LINE_NOTE.match(line)) and m.group(1).strip() in names)
+    ]
     text = "\n".join(kept).rstrip("\n") + "\n"
-    section = [f"\n## {pass_date} · pass {pass_id}"] + [format_stage_line(entry) for entry in entries]
+    section = [f"\n## {pass_date} · pass {pass_id}"] + [
+        format_stage_line(entry) for entry in entries
+    ]
     return text + "\n".join(section) + "\n"
 
 
@@ -120,9 +138,16 @@ class StagedLine:
 
     def to_json(self) -> dict:
         return {
-            "note": self.note, "target": self.target, "ticked": self.ticked, "state": self.state,
-            "line": self.line_no, "source": self.source, "into": self.into, "pass": self.pass_id,
-            "detail": self.detail, "raw": self.raw,
+            "note": self.note,
+            "target": self.target,
+            "ticked": self.ticked,
+            "state": self.state,
+            "line": self.line_no,
+            "source": self.source,
+            "into": self.into,
+            "pass": self.pass_id,
+            "detail": self.detail,
+            "raw": self.raw,
         }
 
 
@@ -152,30 +177,48 @@ def _parse_line(raw: str, number: int) -> StagedLine | None:
     item = _ITEM.match(raw)
     if not item:
         return None
-    rest = raw[item.end():]
+    rest = raw[item.end() :]
     box = _BOX.match(rest)
     link = WIKILINK.search(rest)
     if box is None:
         # A list item with a wikilink and an arrow is a staged line whose checkbox was lost.
         if link and _ARROW.search(rest):
-            return StagedLine(number, raw, UNPARSED, note=_link_name(link.group(1)), detail="no checkbox: write `- [ ]` or `- [x]` before the link")
+            return StagedLine(
+                number,
+                raw,
+                UNPARSED,
+                note=_link_name(link.group(1)),
+                detail="no checkbox: write `- [ ]` or `- [x]` before the link",
+            )
         return None
     ticked = box.group(1) in ("x", "X")
-    rest = rest[box.end():]
+    rest = rest[box.end() :]
     link = WIKILINK.search(rest)
     if link is None:
-        return StagedLine(number, raw, UNPARSED, ticked=ticked, detail="no [[note]] link on the line")
-    after = rest[link.end():]
+        return StagedLine(
+            number, raw, UNPARSED, ticked=ticked, detail="no [[note]] link on the line"
+        )
+    after = rest[link.end() :]
     arrow = _ARROW.search(after)
     target = arrow.group(1).strip().strip("`'\"") if arrow else None
     if target and target.startswith("[[") and target.endswith("]]"):
         target = None  # a wikilink is not a path; the configured pattern decides
     into_match = _INTO.search(after)
-    into = [_link_name(m.group(1)) for m in WIKILINK.finditer(into_match.group(1))] if into_match else []
+    into = (
+        [_link_name(m.group(1)) for m in WIKILINK.finditer(into_match.group(1))]
+        if into_match
+        else []
+    )
     digest = _DIGEST.search(after)
     return StagedLine(
-        number, raw, READY, note=_link_name(link.group(1)), target=target or None, ticked=ticked,
-        digest=digest.group(1).lower() if digest else None, into=into,
+        number,
+        raw,
+        READY,
+        note=_link_name(link.group(1)),
+        target=target or None,
+        ticked=ticked,
+        digest=digest.group(1).lower() if digest else None,
+        into=into,
     )
 
 
@@ -197,7 +240,9 @@ def read_checklist(vault: Vault) -> tuple[str, bytes | None]:
 def remove_checklist_lines(text: str, line_numbers: set[int]) -> str:
     """The checklist without these lines, and without pass headings whose section is now empty
     (a heading is cmem's own; every line the user wrote stays)."""
-    lines = [line for number, line in enumerate(text.split("\n"), start=1) if number not in line_numbers]
+    lines = [
+        line for number, line in enumerate(text.split("\n"), start=1) if number not in line_numbers
+    ]
     kept: list[str] = []
     index = 0
     while index < len(lines):

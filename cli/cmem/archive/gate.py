@@ -27,9 +27,9 @@ from cmem.archive.checklist import (
     remove_checklist_lines,
 )
 from cmem.errors import CmemError
+from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 from cmem.vault.state_json import load_state, state_bytes
 from cmem.vault.statements import WIKILINK
-from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 
 
 @dataclass
@@ -45,8 +45,15 @@ class ArchiveMove:
         return self.target != self.staged_target
 
     def to_json(self) -> dict:
-        return {"note": self.line.note, "from": self.source, "to": self.target, "staged_target": self.staged_target,
-                "renamed": self.renamed, "line": self.line.line_no, "warnings": self.warnings}
+        return {
+            "note": self.line.note,
+            "from": self.source,
+            "to": self.target,
+            "staged_target": self.staged_target,
+            "renamed": self.renamed,
+            "line": self.line.line_no,
+            "warnings": self.warnings,
+        }
 
 
 @dataclass
@@ -54,7 +61,9 @@ class ArchivePlan:
     moves: list[ArchiveMove]
     skipped: list[StagedLine]  # chosen but changed, missing or unparsed: they stay staged
     not_chosen: list[StagedLine]  # unticked lines (without --all)
-    duplicates: list[StagedLine]  # further lines for a note already moved by this plan: removed with it
+    duplicates: list[
+        StagedLine
+    ]  # further lines for a note already moved by this plan: removed with it
     all_lines: bool
     checklist_bytes: bytes | None
     state_bytes: bytes | None
@@ -82,7 +91,10 @@ class ArchiveResult:
 
     def to_json(self) -> dict:
         return {
-            "status": self.status, "pass": self.pass_id, "commit": self.commit, "snapshot_commit": self.snapshot_commit,
+            "status": self.status,
+            "pass": self.pass_id,
+            "commit": self.commit,
+            "snapshot_commit": self.snapshot_commit,
             "moved": [m.to_json() for m in self.plan.moves] if self.status != "nothing" else [],
             "skipped": [_skip_json(s) for s in self.plan.skipped],
             "not_chosen": len(self.plan.not_chosen),
@@ -147,10 +159,14 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
     if problem is None:
         link = _link_on_the_way(vault, target)
         if link:
-            problem = f"goes through the symbolic link {link}, which could take the note out of the vault"
+            problem = (
+                f"goes through the symbolic link {link}, which could take the note out of the vault"
+            )
     if problem:
         line.state = REFUSED
-        line.detail = f"{where} {problem}; nothing is moved for this line — fix the target or delete the line"
+        line.detail = (
+            f"{where} {problem}; nothing is moved for this line — fix the target or delete the line"
+        )
 
 
 def _fill_state(vault: Vault, line: StagedLine, state) -> None:
@@ -172,9 +188,15 @@ def _fill_state(vault: Vault, line: StagedLine, state) -> None:
     if recorded is None and entry is not None:
         recorded = entry.sha256  # a hand-edited line lost its digest: state.json has it
     if recorded is None:
-        line.state, line.detail = CHANGED, "no digest recorded for it, so cmem cannot tell it is unchanged; converge it to stage it again"
+        line.state, line.detail = (
+            CHANGED,
+            "no digest recorded for it, so cmem cannot tell it is unchanged; converge it to stage it again",
+        )
     elif not digest.startswith(recorded):
-        line.state, line.detail = CHANGED, "edited since it was staged; the next pass will scan it again"
+        line.state, line.detail = (
+            CHANGED,
+            "edited since it was staged; the next pass will scan it again",
+        )
     else:
         line.state = READY
 
@@ -189,7 +211,15 @@ def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
     lines = _with_states(vault, parse_checklist(text))
     state_bytes = _read_bytes(vault.state_file)
     chosen = [line for line in lines if all_lines or line.ticked]
-    plan = ArchivePlan([], [], [line for line in lines if not (all_lines or line.ticked)], [], all_lines, checklist_bytes, state_bytes)
+    plan = ArchivePlan(
+        [],
+        [],
+        [line for line in lines if not (all_lines or line.ticked)],
+        [],
+        all_lines,
+        checklist_bytes,
+        state_bytes,
+    )
     names = None
     taken: set[str] = set()
     moving: dict[str, ArchiveMove] = {}
@@ -209,7 +239,9 @@ def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
     return plan
 
 
-def _plan_move(vault: Vault, line: StagedLine, taken: set[str], names: dict[str, list[str]]) -> ArchiveMove:
+def _plan_move(
+    vault: Vault, line: StagedLine, taken: set[str], names: dict[str, list[str]]
+) -> ArchiveMove:
     staged = line.target
     target = _unique_target(vault, staged, taken)
     move = ArchiveMove(line, line.source, target, staged)
@@ -225,7 +257,9 @@ def _plan_move(vault: Vault, line: StagedLine, taken: set[str], names: dict[str,
             f"will resolve to the older note; link this one as [[{final_name}]]"
         )
     elif final_name != note_name:
-        move.warnings.append(f"the line renames {line.source} to {target}: links [[{note_name}]] will no longer resolve to it")
+        move.warnings.append(
+            f"the line renames {line.source} to {target}: links [[{note_name}]] will no longer resolve to it"
+        )
     else:
         others = [rel for rel in names.get(note_name, []) if rel != line.source]
         if others:
@@ -252,9 +286,15 @@ def _vault_note_names(vault: Vault) -> dict[str, list[str]]:
     wikilink against all of them."""
     names: dict[str, list[str]] = {}
     for folder, dirs, files in os.walk(vault.root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)
+        ]
         for name in files:
-            if name.endswith(".md") and not is_undecodable(name):  # no note's name: `doctor` names them
+            if name.endswith(".md") and not is_undecodable(
+                name
+            ):  # no note's name: `doctor` names them
                 rel = vault.rel(os.path.join(folder, name))
                 names.setdefault(name[:-3], []).append(rel)
     return names
@@ -292,32 +332,48 @@ def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) 
 
     if not plan.moves:
         return ArchiveResult("nothing", plan)
-    with open_step(vault, "archive", now=now) as step:  # the user's ticks and edits get their own commit first
+    with open_step(
+        vault, "archive", now=now
+    ) as step:  # the user's ticks and edits get their own commit first
         _recheck(vault, plan)
         changes = ChangeSet()
         for move in plan.moves:
             changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
         _rewrite_checklist_and_state(vault, plan, step, changes)
         commit = step.commit(changes, commit_message(plan, step.id))
-    return ArchiveResult("applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot)
+    return ArchiveResult(
+        "applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot
+    )
 
 
 def _recheck(vault: Vault, plan: ArchivePlan) -> None:
     """Between the plan shown and the move: the checklist and every note must be as planned."""
     if _read_bytes(vault.checklist_path) != plan.checklist_bytes:
-        raise CmemError(f"{vault.checklist_rel} changed since the plan was made; run `cmem archive apply` again.")
+        raise CmemError(
+            f"{vault.checklist_rel} changed since the plan was made; run `cmem archive apply` again."
+        )
     if _read_bytes(vault.state_file) != plan.state_bytes:
-        raise CmemError(f"{vault.rel(vault.state_file)} changed since the plan was made (a pass ran?); run `cmem archive apply` again.")
+        raise CmemError(
+            f"{vault.rel(vault.state_file)} changed since the plan was made (a pass ran?); run `cmem archive apply` again."
+        )
     for move in plan.moves:
         current = _read_bytes(vault.root / move.source)
-        if current is None or not hashlib.sha256(current).hexdigest().startswith(_expected_digest(vault, move.line)):
-            raise CmemError(f"{move.source} changed since the plan was made; nothing was moved, run `cmem archive apply` again.")
+        if current is None or not hashlib.sha256(current).hexdigest().startswith(
+            _expected_digest(vault, move.line)
+        ):
+            raise CmemError(
+                f"{move.source} changed since the plan was made; nothing was moved, run `cmem archive apply` again."
+            )
         if os.path.lexists(vault.root / move.target):
-            raise CmemError(f"{move.target} appeared since the plan was made; nothing was moved, run `cmem archive apply` again.")
+            raise CmemError(
+                f"{move.target} appeared since the plan was made; nothing was moved, run `cmem archive apply` again."
+            )
         link = _link_on_the_way(vault, move.target)
         if link:
-            raise CmemError(f"{move.target} goes through the symbolic link {link}; cmem never moves a note through a link, "
-                            "which could take it out of the vault. Nothing was moved.")
+            raise CmemError(
+                f"{move.target} goes through the symbolic link {link}; cmem never moves a note through a link, "
+                "which could take it out of the vault. Nothing was moved."
+            )
 
 
 def _link_on_the_way(vault: Vault, target: str) -> str | None:
@@ -345,10 +401,12 @@ def _expected_digest(vault: Vault, line: StagedLine) -> str:
 
 
 def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes) -> None:
-    from cmem.vault.state_json import load_state as _load
     from cmem.steps.record import StepRecord
+    from cmem.vault.state_json import load_state as _load
 
-    removed = {move.line.line_no for move in plan.moves} | {line.line_no for line in plan.duplicates}
+    removed = {move.line.line_no for move in plan.moves} | {
+        line.line_no for line in plan.duplicates
+    }
     text, _ = read_checklist(vault)
     changes.write(vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes)
     state = _load(vault.state_file)
@@ -357,9 +415,15 @@ def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes)
         if entry is not None:
             # The entry follows the note: a new note later written at the old path is a new note.
             state.notes[move.target] = entry
-    record = StepRecord(step.id, "archive", step.now.isoformat(timespec="seconds"), notes=[m.source for m in plan.moves],
-                        changed=[m.target for m in plan.moves], warnings=len(plan.warnings),
-                        moves=[(m.source, m.target) for m in plan.moves])
+    record = StepRecord(
+        step.id,
+        "archive",
+        step.now.isoformat(timespec="seconds"),
+        notes=[m.source for m in plan.moves],
+        changed=[m.target for m in plan.moves],
+        warnings=len(plan.warnings),
+        moves=[(m.source, m.target) for m in plan.moves],
+    )
     state.passes.append(record.to_json())
     changes.write(vault.rel(vault.state_file), state_bytes(state), plan.state_bytes)
 
@@ -369,7 +433,9 @@ def commit_message(plan: ArchivePlan, pass_id: str):
 
     count = len(plan.moves)
     names = ", ".join(m.source.rsplit("/", 1)[-1].removesuffix(".md") for m in plan.moves)
-    message = CommitMessage(f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", pass_id)
+    message = CommitMessage(
+        f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", pass_id
+    )
     for move in plan.moves:
         message.add("Archived", f"{move.source} → {move.target}")
     for skipped in plan.skipped:

@@ -24,10 +24,10 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError, GitError
-from cmem.steps.pass_log import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
+from cmem.steps import commits as history
 from cmem.steps.changes import in_line_ends, same_text
+from cmem.steps.pass_log import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
 from cmem.vault.layers import Vault
 
 
@@ -42,14 +42,21 @@ class FileUndo:
     new_bytes: bytes | None = None  # restore / merge / move-back content
 
     def to_json(self) -> dict:
-        return {"action": self.action, "path": self.path, "from": self.from_path, "detail": self.detail}
+        return {
+            "action": self.action,
+            "path": self.path,
+            "from": self.from_path,
+            "detail": self.detail,
+        }
 
 
 @dataclass
 class UndoPlan:
     target: CmemCommit | None
     files: list[FileUndo] = field(default_factory=list)
-    later: dict[str, list[str]] = field(default_factory=dict)  # path → later commits that changed it
+    later: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # path → later commits that changed it
     blocked: list[str] = field(default_factory=list)  # reasons --force cannot override
     force: bool = False
     current: dict[str, bytes | None] = field(default_factory=dict)  # bytes read for the plan
@@ -69,8 +76,12 @@ class UndoPlan:
     def to_json(self) -> dict:
         target = self.target
         return {
-            "target": target.to_json() if target else None, "files": [f.to_json() for f in self.files],
-            "refused": self.refused, "reasons": self.reasons, "later": self.later, "force": self.force,
+            "target": target.to_json() if target else None,
+            "files": [f.to_json() for f in self.files],
+            "refused": self.refused,
+            "reasons": self.reasons,
+            "later": self.later,
+            "force": self.force,
         }
 
 
@@ -101,14 +112,21 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
     """What undoing the last cmem step would do, and whether it is refused (and why)."""
     operation = history.operation_in_progress(vault.root)
     if operation:
-        raise GitError(f"{operation} is in progress in {vault.root}; finish or abort it before undoing.")
+        raise GitError(
+            f"{operation} is in progress in {vault.root}; finish or abort it before undoing."
+        )
     target = find_undo_target(vault)
     plan = UndoPlan(target, force=force)
     if target is None:
         return plan
     parent = f"{target.sha}^"
-    if history.run_git(vault.root, "rev-parse", "--verify", "-q", parent, check=False).returncode != 0:
-        plan.blocked.append(f"{target.short} is the first commit of the repository; there is nothing before it to go back to")
+    if (
+        history.run_git(vault.root, "rev-parse", "--verify", "-q", parent, check=False).returncode
+        != 0
+    ):
+        plan.blocked.append(
+            f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
+        )
         return plan
     for change in target.files:
         if change.path in (STATE_REL, vault.checklist_rel):
@@ -128,24 +146,36 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
     now_after = _disk(vault, after_path)
     plan.current[after_path] = now_after
     if not same_text(now_after, head_after):
-        plan.blocked.append(f"{after_path} has changes that are not committed yet; commit or stash them, then undo")
+        plan.blocked.append(
+            f"{after_path} has changes that are not committed yet; commit or stash them, then undo"
+        )
         return
     changed_since = head_after != after
     if changed_since:
         plan.later.setdefault(after_path, [])
     if change.status == "A":
         if changed_since:
-            plan.files.append(FileUndo("keep", after_path, detail="created by the pass and edited since: kept"))
+            plan.files.append(
+                FileUndo("keep", after_path, detail="created by the pass and edited since: kept")
+            )
         else:
-            plan.files.append(FileUndo("remove", after_path, detail="created by the pass (its text stays in git)"))
+            plan.files.append(
+                FileUndo("remove", after_path, detail="created by the pass (its text stays in git)")
+            )
         return
     if change.status == "D":
         if now_after is not None:
-            plan.files.append(FileUndo("keep", after_path, detail="removed by the pass and written again since: kept"))
+            plan.files.append(
+                FileUndo(
+                    "keep", after_path, detail="removed by the pass and written again since: kept"
+                )
+            )
         else:
             plan.files.append(FileUndo("restore", after_path, new_bytes=before))
         return
-    ours = head_after if now_after is not None and head_after is not None else now_after  # line ends aside
+    ours = (
+        head_after if now_after is not None and head_after is not None else now_after
+    )  # line ends aside
     content = before if not changed_since else _merge3(vault, ours, after, before, after_path, plan)
     if content is None and changed_since:
         return  # _merge3 recorded why
@@ -155,15 +185,33 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
         now_before = _disk(vault, before_path)
         plan.current[before_path] = now_before
         if now_before is not None:
-            plan.blocked.append(f"{before_path} exists again; move it away, then undo (the archived note would go back there)")
+            plan.blocked.append(
+                f"{before_path} exists again; move it away, then undo (the archived note would go back there)"
+            )
             return
-        plan.files.append(FileUndo("move-back", before_path, after_path, new_bytes=content,
-                                   detail="merged with later edits" if changed_since else ""))
+        plan.files.append(
+            FileUndo(
+                "move-back",
+                before_path,
+                after_path,
+                new_bytes=content,
+                detail="merged with later edits" if changed_since else "",
+            )
+        )
         return
-    plan.files.append(FileUndo("merge" if changed_since else "restore", after_path, new_bytes=content))
+    plan.files.append(
+        FileUndo("merge" if changed_since else "restore", after_path, new_bytes=content)
+    )
 
 
-def _merge3(vault: Vault, ours: bytes | None, base: bytes | None, theirs: bytes | None, path: str, plan: UndoPlan) -> bytes | None:
+def _merge3(
+    vault: Vault,
+    ours: bytes | None,
+    base: bytes | None,
+    theirs: bytes | None,
+    path: str,
+    plan: UndoPlan,
+) -> bytes | None:
     """The later edits (ours) kept, the pass's change (base → theirs) taken back: `git merge-file`."""
     if ours is None or base is None or theirs is None:
         plan.blocked.append(f"{path} was removed or created since; undo it by hand")
@@ -177,7 +225,9 @@ def _merge3(vault: Vault, ours: bytes | None, base: bytes | None, theirs: bytes 
             names.append(name)
         result = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
     if result.returncode != 0:
-        plan.blocked.append(f"{path}: the later edits overlap the lines the pass changed; even --force cannot undo it cleanly")
+        plan.blocked.append(
+            f"{path}: the later edits overlap the lines the pass changed; even --force cannot undo it cleanly"
+        )
         return None
     return result.stdout
 
@@ -186,8 +236,19 @@ def _find_later_commits(vault: Vault, plan: UndoPlan, target: CmemCommit) -> Non
     if not plan.later:
         return
     for path in plan.later:
-        result = history.run_git(vault.root, "--literal-pathspecs", "log", "--format=%h %s", f"{target.sha}..HEAD", "--", path, check=False)
-        plan.later[path] = [line.strip() for line in result.stdout.splitlines() if line.strip()] or ["a later commit"]
+        result = history.run_git(
+            vault.root,
+            "--literal-pathspecs",
+            "log",
+            "--format=%h %s",
+            f"{target.sha}..HEAD",
+            "--",
+            path,
+            check=False,
+        )
+        plan.later[path] = [
+            line.strip() for line in result.stdout.splitlines() if line.strip()
+        ] or ["a later commit"]
 
 
 def _disk(vault: Vault, rel: str) -> bytes | None:
@@ -201,7 +262,9 @@ def _disk(vault: Vault, rel: str) -> bytes | None:
 # --- state.json and the checklist, reverted by meaning ----------------------------------------
 
 
-def revert_state(current: bytes | None, after: bytes | None, before: bytes | None, target_pass: str, entry: dict) -> bytes:
+def revert_state(
+    current: bytes | None, after: bytes | None, before: bytes | None, target_pass: str, entry: dict
+) -> bytes:
     """Notes whose entry the step changed, and that nothing changed since, get their old entry
     back (or none: the note is pending again); the step's pass record goes; the undo is recorded."""
     from cmem.vault.state_json import ConvergedNote, State, state_bytes
@@ -210,7 +273,9 @@ def revert_state(current: bytes | None, after: bytes | None, before: bytes | Non
         try:
             return json.loads(data.decode("utf-8")) if data else {}
         except (ValueError, UnicodeDecodeError):
-            raise CmemError(f"{STATE_REL} is not valid JSON; restore it from git, then undo.") from None
+            raise CmemError(
+                f"{STATE_REL} is not valid JSON; restore it from git, then undo."
+            ) from None
 
     now, then, old = load(current), load(after), load(before)
     notes = dict(now.get("notes") or {})
@@ -226,10 +291,17 @@ def revert_state(current: bytes | None, after: bytes | None, before: bytes | Non
     state = State(passes=passes)
     for rel, data in notes.items():
         try:
-            state.notes[rel] = ConvergedNote(data["sha256"], set(data.get("lines", [])), data.get("pass", ""),
-                                             data.get("time", ""), list(data.get("into", [])))
+            state.notes[rel] = ConvergedNote(
+                data["sha256"],
+                set(data.get("lines", [])),
+                data.get("pass", ""),
+                data.get("time", ""),
+                list(data.get("into", [])),
+            )
         except (KeyError, TypeError, AttributeError):
-            raise CmemError(f"{STATE_REL}: the entry for {rel!r} is malformed; run `cmem doctor`.") from None
+            raise CmemError(
+                f"{STATE_REL}: the entry for {rel!r} is malformed; run `cmem doctor`."
+            ) from None
     return state_bytes(state)
 
 
@@ -257,16 +329,32 @@ def revert_checklist(current: str, after: str, before: str | None) -> str | None
         if tag in ("delete", "replace"):
             for i in range(i1, i2):
                 if i + 1 in before_staged:
-                    removed.append((_heading_before(before_lines, i), before_lines[i], before_staged[i + 1].note))
+                    removed.append(
+                        (
+                            _heading_before(before_lines, i),
+                            before_lines[i],
+                            before_staged[i + 1].note,
+                        )
+                    )
     lines = current.split("\n")
     drop: set[int] = set()
     current_staged = parse_checklist(current)
     for note, digest in added_notes:
-        match = next((s for s in current_staged if s.line_no not in drop and s.note == note and s.digest == digest), None)
+        match = next(
+            (
+                s
+                for s in current_staged
+                if s.line_no not in drop and s.note == note and s.digest == digest
+            ),
+            None,
+        )
         if match is not None:
             drop.add(match.line_no)
     for heading in added_headings:
-        index = next((i for i, line in enumerate(lines) if line.strip() == heading and i + 1 not in drop), None)
+        index = next(
+            (i for i, line in enumerate(lines) if line.strip() == heading and i + 1 not in drop),
+            None,
+        )
         if index is not None:
             drop.add(index + 1)
     lines = [line for number, line in enumerate(lines, start=1) if number not in drop]
@@ -305,7 +393,9 @@ def _insert_under(lines: list[str], heading: str | None, line: str) -> None:
 def check_undo(plan: UndoPlan) -> None:
     """Raise the refusal, with its reasons, as one message."""
     if plan.target is not None and plan.refused:
-        hint = "" if plan.blocked else " (--force keeps those changes and takes back only this step's)"
+        hint = (
+            "" if plan.blocked else " (--force keeps those changes and takes back only this step's)"
+        )
         raise CmemError(f"cannot undo {plan.target.short}: " + "; ".join(plan.reasons) + hint + ".")
 
 
@@ -333,12 +423,30 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
                 changes.remove(item.from_path, plan.current.get(item.from_path))
             elif item.action == "remove":
                 changes.remove(item.path, plan.current.get(item.path))
-        touched = [i.path for i in plan.files if i.action != "keep"] + [i.from_path for i in plan.files if i.from_path]
-        record = StepRecord(step.id, "undo", step.now.isoformat(timespec="seconds"), notes=target.notes,
-                            changed=sorted(set(touched)), undoes=target.pass_id, commit=target.sha)
+        touched = [i.path for i in plan.files if i.action != "keep"] + [
+            i.from_path for i in plan.files if i.from_path
+        ]
+        record = StepRecord(
+            step.id,
+            "undo",
+            step.now.isoformat(timespec="seconds"),
+            notes=target.notes,
+            changed=sorted(set(touched)),
+            undoes=target.pass_id,
+            commit=target.sha,
+        )
         state_now = _disk(vault, STATE_REL)
-        changes.write(STATE_REL, revert_state(state_now, read_blob(vault, target.sha, STATE_REL),
-                                              read_blob(vault, f"{target.sha}^", STATE_REL), target.pass_id, record.to_json()), state_now)
+        changes.write(
+            STATE_REL,
+            revert_state(
+                state_now,
+                read_blob(vault, target.sha, STATE_REL),
+                read_blob(vault, f"{target.sha}^", STATE_REL),
+                target.pass_id,
+                record.to_json(),
+            ),
+            state_now,
+        )
         _plan_checklist(vault, target, changes)
         commit = step.commit(changes, undo_message(target, plan, step.id))
     return UndoResult("undone", plan, pass_id=step.id, commit=commit)
@@ -363,12 +471,24 @@ def undo_message(target: CmemCommit, plan: UndoPlan, undo_id: str):
     from cmem.steps.message import CommitMessage
 
     what = target.subject.removeprefix("cmem: ").strip() or target.pass_id
-    message = CommitMessage(f"cmem: undo {what}", undo_id, undoes=target.sha,
-                            preamble=f"This reverts commit {target.sha} (pass {target.pass_id}).")
-    labels = {"restore": "Restored", "merge": "Restored (merged with later edits)", "remove": "Removed", "keep": "Kept"}
+    message = CommitMessage(
+        f"cmem: undo {what}",
+        undo_id,
+        undoes=target.sha,
+        preamble=f"This reverts commit {target.sha} (pass {target.pass_id}).",
+    )
+    labels = {
+        "restore": "Restored",
+        "merge": "Restored (merged with later edits)",
+        "remove": "Removed",
+        "keep": "Kept",
+    }
     for item in plan.files:
         if item.action == "move-back":
             message.add("Moved back", f"{item.from_path} → {item.path}")
         else:
-            message.add(labels[item.action], item.path + (f" ({item.detail})" if item.detail and item.action == "keep" else ""))
+            message.add(
+                labels[item.action],
+                item.path + (f" ({item.detail})" if item.detail and item.action == "keep" else ""),
+            )
     return message

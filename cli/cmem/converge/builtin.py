@@ -51,25 +51,52 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.vault.config import Formats
 from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of, substitution
 from cmem.converge.selection import SelectedNote
-from cmem.converge.words import SWITCH, leading_words, name_key, old_side_terms, quote_line, slug, terms, without_cue
-from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.converge.words import (
+    SWITCH,
+    leading_words,
+    name_key,
+    old_side_terms,
+    quote_line,
+    slug,
+    terms,
+    without_cue,
+)
 from cmem.scan.signals import Signal
-from cmem.vault.statements import Statement, find_sources, find_traces, format_source, format_trace, normalize, parse_statements, split_statement
 from cmem.text.tokens import estimate_tokens
+from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
+from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.vault.statements import (
+    Statement,
+    find_sources,
+    find_traces,
+    format_source,
+    format_trace,
+    normalize,
+    parse_statements,
+    split_statement,
+)
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 
 _NEW_RESIDENT = {
-    "zh": {PROFILE: ("我是谁、在做什么、想被怎样帮助", 9, "画像"), METHODOLOGY: ("希望 AI 怎样帮我，以及我的工作方法", 8, "方法论")},
-    "en": {PROFILE: ("who I am and how I want to be helped", 9, "Profile"), METHODOLOGY: ("how I work and how I want AI to help", 8, "Methodology")},
+    "zh": {
+        PROFILE: ("我是谁、在做什么、想被怎样帮助", 9, "画像"),
+        METHODOLOGY: ("希望 AI 怎样帮我，以及我的工作方法", 8, "方法论"),
+    },
+    "en": {
+        PROFILE: ("who I am and how I want to be helped", 9, "Profile"),
+        METHODOLOGY: ("how I work and how I want AI to help", 8, "Methodology"),
+    },
 }
 
+
 def _attr(value: str) -> str:
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return (
+        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
 
 
 def _joiner(template: str) -> str:
@@ -117,7 +144,11 @@ class _File:
         for language, values in LANGUAGE_DEFAULTS.items():
             if values["source"].split("{links}", 1)[0] in body:
                 return _formats_of(language)
-        text = "".join(re.sub(r"\[\[[^\]]*\]\]", "", line) for line in self.lines[self.body_start - 1 :] if not line.startswith("#") or not self.created)
+        text = "".join(
+            re.sub(r"\[\[[^\]]*\]\]", "", line)
+            for line in self.lines[self.body_start - 1 :]
+            if not line.startswith("#") or not self.created
+        )
         text = text if text.strip() else incoming  # a new file takes the language of its first line
         if text.strip():
             return _formats_of("zh" if is_chinese(text) else "en")
@@ -129,7 +160,9 @@ class _File:
         names = [self.rel.rsplit("/", 1)[-1].removesuffix(".md")]
         for field_name in ("aliases", "tags"):
             value = self.meta.get(field_name)
-            names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+            names.extend(
+                value if isinstance(value, list) else [value] if isinstance(value, str) else []
+            )
         return frozenset(name_key(str(n)) for n in names if n)
 
 
@@ -146,7 +179,10 @@ def _load(rel: str, text: str) -> _File:
     problem = problem or error
     if "\r" in text or text.startswith("\ufeff"):
         problem = "it has CRLF line ends or a byte-order mark"
-    elif any(line.strip() in ("</file>", "</convergence>") or line.lstrip().startswith("<file ") for line in text.split("\n")):
+    elif any(
+        line.strip() in ("</file>", "</convergence>") or line.lstrip().startswith("<file ")
+        for line in text.split("\n")
+    ):
         problem = "a line of it would end a <file> block"
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -179,7 +215,12 @@ class _Pass:
         self.custom_formats = vault.config.formats != _formats_of(vault.config.language)
         self.date = pass_date
         self.files = {rel: _load(rel, text) for rel, text in sorted(originals.items())}
-        self.original_keys = {(rel, st.key) for rel, f in self.files.items() if not f.problem for st in f.statements(self.formats)}
+        self.original_keys = {
+            (rel, st.key)
+            for rel, f in self.files.items()
+            if not f.problem
+            for st in f.statements(self.formats)
+        }
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
@@ -190,10 +231,16 @@ class _Pass:
         """Writable files: the ones a note names first, then resident before situational."""
         resident = self.config.resident_dir + "/"
         files = [f for f in self.files.values() if not f.problem]
-        return sorted(files, key=lambda f: (f.rel not in preferred, not f.rel.startswith(resident), f.rel))
+        return sorted(
+            files, key=lambda f: (f.rel not in preferred, not f.rel.startswith(resident), f.rel)
+        )
 
     def situational(self) -> list[_File]:
-        return [f for rel, f in sorted(self.files.items()) if rel.startswith(self.config.situational_dir + "/")]
+        return [
+            f
+            for rel, f in sorted(self.files.items())
+            if rel.startswith(self.config.situational_dir + "/")
+        ]
 
     def formats_for(self, file: _File, incoming: str = "") -> Formats:
         return file.formats(self.formats, self.custom_formats, incoming)
@@ -206,11 +253,21 @@ class _Pass:
         return self.files[rel]
 
 
-def _new_file(rel: str, summary: str, importance: int, date: str, title: str, tags: list[str]) -> _File:
+def _new_file(
+    rel: str, summary: str, importance: int, date: str, title: str, tags: list[str]
+) -> _File:
     # JSON strings are YAML strings: a summary holding `: ` or `#` stays one plain value.
-    header = ["---", f"summary: {json.dumps(summary, ensure_ascii=False)}", f"importance: {importance}", f"updated: {date}"]
+    header = [
+        "---",
+        f"summary: {json.dumps(summary, ensure_ascii=False)}",
+        f"importance: {importance}",
+        f"updated: {date}",
+    ]
     if tags:
-        plain = [t if re.fullmatch(r"[^\W\d_][\w-]*", t) else json.dumps(t, ensure_ascii=False) for t in tags]
+        plain = [
+            t if re.fullmatch(r"[^\W\d_][\w-]*", t) else json.dumps(t, ensure_ascii=False)
+            for t in tags
+        ]
         header.append("tags: [" + ", ".join(plain) + "]")
     return _File(rel, header + ["---", f"# {title}", ""], {"tags": tags}, created=True)
 
@@ -218,7 +275,9 @@ def _new_file(rel: str, summary: str, importance: int, date: str, title: str, ta
 # --- the engine ---------------------------------------------------------------------------
 
 
-def builtin_response(vault: Vault, notes: list[SelectedNote], originals: dict[str, str], pass_date: str) -> str:
+def builtin_response(
+    vault: Vault, notes: list[SelectedNote], originals: dict[str, str], pass_date: str
+) -> str:
     """The SPEC §5 response for these notes. `originals` maps every convergent file (vault-relative
     path) to its current text; the same inputs give the same bytes."""
     work = _Pass(vault, originals, pass_date)
@@ -258,7 +317,11 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
     if targets:
         work.converged[note.rel] = targets
     else:
-        work.deferred[note.rel] = reasons[0] if reasons else "no signal line to keep; the builtin engine only quotes signal lines"
+        work.deferred[note.rel] = (
+            reasons[0]
+            if reasons
+            else "no signal line to keep; the builtin engine only quotes signal lines"
+        )
 
 
 def _mtime_date(note: SelectedNote, pass_date: str):
@@ -267,6 +330,8 @@ def _mtime_date(note: SelectedNote, pass_date: str):
     if note.mtime_ns:
         return datetime.fromtimestamp(note.mtime_ns / 1e9).date()
     return date.fromisoformat(pass_date)
+
+
 def _secret_line(note: SelectedNote) -> str:
     """Why the note is deferred when a signal line holds a credential, else ""."""
     from cmem.text.secrets import secret_kinds
@@ -275,8 +340,10 @@ def _secret_line(note: SelectedNote) -> str:
         line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
         kinds = secret_kinds(line)
         if kinds:
-            return (f"line {signal.line} holds a credential ({', '.join(kinds)}); the builtin engine never copies one "
-                    "into memory: move it to a password manager, delete it from the note, and converge again")
+            return (
+                f"line {signal.line} holds a credential ({', '.join(kinds)}); the builtin engine never copies one "
+                "into memory: move it to a password manager, delete it from the note, and converge again"
+            )
     return ""
 
 
@@ -299,13 +366,23 @@ def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
     return named
 
 
-def _place(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str], raw: str | None = None, day=None) -> tuple[str | None, str]:
+def _place(
+    work: _Pass,
+    note: SelectedNote,
+    signal: Signal,
+    text: str,
+    named: list[str],
+    raw: str | None = None,
+    day=None,
+) -> tuple[str | None, str]:
     """Put one line where it belongs; (file, "") or (None, why not). `raw` is the line as the
     user wrote it (its cue words and old side find the statement a change replaces), `text` the
     statement made of it."""
     raw = text if raw is None else raw
     preferred = set(named)
-    is_change = signal.cls == "correction" or (signal.cls == "decision" and bool(SWITCH.search(raw)))
+    is_change = signal.cls == "correction" or (
+        signal.cls == "decision" and bool(SWITCH.search(raw))
+    )
     if signal.cls == "recurring" and day is not None:
         merged = _merge_pattern(work, note, text, day)
         if merged:
@@ -400,7 +477,13 @@ def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str
     else:
         # the count changes, so the old wording is kept as a trace (the dates say the rest)
         trace = format_trace(work.date, statement.core, formats)
-    new = prefix + new_core + (_joiner(formats.trace) + trace if trace else "") + _joiner(formats.source) + format_source(names, formats)
+    new = (
+        prefix
+        + new_core
+        + (_joiner(formats.trace) + trace if trace else "")
+        + _joiner(formats.source)
+        + format_source(names, formats)
+    )
     if not _fits(work, file, new):
         return None, _FULL
     file.edit(index, 1, [new])
@@ -428,12 +511,16 @@ def _fits(work: _Pass, file: _File, added: str) -> bool:
 _MERGE_MIN, _MERGE_EXTRA = 6, 4  # normalised characters
 
 
-def _find_duplicate(work: _Pass, text: str, preferred: set[str], exact_only: bool) -> tuple[_File, Statement] | None:
+def _find_duplicate(
+    work: _Pass, text: str, preferred: set[str], exact_only: bool
+) -> tuple[_File, Statement] | None:
     """A statement saying the same: equal once normalised, holding the new line, or held by it
     with at most a few characters more ("…了", "always …"). A line that adds a clause is not a
     duplicate: merging it would lose the clause from memory once the note is archived."""
     key = normalize(text)
-    files = sorted(work.files.values(), key=lambda f: (bool(f.problem), f.rel not in preferred, f.rel))
+    files = sorted(
+        work.files.values(), key=lambda f: (bool(f.problem), f.rel not in preferred, f.rel)
+    )
     for file in files:
         for statement in file.statements(work.formats):
             old = statement.key
@@ -447,7 +534,9 @@ def _find_duplicate(work: _Pass, text: str, preferred: set[str], exact_only: boo
 
 
 # Cue words a line may wrap around a statement memory already holds ("I prefer …", "以后都…").
-_CUE_WORDS = re.compile(r"^(?:iprefer|ilike|ialways|fromnowon|idecidedto|idecided|我喜欢|我更喜欢|以后都|以后|我决定|决定)")
+_CUE_WORDS = re.compile(
+    r"^(?:iprefer|ilike|ialways|fromnowon|idecidedto|idecided|我喜欢|我更喜欢|以后都|以后|我决定|决定)"
+)
 _NEGATION = re.compile(r"不|别|没|无|非|never|not|no|dont")
 
 
@@ -458,13 +547,17 @@ def _adds_nothing(extra: str) -> bool:
     return len(rest) <= _MERGE_EXTRA and not _NEGATION.search(rest)
 
 
-def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str]) -> tuple[_File, Statement] | None:
+def _best_match(
+    work: _Pass, note: SelectedNote, text: str, preferred: set[str]
+) -> tuple[_File, Statement] | None:
     """The statement an explicit change replaces: most shared words, rare words weighing more,
     words of the old side double. Two shared words at least, or one in a file the note names,
     or one the note names as the old side."""
     new_terms, old_terms = terms(text), old_side_terms(text)
     candidates = [
-        (f, s, terms(s.core)) for f in work.writable(preferred) for s in f.statements(work.formats)
+        (f, s, terms(s.core))
+        for f in work.writable(preferred)
+        for s in f.statements(work.formats)
         if s.core and (f.rel, s.key, note.rel) not in work.written
     ]
     frequency: dict[str, int] = {}
@@ -480,9 +573,17 @@ def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str])
         # One shared word is enough in a file the note names, or when it is the very thing the
         # user says they replace ("Helix now, not Neovim" → the statement about Neovim); none
         # when both fill a slot that holds one value ("I moved to Munich" → "I moved to Berlin").
-        if len(shared) < 2 and not (named and shared) and not (shared & old_terms) and not same_slot:
+        if (
+            len(shared) < 2
+            and not (named and shared)
+            and not (shared & old_terms)
+            and not same_slot
+        ):
             continue
-        score = sum((1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1) for w in sorted(shared))
+        score = sum(
+            (1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1)
+            for w in sorted(shared)
+        )
         score += 3 if same_slot else 0
         score *= 1.5 if named else 1
         if score > best_score:  # ties keep the earlier: named files, then resident, then path order
@@ -491,7 +592,15 @@ def _best_match(work: _Pass, note: SelectedNote, text: str, preferred: set[str])
 
 
 # Slots that hold one value at a time: where one lives. A move replaces the last one.
-_SLOTS = [("home", re.compile(r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在", re.IGNORECASE))]
+_SLOTS = [
+    (
+        "home",
+        re.compile(
+            r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在",
+            re.IGNORECASE,
+        ),
+    )
+]
 
 
 def _slot(text: str) -> str | None:
@@ -523,7 +632,9 @@ def _subject_topic(work: _Pass, text: str) -> _File | None:
     for file in work.situational():
         if file.problem:
             continue
-        title = next((line[2:] for line in file.lines[file.body_start - 1 :] if line.startswith("# ")), "")
+        title = next(
+            (line[2:] for line in file.lines[file.body_start - 1 :] if line.startswith("# ")), ""
+        )
         if key in file.keys or name_key(title) == key or name_key(slug(subject)) in file.keys:
             return file
     return None
@@ -550,7 +661,10 @@ def _best_topic(work: _Pass, text: str) -> _File | None:
     return best
 
 
-_GENERIC_TAGS = {name_key(t) for t in "daily journal diary 日记 随手记 笔记 note notes idea ideas inbox todo meeting converge noconverge private draft 草稿 想法".split()}
+_GENERIC_TAGS = {
+    name_key(t)
+    for t in "daily journal diary 日记 随手记 笔记 note notes idea ideas inbox todo meeting converge noconverge private draft 草稿 想法".split()
+}
 
 
 def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
@@ -572,7 +686,9 @@ def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
         # named from its subject, the file is summarised by it: a first statement would go stale
         summary = title if subject else without_cue(text)
         summary = summary if len(summary) <= 80 else summary[:79] + "…"
-        work.files[rel] = _new_file(rel, summary, 5, work.date, title[:1].upper() + title[1:], [name])
+        work.files[rel] = _new_file(
+            rel, summary, 5, work.date, title[:1].upper() + title[1:], [name]
+        )
     return work.files[rel]
 
 
@@ -584,7 +700,11 @@ _LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
 def _own_source_spans(line: str, formats: Formats) -> list[tuple[int, int]]:
     """Source annotations of the statement itself (one inside a trace belongs to the old words)."""
     traces = [(t.start, t.end) for t in find_traces(line, formats)]
-    return [(start, end) for start, end, _ in find_sources(line, formats) if not any(s <= start and end <= e for s, e in traces)]
+    return [
+        (start, end)
+        for start, end, _ in find_sources(line, formats)
+        if not any(s <= start and end <= e for s, e in traces)
+    ]
 
 
 def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> None:
@@ -599,7 +719,14 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
         annotation = line[start:end]
         close = annotation.rfind("]]") + 2
         separator = _separator_of(annotation, work.formats)
-        line = line[:start] + annotation[:close] + separator + f"[[{name}]]" + annotation[close:] + line[end:]
+        line = (
+            line[:start]
+            + annotation[:close]
+            + separator
+            + f"[[{name}]]"
+            + annotation[close:]
+            + line[end:]
+        )
     else:
         formats = work.formats_for(file)
         line = line.rstrip() + _joiner(formats.source) + format_source([name], formats)
@@ -609,13 +736,17 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
 def _separator_of(annotation: str, formats: Formats) -> str:
     from cmem.vault.config import LANGUAGE_DEFAULTS
 
-    for template, separator in [(formats.source, formats.source_separator)] + [(d["source"], d["source_separator"]) for d in LANGUAGE_DEFAULTS.values()]:
+    for template, separator in [(formats.source, formats.source_separator)] + [
+        (d["source"], d["source_separator"]) for d in LANGUAGE_DEFAULTS.values()
+    ]:
         if annotation.startswith(template.split("{links}", 1)[0]):
             return separator
     return formats.source_separator
 
 
-def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None) -> str:
+def _rewrite(
+    work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None
+) -> str:
     """The new words, then a trace quoting the old ones with their own traces, then the source.
     A short "不是 X，是 Y" / "Y, not X" puts Y in place of X inside the old statement instead.
     Returns the new statement's words."""
@@ -630,20 +761,39 @@ def _rewrite(work: _Pass, file: _File, statement: Statement, text: str, name: st
     if swap and swap[0] and swap[0] in statement.core and swap[1] not in statement.core:
         text = statement.core.replace(swap[0], swap[1])
     formats = work.formats_for(file)
-    new = prefix + text + _joiner(formats.trace) + format_trace(work.date, old, formats) + _joiner(formats.source) + format_source([name], formats)
+    new = (
+        prefix
+        + text
+        + _joiner(formats.trace)
+        + format_trace(work.date, old, formats)
+        + _joiner(formats.source)
+        + format_source([name], formats)
+    )
     file.edit(index, 1, [new])
     return text
 
 
 _CLASS_HEADINGS = {
-    "en": {"preference": "Preferences", "correction": "Facts", "decision": "Decisions", "recurring": "Patterns"},
-    "zh": {"preference": "偏好", "correction": "事实", "decision": "决定", "recurring": "反复出现的模式"},
+    "en": {
+        "preference": "Preferences",
+        "correction": "Facts",
+        "decision": "Decisions",
+        "recurring": "Patterns",
+    },
+    "zh": {
+        "preference": "偏好",
+        "correction": "事实",
+        "decision": "决定",
+        "recurring": "反复出现的模式",
+    },
 }
 
 
 def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> None:
     resident = file.rel.startswith(work.config.resident_dir + "/")
-    formats = work.formats_for(file, "" if resident else text)  # resident files are in the vault's language
+    formats = work.formats_for(
+        file, "" if resident else text
+    )  # resident files are in the vault's language
     line = f"- {text}{_joiner(formats.source)}{format_source([name], formats)}"
     if resident and cls in _CLASS_HEADINGS["en"]:
         # resident files keep one heading per class: a decision never lands under "weaknesses"
@@ -682,12 +832,21 @@ def _insertion_point(work: _Pass, file: _File, new_terms: frozenset[str]) -> tup
     tie); the file's end when it has no statements yet."""
     statements = file.statements(work.formats)
     if not statements:
-        blank_first = bool(file.lines) and file.lines[-1].strip() != "" and not file.lines[-1].startswith("#")
+        blank_first = (
+            bool(file.lines) and file.lines[-1].strip() != "" and not file.lines[-1].startswith("#")
+        )
         return len(file.lines), blank_first
     sections: dict[int, list[Statement]] = {}
     top = file.body_start - 1  # a `# comment` in the frontmatter is no heading
     for statement in statements:
-        heading = next((i for i in range(statement.line_no - 2, top - 1, -1) if re.match(r"#{1,6}\s", file.lines[i])), -1)
+        heading = next(
+            (
+                i
+                for i in range(statement.line_no - 2, top - 1, -1)
+                if re.match(r"#{1,6}\s", file.lines[i])
+            ),
+            -1,
+        )
         sections.setdefault(heading, []).append(statement)
 
     def overlap(item: tuple[int, list[Statement]]) -> tuple[int, int]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from cmem.vault.config import Formats
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
-from cmem.vault.notes import split_frontmatter
 from cmem.scan.signals import phrase_keys
+from cmem.vault.config import Formats
+from cmem.vault.notes import split_frontmatter
 from cmem.vault.statements import Trace, parse_statements
 
 STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
@@ -40,7 +40,13 @@ class LineFate:
     file: str = ""  # the convergent file holding it
 
     def to_json(self) -> dict:
-        return {"note": self.note, "line": self.line, "class": self.cls, "where": self.where, "file": self.file}
+        return {
+            "note": self.note,
+            "line": self.line,
+            "class": self.cls,
+            "where": self.where,
+            "file": self.file,
+        }
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,9 @@ class _Held:
     file: str
     words: frozenset[str]
     sources: frozenset[str]
-    history: frozenset[str] = frozenset()  # with the words of its traces: a rewrite splits a line's words between them
+    history: frozenset[str] = (
+        frozenset()
+    )  # with the words of its traces: a rewrite splits a line's words between them
     keys: frozenset[str] = frozenset()  # its recurrence key phrases (signals.phrase_keys)
 
 
@@ -67,7 +75,15 @@ def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_
                 history |= terms(trace.old)
                 pending.extend(trace.older)
             keys = frozenset(phrase_keys(statement.core.lower()))
-            statements.append(_Held(rel, terms(statement.core), frozenset(statement.sources), frozenset(history), keys))
+            statements.append(
+                _Held(
+                    rel,
+                    terms(statement.core),
+                    frozenset(statement.sources),
+                    frozenset(history),
+                    keys,
+                )
+            )
     return statements, traces
 
 
@@ -77,7 +93,9 @@ def _share(line: frozenset[str], held: frozenset[str], fraction: float) -> bool:
     return len(line & held) >= max(1.0, fraction * len(line))
 
 
-def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str, str], formats: Formats) -> list[LineFate]:
+def line_fates(
+    notes: list[SelectedNote], converged: list[str], layer: dict[str, str], formats: Formats
+) -> list[LineFate]:
     """The fate of each signal line (one per line) of each converged note. `layer` maps every
     convergent file to its text after the pass."""
     statements, traces = _layer(layer, formats)
@@ -91,7 +109,11 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
             if signal.line in seen:
                 continue
             seen.add(signal.line)
-            raw = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+            raw = (
+                note.lines[signal.line - 1]
+                if 0 < signal.line <= len(note.lines)
+                else signal.excerpt
+            )
             quoted = quote_line(raw, set())
             words = terms(quoted)
             # the words as the builtin engine restates them ("last month" → "since 2026-10")
@@ -104,10 +126,21 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
                 # ("from uv", "not Lisbon"): a third of the words will do; a trace must quote half.
                 # The better of the two wins: a line a later line changed again is in its trace.
                 best_statement = max(cited, key=lambda h: len(words & h.words), default=None)
-                best_trace = max(traces, key=lambda h: max(len(words & h.words), len(restated & h.words)), default=None)
-                in_statement = len(words & best_statement.words) if best_statement and _share(words, best_statement.words, 1 / 3) else 0
+                best_trace = max(
+                    traces,
+                    key=lambda h: max(len(words & h.words), len(restated & h.words)),
+                    default=None,
+                )
+                in_statement = (
+                    len(words & best_statement.words)
+                    if best_statement and _share(words, best_statement.words, 1 / 3)
+                    else 0
+                )
                 in_trace = 0
-                if best_trace and (_share(words, best_trace.words, 1 / 2) or _share(restated, best_trace.words, 1 / 2)):
+                if best_trace and (
+                    _share(words, best_trace.words, 1 / 2)
+                    or _share(restated, best_trace.words, 1 / 2)
+                ):
                     in_trace = max(len(words & best_trace.words), len(restated & best_trace.words))
                 if in_statement and in_statement >= in_trace:
                     where, file = STATEMENT, best_statement.file
@@ -116,7 +149,14 @@ def line_fates(notes: list[SelectedNote], converged: list[str], layer: dict[str,
                 else:
                     # restated, or a correction whose new side is in the statement and old side
                     # in its trace ("不是北京，是深圳" → "在找深圳后端实习（…原为：在找北京后端实习）")
-                    hit = next((h for h in cited if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)), None)
+                    hit = next(
+                        (
+                            h
+                            for h in cited
+                            if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)
+                        ),
+                        None,
+                    )
                     if hit is None and signal.cls == "recurring":
                         # an event merged into its pattern shares the key phrase the scanner counted
                         keys = set(phrase_keys(quoted.lower()))

@@ -9,9 +9,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
 from cmem.resources import sample_vault_dir
+from cmem.steps import commits as history
 
 
 @dataclass
@@ -57,8 +57,11 @@ def cmem_command() -> str:
         return f"{shlex.quote(sys.executable)} -m cmem"
     found = shutil.which("cmem")
     venv = os.environ.get("VIRTUAL_ENV")
-    on_plain_path = found is not None and os.path.realpath(found) == os.path.realpath(here) \
+    on_plain_path = (
+        found is not None
+        and os.path.realpath(found) == os.path.realpath(here)
         and not (venv and Path(found).resolve().is_relative_to(Path(venv).resolve()))
+    )
     return "cmem" if on_plain_path else shlex.quote(str(here))
 
 

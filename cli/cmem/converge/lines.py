@@ -44,11 +44,45 @@ _IMPERATIVE = re.compile(
     re.IGNORECASE,
 )
 # What a blanked statement says instead of the fact it replaced (SPEC §5 rule 10: loss).
-_BLANKS = frozenset(normalize(word) for word in (
-    "unknown", "unknown.", "unknown?", "none", "n/a", "na", "tbd", "todo", "removed", "deleted", "redacted",
-    "empty", "null", "nil", "nothing", "no data", "not known", "not applicable", "forgotten", "cleared", "—", "-", "?",
-    "未知", "无", "不详", "待定", "已删除", "删除", "空", "不明", "暂无", "无信息", "已清除",
-))
+_BLANKS = frozenset(
+    normalize(word)
+    for word in (
+        "unknown",
+        "unknown.",
+        "unknown?",
+        "none",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "removed",
+        "deleted",
+        "redacted",
+        "empty",
+        "null",
+        "nil",
+        "nothing",
+        "no data",
+        "not known",
+        "not applicable",
+        "forgotten",
+        "cleared",
+        "—",
+        "-",
+        "?",
+        "未知",
+        "无",
+        "不详",
+        "待定",
+        "已删除",
+        "删除",
+        "空",
+        "不明",
+        "暂无",
+        "无信息",
+        "已清除",
+    )
+)
 
 
 def is_blank(core: str) -> bool:
@@ -74,7 +108,9 @@ def text_problem(text: str, limit: int) -> str | None:
     return None
 
 
-def unaccounted_lines(text: str, body_start: int, statement_lines: set[int], before: set[str]) -> list[tuple[int, str]]:
+def unaccounted_lines(
+    text: str, body_start: int, statement_lines: set[int], before: set[str]
+) -> list[tuple[int, str]]:
     """(line, why) for every body line that is neither a statement, blank, a short structural
     heading, a table rule or thematic break, nor a line the file already had. Lines inside a fence
     or a comment are judged with it; a statement holding raw HTML is named too."""
@@ -90,7 +126,9 @@ def unaccounted_lines(text: str, body_start: int, statement_lines: set[int], bef
             if stripped.startswith(fence):
                 fence = ""
             if not known:
-                problems.append((number, "a line of a code block; a pass writes statements, not code"))
+                problems.append(
+                    (number, "a line of a code block; a pass writes statements, not code")
+                )
             continue
         if in_comment:
             in_comment = "-->" not in stripped
@@ -112,7 +150,9 @@ def unaccounted_lines(text: str, body_start: int, statement_lines: set[int], bef
         if _HEADING.match(stripped):
             problem = text_problem(stripped.lstrip("#").strip(), MAX_HEADING_CHARS)
             if problem:
-                problems.append((number, f"this heading {problem}; a heading is short structural text"))
+                problems.append(
+                    (number, f"this heading {problem}; a heading is short structural text")
+                )
             continue
         if _is_table_rule(stripped) or _BREAK.fullmatch(stripped) or _LIST_ONLY.fullmatch(line):
             continue
@@ -128,7 +168,9 @@ def _is_table_rule(stripped: str) -> bool:
     return "---" in stripped and set(stripped) <= _RULE_CHARS
 
 
-_TOP_KEY = re.compile(r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s#:'"\-?][^:\n]{0,200}?))\s*:(?:\s|$)""")
+_TOP_KEY = re.compile(
+    r"""(?:"([^"\n]{1,200})"|'([^'\n]{1,200})'|([^\s#:'"\-?][^:\n]{0,200}?))\s*:(?:\s|$)"""
+)
 
 
 def frontmatter_keys(block: str | None) -> dict[str, str]:
@@ -146,7 +188,9 @@ def frontmatter_keys(block: str | None) -> dict[str, str]:
     return {key: raw.rstrip("\n") for key, raw in keys.items()}
 
 
-def frontmatter_problems(base_block: str | None, new_block: str | None, new_data: dict, new_file: bool) -> list[str]:
+def frontmatter_problems(
+    base_block: str | None, new_block: str | None, new_data: dict, new_file: bool
+) -> list[str]:
     """Why the new frontmatter changes more than a pass may: keys outside the allowed set added
     or changed, and values of allowed keys that are not short structural text."""
     problems = []
@@ -158,9 +202,13 @@ def frontmatter_problems(base_block: str | None, new_block: str | None, new_data
                 problems.extend(_value_problems(key, new_data.get(key)))
             continue
         if key not in before:
-            problems.append(f"adds the key {key!r}; a pass may add or change only {', '.join(sorted(allowed))}")
+            problems.append(
+                f"adds the key {key!r}; a pass may add or change only {', '.join(sorted(allowed))}"
+            )
         elif before[key] != raw:
-            problems.append(f"changes the key {key!r}; a pass may change only {', '.join(sorted(PASS_KEYS))} — keep the others byte for byte")
+            problems.append(
+                f"changes the key {key!r}; a pass may change only {', '.join(sorted(PASS_KEYS))} — keep the others byte for byte"
+            )
     return problems
 
 
@@ -173,7 +221,9 @@ def _value_problems(key: str, value) -> list[str]:
             continue
         if item is None:
             continue
-        problem = text_problem(str(item), MAX_SUMMARY_CHARS if key == "summary" else MAX_HEADING_CHARS)
+        problem = text_problem(
+            str(item), MAX_SUMMARY_CHARS if key == "summary" else MAX_HEADING_CHARS
+        )
         if problem:
             problems.append(f"the value of {key!r} {problem}")
     return problems

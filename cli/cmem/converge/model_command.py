@@ -49,7 +49,17 @@ class ModelResult:
 class ModelCommandError(CmemError):
     """The model command failed; what it wrote so far travels along for the run record."""
 
-    def __init__(self, message: str, *, reason: str, command: list[str], stdout: str = "", stderr: str = "", elapsed: float = 0.0, returncode: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        command: list[str],
+        stdout: str = "",
+        stderr: str = "",
+        elapsed: float = 0.0,
+        returncode: int | None = None,
+    ):
         super().__init__(message)
         self.reason = reason  # not-found, not-executable, timeout, too-much-output, exit
         self.command = command
@@ -64,7 +74,9 @@ def parse_command(command: str) -> list[str]:
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise CmemError(f"model command {command!r} cannot be parsed ({exc}); check llm.command or --llm.") from None
+        raise CmemError(
+            f"model command {command!r} cannot be parsed ({exc}); check llm.command or --llm."
+        ) from None
     if not argv:
         raise CmemError("the model command is empty; set llm.command or pass --llm.")
     return argv
@@ -138,11 +150,15 @@ def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subproc
         )
     except FileNotFoundError:
         raise ModelCommandError(
-            f"model command '{argv[0]}' not found; check llm.command or --llm.", reason="not-found", command=argv
+            f"model command '{argv[0]}' not found; check llm.command or --llm.",
+            reason="not-found",
+            command=argv,
         ) from None
     except PermissionError:
         raise ModelCommandError(
-            f"model command '{argv[0]}' is not executable; check llm.command or --llm.", reason="not-executable", command=argv
+            f"model command '{argv[0]}' is not executable; check llm.command or --llm.",
+            reason="not-executable",
+            command=argv,
         ) from None
 
 
@@ -177,7 +193,10 @@ class _Supervisor:
     # --- the loop ---------------------------------------------------------------------
 
     def _register(self) -> None:
-        for pipe, events in ((self.process.stdout, selectors.EVENT_READ), (self.process.stderr, selectors.EVENT_READ)):
+        for pipe, events in (
+            (self.process.stdout, selectors.EVENT_READ),
+            (self.process.stderr, selectors.EVENT_READ),
+        ):
             os.set_blocking(pipe.fileno(), False)
             self.selector.register(pipe, events)
         if self.process.stdin is not None:
@@ -197,14 +216,18 @@ class _Supervisor:
                 exited_at = now
             if exited_at is not None and (not self._reading() or now - exited_at >= DRAIN_SECONDS):
                 return  # done, or a helper it left behind holds our pipes: stop waiting for EOF
-            if exited_at is None and now >= deadline:  # once it has exited, only the drain bounds us
+            if (
+                exited_at is None and now >= deadline
+            ):  # once it has exited, only the drain bounds us
                 self._stop_group()
                 raise self._error(
                     f"model command '{_display(self.argv)}' timed out after {self.timeout:g} s and was stopped; "
                     "if the model needs longer, raise llm.timeout_seconds in .cmem/config.yaml or your user config.",
                     "timeout",
                 )
-            wait = min(TICK_SECONDS, (deadline if exited_at is None else exited_at + DRAIN_SECONDS) - now)
+            wait = min(
+                TICK_SECONDS, (deadline if exited_at is None else exited_at + DRAIN_SECONDS) - now
+            )
             for key, _ in self.selector.select(max(wait, 0)):
                 self._serve(key.fileobj)
             if self.on_tick is not None and time.monotonic() - last_tick >= TICK_SECONDS:
@@ -212,7 +235,9 @@ class _Supervisor:
                 self.on_tick(last_tick - self.start)
 
     def _reading(self) -> bool:
-        return any(key.fileobj is not self.process.stdin for key in self.selector.get_map().values())
+        return any(
+            key.fileobj is not self.process.stdin for key in self.selector.get_map().values()
+        )
 
     def _serve(self, pipe) -> None:
         if pipe is self.process.stdin:
@@ -313,15 +338,21 @@ class _Supervisor:
             else:
                 how = f"failed with exit code {code}"
             tail = self._stderr_text()
-            detail = f"; its stderr ended with:\n{tail}" if tail else " and wrote nothing on stderr."
+            detail = (
+                f"; its stderr ended with:\n{tail}" if tail else " and wrote nothing on stderr."
+            )
             raise self._error(f"model command '{name}' {how}{detail}", "exit")
         text = self.stdout.decode("utf-8", errors="replace")
         replacements = text.count("\ufffd") - bytes(self.stdout).count("\ufffd".encode("utf-8"))
         warnings = []
-        if not text.strip():  # returned, not raised: the validator rejects it and the run record keeps it
+        if (
+            not text.strip()
+        ):  # returned, not raised: the validator rejects it and the run record keeps it
             warnings.append(f"model command '{name}' exited 0 but wrote nothing on stdout.")
         if replacements:
-            warnings.append(f"the model's response had {replacements} byte sequence(s) that are not UTF-8; they were replaced by U+FFFD.")
+            warnings.append(
+                f"the model's response had {replacements} byte sequence(s) that are not UTF-8; they were replaced by U+FFFD."
+            )
         return ModelResult(
             stdout=text,
             stderr=self._stderr_text(),

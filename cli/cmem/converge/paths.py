@@ -39,7 +39,12 @@ _MAX_NAME_BYTES = 255
 
 def show_path(path: str) -> str:
     """A path as it can be shown safely: control and invisible characters as `\\uXXXX`."""
-    return "".join(ch if ch.isprintable() and not unicodedata.category(ch).startswith("C") else f"\\u{ord(ch):04x}" for ch in path)
+    return "".join(
+        ch
+        if ch.isprintable() and not unicodedata.category(ch).startswith("C")
+        else f"\\u{ord(ch):04x}"
+        for ch in path
+    )
 
 
 def _lookalike(ch: str) -> str | None:
@@ -94,7 +99,11 @@ def _disk_problem(vault: Vault, path: str) -> str | None:
             return f"goes through the symbolic link {vault.rel(current)}; cmem never writes through links"
         if not os.path.lexists(current):
             break
-    layer_dir = vault.config.resident_dir if vault.layer_of(path) == RESIDENT else vault.config.situational_dir
+    layer_dir = (
+        vault.config.resident_dir
+        if vault.layer_of(path) == RESIDENT
+        else vault.config.situational_dir
+    )
     real_layer = os.path.realpath(vault.root / layer_dir)
     real_target = os.path.realpath(vault.root / path)
     if not real_target.startswith(real_layer + os.sep):
@@ -122,12 +131,52 @@ def convergent_path_problem(vault: Vault, path: str) -> str | None:
 
 # Letters of other scripts drawn like Latin ones (a small part of Unicode's confusables list:
 # the ones a keyboard or a model produces), and digits drawn like letters.
-_CONFUSABLES = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
-    "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ӏ": "l", "ԛ": "q", "ԝ": "w", "һ": "h",
-    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
-    "ı": "i", "ł": "l", "ℓ": "l", "ɡ": "g", "ɑ": "a", "0": "o", "1": "l", "|": "l", "ｌ": "l",
-})
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ѕ": "s",
+        "ԁ": "d",
+        "ӏ": "l",
+        "ԛ": "q",
+        "ԝ": "w",
+        "һ": "h",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "ı": "i",
+        "ł": "l",
+        "ℓ": "l",
+        "ɡ": "g",
+        "ɑ": "a",
+        "0": "o",
+        "1": "l",
+        "|": "l",
+        "ｌ": "l",
+    }
+)
 
 
 def skeleton(path: str) -> str:

@@ -44,7 +44,9 @@ _EN_HEDGES = re.compile(
     r"i think|i guess|i mean|i meant|oh|hmm|ah|in fact|to be honest)\b\s*[,:;.!—–-]*\s*",
     re.IGNORECASE,
 )
-_EN_NOT_TAIL = re.compile(r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?(?:not|no longer)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE)
+_EN_NOT_TAIL = re.compile(
+    r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?(?:not|no longer)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE
+)
 _EN_NOT_PAREN = re.compile(r"\s*\(not\s+[^()]+\)", re.IGNORECASE)
 _EN_SWITCH = re.compile(
     r"^(?:i|we)(?:'ve|'m| have| am)?\s+(?:(?:just|finally|now)\s+)?"
@@ -58,8 +60,12 @@ _EN_SWITCH_OBJECT = re.compile(
     re.IGNORECASE,
 )
 _EN_SWITCH_BARE = re.compile(r"^switch(?:ed|ing)\s+(?:from\s+.+?\s+)?to\s+", re.IGNORECASE)
-_EN_CHOSE = re.compile(r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE)
-_EN_DECIDED = re.compile(r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE)
+_EN_CHOSE = re.compile(
+    r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE
+)
+_EN_DECIDED = re.compile(
+    r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE
+)
 _EN_DECIDED_BARE = re.compile(r"^decided(?:\s+to|\s*[:,])\s*", re.IGNORECASE)
 _EN_MOVED_PLACE = re.compile(r"^(?:[Ii]|[Ww]e)(?:'ve| have)?\s+moved\s+to\s+(?=[A-Z])")
 _EN_FROM_NOW = re.compile(r"^(?:from now on|going forward)\s*,?\s*", re.IGNORECASE)
@@ -67,16 +73,25 @@ _EN_FROM_NOW = re.compile(r"^(?:from now on|going forward)\s*,?\s*", re.IGNORECA
 _EN_RELATIVE = [
     (re.compile(r"\blast month\b", re.IGNORECASE), lambda d: f"since {_month_before(d)}"),
     (re.compile(r"\bthis month\b", re.IGNORECASE), lambda d: f"since {d.year:04d}-{d.month:02d}"),
-    (re.compile(r"\blast week\b", re.IGNORECASE), lambda d: f"since {(d - timedelta(days=7)).isoformat()}"),
+    (
+        re.compile(r"\blast week\b", re.IGNORECASE),
+        lambda d: f"since {(d - timedelta(days=7)).isoformat()}",
+    ),
     (re.compile(r"\blast year\b", re.IGNORECASE), lambda d: f"since {d.year - 1}"),
     (re.compile(r"\bthis year\b", re.IGNORECASE), lambda d: f"since {d.year}"),
-    (re.compile(r"\byesterday\b", re.IGNORECASE), lambda d: f"on {(d - timedelta(days=1)).isoformat()}"),
-    (re.compile(r"\b(?:today|this morning|tonight|this evening)\b", re.IGNORECASE), lambda d: f"on {d.isoformat()}"),
+    (
+        re.compile(r"\byesterday\b", re.IGNORECASE),
+        lambda d: f"on {(d - timedelta(days=1)).isoformat()}",
+    ),
+    (
+        re.compile(r"\b(?:today|this morning|tonight|this evening)\b", re.IGNORECASE),
+        lambda d: f"on {d.isoformat()}",
+    ),
 ]
 
 
 def _event(text: str, match: re.Match, resolved: str) -> str:
-    """"since 2026-10" for a state, "in 2026-10" after a past event ("I moved to Lisbon last month")."""
+    """ "since 2026-10" for a state, "in 2026-10" after a past event ("I moved to Lisbon last month")."""
     if resolved.startswith("since ") and re.search(r"\b\w+ed\b", text[: match.start()]):
         return "in " + resolved[6:]
     return resolved
@@ -93,15 +108,22 @@ def _en_statement(text: str, day: date) -> str:
     tail = _EN_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
     switched_object = _EN_SWITCH_OBJECT.match(text)
-    if switched_object:  # → "I use Astro for my blog": what holds now, the old side goes to the trace
+    if (
+        switched_object
+    ):  # → "I use Astro for my blog": what holds now, the old side goes to the trace
         who, thing, new = switched_object.groups()
         text = f"{'We' if who.lower() == 'we' else 'I'} use {new.strip().rstrip('.!')} for {thing}"
     elif not _EN_MOVED_PLACE.match(text):  # "I moved to Porto" says what holds now already
         # "going with X", "I chose X" stay as written: what was chosen is not always a tool one uses
-        for pattern, verb in ((_EN_DECIDED, "I "), (_EN_DECIDED_BARE, "I "), (_EN_SWITCH, "I use "), (_EN_SWITCH_BARE, "I use ")):
+        for pattern, verb in (
+            (_EN_DECIDED, "I "),
+            (_EN_DECIDED_BARE, "I "),
+            (_EN_SWITCH, "I use "),
+            (_EN_SWITCH_BARE, "I use "),
+        ):
             match = pattern.match(text)
-            if match and text[match.end():].strip():
-                rest = text[match.end():]
+            if match and text[match.end() :].strip():
+                rest = text[match.end() :]
                 subject = "We " if match.group(0).lower().startswith("we") else "I "
                 text = (subject + verb[2:] if verb != "I " else subject) + rest
                 break
@@ -127,7 +149,10 @@ _ZH_RELATIVE = [
     # never inside a longer word: 上周五 is a day, 上个月底 a point, not "since"
     (re.compile(r"上个?月(?![初中底末])"), lambda d: f"自 {_month_before(d)} 起"),
     (re.compile(r"(?:这个?月|本月)(?![初中底末])"), lambda d: f"自 {d.year:04d}-{d.month:02d} 起"),
-    (re.compile(r"(?:上周|上个星期|上星期)(?![一二三四五六日天末])"), lambda d: f"自 {(d - timedelta(days=7)).isoformat()} 起"),
+    (
+        re.compile(r"(?:上周|上个星期|上星期)(?![一二三四五六日天末])"),
+        lambda d: f"自 {(d - timedelta(days=7)).isoformat()} 起",
+    ),
     (re.compile(r"去年"), lambda d: f"自 {d.year - 1} 年起"),
     (re.compile(r"今年"), lambda d: f"自 {d.year} 年起"),
     (re.compile(r"昨天|昨晚"), lambda d: f"{(d - timedelta(days=1)).isoformat()}"),
@@ -143,24 +168,32 @@ def _zh_statement(text: str, day: date) -> str:
         text = stripped
     not_is = _ZH_NOT_IS.match(text)
     if not_is:
-        if len(not_is.group(2).strip()) >= 6:  # "是深圳" alone says nothing; the rewrite substitutes it
+        if (
+            len(not_is.group(2).strip()) >= 6
+        ):  # "是深圳" alone says nothing; the rewrite substitutes it
             text = not_is.group(2)
     else:
-        lead = re.sub(r"^不是[^，,。]+[，,]\s*", "", text)  # "不是 Svelte，前端改用 Vue 写": the old side goes
+        lead = re.sub(
+            r"^不是[^，,。]+[，,]\s*", "", text
+        )  # "不是 Svelte，前端改用 Vue 写": the old side goes
         text = lead if lead.strip() else text
     text = _ZH_I_MEANT.sub("", text) or text
     tail = _ZH_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
     switch = _ZH_SWITCH.match(text)
-    if switch and text[switch.end():].strip():
-        rest = text[switch.end():].lstrip()
+    if switch and text[switch.end() :].strip():
+        rest = text[switch.end() :].lstrip()
         # "改用 Svelte 写前端" → "用 Svelte 写前端"; "换成每周游泳两次" → "每周游泳两次"
-        text = ("用 " + rest) if rest[:1].isascii() or switch.group(0).endswith(("改用", "换用")) else rest
+        text = (
+            ("用 " + rest)
+            if rest[:1].isascii() or switch.group(0).endswith(("改用", "换用"))
+            else rest
+        )
         text = text.replace("用 ", "用", 1) if not rest[:1].isascii() else text
     else:
         decided = _ZH_DECIDED.match(text)
-        if decided and text[decided.end():].strip():
-            text = text[decided.end():]
+        if decided and text[decided.end() :].strip():
+            text = text[decided.end() :]
     for pattern, replace in _ZH_RELATIVE:
         text = pattern.sub(lambda m, r=replace: r(day), text)
     return text.strip().rstrip("。！!").strip()
@@ -182,7 +215,10 @@ def statement_text(text: str, day: date) -> str:
 
 
 _SUB_ZH = re.compile(r"(?:其实)?不是([^，,。；;]{1,12})[，,]\s*(?:而)?是([^，,。；;]{1,12})")
-_SUB_EN = re.compile(r"(?:it's\s+|it is\s+|that's\s+|that is\s+)?([\w+#-]+(?:\.\w+)*)\s*,\s*not\s+([\w+#-]+(?:\.\w+)*)\s*[.!]?\s*", re.IGNORECASE)
+_SUB_EN = re.compile(
+    r"(?:it's\s+|it is\s+|that's\s+|that is\s+)?([\w+#-]+(?:\.\w+)*)\s*,\s*not\s+([\w+#-]+(?:\.\w+)*)\s*[.!]?\s*",
+    re.IGNORECASE,
+)
 _SUB_EN_NOT = re.compile(r"\bnot\s+([\w.+#-]+)\s*,\s*(?:but\s+)?([\w.+#-]+)\b", re.IGNORECASE)
 
 
@@ -207,7 +243,11 @@ def substitution(text: str) -> tuple[str, str] | None:
 # --- what a line is about -----------------------------------------------------------------
 
 _SUBJECTS = [  # (pattern, en name, zh name): a topic file is named from its subject
-    (r"\b(?:uv|pip|pipenv|poetry|conda|virtualenvs?|venv|pyenv|pdm|hatch|rye)\b", "Python tooling", "Python 工具链"),
+    (
+        r"\b(?:uv|pip|pipenv|poetry|conda|virtualenvs?|venv|pyenv|pdm|hatch|rye)\b",
+        "Python tooling",
+        "Python 工具链",
+    ),
     (r"\b(?:fish|zsh|bash|nushell|shell)\b", "Shell", "Shell"),
     (r"\b(?:vim|neovim|nvim|helix|emacs|vs ?code|sublime|zed|editor)\b|编辑器", "Editor", "编辑器"),
     (r"\b(?:blog|hugo|ghost|jekyll|wordpress)\b|博客", "Blog", "博客"),

@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from cmem.steps import commits as history
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
-from cmem.steps.run_records import RunRecord, new_run
-from cmem.converge.selection import Selection, SelectedNote, select_notes
+from cmem.converge.selection import SelectedNote, Selection, select_notes
 from cmem.errors import CmemError
+from cmem.steps import commits as history
+from cmem.steps import journal
+from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
 from cmem.steps.lock import vault_lock
+from cmem.steps.message import CommitMessage
+from cmem.steps.record import StepRecord, new_step_id
+from cmem.steps.run_records import RunRecord, new_run
+from cmem.steps.runner import Step, open_step
+from cmem.vault.layers import Vault
 from cmem.vault.notes import line_end
 from cmem.vault.state_json import ConvergedNote, State, line_key, load_state
 from cmem.vault.state_json import state_bytes as state_to_bytes
-from cmem.steps import journal
-from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
-from cmem.steps.message import CommitMessage
-from cmem.steps.record import StepRecord, new_step_id
-from cmem.steps.runner import Step, open_step
-from cmem.vault.layers import Vault
 
 # (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]
@@ -79,16 +79,29 @@ class PassResult:
     signals: int = 0
     message: str = ""
     selected: list[str] = field(default_factory=list)  # the notes the pass (or its prompt) covers
-    lines: list = field(default_factory=list)  # coverage.LineFate of each signal line of a converged note
+    lines: list = field(
+        default_factory=list
+    )  # coverage.LineFate of each signal line of a converged note
     rounds: int = 0  # times the engine was asked (1 + repair rounds)
 
     def to_json(self) -> dict:
         return {
-            "status": self.status, "pass": self.pass_id, "commit": self.commit, "changed": self.changed,
-            "converged": self.converged, "deferred": self.deferred, "staged": self.staged,
-            "warnings": self.warnings, "errors": self.errors, "waiting": self.waiting, "moved": self.moved,
-            "snapshot_commit": self.snapshot_commit, "engine": self.engine, "model": self.model,
-            "run": self.run_dir, "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
+            "status": self.status,
+            "pass": self.pass_id,
+            "commit": self.commit,
+            "changed": self.changed,
+            "converged": self.converged,
+            "deferred": self.deferred,
+            "staged": self.staged,
+            "warnings": self.warnings,
+            "errors": self.errors,
+            "waiting": self.waiting,
+            "moved": self.moved,
+            "snapshot_commit": self.snapshot_commit,
+            "engine": self.engine,
+            "model": self.model,
+            "run": self.run_dir,
+            "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
             "signal_lines": [fate.to_json() for fate in self.lines],
             "rounds": self.rounds,
         }
@@ -104,8 +117,25 @@ def hand_edited_files(vault: Vault, state: State) -> set[str]:
     if commit is None:
         return set()
     # against the working tree, so a dry run or --emit-prompt (no snapshot commit) sees them too
-    changed = history.run_git(vault.root, "diff", "--name-only", "--relative", commit.sha, "--", *vault.convergent_dirs, check=False)
-    added = history.run_git(vault.root, "ls-files", "--others", "--exclude-standard", "--", *vault.convergent_dirs, check=False)
+    changed = history.run_git(
+        vault.root,
+        "diff",
+        "--name-only",
+        "--relative",
+        commit.sha,
+        "--",
+        *vault.convergent_dirs,
+        check=False,
+    )
+    added = history.run_git(
+        vault.root,
+        "ls-files",
+        "--others",
+        "--exclude-standard",
+        "--",
+        *vault.convergent_dirs,
+        check=False,
+    )
     return {line.strip() for line in (changed.stdout + added.stdout).splitlines() if line.strip()}
 
 
@@ -161,9 +191,13 @@ def changed_inputs(vault: Vault, selection: Selection) -> list[str]:
     for note in selection.notes:
         raw = current_bytes(vault.root / note.rel)
         if raw is None:
-            warnings.append(f"{note.rel} was moved or deleted while the pass ran; the pass used the version it read")
+            warnings.append(
+                f"{note.rel} was moved or deleted while the pass ran; the pass used the version it read"
+            )
         elif hashlib.sha256(raw).hexdigest() != note.sha256:
-            warnings.append(f"{note.rel} changed while the pass ran; the pass used the version it read, your new lines wait for the next pass")
+            warnings.append(
+                f"{note.rel} changed while the pass ran; the pass used the version it read, your new lines wait for the next pass"
+            )
     return warnings
 
 
@@ -182,8 +216,10 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
         with vault_lock(vault.state_dir, "converge"):
             notices = []
             if journal.pending_journals(vault):
-                notices.append("an interrupted step is waiting to be finished; the next command that writes "
-                               "(or `cmem doctor --fix`) will do it")
+                notices.append(
+                    "an interrupted step is waiting to be finished; the next command that writes "
+                    "(or `cmem doctor --fix`) will do it"
+                )
             result = _run_locked(vault, options, progress, now, None)
             result.warnings = notices + result.warnings
             return result
@@ -211,7 +247,9 @@ def _gate(options: PassOptions):
     return gate
 
 
-def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None) -> PassResult:
+def _run_locked(
+    vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None
+) -> PassResult:
     from cmem.scan.scanner import scan_vault
 
     state = load_state(vault.state_file)
@@ -228,44 +266,95 @@ def _run_locked(vault: Vault, options: PassOptions, progress: Progress, now: dat
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
     from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
 
-    selection.deferred_lines = {(d.note, d.line) for d in scan.deferred if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)}
+    selection.deferred_lines = {
+        (d.note, d.line)
+        for d in scan.deferred
+        if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)
+    }
     if not selection.notes:
-        return PassResult("nothing", message="nothing to converge (the pending notes cannot be read now)", warnings=odd)
+        return PassResult(
+            "nothing",
+            message="nothing to converge (the pending notes cannot be read now)",
+            warnings=odd,
+        )
     prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
     if options.emit_prompt:
         # the agent that asked is a model too (--emit-prompt, the MCP tool): redact as for any model
         from cmem.text.secrets import redact_secrets
 
         safe_prompt, redacted = redact_secrets(prompt.text)
-        notice = [f"{redacted} credential-like strings were redacted from the prompt"] if redacted else []
-        return PassResult("prompt", prompt=safe_prompt, waiting=[p.rel for p in selection.waiting],
-                          selected=[n.rel for n in selection.notes], warnings=odd + notice)
+        notice = (
+            [f"{redacted} credential-like strings were redacted from the prompt"]
+            if redacted
+            else []
+        )
+        return PassResult(
+            "prompt",
+            prompt=safe_prompt,
+            waiting=[p.rel for p in selection.waiting],
+            selected=[n.rel for n in selection.notes],
+            warnings=odd + notice,
+        )
 
-    pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its run record
-    result = PassResult("failed", pass_id=pass_id, waiting=[p.rel for p in selection.waiting],
-                        signals=sum(len(n.signals) for n in selection.notes), warnings=odd)
+    pass_id = (
+        step.id if step is not None else new_step_id(now)
+    )  # a dry run's id names its run record
+    result = PassResult(
+        "failed",
+        pass_id=pass_id,
+        waiting=[p.rel for p in selection.waiting],
+        signals=sum(len(n.signals) for n in selection.notes),
+        warnings=odd,
+    )
     record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
     result.run_dir = str(record.folder)
     # Files cmem may not rewrite are left out of the validator's originals: it then reads them
     # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
     writable = {rel: text for rel, text in originals.items() if rewritable(raw_originals[rel])}
-    result.warnings += [f"{rel} {unwritable_reason(raw_originals[rel])}; the engine sees it, the pass never rewrites it"
-                        for rel in sorted(originals) if rel not in writable]
+    result.warnings += [
+        f"{rel} {unwritable_reason(raw_originals[rel])}; the engine sees it, the pass never rewrites it"
+        for rel in sorted(originals)
+        if rel not in writable
+    ]
     result.selected = [n.rel for n in selection.notes]
     # A pass that fails, is refused or is interrupted leaves its outcome in the run record, so
     # `cmem log` lists it beside the committed ones (it has no commit of its own to be read back).
     applying = False
     try:
-        validation = _converge(vault, options, selection, writable, prompt, pass_date, record, result, progress)
+        validation = _converge(
+            vault, options, selection, writable, prompt, pass_date, record, result, progress
+        )
         if validation is None:
             _record_outcome(record, result, step, now, "failed", result.message, result.errors)
             return result
         applying = True
-        return _finish(vault, options, state, selection, validation, raw_originals, originals, step, pass_date, now, result, record)
+        return _finish(
+            vault,
+            options,
+            state,
+            selection,
+            validation,
+            raw_originals,
+            originals,
+            step,
+            pass_date,
+            now,
+            result,
+            record,
+        )
     except KeyboardInterrupt as interrupt:
-        _record_outcome(record, result, step, now, "interrupted", "stopped with Ctrl-C" + (" while writing" if applying else ""))
+        _record_outcome(
+            record,
+            result,
+            step,
+            now,
+            "interrupted",
+            "stopped with Ctrl-C" + (" while writing" if applying else ""),
+        )
         # the CLI prints this under "interrupted": what was and was not done
-        interrupt.cmem_summary = interrupted_summary(result, step.snapshot if step else None, applying)
+        interrupt.cmem_summary = interrupted_summary(
+            result, step.snapshot if step else None, applying
+        )
         raise
     except CmemError as exc:
         from cmem.setup.trust import UntrustedCommand
@@ -282,49 +371,83 @@ def failure_summary(result: PassResult, snapshot: str | None) -> str:
     lines = []
     if result.engine in ("llm", None):
         asked = {0: "the model was not asked", 1: "the model was asked once"}.get(
-            result.rounds, f"the model was asked {result.rounds} times (1 + {result.rounds - 1} repair rounds)")
+            result.rounds,
+            f"the model was asked {result.rounds} times (1 + {result.rounds - 1} repair rounds)",
+        )
         lines.append(f"  {asked}; no memory file was written and no note was marked converged")
     else:
         lines.append("  no memory file was written and no note was marked converged")
     if snapshot:
-        lines.append(f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)")
+        lines.append(
+            f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)"
+        )
     if result.run_dir:
         lines.append(f"  run record: {result.run_dir}")
-    lines.append("  next: read the run record, then run `cmem converge` again (or `--engine builtin`); `cmem log` lists this pass")
+    lines.append(
+        "  next: read the run record, then run `cmem converge` again (or `--engine builtin`); `cmem log` lists this pass"
+    )
     return "\n".join(lines)
 
 
 def interrupted_summary(result: PassResult, snapshot: str | None, applying: bool) -> str:
     if applying:
-        lines = ["  the pass was stopped while writing: the next cmem command (or `cmem doctor --fix`) finishes it "
-                 "or rolls it back from its journal, so no file is left half-written"]
+        lines = [
+            "  the pass was stopped while writing: the next cmem command (or `cmem doctor --fix`) finishes it "
+            "or rolls it back from its journal, so no file is left half-written"
+        ]
     else:
         lines = failure_summary(result, snapshot).splitlines()[:-1]
         if result.engine == "llm":
             lines.insert(1, "  the model command was stopped")
     if applying and snapshot:
-        lines.append(f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)")
+        lines.append(
+            f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)"
+        )
     if applying and result.run_dir:
         lines.append(f"  run record: {result.run_dir}")
-    lines.append("  the pending notes stay pending; run `cmem converge` again when ready (`cmem log` lists this pass)")
+    lines.append(
+        "  the pending notes stay pending; run `cmem converge` again when ready (`cmem log` lists this pass)"
+    )
     return "\n".join(lines)
 
 
-def _record_outcome(record: RunRecord, result: PassResult, step: Step | None, now: datetime, status: str, reason: str,
-                    errors: list[str] | None = None) -> None:
+def _record_outcome(
+    record: RunRecord,
+    result: PassResult,
+    step: Step | None,
+    now: datetime,
+    status: str,
+    reason: str,
+    errors: list[str] | None = None,
+) -> None:
     if step is None:
         return  # a dry run wrote nothing and says so at once; only real passes are history
     try:
-        record.write("outcome.json", {
-            "status": status, "reason": reason, "rounds": result.rounds, "engine": result.engine, "model": result.model,
-            "snapshot_commit": step.snapshot, "time": now.isoformat(timespec="seconds"), "notes": list(result.selected),
-            "errors": list(errors or [])[:10],
-        })
+        record.write(
+            "outcome.json",
+            {
+                "status": status,
+                "reason": reason,
+                "rounds": result.rounds,
+                "engine": result.engine,
+                "model": result.model,
+                "snapshot_commit": step.snapshot,
+                "time": now.isoformat(timespec="seconds"),
+                "notes": list(result.selected),
+                "errors": list(errors or [])[:10],
+            },
+        )
     except OSError:
         pass  # the failure being reported matters more than its record
 
 
-def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass_date: str, allow_shrink: bool):
+def _context(
+    vault: Vault,
+    selection: Selection,
+    originals: dict[str, str],
+    pass_date: str,
+    allow_shrink: bool,
+):
     from cmem.converge.validate import PassContext
 
     return PassContext(
@@ -337,7 +460,17 @@ def _context(vault: Vault, selection: Selection, originals: dict[str, str], pass
     )
 
 
-def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, record: RunRecord, result: PassResult, progress):
+def _converge(
+    vault,
+    options,
+    selection,
+    originals,
+    prompt: Prompt,
+    pass_date,
+    record: RunRecord,
+    result: PassResult,
+    progress,
+):
     """Engine → parse → validate, with repair rounds for a model. Returns the Validation, or
     None with `result` filled in when the pass failed."""
     from cmem.converge.reply_text import clean_reply
@@ -347,11 +480,22 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
     engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress, record)
     redacted = record.write("prompt.txt", prompt.text)
-    record.write("run.json", {"engine": engine, "model": result.model, "notes": [n.rel for n in selection.notes], "pass_date": pass_date,
-                              "redacted": redacted, "raw_prompt_kept": not record.redact})
+    record.write(
+        "run.json",
+        {
+            "engine": engine,
+            "model": result.model,
+            "notes": [n.rel for n in selection.notes],
+            "pass_date": pass_date,
+            "redacted": redacted,
+            "raw_prompt_kept": not record.redact,
+        },
+    )
     rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
     current_prompt = prompt.text
-    acceptable = None  # a valid reply with likely inventions, kept while the model is asked once more
+    acceptable = (
+        None  # a valid reply with likely inventions, kept while the model is asked once more
+    )
     for attempt in range(1, rounds + 2):
         result.rounds = attempt
         response_text = ask(current_prompt, attempt)
@@ -363,13 +507,21 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
         validation = validate_response(vault, response, ctx)
         issues = list(validation.errors)  # the parser's own errors and warnings are included
         warnings = [str(w) for w in validation.warnings]
-        record.write(f"validation-{attempt}.json", {"errors": [str(i) for i in issues], "warnings": warnings, "removed": cleaned.removed})
+        record.write(
+            f"validation-{attempt}.json",
+            {"errors": [str(i) for i in issues], "warnings": warnings, "removed": cleaned.removed},
+        )
         if not issues and validation.inventions and acceptable is None and attempt <= rounds:
             # A likely invention goes back once ("cite the note that says this or drop it");
             # only a second answer, or this one if the second is worse, is applied with the warning.
             acceptable = (validation, warnings)
-            progress(f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them", None)
-            current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(validation.inventions), pass_date)
+            progress(
+                f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them",
+                None,
+            )
+            current_prompt = repair_prompt(
+                vault, prompt.text, response_text, format_issues(validation.inventions), pass_date
+            )
             record.write(f"prompt-{attempt + 1}.txt", current_prompt)
             continue
         if not issues:
@@ -383,8 +535,12 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
             result.moved = acceptable[0].moves
             return acceptable[0]
         if attempt <= rounds:
-            progress(f"response rejected ({len(issues)} problems); asking the model to repair it", None)
-            current_prompt = repair_prompt(vault, prompt.text, response_text, format_issues(issues), pass_date)
+            progress(
+                f"response rejected ({len(issues)} problems); asking the model to repair it", None
+            )
+            current_prompt = repair_prompt(
+                vault, prompt.text, response_text, format_issues(issues), pass_date
+            )
             record.write(f"prompt-{attempt + 1}.txt", current_prompt)
     result.status = "failed"
     asked = "once" if rounds == 0 else f"{rounds + 1} times ({rounds} repair rounds)"
@@ -392,7 +548,9 @@ def _converge(vault, options, selection, originals, prompt: Prompt, pass_date, r
     return None
 
 
-def _engine(vault, options, selection, originals, pass_date, result: PassResult, progress, record: RunRecord):
+def _engine(
+    vault, options, selection, originals, pass_date, result: PassResult, progress, record: RunRecord
+):
     """(engine name, ask(prompt, attempt) -> response text)."""
     if options.response_text is not None:
         result.engine = "response-file"
@@ -405,13 +563,17 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
         resolved = resolve_model_command(vault, options.llm)
         if resolved.command is None:
             if options.engine == "llm":
-                raise CmemError("--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`).")
+                raise CmemError(
+                    "--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`)."
+                )
             use_builtin = True
     if use_builtin:
         from cmem.converge.builtin import builtin_response
 
         result.engine = "builtin"
-        return "builtin", lambda prompt, attempt: builtin_response(vault, selection.notes, originals, pass_date)
+        return "builtin", lambda prompt, attempt: builtin_response(
+            vault, selection.notes, originals, pass_date
+        )
     result.engine, result.model = "llm", resolved.command
 
     def ask(prompt: str, attempt: int) -> str:
@@ -420,19 +582,34 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
 
         safe_prompt, redacted = redact_secrets(prompt)
         if redacted:
-            result.warnings.append(f"{redacted} credential-like strings were redacted from the prompt")
-        label = "asking the model" if attempt == 1 else f"asking the model to repair (round {attempt - 1})"
+            result.warnings.append(
+                f"{redacted} credential-like strings were redacted from the prompt"
+            )
+        label = (
+            "asking the model"
+            if attempt == 1
+            else f"asking the model to repair (round {attempt - 1})"
+        )
         try:
             reply = run_model_command(
-                resolved.command, safe_prompt, timeout=resolved.timeout, max_output_bytes=resolved.max_output_bytes,
+                resolved.command,
+                safe_prompt,
+                timeout=resolved.timeout,
+                max_output_bytes=resolved.max_output_bytes,
                 on_tick=lambda elapsed: progress(label, elapsed, resolved.timeout),
             )
         except CmemError as exc:
             # keep what the model did say: the run record is where a user looks next
-            record.write(f"failure-{attempt}.json", {
-                "error": str(exc), "reason": getattr(exc, "reason", None), "stdout": getattr(exc, "stdout", "")[-20000:],
-                "stderr": getattr(exc, "stderr", ""), "elapsed": getattr(exc, "elapsed", None),
-            })
+            record.write(
+                f"failure-{attempt}.json",
+                {
+                    "error": str(exc),
+                    "reason": getattr(exc, "reason", None),
+                    "stdout": getattr(exc, "stdout", "")[-20000:],
+                    "stderr": getattr(exc, "stderr", ""),
+                    "elapsed": getattr(exc, "elapsed", None),
+                },
+            )
             raise
         result.warnings += [f"model: {warning}" for warning in reply.warnings]
         return reply.stdout
@@ -440,18 +617,35 @@ def _engine(vault, options, selection, originals, pass_date, result: PassResult,
     return "llm", ask
 
 
-def _finish(vault, options, state, selection, validation, raw_originals, originals, step: Step | None, pass_date, now, result, record) -> PassResult:
+def _finish(
+    vault,
+    options,
+    state,
+    selection,
+    validation,
+    raw_originals,
+    originals,
+    step: Step | None,
+    pass_date,
+    now,
+    result,
+    record,
+) -> PassResult:
     pass_id = result.pass_id
     by_rel = {n.rel: n for n in selection.notes}
     converged = [rel for rel in _entries_notes(validation.converged, by_rel)]
     result.converged = converged
-    result.deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
+    result.deferred = [
+        {"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)
+    ]
     writes = {rel: text for rel, text in validation.writes.items()}
     result.changed = sorted(writes)
     result.lines = _line_fates(vault, selection, converged, originals, writes)
     result.warnings += [
         f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
-        "it stays pending (`cmem scan` shows it)" for fate in result.lines if fate.where == "pending"
+        "it stays pending (`cmem scan` shows it)"
+        for fate in result.lines
+        if fate.where == "pending"
     ]
     result.diff, result.diffstat = make_diff(originals, writes)
     if options.dry_run or step is None:
@@ -460,7 +654,15 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     if (options.propose or vault.config.review) and not options.apply_proposal:
         from cmem.converge.proposal import Proposal, save_proposal
 
-        save_proposal(vault, Proposal(pass_id, str(record.folder), [n.rel for n in selection.notes], now.isoformat(timespec="seconds")))
+        save_proposal(
+            vault,
+            Proposal(
+                pass_id,
+                str(record.folder),
+                [n.rel for n in selection.notes],
+                now.isoformat(timespec="seconds"),
+            ),
+        )
         result.status = "proposed"
         result.message = "proposal saved: review and apply it with `cmem apply`, or discard it with `cmem apply --drop`"
         return result
@@ -474,20 +676,46 @@ def _finish(vault, options, state, selection, validation, raw_originals, origina
     for rel in converged:
         note = by_rel[rel]
         state.notes[rel] = ConvergedNote(
-            sha256=note.sha256, lines=_converged_lines(state, note, _pending_lines(note, result.lines, selection.deferred_lines)), pass_id=pass_id,
-            time=now.isoformat(timespec="seconds"), into=sorted(into.get(rel, [])),
+            sha256=note.sha256,
+            lines=_converged_lines(
+                state, note, _pending_lines(note, result.lines, selection.deferred_lines)
+            ),
+            pass_id=pass_id,
+            time=now.isoformat(timespec="seconds"),
+            into=sorted(into.get(rel, [])),
         )
-        stage_entries.append(StageEntry(note.name, archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date), sorted(into.get(rel, [])), note.sha256))
+        stage_entries.append(
+            StageEntry(
+                note.name,
+                archive_target(
+                    vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
+                ),
+                sorted(into.get(rel, [])),
+                note.sha256,
+            )
+        )
     if not writes and not converged:
         result.status = "nothing"
         result.message = "the engine changed nothing and converged no note; nothing was committed"
         return result
-    record_entry = StepRecord(pass_id, "converge", now.isoformat(timespec="seconds"), notes=converged, changed=result.changed,
-                              engine=result.engine, model=result.model, warnings=len(result.warnings))
+    record_entry = StepRecord(
+        pass_id,
+        "converge",
+        now.isoformat(timespec="seconds"),
+        notes=converged,
+        changed=result.changed,
+        engine=result.engine,
+        model=result.model,
+        warnings=len(result.warnings),
+    )
     state.passes.append(record_entry.to_json())
     plan.write(vault.rel(vault.state_file), state_to_bytes(state), state_bytes)
     if stage_entries:
-        current = checklist_bytes.decode("utf-8", errors="replace") if checklist_bytes is not None else None
+        current = (
+            checklist_bytes.decode("utf-8", errors="replace")
+            if checklist_bytes is not None
+            else None
+        )
         staged_text = stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language)
         plan.write(vault.checklist_rel, in_line_ends(staged_text, checklist_bytes), checklist_bytes)
     result.staged = [e.note_name for e in stage_entries]
@@ -519,7 +747,9 @@ def _entries_notes(entries, by_rel) -> list[str]:
 def _deferred(entries, by_rel) -> list[tuple[str, str]]:
     out = []
     for entry in entries:
-        rel = _match_note(getattr(entry, "note", entry), by_rel) or getattr(entry, "note", str(entry))
+        rel = _match_note(getattr(entry, "note", entry), by_rel) or getattr(
+            entry, "note", str(entry)
+        )
         out.append((rel, getattr(entry, "reason", "")))
     return out
 
@@ -533,35 +763,61 @@ def _into(entries, by_rel) -> dict[str, list[str]]:
     return result
 
 
-def _converged_lines(state: State, note: SelectedNote, left_pending: set[int] = frozenset()) -> set[str]:
+def _converged_lines(
+    state: State, note: SelectedNote, left_pending: set[int] = frozenset()
+) -> set[str]:
     """Every line of the note as read, but the signal lines no statement or trace holds: the
     note is converged as a whole; an edit later makes only the new lines pending, and a signal
     line the engine did not carry stays pending (never silently lost)."""
     previous = state.notes.get(note.rel)
     keep = {line_key(note.lines[n - 1]) for n in left_pending if 0 < n <= len(note.lines)}
-    keys = {line_key(line) for number, line in enumerate(note.lines, 1) if line.strip() and number not in left_pending}
+    keys = {
+        line_key(line)
+        for number, line in enumerate(note.lines, 1)
+        if line.strip() and number not in left_pending
+    }
     return (keys | (previous.lines if previous else set())) - keep
 
 
-def _line_fates(vault: Vault, selection: Selection, converged: list[str], originals: dict[str, str], writes: dict[str, str]) -> list:
+def _line_fates(
+    vault: Vault,
+    selection: Selection,
+    converged: list[str],
+    originals: dict[str, str],
+    writes: dict[str, str],
+) -> list:
     from cmem.converge.coverage import line_fates
 
     return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
 
 
-def _pending_lines(note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()) -> set[int]:
+def _pending_lines(
+    note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()
+) -> set[int]:
     """Lines of a converged note that stay pending: signal lines no statement or trace holds, and
     lines the scan deferred on their own."""
-    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {line for rel, line in deferred if rel == note.rel}
+    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {
+        line for rel, line in deferred if rel == note.rel
+    }
 
 
-def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
+def make_diff(
+    originals: dict[str, str], writes: dict[str, str]
+) -> tuple[str, list[tuple[str, int, int]]]:
     chunks, stats = [], []
     for rel in sorted(writes):
         old = originals.get(rel)
         old_lines = [] if old is None else old.splitlines(keepends=True)
         new_lines = writes[rel].splitlines(keepends=True)
-        diff = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}" if old is not None else "/dev/null", f"b/{rel}", n=2))
+        diff = list(
+            difflib.unified_diff(
+                old_lines,
+                new_lines,
+                f"a/{rel}" if old is not None else "/dev/null",
+                f"b/{rel}",
+                n=2,
+            )
+        )
         added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
         removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
         stats.append((rel, added, removed))
@@ -572,9 +828,18 @@ def make_diff(originals: dict[str, str], writes: dict[str, str]) -> tuple[str, l
 def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
     """Built from fields: a note's name, a deferral's reason and a warning are folded onto one
     line each (steps.message), so a model cannot add a trailer or a field."""
-    names = ", ".join(path.rsplit("/", 1)[-1].removesuffix(".md") for path in result.changed if not path.startswith((".cmem/",))) or "no files"
+    names = (
+        ", ".join(
+            path.rsplit("/", 1)[-1].removesuffix(".md")
+            for path in result.changed
+            if not path.startswith((".cmem/",))
+        )
+        or "no files"
+    )
     count = len(result.converged)
-    message = CommitMessage(f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", result.pass_id)
+    message = CommitMessage(
+        f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", result.pass_id
+    )
     for rel in result.converged:
         message.add("Converged", rel)
     for deferred in result.deferred:

@@ -20,14 +20,18 @@ import re
 from dataclasses import dataclass, field
 
 # CSI (ESC [ … final byte), OSC (ESC ] … BEL or ST), DCS/SOS/PM/APC strings, and two-byte escapes.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
+_ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]"
+)
 # What returns the cursor to the start of the line (CR, "column 1", "erase line"): a spinner's
 # frames are drawn over each other, and only what follows the last return is on screen.
 _LINE_RESET = re.compile(r"\r(?!\n)|\x1b\[[0-9]*G|\x1b\[2K")
 # Only at the very start (after blank lines): thinking the model does after its answer, or a
 # `<think>` it quotes inside a statement, is left for the parser to see.
 _THINK = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?</\1[ \t]*>", re.DOTALL | re.IGNORECASE)
-_OLLAMA_THINKING = re.compile(r"\A\s*Thinking\.\.\.[ \t]*\n.*?\n\.\.\.done thinking\.[ \t]*(?=\n|\Z)", re.DOTALL)
+_OLLAMA_THINKING = re.compile(
+    r"\A\s*Thinking\.\.\.[ \t]*\n.*?\n\.\.\.done thinking\.[ \t]*(?=\n|\Z)", re.DOTALL
+)
 
 
 @dataclass
@@ -48,10 +52,13 @@ def clean_reply(raw: str) -> CleanReply:
         text = "\n".join(lines)
         text, codes = _ANSI.subn("", text)
         removed.append(f"{codes} ANSI escape codes")
-    for pattern, name in ((_THINK, "a leading <think> block"), (_OLLAMA_THINKING, "a leading Thinking... block")):
+    for pattern, name in (
+        (_THINK, "a leading <think> block"),
+        (_OLLAMA_THINKING, "a leading Thinking... block"),
+    ):
         match = pattern.match(text)
         if match:
             lines = match.group(0).count("\n")
-            text = "\n" * lines + text[match.end():]  # keep the line numbers of the raw output
+            text = "\n" * lines + text[match.end() :]  # keep the line numbers of the raw output
             removed.append(f"{name} ({lines + 1} lines)")
     return CleanReply(text, removed)

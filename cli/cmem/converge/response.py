@@ -32,7 +32,9 @@ KNOWN_ATTRIBUTES = {
 # A tag whose attribute values may hold `<` or `>` inside quotes. Its parts are bounded, so a
 # search that fails (an unclosed quote) gives up within a few thousand characters instead of
 # reading to the end of the reply from every `<`: the reply is read in linear time.
-_TAG = re.compile(r"""<(/?)([A-Za-z][\w.:-]{0,63})((?:[^<>"']|"[^"]{0,2000}"|'[^']{0,2000}'){0,4000})>""")
+_TAG = re.compile(
+    r"""<(/?)([A-Za-z][\w.:-]{0,63})((?:[^<>"']|"[^"]{0,2000}"|'[^']{0,2000}'){0,4000})>"""
+)
 _ATTRIBUTE = re.compile(r"""\s*([^\s=/"'<>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
 _ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9A-Fa-f]+);")
 _NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
@@ -127,7 +129,9 @@ class _Reader:
         self.response = response
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._found: dict[str, tuple[int, int]] = {}
-        self.block_lines: dict[str, int] = {}  # path → line of its file block (a dict: no rescan per block)
+        self.block_lines: dict[
+            str, int
+        ] = {}  # path → line of its file block (a dict: no rescan per block)
 
     def find(self, needle: str, start: int) -> int:
         """`str.find`, remembering the answer: a reply of many unclosed elements must not make
@@ -169,7 +173,10 @@ class _Reader:
             values[attribute.group(1)] = unescape(value)
             position = attribute.end()
         if raw[position:].strip():
-            self.warn(match.start(), f"could not read the attributes of <{name}> after {raw[position:].strip()[:40]!r}")
+            self.warn(
+                match.start(),
+                f"could not read the attributes of <{name}> after {raw[position:].strip()[:40]!r}",
+            )
         for unknown in sorted(set(values) - KNOWN_ATTRIBUTES.get(name, set())):
             self.warn(match.start(), f"unknown attribute {unknown!r} on <{name}> is ignored")
         return values
@@ -180,25 +187,47 @@ def parse_response(text: str) -> Response:
     response = Response()
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > MAX_RESPONSE_BYTES:
-        response.errors.append(Issue(RESPONSE, 0, "format", f"the response is {size} bytes, over the limit of {MAX_RESPONSE_BYTES}; cmem does not read it (write only the files that change)"))
+        response.errors.append(
+            Issue(
+                RESPONSE,
+                0,
+                "format",
+                f"the response is {size} bytes, over the limit of {MAX_RESPONSE_BYTES}; cmem does not read it (write only the files that change)",
+            )
+        )
         return response
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reader = _Reader(text, response)
     opening = _find_opening(text, reader=reader)
     if opening is None:
         what = "is empty" if not text.strip() else "holds no <convergence> element"
-        response.errors.append(Issue(RESPONSE, 0, "format", f"the response {what}; answer with one <convergence>…</convergence> element"))
+        response.errors.append(
+            Issue(
+                RESPONSE,
+                0,
+                "format",
+                f"the response {what}; answer with one <convergence>…</convergence> element",
+            )
+        )
         return response
     reader.attributes(opening)
     end = _read_elements(reader, opening.end())
     if end is None:
-        reader.error(len(text), "the response ends without </convergence> (was it cut off?); send the whole element")
+        reader.error(
+            len(text),
+            "the response ends without </convergence> (was it cut off?); send the whole element",
+        )
     elif _second_element(reader, end) is not None:
         # Two answers ("oops, here is a better one"): applying either could apply the one the
         # model retracted, so neither is; the repair round asks for exactly one.
-        reader.error(_second_element(reader, end), "a second <convergence> element follows the first; answer with exactly one")
+        reader.error(
+            _second_element(reader, end),
+            "a second <convergence> element follows the first; answer with exactly one",
+        )
     elif _find_opening(text, end, reader):
-        reader.warn(end, "text after the first </convergence> is ignored, including a quoted <convergence>")
+        reader.warn(
+            end, "text after the first </convergence> is ignored, including a quoted <convergence>"
+        )
     return response
 
 
@@ -246,7 +275,10 @@ def _read_elements(reader: _Reader, position: int) -> int | None:
         match = _TAG.search(text, position)
         stray = text[position : match.start() if match else len(text)]
         if stray.strip() and stray.strip() not in ("```", "~~~"):
-            reader.warn(position + len(stray) - len(stray.lstrip()), f"text between elements is ignored: {stray.strip()[:60]!r}")
+            reader.warn(
+                position + len(stray) - len(stray.lstrip()),
+                f"text between elements is ignored: {stray.strip()[:60]!r}",
+            )
         if match is None:
             return None
         closing, name = bool(match.group(1)), match.group(2)
@@ -258,7 +290,10 @@ def _read_elements(reader: _Reader, position: int) -> int | None:
             position = match.end()  # closings of self-closing or unknown elements
             continue
         if len(reader.response.errors) >= MAX_ERRORS:
-            reader.error(match.start(), f"more than {MAX_ERRORS} errors; the rest of the response was not read")
+            reader.error(
+                match.start(),
+                f"more than {MAX_ERRORS} errors; the rest of the response was not read",
+            )
             return match.end()
         handler = _HANDLERS.get(name)
         if handler is None:
@@ -276,10 +311,16 @@ def _read_file(reader: _Reader, match: re.Match) -> int:
     line = reader.line_at(match.start())
     rest = text[match.end() : reader.line_end(match.end())]
     if match.group(3).rstrip().endswith("/"):
-        reader.error(match.start(), "<file/> is self-closing: a file block holds the complete file between <file path=…> and a </file> line")
+        reader.error(
+            match.start(),
+            "<file/> is self-closing: a file block holds the complete file between <file path=…> and a </file> line",
+        )
         return match.end()
     if rest.strip():
-        reader.error(match.start(), f"content must start on the line after <file path=…>, not after the tag: {rest.strip()[:40]!r}")
+        reader.error(
+            match.start(),
+            f"content must start on the line after <file path=…>, not after the tag: {rest.strip()[:40]!r}",
+        )
     start = reader.line_end(match.end())
     lines, offset = [], start
     while offset < len(text):
@@ -289,18 +330,27 @@ def _read_file(reader: _Reader, match: re.Match) -> int:
             break
         if _is_boundary(current):
             # No convergent file holds these lines: the block lost its `</file>`.
-            reader.error(match.start(), f"the file block for {path!r} has no closing </file> line before line {reader.line_at(offset)}")
+            reader.error(
+                match.start(),
+                f"the file block for {path!r} has no closing </file> line before line {reader.line_at(offset)}",
+            )
             return offset
         lines.append(current)
         offset = end
     else:
-        reader.error(match.start(), f"the file block for {path!r} has no closing </file> line (was the response cut off?)")
+        reader.error(
+            match.start(),
+            f"the file block for {path!r} has no closing </file> line (was the response cut off?)",
+        )
         return len(text)
     if path is None:
         reader.error(match.start(), "<file> without a path attribute")
     elif path in reader.block_lines:
         first_line = reader.block_lines[path]
-        reader.error(match.start(), f"a second file block for {path!r} (the first is at line {first_line}); send each file once")
+        reader.error(
+            match.start(),
+            f"a second file block for {path!r} (the first is at line {first_line}); send each file once",
+        )
     else:
         reader.block_lines[path] = line
         response.files.append(FileBlock(path, _unfence(reader, match.start(), lines), line))
@@ -309,7 +359,9 @@ def _read_file(reader: _Reader, match: re.Match) -> int:
 
 def _is_boundary(line: str) -> bool:
     stripped = line.strip()
-    return stripped == "</convergence>" or bool(stripped.startswith("<file ") and _TAG.match(stripped))
+    return stripped == "</convergence>" or bool(
+        stripped.startswith("<file ") and _TAG.match(stripped)
+    )
 
 
 def _unfence(reader: _Reader, offset: int, lines: list[str]) -> str:
@@ -319,7 +371,11 @@ def _unfence(reader: _Reader, offset: int, lines: list[str]) -> str:
         lines = lines[1:]
     while lines and not lines[-1].strip():
         lines = lines[:-1]
-    if len(lines) >= 2 and _FENCE_OPEN.match(lines[0]) and lines[-1].strip() == lines[0].strip()[:3]:
+    if (
+        len(lines) >= 2
+        and _FENCE_OPEN.match(lines[0])
+        and lines[-1].strip() == lines[0].strip()[:3]
+    ):
         reader.warn(offset, "a code fence around the whole file content was removed", rule="format")
         lines = lines[1:-1]
     return "\n".join(lines)
@@ -355,7 +411,10 @@ def _read_dropped(reader: _Reader, match: re.Match) -> int:
         reader.error(match.start(), "<dropped> has no closing </dropped>")
         return end
     if inner is None or not inner.strip():
-        reader.error(match.start(), "<dropped> must hold the removed statement: <dropped file=\"…\" reason=\"…\">old statement</dropped>")
+        reader.error(
+            match.start(),
+            '<dropped> must hold the removed statement: <dropped file="…" reason="…">old statement</dropped>',
+        )
         return end
     if "file" not in attributes:
         reader.error(match.start(), "<dropped> without a file attribute")
@@ -363,7 +422,14 @@ def _read_dropped(reader: _Reader, match: re.Match) -> int:
     if not attributes.get("reason", "").strip():
         reader.warn(match.start(), "<dropped> without a reason", rule="format")
     statement = unescape(inner.strip())
-    reader.response.dropped.append(DroppedEntry(attributes["file"], statement, attributes.get("reason", ""), reader.line_at(match.start())))
+    reader.response.dropped.append(
+        DroppedEntry(
+            attributes["file"],
+            statement,
+            attributes.get("reason", ""),
+            reader.line_at(match.start()),
+        )
+    )
     return end
 
 
@@ -375,7 +441,10 @@ def _read_converged(reader: _Reader, match: re.Match) -> int:
     if not note:
         reader.error(match.start(), "<converged> without a note attribute")
     elif not into:
-        reader.error(match.start(), f"<converged note={note!r}> does not say into which files (into=\"a.md; b.md\"); a note with nothing to keep is <deferred>")
+        reader.error(
+            match.start(),
+            f'<converged note={note!r}> does not say into which files (into="a.md; b.md"); a note with nothing to keep is <deferred>',
+        )
     else:
         reader.response.converged.append(ConvergedEntry(note, into, reader.line_at(match.start())))
     return end
@@ -396,7 +465,9 @@ def _read_deferred(reader: _Reader, match: re.Match) -> int:
 
 
 def _read_nested_convergence(reader: _Reader, match: re.Match) -> int:
-    reader.warn(match.start(), "a <convergence> inside <convergence> is ignored (its elements are read)")
+    reader.warn(
+        match.start(), "a <convergence> inside <convergence> is ignored (its elements are read)"
+    )
     return match.end()
 
 

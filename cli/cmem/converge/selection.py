@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cmem.vault.notes import read_note
-from cmem.vault.layers import NoteFile
 from cmem.scan.signals import PendingNote, Signal
 from cmem.text.tokens import estimate_tokens
-from cmem.vault.layers import Vault
+from cmem.vault.layers import NoteFile, Vault
+from cmem.vault.notes import read_note
 
 
 @dataclass
@@ -42,7 +41,9 @@ class Selection:
     deferred_lines: set[tuple[str, int]] = field(default_factory=set)
 
 
-def select_notes(vault: Vault, pending: list[PendingNote], budget_tokens: int, only: list[str] | None = None) -> Selection:
+def select_notes(
+    vault: Vault, pending: list[PendingNote], budget_tokens: int, only: list[str] | None = None
+) -> Selection:
     """`budget_tokens` is what the notes may take of the prompt (the caller subtracts the fixed
     parts). The first note is always taken, even over budget, so a pass can make progress."""
     chosen = pending
@@ -67,10 +68,19 @@ def select_notes(vault: Vault, pending: list[PendingNote], budget_tokens: int, o
 
 
 def _read_pending(vault: Vault, entry: PendingNote) -> SelectedNote | None:
-    note = read_note(NoteFile(entry.rel, vault.root / entry.rel, "divergent"), vault.config.max_note_bytes)
+    note = read_note(
+        NoteFile(entry.rel, vault.root / entry.rel, "divergent"), vault.config.max_note_bytes
+    )
     if not note.usable:
         return None
     return SelectedNote(
-        rel=entry.rel, name=entry.name, text=note.text, lines=note.lines, signals=list(entry.signals),
-        tags=list(entry.tags), links=list(entry.links), sha256=note.sha256, mtime_ns=note.mtime_ns,
+        rel=entry.rel,
+        name=entry.name,
+        text=note.text,
+        lines=note.lines,
+        signals=list(entry.signals),
+        tags=list(entry.tags),
+        links=list(entry.links),
+        sha256=note.sha256,
+        mtime_ns=note.mtime_ns,
     )

@@ -35,14 +35,33 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.vault.config import Formats
 from cmem.converge.lines import frontmatter_problems, is_blank, unaccounted_lines
-from cmem.converge.paths import convergent_path_problem, lookalike_problem, note_stem_problem, show_path, skeleton
+from cmem.converge.paths import (
+    convergent_path_problem,
+    lookalike_problem,
+    note_stem_problem,
+    show_path,
+    skeleton,
+)
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block, read_note, split_frontmatter
-from cmem.vault.statements import WIKILINK, Statement, Trace, format_source, normalize, parse_statements, split_statement
 from cmem.text.tokens import estimate_tokens
+from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
+from cmem.vault.notes import (
+    frontmatter_hazard,
+    parse_frontmatter_block,
+    read_note,
+    split_frontmatter,
+)
+from cmem.vault.statements import (
+    WIKILINK,
+    Statement,
+    Trace,
+    format_source,
+    normalize,
+    parse_statements,
+    split_statement,
+)
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3
@@ -51,7 +70,9 @@ INVENTION_THRESHOLD = 0.3
 # suspect only when the names and numbers there are to share are not shared at all.
 _MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
 _INVENTION_MIN_TOKENS = 3
-_STOPWORDS = frozenset("a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split())
+_STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split()
+)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # Lines a model writes instead of the text it did not want to repeat.
 _ELISION = re.compile(
@@ -107,10 +128,14 @@ class Validation:
     errors: list[Issue] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
     writes: dict[str, str] = field(default_factory=dict)  # path → new text; empty unless ok
-    bases: dict[str, str | None] = field(default_factory=dict)  # path → the text each write replaces
+    bases: dict[str, str | None] = field(
+        default_factory=dict
+    )  # path → the text each write replaces
     converged: list[ConvergedEntry] = field(default_factory=list)  # note = the selected path
     deferred: list[DeferredEntry] = field(default_factory=list)
-    moves: list[dict] = field(default_factory=list)  # {"statement", "from", "to": [paths]}: reported, never silent
+    moves: list[dict] = field(
+        default_factory=list
+    )  # {"statement", "from", "to": [paths]}: reported, never silent
 
     @property
     def ok(self) -> bool:
@@ -226,7 +251,12 @@ class _Checker:
         self._existing_memory: list[str] | None = None
         self._note_shapes: dict[str, str] | None = None
         # every path and every tail of one after a '/', so `[[2026-11/x]]` resolves in one look-up
-        self._note_paths = {path.split("/", i)[-1] for paths in names.values() for path in paths for i in range(path.count("/") + 1)}
+        self._note_paths = {
+            path.split("/", i)[-1]
+            for paths in names.values()
+            for path in paths
+            for i in range(path.count("/") + 1)
+        }
 
     def error(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
@@ -241,7 +271,9 @@ class _Checker:
     def parse(self, text: str) -> _Doc:
         block, body_start, problem = split_frontmatter(text)
         body = "\n".join(text.split("\n")[body_start - 1 :])
-        return _Doc(text, block, problem, body_start, parse_statements(body, body_start, self.formats))
+        return _Doc(
+            text, block, problem, body_start, parse_statements(body, body_start, self.formats)
+        )
 
     def trace_id(self, trace: Trace) -> tuple[str, str]:
         """A trace is the same trace when its date and the old wording's core agree."""
@@ -256,7 +288,9 @@ class _Checker:
         full = self.vault.root / path
         if not os.path.lexists(full):
             return None, None
-        note = read_note(NoteFile(path, full, self.vault.layer_of(path) or ""), self.vault.config.max_note_bytes)
+        note = read_note(
+            NoteFile(path, full, self.vault.layer_of(path) or ""), self.vault.config.max_note_bytes
+        )
         if note.skip_reason and not (note.skip_reason == "is empty" and not note.problems):
             return None, note.skip_reason
         if note.problems:
@@ -266,29 +300,64 @@ class _Checker:
     def load_changes(self) -> list[_Change]:
         changes = []
         if len(self.response.files) > MAX_FILE_BLOCKS:
-            self.error(RESPONSE, self.response.files[MAX_FILE_BLOCKS].line, "content", f"the response holds {len(self.response.files)} file blocks, more than {MAX_FILE_BLOCKS} in one pass; write only the files that change")
+            self.error(
+                RESPONSE,
+                self.response.files[MAX_FILE_BLOCKS].line,
+                "content",
+                f"the response holds {len(self.response.files)} file blocks, more than {MAX_FILE_BLOCKS} in one pass; write only the files that change",
+            )
             return changes
         for block in self.response.files:
             problem = convergent_path_problem(self.vault, block.path)
             if problem:
-                self.error(RESPONSE, block.line, "1", f"<file path=\"{show_path(block.path)}\">: the path {problem}; write only convergent files under {self.vault.config.resident_dir}/ or {self.vault.config.situational_dir}/")
+                self.error(
+                    RESPONSE,
+                    block.line,
+                    "1",
+                    f'<file path="{show_path(block.path)}">: the path {problem}; write only convergent files under {self.vault.config.resident_dir}/ or {self.vault.config.situational_dir}/',
+                )
                 continue
             base_text, refusal = self.base_text(block.path)
-            if base_text is None and not refusal and not os.path.lexists(self.vault.root / block.path):
-                problem = lookalike_problem(block.path, self.existing_memory()) or note_stem_problem(block.path, self.note_shapes())
+            if (
+                base_text is None
+                and not refusal
+                and not os.path.lexists(self.vault.root / block.path)
+            ):
+                problem = lookalike_problem(
+                    block.path, self.existing_memory()
+                ) or note_stem_problem(block.path, self.note_shapes())
                 if problem:
-                    self.error(RESPONSE, block.line, "12", f"<file path=\"{show_path(block.path)}\">: the path {problem}")
+                    self.error(
+                        RESPONSE,
+                        block.line,
+                        "12",
+                        f'<file path="{show_path(block.path)}">: the path {problem}',
+                    )
                     continue
-                self.existing_memory().append(block.path)  # a second block may not look like it either
+                self.existing_memory().append(
+                    block.path
+                )  # a second block may not look like it either
             if refusal:
-                self.error(block.path, 0, "content", f"the current file {refusal}; cmem never rewrites such a file — fix it by hand first")
+                self.error(
+                    block.path,
+                    0,
+                    "content",
+                    f"the current file {refusal}; cmem never rewrites such a file — fix it by hand first",
+                )
                 continue
             new_text = self.content(block.path, block.content)
             if new_text is None:
                 continue
             base = None if base_text is None else self.parse(base_text)
-            if base is not None and (base.frontmatter_problem or parse_frontmatter_block(base.frontmatter)[1]):
-                self.error(block.path, 1, "content", "the current file's frontmatter does not parse; cmem never rewrites it — fix it by hand first")
+            if base is not None and (
+                base.frontmatter_problem or parse_frontmatter_block(base.frontmatter)[1]
+            ):
+                self.error(
+                    block.path,
+                    1,
+                    "content",
+                    "the current file's frontmatter does not parse; cmem never rewrites it — fix it by hand first",
+                )
                 continue
             change = _Change(block.path, block.line, base, self.parse(new_text))
             self.check_elision(change.path, change.new, base)
@@ -313,24 +382,48 @@ class _Checker:
 
     def is_note(self, path: str) -> bool:
         """A note a statement may cite: divergent or archived, never memory or the checklist."""
-        return self.vault.layer_of(path) in (DIVERGENT, ARCHIVE) and path != self.vault.checklist_rel
+        return (
+            self.vault.layer_of(path) in (DIVERGENT, ARCHIVE) and path != self.vault.checklist_rel
+        )
 
     def content(self, path: str, content: str) -> str | None:
         """The text to write, or None after naming why the block cannot be written."""
         content = content.lstrip("\ufeff")
         if "\x00" in content:
-            self.error(path, content[: content.index("\x00")].count("\n") + 1, "content", "the content holds NUL bytes")
+            self.error(
+                path,
+                content[: content.index("\x00")].count("\n") + 1,
+                "content",
+                "the content holds NUL bytes",
+            )
             return None
         control = _CONTROL.search(content)
         if control:
-            self.error(path, content[: control.start()].count("\n") + 1, "content", f"the content holds the control character U+{ord(control.group()):04X}")
+            self.error(
+                path,
+                content[: control.start()].count("\n") + 1,
+                "content",
+                f"the content holds the control character U+{ord(control.group()):04X}",
+            )
             return None
         for number, line in enumerate(content.split("\n"), 1):
-            if ("(" in line or "（" in line or "【" in line or "[" in line) and _nesting(line) > MAX_NESTING:
-                self.error(path, number, "content", f"this line nests brackets {_nesting(line)} deep (at most {MAX_NESTING}); a trace nests once per change")
+            if ("(" in line or "（" in line or "【" in line or "[" in line) and _nesting(
+                line
+            ) > MAX_NESTING:
+                self.error(
+                    path,
+                    number,
+                    "content",
+                    f"this line nests brackets {_nesting(line)} deep (at most {MAX_NESTING}); a trace nests once per change",
+                )
                 return None
         if not content.strip():
-            self.error(path, 0, "content", "the file block is empty; a whole-file rewrite must hold the complete file (was the reply cut off?)")
+            self.error(
+                path,
+                0,
+                "content",
+                "the file block is empty; a whole-file rewrite must hold the complete file (was the reply cut off?)",
+            )
             return None
         return _ended(content)
 
@@ -339,8 +432,17 @@ class _Checker:
         by rule 4, but this says why. A line the file already had is the user's, not elision."""
         before = {line.strip() for line in base.text.split("\n")} if base else set()
         for number, line in enumerate(new.text.split("\n"), 1):
-            if (_is_ellipsis_line(line) or _ELISION.search(line)) and not WIKILINK.search(line) and line.strip() not in before:
-                self.error(path, number, "content", f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included")
+            if (
+                (_is_ellipsis_line(line) or _ELISION.search(line))
+                and not WIKILINK.search(line)
+                and line.strip() not in before
+            ):
+                self.error(
+                    path,
+                    number,
+                    "content",
+                    f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included",
+                )
 
     def check_replacement_characters(self, path: str, new: _Doc, base: _Doc | None) -> None:
         """U+FFFD is what undecodable bytes of a reply became: a garbled answer, never memory.
@@ -352,9 +454,16 @@ class _Checker:
             if "\ufffd" not in line or line.strip() in before:
                 continue
             spots = [i for i, ch in enumerate(line) if ch == "\ufffd"]
-            quoted = lambda i: any(line[max(i - 2, 0) : i + 3] in text for text in sources)  # two characters each side
+            quoted = lambda i: any(
+                line[max(i - 2, 0) : i + 3] in text for text in sources
+            )  # two characters each side
             if not all(quoted(i) for i in spots):
-                self.error(path, number, "content", "this line holds U+FFFD, the mark of bytes that were not UTF-8 (a garbled reply); write it out again")
+                self.error(
+                    path,
+                    number,
+                    "content",
+                    "this line holds U+FFFD, the mark of bytes that were not UTF-8 (a garbled reply); write it out again",
+                )
                 return
 
     # --- rule 2 ------------------------------------------------------------------------
@@ -372,23 +481,40 @@ class _Checker:
             where = re.search(r"line (\d+)", problem)
             self.error(change.path, int(where.group(1)) if where else 1, "2", problem)
             return
-        for why in frontmatter_problems(change.base.frontmatter if change.base else None, new.frontmatter, data, change.base is None):
+        for why in frontmatter_problems(
+            change.base.frontmatter if change.base else None,
+            new.frontmatter,
+            data,
+            change.base is None,
+        ):
             self.error(change.path, 1, "9", f"the frontmatter {why}")
         if change.base is None:
             return
         before, _ = parse_frontmatter_block(change.base.frontmatter)
         lost = [str(key) for key in before if key not in data]
         if lost:
-            self.error(change.path, 1, "2", f"the frontmatter lost the key{'s' if len(lost) > 1 else ''} {', '.join(lost)}; keep every key the file had")
+            self.error(
+                change.path,
+                1,
+                "2",
+                f"the frontmatter lost the key{'s' if len(lost) > 1 else ''} {', '.join(lost)}; keep every key the file had",
+            )
 
     # --- rule 9 ------------------------------------------------------------------------
 
     def check_lines(self, change: _Change) -> None:
         before = {line.strip() for line in change.base.text.split("\n")} if change.base else set()
         statements = {s.line_no for s in change.new.statements}
-        for number, why in unaccounted_lines(change.new.text, change.new.body_start, statements, before)[:MAX_FILE_BLOCKS]:
+        for number, why in unaccounted_lines(
+            change.new.text, change.new.body_start, statements, before
+        )[:MAX_FILE_BLOCKS]:
             if number not in self.content_lines.get(change.path, set()):
-                self.error(change.path, number, "9", f"{why} (only sourced statements, blank lines and short headings are written)")
+                self.error(
+                    change.path,
+                    number,
+                    "9",
+                    f"{why} (only sourced statements, blank lines and short headings are written)",
+                )
 
     # --- rule 3 ------------------------------------------------------------------------
 
@@ -397,7 +523,9 @@ class _Checker:
         without regard to case) or by a path's tail (`[[2026-11/x]]`)."""
         name = name.strip()
         bare = name.removesuffix(".md")
-        found = self._by_name.get(name) or self._by_name.get(bare) or self._by_name.get(bare.casefold())
+        found = (
+            self._by_name.get(name) or self._by_name.get(bare) or self._by_name.get(bare.casefold())
+        )
         if found:
             return found
         if "/" in name:
@@ -414,22 +542,39 @@ class _Checker:
             if statement.line_no in elided:
                 continue
             if statement.key not in base_keys and not statement.sources:
-                self.error(change.path, statement.line_no, "3", f"statement has no source: {_short(statement.core)!r}; cite the note it came from as {format_source(['…'], self.formats)}")
+                self.error(
+                    change.path,
+                    statement.line_no,
+                    "3",
+                    f"statement has no source: {_short(statement.core)!r}; cite the note it came from as {format_source(['…'], self.formats)}",
+                )
             for name in statement.sources:
                 if self._kept_source(change, statement, name):
                     continue
                 targets = self.targets(name)
                 if not targets:
-                    self.error(change.path, statement.line_no, "3", f"the source [[{name}]] resolves to no note")
+                    self.error(
+                        change.path,
+                        statement.line_no,
+                        "3",
+                        f"the source [[{name}]] resolves to no note",
+                    )
                 elif not any(self.is_note(path) for path in targets):
-                    self.error(change.path, statement.line_no, "11", f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from")
+                    self.error(
+                        change.path,
+                        statement.line_no,
+                        "11",
+                        f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from",
+                    )
         self.check_kept_sources(change)
 
     def _kept_source(self, change: _Change, statement: Statement, name: str) -> bool:
         """A source the statement already had is not the reply's doing, even if broken."""
         if change.base is None:
             return False
-        return any(old.key == statement.key and name in old.sources for old in change.base.statements)
+        return any(
+            old.key == statement.key and name in old.sources for old in change.base.statements
+        )
 
     def check_kept_sources(self, change: _Change) -> None:
         """A statement kept as it was keeps its sources: provenance is what makes memory checkable."""
@@ -443,11 +588,20 @@ class _Checker:
         for old in change.base.statements:
             if old.key not in new_sources:
                 continue
-            lost = [name for name in old.sources if name not in new_sources[old.key] and self.resolves(name)]
+            lost = [
+                name
+                for name in old.sources
+                if name not in new_sources[old.key] and self.resolves(name)
+            ]
             if lost:
                 line = first_line[old.key]
                 links = ", ".join(f"[[{name}]]" for name in lost)
-                self.error(change.path, line, "3", f"the statement {_short(old.core)!r} lost its source {links}; keep the sources of statements you keep")
+                self.error(
+                    change.path,
+                    line,
+                    "3",
+                    f"the statement {_short(old.core)!r} lost its source {links}; keep the sources of statements you keep",
+                )
 
     # --- rules 4 and 8 ------------------------------------------------------------------
 
@@ -455,13 +609,20 @@ class _Checker:
         if self._dropped_by_file is None:
             self._dropped_by_file = {}
             for entry in self.response.dropped:
-                self._dropped_by_file.setdefault(entry.file, set()).add(normalize(split_statement(entry.statement, self.formats)[0]))
+                self._dropped_by_file.setdefault(entry.file, set()).add(
+                    normalize(split_statement(entry.statement, self.formats)[0])
+                )
         return self._dropped_by_file.get(path, set())
 
     def written_traces(self, changes: list[_Change]) -> set[tuple[str, str]]:
         """Every trace in the reply's files, at every depth: computed once, not once per file."""
         if self._written_traces is None:
-            self._written_traces = {self.trace_id(t) for other in changes for s in other.new.statements for t in _all_traces(s.traces)}
+            self._written_traces = {
+                self.trace_id(t)
+                for other in changes
+                for s in other.new.statements
+                for t in _all_traces(s.traces)
+            }
         return self._written_traces
 
     def new_key_files(self, changes: list[_Change]) -> dict[str, set[str]]:
@@ -491,7 +652,9 @@ class _Checker:
                             trace_id = self.trace_id(trace)
                             if trace_id in known:
                                 continue
-                            self._rewrites.setdefault(trace_id[1], []).append(is_blank(statement.core))
+                            self._rewrites.setdefault(trace_id[1], []).append(
+                                is_blank(statement.core)
+                            )
                             # a statement changed twice in one pass (X → Y → Z): Y was never in a
                             # file, so X, nested under it, is still this chain's own rewrite; under
                             # a statement the file holds, it is that statement's history instead
@@ -516,35 +679,67 @@ class _Checker:
                 if all(rewrites[old.key]):
                     blanked += 1  # rewritten as "Unknown": the fact is lost all the same
             elif gone and elsewhere:
-                self.result.moves.append({"statement": old.core, "from": change.path, "to": elsewhere})
-                if resident and not any(self.vault.layer_of(path) == RESIDENT for path in elsewhere) and not self.ctx.allow_shrink:
-                    self.error(change.path, old.line_no, "10", f"the statement {_short(old.core)!r} moves out of the resident layer (to {', '.join(elsewhere)}); resident memory is read every session — keep it here, or the user passes --allow-shrink")
+                self.result.moves.append(
+                    {"statement": old.core, "from": change.path, "to": elsewhere}
+                )
+                if (
+                    resident
+                    and not any(self.vault.layer_of(path) == RESIDENT for path in elsewhere)
+                    and not self.ctx.allow_shrink
+                ):
+                    self.error(
+                        change.path,
+                        old.line_no,
+                        "10",
+                        f"the statement {_short(old.core)!r} moves out of the resident layer (to {', '.join(elsewhere)}); resident memory is read every session — keep it here, or the user passes --allow-shrink",
+                    )
             elif gone and old.key in dropped:
                 removed_by_drop += 1
                 continue  # its traces go with it, on purpose
             elif gone:
-                self.error(change.path, old.line_no, "4", f"the statement {_short(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace {self._example_trace(old.core)}, or list it in <dropped>")
+                self.error(
+                    change.path,
+                    old.line_no,
+                    "4",
+                    f"the statement {_short(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace {self._example_trace(old.core)}, or list it in <dropped>",
+                )
                 continue
             for trace in _all_traces(old.traces):
                 if self.trace_id(trace) not in kept_traces:
-                    self.error(change.path, old.line_no, "4", f"the trace of {_short(old.core, 40)!r} dated {trace.date} (was: {_short(split_statement(trace.old, self.formats)[0], 40)!r}) is gone; keep every trace, nested inside the new one when a statement changes again")
+                    self.error(
+                        change.path,
+                        old.line_no,
+                        "4",
+                        f"the trace of {_short(old.core, 40)!r} dated {trace.date} (was: {_short(split_statement(trace.old, self.formats)[0], 40)!r}) is gone; keep every trace, nested inside the new one when a statement changes again",
+                    )
         self._losses[change.path] = removed_by_drop + blanked
         self.check_shrink(change, removed_by_drop, blanked)
 
     def _example_trace(self, old: str) -> str:
-        return self.formats.trace.replace("{date}", self.ctx.pass_date).replace("{old}", _short(old, 30))
+        return self.formats.trace.replace("{date}", self.ctx.pass_date).replace(
+            "{old}", _short(old, 30)
+        )
 
     def check_shrink(self, change: _Change, removed: int, blanked: int = 0) -> None:
         total = len(change.base.statements) if change.base else 0
         lost = removed + blanked
         if total >= 2 and lost * 4 > total and not self.ctx.allow_shrink:
             how = f" ({removed} in <dropped>, {blanked} blanked)" if blanked else ""
-            self.error(change.path, 0, "8", f"the reply removes {lost} of its {total} statements{how}, more than a quarter in one pass; drop fewer (a statement rewritten with a trace is changed, not dropped; 'Unknown' is a loss), or the user passes --allow-shrink")
+            self.error(
+                change.path,
+                0,
+                "8",
+                f"the reply removes {lost} of its {total} statements{how}, more than a quarter in one pass; drop fewer (a statement rewritten with a trace is changed, not dropped; 'Unknown' is a loss), or the user passes --allow-shrink",
+            )
 
     def check_layer_loss(self, changes: list[_Change]) -> None:
         """More than a quarter of all memory lost in one pass, across files (SPEC §5 rule 10)."""
         lost = sum(self._losses.values())
-        if not lost or self.ctx.allow_shrink or any(issue.rule == "8" for issue in self.result.errors):
+        if (
+            not lost
+            or self.ctx.allow_shrink
+            or any(issue.rule == "8" for issue in self.result.errors)
+        ):
             return  # a file's own quarter already named the loss
         texts = {path: text for path, text in self.ctx.originals.items() if text}
         texts.update({c.path: c.base.text for c in changes if c.base})
@@ -552,7 +747,12 @@ class _Checker:
             texts.setdefault(path, text)
         total = sum(len(self.parse(text).statements) for text in texts.values())
         if lost * 4 > total:
-            self.error(RESPONSE, 0, "10", f"the reply removes {lost} of the {total} statements of the memory layer, more than a quarter in one pass; drop fewer, or the user passes --allow-shrink")
+            self.error(
+                RESPONSE,
+                0,
+                "10",
+                f"the reply removes {lost} of the {total} statements of the memory layer, more than a quarter in one pass; drop fewer, or the user passes --allow-shrink",
+            )
 
     def check_dropped_entries(self, changes: list[_Change]) -> None:
         by_path = {change.path: change for change in changes}
@@ -560,11 +760,26 @@ class _Checker:
             change = by_path.get(entry.file)
             key = normalize(split_statement(entry.statement, self.formats)[0])
             if change is None:
-                self.warn(RESPONSE, entry.line, "dropped", f"<dropped file=\"{show_path(entry.file)}\"> names a file the reply does not rewrite; ignored")
+                self.warn(
+                    RESPONSE,
+                    entry.line,
+                    "dropped",
+                    f'<dropped file="{show_path(entry.file)}"> names a file the reply does not rewrite; ignored',
+                )
             elif change.base is None or key not in change.base.keys:
-                self.warn(RESPONSE, entry.line, "dropped", f"<dropped> names {_short(entry.statement, 50)!r}, which is not a statement of {entry.file}; ignored")
+                self.warn(
+                    RESPONSE,
+                    entry.line,
+                    "dropped",
+                    f"<dropped> names {_short(entry.statement, 50)!r}, which is not a statement of {entry.file}; ignored",
+                )
             elif key in change.new.keys:
-                self.warn(RESPONSE, entry.line, "dropped", f"<dropped> names {_short(entry.statement, 50)!r}, which is still in {entry.file}")
+                self.warn(
+                    RESPONSE,
+                    entry.line,
+                    "dropped",
+                    f"<dropped> names {_short(entry.statement, 50)!r}, which is still in {entry.file}",
+                )
 
     # --- rule 5 ------------------------------------------------------------------------
 
@@ -573,17 +788,28 @@ class _Checker:
         for statement in change.new.statements:
             for trace in _all_traces(statement.traces):
                 if self.trace_id(trace) not in known and trace.date != self.ctx.pass_date:
-                    self.error(change.path, statement.line_no, "5", f"a new trace is dated {trace.date}; date it {self.ctx.pass_date}, the date of this pass")
+                    self.error(
+                        change.path,
+                        statement.line_no,
+                        "5",
+                        f"a new trace is dated {trace.date}; date it {self.ctx.pass_date}, the date of this pass",
+                    )
 
     def known_traces(self, changes: list[_Change]) -> set[tuple[str, str]]:
         """Traces that exist before the pass, in any file it touches or the resident ones: a
         statement moved with its history brings old dates along."""
         if self._known_traces is None:
-            texts = [c.base.text for c in changes if c.base] + [t for t in self.ctx.originals.values() if t] + list(self.resident_texts().values())
+            texts = (
+                [c.base.text for c in changes if c.base]
+                + [t for t in self.ctx.originals.values() if t]
+                + list(self.resident_texts().values())
+            )
             self._known_traces = set()
             for text in dict.fromkeys(texts):
                 for statement in self.parse(text).statements:
-                    self._known_traces.update(self.trace_id(t) for t in _all_traces(statement.traces))
+                    self._known_traces.update(
+                        self.trace_id(t) for t in _all_traces(statement.traces)
+                    )
         return self._known_traces
 
     # --- rule 6 ------------------------------------------------------------------------
@@ -596,7 +822,11 @@ class _Checker:
                 if not file.path.is_file():
                     continue  # never open a FIFO or a device: the read would block
                 text = self.ctx.originals.get(file.rel)
-                self._resident[file.rel] = text if text is not None else read_note(file, self.vault.config.max_note_bytes).text
+                self._resident[file.rel] = (
+                    text
+                    if text is not None
+                    else read_note(file, self.vault.config.max_note_bytes).text
+                )
             for path, text in self.ctx.originals.items():
                 if text is not None and self.vault.layer_of(path) == RESIDENT:
                     self._resident.setdefault(path, text)
@@ -613,9 +843,19 @@ class _Checker:
             return
         if written and size_after > size_before:
             largest = max(written, key=lambda path: estimate_tokens(written[path]))
-            self.error(largest, 0, "6", f"the resident files would hold about {size_after} tokens, over the cap of {cap} (resident_max_tokens); compress them — merge overlapping statements with <dropped>, or move situational detail to {self.vault.config.situational_dir}/")
+            self.error(
+                largest,
+                0,
+                "6",
+                f"the resident files would hold about {size_after} tokens, over the cap of {cap} (resident_max_tokens); compress them — merge overlapping statements with <dropped>, or move situational detail to {self.vault.config.situational_dir}/",
+            )
         else:
-            self.warn(self.vault.config.resident_dir, 0, "6", f"the resident files hold about {size_after} tokens, over the cap of {cap}; the next pass should compress them")
+            self.warn(
+                self.vault.config.resident_dir,
+                0,
+                "6",
+                f"the resident files hold about {size_after} tokens, over the cap of {cap}; the next pass should compress them",
+            )
 
     # --- rule 13 -----------------------------------------------------------------------
 
@@ -626,7 +866,12 @@ class _Checker:
                 continue
             size = estimate_tokens(change.new.text)
             if size > cap and (change.base is None or size > estimate_tokens(change.base.text)):
-                self.error(change.path, 0, "13", f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it")
+                self.error(
+                    change.path,
+                    0,
+                    "13",
+                    f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it",
+                )
 
     # --- rule 7 ------------------------------------------------------------------------
 
@@ -660,19 +905,35 @@ class _Checker:
                 self.result.deferred.append(DeferredEntry(path, entry.reason, entry.line))
         for path in self.ctx.selected:
             if path not in seen:
-                self.warn(path, 0, "unaccounted", "the reply neither converged nor deferred this note; it is treated as deferred")
-                self.result.deferred.append(DeferredEntry(path, "neither converged nor deferred by the reply", 0))
+                self.warn(
+                    path,
+                    0,
+                    "unaccounted",
+                    "the reply neither converged nor deferred this note; it is treated as deferred",
+                )
+                self.result.deferred.append(
+                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+                )
 
     def _note_of_pass(self, note: str, line: int, kind: str, seen: dict[str, str]) -> str | None:
         path = self.selected_path(note)
         if path is None:
-            self.error(RESPONSE, line, "7", f"<{kind} note=\"{show_path(note)}\"> names a note that is not in this pass; name only the notes given to you")
+            self.error(
+                RESPONSE,
+                line,
+                "7",
+                f'<{kind} note="{show_path(note)}"> names a note that is not in this pass; name only the notes given to you',
+            )
             return None
         if path in seen:
             if seen[path] != kind:
-                self.error(RESPONSE, line, "7", f"{path} is both converged and deferred; choose one")
+                self.error(
+                    RESPONSE, line, "7", f"{path} is both converged and deferred; choose one"
+                )
             else:
-                self.warn(RESPONSE, line, "unknown", f"{path} is {kind} twice; the first entry counts")
+                self.warn(
+                    RESPONSE, line, "unknown", f"{path} is {kind} twice; the first entry counts"
+                )
             return None
         seen[path] = kind
         return path
@@ -684,11 +945,24 @@ class _Checker:
             problem = convergent_path_problem(self.vault, into)
             text = None if problem else written.get(into) or self._existing(into)
             if problem or text is None:
-                why = f"the path {problem}" if problem else "that file is neither in the reply nor in the vault"
-                self.error(RESPONSE, entry.line, "7", f"<converged into=\"{show_path(into)}\">: {why}")
+                why = (
+                    f"the path {problem}"
+                    if problem
+                    else "that file is neither in the reply nor in the vault"
+                )
+                self.error(
+                    RESPONSE, entry.line, "7", f'<converged into="{show_path(into)}">: {why}'
+                )
                 ok = False
-            elif not any(source == name for s in self.parsed(into, text).statements for source in s.sources):
-                self.warn(into, 0, "converged", f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]")
+            elif not any(
+                source == name for s in self.parsed(into, text).statements for source in s.sources
+            ):
+                self.warn(
+                    into,
+                    0,
+                    "converged",
+                    f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]",
+                )
         return ok
 
     def parsed(self, path: str, text: str) -> _Doc:
@@ -717,7 +991,10 @@ class _Checker:
             if notes and len(self._cited_texts) < _MAX_CITED_READS:
                 full = self.vault.root / notes[0]
                 if full.is_file():
-                    note = read_note(NoteFile(notes[0], full, self.vault.layer_of(notes[0]) or ""), self.vault.config.max_note_bytes)
+                    note = read_note(
+                        NoteFile(notes[0], full, self.vault.layer_of(notes[0]) or ""),
+                        self.vault.config.max_note_bytes,
+                    )
                     text = note.text if note.usable else None
             self._cited_texts[name] = text
         return self._cited_texts[name]
@@ -740,15 +1017,29 @@ class _Checker:
                     continue
                 note_words = set().union(*(self.source_words(name) for name in cited))
                 overlap = len(words & note_words) / len(words)
-                if any(_mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "") for name in cited):
+                if any(
+                    _mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "")
+                    for name in cited
+                ):
                     suspect = overlap < INVENTION_THRESHOLD
                 else:
                     # a translation: judge on the names and numbers (ASCII words) one side offers
-                    offered = {w for w in (words if _mostly_cjk(statement.core) else note_words) if w.isascii()}
-                    suspect = bool(offered) and not (offered & (note_words if _mostly_cjk(statement.core) else words))
+                    offered = {
+                        w
+                        for w in (words if _mostly_cjk(statement.core) else note_words)
+                        if w.isascii()
+                    }
+                    suspect = bool(offered) and not (
+                        offered & (note_words if _mostly_cjk(statement.core) else words)
+                    )
                 if suspect:
                     links = ", ".join(f"[[{name}]]" for name in cited)
-                    self.warn(change.path, statement.line_no, "invention", f"few of the words of {_short(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it")
+                    self.warn(
+                        change.path,
+                        statement.line_no,
+                        "invention",
+                        f"few of the words of {_short(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it",
+                    )
 
 
 def _mostly_cjk(text: str) -> bool:

@@ -48,7 +48,11 @@ def terms(text: str) -> frozenset[str]:
             word = word[:-1]
         found.add(word)
     for run in _CJK_RUN.findall(text):
-        found.update(pair for pair in (run[i : i + 2] for i in range(len(run) - 1)) if not _PARTICLE.search(pair))
+        found.update(
+            pair
+            for pair in (run[i : i + 2] for i in range(len(run) - 1))
+            if not _PARTICLE.search(pair)
+        )
     return frozenset(found - _ZH_STOP)
 
 
@@ -64,11 +68,19 @@ _END = r"(?=[，,；;。：:！!？?]|\.\s|\.?$)"
 _OLD_SIDE = [
     re.compile(p, re.IGNORECASE)
     for p in (
-        r"不是(.+?)" + _END, r"不再(?:用|是)?(.+?)" + _END, r"(?:代替|取代|替换掉?|替代)(.+?)" + _END,
-        r"从(.+?)(?:改成|换成|改用|换到|转到|转向)", r"不用(.+?)了", r"原来(?:是|用)?(.+?)" + _END,
-        r"\bnot\s+(.+?)" + _END, r"\binstead of\s+(.+?)" + _END, r"\brather than\s+(.+?)" + _END,
-        r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END, r"\bfrom\s+(?!now\b)(.+?)\s+to\b",
-        r"\bno longer\s+(.+?)" + _END, r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
+        r"不是(.+?)" + _END,
+        r"不再(?:用|是)?(.+?)" + _END,
+        r"(?:代替|取代|替换掉?|替代)(.+?)" + _END,
+        r"从(.+?)(?:改成|换成|改用|换到|转到|转向)",
+        r"不用(.+?)了",
+        r"原来(?:是|用)?(.+?)" + _END,
+        r"\bnot\s+(.+?)" + _END,
+        r"\binstead of\s+(.+?)" + _END,
+        r"\brather than\s+(.+?)" + _END,
+        r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END,
+        r"\bfrom\s+(?!now\b)(.+?)\s+to\b",
+        r"\bno longer\s+(.+?)" + _END,
+        r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
     )
 ]
 
@@ -81,7 +93,10 @@ def old_side_terms(text: str) -> frozenset[str]:
 
 _LEAD = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+)?(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
 _TIME = re.compile(r"^\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–—:：]?\s+")
-_FILLER = re.compile(r"^(?:想通了|决定了|更正|纠正|补充|其实|update|correction|note|actually|ps)\s*[:：,，]\s*", re.IGNORECASE)
+_FILLER = re.compile(
+    r"^(?:想通了|决定了|更正|纠正|补充|其实|update|correction|note|actually|ps)\s*[:：,，]\s*",
+    re.IGNORECASE,
+)
 _TRAILING_TAGS = re.compile(r"(?:\s+#[^\s#\[\]]+)+\s*$")
 _TRAILING_LINK = re.compile(r"\s*\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]\s*$")
 
@@ -95,7 +110,11 @@ def quote_line(line: str, topic_keys: set[str]) -> str:
         text = _TRAILING_TAGS.sub("", text)
         link = _TRAILING_LINK.search(text)
         # A trailing [[topic]] is a routing hint, already honoured; other links are content.
-        if not link or name_key(link.group(1)) not in topic_keys or not normalize(text[: link.start()]):
+        if (
+            not link
+            or name_key(link.group(1)) not in topic_keys
+            or not normalize(text[: link.start()])
+        ):
             return text.strip()
         text = text[: link.start()]
 
@@ -105,10 +124,17 @@ def name_key(name: str) -> str:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).casefold()).strip("-_")[:48].strip("-_")
+    return (
+        re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).casefold())
+        .strip("-_")[:48]
+        .strip("-_")
+    )
 
 
-_CUE_PREFIX = re.compile(r"^(?:我决定|决定了|决定|想通了|我想|以后都|改用|换成|i decided to|decided to|switching to|switched to|going with)\s*[:：,，]?\s*", re.IGNORECASE)
+_CUE_PREFIX = re.compile(
+    r"^(?:我决定|决定了|决定|想通了|我想|以后都|改用|换成|i decided to|decided to|switching to|switched to|going with)\s*[:：,，]?\s*",
+    re.IGNORECASE,
+)
 
 
 def without_cue(text: str) -> str:

@@ -8,24 +8,36 @@ sync client manages (a synced `.git` is a corruption risk: sync vaults through a
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
+from cmem.steps import commits as history
 from cmem.steps.lock import is_locked, lock_path, read_holder
-from cmem.vault.notes import LINKED_FOLDER, check_frontmatter, find_odd_names, find_undecodable_names, odd_from_note, read_note
-from cmem.vault.statements import parse_statements
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
+from cmem.vault.notes import (
+    LINKED_FOLDER,
+    check_frontmatter,
+    find_odd_names,
+    find_undecodable_names,
+    odd_from_note,
+    read_note,
+)
+from cmem.vault.statements import parse_statements
 
 OK, WARN, ERROR = "ok", "warn", "error"
 
 _SYNC_MARKERS = (
-    ("Dropbox", "Dropbox"), ("Mobile Documents", "iCloud Drive"), ("iCloud", "iCloud Drive"),
-    ("OneDrive", "OneDrive"), ("Google Drive", "Google Drive"), ("GoogleDrive", "Google Drive"),
-    ("pCloud", "pCloud"), ("Nextcloud", "Nextcloud"), ("ownCloud", "ownCloud"),
+    ("Dropbox", "Dropbox"),
+    ("Mobile Documents", "iCloud Drive"),
+    ("iCloud", "iCloud Drive"),
+    ("OneDrive", "OneDrive"),
+    ("Google Drive", "Google Drive"),
+    ("GoogleDrive", "Google Drive"),
+    ("pCloud", "pCloud"),
+    ("Nextcloud", "Nextcloud"),
+    ("ownCloud", "ownCloud"),
 )
 
 
@@ -37,7 +49,12 @@ class Finding:
     file: str | None = None
 
     def to_json(self) -> dict:
-        return {"level": self.level, "check": self.check, "message": self.message, "file": self.file}
+        return {
+            "level": self.level,
+            "check": self.check,
+            "message": self.message,
+            "file": self.file,
+        }
 
 
 def run_doctor(vault: Vault) -> list[Finding]:
@@ -70,8 +87,14 @@ def _check_unmanaged(vault: Vault) -> list[Finding]:
     total = sum(f.notes for f in folders)
     listed = "; ".join(f"{f.folder}/ ({f.notes}: {f.setting})" for f in folders[:8])
     more = f"; and {len(folders) - 8} more folders" if len(folders) > 8 else ""
-    return [Finding(WARN, "unmanaged", f"{plural(total, 'note')} in {plural(len(folders), 'folder')} {'is' if total == 1 else 'are'} outside every layer: cmem never "
-                    f"reads, converges or recalls them. To include a folder, add it to the config: {listed}{more}")]
+    return [
+        Finding(
+            WARN,
+            "unmanaged",
+            f"{plural(total, 'note')} in {plural(len(folders), 'folder')} {'is' if total == 1 else 'are'} outside every layer: cmem never "
+            f"reads, converges or recalls them. To include a folder, add it to the config: {listed}{more}",
+        )
+    ]
 
 
 def _check_user_config() -> list[Finding]:
@@ -93,23 +116,44 @@ def _check_layout(vault: Vault) -> list[Finding]:
         problem = vault.layer_folder_problem(layer, folder)
         if problem:
             # the problem names the link and the setting (the folder itself is, or is under, the link)
-            findings.append(Finding(ERROR, "layers", f"{folder}/ {problem}; cmem does not read or write through it "
-                                    "— make it a real folder inside the vault", folder))
+            findings.append(
+                Finding(
+                    ERROR,
+                    "layers",
+                    f"{folder}/ {problem}; cmem does not read or write through it "
+                    "— make it a real folder inside the vault",
+                    folder,
+                )
+            )
     if not any(f.file == vault.config.archive_dir for f in findings):
         problem = vault.path_problem(vault.checklist_rel, ARCHIVE)
         if problem:
-            findings.append(Finding(ERROR, "layers", f"{vault.checklist_rel} (setting 'archive.checklist') {problem}; "
-                                    "cmem will not write the checklist there", vault.checklist_rel))
+            findings.append(
+                Finding(
+                    ERROR,
+                    "layers",
+                    f"{vault.checklist_rel} (setting 'archive.checklist') {problem}; "
+                    "cmem will not write the checklist there",
+                    vault.checklist_rel,
+                )
+            )
     if not findings:
         findings.append(Finding(OK, "layers", "every layer folder is a folder inside the vault"))
     return findings
 
 
 def _check_notes(vault: Vault) -> list[Finding]:
-    odd_names = [odd for odd in find_odd_names(vault) if odd.kind != LINKED_FOLDER]  # `_check_layout` reports those
+    odd_names = [
+        odd for odd in find_odd_names(vault) if odd.kind != LINKED_FOLDER
+    ]  # `_check_layout` reports those
     known = {odd.rel for odd in odd_names}
-    odd_names += [odd for odd in find_undecodable_names(vault) if odd.rel not in known]  # unmanaged folders too
-    findings = [Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel) for odd in sorted(odd_names, key=lambda o: o.rel)]
+    odd_names += [
+        odd for odd in find_undecodable_names(vault) if odd.rel not in known
+    ]  # unmanaged folders too
+    findings = [
+        Finding(WARN, "odd file", f"{odd.rel} {odd.message}", odd.rel)
+        for odd in sorted(odd_names, key=lambda o: o.rel)
+    ]
     checked = 0
     resident_tokens = 0
     for layer in LAYERS:
@@ -121,14 +165,29 @@ def _check_notes(vault: Vault) -> list[Finding]:
             if note.usable and note.frontmatter is not None:
                 error = check_frontmatter(note)
                 if error:
-                    findings.append(Finding(WARN, "frontmatter", f"{note.rel}: {error}; cmem reads it but never rewrites it", note.rel))
+                    findings.append(
+                        Finding(
+                            WARN,
+                            "frontmatter",
+                            f"{note.rel}: {error}; cmem reads it but never rewrites it",
+                            note.rel,
+                        )
+                    )
             if layer == RESIDENT:
                 resident_tokens += estimate_tokens(note.text)
     cap = vault.config.resident_max_tokens
     if resident_tokens > cap:
-        findings.append(Finding(WARN, "resident size", f"the resident sublayer is {resident_tokens} tokens, over resident_max_tokens ({cap}); the next pass will be asked to compress"))
+        findings.append(
+            Finding(
+                WARN,
+                "resident size",
+                f"the resident sublayer is {resident_tokens} tokens, over resident_max_tokens ({cap}); the next pass will be asked to compress",
+            )
+        )
     if not any(f.level != OK for f in findings):
-        findings.append(Finding(OK, "notes", f"{checked} notes read; no odd files, every frontmatter parses"))
+        findings.append(
+            Finding(OK, "notes", f"{checked} notes read; no odd files, every frontmatter parses")
+        )
     return findings
 
 
@@ -144,9 +203,23 @@ def _check_sources(vault: Vault) -> list[Finding]:
             statements += 1
             for source in statement.sources:
                 if source not in names:
-                    findings.append(Finding(WARN, "source", f"{note.rel}:{statement.line_no}: source [[{source}]] resolves to no note", note.rel))
+                    findings.append(
+                        Finding(
+                            WARN,
+                            "source",
+                            f"{note.rel}:{statement.line_no}: source [[{source}]] resolves to no note",
+                            note.rel,
+                        )
+                    )
             if not statement.sources:
-                findings.append(Finding(WARN, "source", f"{note.rel}:{statement.line_no}: statement has no source", note.rel))
+                findings.append(
+                    Finding(
+                        WARN,
+                        "source",
+                        f"{note.rel}:{statement.line_no}: statement has no source",
+                        note.rel,
+                    )
+                )
     if not findings:
         findings.append(Finding(OK, "sources", f"{statements} statements, every source resolves"))
     return findings
@@ -166,10 +239,24 @@ def _check_lookalikes(vault: Vault) -> list[Finding]:
     for rel in memory:
         by_shape.setdefault(skeleton(rel), []).append(rel)
         if unicodedata.normalize("NFC", rel) != rel:
-            findings.append(Finding(WARN, "look-alike", f"{rel} is not in Unicode NFC form; a file with the same name in NFC would look identical — rename it", rel))
+            findings.append(
+                Finding(
+                    WARN,
+                    "look-alike",
+                    f"{rel} is not in Unicode NFC form; a file with the same name in NFC would look identical — rename it",
+                    rel,
+                )
+            )
     for group in by_shape.values():
         if len(group) > 1:
-            findings.append(Finding(WARN, "look-alike", f"{' and '.join(group)} differ only by case, Unicode form or look-alike characters; merge them into one file", group[0]))
+            findings.append(
+                Finding(
+                    WARN,
+                    "look-alike",
+                    f"{' and '.join(group)} differ only by case, Unicode form or look-alike characters; merge them into one file",
+                    group[0],
+                )
+            )
     notes: dict[str, str] = {}
     for layer in (DIVERGENT, ARCHIVE):
         for note_file in vault.list_layer(layer):
@@ -177,9 +264,18 @@ def _check_lookalikes(vault: Vault) -> list[Finding]:
     for rel in memory:
         note = notes.get(skeleton(rel.rsplit("/", 1)[-1].removesuffix(".md")))
         if note:
-            findings.append(Finding(WARN, "look-alike", f"{rel} is named like the note {note}; a source [[{rel.rsplit('/', 1)[-1].removesuffix('.md')}]] is ambiguous — rename the memory file", rel))
+            findings.append(
+                Finding(
+                    WARN,
+                    "look-alike",
+                    f"{rel} is named like the note {note}; a source [[{rel.rsplit('/', 1)[-1].removesuffix('.md')}]] is ambiguous — rename the memory file",
+                    rel,
+                )
+            )
     if not findings:
-        findings.append(Finding(OK, "look-alike", "no memory file looks like another or like a note"))
+        findings.append(
+            Finding(OK, "look-alike", "no memory file looks like another or like a note")
+        )
     return findings
 
 
@@ -189,17 +285,42 @@ def _check_git(vault: Vault) -> list[Finding]:
     except CmemError as exc:
         return [Finding(ERROR, "git", str(exc))]
     if top is None:
-        return [Finding(ERROR, "git", f"{vault.root} is not a git repository; run `cmem init` to make it one")]
+        return [
+            Finding(
+                ERROR,
+                "git",
+                f"{vault.root} is not a git repository; run `cmem init` to make it one",
+            )
+        ]
     findings = []
     if top != vault.root.resolve():
         level = OK if vault.config.allow_parent_repo else ERROR
-        findings.append(Finding(level, "git", f"the vault is inside the repository {top}" + ("" if level == OK else "; cmem will not commit there unless git.allow_parent_repo is true")))
+        findings.append(
+            Finding(
+                level,
+                "git",
+                f"the vault is inside the repository {top}"
+                + (
+                    ""
+                    if level == OK
+                    else "; cmem will not commit there unless git.allow_parent_repo is true"
+                ),
+            )
+        )
     operation = history.operation_in_progress(top)
     if operation:
-        findings.append(Finding(ERROR, "git", f"{operation} is in progress in {top}; finish or abort it before a pass"))
+        findings.append(
+            Finding(
+                ERROR,
+                "git",
+                f"{operation} is in progress in {top}; finish or abort it before a pass",
+            )
+        )
     findings += _inspect_repository(top)
     if not findings:
-        findings.append(Finding(OK, "git", "the vault is its own git repository, nothing in progress"))
+        findings.append(
+            Finding(OK, "git", "the vault is its own git repository, nothing in progress")
+        )
     return findings
 
 
@@ -213,15 +334,31 @@ def _inspect_repository(top) -> list[Finding]:
     try:
         repo = git.Repo(top)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        return [Finding(ERROR, "git", f"{top} cannot be opened as a git repository ({type(exc).__name__})")]
+        return [
+            Finding(
+                ERROR, "git", f"{top} cannot be opened as a git repository ({type(exc).__name__})"
+            )
+        ]
     findings = []
     try:
         if not repo.head.is_valid():
             findings.append(Finding(WARN, "git", "the repository has no commits yet"))
         elif repo.head.is_detached:
-            findings.append(Finding(WARN, "git", f"HEAD is detached at {repo.head.commit.hexsha[:8]}; check out a branch (`git switch main`) before a pass"))
+            findings.append(
+                Finding(
+                    WARN,
+                    "git",
+                    f"HEAD is detached at {repo.head.commit.hexsha[:8]}; check out a branch (`git switch main`) before a pass",
+                )
+            )
         if (Path(repo.git_dir) / "shallow").exists():
-            findings.append(Finding(WARN, "git", "the repository is a shallow clone; `cmem undo` and `cmem trace` see only part of the history (`git fetch --unshallow`)"))
+            findings.append(
+                Finding(
+                    WARN,
+                    "git",
+                    "the repository is a shallow clone; `cmem undo` and `cmem trace` see only part of the history (`git fetch --unshallow`)",
+                )
+            )
     finally:
         repo.close()
     return findings
@@ -230,7 +367,13 @@ def _inspect_repository(top) -> list[Finding]:
 def _check_lock(vault: Vault) -> list[Finding]:
     if is_locked(vault.state_dir):
         holder = read_holder(lock_path(vault.state_dir)) or {}
-        return [Finding(WARN, "lock", f"a pass is running (pid {holder.get('pid', '?')} since {holder.get('since', '?')})")]
+        return [
+            Finding(
+                WARN,
+                "lock",
+                f"a pass is running (pid {holder.get('pid', '?')} since {holder.get('since', '?')})",
+            )
+        ]
     return [Finding(OK, "lock", "no pass is running")]
 
 
@@ -239,7 +382,13 @@ def _check_leftovers(vault: Vault) -> list[Finding]:
     from cmem.doctor.doctor_fix import find_leftovers
 
     return [
-        Finding(WARN, "interrupted", leftover.message + (f"; `cmem doctor --fix` {leftover.action}" if leftover.fixable else ""), leftover.path)
+        Finding(
+            WARN,
+            "interrupted",
+            leftover.message
+            + (f"; `cmem doctor --fix` {leftover.action}" if leftover.fixable else ""),
+            leftover.path,
+        )
         for leftover in find_leftovers(vault)
     ]
 
@@ -248,11 +397,23 @@ def _check_sync(vault: Vault) -> list[Finding]:
     root = vault.root.resolve()
     for folder in (root, *root.parents):
         if (folder / ".stfolder").exists():
-            return [Finding(WARN, "sync", f"the vault is inside a Syncthing folder ({folder}); a synced .git can be corrupted — sync the vault through a git remote, or exclude .git from sync")]
+            return [
+                Finding(
+                    WARN,
+                    "sync",
+                    f"the vault is inside a Syncthing folder ({folder}); a synced .git can be corrupted — sync the vault through a git remote, or exclude .git from sync",
+                )
+            ]
     text = str(root)
     for marker, service in _SYNC_MARKERS:
         if f"/{marker}" in text:
-            return [Finding(WARN, "sync", f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote")]
+            return [
+                Finding(
+                    WARN,
+                    "sync",
+                    f"the vault seems to be inside {service} ({root}); a synced .git can be corrupted — sync the vault through a git remote",
+                )
+            ]
     return [Finding(OK, "sync", "the vault is not inside a known sync folder")]
 
 
@@ -267,7 +428,14 @@ def _check_remote(vault: Vault) -> list[Finding]:
         target = resolve_target(vault)
     except CmemError as exc:
         level = WARN if vault.config.sync_mode == "auto" else OK
-        return [Finding(level, "sync", f"`cmem sync` cannot run: {str(exc).rstrip('.')}" + ("; git.sync: auto syncs nothing meanwhile" if level == WARN else ""))]
+        return [
+            Finding(
+                level,
+                "sync",
+                f"`cmem sync` cannot run: {str(exc).rstrip('.')}"
+                + ("; git.sync: auto syncs nothing meanwhile" if level == WARN else ""),
+            )
+        ]
     auto = " (git.sync: auto — around every step)" if vault.config.sync_mode == "auto" else ""
     return [Finding(OK, "sync", f"`cmem sync` uses {target.remote}/{target.branch}{auto}")]
 
@@ -280,8 +448,18 @@ def _check_unattended(vault: Vault) -> list[Finding]:
     record = reset_failures(vault)
     if not record.failures:
         return [Finding(OK, "unattended", "no unattended pass has failed lately")]
-    stopped = f"were stopped after {record.failures} failures in a row" if record.stopped else f"failed {record.failures} time(s) in a row (they stop at {FAILURE_LIMIT})"
-    return [Finding(WARN, "unattended", f"unattended passes {stopped}; last, {record.last_failure}: {record.last_error} — the count is now reset, so the next trigger tries again")]
+    stopped = (
+        f"were stopped after {record.failures} failures in a row"
+        if record.stopped
+        else f"failed {record.failures} time(s) in a row (they stop at {FAILURE_LIMIT})"
+    )
+    return [
+        Finding(
+            WARN,
+            "unattended",
+            f"unattended passes {stopped}; last, {record.last_failure}: {record.last_error} — the count is now reset, so the next trigger tries again",
+        )
+    ]
 
 
 def _check_state(vault: Vault) -> list[Finding]:
@@ -291,13 +469,27 @@ def _check_state(vault: Vault) -> list[Finding]:
         state = load_state(vault.state_file)
     except CmemError as exc:
         return [Finding(ERROR, "state", str(exc), vault.rel(vault.state_file))]
-    found = [Finding(OK, "state", f"state.json is valid: {len(state.notes)} converged notes, {len(state.passes)} passes")]
+    found = [
+        Finding(
+            OK,
+            "state",
+            f"state.json is valid: {len(state.notes)} converged notes, {len(state.passes)} passes",
+        )
+    ]
     # cmem moves a note's entry with the note (archive apply, undo); one at a missing path was
     # moved or deleted by hand — harmless for cmem, but the note's history is there no longer
     missing = [rel for rel in state.notes if not os.path.lexists(vault.root / rel)]
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        found.append(Finding(WARN, "state", f"state.json names {len(missing)} converged note{'s' if len(missing) != 1 else ''} "
-                                            f"that no longer exist at their path ({shown}): moved or deleted by hand?",
-                             vault.rel(vault.state_file)))
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        found.append(
+            Finding(
+                WARN,
+                "state",
+                f"state.json names {len(missing)} converged note{'s' if len(missing) != 1 else ''} "
+                f"that no longer exist at their path ({shown}): moved or deleted by hand?",
+                vault.rel(vault.state_file),
+            )
+        )
     return found

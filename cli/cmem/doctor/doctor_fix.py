@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
+from cmem.steps import commits as history
 from cmem.vault.layers import DIVERGENT, Vault
 
 # A git lock file older than this, with no git process running, was left by a killed git.
@@ -51,7 +51,12 @@ class Leftover:
         return self.action is not None
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "action": self.action, "path": self.path}
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "action": self.action,
+            "path": self.path,
+        }
 
 
 def find_leftovers(vault: Vault) -> list[Leftover]:
@@ -63,10 +68,12 @@ def find_leftovers(vault: Vault) -> list[Leftover]:
     return found
 
 
-def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | None = None) -> list[str]:
+def repair_leftovers(
+    vault: Vault, leftovers: list[Leftover], now: datetime | None = None
+) -> list[str]:
     """Repair the fixable leftovers; returns one line per repair done."""
-    from cmem.steps.lock import vault_lock
     from cmem.steps import journal, preflight
+    from cmem.steps.lock import vault_lock
 
     done: list[str] = []
     with vault_lock(vault.state_dir, "doctor --fix"):
@@ -75,7 +82,9 @@ def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | No
             done.append(_remove_git_lock(vault, leftover))
         archives = [item for item in leftovers if item.kind == "archive" and item.fixable]
         if journal.pending_journals(vault) or archives:
-            preflight.check_repository(vault)  # a detached HEAD or a merge in progress: refuse, naming it
+            preflight.check_repository(
+                vault
+            )  # a detached HEAD or a merge in progress: refuse, naming it
         done += [str(recovery) for recovery in journal.recover(vault)]
         for leftover in archives:
             done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
@@ -83,7 +92,9 @@ def repair_leftovers(vault: Vault, leftovers: list[Leftover], now: datetime | No
         from cmem.reading.search_index import rebuild_index
 
         report = rebuild_index(vault, leftover.scope)
-        done.append(f"rebuilt the {leftover.scope} search index from the notes ({report.files} files, {report.rows} statements)")
+        done.append(
+            f"rebuilt the {leftover.scope} search index from the notes ({report.files} files, {report.rows} statements)"
+        )
     return done
 
 
@@ -94,8 +105,15 @@ def _indexes(vault: Vault) -> list[Leftover]:
     for scope in SCOPES:
         problem = index_problem(vault, scope)
         if problem:
-            found.append(Leftover("index", f"the {scope} search index {index_file(vault, scope)} {problem}",
-                                  "delete it and build it again from the notes", path=str(index_file(vault, scope)), scope=scope))
+            found.append(
+                Leftover(
+                    "index",
+                    f"the {scope} search index {index_file(vault, scope)} {problem}",
+                    "delete it and build it again from the notes",
+                    path=str(index_file(vault, scope)),
+                    scope=scope,
+                )
+            )
     return found
 
 
@@ -109,8 +127,14 @@ def _journals(vault: Vault) -> list[Leftover]:
     found = []
     for folder in journal.pending_journals(vault):
         kind, step_id = journal.describe(folder)
-        found.append(Leftover("journal", f"{a_step(kind)} was interrupted before it finished (step {step_id}, journal {folder})",
-                              "finishes it, or puts every file back if you edited one since", str(folder)))
+        found.append(
+            Leftover(
+                "journal",
+                f"{a_step(kind)} was interrupted before it finished (step {step_id}, journal {folder})",
+                "finishes it, or puts every file back if you edited one since",
+                str(folder),
+            )
+        )
     return found
 
 
@@ -134,14 +158,34 @@ def _git_locks(vault: Vault) -> list[Leftover]:
             running = git_processes(git_dir.parent)
         minutes = f"{age / 60:.0f} min old" if age >= 60 else f"{age:.0f} s old"
         if running:
-            found.append(Leftover("git-lock", f"{lock} exists ({minutes}) and a git process is running (pid {running[0]}); "
-                                              "it is probably that git's — wait for it", None, str(lock)))
+            found.append(
+                Leftover(
+                    "git-lock",
+                    f"{lock} exists ({minutes}) and a git process is running (pid {running[0]}); "
+                    "it is probably that git's — wait for it",
+                    None,
+                    str(lock),
+                )
+            )
         elif age < STALE_GIT_LOCK_SECONDS:
-            found.append(Leftover("git-lock", f"{lock} exists ({minutes}); no git process is running — if it is still there "
-                                              f"in {STALE_GIT_LOCK_SECONDS // 60} minutes, a killed git left it", None, str(lock)))
+            found.append(
+                Leftover(
+                    "git-lock",
+                    f"{lock} exists ({minutes}); no git process is running — if it is still there "
+                    f"in {STALE_GIT_LOCK_SECONDS // 60} minutes, a killed git left it",
+                    None,
+                    str(lock),
+                )
+            )
         else:
-            found.append(Leftover("git-lock", f"{lock} was left by a git that was killed ({minutes}, no git process is running)",
-                                  "removes it", str(lock)))
+            found.append(
+                Leftover(
+                    "git-lock",
+                    f"{lock} was left by a git that was killed ({minutes}, no git process is running)",
+                    "removes it",
+                    str(lock),
+                )
+            )
     return found
 
 
@@ -200,8 +244,8 @@ def _interrupted_archive(vault: Vault) -> list[Leftover]:
     """Notes moved into the archive and not committed, that a checklist line or state.json's
     last (uncommitted) archive entry says cmem moved. A note moved there by hand is not ours."""
     from cmem.archive.gate import MISSING, list_staged
-    from cmem.vault.state_json import load_state
     from cmem.steps import journal
+    from cmem.vault.state_json import load_state
 
     if journal.pending_journals(vault):
         return []  # an archive apply with a journal: the journal's recovery finishes it
@@ -212,10 +256,16 @@ def _interrupted_archive(vault: Vault) -> list[Leftover]:
     archive_dir = vault.config.archive_dir.rstrip("/") + "/"
     pending_pass = None
     last = state.passes[-1] if state.passes else None
-    if last and last.get("kind") == "archive" and history.find_pass_commit(vault.root, last["id"]) is None:
+    if (
+        last
+        and last.get("kind") == "archive"
+        and history.find_pass_commit(vault.root, last["id"]) is None
+    ):
         pending_pass = last
     claimed = {(m["from"], m["to"]) for m in (pending_pass or {}).get("moves", [])}
-    staged = {line.target: line for line in list_staged(vault) if line.state == MISSING and line.target}
+    staged = {
+        line.target: line for line in list_staged(vault) if line.state == MISSING and line.target
+    }
     moves = []
     for source, target in _staged_renames(vault) + _untracked_moves(vault, staged, state):
         if not target.startswith(archive_dir) or vault.layer_of(source) != DIVERGENT:
@@ -226,15 +276,26 @@ def _interrupted_archive(vault: Vault) -> list[Leftover]:
         moves = sorted(claimed)  # moved and listed, the commit is what is missing
     if not moves:
         return []
-    shown = ", ".join(f"{source} → {target}" for source, target in moves[:5]) + (" …" if len(moves) > 5 else "")
-    return [Leftover("archive", f"an archive apply was interrupted: {len(moves)} note{'s' if len(moves) != 1 else ''} moved "
-                                f"but not committed ({shown})",
-                     "finishes it: removes their checklist lines, updates state.json and commits the moves",
-                     vault.checklist_rel, moves, pending_pass["id"] if pending_pass else None)]
+    shown = ", ".join(f"{source} → {target}" for source, target in moves[:5]) + (
+        " …" if len(moves) > 5 else ""
+    )
+    return [
+        Leftover(
+            "archive",
+            f"an archive apply was interrupted: {len(moves)} note{'s' if len(moves) != 1 else ''} moved "
+            f"but not committed ({shown})",
+            "finishes it: removes their checklist lines, updates state.json and commits the moves",
+            vault.checklist_rel,
+            moves,
+            pending_pass["id"] if pending_pass else None,
+        )
+    ]
 
 
 def _staged_renames(vault: Vault) -> list[tuple[str, str]]:
-    result = history.run_git(vault.root, "diff", "--cached", "-M", "--name-status", "-z", "HEAD", "--", ".", check=False)
+    result = history.run_git(
+        vault.root, "diff", "--cached", "-M", "--name-status", "-z", "HEAD", "--", ".", check=False
+    )
     if result.returncode != 0:
         return []
     fields = result.stdout.split("\0")
@@ -258,8 +319,19 @@ def _untracked_moves(vault: Vault, staged: dict, state) -> list[tuple[str, str]]
         if not (vault.root / target).is_file():
             continue
         for source in state.notes:
-            if source.rsplit("/", 1)[-1].removesuffix(".md") == line.note and not (vault.root / source).exists():
-                tracked = history.run_git(vault.root, "--literal-pathspecs", "ls-files", "--error-unmatch", "--", target, check=False)
+            if (
+                source.rsplit("/", 1)[-1].removesuffix(".md") == line.note
+                and not (vault.root / source).exists()
+            ):
+                tracked = history.run_git(
+                    vault.root,
+                    "--literal-pathspecs",
+                    "ls-files",
+                    "--error-unmatch",
+                    "--",
+                    target,
+                    check=False,
+                )
                 if tracked.returncode != 0:
                     moves.append((source, target))
     return moves
@@ -270,12 +342,12 @@ def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
     before its journal existed) did not: checklist lines out, state.json entries moved (unless
     done), and one commit holding the moves — as a step of its own, journaled."""
     from cmem.archive import gate as archive
-    from cmem.vault.state_json import load_state, state_bytes
     from cmem.steps import journal
     from cmem.steps.changes import ChangeSet, current_bytes
     from cmem.steps.message import CommitMessage
     from cmem.steps.record import StepRecord, new_step_id
     from cmem.steps.runner import Step
+    from cmem.vault.state_json import load_state, state_bytes
 
     moves = [(s, t) for s, t in leftover.moves if (vault.root / t).exists()]
     if not moves:
@@ -283,7 +355,8 @@ def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
     pass_id = leftover.pass_id or new_step_id(now)
     text, checklist_raw = archive.read_checklist(vault)
     moved_names = {target.rsplit("/", 1)[-1].removesuffix(".md") for _, target in moves} | {
-        source.rsplit("/", 1)[-1].removesuffix(".md") for source, _ in moves}
+        source.rsplit("/", 1)[-1].removesuffix(".md") for source, _ in moves
+    }
     lines = [line.line_no for line in archive.parse_checklist(text) if line.note in moved_names]
     state_raw = current_bytes(vault.state_file)
     state = load_state(vault.state_file)
@@ -292,19 +365,30 @@ def _finish_archive(vault: Vault, leftover: Leftover, now: datetime) -> str:
         if entry is not None:
             state.notes[target] = entry
     if not any(p.get("id") == pass_id for p in state.passes):
-        record = StepRecord(pass_id, "archive", now.isoformat(timespec="seconds"), notes=[s for s, _ in moves],
-                            changed=[t for _, t in moves], moves=moves)
+        record = StepRecord(
+            pass_id,
+            "archive",
+            now.isoformat(timespec="seconds"),
+            notes=[s for s, _ in moves],
+            changed=[t for _, t in moves],
+            moves=moves,
+        )
         state.passes.append(record.to_json())
     changes = ChangeSet()
     for source, target in moves:
         changes.include(source, current_bytes(vault.root / source))
         changes.include(target, current_bytes(vault.root / target))
     if lines:
-        changes.write(vault.checklist_rel, archive.remove_checklist_lines(text, set(lines)), checklist_raw)
+        changes.write(
+            vault.checklist_rel, archive.remove_checklist_lines(text, set(lines)), checklist_raw
+        )
     changes.write(vault.rel(vault.state_file), state_bytes(state), state_raw)
     names = ", ".join(t.rsplit("/", 1)[-1].removesuffix(".md") for _, t in moves)
-    message = CommitMessage(f"cmem: archive {len(moves)} note{'s' if len(moves) != 1 else ''} → {names}", pass_id,
-                            preamble="Finished by `cmem doctor --fix` after an interruption.")
+    message = CommitMessage(
+        f"cmem: archive {len(moves)} note{'s' if len(moves) != 1 else ''} → {names}",
+        pass_id,
+        preamble="Finished by `cmem doctor --fix` after an interruption.",
+    )
     for source, target in moves:
         message.add("Archived", f"{source} → {target}")
     if journal.pending_journals(vault):

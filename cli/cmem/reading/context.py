@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cmem.errors import CmemError
-from cmem.vault.notes import read_note
 from cmem.reading.read_times import load_read_times, record_reads
 from cmem.text.tokens import estimate_tokens
 from cmem.triggers.if_due import parse_time
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
+from cmem.vault.notes import read_note
 
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
@@ -65,11 +65,16 @@ class Context:
         return {
             "resident": [{"path": f.path, "content": f.content} for f in self.resident],
             "situational": [{"path": f.path, "content": f.content} for f in self.situational],
-            "index": [{"path": f.path, "summary": f.summary, "last_read": f.last_read} for f in self.index],
+            "index": [
+                {"path": f.path, "summary": f.summary, "last_read": f.last_read} for f in self.index
+            ],
             "pending": self.pending,
             "pending_total": self.pending_total,
             "index_total": max(self.index_total, len(self.index)),
-            "omitted": [{"path": f.path, "tokens": f.tokens, "score": round(f.score, 3)} for f in self.omitted],
+            "omitted": [
+                {"path": f.path, "tokens": f.tokens, "score": round(f.score, 3)}
+                for f in self.omitted
+            ],
             "excerpts": self.excerpts,
             "topic": self.topic,
             "budget": self.budget,
@@ -83,8 +88,14 @@ META_CACHE = "context-meta.marshal"
 META_VERSION = 1
 
 
-def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[str], hidden: list[int],
-          memo: dict | None = None) -> list[ContextFile]:
+def _load(
+    vault: Vault,
+    layer: str,
+    read_times: dict[str, str],
+    problems: list[str],
+    hidden: list[int],
+    memo: dict | None = None,
+) -> list[ContextFile]:
     """The layer's files as the bundle sees them. What a file's text gives — summary, importance,
     tags, tokens — is taken from `memo` (keyed by a digest of the text, so an edit is a new key)
     when there: the frontmatter's YAML and the token count were most of a warm `context`."""
@@ -106,14 +117,26 @@ def _load(vault: Vault, layer: str, read_times: dict[str, str], problems: list[s
                 importance = 5.0
             tags = meta.get("tags") or []
             tags = [str(t) for t in (tags if isinstance(tags, list) else [tags])]
-            known = (str(meta.get("summary") or "").strip(), importance, tags, estimate_tokens(note.text))
+            known = (
+                str(meta.get("summary") or "").strip(),
+                importance,
+                tags,
+                estimate_tokens(note.text),
+            )
         if memo is not None:
             memo.setdefault("new", {})[key] = known
         summary, importance, tags, tokens = known
-        files.append(ContextFile(
-            path=note.rel, content=note.text, summary=summary, importance=importance, tags=list(tags),
-            tokens=tokens, last_read=read_times.get(note.rel),
-        ))
+        files.append(
+            ContextFile(
+                path=note.rel,
+                content=note.text,
+                summary=summary,
+                importance=importance,
+                tags=list(tags),
+                tokens=tokens,
+                last_read=read_times.get(note.rel),
+            )
+        )
     # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
     # (all files in one pass: the fixed cost per pass is what a thousand files would pay)
     contents, count = redact_many([f.content for f in files])
@@ -128,7 +151,11 @@ def _load_memo(vault: Vault) -> dict:
 
     try:
         data = marshal.loads((vault.state_dir / META_CACHE).read_bytes())
-        if isinstance(data, dict) and data.get("version") == META_VERSION and isinstance(data.get("files"), dict):
+        if (
+            isinstance(data, dict)
+            and data.get("version") == META_VERSION
+            and isinstance(data.get("files"), dict)
+        ):
             return {"old": data["files"]}
     except (OSError, EOFError, ValueError, TypeError):
         pass  # missing or damaged: every file is parsed again
@@ -144,7 +171,9 @@ def _save_memo(vault: Vault, memo: dict) -> None:
     if new == memo.get("old"):
         return
     try:
-        write_atomic(vault.state_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new}))
+        write_atomic(
+            vault.state_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new})
+        )
     except (OSError, ValueError):
         pass  # a read-only state folder only costs speed
 
@@ -175,7 +204,13 @@ def rank_score(file: ContextFile, now: datetime) -> float:
     return file.importance + min(max(days, 0) / 30, 5) + jitter
 
 
-def build_context(vault: Vault, topic: str | None = None, budget: int | None = None, now: datetime | None = None, record: bool = True) -> Context:
+def build_context(
+    vault: Vault,
+    topic: str | None = None,
+    budget: int | None = None,
+    now: datetime | None = None,
+    record: bool = True,
+) -> Context:
     from cmem.scan.scanner import scan_vault
 
     now = now or datetime.now().astimezone()
@@ -196,13 +231,23 @@ def build_context(vault: Vault, topic: str | None = None, budget: int | None = N
 
     scan = scan_vault(vault)
     # SPEC §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once
-    problems += [f"{odd.rel} {odd.message}" for odd in scan.odd if not any(p.startswith(odd.rel + " ") for p in problems)]
+    problems += [
+        f"{odd.rel} {odd.message}"
+        for odd in scan.odd
+        if not any(p.startswith(odd.rel + " ") for p in problems)
+    ]
     # A bundle is read at every session start: pending notes are listed up to a few, the rest
     # are counted (`cmem scan` has them all).
-    pending, count = redact_data([
-        {"note": p.rel, "signals": [s.to_json() for s in p.signals[:MAX_SIGNALS_PER_NOTE]], "signals_total": len(p.signals)}
-        for p in scan.pending[:MAX_PENDING_NOTES]
-    ])
+    pending, count = redact_data(
+        [
+            {
+                "note": p.rel,
+                "signals": [s.to_json() for s in p.signals[:MAX_SIGNALS_PER_NOTE]],
+                "signals_total": len(p.signals),
+            }
+            for p in scan.pending[:MAX_PENDING_NOTES]
+        ]
+    )
     hidden[0] += count
     resident_tokens = sum(f.tokens for f in resident)
     if resident_tokens > vault.config.resident_max_tokens:
@@ -253,8 +298,16 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
     free = context.budget - context.tokens
     for hit in hits:
         text, count = redact_secrets(hit.text)
-        excerpt = {"path": hit.path, "line": hit.line, "heading": hit.heading, "text": text, "score": hit.score}
-        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {text}\n") + (12 if not context.excerpts else 0)
+        excerpt = {
+            "path": hit.path,
+            "line": hit.line,
+            "heading": hit.heading,
+            "text": text,
+            "score": hit.score,
+        }
+        cost = estimate_tokens(f"- {hit.path}:{hit.line} · {hit.heading} — {text}\n") + (
+            12 if not context.excerpts else 0
+        )
         if cost > free:
             continue
         context.excerpts.append(excerpt)
@@ -312,7 +365,9 @@ def render_context_markdown(context: Context) -> str:
         out += ["## Index of situational files", ""]
         out += [_index_line(file) for file in context.index]
         if context.index_total > len(context.index):
-            out.append(f"- … and {context.index_total - len(context.index)} more topic files (`cmem recall` finds them)")
+            out.append(
+                f"- … and {context.index_total - len(context.index)} more topic files (`cmem recall` finds them)"
+            )
         out.append("")
     if context.pending:
         out += ["## Pending divergent notes (not yet converged)", ""]
@@ -323,7 +378,9 @@ def render_context_markdown(context: Context) -> str:
             if entry.get("signals_total", 0) > len(entry["signals"]):
                 out.append(f"  - … {entry['signals_total'] - len(entry['signals'])} more")
         if context.pending_total > len(context.pending):
-            out.append(f"- … and {context.pending_total - len(context.pending)} more pending notes (`cmem scan` lists them)")
+            out.append(
+                f"- … and {context.pending_total - len(context.pending)} more pending notes (`cmem scan` lists them)"
+            )
         out.append("")
     if context.excerpts:
         out += [f"## Matching “{context.topic}” in the files left out (excerpts)", ""]
@@ -335,7 +392,9 @@ def render_context_markdown(context: Context) -> str:
         out += [f"## Left out to fit {context.budget} tokens", ""]
         query = context.topic.replace('"', "'") if context.topic else "…"
         for file in context.omitted[:MAX_LISTED_OMITTED]:
-            out.append(f"- {file.path} ({file.tokens} tokens) — read it, or `cmem recall \"{query}\"` for parts of it")
+            out.append(
+                f'- {file.path} ({file.tokens} tokens) — read it, or `cmem recall "{query}"` for parts of it'
+            )
         if len(context.omitted) > MAX_LISTED_OMITTED:
             out.append(f"- … and {len(context.omitted) - MAX_LISTED_OMITTED} more")
         out.append("")

@@ -27,6 +27,9 @@ def record_reads(vault: Vault, paths: list[str], now: datetime | None = None) ->
     times = load_read_times(vault)
     times.update({path: stamp for path in paths})
     try:
-        write_atomic(vault.state_dir / FILE_NAME, json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True))
+        write_atomic(
+            vault.state_dir / FILE_NAME,
+            json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True),
+        )
     except OSError:
         pass  # a read-only state folder must not break reading memory

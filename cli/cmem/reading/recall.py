@@ -13,8 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cmem.errors import UsageError
-from cmem.reading.search_index import ARCHIVED, CONVERGENT, Hit, SyncReport, delete_index, index_file, query_terms, search_scope
 from cmem.reading.read_times import record_reads
+from cmem.reading.search_index import (
+    ARCHIVED,
+    CONVERGENT,
+    Hit,
+    SyncReport,
+    delete_index,
+    index_file,
+    query_terms,
+    search_scope,
+)
 from cmem.vault.layers import Vault
 
 SNIPPET_CHARS = 160
@@ -30,8 +39,16 @@ class RecallResult:
 
     def to_json(self) -> dict:
         hit = self.hit
-        return {"path": hit.path, "score": hit.score, "snippet": self.snippet, "layer": hit.layer, "line": hit.line,
-                "heading": hit.heading, "text": hit.text, "sources": list(hit.sources)}
+        return {
+            "path": hit.path,
+            "score": hit.score,
+            "snippet": self.snippet,
+            "layer": hit.layer,
+            "line": hit.line,
+            "heading": hit.heading,
+            "text": hit.text,
+            "sources": list(hit.sources),
+        }
 
 
 @dataclass
@@ -44,15 +61,26 @@ class Recall:
 
     def to_json(self) -> dict:
         return {
-            "query": self.query, "searched": self.scope, "results": [r.to_json() for r in self.results],
+            "query": self.query,
+            "searched": self.scope,
+            "results": [r.to_json() for r in self.results],
             "index": self.sync.to_json(),
         }
 
 
-def recall_memory(vault: Vault, query: str, archive: bool = False, limit: int = 10, record: bool = True,
-                  now: datetime | None = None, rebuild: bool = False) -> Recall:
+def recall_memory(
+    vault: Vault,
+    query: str,
+    archive: bool = False,
+    limit: int = 10,
+    record: bool = True,
+    now: datetime | None = None,
+    rebuild: bool = False,
+) -> Recall:
     if not query_terms(query):
-        raise UsageError("nothing to search for: give words to recall, e.g. cmem recall 实习 or cmem recall \"python tooling\".")
+        raise UsageError(
+            'nothing to search for: give words to recall, e.g. cmem recall 实习 or cmem recall "python tooling".'
+        )
     scope = ARCHIVED if archive else CONVERGENT
     if rebuild:
         delete_index(index_file(vault, scope))
@@ -69,7 +97,11 @@ def recall_memory(vault: Vault, query: str, archive: bool = False, limit: int = 
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
     if record and scope == CONVERGENT:
-        record_reads(vault, list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != "unmanaged")), now)
+        record_reads(
+            vault,
+            list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != "unmanaged")),
+            now,
+        )
     return Recall(query, scope, results, searched.sync, problems)
 
 
@@ -123,7 +155,11 @@ def _result(hit: Hit, terms: list[str]) -> RecallResult:
         end = start + SNIPPET_CHARS
     plain = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
     shift = 1 if start else 0
-    shown = [(max(s, start) - start + shift, min(e, end) - start + shift) for s, e in spans if e > start and s < end]
+    shown = [
+        (max(s, start) - start + shift, min(e, end) - start + shift)
+        for s, e in spans
+        if e > start and s < end
+    ]
     marked, position = [], 0
     for s, e in shown:
         marked += [plain[position:s], MARK_OPEN, plain[s:e], MARK_CLOSE]
@@ -136,16 +172,29 @@ def render_recall(recall: Recall) -> str:
     """Text for people: one block per result, matches painted (bold yellow on a terminal)."""
     from cmem.render.reports import paint
 
-    where = "the archive" if recall.scope == ARCHIVED else "the convergent layer (add --archive to search archived notes)"
+    where = (
+        "the archive"
+        if recall.scope == ARCHIVED
+        else "the convergent layer (add --archive to search archived notes)"
+    )
     if recall.scope != ARCHIVED and any(r.hit.layer == "unmanaged" for r in recall.results):
         where = "the convergent layer and the notes no layer reads (recall.include_unmanaged)"
     if not recall.results:
         return f"no statement matches “{recall.query}” in {where}"
-    out = [paint(f"{len(recall.results)} result{'s' if len(recall.results) != 1 else ''} for “{recall.query}” in {where}", "bold"), ""]
+    out = [
+        paint(
+            f"{len(recall.results)} result{'s' if len(recall.results) != 1 else ''} for “{recall.query}” in {where}",
+            "bold",
+        ),
+        "",
+    ]
     for result in recall.results:
         hit = result.hit
         heading = f" · {hit.heading}" if hit.heading else ""
-        out.append(paint(f"{hit.path}:{hit.line}", "cyan") + paint(f"  [{hit.layer}{heading}] score {hit.score:.2f}", "dim"))
+        out.append(
+            paint(f"{hit.path}:{hit.line}", "cyan")
+            + paint(f"  [{hit.layer}{heading}] score {hit.score:.2f}", "dim")
+        )
         text, position, pieces = result.plain, 0, []
         for start, end in result.spans:
             pieces += [text[position:start], paint(text[start:end], "bold", "yellow")]

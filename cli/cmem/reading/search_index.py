@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem.errors import CmemError
+from cmem.vault.layers import ARCHIVE, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
-from cmem.vault.layers import ARCHIVE, NoteFile, Vault
 
 INDEX_VERSION = 3
 CONVERGENT, ARCHIVED = "convergent", "archive"
@@ -167,8 +167,18 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
         core, body, history, sources = line_terms(line, vault.config.formats)
         if not core and not history:
             continue
-        rows.append(Row(path=note_file.rel, line=line_no, heading=heading, text=line, sources=tuple(sources),
-                        body=body, history=history, where=where))
+        rows.append(
+            Row(
+                path=note_file.rel,
+                line=line_no,
+                heading=heading,
+                text=line,
+                sources=tuple(sources),
+                body=body,
+                history=history,
+                where=where,
+            )
+        )
     return rows, note.sha256, about_text
 
 
@@ -188,9 +198,17 @@ class SyncReport:
     seconds: float = 0.0
 
     def to_json(self) -> dict:
-        return {"scope": self.scope, "files": self.files, "rows": self.rows, "added": self.added,
-                "updated": self.updated, "removed": self.removed, "rebuilt": self.rebuilt, "listed": self.listed,
-                "seconds": round(self.seconds, 4)}
+        return {
+            "scope": self.scope,
+            "files": self.files,
+            "rows": self.rows,
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "rebuilt": self.rebuilt,
+            "listed": self.listed,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -218,7 +236,9 @@ def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
 
 def structure_hash(paths: list[str]) -> str:
     # surrogateescape: a folder name that is not UTF-8 must not stop a search (os.fsencode's way)
-    return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return hashlib.sha256("\n".join(sorted(paths)).encode("utf-8", "surrogateescape")).hexdigest()[
+        :16
+    ]
 
 
 def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
@@ -235,7 +255,11 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
         folder = stack.pop()
         try:
             st = os.stat(folder)
-            children = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+            children = [
+                e.path
+                for e in os.scandir(folder)
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            ]
         except OSError:
             entries.append(f"{folder}:missing")
             continue
@@ -243,7 +267,9 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
             return None
         entries.append(f"{folder}:{st.st_mtime_ns}")
         stack.extend(children)
-    return hashlib.sha256("\n".join(sorted(entries)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return hashlib.sha256(
+        "\n".join(sorted(entries)).encode("utf-8", "surrogateescape")
+    ).hexdigest()[:16]
 
 
 def check_fts5() -> None:
@@ -279,7 +305,9 @@ class Index:
         import sqlite3
 
         self.vault, self.scope, self.path = vault, scope, path
-        self.db = sqlite3.connect(str(path) if path else ":memory:", timeout=10, isolation_level=None)
+        self.db = sqlite3.connect(
+            str(path) if path else ":memory:", timeout=10, isolation_level=None
+        )
         self.db.execute("PRAGMA journal_mode=WAL" if path else "PRAGMA journal_mode=MEMORY")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.fresh = False
@@ -287,26 +315,56 @@ class Index:
             self._create()
 
     def _valid(self) -> bool:
-        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = {
+            row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
         if not {"meta", "files", "rows", "entries"} <= tables:
             return False
         meta = dict(self.db.execute("SELECT key, value FROM meta"))
-        return meta.get("version") == str(INDEX_VERSION) and meta.get("scope") == self.scope and meta.get("config") == self._config_key()
+        return (
+            meta.get("version") == str(INDEX_VERSION)
+            and meta.get("scope") == self.scope
+            and meta.get("config") == self._config_key()
+        )
 
     def _config_key(self) -> str:
         """The settings the rows depend on: a change rebuilds the index."""
         c = self.vault.config
-        key = json.dumps([c.resident_dir, c.situational_dir, c.archive_dir, c.checklist_name, list(c.ignore),
-                          c.formats.source, c.formats.trace, c.max_note_bytes], ensure_ascii=False)
+        key = json.dumps(
+            [
+                c.resident_dir,
+                c.situational_dir,
+                c.archive_dir,
+                c.checklist_name,
+                list(c.ignore),
+                c.formats.source,
+                c.formats.trace,
+                c.max_note_bytes,
+            ],
+            ensure_ascii=False,
+        )
         return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
     def _create(self) -> None:
-        names = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'entries_%'")]
+        names = [
+            row[0]
+            for row in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'entries_%'"
+            )
+        ]
         for name in names:
             self.db.execute(f'DROP TABLE IF EXISTS "{name}"')
         self.db.executescript(_SCHEMA)
-        self.db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", str(INDEX_VERSION)), ("scope", self.scope),
-                                                            ("config", self._config_key()), ("structure", ""), ("folders", "")])
+        self.db.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [
+                ("version", str(INDEX_VERSION)),
+                ("scope", self.scope),
+                ("config", self._config_key()),
+                ("structure", ""),
+                ("folders", ""),
+            ],
+        )
         self.fresh = True
 
     def close(self) -> None:
@@ -322,14 +380,19 @@ class Index:
         started = time.perf_counter()
         report = SyncReport(self.scope, rebuilt=rebuilt or ("created" if self.fresh else None))
         now_ns = time.time_ns()
-        manifest = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")}
+        manifest = {
+            row[0]: row[1:]
+            for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")
+        }
         folders = folder_signature(self.vault, self.scope, now_ns)
         gone: list[str] = []
         if folders is not None and folders == self.meta("folders") and self.meta("structure"):
             # No folder changed since the last sync, so no file was added, removed or renamed: the
             # manifest's paths are the files (a stat each still catches edits in place).
             root = os.path.join(os.fspath(self.vault.root), "")
-            candidates = [(rel, root + rel, None) for rel in manifest]  # plain strings: Path costs 10 µs a file
+            candidates = [
+                (rel, root + rel, None) for rel in manifest
+            ]  # plain strings: Path costs 10 µs a file
             structure = self.meta("structure")
             report.listed = False
         else:
@@ -348,9 +411,26 @@ class Index:
             except OSError:
                 continue
             known = manifest.get(rel)
-            if known and known[0] == st.st_mtime_ns and known[1] == st.st_size and known[3] - st.st_mtime_ns > RACY_NS:
+            if (
+                known
+                and known[0] == st.st_mtime_ns
+                and known[1] == st.st_size
+                and known[3] - st.st_mtime_ns > RACY_NS
+            ):
                 continue
-            changed.append((note_file or NoteFile(rel, Path(path), {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope) or self.vault.layer_of(rel) or ""), st))
+            changed.append(
+                (
+                    note_file
+                    or NoteFile(
+                        rel,
+                        Path(path),
+                        {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
+                        or self.vault.layer_of(rel)
+                        or "",
+                    ),
+                    st,
+                )
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             for path in gone:
@@ -360,16 +440,24 @@ class Index:
                 known = manifest.get(note_file.rel)
                 rows, sha, about = note_rows(self.vault, note_file, with_meta)
                 if known and known[2] == sha and sha:
-                    self.db.execute("UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?", (st.st_mtime_ns, st.st_size, now_ns, note_file.rel))
+                    self.db.execute(
+                        "UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?",
+                        (st.st_mtime_ns, st.st_size, now_ns, note_file.rel),
+                    )
                     continue
-                if known or not self.fresh:  # another process may have indexed it since our manifest
+                if (
+                    known or not self.fresh
+                ):  # another process may have indexed it since our manifest
                     self._drop(note_file.rel)
                 if known:
                     report.updated += 1
                 else:
                     report.added += 1
                 self._insert(rows)
-                self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about))
+                self.db.execute(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                    (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about),
+                )
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
             self.db.execute("COMMIT")
@@ -390,8 +478,12 @@ class Index:
         formats = self.vault.config.formats
         self.db.executemany(
             "INSERT INTO entries(entries, rowid, body, history, place) VALUES ('delete', ?, ?, ?, ?)",
-            [(row_id, *line_terms(line, formats)[1:3], place_terms(about, heading))
-             for row_id, line, heading in self.db.execute("SELECT id, text, heading FROM rows WHERE path=?", (path,)).fetchall()],
+            [
+                (row_id, *line_terms(line, formats)[1:3], place_terms(about, heading))
+                for row_id, line, heading in self.db.execute(
+                    "SELECT id, text, heading FROM rows WHERE path=?", (path,)
+                ).fetchall()
+            ],
         )
         self.db.execute("DELETE FROM rows WHERE path=?", (path,))
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
@@ -402,7 +494,17 @@ class Index:
         first = (self.db.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
         self.db.executemany(
             "INSERT INTO rows(id, path, line, heading, text, sources) VALUES (?, ?, ?, ?, ?, ?)",
-            [(first + i, r.path, r.line, r.heading, r.text, json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]") for i, r in enumerate(rows)],
+            [
+                (
+                    first + i,
+                    r.path,
+                    r.line,
+                    r.heading,
+                    r.text,
+                    json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]",
+                )
+                for i, r in enumerate(rows)
+            ],
         )
         self.db.executemany(
             "INSERT INTO entries(rowid, body, history, place) VALUES (?, ?, ?, ?)",
@@ -424,7 +526,9 @@ class Index:
         for operator in operators:
             if len(hits) >= limit:
                 break
-            for row_id, hit in self._query(match_expression(terms, operator), limit + len(seen), paths):
+            for row_id, hit in self._query(
+                match_expression(terms, operator), limit + len(seen), paths
+            ):
                 if row_id not in seen and len(hits) < limit:
                     seen.add(row_id)
                     hits.append(hit)
@@ -449,8 +553,18 @@ class Index:
             params = [*WEIGHTS, expression, *paths, limit]
         layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
         for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
-            yield row_id, Hit(path, layer or self.vault.layer_of(path) or "convergent", line, heading, display_text(text),
-                              tuple(json.loads(sources)), round(-rank, 4))
+            yield (
+                row_id,
+                Hit(
+                    path,
+                    layer or self.vault.layer_of(path) or "convergent",
+                    line,
+                    heading,
+                    display_text(text),
+                    tuple(json.loads(sources)),
+                    round(-rank, 4),
+                ),
+            )
 
 
 # --- opening, with repair ----------------------------------------------------------------
@@ -463,7 +577,9 @@ class Searched:
     problems: list[str] = field(default_factory=list)
 
 
-def search_scope(vault: Vault, scope: str, query: str, limit: int = 10, paths: list[str] | None = None) -> Searched:
+def search_scope(
+    vault: Vault, scope: str, query: str, limit: int = 10, paths: list[str] | None = None
+) -> Searched:
     """Bring the scope's index up to date with the files, then search it. A corrupt database is
     deleted and rebuilt from the files, once; an unwritable state folder gets an index in memory."""
     import sqlite3
@@ -479,11 +595,18 @@ def search_scope(vault: Vault, scope: str, query: str, limit: int = 10, paths: l
             report = index.sync(rebuilt)
             hits = index.search(query, limit, paths)
             return Searched(hits, report, problems)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # garbage where text was: corrupt too
+        except (
+            sqlite3.DatabaseError,
+            UnicodeDecodeError,
+        ) as exc:  # garbage where text was: corrupt too
             if attempt or index is not None and index.path is None:
-                raise CmemError(f"the {scope} index at {path} could not be rebuilt ({exc}); delete it and try again.") from None
+                raise CmemError(
+                    f"the {scope} index at {path} could not be rebuilt ({exc}); delete it and try again."
+                ) from None
             rebuilt = f"rebuilt: the database was unreadable ({exc})"
-            problems.append(f"the {scope} index at {path} was unreadable ({exc}); rebuilt it from the notes")
+            problems.append(
+                f"the {scope} index at {path} was unreadable ({exc}); rebuilt it from the notes"
+            )
             delete_index(path)
         finally:
             if index is not None:
@@ -498,7 +621,9 @@ def _open(vault: Vault, scope: str, path: Path, problems: list[str]) -> Index:
             raise PermissionError(path)
         return Index(vault, scope, path)
     except (OSError, PermissionError) as exc:
-        problems.append(f"cannot write the index at {path} ({exc}); searching an index built in memory")
+        problems.append(
+            f"cannot write the index at {path} ({exc}); searching an index built in memory"
+        )
         return Index(vault, scope, None)
 
 

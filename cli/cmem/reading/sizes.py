@@ -56,7 +56,9 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
             fresh[rel] = entry
     if fresh != cache:
         try:
-            write_atomic(path, json.dumps({"version": CACHE_VERSION, "files": fresh}, ensure_ascii=False))
+            write_atomic(
+                path, json.dumps({"version": CACHE_VERSION, "files": fresh}, ensure_ascii=False)
+            )
         except OSError:
             pass  # a read-only state folder only costs speed
     return result

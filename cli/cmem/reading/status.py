@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem.steps import commits as history
 from cmem.archive.checklist import count_staged
-from cmem.triggers.due import interval_of
-from cmem.steps.lock import is_locked
-from cmem.vault.notes import OddFile
-from cmem.scan.signals import SIGNAL_CLASSES
 from cmem.reading.sizes import LayerSize, measure_layers
-from cmem.vault.state_json import load_state
+from cmem.scan.signals import SIGNAL_CLASSES
+from cmem.steps import commits as history
+from cmem.steps.lock import is_locked
+from cmem.triggers.due import interval_of
 from cmem.triggers.if_due import Due, check_due, load_failures
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
+from cmem.vault.notes import OddFile
+from cmem.vault.state_json import load_state
 
 # Figures a status served from the result cache (cmem.fast) may show stale until `--rescan`:
 # archive folders are checked by their mtimes, so an archived note edited in place keeps its size.
@@ -39,9 +39,15 @@ class Status:
     odd: list[OddFile] = field(default_factory=list)
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
-    interrupted: list[dict] = field(default_factory=list)  # steps a killed process left: {"kind", "id"}
-    conflicts: list = field(default_factory=list)  # conflict statements a sync left (cmem.sync.memory_merge)
-    unmanaged: list = field(default_factory=list)  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
+    interrupted: list[dict] = field(
+        default_factory=list
+    )  # steps a killed process left: {"kind", "id"}
+    conflicts: list = field(
+        default_factory=list
+    )  # conflict statements a sync left (cmem.sync.memory_merge)
+    unmanaged: list = field(
+        default_factory=list
+    )  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
     # The inputs of the figures that change with the clock alone (ages, due), so a status served
     # from the result cache (cmem.fast) recomputes them at print time.
     clock: dict = field(default_factory=dict)
@@ -50,12 +56,19 @@ class Status:
         return {
             "vault": self.vault,
             "layers": {name: size.to_json() for name, size in self.layers.items()},
-            "budgets": {"resident_max_tokens": self.resident_max_tokens, "budget_tokens": self.budget_tokens},
+            "budgets": {
+                "resident_max_tokens": self.resident_max_tokens,
+                "budget_tokens": self.budget_tokens,
+            },
             "convergent_age": {
                 "newest": _age_json(self.newest_convergent),
                 "oldest": _age_json(self.oldest_convergent),
             },
-            "pending": {"notes": self.pending_notes, "signals": self.pending_signals, "deferred": self.deferred},
+            "pending": {
+                "notes": self.pending_notes,
+                "signals": self.pending_signals,
+                "deferred": self.deferred,
+            },
             "last_pass": self.last_pass,
             "due": self.due.to_json(),
             "staged_archive": self.staged_archive,
@@ -93,8 +106,13 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
     oldest = min(oldest_ends, key=lambda end: end[1], default=None)
     last = state.last_of_kind("converge")
     interval, label = interval_of(vault.config.min_interval_minutes, vault.config.schedule_hours)
-    clock = {"newest_ns": newest[1] if newest else None, "oldest_ns": oldest[1] if oldest else None,
-             "last_time": last.get("time") if last else None, "interval_seconds": interval.total_seconds(), "interval_label": label}
+    clock = {
+        "newest_ns": newest[1] if newest else None,
+        "oldest_ns": oldest[1] if oldest else None,
+        "last_time": last.get("time") if last else None,
+        "interval_seconds": interval.total_seconds(),
+        "interval_label": label,
+    }
     newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
     oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
@@ -152,8 +170,13 @@ def _last_pass(vault: Vault, state) -> dict | None:
     last = state.last_of_kind("converge")
     if not last:
         return None
-    return {"id": last.get("id"), "time": last.get("time"), "commit": _pass_commit(vault, last.get("id", "")),
-            "notes": len(last.get("notes", [])), "changed": last.get("changed", [])}
+    return {
+        "id": last.get("id"),
+        "time": last.get("time"),
+        "commit": _pass_commit(vault, last.get("id", "")),
+        "notes": len(last.get("notes", [])),
+        "changed": last.get("changed", []),
+    }
 
 
 PASS_COMMIT_MEMO = "last-pass-commit.json"

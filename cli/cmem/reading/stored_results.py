@@ -11,14 +11,18 @@ import os
 from cmem import __version__
 
 FORMAT = 2  # of the stored entries; bump when the key or the payload changes shape
-RACY_NS = 2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
+RACY_NS = (
+    2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
+)
 SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)
 
 
 # --- the key ------------------------------------------------------------------------------------
 
 
-def listing_key(root: str, files: list[str], folder_only: list[str], known: list | None = None) -> tuple[list, bool]:
+def listing_key(
+    root: str, files: list[str], folder_only: list[str], known: list | None = None
+) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
     One walk: folders by mtime, notes by (mtime, size, inode, ctime), folders under `folder_only`
@@ -41,7 +45,9 @@ def listing_key(root: str, files: list[str], folder_only: list[str], known: list
         key.append((path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
         newest = max(newest, st.st_mtime_ns)
     # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
-    stored = {entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)}
+    stored = {
+        entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)
+    }
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -52,7 +58,9 @@ def listing_key(root: str, files: list[str], folder_only: list[str], known: list
         if names_only:
             before = stored.get(rel)
             if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
-                key.append(before)  # the ctime too: an mtime set back by hand does not hide a change
+                key.append(
+                    before
+                )  # the ctime too: an mtime set back by hand does not hide a change
                 stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                 continue
         subfolders = []
@@ -69,18 +77,32 @@ def listing_key(root: str, files: list[str], folder_only: list[str], known: list
                     plain = False
                 elif not names_only and name.endswith(".md"):
                     st_note = entry.stat()
-                    key.append((name, st_note.st_mtime_ns, st_note.st_size, st_note.st_ino, st_note.st_ctime_ns))
+                    key.append(
+                        (
+                            name,
+                            st_note.st_mtime_ns,
+                            st_note.st_size,
+                            st_note.st_ino,
+                            st_note.st_ctime_ns,
+                        )
+                    )
                     newest = max(newest, st_note.st_mtime_ns)
-        key[at] = (rel, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, tuple(subfolders) if names_only else None)
+        key[at] = (
+            rel,
+            st.st_mtime_ns,
+            st.st_ino,
+            st.st_ctime_ns,
+            tuple(subfolders) if names_only else None,
+        )
         stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
     return key, plain and newest < start - RACY_NS
 
 
 def key_files(vault) -> list[str]:
     """The files besides the notes a read command's result depends on (see the module doc)."""
-    from cmem.vault.config import user_config_path
     from cmem.steps.git_head import git_files
     from cmem.triggers.if_due import FAILURES_FILE
+    from cmem.vault.config import user_config_path
 
     files = []
     try:
@@ -88,7 +110,12 @@ def key_files(vault) -> list[str]:
             files += sorted(entry.path for entry in entries if entry.is_file())
     except OSError:
         pass
-    files += [str(vault.cmem_dir), str(vault.checklist_path), str(user_config_path()), str(vault.state_dir / FAILURES_FILE)]
+    files += [
+        str(vault.cmem_dir),
+        str(vault.checklist_path),
+        str(user_config_path()),
+        str(vault.state_dir / FAILURES_FILE),
+    ]
     return files + git_files(str(vault.root))
 
 
@@ -96,8 +123,14 @@ def _context_key(command: str, params: tuple) -> tuple:
     import time
 
     # CMEM_* settings, and the variables that move the user config or the repository
-    env = tuple(sorted((k, v) for k, v in os.environ.items()
-                       if k.startswith("CMEM_") or k in ("HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")))
+    env = tuple(
+        sorted(
+            (k, v)
+            for k, v in os.environ.items()
+            if k.startswith("CMEM_")
+            or k in ("HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+        )
+    )
     return (FORMAT, __version__, command, params, env, time.strftime("%Y-%m-%d"))
 
 
@@ -156,7 +189,9 @@ def find_root(explicit: str | None) -> str | None:
 
 def results_dir() -> str:
     """Per machine, next to every vault's state folder: `$XDG_STATE_HOME/cmem/results`."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return os.path.join(base, "cmem", "results")
 
 
@@ -211,8 +246,16 @@ def begin(vault, command: str, params: tuple) -> dict | None:
         return None
     if not storable:
         return None
-    return {"context": _context_key(command, params), "command": command, "params": params, "root": root,
-            "state_dir": str(vault.state_dir), "files": files, "folder_only": folder_only, "key": key}
+    return {
+        "context": _context_key(command, params),
+        "command": command,
+        "params": params,
+        "root": root,
+        "state_dir": str(vault.state_dir),
+        "files": files,
+        "folder_only": folder_only,
+        "key": key,
+    }
 
 
 def store(pending: dict | None, payload: dict) -> None:
@@ -221,6 +264,9 @@ def store(pending: dict | None, payload: dict) -> None:
     if pending is None or _busy(pending["state_dir"]):
         return
     try:
-        _write(entry_path(pending["root"], pending["command"], pending["params"]), dict(pending, payload=payload))
+        _write(
+            entry_path(pending["root"], pending["command"], pending["params"]),
+            dict(pending, payload=payload),
+        )
     except Exception:
         pass

@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
+from cmem.steps import commits as history
+from cmem.vault.layers import RESIDENT, SITUATIONAL, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.state_json import load_state
 from cmem.vault.statements import normalize, split_statement, statement_lines
-from cmem.vault.layers import RESIDENT, SITUATIONAL, NoteFile, Vault
 
 
 @dataclass
@@ -46,8 +46,16 @@ class Version:
         return self.until is None
 
     def to_json(self) -> dict:
-        return {"text": self.text, "since": self.since, "until": self.until, "sources": self.sources,
-                "pass": self.pass_id, "commit": self.commit, "origin": self.origin, "current": self.current}
+        return {
+            "text": self.text,
+            "since": self.since,
+            "until": self.until,
+            "sources": self.sources,
+            "pass": self.pass_id,
+            "commit": self.commit,
+            "origin": self.origin,
+            "current": self.current,
+        }
 
 
 @dataclass
@@ -68,8 +76,13 @@ class StatementHistory:
         return min(dates) if dates else None
 
     def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "text": self.text, "heading": self.heading,
-                "versions": [v.to_json() for v in self.versions]}
+        return {
+            "path": self.path,
+            "line": self.line,
+            "text": self.text,
+            "heading": self.heading,
+            "versions": [v.to_json() for v in self.versions],
+        }
 
 
 @dataclass
@@ -81,8 +94,13 @@ class TraceResult:
     title: str | None = None  # file mode: the file's summary or first heading
 
     def to_json(self) -> dict:
-        return {"target": self.target, "mode": self.mode, "files": self.files, "title": self.title,
-                "statements": [s.to_json() for s in self.statements]}
+        return {
+            "target": self.target,
+            "mode": self.mode,
+            "files": self.files,
+            "title": self.title,
+            "statements": [s.to_json() for s in self.statements],
+        }
 
 
 # --- the chain of versions in one line --------------------------------------------------------
@@ -99,11 +117,11 @@ def unfold(line: str, formats=None) -> list[tuple[Version, str | None]]:
         if chain:
             chain[-1][0].until = trace.date
         older.extend(chain)
-    older.sort(key=lambda pair: (pair[0].until or "9999"))
+    older.sort(key=lambda pair: pair[0].until or "9999")
     if traces:
         newest = max(traces, key=lambda t: t.date)
         version = Version(core, newest.date, None, sources)
-        needle = line[newest.start:newest.end]
+        needle = line[newest.start : newest.end]
     else:
         version = Version(core, None, None, sources)
         needle = core
@@ -125,43 +143,78 @@ class _Revision:
 def file_revisions(vault: Vault, rel: str) -> list[_Revision]:
     """The file's commits, oldest first, with the lines each added (following renames)."""
     result = history.run_git(
-        vault.root, "--literal-pathspecs", "log", "--follow", "-p", "-U0", "--no-color", "--no-ext-diff", "--relative",
+        vault.root,
+        "--literal-pathspecs",
+        "log",
+        "--follow",
+        "-p",
+        "-U0",
+        "--no-color",
+        "--no-ext-diff",
+        "--relative",
         f"--format=%x1e%H%x1f%cI%x1f%s%x1f%(trailers:key={history.PASS_TRAILER},valueonly,separator=%x2C)%x1f",
-        "--", rel, check=False,
+        "--",
+        rel,
+        check=False,
     )
     revisions = []
     for chunk in result.stdout.split("\x1e")[1:]:
         parts = chunk.split("\x1f", 4)
         if len(parts) < 5:
             continue
-        added = "\n".join(line[1:] for line in parts[4].split("\n") if line.startswith("+") and not line.startswith("+++"))
+        added = "\n".join(
+            line[1:]
+            for line in parts[4].split("\n")
+            if line.startswith("+") and not line.startswith("+++")
+        )
         pass_id = parts[3].strip().split(",")[0].strip() or None
-        revisions.append(_Revision(parts[0].strip(), parts[1].strip()[:10], parts[2], pass_id, added))
+        revisions.append(
+            _Revision(parts[0].strip(), parts[1].strip()[:10], parts[2], pass_id, added)
+        )
     revisions.reverse()
     return revisions
 
 
-def _attribute(version: Version, needle: str | None, revisions: list[_Revision], passes_by_date: dict[str, list[dict]], rel: str) -> None:
+def _attribute(
+    version: Version,
+    needle: str | None,
+    revisions: list[_Revision],
+    passes_by_date: dict[str, list[dict]],
+    rel: str,
+) -> None:
     """Name the commit (and pass) that wrote this version, and say how sure that is (`origin`)."""
     found = None
     if needle and len(normalize(needle)) >= 2:
         found = next((r for r in revisions if needle in r.added), None)
     if found is not None and found.pass_id:
-        version.commit, version.commit_subject, version.commit_date = found.sha, found.subject, found.date
+        version.commit, version.commit_subject, version.commit_date = (
+            found.sha,
+            found.subject,
+            found.date,
+        )
         version.origin, version.pass_id = "pass", found.pass_id
         version.since = version.since or found.date
         return
     if version.since:
         # A trace dated before the history that holds it: the pass state.json recorded that day.
         candidates = passes_by_date.get(version.since, [])
-        chosen = next((p for p in candidates if rel in (p.get("changed") or [])), candidates[0] if candidates else None)
+        chosen = next(
+            (p for p in candidates if rel in (p.get("changed") or [])),
+            candidates[0] if candidates else None,
+        )
         if chosen:
             version.origin, version.pass_id = "state", chosen.get("id")
             return
     if found is None:
         return
-    version.commit, version.commit_subject, version.commit_date = found.sha, found.subject, found.date
-    later_than_known = (version.since and found.date > version.since) or (version.until and found.date > version.until)
+    version.commit, version.commit_subject, version.commit_date = (
+        found.sha,
+        found.subject,
+        found.date,
+    )
+    later_than_known = (version.since and found.date > version.since) or (
+        version.until and found.date > version.until
+    )
     if found is revisions[0] or later_than_known:
         version.origin = "imported"  # it was already there when the file entered history
     else:
@@ -186,7 +239,11 @@ def resolve_file(vault: Vault, target: str) -> NoteFile | None:
     if not target.endswith(".md"):
         candidates.append(Path(target + ".md"))
     for candidate in candidates:
-        for path in ([candidate] if candidate.is_absolute() else [Path.cwd() / candidate, vault.root / candidate]):
+        for path in (
+            [candidate]
+            if candidate.is_absolute()
+            else [Path.cwd() / candidate, vault.root / candidate]
+        ):
             if path.is_file():
                 try:
                     rel = Path(os.path.relpath(path.resolve(), vault.root.resolve())).as_posix()
@@ -199,7 +256,9 @@ def resolve_file(vault: Vault, target: str) -> NoteFile | None:
     name = target.removesuffix(".md")
     matches = [f for f in vault.convergent_files() if f.name == name]
     if len(matches) > 1:
-        raise CmemError(f"{len(matches)} memory files are named {name!r} ({', '.join(m.rel for m in matches)}); give the path.")
+        raise CmemError(
+            f"{len(matches)} memory files are named {name!r} ({', '.join(m.rel for m in matches)}); give the path."
+        )
     return matches[0] if matches else None
 
 
@@ -215,12 +274,17 @@ def _passes_by_date(vault: Vault) -> dict[str, list[dict]]:
     return by_date
 
 
-def _file_statements(vault: Vault, note_file: NoteFile) -> tuple[list[tuple[int, str, str | None]], str | None]:
+def _file_statements(
+    vault: Vault, note_file: NoteFile
+) -> tuple[list[tuple[int, str, str | None]], str | None]:
     """(line number, line, heading) of every statement, and the file's title."""
     note = read_note(note_file, vault.config.max_note_bytes)
     if not note.usable:
         raise CmemError(f"{note_file.rel} {note.skip_reason}.")
-    heading, title = None, note.meta.get("summary") if isinstance(note.meta.get("summary"), str) else None
+    heading, title = (
+        None,
+        note.meta.get("summary") if isinstance(note.meta.get("summary"), str) else None,
+    )
     headings = {}
     for number, line in enumerate(note.lines, start=1):
         if number >= note.body_start and re.match(r"#{1,6}\s", line):
@@ -234,7 +298,9 @@ def _file_statements(vault: Vault, note_file: NoteFile) -> tuple[list[tuple[int,
     return result, title
 
 
-def _histories(vault: Vault, note_file: NoteFile, keep) -> tuple[list[StatementHistory], str | None]:
+def _histories(
+    vault: Vault, note_file: NoteFile, keep
+) -> tuple[list[StatementHistory], str | None]:
     lines, title = _file_statements(vault, note_file)
     chosen = [(n, line, h) for n, line, h in lines if keep(line)]
     if not chosen:
@@ -246,7 +312,9 @@ def _histories(vault: Vault, note_file: NoteFile, keep) -> tuple[list[StatementH
         pairs = unfold(line, vault.config.formats)
         for version, needle in pairs:
             _attribute(version, needle, revisions, by_date, note_file.rel)
-        histories.append(StatementHistory(note_file.rel, number, line, heading, [v for v, _ in pairs]))
+        histories.append(
+            StatementHistory(note_file.rel, number, line, heading, [v for v, _ in pairs])
+        )
     return histories, title
 
 
@@ -258,7 +326,9 @@ def trace_file(vault: Vault, note_file: NoteFile) -> TraceResult:
 def trace_topic(vault: Vault, topic: str) -> TraceResult:
     words = [w for w in (normalize(word) for word in topic.split()) if w]
     if not words:
-        raise CmemError("give a memory file (a path or a name such as `profile`) or some keywords to trace.")
+        raise CmemError(
+            "give a memory file (a path or a name such as `profile`) or some keywords to trace."
+        )
 
     def keep(line: str) -> bool:
         flat = normalize(line)

@@ -11,13 +11,22 @@ import unicodedata
 
 from cmem.render.reports import colour_diff, paint
 
-STATE_STYLE = {"ready": "green", "changed": "yellow", "missing": "red", "unparsed": "red", "refused": "red"}
+STATE_STYLE = {
+    "ready": "green",
+    "changed": "yellow",
+    "missing": "red",
+    "unparsed": "red",
+    "refused": "red",
+}
 KIND_STYLE = {"converge": "blue", "archive": "magenta", "undo": "yellow"}
 
 
 def _width(text: str) -> int:
     """Columns a string takes on a terminal: CJK characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1 for ch in text)
+    return sum(
+        2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1
+        for ch in text
+    )
 
 
 def _table(headers: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
@@ -50,17 +59,32 @@ def render_staged(lines, checklist_rel: str) -> str:
     for line in lines:
         counts[line.state] = counts.get(line.state, 0) + 1
     summary = ", ".join(paint(f"{n} {state}", STATE_STYLE[state]) for state, n in counts.items())
-    out = [paint(f"{checklist_rel}: {len(lines)} staged, {ticked} ticked", "bold") + f" ({summary})", ""]
+    out = [
+        paint(f"{checklist_rel}: {len(lines)} staged, {ticked} ticked", "bold") + f" ({summary})",
+        "",
+    ]
     with_detail = any(line.detail for line in lines)
     rows = []
     for line in lines:
         note = line.note or line.raw.strip()[:48]  # an unparsed line shows what it says
-        row = [(str(line.line_no), None), ("[x]" if line.ticked else "[ ]", None), (note, None),
-               (line.state, STATE_STYLE[line.state]), (line.target or "", None)]
+        row = [
+            (str(line.line_no), None),
+            ("[x]" if line.ticked else "[ ]", None),
+            (note, None),
+            (line.state, STATE_STYLE[line.state]),
+            (line.target or "", None),
+        ]
         rows.append(row + [(line.detail, "dim")] if with_detail else row)
-    out.append(_table(["line", "tick", "note", "state", "target"] + (["detail"] if with_detail else []), rows))
-    out += ["", "Tick the lines to archive (in Obsidian or any editor), then run `cmem archive apply`"
-                " (`--all` takes every ready line)."]
+    out.append(
+        _table(
+            ["line", "tick", "note", "state", "target"] + (["detail"] if with_detail else []), rows
+        )
+    )
+    out += [
+        "",
+        "Tick the lines to archive (in Obsidian or any editor), then run `cmem archive apply`"
+        " (`--all` takes every ready line).",
+    ]
     return "\n".join(out)
 
 
@@ -68,18 +92,36 @@ def render_archive_plan(plan) -> str:
     out = []
     chosen = "every staged line" if plan.all_lines else "ticked lines"
     if plan.moves:
-        out.append(paint(f"archive {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} ({chosen}):", "bold"))
-        rows = [[(m.line.note or "", None), (m.source, None), ("→", "dim"), (m.target, "yellow" if m.renamed else None)] for m in plan.moves]
+        out.append(
+            paint(
+                f"archive {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} ({chosen}):",
+                "bold",
+            )
+        )
+        rows = [
+            [
+                (m.line.note or "", None),
+                (m.source, None),
+                ("→", "dim"),
+                (m.target, "yellow" if m.renamed else None),
+            ]
+            for m in plan.moves
+        ]
         out.append(_table(["note", "from", "", "to"], rows))
     else:
         out.append(f"nothing to archive ({chosen}: none is ready)")
     if plan.skipped:
         out += ["", paint(f"skipped, staying in the checklist ({len(plan.skipped)}):", "bold")]
         for line in plan.skipped:
-            out.append(f"  {paint(line.state, STATE_STYLE[line.state])}  {line.note or f'line {line.line_no}'}: {line.detail}")
+            out.append(
+                f"  {paint(line.state, STATE_STYLE[line.state])}  {line.note or f'line {line.line_no}'}: {line.detail}"
+            )
     if plan.not_chosen and not plan.all_lines:
-        out += ["", f"{len(plan.not_chosen)} unticked line{'s' if len(plan.not_chosen) != 1 else ''} wait"
-                    " (tick them, or pass --all)."]
+        out += [
+            "",
+            f"{len(plan.not_chosen)} unticked line{'s' if len(plan.not_chosen) != 1 else ''} wait"
+            " (tick them, or pass --all).",
+        ]
     for warning in plan.warnings:
         out.append(paint(f"warning: {warning}", "yellow"))
     return "\n".join(out)
@@ -92,10 +134,15 @@ def render_archive_result(result) -> str:
         return render_archive_plan(result.plan)
     out = []
     if result.snapshot_commit:
-        out.append(f"your edits to the checklist and notes were committed first as {result.snapshot_commit[:8]}")
+        out.append(
+            f"your edits to the checklist and notes were committed first as {result.snapshot_commit[:8]}"
+        )
     count = len(result.plan.moves)
-    out.append(paint(f"archived {count} note{'s' if count != 1 else ''}", "bold", "green")
-               + (f" · commit {result.commit[:8]}" if result.commit else "") + " — undo with `cmem undo`")
+    out.append(
+        paint(f"archived {count} note{'s' if count != 1 else ''}", "bold", "green")
+        + (f" · commit {result.commit[:8]}" if result.commit else "")
+        + " — undo with `cmem undo`"
+    )
     for move in result.plan.moves:
         out.append(f"  {move.source} → {move.target}")
     if result.plan.skipped:
@@ -110,10 +157,17 @@ def render_undo_plan(plan) -> str:
     target = plan.target
     if target is None:
         return "nothing to undo: no cmem pass or archive apply in this vault's history (or all are undone)."
-    out = [paint(f"undo: {target.subject.removeprefix('cmem: ')}", "bold"),
-           f"  commit {target.short} · pass {target.pass_id} · {_when(target.time)}"]
-    verbs = {"restore": "restore", "merge": "restore (keeping later edits)", "remove": "remove", "keep": "keep",
-             "move-back": "move back"}
+    out = [
+        paint(f"undo: {target.subject.removeprefix('cmem: ')}", "bold"),
+        f"  commit {target.short} · pass {target.pass_id} · {_when(target.time)}",
+    ]
+    verbs = {
+        "restore": "restore",
+        "merge": "restore (keeping later edits)",
+        "remove": "remove",
+        "keep": "keep",
+        "move-back": "move back",
+    }
     for item in plan.files:
         where = f"{item.from_path} → {item.path}" if item.action == "move-back" else item.path
         detail = f"  ({item.detail})" if item.detail else ""
@@ -121,12 +175,16 @@ def render_undo_plan(plan) -> str:
     if target.kind == "converge":
         out.append("  its notes become pending again and leave the archive checklist")
     elif target.kind == "archive":
-        out.append("  the notes go back to the divergent layer and their lines back into the checklist")
+        out.append(
+            "  the notes go back to the divergent layer and their lines back into the checklist"
+        )
     if plan.refused:
         out += ["", paint("refused:", "red", "bold")]
         out += [f"  {reason}" for reason in plan.reasons]
         if not plan.blocked:
-            out.append("  `cmem undo --force` keeps those later changes and takes back only this step's, where they do not overlap.")
+            out.append(
+                "  `cmem undo --force` keeps those later changes and takes back only this step's, where they do not overlap."
+            )
     return "\n".join(out)
 
 
@@ -134,9 +192,12 @@ def render_undo_result(result) -> str:
     if result.status == "nothing":
         return render_undo_plan(result.plan)
     target = result.plan.target
-    return (paint("undone", "bold", "green") + f": {target.subject.removeprefix('cmem: ')}"
-            + (f" · commit {result.commit[:8]}" if result.commit else "")
-            + f"\n  to redo it: git revert {result.commit[:8] if result.commit else 'HEAD'}")
+    return (
+        paint("undone", "bold", "green")
+        + f": {target.subject.removeprefix('cmem: ')}"
+        + (f" · commit {result.commit[:8]}" if result.commit else "")
+        + f"\n  to redo it: git revert {result.commit[:8] if result.commit else 'HEAD'}"
+    )
 
 
 # --- log and diff -----------------------------------------------------------------------------
@@ -161,10 +222,14 @@ def render_log(commits) -> str:
         mark = paint("●", KIND_STYLE.get(commit.kind, "bold"))
         undone = paint("  (undone)", "dim") if commit.undone_by else ""
         title = commit.subject.removeprefix("cmem: ")
-        out.append(f"{mark} {paint(_when(commit.time), 'cyan')}  {paint(title, 'bold')}  {paint(commit.short, 'dim')}{undone}")
+        out.append(
+            f"{mark} {paint(_when(commit.time), 'cyan')}  {paint(title, 'bold')}  {paint(commit.short, 'dim')}{undone}"
+        )
         details = [("pass", commit.pass_id)]
         if commit.engine:
-            details.append(("engine", commit.engine + (f" ({commit.model})" if commit.model else "")))
+            details.append(
+                ("engine", commit.engine + (f" ({commit.model})" if commit.model else ""))
+            )
         if commit.kind == "archive":
             details += [("moved", value) for value in commit.fields.get("Archived", [])]
         elif commit.kind == "undo":
@@ -172,7 +237,11 @@ def render_log(commits) -> str:
         else:
             if commit.notes:
                 details.append(("notes", _names(commit.notes)))
-            files = [c.path for c in commit.files if c.path.endswith(".md") and "/" in c.path and not c.path.endswith("CHECKLIST.md")]
+            files = [
+                c.path
+                for c in commit.files
+                if c.path.endswith(".md") and "/" in c.path and not c.path.endswith("CHECKLIST.md")
+            ]
             if files:
                 details.append(("files", ", ".join(files)))
             details += [("deferred", value) for value in commit.fields.get("Deferred", [])]
@@ -187,14 +256,23 @@ def render_log(commits) -> str:
 def _failed_entry(entry) -> list[str]:
     """A pass that ended without a commit: why, what it did before, where to look."""
     snapshot = entry.snapshot_commit[:8] if entry.snapshot_commit else None
-    out = [f"{paint('✗', 'red')} {paint(_when(entry.time), 'cyan')}  {paint(f'converge {entry.status}', 'red', 'bold')}  "
-           + paint("(no commit: nothing written)", "dim")]
+    out = [
+        f"{paint('✗', 'red')} {paint(_when(entry.time), 'cyan')}  {paint(f'converge {entry.status}', 'red', 'bold')}  "
+        + paint("(no commit: nothing written)", "dim")
+    ]
     details = [("pass", entry.pass_id)]
     if entry.engine:
         details.append(("engine", entry.engine + (f" ({entry.model})" if entry.model else "")))
     details.append(("reason", entry.reason.splitlines()[0] if entry.reason else entry.status))
     if entry.engine == "llm" or entry.rounds:
-        details.append(("asked", {0: "the model was not asked", 1: "once"}.get(entry.rounds, f"{entry.rounds} times ({entry.rounds - 1} repair rounds)")))
+        details.append(
+            (
+                "asked",
+                {0: "the model was not asked", 1: "once"}.get(
+                    entry.rounds, f"{entry.rounds} times ({entry.rounds - 1} repair rounds)"
+                ),
+            )
+        )
     if entry.notes:
         details.append(("notes", _names(entry.notes)))
     if snapshot:
@@ -208,7 +286,9 @@ def _failed_entry(entry) -> list[str]:
 
 def render_diff(result) -> str:
     commit = result.commit
-    head = paint(f"{commit.subject}", "bold") + paint(f"  ({commit.short} · pass {commit.pass_id} · {_when(commit.time)})", "dim")
+    head = paint(f"{commit.subject}", "bold") + paint(
+        f"  ({commit.short} · pass {commit.pass_id} · {_when(commit.time)})", "dim"
+    )
     if not result.diff.strip():
         return head + "\n(no change to the memory files or the checklist)"
     return head + "\n\n" + colour_diff(result.diff.rstrip("\n"))
@@ -230,9 +310,13 @@ def _date_label(version) -> str:
 def _provenance(version) -> str:
     parts = []
     if version.origin in ("pass", "state") and version.pass_id:
-        parts.append(f"pass {version.pass_id}" + (f" · {version.commit[:8]}" if version.commit else ""))
+        parts.append(
+            f"pass {version.pass_id}" + (f" · {version.commit[:8]}" if version.commit else "")
+        )
     elif version.origin == "hand" and version.commit:
-        parts.append(f"edited by hand · {version.commit[:8]} {version.commit_subject or ''}".rstrip())
+        parts.append(
+            f"edited by hand · {version.commit[:8]} {version.commit_subject or ''}".rstrip()
+        )
     if version.sources:
         parts.append("from " + ", ".join(f"[[{s}]]" for s in version.sources))
     return " · ".join(parts)
@@ -269,7 +353,11 @@ def render_trace(result) -> str:
         out.append(f"{len(changed)} of {len(result.statements)} statements changed over time")
         for history in changed:
             out.append("")
-            where = f"{history.heading} · line {history.line}" if history.heading else f"line {history.line}"
+            where = (
+                f"{history.heading} · line {history.line}"
+                if history.heading
+                else f"line {history.line}"
+            )
             out.append(paint(where, "bold"))
             out += _timeline(history)
         if still:
@@ -277,16 +365,31 @@ def render_trace(result) -> str:
             for history in still:
                 version = history.versions[-1]
                 date = version.since or (f"by {version.commit_date}" if version.commit_date else "")
-                sources = f"  from {', '.join(f'[[{s}]]' for s in version.sources)}" if version.sources else ""
-                out.append(f"  {paint(f'{date:<13}', 'cyan')}  {version.text}{paint(sources, 'dim')}")
+                sources = (
+                    f"  from {', '.join(f'[[{s}]]' for s in version.sources)}"
+                    if version.sources
+                    else ""
+                )
+                out.append(
+                    f"  {paint(f'{date:<13}', 'cyan')}  {version.text}{paint(sources, 'dim')}"
+                )
         return "\n".join(out)
     if not result.statements:
         return f"nothing in the memory files mentions {result.target!r}."
     files = len(result.files)
-    out = [paint(f"{result.target}: {len(result.statements)} statement{'s' if len(result.statements) != 1 else ''}"
-                 f" in {files} file{'s' if files != 1 else ''}, oldest first", "bold")]
+    out = [
+        paint(
+            f"{result.target}: {len(result.statements)} statement{'s' if len(result.statements) != 1 else ''}"
+            f" in {files} file{'s' if files != 1 else ''}, oldest first",
+            "bold",
+        )
+    ]
     for history in result.statements:
-        out += ["", paint(f"{history.path}:{history.line}", "bold") + (paint(f"  {history.heading}", "dim") if history.heading else "")]
+        out += [
+            "",
+            paint(f"{history.path}:{history.line}", "bold")
+            + (paint(f"  {history.heading}", "dim") if history.heading else ""),
+        ]
         out += _timeline(history)
     return "\n".join(out)
 
@@ -298,10 +401,14 @@ def render_sync(result) -> str:
         return paint("offline: ", "yellow") + (result.reason or f"{where} cannot be reached")
     lines = []
     if result.merged == "fast-forward":
-        lines.append(f"fast-forwarded to {where} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed)")
+        lines.append(
+            f"fast-forwarded to {where} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed)"
+        )
     elif result.merged == "merge":
-        lines.append(f"merged {where} in commit {(result.commit or '')[:8]} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed, "
-                     f"{len(result.merged_files)} merged from both sides)")
+        lines.append(
+            f"merged {where} in commit {(result.commit or '')[:8]} ({len(result.changed)} file{'s' if len(result.changed) != 1 else ''} changed, "
+            f"{len(result.merged_files)} merged from both sides)"
+        )
     for line in result.conflicts:
         lines.append(paint("conflict: ", "yellow") + line + " — the next pass resolves it")
     for notice in result.notices:

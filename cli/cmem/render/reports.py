@@ -10,7 +10,16 @@ from __future__ import annotations
 import os
 import sys
 
-_CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36"}
+_CODES = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+}
 _enabled: bool | None = None
 
 
@@ -35,7 +44,12 @@ def paint(text: str, *styles: str, stream=None) -> str:
     return f"\033[{codes}m{text}\033[0m"
 
 
-CLASS_STYLE = {"correction": "red", "preference": "magenta", "decision": "blue", "recurring": "yellow"}
+CLASS_STYLE = {
+    "correction": "red",
+    "preference": "magenta",
+    "decision": "blue",
+    "recurring": "yellow",
+}
 LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "red"}
 
 
@@ -56,7 +70,10 @@ def render_init(report) -> str:
     for note in report.notes:
         lines.append(f"  note: {note}")
     if report.changed:
-        lines += ["", "Next: write notes at the vault root, then `cmem scan` to see signals and `cmem converge` to merge them."]
+        lines += [
+            "",
+            "Next: write notes at the vault root, then `cmem scan` to see signals and `cmem converge` to merge them.",
+        ]
     return "\n".join(lines)
 
 
@@ -100,15 +117,23 @@ def render_status_data(data: dict) -> str:
         out.append(paint(text + ("  over the cap" if over else ""), "red") if over else text)
     convergent = layers["resident"]["tokens"] + layers["situational"]["tokens"]
     fits = "fits" if convergent <= budgets["budget_tokens"] else "over"
-    out.append(f"  convergent layer {_tokens(convergent)} tokens: {fits} the context budget ({_tokens(budgets['budget_tokens'])})")
+    out.append(
+        f"  convergent layer {_tokens(convergent)} tokens: {fits} the context budget ({_tokens(budgets['budget_tokens'])})"
+    )
     newest, oldest = data["convergent_age"]["newest"], data["convergent_age"]["oldest"]
     if newest:
-        out.append(f"  newest convergent file {newest['path']} ({age(newest)} old); oldest {oldest['path']} ({age(oldest)} old)")
+        out.append(
+            f"  newest convergent file {newest['path']} ({age(newest)} old); oldest {oldest['path']} ({age(oldest)} old)"
+        )
     out += ["", paint("pending", "bold")]
     pending = data["pending"]
     total = sum(pending["signals"].values())
     if total:
-        by_class = ", ".join(paint(f"{count} {name}", CLASS_STYLE[name]) for name, count in pending["signals"].items() if count)
+        by_class = ", ".join(
+            paint(f"{count} {name}", CLASS_STYLE[name])
+            for name, count in pending["signals"].items()
+            if count
+        )
         out.append(f"  {plural(total, 'signal')} in {plural(pending['notes'], 'note')}: {by_class}")
     else:
         out.append("  no pending signals")
@@ -117,11 +142,18 @@ def render_status_data(data: dict) -> str:
     unmanaged = data.get("unmanaged") or []
     if unmanaged:
         total = sum(f["notes"] for f in unmanaged)
-        out += ["", paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow")]
+        out += [
+            "",
+            paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow"),
+        ]
         for folder in unmanaged[:10]:
-            out.append(f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}")
+            out.append(
+                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}"
+            )
         if len(unmanaged) > 10:
-            out.append(f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)")
+            out.append(
+                f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)"
+            )
     out += ["", paint("passes", "bold")]
     last = data["last_pass"]
     if last:
@@ -137,20 +169,44 @@ def render_status_data(data: dict) -> str:
         from cmem.steps.record import step_name
 
         what = step_name(step["kind"])
-        out.append(paint(f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
-                         "(or `cmem doctor --fix`) finishes it", "yellow"))
+        out.append(
+            paint(
+                f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
+                "(or `cmem doctor --fix`) finishes it",
+                "yellow",
+            )
+        )
     unattended = data["unattended"] or {}
     if unattended.get("stopped"):
-        out.append(paint(f"  unattended passes are stopped after {unattended['failures']} failures in a row "
-                         f"(last: {unattended.get('last_error')}); `cmem converge` or `cmem doctor` resumes them", "red"))
+        out.append(
+            paint(
+                f"  unattended passes are stopped after {unattended['failures']} failures in a row "
+                f"(last: {unattended.get('last_error')}); `cmem converge` or `cmem doctor` resumes them",
+                "red",
+            )
+        )
     elif unattended.get("failures"):
-        out.append(paint(f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})", "yellow"))
+        out.append(
+            paint(
+                f"  {unattended['failures']} unattended pass(es) failed in a row (last: {unattended.get('last_error')})",
+                "yellow",
+            )
+        )
     if data["staged_archive"]:
-        out.append(f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`")
+        out.append(
+            f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`"
+        )
     conflicts = data.get("conflicts") or []
     if conflicts:
-        out += ["", paint(f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
-                          "the next pass resolves them (or edit the line)", "bold", "yellow")]
+        out += [
+            "",
+            paint(
+                f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
+                "the next pass resolves them (or edit the line)",
+                "bold",
+                "yellow",
+            ),
+        ]
         for conflict in conflicts[:20]:
             out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
     odd = data["odd_files"]
@@ -192,7 +248,9 @@ def render_doctor(findings) -> str:
     errors = sum(f.level == "error" for f in findings)
     warnings = sum(f.level == "warn" for f in findings)
     out.append("")
-    out.append("all clear" if not errors and not warnings else f"{errors} errors, {warnings} warnings")
+    out.append(
+        "all clear" if not errors and not warnings else f"{errors} errors, {warnings} warnings"
+    )
     return "\n".join(out)
 
 
@@ -223,7 +281,9 @@ class Spinner:
             if self._status is None:
                 from rich.console import Console
 
-                console = Console(file=self.stream, no_color=not color_on(self.stream), highlight=False)
+                console = Console(
+                    file=self.stream, no_color=not color_on(self.stream), highlight=False
+                )
                 self._status = console.status(text, spinner="dots")
                 self._status.start()
             else:
@@ -262,7 +322,13 @@ def render_pass(result, show_diff: bool = False) -> str:
     if result.status == "nothing":
         # a pass that only deferred still says why each note waits (a credential, a vague line…)
         deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
-        return "\n".join([result.message or "nothing to converge", *deferred, *(paint(f"  warning: {w}", "yellow") for w in result.warnings)])
+        return "\n".join(
+            [
+                result.message or "nothing to converge",
+                *deferred,
+                *(paint(f"  warning: {w}", "yellow") for w in result.warnings),
+            ]
+        )
     if result.status == "failed":
         from cmem.converge.pipeline import failure_summary
 
@@ -272,7 +338,11 @@ def render_pass(result, show_diff: bool = False) -> str:
             out.append(f"  … and {len(result.errors) - 30} more")
         out.append(failure_summary(result, result.snapshot_commit))
         return "\n".join(out)
-    head = {"applied": "pass applied", "dry-run": "dry run: nothing written", "proposed": "proposal saved (review mode)"}[result.status]
+    head = {
+        "applied": "pass applied",
+        "dry-run": "dry run: nothing written",
+        "proposed": "proposal saved (review mode)",
+    }[result.status]
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
     out.append(paint(f"{head} · pass {result.pass_id}{engine}", "bold"))
     if result.snapshot_commit:
@@ -280,11 +350,16 @@ def render_pass(result, show_diff: bool = False) -> str:
     if result.diffstat:
         out.append("  files:")
         for path, added, removed in result.diffstat:
-            out.append(f"    {path}  {paint('+' + str(added), 'green')} {paint('-' + str(removed), 'red')}")
+            out.append(
+                f"    {path}  {paint('+' + str(added), 'green')} {paint('-' + str(removed), 'red')}"
+            )
     else:
         out.append("  no memory file changed")
     if result.converged:
-        out.append(f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): " + ", ".join(result.converged))
+        out.append(
+            f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): "
+            + ", ".join(result.converged)
+        )
     if getattr(result, "lines", None):
         from cmem.converge.coverage import summary
 
@@ -298,11 +373,15 @@ def render_pass(result, show_diff: bool = False) -> str:
     for warning in result.warnings:
         out.append(paint(f"  warning: {warning}", "yellow"))
     if result.staged:
-        out.append(f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`")
+        out.append(
+            f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`"
+        )
     if show_diff and result.diff:
         out += ["", colour_diff(result.diff)]
     if result.status == "applied" and result.commit:
-        out.append(f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`")
+        out.append(
+            f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`"
+        )
     if result.message:
         out.append(f"  {result.message}")
     return "\n".join(out)

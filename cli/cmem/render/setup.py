@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from cmem.render.reports import paint
 
-_VERB = {"install": "add the cmem hook to", "update": "refresh the cmem hook in", "uninstall": "remove the cmem hook from"}
+_VERB = {
+    "install": "add the cmem hook to",
+    "update": "refresh the cmem hook in",
+    "uninstall": "remove the cmem hook from",
+}
 _KIND = {"bash": "bash", "zsh": "zsh", "fish": "fish", "claude-code": "Claude Code"}
 
 
 def render_hook_plan(plan) -> str:
     from cmem.setup.hooks import display
 
-    out = [paint(f"{_VERB.get(plan.action, plan.action)} {display(plan.path)} ({_KIND.get(plan.kind, plan.kind)})", "bold")]
+    out = [
+        paint(
+            f"{_VERB.get(plan.action, plan.action)} {display(plan.path)} ({_KIND.get(plan.kind, plan.kind)})",
+            "bold",
+        )
+    ]
     out += [f"  note: {note}" for note in plan.notes]
     for line in plan.removed.splitlines():
         out.append(paint(f"- {line}", "red"))
@@ -33,7 +42,11 @@ def render_hook_done(plan) -> str:
         return f"no cmem {kind} hook for this vault in {where}{extra}; nothing changed"
     if plan.action == "uninstall":
         return f"removed the {kind} hook from {where}"
-    when = "when a Claude Code session in this project ends" if plan.kind == "claude-code" else f"when a new {kind} shell exits"
+    when = (
+        "when a Claude Code session in this project ends"
+        if plan.kind == "claude-code"
+        else f"when a new {kind} shell exits"
+    )
     return f"{'installed' if plan.action == 'install' else 'refreshed'} the {kind} hook in {where}: it runs `cmem converge --if-due` in the background {when}"
 
 
@@ -64,7 +77,10 @@ def render_trust_question(status) -> str:
     if gone:
         out.append(f"no longer runs: {', '.join(gone)}")
     if status.state == "changed" and status.trusted_sha256 != status.command_sha256:
-        out.append("the command itself changed since you trusted it" + (f" on {status.trusted_at}" if status.trusted_at else ""))
+        out.append(
+            "the command itself changed since you trusted it"
+            + (f" on {status.trusted_at}" if status.trusted_at else "")
+        )
     out.append("cmem will run it with your rights, with each pass's prompt on its stdin.")
     return "\n".join(out)
 
@@ -72,12 +88,16 @@ def render_trust_question(status) -> str:
 def render_trust(change) -> str:
     digest = (change.command_sha256 or "")[:12]
     if change.action == "no-command":
-        return f"{change.vault} names no llm.command in .cmem/config.yaml; there is nothing to trust"
+        return (
+            f"{change.vault} names no llm.command in .cmem/config.yaml; there is nothing to trust"
+        )
     if change.action in ("trusted", "retrusted"):
         again = " again (it had changed)" if change.action == "retrusted" else ""
         files = f" and {', '.join(change.files)}" if change.files else ""
-        return (f"trusted{again} the model command `{change.command}`{files} for {change.vault} (sha256 {digest}…), "
-                f"recorded in {change.config_path}; if the vault's command{' or one of those files' if files else ''} changes, cmem asks again")
+        return (
+            f"trusted{again} the model command `{change.command}`{files} for {change.vault} (sha256 {digest}…), "
+            f"recorded in {change.config_path}; if the vault's command{' or one of those files' if files else ''} changes, cmem asks again"
+        )
     if change.action == "already-trusted":
         return f"the model command `{change.command}` of {change.vault} is already trusted (sha256 {digest}…)"
     if change.action == "revoked":

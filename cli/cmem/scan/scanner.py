@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
-from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
     EXCLUDED,
@@ -43,9 +42,10 @@ from cmem.scan.signals import (
     excluded_reason,
     scan_note,
 )
-from cmem.vault.state_json import State, load_state
-from cmem.vault.statements import parse_statements, split_statement, normalize
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
+from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
+from cmem.vault.state_json import State, load_state
+from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
@@ -70,8 +70,16 @@ class Reemerged:
     retired: str = ""  # date of the trace that retired it
 
     def to_json(self) -> dict:
-        return {"note": self.note, "line": self.line, "class": self.cls, "excerpt": self.excerpt, "how": self.how,
-                "where": self.where, "first_seen": self.first_seen or None, "retired": self.retired or None}
+        return {
+            "note": self.note,
+            "line": self.line,
+            "class": self.cls,
+            "excerpt": self.excerpt,
+            "how": self.how,
+            "where": self.where,
+            "first_seen": self.first_seen or None,
+            "retired": self.retired or None,
+        }
 
 
 @dataclass
@@ -94,11 +102,15 @@ class ScanResult:
         }
 
 
-def scan_vault(vault: Vault, state: State | None = None, only: list[str] | None = None) -> ScanResult:
+def scan_vault(
+    vault: Vault, state: State | None = None, only: list[str] | None = None
+) -> ScanResult:
     """Scan the divergent layer. `only` limits the result to these notes (path or name); the
     whole layer is still read, because recurrence counts across all notes."""
     state = load_state(vault.state_file) if state is None else state
-    cache = _Cache.load(vault.state_dir / CACHE_NAME, _fingerprint(vault), vault.state_dir / GUARD_NAME)
+    cache = _Cache.load(
+        vault.state_dir / CACHE_NAME, _fingerprint(vault), vault.state_dir / GUARD_NAME
+    )
     entries = []
     for file in vault.list_layer(DIVERGENT):
         entry = cache.entry(file, vault)
@@ -129,16 +141,32 @@ class _Entry:
 
     def to_json(self) -> dict:
         flags = self.scan.flags
-        return {"m": self.mtime_ns, "s": self.size, "r": self.read_ns, "h": self.sha256, "skip": self.skip, "odd": self.odd,
-                "flags": [flags.confirmed, flags.excluded, flags.reason, flags.tags, flags.problem],
-                "links": self.scan.links, "hits": [hit.to_list() for hit in self.scan.hits]}
+        return {
+            "m": self.mtime_ns,
+            "s": self.size,
+            "r": self.read_ns,
+            "h": self.sha256,
+            "skip": self.skip,
+            "odd": self.odd,
+            "flags": [flags.confirmed, flags.excluded, flags.reason, flags.tags, flags.problem],
+            "links": self.scan.links,
+            "hits": [hit.to_list() for hit in self.scan.hits],
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "_Entry":
         confirmed, excluded, reason, tags, problem = data["flags"]
         flags = NoteFlags(bool(confirmed), bool(excluded), str(reason), list(tags), problem)
         scan = NoteScan([Hit.from_list(hit) for hit in data["hits"]], flags, list(data["links"]))
-        return cls(int(data["m"]), int(data["s"]), int(data["r"]), str(data["h"]), data["skip"], list(data["odd"]), scan)
+        return cls(
+            int(data["m"]),
+            int(data["s"]),
+            int(data["r"]),
+            str(data["h"]),
+            data["skip"],
+            list(data["odd"]),
+            scan,
+        )
 
 
 def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
@@ -148,16 +176,27 @@ def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
     if note.usable:
         entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
         # the guard only tests equality: a digest is enough, and keeps the cache small
-        entry.scan.hits = [replace(hit, content_key=_digest(hit.content_key) if hit.content_key else "") for hit in entry.scan.hits]
+        entry.scan.hits = [
+            replace(hit, content_key=_digest(hit.content_key) if hit.content_key else "")
+            for hit in entry.scan.hits
+        ]
         if entry.scan.flags.problem:
-            entry.odd.append(["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"])
+            entry.odd.append(
+                ["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"]
+            )
     return entry
 
 
 def _fingerprint(vault: Vault) -> str:
     """Everything detection depends on besides the note itself."""
     config = vault.config
-    basis = [CACHE_VERSION, cue_fingerprint(config.extra_cues), config.max_note_bytes, config.formats.source, config.formats.trace]
+    basis = [
+        CACHE_VERSION,
+        cue_fingerprint(config.extra_cues),
+        config.max_note_bytes,
+        config.formats.source,
+        config.formats.trace,
+    ]
     return hashlib.sha1(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -172,7 +211,11 @@ def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
         data = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or data.get("fingerprint") != fingerprint:
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != CACHE_VERSION
+        or data.get("fingerprint") != fingerprint
+    ):
         return None
     return data if isinstance(data.get(required), dict) else None
 
@@ -185,7 +228,14 @@ def _save_marshal(path, data: dict) -> None:
 
 
 class _Cache:
-    def __init__(self, path, fingerprint: str, data: dict | None = None, guard_path=None, guard: dict | None = None):
+    def __init__(
+        self,
+        path,
+        fingerprint: str,
+        data: dict | None = None,
+        guard_path=None,
+        guard: dict | None = None,
+    ):
         self.path = path
         self.guard_path = guard_path
         self.fingerprint = fingerprint
@@ -213,7 +263,12 @@ class _Cache:
         except OSError:
             return None  # gone since the listing
         cached = self._cached(file.rel)
-        if cached and cached.mtime_ns == st.st_mtime_ns and cached.size == st.st_size and _trusted(cached.mtime_ns, cached.read_ns):
+        if (
+            cached
+            and cached.mtime_ns == st.st_mtime_ns
+            and cached.size == st.st_size
+            and _trusted(cached.mtime_ns, cached.read_ns)
+        ):
             self.notes[file.rel] = cached
             return cached
         entry = _read_entry(file, vault)
@@ -243,8 +298,12 @@ class _Cache:
             except OSError:
                 continue
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
-            if not (isinstance(cached, dict) and cached.get("m") == st.st_mtime_ns and cached.get("s") == st.st_size
-                    and _trusted(st.st_mtime_ns, cached.get("r", 0))):
+            if not (
+                isinstance(cached, dict)
+                and cached.get("m") == st.st_mtime_ns
+                and cached.get("s") == st.st_size
+                and _trusted(st.st_mtime_ns, cached.get("r", 0))
+            ):
                 cached = _convergent_entry(file, vault)
                 changed = True
             files[file.rel] = cached
@@ -252,13 +311,20 @@ class _Cache:
             changed = True
         self.convergent = files
         merged = self.raw_guard.get("merged")
-        if not changed and isinstance(merged, tuple) and len(merged) == 2 and all(isinstance(part, dict) for part in merged):
+        if (
+            not changed
+            and isinstance(merged, tuple)
+            and len(merged) == 2
+            and all(isinstance(part, dict) for part in merged)
+        ):
             return _ConvergentIndex(*merged)
         self.guard_dirty = True
         try:
             index = _merge_convergent(files)
         except (KeyError, TypeError, ValueError, AttributeError):
-            self.convergent = files = {f.rel: _convergent_entry(f, vault) for f in vault.convergent_files()}  # a damaged entry
+            self.convergent = files = {
+                f.rel: _convergent_entry(f, vault) for f in vault.convergent_files()
+            }  # a damaged entry
             index = _merge_convergent(files)
         self.merged = (index.statements, index.retired)
         return index
@@ -267,11 +333,24 @@ class _Cache:
         if set(self.raw_notes) != set(self.notes):
             self.dirty = True  # notes came or went
         if self.guard_dirty and self.guard_path is not None and self.convergent is not None:
-            _save_marshal(self.guard_path, {"version": CACHE_VERSION, "fingerprint": self.fingerprint,
-                                            "files": self.convergent, "merged": self.merged})
+            _save_marshal(
+                self.guard_path,
+                {
+                    "version": CACHE_VERSION,
+                    "fingerprint": self.fingerprint,
+                    "files": self.convergent,
+                    "merged": self.merged,
+                },
+            )
         if self.dirty:
-            _save_marshal(self.path, {"version": CACHE_VERSION, "fingerprint": self.fingerprint,
-                                      "notes": {rel: entry.to_json() for rel, entry in sorted(self.notes.items())}})
+            _save_marshal(
+                self.path,
+                {
+                    "version": CACHE_VERSION,
+                    "fingerprint": self.fingerprint,
+                    "notes": {rel: entry.to_json() for rel, entry in sorted(self.notes.items())},
+                },
+            )
 
 
 # --- the convergent layer: the guard's statements and the retired ones -----------------
@@ -280,7 +359,9 @@ class _Cache:
 @dataclass
 class _ConvergentIndex:
     statements: dict[str, str]  # digest of a normalised statement -> convergent file holding it
-    retired: dict[str, tuple[str, str, str]]  # digest of an old wording -> (file, date retired, date first seen)
+    retired: dict[
+        str, tuple[str, str, str]
+    ]  # digest of an old wording -> (file, date retired, date first seen)
 
     def holding(self, digest: str) -> str | None:
         return self.statements.get(digest) if digest else None
@@ -300,7 +381,13 @@ def _digest(key: str) -> str:
 def _convergent_entry(file: NoteFile, vault: Vault) -> dict:
     """One convergent file's statements and retired wordings, as cached."""
     note = read_note(file, vault.config.max_note_bytes)
-    entry = {"m": note.mtime_ns, "s": note.size, "r": time.time_ns(), "statements": "", "retired": {}}
+    entry = {
+        "m": note.mtime_ns,
+        "s": note.size,
+        "r": time.time_ns(),
+        "statements": "",
+        "retired": {},
+    }
     if not note.usable:
         return entry
     formats = vault.config.formats
@@ -315,7 +402,9 @@ def _convergent_entry(file: NoteFile, vault: Vault) -> dict:
             key = normalize(split_statement(trace.old, formats)[0])
             if key:
                 # the wording was current from the older trace's date until this one's
-                entry["retired"].setdefault(_digest(key), [trace.date, older[0].date if older else ""])
+                entry["retired"].setdefault(
+                    _digest(key), [trace.date, older[0].date if older else ""]
+                )
             traces.extend(older)
     entry["statements"] = "".join(digests)  # one string, not a list: the cache parses faster
     return entry
@@ -337,7 +426,9 @@ def _merge_convergent(files: dict[str, dict]) -> _ConvergentIndex:
 # --- assembling the result --------------------------------------------------------------
 
 
-def _assemble(vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State, index: _ConvergentIndex) -> ScanResult:
+def _assemble(
+    vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State, index: _ConvergentIndex
+) -> ScanResult:
     result = ScanResult()
     min_recurrence = vault.config.min_recurrence
     recurring = _recurrence(entries)
@@ -345,7 +436,11 @@ def _assemble(vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State
     for file, entry in entries:
         result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
         done = state.notes.get(file.rel)
-        if entry.skip or (done is not None and done.sha256 == entry.sha256 and all(h.line_key in done.lines for h in entry.scan.hits)):
+        if entry.skip or (
+            done is not None
+            and done.sha256 == entry.sha256
+            and all(h.line_key in done.lines for h in entry.scan.hits)
+        ):
             continue  # not an input, or converged and unchanged since (a signal line a pass left pending still counts)
         flags = entry.scan.flags
         if flags.excluded:
@@ -365,22 +460,53 @@ def _assemble(vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State
                 result.reemerged.append(again)
         if signals:
             result.signals.extend(signals)
-            result.pending.append(PendingNote(file.rel, file.name, entry.sha256, entry.mtime_ns, signals,
-                                              list(flags.tags), list(entry.scan.links), flags.confirmed))
+            result.pending.append(
+                PendingNote(
+                    file.rel,
+                    file.name,
+                    entry.sha256,
+                    entry.mtime_ns,
+                    signals,
+                    list(flags.tags),
+                    list(entry.scan.links),
+                    flags.confirmed,
+                )
+            )
     _sort(result, {file.rel: entry.mtime_ns for file, entry in entries})
     return result
 
 
-def _judge(rel: str, hit: Hit, flags: NoteFlags, index: _ConvergentIndex, recurring: dict[str, set[str]], min_recurrence: int) -> Signal | Deferred:
+def _judge(
+    rel: str,
+    hit: Hit,
+    flags: NoteFlags,
+    index: _ConvergentIndex,
+    recurring: dict[str, set[str]],
+    min_recurrence: int,
+) -> Signal | Deferred:
     where = index.holding(hit.content_key)
     if where:
         # pasted back from memory (by an agent or the user): converging it again would loop
-        return Deferred(rel, hit.line, f"already in {where}", hit.cls, hit.cue, ALREADY_CONVERGED, hit.excerpt)
+        return Deferred(
+            rel, hit.line, f"already in {where}", hit.cls, hit.cue, ALREADY_CONVERGED, hit.excerpt
+        )
     if not hit.kind or flags.confirmed:
         return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
-    if hit.cls == "recurring" and hit.kind != VAGUE and any(len(recurring.get(key, ())) >= min_recurrence for key in hit.keys):
+    if (
+        hit.cls == "recurring"
+        and hit.kind != VAGUE
+        and any(len(recurring.get(key, ())) >= min_recurrence for key in hit.keys)
+    ):
         return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
-    return Deferred(rel, hit.line, defer_reason(hit.kind, hit.cue, min_recurrence), hit.cls, hit.cue, hit.kind, hit.excerpt)
+    return Deferred(
+        rel,
+        hit.line,
+        defer_reason(hit.kind, hit.cue, min_recurrence),
+        hit.cls,
+        hit.cue,
+        hit.kind,
+        hit.excerpt,
+    )
 
 
 def _recurrence(entries: list[tuple[NoteFile, _Entry]]) -> dict[str, set[str]]:
@@ -405,14 +531,20 @@ def _converged_lines(state: State) -> dict[str, tuple[str, str]]:
     return lines
 
 
-def _reemergence(rel: str, hit: Hit, index: _ConvergentIndex, converged_lines: dict[str, tuple[str, str]]) -> Reemerged | None:
+def _reemergence(
+    rel: str, hit: Hit, index: _ConvergentIndex, converged_lines: dict[str, tuple[str, str]]
+) -> Reemerged | None:
     retired = index.retiring(hit.content_key)
     if retired:
         where, retired_on, first_seen = retired
-        return Reemerged(rel, hit.line, hit.cls, hit.excerpt, "retired", where, first_seen, retired_on)
+        return Reemerged(
+            rel, hit.line, hit.cls, hit.excerpt, "retired", where, first_seen, retired_on
+        )
     earlier = converged_lines.get(hit.line_key)
     if earlier and earlier[0] != rel:
-        return Reemerged(rel, hit.line, hit.cls, hit.excerpt, "converged", earlier[0], earlier[1][:10])
+        return Reemerged(
+            rel, hit.line, hit.cls, hit.excerpt, "converged", earlier[0], earlier[1][:10]
+        )
     return None
 
 
@@ -433,7 +565,9 @@ def _keep_only(result: ScanResult, only: list[str], files: list[NoteFile]) -> No
     for name in only:
         rel = names.get(name) or names.get(name.removesuffix(".md"))
         if rel is None:
-            raise CmemError(f"no divergent note named {name!r}; `cmem scan` lists the notes with signals.")
+            raise CmemError(
+                f"no divergent note named {name!r}; `cmem scan` lists the notes with signals."
+            )
         wanted.add(rel)
     result.signals = [s for s in result.signals if s.note in wanted]
     result.deferred = [d for d in result.deferred if d.note in wanted]

@@ -29,7 +29,13 @@ SIGNAL_CLASSES = ("correction", "preference", "decision", "recurring")
 PRIORITY = {name: index + 1 for index, name in enumerate(SIGNAL_CLASSES)}
 
 # Why a line is deferred rather than a signal (Deferred.kind).
-ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED = "one-off", "venting", "vague", "excluded", "converged"
+ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED = (
+    "one-off",
+    "venting",
+    "vague",
+    "excluded",
+    "converged",
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,14 @@ class Signal:
         return PRIORITY[self.cls]
 
     def to_json(self) -> dict:
-        return {"note": self.note, "line": self.line, "class": self.cls, "priority": self.priority, "cue": self.cue, "excerpt": self.excerpt}
+        return {
+            "note": self.note,
+            "line": self.line,
+            "class": self.cls,
+            "priority": self.priority,
+            "cue": self.cue,
+            "excerpt": self.excerpt,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,8 +96,15 @@ class PendingNote:
         return min((s.priority for s in self.signals), default=9)
 
     def to_json(self) -> dict:
-        return {"note": self.rel, "name": self.name, "signals": len(self.signals), "best_priority": self.best_priority,
-                "tags": self.tags, "links": self.links, "confirmed": self.confirmed}
+        return {
+            "note": self.rel,
+            "name": self.name,
+            "signals": len(self.signals),
+            "best_priority": self.best_priority,
+            "tags": self.tags,
+            "links": self.links,
+            "confirmed": self.confirmed,
+        }
 
 
 # --- cues -------------------------------------------------------------------------------
@@ -114,30 +134,69 @@ class Cue:
         return PRIORITY[self.cls]
 
 
-def _en(text: str, start: bool = False, ok: str = "", before: str = "", after: str = "", rule: str = "") -> dict:
-    return {"text": text, "latin": True, "clause_start": start, "before_ok": tuple(ok.split()), "rule": rule,
-            "before_not": tuple(before.split()), "after_not": tuple(p.strip() for p in after.split("|") if p.strip())}
+def _en(
+    text: str, start: bool = False, ok: str = "", before: str = "", after: str = "", rule: str = ""
+) -> dict:
+    return {
+        "text": text,
+        "latin": True,
+        "clause_start": start,
+        "before_ok": tuple(ok.split()),
+        "rule": rule,
+        "before_not": tuple(before.split()),
+        "after_not": tuple(p.strip() for p in after.split("|") if p.strip()),
+    }
 
 
 def _zh(text: str, before: str = "", after: str = "", alone: bool = False, rule: str = "") -> dict:
-    return {"text": text, "latin": False, "before_not": tuple(before.split()), "after_not": tuple(after.split()), "alone": alone, "rule": rule}
+    return {
+        "text": text,
+        "latin": False,
+        "before_not": tuple(before.split()),
+        "after_not": tuple(after.split()),
+        "alone": alone,
+        "rule": rule,
+    }
 
 
 _NOT_A_SLIP = "别 怕 会 能 易 免 防 不要 不会 避免"  # 别写错了 warns, it does not correct
 _CORRECTION = [
-    _zh("其实不是", after="很 太 那么 非常 特别 十分 所有 每"),  # 其实不是很难: a remark, not a correction
-    _zh("你写错了"), _zh("写错了", before=_NOT_A_SLIP), _zh("你搞错了"), _zh("搞错了", before=_NOT_A_SLIP),
-    _zh("弄错了", before=_NOT_A_SLIP), _zh("说错了", before=_NOT_A_SLIP), _zh("记错了", before=_NOT_A_SLIP),
-    _zh("我说的是", after="真 对 实话 事实"), _zh("我的意思是"),
+    _zh(
+        "其实不是", after="很 太 那么 非常 特别 十分 所有 每"
+    ),  # 其实不是很难: a remark, not a correction
+    _zh("你写错了"),
+    _zh("写错了", before=_NOT_A_SLIP),
+    _zh("你搞错了"),
+    _zh("搞错了", before=_NOT_A_SLIP),
+    _zh("弄错了", before=_NOT_A_SLIP),
+    _zh("说错了", before=_NOT_A_SLIP),
+    _zh("记错了", before=_NOT_A_SLIP),
+    _zh("我说的是", after="真 对 实话 事实"),
+    _zh("我的意思是"),
     # 更正式 / 更正确 / 更正常 are 更 + an adjective
     _zh("更正", after="式 确 常 经 宗 面 义 直 规 当 好 大 新 多"),
     _zh("纠正"),
     # 对不对 asks; 不对称, 不对劲, 不对外, 不对齐 … are words of their own
-    _zh("不对", before="对", after="称 劲 付 口 应 等 头 路 症 号 盘 味 齐 焦 接 比 吗 外 准 着 立 抗 象 照 话 手 位 版"),
-    _en("that's wrong"), _en("that is wrong"), _en("that's not right"), _en("that is not right"),
-    _en("that's not true"), _en("that's incorrect"), _en("you're wrong"), _en("you got it wrong"),
-    _en("you got that wrong"), _en("not what i meant"), _en("not what i said"), _en("scratch that"),
-    _en("i misspoke"), _en("i was wrong"), _en("i stand corrected"),
+    _zh(
+        "不对",
+        before="对",
+        after="称 劲 付 口 应 等 头 路 症 号 盘 味 齐 焦 接 比 吗 外 准 着 立 抗 象 照 话 手 位 版",
+    ),
+    _en("that's wrong"),
+    _en("that is wrong"),
+    _en("that's not right"),
+    _en("that is not right"),
+    _en("that's not true"),
+    _en("that's incorrect"),
+    _en("you're wrong"),
+    _en("you got it wrong"),
+    _en("you got that wrong"),
+    _en("not what i meant"),
+    _en("not what i said"),
+    _en("scratch that"),
+    _en("i misspoke"),
+    _en("i was wrong"),
+    _en("i stand corrected"),
     _en("i meant", after="to|it|well"),  # "I meant to call" is an intention
     # "actually" is mostly filler ("it actually works"); it corrects at a clause start or after a copula
     _en("actually", start=True, ok="is was are were it's that's isn't wasn't aren't no"),
@@ -147,71 +206,182 @@ _CORRECTION = [
 _BIE_WORDS = "特 区 分 告 类 性 级 个 识 辨 差 离 派 鉴 判 甄 送 道 惜 久 诀 临 话 作 拜 永 职"  # 特别再, 分别再 …
 _PREFERENCE = [
     # 我喜欢的编辑器是 Helix states a preference, 我喜欢的那家店关门了 tells a story: see _de_fits
-    _zh("我不喜欢", rule="de"), _zh("我更喜欢", rule="de"), _zh("我最喜欢", rule="de"), _zh("我喜欢", rule="de"),
-    _zh("我讨厌", rule="de"), _zh("我偏好"), _zh("我倾向于"),
-    _zh("永远别"), _zh("永远不要"), _zh("千万别"), _zh("千万不要"),
-    _zh("以后都", after="行 可以 再说 好说 不知道 一样 没"), _zh("以后别"), _zh("以后不要"), _zh("以后一律"),
+    _zh("我不喜欢", rule="de"),
+    _zh("我更喜欢", rule="de"),
+    _zh("我最喜欢", rule="de"),
+    _zh("我喜欢", rule="de"),
+    _zh("我讨厌", rule="de"),
+    _zh("我偏好"),
+    _zh("我倾向于"),
+    _zh("永远别"),
+    _zh("永远不要"),
+    _zh("千万别"),
+    _zh("千万不要"),
+    _zh("以后都", after="行 可以 再说 好说 不知道 一样 没"),
+    _zh("以后别"),
+    _zh("以后不要"),
+    _zh("以后一律"),
     _zh("不要再", before="要"),  # 要不要再试一次 asks
     _zh("别再", before=_BIE_WORDS),
     _zh("一律", before="篇"),  # 千篇一律
-    _zh("务必"), _zh("请始终"), _zh("请一直"), _zh("我的原则"),
-    _en("i prefer"), _en("i'd prefer"), _en("i would prefer"), _en("i'd rather"), _en("i would rather"),
-    _en("i like", after="to think"), _en("i really like"), _en("i don't like"), _en("i do not like"),
-    _en("i don't really like"), _en("i really don't like"), _en("i dislike"), _en("i can't stand"),
+    _zh("务必"),
+    _zh("请始终"),
+    _zh("请一直"),
+    _zh("我的原则"),
+    _en("i prefer"),
+    _en("i'd prefer"),
+    _en("i would prefer"),
+    _en("i'd rather"),
+    _en("i would rather"),
+    _en("i like", after="to think"),
+    _en("i really like"),
+    _en("i don't like"),
+    _en("i do not like"),
+    _en("i don't really like"),
+    _en("i really don't like"),
+    _en("i dislike"),
+    _en("i can't stand"),
     _en("i hate", after="to say|to admit|to break"),
-    _en("from now on"), _en("don't ever"), _en("do not ever"), _en("please don't"), _en("please do not"),
-    _en("rule of thumb"), _en("my rule"),
+    _en("from now on"),
+    _en("don't ever"),
+    _en("do not ever"),
+    _en("please don't"),
+    _en("please do not"),
+    _en("rule of thumb"),
+    _en("my rule"),
     _en("going forward", before="is are was were be been keep kept it's that's we're they're"),
     # never/always state a rule in the imperative or with a subject that chooses ("I never …");
     # "never mind", "not always", "I've never been", "I always forget" are not rules
-    _en("never", start=True, ok="please should must to will i'll we'll shall i we just",
+    _en(
+        "never",
+        start=True,
+        ok="please should must to will i'll we'll shall i we just",
         before="not almost nearly hardly i've we've you've they've have has had",
-        after="mind|knew|know|got|get|thought|think|saw|seen|heard|had|was|were|did|been|ever|really|worked|works|understood|learned"),
-    _en("always", start=True, ok="please should must to will i'll we'll shall i we just",
+        after="mind|knew|know|got|get|thought|think|saw|seen|heard|had|was|were|did|been|ever|really|worked|works|understood|learned",
+    ),
+    _en(
+        "always",
+        start=True,
+        ok="please should must to will i'll we'll shall i we just",
         before="not almost nearly as like isn't aren't wasn't weren't",
-        after="forget|forgot|forgets|been|had|was|were|seem|seems|happens|on|the|a|an|late|breaks|fails|crashes|gets|got|ends|wanted|thought|knew"),
+        after="forget|forgot|forgets|been|had|was|were|seem|seems|happens|on|the|a|an|late|breaks|fails|crashes|gets|got|ends|wanted|thought|knew",
+    ),
 ]
 
 _DECISION = [
-    _zh("我决定", after="不了 不下"), _zh("我们决定", after="不了 不下"),
+    _zh("我决定", after="不了 不下"),
+    _zh("我们决定", after="不了 不下"),
     _zh("决定了", alone=True),  # 性格决定了命运 is "determined"
     _zh("改用", before="修 更 篡 批 删 涂 窜 整", after="户 例 途 法"),  # 修改用户, 改用例
-    _zh("换成", before="转 兑 替 切", after="本 员 绩 果 功"),  # 转换成 converts, 换成本 is 换 + 成本
-    _zh("换用"), _zh("搬到了"), _zh("搬家到"), _zh("想通了"), _zh("想明白了"), _zh("就这么定了"), _zh("定下来了"), _zh("不再用"), _zh("拍板"),
-    _en("i decided"), _en("i've decided"), _en("i have decided"), _en("we decided"), _en("we've decided"),
-    _en("we have decided"), _en("decided to", before="he she they it who you"),
-    _en("i'm switching"), _en("i am switching"), _en("switching to"), _en("switched to"), _en("switching from"),
-    _en("switched from"), _en("i moved to"), _en("i've moved to"), _en("we moved to"),
+    _zh(
+        "换成", before="转 兑 替 切", after="本 员 绩 果 功"
+    ),  # 转换成 converts, 换成本 is 换 + 成本
+    _zh("换用"),
+    _zh("搬到了"),
+    _zh("搬家到"),
+    _zh("想通了"),
+    _zh("想明白了"),
+    _zh("就这么定了"),
+    _zh("定下来了"),
+    _zh("不再用"),
+    _zh("拍板"),
+    _en("i decided"),
+    _en("i've decided"),
+    _en("i have decided"),
+    _en("we decided"),
+    _en("we've decided"),
+    _en("we have decided"),
+    _en("decided to", before="he she they it who you"),
+    _en("i'm switching"),
+    _en("i am switching"),
+    _en("switching to"),
+    _en("switched to"),
+    _en("switching from"),
+    _en("switched from"),
+    _en("i moved to"),
+    _en("i've moved to"),
+    _en("we moved to"),
     # "I switched my blog from Ghost to Astro": the object sits between the verb and from/to
-    _en("i switched"), _en("i've switched"), _en("i have switched"), _en("we switched"), _en("we've switched"),
-    _en("i'll go with"), _en("we'll go with"),
-    _en("going with", before="it it's how's what's",
-        after="the flow|friends|a friend|my|her|him|them|us|family|mom|dad|someone|somebody|you"),
-    _en("figured out", before="haven't hasn't havent not never can't cannot couldn't didn't to yet"),
-    _en("i chose"), _en("we chose"), _en("i've chosen"), _en("settled on"), _en("changed my mind"),
-    _en("made up my mind"), _en("stopped using"), _en("no longer using"), _en("i'm dropping"), _en("i am dropping"),
+    _en("i switched"),
+    _en("i've switched"),
+    _en("i have switched"),
+    _en("we switched"),
+    _en("we've switched"),
+    _en("i'll go with"),
+    _en("we'll go with"),
+    _en(
+        "going with",
+        before="it it's how's what's",
+        after="the flow|friends|a friend|my|her|him|them|us|family|mom|dad|someone|somebody|you",
+    ),
+    _en(
+        "figured out", before="haven't hasn't havent not never can't cannot couldn't didn't to yet"
+    ),
+    _en("i chose"),
+    _en("we chose"),
+    _en("i've chosen"),
+    _en("settled on"),
+    _en("changed my mind"),
+    _en("made up my mind"),
+    _en("stopped using"),
+    _en("no longer using"),
+    _en("i'm dropping"),
+    _en("i am dropping"),
 ]
 
 _RECURRING = [
-    _zh("每次都"), _zh("每回都"), _zh("老毛病"), _zh("老是"), _zh("总是", before="不 并不"), _zh("一再"), _zh("屡次"),
-    _zh("一而再"), _zh("反反复复"),
+    _zh("每次都"),
+    _zh("每回都"),
+    _zh("老毛病"),
+    _zh("老是"),
+    _zh("总是", before="不 并不"),
+    _zh("一再"),
+    _zh("屡次"),
+    _zh("一而再"),
+    _zh("反反复复"),
     _zh("又", rule="you"),
-    _en("every time", after="zone|zones"), _en("every single time"), _en("as usual"),
-    _en("over and over"), _en("time and again"), _en("keeps happening"), _en("keep forgetting"),
-    _en("keeps forgetting"), _en("same mistake"), _en("for the nth time"), _en("always forget"), _en("always forgets"),
+    _en("every time", after="zone|zones"),
+    _en("every single time"),
+    _en("as usual"),
+    _en("over and over"),
+    _en("time and again"),
+    _en("keeps happening"),
+    _en("keep forgetting"),
+    _en("keeps forgetting"),
+    _en("same mistake"),
+    _en("for the nth time"),
+    _en("always forget"),
+    _en("always forgets"),
     # with a subject that does not choose, always/never describe a pattern ("I always end up
     # rewriting it", like 总是) — the user's own only: "cmem never reads them", "the plugin
     # always asks" is how a manual speaks; as rules they matched above, as preferences
-    _en("always", before="not almost nearly as like isn't aren't wasn't weren't",
-        after="on|the|a|an|been|had|was|were|wanted|thought|knew", rule="own"),
-    _en("never", before="not almost nearly hardly i've we've you've they've have has had",
-        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again", rule="own"),
+    _en(
+        "always",
+        before="not almost nearly as like isn't aren't wasn't weren't",
+        after="on|the|a|an|been|had|was|were|wanted|thought|knew",
+        rule="own",
+    ),
+    _en(
+        "never",
+        before="not almost nearly hardly i've we've you've they've have has had",
+        after="mind|knew|know|thought|think|been|ever|really|understood|learned|again",
+        rule="own",
+    ),
     # "again" is also "once more" (once again, try again, read the chapter again, then again)
-    _en("again", rule="again", before="once try tried trying retry check checked read reread run rerun ran start started "
-        "restart see seeing meet meeting over say said ask asked tell think thinking then and"),
+    _en(
+        "again",
+        rule="again",
+        before="once try tried trying retry check checked read reread run rerun ran start started "
+        "restart see seeing meet meeting over say said ask asked tell think thinking then and",
+    ),
 ]
 
-_TABLE = {"correction": _CORRECTION, "preference": _PREFERENCE, "decision": _DECISION, "recurring": _RECURRING}
+_TABLE = {
+    "correction": _CORRECTION,
+    "preference": _PREFERENCE,
+    "decision": _DECISION,
+    "recurring": _RECURRING,
+}
 
 
 @lru_cache(maxsize=16)
@@ -240,11 +410,18 @@ def cue_set(extra_cues: dict[str, tuple[str, ...]] | None = None) -> tuple[Cue, 
 
 def cue_fingerprint(extra_cues: dict[str, tuple[str, ...]] | None = None) -> str:
     """Changes whenever detection would: the scan cache keys on it."""
-    return repr([(c.text, c.cls, c.before_not, c.after_not, c.clause_start, c.before_ok, c.alone, c.rule) for c in cue_set(extra_cues)])
+    return repr(
+        [
+            (c.text, c.cls, c.before_not, c.after_not, c.clause_start, c.before_ok, c.alone, c.rule)
+            for c in cue_set(extra_cues)
+        ]
+    )
 
 
-_ANCHOR_STOP = set("i i'd i'll i'm i've we we'll we've you you're my the to it is am do don't not no that that's what was "
-                   "have with of on up as and for from got out now over would really".split())
+_ANCHOR_STOP = set(
+    "i i'd i'll i'm i've we we'll we've you you're my the to it is am do don't not no that that's what was "
+    "have with of on up as and for from got out now over would really".split()
+)
 
 
 class CueIndex:
@@ -272,8 +449,18 @@ class CueIndex:
     def _anchor(self, text: str) -> str:
         words = re.findall(r"[a-z0-9'-]+", text) or [text]
         anchor = max([w for w in words if w not in _ANCHOR_STOP] or words, key=len)
-        others = [c.text for c in self.cues if c.latin] + [w for c in self.cues if c.latin for w in c.text.split()]
-        shorter = [w for w in set(others) if w != anchor and len(w) >= 2 and w in anchor and w not in _ANCHOR_STOP and " " not in w]
+        others = [c.text for c in self.cues if c.latin] + [
+            w for c in self.cues if c.latin for w in c.text.split()
+        ]
+        shorter = [
+            w
+            for w in set(others)
+            if w != anchor
+            and len(w) >= 2
+            and w in anchor
+            and w not in _ANCHOR_STOP
+            and " " not in w
+        ]
         return min(shorter, key=len) if shorter else anchor
 
     def active(self, lowered: str) -> list[Cue]:
@@ -282,7 +469,11 @@ class CueIndex:
         if self.cjk_pattern is not None and not lowered.isascii():
             texts = set(self.cjk_pattern.findall(lowered))
             for text in list(texts):
-                texts.update(other for other in self.may_hide[text] if other not in texts and other in lowered)
+                texts.update(
+                    other
+                    for other in self.may_hide[text]
+                    if other not in texts and other in lowered
+                )
             for text in texts:
                 found.extend(self.cjk_by_text[text])
         for anchor, cues in self.anchors.items():
@@ -306,11 +497,30 @@ def _fold(text: str) -> str:
 
 # --- context rules ----------------------------------------------------------------------
 
-_CLAUSE_END = set(".,;:!?()[]{}\"“”—–-…/|，。；：！？、（）「」『』【】《》")
+_CLAUSE_END = set('.,;:!?()[]{}"“”—–-…/|，。；：！？、（）「」『』【】《》')
 _OPENERS = "*_~`\"'“‘(>"
-_LEAD = re.compile(r"\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\])?\s*(?:\d{1,2}:\d{2})?\s*")  # list marker, box, HH:MM
+_LEAD = re.compile(
+    r"\s*(?:[-*+>]|\d+[.)]|#+)?\s*(?:\[[ xX]\])?\s*(?:\d{1,2}:\d{2})?\s*"
+)  # list marker, box, HH:MM
 _LAST_WORD = re.compile(r"[a-z0-9_'-]+$")
-_CONJUNCTIONS = {"and", "but", "so", "then", "also", "or", "plus", "yes", "no", "ok", "okay", "oh", "well", "hmm", "yeah", "note"}
+_CONJUNCTIONS = {
+    "and",
+    "but",
+    "so",
+    "then",
+    "also",
+    "or",
+    "plus",
+    "yes",
+    "no",
+    "ok",
+    "okay",
+    "oh",
+    "well",
+    "hmm",
+    "yeah",
+    "note",
+}
 _PARTICLES = set("吧啊呀呢哦嘛啦喔，。；：！？、,.;:!?…～~ \t）)」』】")
 
 
@@ -344,9 +554,13 @@ def _latin_fits(cue: Cue, low: str, pos: int) -> bool:
     if cue.after_not:
         rest = low[end:].lstrip(" \t,")
         for phrase in cue.after_not:
-            if rest.startswith(phrase) and (len(rest) == len(phrase) or not _is_word_char(rest[len(phrase)])):
+            if rest.startswith(phrase) and (
+                len(rest) == len(phrase) or not _is_word_char(rest[len(phrase)])
+            ):
                 return False
-    if cue.rule == "again" and (_redo_before(low, pos) or _object_again(low, pos) or _generic_again(low, pos)):
+    if cue.rule == "again" and (
+        _redo_before(low, pos) or _object_again(low, pos) or _generic_again(low, pos)
+    ):
         return False
     if cue.rule == "own" and not _FIRST_PERSON.search(_clause_before(low, pos)):
         return False
@@ -371,12 +585,14 @@ def _person_before(low: str, pos: int) -> bool:
     return len(words) >= 2 and words[-2] in _PERSONS
 
 
-_GENERIC = re.compile(r"\b(?:must|can|cannot|can't|should|will|may|might|need to|needs to|when|whenever|if)\b"
-                      r"|\b(?:be|been|being|is|are|gets?)\s+\w+(?:ed|en)\b")
+_GENERIC = re.compile(
+    r"\b(?:must|can|cannot|can't|should|will|may|might|need to|needs to|when|whenever|if)\b"
+    r"|\b(?:be|been|being|is|are|gets?)\s+\w+(?:ed|en)\b"
+)
 
 
 def _generic_again(low: str, pos: int) -> bool:
-    """"must be trusted again", "when a statement changes again", "is scanned again": a rule or a
+    """ "must be trusted again", "when a statement changes again", "is scanned again": a rule or a
     passive describes how things work, not something that keeps happening to the user — unless
     the user is its subject ("when I am tired I skip lunch again")."""
     clause = _clause_before(low, pos)
@@ -384,14 +600,32 @@ def _generic_again(low: str, pos: int) -> bool:
 
 
 def _object_again(low: str, pos: int) -> bool:
-    """"display it again", "you can show them again": an action done once more, the way manuals
+    """ "display it again", "you can show them again": an action done once more, the way manuals
     speak; with a first-person subject ("I broke it again") it is the user's pattern."""
     clause = _clause_before(low, pos)
     words = re.findall(r"[a-z']+", clause)
-    return bool(words) and words[-1] in ("it", "them", "this", "that") and not _FIRST_PERSON.search(clause)
+    return (
+        bool(words)
+        and words[-1] in ("it", "them", "this", "that")
+        and not _FIRST_PERSON.search(clause)
+    )
 
 
-_REDO = {"try", "tried", "trying", "retry", "read", "reread", "rerun", "restart", "watch", "watched", "listen", "check", "checked"}
+_REDO = {
+    "try",
+    "tried",
+    "trying",
+    "retry",
+    "read",
+    "reread",
+    "rerun",
+    "restart",
+    "watch",
+    "watched",
+    "listen",
+    "check",
+    "checked",
+}
 _CLAUSE_WORDS = re.compile(r"[^.,;:!?()\"“”—–]*$")
 
 
@@ -402,7 +636,20 @@ def _redo_before(low: str, pos: int) -> bool:
     return any(word in _REDO for word in re.findall(r"[a-z']+", clause)[-4:])
 
 
-_YOU_NOT_AFTER = ("名", "称", "及", "不是", "何必", "何尝", "怎样", "怎么样", "如何", "能怎样", "有什么", "何妨")
+_YOU_NOT_AFTER = (
+    "名",
+    "称",
+    "及",
+    "不是",
+    "何必",
+    "何尝",
+    "怎样",
+    "怎么样",
+    "如何",
+    "能怎样",
+    "有什么",
+    "何妨",
+)
 _ZH_CLAUSE_END = set("，。；：！？、,.;:!?\n")
 
 
@@ -483,7 +730,13 @@ def _blank(match: re.Match) -> str:
 
 def mask_inline(line: str) -> str:
     """The line with code, URLs, comments and link targets blanked out (offsets kept)."""
-    if "`" not in line and "<!--" not in line and "://" not in line and "www." not in line and "[" not in line:
+    if (
+        "`" not in line
+        and "<!--" not in line
+        and "://" not in line
+        and "www." not in line
+        and "[" not in line
+    ):
         return line
     for pattern in _INLINE_MASKS:
         line = pattern.sub(_blank, line)
@@ -501,7 +754,7 @@ def blocked_lines(lines: list[str], body_start: int) -> tuple[set[int], set[int]
         stripped = lines[index].strip()
         if fence:
             blocked.add(index)
-            if stripped.startswith(fence) and not stripped[len(fence):].strip(fence[0]).strip():
+            if stripped.startswith(fence) and not stripped[len(fence) :].strip(fence[0]).strip():
                 fence = ""
             continue
         if in_comment:
@@ -524,10 +777,47 @@ def blocked_lines(lines: list[str], body_start: int) -> tuple[set[int], set[int]
 
 # --- deferral: venting and vague lines --------------------------------------------------
 
-_VENTING_ZH = ("烦死", "气死", "累死", "受不了", "烦躁", "妈的", "去死", "我靠", "卧槽", "艹", "抓狂", "心累", "无语",
-               "真服了", "我服了", "郁闷", "我崩溃", "要崩溃", "心态崩", "好烦", "烦烦", "啊啊啊", "淦")
-_VENTING_EN = ("ugh", "ughh", "argh", "fml", "wtf", "ffs", "dammit", "damn it", "goddamn", "so annoying", "so annoyed",
-               "sick of", "fed up", "i hate this")
+_VENTING_ZH = (
+    "烦死",
+    "气死",
+    "累死",
+    "受不了",
+    "烦躁",
+    "妈的",
+    "去死",
+    "我靠",
+    "卧槽",
+    "艹",
+    "抓狂",
+    "心累",
+    "无语",
+    "真服了",
+    "我服了",
+    "郁闷",
+    "我崩溃",
+    "要崩溃",
+    "心态崩",
+    "好烦",
+    "烦烦",
+    "啊啊啊",
+    "淦",
+)
+_VENTING_EN = (
+    "ugh",
+    "ughh",
+    "argh",
+    "fml",
+    "wtf",
+    "ffs",
+    "dammit",
+    "damn it",
+    "goddamn",
+    "so annoying",
+    "so annoyed",
+    "sick of",
+    "fed up",
+    "i hate this",
+)
 _BANGS = re.compile(r"[!！]{3,}|[!?！？]{4,}")
 _CAPS_WORD = re.compile(r"\b[A-Z][A-Z']+\b", re.ASCII)
 _LATIN_WORD = re.compile(r"\b[A-Za-z][A-Za-z']*\b", re.ASCII)
@@ -540,7 +830,7 @@ def _venting(masked: str, low: str, cue_pos: int, cue_len: int) -> bool:
         return True
     # Shouting: five or more all-caps words making most of the line. A capitalised cue on its
     # own ("NEVER push to main") is emphasis, not venting, so the cue is left out of the count.
-    rest = masked[:cue_pos] + " " + masked[cue_pos + cue_len:]
+    rest = masked[:cue_pos] + " " + masked[cue_pos + cue_len :]
     words = _LATIN_WORD.findall(rest)
     caps = _CAPS_WORD.findall(rest)
     return len(caps) >= 5 and len(caps) >= 0.8 * len(words)
@@ -561,13 +851,17 @@ def _word_at(low: str, phrase: str) -> bool:
     pos = low.find(phrase)
     while pos >= 0:
         end = pos + len(phrase)
-        if (pos == 0 or not _is_word_char(low[pos - 1])) and (end == len(low) or not _is_word_char(low[end])):
+        if (pos == 0 or not _is_word_char(low[pos - 1])) and (
+            end == len(low) or not _is_word_char(low[end])
+        ):
             return True
         pos = low.find(phrase, pos + 1)
     return False
 
 
-_ZH_STOP = set("了的吧啊呢吗呀哦嗯哈我你他她它这那就也都是个些样么在和与还很太又再一下点得地着过嘛啦喔诶欸对不没有要会能去来说做弄搞想")
+_ZH_STOP = set(
+    "了的吧啊呢吗呀哦嗯哈我你他她它这那就也都是个些样么在和与还很太又再一下点得地着过嘛啦喔诶欸对不没有要会能去来说做弄搞想"
+)
 _EN_STOP = set(
     "i me my you your it its it's this that these those the a an is are was were be so no yes ok okay now too here there one "
     "just really very do did does not and or but to of in on at oh well again lol hmm thing things stuff way what anyway "
@@ -596,9 +890,13 @@ MIN_CONTENT_UNITS = 2
 
 # --- recurrence keys --------------------------------------------------------------------
 
-_KEY_STOP_ZH = set("了的是在我你他她它这那就也都和与还很太又再一个不没有要会能到去来说着过把被给让吧啊呢吗呀")
-_KEY_STOP_BIGRAMS = set("今天 昨天 明天 晚上 早上 上午 下午 时候 一下 这个 那个 什么 怎么 因为 所以 但是 还是 就是 可以 没有 已经 "
-                        "自己 我们 他们 现在 然后 感觉 觉得 真的 一直 问题 每次 老毛 毛病 总是 老是".split())
+_KEY_STOP_ZH = set(
+    "了的是在我你他她它这那就也都和与还很太又再一个不没有要会能到去来说着过把被给让吧啊呢吗呀"
+)
+_KEY_STOP_BIGRAMS = set(
+    "今天 昨天 明天 晚上 早上 上午 下午 时候 一下 这个 那个 什么 怎么 因为 所以 但是 还是 就是 可以 没有 已经 "
+    "自己 我们 他们 现在 然后 感觉 觉得 真的 一直 问题 每次 老毛 毛病 总是 老是".split()
+)
 _KEY_STOP_EN = _EN_STOP | set(
     "get got gets make made take took have has had went go goes going today yesterday tomorrow time times every still "
     "much some before after first last day week usual same over keep keeps again once more when then with from for "
@@ -638,7 +936,11 @@ def phrase_keys(text: str) -> list[str]:
     for run in _CJK_RUN.findall(text):
         for index in range(len(run) - 1):
             pair = run[index : index + 2]
-            if pair[0] not in _KEY_STOP_ZH and pair[1] not in _KEY_STOP_ZH and pair not in _KEY_STOP_BIGRAMS:
+            if (
+                pair[0] not in _KEY_STOP_ZH
+                and pair[1] not in _KEY_STOP_ZH
+                and pair not in _KEY_STOP_BIGRAMS
+            ):
                 keys[pair] = None
     for word in _EN_WORD.findall(text):
         word = word.strip("'-")
@@ -657,7 +959,9 @@ def defer_reason(kind: str, cue: str, min_recurrence: int | None = None) -> str:
     if kind == VENTING:
         return "emotional (venting); waits until it recurs or the note is confirmed"
     where = f"{min_recurrence} notes" if min_recurrence else "other notes"
-    return f"one-off recurring cue '{cue}'; waits until it recurs in {where} or the note is confirmed"
+    return (
+        f"one-off recurring cue '{cue}'; waits until it recurs in {where} or the note is confirmed"
+    )
 
 
 @dataclass(frozen=True)
@@ -670,7 +974,9 @@ class Hit:
     excerpt: str
     kind: str = ""  # "" for a signal, else why it is deferred (ONE_OFF, VENTING, VAGUE)
     line_key: str = ""  # state.line_key of the line: "new lines only" for edited notes
-    content_key: str = ""  # normalised statement (scan.py caches a digest): the guard and re-emergence
+    content_key: str = (
+        ""  # normalised statement (scan.py caches a digest): the guard and re-emergence
+    )
     keys: tuple[str, ...] = ()  # recurrence key phrases (recurring class only)
 
     @property
@@ -678,12 +984,30 @@ class Hit:
         return defer_reason(self.kind, self.cue) if self.kind else ""
 
     def to_list(self) -> list:
-        return [self.line, self.cls, self.cue, self.excerpt, self.kind, self.line_key, self.content_key, list(self.keys)]
+        return [
+            self.line,
+            self.cls,
+            self.cue,
+            self.excerpt,
+            self.kind,
+            self.line_key,
+            self.content_key,
+            list(self.keys),
+        ]
 
     @classmethod
     def from_list(cls, data: list) -> "Hit":
         line, klass, cue, excerpt, kind, lkey, ckey, keys = data
-        return cls(int(line), str(klass), str(cue), str(excerpt), str(kind), str(lkey), str(ckey), tuple(keys))
+        return cls(
+            int(line),
+            str(klass),
+            str(cue),
+            str(excerpt),
+            str(kind),
+            str(lkey),
+            str(ckey),
+            tuple(keys),
+        )
 
 
 @dataclass
@@ -725,7 +1049,9 @@ def content_key(line: str, formats=None) -> str:
     return normalize(core)
 
 
-def detect_line(line: str, cues, line_no: int = 0, masked: str | None = None, formats=None) -> Hit | None:
+def detect_line(
+    line: str, cues, line_no: int = 0, masked: str | None = None, formats=None
+) -> Hit | None:
     """The one signal a line gives (or would give, if it were not deferred), or None."""
     masked = mask_inline(line) if masked is None else masked
     low = _fold(masked)
@@ -734,15 +1060,30 @@ def detect_line(line: str, cues, line_no: int = 0, masked: str | None = None, fo
         return None
     cue, pos = found
     kind = ""
-    rest = low[:pos] + " " + low[pos + len(cue.text):]
+    rest = low[:pos] + " " + low[pos + len(cue.text) :]
     if content_units(_LEAD.sub(" ", rest, count=1), MIN_CONTENT_UNITS) < MIN_CONTENT_UNITS:
         kind = VAGUE
     elif cue.cls != "correction" and _venting(masked, low, pos, len(cue.text)):
-        kind = VENTING  # a correction stays a signal however angry: the user is saying what is wrong
+        kind = (
+            VENTING  # a correction stays a signal however angry: the user is saying what is wrong
+        )
     elif cue.cls == "recurring":
         kind = ONE_OFF
-    keys = tuple(phrase_keys(sentence_around(low, pos, pos + len(cue.text)))) if cue.cls == "recurring" else ()
-    return Hit(line_no, cue.cls, cue.text, excerpt_of(line, pos), kind, line_key(line), content_key(line, formats), keys)
+    keys = (
+        tuple(phrase_keys(sentence_around(low, pos, pos + len(cue.text))))
+        if cue.cls == "recurring"
+        else ()
+    )
+    return Hit(
+        line_no,
+        cue.cls,
+        cue.text,
+        excerpt_of(line, pos),
+        kind,
+        line_key(line),
+        content_key(line, formats),
+        keys,
+    )
 
 
 def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteScan:
@@ -757,7 +1098,11 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
         return result
     lines = note.lines
     low_lines = lowered.split("\n")  # lower() never adds or drops a line end: indices agree
-    blocked, tails = blocked_lines(lines, note.body_start) if _has_blocks(lowered) or note.body_start > 1 else (set(), set())
+    blocked, tails = (
+        blocked_lines(lines, note.body_start)
+        if _has_blocks(lowered) or note.body_start > 1
+        else (set(), set())
+    )
     for index, low_line in enumerate(low_lines):
         if index in blocked or not any(cue.text in low_line for cue in active):
             continue
@@ -787,7 +1132,9 @@ def _blank_comment_head(line: str) -> str:
     return " " * end + line[end:]
 
 
-def detect_signals(note: Note, extra_cues: dict | None = None) -> tuple[list[Signal], list[Deferred]]:
+def detect_signals(
+    note: Note, extra_cues: dict | None = None
+) -> tuple[list[Signal], list[Deferred]]:
     """Signals and deferred lines of one note on its own: confirmation and exclusion apply,
     recurrence across notes, the state and the feedback-loop guard do not (see scan.py)."""
     scanned = scan_note(note, extra_cues)
@@ -798,7 +1145,9 @@ def detect_signals(note: Note, extra_cues: dict | None = None) -> tuple[list[Sig
         if not hit.kind or scanned.flags.confirmed:
             signals.append(Signal(note.rel, hit.line, hit.cls, hit.cue, hit.excerpt))
         else:
-            deferred.append(Deferred(note.rel, hit.line, hit.reason, hit.cls, hit.cue, hit.kind, hit.excerpt))
+            deferred.append(
+                Deferred(note.rel, hit.line, hit.reason, hit.cls, hit.cue, hit.kind, hit.excerpt)
+            )
     return signals, deferred
 
 
@@ -840,7 +1189,9 @@ def _plain_frontmatter(block: str) -> dict | None:
         if not _PLAIN_SCALAR.fullmatch(value) or ": " in value.split(" #")[0]:
             return None
         current = key.group(1)
-        data[current] = _flow_list(value) if value.startswith("[") else ([] if not value else _unquote(value))
+        data[current] = (
+            _flow_list(value) if value.startswith("[") else ([] if not value else _unquote(value))
+        )
     return data
 
 
@@ -888,7 +1239,10 @@ def read_flags(note: Note, lowered: str | None = None) -> NoteFlags:
         blocked, _ = blocked_lines(note.lines, note.body_start)
         tags |= set(inline_tags(note.lines, blocked))
     if converge is False or "noconverge" in tags:
-        flags.excluded, flags.reason = True, "converge: false" if converge is False else "#noconverge"
+        flags.excluded, flags.reason = (
+            True,
+            "converge: false" if converge is False else "#noconverge",
+        )
     elif converge is True or "converge" in tags:
         flags.confirmed, flags.reason = True, "converge: true" if converge is True else "#converge"
     return flags

@@ -66,15 +66,25 @@ class HookPlan:
     notes: list[str] = field(default_factory=list)
     ident: str = ""
     backup: dict | None = None  # claude-code: what uninstall needs to restore the file
-    remove_dir: Path | None = None  # claude-code: a `.claude/` folder cmem created, removed when empty
+    remove_dir: Path | None = (
+        None  # claude-code: a `.claude/` folder cmem created, removed when empty
+    )
 
     @property
     def changes(self) -> bool:
         return self.action in ("install", "update", "uninstall")
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "action": self.action, "path": str(self.path), "target": str(self.target),
-                "id": self.ident, "added": self.added or None, "removed": self.removed or None, "notes": self.notes}
+        return {
+            "kind": self.kind,
+            "action": self.action,
+            "path": str(self.path),
+            "target": str(self.target),
+            "id": self.ident,
+            "added": self.added or None,
+            "removed": self.removed or None,
+            "notes": self.notes,
+        }
 
 
 # --- what the hook runs ---------------------------------------------------------------------
@@ -98,7 +108,15 @@ def cmem_executable() -> list[str]:
 
 
 def trigger_argv(vault: Vault) -> list[str]:
-    return [*cmem_executable(), "--vault", str(vault.root.resolve()), "converge", "--if-due", "--background", "--quiet"]
+    return [
+        *cmem_executable(),
+        "--vault",
+        str(vault.root.resolve()),
+        "converge",
+        "--if-due",
+        "--background",
+        "--quiet",
+    ]
 
 
 def fish_quote(word: str) -> str:
@@ -115,53 +133,59 @@ def shell_snippet(shell: str, vault: Vault) -> str:
     argv = trigger_argv(vault)
     if shell == "bash":
         command = " ".join(shlex.quote(word) for word in argv)
-        return "\n".join([
-            f"if [[ $- == *i* && -z ${{__cmem_hook_{ident}-}} ]]; then",
-            f"  __cmem_hook_{ident}=1",
-            "  # bash keeps one EXIT trap: remember the one set before this block and run it after ours",
-            f"  __cmem_read_trap_{ident}() {{ eval \"set -- $(trap -p EXIT)\"; __cmem_previous_trap_{ident}=${{3-}}; }}",
-            f"  __cmem_read_trap_{ident}",
-            f"  unset -f __cmem_read_trap_{ident}",
-            f"  __cmem_status_{ident}() {{ return \"$1\"; }}",
-            f"  __cmem_exit_{ident}() {{",
-            "    local status=$?",
-            "    # a subshell that forks and exits: nothing to wait for, no job left to warn about;",
-            "    # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
-            f"    ( trap '' HUP; {command} </dev/null >/dev/null 2>&1 & )",
-            f"    if [[ -n $__cmem_previous_trap_{ident} ]]; then",
-            f"      __cmem_status_{ident} \"$status\"",
-            f"      eval \"$__cmem_previous_trap_{ident}\"",
-            "    fi",
-            "  }",
-            f"  trap __cmem_exit_{ident} EXIT",
-            "fi",
-        ])
+        return "\n".join(
+            [
+                f"if [[ $- == *i* && -z ${{__cmem_hook_{ident}-}} ]]; then",
+                f"  __cmem_hook_{ident}=1",
+                "  # bash keeps one EXIT trap: remember the one set before this block and run it after ours",
+                f'  __cmem_read_trap_{ident}() {{ eval "set -- $(trap -p EXIT)"; __cmem_previous_trap_{ident}=${{3-}}; }}',
+                f"  __cmem_read_trap_{ident}",
+                f"  unset -f __cmem_read_trap_{ident}",
+                f'  __cmem_status_{ident}() {{ return "$1"; }}',
+                f"  __cmem_exit_{ident}() {{",
+                "    local status=$?",
+                "    # a subshell that forks and exits: nothing to wait for, no job left to warn about;",
+                "    # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
+                f"    ( trap '' HUP; {command} </dev/null >/dev/null 2>&1 & )",
+                f"    if [[ -n $__cmem_previous_trap_{ident} ]]; then",
+                f'      __cmem_status_{ident} "$status"',
+                f'      eval "$__cmem_previous_trap_{ident}"',
+                "    fi",
+                "  }",
+                f"  trap __cmem_exit_{ident} EXIT",
+                "fi",
+            ]
+        )
     if shell == "zsh":
         command = " ".join(shlex.quote(word) for word in argv)
-        return "\n".join([
-            f"if [[ -o interactive ]] && (( ! ${{+__cmem_hook_{ident}}} )); then",
-            f"  typeset -g __cmem_hook_{ident}=1",
-            f"  __cmem_exit_{ident}() {{",
-            "    # a subshell that forks and exits: nothing to wait for, no job left to warn about;",
-            "    # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
-            f"    ( trap '' HUP; {command} </dev/null >/dev/null 2>&1 & )",
-            "  }",
-            "  typeset -ga zshexit_functions",
-            f"  zshexit_functions+=(__cmem_exit_{ident})",
-            "fi",
-        ])
+        return "\n".join(
+            [
+                f"if [[ -o interactive ]] && (( ! ${{+__cmem_hook_{ident}}} )); then",
+                f"  typeset -g __cmem_hook_{ident}=1",
+                f"  __cmem_exit_{ident}() {{",
+                "    # a subshell that forks and exits: nothing to wait for, no job left to warn about;",
+                "    # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
+                f"    ( trap '' HUP; {command} </dev/null >/dev/null 2>&1 & )",
+                "  }",
+                "  typeset -ga zshexit_functions",
+                f"  zshexit_functions+=(__cmem_exit_{ident})",
+                "fi",
+            ]
+        )
     if shell == "fish":
         command = " ".join(fish_quote(word) for word in argv)
-        return "\n".join([
-            f"if status is-interactive; and not set -q __cmem_hook_{ident}",
-            f"    set -g __cmem_hook_{ident} 1",
-            f"    function __cmem_exit_{ident} --on-event fish_exit",
-            "        # sh forks the command and exits: fish keeps no job to warn about or wait for;",
-            "        # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
-            f"        /bin/sh -c 'trap \"\" HUP; \"$0\" \"$@\" </dev/null >/dev/null 2>&1 &' {command}",
-            "    end",
-            "end",
-        ])
+        return "\n".join(
+            [
+                f"if status is-interactive; and not set -q __cmem_hook_{ident}",
+                f"    set -g __cmem_hook_{ident} 1",
+                f"    function __cmem_exit_{ident} --on-event fish_exit",
+                "        # sh forks the command and exits: fish keeps no job to warn about or wait for;",
+                "        # SIGHUP ignored from the start, so a closing terminal cannot stop it before it detaches",
+                f'        /bin/sh -c \'trap "" HUP; "$0" "$@" </dev/null >/dev/null 2>&1 &\' {command}',
+                "    end",
+                "end",
+            ]
+        )
     raise HookError(f"unknown shell {shell!r}; cmem has hooks for {', '.join(SHELLS)}.")
 
 
@@ -182,11 +206,16 @@ def shell_block(shell: str, vault: Vault, notes: list[str]) -> str:
 
 def agent_command(vault: Vault) -> str:
     """The SessionEnd command; Claude Code runs it with a shell, so the trailing comment marks it."""
-    return " ".join(shlex.quote(word) for word in trigger_argv(vault)) + f" # cmem hook ({hook_id(vault)})"
+    return (
+        " ".join(shlex.quote(word) for word in trigger_argv(vault))
+        + f" # cmem hook ({hook_id(vault)})"
+    )
 
 
 def agent_snippet(vault: Vault) -> str:
-    entry = {"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": agent_command(vault)}]}]}}
+    entry = {
+        "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": agent_command(vault)}]}]}
+    }
     return json.dumps(entry, indent=2, ensure_ascii=False)
 
 
@@ -208,13 +237,19 @@ def default_shell() -> str:
     name = Path(os.environ.get("SHELL", "")).name
     if name in SHELLS:
         return name
-    raise HookError(f"cannot tell your shell from $SHELL ({os.environ.get('SHELL') or 'unset'}); pass --shell bash, zsh or fish.")
+    raise HookError(
+        f"cannot tell your shell from $SHELL ({os.environ.get('SHELL') or 'unset'}); pass --shell bash, zsh or fish."
+    )
 
 
 def display(path: Path) -> str:
     home = os.path.expanduser("~")
     text = str(path)
-    return "~" + text[len(home):] if home not in ("", "/") and text.startswith(home + os.sep) else text
+    return (
+        "~" + text[len(home) :]
+        if home not in ("", "/") and text.startswith(home + os.sep)
+        else text
+    )
 
 
 # --- the rc file -----------------------------------------------------------------------------
@@ -237,16 +272,24 @@ def find_blocks(text: str, where: Path) -> list[Block]:
         begin = _BEGIN.match(bare)
         if begin:
             if open_at is not None:
-                raise HookError(f"{display(where)} line {number}: a cmem hook block starts inside another one; fix the file by hand.")
+                raise HookError(
+                    f"{display(where)} line {number}: a cmem hook block starts inside another one; fix the file by hand."
+                )
             open_at, open_id, open_line = offset, begin.group(1), number
         elif _END.match(bare):
             if open_at is None:
-                raise HookError(f"{display(where)} line {number}: a cmem hook end marker without its begin marker; fix the file by hand.")
-            blocks.append(Block(open_id, open_at, offset + len(line), text[open_at:offset + len(line)]))
+                raise HookError(
+                    f"{display(where)} line {number}: a cmem hook end marker without its begin marker; fix the file by hand."
+                )
+            blocks.append(
+                Block(open_id, open_at, offset + len(line), text[open_at : offset + len(line)])
+            )
             open_at = None
         offset += len(line)
     if open_at is not None:
-        raise HookError(f"{display(where)} line {open_line}: the cmem hook block has no end marker ({END}); fix the file by hand.")
+        raise HookError(
+            f"{display(where)} line {open_line}: the cmem hook block has no end marker ({END}); fix the file by hand."
+        )
     return blocks
 
 
@@ -259,8 +302,12 @@ def _target(path: Path, notes: list[str]) -> Path:
     if path.is_symlink():
         target = Path(os.path.realpath(path))
         if not target.exists():
-            raise HookError(f"{display(path)} is a symlink to {target}, which does not exist; fix the link or pass the file to edit by hand.")
-        notes.append(f"{display(path)} is a symlink: cmem edits its target {display(target)} and leaves the link as it is")
+            raise HookError(
+                f"{display(path)} is a symlink to {target}, which does not exist; fix the link or pass the file to edit by hand."
+            )
+        notes.append(
+            f"{display(path)} is a symlink: cmem edits its target {display(target)} and leaves the link as it is"
+        )
     else:
         target = path
     if target.exists():
@@ -277,7 +324,9 @@ def _target(path: Path, notes: list[str]) -> Path:
     while not existing.exists():
         existing = existing.parent
     if not os.access(existing, os.W_OK):
-        raise HookError(f"cannot write in {display(existing)}; cmem needs to write {display(target)} there.")
+        raise HookError(
+            f"cannot write in {display(existing)}; cmem needs to write {display(target)} there."
+        )
     return target
 
 
@@ -305,17 +354,34 @@ def plan_shell_install(vault: Vault, shell: str) -> HookPlan:
     ident = hook_id(vault)
     ours = [block for block in find_blocks(text, target) if block.ident == ident]
     if len(ours) > 1:
-        raise HookError(f"{display(target)} holds {len(ours)} cmem hook blocks for this vault; remove the extra ones by hand, or run `cmem hook uninstall` first.")
+        raise HookError(
+            f"{display(target)} holds {len(ours)} cmem hook blocks for this vault; remove the extra ones by hand, or run `cmem hook uninstall` first."
+        )
     if "\r\n" in text:
-        notes.append(f"{display(target)} has Windows (CRLF) line ends: the block is written with LF ones, which {shell} needs; the other lines stay as they are")
+        notes.append(
+            f"{display(target)} has Windows (CRLF) line ends: the block is written with LF ones, which {shell} needs; the other lines stay as they are"
+        )
     if ours:
         old = ours[0]
         kept = [line for line in (NOTE_NEWLINE, NOTE_CREATED) if line in old.text]
         block = shell_block(shell, vault, kept)
         if old.text == block:
-            return HookPlan(shell, "unchanged", path, target, before, before, notes=notes, ident=ident)
-        after = text[:old.start] + block + text[old.end:]
-        plan = HookPlan(shell, "update", path, target, before, _encode(after), added=block, removed=old.text, notes=notes, ident=ident)
+            return HookPlan(
+                shell, "unchanged", path, target, before, before, notes=notes, ident=ident
+            )
+        after = text[: old.start] + block + text[old.end :]
+        plan = HookPlan(
+            shell,
+            "update",
+            path,
+            target,
+            before,
+            _encode(after),
+            added=block,
+            removed=old.text,
+            notes=notes,
+            ident=ident,
+        )
     else:
         block_notes = []
         separator = ""
@@ -325,10 +391,22 @@ def plan_shell_install(vault: Vault, shell: str) -> HookPlan:
         elif text and not text.endswith("\n"):
             separator = "\n"
             block_notes.append(NOTE_NEWLINE)
-            notes.append(f"{display(target)} does not end with a newline: cmem adds one before the block (uninstall takes it back)")
+            notes.append(
+                f"{display(target)} does not end with a newline: cmem adds one before the block (uninstall takes it back)"
+            )
         block = shell_block(shell, vault, block_notes)
         after = text + separator + block
-        plan = HookPlan(shell, "install", path, target, before, _encode(after), added=block, notes=notes, ident=ident)
+        plan = HookPlan(
+            shell,
+            "install",
+            path,
+            target,
+            before,
+            _encode(after),
+            added=block,
+            notes=notes,
+            ident=ident,
+        )
     _check_syntax(plan)
     return plan
 
@@ -338,7 +416,9 @@ def plan_shell_uninstall(shell: str, vault: Vault | None) -> HookPlan:
     path = rc_path(shell)
     notes: list[str] = []
     if not path.exists() and not path.is_symlink():
-        return HookPlan(shell, "absent", path, path, None, None, notes=[f"{display(path)} does not exist"])
+        return HookPlan(
+            shell, "absent", path, path, None, None, notes=[f"{display(path)} does not exist"]
+        )
     target = _target(path, notes)
     before = _read(target)
     text = _decode(before) if before is not None else ""
@@ -351,13 +431,33 @@ def plan_shell_uninstall(shell: str, vault: Vault | None) -> HookPlan:
         start = block.start
         if NOTE_NEWLINE in block.text and start > 0 and after[start - 1] == "\n":
             start -= 1
-        after = after[:start] + after[block.end:]
+        after = after[:start] + after[block.end :]
     removed = "".join(block.text for block in ours)
     if after == "" and any(NOTE_CREATED in block.text for block in ours):
         notes.append(f"cmem created {display(target)} and nothing else is in it: it is deleted")
-        plan = HookPlan(shell, "uninstall", path, target, before, None, removed=removed, notes=notes, ident=ident)
+        plan = HookPlan(
+            shell,
+            "uninstall",
+            path,
+            target,
+            before,
+            None,
+            removed=removed,
+            notes=notes,
+            ident=ident,
+        )
     else:
-        plan = HookPlan(shell, "uninstall", path, target, before, _encode(after), removed=removed, notes=notes, ident=ident)
+        plan = HookPlan(
+            shell,
+            "uninstall",
+            path,
+            target,
+            before,
+            _encode(after),
+            removed=removed,
+            notes=notes,
+            ident=ident,
+        )
     return plan
 
 
@@ -371,8 +471,19 @@ def syntax_check(shell: str, data: bytes) -> tuple[bool, str] | None:
         handle.write(data)
         name = handle.name
     try:
-        env = {key: value for key, value in os.environ.items() if key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
-        checked = subprocess.run([*argv, name], capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+        }
+        checked = subprocess.run(
+            [*argv, name],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
     finally:
@@ -384,14 +495,18 @@ def syntax_check(shell: str, data: bytes) -> tuple[bool, str] | None:
 def _check_syntax(plan: HookPlan) -> None:
     after = syntax_check(plan.kind, plan.after or b"")
     if after is None:
-        plan.notes.append(f"{plan.kind} is not installed here, so the result was not checked with its parser")
+        plan.notes.append(
+            f"{plan.kind} is not installed here, so the result was not checked with its parser"
+        )
         return
     passes, message = after
     if passes:
         return
     before = syntax_check(plan.kind, plan.before or b"")
     if before is not None and not before[0]:
-        plan.notes.append(f"{display(plan.target)} already fails `{plan.kind} -n` ({before[1]}); the block itself is added as it is")
+        plan.notes.append(
+            f"{display(plan.target)} already fails `{plan.kind} -n` ({before[1]}); the block itself is added as it is"
+        )
         return
     raise HookError(
         f"with the hook, {display(plan.target)} would fail `{plan.kind} -n` ({message}); nothing was changed. "
@@ -414,7 +529,9 @@ def _load_settings(target: Path, before: bytes | None) -> dict:
     except UnicodeDecodeError:
         raise HookError(f"{display(target)} is not UTF-8; cmem will not edit it.") from None
     except json.JSONDecodeError as exc:
-        raise HookError(f"{display(target)} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it, then run this again.") from None
+        raise HookError(
+            f"{display(target)} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it, then run this again."
+        ) from None
     if not isinstance(data, dict):
         raise HookError(f"{display(target)} does not hold a JSON object; cmem will not edit it.")
     return data
@@ -427,14 +544,18 @@ def _session_end(data: dict, target: Path, create: bool) -> list | None:
             return None
         hooks = data["hooks"] = {}
     if not isinstance(hooks, dict):
-        raise HookError(f"{display(target)}: \"hooks\" is not an object; cmem will not guess how to add to it.")
+        raise HookError(
+            f'{display(target)}: "hooks" is not an object; cmem will not guess how to add to it.'
+        )
     groups = hooks.get("SessionEnd")
     if groups is None:
         if not create:
             return None
         groups = hooks["SessionEnd"] = []
     if not isinstance(groups, list):
-        raise HookError(f"{display(target)}: \"hooks.SessionEnd\" is not a list; cmem will not guess how to add to it.")
+        raise HookError(
+            f'{display(target)}: "hooks.SessionEnd" is not a list; cmem will not guess how to add to it.'
+        )
     return groups
 
 
@@ -443,7 +564,9 @@ def _our_groups(groups: list, ident: str | None) -> list[int]:
     for index, group in enumerate(groups):
         commands = group.get("hooks") if isinstance(group, dict) else None
         for hook in commands if isinstance(commands, list) else []:
-            mark = _AGENT_MARK.search(str(hook.get("command", ""))) if isinstance(hook, dict) else None
+            mark = (
+                _AGENT_MARK.search(str(hook.get("command", ""))) if isinstance(hook, dict) else None
+            )
             if mark and (ident is None or mark.group(1) == ident):
                 found.append(index)
                 break
@@ -473,7 +596,9 @@ def plan_agent_install(vault: Vault, project: Path) -> HookPlan:
     entry = {"hooks": [{"type": "command", "command": agent_command(vault)}]}
     ours = _our_groups(groups, ident)
     if ours and groups[ours[0]] == entry and len(ours) == 1:
-        return HookPlan("claude-code", "unchanged", path, target, before, before, notes=notes, ident=ident)
+        return HookPlan(
+            "claude-code", "unchanged", path, target, before, before, notes=notes, ident=ident
+        )
     action = "update" if ours else "install"
     for index in reversed(ours[1:]):
         del groups[index]
@@ -484,19 +609,42 @@ def plan_agent_install(vault: Vault, project: Path) -> HookPlan:
     after = _dump_settings(data, before)
     created_dir = not target.parent.exists()
     if before is None:
-        notes.append(f"{display(target)} does not exist: cmem creates it" + (" (and its folder)" if created_dir else ""))
+        notes.append(
+            f"{display(target)} does not exist: cmem creates it"
+            + (" (and its folder)" if created_dir else "")
+        )
     elif after != before and action == "install":
-        notes.append("the other settings are kept; JSON formatting is normalised (uninstall restores the file byte for byte)")
+        notes.append(
+            "the other settings are kept; JSON formatting is normalised (uninstall restores the file byte for byte)"
+        )
     backup = {"original": None if before is None else _decode(before), "created_dir": created_dir}
-    return HookPlan("claude-code", action, path, target, before, after, added=json.dumps(entry, ensure_ascii=False),
-                    notes=notes, ident=ident, backup=backup)
+    return HookPlan(
+        "claude-code",
+        action,
+        path,
+        target,
+        before,
+        after,
+        added=json.dumps(entry, ensure_ascii=False),
+        notes=notes,
+        ident=ident,
+        backup=backup,
+    )
 
 
 def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
     path = claude_settings_path(project)
     notes: list[str] = []
     if not path.exists() and not path.is_symlink():
-        return HookPlan("claude-code", "absent", path, path, None, None, notes=[f"{display(path)} does not exist"])
+        return HookPlan(
+            "claude-code",
+            "absent",
+            path,
+            path,
+            None,
+            None,
+            notes=[f"{display(path)} does not exist"],
+        )
     target = _target(path, notes)
     before = _read(target)
     data = _load_settings(target, before)
@@ -504,13 +652,28 @@ def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
     groups = _session_end(data, target, create=False)
     ours = _our_groups(groups, ident) if groups is not None else []
     if not ours:
-        return HookPlan("claude-code", "absent", path, target, before, before, notes=notes, ident=ident or "")
+        return HookPlan(
+            "claude-code", "absent", path, target, before, before, notes=notes, ident=ident or ""
+        )
     removed = json.dumps([groups[index] for index in ours], ensure_ascii=False)
     saved = _backups(vault).get(str(target)) if vault is not None else None
-    if saved and before is not None and saved.get("written_sha256") == hashlib.sha256(before).hexdigest():
+    if (
+        saved
+        and before is not None
+        and saved.get("written_sha256") == hashlib.sha256(before).hexdigest()
+    ):
         original = saved.get("original")
-        plan = HookPlan("claude-code", "uninstall", path, target, before, None if original is None else _encode(original),
-                        removed=removed, notes=notes, ident=ident or "")
+        plan = HookPlan(
+            "claude-code",
+            "uninstall",
+            path,
+            target,
+            before,
+            None if original is None else _encode(original),
+            removed=removed,
+            notes=notes,
+            ident=ident or "",
+        )
         if original is None:
             notes.append(f"cmem created {display(target)}: it is deleted")
             if saved.get("created_dir"):
@@ -525,8 +688,20 @@ def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
         del hooks["SessionEnd"]
     if not hooks:
         del data["hooks"]
-    notes.append("the file changed since the hook was installed: only the cmem entry is removed (JSON formatting may be normalised)")
-    return HookPlan("claude-code", "uninstall", path, target, before, _dump_settings(data, before), removed=removed, notes=notes, ident=ident or "")
+    notes.append(
+        "the file changed since the hook was installed: only the cmem entry is removed (JSON formatting may be normalised)"
+    )
+    return HookPlan(
+        "claude-code",
+        "uninstall",
+        path,
+        target,
+        before,
+        _dump_settings(data, before),
+        removed=removed,
+        notes=notes,
+        ident=ident or "",
+    )
 
 
 def _backups(vault: Vault | None) -> dict:
@@ -546,7 +721,11 @@ def _save_backup(vault: Vault, target: Path, entry: dict | None) -> None:
     else:
         backups[str(target)] = entry
     # the copy may hold whatever the user keeps in settings.json: readable by the user only
-    write_atomic(vault.state_dir / AGENT_BACKUPS, json.dumps(backups, ensure_ascii=False, indent=1) + "\n", mode=0o600)
+    write_atomic(
+        vault.state_dir / AGENT_BACKUPS,
+        json.dumps(backups, ensure_ascii=False, indent=1) + "\n",
+        mode=0o600,
+    )
 
 
 # --- applying a plan -------------------------------------------------------------------------
@@ -557,7 +736,9 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
     if not plan.changes:
         return plan
     if _read(plan.target) != plan.before:
-        raise HookError(f"{display(plan.target)} changed while cmem was planning; nothing was written. Run the command again.")
+        raise HookError(
+            f"{display(plan.target)} changed while cmem was planning; nothing was written. Run the command again."
+        )
     if plan.after is None:
         os.unlink(plan.target)
         if plan.remove_dir is not None:
@@ -571,7 +752,9 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
         if plan.action in ("install", "update"):
             backup = dict(plan.backup or {})
             previous = _backups(vault).get(str(plan.target))
-            if plan.action == "update" and previous:  # keep the file as it was before the first install
+            if (
+                plan.action == "update" and previous
+            ):  # keep the file as it was before the first install
                 backup = {key: previous.get(key) for key in ("original", "created_dir")}
             backup["written_sha256"] = hashlib.sha256(plan.after or b"").hexdigest()
             _save_backup(vault, plan.target, backup)
@@ -594,8 +777,15 @@ class InstalledHook:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "id": self.ident, "vault": self.vault, "runs": self.runs,
-                "current": self.current, "problems": self.problems}
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "id": self.ident,
+            "vault": self.vault,
+            "runs": self.runs,
+            "current": self.current,
+            "problems": self.problems,
+        }
 
 
 def hook_status(vault: Vault | None, project: Path) -> list[InstalledHook]:
@@ -615,13 +805,21 @@ def hook_status(vault: Vault | None, project: Path) -> list[InstalledHook]:
             continue
         for block in blocks:
             vault_match, runs_match = _VAULT_LINE.search(block.text), _CMEM_LINE.search(block.text)
-            hook = InstalledHook(shell, display(path), block.ident, vault_match.group(1) if vault_match else None,
-                                 runs_match.group(1) if runs_match else None, None)
+            hook = InstalledHook(
+                shell,
+                display(path),
+                block.ident,
+                vault_match.group(1) if vault_match else None,
+                runs_match.group(1) if runs_match else None,
+                None,
+            )
             if vault is not None and block.ident == ident:
                 kept = [line for line in (NOTE_NEWLINE, NOTE_CREATED) if line in block.text]
                 hook.current = block.text == shell_block(shell, vault, kept)
                 if not hook.current:
-                    hook.problems.append(f"out of date: run `cmem hook install --shell {shell}` to refresh it")
+                    hook.problems.append(
+                        f"out of date: run `cmem hook install --shell {shell}` to refresh it"
+                    )
             hook.problems += _runs_problems(hook.vault, hook.runs)
             found.append(hook)
     settings = claude_settings_path(project)
@@ -629,7 +827,9 @@ def hook_status(vault: Vault | None, project: Path) -> list[InstalledHook]:
         data = _load_settings(settings, _read(settings))
         groups = _session_end(data, settings, create=False) or []
     except HookError as exc:
-        found.append(InstalledHook("claude-code", display(settings), "?", None, None, None, [str(exc)]))
+        found.append(
+            InstalledHook("claude-code", display(settings), "?", None, None, None, [str(exc)])
+        )
         groups = []
     for index in _our_groups(groups, None):
         command = groups[index]["hooks"][0].get("command", "") if groups[index].get("hooks") else ""
@@ -639,12 +839,20 @@ def hook_status(vault: Vault | None, project: Path) -> list[InstalledHook]:
         except ValueError:
             words = []
         vault_path = words[words.index("--vault") + 1] if "--vault" in words[:-1] else None
-        hook = InstalledHook("claude-code", display(settings), mark.group(1) if mark else "?", vault_path,
-                             " ".join(words[: words.index("--vault")]) if "--vault" in words else None, None)
+        hook = InstalledHook(
+            "claude-code",
+            display(settings),
+            mark.group(1) if mark else "?",
+            vault_path,
+            " ".join(words[: words.index("--vault")]) if "--vault" in words else None,
+            None,
+        )
         if vault is not None and hook.ident == ident:
             hook.current = command == agent_command(vault)
             if not hook.current:
-                hook.problems.append("out of date: run `cmem hook install --agent claude-code` to refresh it")
+                hook.problems.append(
+                    "out of date: run `cmem hook install --agent claude-code` to refresh it"
+                )
         hook.problems += _runs_problems(hook.vault, hook.runs)
         found.append(hook)
     return found

@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem.steps import commits as history
-from cmem.atomic import write_atomic
 from cmem.archive.checklist import checklist_header
-from cmem.vault.config import CONFIG_DIR, CONFIG_FILE, default_config_text, load_config
+from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
+from cmem.steps import commits as history
+from cmem.vault.config import CONFIG_DIR, CONFIG_FILE, default_config_text, load_config
 
 GITIGNORE_LINES = (
     "# cmem: Obsidian's per-device UI state and caches stay out of the history",
@@ -82,12 +82,18 @@ def guess_language(root: Path, environ: dict | None = None) -> LanguageGuess:
         language = "zh" if counts["zh"] > counts["en"] else "en"
         name = {"zh": "Chinese", "en": "English"}[language]
         sure = total >= 3 and counts[language] >= 0.7 * total
-        return LanguageGuess(language, f"from your notes: {counts[language]} of {total} mostly in {name}", sure)
+        return LanguageGuess(
+            language, f"from your notes: {counts[language]} of {total} mostly in {name}", sure
+        )
     environ = os.environ if environ is None else environ
-    locale = next((environ[key] for key in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(key)), "")
+    locale = next(
+        (environ[key] for key in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(key)), ""
+    )
     if locale and locale.split(".")[0] not in ("C", "POSIX"):
         language = "zh" if locale.lower().startswith("zh") else "en"
-        return LanguageGuess(language, f"from your locale ({locale}); the folder has no notes yet", True)
+        return LanguageGuess(
+            language, f"from your locale ({locale}); the folder has no notes yet", True
+        )
     return LanguageGuess("en", "no notes and no locale to go by", False)
 
 
@@ -114,7 +120,11 @@ def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
         base = Path(root) / folder
         if not base.is_dir() or base.is_symlink():
             continue
-        notes = [p for p in base.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(base).parts)]
+        notes = [
+            p
+            for p in base.rglob("*.md")
+            if not any(part.startswith(".") for part in p.relative_to(base).parts)
+        ]
         if not notes:
             continue
         nested = any(p.parent != base for p in notes)
@@ -122,8 +132,13 @@ def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
     return entries
 
 
-def init_vault(path: Path, language: str = "zh", repo: str | None = None, divergent_folders: list[str] | None = None,
-               track_all: bool = False) -> InitReport:
+def init_vault(
+    path: Path,
+    language: str = "zh",
+    repo: str | None = None,
+    divergent_folders: list[str] | None = None,
+    track_all: bool = False,
+) -> InitReport:
     """Make `path` a vault. `divergent_folders`: extra divergent folders for a new config (the
     daily-notes folder `cmem init` found and the user accepted). `track_all`: the user chose to
     keep the whole vault in git — recorded as git.track_all, and every file is committed now."""
@@ -139,7 +154,12 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None, diverg
         probe = probe.parent
     parent = history.toplevel(probe.resolve())
     target = root.resolve()
-    if parent is not None and parent != target and not (root / CONFIG_DIR).is_dir() and repo is None:
+    if (
+        parent is not None
+        and parent != target
+        and not (root / CONFIG_DIR).is_dir()
+        and repo is None
+    ):
         raise ParentRepoChoiceNeeded(target, parent)  # before creating anything
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
@@ -165,22 +185,38 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None, diverg
 
             listed = ", ".join(json.dumps(folder) for folder in divergent_folders)
             text = text.replace("  extra_folders: []", f"  extra_folders: [{listed}]", 1)
-            report.notes.append(f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
-                                "change divergent.extra_folders in .cmem/config.yaml to stop")
+            report.notes.append(
+                f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
+                "change divergent.extra_folders in .cmem/config.yaml to stop"
+            )
         if report.repository == "parent":
             text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
         elif track_all:
             text = text.replace("  track_all: false ", "  track_all: true  ", 1)
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
     config = load_config(root)  # validates an existing config too
-    _create(root, f"{CONFIG_DIR}/state.json", '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n', report)
+    _create(
+        root,
+        f"{CONFIG_DIR}/state.json",
+        '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n',
+        report,
+    )
     for folder in (config.resident_dir, config.situational_dir, config.archive_dir):
         if not (root / folder).is_dir():
             (root / folder).mkdir(parents=True)
             report.created.append(folder + "/")
-    _create(root, f"{config.archive_dir}/{config.checklist_name}", checklist_header(config.language), report)
+    _create(
+        root,
+        f"{config.archive_dir}/{config.checklist_name}",
+        checklist_header(config.language),
+        report,
+    )
 
-    owned = [f"{CONFIG_DIR}/{CONFIG_FILE}", f"{CONFIG_DIR}/state.json", f"{config.archive_dir}/{config.checklist_name}"]
+    owned = [
+        f"{CONFIG_DIR}/{CONFIG_FILE}",
+        f"{CONFIG_DIR}/state.json",
+        f"{config.archive_dir}/{config.checklist_name}",
+    ]
     if not report.repository:
         history.init_repo(root)
         report.repository = "created"
@@ -194,12 +230,19 @@ def init_vault(path: Path, language: str = "zh", repo: str | None = None, diverg
     message = "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned)
     if track_all and report.repository != "parent" and load_config(root).track_all:
         # the user's files, as git sees them (.gitignore applies): the first commit of the adopted vault
-        listed = history.run_git(root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False).stdout
+        listed = history.run_git(
+            root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False
+        ).stdout
         theirs = sorted({p for p in listed.split("\0") if p and p not in owned})
         if theirs:
             owned = owned + theirs
-            message = f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: " + ", ".join(owned[: len(owned) - len(theirs)])
-            report.notes.append(f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are")
+            message = (
+                f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: "
+                + ", ".join(owned[: len(owned) - len(theirs)])
+            )
+            report.notes.append(
+                f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are"
+            )
     report.commit = history.commit_files(root, {}, message, from_disk=owned)
     return report
 
@@ -224,6 +267,13 @@ def _extend_info_exclude(root: Path, report: InitReport) -> None:
     current = exclude.read_text("utf-8", errors="replace") if exclude.exists() else ""
     wanted = [line for line in missing if line not in current.splitlines()]
     if wanted:
-        body = current + ("" if current.endswith("\n") or not current else "\n") + "\n".join([GITIGNORE_LINES[0], *wanted]) + "\n"
+        body = (
+            current
+            + ("" if current.endswith("\n") or not current else "\n")
+            + "\n".join([GITIGNORE_LINES[0], *wanted])
+            + "\n"
+        )
         write_atomic(exclude, body)
-        report.notes.append(f"your .gitignore is unchanged; cmem's patterns ({', '.join(wanted)}) went to .git/info/exclude")
+        report.notes.append(
+            f"your .gitignore is unchanged; cmem's patterns ({', '.join(wanted)}) went to .git/info/exclude"
+        )

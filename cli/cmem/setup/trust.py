@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 from cmem.atomic import write_atomic
-from cmem.vault.config import DEFAULTS, load_user_config, user_config_path
 from cmem.errors import CmemError
+from cmem.vault.config import DEFAULTS, load_user_config, user_config_path
 from cmem.vault.layers import Vault
 
 Origin = Literal["flag", "env", "user-config", "vault-config"]
@@ -50,7 +50,9 @@ class TrustStatus:
     state: Literal["trusted", "changed", "untrusted", "no-command"]
     trusted_sha256: str | None = None
     trusted_at: str | None = None
-    files: dict[str, str] | None = None  # vault files the command names: path → sha256 of the content now
+    files: dict[str, str] | None = (
+        None  # vault files the command names: path → sha256 of the content now
+    )
     changed_files: tuple[str, ...] = ()  # of those, the ones that differ from what was trusted
 
 
@@ -59,7 +61,9 @@ class TrustChange:
     vault: str
     command: str | None
     command_sha256: str | None
-    action: Literal["trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"]
+    action: Literal[
+        "trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"
+    ]
     config_path: str
     files: dict[str, str] | None = None
 
@@ -71,7 +75,10 @@ def command_sha256(command: str) -> str:
 def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
     """The command to run and where it came from; raise `UntrustedCommand` for an untrusted vault one."""
     user = load_user_config()
-    limits = {"timeout": _timeout(vault, user), "max_output_bytes": vault.config.llm_max_output_bytes}
+    limits = {
+        "timeout": _timeout(vault, user),
+        "max_output_bytes": vault.config.llm_max_output_bytes,
+    }
     if flag and flag.strip():
         return ResolvedCommand(flag, "flag", **limits)
     from_env = os.environ.get("CMEM_LLM", "")
@@ -126,13 +133,26 @@ def _status(vault: Vault, user: dict) -> TrustStatus:
         return TrustStatus(key, None, None, "no-command")
     digest = command_sha256(command)
     files = command_files(vault, command)
-    entry = next((item for item in user.get("trusted") or [] if _same_vault(item.get("vault"), key)), None)
+    entry = next(
+        (item for item in user.get("trusted") or [] if _same_vault(item.get("vault"), key)), None
+    )
     if entry is None:
         return TrustStatus(key, command, digest, "untrusted", files=files)
     recorded = entry.get("files") if isinstance(entry.get("files"), dict) else {}
-    changed = tuple(sorted(rel for rel in set(files) | set(recorded) if files.get(rel) != recorded.get(rel)))
+    changed = tuple(
+        sorted(rel for rel in set(files) | set(recorded) if files.get(rel) != recorded.get(rel))
+    )
     state = "trusted" if entry.get("command_sha256") == digest and not changed else "changed"
-    return TrustStatus(key, command, digest, state, entry.get("command_sha256"), _text(entry.get("trusted_at")), files, changed)
+    return TrustStatus(
+        key,
+        command,
+        digest,
+        state,
+        entry.get("command_sha256"),
+        _text(entry.get("trusted_at")),
+        files,
+        changed,
+    )
 
 
 def command_files(vault: Vault, command: str) -> dict[str, str]:
@@ -150,11 +170,13 @@ def command_files(vault: Vault, command: str) -> dict[str, str]:
             if not name or name.startswith("-") or "{prompt_file}" in name:
                 continue
             path = Path(name).expanduser()
-            for candidate in ([path] if path.is_absolute() else [root / path, Path.cwd() / path]):
+            for candidate in [path] if path.is_absolute() else [root / path, Path.cwd() / path]:
                 try:
                     resolved = candidate.resolve()
                     if resolved.is_file() and resolved.is_relative_to(root):
-                        found[resolved.relative_to(root).as_posix()] = hashlib.sha256(resolved.read_bytes()).hexdigest()
+                        found[resolved.relative_to(root).as_posix()] = hashlib.sha256(
+                            resolved.read_bytes()
+                        ).hexdigest()
                 except (OSError, RuntimeError, ValueError):
                     continue
     return dict(sorted(found.items()))
@@ -167,7 +189,14 @@ def trust_vault(vault: Vault) -> TrustChange:
     if status.state == "no-command":
         return TrustChange(status.vault, None, None, "no-command", str(path))
     if status.state == "trusted":
-        return TrustChange(status.vault, status.command, status.command_sha256, "already-trusted", str(path), status.files)
+        return TrustChange(
+            status.vault,
+            status.command,
+            status.command_sha256,
+            "already-trusted",
+            str(path),
+            status.files,
+        )
 
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -185,7 +214,13 @@ def trust_vault(vault: Vault) -> TrustChange:
         entry["command_sha256"] = status.command_sha256
         entry["trusted_at"] = stamp
     else:
-        entry = CommentedMap([("vault", status.vault), ("command_sha256", status.command_sha256), ("trusted_at", stamp)])
+        entry = CommentedMap(
+            [
+                ("vault", status.vault),
+                ("command_sha256", status.command_sha256),
+                ("trusted_at", stamp),
+            ]
+        )
         trusted.append(entry)
     if status.files:
         entry["files"] = CommentedMap(sorted(status.files.items()))
@@ -193,7 +228,9 @@ def trust_vault(vault: Vault) -> TrustChange:
         del entry["files"]
     document.save()
     action = "retrusted" if status.state == "changed" else "trusted"
-    return TrustChange(status.vault, status.command, status.command_sha256, action, str(path), status.files)
+    return TrustChange(
+        status.vault, status.command, status.command_sha256, action, str(path), status.files
+    )
 
 
 def revoke_trust(vault: Vault) -> TrustChange:
@@ -202,7 +239,9 @@ def revoke_trust(vault: Vault) -> TrustChange:
     status = _status(vault, user)
     path = user_config_path()
     if not any(_same_vault(item.get("vault"), status.vault) for item in user.get("trusted") or []):
-        return TrustChange(status.vault, status.command, status.command_sha256, "not-trusted", str(path))
+        return TrustChange(
+            status.vault, status.command, status.command_sha256, "not-trusted", str(path)
+        )
     document = _UserConfigDocument(path)
     trusted = document.data.get("trusted") or []
     for item in [item for item in trusted if _same_vault(item.get("vault"), status.vault)]:
@@ -226,7 +265,9 @@ class _UserConfigDocument:
             self.original = path.read_text("utf-8-sig")
         except FileNotFoundError:
             self.original = ""
-        self.yaml.indent(**_guess_indent(self.original))  # ruamel re-indents the whole file: match it
+        self.yaml.indent(
+            **_guess_indent(self.original)
+        )  # ruamel re-indents the whole file: match it
         loaded = self.yaml.load(self.original) if self.original.strip() else None
         # A file of comments only loads as None; keep its text and add the settings after it.
         self.prefix = self.original if loaded is None else ""
@@ -241,14 +282,16 @@ class _UserConfigDocument:
         if self.prefix:
             text = self.prefix.rstrip("\n") + "\n" + text
         elif not self.original:
-            text = "# cmem user settings; see README.md, \"Configuration\".\n" + text
+            text = '# cmem user settings; see README.md, "Configuration".\n' + text
         write_atomic(self.path, text)
 
 
 def _guess_indent(text: str) -> dict[str, int]:
     """The file's mapping indent and list style (`- item` or `  - item`), from its first examples."""
     mapping, sequence, offset = None, None, None
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
     for parent, child in zip(lines, lines[1:]):
         if not re.sub(r"\s+#.*$", "", parent).rstrip().endswith(":"):
             continue

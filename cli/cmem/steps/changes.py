@@ -17,8 +17,8 @@ from pathlib import Path
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
-from cmem.vault.notes import line_end
 from cmem.vault.layers import Vault
+from cmem.vault.notes import line_end
 
 
 class SecondWriter(CmemError):
@@ -94,7 +94,9 @@ def same_text(disk: bytes | None, committed: bytes | None) -> bool:
         return True
     if disk is None or committed is None:
         return False
-    return line_end(disk) == b"\r\n" and disk.replace(b"\r\n", b"\n") == committed.replace(b"\r\n", b"\n")
+    return line_end(disk) == b"\r\n" and disk.replace(b"\r\n", b"\n") == committed.replace(
+        b"\r\n", b"\n"
+    )
 
 
 def current_bytes(path: Path) -> bytes | None:
@@ -104,7 +106,9 @@ def current_bytes(path: Path) -> bytes | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except IsADirectoryError:
-        return b"\0<a folder>"  # never equal to a file's bytes: a folder where a file was is a change
+        return (
+            b"\0<a folder>"  # never equal to a file's bytes: a folder where a file was is a change
+        )
 
 
 def check_confined(vault: Vault, rel: str) -> None:
@@ -124,19 +128,28 @@ def check_tracked(vault: Vault, rel: str) -> None:
     but still only inside the vault: never `..`, never into `.git/`, never through a symbolic
     link on the way."""
     parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(part in ("", ".", "..") for part in parts) or parts[0] == ".git":
+    if (
+        not rel
+        or rel.startswith("/")
+        or any(part in ("", ".", "..") for part in parts)
+        or parts[0] == ".git"
+    ):
         raise CmemError(f"{rel} is not a plain path inside the vault; nothing was written.")
     current = vault.root
     for part in parts[:-1]:
         current = current / part
         if current.is_symlink():
-            raise CmemError(f"{rel} goes through the symbolic link {vault.rel(current)}; nothing was written.")
+            raise CmemError(
+                f"{rel} goes through the symbolic link {vault.rel(current)}; nothing was written."
+            )
 
 
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
     if path.is_symlink():
-        raise SecondWriter(f"{change.rel} became a symbolic link while the step ran; nothing was written.")
+        raise SecondWriter(
+            f"{change.rel} became a symbolic link while the step ran; nothing was written."
+        )
     if current_bytes(path) != change.old:
         raise SecondWriter(
             f"{change.rel} changed on disk while the step ran (another editor or a sync client wrote it); "

@@ -19,11 +19,16 @@ from cmem.errors import GitError
 
 # Options for every git command cmem runs on the user's vault.
 SAFE_GIT_OPTIONS = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "commit.gpgSign=false",  # an unattended pass must not wait for a passphrase
-    "-c", "core.quotePath=false",
-    "-c", "log.showSignature=false",  # would run gpg.program, which a repository's config can name
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",  # an unattended pass must not wait for a passphrase
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "log.showSignature=false",  # would run gpg.program, which a repository's config can name
 )
 PASS_TRAILER = "Cmem-Pass"
 # How long a pass waits for another git command's index.lock before it gives up, naming it.
@@ -38,16 +43,31 @@ def _env() -> dict:
     return env
 
 
-def run_git(root: Path, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+def run_git(
+    root: Path, *args: str, check: bool = True, input: str | None = None
+) -> subprocess.CompletedProcess:
     try:
         result = subprocess.run(
-            ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(root), "-C", str(root), *_without_textconv(args)],
-            capture_output=True, text=True, input=input, env=_env(),
+            [
+                "git",
+                *SAFE_GIT_OPTIONS,
+                *_neutral_filters(root),
+                "-C",
+                str(root),
+                *_without_textconv(args),
+            ],
+            capture_output=True,
+            text=True,
+            input=input,
+            env=_env(),
             # a file name that is not UTF-8 round-trips as os.fsdecode would give it
-            encoding="utf-8", errors="surrogateescape",
+            encoding="utf-8",
+            errors="surrogateescape",
         )
     except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH; cmem keeps the vault's history in git.") from None
+        raise GitError(
+            "git is not installed or not on PATH; cmem keeps the vault's history in git."
+        ) from None
     if check and result.returncode != 0:
         message = (result.stderr or result.stdout).strip().splitlines()
         detail = message[-1] if message else f"exit {result.returncode}"
@@ -61,7 +81,11 @@ def run_git(root: Path, *args: str, check: bool = True, input: str | None = None
 # cmem's own git commands turn each filter the repository's config names into a no-op, and ask
 # for diffs without textconv or external diff.
 _filter_cache: dict[str, tuple[tuple, tuple[str, ...]]] = {}
-_DIFF_COMMANDS = {"show": ("--no-textconv",), "log": ("--no-textconv",), "diff": ("--no-textconv", "--no-ext-diff")}
+_DIFF_COMMANDS = {
+    "show": ("--no-textconv",),
+    "log": ("--no-textconv",),
+    "diff": ("--no-textconv", "--no-ext-diff"),
+}
 
 
 def _neutral_filters(root: Path) -> tuple[str, ...]:
@@ -83,12 +107,27 @@ def _neutral_filters(root: Path) -> tuple[str, ...]:
     listed = ""
     if b"filter" in text or b"include" in text:  # most repositories: no git call at all
         listed = subprocess.run(
-            ["git", "config", "--file", str(config), "--includes", "--name-only", "--get-regexp", r"^filter\..+\.(clean|smudge|process)$"],
-            capture_output=True, text=True, env=_env(),
+            [
+                "git",
+                "config",
+                "--file",
+                str(config),
+                "--includes",
+                "--name-only",
+                "--get-regexp",
+                r"^filter\..+\.(clean|smudge|process)$",
+            ],
+            capture_output=True,
+            text=True,
+            env=_env(),
         ).stdout
     names = sorted({line.strip().rsplit(".", 1)[0] for line in listed.splitlines() if line.strip()})
-    overrides = tuple(option for name in names for key_name in ("clean", "smudge", "process")
-                      for option in ("-c", f"{name}.{key_name}=")) + tuple(option for name in names for option in ("-c", f"{name}.required=false"))
+    overrides = tuple(
+        option
+        for name in names
+        for key_name in ("clean", "smudge", "process")
+        for option in ("-c", f"{name}.{key_name}=")
+    ) + tuple(option for name in names for option in ("-c", f"{name}.required=false"))
     _filter_cache[str(root)] = (key, overrides)
     return overrides
 
@@ -132,7 +171,10 @@ def toplevel(path: Path) -> Path | None:
 def has_identity(root: Path) -> bool:
     name = run_git(root, "config", "user.name", check=False).stdout.strip()
     email = run_git(root, "config", "user.email", check=False).stdout.strip()
-    return bool((name or os.environ.get("GIT_AUTHOR_NAME")) and (email or os.environ.get("GIT_AUTHOR_EMAIL")))
+    return bool(
+        (name or os.environ.get("GIT_AUTHOR_NAME"))
+        and (email or os.environ.get("GIT_AUTHOR_EMAIL"))
+    )
 
 
 def _identity_options(root: Path) -> tuple[str, ...]:
@@ -152,8 +194,12 @@ def operation_in_progress(root: Path) -> str | None:
     """A merge, rebase, cherry-pick or revert the user has not finished, if any."""
     git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
     for marker, name in (
-        ("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase or am"),
-        ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"), ("BISECT_LOG", "a bisect"),
+        ("MERGE_HEAD", "a merge"),
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or am"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+        ("BISECT_LOG", "a bisect"),
     ):
         if (git_dir / marker).exists():
             return name
@@ -221,8 +267,14 @@ def status_entries(root: Path, paths: list[str]) -> list[StatusEntry]:
     return entries
 
 
-def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, from_disk: "list[str] | tuple[str, ...]" = (),
-                 merge_parents: "list[str] | tuple[str, ...]" = ()) -> str | None:
+def commit_files(
+    root: Path,
+    files: dict[str, bytes | None],
+    message: str,
+    *,
+    from_disk: "list[str] | tuple[str, ...]" = (),
+    merge_parents: "list[str] | tuple[str, ...]" = (),
+) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 
     - `files`: the bytes a step validated and wrote (None: the path is removed) — not whatever
@@ -237,23 +289,39 @@ def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, fr
     a commit made meanwhile by someone else is never lost. Returns the commit, or None when HEAD
     already holds exactly this."""
     top = toplevel(root) or Path(root).resolve()
-    prefix = "" if top == Path(root).resolve() else Path(root).resolve().relative_to(top).as_posix() + "/"
+    prefix = (
+        ""
+        if top == Path(root).resolve()
+        else Path(root).resolve().relative_to(top).as_posix() + "/"
+    )
     parent = head(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
 
     def git(*args: str, data: bytes | None = None) -> str:
-        result = subprocess.run(["git", *options, "-C", str(top), *args], input=data, capture_output=True, env=env)
+        result = subprocess.run(
+            ["git", *options, "-C", str(top), *args], input=data, capture_output=True, env=env
+        )
         if result.returncode != 0:
-            detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
-            raise GitError(f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}")
+            detail = (
+                (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
+            )
+            raise GitError(
+                f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}"
+            )
         return result.stdout.decode("utf-8").strip()
 
-    entries: list[tuple[str, str | None, str]] = []  # (mode, blob or None: removed, repository path)
+    entries: list[
+        tuple[str, str | None, str]
+    ] = []  # (mode, blob or None: removed, repository path)
     for rel, data in sorted(files.items()):
         path = prefix + rel
-        blob = None if data is None else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
+        blob = (
+            None
+            if data is None
+            else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
+        )
         entries.append(("100644", blob, path))
     for rel in sorted(set(from_disk) - set(files)):
         entry = _disk_entry(top, prefix + rel, git)
@@ -269,9 +337,18 @@ def commit_files(root: Path, files: dict[str, bytes | None], message: str, *, fr
             # the index is still brought up to date, or `git status` would show it forever
             sync_index(top, [path for _, _, path in entries])
             return None
-        parents = [p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)]
-        commit = git(*_identity_options(top), "commit-tree", tree, *parents, "-F", "-",
-                     data=message.encode("utf-8"))
+        parents = [
+            p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)
+        ]
+        commit = git(
+            *_identity_options(top),
+            "commit-tree",
+            tree,
+            *parents,
+            "-F",
+            "-",
+            data=message.encode("utf-8"),
+        )
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
     finally:
@@ -291,7 +368,11 @@ def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:
     if stat_module.S_ISDIR(st.st_mode):
         return ("dir", None, path)  # a nested repository or a folder: not a file to commit
     if stat_module.S_ISLNK(st.st_mode):
-        return ("120000", git("hash-object", "-w", "--stdin", data=os.fsencode(os.readlink(full))), path)
+        return (
+            "120000",
+            git("hash-object", "-w", "--stdin", data=os.fsencode(os.readlink(full))),
+            path,
+        )
     with open(full, "rb") as handle:
         data = handle.read()
     mode = "100755" if st.st_mode & 0o111 else "100644"
@@ -312,7 +393,10 @@ def _index_info(entries: list[tuple[str, str | None, str]]) -> bytes:
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
-    return run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+    return (
+        run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode
+        == 0
+    )
 
 
 def move_branch(root: Path, target: str, expected: str, paths: list[str]) -> None:
@@ -341,7 +425,14 @@ def find_pass_commit(root: Path, pass_id: str) -> CommitInfo | None:
     # the whole trailer line, so an id quoted inside another commit's field never matches
     # (a basic regular expression: its special characters are escaped)
     literal = "".join("\\" + ch if ch in ".[]\\*^$" else ch for ch in pass_id)
-    result = run_git(root, "log", "-1", f"--grep=^{PASS_TRAILER}: {literal}$", "--format=%H%x00%cI%x00%s", check=False)
+    result = run_git(
+        root,
+        "log",
+        "-1",
+        f"--grep=^{PASS_TRAILER}: {literal}$",
+        "--format=%H%x00%cI%x00%s",
+        check=False,
+    )
     out = result.stdout.strip()
     if result.returncode != 0 or not out:
         return None

@@ -21,7 +21,7 @@ def git_files(root: str) -> list[str]:
                 line = handle.read().strip()
             if not line.startswith("gitdir:"):
                 return [dot]
-            git_dir = os.path.join(folder, line[len("gitdir:"):].strip())
+            git_dir = os.path.join(folder, line[len("gitdir:") :].strip())
             common = git_dir
             try:
                 with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem import faults
-from cmem.steps import commits as history
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError, GitError
+from cmem.steps import commits as history
 from cmem.steps.changes import ChangeSet, current_bytes, put
 from cmem.steps.record import step_name
 from cmem.vault.layers import Vault
@@ -62,8 +62,16 @@ class Journal:
         fsync_dir(self.folder.parent)
 
 
-def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: str, *,
-          merge_parents: "list[str] | tuple[str, ...]" = (), fast_forward: "tuple[str, str] | None" = None) -> Journal:
+def begin(
+    vault: Vault,
+    kind: str,
+    step_id: str,
+    changes: ChangeSet,
+    message: str,
+    *,
+    merge_parents: "list[str] | tuple[str, ...]" = (),
+    fast_forward: "tuple[str, str] | None" = None,
+) -> Journal:
     """`merge_parents`: a sync's merge commit's other parents; `fast_forward`: (from, to) — a
     sync that moves the branch to the other side's commit instead of committing."""
     folder = journal_root(vault) / step_id
@@ -77,9 +85,23 @@ def begin(vault: Vault, kind: str, step_id: str, changes: ChangeSet, message: st
             write_atomic(folder / "new" / str(index), change.new)
         if change.old is not None:
             write_atomic(folder / "old" / str(index), change.old)
-        entries.append({"rel": change.rel, "index": index, "old": _digest(change.old), "new": _digest(change.new)})
-    intent = {"version": VERSION, "kind": kind, "id": step_id, "stage": "applying", "entries": entries,
-              "message": message, "time": time.time()}
+        entries.append(
+            {
+                "rel": change.rel,
+                "index": index,
+                "old": _digest(change.old),
+                "new": _digest(change.new),
+            }
+        )
+    intent = {
+        "version": VERSION,
+        "kind": kind,
+        "id": step_id,
+        "stage": "applying",
+        "entries": entries,
+        "message": message,
+        "time": time.time(),
+    }
     if merge_parents:
         intent["parents"] = list(merge_parents)
     if fast_forward:
@@ -120,7 +142,9 @@ def describe(folder: Path) -> tuple[str, str]:
     """(kind, id) of a journal, for messages; unreadable journals say so."""
     try:
         intent = json.loads((folder / "intent.json").read_text("utf-8"))
-        return intent.get("kind", "converge"), intent.get("id") or intent.get("pass_id") or folder.name
+        return intent.get("kind", "converge"), intent.get("id") or intent.get(
+            "pass_id"
+        ) or folder.name
     except (OSError, ValueError):
         return "unknown", folder.name
 
@@ -180,7 +204,11 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     # An edit to a file that existed before the step may be built on its old bytes: rolling
     # forward would commit the step's version under it. Put the step back instead.
     if any(states[e["rel"]] == "edited" and e["old"] is not None for e in entries):
-        restore = [e for e in entries if states[e["rel"]] == "new" and not _only_copy(vault, folder, e, entries, states)]
+        restore = [
+            e
+            for e in entries
+            if states[e["rel"]] == "new" and not _only_copy(vault, folder, e, entries, states)
+        ]
         for entry in sorted(restore, key=lambda e: e["old"] is None):  # restore before removing
             put(vault, entry["rel"], _version(folder, entry, "old"))
         history.sync_index(vault.root, paths)
@@ -189,8 +217,12 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     for entry in sorted(forward, key=lambda e: e["new"] is None):  # write before removing
         put(vault, entry["rel"], _version(folder, entry, "new"))
     try:
-        sha = history.commit_files(vault.root, {e["rel"]: _version(folder, e, "new") for e in entries}, intent["message"],
-                                   merge_parents=intent.get("parents") or ())
+        sha = history.commit_files(
+            vault.root,
+            {e["rel"]: _version(folder, e, "new") for e in entries},
+            intent["message"],
+            merge_parents=intent.get("parents") or (),
+        )
     except GitError as exc:
         made = history.find_pass_commit(vault.root, step_id)
         if made is not None:  # the commit landed; only the index could not be brought up to date
@@ -199,9 +231,13 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
         # every later command: the step is put back, its notes are pending again, and the
         # reason is said.
         states = {e["rel"]: _state(vault, e) for e in entries}
-        for entry in sorted((e for e in entries if states[e["rel"]] == "new"), key=lambda e: e["old"] is None):
+        for entry in sorted(
+            (e for e in entries if states[e["rel"]] == "new"), key=lambda e: e["old"] is None
+        ):
             put(vault, entry["rel"], _version(folder, entry, "old"))
-        return Recovery(kind, step_id, f"rolled back because its commit failed ({str(exc).rstrip('.')})")
+        return Recovery(
+            kind, step_id, f"rolled back because its commit failed ({str(exc).rstrip('.')})"
+        )
     return Recovery(kind, step_id, "rolled forward", sha, conflicts=edited)
 
 
@@ -226,7 +262,9 @@ def _recover_fast_forward(vault: Vault, folder: Path, intent: dict) -> Recovery:
             put(vault, entry["rel"], _version(folder, entry, "old"))
         history.sync_index(vault.root, paths)
         return Recovery(kind, step_id, "rolled back", conflicts=edited)
-    for entry in sorted((e for e in entries if states[e["rel"]] == "old"), key=lambda e: e["new"] is None):
+    for entry in sorted(
+        (e for e in entries if states[e["rel"]] == "old"), key=lambda e: e["new"] is None
+    ):
         put(vault, entry["rel"], _version(folder, entry, "new"))
     history.move_branch(vault.root, target, source, paths)
     return Recovery(kind, step_id, "rolled forward", target)
@@ -237,15 +275,24 @@ def _state(vault: Vault, entry: dict) -> str:
     return "new" if digest == entry["new"] else "old" if digest == entry["old"] else "edited"
 
 
-def _only_copy(vault: Vault, folder: Path, entry: dict, entries: list[dict], states: dict[str, str]) -> bool:
+def _only_copy(
+    vault: Vault, folder: Path, entry: dict, entries: list[dict], states: dict[str, str]
+) -> bool:
     """A file the step created (a note's archive copy) whose bytes a rollback could not put back
     anywhere: the path it moved from now holds something else that does not contain them (a new
     note written there after the move). Removing it would leave the note nowhere; it stays."""
     if entry["old"] is not None or entry["new"] is None:
         return False
     for other in entries:
-        if other["old"] == entry["new"] and other["new"] is None and states[other["rel"]] == "edited":
-            if not _built_on(current_bytes(vault.root / other["rel"]) or b"", _version(folder, entry, "new") or b""):
+        if (
+            other["old"] == entry["new"]
+            and other["new"] is None
+            and states[other["rel"]] == "edited"
+        ):
+            if not _built_on(
+                current_bytes(vault.root / other["rel"]) or b"",
+                _version(folder, entry, "new") or b"",
+            ):
                 return True
     return False
 
@@ -259,7 +306,9 @@ def _built_on(now: bytes, old: bytes) -> bool:
         return False  # too large to compare: assume a new file, so the old bytes are kept
     import difflib
 
-    matcher = difflib.SequenceMatcher(None, old.decode("utf-8", "replace"), now.decode("utf-8", "replace"), autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, old.decode("utf-8", "replace"), now.decode("utf-8", "replace"), autojunk=False
+    )
     return matcher.ratio() >= 0.5
 
 
@@ -275,7 +324,11 @@ def _clear_stale_git_locks(vault: Vault, intent: dict) -> None:
     if intent.get("stage") != "committing":
         return
     git_dir = history.git_dir(vault.root)
-    candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]
+    candidates = [
+        git_dir / "index.lock",
+        git_dir / "HEAD.lock",
+        *git_dir.glob("refs/heads/**/*.lock"),
+    ]
     for lock in candidates:
         try:
             if lock.stat().st_mtime >= intent["time"] - 1:

@@ -31,10 +31,23 @@ def vault_lock(state_dir: Path, purpose: str = "converge"):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = read_holder(path)
-            who = f" (pid {holder['pid']}, {holder.get('purpose', 'a pass')} since {holder.get('since', '?')})" if holder else ""
+            who = (
+                f" (pid {holder['pid']}, {holder.get('purpose', 'a pass')} since {holder.get('since', '?')})"
+                if holder
+                else ""
+            )
             raise Busy(f"a pass is already running{who}.") from None
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "purpose": purpose,
+                    "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                }
+            ).encode(),
+        )
         yield
     finally:
         os.close(fd)  # closing drops the flock

@@ -27,7 +27,8 @@ def one_line(text: object, limit: int = MAX_VALUE_CHARS) -> str:
     spaces, runs of spaces one, the whole cut to `limit` characters with an ellipsis."""
     value = str(text)
     cleaned = "".join(
-        " " if (unicodedata.category(ch)[0] == "C" or ch in "\u2028\u2029\x85") else ch for ch in value
+        " " if (unicodedata.category(ch)[0] == "C" or ch in "\u2028\u2029\x85") else ch
+        for ch in value
     )
     cleaned = _SPACES.sub(" ", cleaned).strip()
     if len(cleaned) > limit:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
-from cmem.vault.state_json import load_state
+from cmem.steps import commits as history
 from cmem.steps.message import UNDOES_TRAILER, read_trailers
 from cmem.vault.layers import Vault
+from cmem.vault.state_json import load_state
 
 STATE_REL = ".cmem/state.json"
 
@@ -74,16 +74,34 @@ class CmemCommit:
 
     def to_json(self) -> dict:
         return {
-            "id": self.pass_id, "kind": self.kind, "commit": self.sha, "time": self.time, "subject": self.subject,
-            "notes": self.notes, "files": [c.to_json() for c in self.files if c.path != STATE_REL],
-            "engine": self.engine, "model": self.model, "warnings": self.warnings,
-            "deferred": self.fields.get("Deferred", []), "skipped": self.fields.get("Skipped", []),
-            "undone_by": self.undone_by, "undoes": self.undoes,
+            "id": self.pass_id,
+            "kind": self.kind,
+            "commit": self.sha,
+            "time": self.time,
+            "subject": self.subject,
+            "notes": self.notes,
+            "files": [c.to_json() for c in self.files if c.path != STATE_REL],
+            "engine": self.engine,
+            "model": self.model,
+            "warnings": self.warnings,
+            "deferred": self.fields.get("Deferred", []),
+            "skipped": self.fields.get("Skipped", []),
+            "undone_by": self.undone_by,
+            "undoes": self.undoes,
         }
 
 
-_ESCAPES = {ord("n"): b"\n", ord("t"): b"\t", ord("r"): b"\r", ord("a"): b"\a", ord("b"): b"\b",
-            ord("f"): b"\f", ord("v"): b"\v", ord('"'): b'"', ord("\\"): b"\\"}
+_ESCAPES = {
+    ord("n"): b"\n",
+    ord("t"): b"\t",
+    ord("r"): b"\r",
+    ord("a"): b"\a",
+    ord("b"): b"\b",
+    ord("f"): b"\f",
+    ord("v"): b"\v",
+    ord('"'): b'"',
+    ord("\\"): b"\\",
+}
 
 
 def _unquote(path: str) -> str:
@@ -96,7 +114,7 @@ def _unquote(path: str) -> str:
         if byte == 0x5C and index + 1 < len(data):
             following = data[index + 1]
             if 0x30 <= following <= 0x37:
-                out.append(int(data[index + 1:index + 4], 8) & 0xFF)
+                out.append(int(data[index + 1 : index + 4], 8) & 0xFF)
                 index += 4
                 continue
             out += _ESCAPES.get(following, bytes([following]))
@@ -146,8 +164,16 @@ def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
 def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit]:
     """cmem's commits, newest first, with what undid what."""
     # --no-merges: a sync's merge commit is not a step to undo or list; the commits it brought in are
-    args = ["log", "--no-merges", f"--grep=^{history.PASS_TRAILER}: ", "-M", "--name-status", "--relative", "--no-color",
-            "--format=%x1e%H%x1f%cI%x1f%B%x1f"]
+    args = [
+        "log",
+        "--no-merges",
+        f"--grep=^{history.PASS_TRAILER}: ",
+        "-M",
+        "--name-status",
+        "--relative",
+        "--no-color",
+        "--format=%x1e%H%x1f%cI%x1f%B%x1f",
+    ]
     if limit:
         args.append(f"-n{limit}")
     result = history.run_git(vault.root, *args, check=False)
@@ -162,9 +188,28 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
         fields, pass_id, undoes = _parse_body(body)
         subject = body.splitlines()[0] if body else ""
         kind_match = _KIND.match(subject)
-        kind = kind_match.group(1) if kind_match and kind_match.group(1) in ("converge", "archive", "undo") else "pass"
+        kind = (
+            kind_match.group(1)
+            if kind_match and kind_match.group(1) in ("converge", "archive", "undo")
+            else "pass"
+        )
         engine, model = _engine(fields)
-        commits.append(CmemCommit(sha, time, subject, body, pass_id, kind, fields, _parse_files(files), undoes, None, engine, model))
+        commits.append(
+            CmemCommit(
+                sha,
+                time,
+                subject,
+                body,
+                pass_id,
+                kind,
+                fields,
+                _parse_files(files),
+                undoes,
+                None,
+                engine,
+                model,
+            )
+        )
     _link_undos(commits)
     _enrich(vault, commits)
     return commits
@@ -174,7 +219,9 @@ def _link_undos(commits: list[CmemCommit]) -> None:
     by_sha = {c.sha: c for c in commits}
     for commit in commits:
         if commit.undoes:
-            target = by_sha.get(commit.undoes) or next((c for c in commits if c.sha.startswith(commit.undoes)), None)
+            target = by_sha.get(commit.undoes) or next(
+                (c for c in commits if c.sha.startswith(commit.undoes)), None
+            )
             if target is not None:
                 target.undone_by = commit.sha
 
@@ -216,9 +263,19 @@ class FailedPass:
 
     def to_json(self) -> dict:
         return {
-            "id": self.pass_id, "kind": self.kind, "status": self.status, "commit": None, "time": self.time,
-            "reason": self.reason, "rounds": self.rounds, "run": self.run, "snapshot_commit": self.snapshot_commit,
-            "engine": self.engine, "model": self.model, "notes": self.notes, "errors": self.errors,
+            "id": self.pass_id,
+            "kind": self.kind,
+            "status": self.status,
+            "commit": None,
+            "time": self.time,
+            "reason": self.reason,
+            "rounds": self.rounds,
+            "run": self.run,
+            "snapshot_commit": self.snapshot_commit,
+            "engine": self.engine,
+            "model": self.model,
+            "notes": self.notes,
+            "errors": self.errors,
         }
 
 
@@ -235,13 +292,27 @@ def list_failed_passes(vault: Vault) -> list[FailedPass]:
             data = json.loads(outcome.read_text("utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("status") not in ("failed", "refused", "interrupted"):
+        if not isinstance(data, dict) or data.get("status") not in (
+            "failed",
+            "refused",
+            "interrupted",
+        ):
             continue
-        found.append(FailedPass(
-            outcome.parent.name, str(data.get("time") or ""), data["status"], str(data.get("reason") or ""),
-            int(data.get("rounds") or 0), str(outcome.parent), data.get("snapshot_commit"), data.get("engine"),
-            data.get("model"), list(data.get("notes") or []), list(data.get("errors") or []),
-        ))
+        found.append(
+            FailedPass(
+                outcome.parent.name,
+                str(data.get("time") or ""),
+                data["status"],
+                str(data.get("reason") or ""),
+                int(data.get("rounds") or 0),
+                str(outcome.parent),
+                data.get("snapshot_commit"),
+                data.get("engine"),
+                data.get("model"),
+                list(data.get("notes") or []),
+                list(data.get("errors") or []),
+            )
+        )
     return sorted(found, key=lambda f: _instant(f.time), reverse=True)
 
 
@@ -256,7 +327,10 @@ def _instant(iso: str) -> float:
 
 def build_log(vault: Vault, limit: int | None = None) -> list[CmemCommit | FailedPass]:
     """cmem's commits and the passes that ended without one, newest first."""
-    entries: list[CmemCommit | FailedPass] = [*list_cmem_commits(vault, limit), *list_failed_passes(vault)]
+    entries: list[CmemCommit | FailedPass] = [
+        *list_cmem_commits(vault, limit),
+        *list_failed_passes(vault),
+    ]
     entries.sort(key=lambda e: _instant(e.time), reverse=True)
     return entries[:limit] if limit else entries
 
@@ -272,11 +346,17 @@ def find_cmem_commit(vault: Vault, ref: str | None = None) -> CmemCommit:
     exact = [c for c in commits if c.pass_id == ref or c.sha == ref]
     if exact:
         return exact[0]
-    matches = [c for c in commits if c.pass_id.startswith(ref) or (len(ref) >= 4 and c.sha.startswith(ref.lower()))]
+    matches = [
+        c
+        for c in commits
+        if c.pass_id.startswith(ref) or (len(ref) >= 4 and c.sha.startswith(ref.lower()))
+    ]
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise CmemError(f"{ref!r} matches {len(matches)} passes ({', '.join(c.pass_id for c in matches[:5])}); give more of the id.")
+        raise CmemError(
+            f"{ref!r} matches {len(matches)} passes ({', '.join(c.pass_id for c in matches[:5])}); give more of the id."
+        )
     raise CmemError(f"no cmem pass or commit matches {ref!r}; `cmem log` lists them.")
 
 
@@ -291,8 +371,17 @@ def pass_diff(vault: Vault, ref: str | None = None) -> PassDiff:
     bookkeeping: `git show` has it)."""
     commit = find_cmem_commit(vault, ref)
     result = history.run_git(
-        vault.root, "show", "--format=", "--no-color", "--no-ext-diff", "-M", "--relative", commit.sha,
-        "--", ".", f":(exclude){STATE_REL}",
+        vault.root,
+        "show",
+        "--format=",
+        "--no-color",
+        "--no-ext-diff",
+        "-M",
+        "--relative",
+        commit.sha,
+        "--",
+        ".",
+        f":(exclude){STATE_REL}",
     )
     return PassDiff(commit, result.stdout)
 
@@ -305,7 +394,16 @@ def read_blob(vault: Vault, commit: str, path: str) -> bytes | None:
     import subprocess
 
     result = subprocess.run(
-        ["git", *history.SAFE_GIT_OPTIONS, "-C", str(vault.root), "cat-file", "blob", f"{commit}:./{path}"],
-        capture_output=True, env=history._env(),
+        [
+            "git",
+            *history.SAFE_GIT_OPTIONS,
+            "-C",
+            str(vault.root),
+            "cat-file",
+            "blob",
+            f"{commit}:./{path}",
+        ],
+        capture_output=True,
+        env=history._env(),
     )
     return result.stdout if result.returncode == 0 else None

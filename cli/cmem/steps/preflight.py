@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import re
 
-from cmem.steps import commits as history
 from cmem.errors import GitError
+from cmem.steps import commits as history
 from cmem.steps.message import one_line
 from cmem.vault.layers import Vault
 
-_MARKERS = (re.compile(rb"^<{7}(?: |$)", re.M), re.compile(rb"^={7}\r?$", re.M), re.compile(rb"^>{7}(?: |$)", re.M))
+_MARKERS = (
+    re.compile(rb"^<{7}(?: |$)", re.M),
+    re.compile(rb"^={7}\r?$", re.M),
+    re.compile(rb"^>{7}(?: |$)", re.M),
+)
 
 
 def check_repository(vault: Vault) -> None:
@@ -33,7 +37,9 @@ def check_repository(vault: Vault) -> None:
         )
     operation = history.operation_in_progress(vault.root)
     if operation:
-        raise GitError(f"{operation} is in progress in {top}; finish or abort it, then run the command again.")
+        raise GitError(
+            f"{operation} is in progress in {top}; finish or abort it, then run the command again."
+        )
     if history.run_git(vault.root, "symbolic-ref", "-q", "HEAD", check=False).returncode != 0:
         raise GitError(
             f"the repository {top} has a detached HEAD: a commit made there would belong to no branch; "
@@ -61,7 +67,7 @@ def managed_changes(vault: Vault) -> list[history.StatusEntry]:
         if path is None:
             return None
         if prefix:
-            return path[len(prefix):] if path.startswith(prefix) else None
+            return path[len(prefix) :] if path.startswith(prefix) else None
         return path
 
     found = []
@@ -70,7 +76,11 @@ def managed_changes(vault: Vault) -> list[history.StatusEntry]:
         if path is None and source is None:
             continue
         # git.track_all: the user chose to keep the whole vault in git, so every change is theirs to snapshot
-        if vault.config.track_all or (path is not None and is_managed(vault, path)) or (source is not None and is_managed(vault, source)):
+        if (
+            vault.config.track_all
+            or (path is not None and is_managed(vault, path))
+            or (source is not None and is_managed(vault, source))
+        ):
             found.append(history.StatusEntry(entry.code, path or entry.path, source))
     return found
 

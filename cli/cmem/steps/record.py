@@ -34,7 +34,9 @@ class StepRecord:
     id: str
     kind: str  # converge | archive | undo
     time: str  # ISO 8601, seconds
-    notes: list[str] = field(default_factory=list)  # the notes the step converged, moved or gave back
+    notes: list[str] = field(
+        default_factory=list
+    )  # the notes the step converged, moved or gave back
     changed: list[str] = field(default_factory=list)  # the files it changed
     engine: str | None = None
     model: str | None = None
@@ -45,8 +47,14 @@ class StepRecord:
 
     def to_json(self) -> dict:
         data = {
-            "id": self.id, "time": self.time, "engine": self.engine, "model": self.model,
-            "notes": list(self.notes), "changed": list(self.changed), "warnings": self.warnings, "kind": self.kind,
+            "id": self.id,
+            "time": self.time,
+            "engine": self.engine,
+            "model": self.model,
+            "notes": list(self.notes),
+            "changed": list(self.changed),
+            "warnings": self.warnings,
+            "kind": self.kind,
         }
         if self.kind == "archive":
             data["moves"] = [{"from": source, "to": target} for source, target in self.moves]

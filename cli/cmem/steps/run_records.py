@@ -61,7 +61,10 @@ def new_run(vault: Vault, pass_id: str, redact: bool = True) -> RunRecord:
     base = runs_dir(vault)
     folder = base / pass_id
     folder.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
-    for private in (base, folder):  # mkdir's mode is cut by the umask, and an old folder keeps its own
+    for private in (
+        base,
+        folder,
+    ):  # mkdir's mode is cut by the umask, and an old folder keeps its own
         os.chmod(private, FOLDER_MODE)
     _prune(base)
     return RunRecord(folder, redact)

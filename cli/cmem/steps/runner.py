@@ -17,15 +17,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cmem import faults
-from cmem.steps import commits as history
 from cmem.errors import CmemError, os_error_sentence
-from cmem.steps.lock import vault_lock
+from cmem.steps import commits as history
 from cmem.steps import journal, preflight
-from cmem.steps.changes import ChangeSet, apply_changes, check_confined, check_tracked, current_bytes
+from cmem.steps.changes import (
+    ChangeSet,
+    apply_changes,
+    check_confined,
+    check_tracked,
+    current_bytes,
+)
+from cmem.steps.lock import vault_lock
 from cmem.steps.message import CommitMessage
 from cmem.steps.record import new_step_id, step_name
 from cmem.vault.layers import Vault
-
 
 
 class StepFailed(CmemError):
@@ -41,8 +46,14 @@ class Step:
     notices: list[str] = field(default_factory=list)  # interrupted steps finished first
     snapshot: str | None = None  # the commit of the user's own edits, if any
 
-    def commit(self, changes: ChangeSet, message: CommitMessage | str, *, merge_parents: "tuple[str, ...] | list[str]" = (),
-               fast_forward: "tuple[str, str] | None" = None) -> str | None:
+    def commit(
+        self,
+        changes: ChangeSet,
+        message: CommitMessage | str,
+        *,
+        merge_parents: "tuple[str, ...] | list[str]" = (),
+        fast_forward: "tuple[str, str] | None" = None,
+    ) -> str | None:
         """Journal, apply and commit `changes`; returns the commit (None: HEAD held it already).
 
         A sync passes `merge_parents` (a merge commit, made even with no file to change) or
@@ -58,11 +69,20 @@ class Step:
             else:
                 check_confined(self.vault, rel)
         try:
-            record = journal.begin(self.vault, self.kind, self.id, changes, text, merge_parents=merge_parents,
-                                   fast_forward=fast_forward)
+            record = journal.begin(
+                self.vault,
+                self.kind,
+                self.id,
+                changes,
+                text,
+                merge_parents=merge_parents,
+                fast_forward=fast_forward,
+            )
         except OSError as exc:
             _remove_folder(journal.journal_root(self.vault) / self.id)  # a half-written journal
-            raise StepFailed(f"{_os_reason(exc)}; the {what} wrote nothing in the vault (its journal could not be written).") from None
+            raise StepFailed(
+                f"{_os_reason(exc)}; the {what} wrote nothing in the vault (its journal could not be written)."
+            ) from None
         try:
             apply_changes(self.vault, changes)
         except OSError as exc:
@@ -75,10 +95,14 @@ class Step:
         try:
             record.mark("committing")
             if fast_forward:
-                history.move_branch(self.vault.root, fast_forward[1], fast_forward[0], changes.paths)
+                history.move_branch(
+                    self.vault.root, fast_forward[1], fast_forward[0], changes.paths
+                )
                 sha = fast_forward[1]
             else:
-                sha = history.commit_files(self.vault.root, changes.written, text, merge_parents=merge_parents)
+                sha = history.commit_files(
+                    self.vault.root, changes.written, text, merge_parents=merge_parents
+                )
         except (OSError, CmemError) as exc:
             reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc).rstrip(".")
             raise StepFailed(
@@ -99,8 +123,10 @@ class Step:
         left = [c.rel for c in changes.ordered() if current_bytes(self.vault.root / c.rel) != c.old]
         if not left:
             return f"the {what} changed nothing (every file is as it was)."
-        return (f"the {what} could not put back {', '.join(left)}; the next cmem command (or `cmem doctor --fix`) "
-                "finishes or undoes it from its journal.")
+        return (
+            f"the {what} could not put back {', '.join(left)}; the next cmem command (or `cmem doctor --fix`) "
+            "finishes or undoes it from its journal."
+        )
 
 
 def _remove_folder(path) -> None:
@@ -125,8 +151,15 @@ def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
 
 
 @contextmanager
-def open_step(vault: Vault, kind: str, *, now: datetime | None = None, purpose: str | None = None,
-              snapshot: bool = True, gate=None):
+def open_step(
+    vault: Vault,
+    kind: str,
+    *,
+    now: datetime | None = None,
+    purpose: str | None = None,
+    snapshot: bool = True,
+    gate=None,
+):
     """Hold the vault lock for one step; recover first, then snapshot the user's edits. `gate`
     is called first under the lock (an unattended trigger asks again whether it is still due,
     and raises to stop before anything is written)."""

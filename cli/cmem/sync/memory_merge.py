@@ -36,7 +36,9 @@ CONFLICT_WORD = "⚠ conflict"
 CONFLICT_SEPARATOR = " ⟷ "
 _CONFLICT = re.compile(r"^(\s*(?:[-*+]\s+)?)⚠ conflict \((\d{4}-\d{2}-\d{2})\): ")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_PLACEHOLDER = "\x1ecmem-unit:"  # a record separator: no note starts a line with it, and git reads it as text
+_PLACEHOLDER = (
+    "\x1ecmem-unit:"  # a record separator: no note starts a line with it, and git reads it as text
+)
 _MARKER_SIZE = 41  # conflict markers no note will hold at the start of a line
 
 
@@ -70,13 +72,13 @@ def conflict_versions(line: str) -> list[str]:
     match = _CONFLICT.match(line)
     if not match:
         return [line]
-    return line[match.end():].split(CONFLICT_SEPARATOR)
+    return line[match.end() :].split(CONFLICT_SEPARATOR)
 
 
 def _body(line: str) -> str:
     match = _CONFLICT.match(line)
     if match:
-        return line[match.end():]
+        return line[match.end() :]
     return _LIST_MARKER.sub("", line, count=1).strip()
 
 
@@ -96,8 +98,14 @@ def statement_root(line: str, formats=None) -> str:
 # --- the generic engine ---------------------------------------------------------------------------
 
 
-def merge_units(rel: str, base: str, ours: str, theirs: str, unit_of: Callable[[str], str | None],
-                resolve: Callable[[str, str | None, str | None, str | None], str | None]) -> str:
+def merge_units(
+    rel: str,
+    base: str,
+    ours: str,
+    theirs: str,
+    unit_of: Callable[[str], str | None],
+    resolve: Callable[[str, str | None, str | None, str | None], str | None],
+) -> str:
     """Merge three texts whose lines `unit_of` names (None: plain text). Each unit's line is
     chosen by `resolve(unit, base, ours, theirs)` (None: the unit is gone); where units and
     plain text sit is merged by `git merge-file`."""
@@ -109,12 +117,15 @@ def merge_units(rel: str, base: str, ours: str, theirs: str, unit_of: Callable[[
     merged = _merge_skeletons(rel, *skeletons)
     base_values, our_values, their_values = values
     names = list(dict.fromkeys([*our_values, *their_values, *base_values]))
-    chosen = {name: resolve(name, base_values.get(name), our_values.get(name), their_values.get(name)) for name in names}
+    chosen = {
+        name: resolve(name, base_values.get(name), our_values.get(name), their_values.get(name))
+        for name in names
+    }
     out: list[str] = []
     placed: set[str] = set()
     for line in merged:
         if line.startswith(_PLACEHOLDER):
-            name = line[len(_PLACEHOLDER):]
+            name = line[len(_PLACEHOLDER) :]
             if name in placed or chosen.get(name) is None:
                 continue
             placed.add(name)
@@ -128,8 +139,14 @@ def merge_units(rel: str, base: str, ours: str, theirs: str, unit_of: Callable[[
             continue
         side = skeletons[1] if name in our_values else skeletons[2]
         index = side.index(_PLACEHOLDER + name)
-        anchor = next((chosen.get(prev[len(_PLACEHOLDER):]) for prev in reversed(side[:index])
-                       if prev.startswith(_PLACEHOLDER) and prev[len(_PLACEHOLDER):] in placed), None)
+        anchor = next(
+            (
+                chosen.get(prev[len(_PLACEHOLDER) :])
+                for prev in reversed(side[:index])
+                if prev.startswith(_PLACEHOLDER) and prev[len(_PLACEHOLDER) :] in placed
+            ),
+            None,
+        )
         position = out.index(anchor) + 1 if anchor in out else len(out)
         out.insert(position, line)
         placed.add(name)
@@ -170,10 +187,16 @@ def merge_file(texts: list[str], diff3: bool = False) -> str:
             with open(path, "w", encoding="utf-8", newline="", errors="surrogateescape") as handle:
                 handle.write(text)
             paths.append(path)
-        args = ["git", "merge-file", "-p", f"--marker-size={_MARKER_SIZE}"] + (["--diff3"] if diff3 else [])
-        result = subprocess.run([*args, paths[1], paths[0], paths[2]], capture_output=True, cwd=folder)
+        args = ["git", "merge-file", "-p", f"--marker-size={_MARKER_SIZE}"] + (
+            ["--diff3"] if diff3 else []
+        )
+        result = subprocess.run(
+            [*args, paths[1], paths[0], paths[2]], capture_output=True, cwd=folder
+        )
         if result.returncode < 0 or result.returncode > 127:
-            raise CmemError(f"git merge-file failed: {result.stderr.decode('utf-8', 'replace').strip()}")
+            raise CmemError(
+                f"git merge-file failed: {result.stderr.decode('utf-8', 'replace').strip()}"
+            )
         return result.stdout.decode("utf-8", "surrogateescape")
 
 
@@ -185,7 +208,12 @@ def diff3_parts(lines: list[str]) -> list:
     """A `merge_file(..., diff3=True)` output as plain lines and (ours, base, theirs) hunks."""
     parts: list = []
     index = 0
-    start, middle, split, end = "<" * _MARKER_SIZE, "|" * _MARKER_SIZE, "=" * _MARKER_SIZE, ">" * _MARKER_SIZE
+    start, middle, split, end = (
+        "<" * _MARKER_SIZE,
+        "|" * _MARKER_SIZE,
+        "=" * _MARKER_SIZE,
+        ">" * _MARKER_SIZE,
+    )
     while index < len(lines):
         line = lines[index]
         if not line.startswith(start):
@@ -244,7 +272,9 @@ def _resolve_hunks(rel: str, lines: list[str]) -> list[str]:
 # --- memory files ---------------------------------------------------------------------------------
 
 
-def merge_memory(rel: str, base: str | None, ours: str, theirs: str, date: str, formats=None) -> MergedText:
+def merge_memory(
+    rel: str, base: str | None, ours: str, theirs: str, date: str, formats=None
+) -> MergedText:
     """Merge a memory file both sides changed (or both created: `base` None)."""
     result = MergedText("")
     end = "\r\n" if "\r\n" in ours else "\n"
@@ -270,7 +300,9 @@ def merge_memory(rel: str, base: str | None, ours: str, theirs: str, date: str, 
             return o
         if o is None or t is None:
             kept = o if o is not None else t
-            result.notices.append(f"{rel}: a statement removed on one machine and changed on the other was kept: {_body(kept)}")
+            result.notices.append(
+                f"{rel}: a statement removed on one machine and changed on the other was kept: {_body(kept)}"
+            )
             return kept
         if is_conflict_statement(o) and _body(t) in conflict_versions(o):
             return o  # theirs is one of the versions ours already holds in conflict
@@ -303,15 +335,24 @@ def _same_wording(ours: str, theirs: str, formats) -> str | None:
     missing = [name for name in their_sources if name not in our_sources]
     if not missing:
         return ours
-    spans = [span for span in find_sources(ours, formats)
-             if not any(t.start <= span[0] and span[1] <= t.end for t in our_traces)]
+    spans = [
+        span
+        for span in find_sources(ours, formats)
+        if not any(t.start <= span[0] and span[1] <= t.end for t in our_traces)
+    ]
     if not spans:
         return None
     start, end_at, _ = spans[-1]
     annotation = ours[start:end_at]
     last_link = annotation.rfind("]]")
     links = "".join(f"{_separator(annotation)}[[{name}]]" for name in missing)
-    return ours[:start] + annotation[: last_link + 2] + links + annotation[last_link + 2:] + ours[end_at:]
+    return (
+        ours[:start]
+        + annotation[: last_link + 2]
+        + links
+        + annotation[last_link + 2 :]
+        + ours[end_at:]
+    )
 
 
 def _later_rewrite(ours: str, theirs: str, formats) -> str | None:
@@ -337,7 +378,11 @@ def _older_wordings(line: str, formats, depth: int = 0) -> set[str]:
 
 def _separator(annotation: str) -> str:
     between = re.search(r"\]\]([^\[\]]*)\[\[", annotation)
-    return between.group(1) if between else ("、" if re.search(r"[\u3000-\uffef]", annotation) else ", ")
+    return (
+        between.group(1)
+        if between
+        else ("、" if re.search(r"[\u3000-\uffef]", annotation) else ", ")
+    )
 
 
 def _split(text: str) -> tuple[str | None, str]:
@@ -347,7 +392,7 @@ def _split(text: str) -> tuple[str | None, str]:
     match = re.search(r"^(---|\.\.\.)[ \t]*$\n?", text[4:], re.MULTILINE)
     if match is None:
         return None, text
-    return text[4 : 4 + match.start()], text[4 + match.end():]
+    return text[4 : 4 + match.start()], text[4 + match.end() :]
 
 
 # --- frontmatter, key by key ----------------------------------------------------------------------
@@ -355,7 +400,9 @@ def _split(text: str) -> tuple[str | None, str]:
 _KEY = re.compile(r"^([^\s#\-][^:]*?)[ \t]*:(?:[ \t]|$)")
 
 
-def merge_frontmatter(rel: str, base: str | None, ours: str | None, theirs: str | None, notices: list[str]) -> str | None:
+def merge_frontmatter(
+    rel: str, base: str | None, ours: str | None, theirs: str | None, notices: list[str]
+) -> str | None:
     """Each top-level key merged on its own: one side's change taken; both changed — dates and
     numbers take the larger, lists the union, anything else keeps this machine's (noted)."""
     if ours is None and theirs is None:
@@ -374,7 +421,9 @@ def merge_frontmatter(rel: str, base: str | None, ours: str | None, theirs: str 
             chosen = _both_changed(key, o, t)
             if chosen is None:
                 chosen = o
-                notices.append(f"{rel}: frontmatter key '{key}' was changed on both machines; this machine's value was kept")
+                notices.append(
+                    f"{rel}: frontmatter key '{key}' was changed on both machines; this machine's value was kept"
+                )
         if chosen is not None:
             out.append(chosen)
     return "".join(out)
@@ -402,7 +451,12 @@ def _both_changed(key: str, ours: str, theirs: str) -> str | None:
         return None
     if isinstance(our_value, list) and isinstance(their_value, list):
         union = list(our_value) + [item for item in their_value if item not in our_value]
-        return yaml.safe_dump({key: union}, default_flow_style=True, allow_unicode=True, sort_keys=False).strip("{}\n") + "\n"
+        return (
+            yaml.safe_dump(
+                {key: union}, default_flow_style=True, allow_unicode=True, sort_keys=False
+            ).strip("{}\n")
+            + "\n"
+        )
     comparable = (int, float, str)
     import datetime
 
@@ -410,7 +464,10 @@ def _both_changed(key: str, ours: str, theirs: str) -> str | None:
         all(isinstance(v, comparable) and not isinstance(v, str) for v in (our_value, their_value))
     ):
         return ours if our_value >= their_value else theirs
-    if all(isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v) for v in (our_value, their_value)):
+    if all(
+        isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v)
+        for v in (our_value, their_value)
+    ):
         return ours if our_value >= their_value else theirs
     return None
 
@@ -426,7 +483,12 @@ class ConflictStatement:
     versions: tuple[str, ...]
 
     def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "text": self.text, "versions": list(self.versions)}
+        return {
+            "path": self.path,
+            "line": self.line,
+            "text": self.text,
+            "versions": list(self.versions),
+        }
 
 
 def find_conflicts(vault) -> list[ConflictStatement]:
@@ -441,5 +503,7 @@ def find_conflicts(vault) -> list[ConflictStatement]:
             continue  # most files: one substring test
         for number, line in enumerate(text.splitlines(), start=1):
             if is_conflict_statement(line):
-                found.append(ConflictStatement(note.rel, number, line, tuple(conflict_versions(line))))
+                found.append(
+                    ConflictStatement(note.rel, number, line, tuple(conflict_versions(line)))
+                )
     return found

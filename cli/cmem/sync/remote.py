@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
+from cmem.steps import commits as history
 from cmem.vault.layers import Vault
 
 OFFLINE_EXIT_CODE = 3
@@ -61,11 +61,21 @@ class SyncResult:
     snapshot: str | None = None  # the commit of the user's own edits, made so they travel too
 
     def to_json(self) -> dict:
-        return {"snapshot": self.snapshot,
-            "status": self.status, "remote": self.remote, "branch": self.branch, "merged": self.merged,
-            "commit": self.commit, "pushed": self.pushed, "attempts": self.attempts, "reason": self.reason,
-            "changed": self.changed, "merged_files": self.merged_files, "conflicts": self.conflicts,
-            "kept": self.kept, "notices": self.notices,
+        return {
+            "snapshot": self.snapshot,
+            "status": self.status,
+            "remote": self.remote,
+            "branch": self.branch,
+            "merged": self.merged,
+            "commit": self.commit,
+            "pushed": self.pushed,
+            "attempts": self.attempts,
+            "reason": self.reason,
+            "changed": self.changed,
+            "merged_files": self.merged_files,
+            "conflicts": self.conflicts,
+            "kept": self.kept,
+            "notices": self.notices,
         }
 
 
@@ -76,10 +86,16 @@ def resolve_target(vault: Vault) -> SyncTarget:
             f"{vault.root} is not the top of its own git repository; cmem sync merges a vault that is "
             "(`cmem init --repo own`) — a vault inside a larger repository is synced with git itself."
         )
-    local = history.run_git(vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+    local = history.run_git(
+        vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False
+    ).stdout.strip()
     if not local:
-        raise CmemError(f"the repository {vault.root} has a detached HEAD; check out your branch, then sync.")
-    settings = _git_settings(vault)  # one `git config` for all it needs: sync with nothing to do stays cheap
+        raise CmemError(
+            f"the repository {vault.root} has a detached HEAD; check out your branch, then sync."
+        )
+    settings = _git_settings(
+        vault
+    )  # one `git config` for all it needs: sync with nothing to do stays cheap
     upstream_remote = settings.get(f"branch.{local}.remote", "")
     remote = vault.config.sync_remote or upstream_remote
     if not remote:
@@ -88,7 +104,9 @@ def resolve_target(vault: Vault) -> SyncTarget:
             f"`git remote add origin <url>`), or give the branch an upstream (`git push -u origin {local}`)."
         )
     if f"remote.{remote}.url" not in settings:
-        raise CmemError(f"git.remote names {remote!r}, which this repository does not have; add it with `git remote add {remote} <url>`.")
+        raise CmemError(
+            f"git.remote names {remote!r}, which this repository does not have; add it with `git remote add {remote} <url>`."
+        )
     merge = settings.get(f"branch.{local}.merge", "") if remote == upstream_remote else ""
     branch = merge.removeprefix("refs/heads/") if merge.startswith("refs/heads/") else local
     return SyncTarget(remote, branch, f"refs/remotes/{remote}/{branch}")
@@ -97,7 +115,9 @@ def resolve_target(vault: Vault) -> SyncTarget:
 def _git_settings(vault: Vault) -> dict[str, str]:
     """The repository's branch.* and remote.* settings (git's names: section.subsection.key,
     the key in lower case), last value wins as git's own lookup does."""
-    out = history.run_git(vault.root, "config", "-z", "--get-regexp", r"^(branch|remote)\.", check=False).stdout
+    out = history.run_git(
+        vault.root, "config", "-z", "--get-regexp", r"^(branch|remote)\.", check=False
+    ).stdout
     settings = {}
     for entry in out.split("\0"):
         name, _, value = entry.partition("\n")
@@ -109,14 +129,24 @@ def _git_settings(vault: Vault) -> dict[str, str]:
 def fetch(vault: Vault, target: SyncTarget) -> bool:
     """Fetch the remote's branch into its remote-tracking ref. False: the remote has no such
     branch yet (the first push creates it). Raises Offline when it cannot be reached."""
-    result = history.run_git(vault.root, "fetch", "-q", "--no-tags", "--no-write-fetch-head", target.remote,
-                             f"+refs/heads/{target.branch}:{target.tracking}", check=False)
+    result = history.run_git(
+        vault.root,
+        "fetch",
+        "-q",
+        "--no-tags",
+        "--no-write-fetch-head",
+        target.remote,
+        f"+refs/heads/{target.branch}:{target.tracking}",
+        check=False,
+    )
     if result.returncode == 0:
         return True
     detail = _last_line(result.stderr)
     if "couldn't find remote ref" in result.stderr:
         return False
-    raise Offline(f"the remote {target.remote} cannot be reached ({detail}); nothing was synced — the vault carries on locally.")
+    raise Offline(
+        f"the remote {target.remote} cannot be reached ({detail}); nothing was synced — the vault carries on locally."
+    )
 
 
 def _last_line(text: str) -> str:
@@ -130,8 +160,15 @@ def _last_line(text: str) -> str:
 def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
     """Push `commit` to the remote's branch, never forced. False: rejected because the remote
     moved on (another machine pushed first). Raises Offline when it cannot be reached."""
-    result = history.run_git(vault.root, "push", "--porcelain", "--no-verify", target.remote,
-                             f"{commit}:refs/heads/{target.branch}", check=False)
+    result = history.run_git(
+        vault.root,
+        "push",
+        "--porcelain",
+        "--no-verify",
+        target.remote,
+        f"{commit}:refs/heads/{target.branch}",
+        check=False,
+    )
     if result.returncode == 0:
         history.run_git(vault.root, "update-ref", target.tracking, commit, check=False)
         return True
@@ -140,13 +177,19 @@ def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
         return False
     refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
     if refused:  # the remote itself said no (a protected branch, a hook): retrying cannot help
-        raise CmemError(f"the remote {target.remote} refused the push: {refused[0].lstrip('!').strip()}; "
-                        "the merge is committed here and goes with a later sync.")
-    raise Offline(f"the remote {target.remote} refused or could not be reached ({_last_line(result.stderr)}); "
-                  "your commits stay here and go with the next sync.")
+        raise CmemError(
+            f"the remote {target.remote} refused the push: {refused[0].lstrip('!').strip()}; "
+            "the merge is committed here and goes with a later sync."
+        )
+    raise Offline(
+        f"the remote {target.remote} refused or could not be reached ({_last_line(result.stderr)}); "
+        "your commits stay here and go with the next sync."
+    )
 
 
-def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_ATTEMPTS) -> SyncResult:
+def sync_vault(
+    vault: Vault, now: datetime | None = None, attempts: int = MAX_ATTEMPTS
+) -> SyncResult:
     """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected)."""
     target = resolve_target(vault)
     result = SyncResult(target.remote, target.branch)
@@ -169,8 +212,10 @@ def sync_vault(vault: Vault, now: datetime | None = None, attempts: int = MAX_AT
         except Offline as exc:
             result.status, result.reason = "offline", str(exc)
             return result
-    raise CmemError(f"the remote {target.remote} changed again each time this machine pushed ({attempts} tries); "
-                    "run `cmem sync` again.")
+    raise CmemError(
+        f"the remote {target.remote} changed again each time this machine pushed ({attempts} tries); "
+        "run `cmem sync` again."
+    )
 
 
 def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
@@ -186,7 +231,9 @@ def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
         return step.snapshot
 
 
-def sync_if_auto(vault: Vault, memo: dict, *, note: bool = False, now: datetime | None = None) -> str | None:
+def sync_if_auto(
+    vault: Vault, memo: dict, *, note: bool = False, now: datetime | None = None
+) -> str | None:
     """`auto_sync` when `git.sync: auto` (and, for `cmem note`, `git.sync_note`); else nothing."""
     if vault.config.sync_mode != "auto" or (note and not vault.config.sync_note):
         return None
@@ -215,7 +262,9 @@ def auto_sync(vault: Vault, memo: dict, now: datetime | None = None) -> str | No
 def _revs(vault: Vault, ours: str, theirs: str | None) -> tuple[str | None, str | None]:
     """Both commits in one `git rev-parse` (None: no such ref — an empty repository or remote)."""
     refs = [ours] + ([theirs] if theirs else [])
-    out = history.run_git(vault.root, "rev-parse", *(f"{ref}^{{commit}}" for ref in refs), check=False).stdout.split()
+    out = history.run_git(
+        vault.root, "rev-parse", *(f"{ref}^{{commit}}" for ref in refs), check=False
+    ).stdout.split()
     found = [sha for sha in out if len(sha) >= 40]
     if len(found) == len(refs):
         return found[0], (found[1] if theirs else None)
@@ -223,7 +272,12 @@ def _revs(vault: Vault, ours: str, theirs: str | None) -> tuple[str | None, str 
 
 
 def _one(vault: Vault, ref: str) -> str | None:
-    return history.run_git(vault.root, "rev-parse", "-q", "--verify", ref + "^{commit}", check=False).stdout.strip() or None
+    return (
+        history.run_git(
+            vault.root, "rev-parse", "-q", "--verify", ref + "^{commit}", check=False
+        ).stdout.strip()
+        or None
+    )
 
 
 def _merge_into(vault: Vault, result: SyncResult, theirs: str, now: datetime | None) -> None:
@@ -270,9 +324,19 @@ def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> Merg
             return MergeOutcome("fast-forward", theirs, sorted(files))
         plan = plan_merge(vault, ours, theirs, step.now.date().isoformat())
         changes = _change_set(vault, ours, plan.files)
-        message = _message(step.id, "merge", theirs, sorted(plan.files), plan.merged, plan.conflicts, plan.notices)
+        message = _message(
+            step.id, "merge", theirs, sorted(plan.files), plan.merged, plan.conflicts, plan.notices
+        )
         commit = step.commit(changes, message, merge_parents=(theirs,))
-        return MergeOutcome("merge", commit, sorted(plan.files), plan.merged, plan.conflicts, plan.kept, plan.notices)
+        return MergeOutcome(
+            "merge",
+            commit,
+            sorted(plan.files),
+            plan.merged,
+            plan.conflicts,
+            plan.kept,
+            plan.notices,
+        )
 
 
 def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | None]:
@@ -281,7 +345,9 @@ def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | N
     changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]
     for path in changed:
         if path in theirs and theirs[path][0] not in ("100644", "100755"):
-            raise CmemError(f"{path} is a symbolic link or submodule on the other machine; cmem sync moves files only — merge it with git.")
+            raise CmemError(
+                f"{path} is a symbolic link or submodule on the other machine; cmem sync moves files only — merge it with git."
+            )
     contents = read_blobs(vault, [theirs[p][1] for p in changed if p in theirs])
     return {p: (contents[theirs[p][1]] if p in theirs else None) for p in changed}
 
@@ -300,8 +366,14 @@ def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
         disk = current_bytes(vault.root / path)
         mine = committed.get(tree[path][1]) if path in tree else None
         if not same_text(disk, mine):
-            what = "is not committed here (an untracked file)" if mine is None else "has changes not committed here"
-            raise CmemError(f"{path} {what}, and the other machine changed it; commit or move it, then sync again. Nothing was merged.")
+            what = (
+                "is not committed here (an untracked file)"
+                if mine is None
+                else "has changes not committed here"
+            )
+            raise CmemError(
+                f"{path} {what}, and the other machine changed it; commit or move it, then sync again. Nothing was merged."
+            )
         if data is None:
             changes.remove(path, disk)
         elif data == disk:
@@ -313,12 +385,23 @@ def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
     return changes
 
 
-def _message(step_id: str, how: str, theirs: str, changed: list[str], merged: list[str], conflicts: list[str], notices: list[str]):
+def _message(
+    step_id: str,
+    how: str,
+    theirs: str,
+    changed: list[str],
+    merged: list[str],
+    conflicts: list[str],
+    notices: list[str],
+):
     from cmem.steps.message import CommitMessage
 
     count = len(changed)
-    subject = (f"cmem: sync — fast-forward to {theirs[:8]}" if how == "fast-forward"
-               else f"cmem: sync — merge {theirs[:8]} ({count} file{'s' if count != 1 else ''} from the other machine)")
+    subject = (
+        f"cmem: sync — fast-forward to {theirs[:8]}"
+        if how == "fast-forward"
+        else f"cmem: sync — merge {theirs[:8]} ({count} file{'s' if count != 1 else ''} from the other machine)"
+    )
     message = CommitMessage(subject, step_id)
     for path in merged:
         message.add("Merged", path)

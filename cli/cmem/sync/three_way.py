@@ -23,9 +23,16 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from cmem.steps import commits as history
 from cmem.errors import CmemError
-from cmem.sync.memory_merge import MergeConflict, diff3_parts, has_markers, merge_file, merge_memory, merge_units
+from cmem.steps import commits as history
+from cmem.sync.memory_merge import (
+    MergeConflict,
+    diff3_parts,
+    has_markers,
+    merge_file,
+    merge_memory,
+    merge_units,
+)
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, Vault
 
 
@@ -34,11 +41,15 @@ class MergePlan:
     ours: str
     theirs: str
     base: str | None
-    files: dict[str, bytes | None] = field(default_factory=dict)  # path → merged bytes, where they differ from ours
+    files: dict[str, bytes | None] = field(
+        default_factory=dict
+    )  # path → merged bytes, where they differ from ours
     merged: list[str] = field(default_factory=list)  # paths both sides changed, merged here
     conflicts: list[str] = field(default_factory=list)  # "path: conflict statement"
     notices: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # notes archived on one side, edited on the other: kept in place
+    kept: list[str] = field(
+        default_factory=list
+    )  # notes archived on one side, edited on the other: kept in place
 
 
 Tree = dict[str, tuple[str, str]]  # path → (mode, blob)
@@ -63,10 +74,16 @@ def read_blobs(vault: Vault, blobs: list[str]) -> dict[str, bytes]:
     wanted = list(dict.fromkeys(b for b in blobs if b))
     if not wanted:
         return {}
-    result = subprocess.run(["git", *history.SAFE_GIT_OPTIONS, "-C", str(vault.root), "cat-file", "--batch"],
-                            input="".join(f"{b}\n" for b in wanted).encode(), capture_output=True, env=history._env())
+    result = subprocess.run(
+        ["git", *history.SAFE_GIT_OPTIONS, "-C", str(vault.root), "cat-file", "--batch"],
+        input="".join(f"{b}\n" for b in wanted).encode(),
+        capture_output=True,
+        env=history._env(),
+    )
     if result.returncode != 0:
-        raise CmemError(f"git cat-file failed in {vault.root}: {result.stderr.decode('utf-8', 'replace').strip()}")
+        raise CmemError(
+            f"git cat-file failed in {vault.root}: {result.stderr.decode('utf-8', 'replace').strip()}"
+        )
     data, position, found = result.stdout, 0, {}
     for blob in wanted:
         header_end = data.index(b"\n", position)
@@ -103,13 +120,18 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             continue
         for tree in (our_tree, their_tree):
             if path in tree and tree[path][0] not in ("100644", "100755"):
-                raise MergeConflict(f"{path} is a symbolic link or submodule the other machine changed; cmem sync merges files only — merge it with git.")
+                raise MergeConflict(
+                    f"{path} is a symbolic link or submodule the other machine changed; cmem sync merges files only — merge it with git."
+                )
         if o == b:
             plan.files[path] = None if t is None else ("blob", t)  # resolved to bytes below
             continue
         both_changed.append((path, b, o, t))
-    contents = read_blobs(vault, [v[1] for v in plan.files.values() if v is not None]
-                          + [x for _, *blobs in both_changed for x in blobs if x])
+    contents = read_blobs(
+        vault,
+        [v[1] for v in plan.files.values() if v is not None]
+        + [x for _, *blobs in both_changed for x in blobs if x],
+    )
     for path, value in list(plan.files.items()):
         if value is not None:
             plan.files[path] = contents[value[1]]
@@ -119,19 +141,32 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             if o is None:
                 plan.files[path] = contents[t]
             if path not in plan.kept:
-                plan.notices.append(f"{path} was removed on one machine and changed on the other; the changed file was kept")
+                plan.notices.append(
+                    f"{path} was removed on one machine and changed on the other; the changed file was kept"
+                )
             continue
         plan.merged.append(path)
-        plan.files[path] = _merge_path(vault, plan, path, contents.get(b) if b else None, contents[o], contents[t], date)
+        plan.files[path] = _merge_path(
+            vault, plan, path, contents.get(b) if b else None, contents[o], contents[t], date
+        )
     # A note the archiving side had edited too before archiving it: both edits are kept
     for source, copy, side_name in restored:
-        archiving, editing = (our_tree, their_tree) if side_name == "ours" else (their_tree, our_tree)
+        archiving, editing = (
+            (our_tree, their_tree) if side_name == "ours" else (their_tree, our_tree)
+        )
         if archiving[copy][1] == base_tree[source][1]:
             continue
         texts = read_blobs(vault, [base_tree[source][1], archiving[copy][1], editing[source][1]])
-        base_text, archived_text, edited_text = (_text(texts[b]) for b in (base_tree[source][1], archiving[copy][1], editing[source][1]))
-        mine, other = (archived_text, edited_text) if side_name == "ours" else (edited_text, archived_text)
-        plan.files[source] = merge_plain(source, base_text, mine, other).encode("utf-8", "surrogateescape")
+        base_text, archived_text, edited_text = (
+            _text(texts[b]) for b in (base_tree[source][1], archiving[copy][1], editing[source][1])
+        )
+        mine, other = (
+            (archived_text, edited_text) if side_name == "ours" else (edited_text, archived_text)
+        )
+        plan.files[source] = merge_plain(source, base_text, mine, other).encode(
+            "utf-8", "surrogateescape"
+        )
+
     # state.json and the checklist take back the notes kept in place, whoever changed them
     def merged_bytes(path: str) -> bytes | None:
         if path in plan.files:
@@ -145,7 +180,9 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         base_blob = blob(base_tree, vault.checklist_rel)
         base_checklist = _text(read_blobs(vault, [base_blob])[base_blob]) if base_blob else ""
         if checklist is not None or base_checklist:
-            plan.files[vault.checklist_rel] = restage_lines(_text(checklist or b""), base_checklist, notes).encode("utf-8")
+            plan.files[vault.checklist_rel] = restage_lines(
+                _text(checklist or b""), base_checklist, notes
+            ).encode("utf-8")
         state = merged_bytes(vault.rel(vault.state_file))
         if state is not None:
             plan.files[vault.rel(vault.state_file)] = restore_state_entries(state, restored)
@@ -155,11 +192,15 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         if path in our_tree and plan.files[path] == ours_now[our_tree[path][1]]:
             del plan.files[path]
     for source, _, _ in restored:
-        plan.notices.append(f"{source} was archived on one machine and edited on the other: it stays in place, staged again")
+        plan.notices.append(
+            f"{source} was archived on one machine and edited on the other: it stays in place, staged again"
+        )
     return plan
 
 
-def _archived_and_edited(vault: Vault, base: Tree, ours: Tree, theirs: Tree) -> tuple[list[tuple[str, str, str]], set[str]]:
+def _archived_and_edited(
+    vault: Vault, base: Tree, ours: Tree, theirs: Tree
+) -> tuple[list[tuple[str, str, str]], set[str]]:
     """Notes one side moved into the archive (removed at their path, added in the archive layer
     under the same name — or `name (2)` when that was taken) while the other side edited them:
     [(note path, archive copy, "ours" | "theirs": the side that archived)], and the archive
@@ -167,12 +208,22 @@ def _archived_and_edited(vault: Vault, base: Tree, ours: Tree, theirs: Tree) -> 
     restored, copies = [], set()
     for side_name, side, other in (("ours", ours, theirs), ("theirs", theirs, ours)):
         for path, (_, blob) in base.items():
-            if path in side or path not in other or other[path][1] == blob or vault.layer_of(path) != DIVERGENT:
+            if (
+                path in side
+                or path not in other
+                or other[path][1] == blob
+                or vault.layer_of(path) != DIVERGENT
+            ):
                 continue
             stem = path.rsplit("/", 1)[-1].removesuffix(".md")
             same_name = re.compile(re.escape(stem) + r"(?: \(\d+\))?\.md")
-            added = [p for p, (_, b) in side.items() if p not in base and vault.layer_of(p) == ARCHIVE
-                     and same_name.fullmatch(p.rsplit("/", 1)[-1])]
+            added = [
+                p
+                for p, (_, b) in side.items()
+                if p not in base
+                and vault.layer_of(p) == ARCHIVE
+                and same_name.fullmatch(p.rsplit("/", 1)[-1])
+            ]
             added.sort(key=lambda p: side[p][1] != blob)  # the copy with the note's own bytes first
             if added:
                 restored.append((path, added[0], side_name))
@@ -184,11 +235,23 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _merge_path(vault: Vault, plan: MergePlan, path: str, base: bytes | None, ours: bytes, theirs: bytes, date: str) -> bytes:
+def _merge_path(
+    vault: Vault,
+    plan: MergePlan,
+    path: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    date: str,
+) -> bytes:
     try:
-        texts = [data.decode("utf-8") if data is not None else None for data in (base, ours, theirs)]
+        texts = [
+            data.decode("utf-8") if data is not None else None for data in (base, ours, theirs)
+        ]
     except UnicodeDecodeError:
-        raise MergeConflict(f"{path} is not text and both machines changed it; keep one version with git, then sync again.") from None
+        raise MergeConflict(
+            f"{path} is not text and both machines changed it; keep one version with git, then sync again."
+        ) from None
     b, o, t = texts
     if path == vault.rel(vault.state_file):
         return merge_state(base, ours, theirs, path)
@@ -216,8 +279,10 @@ def merge_plain(path: str, base: str, ours: str, theirs: str) -> str:
             continue
         mine, was, other = part
         if any(line.strip() for line in was):
-            raise MergeConflict(f"{path}: both machines changed the same lines differently — nothing was merged; "
-                                "keep one version on one machine (edit, commit), then sync again.")
+            raise MergeConflict(
+                f"{path}: both machines changed the same lines differently — nothing was merged; "
+                "keep one version on one machine (edit, commit), then sync again."
+            )
         out += mine + [line for line in other if line not in mine or not line.strip()]
     return "\n".join(out)
 
@@ -225,10 +290,15 @@ def merge_plain(path: str, base: str, ours: str, theirs: str) -> str:
 # --- state.json: a union --------------------------------------------------------------------------
 
 
-def merge_state(base: bytes | None, ours: bytes, theirs: bytes, where: str = ".cmem/state.json") -> bytes:
+def merge_state(
+    base: bytes | None, ours: bytes, theirs: bytes, where: str = ".cmem/state.json"
+) -> bytes:
     from cmem.vault.state_json import MAX_PASSES, State, parse_state, state_bytes
 
-    states = [parse_state(data.decode("utf-8"), where) if data else State() for data in (base, ours, theirs)]
+    states = [
+        parse_state(data.decode("utf-8"), where) if data else State()
+        for data in (base, ours, theirs)
+    ]
     b, o, t = states
     notes = {}
     for rel in dict.fromkeys([*o.notes, *t.notes, *b.notes]):
@@ -241,8 +311,13 @@ def merge_state(base: bytes | None, ours: bytes, theirs: bytes, where: str = ".c
             chosen = on or tn  # removed on one side, converged again on the other: converged
         else:
             newer, older = (on, tn) if on.time >= tn.time else (tn, on)
-            chosen = type(newer)(newer.sha256, set(newer.lines) | set(older.lines), newer.pass_id, newer.time,
-                                 list(dict.fromkeys([*newer.into, *older.into])))
+            chosen = type(newer)(
+                newer.sha256,
+                set(newer.lines) | set(older.lines),
+                newer.pass_id,
+                newer.time,
+                list(dict.fromkeys([*newer.into, *older.into])),
+            )
         if chosen is not None:
             notes[rel] = chosen
     passes: dict[str, dict] = {}
@@ -292,7 +367,9 @@ def merge_checklist(path: str, base: str, ours: str, theirs: str) -> str:
 
     def resolve(name: str, b: str | None, o: str | None, t: str | None) -> str | None:
         if name.startswith("h:"):
-            return o if o is not None else t  # a heading either side keeps stays; empty sections go below
+            return (
+                o if o is not None else t
+            )  # a heading either side keeps stays; empty sections go below
         if o == t or t == b:
             return o
         if o == b:
@@ -311,7 +388,11 @@ def restage_lines(current: str, base: str, notes: list[str]) -> str:
     pass stages it again)."""
     names = {note.rsplit("/", 1)[-1].removesuffix(".md") for note in notes}
     present = {_note_of(line) for line in current.split("\n")}
-    lines = [line for line in base.split("\n") if (key := _note_of(line)) and key[2:] in names and key not in present]
+    lines = [
+        line
+        for line in base.split("\n")
+        if (key := _note_of(line)) and key[2:] in names and key not in present
+    ]
     if not lines:
         return current
     text = current.rstrip("\n")

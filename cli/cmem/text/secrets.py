@@ -74,31 +74,67 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
             re.DOTALL,
         ),
     ),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}")),
-    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}")),
+    (
+        "slack-webhook",
+        re.compile(
+            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"
+        ),
+    ),
+    (
+        "discord-webhook",
+        re.compile(
+            r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}"
+        ),
+    ),
     ("anthropic-key", re.compile(_START + r"sk-ant-[A-Za-z0-9_-]{20,}" + _END)),
-    ("openai-key", re.compile(_START + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}" + _END)),
-    ("github-token", re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END)),
+    (
+        "openai-key",
+        re.compile(
+            _START
+            + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}"
+            + _END
+        ),
+    ),
+    (
+        "github-token",
+        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END),
+    ),
     ("aws-access-key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    ("slack-token", re.compile(_START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END)),
+    (
+        "slack-token",
+        re.compile(
+            _START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END
+        ),
+    ),
     ("google-api-key", re.compile(_START + r"AIza[0-9A-Za-z_-]{35}" + _END)),
     ("stripe-key", re.compile(_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _END)),
-    ("jwt", re.compile(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END)),
+    (
+        "jwt",
+        re.compile(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
+    ),
     ("telegram-bot-token", re.compile(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:[A-Za-z0-9_-]{35}" + _END)),
     *[(label, re.compile(_START + pattern + _END)) for label, pattern in _PREFIXED],
 ]
 
 # Shapes whose prefix stays readable: only the value is replaced. (prefix, value[, suffix])
-_AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key[\"']?[^\S\n]*[:=][^\S\n]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(
+    r"(?i)(aws_secret_access_key[\"']?[^\S\n]*[:=][^\S\n]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+)
 _BEARER = re.compile(r"(?i)(\bbearer[^\S\n]+)([A-Za-z0-9._~+/=-]{16,})")
 # HTTP Basic auth, Docker's `"auth": "…"` and `curl -u user:pass`: base64 of `user:password`
-_BASIC = re.compile(r"(?i)(\bbasic[^\S\n]+|[\"']auth[\"'][^\S\n]*:[^\S\n]*[\"'])([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC = re.compile(
+    r"(?i)(\bbasic[^\S\n]+|[\"']auth[\"'][^\S\n]*:[^\S\n]*[\"'])([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+)
 _CURL_USER = re.compile(r"((?<![A-Za-z0-9-])(?:-u|--user)[^\S\n]+[\"']?[^\s:\"'/]+:)([^\s\"']+)")
-_NETRC = re.compile(r"(?i)(\bmachine[^\S\n]+\S+[^\S\n]+login[^\S\n]+\S+[^\S\n]+password[^\S\n]+)(\S+)")
+_NETRC = re.compile(
+    r"(?i)(\bmachine[^\S\n]+\S+[^\S\n]+login[^\S\n]+\S+[^\S\n]+password[^\S\n]+)(\S+)"
+)
 # Azure connection strings and SAS URLs: the key is whatever follows its name up to `;` or `&`
 _AZURE = re.compile(r"((?:AccountKey|SharedAccessKey|[?&]sig)=)([A-Za-z0-9+/%=]{20,})")
 # `scheme://user:password@host`, the user may be empty (`redis://:pass@host`)
-_URL_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/@]+)(@)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(
+    r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/@]+)(@)", re.IGNORECASE
+)
 # A long hex string named as a credential a few words before it ("deploy token 3f2a…",
 # "api key 9c1d…"); a hex string in prose that no such word names (a git SHA, a checksum) stays.
 _NAMED_HEX = re.compile(
@@ -107,36 +143,85 @@ _NAMED_HEX = re.compile(
 )
 # Literals every match of a rule holds: when none is in the text the rule is skipped.
 _SHAPE_NEEDLES = {
-    "private-key": ("PRIVATE KEY", "PuTTY-User-Key-File"), "slack-webhook": ("hooks.slack.com",),
-    "discord-webhook": ("/api/webhooks/",), "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",),
-    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "aws-access-key": ("AKIA", "ASIA"),
-    "slack-token": ("xox", "xapp-"), "google-api-key": ("AIza",), "stripe-key": ("_live_", "_test_"), "jwt": ("eyJ",),
+    "private-key": ("PRIVATE KEY", "PuTTY-User-Key-File"),
+    "slack-webhook": ("hooks.slack.com",),
+    "discord-webhook": ("/api/webhooks/",),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "aws-access-key": ("AKIA", "ASIA"),
+    "slack-token": ("xox", "xapp-"),
+    "google-api-key": ("AIza",),
+    "stripe-key": ("_live_", "_test_"),
+    "jwt": ("eyJ",),
     "huggingface-token": ("hf_",),
-    "gitlab-token": ("glpat-", "glrt-", "gldt-", "glptt-", "glft-", "glimt-", "gloas-", "glcbt-", "glsoat-", "glagent-"), "grafana-token": ("glsa_", "glc_"), "npm-token": ("npm_",),
-    "sendgrid-key": ("SG.",), "google-oauth-secret": ("GOCSPX-",), "google-oauth-token": ("ya29.",),
-    "stripe-webhook-secret": ("whsec_",), "pypi-token": ("pypi-",), "digitalocean-token": ("_v1_",),
-    "shopify-token": ("shp",), "twilio-key": ("SK",), "mailgun-key": ("key-",), "mailchimp-key": ("-us",),
-    "atlassian-token": ("ATATT3",), "linear-key": ("lin_",), "notion-token": ("ntn_", "secret_"), "postman-key": ("PMAK-",),
-    "vault-token": ("hvs.", "hvb.", "hvr."), "age-secret-key": ("AGE-SECRET-KEY-",), "databricks-token": ("dapi",),
-    "newrelic-key": ("NRAK-", "NRAA-", "NRII-"), "sentry-token": ("sntrys_", "sntryu_"), "replicate-token": ("r8_",),
-    "groq-key": ("gsk_",), "perplexity-key": ("pplx-",), "xai-key": ("xai-",), "square-token": ("sq0",),
-    "tailscale-key": ("tskey-",), "doppler-token": ("dp.",), "pulumi-token": ("pul-",), "supabase-token": ("sbp_",),
+    "gitlab-token": (
+        "glpat-",
+        "glrt-",
+        "gldt-",
+        "glptt-",
+        "glft-",
+        "glimt-",
+        "gloas-",
+        "glcbt-",
+        "glsoat-",
+        "glagent-",
+    ),
+    "grafana-token": ("glsa_", "glc_"),
+    "npm-token": ("npm_",),
+    "sendgrid-key": ("SG.",),
+    "google-oauth-secret": ("GOCSPX-",),
+    "google-oauth-token": ("ya29.",),
+    "stripe-webhook-secret": ("whsec_",),
+    "pypi-token": ("pypi-",),
+    "digitalocean-token": ("_v1_",),
+    "shopify-token": ("shp",),
+    "twilio-key": ("SK",),
+    "mailgun-key": ("key-",),
+    "mailchimp-key": ("-us",),
+    "atlassian-token": ("ATATT3",),
+    "linear-key": ("lin_",),
+    "notion-token": ("ntn_", "secret_"),
+    "postman-key": ("PMAK-",),
+    "vault-token": ("hvs.", "hvb.", "hvr."),
+    "age-secret-key": ("AGE-SECRET-KEY-",),
+    "databricks-token": ("dapi",),
+    "newrelic-key": ("NRAK-", "NRAA-", "NRII-"),
+    "sentry-token": ("sntrys_", "sntryu_"),
+    "replicate-token": ("r8_",),
+    "groq-key": ("gsk_",),
+    "perplexity-key": ("pplx-",),
+    "xai-key": ("xai-",),
+    "square-token": ("sq0",),
+    "tailscale-key": ("tskey-",),
+    "doppler-token": ("dp.",),
+    "pulumi-token": ("pul-",),
+    "supabase-token": ("sbp_",),
     "telegram-bot-token": (":AA",),  # a bot token's secret half starts with AA
 }
-_SHAPE_NEEDLES_BYTES = {label: tuple(n.encode() for n in needles) for label, needles in _SHAPE_NEEDLES.items()}
+_SHAPE_NEEDLES_BYTES = {
+    label: tuple(n.encode() for n in needles) for label, needles in _SHAPE_NEEDLES.items()
+}
 
 # Per single-line rule, what its lines must hold, searched in the lower-cased text (case-sensitive
 # literal search is several times faster than an IGNORECASE one). A `_NAMED_HEX` line needs a
 # credential word too, so it shares the key-value rule's needle.
 _KEY_WORDS = r"pass|pwd|secret|token|key|credential|密码|口令|密钥|秘钥|令牌"
 _NEEDLE = {
-    "aws": re.compile(r"aws_secret_access_key"), "bearer": re.compile(r"bearer"), "basic": re.compile(r"basic|auth"),
-    "curl": re.compile(r"-u\b|--user"), "netrc": re.compile(r"machine"),
-    "azure": re.compile(r"accountkey=|sharedaccesskey=|sig="), "url": re.compile(r"://"),
-    "key": re.compile(_KEY_WORDS), "hex": re.compile(_KEY_WORDS),
+    "aws": re.compile(r"aws_secret_access_key"),
+    "bearer": re.compile(r"bearer"),
+    "basic": re.compile(r"basic|auth"),
+    "curl": re.compile(r"-u\b|--user"),
+    "netrc": re.compile(r"machine"),
+    "azure": re.compile(r"accountkey=|sharedaccesskey=|sig="),
+    "url": re.compile(r"://"),
+    "key": re.compile(_KEY_WORDS),
+    "hex": re.compile(_KEY_WORDS),
 }
 
-_HASH_WORDS = re.compile(r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b")
+_HASH_WORDS = re.compile(
+    r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b"
+)
 
 # `key: value`, `key = value`, `key=value`, `"key": "value"`, `密码：value`, `密码是value`,
 # `api key is value`. The key is matched from the word that ends it (`DB_PASSWORD`, `githubToken`,
@@ -152,26 +237,43 @@ _KEY_VALUE = re.compile(
 )
 
 _LABELS = {
-    "password": "password", "passwd": "password", "passphrase": "password", "pwd": "password", "pass": "password",
-    "密码": "password", "口令": "password", "token": "token", "令牌": "token",
-    "secret": "secret", "密钥": "secret", "秘钥": "secret",
+    "password": "password",
+    "passwd": "password",
+    "passphrase": "password",
+    "pwd": "password",
+    "pass": "password",
+    "密码": "password",
+    "口令": "password",
+    "token": "token",
+    "令牌": "token",
+    "secret": "secret",
+    "密钥": "secret",
+    "秘钥": "secret",
 }
 _COMPOUND_LABELS = {
-    "apikey": "api-key", "accesskey": "access-key", "secretkey": "secret-key",
-    "privatekey": "private-key", "privatekeyid": "private-key-id", "clientsecret": "client-secret",
+    "apikey": "api-key",
+    "accesskey": "access-key",
+    "secretkey": "secret-key",
+    "privatekey": "private-key",
+    "privatekeyid": "private-key-id",
+    "clientsecret": "client-secret",
 }
 _PASSWORD_LABEL = "password"
 _PLACEHOLDER = re.compile(r"^(?:\[REDACTED|<.*>$|\$|\{\{|%\(|\*{3,}|x{4,}$|\.{3})", re.IGNORECASE)
 _PLAIN_WORD = re.compile(r"^[A-Za-z][a-z]*(?:[-_][a-z]+)*$")
 # Words that follow "password:" in prose rather than being one ("password: required"). A plain
 # word after a password key is otherwise redacted: `password: sunshine` is a weak password, still one.
-_PROSE_WORDS = frozenset("""
+_PROSE_WORDS = frozenset(
+    """
 required optional needed necessary provided supplied missing unknown forgotten changed unchanged
 expired invalid incorrect correct hidden protected encrypted hashed stored managed rotated shared
 disabled enabled default blank empty reset updated removed deleted pending policy manager field
 prompt length change please should cannot secure insecure strong private public leaked sent
-""".split())
-_LITERAL_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "secret", "token", "changeme", "username"})
+""".split()
+)
+_LITERAL_PLACEHOLDERS = frozenset(
+    {"password", "passwd", "pass", "secret", "token", "changeme", "username"}
+)
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
@@ -227,8 +329,13 @@ def redact_secrets(text: str) -> tuple[str, int]:
         quoted = match.group("quoted")
         if quoted is not None:
             value, group = quoted, "quoted"
-            ok = _looks_like_credential(value, label, prose_sep=bool(match.group("is"))) if " " not in value.strip() \
-                else label == _PASSWORD_LABEL and len(value.strip()) >= 6 and not _PLACEHOLDER.match(value.strip())
+            ok = (
+                _looks_like_credential(value, label, prose_sep=bool(match.group("is")))
+                if " " not in value.strip()
+                else label == _PASSWORD_LABEL
+                and len(value.strip()) >= 6
+                and not _PLACEHOLDER.match(value.strip())
+            )
         else:
             group = "value"
             value = _trim_value(match.group("value"))
@@ -239,7 +346,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
             return match.group(0)
         count += 1
         start = match.start(group) - match.start()
-        return match.group(0)[:start] + f"[REDACTED:{label}]" + match.group(0)[start + len(value):]
+        return match.group(0)[:start] + f"[REDACTED:{label}]" + match.group(0)[start + len(value) :]
 
     before = count
     # a key word starts at most a few characters before its needle ("client_secret", "private_key_id")
@@ -265,8 +372,14 @@ def _lower(text: str) -> str | None:
     return low if len(low) == len(text) else None
 
 
-def _on_lines(text: str, low: str | None, needle: re.Pattern[str], pattern: re.Pattern[str], repl,
-              window: tuple[int, int] | None = None) -> str:
+def _on_lines(
+    text: str,
+    low: str | None,
+    needle: re.Pattern[str],
+    pattern: re.Pattern[str],
+    repl,
+    window: tuple[int, int] | None = None,
+) -> str:
     """`pattern.sub(repl, …)` on the lines of `text` where `needle` occurs in `low` (the text
     lower-cased), for rules that never cross a line: notes are mostly prose without a key word,
     and a literal search over all of it costs far less than the rule's own try at every position."""
@@ -371,7 +484,9 @@ def _looks_like_credential(value: str, label: str, prose_sep: bool = False) -> b
         # "required", "Optional": prose; `password: sunshine` is a password, "the password is
         # sunshine" may be prose, and a plain word named a token or a key is prose too
         return label == _PASSWORD_LABEL and not prose_sep and value.lower() not in _PROSE_WORDS
-    if value.startswith(("/", "~/", "./")) or re.match(r"^[a-z][a-z0-9+.-]*://", value, re.IGNORECASE):
+    if value.startswith(("/", "~/", "./")) or re.match(
+        r"^[a-z][a-z0-9+.-]*://", value, re.IGNORECASE
+    ):
         return False  # a path or a URL names where a secret is, not the secret
     if re.search(r"[(\[{]", value):
         return False  # code: os.environ["KEY"], getenv(…), {{ secrets.X }}
@@ -379,8 +494,12 @@ def _looks_like_credential(value: str, label: str, prose_sep: bool = False) -> b
 
 
 def _is_url_password(value: str) -> bool:
-    return bool(value) and not _PLACEHOLDER.match(value) and value.lower() not in _LITERAL_PLACEHOLDERS \
+    return (
+        bool(value)
+        and not _PLACEHOLDER.match(value)
+        and value.lower() not in _LITERAL_PLACEHOLDERS
         and not re.search(r"[(\[{]", value)
+    )
 
 
 def _is_basic_credential(value: str) -> bool:
@@ -397,4 +516,8 @@ def _is_basic_credential(value: str) -> bool:
 
 def _looks_random(value: str) -> bool:
     """A bearer token is not prose: it has a digit, or mixes cases, or is long and unbroken."""
-    return bool(re.search(r"\d", value)) or (value != value.lower() and value != value.capitalize()) or len(value) >= 32
+    return (
+        bool(re.search(r"\d", value))
+        or (value != value.lower() and value != value.capitalize())
+        or len(value) >= 32
+    )

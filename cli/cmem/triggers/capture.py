@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
-from cmem.vault.notes import line_end, read_text_exact
 from cmem.vault.layers import DIVERGENT, Vault
+from cmem.vault.notes import line_end, read_text_exact
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,11 @@ class Captured:
 def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captured:
     text = " ".join(text.split())  # one line: a capture never breaks the note's structure
     if not text:
-        raise UsageError("nothing to note: give the text to capture, e.g. cmem note \"以后都用 uv\".")
+        raise UsageError('nothing to note: give the text to capture, e.g. cmem note "以后都用 uv".')
     now = now or datetime.now().astimezone()
-    name = vault.config.capture_pattern.replace("{date}", now.strftime("%Y-%m-%d"))  # a plain name: config checks it
+    name = vault.config.capture_pattern.replace(
+        "{date}", now.strftime("%Y-%m-%d")
+    )  # a plain name: config checks it
     if not name.endswith(".md"):
         name += ".md"
     folder = vault.root / vault.config.capture_folder if vault.config.capture_folder else vault.root
@@ -41,15 +43,23 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
         try:
             raw, current = read_text_exact(path)
         except UnicodeDecodeError:
-            raise CmemError(f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first).") from None
+            raise CmemError(
+                f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first)."
+            ) from None
         crlf = line_end(raw) == b"\r\n"
         if raw.startswith(b"\xef\xbb\xbf") or (b"\r" in raw and not crlf):
-            raise CmemError(f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it.")
+            raise CmemError(
+                f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it."
+            )
         if b"\x00" in raw:
-            raise CmemError(f"{rel} contains NUL bytes (a binary file?); cmem will not append to it.")
-        current = current.replace("\r\n", "\n")  # a CRLF checkout (core.autocrlf) gets CRLF lines back
+            raise CmemError(
+                f"{rel} contains NUL bytes (a binary file?); cmem will not append to it."
+            )
+        current = current.replace(
+            "\r\n", "\n"
+        )  # a CRLF checkout (core.autocrlf) gets CRLF lines back
         new = current + ("\n" if current and not current.endswith("\n") else "") + line
-        appended = new[len(current):]
+        appended = new[len(current) :]
         # Append rather than replace when nothing else wrote in between: an editor holding the
         # file open sees a plain append, and no byte of the user's note is rewritten.
         with open(path, "ab") as handle:
@@ -75,6 +85,14 @@ def _unarchived_name(vault: Vault, folder: Path, name: str, date: str) -> Path:
     for counter in range(1, 100):
         candidate = name if counter == 1 else f"{stem} {counter}.md"
         path = folder / candidate
-        if path.exists() or not (vault.root / archive_target(vault.config.archive_dir, vault.config.archive_pattern, candidate, date)).exists():
+        if (
+            path.exists()
+            or not (
+                vault.root
+                / archive_target(
+                    vault.config.archive_dir, vault.config.archive_pattern, candidate, date
+                )
+            ).exists()
+        ):
             return path
     raise CmemError(f"too many capture notes named like {name!r} today.")

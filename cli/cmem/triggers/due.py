@@ -55,7 +55,9 @@ def format_age(age: timedelta) -> str:
     return f"{seconds / 86400:.0f} days"
 
 
-def due_rule(pending_signals: int, last_time: str | None, interval: timedelta, label: str, now: datetime) -> Due:
+def due_rule(
+    pending_signals: int, last_time: str | None, interval: timedelta, label: str, now: datetime
+) -> Due:
     """Due when something is pending and the last pass (its ISO time, None for none yet) is at
     least `interval` old; `label` names the setting the interval came from."""
     if pending_signals == 0:
@@ -65,12 +67,22 @@ def due_rule(pending_signals: int, last_time: str | None, interval: timedelta, l
         return Due(True, f"{pending_signals} signal(s) pending and no pass yet")
     age = now - last
     if age >= interval:
-        return Due(True, f"{pending_signals} signal(s) pending; last pass {format_age(age)} ago, over {label}")
-    return Due(False, f"{pending_signals} signal(s) pending, but the last pass was {format_age(age)} ago, under {label}")
+        return Due(
+            True,
+            f"{pending_signals} signal(s) pending; last pass {format_age(age)} ago, over {label}",
+        )
+    return Due(
+        False,
+        f"{pending_signals} signal(s) pending, but the last pass was {format_age(age)} ago, under {label}",
+    )
 
 
-def interval_of(min_interval_minutes: float, schedule_hours: float, scheduled: bool = False) -> tuple[timedelta, str]:
+def interval_of(
+    min_interval_minutes: float, schedule_hours: float, scheduled: bool = False
+) -> tuple[timedelta, str]:
     """The interval a due check waits, and the words naming its setting."""
     if scheduled:
         return timedelta(hours=schedule_hours), f"schedule_hours ({schedule_hours:g} h)"
-    return timedelta(minutes=min_interval_minutes), f"min_interval_minutes ({min_interval_minutes} min)"
+    return timedelta(
+        minutes=min_interval_minutes
+    ), f"min_interval_minutes ({min_interval_minutes} min)"

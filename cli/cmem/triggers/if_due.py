@@ -20,16 +20,24 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from cmem.atomic import write_atomic
-from cmem.triggers.due import Due, due_rule, format_age, interval_of, parse_time  # noqa: F401 (Due, format_age, parse_time: re-exported)
 from cmem.errors import CmemError
-from cmem.vault.state_json import State
+from cmem.triggers.due import Due, due_rule, format_age, interval_of, parse_time  # noqa: F401 (Due, format_age, parse_time: re-exported)
 from cmem.vault.layers import Vault
+from cmem.vault.state_json import State
 
 
-def check_due(vault: Vault, state: State, pending_signals: int, now: datetime | None = None, scheduled: bool = False) -> Due:
+def check_due(
+    vault: Vault,
+    state: State,
+    pending_signals: int,
+    now: datetime | None = None,
+    scheduled: bool = False,
+) -> Due:
     now = now or datetime.now().astimezone()
     last = state.last_of_kind("converge")
-    interval, label = interval_of(vault.config.min_interval_minutes, vault.config.schedule_hours, scheduled)
+    interval, label = interval_of(
+        vault.config.min_interval_minutes, vault.config.schedule_hours, scheduled
+    )
     return due_rule(pending_signals, last.get("time") if last else None, interval, label, now)
 
 
@@ -58,7 +66,10 @@ def due_now(vault: Vault, scheduled: bool = False, now: datetime | None = None) 
 
         waiting = load_proposal(vault)
         if waiting is not None:
-            return Due(False, f"a proposal (pass {waiting.pass_id}) is waiting for review: `cmem apply` or `cmem apply --drop`")
+            return Due(
+                False,
+                f"a proposal (pass {waiting.pass_id}) is waiting for review: `cmem apply` or `cmem apply --drop`",
+            )
     return due
 
 
@@ -87,14 +98,25 @@ class FailureRecord:
         return self.failures >= FAILURE_LIMIT
 
     def to_json(self) -> dict:
-        return {"failures": self.failures, "stopped": self.stopped, "limit": FAILURE_LIMIT, "last_error": self.last_error,
-                "last_failure": self.last_failure, "first_failure": self.first_failure}
+        return {
+            "failures": self.failures,
+            "stopped": self.stopped,
+            "limit": FAILURE_LIMIT,
+            "last_error": self.last_error,
+            "last_failure": self.last_failure,
+            "first_failure": self.first_failure,
+        }
 
 
 def load_failures(vault: Vault) -> FailureRecord:
     try:
         data = json.loads((vault.state_dir / FAILURES_FILE).read_text("utf-8"))
-        return FailureRecord(int(data.get("failures", 0)), data.get("last_error"), data.get("last_failure"), data.get("first_failure"))
+        return FailureRecord(
+            int(data.get("failures", 0)),
+            data.get("last_error"),
+            data.get("last_failure"),
+            data.get("first_failure"),
+        )
     except (OSError, ValueError, TypeError, AttributeError):
         return FailureRecord()  # missing or unreadable: no failures on record
 
@@ -107,7 +129,12 @@ def _save_failures(vault: Vault, record: FailureRecord) -> None:
         except FileNotFoundError:
             pass
         return
-    data = {"failures": record.failures, "last_error": record.last_error, "last_failure": record.last_failure, "first_failure": record.first_failure}
+    data = {
+        "failures": record.failures,
+        "last_error": record.last_error,
+        "last_failure": record.last_failure,
+        "first_failure": record.first_failure,
+    }
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
 
@@ -156,8 +183,14 @@ class TriggerOutcome:
         return data
 
 
-def converge_if_due(vault: Vault, options, scheduled: bool = False, progress=None, now: datetime | None = None,
-                    trigger: str | None = None) -> TriggerOutcome:
+def converge_if_due(
+    vault: Vault,
+    options,
+    scheduled: bool = False,
+    progress=None,
+    now: datetime | None = None,
+    trigger: str | None = None,
+) -> TriggerOutcome:
     """`cmem converge --if-due`: the stop rule, the due rule (checked again under the lock, so a
     trigger that waited behind a pass does not run a second one), then the pass; the outcome is
     counted and logged. In review mode the pass only proposes (the pipeline's rule)."""
@@ -167,12 +200,18 @@ def converge_if_due(vault: Vault, options, scheduled: bool = False, progress=Non
     label = trigger or ("scheduled" if scheduled else "if-due")
     record = load_failures(vault)
     if record.stopped:
-        return _logged(vault, TriggerOutcome("stopped", stopped_message(record), failures=record), label)
+        return _logged(
+            vault, TriggerOutcome("stopped", stopped_message(record), failures=record), label
+        )
     from cmem.steps.lock import is_locked, lock_path, read_holder
 
     if is_locked(vault.state_dir):  # many terminals closing at once: the losers skip even the scan
         holder = read_holder(lock_path(vault.state_dir)) or {}
-        return _logged(vault, TriggerOutcome("busy", f"a pass is already running (pid {holder.get('pid', '?')})."), label)
+        return _logged(
+            vault,
+            TriggerOutcome("busy", f"a pass is already running (pid {holder.get('pid', '?')})."),
+            label,
+        )
     try:
         due = due_now(vault, scheduled, now)
         if not due.due:
@@ -188,16 +227,22 @@ def converge_if_due(vault: Vault, options, scheduled: bool = False, progress=Non
         return _logged(vault, TriggerOutcome("busy", str(exc)), label)
     except CmemError as exc:
         failures = record_failure(vault, str(exc), now)
-        return _logged(vault, TriggerOutcome("failed", str(exc), error=str(exc), failures=failures), label)
+        return _logged(
+            vault, TriggerOutcome("failed", str(exc), error=str(exc), failures=failures), label
+        )
     except Exception as exc:  # a bug: count it, log it, and let the traceback show
         record_failure(vault, f"{type(exc).__name__}: {exc}", now)
-        _logged(vault, TriggerOutcome("failed", f"{type(exc).__name__}: {exc}", error=repr(exc)), label)
+        _logged(
+            vault, TriggerOutcome("failed", f"{type(exc).__name__}: {exc}", error=repr(exc)), label
+        )
         raise
     outcome = TriggerOutcome(result.status, result.message, result=result)
     if result.status == "failed":
         error = "; ".join(result.errors[:3]) or result.message
         outcome.error = error
-        outcome.failures = record_failure(vault, f"{result.message}: {error}" if result.message else error, now)
+        outcome.failures = record_failure(
+            vault, f"{result.message}: {error}" if result.message else error, now
+        )
     elif result.status in ("applied", "nothing", "proposed"):
         reset_failures(vault)
     return _logged(vault, outcome, label)
@@ -217,7 +262,11 @@ def converge_logged(vault: Vault, options, progress=None) -> TriggerOutcome:
     except CmemError as exc:
         return _logged(vault, TriggerOutcome("failed", str(exc), error=str(exc)), "background")
     except Exception as exc:
-        _logged(vault, TriggerOutcome("failed", f"{type(exc).__name__}: {exc}", error=repr(exc)), "background")
+        _logged(
+            vault,
+            TriggerOutcome("failed", f"{type(exc).__name__}: {exc}", error=repr(exc)),
+            "background",
+        )
         raise
     outcome = TriggerOutcome(result.status, result.message, result=result)
     if result.status == "failed":
@@ -230,7 +279,9 @@ def _logged(vault: Vault, outcome: TriggerOutcome, trigger: str) -> TriggerOutco
     return outcome
 
 
-def log_outcome(vault: Vault, outcome: TriggerOutcome, trigger: str, now: datetime | None = None) -> None:
+def log_outcome(
+    vault: Vault, outcome: TriggerOutcome, trigger: str, now: datetime | None = None
+) -> None:
     """One line per outcome in `<state folder>/cmem.log`: time, outcome, trigger, pass and commit
     or the error. Never raises: a full disk must not turn a pass into a failure."""
     stamp = (now or datetime.now().astimezone()).isoformat(timespec="seconds")
@@ -252,7 +303,9 @@ def log_outcome(vault: Vault, outcome: TriggerOutcome, trigger: str, now: dateti
         _trim_log(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line)  # one write on an O_APPEND file: concurrent triggers never interleave
+            os.write(
+                fd, line
+            )  # one write on an O_APPEND file: concurrent triggers never interleave
         finally:
             os.close(fd)
     except OSError:
@@ -295,11 +348,26 @@ def spawn_detached(vault: Vault, converge_args: list[str]) -> Detached:
     vault.state_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = vault.state_dir / "background-stderr.log"
     _trim_log(stderr_path)
-    argv = [sys.executable, "-m", "cmem", "--vault", str(vault.root), "converge", *converge_args, "--detached", "--quiet"]
+    argv = [
+        sys.executable,
+        "-m",
+        "cmem",
+        "--vault",
+        str(vault.root),
+        "converge",
+        *converge_args,
+        "--detached",
+        "--quiet",
+    ]
     with open(stderr_path, "ab") as stderr:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            start_new_session=True, close_fds=True, cwd=str(vault.root),
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+            cwd=str(vault.root),
         )
     process.returncode = 0  # never waited for: keep Popen.__del__ from warning about it
     return Detached(process.pid, vault.state_dir / LOG_FILE)

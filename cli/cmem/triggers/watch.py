@@ -32,7 +32,17 @@ DEFAULT_SETTLE = 120.0
 RESCAN_SECONDS = 300.0
 # Editors' temp and swap files: vim (`.x.swp`, `x~`, the `4913` probe), emacs (`.#x`, `#x#`),
 # gedit (`.goutputstream-*`), cmem's own atomic writes (`.x.cmem-tmp`), downloads and sync clients.
-TEMP_SUFFIXES = ("~", ".swp", ".swx", ".swo", ".tmp", ".cmem-tmp", ".part", ".crdownload", ".icloud")
+TEMP_SUFFIXES = (
+    "~",
+    ".swp",
+    ".swx",
+    ".swo",
+    ".tmp",
+    ".cmem-tmp",
+    ".part",
+    ".crdownload",
+    ".icloud",
+)
 TEMP_NAMES = {"4913"}
 # Events that say something was written; "opened" and "closed_no_write" come from readers,
 # including this watcher's own hashing, and must never count.
@@ -69,7 +79,12 @@ class Fingerprint:
             try:
                 info = os.stat(note.path)
                 known = self._cache.get(note.rel)
-                if known and known[0] == info.st_mtime_ns and known[1] == info.st_size and time.time_ns() - info.st_mtime_ns > 2_000_000_000:
+                if (
+                    known
+                    and known[0] == info.st_mtime_ns
+                    and known[1] == info.st_size
+                    and time.time_ns() - info.st_mtime_ns > 2_000_000_000
+                ):
                     digest = known[2]
                 else:  # a file changed within the mtime's granularity keeps its stat: re-hash recent ones
                     digest = hashlib.sha256(note.path.read_bytes()).hexdigest()
@@ -88,8 +103,15 @@ def changed_notes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 class Watcher:
     """The settle loop. `hint(path)` may be called from any thread; `run(stop)` blocks."""
 
-    def __init__(self, vault: Vault, settle: float, report: Report, verbose: Report | None = None,
-                 trigger: Callable[[], object] | None = None, rescan_seconds: float = RESCAN_SECONDS):
+    def __init__(
+        self,
+        vault: Vault,
+        settle: float,
+        report: Report,
+        verbose: Report | None = None,
+        trigger: Callable[[], object] | None = None,
+        rescan_seconds: float = RESCAN_SECONDS,
+    ):
         self.vault = vault
         self.settle = max(0.0, settle)
         self.report = report
@@ -140,7 +162,11 @@ class Watcher:
             now = time.monotonic()
             with self._lock:
                 dirty, last_hint = self._dirty, self._last_hint
-            deadlines = [next_rescan] + ([last_hint + self.settle] if dirty else []) + ([recheck_at] if recheck_at else [])
+            deadlines = (
+                [next_rescan]
+                + ([last_hint + self.settle] if dirty else [])
+                + ([recheck_at] if recheck_at else [])
+            )
             timeout = max(0.0, min(deadlines) - now)
             if timeout > 0:
                 self.wake.wait(min(timeout, 0.5))  # short naps, so `stop` alone is noticed soon
@@ -160,7 +186,9 @@ class Watcher:
                     self.summary.unchanged += 1
                     self.verbose("settled: no divergent note's content changed; nothing to check")
                     continue
-                self.verbose(f"settled: {len(changed)} note(s) changed: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}")
+                self.verbose(
+                    f"settled: {len(changed)} note(s) changed: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}"
+                )
                 baseline = current
                 recheck_at = self._check()
             elif recheck_at is not None and now >= recheck_at:
@@ -193,8 +221,8 @@ class Watcher:
 
     def _retry_time(self) -> float | None:
         from cmem.scan.scanner import scan_vault
-        from cmem.vault.state_json import load_state
         from cmem.triggers.if_due import next_due_at
+        from cmem.vault.state_json import load_state
 
         try:
             state = load_state(self.vault.state_file)
@@ -258,7 +286,14 @@ def _handler(watcher: Watcher):
     return DivergentEvents()
 
 
-def start_observer(folders: list[Path], handler, polling: bool, report: Report, factory=None, poll_interval: float = 1.0):
+def start_observer(
+    folders: list[Path],
+    handler,
+    polling: bool,
+    report: Report,
+    factory=None,
+    poll_interval: float = 1.0,
+):
     """A native observer (inotify, FSEvents, kqueue), or a polling one when asked or when the
     native one runs out of watches or instances. Returns (observer, polling?)."""
     from watchdog.observers import Observer
@@ -280,7 +315,9 @@ def start_observer(folders: list[Path], handler, polling: bool, report: Report, 
             )
             try:
                 observer.stop()
-            except Exception:  # a half-started observer may not stop cleanly; it is dropped either way
+            except (
+                Exception
+            ):  # a half-started observer may not stop cleanly; it is dropped either way
                 pass
     observer = PollingObserver(timeout=poll_interval)
     for folder in folders:
@@ -295,7 +332,9 @@ def watch_folders(vault: Vault, report: Report) -> list[Path]:
         if folder.is_dir():
             folders.append(folder)
         else:
-            report(f"warning: the divergent folder {vault.rel(folder)} does not exist; it is not watched")
+            report(
+                f"warning: the divergent folder {vault.rel(folder)} does not exist; it is not watched"
+            )
     return folders
 
 
@@ -314,7 +353,9 @@ class WatchLock:
         except BlockingIOError:
             holder = os.read(self.fd, 64).decode("ascii", "replace").strip() or "?"
             os.close(self.fd)
-            raise CmemError(f"another `cmem watch` is already watching this vault (pid {holder}).") from None
+            raise CmemError(
+                f"another `cmem watch` is already watching this vault (pid {holder})."
+            ) from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, str(os.getpid()).encode())
         return self
@@ -324,10 +365,18 @@ class WatchLock:
             os.close(self.fd)
 
 
-def watch_vault(vault: Vault, settle: float = DEFAULT_SETTLE, report: Report | None = None, verbose: Report | None = None,
-                polling: bool = False, stop: threading.Event | None = None, observer_factory=None,
-                trigger: Callable[[], object] | None = None, rescan_seconds: float = RESCAN_SECONDS,
-                handle_signals: bool = False) -> WatchSummary:
+def watch_vault(
+    vault: Vault,
+    settle: float = DEFAULT_SETTLE,
+    report: Report | None = None,
+    verbose: Report | None = None,
+    polling: bool = False,
+    stop: threading.Event | None = None,
+    observer_factory=None,
+    trigger: Callable[[], object] | None = None,
+    rescan_seconds: float = RESCAN_SECONDS,
+    handle_signals: bool = False,
+) -> WatchSummary:
     """Watch until `stop` is set (or, with `handle_signals`, until SIGINT/SIGTERM: the first one
     lets a running pass finish, a second Ctrl-C interrupts it)."""
     report = report or (lambda message: None)
@@ -340,11 +389,18 @@ def watch_vault(vault: Vault, settle: float = DEFAULT_SETTLE, report: Report | N
             if not folders:
                 raise CmemError("no divergent folder exists to watch.")
             poll_interval = min(1.0, max(0.1, settle / 4))
-            observer, watcher.summary.polling = start_observer(folders, _handler(watcher), polling, report, observer_factory, poll_interval)
+            observer, watcher.summary.polling = start_observer(
+                folders, _handler(watcher), polling, report, observer_factory, poll_interval
+            )
             try:
-                names = ", ".join(vault.rel(folder) if folder != vault.root else "the vault root" for folder in folders)
+                names = ", ".join(
+                    vault.rel(folder) if folder != vault.root else "the vault root"
+                    for folder in folders
+                )
                 how = "polling" if watcher.summary.polling else "file events"
-                report(f"watching {names} ({how}); a pass is checked {settle:g} s after the last change. Ctrl-C stops.")
+                report(
+                    f"watching {names} ({how}); a pass is checked {settle:g} s after the last change. Ctrl-C stops."
+                )
                 return watcher.run(stop)
             finally:
                 observer.stop()

@@ -23,7 +23,15 @@ CONFIG_FILE = "config.yaml"
 
 # Folders that belong to other tools: never read, never written (dot-folders are refused anyway;
 # `node_modules` is named because it is not one).
-NEVER_READ_DIRS = {".git", ".cmem", ".obsidian", ".trash", ".stfolder", ".stversions", "node_modules"}
+NEVER_READ_DIRS = {
+    ".git",
+    ".cmem",
+    ".obsidian",
+    ".trash",
+    ".stfolder",
+    ".stversions",
+    "node_modules",
+}
 
 LANGUAGE_DEFAULTS = {
     "zh": {
@@ -43,10 +51,17 @@ LANGUAGE_DEFAULTS = {
 DEFAULTS: dict[str, Any] = {
     "version": 1,
     "language": "zh",
-    "layers": {"resident": "converged/core", "situational": "converged/topics", "archive": "archive"},
+    "layers": {
+        "resident": "converged/core",
+        "situational": "converged/topics",
+        "archive": "archive",
+    },
     "divergent": {"extra_folders": [], "exclude": ["README.md", "AGENTS.md", "CLAUDE.md"]},
     "ignore": [],
-    "signals": {"cues": {"correction": [], "preference": [], "decision": [], "recurring": []}, "min_recurrence": 2},
+    "signals": {
+        "cues": {"correction": [], "preference": [], "decision": [], "recurring": []},
+        "min_recurrence": 2,
+    },
     "budget_tokens": 12000,
     "resident_max_tokens": 4000,
     "situational_max_tokens": 3000,
@@ -59,7 +74,13 @@ DEFAULTS: dict[str, Any] = {
     "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
     "capture": {"folder": ""},
-    "git": {"allow_parent_repo": False, "remote": None, "sync": "off", "sync_note": False, "track_all": False},
+    "git": {
+        "allow_parent_repo": False,
+        "remote": None,
+        "sync": "off",
+        "sync_note": False,
+        "track_all": False,
+    },
     "recall": {"include_unmanaged": False},
 }
 
@@ -101,14 +122,20 @@ class Config:
     capture_pattern: str
     capture_folder: str
     allow_parent_repo: bool
-    sync_remote: str | None = None  # git.remote: the remote `cmem sync` uses (None: the branch's upstream)
+    sync_remote: str | None = (
+        None  # git.remote: the remote `cmem sync` uses (None: the branch's upstream)
+    )
     sync_mode: str = "off"  # git.sync: off | auto (every writing step syncs before and after)
     sync_note: bool = False  # git.sync_note: with auto, `cmem note` syncs too
     raw: dict = field(repr=False, compare=False, default_factory=dict)
     # divergent.extra_folders given as `folder/**`: the folder and every folder below it
     recursive_divergent: frozenset[str] = frozenset()
-    track_all: bool = False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
-    recall_unmanaged: bool = False  # recall.include_unmanaged: recall also searches notes no layer reads
+    track_all: bool = (
+        False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
+    )
+    recall_unmanaged: bool = (
+        False  # recall.include_unmanaged: recall also searches notes no layer reads
+    )
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -144,7 +171,11 @@ def _check_unknown_keys(data: Any, schema: dict, where: Path, prefix: str = "") 
         if key not in known:
             if schema.get("additionalProperties", True) is False:
                 close = difflib.get_close_matches(str(key), list(known), n=1)
-                hint = f" (did you mean '{prefix}{close[0]}'?)" if close else f" (known keys: {', '.join(sorted(known))})"
+                hint = (
+                    f" (did you mean '{prefix}{close[0]}'?)"
+                    if close
+                    else f" (known keys: {', '.join(sorted(known))})"
+                )
                 raise ConfigError(f"{where}: unknown key '{dotted}'{hint}.")
             continue
         _check_unknown_keys(data[key], known[key], where, dotted + ".")
@@ -199,8 +230,14 @@ def parse_config(data: dict | None, where: Path) -> Config:
     archive = merged["archive"]
     checklist = _clean_path(archive["checklist"], "archive.checklist", where, kind="file")
     pattern = _check_pattern(archive["pattern"], where)
-    capture_folder = _capture_folder(merged["capture"].get("folder", ""), folders["divergent.extra_folders"], where)
-    capture_pattern = _check_capture_name(merged["capture"].get("name_pattern", lang["capture"]), merged["divergent"]["exclude"], where)
+    capture_folder = _capture_folder(
+        merged["capture"].get("folder", ""), folders["divergent.extra_folders"], where
+    )
+    capture_pattern = _check_capture_name(
+        merged["capture"].get("name_pattern", lang["capture"]),
+        merged["divergent"]["exclude"],
+        where,
+    )
     return Config(
         language=language,
         resident_dir=folders["layers.resident"],
@@ -210,7 +247,10 @@ def parse_config(data: dict | None, where: Path) -> Config:
         recursive_divergent=folders["divergent.recursive"],
         exclude=tuple(merged["divergent"]["exclude"]),
         ignore=tuple(merged["ignore"]),
-        extra_cues={name: tuple(cues.get(name, ())) for name in ("correction", "preference", "decision", "recurring")},
+        extra_cues={
+            name: tuple(cues.get(name, ()))
+            for name in ("correction", "preference", "decision", "recurring")
+        },
         min_recurrence=merged["signals"]["min_recurrence"],
         budget_tokens=merged["budget_tokens"],
         resident_max_tokens=merged["resident_max_tokens"],
@@ -265,7 +305,11 @@ def relative_path_problem(rel: str) -> str | None:
             return f"it contains the control or invisible character U+{ord(ch):04X}"
     if "\\" in rel:
         return "it contains a backslash (separate folders with '/')"
-    if rel.startswith(("/", "~")) or os.path.isabs(rel) or (len(rel) > 1 and rel[1] == ":" and rel[0].isalpha()):
+    if (
+        rel.startswith(("/", "~"))
+        or os.path.isabs(rel)
+        or (len(rel) > 1 and rel[1] == ":" and rel[0].isalpha())
+    ):
         return "it is an absolute path"
     for part in rel.split("/"):
         if part == "..":
@@ -288,7 +332,9 @@ def _clean_path(value: str, key: str, where: Path, kind: str = "folder") -> str:
     cleaned = cleaned.strip("/")
     problem = problem or relative_path_problem(cleaned)
     if problem:
-        raise ConfigError(f"{where}: setting '{key}' must be a {kind} inside the vault, not {value!r} ({problem}).")
+        raise ConfigError(
+            f"{where}: setting '{key}' must be a {kind} inside the vault, not {value!r} ({problem})."
+        )
     return cleaned
 
 
@@ -297,26 +343,50 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
     note must belong to exactly one layer (an archive inside the resident folder would be read
     at every session start; a pass would rewrite archived notes)."""
     layers = merged["layers"]
-    folders = {key: _clean_path(layers[key.split(".")[1]], key, where) for key in ("layers.resident", "layers.situational", "layers.archive")}
+    folders = {
+        key: _clean_path(layers[key.split(".")[1]], key, where)
+        for key in ("layers.resident", "layers.situational", "layers.archive")
+    }
     # `journal/**` is the folder journal and everything below it; a plain entry is one folder
-    recursive = frozenset(_clean_path(f.strip().rstrip("/")[:-3], "divergent.extra_folders", where)
-                          for f in merged["divergent"]["extra_folders"] if f.strip().rstrip("/").endswith("/**"))
-    extra = tuple(_clean_path(f.strip().rstrip("/")[:-3] if f.strip().rstrip("/").endswith("/**") else f, "divergent.extra_folders", where)
-                  for f in merged["divergent"]["extra_folders"])
+    recursive = frozenset(
+        _clean_path(f.strip().rstrip("/")[:-3], "divergent.extra_folders", where)
+        for f in merged["divergent"]["extra_folders"]
+        if f.strip().rstrip("/").endswith("/**")
+    )
+    extra = tuple(
+        _clean_path(
+            f.strip().rstrip("/")[:-3] if f.strip().rstrip("/").endswith("/**") else f,
+            "divergent.extra_folders",
+            where,
+        )
+        for f in merged["divergent"]["extra_folders"]
+    )
     for folder in extra:
         if any(ch in folder for ch in "*?["):
-            raise ConfigError(f"{where}: setting 'divergent.extra_folders' lists {folder!r}; a folder is named as it is, "
-                              "or as `folder/**` for it and every folder below it (other patterns are not supported).")
-    named = [(key, folder) for key, folder in folders.items()] + [("divergent.extra_folders", folder) for folder in extra]
-    user_set = {f"layers.{key}" for key in (data.get("layers") or {})} | ({"divergent.extra_folders"} if extra else set())
+            raise ConfigError(
+                f"{where}: setting 'divergent.extra_folders' lists {folder!r}; a folder is named as it is, "
+                "or as `folder/**` for it and every folder below it (other patterns are not supported)."
+            )
+    named = [(key, folder) for key, folder in folders.items()] + [
+        ("divergent.extra_folders", folder) for folder in extra
+    ]
+    user_set = {f"layers.{key}" for key in (data.get("layers") or {})} | (
+        {"divergent.extra_folders"} if extra else set()
+    )
     for index, (key_a, a) in enumerate(named):
         for key_b, b in named[index + 1 :]:
             if folder_overlap(a, b) is None:
                 continue
             # name the setting the user wrote: the defaults are not what they need to change
-            subject, other = ((key_b, b), (key_a, a)) if key_b in user_set and key_a not in user_set else ((key_a, a), (key_b, b))
+            subject, other = (
+                ((key_b, b), (key_a, a))
+                if key_b in user_set and key_a not in user_set
+                else ((key_a, a), (key_b, b))
+            )
             if subject[0] == other[0]:
-                raise ConfigError(f"{where}: setting '{subject[0]}' lists {a!r} and {b!r}, which overlap; each folder may appear once.")
+                raise ConfigError(
+                    f"{where}: setting '{subject[0]}' lists {a!r} and {b!r}, which overlap; each folder may appear once."
+                )
             raise ConfigError(
                 f"{where}: setting '{subject[0]}' ({subject[1]!r}) {folder_overlap(subject[1], other[1])} '{other[0]}' ({other[1]!r}); "
                 "layers must not overlap: each needs a folder of its own, and none may hold another."
@@ -340,10 +410,21 @@ def folder_overlap(a: str, b: str) -> str | None:
 
 def _check_pattern(pattern: str, where: Path) -> str:
     """`archive.pattern` is a path inside the archive folder for any date and note name."""
-    sample = pattern.replace("{yyyy}", "2026").replace("{mm}", "11").replace("{dd}", "28").replace("{name}", "note")
-    problem = "it is an absolute path" if sample.strip().startswith("/") else relative_path_problem(sample)
+    sample = (
+        pattern.replace("{yyyy}", "2026")
+        .replace("{mm}", "11")
+        .replace("{dd}", "28")
+        .replace("{name}", "note")
+    )
+    problem = (
+        "it is an absolute path"
+        if sample.strip().startswith("/")
+        else relative_path_problem(sample)
+    )
     if problem:
-        raise ConfigError(f"{where}: setting 'archive.pattern' must give a path inside the archive folder, not {pattern!r} ({problem}).")
+        raise ConfigError(
+            f"{where}: setting 'archive.pattern' must give a path inside the archive folder, not {pattern!r} ({problem})."
+        )
     return pattern
 
 
@@ -355,8 +436,10 @@ def _capture_folder(value: str, extra_folders: tuple[str, ...], where: Path) -> 
     cleaned = _clean_path(value, "capture.folder", where)
     if cleaned not in extra_folders:
         listed = f" ({', '.join(extra_folders)})" if extra_folders else ""
-        raise ConfigError(f"{where}: setting 'capture.folder' must be '' (the vault root) or one of divergent.extra_folders{listed}, "
-                          f"not {value!r}: a capture note anywhere else would never be scanned.")
+        raise ConfigError(
+            f"{where}: setting 'capture.folder' must be '' (the vault root) or one of divergent.extra_folders{listed}, "
+            f"not {value!r}: a capture note anywhere else would never be scanned."
+        )
     return cleaned
 
 
@@ -368,7 +451,9 @@ def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
     if problem is None and any(fnmatch.fnmatch(name, glob) for glob in exclude):
         problem = "divergent.exclude leaves it out, so it would never be scanned"
     if problem:
-        raise ConfigError(f"{where}: setting 'capture.name_pattern' must give a plain note name, not {pattern!r} ({problem}).")
+        raise ConfigError(
+            f"{where}: setting 'capture.name_pattern' must give a plain note name, not {pattern!r} ({problem})."
+        )
     return pattern
 
 
@@ -447,15 +532,15 @@ llm:
   timeout_seconds: 600
 
 formats:
-  source: "{lang['source']}"
-  trace: "{lang['trace']}"
+  source: "{lang["source"]}"
+  trace: "{lang["trace"]}"
 
 archive:
   pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder
   checklist: ARCHIVE-CHECKLIST.md
 
 capture:
-  name_pattern: "{lang['capture']}"   # `cmem note` appends to this note
+  name_pattern: "{lang["capture"]}"   # `cmem note` appends to this note
 
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true

@@ -61,7 +61,9 @@ def validator(schema_text: str) -> Callable[[Any], Any]:
     It raises fastjsonschema's own JsonSchemaValueException, as the compiled one does."""
     import fastjsonschema
 
-    path = os.path.join(cache_dir("validators"), f"{_digest(schema_text, fastjsonschema.VERSION, _PY)}.marshal")
+    path = os.path.join(
+        cache_dir("validators"), f"{_digest(schema_text, fastjsonschema.VERSION, _PY)}.marshal"
+    )
     stored = _read(path)
     if isinstance(stored, tuple) and len(stored) == 2:
         name, code = stored

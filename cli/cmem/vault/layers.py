@@ -15,9 +15,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from cmem.vault.config import CONFIG_DIR, NEVER_READ_DIRS, Config, folder_overlap, load_config, relative_path_problem
 from cmem.errors import CmemError, VaultNotFound
 from cmem.text.names import is_undecodable, show_name
+from cmem.vault.config import (
+    CONFIG_DIR,
+    NEVER_READ_DIRS,
+    Config,
+    folder_overlap,
+    load_config,
+    relative_path_problem,
+)
 
 DIVERGENT = "divergent"
 RESIDENT = "resident"
@@ -26,7 +33,12 @@ ARCHIVE = "archive"
 LAYERS = (DIVERGENT, RESIDENT, SITUATIONAL, ARCHIVE)
 
 # The setting that names each layer's folder (the divergent layer's extra folders).
-SETTINGS = {RESIDENT: "layers.resident", SITUATIONAL: "layers.situational", ARCHIVE: "layers.archive", DIVERGENT: "divergent.extra_folders"}
+SETTINGS = {
+    RESIDENT: "layers.resident",
+    SITUATIONAL: "layers.situational",
+    ARCHIVE: "layers.archive",
+    DIVERGENT: "divergent.extra_folders",
+}
 
 
 class PathRefused(CmemError):
@@ -75,7 +87,11 @@ class NoteFile:
         return base[:-3] if base.endswith(".md") else base
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, NoteFile) and (self.rel, str(self.location), self.layer) == (other.rel, str(other.location), other.layer)
+        return isinstance(other, NoteFile) and (self.rel, str(self.location), self.layer) == (
+            other.rel,
+            str(other.location),
+            other.layer,
+        )
 
     def __hash__(self) -> int:
         return hash((self.rel, self.layer))
@@ -92,7 +108,12 @@ class Vault:
     @cached_property
     def _layers_nest(self) -> bool:
         """Whether one layer folder lies inside another (then a walk must ask layer_of)."""
-        bases = [self.config.resident_dir, self.config.situational_dir, self.config.archive_dir, *self.config.extra_divergent]
+        bases = [
+            self.config.resident_dir,
+            self.config.situational_dir,
+            self.config.archive_dir,
+            *self.config.extra_divergent,
+        ]
         return any(a != b and (a + "/").startswith(b + "/") for a in bases for b in bases)
 
     @cached_property
@@ -146,8 +167,12 @@ class Vault:
 
     def layer_folder(self, layer: str) -> str:
         """The configured folder of a layer ('' for the divergent layer: the vault root)."""
-        return {RESIDENT: self.config.resident_dir, SITUATIONAL: self.config.situational_dir,
-                ARCHIVE: self.config.archive_dir, DIVERGENT: ""}[layer]
+        return {
+            RESIDENT: self.config.resident_dir,
+            SITUATIONAL: self.config.situational_dir,
+            ARCHIVE: self.config.archive_dir,
+            DIVERGENT: "",
+        }[layer]
 
     def confined(self, rel: str, layer: str | None = None) -> Path:
         """The absolute path (`root / rel`, not resolved) of a vault-relative path cmem may
@@ -182,7 +207,11 @@ class Vault:
         if layer is not None:
             base = self._layer_base(rel, layer)
             if base is None:
-                where = f"{self.layer_folder(layer)}/" if layer != DIVERGENT else "the vault root or a divergent folder"
+                where = (
+                    f"{self.layer_folder(layer)}/"
+                    if layer != DIVERGENT
+                    else "the vault root or a divergent folder"
+                )
                 return f"is outside the {layer} layer ({where})"
         return self._disk_problem(rel, layer, base)
 
@@ -221,7 +250,14 @@ class Vault:
         real_rel = _inside(real, real_root)
         if real_rel is None:
             return f"goes through {via} out of the vault"
-        hidden = next((part for part in real_rel.split("/") if part.startswith(".") or part in NEVER_READ_DIRS), None)
+        hidden = next(
+            (
+                part
+                for part in real_rel.split("/")
+                if part.startswith(".") or part in NEVER_READ_DIRS
+            ),
+            None,
+        )
         if hidden:
             return f"goes through {via} into {hidden}/, which cmem never reads or writes"
         if layer is None:
@@ -271,7 +307,10 @@ class Vault:
         folder = "/".join(parts[:-1])
         if folder in self.config.extra_divergent or self._in_recursive_divergent(folder):
             return None if self._excluded(parts[-1]) else DIVERGENT
-        for layer, base in ((RESIDENT, self.config.resident_dir), (SITUATIONAL, self.config.situational_dir)):
+        for layer, base in (
+            (RESIDENT, self.config.resident_dir),
+            (SITUATIONAL, self.config.situational_dir),
+        ):
             if rel.startswith(base + "/"):
                 return layer
         if rel.startswith(self.config.archive_dir + "/") and rel != self.checklist_rel:
@@ -284,7 +323,7 @@ class Vault:
             return False
         for base in self.config.recursive_divergent:
             if folder.startswith(base + "/"):
-                inner = folder[len(base) + 1:].split("/")
+                inner = folder[len(base) + 1 :].split("/")
                 return not any(part.startswith(".") or part in NEVER_READ_DIRS for part in inner)
         return False
 
@@ -296,7 +335,9 @@ class Vault:
     def divergent_folders(self) -> list[Path]:
         folders = [self.root]
         for folder in self.config.extra_divergent:
-            folders += [self.root / folder] + (self._subfolders(folder) if folder in self.config.recursive_divergent else [])
+            folders += [self.root / folder] + (
+                self._subfolders(folder) if folder in self.config.recursive_divergent else []
+            )
         return folders
 
     def _subfolders(self, base: str) -> list[Path]:
@@ -309,7 +350,11 @@ class Vault:
             except OSError:
                 continue
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
+                if (
+                    entry.is_dir(follow_symlinks=False)
+                    and not entry.name.startswith(".")
+                    and entry.name not in NEVER_READ_DIRS
+                ):
                     if self._in_recursive_divergent(self.rel(entry.path)):
                         found.append(Path(entry.path))
                         stack.append(Path(entry.path))
@@ -335,7 +380,9 @@ class Vault:
         if layer == DIVERGENT:
             notes = self._list_flat(self.root)
             for folder in self.config.extra_divergent:
-                if self.layer_folder_problem(DIVERGENT, folder) is None:  # a folder linked out of the vault is not read
+                if (
+                    self.layer_folder_problem(DIVERGENT, folder) is None
+                ):  # a folder linked out of the vault is not read
                     notes.extend(self._list_flat(self.root / folder))
                     if folder in self.config.recursive_divergent:
                         for sub in self._subfolders(folder):
@@ -381,7 +428,11 @@ class Vault:
                     if entry.name not in NEVER_READ_DIRS:
                         stack.append(Path(entry.path))
                     continue
-                if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
+                if (
+                    not entry.name.endswith(".md")
+                    or is_sync_conflict(entry.name)
+                    or entry.is_symlink()
+                ):
                     continue
                 rel = self.rel(entry.path)
                 if self._layers_nest or self.config.ignore:
@@ -409,7 +460,7 @@ def _inside(path: str, folder: str) -> str | None:
     if path == folder:
         return ""
     prefix = os.path.join(folder, "")
-    return path[len(prefix):].replace(os.sep, "/") if path.startswith(prefix) else None
+    return path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else None
 
 
 def state_dir_for(root: Path) -> Path:
@@ -418,7 +469,9 @@ def state_dir_for(root: Path) -> Path:
     A vault synced between machines must not carry one machine's lock or logs to another, and
     two vaults with the same folder name must not share one folder.
     """
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     resolved = str(Path(root).resolve())
     slug = re.sub(r"[^\w.-]+", "-", show_name(Path(resolved).name)).strip("-") or "vault"
     digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
@@ -434,7 +487,9 @@ def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | Non
             source = "--vault" if explicit else "$CMEM_VAULT"
             raise VaultNotFound(f"{source} points to {root}, which is not a folder.")
         if not (root / CONFIG_DIR).is_dir():
-            raise VaultNotFound(f"{root} is not a cmem vault (no {CONFIG_DIR}/ folder); run `cmem init {root}` first.")
+            raise VaultNotFound(
+                f"{root} is not a cmem vault (no {CONFIG_DIR}/ folder); run `cmem init {root}` first."
+            )
         return root.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):

@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from cmem.vault.layers import (
-    ARCHIVE, DIVERGENT, NEVER_READ_DIRS, RESIDENT, SITUATIONAL, NoteFile, Vault, is_cloud_placeholder, is_sync_conflict,
-    is_undecodable, show_name,
+    ARCHIVE,
+    DIVERGENT,
+    NEVER_READ_DIRS,
+    RESIDENT,
+    SITUATIONAL,
+    NoteFile,
+    Vault,
+    is_cloud_placeholder,
+    is_sync_conflict,
+    is_undecodable,
+    show_name,
 )
 
 LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads out of the vault
@@ -149,7 +158,9 @@ def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = No
         return note
     note.size, note.mtime_ns = st.st_size, st.st_mtime_ns
     if st.st_size > max_bytes:
-        note.skip_reason = f"is {_size(st.st_size)}, over the {_size(max_bytes)} limit (max_note_bytes)"
+        note.skip_reason = (
+            f"is {_size(st.st_size)}, over the {_size(max_bytes)} limit (max_note_bytes)"
+        )
         return note
     if st.st_size >= _DATALESS_MIN_SIZE and getattr(st, "st_blocks", 1) == 0:
         note.skip_reason = "has no data on disk (a cloud placeholder); open it once to download it"
@@ -171,7 +182,11 @@ def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = No
 def line_end(raw: bytes) -> bytes:
     """A file's own line end: `\r\n` when every line ends so (a `core.autocrlf` checkout), else
     `\n`. cmem compares text with `\n` and writes a file back in its own line ends."""
-    return b"\r\n" if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n") else b"\n"
+    return (
+        b"\r\n"
+        if b"\r\n" in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n")
+        else b"\n"
+    )
 
 
 def _decode_into(note: Note, raw: bytes) -> Note:
@@ -182,7 +197,9 @@ def _decode_into(note: Note, raw: bytes) -> Note:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
-        note.problems.append(f"is not valid UTF-8 (byte {exc.start}); read with replacement characters")
+        note.problems.append(
+            f"is not valid UTF-8 (byte {exc.start}); read with replacement characters"
+        )
     if "\r" in text:
         # CRLF throughout is a note's own line ends (a `core.autocrlf` checkout): read as `\n`,
         # nothing to say. Mixed ends, or a lone CR, are named: cmem cannot tell which is meant.
@@ -232,17 +249,24 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
     odd = []
     folders = [vault.root]
     layer_folders = [(DIVERGENT, f) for f in vault.config.extra_divergent]
-    layer_folders += [(layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)]
+    layer_folders += [
+        (layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)
+    ]
     for layer, folder in layer_folders:
         problem = vault.layer_folder_problem(layer, folder)
         if problem:
-            odd.append(OddFile(folder, LINKED_FOLDER, f"{problem}; cmem does not read or write through it"))
+            odd.append(
+                OddFile(folder, LINKED_FOLDER, f"{problem}; cmem does not read or write through it")
+            )
         else:
             folders.append(vault.root / folder)
     seen: set[str] = set()
     for top in folders:
         top_rel = top.relative_to(vault.root).as_posix()
-        recursive = top != vault.root and (top_rel not in vault.config.extra_divergent or top_rel in vault.config.recursive_divergent)
+        recursive = top != vault.root and (
+            top_rel not in vault.config.extra_divergent
+            or top_rel in vault.config.recursive_divergent
+        )
         stack = [top]
         while stack:
             folder = stack.pop()
@@ -257,27 +281,57 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
                         rel = show_name(vault.rel(entry.path))
                         if rel not in seen:
                             seen.add(rel)
-                            message = UNDECODABLE if not is_dir else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
+                            message = (
+                                UNDECODABLE
+                                if not is_dir
+                                else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
+                            )
                             odd.append(OddFile(rel, "undecodable-name", message))
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if recursive and not entry.name.startswith(".") and entry.name not in NEVER_READ_DIRS:
+                    if (
+                        recursive
+                        and not entry.name.startswith(".")
+                        and entry.name not in NEVER_READ_DIRS
+                    ):
                         stack.append(entry.path)
                     continue
-                if not (is_cloud_placeholder(entry.name) or entry.name.endswith(".md") and (is_sync_conflict(entry.name) or entry.is_symlink())):
+                if not (
+                    is_cloud_placeholder(entry.name)
+                    or entry.name.endswith(".md")
+                    and (is_sync_conflict(entry.name) or entry.is_symlink())
+                ):
                     continue  # an ordinary file: no path arithmetic (this walks the whole archive)
                 rel = vault.rel(entry.path)
                 if rel in seen:
                     continue
                 if is_cloud_placeholder(entry.name):
                     seen.add(rel)
-                    odd.append(OddFile(rel, "cloud-placeholder", "is a cloud placeholder (not downloaded); it is not read"))
+                    odd.append(
+                        OddFile(
+                            rel,
+                            "cloud-placeholder",
+                            "is a cloud placeholder (not downloaded); it is not read",
+                        )
+                    )
                 elif entry.name.endswith(".md") and is_sync_conflict(entry.name):
                     seen.add(rel)
-                    odd.append(OddFile(rel, "sync-conflict", "is a sync-conflict copy; merge it into the original by hand"))
+                    odd.append(
+                        OddFile(
+                            rel,
+                            "sync-conflict",
+                            "is a sync-conflict copy; merge it into the original by hand",
+                        )
+                    )
                 elif entry.name.endswith(".md") and entry.is_symlink():
                     seen.add(rel)
-                    odd.append(OddFile(rel, "symlink", "is a symbolic link; cmem does not follow links out of the vault"))
+                    odd.append(
+                        OddFile(
+                            rel,
+                            "symlink",
+                            "is a symbolic link; cmem does not follow links out of the vault",
+                        )
+                    )
     return sorted(odd, key=lambda o: o.rel)
 
 
@@ -290,8 +344,13 @@ def find_undecodable_names(vault: Vault) -> list[OddFile]:
         for name in sorted(dirs + files):
             if is_undecodable(name):
                 kind = "folder" if name in dirs else "file"
-                found.append(OddFile(show_name(vault.rel(os.path.join(folder, name))), "undecodable-name",
-                                     f"is a {kind} whose name is not valid UTF-8; cmem never reads it, and git may show it oddly (rename it)"))
+                found.append(
+                    OddFile(
+                        show_name(vault.rel(os.path.join(folder, name))),
+                        "undecodable-name",
+                        f"is a {kind} whose name is not valid UTF-8; cmem never reads it, and git may show it oddly (rename it)",
+                    )
+                )
         dirs[:] = [d for d in dirs if not is_undecodable(d)]
     return sorted(found, key=lambda o: o.rel)
 
@@ -300,10 +359,14 @@ def odd_from_note(note: Note) -> list[OddFile]:
     found = []
     if note.skip_reason:
         kind = (
-            "empty" if "empty" in note.skip_reason
-            else "binary" if "NUL" in note.skip_reason
-            else "too-large" if "limit" in note.skip_reason
-            else "cloud-placeholder" if "placeholder" in note.skip_reason
+            "empty"
+            if "empty" in note.skip_reason
+            else "binary"
+            if "NUL" in note.skip_reason
+            else "too-large"
+            if "limit" in note.skip_reason
+            else "cloud-placeholder"
+            if "placeholder" in note.skip_reason
             else "unreadable"
         )
         found.append(OddFile(note.rel, kind, note.skip_reason))

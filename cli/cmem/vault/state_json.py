@@ -56,7 +56,13 @@ class ConvergedNote:
     into: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"sha256": self.sha256, "lines": sorted(self.lines), "pass": self.pass_id, "time": self.time, "into": self.into}
+        return {
+            "sha256": self.sha256,
+            "lines": sorted(self.lines),
+            "pass": self.pass_id,
+            "time": self.time,
+            "into": self.into,
+        }
 
 
 @dataclass
@@ -88,7 +94,9 @@ def load_state(path: Path) -> State:
     except FileNotFoundError:
         return State()
     except UnicodeDecodeError:
-        raise CmemError(f"{path} is not UTF-8; restore it from git (`git checkout -- {path.name}`).") from None
+        raise CmemError(
+            f"{path} is not UTF-8; restore it from git (`git checkout -- {path.name}`)."
+        ) from None
     return parse_state(text, path)
 
 
@@ -97,9 +105,13 @@ def parse_state(text: str, path: "Path | str") -> State:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CmemError(f"{path} is not valid JSON (line {exc.lineno}); restore it from git or run `cmem doctor`.") from None
+        raise CmemError(
+            f"{path} is not valid JSON (line {exc.lineno}); restore it from git or run `cmem doctor`."
+        ) from None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-        raise CmemError(f"{path} has state format {data.get('version') if isinstance(data, dict) else '?'}; this cmem reads version {STATE_VERSION}.")
+        raise CmemError(
+            f"{path} has state format {data.get('version') if isinstance(data, dict) else '?'}; this cmem reads version {STATE_VERSION}."
+        )
     notes = {}
     for rel, entry in (data.get("notes") or {}).items():
         try:
@@ -111,7 +123,9 @@ def parse_state(text: str, path: "Path | str") -> State:
                 into=list(entry.get("into", [])),
             )
         except (KeyError, TypeError, AttributeError):
-            raise CmemError(f"{path}: the entry for {rel!r} is malformed; run `cmem doctor`.") from None
+            raise CmemError(
+                f"{path}: the entry for {rel!r} is malformed; run `cmem doctor`."
+            ) from None
     return State(notes=notes, passes=list(data.get("passes") or []))
 
 
@@ -119,7 +133,10 @@ def state_bytes(state: State) -> bytes:
     """Readable and diff-friendly: one line per converged note and per pass, so a pass's commit
     shows which notes it converged rather than hundreds of line fingerprints."""
     data = state.to_json()
-    notes = ",\n".join(f"  {json.dumps(rel, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}" for rel, entry in data["notes"].items())
+    notes = ",\n".join(
+        f"  {json.dumps(rel, ensure_ascii=False)}: {json.dumps(entry, ensure_ascii=False)}"
+        for rel, entry in data["notes"].items()
+    )
     passes = ",\n".join(f"  {json.dumps(entry, ensure_ascii=False)}" for entry in data["passes"])
     text = (
         "{\n"

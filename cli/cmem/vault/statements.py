@@ -115,7 +115,9 @@ def _bracket_ends(text: str, opener: str, closer: str) -> dict[int, int]:
     return ends
 
 
-def _ends_for(text: str, pattern: _Pattern, cache: dict[tuple[str, str], dict[int, int]]) -> dict[int, int] | None:
+def _ends_for(
+    text: str, pattern: _Pattern, cache: dict[tuple[str, str], dict[int, int]]
+) -> dict[int, int] | None:
     """The bracket table for a pattern's pair, shared by patterns with the same pair; None when
     the pair cannot nest (an opener equal to its closer, or none)."""
     if not pattern.opener or not pattern.closer or pattern.opener == pattern.closer:
@@ -145,7 +147,11 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
             if not date_match or not text.startswith(pattern.middle, date_match.end()):
                 position = start + 1
                 continue
-            end = ends.get(start, -1) if ends is not None else _balanced_end(text, start, pattern.opener, pattern.closer)
+            end = (
+                ends.get(start, -1)
+                if ends is not None
+                else _balanced_end(text, start, pattern.opener, pattern.closer)
+            )
             if end < 0:
                 position = start + 1
                 continue
@@ -179,16 +185,27 @@ def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, i
         bracketed = pattern.opener in "（([【"
         ends = _ends_for(text, pattern, cache) if bracketed else None
         position = 0
-        suffix_at = (-1, -1)  # (searched from, found at): one search answers every later prefix before it
+        suffix_at = (
+            -1,
+            -1,
+        )  # (searched from, found at): one search answers every later prefix before it
         while True:
             start = text.find(pattern.prefix, position)
             if start < 0:
                 break
             if bracketed:
-                end = ends.get(start, -1) if ends is not None else _balanced_end(text, start, pattern.opener, pattern.closer)
+                end = (
+                    ends.get(start, -1)
+                    if ends is not None
+                    else _balanced_end(text, start, pattern.opener, pattern.closer)
+                )
             else:
                 after = start + len(pattern.prefix)
-                if not (suffix_at[0] >= 0 and suffix_at[0] <= after and (suffix_at[1] < 0 or suffix_at[1] >= after)):
+                if not (
+                    suffix_at[0] >= 0
+                    and suffix_at[0] <= after
+                    and (suffix_at[1] < 0 or suffix_at[1] >= after)
+                ):
                     suffix_at = (after, text.find(pattern.suffix, after))
                 end = suffix_at[1] + len(pattern.suffix) if suffix_at[1] >= 0 else -1
             if end <= start:
@@ -201,7 +218,9 @@ def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, i
     return sorted(found)
 
 
-def split_statement(line: str, formats: Formats | None = None) -> tuple[str, list[str], list[Trace]]:
+def split_statement(
+    line: str, formats: Formats | None = None
+) -> tuple[str, list[str], list[Trace]]:
     """(core, sources, traces) of one statement line. Sources inside a trace belong to the old
     wording and are not the statement's own."""
     traces = find_traces(line, formats)
@@ -211,7 +230,11 @@ def split_statement(line: str, formats: Formats | None = None) -> tuple[str, lis
     for start, end, names in find_sources(line, formats):
         while trace_index < len(traces) and traces[trace_index].end <= start:
             trace_index += 1
-        if trace_index < len(traces) and traces[trace_index].start <= start and end <= traces[trace_index].end:
+        if (
+            trace_index < len(traces)
+            and traces[trace_index].start <= start
+            and end <= traces[trace_index].end
+        ):
             continue
         spans.append((start, end))
         sources.extend(names)
@@ -249,7 +272,9 @@ def statement_lines(text: str, start_line: int = 1) -> list[tuple[int, str]]:
             continue
         if not stripped or stripped.startswith("#") and re.match(r"#{1,6}(\s|$)", stripped):
             continue
-        if re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", stripped) or re.fullmatch(r"(-{3,}|\*{3,}|_{3,})", stripped):
+        if re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", stripped) or re.fullmatch(
+            r"(-{3,}|\*{3,}|_{3,})", stripped
+        ):
             continue  # table rule or thematic break
         if _LIST_MARKER.sub("", line).strip() == "":
             continue  # an empty list item
@@ -257,7 +282,9 @@ def statement_lines(text: str, start_line: int = 1) -> list[tuple[int, str]]:
     return result
 
 
-def parse_statements(body: str, start_line: int = 1, formats: Formats | None = None) -> list[Statement]:
+def parse_statements(
+    body: str, start_line: int = 1, formats: Formats | None = None
+) -> list[Statement]:
     statements = []
     for line_no, line in statement_lines(body, start_line):
         core, sources, traces = split_statement(line, formats)
@@ -286,7 +313,11 @@ class _DropTable(dict):
     def __missing__(self, code: int) -> int | None:
         char = chr(code)
         category = unicodedata.category(char)
-        keep = char in _KEEP or category in _KEEP_CATEGORIES or not category.startswith(_DROP_CATEGORIES)
+        keep = (
+            char in _KEEP
+            or category in _KEEP_CATEGORIES
+            or not category.startswith(_DROP_CATEGORIES)
+        )
         value = code if keep else None
         self[code] = value
         return value

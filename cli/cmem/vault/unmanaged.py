@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from cmem.text.names import is_undecodable
 from cmem.vault.config import NEVER_READ_DIRS
 from cmem.vault.layers import Vault
-from cmem.text.names import is_undecodable
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,10 @@ def find_unmanaged(vault: Vault) -> list[UnmanagedFolder]:
         counts[top] = counts.get(top, 0) + 1
         if "/" in rel_folder:
             nested.add(top)
-    return sorted((UnmanagedFolder(top, n, top in nested) for top, n in counts.items()), key=lambda f: (-f.notes, f.folder))
+    return sorted(
+        (UnmanagedFolder(top, n, top in nested) for top, n in counts.items()),
+        key=lambda f: (-f.notes, f.folder),
+    )
 
 
 def unmanaged_notes(vault: Vault) -> list[str]:
@@ -53,7 +56,11 @@ def unmanaged_notes(vault: Vault) -> list[str]:
     templates = template_folders(vault.root)
     for folder, dirs, names in os.walk(root):
         # a name that is not UTF-8 is reported as an odd file elsewhere, never printed here
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d not in NEVER_READ_DIRS and not is_undecodable(d)
+        ]
         rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
         if rel_folder == ".":
             continue  # root notes are divergent (or excluded on purpose: README.md, AGENTS.md)
@@ -64,7 +71,11 @@ def unmanaged_notes(vault: Vault) -> list[str]:
             if not name.endswith(".md") or name.startswith(".") or is_undecodable(name):
                 continue
             rel = f"{rel_folder}/{name}"
-            if vault.layer_of(rel) is not None or vault.is_ignored(rel) or rel == vault.checklist_rel:
+            if (
+                vault.layer_of(rel) is not None
+                or vault.is_ignored(rel)
+                or rel == vault.checklist_rel
+            ):
                 continue
             if os.path.islink(os.path.join(folder, name)):
                 continue  # a link may lead out of the vault: never read through it
