@@ -72,7 +72,7 @@ def test_a_rejected_pass_names_the_rounds_the_snapshot_and_is_in_the_log(pass_va
     assert "the model was asked 3 times (1 + 2 repair rounds)" in done.stderr
     assert "no memory file was written and no note was marked converged" in done.stderr
     snapshot_sha = git(pass_vault, "rev-parse", "HEAD").strip()
-    assert f"your hand edits were committed first as {snapshot_sha[:8]}" in done.stderr
+    assert f"your notes and edits were committed first as {snapshot_sha[:8]}" in done.stderr
     assert "run record: " in done.stderr and "next: " in done.stderr
     entry = log_entries(pass_vault)[0]
     assert entry["status"] == "failed" and entry["rounds"] == 3 and entry["commit"] is None

@@ -379,7 +379,7 @@ def failure_summary(result: PassResult, snapshot: str | None) -> str:
         lines.append("  no memory file was written and no note was marked converged")
     if snapshot:
         lines.append(
-            f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)"
+            f"  your notes and edits were committed first as {snapshot[:8]} (that commit stays)"
         )
     if result.run_dir:
         lines.append(f"  run record: {result.run_dir}")
@@ -401,7 +401,7 @@ def interrupted_summary(result: PassResult, snapshot: str | None, applying: bool
             lines.insert(1, "  the model command was stopped")
     if applying and snapshot:
         lines.append(
-            f"  your hand edits were committed first as {snapshot[:8]} (that commit stays)"
+            f"  your notes and edits were committed first as {snapshot[:8]} (that commit stays)"
         )
     if applying and result.run_dir:
         lines.append(f"  run record: {result.run_dir}")

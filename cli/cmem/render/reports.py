@@ -346,7 +346,7 @@ def render_pass(result, show_diff: bool = False) -> str:
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
     out.append(paint(f"{head} · pass {result.pass_id}{engine}", "bold"))
     if result.snapshot_commit:
-        out.append(f"  your hand edits were committed first as {result.snapshot_commit[:8]}")
+        out.append(f"  your notes and edits were committed first as {result.snapshot_commit[:8]}")
     if result.diffstat:
         out.append("  files:")
         for path, added, removed in result.diffstat:
