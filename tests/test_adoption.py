@@ -229,3 +229,22 @@ def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
     (root / "Projects/dune-notes.md").write_text("- Dune re-read planned\n", "utf-8")
     again = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     assert "Projects/dune-notes.md" in {r["path"] for r in again["results"]}
+
+
+def test_init_asks_about_tracking_a_vault_whose_notes_are_all_in_folders(tmp_path):
+    """The question is asked when the folder holds anything of the user's — notes at the top or
+    only folders of them (most real vaults) — and not for an empty folder or one with only
+    hidden entries (.obsidian, .git)."""
+    from cmem.setup.init import holds_user_files
+
+    only_folders = tmp_path / "folders"
+    (only_folders / "Projects").mkdir(parents=True)
+    (only_folders / "Projects" / "a.md").write_text("# a\n", "utf-8")
+    (only_folders / ".obsidian").mkdir()
+    assert holds_user_files(only_folders)
+    hidden_only = tmp_path / "hidden"
+    (hidden_only / ".obsidian").mkdir(parents=True)
+    assert not holds_user_files(hidden_only)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert not holds_user_files(empty)

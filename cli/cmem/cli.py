@@ -123,7 +123,7 @@ def init(
     repository and commits cmem's files. Running it again changes nothing.
     """
     from cmem.render.reports import render_init
-    from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
+    from cmem.setup.init import ParentRepoChoiceNeeded, holds_user_files, init_vault
     from cmem.vault.config import load_config
 
     _global["json"] = as_json
@@ -143,12 +143,7 @@ def init(
     if track_all is None:
         track_all = False
         new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
-        if (
-            new
-            and sys.stdin.isatty()
-            and not as_json
-            and any(p.is_file() for p in path.iterdir() if not p.name.startswith("."))
-        ):
+        if new and sys.stdin.isatty() and not as_json and holds_user_files(path):
             track_all = typer.confirm(
                 "Track the whole vault in git (every note and attachment; remembered as git.track_all)?",
                 default=True,

@@ -132,6 +132,16 @@ def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
     return entries
 
 
+def holds_user_files(path: Path) -> bool:
+    """Whether a folder being adopted holds anything of the user's — a note, an attachment, or a
+    folder of them (a real Obsidian vault often keeps every note in folders): then `cmem init`
+    asks whether to track the whole vault in git. Hidden entries (.obsidian, .git) do not count."""
+    try:
+        return any(not entry.name.startswith(".") for entry in path.iterdir())
+    except OSError:
+        return False
+
+
 def init_vault(
     path: Path,
     language: str = "zh",
