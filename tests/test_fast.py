@@ -436,3 +436,109 @@ def test_a_stored_status_shows_unmanaged_folders_as_a_fresh_one_does(sample_vaul
     assert not hit and fresh == text and "not read:" in text
     data, hit = status_json(sample_vault)
     assert data["unmanaged"] and "conflicts" in data
+
+
+# --- sync: the light path prints what the full CLI prints ------------------------------------
+
+# fixed commit dates, so a world built twice has the same commits (its ids are in --json)
+GIT_DATES = {
+    "GIT_AUTHOR_DATE": "2026-11-30T10:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-11-30T10:00:00+00:00",
+}
+
+
+def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
+    """A remote and a clone, built afresh at the same paths each call (errors name the vault's
+    path), in the state `kind` names; returns the folder to sync."""
+    base = tmp_path / "world"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir()
+    env = dict(os.environ, **GIT_DATES)
+    run = lambda *args: subprocess.run(args, env=env, check=True, capture_output=True)  # noqa: E731
+    remote, clone = base / "remote.git", base / "a"
+    run("git", "clone", "-q", "--bare", str(sample_vault), str(remote))
+    run("git", "clone", "-q", str(remote), str(clone))
+    if kind == "fast-forward":  # another machine pushed a note
+        other = base / "b"
+        run("git", "clone", "-q", str(remote), str(other))
+        (other / "2026-11-29 other.md").write_text("- 以后都先给结论\n", encoding="utf-8")
+        run("git", "-C", str(other), "add", "-A")
+        run("git", "-C", str(other), "commit", "-qm", "note on b")
+        run("git", "-C", str(other), "push", "-q")
+    elif kind == "push":  # this machine committed a note the remote lacks
+        (clone / "2026-11-29 here.md").write_text("- 我决定先写测试\n", encoding="utf-8")
+        run("git", "-C", str(clone), "add", "-A")
+        run("git", "-C", str(clone), "commit", "-qm", "note on a")
+    elif kind == "offline":
+        remote.rename(base / "elsewhere.git")
+    elif kind == "no remote":
+        run("git", "-C", str(clone), "remote", "remove", "origin")
+    elif kind == "not a vault":
+        (base / "plain").mkdir()
+        return base / "plain"
+    return clone
+
+
+def run_entry(module: str, argv: list[str]) -> tuple[int, str, str, set[str]]:
+    """`cmem ARGV` through `module`'s main: (exit code, stdout, stderr, modules imported)."""
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **GIT_DATES),
+    )
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    err = "".join(line + "\n" for line in result.stderr.splitlines() if "import time:" not in line)
+    return result.returncode, result.stdout, err, modules
+
+
+@pytest.mark.parametrize(
+    "kind, code",
+    [
+        ("up to date", 0),
+        ("fast-forward", 0),
+        ("push", 0),
+        ("offline", 3),
+        ("no remote", 1),
+        ("not a vault", 1),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_sync_light_path_prints_what_the_full_cli_prints(
+    tmp_path, sample_vault, kind, code, as_json
+):
+    argv_tail = ["--json"] if as_json else []
+    answers = []
+    for module in ("cmem.fast", "cmem.cli"):
+        folder = sync_world(tmp_path, sample_vault, kind)
+        answers.append(run_entry(module, ["sync", "--vault", str(folder), *argv_tail]))
+    (light_code, light_out, light_err, light_modules), (full_code, full_out, full_err, _) = answers
+    assert (light_code, light_out, light_err) == (full_code, full_out, full_err)
+    assert light_code == code, light_err
+    assert "typer" not in light_modules and "cmem.cli" not in light_modules
+    assert (light_out + light_err).strip()  # each case says something
+
+
+def test_sync_light_path_hands_over_what_it_does_not_know(tmp_path, sample_vault):
+    assert fast.parse_sync(["sync", "--vault", "v", "--json"]) == {
+        "vault": "v",
+        "json": True,
+        "no_color": False,
+    }
+    assert fast.parse_sync(["--vault", "a", "--no-color", "sync", "--vault=b"])["vault"] == "b"
+    for argv in (["sync", "--help"], ["sync", "--verbose"], ["status"], ["--json", "sync"]):
+        assert fast.parse_sync(argv) is None, argv
+    assert fast.parse_sync(["sync", "--vault", ""]) is None
+    # an interrupted step: the full CLI finishes or undoes it first, and says so
+    from cmem.vault.layers import open_vault
+
+    clone = sync_world(tmp_path, sample_vault, "up to date")
+    request = {"vault": str(clone), "json": False, "no_color": False}
+    assert fast.run_sync(request) == 0
+    (open_vault(clone).journal_dir / "step-1").mkdir(parents=True)
+    assert fast.run_sync(request) is None

@@ -112,6 +112,40 @@ def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vaul
         )
 
 
+# `cmem sync` needs the vault, its config and git, but never the CLI framework; YAML only until
+# the config's parse is stored (cmem.vault.config_cache)
+SYNC_PATH_NEVER = ("typer", "click", "cmem.cli", "yaml", "rich", "cmem.scan", "cmem.converge")
+
+
+@pytest.mark.parametrize("argv", [["sync"], ["sync", "--json"], ["--no-color", "sync"]])
+def test_sync_path_imports_no_cli_framework(argv, tmp_path, sample_vault):
+    """The installed entry point runs `cmem sync` with nothing to do without typer or click; the
+    second call (config parse stored) without YAML either."""
+    remote, clone = tmp_path / "remote.git", tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--bare", str(sample_vault), str(remote)], check=True)
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
+    env = dict(os.environ, CMEM_VAULT=str(clone))
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+    assert "up to date with origin/main" in result.stdout or '"status": "nothing"' in result.stdout
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    for heavy in SYNC_PATH_NEVER:
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (
+            f"{argv} imported {heavy}"
+        )
+
+
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run(

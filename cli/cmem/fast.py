@@ -27,6 +27,9 @@ print time. A running or interrupted step always falls through to the real comma
 
 Read commands are a registry (`READ_COMMANDS`): a name, the options the fast path understands, and
 how to print a stored payload. Any other argument, any doubt, any error: the real CLI runs.
+
+`cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
+config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ HELP_FLAGS = ("--help", "-h")
 
 def main() -> None:
     argv = sys.argv[1:]
+    sync_request = parse_sync(argv)
+    if sync_request is not None:
+        code = run_sync(sync_request)
+        if code is not None:
+            sys.exit(code)
     try:
         out = answer(argv)
     except Exception:  # any doubt: the real command decides (and reports errors properly)
@@ -180,6 +188,121 @@ READ_COMMANDS = {
         "render": _render_stored_text,
     },
 }
+
+
+# --- sync ---------------------------------------------------------------------------------------
+#
+# `cmem sync` runs in a loop or a hook on every machine, and most of the time there is nothing to
+# fetch: typer and the CLI module then cost several times sync's own work (issue 16). It is a
+# write command, so nothing is stored; instead it runs here with only what sync needs imported,
+# and prints exactly what `cli.py: sync` prints. Before the sync starts, any doubt hands over to
+# the full CLI; once it has started, it must not run twice, so errors are reported here exactly
+# as `cli.py: main` and `_fail` report them.
+
+_ANSI = None  # click's pattern for an escape sequence, compiled on first use
+
+
+def parse_sync(argv: list[str]) -> dict | None:
+    """`[--vault V] [--no-color] sync [--vault V] [--json] [--no-color]`, or None (the full CLI
+    decides). The last --vault wins, as click's does; the option given to `sync` is the later."""
+    request = {"vault": None, "json": False, "no_color": False}
+    seen_sync = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--vault" and args:
+            request["vault"] = args.pop(0)
+        elif arg.startswith("--vault="):
+            request["vault"] = arg[len("--vault=") :]
+        elif arg == "--no-color":
+            request["no_color"] = True
+        elif not seen_sync and arg == "sync":
+            seen_sync = True
+        elif seen_sync and arg == "--json":
+            request["json"] = True
+        else:
+            return None
+    if not seen_sync or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+        return None
+    return request
+
+
+def run_sync(request: dict) -> int | None:
+    """Run `cmem sync` as `cli.py: sync` does; the exit code, or None to hand over to the full
+    CLI (nothing has been done yet then)."""
+    from pathlib import Path
+
+    from cmem.errors import CmemError
+    from cmem.render.reports import set_color
+    from cmem.vault.layers import open_vault
+
+    _tolerant_output()
+    if request["no_color"]:
+        set_color(False)
+    try:
+        target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
+        journals = target.journal_dir
+        if journals.is_dir() and any(journals.iterdir()):
+            return None  # an interrupted step: the full CLI finishes or undoes it and says so
+        from cmem.sync.remote import sync_vault
+
+        result = sync_vault(target)
+    except CmemError as exc:
+        return _sync_fail(str(exc), exc.exit_code, request)
+    except KeyboardInterrupt:  # typer turns Ctrl-C into 130, then cli.py: _report_interrupt(None)
+        _echo(
+            "interrupted\n  nothing more was done; if a step was cut short, the next cmem command "
+            "finishes or undoes it",
+            sys.stderr,
+        )
+        return 130
+    except OSError as exc:  # a full disk, a read-only folder: as cli.py: main
+        from cmem.errors import os_error_sentence
+
+        message = os_error_sentence(exc)
+        if message is None:
+            raise
+        return _sync_fail(message, 1, request)
+    if request["json"]:
+        import json
+
+        _echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2), sys.stdout)
+    else:
+        from cmem.render.history import render_sync
+
+        _echo(render_sync(result), sys.stderr if result.status == "offline" else sys.stdout)
+    if result.status == "offline":
+        from cmem.sync.remote import OFFLINE_EXIT_CODE
+
+        return OFFLINE_EXIT_CODE
+    return 0
+
+
+def _sync_fail(message: str, exit_code: int, request: dict) -> int:
+    """As cli.py: _fail — `{"error": …}` on stdout with --json, else `error: …` on stderr."""
+    if request["json"]:
+        import json
+
+        _echo(json.dumps({"error": message}, ensure_ascii=False), sys.stdout)
+    else:
+        from cmem.render.reports import paint
+
+        prefix = "" if exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
+        _echo(prefix + message, sys.stderr)
+    return exit_code
+
+
+def _echo(text: str, stream) -> None:
+    """As typer.echo (click.echo): a line, with colour codes taken out when the stream is not a
+    terminal (a status painted for stdout but printed on a redirected stderr, say)."""
+    global _ANSI
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        import re
+
+        _ANSI = _ANSI or re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
+        text = _ANSI.sub("", text)
+    stream.write(text + "\n")
+    stream.flush()
 
 
 # --- help ---------------------------------------------------------------------------------------

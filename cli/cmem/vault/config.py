@@ -8,7 +8,6 @@ goes through ruamel.yaml round-trip elsewhere so users' comments survive.
 from __future__ import annotations
 
 import copy
-import difflib
 import fnmatch
 import os
 import unicodedata
@@ -170,6 +169,8 @@ def _check_unknown_keys(data: Any, schema: dict, where: Path, prefix: str = "") 
         dotted = f"{prefix}{key}"
         if key not in known:
             if schema.get("additionalProperties", True) is False:
+                import difflib  # only for this error: every config load would pay ~1 ms
+
                 close = difflib.get_close_matches(str(key), list(known), n=1)
                 hint = (
                     f" (did you mean '{prefix}{close[0]}'?)"
