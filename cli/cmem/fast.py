@@ -101,9 +101,15 @@ def answer(argv: list[str]) -> str | None:
 # --- read commands ------------------------------------------------------------------------------
 
 
-def parse_read(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] COMMAND [--vault V] [--json] [--no-color] [--rescan]`, or None."""
-    request = {"command": None, "vault": None, "json": False, "no_color": False, "rescan": False}
+def parse_command(argv: list[str], commands, flags: tuple[str, ...]) -> dict | None:
+    """`[--vault V] [--no-color] COMMAND [--vault V] [FLAG …] [--no-color]` for one of `commands`,
+    or None for anything else (then the full CLI decides). The last --vault wins, as click's does."""
+    request = {
+        "command": None,
+        "vault": None,
+        "no_color": False,
+        **{flag[2:]: False for flag in flags},
+    }
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -113,17 +119,20 @@ def parse_read(argv: list[str]) -> dict | None:
             request["vault"] = arg[len("--vault=") :]
         elif arg == "--no-color":
             request["no_color"] = True
-        elif request["command"] is None and arg in READ_COMMANDS:
+        elif request["command"] is None and arg in commands:
             request["command"] = arg
-        elif request["command"] is not None and arg == "--json":
-            request["json"] = True
-        elif request["command"] is not None and arg == "--rescan":
-            request["rescan"] = True
+        elif request["command"] is not None and arg in flags:
+            request[arg[2:]] = True
         else:
             return None
     if request["command"] is None or request["vault"] == "":
         return None
     return request
+
+
+def parse_read(argv: list[str]) -> dict | None:
+    """`[--vault V] [--no-color] COMMAND [--vault V] [--json] [--no-color] [--rescan]`, or None."""
+    return parse_command(argv, READ_COMMANDS, ("--json", "--rescan"))
 
 
 def _color(request: dict) -> bool:
@@ -204,27 +213,11 @@ _ANSI = None  # click's pattern for an escape sequence, compiled on first use
 
 def parse_sync(argv: list[str]) -> dict | None:
     """`[--vault V] [--no-color] sync [--vault V] [--json] [--no-color]`, or None (the full CLI
-    decides). The last --vault wins, as click's does; the option given to `sync` is the later."""
-    request = {"vault": None, "json": False, "no_color": False}
-    seen_sync = False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if arg == "--vault" and args:
-            request["vault"] = args.pop(0)
-        elif arg.startswith("--vault="):
-            request["vault"] = arg[len("--vault=") :]
-        elif arg == "--no-color":
-            request["no_color"] = True
-        elif not seen_sync and arg == "sync":
-            seen_sync = True
-        elif seen_sync and arg == "--json":
-            request["json"] = True
-        else:
-            return None
-    if not seen_sync or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+    decides, and completes a TAB)."""
+    request = parse_command(argv, ("sync",), ("--json",))
+    if request is None or os.environ.get("_CMEM_COMPLETE"):
         return None
-    return request
+    return {"vault": request["vault"], "json": request["json"], "no_color": request["no_color"]}
 
 
 def run_sync(request: dict) -> int | None:
