@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from support import isolated_env
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE.parent / "sample-vault"
@@ -52,24 +53,7 @@ class Trial:
 
 
 def _env(home: Path, fault: str | None) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@e",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@e",
-        NO_COLOR="1",
-    )
-    if fault:
-        env["CMEM_FAULT"] = fault
-    return env
+    return isolated_env(home, **({"CMEM_FAULT": fault} if fault else {}))
 
 
 def _cmem(

@@ -47,6 +47,30 @@ def run_cmem(
     )
 
 
+def isolated_env(home: Path, **extra: str) -> dict:
+    """The environment for cmem in a child process that touches nothing of the user's: HOME and
+    the XDG folders under `home`, no CMEM_* setting or GIT_DIR leaking in, a git identity, no
+    colour; `extra` on top."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
+
+
 def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:
     """Every file and symbolic link under the roots (a vault, a folder beside it), byte for byte
     (a link as its target, a FIFO or socket by its kind); `.git` reduced to what a hostile write

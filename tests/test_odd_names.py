@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_VAULT, git, git_init
+from support import isolated_env
 
 MARKER = "以后都用 BADNAME-MARKER，不要再用 pip"  # a correction cue: read as a note, it would be a signal
 BAD = {
@@ -28,24 +29,7 @@ UNMANAGED = {b"attachments/x\xff.md": "attachments/x\\xff.md", b"unmanaged\xff":
 
 
 def _env(home: Path) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@e",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@e",
-        NO_COLOR="1",
-        PYTHONIOENCODING="utf-8:strict",
-    )
-    return env
+    return isolated_env(home, PYTHONIOENCODING="utf-8:strict")
 
 
 def _add_bad_names(root: Path, names) -> None:
