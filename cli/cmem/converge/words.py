@@ -12,10 +12,10 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from cmem.text.scripts import HAN, HAN_RUN
 from cmem.vault.statements import normalize
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 EN_STOP = frozenset(
     "a an and or but if then than so to for of in on at by with from into over as is are was were be been being "
     "it its it's i i'm me my mine we our you your he she they them this that these those there here not no yes "
@@ -47,7 +47,7 @@ def terms(text: str) -> frozenset[str]:
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         found.add(word)
-    for run in _CJK_RUN.findall(text):
+    for run in HAN_RUN.findall(text):
         found.update(
             pair
             for pair in (run[i : i + 2] for i in range(len(run) - 1))
@@ -145,7 +145,7 @@ def without_cue(text: str) -> str:
 def leading_words(text: str) -> list[str]:
     """Up to three leading content words: English words, or runs of CJK cut to six characters."""
     words = []
-    for match in re.finditer(r"[A-Za-z][A-Za-z0-9.+#-]*|[\u3400-\u4dbf\u4e00-\u9fff]+", text):
+    for match in re.finditer(rf"[A-Za-z][A-Za-z0-9.+#-]*|[{HAN}]+", text):
         word = match.group(0)
         if word.isascii() and word.casefold() in EN_STOP:
             continue

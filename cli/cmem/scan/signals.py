@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from cmem.text.scripts import CJK, CJK_RUN, is_cjk
 from cmem.vault.notes import Note, parse_frontmatter_block
 from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
@@ -527,7 +528,7 @@ _PARTICLES = set("吧啊呀呢哦嘛啦喔，。；：！？、,.;:!?…～~ \t�
 def _is_word_char(ch: str) -> bool:
     if ch.isascii():
         return ch.isalnum() or ch in "_-"
-    return ch.isalpha() and ord(ch) < 0x2E80  # accented Latin letters join words, CJK does not
+    return ch.isalpha() and not is_cjk(ch)  # accented Latin letters join words, CJK does not
 
 
 def _previous(low: str, pos: int) -> tuple[str, bool]:
@@ -868,7 +869,7 @@ _EN_STOP = set(
     "though that's i'm i've i'll i'd don't didn't".split()
 )
 _TIMES = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
-_TOKENS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[\u2e80-\u9fff\uf900-\ufaff]")
+_TOKENS = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{CJK}]")
 
 
 def content_units(text: str, enough: int = 1 << 30) -> int:
@@ -902,7 +903,6 @@ _KEY_STOP_EN = _EN_STOP | set(
     "much some before after first last day week usual same over keep keeps again once more when then with from for "
     "about into all any our their them they he she his her we us".split()
 )
-_CJK_RUN = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff]+")
 _EN_WORD = re.compile(r"[a-z][a-z'-]+")
 
 
@@ -933,7 +933,7 @@ def phrase_keys(text: str) -> list[str]:
     characters and English content words, lightly stemmed, at most MAX_KEYS of them. Two notes
     whose recurring lines share a key repeat the same pattern (又熬夜到两点 / 又熬夜刷题 share 熬夜)."""
     keys: dict[str, None] = {}
-    for run in _CJK_RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         for index in range(len(run) - 1):
             pair = run[index : index + 2]
             if (
