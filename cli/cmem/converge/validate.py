@@ -45,6 +45,7 @@ from cmem.converge.paths import (
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
 from cmem.text.scripts import CJK, CJK_CHAR, cjk_count
+from cmem.text.terms import EN_GRAMMAR
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
@@ -71,9 +72,6 @@ INVENTION_THRESHOLD = 0.3
 # suspect only when the names and numbers there are to share are not shared at all.
 _MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
 _INVENTION_MIN_TOKENS = 3
-_STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split()
-)
 # Lines a model writes instead of the text it did not want to repeat.
 _ELISION = re.compile(
     r"(rest|remainder|remaining|other|everything else|existing)\b.{0,40}\b(unchanged|omitted|same|as before|as is|elided)"
@@ -1059,6 +1057,6 @@ def word_tokens(text: str) -> set[str]:
                 continue
             if CJK_CHAR.match(part):
                 tokens.update(part[i : i + 2] for i in range(max(len(part) - 1, 1)))
-            elif part not in _STOPWORDS and (len(part) > 1 or part.isdigit()):
+            elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
                 tokens.add(part)
     return tokens
