@@ -30,3 +30,15 @@ def test_each_caller_keeps_what_it_leaves_in():
     assert {"always", "never", "uv"} <= word_tokens("always use uv, never pip")
     # recurrence keys drop time words the builtin engine keeps
     assert "today" in terms("deploy today") and "today" not in phrase_keys("deploy today")
+
+
+def test_bigrams_and_the_one_character_run_each_caller_keeps():
+    from cmem.reading.context import topic_terms
+    from cmem.reading.search_index import query_terms
+    from cmem.text.terms import bigrams
+
+    assert bigrams("熬夜刷题") == ["熬夜", "夜刷", "刷题"]
+    assert bigrams("熬") == []
+    # a one-character query is still a query, in recall and in context
+    assert query_terms("猫") == ["猫"] and topic_terms("猫") == ["猫"]
+    assert "夜" not in word_tokens("熬夜") and "猫" in word_tokens("猫")

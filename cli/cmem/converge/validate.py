@@ -45,7 +45,7 @@ from cmem.converge.paths import (
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
 from cmem.text.scripts import CJK, CJK_CHAR, cjk_count
-from cmem.text.terms import EN_GRAMMAR
+from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
@@ -1056,7 +1056,7 @@ def word_tokens(text: str) -> set[str]:
             if not part:
                 continue
             if CJK_CHAR.match(part):
-                tokens.update(part[i : i + 2] for i in range(max(len(part) - 1, 1)))
+                tokens.update(bigrams(part) or [part])
             elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
                 tokens.add(part)
     return tokens

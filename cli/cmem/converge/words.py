@@ -13,7 +13,7 @@ import unicodedata
 from functools import lru_cache
 
 from cmem.text.scripts import HAN, HAN_RUN
-from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS
+from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
@@ -36,11 +36,7 @@ def terms(text: str) -> frozenset[str]:
             word = word[:-1]
         found.add(word)
     for run in HAN_RUN.findall(text):
-        found.update(
-            pair
-            for pair in (run[i : i + 2] for i in range(len(run) - 1))
-            if not _PARTICLE.search(pair)
-        )
+        found.update(pair for pair in bigrams(run) if not _PARTICLE.search(pair))
     return frozenset(found - ZH_CUE_BIGRAMS)
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cmem.errors import CmemError
 from cmem.text.scripts import CJK_RUN
+from cmem.text.terms import bigrams
 from cmem.vault.layers import ARCHIVE, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
@@ -78,7 +79,7 @@ def index_terms(text: str) -> str:
         run = match.group()
         parts.append(" ".join(run))
         if len(run) > 1:
-            parts.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
+            parts.append(" ".join(bigrams(run)))
         position = match.end()
     parts.append(text[position:])
     return " ".join(parts)
@@ -92,7 +93,7 @@ def query_terms(query: str) -> list[str]:
     for match in CJK_RUN.finditer(text):
         terms.extend(_WORD.findall(text[position : match.start()]))
         run = match.group()
-        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        terms.extend(bigrams(run) or [run])
         position = match.end()
     terms.extend(_WORD.findall(text[position:]))
     return list(dict.fromkeys(terms))

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from cmem.text.scripts import CJK, CJK_RUN, is_cjk
-from cmem.text.terms import EN_FILLER, EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, ZH_UNIT_STOP
+from cmem.text.terms import (
+    EN_FILLER,
+    EN_KEY_STOP,
+    ZH_KEY_BIGRAMS,
+    ZH_KEY_STOP,
+    ZH_UNIT_STOP,
+    bigrams,
+)
 from cmem.vault.notes import Note, parse_frontmatter_block
 from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
@@ -915,8 +922,7 @@ def phrase_keys(text: str) -> list[str]:
     whose recurring lines share a key repeat the same pattern (又熬夜到两点 / 又熬夜刷题 share 熬夜)."""
     keys: dict[str, None] = {}
     for run in CJK_RUN.findall(text):
-        for index in range(len(run) - 1):
-            pair = run[index : index + 2]
+        for pair in bigrams(run):
             if (
                 pair[0] not in ZH_KEY_STOP
                 and pair[1] not in ZH_KEY_STOP

@@ -59,3 +59,10 @@ ZH_FUNCTION_CHARS = frozenset(
 )
 ZH_UNIT_STOP = ZH_FUNCTION_CHARS | frozenset("下么些做哈哦啦喔嗯嘛地对弄得想搞样欸点诶")
 ZH_KEY_STOP = ZH_FUNCTION_CHARS | frozenset("到把给被让")
+
+
+def bigrams(run: str) -> list[str]:
+    """Every two neighbouring characters of a CJK run: Chinese has no spaces, and two characters
+    are the shortest unit that carries a topic. A one-character run has none; callers that keep
+    it say `bigrams(run) or [run]`."""
+    return [run[i : i + 2] for i in range(len(run) - 1)]
