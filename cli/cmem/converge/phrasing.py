@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from cmem.text.scripts import han_count
+
 _DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -199,12 +201,9 @@ def _zh_statement(text: str, day: date) -> str:
     return text.strip().rstrip("。！!").strip()
 
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-
-
 def is_chinese(text: str) -> bool:
-    """More CJK characters than Latin letters."""
-    cjk = len(_CJK.findall(text))
+    """More Han characters than Latin letters (kana or Hangul do not make a line Chinese)."""
+    cjk = han_count(text)
     return cjk > 0 and cjk * 2 >= sum(ch.isascii() and ch.isalpha() for ch in text)
 
 

@@ -44,6 +44,8 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
+from cmem.text.scripts import CJK, CJK_CHAR, cjk_count
+from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
@@ -70,10 +72,6 @@ INVENTION_THRESHOLD = 0.3
 # suspect only when the names and numbers there are to share are not shared at all.
 _MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
 _INVENTION_MIN_TOKENS = 3
-_STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have he her his i in is it its me my no not of on or our she so that the their them they this to was we were what when which who will with you your".split()
-)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # Lines a model writes instead of the text it did not want to repeat.
 _ELISION = re.compile(
     r"(rest|remainder|remaining|other|everything else|existing)\b.{0,40}\b(unchanged|omitted|same|as before|as is|elided)"
@@ -1044,7 +1042,7 @@ class _Checker:
 
 def _mostly_cjk(text: str) -> bool:
     """Written mostly in Chinese (or Japanese, Korean): a CJK character against a Latin word."""
-    return len(_CJK_CHAR.findall(text)) > len(re.findall(r"[A-Za-z]+", text))
+    return cjk_count(text) > len(re.findall(r"[A-Za-z]+", text))
 
 
 def word_tokens(text: str) -> set[str]:
@@ -1053,11 +1051,12 @@ def word_tokens(text: str) -> set[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
     tokens: set[str] = set()
     for run in re.findall(r"[^\W_]+", text):
-        for part in re.split(r"((?:%s)+)" % _CJK_CHAR.pattern, run):
+        # the group keeps the CJK runs among the parts
+        for part in re.split(f"([{CJK}]+)", run):
             if not part:
                 continue
-            if _CJK_CHAR.match(part):
-                tokens.update(part[i : i + 2] for i in range(max(len(part) - 1, 1)))
-            elif part not in _STOPWORDS and (len(part) > 1 or part.isdigit()):
+            if CJK_CHAR.match(part):
+                tokens.update(bigrams(part) or [part])
+            elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
                 tokens.add(part)
     return tokens

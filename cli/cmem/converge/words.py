@@ -12,23 +12,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from cmem.text.scripts import HAN, HAN_RUN
+from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-EN_STOP = frozenset(
-    "a an and or but if then than so to for of in on at by with from into over as is are was were be been being "
-    "it its it's i i'm me my mine we our you your he she they them this that these those there here not no yes "
-    "all any every each some more most very too also just only now again always never actually really still "
-    "do does did done have has had will would should could can may might must use used using going go went "
-    "get got make made one new same about up out off before after while when what which who how why".split()
-)
-# Bigrams of the cue words themselves: every correction shares them, so they say nothing.
-_ZH_STOP = frozenset(
-    "其实 实不 不是 我说 说的 的是 以后 后都 永远 远别 不要 要再 我喜 喜欢 我不 不喜 每次 次都 老毛 毛病 "
-    "我决 决定 定了 想通 通了 改用 换成 改成 不再 不用 真正 我们 一个 这个 那个 没有 就是 还是 已经 可以 "
-    "因为 所以 但是 时候 的时 什么 怎么".split()
-)
 
 # A bigram holding a particle ("上的", "了两") straddles two words: noise, not a topic.
 _PARTICLE = re.compile(r"[的了着过吗呢吧啊]")
@@ -47,13 +35,9 @@ def terms(text: str) -> frozenset[str]:
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         found.add(word)
-    for run in _CJK_RUN.findall(text):
-        found.update(
-            pair
-            for pair in (run[i : i + 2] for i in range(len(run) - 1))
-            if not _PARTICLE.search(pair)
-        )
-    return frozenset(found - _ZH_STOP)
+    for run in HAN_RUN.findall(text):
+        found.update(pair for pair in bigrams(run) if not _PARTICLE.search(pair))
+    return frozenset(found - ZH_CUE_BIGRAMS)
 
 
 # An explicit switch: only these (and corrections) may rewrite an existing statement.
@@ -145,7 +129,7 @@ def without_cue(text: str) -> str:
 def leading_words(text: str) -> list[str]:
     """Up to three leading content words: English words, or runs of CJK cut to six characters."""
     words = []
-    for match in re.finditer(r"[A-Za-z][A-Za-z0-9.+#-]*|[\u3400-\u4dbf\u4e00-\u9fff]+", text):
+    for match in re.finditer(rf"[A-Za-z][A-Za-z0-9.+#-]*|[{HAN}]+", text):
         word = match.group(0)
         if word.isascii() and word.casefold() in EN_STOP:
             continue

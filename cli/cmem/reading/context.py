@@ -16,6 +16,8 @@ from datetime import datetime
 
 from cmem.errors import CmemError
 from cmem.reading.read_times import load_read_times, record_reads
+from cmem.text.scripts import HAN_RUN
+from cmem.text.terms import bigrams
 from cmem.text.tokens import estimate_tokens
 from cmem.triggers.if_due import parse_time
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
@@ -181,8 +183,8 @@ def _save_memo(vault: Vault, memo: dict) -> None:
 def topic_terms(topic: str) -> list[str]:
     """English words and Chinese character pairs (a two-character query must still match)."""
     terms = [w for w in re.findall(r"[a-z0-9][a-z0-9_+.-]*", topic.lower()) if len(w) > 1]
-    for run in re.findall(r"[\u4e00-\u9fff]+", topic):
-        terms.extend([run] if len(run) <= 2 else [run[i : i + 2] for i in range(len(run) - 1)])
+    for run in HAN_RUN.findall(topic):
+        terms.extend(bigrams(run) or [run])
     return terms
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem.errors import CmemError
+from cmem.text.scripts import CJK_RUN
+from cmem.text.terms import bigrams
 from cmem.vault.layers import ARCHIVE, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
@@ -50,7 +52,6 @@ WEIGHTS = (1.0, 0.4, 0.5)
 # checked next time rather than its stat trusted (git's "racy clean" problem).
 RACY_NS = 2_000_000_000
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+")
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -73,12 +74,12 @@ def index_terms(text: str) -> str:
     text = _fold(text)
     parts = []
     position = 0
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN.finditer(text):
         parts.append(text[position : match.start()])
         run = match.group()
         parts.append(" ".join(run))
         if len(run) > 1:
-            parts.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
+            parts.append(" ".join(bigrams(run)))
         position = match.end()
     parts.append(text[position:])
     return " ".join(parts)
@@ -89,10 +90,10 @@ def query_terms(query: str) -> list[str]:
     text = _fold(query)
     terms: list[str] = []
     position = 0
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN.finditer(text):
         terms.extend(_WORD.findall(text[position : match.start()]))
         run = match.group()
-        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        terms.extend(bigrams(run) or [run])
         position = match.end()
     terms.extend(_WORD.findall(text[position:]))
     return list(dict.fromkeys(terms))

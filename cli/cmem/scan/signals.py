@@ -21,6 +21,15 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from cmem.text.scripts import CJK, CJK_RUN, is_cjk
+from cmem.text.terms import (
+    EN_FILLER,
+    EN_KEY_STOP,
+    ZH_KEY_BIGRAMS,
+    ZH_KEY_STOP,
+    ZH_UNIT_STOP,
+    bigrams,
+)
 from cmem.vault.notes import Note, parse_frontmatter_block
 from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
@@ -527,7 +536,7 @@ _PARTICLES = set("吧啊呀呢哦嘛啦喔，。；：！？、,.;:!?…～~ \t�
 def _is_word_char(ch: str) -> bool:
     if ch.isascii():
         return ch.isalnum() or ch in "_-"
-    return ch.isalpha() and ord(ch) < 0x2E80  # accented Latin letters join words, CJK does not
+    return ch.isalpha() and not is_cjk(ch)  # accented Latin letters join words, CJK does not
 
 
 def _previous(low: str, pos: int) -> tuple[str, bool]:
@@ -859,16 +868,8 @@ def _word_at(low: str, phrase: str) -> bool:
     return False
 
 
-_ZH_STOP = set(
-    "了的吧啊呢吗呀哦嗯哈我你他她它这那就也都是个些样么在和与还很太又再一下点得地着过嘛啦喔诶欸对不没有要会能去来说做弄搞想"
-)
-_EN_STOP = set(
-    "i me my you your it its it's this that these those the a an is are was were be so no yes ok okay now too here there one "
-    "just really very do did does not and or but to of in on at oh well again lol hmm thing things stuff way what anyway "
-    "though that's i'm i've i'll i'd don't didn't".split()
-)
 _TIMES = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
-_TOKENS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[\u2e80-\u9fff\uf900-\ufaff]")
+_TOKENS = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{CJK}]")
 
 
 def content_units(text: str, enough: int = 1 << 30) -> int:
@@ -877,8 +878,8 @@ def content_units(text: str, enough: int = 1 << 30) -> int:
     units = 0
     for token in _TOKENS.findall(_TIMES.sub(" ", text) if ":" in text or "-" in text else text):
         if len(token) == 1 and not token.isascii():
-            units += token not in _ZH_STOP
-        elif token not in _EN_STOP and not token.isdigit():
+            units += token not in ZH_UNIT_STOP
+        elif token not in EN_FILLER and not token.isdigit():
             units += 2
         if units >= enough:
             break
@@ -890,19 +891,6 @@ MIN_CONTENT_UNITS = 2
 
 # --- recurrence keys --------------------------------------------------------------------
 
-_KEY_STOP_ZH = set(
-    "了的是在我你他她它这那就也都和与还很太又再一个不没有要会能到去来说着过把被给让吧啊呢吗呀"
-)
-_KEY_STOP_BIGRAMS = set(
-    "今天 昨天 明天 晚上 早上 上午 下午 时候 一下 这个 那个 什么 怎么 因为 所以 但是 还是 就是 可以 没有 已经 "
-    "自己 我们 他们 现在 然后 感觉 觉得 真的 一直 问题 每次 老毛 毛病 总是 老是".split()
-)
-_KEY_STOP_EN = _EN_STOP | set(
-    "get got gets make made take took have has had went go goes going today yesterday tomorrow time times every still "
-    "much some before after first last day week usual same over keep keeps again once more when then with from for "
-    "about into all any our their them they he she his her we us".split()
-)
-_CJK_RUN = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff]+")
 _EN_WORD = re.compile(r"[a-z][a-z'-]+")
 
 
@@ -933,18 +921,17 @@ def phrase_keys(text: str) -> list[str]:
     characters and English content words, lightly stemmed, at most MAX_KEYS of them. Two notes
     whose recurring lines share a key repeat the same pattern (又熬夜到两点 / 又熬夜刷题 share 熬夜)."""
     keys: dict[str, None] = {}
-    for run in _CJK_RUN.findall(text):
-        for index in range(len(run) - 1):
-            pair = run[index : index + 2]
+    for run in CJK_RUN.findall(text):
+        for pair in bigrams(run):
             if (
-                pair[0] not in _KEY_STOP_ZH
-                and pair[1] not in _KEY_STOP_ZH
-                and pair not in _KEY_STOP_BIGRAMS
+                pair[0] not in ZH_KEY_STOP
+                and pair[1] not in ZH_KEY_STOP
+                and pair not in ZH_KEY_BIGRAMS
             ):
                 keys[pair] = None
     for word in _EN_WORD.findall(text):
         word = word.strip("'-")
-        if len(word) >= 4 and word not in _KEY_STOP_EN:
+        if len(word) >= 4 and word not in EN_KEY_STOP:
             keys[_stem(word)] = None
     return sorted(list(keys)[:MAX_KEYS])
 

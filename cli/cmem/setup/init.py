@@ -12,6 +12,7 @@ from cmem.archive.checklist import checklist_header
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
 from cmem.steps import commits as history
+from cmem.text.scripts import han_count
 from cmem.vault.config import CONFIG_DIR, CONFIG_FILE, default_config_text, load_config
 
 GITIGNORE_LINES = (
@@ -58,7 +59,6 @@ class LanguageGuess:
     sure: bool  # False: the CLI asks on a terminal
 
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN = re.compile(r"[A-Za-z]")
 _SKIP_DIRS = {".git", ".obsidian", ".cmem", ".trash", "node_modules"}
 MAX_LANGUAGE_NOTES = 400  # enough to know; an adopted vault may hold thousands
@@ -73,7 +73,7 @@ def guess_language(root: Path, environ: dict | None = None) -> LanguageGuess:
             text = note.read_text("utf-8", errors="replace")[:20000]
         except OSError:
             continue
-        han, latin = len(_HAN.findall(text)), len(_LATIN.findall(text))
+        han, latin = han_count(text), len(_LATIN.findall(text))
         if han + latin < 20:
             continue  # too short to say
         counts["zh" if han * 4 >= latin else "en"] += 1

@@ -7,11 +7,7 @@ cheap, and errs on the side of more tokens for Chinese text.
 
 from __future__ import annotations
 
-import re
-
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]"
-)
+from cmem.text.scripts import CJK_WIDE_CHAR
 
 
 def estimate_tokens(text: str) -> int:
@@ -19,6 +15,6 @@ def estimate_tokens(text: str) -> int:
         return 0
     if text.isascii():
         return (len(text) + 3) // 4
-    cjk = len(_CJK.findall(text))
+    cjk = len(CJK_WIDE_CHAR.findall(text))
     other = len(text) - cjk
     return cjk + (other + 3) // 4

@@ -1,0 +1,50 @@
+"""Which characters are CJK: the one definition every module matches with.
+
+Chinese (and Japanese, Korean) is written without spaces, so cmem counts, splits and pairs these
+characters differently from words. Three sets, chosen per use:
+
+- `HAN`: Chinese characters — CJK Unified Ideographs, Extension A and the compatibility block.
+  For "is this Chinese" questions (the vault's language, a statement phrased in Chinese) and
+  the builtin engine's bigrams.
+- `CJK`: Han plus kana and Hangul syllables — every letter of a script written without spaces.
+  For splitting text into runs (search, overlap, recurrence keys, content units).
+- `CJK_WIDE`: CJK plus CJK punctuation and full-width forms — what counts one token each in
+  the token estimate, since a tokenizer spends about a token on each of those too.
+
+Punctuation is never part of a run: "熬夜，刷题" is two runs, so no bigram straddles the comma.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Character-class bodies (no brackets), so callers can build larger classes from them.
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+KANA = "\u3040-\u30ff"
+HANGUL = "\uac00-\ud7af"
+CJK = HAN + KANA + HANGUL
+PUNCTUATION = "\u3000-\u303f\uff00-\uffef"  # CJK symbols and punctuation, full-width forms
+CJK_WIDE = CJK + PUNCTUATION
+
+HAN_CHAR = re.compile(f"[{HAN}]")
+HAN_RUN = re.compile(f"[{HAN}]+")
+CJK_CHAR = re.compile(f"[{CJK}]")
+CJK_RUN = re.compile(f"[{CJK}]+")
+CJK_WIDE_CHAR = re.compile(f"[{CJK_WIDE}]")
+
+
+def is_han(ch: str) -> bool:
+    return HAN_CHAR.match(ch) is not None
+
+
+def is_cjk(ch: str) -> bool:
+    """A Han character, kana or a Hangul syllable (punctuation is not)."""
+    return CJK_CHAR.match(ch) is not None
+
+
+def han_count(text: str) -> int:
+    return len(HAN_CHAR.findall(text))
+
+
+def cjk_count(text: str) -> int:
+    return len(CJK_CHAR.findall(text))
