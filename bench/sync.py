@@ -31,24 +31,11 @@ SAMPLE = REPO / "sample-vault"
 
 
 def _env(home: Path) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        GIT_AUTHOR_NAME="bench",
-        GIT_AUTHOR_EMAIL="bench@localhost",
-        GIT_COMMITTER_NAME="bench",
-        GIT_COMMITTER_EMAIL="bench@localhost",
-        GIT_CONFIG_NOSYSTEM="1",
-        NO_COLOR="1",
-    )
-    return env
+    # the tests' isolated environment (HOME, XDG folders, git identity, nothing of the user's)
+    sys.path.insert(0, str(REPO / "tests"))
+    from support import isolated_env
+
+    return isolated_env(home)
 
 
 def make_machine(folder: Path, notes: int, env: dict) -> tuple[Path, Path]:

@@ -69,6 +69,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from support import isolated_env
+
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE.parent / "sample-vault"
 CHECKLIST = "archive/ARCHIVE-CHECKLIST.md"
@@ -137,22 +139,8 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 
 
 def env(home: Path, fault: str | None = None, log: Path | None = None) -> dict:
-    """As crash_harness._env: HOME and the XDG folders inside the trial, a fixed git identity."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_", "XDG_"))}
-    base.update(
-        HOME=str(home),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        XDG_DATA_HOME=str(home / "data"),
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@e",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@e",
-        GIT_CONFIG_NOSYSTEM="1",
-        NO_COLOR="1",
-        COLUMNS="200",
-    )
+    """support.isolated_env, with wide columns (messages are compared whole)."""
+    base = isolated_env(home, COLUMNS="200")
     if fault:
         base["CMEM_FAULT"] = fault
     if log:

@@ -48,23 +48,22 @@ def run_cmem(
 
 
 def isolated_env(home: Path, **extra: str) -> dict:
-    """The environment for cmem in a child process that touches nothing of the user's: HOME and
-    the XDG folders under `home`, no CMEM_* setting or GIT_DIR leaking in, a git identity, no
-    colour; `extra` on top."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("CMEM_", "GIT_DIR", "GIT_WORK_TREE"))
-    }
+    """The environment for cmem (or git) in a child process that touches nothing of the user's:
+    HOME and the XDG folders under `home`, no CMEM_* setting and no GIT_* variable leaking in
+    (GIT_DIR would redirect git), no system git config, a git identity, no colour; `extra` on top.
+    The tests, the harnesses and the benchmarks all build their child processes' environment here."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "GIT_"))}
     env.update(
         HOME=str(home),
         XDG_STATE_HOME=str(home / "state"),
         XDG_CONFIG_HOME=str(home / "config"),
         XDG_CACHE_HOME=str(home / "cache"),
+        XDG_DATA_HOME=str(home / "data"),
         GIT_AUTHOR_NAME="t",
         GIT_AUTHOR_EMAIL="t@e",
         GIT_COMMITTER_NAME="t",
         GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_NOSYSTEM="1",
         NO_COLOR="1",
     )
     env.update(extra)
