@@ -247,11 +247,13 @@ def test_checkout_of_an_older_state_is_seen(sample_vault):
 def test_a_running_pass_is_never_hidden_by_a_stored_status(sample_vault):
     stored = json.loads(warm(sample_vault, "status", "--json"))
     assert stored["running"] is False
+    from cmem.steps.lock import lock_path
     from cmem.vault.layers import state_dir_for
 
     state = state_dir_for(sample_vault.resolve())
     state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / "pass.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    # the step layer's own lock file: the fast path names it without importing the lock module
+    fd = os.open(lock_path(state), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         now, hit = status_json(sample_vault)
