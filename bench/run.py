@@ -82,8 +82,8 @@ if command == "cues":
     from cmem.scan.signals import cue_set
     print(json.dumps(sorted({cue.text for cue in cue_set()})))
 elif command == "statedir":
-    from cmem.vault.layers import state_dir_for
-    print(state_dir_for(Path(args[0])))
+    from cmem.vault.layers import machine_dir_for
+    print(machine_dir_for(Path(args[0])))
 elif command == "tokens":
     from cmem.text.tokens import estimate_tokens
     print(json.dumps([estimate_tokens(Path(a).read_text("utf-8", errors="replace")) for a in args]))

@@ -572,7 +572,7 @@ def run_hung_model_case(case: str, root: Path, home: Path) -> dict:
     with environment(
         HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config")
     ):
-        locked = is_locked(open_vault(root).state_dir)
+        locked = is_locked(open_vault(root).machine_dir)
     return {
         "case": case,
         "timeout": timeout,

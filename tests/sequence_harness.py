@@ -197,7 +197,7 @@ def fresh(folder: Path) -> tuple[Path, Path]:
 
 
 def _state_name(vault: Path) -> str:
-    """The name of the vault's per-machine state folder (cmem.vault.layers.state_dir_for)."""
+    """The name of the vault's per-machine state folder (cmem.vault.layers.machine_dir_for)."""
     resolved = str(Path(vault).resolve())
     slug = re.sub(r"[^\w.-]+", "-", Path(resolved).name).strip("-") or "vault"
     return f"{slug[:40]}-{hashlib.sha256(resolved.encode('utf-8')).hexdigest()[:10]}"
@@ -240,10 +240,10 @@ def prepare(scenario: Scenario, workdir: Path) -> Prepared:
             )
             return prepared
     prepared.baseline = baseline(vault, scenario)
-    # state_dir_for's formula checked here: a changed formula must not lose a setup's journal
+    # machine_dir_for's formula checked here: a changed formula must not lose a setup's journal
     states = home / "state" / "cmem"
     if states.is_dir() and not (states / _state_name(vault)).is_dir() and any(states.iterdir()):
-        prepared.error = "the vault's state folder is not where _state_name says (cmem.vault.layers.state_dir_for changed?)"
+        prepared.error = "the vault's state folder is not where _state_name says (cmem.vault.layers.machine_dir_for changed?)"
     return prepared
 
 

@@ -11,8 +11,8 @@ from cmem.vault.layers import (
     RESIDENT,
     SITUATIONAL,
     find_vault_root,
+    machine_dir_for,
     open_vault,
-    state_dir_for,
 )
 
 
@@ -91,9 +91,9 @@ def test_layers(make_vault):
 
 def test_state_folder_is_outside_the_vault_and_per_path(tmp_path):
     a, b = tmp_path / "x" / "vault", tmp_path / "y" / "vault"
-    assert state_dir_for(a) != state_dir_for(b)
-    assert str(state_dir_for(a)).startswith(os.environ["XDG_STATE_HOME"])
-    assert not str(state_dir_for(a)).startswith(str(a))
+    assert machine_dir_for(a) != machine_dir_for(b)
+    assert str(machine_dir_for(a)).startswith(os.environ["XDG_STATE_HOME"])
+    assert not str(machine_dir_for(a)).startswith(str(a))
 
 
 def test_user_config_validated(tmp_path):

@@ -267,7 +267,7 @@ def test_nothing_pending_is_success_without_a_commit(make_vault):
 
 def test_a_second_pass_is_busy(pass_vault):
     vault = open_vault(pass_vault)
-    with vault_lock(vault.state_dir):
+    with vault_lock(vault.machine_dir):
         with pytest.raises(Busy, match="already running"):
             run_pass(vault, PassOptions(engine="builtin"))
 

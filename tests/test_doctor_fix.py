@@ -232,7 +232,7 @@ def test_cmems_own_lock_cannot_go_stale(vault_root, tmp_path):
             "-c",
             (
                 "import sys, time\nfrom cmem.steps.lock import vault_lock\nfrom cmem.vault.layers import open_vault\n"
-                f"with vault_lock(open_vault({str(vault_root)!r}).state_dir):\n    print('held', flush=True)\n    time.sleep(60)\n"
+                f"with vault_lock(open_vault({str(vault_root)!r}).machine_dir):\n    print('held', flush=True)\n    time.sleep(60)\n"
             ),
         ],
         stdout=subprocess.PIPE,
@@ -244,5 +244,5 @@ def test_cmems_own_lock_cannot_go_stale(vault_root, tmp_path):
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert "no pass is running" in cmem("doctor", "--vault", str(vault_root)).stdout
-    with vault_lock(open_vault(vault_root).state_dir):
+    with vault_lock(open_vault(vault_root).machine_dir):
         pass  # taken at once

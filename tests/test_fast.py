@@ -248,9 +248,9 @@ def test_a_running_pass_is_never_hidden_by_a_stored_status(sample_vault):
     stored = json.loads(warm(sample_vault, "status", "--json"))
     assert stored["running"] is False
     from cmem.steps.lock import lock_path
-    from cmem.vault.layers import state_dir_for
+    from cmem.vault.layers import machine_dir_for
 
-    state = state_dir_for(sample_vault.resolve())
+    state = machine_dir_for(sample_vault.resolve())
     state.mkdir(parents=True, exist_ok=True)
     # the step layer's own lock file: the fast path names it without importing the lock module
     fd = os.open(lock_path(state), os.O_RDWR | os.O_CREAT, 0o600)
@@ -373,7 +373,7 @@ def test_context_metadata_memo_follows_the_text(sample_vault):
     from cmem.vault.layers import open_vault
 
     first = context_module.build_context(open_vault(sample_vault), record=False).to_json()
-    assert (open_vault(sample_vault).state_dir / context_module.META_CACHE).exists()
+    assert (open_vault(sample_vault).machine_dir / context_module.META_CACHE).exists()
     again = context_module.build_context(open_vault(sample_vault), record=False).to_json()
     assert again == first
     topic = next((sample_vault / "converged" / "topics").rglob("*.md"))

@@ -252,7 +252,7 @@ def test_interactive_exit_starts_a_background_pass_that_commits(
     # The shell is gone, and the pass it started is still running (held at the model's gate):
     # the exit did not wait for it.
     wait_for((tmp_path / "gate.waiting").exists, what="the background pass to reach the model")
-    assert is_locked(vault.state_dir) and pass_commits(root) == []
+    assert is_locked(vault.machine_dir) and pass_commits(root) == []
     gate.touch()
     wait_for(lambda: pass_commits(root), what="the background pass's commit")
     wait_for(lambda: "applied" in outcomes(root), what="the outcome line")

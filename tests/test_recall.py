@@ -285,7 +285,7 @@ def test_recall_cli_json_and_text(labelled_vault):
 
 def test_an_unwritable_state_folder_still_recalls(labelled_vault, monkeypatch):
     vault = open_vault(labelled_vault)
-    blocker = vault.state_dir / "index"
+    blocker = vault.machine_dir / "index"
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("a file where the folder should be")
     result = recall_memory(vault, "房租", record=False)

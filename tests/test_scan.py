@@ -290,7 +290,7 @@ def test_warm_scan_reads_nothing_and_equals_the_cold_one(sample_vault, monkeypat
     vault = open_vault(sample_vault)
     cold = scan_vault(vault)
     assert cold.notes_read == cold.notes_scanned > 0
-    assert (vault.state_dir / CACHE_NAME).exists()
+    assert (vault.machine_dir / CACHE_NAME).exists()
 
     def no_reading(*args, **kwargs):
         raise AssertionError("a note was read on a warm scan")
@@ -342,7 +342,7 @@ def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
-    cache = vault.state_dir / CACHE_NAME
+    cache = vault.machine_dir / CACHE_NAME
     cache.write_bytes(garbage)
     assert scan_vault(vault).to_json() == expected
     assert marshal.loads(cache.read_bytes())["version"] == scan_module.CACHE_VERSION
@@ -353,7 +353,7 @@ def test_damaged_cache_entry_costs_one_read(make_vault):
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
-    cache = vault.state_dir / CACHE_NAME
+    cache = vault.machine_dir / CACHE_NAME
     data = marshal.loads(cache.read_bytes())
     data["notes"]["a.md"]["hits"] = [["oops"]]
     cache.write_bytes(marshal.dumps(data))
@@ -378,7 +378,7 @@ def test_deleted_note_leaves_the_cache(make_vault):
     scan_vault(vault)
     (root / "b.md").unlink()
     assert [p.rel for p in scan_vault(vault).pending] == ["a.md"]
-    assert set(marshal.loads((vault.state_dir / CACHE_NAME).read_bytes())["notes"]) == {"a.md"}
+    assert set(marshal.loads((vault.machine_dir / CACHE_NAME).read_bytes())["notes"]) == {"a.md"}
 
 
 def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
@@ -394,8 +394,8 @@ def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
-    assert (vault.state_dir / GUARD_NAME).exists()
-    (vault.state_dir / CACHE_NAME).unlink()  # cold: every note is read again
+    assert (vault.machine_dir / GUARD_NAME).exists()
+    (vault.machine_dir / CACHE_NAME).unlink()  # cold: every note is read again
 
     def no_convergent_reads(*args, **kwargs):
         raise AssertionError("a convergent file was read again")
@@ -424,7 +424,7 @@ def test_damaged_guard_index_is_rebuilt(make_vault):
         b"\x00",
         marshal.dumps({"version": scan_module.CACHE_VERSION, "fingerprint": "?", "files": {}}),
     ):
-        (vault.state_dir / GUARD_NAME).write_bytes(garbage)
+        (vault.machine_dir / GUARD_NAME).write_bytes(garbage)
         assert scan_vault(vault).to_json() == expected
 
 

@@ -81,7 +81,7 @@ def test_interval_rule_and_next_due_time(make_vault):
 def test_busy_exits_0_and_is_silent_under_quiet(make_vault):
     root = trigger_vault(make_vault)
     vault = open_vault(root)
-    with vault_lock(vault.state_dir, "test"):
+    with vault_lock(vault.machine_dir, "test"):
         loud = run_cmem("--vault", str(root), "converge", "--if-due")
         quiet = run_cmem("--vault", str(root), "converge", "--if-due", "--quiet")
     assert loud.returncode == 0 and "a pass is already running" in loud.stderr
@@ -245,7 +245,7 @@ def test_background_detaches_survives_sighup_and_logs_the_outcome(make_vault, tm
     waiting = tmp_path / "gate.waiting"
     wait_for(waiting.exists, what="the detached pass to reach the model")
     vault = open_vault(root)
-    assert is_locked(vault.state_dir) and pass_commits(root) == []
+    assert is_locked(vault.machine_dir) and pass_commits(root) == []
     assert os.getsid(child) == child != os.getsid(0)  # its own session: no terminal to lose
     os.kill(child, signal.SIGHUP)  # what closing the terminal would send
     gate.touch()

@@ -438,7 +438,7 @@ def converge(
     background: bool = typer.Option(
         False,
         "--background",
-        help="Detach (new session, survives the terminal closing), log the outcome in the state folder's cmem.log, return at once.",
+        help="Detach (new session, survives the terminal closing), log the outcome in the machine folder's cmem.log, return at once.",
     ),
     detached: bool = typer.Option(
         False,
@@ -915,7 +915,7 @@ def recall(
 ) -> None:
     """Keyword (BM25) search of the memory files: the matching statements with path, score, snippet and sources.
 
-    Uses a full-text index kept in the state folder and brought up to date on every call (it is a
+    Uses a full-text index kept in the machine folder and brought up to date on every call (it is a
     cache: delete it and it is rebuilt). The archive is searched only with --archive.
     """
     from cmem.reading.recall import query_terms, recall_memory, render_recall

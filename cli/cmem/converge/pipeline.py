@@ -213,7 +213,7 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
     progress = progress or (lambda message, elapsed, limit=None: None)
     now = options.now or datetime.now().astimezone()
     if options.dry_run or options.emit_prompt:
-        with vault_lock(vault.state_dir, "converge"):
+        with vault_lock(vault.machine_dir, "converge"):
             notices = []
             if journal.pending_journals(vault):
                 notices.append(

@@ -28,13 +28,13 @@ class Proposal:
 
 def save_proposal(vault: Vault, proposal: Proposal) -> None:
     write_atomic(
-        vault.state_dir / FILE_NAME, json.dumps(proposal.__dict__, ensure_ascii=False, indent=1)
+        vault.machine_dir / FILE_NAME, json.dumps(proposal.__dict__, ensure_ascii=False, indent=1)
     )
 
 
 def load_proposal(vault: Vault) -> Proposal | None:
     try:
-        data = json.loads((vault.state_dir / FILE_NAME).read_text("utf-8"))
+        data = json.loads((vault.machine_dir / FILE_NAME).read_text("utf-8"))
         return Proposal(
             data["pass_id"], data["run_dir"], list(data["notes"]), data.get("created", "")
         )
@@ -42,13 +42,13 @@ def load_proposal(vault: Vault) -> Proposal | None:
         return None
     except (OSError, ValueError, KeyError, TypeError):
         raise CmemError(
-            f"{vault.state_dir / FILE_NAME} is unreadable; drop it with `cmem apply --drop`."
+            f"{vault.machine_dir / FILE_NAME} is unreadable; drop it with `cmem apply --drop`."
         ) from None
 
 
 def drop_proposal(vault: Vault) -> bool:
     try:
-        os.unlink(vault.state_dir / FILE_NAME)
+        os.unlink(vault.machine_dir / FILE_NAME)
         return True
     except FileNotFoundError:
         return False

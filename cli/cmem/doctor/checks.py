@@ -365,8 +365,8 @@ def _inspect_repository(top) -> list[Finding]:
 
 
 def _check_lock(vault: Vault) -> list[Finding]:
-    if is_locked(vault.state_dir):
-        holder = read_holder(lock_path(vault.state_dir)) or {}
+    if is_locked(vault.machine_dir):
+        holder = read_holder(lock_path(vault.machine_dir)) or {}
         return [
             Finding(
                 WARN,

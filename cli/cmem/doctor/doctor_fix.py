@@ -76,7 +76,7 @@ def repair_leftovers(
     from cmem.steps.lock import vault_lock
 
     done: list[str] = []
-    with vault_lock(vault.state_dir, "doctor --fix"):
+    with vault_lock(vault.machine_dir, "doctor --fix"):
         # git's own locks first: recovering a step commits, and a dead git's index.lock blocks that
         for leftover in [item for item in leftovers if item.kind == "git-lock" and item.fixable]:
             done.append(_remove_git_lock(vault, leftover))

@@ -152,7 +152,7 @@ def _load_memo(vault: Vault) -> dict:
     import marshal
 
     try:
-        data = marshal.loads((vault.state_dir / META_CACHE).read_bytes())
+        data = marshal.loads((vault.machine_dir / META_CACHE).read_bytes())
         if (
             isinstance(data, dict)
             and data.get("version") == META_VERSION
@@ -174,10 +174,10 @@ def _save_memo(vault: Vault, memo: dict) -> None:
         return
     try:
         write_atomic(
-            vault.state_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new})
+            vault.machine_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new})
         )
     except (OSError, ValueError):
-        pass  # a read-only state folder only costs speed
+        pass  # a read-only machine folder only costs speed
 
 
 def topic_terms(topic: str) -> list[str]:

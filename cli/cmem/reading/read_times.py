@@ -1,5 +1,5 @@
 """When each convergent file was last read by `context` or `recall` — the anti-recency term of
-the ranking (SPEC §8). Per machine, in the state folder; losing it only resets the ranking."""
+the ranking (SPEC §8). Per machine, in the machine folder; losing it only resets the ranking."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ FILE_NAME = "read-times.json"
 
 def load_read_times(vault: Vault) -> dict[str, str]:
     try:
-        data = json.loads((vault.state_dir / FILE_NAME).read_text("utf-8"))
+        data = json.loads((vault.machine_dir / FILE_NAME).read_text("utf-8"))
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
@@ -28,8 +28,8 @@ def record_reads(vault: Vault, paths: list[str], now: datetime | None = None) ->
     times.update({path: stamp for path in paths})
     try:
         write_atomic(
-            vault.state_dir / FILE_NAME,
+            vault.machine_dir / FILE_NAME,
             json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True),
         )
     except OSError:
-        pass  # a read-only state folder must not break reading memory
+        pass  # a read-only machine folder must not break reading memory

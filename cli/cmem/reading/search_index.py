@@ -224,7 +224,7 @@ class Hit:
 
 
 def index_file(vault: Vault, scope: str) -> Path:
-    return vault.state_dir / "index" / f"{scope}.sqlite"
+    return vault.machine_dir / "index" / f"{scope}.sqlite"
 
 
 def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
@@ -582,7 +582,7 @@ def search_scope(
     vault: Vault, scope: str, query: str, limit: int = 10, paths: list[str] | None = None
 ) -> Searched:
     """Bring the scope's index up to date with the files, then search it. A corrupt database is
-    deleted and rebuilt from the files, once; an unwritable state folder gets an index in memory."""
+    deleted and rebuilt from the files, once; an unwritable machine folder gets an index in memory."""
     import sqlite3
 
     check_fts5()

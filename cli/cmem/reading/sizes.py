@@ -1,7 +1,7 @@
 """Note counts and token sizes of each layer, for `cmem status` and `cmem context`.
 
 Token counts need the text, and the archive may hold tens of thousands of notes, so sizes are
-cached in the state folder keyed by (path, mtime, size): an unchanged vault is measured by a stat
+cached in the machine folder keyed by (path, mtime, size): an unchanged vault is measured by a stat
 walk alone. The cache is only a cache: missing or corrupt, it is rebuilt.
 """
 
@@ -31,7 +31,7 @@ class LayerSize:
 
 
 def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, LayerSize]:
-    path = vault.state_dir / CACHE_NAME
+    path = vault.machine_dir / CACHE_NAME
     cache = _load(path)
     fresh: dict[str, list] = {}
     result = {}
@@ -60,7 +60,7 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
                 path, json.dumps({"version": CACHE_VERSION, "files": fresh}, ensure_ascii=False)
             )
         except OSError:
-            pass  # a read-only state folder only costs speed
+            pass  # a read-only machine folder only costs speed
     return result
 
 

@@ -135,7 +135,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         staged_archive=staged,
         ticked_archive=ticked,
         odd=scan.odd,
-        running=is_locked(vault.state_dir),
+        running=is_locked(vault.machine_dir),
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
@@ -154,7 +154,7 @@ def _interrupted_steps(vault: Vault) -> list[dict]:
     """Journals a killed step left (cmem.steps.journal): the next writing command finishes them.
     A live step has one too while it runs; it is reported as running, not interrupted."""
     root = vault.journal_dir  # checked before the step layer is imported: status stays fast
-    if not root.is_dir() or is_locked(vault.state_dir):
+    if not root.is_dir() or is_locked(vault.machine_dir):
         return []
     from cmem.steps.journal import describe
 
@@ -191,7 +191,7 @@ def _pass_commit(vault: Vault, pass_id: str) -> str | None:
     from cmem.steps.git_head import head_sha
 
     head = head_sha(str(vault.root))
-    memo = vault.state_dir / PASS_COMMIT_MEMO
+    memo = vault.machine_dir / PASS_COMMIT_MEMO
     try:
         known = json.loads(memo.read_text("utf-8"))
         if head and known.get("id") == pass_id and known.get("head") == head:
@@ -204,5 +204,5 @@ def _pass_commit(vault: Vault, pass_id: str) -> str | None:
         try:
             write_atomic(memo, json.dumps({"id": pass_id, "head": head, "commit": sha}))
         except OSError:
-            pass  # a read-only state folder only costs a git process
+            pass  # a read-only machine folder only costs a git process
     return sha

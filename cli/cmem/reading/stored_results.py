@@ -114,7 +114,7 @@ def key_files(vault) -> list[str]:
         str(vault.cmem_dir),
         str(vault.checklist_path),
         str(user_config_path()),
-        str(vault.state_dir / FAILURES_FILE),
+        str(vault.machine_dir / FAILURES_FILE),
     ]
     return files + git_files(str(vault.root))
 
@@ -138,24 +138,25 @@ def still_valid(entry: dict, root: str) -> bool:
     """Whether a stored entry answers for the vault as it is now."""
     if entry.get("context") != _context_key(entry.get("command"), entry.get("params")):
         return False
-    if entry.get("root") != root or _busy(entry["state_dir"]):
+    # .get: an entry stored by an older cmem (keyed "state_dir") is simply a miss
+    if entry.get("root") != root or not entry.get("machine_dir") or _busy(entry["machine_dir"]):
         return False
     key, _ = listing_key(root, entry["files"], entry["folder_only"], entry["key"])
     return key == entry["key"]
 
 
-def _busy(state_dir: str) -> bool:
+def _busy(machine_dir: str) -> bool:
     """A pass running (its lock held) or a step a killed process left (a journal): the real
     command reports those, and the vault is about to change anyway. The same check as
     cmem.steps.lock.is_locked and Vault.journal_dir, written with os alone: importing the lock
     module (pathlib, json) would cost the light path more than the check (tests/test_fast.py
     holds the real lock file to keep the two in step)."""
     try:
-        if os.listdir(os.path.join(state_dir, "journal")):
+        if os.listdir(os.path.join(machine_dir, "journal")):
             return True
     except OSError:
         pass
-    lock = os.path.join(state_dir, "pass.lock")
+    lock = os.path.join(machine_dir, "pass.lock")
     if not os.path.exists(lock):
         return False
     import fcntl
@@ -191,7 +192,7 @@ def find_root(explicit: str | None) -> str | None:
 
 
 def results_dir() -> str:
-    """Per machine, next to every vault's state folder: `$XDG_STATE_HOME/cmem/results`."""
+    """Per machine, next to every vault's machine folder: `$XDG_STATE_HOME/cmem/results`."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "state"
     )
@@ -254,7 +255,7 @@ def begin(vault, command: str, params: tuple) -> dict | None:
         "command": command,
         "params": params,
         "root": root,
-        "state_dir": str(vault.state_dir),
+        "machine_dir": str(vault.machine_dir),
         "files": files,
         "folder_only": folder_only,
         "key": key,
@@ -264,7 +265,7 @@ def begin(vault, command: str, params: tuple) -> dict | None:
 def store(pending: dict | None, payload: dict) -> None:
     """Called by the read command with what it printed (or what to print from): kept for the next
     call whose key matches. Never fails the command."""
-    if pending is None or _busy(pending["state_dir"]):
+    if pending is None or _busy(pending["machine_dir"]):
         return
     try:
         _write(

@@ -7,7 +7,7 @@ phrases recur in enough notes, which lines repeat a statement the convergent lay
 (the feedback-loop guard) or one it retired (re-emergence).
 
 Reading and detecting is the slow part, so its result is cached per note in the per-machine
-state folder, keyed by (path, mtime_ns, size): an unchanged divergent layer is rescanned by
+machine folder, keyed by (path, mtime_ns, size): an unchanged divergent layer is rescanned by
 `stat` alone. The convergent statements the guard needs are cached the same way, keyed by every
 convergent file's (path, mtime_ns, size), in a file of their own (`guard-index.marshal`) that also
 keeps them merged: a cold scan of the notes reuses it, and when no convergent file changed the
@@ -109,7 +109,7 @@ def scan_vault(
     whole layer is still read, because recurrence counts across all notes."""
     state = load_state(vault.state_file) if state is None else state
     cache = _Cache.load(
-        vault.state_dir / CACHE_NAME, _fingerprint(vault), vault.state_dir / GUARD_NAME
+        vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
     )
     entries = []
     for file in vault.list_layer(DIVERGENT):
@@ -224,7 +224,7 @@ def _save_marshal(path, data: dict) -> None:
     try:
         write_atomic(path, marshal.dumps(data))
     except (OSError, ValueError):
-        pass  # a read-only state folder only costs speed
+        pass  # a read-only machine folder only costs speed
 
 
 class _Cache:

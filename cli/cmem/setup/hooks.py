@@ -708,7 +708,7 @@ def _backups(vault: Vault | None) -> dict:
     if vault is None:
         return {}
     try:
-        data = json.loads((vault.state_dir / AGENT_BACKUPS).read_text("utf-8"))
+        data = json.loads((vault.machine_dir / AGENT_BACKUPS).read_text("utf-8"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
@@ -722,7 +722,7 @@ def _save_backup(vault: Vault, target: Path, entry: dict | None) -> None:
         backups[str(target)] = entry
     # the copy may hold whatever the user keeps in settings.json: readable by the user only
     write_atomic(
-        vault.state_dir / AGENT_BACKUPS,
+        vault.machine_dir / AGENT_BACKUPS,
         json.dumps(backups, ensure_ascii=False, indent=1) + "\n",
         mode=0o600,
     )

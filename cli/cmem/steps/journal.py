@@ -2,7 +2,7 @@
 
 Before a step changes the first file, the journal records its intent — its kind and id, every
 path with the digest of its old and new bytes (None: absent), both versions of each file, and the
-commit message — durably, in the per-machine state folder. Every step kind writes one: a pass,
+commit message — durably, in the per-machine machine folder. Every step kind writes one: a pass,
 an archive apply (a move is a file created and a file removed), an undo, a repair.
 
 The next writing command (any of them) or `cmem doctor --fix` finds a journal left by a killed

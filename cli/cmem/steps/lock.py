@@ -1,6 +1,6 @@
 """One pass at a time per vault, across processes (SPEC §3 step 1).
 
-The lock is an `flock` on a file in the per-machine state folder, so the kernel releases it when
+The lock is an `flock` on a file in the per-machine machine folder, so the kernel releases it when
 its holder dies: a lock left by a killed process is never stale. The file records who holds it,
 for messages and `cmem doctor`.
 """
@@ -17,14 +17,14 @@ from pathlib import Path
 from cmem.errors import Busy
 
 
-def lock_path(state_dir: Path) -> Path:
-    return state_dir / "pass.lock"
+def lock_path(machine_dir: Path) -> Path:
+    return machine_dir / "pass.lock"
 
 
 @contextmanager
-def vault_lock(state_dir: Path, purpose: str = "converge"):
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = lock_path(state_dir)
+def vault_lock(machine_dir: Path, purpose: str = "converge"):
+    machine_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_path(machine_dir)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -60,8 +60,8 @@ def read_holder(path: Path) -> dict | None:
         return None
 
 
-def is_locked(state_dir: Path) -> bool:
-    path = lock_path(state_dir)
+def is_locked(machine_dir: Path) -> bool:
+    path = lock_path(machine_dir)
     if not path.exists():
         return False
     fd = os.open(path, os.O_RDWR)

@@ -1,5 +1,5 @@
 """Run records (SPEC §3): every pass that reaches the engine leaves `runs/<pass id>/` in the
-state folder — the prompt, the command and model, each raw response, the validation result — so
+machine folder — the prompt, the command and model, each raw response, the validation result — so
 a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later.
 
 A run record is private: its folders are 0700 and its files 0600 whatever the umask, and what it
@@ -54,7 +54,7 @@ class RunRecord:
 
 
 def runs_dir(vault: Vault) -> Path:
-    return vault.state_dir / "runs"
+    return vault.machine_dir / "runs"
 
 
 def new_run(vault: Vault, pass_id: str, redact: bool = True) -> RunRecord:

@@ -145,7 +145,7 @@ def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
     what it will do, so the plan is made from a whole vault). Returns one line per recovery."""
     if not journal.pending_journals(vault):
         return []
-    with vault_lock(vault.state_dir, purpose):
+    with vault_lock(vault.machine_dir, purpose):
         preflight.check_repository(vault)
         return [str(recovery) for recovery in journal.recover(vault)]
 
@@ -164,7 +164,7 @@ def open_step(
     is called first under the lock (an unattended trigger asks again whether it is still due,
     and raises to stop before anything is written)."""
     now = now or datetime.now().astimezone()
-    with vault_lock(vault.state_dir, purpose or kind):
+    with vault_lock(vault.machine_dir, purpose or kind):
         if gate is not None:
             gate()
         preflight.check_repository(vault)

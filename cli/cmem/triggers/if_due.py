@@ -76,7 +76,7 @@ def due_now(vault: Vault, scheduled: bool = False, now: datetime | None = None) 
 # --- unattended runs: `git gc --auto` manners ---------------------------------------------
 #
 # Triggers nobody watches (the shell hook, the agent hook, `cmem watch`, cron) are quiet when
-# another pass holds the lock, log one line per outcome in the state folder, and after
+# another pass holds the lock, log one line per outcome in the machine folder, and after
 # FAILURE_LIMIT failures in a row stop trying until a person runs `cmem converge` or `cmem doctor`:
 # a broken model command must not fail silently after every shell exit for months.
 
@@ -110,7 +110,7 @@ class FailureRecord:
 
 def load_failures(vault: Vault) -> FailureRecord:
     try:
-        data = json.loads((vault.state_dir / FAILURES_FILE).read_text("utf-8"))
+        data = json.loads((vault.machine_dir / FAILURES_FILE).read_text("utf-8"))
         return FailureRecord(
             int(data.get("failures", 0)),
             data.get("last_error"),
@@ -122,7 +122,7 @@ def load_failures(vault: Vault) -> FailureRecord:
 
 
 def _save_failures(vault: Vault, record: FailureRecord) -> None:
-    path = vault.state_dir / FAILURES_FILE
+    path = vault.machine_dir / FAILURES_FILE
     if record.failures == 0:
         try:
             os.unlink(path)
@@ -205,8 +205,10 @@ def converge_if_due(
         )
     from cmem.steps.lock import is_locked, lock_path, read_holder
 
-    if is_locked(vault.state_dir):  # many terminals closing at once: the losers skip even the scan
-        holder = read_holder(lock_path(vault.state_dir)) or {}
+    if is_locked(
+        vault.machine_dir
+    ):  # many terminals closing at once: the losers skip even the scan
+        holder = read_holder(lock_path(vault.machine_dir)) or {}
         return _logged(
             vault,
             TriggerOutcome("busy", f"a pass is already running (pid {holder.get('pid', '?')})."),
@@ -282,7 +284,7 @@ def _logged(vault: Vault, outcome: TriggerOutcome, trigger: str) -> TriggerOutco
 def log_outcome(
     vault: Vault, outcome: TriggerOutcome, trigger: str, now: datetime | None = None
 ) -> None:
-    """One line per outcome in `<state folder>/cmem.log`: time, outcome, trigger, pass and commit
+    """One line per outcome in `<machine folder>/cmem.log`: time, outcome, trigger, pass and commit
     or the error. Never raises: a full disk must not turn a pass into a failure."""
     stamp = (now or datetime.now().astimezone()).isoformat(timespec="seconds")
     fields = [stamp, outcome.status, f"trigger={trigger}", f"pid={os.getpid()}"]
@@ -297,9 +299,9 @@ def log_outcome(
     if text:
         fields.append(json.dumps(" ".join(text.split()), ensure_ascii=False))
     line = ("\t".join(fields) + "\n").encode("utf-8")
-    path = vault.state_dir / LOG_FILE
+    path = vault.machine_dir / LOG_FILE
     try:
-        vault.state_dir.mkdir(parents=True, exist_ok=True)
+        vault.machine_dir.mkdir(parents=True, exist_ok=True)
         _trim_log(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -326,7 +328,7 @@ def _trim_log(path: Path) -> None:
 
 def read_log(vault: Vault) -> list[str]:
     try:
-        return (vault.state_dir / LOG_FILE).read_text("utf-8", errors="replace").splitlines()
+        return (vault.machine_dir / LOG_FILE).read_text("utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return []
 
@@ -345,8 +347,8 @@ def spawn_detached(vault: Vault, converge_args: list[str]) -> Detached:
     terminal, so closing the terminal's SIGHUP never reaches it; not in any shell's job table),
     SIGHUP ignored for good measure, stdin closed, stdout discarded; the child logs its outcome in
     `cmem.log`, and stderr (tracebacks, if any) goes to `background-stderr.log` beside it."""
-    vault.state_dir.mkdir(parents=True, exist_ok=True)
-    stderr_path = vault.state_dir / "background-stderr.log"
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    stderr_path = vault.machine_dir / "background-stderr.log"
     _trim_log(stderr_path)
     argv = [
         sys.executable,
@@ -370,7 +372,7 @@ def spawn_detached(vault: Vault, converge_args: list[str]) -> Detached:
             cwd=str(vault.root),
         )
     process.returncode = 0  # never waited for: keep Popen.__del__ from warning about it
-    return Detached(process.pid, vault.state_dir / LOG_FILE)
+    return Detached(process.pid, vault.machine_dir / LOG_FILE)
 
 
 def ignore_hangup() -> None:

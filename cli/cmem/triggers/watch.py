@@ -342,7 +342,7 @@ class WatchLock:
     """One watcher per vault (two would race each other's passes and double the work)."""
 
     def __init__(self, vault: Vault):
-        self.path = vault.state_dir / "watch.lock"
+        self.path = vault.machine_dir / "watch.lock"
         self.fd: int | None = None
 
     def __enter__(self):

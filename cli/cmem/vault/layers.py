@@ -117,14 +117,14 @@ class Vault:
         return any(a != b and (a + "/").startswith(b + "/") for a in bases for b in bases)
 
     @cached_property
-    def state_dir(self) -> Path:
-        return state_dir_for(self.root)
+    def machine_dir(self) -> Path:
+        return machine_dir_for(self.root)
 
     @property
     def journal_dir(self) -> Path:
         """Where a step's crash journal lives while it runs (cmem.steps.journal); a folder in it
         after the step's process is gone is an interrupted step."""
-        return self.state_dir / "journal"
+        return self.machine_dir / "journal"
 
     @property
     def cmem_dir(self) -> Path:
@@ -463,7 +463,7 @@ def _inside(path: str, folder: str) -> str | None:
     return path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else None
 
 
-def state_dir_for(root: Path) -> Path:
+def machine_dir_for(root: Path) -> Path:
     """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`.
 
     A vault synced between machines must not carry one machine's lock or logs to another, and
