@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-# Plain helpers live in support.py; conftest keeps offering them to the tests that import them
-# from here (`git` as a plain name: make_vault's `git=` flag shadows it).
-import support
-from support import REPO, SAMPLE_VAULT, TESTS, git_init, write_files  # noqa: F401
-
-git = support.git
+# The converge tests' shared vault, offered to every test file as a fixture (defined with the
+# fake model's wiring in pass_helpers.py); plain helpers are imported from support.py directly.
+from pass_helpers import pass_vault  # noqa: F401
+from support import SAMPLE_VAULT, git_init, write_files
 
 
 @pytest.fixture(autouse=True)

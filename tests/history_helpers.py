@@ -11,7 +11,7 @@ from pathlib import Path
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.steps.commits import commit_files
 from cmem.vault.state_json import ConvergedNote, State, load_state, save_state
-from conftest import git
+from support import git
 
 STATE = ".cmem/state.json"
 CHECKLIST = "archive/ARCHIVE-CHECKLIST.md"

@@ -14,7 +14,7 @@ import pytest
 from cmem.errors import ConfigError
 from cmem.scan.scanner import scan_vault
 from cmem.vault.layers import DIVERGENT, open_vault
-from conftest import git, write_files
+from support import git, write_files
 
 ADOPTED = {
     "Home.md": "# Home\n",

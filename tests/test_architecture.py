@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 PACKAGE = REPO / "cli" / "cmem"
 DOC = REPO / "docs" / "architecture.md"

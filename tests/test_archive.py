@@ -22,8 +22,8 @@ from cmem.archive.gate import (
 from cmem.errors import CmemError
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import load_state
-from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
+from support import git
 
 A, B, C = "2026-11-27 notes.md", "2026-11-28 随手记.md", "idea - svelte.md"
 PROFILE = "converged/core/profile.md"

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cmem.cli import app
-from conftest import git
+from support import git
 
 runner = CliRunner()
 

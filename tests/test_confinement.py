@@ -15,8 +15,8 @@ from cmem.archive.gate import READY, REFUSED, list_staged, plan_archive
 from cmem.errors import CmemError, ConfigError
 from cmem.vault.config import default_config_text, load_config, parse_config
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, PathRefused, open_vault
-from conftest import git
 from history_helpers import CHECKLIST, fake_pass, head, run_main, tick
+from support import git
 from support import run_cmem as _cmem
 
 WHERE = Path("/v/.cmem/config.yaml")

@@ -6,7 +6,7 @@ import re
 import typer
 
 from cmem.cli import app
-from conftest import REPO
+from support import REPO
 
 
 def _commands():

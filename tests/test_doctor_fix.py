@@ -23,7 +23,7 @@ from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.steps.lock import vault_lock
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import load_state
-from conftest import git
+from support import git
 from support import run_cmem as cmem
 
 

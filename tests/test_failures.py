@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import git
-from test_converge import FAKE, NOTE, PROFILE, pass_vault, snapshot  # noqa: F401  (pass_vault: a fixture)
+from pass_helpers import FAKE, NOTE, PROFILE
+from support import git, snapshot
 
 
 def cmem(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ import pytest
 
 from cmem import fast
 from cmem.reading import stored_results
-from conftest import git
+from support import git, settle
 
 HOUR_AGO = time.time() - 3600
 
@@ -41,15 +41,6 @@ def cmem(vault: Path | None, *argv: str) -> tuple[str, bool]:
         if line.startswith("import time:")
     }
     return result.stdout, "typer" not in modules
-
-
-def settle(root: Path) -> None:
-    """Date every file and folder of the vault (its .git too) an hour back: as a vault looks when
-    nobody touched it for a while, so its listing may be stored (the racy-git rule)."""
-    for folder, dirs, files in os.walk(root):
-        for name in files:
-            os.utime(os.path.join(folder, name), (HOUR_AGO, HOUR_AGO), follow_symlinks=False)
-        os.utime(folder, (HOUR_AGO, HOUR_AGO))
 
 
 def warm(vault: Path, *argv: str) -> str:

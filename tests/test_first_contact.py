@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 VENV_CMEM = Path(sys.executable).parent / "cmem"
 

@@ -6,7 +6,7 @@ import pytest
 
 from cmem.errors import UsageError
 from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
-from conftest import git, write_files
+from support import git, write_files
 
 OBSIDIAN_VAULT = {
     "Daily/2026-11-28.md": "---\ntags: [daily]\n---\n# 今天\n- 其实不是这样\n",

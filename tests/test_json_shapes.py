@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cmem.cli import app
-from conftest import REPO
+from support import REPO
 
 runner = CliRunner()
 

@@ -19,8 +19,10 @@ from mcp.shared.memory import create_client_server_memory_streams  # noqa: E402
 from cmem.converge.pipeline import PassOptions, run_pass  # noqa: E402
 from cmem.mcp_server import build_server  # noqa: E402
 from cmem.vault.layers import open_vault  # noqa: E402
-from conftest import git  # noqa: E402
-from support import snapshot  # noqa: E402
+from support import (
+    git,  # noqa: E402
+    snapshot,  # noqa: E402
+)
 
 TOOLS = {"context", "recall", "note", "status", "scan", "converge_prompt", "converge_apply"}
 

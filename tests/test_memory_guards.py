@@ -16,8 +16,7 @@ from cmem.reading.context import END_MARKER, build_context, render_context_markd
 from cmem.reading.recall import recall_memory
 from cmem.vault.layers import open_vault
 from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block
-from conftest import git
-from test_converge import (  # noqa: F401
+from pass_helpers import (
     JOBS,
     NOTE,
     PROFILE,
@@ -25,10 +24,10 @@ from test_converge import (  # noqa: F401
     VALID,
     llm_options,
     model_env,
-    pass_vault,
     prompts_sent,
     today,
 )
+from support import git
 
 # Nine levels of nine: 9**9 (387 million) strings if a reader expanded it.
 BOMB = (
@@ -183,7 +182,7 @@ def test_a_move_is_reported_in_the_summary_json_and_commit(pass_vault, monkeypat
 def test_the_hostile_corpus_by_rule_table_is_measured_and_spliced_in_place():
     import importlib.util
 
-    from conftest import REPO
+    from support import REPO
 
     spec = importlib.util.spec_from_file_location(
         "hostile_by_rule", REPO / "bench" / "hostile_by_rule.py"

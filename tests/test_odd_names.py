@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_VAULT, git, git_init
-from support import isolated_env
+from support import SAMPLE_VAULT, git, git_init, isolated_env
 
 MARKER = "以后都用 BADNAME-MARKER，不要再用 pip"  # a correction cue: read as a note, it would be a signal
 BAD = {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from support import git
 
 CONFLICT = "n.sync-conflict-20260101-120000-ABCDEFG.md"
 # file -> (bytes, a fragment of the warning that names it)

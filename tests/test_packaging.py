@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cmem import resources
-from conftest import REPO
+from support import REPO
 
 
 def test_every_prompt_and_schema_loads_through_the_accessor():
@@ -88,7 +88,7 @@ FAST_PATH_NEVER = (
 def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vault):
     """The installed entry point (cmem.fast): once a result is stored, the second call answers
     without typer, YAML, the config loader or the scanner."""
-    from test_fast import settle
+    from support import settle
 
     env = dict(os.environ, CMEM_VAULT=str(sample_vault))
     code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"

@@ -13,8 +13,8 @@ from cmem.render.history import render_diff
 from cmem.render.reports import set_color
 from cmem.steps.pass_log import find_cmem_commit, list_cmem_commits, pass_diff
 from cmem.vault.layers import open_vault
-from conftest import git
 from history_helpers import fake_pass, run_main, tick
+from support import git
 
 PROFILE = "converged/core/profile.md"
 

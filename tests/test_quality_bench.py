@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, TESTS
+from support import REPO, TESTS
 
 BENCH = REPO / "bench" / "quality.py"
 

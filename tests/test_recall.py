@@ -19,8 +19,8 @@ from cmem.reading.read_times import load_read_times
 from cmem.reading.recall import recall_memory
 from cmem.reading.search_index import CONVERGENT, index_file, query_terms, search_scope
 from cmem.vault.layers import open_vault
-from conftest import write_files
 from recall_labelled import EXTRA_FILES, QUERIES, is_right
+from support import write_files
 
 runner = CliRunner()
 

@@ -13,8 +13,8 @@ from cmem.converge.pipeline import run_pass
 from cmem.converge.reply_text import clean_reply
 from cmem.converge.response import parse_response
 from cmem.vault.layers import open_vault
-from conftest import TESTS, git
-from test_converge import NOTE, PROFILE, llm_options, model_env, pass_vault, today  # noqa: F401  (pass_vault: a fixture)
+from pass_helpers import NOTE, PROFILE, llm_options, model_env, today
+from support import TESTS, git
 
 CAPTURED = sorted((TESTS / "replies" / "captured").glob("*.txt"))
 ANSWER = '<convergence>\n<deferred note="a.md" reason="vague"/>\n</convergence>\n'

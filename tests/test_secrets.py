@@ -226,7 +226,7 @@ def test_the_known_misses_are_still_misses():
 def test_the_figures_in_docs_reliability_are_current():
     import importlib.util
 
-    from conftest import REPO
+    from support import REPO
 
     spec = importlib.util.spec_from_file_location(
         "bench_redaction", REPO / "bench" / "redaction.py"

@@ -29,7 +29,7 @@ from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.resources import config_schema
 from cmem.steps.changes import SecondWriter
 from cmem.vault.layers import open_vault
-from conftest import git
+from support import git
 from support import run_cmem as cmem
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import sequence_harness as seq
-from conftest import git
+from support import git
 
 PROFILE = "converged/core/profile.md"
 UNCONVERGED_NOTE = "2026-11-23 日记.md"  # a root note the builtin pass leaves alone (no signal)
@@ -451,7 +451,7 @@ def fill(folder: Path) -> Path:
 
 
 def test_j_full_disk_fails_cleanly_and_the_vault_stays_intact(small_disk):
-    from conftest import SAMPLE_VAULT, git_init
+    from support import SAMPLE_VAULT, git_init
 
     root = small_disk / "vault"
     shutil.copytree(SAMPLE_VAULT, root, symlinks=True)

@@ -18,7 +18,7 @@ from cmem.steps.message import CommitMessage, one_line, read_trailers
 from cmem.steps.pass_log import _parse_body, list_cmem_commits
 from cmem.steps.runner import Step, open_step
 from cmem.vault.layers import open_vault
-from conftest import git
+from support import git
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 

@@ -35,7 +35,7 @@ from cmem.vault.layers import open_vault
 from cmem.vault.notes import split_frontmatter
 from cmem.vault.state_json import load_state, parse_state
 from cmem.vault.statements import normalize, statement_lines
-from conftest import git, write_files
+from support import git, write_files
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
 
@@ -757,7 +757,7 @@ def test_merge_memory_one_side_renamed_a_heading_the_other_added_statements():
 
 def test_the_sync_benchmark_runs_and_prints_its_figures():
     """A smoke test (no timing asserted, SPEC §12): bench/sync.py still runs end to end."""
-    from conftest import REPO
+    from support import REPO
 
     result = subprocess.run(
         [sys.executable, str(REPO / "bench" / "sync.py"), "--runs", "1"],

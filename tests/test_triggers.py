@@ -24,7 +24,7 @@ from cmem.triggers.if_due import (
 )
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import load_state
-from conftest import TESTS
+from support import TESTS
 from trigger_helpers import (
     CMEM,
     CONFIG,

@@ -14,8 +14,8 @@ from cmem.errors import CmemError
 from cmem.steps.pass_log import list_cmem_commits
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import load_state
-from conftest import git
 from history_helpers import CHECKLIST, STATE, fake_pass, git_objects, head, run_main, tick, tree
+from support import git
 
 PROFILE = "converged/core/profile.md"
 NOTE = "2026-11-28 随手记.md"

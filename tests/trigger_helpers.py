@@ -8,8 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import git
-from support import run_cmem  # noqa: F401 (the trigger tests import it from here)
+from support import (
+    git,
+    run_cmem,  # noqa: F401 (the trigger tests import it from here)
+)
 
 NOTE = "2026-11-30 notes.md"
 NOTE_TEXT = "# Notes\n\n- Actually, I prefer Svelte over React for side projects.\n"
