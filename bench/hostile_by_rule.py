@@ -4,7 +4,7 @@
     python bench/hostile_by_rule.py [--out docs/reliability.md] [--print]
 
 Runs every reply in tests/replies/ through the validator alone, against the vault
-`tests/test_validate.py` builds (`build_reply_vault`), and counts per rule: hostile replies,
+`tests/converge/test_validate.py` builds (`build_reply_vault`), and counts per rule: hostile replies,
 replies rejected, replies rejected *for that rule* (the expected error, on the expected file);
 then the valid corpus (hand-written and the 200 generated replies): false rejections, and how
 often a faithful statement — including a translation between Chinese and English — is warned as
@@ -102,8 +102,10 @@ TRANSLATIONS = [
 
 def measure() -> dict:
     sys.path.insert(0, str(TESTS))
-    import reply_variants as rv
+    sys.path.insert(0, str(TESTS / "converge"))  # test_validate's reply vault and corpus table
     import test_validate as tv
+
+    import reply_variants as rv
     from cmem.converge.response import parse_response
     from cmem.converge.validate import PassContext, validate_response
     from cmem.vault.config import load_config
@@ -193,7 +195,7 @@ def render(f: dict) -> str:
         "## The hand-written hostile corpus, by rule",
         "",
         f"Every reply in `tests/replies/hostile/` ({total}) through the validator alone, against the vault "
-        "`tests/test_validate.py` builds; each must be rejected and must trip the rule `HOSTILE` names, on the file it names. "
+        "`tests/converge/test_validate.py` builds; each must be rejected and must trip the rule `HOSTILE` names, on the file it names. "
         f"Reproduce with `python bench/hostile_by_rule.py` ({f['seconds']} s; it rewrites only this section).",
         "",
         "| Rule | What it refuses | Replies | Rejected | For this rule |",

@@ -1,5 +1,5 @@
 """The package's layout, measured: modules per package, module sizes, imports that run up the
-layers, and import cycles. `docs/architecture.md` quotes its figures; `tests/test_architecture.py`
+layers, and import cycles. `docs/architecture.md` quotes its figures; `tests/project/test_architecture.py`
 holds the code to its layer order.
 
     python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout

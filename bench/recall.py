@@ -32,6 +32,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT / "tests"))
+sys.path.insert(0, str(PROJECT / "tests" / "reading"))  # test_recall's vault builders
 START, END = "<!-- recall -->", "<!-- /recall -->"
 WARM_QUERIES = [
     "latency",

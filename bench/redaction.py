@@ -7,7 +7,7 @@
 The corpus is tests/secrets_corpus.py: credentials of many kinds, each of which must leave no
 piece behind, and look-alikes (git SHAs in prose, UUIDs, base64 images, long words…) that must
 come out byte for byte. `bench/reliability.py` appends the same section when it rewrites the file,
-and tests/test_secrets.py checks the file still says what the code does.
+and tests/text/test_secrets.py checks the file still says what the code does.
 """
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 TESTS = PROJECT / "tests"
 SLOW_TESTS = [
-    "tests/test_hostile_corpus.py",
-    "tests/test_second_writers.py",
-    "tests/test_pass_processes.py",
-    "tests/test_crash.py",
+    "tests/converge/test_hostile_corpus.py",
+    "tests/guarantees/test_second_writers.py",
+    "tests/converge/test_pass_processes.py",
+    "tests/guarantees/test_crash.py",
 ]
 
 
@@ -493,7 +493,7 @@ def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_rep
         "sync-conflict names, over-long names) each in four places: alone, after a valid block, before one, and as a "
         "`<converged into>` target. Each is run through the real pass from the fake model; the vault, the folder beside it "
         "and the likely escape targets are compared byte for byte before and after. The "
-        f"{f['hand_written']['hostile']} hand-written hostile replies in `tests/replies/hostile/` run the same way in `tests/test_converge.py`.",
+        f"{f['hand_written']['hostile']} hand-written hostile replies in `tests/replies/hostile/` run the same way in `tests/converge/test_converge.py`.",
         f"- **Valid replies** ({v['tried']} generated): different statement sets, traces (nested, English and Chinese), merged "
         "and dropped duplicates, reordering, frontmatter tweaks, edits to a topic file, new topic files (one in a subfolder, "
         "one with a CJK name), replies that only defer, notes named by path or by name — wrapped plain, with chatter in "

@@ -1,6 +1,6 @@
 """A labelled query set for `cmem recall`: the sample vault plus four more topic files, and 30
 queries (Chinese, English, mixed) each with the statement that must rank first. Used by
-tests/test_recall.py (precision@1 with a floor) and bench/recall.py (the figure in
+tests/reading/test_recall.py (precision@1 with a floor) and bench/recall.py (the figure in
 docs/benchmarks.md)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Generated model replies for the reliability corpus (issue 6): hundreds of hostile and valid
 variants built from templates, all written against one small vault (`build_corpus_vault`).
 
-Used by tests/test_hostile_corpus.py (the validator and the real pass) and bench/reliability.py
+Used by tests/converge/test_hostile_corpus.py (the validator and the real pass) and bench/reliability.py
 (the figures in docs/reliability.md). The hand-written replies in tests/replies/ stay the
 readable examples; these are the breadth: every path attack in every place a path can appear,
 elisions in Chinese and English, duplicate blocks, NUL, undecodable bytes, control characters,

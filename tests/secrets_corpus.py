@@ -1,6 +1,6 @@
 """A labelled corpus for secret redaction: credentials that must be hidden and look-alikes that
 must pass through untouched (issue 14). `measure()` gives precision and recall; `bench/redaction.py`
-prints them for docs/reliability.md, `tests/test_secrets.py` holds the floor.
+prints them for docs/reliability.md, `tests/text/test_secrets.py` holds the floor.
 
 Each credential is a (kind, text, secret) triple: `secret` is the part that must not survive.
 Each look-alike is a (kind, text) pair: the text must come out byte for byte. The fake keys are

@@ -15,8 +15,9 @@ import pytest
 from cmem.converge.model_command import ModelCommandError, run_model_command
 from cmem.errors import CmemError
 from reliability_harness import live_pids_with
+from support import TESTS
 
-FAKE = Path(__file__).resolve().parent / "fake_llm.py"
+FAKE = TESTS / "fake_llm.py"
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from cmem.converge.validate import (
 )
 from cmem.vault.config import load_config
 from cmem.vault.layers import Vault
-from support import snapshot
+from support import TESTS, snapshot
 
-REPLIES = Path(__file__).resolve().parent / "replies"
+REPLIES = TESTS / "replies"
 PASS_DATE = "2026-11-29"
 PROFILE = "converged/core/profile.md"
 JOBS = "converged/topics/job-search.md"

@@ -32,8 +32,6 @@ from cmem.vault.layers import open_vault
 from support import git
 from support import run_cmem as cmem
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture
 def corpus_vault(tmp_path) -> Path:

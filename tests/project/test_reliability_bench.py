@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "reliability.py"
+from support import REPO
+
+BENCH = REPO / "bench" / "reliability.py"
 
 
 def load():

@@ -4,8 +4,6 @@ confirmation and exclusion flags."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cmem.scan import signals as signals_module
@@ -24,8 +22,9 @@ from cmem.scan.signals import (
 )
 from cmem.vault.layers import DIVERGENT, NoteFile
 from cmem.vault.notes import read_note
+from support import TESTS
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = TESTS / "corpus"
 LABELS = (*SIGNAL_CLASSES, "deferred", "none")
 
 

@@ -18,7 +18,7 @@ from cmem.steps.message import CommitMessage, one_line, read_trailers
 from cmem.steps.pass_log import _parse_body, list_cmem_commits
 from cmem.steps.runner import Step, open_step
 from cmem.vault.layers import open_vault
-from support import git
+from support import REPO, git
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -411,9 +411,8 @@ def test_the_step_layer_and_its_users_do_not_import_the_pass():
     """steps/ sits below converge/, archive, undo and doctor --fix; those three write through
     it and never reach into converge/ (issue 10)."""
     import ast
-    from pathlib import Path
 
-    package = Path(__file__).resolve().parent.parent / "cli" / "cmem"
+    package = REPO / "cli" / "cmem"
     files = [
         package / "archive" / "gate.py",
         package / "archive" / "undo.py",

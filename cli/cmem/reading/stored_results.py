@@ -149,7 +149,7 @@ def _busy(machine_dir: str) -> bool:
     """A pass running (its lock held) or a step a killed process left (a journal): the real
     command reports those, and the vault is about to change anyway. The same check as
     cmem.steps.lock.is_locked and Vault.journal_dir, written with os alone: importing the lock
-    module (pathlib, json) would cost the light path more than the check (tests/test_fast.py
+    module (pathlib, json) would cost the light path more than the check (tests/surfaces/test_fast.py
     holds the real lock file to keep the two in step)."""
     try:
         if os.listdir(os.path.join(machine_dir, "journal")):
