@@ -4,8 +4,6 @@
 Adding a command: write it in the module of its group (`reading.py`, `converge.py`, …), then
 register it below; the order here is the order `cmem --help` lists them in."""
 
-from __future__ import annotations
-
 import json
 import os
 import sys

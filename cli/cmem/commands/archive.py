@@ -1,7 +1,5 @@
 """The archive gate (`archive list`, `archive apply`) and `undo`: the steps after a pass."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,8 +1,6 @@
 """Helpers the command modules share: opening the vault, printing, the confirm gate, and the
 steps every writing command takes first (finish an interrupted step, `git.sync: auto`)."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Optional

@@ -1,8 +1,6 @@
 """The pass: `converge` (by hand, unattended or in the background), `apply` (review mode's
 proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional

@@ -1,7 +1,5 @@
 """`cmem doctor` (checks) and `--fix` (finish or roll back what an interrupted run left)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -6,9 +6,6 @@ each call of `app` (by `app.main`, or by the main callback under a test runner) 
 commands through click's context, so nothing module-level is written during a command and two
 invocations in one process cannot leak `--json` or the sync memo into each other."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -34,16 +31,19 @@ AGENT_HELP = (
 PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the current folder)."
 
 
-@dataclass
 class Invocation:
     """One command line's state: the global `--vault`, whether `--json` was given (the error
     funnel answers in JSON then), the `git.sync: auto` memo (offline is said once per command) and
-    whether a Ctrl-C was already reported."""
+    whether a Ctrl-C was already reported. (A plain class: `dataclasses` would be one more
+    import on every start.)"""
 
-    vault: Optional[Path] = None
-    json: bool = False
-    sync_memo: dict = field(default_factory=dict)
-    interrupt_reported: bool = False
+    __slots__ = ("vault", "json", "sync_memo", "interrupt_reported")
+
+    def __init__(self) -> None:
+        self.vault: Optional[Path] = None
+        self.json = False
+        self.sync_memo: dict = {}
+        self.interrupt_reported = False
 
 
 def invocation(ctx: typer.Context) -> Invocation:

@@ -1,8 +1,6 @@
 """What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
 here writes a note; status and scan store what they printed for `cmem.fast`."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Annotated, List, Optional

@@ -1,8 +1,6 @@
 """What cmem installs and allows: `init`, the session-end `hook` group, `completion`,
 `agent-instructions` and `trust`."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Optional

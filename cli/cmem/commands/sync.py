@@ -2,8 +2,6 @@
 which prints what this prints); this is the full CLI's copy, reached on anything fast.py hands
 over."""
 
-from __future__ import annotations
-
 import typer
 
 from cmem.commands.common import open_target, print_json, recover_first

@@ -1,8 +1,6 @@
 """What brings memory in or starts a pass by itself: `note` (capture a line), `watch`, and `mcp`
 (agents reading, noting and converging over the Model Context Protocol)."""
 
-from __future__ import annotations
-
 from typing import Annotated, List
 
 import typer
