@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("render",),
     ("reading",),
     ("doctor",),
-    ("cli", "fast", "mcp_server", "__main__"),  # the surfaces (fast: the light entry path)
+    # the surfaces: the commands package, its old name cli, fast (the light entry path), MCP
+    ("commands", "cli", "fast", "mcp_server", "__main__"),
 ]
 
 

@@ -303,11 +303,9 @@ def _echo(text: str, stream) -> None:
 
 def _help(argv: list[str]) -> str | None:
     """`cmem --help` (and `cmem COMMAND --help`): the text typer printed last time, stored under
-    the version, the CLI module's stat and the terminal width; on a miss typer prints it once
-    more and it is stored."""
-    cli_file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli.py")
-    st = os.stat(cli_file)
-    key = (FORMAT, __version__, tuple(argv), st.st_mtime_ns, st.st_size, _help_width())
+    the version, the stat of every CLI module and the terminal width; on a miss typer prints it
+    once more and it is stored."""
+    key = (FORMAT, __version__, tuple(argv), help_sources(), _help_width())
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(base, "cmem", "help", entry_path("", "help", key).rsplit(os.sep, 1)[1])
     entry = load_entry(path)
@@ -330,6 +328,17 @@ def _help(argv: list[str]) -> str | None:
     if code == 0 and text:
         _write(path, {"key": key, "text": text})
     sys.exit(code)
+
+
+def help_sources() -> tuple:
+    """(name, mtime, size) of every module the help text is written in: `cli.py` and each module
+    of the `commands/` package, so an edited help line (in a checkout) is never answered stale."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    commands = os.path.join(here, "commands")
+    paths = [os.path.join(here, "cli.py")]
+    paths += sorted(os.path.join(commands, n) for n in os.listdir(commands) if n.endswith(".py"))
+    stats = [(path, os.stat(path)) for path in paths]
+    return tuple((os.path.basename(path), st.st_mtime_ns, st.st_size) for path, st in stats)
 
 
 def _help_width() -> int:

@@ -352,6 +352,7 @@ def test_cli_apply_on_a_terminal_asks(staged, monkeypatch):
     from typer.testing import CliRunner
 
     import cmem.cli as cli
+    import cmem.commands.common as common
 
     tick(staged, "2026-11-28 随手记")
 
@@ -359,13 +360,13 @@ def test_cli_apply_on_a_terminal_asks(staged, monkeypatch):
         def isatty(self):
             return True
 
-    class TerminalSys:  # cmem.cli's view of sys: stdin is a terminal
+    class TerminalSys:  # the confirm gate's view of sys: stdin is a terminal
         stdin = Terminal()
 
         def __getattr__(self, name):
             return getattr(sys, name)
 
-    monkeypatch.setattr(cli, "sys", TerminalSys())
+    monkeypatch.setattr(common, "sys", TerminalSys())
     answers = iter([False, True])
     monkeypatch.setattr("typer.confirm", lambda *args, **kwargs: next(answers))
     runner = CliRunner()

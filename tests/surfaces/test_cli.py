@@ -53,6 +53,59 @@ def test_json_error(monkeypatch, capsys, tmp_path):
     assert code == 1 and "error" in json.loads(out)
 
 
+def test_json_does_not_leak_into_the_next_invocation(monkeypatch, capsys, tmp_path):
+    """Two command lines in one process (an MCP server, a test run): `--json` belongs to the
+    first; the second, which has no --json at all, reports its error as text on stderr."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(monkeypatch, capsys, "scan", "--json")
+    assert code == 1 and "error" in json.loads(out)
+    code, out, err = run_main(monkeypatch, capsys, "watch")
+    assert code == 1 and out == "" and err.startswith("error: ") and "cmem init" in err
+
+
+def test_the_global_vault_is_the_default_of_each_command_and_of_that_invocation_only(
+    monkeypatch, capsys, tmp_path, sample_vault
+):
+    first = cmem("--vault", str(sample_vault), "log", "--json")
+    assert first.exit_code == 0 and "passes" in json.loads(first.output)
+    monkeypatch.chdir(tmp_path)  # no vault here, and the last command line's --vault is gone
+    code, out, err = run_main(monkeypatch, capsys, "log", "--json")
+    assert code == 1 and "cmem init" in json.loads(out)["error"]
+
+
+def test_no_command_writes_module_level_state(sample_vault, tmp_path, monkeypatch):
+    """The command modules keep nothing between invocations: every name at module level is
+    bound to the same object, with the same contents, after a run of commands as before."""
+    import importlib
+    import pkgutil
+
+    package = importlib.import_module("cmem.commands")
+    modules = [
+        importlib.import_module(f"cmem.commands.{info.name}")
+        for info in pkgutil.iter_modules(package.__path__)
+    ]
+
+    def state():
+        return {
+            (module.__name__, name): (id(value), repr(value))
+            for module in modules
+            for name, value in vars(module).items()
+            if isinstance(value, (dict, list, set, bool, int, str, type(None)))
+            and not name.startswith("__")
+        }
+
+    before = state()
+    monkeypatch.chdir(tmp_path)
+    runs = [
+        ["scan", "--json"],  # an error (no vault here), under --json
+        ["--vault", str(sample_vault), "--no-color", "status", "--json"],
+        ["note", "a line", "--vault", str(sample_vault)],
+    ]
+    results = [runner.invoke(app, args) for args in runs]
+    assert [result.exit_code for result in results] == [1, 0, 0]
+    assert state() == before
+
+
 def test_usage_error_exits_2(monkeypatch, capsys):
     code, out, err = run_main(monkeypatch, capsys, "no-such-command")
     assert code == 2

@@ -296,6 +296,15 @@ def test_help_and_version_are_served_without_typer(tmp_path):
     assert hit and version.startswith("cmem ")
 
 
+def test_the_stored_help_is_keyed_on_every_module_the_help_is_written_in():
+    """The commands live in a package: an edited help line in any of its modules (or a module
+    added) must miss the stored help, not only an edit of cli.py."""
+    commands = Path(fast.__file__).parent / "commands"
+    names = [name for name, _, _ in fast.help_sources()]
+    assert set(names) == {"cli.py", *(path.name for path in commands.glob("*.py"))}
+    assert "reading.py" in names and "app.py" in names
+
+
 @pytest.mark.parametrize("argv", [["status"], ["scan"], ["status", "--json"]])
 def test_unknown_arguments_go_to_the_real_cli(argv, sample_vault):
     warm(sample_vault, *argv)

@@ -1,0 +1,184 @@
+"""The typer app assembled from the command modules, and `main`: the one error funnel, where a
+`CmemError` becomes `error: …` (or `{"error": …}` under --json) and an exit code.
+
+Adding a command: write it in the module of its group (`reading.py`, `converge.py`, …), then
+register it below; the order here is the order `cmem --help` lists them in."""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cmem import __version__
+from cmem.commands import archive, converge, doctor, reading, setup, sync, triggers
+from cmem.commands.common import report_interrupt
+from cmem.commands.options import VAULT_HELP, Invocation, invocation
+from cmem.errors import CmemError
+
+app = typer.Typer(
+    name="cmem",
+    help=(
+        "Convergent memory: keep an agent's and a person's long-term memory as a Markdown vault.\n\n"
+        "Loose notes at the vault root (the divergent layer) are scanned for signals; `cmem converge` "
+        "merge-rewrites them into the convergent layer (resident files read every session, topic files "
+        "recalled by topic) with a dated trace of every change and a source for every statement. "
+        "Every change is a git commit you can review and undo."
+    ),
+    rich_markup_mode=None,  # plain help: rich-formatted help costs ~190 ms per call
+    add_completion=False,
+    pretty_exceptions_enable=False,  # a bug shows a plain traceback, not a rich panel
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    vault: Annotated[Optional[Path], typer.Option("--vault", help=VAULT_HELP)] = None,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    invocation(ctx).vault = vault  # each subcommand's --vault falls back on it (options.py)
+    if no_color:
+        from cmem.render.reports import set_color
+
+        set_color(False)
+    elif "cmem.render.reports" in sys.modules:
+        # the renderer keeps its colour switch at module level: an earlier invocation in this
+        # process (a test runner, the MCP server) may have turned it off
+        sys.modules["cmem.render.reports"].set_color(None)
+
+
+# The command table, in the order `cmem --help` lists it.
+app.command()(setup.init)
+app.command()(reading.status)
+app.command()(reading.scan)
+app.command()(triggers.note)
+app.command()(reading.context)
+app.command()(doctor.doctor)
+app.command()(converge.converge)
+app.command("apply")(converge.apply_proposal)
+app.command()(converge.demo)
+app.add_typer(archive.archive_app, name="archive")
+app.command()(archive.undo)
+app.command()(sync.sync)
+app.command("log")(reading.log_command)
+app.command("diff")(reading.diff_command)
+app.command()(reading.trace)
+app.command()(reading.recall)
+app.command("mcp")(triggers.mcp_command)
+app.add_typer(setup.hook_app, name="hook")
+app.command("completion")(setup.completion)
+app.command()(triggers.watch)
+app.command("agent-instructions")(setup.agent_instructions_command)
+app.command()(setup.trust)
+
+
+def main() -> None:
+    """Entry point: one translation point from CmemError to `error: …` and an exit code."""
+    if os.environ.get(setup.COMPLETE_VAR):
+        # typer registers its shell classes only with add_completion, which would add two
+        # --install-completion options to every help; the completion request needs them
+        from typer._completion_classes import completion_init
+
+        completion_init()
+    _tolerant_output()
+    _hoist_global_flags(sys.argv)
+    # This command line's state, made here so the funnel below still holds it once the command
+    # has raised (click's contexts are gone by then); the commands reach it as ctx.obj.
+    invoked = Invocation()
+    try:
+        # Without standalone mode typer returns (not raises) the code of a `typer.Exit(n)`.
+        code = app(standalone_mode=False, obj=invoked)
+        if code == 130:  # typer turns Ctrl-C into exit code 130 without a word
+            report_interrupt(invoked, None)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except CmemError as exc:
+        _fail(invoked, str(exc), exc.exit_code)
+    except KeyboardInterrupt as exc:
+        report_interrupt(invoked, exc)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    except OSError as exc:  # a full disk, a read-only folder: the user's to fix, not a bug
+        from cmem.errors import os_error_sentence
+
+        message = os_error_sentence(exc)
+        if message is None:
+            raise
+        _fail(invoked, message, 1)
+    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
+        usage = _click_usage_error(exc)
+        if usage is None:
+            raise
+        sys.exit(usage)
+
+
+# Global flags a user may also write after the subcommand, as with git (`cmem status --no-color`).
+_GLOBAL_FLAGS = ("--no-color",)
+
+
+def _hoist_global_flags(argv: list[str]) -> None:
+    """Move a global flag written after the subcommand to before it, where the main callback
+    reads it. Arguments after a `--` are text (`cmem note -- --no-color`), never flags."""
+    if len(argv) < 2:
+        return
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = [arg for arg in argv[2:end] if arg in _GLOBAL_FLAGS]
+    if not found or argv[1] in _GLOBAL_FLAGS:
+        return
+    rest = [
+        arg for index, arg in enumerate(argv) if not (2 <= index < end and arg in _GLOBAL_FLAGS)
+    ]
+    argv[:] = [rest[0], *dict.fromkeys(found), *rest[1:]]
+
+
+def _fail(invoked: Invocation, message: str, exit_code: int) -> None:
+    if invoked.json:
+        typer.echo(json.dumps({"error": message}, ensure_ascii=False))
+    else:
+        from cmem.render.reports import paint
+
+        prefix = "" if exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
+        typer.echo(prefix + message, err=True)
+    sys.exit(exit_code)
+
+
+def _tolerant_output() -> None:
+    """A name that is not UTF-8 on disk reaches Python as surrogates; should one slip into a
+    message or a --json field, it is printed escaped rather than crashing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+def _click_usage_error(exc: Exception) -> int | None:
+    """Typer vendors click; its usage errors carry `show()` and `exit_code`."""
+    if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+        exc.show()
+        return exc.exit_code
+    return None

@@ -1,0 +1,402 @@
+"""The pass: `converge` (by hand, unattended or in the background), `apply` (review mode's
+proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from cmem.commands.common import (
+    auto_sync,
+    confirm,
+    open_target,
+    print_json,
+    report_interrupt,
+)
+from cmem.commands.options import (
+    Invocation,
+    JsonOption,
+    ShrinkOption,
+    VaultOption,
+    choices,
+    invocation,
+    yes_option,
+)
+from cmem.errors import CmemError
+
+ApplyYes = yes_option("Apply without asking (needed without a terminal).")
+
+
+def converge(
+    ctx: typer.Context,
+    vault: VaultOption = None,
+    engine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--engine",
+            metavar="[builtin|llm]",
+            autocompletion=choices("builtin", "llm"),
+            help="builtin (offline, extractive) or llm; default: llm when a model command is configured.",
+        ),
+    ] = None,
+    llm: Annotated[
+        Optional[str],
+        typer.Option(
+            "--llm",
+            help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Run up to validation and print the diff; write nothing."),
+    ] = False,
+    emit_prompt: Annotated[
+        bool, typer.Option("--emit-prompt", help="Print the assembled prompt and stop.")
+    ] = False,
+    response: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--response",
+            help="Skip the engine and apply this response file (an agent that is itself the model).",
+        ),
+    ] = None,
+    replay: Annotated[
+        Optional[str],
+        typer.Option(
+            "--replay",
+            help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
+        ),
+    ] = None,
+    only: Annotated[
+        Optional[List[str]], typer.Option("--only", help="Converge only this note (repeatable).")
+    ] = None,
+    budget: Annotated[
+        Optional[int],
+        typer.Option("--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
+    ] = None,
+    propose: Annotated[
+        bool,
+        typer.Option(
+            "--propose",
+            help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`).",
+        ),
+    ] = False,
+    allow_shrink: ShrinkOption = False,
+    show_diff: Annotated[
+        bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
+    ] = False,
+    keep_raw_prompt: Annotated[
+        bool,
+        typer.Option(
+            "--keep-raw-prompt",
+            help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress and no report (errors still go to stderr)."
+        ),
+    ] = False,
+    if_due: Annotated[
+        bool,
+        typer.Option(
+            "--if-due",
+            help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row.",
+        ),
+    ] = False,
+    scheduled: Annotated[
+        bool,
+        typer.Option(
+            "--scheduled",
+            help="With --if-due, for cron and systemd timers: due after schedule_hours instead.",
+        ),
+    ] = False,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Detach (new session, survives the terminal closing), log the outcome in the machine folder's cmem.log, return at once.",
+        ),
+    ] = False,
+    detached: Annotated[
+        bool,
+        typer.Option(
+            "--detached",
+            hidden=True,
+            help="Internal: this is the detached process --background started.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge the pending signals of the divergent notes into the memory files, then commit.
+
+    Scans the loose notes, selects pending ones (corrections first) within the budget, has the
+    engine merge-rewrite the convergent files, validates the response (sources, traces, nothing
+    silently dropped), applies it all-or-nothing, stages the notes in the archive checklist and
+    commits. Nothing pending: exit 0.
+    """
+    from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.errors import Busy
+    from cmem.render.reports import Spinner, render_pass
+
+    invoked = invocation(ctx)
+    if engine not in (None, "builtin", "llm"):
+        raise typer.BadParameter("must be builtin or llm", param_hint="--engine")
+    target = open_target(vault)
+    response_text = None
+    if response is not None:
+        try:
+            response_text = response.read_text("utf-8", errors="replace")
+        except OSError as exc:
+            raise CmemError(f"cannot read the response file {response}: {exc.strerror}.") from None
+    if replay is not None:
+        from cmem.steps.run_records import find_run
+
+        record = find_run(target, replay)
+        responses = record.responses()
+        if not responses:
+            raise CmemError(f"the run record {record.folder} holds no response to replay.")
+        response_text = responses[-1].read_text("utf-8", errors="replace")
+        only = only or record.read_json("run.json").get("notes")
+    options = PassOptions(
+        engine=engine,
+        llm=llm,
+        dry_run=dry_run,
+        emit_prompt=emit_prompt,
+        response_text=response_text,
+        only=only,
+        budget=budget,
+        propose=propose,
+        allow_shrink=allow_shrink,
+        keep_raw_prompt=keep_raw_prompt,
+    )
+    if scheduled and not if_due:
+        raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
+    if background or if_due or detached:
+        if (background or if_due) and (
+            dry_run or emit_prompt or response is not None or replay is not None or show_diff
+        ):
+            raise typer.BadParameter(
+                "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
+                param_hint="--if-due/--background",
+            )
+        _converge_unattended(
+            target,
+            options,
+            invoked,
+            if_due=if_due,
+            scheduled=scheduled,
+            background=background,
+            detached=detached,
+            quiet=quiet,
+            as_json=as_json,
+        )
+        return
+    if not (dry_run or emit_prompt):
+        from cmem.triggers.if_due import reset_failures
+
+        reset_failures(target)  # a person is running a pass: unattended runs may try again
+    writes = not (dry_run or emit_prompt)
+    if writes:
+        auto_sync(target, invoked, quiet=quiet)
+    spinner = Spinner(quiet=quiet or as_json or emit_prompt)
+    try:
+        result = run_pass(target, options, progress=spinner)
+    except KeyboardInterrupt as exc:
+        spinner.done()
+        report_interrupt(invoked, exc)
+        raise
+    except Busy as exc:
+        spinner.done()
+        if as_json:
+            print_json({"status": "busy", "message": str(exc)})
+        elif not quiet:
+            typer.echo(str(exc), err=True)
+        return
+    finally:
+        spinner.done()
+    if emit_prompt and result.prompt is not None:
+        typer.echo(result.prompt, nl=False)
+        return
+    if writes and result.status == "applied":
+        auto_sync(target, invoked, quiet=quiet)
+    if as_json:
+        print_json(result.to_json())
+    elif not quiet or result.status == "failed":
+        stream_err = result.status == "failed"
+        typer.echo(render_pass(result, show_diff=show_diff or dry_run), err=stream_err)
+    if result.status == "failed":
+        raise typer.Exit(1)
+
+
+def apply_proposal(
+    drop: Annotated[
+        bool, typer.Option("--drop", help="Discard the waiting proposal instead.")
+    ] = False,
+    yes: ApplyYes = False,
+    allow_shrink: ShrinkOption = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Review mode: show the waiting proposal's diff and apply it after confirmation (or --drop it)."""
+    from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.converge.proposal import drop_proposal, load_proposal
+    from cmem.render.reports import colour_diff, render_pass
+    from cmem.steps.run_records import find_run
+
+    target = open_target(vault)
+    proposal = load_proposal(target)
+    if proposal is None:
+        raise CmemError(
+            "no proposal is waiting; review mode passes (`review: true` or `converge --propose`) leave one."
+        )
+    if drop:
+        drop_proposal(target)
+        typer.echo(f"dropped the proposal of pass {proposal.pass_id}; its notes stay pending")
+        return
+    responses = find_run(target, proposal.run_dir).responses()
+    if not responses:
+        raise CmemError(
+            f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`."
+        )
+    response_text = responses[-1].read_text("utf-8", errors="replace")
+    options = dict(
+        response_text=response_text,
+        only=proposal.notes,
+        apply_proposal=True,
+        allow_shrink=allow_shrink,
+    )
+    preview = run_pass(target, PassOptions(dry_run=True, **options))
+    if preview.status == "failed":
+        typer.echo(render_pass(preview), err=True)
+        raise typer.Exit(1)
+    if not as_json:
+        typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
+    confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
+    result = run_pass(target, PassOptions(**options))
+    if result.status == "applied":
+        drop_proposal(target)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        typer.echo(render_pass(result))
+    if result.status == "failed":
+        raise typer.Exit(1)
+
+
+def demo(
+    folder: Annotated[
+        Optional[Path],
+        typer.Argument(help="Where to put the demo vault (default: a new temporary folder)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy the sample vault, make it a git repository, and run a real pass with the builtin engine.
+
+    Shows the signals found, the pass, and the diff of the memory files. Your own notes are not touched.
+    """
+    from cmem.converge.demo import run_demo
+    from cmem.render.reports import colour_diff, render_pass, render_scan
+
+    demo_run = run_demo(folder)
+    if as_json:
+        print_json(
+            {
+                "vault": str(demo_run.root),
+                "scan": demo_run.scan.to_json(),
+                "pass": demo_run.result.to_json(),
+            }
+        )
+        return
+    typer.echo(f"demo vault: {demo_run.root}\n")
+    typer.echo(render_scan(demo_run.scan))
+    typer.echo("")
+    typer.echo(render_pass(demo_run.result))
+    if demo_run.result.diff:
+        typer.echo("")
+        typer.echo(colour_diff(demo_run.result.diff))
+    from cmem.converge.demo import try_line
+
+    typer.echo(f"\nTry: {try_line(demo_run.root)}")
+
+
+def _converge_unattended(
+    target,
+    options,
+    invoked: Invocation,
+    *,
+    if_due: bool,
+    scheduled: bool,
+    background: bool,
+    detached: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this renders them."""
+    from cmem.triggers import if_due as triggers
+
+    if background:
+        detached_run = triggers.spawn_detached(
+            target, _converge_child_args(options, if_due, scheduled)
+        )
+        if as_json:
+            print_json({"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)})
+        elif not quiet:
+            typer.echo(
+                f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
+                err=True,
+            )
+        return
+    if detached:
+        triggers.ignore_hangup()
+    from cmem.render.reports import Spinner, paint, render_pass
+
+    auto_sync(target, invoked, quiet=quiet)
+    spinner = Spinner(quiet=quiet or as_json)
+    try:
+        if if_due:
+            outcome = triggers.converge_if_due(
+                target,
+                options,
+                scheduled=scheduled,
+                progress=spinner,
+                trigger=("scheduled" if scheduled else "if-due")
+                + ("/background" if detached else ""),
+            )
+        else:
+            outcome = triggers.converge_logged(target, options, progress=spinner)
+    finally:
+        spinner.done()
+    if outcome.result is not None and outcome.result.status == "applied":
+        auto_sync(target, invoked, quiet=quiet)
+    if as_json:
+        print_json(outcome.to_json())
+    elif outcome.status == "stopped":
+        typer.echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
+    elif outcome.result is not None and outcome.status != "not-due":
+        if not quiet or outcome.status == "failed":
+            typer.echo(render_pass(outcome.result), err=outcome.status == "failed")
+    elif outcome.status == "failed":
+        typer.echo(
+            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
+        )
+    elif not quiet:
+        typer.echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
+    if outcome.status in ("failed", "stopped"):
+        raise typer.Exit(1)
+
+
+def _converge_child_args(options, if_due: bool, scheduled: bool) -> list[str]:
+    """The command line of the detached child `--background` starts: the same pass options."""
+    args = ["--if-due"] if if_due else []
+    args += ["--scheduled"] if scheduled else []
+    args += ["--engine", options.engine] if options.engine else []
+    args += ["--llm", options.llm] if options.llm else []
+    args += ["--budget", str(options.budget)] if options.budget else []
+    for name in options.only or []:
+        args += ["--only", name]
+    args += ["--propose"] if options.propose else []
+    args += ["--allow-shrink"] if options.allow_shrink else []
+    return args

@@ -1,0 +1,92 @@
+"""The options every command shares, declared once as `Annotated` aliases, and the `Invocation`:
+what one command line said that the error funnel and the step helpers need to know.
+
+The invocation replaces a module-level dict the commands used to write into. It is made fresh for
+each call of `app` (by `app.main`, or by the main callback under a test runner) and reaches the
+commands through click's context, so nothing module-level is written during a command and two
+invocations in one process cannot leak `--json` or the sync memo into each other."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+VAULT_HELP = (
+    "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
+)
+JSON_HELP = "Print one JSON object for scripts and agents."
+SHRINK_HELP = (
+    "Allow a pass to remove (drop or blank) more than a quarter of a file's or of the memory's "
+    "statements, or to move statements out of the resident layer."
+)
+RESCAN_HELP = (
+    "Ignore the stored result: walk and read the whole vault again (a stored result checks the "
+    "archive by folder times, so an archived note edited in place shows only then)."
+)
+SHELL_HELP = "bash, zsh or fish (default: from $SHELL)."
+AGENT_HELP = (
+    "An agent instead of a shell: claude-code (a SessionEnd hook in the project's "
+    ".claude/settings.json)."
+)
+PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the current folder)."
+
+
+class Invocation:
+    """One command line's state: the global `--vault`, whether `--json` was given (the error
+    funnel answers in JSON then), the `git.sync: auto` memo (offline is said once per command) and
+    whether a Ctrl-C was already reported. (A plain class: `dataclasses` would be one more
+    import on every start.)"""
+
+    __slots__ = ("vault", "json", "sync_memo", "interrupt_reported")
+
+    def __init__(self) -> None:
+        self.vault: Optional[Path] = None
+        self.json = False
+        self.sync_memo: dict = {}
+        self.interrupt_reported = False
+
+
+def invocation(ctx: typer.Context) -> Invocation:
+    """The invocation of this command line (subcommands' contexts inherit the root's `obj`)."""
+    if not isinstance(ctx.obj, Invocation):
+        ctx.find_root().obj = ctx.obj = Invocation()
+    return ctx.obj
+
+
+def choices(*values: str):
+    """TAB completion for an option with fixed values (`cmem completion`)."""
+    return lambda incomplete="": [v for v in values if v.startswith(incomplete or "")]
+
+
+def _vault_or_global(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
+    # `cmem --vault V status` and `cmem status --vault V` name the same vault; the latter wins
+    return value if value is not None else invocation(ctx).vault
+
+
+def _record_json(ctx: typer.Context, value: bool) -> bool:
+    # recorded while the command line is parsed, so an error in the command body (or in
+    # opening the vault) is already reported as JSON
+    if value:
+        invocation(ctx).json = True
+    return value
+
+
+VaultOption = Annotated[
+    Optional[Path], typer.Option("--vault", help=VAULT_HELP, callback=_vault_or_global)
+]
+JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP, callback=_record_json)]
+RescanOption = Annotated[bool, typer.Option("--rescan", help=RESCAN_HELP)]
+ShrinkOption = Annotated[bool, typer.Option("--allow-shrink", help=SHRINK_HELP)]
+
+
+def yes_option(help: str):
+    """`--yes/-y`: the confirm gate's way round; each command says what it skips asking for."""
+    return Annotated[bool, typer.Option("--yes", "-y", help=help)]
+
+
+ShellOption = Annotated[
+    Optional[str],
+    typer.Option("--shell", autocompletion=choices("bash", "zsh", "fish"), help=SHELL_HELP),
+]
+AgentOption = Annotated[Optional[str], typer.Option("--agent", help=AGENT_HELP)]
+ProjectOption = Annotated[Optional[Path], typer.Option("--project", help=PROJECT_HELP)]

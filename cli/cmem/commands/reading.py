@@ -1,0 +1,195 @@
+"""What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
+here writes a note; status and scan store what they printed for `cmem.fast`."""
+
+import json
+import sys
+from typing import Annotated, List, Optional
+
+import typer
+
+from cmem.commands.common import open_target, print_json, warn
+from cmem.commands.options import JsonOption, RescanOption, VaultOption
+
+
+def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
+    """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due.
+
+    Answered from a stored result while nothing it depends on changed (cmem.fast); ages and
+    whether a pass is due are recomputed on every call.
+    """
+    from cmem.reading import stored_results
+    from cmem.reading.status import build_status
+
+    target = open_target(vault).remember_listings()  # read-only: each layer listed once
+    # rescan or not: the full walk below refreshes the stored result
+    pending = stored_results.begin(target, "status", ())
+    result = build_status(target)
+    data = result.to_json()
+    stored_results.store(pending, {"data": data, "clock": result.clock})
+    if as_json:
+        print_json(data)
+    else:
+        from cmem.render.reports import render_status_data
+
+        typer.echo(render_status_data(data))
+
+
+def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
+    """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
+    from cmem.reading import stored_results
+    from cmem.render.reports import color_on
+    from cmem.scan.scanner import scan_vault
+
+    target = open_target(vault).remember_listings()  # read-only: each layer listed once
+    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
+    result = scan_vault(target)
+    if as_json:
+        out = json.dumps(result.to_json(), ensure_ascii=False, indent=2)
+    else:
+        from cmem.render.reports import render_scan
+
+        out = render_scan(result)
+    stored_results.store(pending, {"stdout": out + "\n"})
+    typer.echo(out)
+
+
+def context(
+    topic: Annotated[
+        Optional[str],
+        typer.Option(
+            "--topic", help="What this session is about: matching topic files come first."
+        ),
+    ] = None,
+    budget: Annotated[
+        Optional[int],
+        typer.Option(
+            "--budget", min=100, help="Token budget (default: budget_tokens from the config)."
+        ),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The session-start bundle for an agent: resident files, matching topic files, an index, pending notes.
+
+    Printed as Markdown framed as reference material. Never includes the archive.
+    """
+    from cmem.reading.context import build_context, render_context_markdown
+
+    # reads only: each layer listed once
+    result = build_context(open_target(vault).remember_listings(), topic=topic, budget=budget)
+    for problem in result.problems:
+        warn(problem)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        typer.echo(render_context_markdown(result))
+
+
+def log_command(
+    limit: Annotated[
+        Optional[int],
+        typer.Option("--limit", "-n", min=1, help="Show only the newest N entries."),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The passes, archive applies and undos: when, which notes, which files, engine and model, warnings."""
+    from cmem.steps.pass_log import build_log
+
+    commits = build_log(open_target(vault), limit)
+    if as_json:
+        print_json({"passes": [commit.to_json() for commit in commits]})
+    else:
+        from cmem.render.history import render_log
+
+        typer.echo(render_log(commits))
+
+
+def diff_command(
+    pass_ref: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."
+        ),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The change a pass made to the memory files and the checklist (coloured on a terminal)."""
+    from cmem.render.history import render_diff
+    from cmem.steps.pass_log import pass_diff
+
+    result = pass_diff(open_target(vault), pass_ref)
+    if as_json:
+        print_json({"pass": result.commit.to_json(), "diff": result.diff})
+    else:
+        typer.echo(render_diff(result))
+
+
+def trace(
+    target_text: Annotated[
+        List[str],
+        typer.Argument(
+            metavar="TOPIC|FILE", help="A memory file (path or name, e.g. profile) or keywords."
+        ),
+    ],
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """How a memory file or a topic evolved: each statement's dated versions, oldest first, with sources and passes."""
+    from cmem.reading.trace import trace_target
+
+    result = trace_target(open_target(vault), " ".join(target_text))
+    if as_json:
+        print_json(result.to_json())
+    else:
+        from cmem.render.history import render_trace
+
+        typer.echo(render_trace(result))
+
+
+def recall(
+    query: Annotated[
+        List[str],
+        typer.Argument(
+            metavar="QUERY",
+            help="Words to look for (Chinese or English; two characters are enough).",
+        ),
+    ],
+    archive: Annotated[
+        bool,
+        typer.Option("--archive", help="Search the archived notes instead of the memory files."),
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="At most this many results.")
+    ] = 10,
+    rebuild: Annotated[
+        bool,
+        typer.Option("--rebuild", help="Delete the index and build it again from the notes first."),
+    ] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Keyword (BM25) search of the memory files: the matching statements with path, score, snippet and sources.
+
+    Uses a full-text index kept in the machine folder and brought up to date on every call (it is a
+    cache: delete it and it is rebuilt). The archive is searched only with --archive.
+    """
+    from cmem.reading.recall import query_terms, recall_memory, render_recall
+    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
+
+    target = open_target(vault)
+    text = " ".join(query)
+    building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
+    if not as_json and building and query_terms(text):  # an empty query is refused before any work
+        typer.echo(
+            "building the search index from the notes (later calls only update it)…", err=True
+        )
+    result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
+    for problem in result.problems:
+        warn(problem)
+    typer.echo(
+        json.dumps(result.to_json(), ensure_ascii=False, indent=2)
+        if as_json
+        else render_recall(result)
+    )

@@ -1,0 +1,392 @@
+"""What cmem installs and allows: `init`, the session-end `hook` group, `completion`,
+`agent-instructions` and `trust`."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.options import (
+    SHELL_HELP,
+    AgentOption,
+    JsonOption,
+    ProjectOption,
+    ShellOption,
+    VaultOption,
+    choices,
+    yes_option,
+)
+
+COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
+
+ChangeYes = yes_option("Change the file without asking (needed without a terminal).")
+TrustYes = yes_option("Trust without asking (scripts); the command is still shown.")
+
+
+def init(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Folder to make a vault (created if missing); an existing folder is adopted as it is.",
+        ),
+    ] = Path("."),
+    lang: Annotated[
+        Optional[str],
+        typer.Option(
+            "--lang",
+            metavar="[zh|en]",
+            autocompletion=choices("zh", "en"),
+            help="Language of prompts and formats: zh or en (default: the script most existing notes use, else the locale, else en; asks on a terminal when unsure).",
+        ),
+    ] = None,
+    repo: Annotated[
+        Optional[str],
+        typer.Option(
+            "--repo",
+            help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it).",
+        ),
+    ] = None,
+    track_all: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--track-all/--no-track-all",
+            help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours).",
+        ),
+    ] = None,
+    daily: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--daily/--no-daily",
+            help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a vault, or adopt an existing folder (an Obsidian vault) without touching its files.
+
+    Writes .cmem/, creates the missing layer folders and a .gitignore, makes the folder its own git
+    repository and commits cmem's files. Running it again changes nothing.
+    """
+    from cmem.render.reports import render_init
+    from cmem.setup.init import ParentRepoChoiceNeeded, holds_user_files, init_vault
+    from cmem.vault.config import load_config
+
+    guess = None
+    if lang is None:
+        from cmem.setup.init import guess_language
+
+        guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
+        lang = guess.language
+        already = (path / ".cmem" / "config.yaml").exists()  # the vault's own language stays
+        if not guess.sure and not already and sys.stdin.isatty() and not as_json:
+            typer.echo(f"language of prompts and formats: {guess.reason}", err=True)
+            lang = typer.prompt("zh or en?", default=guess.language).strip()
+        if already:
+            guess = None
+    extra = _daily_folders(path, daily, as_json)
+    if track_all is None:
+        track_all = False
+        new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
+        if new and sys.stdin.isatty() and not as_json and holds_user_files(path):
+            track_all = typer.confirm(
+                "Track the whole vault in git (every note and attachment; remembered as git.track_all)?",
+                default=True,
+            )
+    try:
+        report = init_vault(path, lang, repo, extra, track_all)
+    except ParentRepoChoiceNeeded as exc:
+        if repo is None and sys.stdin.isatty() and not as_json:
+            typer.echo(str(exc), err=True)
+            choice = typer.prompt("own or parent?", default="own")
+            report = init_vault(
+                path, lang, choice.strip(), extra, track_all and choice.strip() != "parent"
+            )
+        else:
+            raise
+    if guess is not None and report.created:
+        report.notes.append(
+            f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang"
+        )
+    if as_json:
+        print_json(
+            {
+                "vault": str(report.root),
+                "created": report.created,
+                "repository": report.repository,
+                "commit": report.commit,
+                "changed": report.changed,
+                "notes": report.notes,
+                "language": load_config(report.root).language,
+            }
+        )
+    else:
+        typer.echo(render_init(report))
+
+
+def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str]:
+    """The daily-notes folders to read as divergent (a new vault only): offered on a terminal."""
+    if daily is False or (path / ".cmem" / "config.yaml").exists() or not path.is_dir():
+        return []
+    from cmem.setup.init import daily_notes_entries
+
+    chosen = []
+    for entry, count in daily_notes_entries(path):
+        if daily is None and sys.stdin.isatty() and not as_json:
+            question = f"Obsidian keeps daily notes in {entry.removesuffix('/**')}/ ({count} notes); read them as divergent notes?"
+            if not typer.confirm(question, default=True):
+                continue
+        chosen.append(entry)
+    return chosen
+
+
+hook_app = typer.Typer(
+    help="Session-end hooks: run `cmem converge --if-due` in the background when a shell or an agent session ends.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
+    from cmem.render.setup import render_hook_done, render_hook_plan
+    from cmem.setup.hooks import apply_hook_plan
+
+    if plan.changes:
+        if not as_json:
+            typer.echo(render_hook_plan(plan))
+        confirm(yes, f"{'change' if plan.after is not None else 'delete'} {plan.target}?")
+        apply_hook_plan(plan, vault)
+    if as_json:
+        print_json({"plan": plan.to_json(), "applied": plan.changes})
+    else:
+        typer.echo(render_hook_done(plan))
+
+
+@hook_app.command("install")
+def hook_install(
+    shell: ShellOption = None,
+    agent: AgentOption = None,
+    project: ProjectOption = None,
+    yes: ChangeYes = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add the hook for this vault: a marked block at the end of the shell's rc file, or a Claude Code SessionEnd entry.
+
+    Shows the change and asks first. Installing again replaces the block in place; an existing
+    `trap … EXIT` is chained; the result must pass the shell's own syntax check.
+    """
+    from cmem.setup.hooks import plan_agent_install, plan_shell_install
+
+    target = open_target(vault)
+    plan = (
+        plan_agent_install(target, project or Path.cwd())
+        if _agent(agent, shell)
+        else plan_shell_install(target, _shell(shell))
+    )
+    _hook_change(plan, yes, as_json, target)
+
+
+@hook_app.command("uninstall")
+def hook_uninstall(
+    shell: ShellOption = None,
+    agent: AgentOption = None,
+    project: ProjectOption = None,
+    all_vaults: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Remove the hooks of every vault from that file (no vault needed)."
+        ),
+    ] = False,
+    yes: ChangeYes = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove this vault's hook; the file is given back byte for byte as it was before the install."""
+    from cmem.setup.hooks import plan_agent_uninstall, plan_shell_uninstall
+
+    target = None if all_vaults else open_target(vault)
+    if _agent(agent, shell):
+        plan = plan_agent_uninstall(target, project or Path.cwd())
+    else:
+        plan = plan_shell_uninstall(_shell(shell), target)
+    _hook_change(plan, yes, as_json, target)
+
+
+@hook_app.command("show")
+def hook_show(
+    shell_name: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[SHELL]",
+            autocompletion=choices("bash", "zsh", "fish"),
+            help=SHELL_HELP,
+        ),
+    ] = None,
+    shell: Annotated[
+        Optional[str],
+        typer.Option("--shell", hidden=True, help="Old spelling of SHELL, still accepted."),
+    ] = None,
+    agent: AgentOption = None,
+    vault: VaultOption = None,
+) -> None:
+    """Print the hook's code, for `eval "$(cmem hook show zsh)"` in an rc file instead of installing a block.
+
+    (An eval starts Python with every shell; the installed block costs the shell nothing at start.)
+    """
+    from cmem.setup.hooks import agent_snippet, shell_snippet
+
+    target = open_target(vault)
+    if _agent(agent, shell_name or shell):
+        typer.echo(agent_snippet(target))
+    else:
+        typer.echo(shell_snippet(_shell(shell_name or shell), target))
+
+
+@hook_app.command("status")
+def hook_status_command(
+    project: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--project",
+            help="The project whose .claude/settings.json is checked (default: the current folder).",
+        ),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Which hooks are installed (bash, zsh, fish, Claude Code), for which vault, and whether they still work."""
+    from cmem.errors import VaultNotFound
+    from cmem.setup.hooks import hook_status
+
+    try:
+        target = open_target(vault)
+    except VaultNotFound:
+        target = None
+    hooks = hook_status(target, project or Path.cwd())
+    if as_json:
+        print_json(
+            {
+                "vault": str(target.root) if target else None,
+                "hooks": [hook.to_json() for hook in hooks],
+            }
+        )
+    else:
+        from cmem.render.setup import render_hook_status
+
+        typer.echo(render_hook_status(hooks, target))
+
+
+def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
+    from cmem.setup.hooks import AGENTS
+
+    if agent is None:
+        return False
+    if agent not in AGENTS:
+        raise typer.BadParameter(f"must be one of {', '.join(AGENTS)}", param_hint="--agent")
+    if shell is not None:
+        raise typer.BadParameter("give --shell or --agent, not both", param_hint="--agent")
+    return True
+
+
+def _shell(shell: Optional[str]) -> str:
+    from cmem.setup.hooks import SHELLS, default_shell
+
+    if shell is None:
+        return default_shell()
+    if shell not in SHELLS:
+        raise typer.BadParameter(f"must be one of {', '.join(SHELLS)}", param_hint="--shell")
+    return shell
+
+
+def completion(
+    shell_name: Annotated[
+        str,
+        typer.Argument(
+            metavar="SHELL",
+            autocompletion=choices("bash", "zsh", "fish"),
+            help="bash, zsh or fish.",
+        ),
+    ],
+) -> None:
+    """Print the shell completion script: commands, options and their choices complete on TAB.
+
+    bash: `eval "$(cmem completion bash)"` in ~/.bashrc; zsh: `eval "$(cmem completion zsh)"` in
+    ~/.zshrc (after compinit); fish: `cmem completion fish > ~/.config/fish/completions/cmem.fish`.
+    Each TAB runs cmem with its fast start (no vault is read).
+    """
+    from typer._completion_shared import get_completion_script
+
+    if shell_name not in ("bash", "zsh", "fish"):
+        raise typer.BadParameter(
+            f"must be bash, zsh or fish, not {shell_name!r}", param_hint="SHELL"
+        )
+    typer.echo(get_completion_script(prog_name="cmem", complete_var=COMPLETE_VAR, shell=shell_name))
+
+
+def agent_instructions_command(
+    agent: Annotated[
+        str,
+        typer.Option("--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."),
+    ] = "generic",
+    lang: Annotated[
+        Optional[str],
+        typer.Option(
+            "--lang", metavar="[en|zh]", help="en or zh (default: the vault's language, else en)."
+        ),
+    ] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
+    from cmem.errors import VaultNotFound
+    from cmem.setup.agents import AGENT_FILES, agent_instructions
+
+    if agent not in AGENT_FILES:
+        raise typer.BadParameter(f"must be one of {', '.join(AGENT_FILES)}", param_hint="--agent")
+    if lang not in (None, "en", "zh"):
+        raise typer.BadParameter("must be en or zh", param_hint="--lang")
+    try:
+        target = open_target(vault)
+    except VaultNotFound:
+        if vault is not None:  # a vault the user named (here or before the command) must exist
+            raise
+        target = None
+    typer.echo(agent_instructions(agent, lang, target), nl=False)
+
+
+def trust(
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="Forget the trust: the vault's command stops running.")
+    ] = False,
+    yes: TrustYes = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Allow this vault's own llm.command to run (recorded in your user config with the command's sha256).
+
+    Shows the command (and the vault files it runs, with their sha256) and asks; --yes trusts
+    without asking. A command that came with a vault runs only after you trust it, as with direnv's
+    allow; when the vault's command changes, or a script of the vault it names changes
+    (`sh tools/model.sh`), it must be trusted again. --llm, $CMEM_LLM and your user config need no trust.
+    """
+    from dataclasses import asdict
+
+    from cmem.setup.trust import revoke_trust, trust_status, trust_vault
+
+    target = open_target(vault)
+    if not revoke:
+        status = trust_status(target)
+        if status.state in ("untrusted", "changed"):
+            from cmem.render.setup import render_trust_question
+
+            # the user decides on what will run, so it is shown before the question (stderr: --json stays clean)
+            typer.echo(render_trust_question(status), err=True)
+            confirm(yes, "Trust it to run on this machine?")
+    change = revoke_trust(target) if revoke else trust_vault(target)
+    if as_json:
+        print_json(asdict(change))
+    else:
+        from cmem.render.setup import render_trust
+
+        typer.echo(render_trust(change))

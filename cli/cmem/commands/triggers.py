@@ -1,0 +1,100 @@
+"""What brings memory in or starts a pass by itself: `note` (capture a line), `watch`, and `mcp`
+(agents reading, noting and converging over the Model Context Protocol)."""
+
+from typing import Annotated, List
+
+import typer
+
+from cmem.commands.common import auto_sync, open_target, print_json, recover_first
+from cmem.commands.options import JsonOption, VaultOption, invocation
+
+
+def note(
+    ctx: typer.Context,
+    text: Annotated[
+        List[str], typer.Argument(help="The text to capture (quote it, or pass several words).")
+    ],
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Append a timestamped line to today's capture note in the divergent layer (created if missing)."""
+    from cmem.triggers.capture import capture_note
+
+    target = open_target(vault)
+    # never append to a note a killed step was moving
+    recover_first(target, "note", as_json, busy_ok=True)
+    auto_sync(target, invocation(ctx), note=True)
+    captured = capture_note(target, " ".join(text))
+    auto_sync(target, invocation(ctx), note=True)
+    if as_json:
+        print_json(
+            {
+                "note": captured.rel,
+                "line": captured.line,
+                "created": captured.created,
+                "text": captured.text,
+            }
+        )
+    else:
+        typer.echo(
+            f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else "")
+        )
+
+
+def watch(
+    settle: Annotated[
+        float,
+        typer.Option(
+            "--settle", min=0.0, help="Seconds without a change before the due check runs."
+        ),
+    ] = 120.0,
+    polling: Annotated[
+        bool,
+        typer.Option(
+            "--polling",
+            help="Poll instead of file events (network file systems; chosen by itself when inotify runs out).",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also print each change noticed and each settled burst."
+        ),
+    ] = False,
+    vault: VaultOption = None,
+) -> None:
+    """Watch the divergent notes; once they have settled, run `converge --if-due` (one pass per burst of saves).
+
+    Changes are judged by content hashes, so editors' temp files, atomic saves, .git churn and
+    cmem's own writes cause no pass. Ctrl-C stops (a running pass is let finish; twice interrupts it).
+    """
+    from cmem.triggers.watch import watch_vault
+
+    target = open_target(vault)
+
+    def report(message: str) -> None:
+        typer.echo(message, err=True)
+
+    summary = watch_vault(
+        target,
+        settle,
+        report=report,
+        verbose=report if verbose else None,
+        polling=polling,
+        handle_signals=True,
+    )
+    typer.echo(
+        f"stopped watching: {summary.passes} pass(es) from {summary.checks} due check(s)", err=True
+    )
+
+
+def mcp_command(vault: VaultOption = None) -> None:
+    """Serve the vault to agents over the Model Context Protocol (stdio).
+
+    Tools: context, recall, note, status, scan, converge_prompt and converge_apply (the agent is the
+    model: it answers the prompt, cmem validates, applies and commits). No tool deletes or moves a
+    note. Needs the mcp extra: pip install 'cmem[mcp]'.
+    """
+    from cmem.mcp_server import serve
+
+    serve(open_target(vault).root)
