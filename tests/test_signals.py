@@ -12,16 +12,14 @@ from cmem.scan import signals as signals_module
 from cmem.scan.signals import (
     EXCLUDED,
     ONE_OFF,
-    PRIORITY,
-    SIGNAL_CLASSES,
     VAGUE,
     VENTING,
-    cue_set,
     detect_line,
     detect_signals,
     read_flags,
     scan_note,
 )
+from cmem.text.cues import PRIORITY, SIGNAL_CLASSES, cue_set
 from cmem.vault.layers import DIVERGENT, NoteFile
 from cmem.vault.notes import read_note
 
