@@ -14,13 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cmem.setup.hooks import (
-    HookError,
-    apply_hook_plan,
+from cmem.setup.agent_hooks import plan_agent_install, plan_agent_uninstall
+from cmem.setup.hooks import HookError, apply_hook_plan, hook_id
+from cmem.setup.shell_hooks import (
     find_blocks,
-    hook_id,
-    plan_agent_install,
-    plan_agent_uninstall,
     plan_shell_install,
     plan_shell_uninstall,
     rc_path,
