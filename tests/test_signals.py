@@ -20,6 +20,7 @@ from cmem.scan.signals import (
     scan_note,
 )
 from cmem.text.cues import PRIORITY, SIGNAL_CLASSES, cue_set
+from cmem.vault import yaml_reader
 from cmem.vault.layers import DIVERGENT, NoteFile
 from cmem.vault.notes import read_note
 
@@ -290,7 +291,7 @@ def test_flags_are_read_without_yaml_for_plain_frontmatter(note_of, monkeypatch)
     def no_yaml(block):
         raise AssertionError("YAML parsed on the hot path")
 
-    monkeypatch.setattr(signals_module, "parse_frontmatter_block", no_yaml)
+    monkeypatch.setattr(yaml_reader, "parse_frontmatter_block", no_yaml)
     note = note_of(
         "---\ntitle: 想法 # comment\nconverge: yes\ntags: [a, 'b']\naliases:\n  - x\ncreated: 2026-11-28 10:30\n---\nbody\n"
     )

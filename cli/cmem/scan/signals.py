@@ -29,10 +29,10 @@ from cmem.scan.matching import _LEAD, find_cue
 from cmem.scan.recurrence import phrase_keys, sentence_around
 from cmem.scan.tone import MIN_CONTENT_UNITS, _venting, content_units
 from cmem.text.cues import PRIORITY, _fold, cue_index
-from cmem.vault.notes import Note, parse_frontmatter_block
+from cmem.vault.notes import Note
 from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
-from cmem.vault.yaml_reader import _plain_frontmatter
+from cmem.vault.yaml_reader import read_frontmatter
 
 # Why a line is deferred rather than a signal (Deferred.kind).
 ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED = (
@@ -319,7 +319,7 @@ def excluded_reason(flags: NoteFlags) -> str:
     return f"excluded from convergence ({flags.reason})"
 
 
-# --- flags, tags and links, read without parsing YAML -----------------------------------
+# --- flags, tags and links (plain frontmatter read without a parser: yaml_reader) ------
 
 _TRUE, _FALSE = {"true", "yes", "on"}, {"false", "no", "off"}
 
@@ -347,9 +347,7 @@ def read_flags(note: Note, lowered: str | None = None) -> NoteFlags:
     lowered = _fold(note.text) if lowered is None else lowered
     converge = None
     if note.frontmatter and note.frontmatter.strip():
-        data = _plain_frontmatter(note.frontmatter)
-        if data is None:
-            data, flags.problem = parse_frontmatter_block(note.frontmatter)
+        data, flags.problem = read_frontmatter(note.frontmatter)
         converge = _as_bool(data.get("converge"))
         flags.tags = _as_tags(data.get("tags"))
     tags = set(flags.tags)
