@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from functools import lru_cache
 from typing import Any
 
 # --- the frontmatter block --------------------------------------------------------------------
@@ -138,9 +139,11 @@ _PLAIN_SCALAR = re.compile(
 )
 
 # YAML 1.1's implicit scalars, as PyYAML resolves them (its resolver's own words and patterns).
-_TRUE = {"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}
-_FALSE = {"no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"}
-_NULL = {"~", "null", "Null", "NULL"}
+_WORDS = {
+    **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+    **dict.fromkeys(("~", "null", "Null", "NULL", ""), None),
+}
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
@@ -164,50 +167,76 @@ class _NotPlain(Exception):
 def _plain_frontmatter(block: str) -> dict | None:
     """The frontmatter's top-level keys, when it is plain `key: scalar`, `key: [a, b]` and
     `key:` + `- item` lines — nearly every note. None for anything else (then YAML decides)."""
+    # control characters, U+2028 …: YAML refuses them or breaks lines there (one test a block)
+    if not block.replace("\n", " ").replace("\t", " ").isprintable():
+        return None
     data: dict = {}
     current = None  # the key of a bare `key:` line, whose `- item` lines may follow
     indent = None  # those items' indentation: YAML reads a deeper `- x` as part of the last item
     try:
         for raw in block.split("\n"):
-            if not raw.strip() or raw.lstrip().startswith("#"):
-                continue
-            if not raw.replace("\t", " ").isprintable():
-                return None  # control characters, U+2028 …: YAML refuses or breaks lines there
-            if "\t" in raw[: len(raw) - len(raw.lstrip())]:
+            first = raw[:1]
+            if first == "#" or not raw or (first in " \t-" and raw.lstrip()[:1] in ("", "#")):
+                continue  # a comment or a blank line
+            if first in " \t" and "\t" in raw[: len(raw) - len(raw.lstrip())]:
                 return None  # tabs in indentation are a YAML error: let the parser name it
-            item = _FM_ITEM.fullmatch(raw)
+            item = _FM_ITEM.fullmatch(raw) if first in " \t-" else None
             if item and current is not None and indent in (None, item.group(1)):
-                value = item.group(2)
-                if value.startswith("[") or not _plain_value(value):
-                    return None  # a nested list, or a form only the parser reads right
+                read = _value(item.group(2))
+                if read is None or read[0] == "list":
+                    return None  # a form only the parser reads right, or a nested list
                 indent = item.group(1)
                 if data[current] is None:
                     data[current] = []
-                data[current].append(_scalar(value))
+                data[current].append(read[1])
                 continue
             key = _FM_KEY.fullmatch(raw)
             if not key or raw[0].isspace() or key.group(1).endswith(" "):
                 return None
             value = key.group(2) or ""
-            if not _plain_value(value):
-                return None
-            name = _scalar(key.group(1))
-            if not isinstance(name, str):
-                return None  # `yes:` or `1:` is a bool or int key in YAML
+            read = _value(value)
+            name = _key(key.group(1))
+            if read is None or name is None:
+                return None  # a form only the parser reads right; `yes:` or `1:` is not a str key
             current, indent = (name, None) if not value else (None, None)
-            data[name] = _flow_list(value) if value.startswith("[") else _scalar(value)
+            data[name] = list(read[1]) if read[0] == "list" else read[1]
     except _NotPlain:
         return None
     return data
+
+
+@lru_cache(maxsize=4096)
+def _value(value: str) -> tuple | None:
+    """("scalar", x) or ("list", items) for a value the plain reader reads as YAML does, else
+    None. Values recur from note to note (tags, dates, statuses): each is resolved once a run,
+    and a list is handed out as a new list each time, so no caller shares one."""
+    if not _plain_value(value):
+        return None
+    try:
+        if value.startswith("["):
+            return "list", tuple(_flow_list(value))
+        return "scalar", _scalar(value)
+    except _NotPlain:
+        return None
+
+
+@lru_cache(maxsize=256)
+def _key(text: str) -> str | None:
+    """A key as YAML reads it, or None when that is not a string (a few keys recur in every note)."""
+    try:
+        name = _scalar(text)
+    except _NotPlain:
+        return None
+    return name if isinstance(name, str) else None
 
 
 def _plain_value(value: str) -> bool:
     """Whether a value (after `key: ` or `- `) is one the plain reader reads as YAML does."""
     if not _PLAIN_SCALAR.fullmatch(value):
         return False
-    if value.startswith(("'", '"')):
+    if value[:1] in ("'", '"'):
         return True  # the pattern took the quotes whole, a comment at most after them
-    if ": " in value.split(" #")[0]:
+    if ": " in value and ": " in value.split(" #")[0]:
         return False
     bare = re.sub(r"[ \t]+#.*$", "", value) if "#" in value else value
     # `- x`, `? x`, `: x` are block indicators and `x:` ends in one: only the parser reads them
@@ -218,14 +247,12 @@ def _plain_value(value: str) -> bool:
 def _scalar(value: str) -> Any:
     """A scalar as YAML 1.1 resolves it: quoted ones are strings; plain ones may be a bool, null,
     int, float or date. Raises _NotPlain for a form left to the parser."""
-    if value.startswith(("'", '"')):
-        quote = value[0]
+    quote = value[:1]
+    if quote in ("'", '"'):
         return value[1 : value.index(quote, 1)]  # the pattern allows no quote or escape inside
     text = (re.sub(r"[ \t]+#.*$", "", value) if "#" in value else value).strip()
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    if not text or text in _NULL:
-        return None
+    if text in _WORDS:
+        return _WORDS[text]
     if text in ("<<", "="):
         raise _NotPlain(text)  # the merge key and the value indicator
     if text[0] in "-+.0123456789":
