@@ -15,7 +15,7 @@ touches the real home or cmem's real state folder. The generated vaults stay in 
 (git-ignored); nothing is committed.
 
 Floors: `python -c pass` (the same interpreter cmem runs on), `rg -c` over the divergent layer
-with cmem's own cue set (`cmem.scan.signals.cue_set()`), a Python `os.scandir` stat walk of the vault,
+with cmem's own cue set (`cmem.text.cues.cue_set()`), a Python `os.scandir` stat walk of the vault,
 and a Python read of every divergent note's bytes.
 """
 
@@ -79,7 +79,7 @@ def walk_notes(top):
 
 command, args = sys.argv[1], sys.argv[2:]
 if command == "cues":
-    from cmem.scan.signals import cue_set
+    from cmem.text.cues import cue_set
     print(json.dumps(sorted({cue.text for cue in cue_set()})))
 elif command == "statedir":
     from cmem.vault.layers import machine_dir_for
@@ -1257,7 +1257,7 @@ def render_report(
         "- Shared machine: 2 cores, with four other developers' builds and tests running at the same time. Absolute",
         "  times move with their load; the ratios are measured paired within one round, so both sides see the same load.",
         "- `rg` floor: `rg -c -F -i --no-ignore --max-depth 1 -g '*.md' -e CUE …` over the vault root, with every cue of",
-        "  `cmem.scan.signals.cue_set()` — the same files and cues, without cmem's context rules.",
+        "  `cmem.text.cues.cue_set()` — the same files and cues, without cmem's context rules.",
         "- Stat walk floor: a Python `os.scandir` walk of the whole vault (dot-folders skipped) with",
         "  `DirEntry.stat()` on every `.md`. Bytes-read floor: Python reading every divergent note.",
         "- Convergence: `cmem converge --emit-prompt` on a copy; tokens with `cmem.text.tokens.estimate_tokens`;",

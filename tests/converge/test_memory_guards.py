@@ -15,7 +15,7 @@ from cmem.doctor.checks import run_doctor
 from cmem.reading.context import END_MARKER, build_context, render_context_markdown
 from cmem.reading.recall import recall_memory
 from cmem.vault.layers import open_vault
-from cmem.vault.notes import frontmatter_hazard, parse_frontmatter_block
+from cmem.vault.yaml_reader import frontmatter_hazard, parse_frontmatter_block
 from pass_helpers import (
     JOBS,
     NOTE,

@@ -74,8 +74,8 @@ FAST_PATH_NEVER = (
     "cmem.cli",
     "cmem.vault.config",
     "cmem.vault.layers",
-    "cmem.scan.scanner",
-    "cmem.scan.signals",
+    "cmem.scan",  # the scanner, its per-note detection and the parts split out of it
+    "cmem.text.cues",
     "git",
     "dataclasses",
 )

@@ -10,16 +10,15 @@ from cmem.scan import signals as signals_module
 from cmem.scan.signals import (
     EXCLUDED,
     ONE_OFF,
-    PRIORITY,
-    SIGNAL_CLASSES,
     VAGUE,
     VENTING,
-    cue_set,
     detect_line,
     detect_signals,
     read_flags,
     scan_note,
 )
+from cmem.text.cues import PRIORITY, SIGNAL_CLASSES, cue_set
+from cmem.vault import yaml_reader
 from cmem.vault.layers import DIVERGENT, NoteFile
 from cmem.vault.notes import read_note
 from support import TESTS
@@ -291,7 +290,7 @@ def test_flags_are_read_without_yaml_for_plain_frontmatter(note_of, monkeypatch)
     def no_yaml(block):
         raise AssertionError("YAML parsed on the hot path")
 
-    monkeypatch.setattr(signals_module, "parse_frontmatter_block", no_yaml)
+    monkeypatch.setattr(yaml_reader, "parse_frontmatter_block", no_yaml)
     note = note_of(
         "---\ntitle: 想法 # comment\nconverge: yes\ntags: [a, 'b']\naliases:\n  - x\ncreated: 2026-11-28 10:30\n---\nbody\n"
     )

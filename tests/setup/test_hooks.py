@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from cmem.setup.hooks import (
-    HookError,
-    apply_hook_plan,
+from cmem.setup.agent_hooks import agent_hook_status, plan_agent_install, plan_agent_uninstall
+from cmem.setup.hooks import HookError, apply_hook_plan, hook_id
+from cmem.setup.shell_hooks import (
     find_blocks,
-    hook_id,
-    plan_agent_install,
-    plan_agent_uninstall,
     plan_shell_install,
     plan_shell_uninstall,
     rc_path,
+    shell_hook_status,
     shell_snippet,
 )
 from cmem.steps.lock import is_locked
@@ -440,6 +438,30 @@ def test_the_claude_code_command_runs_the_due_check(make_vault, tmp_path):
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
     wait_for(lambda: outcomes(root), what="the outcome line")
     assert outcomes(root) == ["not-due"]
+
+
+def test_status_reads_the_shell_and_the_agent_hooks_each_from_its_own_file(make_vault, tmp_path):
+    vault = open_vault(trigger_vault(make_vault))
+    project = tmp_path / "project"
+    project.mkdir()
+    assert shell_hook_status(vault) == [] and agent_hook_status(vault, project) == []
+    install(vault, "bash")
+    apply_hook_plan(plan_agent_install(vault, project), vault)
+    (shell,) = shell_hook_status(vault)
+    (agent,) = agent_hook_status(vault, project)
+    for hook, kind in ((shell, "bash"), (agent, "claude-code")):
+        assert (hook.kind, hook.ident, hook.vault) == (kind, hook_id(vault), str(vault.root))
+        assert hook.current is True and hook.problems == []
+    # without a vault to compare with, both are listed and neither is judged
+    assert [h.current for h in shell_hook_status(None) + agent_hook_status(None, project)] == [
+        None,
+        None,
+    ]
+    # an agent entry that no longer runs what `install` would write is out of date
+    settings = project / ".claude" / "settings.json"
+    settings.write_text(settings.read_text("utf-8").replace("--quiet", "--quiet "), "utf-8")
+    (agent,) = agent_hook_status(vault, project)
+    assert agent.current is False and "out of date" in agent.problems[0]
 
 
 def test_agent_instructions_name_the_rules(make_vault):

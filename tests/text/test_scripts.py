@@ -5,7 +5,8 @@ from __future__ import annotations
 from cmem.converge.phrasing import is_chinese
 from cmem.converge.words import terms
 from cmem.reading.context import topic_terms
-from cmem.scan.signals import content_units, phrase_keys
+from cmem.scan.recurrence import phrase_keys
+from cmem.scan.tone import content_units
 from cmem.text.scripts import cjk_count, han_count, is_cjk, is_han
 from cmem.text.tokens import estimate_tokens
 

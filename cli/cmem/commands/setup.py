@@ -177,7 +177,8 @@ def hook_install(
     Shows the change and asks first. Installing again replaces the block in place; an existing
     `trap … EXIT` is chained; the result must pass the shell's own syntax check.
     """
-    from cmem.setup.hooks import plan_agent_install, plan_shell_install
+    from cmem.setup.agent_hooks import plan_agent_install
+    from cmem.setup.shell_hooks import plan_shell_install
 
     target = open_target(vault)
     plan = (
@@ -204,7 +205,8 @@ def hook_uninstall(
     as_json: JsonOption = False,
 ) -> None:
     """Remove this vault's hook; the file is given back byte for byte as it was before the install."""
-    from cmem.setup.hooks import plan_agent_uninstall, plan_shell_uninstall
+    from cmem.setup.agent_hooks import plan_agent_uninstall
+    from cmem.setup.shell_hooks import plan_shell_uninstall
 
     target = None if all_vaults else open_target(vault)
     if _agent(agent, shell):
@@ -235,7 +237,8 @@ def hook_show(
 
     (An eval starts Python with every shell; the installed block costs the shell nothing at start.)
     """
-    from cmem.setup.hooks import agent_snippet, shell_snippet
+    from cmem.setup.agent_hooks import agent_snippet
+    from cmem.setup.shell_hooks import shell_snippet
 
     target = open_target(vault)
     if _agent(agent, shell_name or shell):
@@ -258,13 +261,14 @@ def hook_status_command(
 ) -> None:
     """Which hooks are installed (bash, zsh, fish, Claude Code), for which vault, and whether they still work."""
     from cmem.errors import VaultNotFound
-    from cmem.setup.hooks import hook_status
+    from cmem.setup.agent_hooks import agent_hook_status
+    from cmem.setup.shell_hooks import shell_hook_status
 
     try:
         target = open_target(vault)
     except VaultNotFound:
         target = None
-    hooks = hook_status(target, project or Path.cwd())
+    hooks = shell_hook_status(target) + agent_hook_status(target, project or Path.cwd())
     if as_json:
         print_json(
             {
@@ -291,7 +295,8 @@ def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
 
 
 def _shell(shell: Optional[str]) -> str:
-    from cmem.setup.hooks import SHELLS, default_shell
+    from cmem.setup.hooks import SHELLS
+    from cmem.setup.shell_hooks import default_shell
 
     if shell is None:
         return default_shell()

@@ -443,7 +443,7 @@ def _pattern_text(base: str, dates: list[str], formats: Formats) -> str:
 def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str, str] | None:
     """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
     scanner counts recurrence): its count and dates grow, the note joins its sources."""
-    from cmem.scan.signals import phrase_keys
+    from cmem.scan.recurrence import phrase_keys
 
     keys = set(phrase_keys(base.lower()))
     if not keys:

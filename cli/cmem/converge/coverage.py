@@ -23,7 +23,7 @@ from datetime import date
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
-from cmem.scan.signals import phrase_keys
+from cmem.scan.recurrence import phrase_keys
 from cmem.vault.config import Formats
 from cmem.vault.notes import split_frontmatter
 from cmem.vault.statements import Trace, parse_statements
@@ -57,7 +57,7 @@ class _Held:
     history: frozenset[str] = (
         frozenset()
     )  # with the words of its traces: a rewrite splits a line's words between them
-    keys: frozenset[str] = frozenset()  # its recurrence key phrases (signals.phrase_keys)
+    keys: frozenset[str] = frozenset()  # its recurrence key phrases (recurrence.phrase_keys)
 
 
 def _layer(files: dict[str, str], formats: Formats) -> tuple[list[_Held], list[_Held]]:

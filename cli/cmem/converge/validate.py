@@ -49,12 +49,7 @@ from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, SITUATIONAL, NoteFile, Vault
-from cmem.vault.notes import (
-    frontmatter_hazard,
-    parse_frontmatter_block,
-    read_note,
-    split_frontmatter,
-)
+from cmem.vault.notes import read_note
 from cmem.vault.statements import (
     WIKILINK,
     Statement,
@@ -64,6 +59,7 @@ from cmem.vault.statements import (
     parse_statements,
     split_statement,
 )
+from cmem.vault.yaml_reader import frontmatter_hazard, parse_frontmatter_block, split_frontmatter
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from cmem.archive.checklist import count_staged
 from cmem.reading.sizes import LayerSize, measure_layers
-from cmem.scan.signals import SIGNAL_CLASSES
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
+from cmem.text.cues import SIGNAL_CLASSES
 from cmem.triggers.due import interval_of
 from cmem.triggers.if_due import Due, check_due, load_failures
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault

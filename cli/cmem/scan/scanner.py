@@ -29,7 +29,6 @@ from cmem.errors import CmemError
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
     EXCLUDED,
-    PRIORITY,
     VAGUE,
     Deferred,
     Hit,
@@ -37,11 +36,11 @@ from cmem.scan.signals import (
     NoteScan,
     PendingNote,
     Signal,
-    cue_fingerprint,
     defer_reason,
     excluded_reason,
     scan_note,
 )
+from cmem.text.cues import PRIORITY, cue_fingerprint
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
 from cmem.vault.state_json import State, load_state

@@ -251,7 +251,8 @@ def revoke_trust(vault: Vault) -> TrustChange:
 
 
 class _UserConfigDocument:
-    """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive."""
+    """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive: the
+    one YAML cmem writes back, and so the one read that is not `vault/yaml_reader.py`'s."""
 
     def __init__(self, path: Path):
         from ruamel.yaml import YAML

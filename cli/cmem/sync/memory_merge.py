@@ -31,6 +31,7 @@ from typing import Callable
 
 from cmem.errors import CmemError
 from cmem.vault.statements import find_sources, normalize, split_statement, statement_lines
+from cmem.vault.yaml_reader import safe_load, split_frontmatter
 
 CONFLICT_WORD = "⚠ conflict"
 CONFLICT_SEPARATOR = " ⟷ "
@@ -387,12 +388,10 @@ def _separator(annotation: str) -> str:
 
 def _split(text: str) -> tuple[str | None, str]:
     """(frontmatter block with its final newline, or None; body)."""
-    if not text.startswith("---\n"):
+    block, body_start, problem = split_frontmatter(text)
+    if block is None or problem:
         return None, text
-    match = re.search(r"^(---|\.\.\.)[ \t]*$\n?", text[4:], re.MULTILINE)
-    if match is None:
-        return None, text
-    return text[4 : 4 + match.start()], text[4 + match.end() :]
+    return block, "\n".join(text.split("\n")[body_start - 1 :])
 
 
 # --- frontmatter, key by key ----------------------------------------------------------------------
@@ -442,11 +441,11 @@ def _keys(block: str) -> dict[str, str]:
 
 
 def _both_changed(key: str, ours: str, theirs: str) -> str | None:
-    import yaml
+    import yaml  # to write the merged key back
 
     try:
-        our_value = yaml.safe_load(ours)[key]
-        their_value = yaml.safe_load(theirs)[key]
+        our_value = safe_load(ours)[key]
+        their_value = safe_load(theirs)[key]
     except Exception:  # noqa: BLE001 - unparsable YAML: keep ours, said by the caller
         return None
     if isinstance(our_value, list) and isinstance(their_value, list):

@@ -7,7 +7,7 @@ forced into one:
   Alone, it is what the validator's invention check leaves out (`converge/validate.py`).
 - `EN_STOP`: the builtin engine's terms and leading words (`converge/words.py`): grammar plus
   common verbs and adverbs (a decision about "always use uv" is about uv).
-- `EN_FILLER`: the scan's content units (`scan/signals.py`): grammar plus chat filler (lol, ok,
+- `EN_FILLER`: the scan's content units (`scan/tone.py`): grammar plus chat filler (lol, ok,
   stuff) — a line of filler says nothing worth a memory.
 - `EN_KEY_STOP`: the scan's recurrence keys: filler plus words of time and routine, which every
   recurring line shares ("again today", "every week").

@@ -138,11 +138,12 @@ class Config:
 
 
 def _yaml_load(text: str, where: Path) -> Any:
-    import yaml  # PyYAML, as for notes' frontmatter: the C loader is 6x the pure one
+    import yaml  # for its error type: the load is yaml_reader's, as for notes' frontmatter
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from cmem.vault.yaml_reader import safe_load
+
     try:
-        return yaml.load(text, Loader=loader)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -27,6 +26,7 @@ from cmem.vault.layers import (
     is_undecodable,
     show_name,
 )
+from cmem.vault.yaml_reader import parse_frontmatter_block, split_frontmatter
 
 LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads out of the vault
 
@@ -70,83 +70,13 @@ class Note:
 
     @cached_property
     def meta(self) -> dict:
-        """The parsed frontmatter (PyYAML's C loader), `{}` when absent or broken."""
+        """The parsed frontmatter (`yaml_reader`: PyYAML's C loader), `{}` when absent or broken."""
         data, _ = parse_frontmatter_block(self.frontmatter)
         return data
 
 
 def _size(count: int) -> str:
     return f"{count / 1e6:.1f} MB" if count >= 100_000 else f"{count / 1e3:.1f} KB"
-
-
-def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
-    """(mapping, error) for a frontmatter block. Parsing is done only where needed: at 150 µs a
-    block it is the slowest part of reading a note."""
-    if not block or not block.strip():
-        return {}, None
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    hazard = frontmatter_hazard(block)
-    if hazard:
-        return {}, hazard
-    try:
-        data = yaml.load(block, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        return {}, f"frontmatter is not valid YAML{where}"
-    if data is None:
-        return {}, None
-    if not isinstance(data, dict):
-        return {}, "frontmatter is not a mapping of keys"
-    return data, None
-
-
-# Frontmatter is a few lines of metadata. Bounds, so that no file makes a reader build a huge
-# structure: an alias bomb (`a: &a [x, x]`, `b: &b [*a, *a]`, …) is a few hundred bytes that
-# expand to gigabytes, so anchors and aliases are refused outright, before anything is built.
-MAX_FRONTMATTER_BYTES = 64_000
-MAX_FRONTMATTER_DEPTH = 8
-
-
-def frontmatter_hazard(block: str) -> str | None:
-    """Why a frontmatter block is not even parsed (anchors or aliases, too large, too deep), or
-    None. Reads YAML events only: nothing is constructed, so nothing is expanded."""
-    size = len(block.encode("utf-8", errors="surrogatepass"))
-    if size > MAX_FRONTMATTER_BYTES:
-        return f"frontmatter is {size} bytes, over the limit of {MAX_FRONTMATTER_BYTES}"
-    openers = block.count("[") + block.count("{") + block.count(":") + block.count("- ")
-    if "&" not in block and "*" not in block and openers <= MAX_FRONTMATTER_DEPTH:
-        return None  # no anchor, no alias, too few openers to nest deep: the common case, no scan
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth = 0
-    try:
-        for event in yaml.parse(block, Loader=loader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                return "frontmatter uses a YAML anchor or alias (& or *), which cmem does not expand; write the values out"
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_FRONTMATTER_DEPTH:
-                    return f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-    except yaml.YAMLError:
-        return None  # the parse that follows names the error and its line
-    return None
-
-
-def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
-    """(block, body_start_line, problem). Only a block closed by `---` or `...` counts."""
-    if not text.startswith("---\n") and text != "---":
-        return None, 1, None
-    end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
-    if end is None:
-        return None, 1, "frontmatter is not closed by a '---' line"
-    block = text[4 : 4 + end.start()]
-    return block, block.count("\n") + 3, None
 
 
 def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = None) -> Note:

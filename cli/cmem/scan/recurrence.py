@@ -1,0 +1,57 @@
+"""Recurrence keys: the key phrases that tell two recurring lines repeat the same pattern.
+
+A recurring cue (又, every time) in one note alone waits; the scanner counts it as a signal once
+notes enough share a key phrase of its sentence (`phrase_keys`). The converge engine and the
+coverage check compare statements by the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cmem.text.scripts import CJK_RUN
+from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, bigrams
+
+_EN_WORD = re.compile(r"[a-z][a-z'-]+")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+MAX_KEYS = 8
+_SENTENCE_END = set("。！？!?；;\n")
+
+
+def sentence_around(low: str, start: int, end: int) -> str:
+    """The sentence holding low[start:end], without that span."""
+    head = start
+    while head > 0 and low[head - 1] not in _SENTENCE_END:
+        head -= 1
+    tail = end
+    while tail < len(low) and low[tail] not in _SENTENCE_END:
+        tail += 1
+    return low[head:start] + " " + low[end:tail]
+
+
+def phrase_keys(text: str) -> list[str]:
+    """Key phrases of a recurring cue's sentence (the cue taken out): Chinese bigrams of content
+    characters and English content words, lightly stemmed, at most MAX_KEYS of them. Two notes
+    whose recurring lines share a key repeat the same pattern (又熬夜到两点 / 又熬夜刷题 share 熬夜)."""
+    keys: dict[str, None] = {}
+    for run in CJK_RUN.findall(text):
+        for pair in bigrams(run):
+            if (
+                pair[0] not in ZH_KEY_STOP
+                and pair[1] not in ZH_KEY_STOP
+                and pair not in ZH_KEY_BIGRAMS
+            ):
+                keys[pair] = None
+    for word in _EN_WORD.findall(text):
+        word = word.strip("'-")
+        if len(word) >= 4 and word not in EN_KEY_STOP:
+            keys[_stem(word)] = None
+    return sorted(list(keys)[:MAX_KEYS])

@@ -1,0 +1,116 @@
+"""Tone: the cue lines that wait rather than count (SPEC §2).
+
+A line that vents (ugh, 烦死, shouting, a row of !!!) or says too little once its cue is taken
+out (`content_units` below `MIN_CONTENT_UNITS`) is deferred, not dropped: it becomes a signal
+when it recurs or its note is confirmed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cmem.scan.matching import _ZH_CLAUSE_END, _is_word_char
+from cmem.text.scripts import CJK
+from cmem.text.terms import EN_FILLER, ZH_UNIT_STOP
+
+_VENTING_ZH = (
+    "烦死",
+    "气死",
+    "累死",
+    "受不了",
+    "烦躁",
+    "妈的",
+    "去死",
+    "我靠",
+    "卧槽",
+    "艹",
+    "抓狂",
+    "心累",
+    "无语",
+    "真服了",
+    "我服了",
+    "郁闷",
+    "我崩溃",
+    "要崩溃",
+    "心态崩",
+    "好烦",
+    "烦烦",
+    "啊啊啊",
+    "淦",
+)
+_VENTING_EN = (
+    "ugh",
+    "ughh",
+    "argh",
+    "fml",
+    "wtf",
+    "ffs",
+    "dammit",
+    "damn it",
+    "goddamn",
+    "so annoying",
+    "so annoyed",
+    "sick of",
+    "fed up",
+    "i hate this",
+)
+_BANGS = re.compile(r"[!！]{3,}|[!?！？]{4,}")
+_CAPS_WORD = re.compile(r"\b[A-Z][A-Z']+\b", re.ASCII)
+_LATIN_WORD = re.compile(r"\b[A-Za-z][A-Za-z']*\b", re.ASCII)
+
+
+def _venting(masked: str, low: str, cue_pos: int, cue_len: int) -> bool:
+    if any(marker in low for marker in _VENTING_ZH) or _BANGS.search(low) or _breakdown(low):
+        return True
+    if any(_word_at(low, marker) for marker in _VENTING_EN):
+        return True
+    # Shouting: five or more all-caps words making most of the line. A capitalised cue on its
+    # own ("NEVER push to main") is emphasis, not venting, so the cue is left out of the count.
+    rest = masked[:cue_pos] + " " + masked[cue_pos + cue_len :]
+    words = _LATIN_WORD.findall(rest)
+    caps = _CAPS_WORD.findall(rest)
+    return len(caps) >= 5 and len(caps) >= 0.8 * len(words)
+
+
+def _breakdown(low: str) -> bool:
+    """崩溃 as an outcry (崩溃，又改需求 / 要崩溃了), not a crash (程序崩溃了, 又崩溃了)."""
+    pos = low.find("崩溃")
+    while pos >= 0:
+        before = low[:pos].rstrip()
+        if not before or before[-1] in _ZH_CLAUSE_END or before[-1] in "我要快真好都心":
+            return True
+        pos = low.find("崩溃", pos + 1)
+    return False
+
+
+def _word_at(low: str, phrase: str) -> bool:
+    pos = low.find(phrase)
+    while pos >= 0:
+        end = pos + len(phrase)
+        if (pos == 0 or not _is_word_char(low[pos - 1])) and (
+            end == len(low) or not _is_word_char(low[end])
+        ):
+            return True
+        pos = low.find(phrase, pos + 1)
+    return False
+
+
+_TIMES = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
+_TOKENS = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{CJK}]")
+
+
+def content_units(text: str, enough: int = 1 << 30) -> int:
+    """How much is said: a Chinese character counts 1, a Latin word 2; particles, pronouns,
+    filler words and times count nothing. Stops counting at `enough`."""
+    units = 0
+    for token in _TOKENS.findall(_TIMES.sub(" ", text) if ":" in text or "-" in text else text):
+        if len(token) == 1 and not token.isascii():
+            units += token not in ZH_UNIT_STOP
+        elif token not in EN_FILLER and not token.isdigit():
+            units += 2
+        if units >= enough:
+            break
+    return units
+
+
+MIN_CONTENT_UNITS = 2

@@ -1,0 +1,283 @@
+"""Reading YAML: every YAML read in cmem goes through this module.
+
+- `split_frontmatter`: a note's frontmatter block, found between its `---` fences.
+- `frontmatter_hazard`: why a block is not even parsed — anchors or aliases (an alias bomb is a
+  few hundred bytes that expand to gigabytes), too large, too deep — checked on YAML events
+  before anything is built.
+- `safe_load`: PyYAML's safe loader, its C version where built (6x the pure one). The config,
+  the notes' frontmatter and a sync's frontmatter merge all load through it.
+- `parse_frontmatter_block`: hazard check, then `safe_load`, with the problem named.
+- `read_frontmatter`: what the scanner calls for every note. Nearly every note's frontmatter is
+  plain (`key: scalar`, `key: [a, b]`, `key:` + `- item` lines); `_plain_frontmatter` reads that
+  subset without a parser, at a fraction of a parse (150 µs a block), and gives None for
+  anything else, which the full load then decides. It must give exactly what the full load
+  gives whenever it answers: scalars are resolved as YAML 1.1 resolves them (yes/on → True,
+  ~ → None, 2026-11-28 → a date, 42 → an int) and a form it cannot be sure of is left to the
+  parser; `tests/test_yaml_reader.py` feeds both the same blocks.
+
+Writing is not here. PyYAML's `safe_dump` writes a merged frontmatter key (`sync/`), and
+ruamel.yaml stays only as the round-trip *writer* of the user's config (`setup/trust.py`): it
+keeps the user's comments and key order, which a PyYAML load and dump would lose.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from functools import lru_cache
+from typing import Any
+
+# --- the frontmatter block --------------------------------------------------------------------
+
+
+def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
+    """(block, body_start_line, problem). Only a block closed by `---` or `...` counts."""
+    if not text.startswith("---\n") and text != "---":
+        return None, 1, None
+    end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if end is None:
+        return None, 1, "frontmatter is not closed by a '---' line"
+    block = text[4 : 4 + end.start()]
+    return block, block.count("\n") + 3, None
+
+
+# --- the full load ----------------------------------------------------------------------------
+
+
+def _loader():
+    import yaml  # lazy: the plain subset and the light CLI path never pay for it
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def safe_load(text: str) -> Any:
+    """PyYAML's safe load (the C loader where built). Raises `yaml.YAMLError`."""
+    import yaml
+
+    return yaml.load(text, Loader=_loader())
+
+
+def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
+    """(mapping, error) for a frontmatter block. Parsing is done only where needed: at 150 µs a
+    block it is the slowest part of reading a note."""
+    if not block or not block.strip():
+        return {}, None
+    import yaml
+
+    hazard = frontmatter_hazard(block)
+    if hazard:
+        return {}, hazard
+    try:
+        data = safe_load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return {}, f"frontmatter is not valid YAML{where}"
+    except ValueError as exc:  # a value its constructor refuses: `date: 2026-13-45`
+        return {}, f"frontmatter is not valid YAML ({exc})"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, "frontmatter is not a mapping of keys"
+    return data, None
+
+
+# Frontmatter is a few lines of metadata. Bounds, so that no file makes a reader build a huge
+# structure: an alias bomb (`a: &a [x, x]`, `b: &b [*a, *a]`, …) is a few hundred bytes that
+# expand to gigabytes, so anchors and aliases are refused outright, before anything is built.
+MAX_FRONTMATTER_BYTES = 64_000
+MAX_FRONTMATTER_DEPTH = 8
+
+
+def frontmatter_hazard(block: str) -> str | None:
+    """Why a frontmatter block is not even parsed (anchors or aliases, too large, too deep), or
+    None. Reads YAML events only: nothing is constructed, so nothing is expanded."""
+    size = len(block.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FRONTMATTER_BYTES:
+        return f"frontmatter is {size} bytes, over the limit of {MAX_FRONTMATTER_BYTES}"
+    openers = block.count("[") + block.count("{") + block.count(":") + block.count("- ")
+    if "&" not in block and "*" not in block and openers <= MAX_FRONTMATTER_DEPTH:
+        return None  # no anchor, no alias, too few openers to nest deep: the common case, no scan
+    import yaml
+
+    depth = 0
+    try:
+        for event in yaml.parse(block, Loader=_loader()):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                return "frontmatter uses a YAML anchor or alias (& or *), which cmem does not expand; write the values out"
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_FRONTMATTER_DEPTH:
+                    return f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the parse that follows names the error and its line
+    return None
+
+
+# --- the plain subset, read without a parser ----------------------------------------------------
+
+
+def read_frontmatter(block: str | None) -> tuple[dict, str | None]:
+    """(mapping, error), as `parse_frontmatter_block` gives them, through the plain subset when
+    the block is plain: the scanner reads every note's flags this way."""
+    if not block or not block.strip():
+        return {}, None
+    # a block near the size limit goes to the full path, which measures it in bytes and refuses
+    data = _plain_frontmatter(block) if len(block) <= MAX_FRONTMATTER_BYTES // 4 else None
+    if data is not None:
+        return data, None
+    return parse_frontmatter_block(block)
+
+
+_FM_KEY = re.compile(r"(\w[\w .-]*?):(?: +(.*?))?[ \t]*$")  # PyYAML wants a space after the colon
+_FM_ITEM = re.compile(r"([ \t]*)-[ \t]+(.*?)[ \t]*$")
+_FLOW_ITEM = r"""\s*(?:"[^"\\,]*"|'[^',]*'|[^\s"'\[\]{},#][^"'\[\]{},#]*?)\s*"""
+_PLAIN_SCALAR = re.compile(
+    rf"""(?:"[^"\\]*"|'[^']*'|[^\s"'\[\]{{}}&*!|>%@`#,][^#]*?|\[(?:{_FLOW_ITEM}(?:,{_FLOW_ITEM})*)?\])?(?:[ \t]+#.*)?"""
+)
+
+# YAML 1.1's implicit scalars, as PyYAML resolves them (its resolver's own words and patterns).
+_WORDS = {
+    **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+    **dict.fromkeys(("~", "null", "Null", "NULL", ""), None),
+}
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
+# Any other int, float or timestamp form (0x1f, 1_000, 1:30, .inf, 2026-1-2 3:04:05): left to the
+# parser, which knows how each is built.
+_NUMBERISH = re.compile(
+    r"""[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+
+    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+    |[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)
+    |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]
+     (?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?""",
+    re.VERBOSE,
+)
+
+
+class _NotPlain(Exception):
+    """A scalar the plain reader cannot be sure of: the parser decides."""
+
+
+def _plain_frontmatter(block: str) -> dict | None:
+    """The frontmatter's top-level keys, when it is plain `key: scalar`, `key: [a, b]` and
+    `key:` + `- item` lines — nearly every note. None for anything else (then YAML decides)."""
+    # control characters, U+2028 …: YAML refuses them or breaks lines there (one test a block)
+    if not block.replace("\n", " ").replace("\t", " ").isprintable():
+        return None
+    data: dict = {}
+    current = None  # the key of a bare `key:` line, whose `- item` lines may follow
+    indent = None  # those items' indentation: YAML reads a deeper `- x` as part of the last item
+    try:
+        for raw in block.split("\n"):
+            first = raw[:1]
+            if first == "#" or not raw or (first in " \t-" and raw.lstrip()[:1] in ("", "#")):
+                continue  # a comment or a blank line
+            if first in " \t" and "\t" in raw[: len(raw) - len(raw.lstrip())]:
+                return None  # tabs in indentation are a YAML error: let the parser name it
+            item = _FM_ITEM.fullmatch(raw) if first in " \t-" else None
+            if item and current is not None and indent in (None, item.group(1)):
+                read = _value(item.group(2))
+                if read is None or read[0] == "list":
+                    return None  # a form only the parser reads right, or a nested list
+                indent = item.group(1)
+                if data[current] is None:
+                    data[current] = []
+                data[current].append(read[1])
+                continue
+            key = _FM_KEY.fullmatch(raw)
+            if not key or raw[0].isspace() or key.group(1).endswith(" "):
+                return None
+            value = key.group(2) or ""
+            read = _value(value)
+            name = _key(key.group(1))
+            if read is None or name is None:
+                return None  # a form only the parser reads right; `yes:` or `1:` is not a str key
+            current, indent = (name, None) if not value else (None, None)
+            data[name] = list(read[1]) if read[0] == "list" else read[1]
+    except _NotPlain:
+        return None
+    return data
+
+
+@lru_cache(maxsize=4096)
+def _value(value: str) -> tuple | None:
+    """("scalar", x) or ("list", items) for a value the plain reader reads as YAML does, else
+    None. Values recur from note to note (tags, dates, statuses): each is resolved once a run,
+    and a list is handed out as a new list each time, so no caller shares one."""
+    if not _plain_value(value):
+        return None
+    try:
+        if value.startswith("["):
+            return "list", tuple(_flow_list(value))
+        return "scalar", _scalar(value)
+    except _NotPlain:
+        return None
+
+
+@lru_cache(maxsize=256)
+def _key(text: str) -> str | None:
+    """A key as YAML reads it, or None when that is not a string (a few keys recur in every note)."""
+    try:
+        name = _scalar(text)
+    except _NotPlain:
+        return None
+    return name if isinstance(name, str) else None
+
+
+def _plain_value(value: str) -> bool:
+    """Whether a value (after `key: ` or `- `) is one the plain reader reads as YAML does."""
+    if not _PLAIN_SCALAR.fullmatch(value):
+        return False
+    if value[:1] in ("'", '"'):
+        return True  # the pattern took the quotes whole, a comment at most after them
+    if ": " in value and ": " in value.split(" #")[0]:
+        return False
+    bare = re.sub(r"[ \t]+#.*$", "", value) if "#" in value else value
+    # `- x`, `? x`, `: x` are block indicators and `x:` ends in one: only the parser reads them
+    indicator = bare[:1] in ("-", "?", ":") and bare[1:2] in ("", " ", "\t")
+    return not indicator and not bare.endswith(":")
+
+
+def _scalar(value: str) -> Any:
+    """A scalar as YAML 1.1 resolves it: quoted ones are strings; plain ones may be a bool, null,
+    int, float or date. Raises _NotPlain for a form left to the parser."""
+    quote = value[:1]
+    if quote in ("'", '"'):
+        return value[1 : value.index(quote, 1)]  # the pattern allows no quote or escape inside
+    text = (re.sub(r"[ \t]+#.*$", "", value) if "#" in value else value).strip()
+    if text in _WORDS:
+        return _WORDS[text]
+    if text in ("<<", "="):
+        raise _NotPlain(text)  # the merge key and the value indicator
+    if text[0] in "-+.0123456789":
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        if _DATE.fullmatch(text):
+            try:
+                return datetime.date(int(text[:4]), int(text[5:7]), int(text[8:]))
+            except ValueError:
+                raise _NotPlain(text) from None  # 2026-13-45: the parser names the error
+        if _NUMBERISH.fullmatch(text):
+            raise _NotPlain(text)
+    return text
+
+
+def _flow_list(value: str) -> list:
+    inner = re.sub(r"[ \t]+#.*$", "", value).strip()[1:-1]
+    items = []
+    for part in inner.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part[0] in "&*!|>%@`?:-" and (part[0] not in "?:-" or part[1:2] in ("", " ")):
+            raise _NotPlain(part)  # an anchor, alias, tag or indicator inside [ ]
+        items.append(_scalar(part))
+    return items

@@ -1,0 +1,297 @@
+"""The one YAML reader: the plain-subset fast path agrees with the full load on every block it
+answers for (the sample vault's frontmatter, the shapes the benchmark vault writes, odd cases,
+and blocks made at random from tricky pieces), and leaves the rest to the parser."""
+
+from __future__ import annotations
+
+import datetime
+import random
+
+import pytest
+
+from cmem.resources import sample_vault_dir
+from cmem.vault import yaml_reader
+from cmem.vault.yaml_reader import (
+    _plain_frontmatter,
+    parse_frontmatter_block,
+    read_frontmatter,
+    split_frontmatter,
+)
+
+
+def _agrees(block: str) -> bool:
+    """Whether the fast path answered (True) or fell back (False); fails on any disagreement."""
+    fast = _plain_frontmatter(block)
+    full, error = parse_frontmatter_block(block)
+    if fast is None:
+        return False
+    assert error is None, (block, fast, error)
+    assert fast == full, (block, fast, full)
+    # equal as values and as types: 1 == 1.0 == True would hide a wrong resolution
+    assert [(k, type(v)) for k, v in fast.items()] == [(k, type(v)) for k, v in full.items()]
+    for key, value in fast.items():
+        if isinstance(value, list):
+            assert [type(x) for x in value] == [type(x) for x in full[key]], (block, key)
+    return True
+
+
+def _sample_blocks() -> list[str]:
+    blocks = []
+    for path in sorted(sample_vault_dir().rglob("*.md")):
+        block, _, _ = split_frontmatter(path.read_text("utf-8"))
+        if block:
+            blocks.append(block)
+    return blocks
+
+
+def test_the_sample_vault_frontmatter_is_read_the_same_and_mostly_without_a_parser():
+    blocks = _sample_blocks()
+    assert blocks
+    answered = [_agrees(block) for block in blocks]
+    assert sum(answered) >= len(blocks) - 1  # the fast path is what every ordinary note takes
+
+
+# What notes carry: the benchmark vault's shapes, Obsidian's own keys, and what people type.
+PLAIN = [
+    "title: 想法 # comment\nconverge: yes\ntags: [a, 'b']\naliases:\n  - x\ncreated: 2026-11-28 10:30\n",
+    'title: "quoted: with colon"\ntags:\n  - job-search\n  - 求职\ndate: 2026-11-28\naliases: []\n',
+    "title: plain\ntags: []\nconfidence: 0.7\nlayer: resident\nstatus: draft\n",
+    'related:\n  - "[[note a]]"\n  - "[[note b]]"\nsource: "session 12"\n',
+    "converge: false\n",
+    "converge: true\ntags: converge, other\n",
+    "count: 42\nneg: -3\nplus: +5\nzero: 0\n",
+    "empty:\nnothing: ~\nnull_word: null\n",
+    "list:\n- a\n- b\n",
+    "url: https://example.com/a?b=c\n",
+    'it: it\'s fine\nsay: a "b" c\n',
+    "a: x\na: y\n",  # the last one wins, in both
+    "# only a comment\n",
+    "on_key: On\noff_key: OFF\nmixed: True\n",
+    "title: a [b] c\n",
+    "title: C sharp # not C#\n",
+    "ratio: 1.50\n",
+    "flow: [1, 2.5, yes, ~, 2026-01-02, 'quoted', \"dq\"]\n",
+]
+
+# Forms only the parser reads right: the fast path must step aside (or, if it answers, agree).
+ODD = [
+    "title: [broken\n",
+    "meta:\n  owner: me\n",
+    "tags: |\n  a b\n",
+    "a: &x 1\nb: *x\n",
+    "yes: 1\n",
+    "1: one\n",
+    "title : spaced key\n",
+    "when: 10:30\n",
+    "hex: 0x1f\n",
+    "octal: 017\n",
+    "big: 1_000\n",
+    "inf: .inf\n",
+    "bad_date: 2026-13-45\n",
+    "stamp: 2026-11-28 10:30:00\n",
+    "stamp2: 2026-11-28T10:30:00Z\n",
+    "dash: - x\n",
+    "q: ? x\n",
+    "colon_end: foo:\n",
+    "flow: [a, b]\n- c\n",
+    "list:\n  - a\n    - b\n",
+    "list:\n  - a\n- b\n",
+    "list:\n  - [a, b]\n",
+    "list:\n  - k: v\n",
+    "list:\n  -\n",
+    'esc: "a\\nb"\n',
+    "single: 'it''s'\n",
+    "tab:\tvalue\n",
+    "\tindented: tab\n",
+    "nbsp: a\u00a0b\n",
+    "sep: a\u2028b\n",
+    "merge: <<\n",
+    "flow: [&a x]\n",
+    "flow: [*a]\n",
+    "flow: [- x]\n",
+    "flow: [a:b]\n",
+    "flow: [a, b,]\n",
+    "flow: [ ]\n",
+    "flow: {a: 1}\n",
+    "tag: !!str 1\n",
+    "text: a\ttab inside\n",
+    "key: value\n  continued\n",
+    "quoted_then: 'a' trailing\n",
+    'dq_comment: "a" # c\n',
+    "sq_comment: 'a' # c\n",
+    "plain_quote_end: it's'\n",
+    "percent: %x\n",
+    "at: @x\n",
+    "backtick: `x`\n",
+    "int_key_like: 3\n3: three\n",
+    "date_key:\n2026-01-01: x\n",
+]
+
+
+@pytest.mark.parametrize("block", PLAIN)
+def test_plain_blocks_are_read_without_a_parser_and_as_the_parser_reads_them(block):
+    assert _agrees(block), f"fell back to the parser: {block!r}"
+
+
+@pytest.mark.parametrize("block", ODD)
+def test_odd_blocks_agree_or_fall_back(block):
+    _agrees(block)
+
+
+def test_scalars_are_resolved_as_yaml_1_1_resolves_them():
+    data = _plain_frontmatter(
+        "a: yes\nb: off\nc: ~\nd: 2026-11-28\ne: 7\nf: 0.5\ng: 2026-11-28 10:30\nh: '7'\n"
+    )
+    assert data == {
+        "a": True,
+        "b": False,
+        "c": None,
+        "d": datetime.date(2026, 11, 28),
+        "e": 7,
+        "f": 0.5,
+        "g": "2026-11-28 10:30",  # no seconds: not a timestamp, a string
+        "h": "7",
+    }
+
+
+# Pieces of frontmatter lines, put together at random: keys, separators, values and comments that
+# sit on the edge of the plain subset. Seeded, so a failure names a block that can be replayed.
+_KEYS = ["title", "tags", "yes", "1", "a b", "k-1", "标签", "x.y", "on", "null", "key "]
+_VALUES = [
+    "",
+    "x",
+    "想法",
+    "yes",
+    "No",
+    "ON",
+    "~",
+    "null",
+    "0",
+    "-1",
+    "+2",
+    "007",
+    "08",
+    "1.5",
+    "1.",
+    ".5",
+    "1e3",
+    "1_0",
+    "0x1f",
+    "10:30",
+    "2026-11-28",
+    "2026-02-30",
+    "2026-11-28 10:30",
+    "2026-11-28 10:30:00",
+    "'q'",
+    '"dq"',
+    "'a b' # c",
+    '"a" # c',
+    "a # c",
+    "a#b",
+    "a: b",
+    "a:b",
+    "a:",
+    "- a",
+    "-a",
+    "? a",
+    ": a",
+    "[a, b]",
+    "[]",
+    "[ ]",
+    "[1, yes, ~]",
+    "[a, [b]]",
+    "[a,]",
+    "['a', \"b\"]",
+    "[a b, c]",
+    "[&x a]",
+    "[*x]",
+    "[-a, - b]",
+    "{a: 1}",
+    "&x a",
+    "*x",
+    "!t a",
+    "|",
+    ">",
+    "%x",
+    "@x",
+    "`x`",
+    "it's",
+    "it's'",
+    "a\tb",
+    "a\u00a0b",
+    "<<",
+    "=",
+    "a [b]",
+    "a ]",
+    "http://x.y/z",
+    "#",
+    " x",
+    "x ",
+]
+_ITEMS = ["x", "'x'", "1", "yes", "- x", "[a]", "k: v", "", "&a x", "*a", "x # c", "2026-01-01"]
+
+
+def _random_block(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(1, 5)):
+        roll = rng.random()
+        if roll < 0.15:
+            lines.append(rng.choice(["# comment", "", "  # indented comment"]))
+            continue
+        key = rng.choice(_KEYS)
+        if roll < 0.4:
+            lines.append(f"{key}:")
+            indent = rng.choice(["", "  ", "    "])
+            for _ in range(rng.randint(0, 3)):
+                step = indent if rng.random() < 0.9 else rng.choice(["", "  ", "   "])
+                lines.append(f"{step}- {rng.choice(_ITEMS)}".rstrip())
+        else:
+            lines.append(f"{key}: {rng.choice(_VALUES)}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def test_random_blocks_of_tricky_pieces_agree_or_fall_back():
+    rng = random.Random(15)
+    answered = sum(_agrees(_random_block(rng)) for _ in range(3000))
+    assert (
+        answered > 300
+    )  # the comparison must cover blocks the fast path answers, not only fallbacks
+
+
+def test_the_scanner_reads_plain_frontmatter_without_the_parser(monkeypatch):
+    def no_yaml(block):
+        raise AssertionError("the parser ran for plain frontmatter")
+
+    monkeypatch.setattr(yaml_reader, "parse_frontmatter_block", no_yaml)
+    assert read_frontmatter("converge: yes\ntags: [a]\n") == (
+        {"converge": True, "tags": ["a"]},
+        None,
+    )
+
+
+def test_what_the_fast_path_declines_gets_the_full_load_and_its_problem():
+    assert read_frontmatter("meta:\n  owner: me\n") == ({"meta": {"owner": "me"}}, None)
+    data, problem = read_frontmatter("title: [broken\n")
+    assert data == {} and "not valid YAML" in problem
+    data, problem = read_frontmatter("a: &x 1\nb: *x\n")
+    assert data == {} and "anchor or alias" in problem
+    # a block near the size limit is measured by the full path, which refuses it
+    data, problem = read_frontmatter("summary: " + "x" * 70_000 + "\n")
+    assert data == {} and "over the limit" in problem
+
+
+def test_a_note_split_keeps_its_body_start():
+    assert split_frontmatter("---\na: 1\n---\nbody\n") == ("a: 1\n", 4, None)
+    assert split_frontmatter("---\na: 1\n") == (
+        None,
+        1,
+        "frontmatter is not closed by a '---' line",
+    )
+    assert split_frontmatter("no frontmatter\n") == (None, 1, None)
+
+
+def test_a_value_the_constructor_refuses_is_a_named_problem_not_a_crash():
+    # PyYAML raises ValueError, not a YAMLError, for an impossible date: once it escaped
+    data, problem = parse_frontmatter_block("date: 2026-13-45\n")
+    assert data == {} and "not valid YAML" in problem and "month" in problem
+    assert read_frontmatter("date: 2026-02-30\ntags: [a]\n")[1].startswith("frontmatter is not")
