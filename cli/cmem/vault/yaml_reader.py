@@ -13,7 +13,7 @@
   anything else, which the full load then decides. It must give exactly what the full load
   gives whenever it answers: scalars are resolved as YAML 1.1 resolves them (yes/on → True,
   ~ → None, 2026-11-28 → a date, 42 → an int) and a form it cannot be sure of is left to the
-  parser; `tests/test_yaml_reader.py` feeds both the same blocks.
+  parser; `tests/vault/test_yaml_reader.py` feeds both the same blocks.
 
 Writing is not here. PyYAML's `safe_dump` writes a merged frontmatter key (`sync/`), and
 ruamel.yaml stays only as the round-trip *writer* of the user's config (`setup/trust.py`): it
