@@ -143,9 +143,14 @@ def test_the_words_kept_in_the_machine_folder_are_only_a_copy(make_vault, monkey
     parsed = []
     original = builtin.FileWords.of
     monkeypatch.setattr(builtin.FileWords, "of", lambda s: parsed.append(1) or original(s))
+    heads = []
+    parse_head = builtin.parse_frontmatter_block
+    monkeypatch.setattr(
+        builtin, "parse_frontmatter_block", lambda b: heads.append(1) or parse_head(b)
+    )
     assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
-    assert parsed == [] and made
+    assert parsed == [] and heads == [] and made
     # a damaged copy is rebuilt, never believed
     cache.write_bytes(b"\x00garbage")
     assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
-    assert parsed
+    assert parsed and heads

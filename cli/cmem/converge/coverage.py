@@ -17,6 +17,7 @@ as covering it, and the line simply waits for another pass — a false alarm, ne
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -98,14 +99,15 @@ def line_fates(
 ) -> list[LineFate]:
     """The fate of each signal line (one per line) of each converged note. `layer` maps every
     convergent file to its text after the pass."""
-    # Only two kinds of file can hold a line's fate: one citing a converged note (its name is in
-    # the text) and one holding a trace. Reading the others (most of a large layer, although
-    # the pass touched one file) would find nothing, so they are not parsed.
-    names = [note.name for note in notes if note.rel in converged]
+    # Only two kinds of file can hold a line's fate: one citing a converged note (a source is
+    # a wikilink, `[[name]]`) and one holding a trace. Reading the others (most of a large
+    # layer, although the pass touched one file) would find nothing, so they are not parsed.
+    names = [re.escape(note.name.strip()) for note in notes if note.rel in converged]
+    cites = re.compile(r"\[\[\s*(?:" + "|".join(names) + r")\s*[\]|#]") if names else None
     relevant = {
         rel: text
         for rel, text in layer.items()
-        if any(name in text for name in names) or may_hold_traces(text, formats)
+        if (cites is not None and cites.search(text)) or may_hold_traces(text, formats)
     }
     statements, traces = _layer(relevant, formats)
     fates = []

@@ -22,7 +22,7 @@ from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
 # Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
-VERSION = 2
+VERSION = 3
 
 
 class FileWords:
@@ -82,14 +82,15 @@ class FileWords:
 
 def fingerprint(formats) -> str:
     """What an entry depends on besides the text: the vault's formats, and the code that makes
-    words and statements (its files' stat, so an edited or upgraded cmem never reads old words)."""
+    words, statements and frontmatter (its files' stat, so an edited or upgraded cmem never reads old words)."""
     import cmem.text.terms
+    import cmem.vault.notes
     import cmem.vault.statements
     from cmem import __version__
     from cmem.converge import words
 
     code = []
-    for module in (words, cmem.text.terms, cmem.vault.statements):
+    for module in (words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes):
         try:
             info = Path(module.__file__).stat()
             code.append(f"{info.st_mtime_ns}:{info.st_size}")
@@ -104,12 +105,14 @@ def text_digest(text: str) -> str:
 
 class WordsCache:
     """The machine folder's copy: read once per pass, written back holding only the entries
-    this pass used (files deleted or rewritten since drop out)."""
+    this pass used (files deleted or rewritten since drop out). An entry, by text digest, holds
+    the file's words ("w") and what its frontmatter says ("h": the problem that keeps the engine
+    off the file, and the few keys it reads), each only once made."""
 
     def __init__(self, path: Path | None, fingerprint: str):
         self.path, self.fingerprint = path, fingerprint
-        self.entries: dict[str, tuple] = {}
-        self.used: dict[str, tuple] = {}
+        self.entries: dict[str, dict] = {}
+        self.used: dict[str, dict] = {}
         self.dirty = False
         if path is None:
             return
@@ -125,23 +128,43 @@ class WordsCache:
         ):
             self.entries = data["files"]
 
-    def get(self, digest: str) -> FileWords | None:
-        raw = self.entries.get(digest)
-        if raw is None:
-            return None
-        try:
-            words = FileWords.from_raw(raw)
-        except (TypeError, ValueError):
-            return None  # a damaged entry is rebuilt like a missing one
-        self.used[digest] = raw
-        return words
+    def _part(self, digest: str, part: str):
+        entry = self.entries.get(digest)
+        raw = entry.get(part) if isinstance(entry, dict) else None
+        if raw is not None:
+            self.used.setdefault(digest, {})[part] = raw
+        return raw
 
-    def put(self, digest: str, words: FileWords) -> None:
-        self.used[digest] = words.to_raw()
+    def _put(self, digest: str, part: str, raw) -> None:
+        self.used.setdefault(digest, {})[part] = raw
         self.dirty = True
 
+    def get(self, digest: str) -> FileWords | None:
+        raw = self._part(digest, "w")
+        try:
+            return None if raw is None else FileWords.from_raw(raw)
+        except (TypeError, ValueError):
+            return None  # a damaged entry is rebuilt like a missing one
+
+    def put(self, digest: str, words: FileWords) -> None:
+        self._put(digest, "w", words.to_raw())
+
+    def head(self, digest: str) -> tuple[str | None, dict] | None:
+        """(problem, frontmatter keys) as `put_head` kept them, or None."""
+        raw = self._part(digest, "h")
+        if not (isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[1], dict)):
+            return None
+        return raw[0], raw[1]
+
+    def put_head(self, digest: str, problem: str | None, meta: dict) -> None:
+        try:
+            marshal.dumps(meta)
+        except ValueError:
+            return  # a date or other YAML type marshal cannot keep: parsed again next time
+        self._put(digest, "h", (problem, meta))
+
     def save(self) -> None:
-        if self.path is None or not (self.dirty or len(self.used) != len(self.entries)):
+        if self.path is None or not (self.dirty or self.used.keys() != self.entries.keys()):
             return
         data = {"version": VERSION, "fingerprint": self.fingerprint, "files": self.used}
         try:
