@@ -300,11 +300,14 @@ def adopt(tools: Tools, root: Path) -> None:
         [*tools.cmem, "init", "--repo", "own", str(root)], tools
     )  # own: the work folder may sit inside a repository
     run(["git", "-C", str(root), "add", "-A"], tools)
+    # gc.auto=0: 10k new loose objects start a background `git gc`, which packs them away while
+    # the next step copies the repository (a copy then misses objects and fails)
     run(
-        ["git", "-C", str(root), "commit", "-q", "--no-verify", "-m", "bench: generated notes"],
+        ["git", "-C", str(root), "-c", "gc.auto=0", "commit", "-q", "--no-verify", "-m",
+         "bench: generated notes"],
         tools,
         ok=(0, 1),
-    )
+    )  # fmt: skip
 
 
 def copy_vault(source: Path, target: Path) -> Path:
