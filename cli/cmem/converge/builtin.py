@@ -53,6 +53,13 @@ from functools import cached_property
 
 from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of, substitution
 from cmem.converge.selection import SelectedNote
+from cmem.converge.statement_words import (
+    CACHE_NAME,
+    FileWords,
+    WordsCache,
+    fingerprint,
+    text_digest,
+)
 from cmem.converge.words import (
     SWITCH,
     leading_words,
@@ -115,7 +122,9 @@ class _File:
     problem: str | None = None  # set: the engine leaves this file alone
     changed: bool = False
     created: bool = False
+    digest: str | None = None  # the original text's, while the file is unchanged
     _statements: list[Statement] | None = field(default=None, repr=False)
+    _words: FileWords | None = field(default=None, repr=False)
 
     @property
     def body_start(self) -> int:
@@ -128,9 +137,21 @@ class _File:
             self._statements = parse_statements("\n".join(self.lines[start - 1 :]), start, formats)
         return self._statements
 
+    def words(self, work: "_Pass") -> FileWords:
+        """Its statements' keys and words: from the machine folder's copy while the file is as
+        it was read, else made from its statements (and kept for the next pass)."""
+        if self._words is None:
+            if self.digest is not None:
+                self._words = work.cache.get(self.digest)
+            if self._words is None:
+                self._words = FileWords.of(self.statements(work.formats))
+                if self.digest is not None:
+                    work.cache.put(self.digest, self._words)
+        return self._words
+
     def edit(self, index: int, remove: int, new_lines: list[str]) -> None:
         self.lines[index : index + remove] = new_lines
-        self.changed, self._statements = True, None
+        self.changed, self._statements, self._words, self.digest = True, None, None, None
 
     def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
         """The file's own source and trace format: a vault's custom format wins; else the
@@ -173,7 +194,26 @@ def _formats_of(language: str) -> Formats:
     return Formats(values["source"], values["source_separator"], values["trace"])
 
 
-def _load(rel: str, text: str) -> _File:
+# The frontmatter keys this engine reads (`_File.keys`, `_best_topic`): all a cached head keeps.
+_META_KEYS = ("aliases", "tags", "summary")
+
+
+def _load(rel: str, text: str, cache: WordsCache | None = None) -> _File:
+    digest = text_digest(text)
+    head = cache.head(digest) if cache is not None else None
+    if head is None:
+        head = _head(text)
+        if cache is not None:
+            cache.put_head(digest, *head)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return _File(rel, lines, head[1], head[0], digest=digest)
+
+
+def _head(text: str) -> tuple[str | None, dict]:
+    """(why the engine leaves the file alone, or None; the frontmatter keys it reads). Parsing
+    YAML for every file of a 10k vault's layer was a tenth of a one-note pass: kept by digest."""
     block, _, problem = split_frontmatter(text)
     meta, error = parse_frontmatter_block(block)
     problem = problem or error
@@ -184,10 +224,7 @@ def _load(rel: str, text: str) -> _File:
         for line in text.split("\n")
     ):
         problem = "a line of it would end a <file> block"
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return _File(rel, lines, meta, problem)
+    return problem, {key: meta[key] for key in _META_KEYS if key in meta}
 
 
 def _touch_updated(file: _File, date: str) -> None:
@@ -214,13 +251,16 @@ class _Pass:
         # a vault with its own source/trace format keeps it everywhere; the defaults follow each file's language
         self.custom_formats = vault.config.formats != _formats_of(vault.config.language)
         self.date = pass_date
-        self.files = {rel: _load(rel, text) for rel, text in sorted(originals.items())}
+        cache_path = vault.machine_dir / CACHE_NAME if vault.machine_dir.is_dir() else None
+        self.cache = WordsCache(cache_path, fingerprint(self.formats))
+        self.files = {rel: _load(rel, text, self.cache) for rel, text in sorted(originals.items())}
         self.original_keys = {
-            (rel, st.key)
+            (rel, key)
             for rel, f in self.files.items()
             if not f.problem
-            for st in f.statements(self.formats)
+            for key in f.words(self).keys
         }
+        self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
@@ -284,6 +324,7 @@ def builtin_response(
     # Oldest note first, so a later change of mind nests over an earlier one.
     for note in sorted(notes, key=lambda n: (n.mtime_ns, n.rel)):
         _converge_note(work, note)
+    work.cache.save()
     return _render(work)
 
 
@@ -522,14 +563,14 @@ def _find_duplicate(
         work.files.values(), key=lambda f: (bool(f.problem), f.rel not in preferred, f.rel)
     )
     for file in files:
-        for statement in file.statements(work.formats):
-            old = statement.key
+        # the kept keys, so that only a file holding the duplicate is parsed
+        for index, old in enumerate(file.words(work).keys):
             if old == key:
-                return file, statement
+                return file, file.statements(work.formats)[index]
             if exact_only or min(len(old), len(key)) < _MERGE_MIN:
                 continue
             if key in old or (old in key and _adds_nothing(key.replace(old, "", 1))):
-                return file, statement
+                return file, file.statements(work.formats)[index]
     return None
 
 
@@ -552,24 +593,44 @@ def _best_match(
 ) -> tuple[_File, Statement] | None:
     """The statement an explicit change replaces: most shared words, rare words weighing more,
     words of the old side double. Two shared words at least, or one in a file the note names,
-    or one the note names as the old side."""
+    or one the note names as the old side.
+
+    Only statements sharing a word with the line can pass those rules, so they are found through
+    each file's word index (`FileWords.postings`) instead of scoring every statement; how rare a
+    word is still counts every statement. A line filling a slot (where one lives) may replace a
+    statement sharing no word, so it looks at them all."""
     new_terms, old_terms = terms(text), old_side_terms(text)
-    candidates = [
-        (f, s, terms(s.core))
-        for f in work.writable(preferred)
-        for s in f.statements(work.formats)
-        if s.core and (f.rel, s.key, note.rel) not in work.written
-    ]
-    frequency: dict[str, int] = {}
-    for _, _, words in candidates:
-        for word in words:
-            frequency[word] = frequency.get(word, 0) + 1
-    best, best_score = None, 0.0
     slot = _slot(text)
-    for file, statement, words in candidates:
-        shared = new_terms & words
+    files = work.writable(preferred)
+    total = 0  # statements that may be rewritten: cored, and not written by this note
+    frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
+    # (file's place, statement index) → the line's words it holds
+    shared_by: dict[tuple[int, int], set[str]] = {}
+    for place, file in enumerate(files):
+        words = file.words(work)
+        barred = set(words.empty)
+        barred.update(
+            i for i, key in enumerate(words.keys) if (file.rel, key, note.rel) in work.written
+        )
+        total += words.count - len(barred)
+        for word in new_terms:
+            for index in words.holding(word):
+                if index not in barred:
+                    frequency[word] += 1
+                    shared_by.setdefault((place, index), set()).add(word)
+        if slot is not None:
+            for index in range(words.count):
+                if index not in barred:
+                    shared_by.setdefault((place, index), set())
+    best, best_score = None, 0.0
+    # in the order of a full scan: on a tie the earlier wins (named files, then resident, path)
+    for place, index in sorted(shared_by):
+        work.compared += 1
+        shared = shared_by[(place, index)]
+        file = files[place]
         named = file.rel in preferred
-        same_slot = slot is not None and _slot(statement.core) == slot
+        # only a slot needs the statement's words; other files are not parsed at all
+        same_slot = slot is not None and _slot(file.statements(work.formats)[index].core) == slot
         # One shared word is enough in a file the note names, or when it is the very thing the
         # user says they replace ("Helix now, not Neovim" → the statement about Neovim); none
         # when both fill a slot that holds one value ("I moved to Munich" → "I moved to Berlin").
@@ -581,14 +642,14 @@ def _best_match(
         ):
             continue
         score = sum(
-            (1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1)
+            (1 + math.log(total / frequency[w])) * (2 if w in old_terms else 1)
             for w in sorted(shared)
         )
         score += 3 if same_slot else 0
         score *= 1.5 if named else 1
-        if score > best_score:  # ties keep the earlier: named files, then resident, then path order
-            best, best_score = (file, statement), score
-    return best
+        if score > best_score:
+            best, best_score = (file, index), score
+    return None if best is None else (best[0], best[0].statements(work.formats)[best[1]])
 
 
 # Slots that hold one value at a time: where one lives. A move replaces the last one.
@@ -652,9 +713,8 @@ def _best_topic(work: _Pass, text: str) -> _File | None:
     for file in work.situational():
         if file.problem:
             continue
-        words = set(terms(str(file.meta.get("summary") or "")))
-        for statement in file.statements(work.formats):
-            words |= terms(statement.core)
+        # every word of its statements: the keys of its word index
+        words = set(terms(str(file.meta.get("summary") or ""))) | file.words(work).words()
         score = _weight(new_terms & words)
         if score >= 3 and score > best_score:
             best, best_score = file, score

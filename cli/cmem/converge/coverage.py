@@ -17,6 +17,7 @@ as covering it, and the line simply waits for another pass — a false alarm, ne
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -26,7 +27,7 @@ from cmem.converge.words import quote_line, terms
 from cmem.scan.recurrence import phrase_keys
 from cmem.vault.config import Formats
 from cmem.vault.notes import split_frontmatter
-from cmem.vault.statements import Trace, parse_statements
+from cmem.vault.statements import Trace, may_hold_traces, parse_statements
 
 STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
 
@@ -98,7 +99,17 @@ def line_fates(
 ) -> list[LineFate]:
     """The fate of each signal line (one per line) of each converged note. `layer` maps every
     convergent file to its text after the pass."""
-    statements, traces = _layer(layer, formats)
+    # Only two kinds of file can hold a line's fate: one citing a converged note (a source is
+    # a wikilink, `[[name]]`) and one holding a trace. Reading the others (most of a large
+    # layer, although the pass touched one file) would find nothing, so they are not parsed.
+    names = [re.escape(note.name.strip()) for note in notes if note.rel in converged]
+    cites = re.compile(r"\[\[\s*(?:" + "|".join(names) + r")\s*[\]|#]") if names else None
+    relevant = {
+        rel: text
+        for rel, text in layer.items()
+        if (cites is not None and cites.search(text)) or may_hold_traces(text, formats)
+    }
+    statements, traces = _layer(relevant, formats)
     fates = []
     for note in notes:
         if note.rel not in converged:

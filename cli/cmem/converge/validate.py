@@ -55,6 +55,7 @@ from cmem.vault.statements import (
     Statement,
     Trace,
     format_source,
+    may_hold_traces,
     normalize,
     parse_statements,
     split_statement,
@@ -800,6 +801,8 @@ class _Checker:
             )
             self._known_traces = set()
             for text in dict.fromkeys(texts):
+                if not may_hold_traces(text, self.formats):
+                    continue  # most of a large layer: nothing to parse for traces
                 for statement in self.parse(text).statements:
                     self._known_traces.update(
                         self.trace_id(t) for t in _all_traces(statement.traces)

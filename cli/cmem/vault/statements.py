@@ -173,6 +173,14 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
     return top
 
 
+def may_hold_traces(text: str, formats: Formats | None = None) -> bool:
+    """Whether a text can hold a trace at all: a trace starts with its pattern's prefix, so a
+    text without any is skipped whole by readers that want only traces (the validator's known
+    traces, the coverage check), instead of parsing every statement of the layer."""
+    extra = (formats.trace,) if formats else ()
+    return any(pattern.prefix in text for pattern in _trace_patterns(extra))
+
+
 def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, int, list[str]]]:
     """Top-level source annotations: (start, end, note names). Linear in the text, like
     `find_traces`."""

@@ -1,0 +1,173 @@
+"""Each convergent file's statements as the builtin engine compares them: normalised keys and
+an inverted index from content word to statement, kept by the file's content digest.
+
+A pass that adds one note compares its lines with the memory layer. Reading the words of every
+statement again (27,834 of them at 10k notes: parse, normalise, `terms`) was most of the pass,
+although no file had changed. So the words of a file are kept in the machine folder
+(`statement-words.marshal`) under the digest of its text: a file that did not change is never
+parsed for them again, and a line is only scored against the statements that share one of its
+words (`postings`). The cache is only ever a copy: a missing, corrupt or foreign one is rebuilt,
+and an entry is found by the text's digest, so an edited file simply misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from pathlib import Path
+
+from cmem.atomic import write_atomic
+from cmem.converge.words import terms
+from cmem.vault.statements import Statement
+
+CACHE_NAME = "statement-words.marshal"
+# Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
+VERSION = 3
+
+
+class FileWords:
+    """One file's statements, in file order, as the engine compares them: their normalised
+    keys, which have an empty core, and which hold each content word.
+
+    Kept as strings (keys one a line; "word i j" one a line for the postings) because the
+    machine folder's copy is read on every pass, and 28k small tuples in dicts took ~0.8 s to
+    unmarshal where two strings a file take ~40 ms; a word's statements are found by `find`."""
+
+    def __init__(self, count: int, keys: str, empty: tuple[int, ...], postings: str):
+        self.count, self._keys, self.empty, self._postings = count, keys, frozenset(empty), postings
+        self._split: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, statements: list[Statement]) -> "FileWords":
+        postings: dict[str, list[str]] = {}
+        for index, statement in enumerate(statements):
+            for word in terms(statement.core):  # words hold no space nor line break
+                postings.setdefault(word, []).append(str(index))
+        return cls(
+            len(statements),
+            "\n".join(s.key for s in statements),
+            tuple(i for i, s in enumerate(statements) if not s.core),
+            "".join(f"\n{word} {' '.join(found)}" for word, found in postings.items()) + "\n",
+        )
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Statement i's normalised core."""
+        if self._split is None:
+            self._split = tuple(self._keys.split("\n")) if self.count else ()
+        return self._split
+
+    def holding(self, word: str) -> list[int]:
+        """The statements whose core holds `word`, in order."""
+        at = self._postings.find(f"\n{word} ")
+        if at < 0:
+            return []
+        line = self._postings[at + len(word) + 2 : self._postings.index("\n", at + 1)]
+        return [int(i) for i in line.split()]
+
+    def words(self) -> set[str]:
+        """Every content word of its statements."""
+        return {line.split(" ", 1)[0] for line in self._postings.split("\n") if line}
+
+    def to_raw(self) -> tuple:
+        return (self.count, self._keys, tuple(sorted(self.empty)), self._postings)
+
+    @classmethod
+    def from_raw(cls, raw) -> "FileWords":
+        count, keys, empty, postings = raw
+        if not (isinstance(keys, str) and isinstance(postings, str)):
+            raise TypeError("not an entry")
+        return cls(int(count), keys, tuple(empty), postings)
+
+
+def fingerprint(formats) -> str:
+    """What an entry depends on besides the text: the vault's formats, and the code that makes
+    words, statements and frontmatter (its files' stat, so an edited or upgraded cmem never reads old words)."""
+    import cmem.text.terms
+    import cmem.vault.notes
+    import cmem.vault.statements
+    from cmem import __version__
+    from cmem.converge import words
+
+    code = []
+    for module in (words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes):
+        try:
+            info = Path(module.__file__).stat()
+            code.append(f"{info.st_mtime_ns}:{info.st_size}")
+        except (OSError, TypeError):
+            code.append("?")
+    return f"{__version__} {VERSION} {' '.join(code)} {formats!r}"
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class WordsCache:
+    """The machine folder's copy: read once per pass, written back holding only the entries
+    this pass used (files deleted or rewritten since drop out). An entry, by text digest, holds
+    the file's words ("w") and what its frontmatter says ("h": the problem that keeps the engine
+    off the file, and the few keys it reads), each only once made."""
+
+    def __init__(self, path: Path | None, fingerprint: str):
+        self.path, self.fingerprint = path, fingerprint
+        self.entries: dict[str, dict] = {}
+        self.used: dict[str, dict] = {}
+        self.dirty = False
+        if path is None:
+            return
+        try:
+            data = marshal.loads(path.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            return
+        if (
+            isinstance(data, dict)
+            and data.get("version") == VERSION
+            and data.get("fingerprint") == fingerprint
+            and isinstance(data.get("files"), dict)
+        ):
+            self.entries = data["files"]
+
+    def _part(self, digest: str, part: str):
+        entry = self.entries.get(digest)
+        raw = entry.get(part) if isinstance(entry, dict) else None
+        if raw is not None:
+            self.used.setdefault(digest, {})[part] = raw
+        return raw
+
+    def _put(self, digest: str, part: str, raw) -> None:
+        self.used.setdefault(digest, {})[part] = raw
+        self.dirty = True
+
+    def get(self, digest: str) -> FileWords | None:
+        raw = self._part(digest, "w")
+        try:
+            return None if raw is None else FileWords.from_raw(raw)
+        except (TypeError, ValueError):
+            return None  # a damaged entry is rebuilt like a missing one
+
+    def put(self, digest: str, words: FileWords) -> None:
+        self._put(digest, "w", words.to_raw())
+
+    def head(self, digest: str) -> tuple[str | None, dict] | None:
+        """(problem, frontmatter keys) as `put_head` kept them, or None."""
+        raw = self._part(digest, "h")
+        if not (isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[1], dict)):
+            return None
+        return raw[0], raw[1]
+
+    def put_head(self, digest: str, problem: str | None, meta: dict) -> None:
+        try:
+            marshal.dumps(meta)
+        except ValueError:
+            return  # a date or other YAML type marshal cannot keep: parsed again next time
+        self._put(digest, "h", (problem, meta))
+
+    def save(self) -> None:
+        if self.path is None or not (self.dirty or self.used.keys() != self.entries.keys()):
+            return
+        data = {"version": VERSION, "fingerprint": self.fingerprint, "files": self.used}
+        try:
+            write_atomic(self.path, marshal.dumps(data))
+        except (OSError, ValueError):
+            pass  # a read-only machine folder only costs speed

@@ -1,0 +1,157 @@
+"""The builtin engine's word index: a change is scored only against statements sharing a word
+with it (the work no longer grows with every statement of the layer), the statement it picks
+is the one a full scan picks, and the machine folder's copy of the words is only a copy."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from test_builtin import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
+
+from cmem.converge import builtin
+from cmem.converge.statement_words import CACHE_NAME
+from cmem.converge.words import old_side_terms, terms
+from cmem.vault.layers import open_vault
+
+SWITCH_NOTE = "- Switched from pip to uv for projects\n"
+
+
+def filler(count: int) -> str:
+    """A topic file of `count` statements sharing no word with SWITCH_NOTE."""
+    lines = [f"- Waters garden bed {i:04d} every Sunday morning" for i in range(count)]
+    return "---\nsummary: garden\n---\n# Garden\n\n" + "\n".join(lines) + "\n"
+
+
+def passes(monkeypatch) -> list:
+    """Every `_Pass` the engine makes from now on, to read its comparison count."""
+    made = []
+
+    class Counted(builtin._Pass):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(builtin, "_Pass", Counted)
+    return made
+
+
+def test_a_change_is_compared_only_with_statements_sharing_its_words(make_vault, monkeypatch):
+    made = passes(monkeypatch)
+    results = {}
+    for size in (10, 2000):
+        root = make_vault(
+            {
+                "converged/topics/python-tooling.md": TOOLING_EN,
+                "converged/topics/garden.md": filler(size),
+                "n.md": SWITCH_NOTE,
+                **OLD_NOTES,
+            },
+            config_yaml="language: en\n",
+        )
+        _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
+        results[size] = files["converged/topics/python-tooling.md"]
+    # the rewrite lands on the pip statement either way, and the 1,990 more statements that
+    # share no word with the line were never scored
+    assert results[10] == results[2000]
+    assert "was: Uses pip and venv for projects" in results[10]
+    assert made[0].compared == made[1].compared
+    assert 0 < made[1].compared <= 3  # the three tooling statements at most
+
+
+def full_scan(work, note, text, preferred):
+    """`_best_match` as it was before the index: every statement scored (the reference)."""
+    new_terms, old_terms = terms(text), old_side_terms(text)
+    candidates = [
+        (f, s, terms(s.core))
+        for f in work.writable(preferred)
+        for s in f.statements(work.formats)
+        if s.core and (f.rel, s.key, note.rel) not in work.written
+    ]
+    frequency: dict[str, int] = {}
+    for _, _, words in candidates:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+    best, best_score = None, 0.0
+    slot = builtin._slot(text)
+    for file, statement, words in candidates:
+        shared = new_terms & words
+        named = file.rel in preferred
+        same_slot = slot is not None and builtin._slot(statement.core) == slot
+        if len(shared) < 2 and not (named and shared) and not (shared & old_terms):
+            if not same_slot:
+                continue
+        score = sum(
+            (1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1)
+            for w in sorted(shared)
+        )
+        score += 3 if same_slot else 0
+        score *= 1.5 if named else 1
+        if score > best_score:
+            best, best_score = (file, statement), score
+    return best
+
+
+WORDS = (
+    "pip uv poetry react svelte vue berlin munich tea coffee vim helix emacs python rust".split()
+)
+
+
+def test_the_index_picks_what_a_full_scan_picks(make_vault):
+    rng = random.Random(13)
+    files = {}
+    for number in range(12):
+        lines = [f"- {' '.join(rng.sample(WORDS, rng.randint(1, 4)))}" for _ in range(15)]
+        lines += ["- I live in Berlin", "- I moved to Lisbon last year"] if number == 3 else []
+        folder = "core" if number < 2 else "topics"
+        files[f"converged/{folder}/f{number}.md"] = "# F\n\n" + "\n".join(lines) + "\n"
+    root = make_vault(
+        {**files, "n.md": "- x\n"},
+        config_yaml="language: en\nresident_max_tokens: 100000\n",
+    )
+    vault = open_vault(root)
+    note = note_with(root, "n.md", [(1, "decision")])
+    originals = originals_of(root)
+    lines = [
+        f"switched from {a} to {b} {c}" for a, b, c in (rng.sample(WORDS, 3) for _ in range(60))
+    ] + ["I moved to Munich", "not vim, helix now", "replaces tea with coffee"]
+    checked = 0
+    for line in lines:
+        for preferred in (set(), {"converged/topics/f5.md"}):
+            work = builtin._Pass(vault, originals, DATE)
+            expected = full_scan(work, note, line, preferred)
+            found = builtin._best_match(work, note, line, preferred)
+            assert (found and (found[0].rel, found[1])) == (
+                expected and (expected[0].rel, expected[1])
+            ), line
+            checked += found is not None
+    assert checked > 20  # most lines found a statement to replace: the comparison meant something
+
+
+def test_the_words_kept_in_the_machine_folder_are_only_a_copy(make_vault, monkeypatch):
+    root = make_vault(
+        {"converged/topics/python-tooling.md": TOOLING_EN, "n.md": SWITCH_NOTE, **OLD_NOTES},
+        config_yaml="language: en\n",
+    )
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    note = [note_with(root, "n.md", [(1, "decision")])]
+    first = builtin.builtin_response(vault, note, originals_of(root), DATE)
+    cache = vault.machine_dir / CACHE_NAME
+    assert cache.is_file()
+    made = passes(monkeypatch)
+    # read from the copy: the same reply, and no file parsed for its words
+    parsed = []
+    original = builtin.FileWords.of
+    monkeypatch.setattr(builtin.FileWords, "of", lambda s: parsed.append(1) or original(s))
+    heads = []
+    parse_head = builtin.parse_frontmatter_block
+    monkeypatch.setattr(
+        builtin, "parse_frontmatter_block", lambda b: heads.append(1) or parse_head(b)
+    )
+    assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
+    assert parsed == [] and heads == [] and made
+    # a damaged copy is rebuilt, never believed
+    cache.write_bytes(b"\x00garbage")
+    assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
+    assert parsed and heads
