@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("render",),
     ("reading",),
     ("doctor",),
-    ("cli", "fast", "mcp_server", "__main__"),  # the surfaces (fast: the light entry path)
+    # the surfaces (fast: the light entry path; idle_sync: sync with nothing to do)
+    ("cli", "fast", "idle_sync", "mcp_server", "__main__"),
 ]
 
 

@@ -987,3 +987,140 @@ def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_va
         if f.check == "sync" and "cmem sync" in f.message
     ]
     assert found and found[0].level == "warn" and "no remote to sync with" in found[0].message
+
+
+# --- nothing to do: the light path (cmem.sync.idle) -------------------------------------------
+
+
+def _settle(*roots: Path) -> None:
+    """Date every file and folder an hour back, .git too: as a vault nobody touched for a while
+    looks, so its listing may be stored (the racy-timestamp rule of cmem.reading.stored_results)."""
+    past = datetime.now().timestamp() - 3600
+    for root in roots:
+        for folder, _, files in os.walk(root):
+            for name in files:
+                os.utime(os.path.join(folder, name), (past, past), follow_symlinks=False)
+            os.utime(folder, (past, past))
+        if (root / ".git" / "index").exists():
+            # the index as git leaves it after a commit: holding the files' new times (else the
+            # next git status refreshes and rewrites it) and written after them (a file as new
+            # as the index is "racily clean", and git status would rewrite it too)
+            git(root, "update-index", "-q", "--refresh")
+            os.utime(root / ".git" / "index", (past + 60, past + 60))
+
+
+def cmem_sync(root: Path, tmp_path: Path, *args: str) -> tuple[int, str, str, list[str]]:
+    """`cmem sync` as the installed command runs it, with a `git` on PATH that logs each call cmem
+    makes (git's own children run git-core directly and are not logged): (exit code, stdout,
+    stderr, the git subcommands run, in order)."""
+    fake = tmp_path / "fake-bin"
+    fake.mkdir(exist_ok=True)
+    log = tmp_path / "git-calls.log"
+    log.write_text("", encoding="utf-8")
+    real = shutil.which("git")
+    (fake / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (fake / "git").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem", "sync", "--vault", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    calls = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        # the subcommand: the first word after the -c options and `-C <folder>`
+        index = 0
+        while index < len(words) and words[index] in ("-c", "-C"):
+            index += 2
+        calls.append(words[index] if index < len(words) else "")
+    return result.returncode, result.stdout, result.stderr, calls
+
+
+def _idle_clone(machines, tmp_path) -> Path:
+    """Machine a, synced once by the full path with its files settled, so the light path has
+    what it needs; the sync after it must take the light path."""
+    remote, (a, b, _) = machines
+    _settle(a, remote)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and out == "up to date with origin/main\n" and "status" in calls
+    return a
+
+
+def test_nothing_to_do_runs_one_fetch_and_nothing_else(machines, tmp_path):
+    a = _idle_clone(machines, tmp_path)
+    for args in ((), ("--json",)):
+        code, out, err, calls = cmem_sync(a, tmp_path, *args)
+        assert calls == ["fetch"], calls  # no git config, no git status, no rev-parse
+        assert code == 0 and err == ""
+    full = CliRunner().invoke(app, ["sync", "--vault", str(a), "--json"])
+    assert out == full.stdout  # the full CLI's --json, byte for byte
+    assert '"status": "nothing"' in out
+
+
+def test_the_light_path_hands_over_when_there_is_something_to_do(machines, tmp_path):
+    remote, (_, b, _) = machines
+    a = _idle_clone(machines, tmp_path)
+    # an edit since the last sync: the full path commits it and pushes it
+    note(a, "2026-11-29 edit", "- 以后都先给结论\n")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "status" in calls and "pushed to origin/main" in out
+    assert git(a, "status", "--porcelain") == ""
+    # the remote moved: the other machine pushed; the fetch sees it and the full path merges
+    _settle(a, remote)
+    assert "status" in cmem_sync(a, tmp_path)[3]  # the full path, which stores for the next
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    note(b, "2026-11-28 other", "- 我决定每周五复盘\n")
+    sync(b)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and calls[0] == "fetch" and len(calls) > 1 and "fast-forwarded" in out
+    assert (a / "2026-11-28 other.md").exists()
+    # this machine ahead (a commit made with git itself): the full path pushes it
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    note(a, "2026-11-27 local", "- 记住：先写测试\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-qm", "by hand")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "push" in calls and "pushed to origin/main" in out
+    assert git(remote, "rev-parse", "main").strip() == head(a)
+
+
+def test_the_light_path_hands_over_while_a_step_runs_or_was_interrupted(machines, tmp_path):
+    import fcntl
+
+    a = _idle_clone(machines, tmp_path)
+    vault = open_vault(a)
+    lock = vault.machine_dir / "pass.lock"
+    with open(lock, "a+") as handle:  # a pass running on this machine holds the step lock
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out, _, calls = cmem_sync(a, tmp_path)
+        assert code == 0 and "status" in calls and out == "up to date with origin/main\n"
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]  # the lock released: light again
+    (vault.journal_dir / "step-1").mkdir(parents=True)  # a step a killed process left
+    _, _, _, calls = cmem_sync(a, tmp_path)
+    assert calls != ["fetch"]
+    shutil.rmtree(vault.journal_dir / "step-1")
+
+
+def test_the_light_path_hands_over_on_a_new_branch_a_config_change_or_an_unstaged_index(
+    machines, tmp_path
+):
+    remote, _ = machines
+    a = _idle_clone(machines, tmp_path)
+    git(a, "rm", "-q", "--cached", "README.md")  # the index changed, the files did not
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert calls != ["fetch"]
+    git(a, "reset", "-q")
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    git(a, "remote", "set-url", "origin", str(remote) + "-moved")  # .git/config rewritten
+    code, out, err, calls = cmem_sync(a, tmp_path)
+    assert code == OFFLINE_EXIT_CODE and "cannot be reached" in err and calls != ["fetch"]
+    git(a, "remote", "set-url", "origin", str(remote))
+    git(a, "checkout", "-q", "-b", "elsewhere")  # another branch, no upstream
+    code, out, err, calls = cmem_sync(a, tmp_path)
+    assert code == 1 and "no remote to sync with" in err

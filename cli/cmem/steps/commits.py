@@ -43,23 +43,35 @@ def _env() -> dict:
     return env
 
 
+def git_argv(root: Path, *args: str) -> list[str]:
+    """The command line cmem runs git with in `root`: its safe options first (no hooks, no
+    signing, no filters or textconv the repository's config could name)."""
+    return [
+        "git",
+        *SAFE_GIT_OPTIONS,
+        *_neutral_filters(root),
+        "-C",
+        str(root),
+        *_without_textconv(args),
+    ]
+
+
 def run_git(
-    root: Path, *args: str, check: bool = True, input: str | None = None
+    root: Path,
+    *args: str,
+    check: bool = True,
+    input: str | None = None,
+    env: dict | None = None,
 ) -> subprocess.CompletedProcess:
+    """git in `root`; `env` replaces the usual environment (`_env`), as sync does to keep ssh
+    from prompting."""
     try:
         result = subprocess.run(
-            [
-                "git",
-                *SAFE_GIT_OPTIONS,
-                *_neutral_filters(root),
-                "-C",
-                str(root),
-                *_without_textconv(args),
-            ],
+            git_argv(root, *args),
             capture_output=True,
             text=True,
             input=input,
-            env=_env(),
+            env=env if env is not None else _env(),
             # a file name that is not UTF-8 round-trips as os.fsdecode would give it
             encoding="utf-8",
             errors="surrogateescape",
