@@ -768,8 +768,10 @@ def test_the_sync_benchmark_runs_and_prints_its_figures():
     assert result.returncode == 0, result.stderr
     assert (
         "cmem sync (nothing to do) vs git fetch" in result.stdout
-        and "sync's own work" in result.stdout
+        and "the floor" in result.stdout
+        and "the full path's own work" in result.stdout
     )
+    assert "warning" not in result.stdout  # the light path is what was timed
 
 
 def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(
