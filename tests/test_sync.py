@@ -9,6 +9,7 @@ on every clone, no conflict marker is committed, and the next pass on each machi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1126,3 +1127,63 @@ def test_the_light_path_hands_over_on_a_new_branch_a_config_change_or_an_unstage
     git(a, "checkout", "-q", "-b", "elsewhere")  # another branch, no upstream
     code, out, err, calls = cmem_sync(a, tmp_path)
     assert code == 1 and "no remote to sync with" in err
+
+
+# --- the sync record: this machine's last sync, shown by status --------------------------------
+
+
+def status_of(root: Path, *args: str) -> tuple[str, bool]:
+    """`cmem status ARGS` through the installed entry point: (stdout, served from the stored
+    result — typer never imported)."""
+    argv = ["status", "--vault", str(root), *args]
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout, "typer" not in result.stderr
+
+
+def test_status_shows_the_last_sync_of_this_machine(machines, tmp_path):
+    import json
+
+    remote, (a, b, _) = machines
+    before, _ = status_of(a, "--json")
+    assert json.loads(before)["last_sync"] is None and "last sync" not in status_of(a)[0]
+    note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+    assert cmem_sync(a, tmp_path)[0] == 0
+    last = json.loads(status_of(a, "--json")[0])["last_sync"]
+    assert (last["outcome"], last["remote"]) == ("pushed", "origin/main")
+    assert last["age_seconds"] < 600 and last["time"]
+    assert re.search(r"\n  last sync \d+ s ago: pushed \(origin/main\)\n", status_of(a)[0])
+    # kept in the machine folder, never in the vault: nothing for git to carry or conflict on
+    assert git(a, "status", "--porcelain") == "" and "last_sync" not in (
+        a / ".cmem" / "state.json"
+    ).read_text("utf-8")
+    assert (open_vault(a).machine_dir / "last-sync").exists()
+    sync(b)  # b fast-forwards to a's note: merged
+    assert json.loads(status_of(b, "--json")[0])["last_sync"]["outcome"] == "merged"
+    shutil.move(str(remote), str(tmp_path / "elsewhere.git"))
+    assert cmem_sync(a, tmp_path)[0] == OFFLINE_EXIT_CODE
+    text, _ = status_of(a)
+    assert "ago: offline (origin/main) — the remote origin cannot be reached" in text
+    git(a, "remote", "remove", "origin")
+    assert cmem_sync(a, tmp_path)[0] == 1
+    last = json.loads(status_of(a, "--json")[0])["last_sync"]
+    assert last["outcome"] == "refused" and "no remote to sync with" in last["detail"]
+
+
+def test_a_stored_status_shows_the_newest_sync(machines, tmp_path):
+    import json
+
+    remote, _ = machines
+    a = _idle_clone(machines, tmp_path)
+    _settle(a, remote)
+    status_of(a, "--json")  # computed and stored
+    first, hit = status_of(a, "--json")
+    assert hit and json.loads(first)["last_sync"]["outcome"] == "up to date"
+    record = open_vault(a).machine_dir / "last-sync"
+    text = record.read_text("utf-8").replace("outcome: up to date", "outcome: offline")
+    record.write_text(text, encoding="utf-8")  # as an offline sync since would leave it
+    again, hit = status_of(a, "--json")
+    assert hit and json.loads(again)["last_sync"]["outcome"] == "offline"

@@ -182,6 +182,10 @@ def refresh_status(payload: dict, now=None) -> dict:
         now,
     )
     data["due"] = due.to_json()
+    if "machine_dir" in clock:  # the last sync: rewritten by every sync, so read now
+        from cmem.sync.record import read_record
+
+        data["last_sync"] = read_record(clock["machine_dir"], now.timestamp())
     return data
 
 
