@@ -1187,3 +1187,59 @@ def test_a_stored_status_shows_the_newest_sync(machines, tmp_path):
     record.write_text(text, encoding="utf-8")  # as an offline sync since would leave it
     again, hit = status_of(a, "--json")
     assert hit and json.loads(again)["last_sync"]["outcome"] == "offline"
+
+
+# --- unattended remotes never prompt ------------------------------------------------------------
+
+
+def _fake_ssh(tmp_path: Path) -> tuple[Path, Path]:
+    """A `ssh` on PATH that logs its arguments and GIT_TERMINAL_PROMPT, then runs the remote
+    command here (the last argument), so an ssh remote works with no network: (bin, log)."""
+    fake, log = tmp_path / "ssh-bin", tmp_path / "ssh.log"
+    fake.mkdir(exist_ok=True)
+    (fake / "ssh").write_text(
+        "#!/bin/sh\n"
+        f'echo "$* prompt=$GIT_TERMINAL_PROMPT" >> "{log}"\n'
+        'for last; do :; done\nexec sh -c "$last"\n',
+        encoding="utf-8",
+    )
+    (fake / "ssh").chmod(0o755)
+    log.write_text("", encoding="utf-8")
+    return fake, log
+
+
+def test_sync_runs_ssh_in_batch_mode_and_git_without_prompts(machines, tmp_path, monkeypatch):
+    remote, (a, b, _) = machines
+    fake, log = _fake_ssh(tmp_path)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "GIT_TERMINAL_PROMPT", "1"
+    )  # even a user's own setting: a hook must not wait
+    git(a, "remote", "set-url", "origin", f"somehost:{remote}")  # scp-like: git runs ssh
+    note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+    result = sync(a)
+    assert result.pushed and git(remote, "rev-parse", "main").strip() == head(a)
+    calls = log.read_text("utf-8").splitlines()
+    assert len(calls) == 2  # the fetch and the push, both through the fake ssh
+    assert all(
+        "-o BatchMode=yes" in call and "somehost" in call and call.endswith("prompt=0")
+        for call in calls
+    ), calls
+    # the light path's fetch runs with the same environment
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    log.write_text("", encoding="utf-8")
+    code, _, _, git_calls = cmem_sync(a, tmp_path)
+    assert code == 0 and git_calls == ["fetch"]
+    assert "-o BatchMode=yes" in log.read_text("utf-8")
+    # the user's own ssh is left alone: GIT_SSH_COMMAND, or core.sshCommand
+    git(b, "remote", "set-url", "origin", f"ssh://somehost{remote}")
+    log.write_text("", encoding="utf-8")
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -o User=me")
+    assert sync(b).status == "synced"
+    assert "User=me" in log.read_text("utf-8") and "BatchMode" not in log.read_text("utf-8")
+    monkeypatch.delenv("GIT_SSH_COMMAND")
+    git(b, "config", "core.sshCommand", "ssh -o User=config")
+    log.write_text("", encoding="utf-8")
+    sync(b)
+    assert "User=config" in log.read_text("utf-8") and "BatchMode" not in log.read_text("utf-8")
