@@ -1243,3 +1243,55 @@ def test_sync_runs_ssh_in_batch_mode_and_git_without_prompts(machines, tmp_path,
     log.write_text("", encoding="utf-8")
     sync(b)
     assert "User=config" in log.read_text("utf-8") and "BatchMode" not in log.read_text("utf-8")
+
+
+# --- file modes ---------------------------------------------------------------------------------
+
+
+def _mode(root: Path, path: str) -> tuple[str, bool]:
+    """(the mode HEAD holds, whether the file on disk is executable)."""
+    listed = git(root, "ls-tree", "HEAD", "--", path).split()
+    return listed[0], os.access(root / path, os.X_OK)
+
+
+def _commit_by_hand(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+
+
+def test_merges_keep_an_executable_file_executable(machines):
+    remote, (a, b, _) = machines
+    write_files(a, {"bin/tidy.sh": "#!/bin/sh\necho tidy\n"})
+    _commit_by_hand(a, "a script")
+    sync(a)
+    sync(b)
+    assert _mode(b, "bin/tidy.sh") == ("100644", False)
+    # made executable on one machine while the other wrote a note: b's merge takes the mode
+    (a / "bin" / "tidy.sh").chmod(0o755)
+    _commit_by_hand(a, "chmod +x")
+    note(b, "2026-11-29 desk", "- 我决定每周五复盘\n")
+    _commit_by_hand(b, "a note")
+    sync(a)
+    result = sync(b)
+    assert result.merged == "merge"
+    assert _mode(b, "bin/tidy.sh") == ("100755", True)
+    sync(a)
+    assert _mode(a, "bin/tidy.sh") == ("100755", True)
+    # the script edited on one machine, a note on the other: the merged script stays executable
+    write_files(a, {"bin/tidy.sh": "#!/bin/sh\necho tidier\n"})
+    _commit_by_hand(a, "edit the script")
+    note(b, "2026-11-28 desk", "- 以后都先给结论\n")
+    _commit_by_hand(b, "another note")
+    sync(a)
+    assert sync(b).merged == "merge"
+    assert _mode(b, "bin/tidy.sh") == ("100755", True)
+    assert "tidier" in (b / "bin" / "tidy.sh").read_text("utf-8")
+    # and a new executable file that arrives by fast-forward is executable on disk too
+    write_files(a, {"bin/new.sh": "#!/bin/sh\n"})
+    (a / "bin" / "new.sh").chmod(0o755)
+    _commit_by_hand(a, "a new script")
+    sync(b)
+    sync(a)
+    assert sync(b).merged == "fast-forward"
+    assert _mode(b, "bin/new.sh") == ("100755", True)
+    assert git(b, "status", "--porcelain") == ""

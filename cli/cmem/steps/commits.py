@@ -286,6 +286,7 @@ def commit_files(
     *,
     from_disk: "list[str] | tuple[str, ...]" = (),
     merge_parents: "list[str] | tuple[str, ...]" = (),
+    modes: "dict[str, str] | None" = None,
 ) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 
@@ -293,7 +294,9 @@ def commit_files(
       is on disk by the time git would read it, so an editor's autosave after the apply stays
       the user's uncommitted edit;
     - `from_disk`: paths committed as they are in the working tree (the snapshot of the user's
-      own edits; a missing path is a removal, a symbolic link stays a link).
+      own edits; a missing path is a removal, a symbolic link stays a link);
+    - `modes`: git modes for paths of `files` that are not plain files ("100755": a sync keeps an
+      executable script executable); any other path of `files` is committed as 100644.
 
     Blobs are hashed as git would store the file at that path (`core.autocrlf` and `eol`
     attributes apply; filter drivers are neutralised), the commit is built on a temporary index
@@ -334,7 +337,7 @@ def commit_files(
             if data is None
             else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
         )
-        entries.append(("100644", blob, path))
+        entries.append(((modes or {}).get(rel, "100644"), blob, path))
     for rel in sorted(set(from_disk) - set(files)):
         entry = _disk_entry(top, prefix + rel, git)
         if entry[0] != "dir":

@@ -364,13 +364,15 @@ def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> Merg
         if ours == theirs or (ours and history.is_ancestor(vault.root, theirs, ours)):
             return None
         if ours is None or history.is_ancestor(vault.root, ours, theirs):
-            files = _tree_changes(vault, read_tree(vault, ours), read_tree(vault, theirs))
-            changes = _change_set(vault, ours, files)
+            their_tree = read_tree(vault, theirs)
+            files = _tree_changes(vault, read_tree(vault, ours), their_tree)
+            modes = {p: their_tree[p][0] for p in files if p in their_tree}
+            changes = _change_set(vault, ours, files, modes)
             message = _message(step.id, "fast-forward", theirs, sorted(files), [], [], [])
             step.commit(changes, message, fast_forward=(ours or "0" * 40, theirs))
             return MergeOutcome("fast-forward", theirs, sorted(files))
         plan = plan_merge(vault, ours, theirs, step.now.date().isoformat())
-        changes = _change_set(vault, ours, plan.files)
+        changes = _change_set(vault, ours, plan.files, plan.modes)
         message = _message(
             step.id, "merge", theirs, sorted(plan.files), plan.merged, plan.conflicts, plan.notices
         )
@@ -389,7 +391,7 @@ def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> Merg
 def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | None]:
     from cmem.sync.three_way import read_blobs
 
-    changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]
+    changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]  # blob or mode
     for path in changed:
         if path in theirs and theirs[path][0] not in ("100644", "100755"):
             raise CmemError(
@@ -399,8 +401,14 @@ def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | N
     return {p: (contents[theirs[p][1]] if p in theirs else None) for p in changed}
 
 
-def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
-    """The step's changes: each path from what this machine committed to the merged bytes. A
+def _change_set(
+    vault: Vault,
+    ours: str | None,
+    files: dict[str, bytes | None],
+    modes: dict[str, str] | None = None,
+):
+    """The step's changes: each path from what this machine committed to the merged bytes (and
+    its git mode, `modes`: an executable file stays executable, on disk and in the commit). A
     path whose working copy differs from this machine's commit (an edit cmem does not manage, an
     untracked file in the way) stops the sync before anything is written."""
     from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends, same_text
@@ -429,6 +437,8 @@ def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
             changes.write(path, in_line_ends(data, disk), disk)
             if path not in changes:
                 changes.include(path, disk)
+        if data is not None and path in (modes or {}):
+            changes.modes[path] = modes[path]
     return changes
 
 
