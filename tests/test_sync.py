@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from cmem.archive.gate import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.errors import CmemError
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     MergeConflict,
@@ -825,6 +826,7 @@ def test_a_vault_inside_a_larger_repository_is_refused(tmp_path, monkeypatch, ca
     git(outer, "commit", "-qm", "init")
     code, _, err = run_main(monkeypatch, capsys, "sync", "--vault", str(vault))
     assert code == 1 and "not the top of its own git repository" in err
+    assert "files outside the vault" in err and "cmem init --repo own" in err
 
 
 def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_place(machines):
@@ -1295,3 +1297,27 @@ def test_merges_keep_an_executable_file_executable(machines):
     assert sync(b).merged == "fast-forward"
     assert _mode(b, "bin/new.sh") == ("100755", True)
     assert git(b, "status", "--porcelain") == ""
+
+
+# --- what sync leaves to git ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("diverged", [False, True])
+def test_a_symbolic_link_from_the_other_machine_is_named_and_the_vault_left_intact(
+    machines, diverged
+):
+    remote, (a, b, _) = machines
+    os.symlink("README.md", b / "shortcut.md")
+    _commit_by_hand(b, "a link")
+    sync(b)
+    if diverged:  # a merge, not a fast-forward
+        note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+        _commit_by_hand(a, "a note")
+    before = (head(a), git(a, "status", "--porcelain"))
+    with pytest.raises(CmemError, match=r"shortcut\.md is a symbolic link") as raised:
+        sync(a)
+    assert "merge it with git" in str(raised.value)
+    assert (head(a), git(a, "status", "--porcelain")) == before  # nothing merged, nothing written
+    assert not os.path.lexists(a / "shortcut.md")
+    record = open_vault(a).machine_dir / "last-sync"
+    assert "outcome: refused" in record.read_text("utf-8")

@@ -90,8 +90,10 @@ def resolve_target(vault: Vault) -> SyncTarget:
     """The remote and branch to sync with: `git.remote`, else the branch's upstream."""
     if not (vault.root / ".git").exists():
         raise CmemError(
-            f"{vault.root} is not the top of its own git repository; cmem sync merges a vault that is "
-            "(`cmem init --repo own`) — a vault inside a larger repository is synced with git itself."
+            f"{vault.root} is not the top of its own git repository: a sync fetches, merges and "
+            "pushes the whole branch, and this one holds files outside the vault that cmem does "
+            "not manage. Sync the larger repository with git itself (git pull, git push), or give "
+            "the vault a repository of its own (`cmem init --repo own`)."
         )
     local = history.run_git(
         vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False
