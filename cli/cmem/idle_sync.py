@@ -4,8 +4,8 @@
 A sync runs in a loop or a hook on every machine, and most of the time there is nothing to
 fetch, merge, commit or push. Starting Python and running the one fetch is the floor; the full
 path adds the CLI's imports, a `git config`, a `git status` and a `git rev-parse`. So when the
-full path (`cmem.sync.remote.sync_vault`) finds nothing to do, it stores what it learned as a
-stored result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could
+full sync (`cmem.fast.run_sync` around `cmem.sync.remote.sync_vault`) finds nothing to do, it
+stores what it learned as a stored result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could
 make the next sync do something other than fetch:
 
 - the vault's listing (every note's stat, every folder's mtime), cmem's own files, the user
