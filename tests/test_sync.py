@@ -1321,3 +1321,13 @@ def test_a_symbolic_link_from_the_other_machine_is_named_and_the_vault_left_inta
     assert not os.path.lexists(a / "shortcut.md")
     record = open_vault(a).machine_dir / "last-sync"
     assert "outcome: refused" in record.read_text("utf-8")
+
+
+def test_the_light_path_hands_over_when_an_archived_note_is_edited_in_place(machines, tmp_path):
+    # status reads the archive by folder times alone; sync must see such an edit, to commit it
+    a = _idle_clone(machines, tmp_path)
+    archived = next(p for p in (a / "archive").rglob("*.md") if "CHECKLIST" not in p.name)
+    archived.write_text(archived.read_text("utf-8") + "- 补一句\n", encoding="utf-8")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "status" in calls and "pushed to origin/main" in out
+    assert git(a, "status", "--porcelain") == ""

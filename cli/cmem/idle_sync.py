@@ -8,8 +8,8 @@ full sync (`cmem.fast.run_sync` around `cmem.sync.remote.sync_vault`) finds noth
 stores what it learned as a stored result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could
 make the next sync do something other than fetch:
 
-- the vault's listing (every note's stat, every folder's mtime), cmem's own files, the user
-  config — so an edit since then (a snapshot to commit) misses;
+- the vault's listing (every note's stat, the archive's included, every folder's mtime), cmem's
+  own files, the user config — so an edit since then (a snapshot to commit) misses;
 - HEAD, the branch's ref and packed-refs (a commit, a checkout), git's index (a `git rm
   --cached`), the repository's and the user's git config (another remote, an `sshCommand`), the
   ignore files (a note no longer ignored), and every `GIT_*` variable;
@@ -68,10 +68,18 @@ def begin(vault) -> dict | None:
     vault cannot take the light path (its `.git` is not a folder; `git.track_all`, where any
     file, not only the notes the key lists, may be an edit to commit)."""
     from cmem.reading.stored_results import begin as begin_key
+    from cmem.reading.stored_results import listing_key
 
     if vault.config.track_all or not os.path.isdir(os.path.join(vault.root, ".git")):
         return None
-    return begin_key(vault, COMMAND, (), _extra_files(str(vault.root)))
+    pending = begin_key(vault, COMMAND, (), _extra_files(str(vault.root)))
+    if pending is None:
+        return None
+    # every note, the archive's too: status checks the archive by folder times alone (an archived
+    # note edited in place is shown as maybe stale), but such an edit is one a sync must commit
+    pending["folder_only"] = []
+    pending["key"], storable = listing_key(pending["root"], pending["files"], [])
+    return pending if storable else None
 
 
 def store(pending: dict | None, result, fetch_argv: list[str], shown: dict) -> None:
