@@ -33,8 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("render",),
     ("reading",),
     ("doctor",),
-    # the surfaces: the commands package, its old name cli, fast (the light entry path), MCP
-    ("commands", "cli", "fast", "mcp_server", "__main__"),
+    # the surfaces: the commands package, its old name cli, fast (the light entry path), idle_sync
+    # (sync with nothing to do), MCP
+    ("commands", "cli", "fast", "idle_sync", "mcp_server", "__main__"),
 ]
 
 

@@ -182,6 +182,10 @@ def refresh_status(payload: dict, now=None) -> dict:
         now,
     )
     data["due"] = due.to_json()
+    if "machine_dir" in clock:  # the last sync: rewritten by every sync, so read now
+        from cmem.sync.record import read_record
+
+        data["last_sync"] = read_record(clock["machine_dir"], now.timestamp())
     return data
 
 
@@ -223,13 +227,26 @@ def parse_sync(argv: list[str]) -> dict | None:
 def run_sync(request: dict) -> int | None:
     """Run `cmem sync` as `cli.py: sync` does; the exit code, or None to hand over to the full
     CLI (nothing has been done yet then)."""
+    from cmem import idle_sync
+
+    _tolerant_output()
+    try:  # first: nothing to do, told in os alone (one fetch, no git status)
+        shown = idle_sync.answer(request)
+    except KeyboardInterrupt:
+        return _sync_interrupted()
+    except Exception:  # any doubt: the full path below decides
+        shown = None
+    if shown is not None:
+        # plain text (no colour codes to strip, so _echo's `re` is not needed): written as is
+        sys.stdout.write(shown[0] + "\n")
+        sys.stdout.flush()
+        return 0
     from pathlib import Path
 
     from cmem.errors import CmemError
     from cmem.render.reports import set_color
     from cmem.vault.layers import open_vault
 
-    _tolerant_output()
     if request["no_color"]:
         set_color(False)
     try:
@@ -239,16 +256,13 @@ def run_sync(request: dict) -> int | None:
             return None  # an interrupted step: the full CLI finishes or undoes it and says so
         from cmem.sync.remote import sync_vault
 
+        # the key taken before sync looks for edits to commit: an edit made meanwhile misses it
+        pending = idle_sync.begin(target)
         result = sync_vault(target)
     except CmemError as exc:
         return _sync_fail(str(exc), exc.exit_code, request)
-    except KeyboardInterrupt:  # typer turns Ctrl-C into 130, then cli.py: _report_interrupt(None)
-        _echo(
-            "interrupted\n  nothing more was done; if a step was cut short, the next cmem command "
-            "finishes or undoes it",
-            sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt:
+        return _sync_interrupted()
     except OSError as exc:  # a full disk, a read-only folder: as cli.py: main
         from cmem.errors import os_error_sentence
 
@@ -256,19 +270,37 @@ def run_sync(request: dict) -> int | None:
         if message is None:
             raise
         return _sync_fail(message, 1, request)
+    import json
+
+    from cmem.render.history import render_sync
+
+    shown = {
+        "text": render_sync(result),
+        "json": json.dumps(result.to_json(), ensure_ascii=False, indent=2),
+    }
     if request["json"]:
-        import json
-
-        _echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2), sys.stdout)
+        _echo(shown["json"], sys.stdout)
     else:
-        from cmem.render.history import render_sync
+        _echo(shown["text"], sys.stderr if result.status == "offline" else sys.stdout)
+    if result.status == "nothing":  # the next sync may tell that alone (cmem.idle_sync)
+        from cmem.sync.remote import fetch_argv
 
-        _echo(render_sync(result), sys.stderr if result.status == "offline" else sys.stdout)
+        idle_sync.store(pending, result, fetch_argv(target, result.target), shown)
     if result.status == "offline":
         from cmem.sync.remote import OFFLINE_EXIT_CODE
 
         return OFFLINE_EXIT_CODE
     return 0
+
+
+def _sync_interrupted() -> int:
+    """Typer turns Ctrl-C into 130, then cli.py: _report_interrupt(None) says this."""
+    _echo(
+        "interrupted\n  nothing more was done; if a step was cut short, the next cmem command "
+        "finishes or undoes it",
+        sys.stderr,
+    )
+    return 130
 
 
 def _sync_fail(message: str, exit_code: int, request: dict) -> int:

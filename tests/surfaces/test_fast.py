@@ -478,6 +478,11 @@ def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
     elif kind == "not a vault":
         (base / "plain").mkdir()
         return base / "plain"
+    elif kind == "up to date, stored":  # quiet for a while, then synced once: the light path
+        settle(clone)  # (cmem.sync.idle) answers the next sync
+        git(clone, "update-index", "-q", "--refresh")  # the index as git leaves it, newer than
+        os.utime(clone / ".git" / "index", (HOUR_AGO + 60, HOUR_AGO + 60))  # the files
+        assert run_entry("cmem.fast", ["sync", "--vault", str(clone)])[0] == 0
     return clone
 
 
@@ -503,6 +508,7 @@ def run_entry(module: str, argv: list[str]) -> tuple[int, str, str, set[str]]:
     "kind, code",
     [
         ("up to date", 0),
+        ("up to date, stored", 0),
         ("fast-forward", 0),
         ("push", 0),
         ("offline", 3),
@@ -523,6 +529,11 @@ def test_sync_light_path_prints_what_the_full_cli_prints(
     assert (light_code, light_out, light_err) == (full_code, full_out, full_err)
     assert light_code == code, light_err
     assert "typer" not in light_modules and "cmem.cli" not in light_modules
+    # told in os alone: no subprocess, no pathlib, no sync machinery (cmem.sync.idle)
+    if kind == "up to date, stored":
+        assert not {"cmem.sync.remote", "subprocess", "pathlib", "json"} & light_modules
+    elif kind == "up to date":  # nothing stored yet: the full sync ran, and stores
+        assert "cmem.sync.remote" in light_modules
     assert (light_out + light_err).strip()  # each case says something
 
 

@@ -9,6 +9,7 @@ on every clone, no conflict marker is committed, and the next pass on each machi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 from cmem.archive.gate import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.errors import CmemError
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     MergeConflict,
@@ -768,8 +770,10 @@ def test_the_sync_benchmark_runs_and_prints_its_figures():
     assert result.returncode == 0, result.stderr
     assert (
         "cmem sync (nothing to do) vs git fetch" in result.stdout
-        and "sync's own work" in result.stdout
+        and "the floor" in result.stdout
+        and "the full path's own work" in result.stdout
     )
+    assert "warning" not in result.stdout  # the light path is what was timed
 
 
 def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(
@@ -822,6 +826,7 @@ def test_a_vault_inside_a_larger_repository_is_refused(tmp_path, monkeypatch, ca
     git(outer, "commit", "-qm", "init")
     code, _, err = run_main(monkeypatch, capsys, "sync", "--vault", str(vault))
     assert code == 1 and "not the top of its own git repository" in err
+    assert "files outside the vault" in err and "cmem init --repo own" in err
 
 
 def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_place(machines):
@@ -987,3 +992,342 @@ def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_va
         if f.check == "sync" and "cmem sync" in f.message
     ]
     assert found and found[0].level == "warn" and "no remote to sync with" in found[0].message
+
+
+# --- nothing to do: the light path (cmem.sync.idle) -------------------------------------------
+
+
+def _settle(*roots: Path) -> None:
+    """Date every file and folder an hour back, .git too: as a vault nobody touched for a while
+    looks, so its listing may be stored (the racy-timestamp rule of cmem.reading.stored_results)."""
+    past = datetime.now().timestamp() - 3600
+    for root in roots:
+        for folder, _, files in os.walk(root):
+            for name in files:
+                os.utime(os.path.join(folder, name), (past, past), follow_symlinks=False)
+            os.utime(folder, (past, past))
+        if (root / ".git" / "index").exists():
+            # the index as git leaves it after a commit: holding the files' new times (else the
+            # next git status refreshes and rewrites it) and written after them (a file as new
+            # as the index is "racily clean", and git status would rewrite it too)
+            git(root, "update-index", "-q", "--refresh")
+            os.utime(root / ".git" / "index", (past + 60, past + 60))
+
+
+def cmem_sync(root: Path, tmp_path: Path, *args: str) -> tuple[int, str, str, list[str]]:
+    """`cmem sync` as the installed command runs it, with a `git` on PATH that logs each call cmem
+    makes (git's own children run git-core directly and are not logged): (exit code, stdout,
+    stderr, the git subcommands run, in order)."""
+    fake = tmp_path / "fake-bin"
+    fake.mkdir(exist_ok=True)
+    log = tmp_path / "git-calls.log"
+    log.write_text("", encoding="utf-8")
+    real = shutil.which("git")
+    (fake / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (fake / "git").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem", "sync", "--vault", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    calls = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        # the subcommand: the first word after the -c options and `-C <folder>`
+        index = 0
+        while index < len(words) and words[index] in ("-c", "-C"):
+            index += 2
+        calls.append(words[index] if index < len(words) else "")
+    return result.returncode, result.stdout, result.stderr, calls
+
+
+def _idle_clone(machines, tmp_path) -> Path:
+    """Machine a, synced once by the full path with its files settled, so the light path has
+    what it needs; the sync after it must take the light path."""
+    remote, (a, b, _) = machines
+    _settle(a, remote)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and out == "up to date with origin/main\n" and "status" in calls
+    return a
+
+
+def test_nothing_to_do_runs_one_fetch_and_nothing_else(machines, tmp_path):
+    a = _idle_clone(machines, tmp_path)
+    for args in ((), ("--json",)):
+        code, out, err, calls = cmem_sync(a, tmp_path, *args)
+        assert calls == ["fetch"], calls  # no git config, no git status, no rev-parse
+        assert code == 0 and err == ""
+    full = CliRunner().invoke(app, ["sync", "--vault", str(a), "--json"])
+    assert out == full.stdout  # the full CLI's --json, byte for byte
+    assert '"status": "nothing"' in out
+
+
+def test_the_light_path_hands_over_when_there_is_something_to_do(machines, tmp_path):
+    remote, (_, b, _) = machines
+    a = _idle_clone(machines, tmp_path)
+    # an edit since the last sync: the full path commits it and pushes it
+    note(a, "2026-11-29 edit", "- 以后都先给结论\n")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "status" in calls and "pushed to origin/main" in out
+    assert git(a, "status", "--porcelain") == ""
+    # the remote moved: the other machine pushed; the fetch sees it and the full path merges
+    _settle(a, remote)
+    assert "status" in cmem_sync(a, tmp_path)[3]  # the full path, which stores for the next
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    note(b, "2026-11-28 other", "- 我决定每周五复盘\n")
+    sync(b)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and calls[0] == "fetch" and len(calls) > 1 and "fast-forwarded" in out
+    assert (a / "2026-11-28 other.md").exists()
+    # this machine ahead (a commit made with git itself): the full path pushes it
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    note(a, "2026-11-27 local", "- 记住：先写测试\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-qm", "by hand")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "push" in calls and "pushed to origin/main" in out
+    assert git(remote, "rev-parse", "main").strip() == head(a)
+
+
+def test_the_light_path_hands_over_while_a_step_runs_or_was_interrupted(machines, tmp_path):
+    import fcntl
+
+    a = _idle_clone(machines, tmp_path)
+    vault = open_vault(a)
+    lock = vault.machine_dir / "pass.lock"
+    with open(lock, "a+") as handle:  # a pass running on this machine holds the step lock
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out, _, calls = cmem_sync(a, tmp_path)
+        assert code == 0 and "status" in calls and out == "up to date with origin/main\n"
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]  # the lock released: light again
+    (vault.journal_dir / "step-1").mkdir(parents=True)  # a step a killed process left
+    _, _, _, calls = cmem_sync(a, tmp_path)
+    assert calls != ["fetch"]
+    shutil.rmtree(vault.journal_dir / "step-1")
+
+
+def test_the_light_path_hands_over_on_a_new_branch_a_config_change_or_an_unstaged_index(
+    machines, tmp_path
+):
+    remote, _ = machines
+    a = _idle_clone(machines, tmp_path)
+    git(a, "rm", "-q", "--cached", "README.md")  # the index changed, the files did not
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert calls != ["fetch"]
+    git(a, "reset", "-q")
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    git(a, "remote", "set-url", "origin", str(remote) + "-moved")  # .git/config rewritten
+    code, out, err, calls = cmem_sync(a, tmp_path)
+    assert code == OFFLINE_EXIT_CODE and "cannot be reached" in err and calls != ["fetch"]
+    git(a, "remote", "set-url", "origin", str(remote))
+    git(a, "checkout", "-q", "-b", "elsewhere")  # another branch, no upstream
+    code, out, err, calls = cmem_sync(a, tmp_path)
+    assert code == 1 and "no remote to sync with" in err
+
+
+# --- the sync record: this machine's last sync, shown by status --------------------------------
+
+
+def status_of(root: Path, *args: str) -> tuple[str, bool]:
+    """`cmem status ARGS` through the installed entry point: (stdout, served from the stored
+    result — typer never imported)."""
+    argv = ["status", "--vault", str(root), *args]
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout, "typer" not in result.stderr
+
+
+def test_status_shows_the_last_sync_of_this_machine(machines, tmp_path):
+    import json
+
+    remote, (a, b, _) = machines
+    before, _ = status_of(a, "--json")
+    assert json.loads(before)["last_sync"] is None and "last sync" not in status_of(a)[0]
+    note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+    assert cmem_sync(a, tmp_path)[0] == 0
+    last = json.loads(status_of(a, "--json")[0])["last_sync"]
+    assert (last["outcome"], last["remote"]) == ("pushed", "origin/main")
+    assert last["age_seconds"] < 600 and last["time"]
+    assert re.search(r"\n  last sync \d+ s ago: pushed \(origin/main\)\n", status_of(a)[0])
+    # kept in the machine folder, never in the vault: nothing for git to carry or conflict on
+    assert git(a, "status", "--porcelain") == "" and "last_sync" not in (
+        a / ".cmem" / "state.json"
+    ).read_text("utf-8")
+    assert (open_vault(a).machine_dir / "last-sync").exists()
+    sync(b)  # b fast-forwards to a's note: merged
+    assert json.loads(status_of(b, "--json")[0])["last_sync"]["outcome"] == "merged"
+    shutil.move(str(remote), str(tmp_path / "elsewhere.git"))
+    assert cmem_sync(a, tmp_path)[0] == OFFLINE_EXIT_CODE
+    text, _ = status_of(a)
+    assert "ago: offline (origin/main) — the remote origin cannot be reached" in text
+    git(a, "remote", "remove", "origin")
+    assert cmem_sync(a, tmp_path)[0] == 1
+    last = json.loads(status_of(a, "--json")[0])["last_sync"]
+    assert last["outcome"] == "refused" and "no remote to sync with" in last["detail"]
+
+
+def test_a_stored_status_shows_the_newest_sync(machines, tmp_path):
+    import json
+
+    remote, _ = machines
+    a = _idle_clone(machines, tmp_path)
+    _settle(a, remote)
+    status_of(a, "--json")  # computed and stored
+    first, hit = status_of(a, "--json")
+    assert hit and json.loads(first)["last_sync"]["outcome"] == "up to date"
+    record = open_vault(a).machine_dir / "last-sync"
+    text = record.read_text("utf-8").replace("outcome: up to date", "outcome: offline")
+    record.write_text(text, encoding="utf-8")  # as an offline sync since would leave it
+    again, hit = status_of(a, "--json")
+    assert hit and json.loads(again)["last_sync"]["outcome"] == "offline"
+
+
+# --- unattended remotes never prompt ------------------------------------------------------------
+
+
+def _fake_ssh(tmp_path: Path) -> tuple[Path, Path]:
+    """A `ssh` on PATH that logs its arguments and GIT_TERMINAL_PROMPT, then runs the remote
+    command here (the last argument), so an ssh remote works with no network: (bin, log)."""
+    fake, log = tmp_path / "ssh-bin", tmp_path / "ssh.log"
+    fake.mkdir(exist_ok=True)
+    (fake / "ssh").write_text(
+        "#!/bin/sh\n"
+        f'echo "$* prompt=$GIT_TERMINAL_PROMPT" >> "{log}"\n'
+        'for last; do :; done\nexec sh -c "$last"\n',
+        encoding="utf-8",
+    )
+    (fake / "ssh").chmod(0o755)
+    log.write_text("", encoding="utf-8")
+    return fake, log
+
+
+def test_sync_runs_ssh_in_batch_mode_and_git_without_prompts(machines, tmp_path, monkeypatch):
+    remote, (a, b, _) = machines
+    fake, log = _fake_ssh(tmp_path)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "GIT_TERMINAL_PROMPT", "1"
+    )  # even a user's own setting: a hook must not wait
+    git(a, "remote", "set-url", "origin", f"somehost:{remote}")  # scp-like: git runs ssh
+    note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+    result = sync(a)
+    assert result.pushed and git(remote, "rev-parse", "main").strip() == head(a)
+    calls = log.read_text("utf-8").splitlines()
+    assert len(calls) == 2  # the fetch and the push, both through the fake ssh
+    assert all(
+        "-o BatchMode=yes" in call and "somehost" in call and call.endswith("prompt=0")
+        for call in calls
+    ), calls
+    # the light path's fetch runs with the same environment
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    log.write_text("", encoding="utf-8")
+    code, _, _, git_calls = cmem_sync(a, tmp_path)
+    assert code == 0 and git_calls == ["fetch"]
+    assert "-o BatchMode=yes" in log.read_text("utf-8")
+    # the user's own ssh is left alone: GIT_SSH_COMMAND, or core.sshCommand
+    git(b, "remote", "set-url", "origin", f"ssh://somehost{remote}")
+    log.write_text("", encoding="utf-8")
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -o User=me")
+    assert sync(b).status == "synced"
+    assert "User=me" in log.read_text("utf-8") and "BatchMode" not in log.read_text("utf-8")
+    monkeypatch.delenv("GIT_SSH_COMMAND")
+    git(b, "config", "core.sshCommand", "ssh -o User=config")
+    log.write_text("", encoding="utf-8")
+    sync(b)
+    assert "User=config" in log.read_text("utf-8") and "BatchMode" not in log.read_text("utf-8")
+
+
+# --- file modes ---------------------------------------------------------------------------------
+
+
+def _mode(root: Path, path: str) -> tuple[str, bool]:
+    """(the mode HEAD holds, whether the file on disk is executable)."""
+    listed = git(root, "ls-tree", "HEAD", "--", path).split()
+    return listed[0], os.access(root / path, os.X_OK)
+
+
+def _commit_by_hand(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+
+
+def test_merges_keep_an_executable_file_executable(machines):
+    remote, (a, b, _) = machines
+    write_files(a, {"bin/tidy.sh": "#!/bin/sh\necho tidy\n"})
+    _commit_by_hand(a, "a script")
+    sync(a)
+    sync(b)
+    assert _mode(b, "bin/tidy.sh") == ("100644", False)
+    # made executable on one machine while the other wrote a note: b's merge takes the mode
+    (a / "bin" / "tidy.sh").chmod(0o755)
+    _commit_by_hand(a, "chmod +x")
+    note(b, "2026-11-29 desk", "- 我决定每周五复盘\n")
+    _commit_by_hand(b, "a note")
+    sync(a)
+    result = sync(b)
+    assert result.merged == "merge"
+    assert _mode(b, "bin/tidy.sh") == ("100755", True)
+    sync(a)
+    assert _mode(a, "bin/tidy.sh") == ("100755", True)
+    # the script edited on one machine, a note on the other: the merged script stays executable
+    write_files(a, {"bin/tidy.sh": "#!/bin/sh\necho tidier\n"})
+    _commit_by_hand(a, "edit the script")
+    note(b, "2026-11-28 desk", "- 以后都先给结论\n")
+    _commit_by_hand(b, "another note")
+    sync(a)
+    assert sync(b).merged == "merge"
+    assert _mode(b, "bin/tidy.sh") == ("100755", True)
+    assert "tidier" in (b / "bin" / "tidy.sh").read_text("utf-8")
+    # and a new executable file that arrives by fast-forward is executable on disk too
+    write_files(a, {"bin/new.sh": "#!/bin/sh\n"})
+    (a / "bin" / "new.sh").chmod(0o755)
+    _commit_by_hand(a, "a new script")
+    sync(b)
+    sync(a)
+    assert sync(b).merged == "fast-forward"
+    assert _mode(b, "bin/new.sh") == ("100755", True)
+    assert git(b, "status", "--porcelain") == ""
+
+
+# --- what sync leaves to git ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("diverged", [False, True])
+def test_a_symbolic_link_from_the_other_machine_is_named_and_the_vault_left_intact(
+    machines, diverged
+):
+    remote, (a, b, _) = machines
+    os.symlink("README.md", b / "shortcut.md")
+    _commit_by_hand(b, "a link")
+    sync(b)
+    if diverged:  # a merge, not a fast-forward
+        note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+        _commit_by_hand(a, "a note")
+    before = (head(a), git(a, "status", "--porcelain"))
+    with pytest.raises(CmemError, match=r"shortcut\.md is a symbolic link") as raised:
+        sync(a)
+    assert "merge it with git" in str(raised.value)
+    assert (head(a), git(a, "status", "--porcelain")) == before  # nothing merged, nothing written
+    assert not os.path.lexists(a / "shortcut.md")
+    record = open_vault(a).machine_dir / "last-sync"
+    assert "outcome: refused" in record.read_text("utf-8")
+
+
+def test_the_light_path_hands_over_when_an_archived_note_is_edited_in_place(machines, tmp_path):
+    # status reads the archive by folder times alone; sync must see such an edit, to commit it
+    a = _idle_clone(machines, tmp_path)
+    archived = next(p for p in (a / "archive").rglob("*.md") if "CHECKLIST" not in p.name)
+    archived.write_text(archived.read_text("utf-8") + "- 补一句\n", encoding="utf-8")
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "status" in calls and "pushed to origin/main" in out
+    assert git(a, "status", "--porcelain") == ""

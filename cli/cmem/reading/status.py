@@ -9,6 +9,7 @@ from cmem.archive.checklist import count_staged
 from cmem.reading.sizes import LayerSize, measure_layers
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
+from cmem.sync.record import read_record
 from cmem.text.cues import SIGNAL_CLASSES
 from cmem.triggers.due import interval_of
 from cmem.triggers.if_due import Due, check_due, load_failures
@@ -45,6 +46,7 @@ class Status:
     conflicts: list = field(
         default_factory=list
     )  # conflict statements a sync left (cmem.sync.memory_merge)
+    last_sync: dict | None = None  # this machine's last sync (cmem.sync.record), None: never
     unmanaged: list = field(
         default_factory=list
     )  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
@@ -78,6 +80,7 @@ class Status:
             "unattended": self.unattended,
             "interrupted": self.interrupted,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "last_sync": self.last_sync,
             "unmanaged": [folder.to_json() for folder in self.unmanaged],
             "may_be_stale": list(STALE),
         }
@@ -112,6 +115,8 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         "last_time": last.get("time") if last else None,
         "interval_seconds": interval.total_seconds(),
         "interval_label": label,
+        # the last sync is read again at print time: a sync rewrites it and keys nothing stored
+        "machine_dir": str(vault.machine_dir),
     }
     newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
     oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
@@ -139,6 +144,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
         unattended=load_failures(vault).to_json(),
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
+        last_sync=read_record(vault.machine_dir, now.timestamp()),
         unmanaged=find_unmanaged(vault),
         clock=clock,
     )

@@ -237,13 +237,14 @@ def _write(path: str, value) -> None:
 # --- storing, from the real command -------------------------------------------------------------
 
 
-def begin(vault, command: str, params: tuple) -> dict | None:
+def begin(vault, command: str, params: tuple, extra_files: tuple[str, ...] = ()) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
-    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments."""
+    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
+    `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config)."""
     try:
         root = str(vault.root)
-        files = key_files(vault)
+        files = key_files(vault) + list(extra_files)
         folder_only = [vault.config.archive_dir]
         key, storable = listing_key(root, files, folder_only)
     except Exception:

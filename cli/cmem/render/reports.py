@@ -196,6 +196,13 @@ def render_status_data(data: dict) -> str:
         out.append(
             f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`"
         )
+    sync = data.get("last_sync")
+    if sync:
+        line = f"  last sync {format_age(timedelta(seconds=sync['age_seconds']))} ago: {sync['outcome']}"
+        line += f" ({sync['remote']})" if sync["remote"] else ""
+        if sync["outcome"] in ("offline", "refused"):  # what to fix before the next sync
+            line = paint(line + (f" — {sync['detail']}" if sync["detail"] else ""), "yellow")
+        out.append(line)
     conflicts = data.get("conflicts") or []
     if conflicts:
         out += [

@@ -35,6 +35,9 @@ class Change:
 @dataclass
 class ChangeSet:
     changes: dict[str, Change] = field(default_factory=dict)
+    # git modes ("100755": executable) for paths that must not be plain files after the step: a
+    # sync keeps the other machine's executable script executable, on disk and in the commit
+    modes: dict[str, str] = field(default_factory=dict)
 
     def write(self, rel: str, new: str | bytes, old: bytes | None) -> None:
         data = new.encode("utf-8") if isinstance(new, str) else new
@@ -168,6 +171,8 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
             _check(vault, change)  # again, just before the replace
             if change.new != change.old:
                 put(vault, change.rel, change.new)
+            if change.new is not None and change.rel in changes.modes:
+                set_mode(vault, change.rel, changes.modes[change.rel])
             done.append(change)
             faults.point("replace")
     except BaseException:
@@ -187,6 +192,16 @@ def put(vault: Vault, rel: str, data: bytes | None) -> None:
     except FileNotFoundError:
         return
     fsync_dir(path.parent)
+
+
+def set_mode(vault: Vault, rel: str, mode: str) -> None:
+    """The file's executable bits as git's `mode` says ("100755" executable, else not), set the
+    way git checks a file out: x wherever r is."""
+    path = vault.root / rel
+    current = os.stat(path).st_mode & 0o777
+    wanted = current | ((current & 0o444) >> 2) if mode == "100755" else current & ~0o111
+    if wanted != current:
+        os.chmod(path, wanted)
 
 
 def _roll_back(vault: Vault, done: list[Change]) -> None:

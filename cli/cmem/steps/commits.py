@@ -43,23 +43,35 @@ def _env() -> dict:
     return env
 
 
+def git_argv(root: Path, *args: str) -> list[str]:
+    """The command line cmem runs git with in `root`: its safe options first (no hooks, no
+    signing, no filters or textconv the repository's config could name)."""
+    return [
+        "git",
+        *SAFE_GIT_OPTIONS,
+        *_neutral_filters(root),
+        "-C",
+        str(root),
+        *_without_textconv(args),
+    ]
+
+
 def run_git(
-    root: Path, *args: str, check: bool = True, input: str | None = None
+    root: Path,
+    *args: str,
+    check: bool = True,
+    input: str | None = None,
+    env: dict | None = None,
 ) -> subprocess.CompletedProcess:
+    """git in `root`; `env` replaces the usual environment (`_env`), as sync does to keep ssh
+    from prompting."""
     try:
         result = subprocess.run(
-            [
-                "git",
-                *SAFE_GIT_OPTIONS,
-                *_neutral_filters(root),
-                "-C",
-                str(root),
-                *_without_textconv(args),
-            ],
+            git_argv(root, *args),
             capture_output=True,
             text=True,
             input=input,
-            env=_env(),
+            env=env if env is not None else _env(),
             # a file name that is not UTF-8 round-trips as os.fsdecode would give it
             encoding="utf-8",
             errors="surrogateescape",
@@ -274,6 +286,7 @@ def commit_files(
     *,
     from_disk: "list[str] | tuple[str, ...]" = (),
     merge_parents: "list[str] | tuple[str, ...]" = (),
+    modes: "dict[str, str] | None" = None,
 ) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 
@@ -281,7 +294,9 @@ def commit_files(
       is on disk by the time git would read it, so an editor's autosave after the apply stays
       the user's uncommitted edit;
     - `from_disk`: paths committed as they are in the working tree (the snapshot of the user's
-      own edits; a missing path is a removal, a symbolic link stays a link).
+      own edits; a missing path is a removal, a symbolic link stays a link);
+    - `modes`: git modes for paths of `files` that are not plain files ("100755": a sync keeps an
+      executable script executable); any other path of `files` is committed as 100644.
 
     Blobs are hashed as git would store the file at that path (`core.autocrlf` and `eol`
     attributes apply; filter drivers are neutralised), the commit is built on a temporary index
@@ -322,7 +337,7 @@ def commit_files(
             if data is None
             else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
         )
-        entries.append(("100644", blob, path))
+        entries.append(((modes or {}).get(rel, "100644"), blob, path))
     for rel in sorted(set(from_disk) - set(files)):
         entry = _disk_entry(top, prefix + rel, git)
         if entry[0] != "dir":

@@ -33,7 +33,7 @@ from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError, GitError
 from cmem.steps import commits as history
-from cmem.steps.changes import ChangeSet, current_bytes, put
+from cmem.steps.changes import ChangeSet, current_bytes, put, set_mode
 from cmem.steps.record import step_name
 from cmem.vault.layers import Vault
 
@@ -104,6 +104,8 @@ def begin(
     }
     if merge_parents:
         intent["parents"] = list(merge_parents)
+    if changes.modes:  # a recovered merge commits an executable file as executable too
+        intent["modes"] = dict(changes.modes)
     if fast_forward:
         intent["fast_forward"] = {"from": fast_forward[0], "to": fast_forward[1]}
     # intent.json last: a folder without it is a journal whose writing was cut short, before any
@@ -216,12 +218,16 @@ def _recover_one(vault: Vault, folder: Path, intent: dict) -> Recovery:
     forward = [e for e in entries if states[e["rel"]] == "old"]
     for entry in sorted(forward, key=lambda e: e["new"] is None):  # write before removing
         put(vault, entry["rel"], _version(folder, entry, "new"))
+    for rel, mode in (intent.get("modes") or {}).items():
+        if (vault.root / rel).is_file():
+            set_mode(vault, rel, mode)
     try:
         sha = history.commit_files(
             vault.root,
             {e["rel"]: _version(folder, e, "new") for e in entries},
             intent["message"],
             merge_parents=intent.get("parents") or (),
+            modes=intent.get("modes") or None,
         )
     except GitError as exc:
         made = history.find_pass_commit(vault.root, step_id)

@@ -101,7 +101,11 @@ class Step:
                 sha = fast_forward[1]
             else:
                 sha = history.commit_files(
-                    self.vault.root, changes.written, text, merge_parents=merge_parents
+                    self.vault.root,
+                    changes.written,
+                    text,
+                    merge_parents=merge_parents,
+                    modes=changes.modes,
                 )
         except (OSError, CmemError) as exc:
             reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc).rstrip(".")

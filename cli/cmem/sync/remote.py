@@ -24,6 +24,8 @@ from datetime import datetime
 
 from cmem.errors import CmemError
 from cmem.steps import commits as history
+from cmem.sync.git_env import remote_env
+from cmem.sync.record import outcome_of, write_record
 from cmem.vault.layers import Vault
 
 OFFLINE_EXIT_CODE = 3
@@ -41,6 +43,8 @@ class SyncTarget:
     remote: str
     branch: str  # the branch's name on the remote
     tracking: str  # refs/remotes/<remote>/<branch>
+    local_ref: str = ""  # refs/heads/<the branch checked out here>
+    ssh_configured: bool = False  # core.sshCommand set: the user's ssh, not cmem's batch mode
 
 
 @dataclass
@@ -59,6 +63,9 @@ class SyncResult:
     kept: list[str] = field(default_factory=list)  # notes archived there and edited here (or back)
     notices: list[str] = field(default_factory=list)
     snapshot: str | None = None  # the commit of the user's own edits, made so they travel too
+    # not shown: what was synced with, and where the branch ended when it is where the remote's is
+    target: SyncTarget | None = None
+    head: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -83,8 +90,10 @@ def resolve_target(vault: Vault) -> SyncTarget:
     """The remote and branch to sync with: `git.remote`, else the branch's upstream."""
     if not (vault.root / ".git").exists():
         raise CmemError(
-            f"{vault.root} is not the top of its own git repository; cmem sync merges a vault that is "
-            "(`cmem init --repo own`) — a vault inside a larger repository is synced with git itself."
+            f"{vault.root} is not the top of its own git repository: a sync fetches, merges and "
+            "pushes the whole branch, and this one holds files outside the vault that cmem does "
+            "not manage. Sync the larger repository with git itself (git pull, git push), or give "
+            "the vault a repository of its own (`cmem init --repo own`)."
         )
     local = history.run_git(
         vault.root, "symbolic-ref", "-q", "--short", "HEAD", check=False
@@ -109,14 +118,25 @@ def resolve_target(vault: Vault) -> SyncTarget:
         )
     merge = settings.get(f"branch.{local}.merge", "") if remote == upstream_remote else ""
     branch = merge.removeprefix("refs/heads/") if merge.startswith("refs/heads/") else local
-    return SyncTarget(remote, branch, f"refs/remotes/{remote}/{branch}")
+    return SyncTarget(
+        remote,
+        branch,
+        f"refs/remotes/{remote}/{branch}",
+        local_ref=f"refs/heads/{local}",
+        ssh_configured=bool(settings.get("core.sshcommand")),
+    )
 
 
 def _git_settings(vault: Vault) -> dict[str, str]:
-    """The repository's branch.* and remote.* settings (git's names: section.subsection.key,
-    the key in lower case), last value wins as git's own lookup does."""
+    """The repository's branch.* and remote.* settings and core.sshCommand (git's names:
+    section.subsection.key, the key in lower case), last value wins as git's own lookup does."""
     out = history.run_git(
-        vault.root, "config", "-z", "--get-regexp", r"^(branch|remote)\.", check=False
+        vault.root,
+        "config",
+        "-z",
+        "--get-regexp",
+        r"^(branch\.|remote\.|core\.sshcommand$)",
+        check=False,
     ).stdout
     settings = {}
     for entry in out.split("\0"):
@@ -130,14 +150,7 @@ def fetch(vault: Vault, target: SyncTarget) -> bool:
     """Fetch the remote's branch into its remote-tracking ref. False: the remote has no such
     branch yet (the first push creates it). Raises Offline when it cannot be reached."""
     result = history.run_git(
-        vault.root,
-        "fetch",
-        "-q",
-        "--no-tags",
-        "--no-write-fetch-head",
-        target.remote,
-        f"+refs/heads/{target.branch}:{target.tracking}",
-        check=False,
+        vault.root, *_fetch_args(target), check=False, env=remote_env(target.ssh_configured)
     )
     if result.returncode == 0:
         return True
@@ -146,6 +159,19 @@ def fetch(vault: Vault, target: SyncTarget) -> bool:
         return False
     raise Offline(
         f"the remote {target.remote} cannot be reached ({detail}); nothing was synced — the vault carries on locally."
+    )
+
+
+def _fetch_args(target: SyncTarget) -> tuple[str, ...]:
+    # the refspec names the remote-tracking ref, so the fetch updates it even where the
+    # repository's own fetch refspec does not (the light path reads that ref: cmem.sync.idle)
+    return (
+        "fetch",
+        "-q",
+        "--no-tags",
+        "--no-write-fetch-head",
+        target.remote,
+        f"+refs/heads/{target.branch}:{target.tracking}",
     )
 
 
@@ -168,6 +194,7 @@ def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
         target.remote,
         f"{commit}:refs/heads/{target.branch}",
         check=False,
+        env=remote_env(target.ssh_configured),
     )
     if result.returncode == 0:
         history.run_git(vault.root, "update-ref", target.tracking, commit, check=False)
@@ -190,9 +217,30 @@ def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
 def sync_vault(
     vault: Vault, now: datetime | None = None, attempts: int = MAX_ATTEMPTS
 ) -> SyncResult:
-    """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected)."""
-    target = resolve_target(vault)
-    result = SyncResult(target.remote, target.branch)
+    """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected). The
+    outcome is recorded in the machine folder (cmem.sync.record) for `status`."""
+    try:
+        target = resolve_target(vault)
+    except CmemError as exc:
+        write_record(vault.machine_dir, "refused", "", str(exc))
+        raise
+    where = f"{target.remote}/{target.branch}"
+    try:
+        result = _sync(vault, target, now, attempts)
+    except CmemError as exc:
+        write_record(vault.machine_dir, "refused", where, str(exc))
+        raise
+    write_record(vault.machine_dir, outcome_of(result), where, result.reason or "")
+    return result
+
+
+def fetch_argv(vault: Vault, target: SyncTarget) -> list[str]:
+    """The whole command line of sync's fetch, for the light path to run as is."""
+    return history.git_argv(vault.root, *_fetch_args(target))
+
+
+def _sync(vault: Vault, target: SyncTarget, now: datetime | None, attempts: int) -> SyncResult:
+    result = SyncResult(target.remote, target.branch, target=target)
     result.snapshot = commit_own_edits(vault, now)
     if result.snapshot:
         result.status = "synced"
@@ -205,6 +253,7 @@ def sync_vault(
                 _merge_into(vault, result, theirs, now)
                 ours = history.head(vault.root)
             if ours is None or ours == theirs:
+                result.head = ours
                 return result
             if push(vault, target, ours):
                 result.pushed, result.status = True, "synced"
@@ -317,13 +366,15 @@ def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> Merg
         if ours == theirs or (ours and history.is_ancestor(vault.root, theirs, ours)):
             return None
         if ours is None or history.is_ancestor(vault.root, ours, theirs):
-            files = _tree_changes(vault, read_tree(vault, ours), read_tree(vault, theirs))
-            changes = _change_set(vault, ours, files)
+            their_tree = read_tree(vault, theirs)
+            files = _tree_changes(vault, read_tree(vault, ours), their_tree)
+            modes = {p: their_tree[p][0] for p in files if p in their_tree}
+            changes = _change_set(vault, ours, files, modes)
             message = _message(step.id, "fast-forward", theirs, sorted(files), [], [], [])
             step.commit(changes, message, fast_forward=(ours or "0" * 40, theirs))
             return MergeOutcome("fast-forward", theirs, sorted(files))
         plan = plan_merge(vault, ours, theirs, step.now.date().isoformat())
-        changes = _change_set(vault, ours, plan.files)
+        changes = _change_set(vault, ours, plan.files, plan.modes)
         message = _message(
             step.id, "merge", theirs, sorted(plan.files), plan.merged, plan.conflicts, plan.notices
         )
@@ -342,7 +393,7 @@ def merge_remote(vault: Vault, theirs: str, now: datetime | None = None) -> Merg
 def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | None]:
     from cmem.sync.three_way import read_blobs
 
-    changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]
+    changed = [p for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)]  # blob or mode
     for path in changed:
         if path in theirs and theirs[path][0] not in ("100644", "100755"):
             raise CmemError(
@@ -352,8 +403,14 @@ def _tree_changes(vault: Vault, ours: dict, theirs: dict) -> dict[str, bytes | N
     return {p: (contents[theirs[p][1]] if p in theirs else None) for p in changed}
 
 
-def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
-    """The step's changes: each path from what this machine committed to the merged bytes. A
+def _change_set(
+    vault: Vault,
+    ours: str | None,
+    files: dict[str, bytes | None],
+    modes: dict[str, str] | None = None,
+):
+    """The step's changes: each path from what this machine committed to the merged bytes (and
+    its git mode, `modes`: an executable file stays executable, on disk and in the commit). A
     path whose working copy differs from this machine's commit (an edit cmem does not manage, an
     untracked file in the way) stops the sync before anything is written."""
     from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends, same_text
@@ -382,6 +439,8 @@ def _change_set(vault: Vault, ours: str | None, files: dict[str, bytes | None]):
             changes.write(path, in_line_ends(data, disk), disk)
             if path not in changes:
                 changes.include(path, disk)
+        if data is not None and path in (modes or {}):
+            changes.modes[path] = modes[path]
     return changes
 
 

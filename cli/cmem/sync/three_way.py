@@ -50,6 +50,7 @@ class MergePlan:
     kept: list[str] = field(
         default_factory=list
     )  # notes archived on one side, edited on the other: kept in place
+    modes: dict[str, str] = field(default_factory=dict)  # path → its merged git mode
 
 
 Tree = dict[str, tuple[str, str]]  # path → (mode, blob)
@@ -186,11 +187,28 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         state = merged_bytes(vault.rel(vault.state_file))
         if state is not None:
             plan.files[vault.rel(vault.state_file)] = restore_state_entries(state, restored)
-    # what equals ours after all is no change
+    # a mode only the other side changed (a script made executable there) is taken
+    for path in set(our_tree) & set(their_tree) & set(base_tree):
+        modes = (base_tree[path][0], our_tree[path][0], their_tree[path][0])
+        # between a plain file and an executable one only: a link or submodule is git's to merge
+        if path not in plan.files and modes[1] == modes[0] != modes[2] and "100644" in modes:
+            plan.files[path] = read_blobs(vault, [our_tree[path][1]])[our_tree[path][1]]
+    # each merged file's mode: the side that changed it, else ours (a file both sides added: ours)
+    for path, data in plan.files.items():
+        modes = [tree[path][0] if path in tree else None for tree in trees]
+        mode = modes[2] if modes[1] in (None, modes[0]) else modes[1]
+        if data is not None and mode:
+            plan.modes[path] = mode
+    # what equals ours after all (bytes and mode) is no change
     ours_now = read_blobs(vault, [our_tree[p][1] for p in plan.files if p in our_tree])
     for path in list(plan.files):
-        if path in our_tree and plan.files[path] == ours_now[our_tree[path][1]]:
+        if (
+            path in our_tree
+            and plan.files[path] == ours_now[our_tree[path][1]]
+            and plan.modes.get(path, "100644") == our_tree[path][0]
+        ):
             del plan.files[path]
+            plan.modes.pop(path, None)
     for source, _, _ in restored:
         plan.notices.append(
             f"{source} was archived on one machine and edited on the other: it stays in place, staged again"

@@ -1,0 +1,176 @@
+"""`cmem sync` with nothing to do, decided in `os` and `sys` alone (issue 16: within 3x a bare
+`git fetch` of the same remote).
+
+A sync runs in a loop or a hook on every machine, and most of the time there is nothing to
+fetch, merge, commit or push. Starting Python and running the one fetch is the floor; the full
+path adds the CLI's imports, a `git config`, a `git status` and a `git rev-parse`. So when the
+full sync (`cmem.fast.run_sync` around `cmem.sync.remote.sync_vault`) finds nothing to do, it
+stores what it learned as a stored result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could
+make the next sync do something other than fetch:
+
+- the vault's listing (every note's stat, the archive's included, every folder's mtime), cmem's
+  own files, the user config — so an edit since then (a snapshot to commit) misses;
+- HEAD, the branch's ref and packed-refs (a commit, a checkout), git's index (a `git rm
+  --cached`), the repository's and the user's git config (another remote, an `sshCommand`), the
+  ignore files (a note no longer ignored), and every `GIT_*` variable;
+- the lock and the journal folder (a step running or interrupted), today's date, cmem's version.
+
+The light path (`answer`) checks that key, runs the same `git fetch` the full path runs (with
+`os.posix_spawnp`, no subprocess module), then reads the branch's ref and the remote-tracking
+ref straight from `.git` (loose file or packed-refs): both at the stored commit means the other
+machines pushed nothing and this one has nothing to push — it prints what the full path prints
+for "up to date" and records the sync. Any doubt (no stored result, a key that moved, a failed
+fetch, a ref it cannot read, refs that differ) hands over to the full path, which fetches again
+and does the work; nothing has been changed by then, so running it twice is safe.
+
+It sits at the top, beside `cmem.fast`, because it reads the stored results (`cmem.reading`);
+what it needs of sync is stdlib only (`cmem.sync.git_env`, `cmem.sync.record`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from cmem.reading.stored_results import entry_path, find_root, load_entry, still_valid
+from cmem.sync.git_env import remote_env
+from cmem.sync.record import write_record
+
+COMMAND = "sync"  # its name among the stored results
+
+
+def _git_variables() -> tuple:
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_")))
+
+
+def _extra_files(root: str) -> tuple[str, ...]:
+    """Besides stored_results.key_files: what git reads to tell whether there is anything to
+    commit, and where to fetch from."""
+    git_dir = os.path.join(root, ".git")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(
+        os.path.expanduser("~"), ".config"
+    )
+    return (
+        os.path.join(git_dir, "index"),
+        os.path.join(git_dir, "config"),
+        os.path.join(git_dir, "info", "exclude"),
+        os.path.join(root, ".gitignore"),
+        os.path.join(os.path.expanduser("~"), ".gitconfig"),
+        os.path.join(config_home, "git", "config"),
+        os.path.join(config_home, "git", "ignore"),
+    )
+
+
+# --- the full path: remember a sync that found nothing to do ------------------------------------
+
+
+def begin(vault) -> dict | None:
+    """Before the full path looks for edits to commit: the key as it is now, or None when this
+    vault cannot take the light path (its `.git` is not a folder; `git.track_all`, where any
+    file, not only the notes the key lists, may be an edit to commit)."""
+    from cmem.reading.stored_results import begin as begin_key
+    from cmem.reading.stored_results import listing_key
+
+    if vault.config.track_all or not os.path.isdir(os.path.join(vault.root, ".git")):
+        return None
+    pending = begin_key(vault, COMMAND, (), _extra_files(str(vault.root)))
+    if pending is None:
+        return None
+    # every note, the archive's too: status checks the archive by folder times alone (an archived
+    # note edited in place is shown as maybe stale), but such an edit is one a sync must commit
+    pending["folder_only"] = []
+    pending["key"], storable = listing_key(pending["root"], pending["files"], [])
+    return pending if storable else None
+
+
+def store(pending: dict | None, result, fetch_argv: list[str], shown: dict) -> None:
+    """After the full path found nothing to do (`result`, a cmem.sync.remote.SyncResult: HEAD and
+    the fetched ref both at `result.head`, nothing committed): what the light path needs to do
+    the same. `shown`: what the full path printed, as text and as --json."""
+    from cmem.reading.stored_results import store as store_entry
+
+    if pending is None or result.status != "nothing" or result.head is None:
+        return
+    target = result.target
+    store_entry(
+        pending,
+        {
+            "branch_ref": target.local_ref,
+            "tracking": target.tracking,
+            "where": f"{target.remote}/{target.branch}",
+            "fetch": fetch_argv,
+            "ssh_configured": target.ssh_configured,
+            "git_variables": _git_variables(),
+            "head": result.head,
+            "shown": shown,
+        },
+    )
+
+
+# --- the light path -----------------------------------------------------------------------------
+
+
+def answer(request: dict) -> tuple[str, bool] | None:
+    """Sync with nothing to do, if that can be told for sure: (what to print, as --json or not),
+    the sync recorded; None hands over to the full path."""
+    root = find_root(request["vault"])
+    if root is None:
+        return None
+    entry = load_entry(entry_path(root, COMMAND, ()))
+    if entry is None or not still_valid(entry, root):
+        return None
+    stored = entry["payload"]
+    git_dir = os.path.join(root, ".git")
+    if stored["git_variables"] != _git_variables():
+        return None
+    if _read(os.path.join(git_dir, "HEAD")) != "ref: " + stored["branch_ref"]:
+        return None  # another branch checked out, or HEAD detached: the full path says what to do
+    if _run(stored["fetch"], remote_env(stored["ssh_configured"])) != 0:
+        return None  # offline, or anything else: the full path fetches again and explains
+    ours = _ref(git_dir, stored["branch_ref"])
+    theirs = _ref(git_dir, stored["tracking"])
+    if ours is None or ours != theirs or ours != stored["head"]:
+        return None  # the remote moved (merge), or this branch did (push)
+    write_record(entry["machine_dir"], "up to date", stored["where"])
+    return stored["shown"]["json" if request["json"] else "text"], request["json"]
+
+
+def _run(argv: list[str], env: dict) -> int:
+    """Run `argv` with nothing on its stdin and its output thrown away (the full path reads git's
+    words only when the fetch fails, and then it runs the fetch itself); its exit code."""
+    null = os.devnull
+    pid = os.posix_spawnp(
+        argv[0],
+        argv,
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
+        ],
+    )
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _ref(git_dir: str, ref: str) -> str | None:
+    """A ref's commit as git reads it: the loose file, else its line in packed-refs; None when
+    it is neither a commit id nor found (a symbolic ref, a ref git writes elsewhere)."""
+    value = _read(os.path.join(git_dir, ref))
+    if value is None:
+        packed = _read(os.path.join(git_dir, "packed-refs")) or ""
+        for line in packed.splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                value = sha
+                break
+    if value is None or len(value) not in (40, 64) or value.strip("0123456789abcdef"):
+        return None
+    return value
