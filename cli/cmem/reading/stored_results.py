@@ -10,7 +10,7 @@ import os
 
 from cmem import __version__
 
-FORMAT = 2  # of the stored entries; bump when the key or the payload changes shape
+FORMAT = 3  # of the stored entries; bump when the key or the payload changes shape
 RACY_NS = (
     2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
 )
@@ -29,8 +29,14 @@ def listing_key(
     (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
     folder's key also lists its subfolders, so when `known` (a stored key) has the folder with the
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
-    a file or folder added, removed or renamed in it would have moved its mtime."""
+    a file or folder added, removed or renamed in it would have moved its mtime.
+
+    The notes' part is two flat values at the end of the key, not a tuple per note: every note's
+    name in walk order joined by "/" (which no name holds), and their four stats as one array of
+    64-bit integers. At 50k notes a tuple a note cost more to build, store, load and compare than
+    the stat calls themselves (docs/benchmarks.md); two flat values load and compare as memory."""
     import time
+    from array import array
 
     start = time.time_ns()
     key: list = []
@@ -46,8 +52,12 @@ def listing_key(
         newest = max(newest, st.st_mtime_ns)
     # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
     stored = {
-        entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)
+        entry[0]: entry
+        for entry in known or ()
+        if isinstance(entry, tuple) and len(entry) == 5 and isinstance(entry[4], tuple)
     }
+    names: list[str] = []  # every note stat'ed, in walk order
+    stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -58,43 +68,43 @@ def listing_key(
         if names_only:
             before = stored.get(rel)
             if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
-                key.append(
-                    before
-                )  # the ctime too: an mtime set back by hand does not hide a change
+                # the ctime too: an mtime set back by hand does not hide a change
+                key.append(before)
                 stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                 continue
         subfolders = []
-        key.append(None)  # this folder's entry, once its subfolders are known
-        at = len(key) - 1
         with os.scandir(folder) as entries:
             for entry in entries:
                 name = entry.name
                 if name[0] == "." or name in SKIPPED:
                     continue
-                if entry.is_dir(follow_symlinks=False):
+                # the common case first: one call says "a regular file", no stat yet
+                if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    if not names_only:
+                        note = entry.stat()
+                        names.append(name)
+                        stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+                elif entry.is_dir(follow_symlinks=False):
                     subfolders.append(name)
                 elif entry.is_symlink():
                     plain = False
-                elif not names_only and name.endswith(".md"):
-                    st_note = entry.stat()
-                    key.append(
-                        (
-                            name,
-                            st_note.st_mtime_ns,
-                            st_note.st_size,
-                            st_note.st_ino,
-                            st_note.st_ctime_ns,
-                        )
-                    )
-                    newest = max(newest, st_note.st_mtime_ns)
-        key[at] = (
-            rel,
-            st.st_mtime_ns,
-            st.st_ino,
-            st.st_ctime_ns,
-            tuple(subfolders) if names_only else None,
+        key.append(
+            (
+                rel,
+                st.st_mtime_ns,
+                st.st_ino,
+                st.st_ctime_ns,
+                tuple(subfolders) if names_only else None,
+            )
         )
         stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
+    key.append("/".join(names))
+    try:
+        key.append(array("q", stats).tobytes())
+    except OverflowError:  # an inode number past 2**63 (some network file systems): plain ints
+        key.append(tuple(stats))
+    if stats:
+        newest = max(newest, max(stats[0::4]))
     return key, plain and newest < start - RACY_NS
 
 
