@@ -21,7 +21,11 @@ SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (conf
 
 
 def listing_key(
-    root: str, files: list[str], folder_only: list[str], known: list | None = None
+    root: str,
+    files: list[str],
+    folder_only: list[str],
+    known: list | None = None,
+    tops: list[str] | tuple[str, ...] = ("",),
 ) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
@@ -29,7 +33,8 @@ def listing_key(
     (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
     folder's key also lists its subfolders, so when `known` (a stored key) has the folder with the
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
-    a file or folder added, removed or renamed in it would have moved its mtime.
+    a file or folder added, removed or renamed in it would have moved its mtime. The walk starts
+    at `tops` (vault-relative folders; the root by default): `recall` depends on one layer only.
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one array of
@@ -58,11 +63,15 @@ def listing_key(
     }
     names: list[str] = []  # every note stat'ed, in walk order
     stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
-    stack = [""]
+    stack = list(reversed(tops))
     while stack:
         rel = stack.pop()
         folder = os.path.join(root, rel) if rel else root
-        st = os.stat(folder)
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:  # a layer folder not made yet: its absence is part of the key
+            key.append((rel,))
+            continue
         newest = max(newest, st.st_mtime_ns)
         names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
         if names_only:
@@ -151,7 +160,9 @@ def still_valid(entry: dict, root: str) -> bool:
     # .get: an entry stored by an older cmem (keyed "state_dir") is simply a miss
     if entry.get("root") != root or not entry.get("machine_dir") or _busy(entry["machine_dir"]):
         return False
-    key, _ = listing_key(root, entry["files"], entry["folder_only"], entry["key"])
+    key, _ = listing_key(
+        root, entry["files"], entry["folder_only"], entry["key"], entry.get("tops", ("",))
+    )
     return key == entry["key"]
 
 
@@ -247,15 +258,24 @@ def _write(path: str, value) -> None:
 # --- storing, from the real command -------------------------------------------------------------
 
 
-def begin(vault, command: str, params: tuple) -> dict | None:
+def begin(
+    vault,
+    command: str,
+    params: tuple,
+    tops: tuple[str, ...] = ("",),
+    folder_only: list[str] | None = None,
+) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
-    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments."""
+    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
+    `tops` and `folder_only` as `listing_key` takes them (default: the whole vault, the archive
+    by folder mtimes)."""
     try:
         root = str(vault.root)
         files = key_files(vault)
-        folder_only = [vault.config.archive_dir]
-        key, storable = listing_key(root, files, folder_only)
+        if folder_only is None:
+            folder_only = [vault.config.archive_dir]
+        key, storable = listing_key(root, files, folder_only, tops=tops)
     except Exception:
         return None
     if not storable:
@@ -268,6 +288,7 @@ def begin(vault, command: str, params: tuple) -> dict | None:
         "machine_dir": str(vault.machine_dir),
         "files": files,
         "folder_only": folder_only,
+        "tops": tops,
         "key": key,
     }
 
