@@ -27,6 +27,8 @@ print time. A running or interrupted step always falls through to the real comma
 
 Read commands are a registry (`READ_COMMANDS`): a name, the options the fast path understands, and
 how to print a stored payload. Any other argument, any doubt, any error: the real CLI runs.
+`recall` stores no output (every query differs) but the proof that its index matches the notes,
+and searches the index here (`reading/recall.py: stored_recall`).
 
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
 config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).

@@ -26,6 +26,7 @@ def listing_key(
     folder_only: list[str],
     known: list | None = None,
     tops: list[str] | tuple[str, ...] = ("",),
+    listing: dict | None = None,
 ) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
@@ -35,6 +36,8 @@ def listing_key(
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
     a file or folder added, removed or renamed in it would have moved its mtime. The walk starts
     at `tops` (vault-relative folders; the root by default): `recall` depends on one layer only.
+    Given a `listing` dict, every folder listed is kept there (its path → its `os.DirEntry`s), for
+    the command to read instead of listing the folder again (`begin`).
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one array of
@@ -82,21 +85,24 @@ def listing_key(
                 stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                 continue
         subfolders = []
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = entry.name
-                if name[0] == "." or name in SKIPPED:
-                    continue
-                # the common case first: one call says "a regular file", no stat yet
-                if name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    if not names_only:
-                        note = entry.stat()
-                        names.append(name)
-                        stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
-                elif entry.is_dir(follow_symlinks=False):
-                    subfolders.append(name)
-                elif entry.is_symlink():
-                    plain = False
+        with os.scandir(folder) as scanned:
+            entries = list(scanned)
+        if listing is not None:
+            listing[folder] = entries
+        for entry in entries:
+            name = entry.name
+            if name[0] == "." or name in SKIPPED:
+                continue
+            # the common case first: one call says "a regular file", no stat yet
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                if not names_only:
+                    note = entry.stat()
+                    names.append(name)
+                    stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+            elif entry.is_dir(follow_symlinks=False):
+                subfolders.append(name)
+            elif entry.is_symlink():
+                plain = False
         key.append(
             (
                 rel,
@@ -275,7 +281,12 @@ def begin(
         files = key_files(vault)
         if folder_only is None:
             folder_only = [vault.config.archive_dir]
-        key, storable = listing_key(root, files, folder_only, tops=tops)
+        # a read-only command (Vault.remember_listings) reads the folders listed here rather than
+        # listing them again: on a miss, one walk of the vault serves the key and the command
+        listing = {} if "_listings" in vault.__dict__ and tops == ("",) else None
+        key, storable = listing_key(root, files, folder_only, tops=tops, listing=listing)
+        if listing is not None:
+            vault.__dict__["_scandirs"] = listing
     except Exception:
         return None
     if not storable:
