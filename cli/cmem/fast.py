@@ -27,6 +27,8 @@ print time. A running or interrupted step always falls through to the real comma
 
 Read commands are a registry (`READ_COMMANDS`): a name, the options the fast path understands, and
 how to print a stored payload. Any other argument, any doubt, any error: the real CLI runs.
+`recall` stores no output (every query differs) but the proof that its index matches the notes,
+and searches the index here (`reading/recall.py: stored_recall`).
 
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
 config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
@@ -86,6 +88,11 @@ def answer(argv: list[str]) -> str | None:
         and all(not a.startswith("-") for a in argv[:-1])
     ):
         return _help(argv)
+    recall = parse_recall(argv)
+    if recall is not None:
+        from cmem.reading.recall import stored_recall
+
+        return stored_recall(recall)
     request = parse_read(argv)
     if request is None or request["rescan"]:
         return None
@@ -201,6 +208,45 @@ READ_COMMANDS = {
         "render": _render_stored_text,
     },
 }
+
+
+# --- recall -------------------------------------------------------------------------------------
+
+
+def parse_recall(argv: list[str]) -> dict | None:
+    """`[--vault V] [--no-color] recall WORD … [--archive] [--limit N | -n N] [--json]
+    [--vault V] [--no-color]`, or None (--rebuild, anything else: the full CLI decides)."""
+    request = {"vault": None, "no_color": False, "archive": False, "json": False, "limit": 10}
+    query: list[str] = []
+    seen = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--vault" and args:
+            request["vault"] = args.pop(0)
+        elif arg.startswith("--vault="):
+            request["vault"] = arg[len("--vault=") :]
+        elif arg == "--no-color":
+            request["no_color"] = True
+        elif not seen:
+            if arg != "recall":
+                return None
+            seen = True
+        elif arg in ("--archive", "--json"):
+            request[arg[2:]] = True
+        elif arg in ("--limit", "-n") and args or arg.startswith("--limit="):
+            value = arg[len("--limit=") :] if arg.startswith("--limit=") else args.pop(0)
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                return None
+            request["limit"] = int(value)
+        elif arg.startswith("-"):
+            return None
+        else:
+            query.append(arg)
+    if not seen or not query or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+        return None
+    request["query"] = query
+    return request
 
 
 # --- sync ---------------------------------------------------------------------------------------

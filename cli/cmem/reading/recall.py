@@ -4,27 +4,27 @@ The convergent layer by default; the archive only when asked (`--archive`), and 
 which was searched. Each result is a statement with its path, layer, line, heading, score, a
 snippet with the matches marked `**…**`, and its source links. Reading a result records the
 file's read time, the anti-recency term of `cmem context`'s ranking.
+
+Most calls find the index already up to date: then `stored_recall` answers from the light entry
+path (`cmem.fast`) with sqlite3 and `index_query` alone. The full path stores, with the listing
+key of the searched layer (`reading/stored_results.py`), the proof that the index matched the
+notes; while that key holds, no note the index depends on changed, so the index still matches.
+Both paths build their results and text with the functions below, so they print the same bytes.
+The heavy imports (the vault model, the index's upkeep) are inside the functions for that reason.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from typing import TYPE_CHECKING
 
-from cmem.errors import UsageError
-from cmem.reading.read_times import record_reads
-from cmem.reading.search_index import (
-    ARCHIVED,
-    CONVERGENT,
-    Hit,
-    SyncReport,
-    delete_index,
-    index_file,
-    query_terms,
-    search_scope,
-)
-from cmem.vault.layers import Vault
+from cmem.reading.index_query import ARCHIVED, CONVERGENT, Hit, SyncReport, query_terms
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from cmem.vault.layers import Vault
 
 SNIPPET_CHARS = 160
 MARK_OPEN, MARK_CLOSE = "**", "**"
@@ -77,13 +77,19 @@ def recall_memory(
     now: datetime | None = None,
     rebuild: bool = False,
 ) -> Recall:
+    from cmem.reading.read_times import record_reads
+    from cmem.reading.search_index import delete_index, index_file, search_scope
+
     if not query_terms(query):
+        from cmem.errors import UsageError
+
         raise UsageError(
             'nothing to search for: give words to recall, e.g. cmem recall 实习 or cmem recall "python tooling".'
         )
     scope = ARCHIVED if archive else CONVERGENT
     if rebuild:
         delete_index(index_file(vault, scope))
+    pending = _begin_stored(vault, scope)  # before the index is synced: see stored_results.begin
     searched = search_scope(vault, scope, query, limit)
     hits, problems = list(searched.hits), list(searched.problems)
     if scope == CONVERGENT and vault.config.recall_unmanaged:
@@ -94,6 +100,19 @@ def recall_memory(
         other = search_scope(vault, UNMANAGED, query, limit)
         hits = sorted(hits + other.hits, key=lambda h: -h.score)[:limit]
         problems += other.problems
+    if pending is not None and not problems:
+        from cmem.reading import stored_results
+
+        report = searched.sync
+        stored_results.store(
+            pending,
+            {
+                "index": str(index_file(vault, scope)),
+                "files": report.files,
+                "rows": report.rows,
+                "layers": (vault.config.resident_dir, vault.config.situational_dir),
+            },
+        )
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
     if record and scope == CONVERGENT:
@@ -103,6 +122,82 @@ def recall_memory(
             now,
         )
     return Recall(query, scope, results, searched.sync, problems)
+
+
+def _begin_stored(vault: Vault, scope: str) -> dict | None:
+    """The listing key of what the scope's index depends on, or None where the light path would
+    not give the same answer: the unmanaged notes are anywhere in the vault, and nested layer
+    folders or `ignore` patterns make a hit's layer more than a prefix test."""
+    from cmem.reading import stored_results
+
+    config = vault.config
+    if vault._layers_nest or config.ignore or (scope == CONVERGENT and config.recall_unmanaged):
+        return None
+    if scope == ARCHIVED:  # archived notes by folder mtimes, as `status` keys them
+        tops, folder_only = (config.archive_dir,), [config.archive_dir]
+    else:  # memory files one by one: an edit in place must reach the index
+        tops, folder_only = tuple(vault.convergent_dirs), []
+    return stored_results.begin(vault, "recall", (scope,), tops=tops, folder_only=folder_only)
+
+
+def stored_recall(request: dict) -> str | None:
+    """What `cmem recall` prints, answered from the index while the stored proof of its freshness
+    still holds (None: the full command runs). `request` as `cmem.fast.parse_recall` makes it."""
+    import sqlite3
+    import time
+
+    from cmem.reading import stored_results
+    from cmem.reading.index_query import search_rows
+
+    started = time.perf_counter()
+    query = " ".join(request["query"])
+    if not query_terms(query):
+        return None  # the full command explains
+    scope = ARCHIVED if request["archive"] else CONVERGENT
+    root = stored_results.find_root(request["vault"])
+    if root is None:
+        return None
+    entry = stored_results.load_entry(stored_results.entry_path(root, "recall", (scope,)))
+    if entry is None or not stored_results.still_valid(entry, root):
+        return None
+    payload = entry["payload"]
+    resident, situational = payload["layers"]
+
+    def layer_for(path: str) -> str:  # Vault.layer_of for a path the index holds
+        if scope == ARCHIVED:
+            return "archive"
+        if path.startswith(resident + "/"):
+            return "resident"
+        return "situational" if path.startswith(situational + "/") else "convergent"
+
+    # read only: a missing or damaged database is the full command's to rebuild
+    db = sqlite3.connect(f"file:{payload['index']}?mode=ro", uri=True, timeout=10)
+    try:
+        hits = search_rows(db, query, request["limit"], None, layer_for)
+    finally:
+        db.close()
+    terms = query_terms(query)
+    results = [_result(hit, terms) for hit in hits]
+    if scope == CONVERGENT:
+        from pathlib import Path
+
+        from cmem.reading.read_times import record_reads_in
+
+        record_reads_in(
+            Path(entry["machine_dir"]), list(dict.fromkeys(r.hit.path for r in results))
+        )
+    sync = SyncReport(scope, payload["files"], payload["rows"], listed=False)
+    sync.seconds = time.perf_counter() - started
+    recall = Recall(query, scope, results, sync)
+    if request["json"]:
+        import json
+
+        return json.dumps(recall.to_json(), ensure_ascii=False, indent=2) + "\n"
+    if request["no_color"]:
+        from cmem.render.reports import set_color
+
+        set_color(False)
+    return render_recall(recall) + "\n"
 
 
 def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:

@@ -30,11 +30,24 @@ import json
 import os
 import re
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem.errors import CmemError
+from cmem.reading.index_query import (  # the query side, shared with the light entry path
+    _WORD,  # noqa: F401 - kept importable from here
+    ARCHIVED,
+    CONVERGENT,
+    UNMANAGED,
+    WEIGHTS,  # noqa: F401 - kept importable from here
+    Hit,
+    SyncReport,
+    _fold,
+    display_text,  # noqa: F401 - kept importable from here
+    match_expression,  # noqa: F401 - kept importable from here
+    query_terms,  # noqa: F401 - kept importable from here
+    search_rows,
+)
 from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import bigrams
 from cmem.vault.layers import ARCHIVE, NoteFile, Vault
@@ -42,19 +55,12 @@ from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
 
 INDEX_VERSION = 3
-CONVERGENT, ARCHIVED = "convergent", "archive"
-UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
 SCOPES = (CONVERGENT, ARCHIVED)
-# Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
-# sits (file name, heading, summary, tags). A match in the statement counts most.
-WEIGHTS = (1.0, 0.4, 0.5)
 # A file changed this close to the sync may change again within the same mtime tick: its hash is
 # checked next time rather than its stat trusted (git's "racy clean" problem).
 RACY_NS = 2_000_000_000
 
-_WORD = re.compile(r"[^\W_]+")
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 class IndexUnavailable(CmemError):
@@ -62,10 +68,6 @@ class IndexUnavailable(CmemError):
 
 
 # --- terms --------------------------------------------------------------------------------
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
 
 
 def index_terms(text: str) -> str:
@@ -83,25 +85,6 @@ def index_terms(text: str) -> str:
         position = match.end()
     parts.append(text[position:])
     return " ".join(parts)
-
-
-def query_terms(query: str) -> list[str]:
-    """A query's terms: words, and the bigrams of each CJK run (one character stays one)."""
-    text = _fold(query)
-    terms: list[str] = []
-    position = 0
-    for match in CJK_RUN.finditer(text):
-        terms.extend(_WORD.findall(text[position : match.start()]))
-        run = match.group()
-        terms.extend(bigrams(run) or [run])
-        position = match.end()
-    terms.extend(_WORD.findall(text[position:]))
-    return list(dict.fromkeys(terms))
-
-
-def match_expression(terms: list[str], operator: str) -> str:
-    """An FTS5 MATCH string; every term is quoted, so no query text is FTS5 syntax."""
-    return f" {operator} ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
 # --- rows -----------------------------------------------------------------------------------
@@ -128,10 +111,6 @@ def line_terms(line: str, formats) -> tuple[str, str, str, list[str]]:
 
 def place_terms(about: str, heading: str) -> str:
     return index_terms(f"{about} {heading}" if heading else about)
-
-
-def display_text(line: str) -> str:
-    return _LIST_MARKER.sub("", line).strip()
 
 
 def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[Row], str, str]:
@@ -186,43 +165,6 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
 # --- the database ------------------------------------------------------------------------
 
 
-@dataclass
-class SyncReport:
-    scope: str
-    files: int = 0
-    rows: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    rebuilt: str | None = None  # why the database was (re)built from scratch, if it was
-    listed: bool = True  # False when unchanged folders let the manifest stand for the listing
-    seconds: float = 0.0
-
-    def to_json(self) -> dict:
-        return {
-            "scope": self.scope,
-            "files": self.files,
-            "rows": self.rows,
-            "added": self.added,
-            "updated": self.updated,
-            "removed": self.removed,
-            "rebuilt": self.rebuilt,
-            "listed": self.listed,
-            "seconds": round(self.seconds, 4),
-        }
-
-
-@dataclass(frozen=True)
-class Hit:
-    path: str
-    layer: str
-    line: int
-    heading: str
-    text: str
-    sources: tuple[str, ...]
-    score: float  # -bm25: higher is better
-
-
 def index_file(vault: Vault, scope: str) -> Path:
     return vault.machine_dir / "index" / f"{scope}.sqlite"
 
@@ -243,7 +185,7 @@ def structure_hash(paths: list[str]) -> str:
 
 
 def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
-    """A hash of every folder of the scope with its mtime: adding, removing or renaming a file
+    """A hash of every folder of the scope with its mtime and ctime: adding, removing or renaming a file
     changes its folder's mtime, so an equal signature means the same files, found without
     listing them. None when a folder changed within RACY_NS of now (its mtime may change again
     within the same tick): then the files are listed."""
@@ -266,7 +208,8 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
             continue
         if now_ns - st.st_mtime_ns < RACY_NS:
             return None
-        entries.append(f"{folder}:{st.st_mtime_ns}")
+        # the ctime too: an mtime set back by hand (a restore, a sync tool) must not hide a change
+        entries.append(f"{folder}:{st.st_mtime_ns}:{st.st_ctime_ns}")
         stack.extend(children)
     return hashlib.sha256(
         "\n".join(sorted(entries)).encode("utf-8", "surrogateescape")
@@ -515,57 +458,15 @@ class Index:
     # --- search --------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10, paths: list[str] | None = None) -> list[Hit]:
-        """BM25-ranked statements. Rows holding every term come first; when they are fewer than
-        `limit`, rows holding some of them follow (a Chinese query's bigrams that straddle two
-        words, or one word the memory spells differently, must not hide the rest)."""
-        terms = query_terms(query)
-        if not terms:
-            return []
-        hits: list[Hit] = []
-        seen: set[int] = set()
-        operators = ["AND", "OR"] if len(terms) > 1 else ["AND"]
-        for operator in operators:
-            if len(hits) >= limit:
-                break
-            for row_id, hit in self._query(
-                match_expression(terms, operator), limit + len(seen), paths
-            ):
-                if row_id not in seen and len(hits) < limit:
-                    seen.add(row_id)
-                    hits.append(hit)
-        return hits
-
-    def _query(self, expression: str, limit: int, paths: list[str] | None):
-        if paths is None:
-            # rank the matches inside FTS5 first and join only the best: a frequent word matches
-            # a large share of the rows, and joining them all costs more than ranking them
-            sql = (
-                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, best.score FROM "
-                "(SELECT rowid, bm25(entries, ?, ?, ?) AS score FROM entries WHERE entries MATCH ? ORDER BY score LIMIT ?) AS best "
-                "JOIN rows ON rows.id = best.rowid ORDER BY best.score, rows.path, rows.line"
-            )
-            params: list = [*WEIGHTS, expression, limit]
-        else:
-            sql = (
-                "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS score "
-                f"FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? AND rows.path IN ({','.join('?' * len(paths))}) "
-                "ORDER BY score, rows.path, rows.line LIMIT ?"
-            )
-            params = [*WEIGHTS, expression, *paths, limit]
+        """BM25-ranked statements (`index_query.search_rows`, which the light path calls too)."""
         layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
-        for row_id, path, line, heading, text, sources, rank in self.db.execute(sql, params):
-            yield (
-                row_id,
-                Hit(
-                    path,
-                    layer or self.vault.layer_of(path) or "convergent",
-                    line,
-                    heading,
-                    display_text(text),
-                    tuple(json.loads(sources)),
-                    round(-rank, 4),
-                ),
-            )
+        return search_rows(
+            self.db,
+            query,
+            limit,
+            paths,
+            lambda path: layer or self.vault.layer_of(path) or "convergent",
+        )
 
 
 # --- opening, with repair ----------------------------------------------------------------

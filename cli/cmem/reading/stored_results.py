@@ -10,7 +10,7 @@ import os
 
 from cmem import __version__
 
-FORMAT = 2  # of the stored entries; bump when the key or the payload changes shape
+FORMAT = 3  # of the stored entries; bump when the key or the payload changes shape
 RACY_NS = (
     2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
 )
@@ -21,7 +21,12 @@ SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (conf
 
 
 def listing_key(
-    root: str, files: list[str], folder_only: list[str], known: list | None = None
+    root: str,
+    files: list[str],
+    folder_only: list[str],
+    known: list | None = None,
+    tops: list[str] | tuple[str, ...] = ("",),
+    listing: dict | None = None,
 ) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
@@ -29,8 +34,17 @@ def listing_key(
     (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
     folder's key also lists its subfolders, so when `known` (a stored key) has the folder with the
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
-    a file or folder added, removed or renamed in it would have moved its mtime."""
+    a file or folder added, removed or renamed in it would have moved its mtime. The walk starts
+    at `tops` (vault-relative folders; the root by default): `recall` depends on one layer only.
+    Given a `listing` dict, every folder listed is kept there (its path → its `os.DirEntry`s), for
+    the command to read instead of listing the folder again (`begin`).
+
+    The notes' part is two flat values at the end of the key, not a tuple per note: every note's
+    name in walk order joined by "/" (which no name holds), and their four stats as one array of
+    64-bit integers. At 50k notes a tuple a note cost more to build, store, load and compare than
+    the stat calls themselves (docs/benchmarks.md); two flat values load and compare as memory."""
     import time
+    from array import array
 
     start = time.time_ns()
     key: list = []
@@ -46,55 +60,66 @@ def listing_key(
         newest = max(newest, st.st_mtime_ns)
     # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
     stored = {
-        entry[0]: entry for entry in known or () if len(entry) == 5 and isinstance(entry[4], tuple)
+        entry[0]: entry
+        for entry in known or ()
+        if isinstance(entry, tuple) and len(entry) == 5 and isinstance(entry[4], tuple)
     }
-    stack = [""]
+    names: list[str] = []  # every note stat'ed, in walk order
+    stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
+    stack = list(reversed(tops))
     while stack:
         rel = stack.pop()
         folder = os.path.join(root, rel) if rel else root
-        st = os.stat(folder)
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:  # a layer folder not made yet: its absence is part of the key
+            key.append((rel,))
+            continue
         newest = max(newest, st.st_mtime_ns)
         names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
         if names_only:
             before = stored.get(rel)
             if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
-                key.append(
-                    before
-                )  # the ctime too: an mtime set back by hand does not hide a change
+                # the ctime too: an mtime set back by hand does not hide a change
+                key.append(before)
                 stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                 continue
         subfolders = []
-        key.append(None)  # this folder's entry, once its subfolders are known
-        at = len(key) - 1
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = entry.name
-                if name[0] == "." or name in SKIPPED:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    subfolders.append(name)
-                elif entry.is_symlink():
-                    plain = False
-                elif not names_only and name.endswith(".md"):
-                    st_note = entry.stat()
-                    key.append(
-                        (
-                            name,
-                            st_note.st_mtime_ns,
-                            st_note.st_size,
-                            st_note.st_ino,
-                            st_note.st_ctime_ns,
-                        )
-                    )
-                    newest = max(newest, st_note.st_mtime_ns)
-        key[at] = (
-            rel,
-            st.st_mtime_ns,
-            st.st_ino,
-            st.st_ctime_ns,
-            tuple(subfolders) if names_only else None,
+        with os.scandir(folder) as scanned:
+            entries = list(scanned)
+        if listing is not None:
+            listing[folder] = entries
+        for entry in entries:
+            name = entry.name
+            if name[0] == "." or name in SKIPPED:
+                continue
+            # the common case first: one call says "a regular file", no stat yet
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                if not names_only:
+                    note = entry.stat()
+                    names.append(name)
+                    stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+            elif entry.is_dir(follow_symlinks=False):
+                subfolders.append(name)
+            elif entry.is_symlink():
+                plain = False
+        key.append(
+            (
+                rel,
+                st.st_mtime_ns,
+                st.st_ino,
+                st.st_ctime_ns,
+                tuple(subfolders) if names_only else None,
+            )
         )
         stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
+    key.append("/".join(names))
+    try:
+        key.append(array("q", stats).tobytes())
+    except OverflowError:  # an inode number past 2**63 (some network file systems): plain ints
+        key.append(tuple(stats))
+    if stats:
+        newest = max(newest, max(stats[0::4]))
     return key, plain and newest < start - RACY_NS
 
 
@@ -141,7 +166,9 @@ def still_valid(entry: dict, root: str) -> bool:
     # .get: an entry stored by an older cmem (keyed "state_dir") is simply a miss
     if entry.get("root") != root or not entry.get("machine_dir") or _busy(entry["machine_dir"]):
         return False
-    key, _ = listing_key(root, entry["files"], entry["folder_only"], entry["key"])
+    key, _ = listing_key(
+        root, entry["files"], entry["folder_only"], entry["key"], entry.get("tops", ("",))
+    )
     return key == entry["key"]
 
 
@@ -237,16 +264,31 @@ def _write(path: str, value) -> None:
 # --- storing, from the real command -------------------------------------------------------------
 
 
-def begin(vault, command: str, params: tuple, extra_files: tuple[str, ...] = ()) -> dict | None:
+def begin(
+    vault,
+    command: str,
+    params: tuple,
+    extra_files: tuple[str, ...] = (),
+    tops: tuple[str, ...] = ("",),
+    folder_only: list[str] | None = None,
+) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
     matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
-    `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config)."""
+    `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
+    `tops` and `folder_only` as `listing_key` takes them (default: the whole vault, the archive
+    by folder mtimes)."""
     try:
         root = str(vault.root)
         files = key_files(vault) + list(extra_files)
-        folder_only = [vault.config.archive_dir]
-        key, storable = listing_key(root, files, folder_only)
+        if folder_only is None:
+            folder_only = [vault.config.archive_dir]
+        # a read-only command (Vault.remember_listings) reads the folders listed here rather than
+        # listing them again: on a miss, one walk of the vault serves the key and the command
+        listing = {} if "_listings" in vault.__dict__ and tops == ("",) else None
+        key, storable = listing_key(root, files, folder_only, tops=tops, listing=listing)
+        if listing is not None:
+            vault.__dict__["_scandirs"] = listing
     except Exception:
         return None
     if not storable:
@@ -259,6 +301,7 @@ def begin(vault, command: str, params: tuple, extra_files: tuple[str, ...] = ())
         "machine_dir": str(vault.machine_dir),
         "files": files,
         "folder_only": folder_only,
+        "tops": tops,
         "key": key,
     }
 

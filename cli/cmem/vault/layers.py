@@ -346,7 +346,7 @@ class Vault:
         found, stack = [], [self.root / base]
         while stack:
             try:
-                entries = list(os.scandir(stack.pop()))
+                entries = self.list_folder(stack.pop())
             except OSError:
                 continue
             for entry in entries:
@@ -365,6 +365,17 @@ class Vault:
         (a status asked 7 times). Never for a writer, whose later listings must see its writes."""
         self.__dict__["_listings"] = {}
         return self
+
+    def list_folder(self, folder: str | os.PathLike) -> list[os.DirEntry]:
+        """`list(os.scandir(folder))`, or the entries a read-only command's listing key already
+        listed (`reading/stored_results.py: begin` hands them on): one walk of the vault per
+        command, however many parts of it list the same folder (status: four)."""
+        listed = self.__dict__.get("_scandirs")
+        if listed is not None:
+            found = listed.get(os.fspath(folder))
+            if found is not None:
+                return list(found)
+        return list(os.scandir(folder))
 
     def list_layer(self, layer: str) -> list[NoteFile]:
         """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
@@ -396,7 +407,7 @@ class Vault:
     def _list_flat(self, folder: Path) -> list[NoteFile]:
         found = []
         try:
-            entries = list(os.scandir(folder))
+            entries = self.list_folder(folder)
         except FileNotFoundError:
             return []
         for entry in entries:
@@ -418,7 +429,7 @@ class Vault:
         while stack:
             folder = stack.pop()
             try:
-                entries = list(os.scandir(folder))
+                entries = self.list_folder(folder)
             except (FileNotFoundError, NotADirectoryError, PermissionError):
                 continue
             for entry in entries:

@@ -201,7 +201,7 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
         while stack:
             folder = stack.pop()
             try:
-                entries = list(os.scandir(folder))
+                entries = vault.list_folder(folder)
             except OSError:
                 continue
             for entry in entries:

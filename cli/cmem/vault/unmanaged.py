@@ -47,6 +47,23 @@ def find_unmanaged(vault: Vault) -> list[UnmanagedFolder]:
     )
 
 
+def _walk(vault: Vault, top: str):
+    """os.walk(top) (top-down, links to folders listed but not followed, unreadable folders
+    skipped), each folder listed through `Vault.list_folder`: a read-only command's listing key
+    has listed them already."""
+    try:
+        entries = vault.list_folder(top)
+    except OSError:
+        return
+    dirs = [entry.name for entry in entries if entry.is_dir()]
+    names = [entry.name for entry in entries if not entry.is_dir()]
+    links = {entry.name for entry in entries if entry.is_symlink()}
+    yield top, dirs, names
+    for name in dirs:  # as filtered in place by the caller
+        if name not in links:
+            yield from _walk(vault, os.path.join(top, name))
+
+
 def unmanaged_notes(vault: Vault) -> list[str]:
     """The vault-relative paths of the notes no layer reads, sorted."""
     from cmem.vault.obsidian import template_folders
@@ -54,7 +71,7 @@ def unmanaged_notes(vault: Vault) -> list[str]:
     found = []
     root = str(vault.root)
     templates = template_folders(vault.root)
-    for folder, dirs, names in os.walk(root):
+    for folder, dirs, names in _walk(vault, root):
         # a name that is not UTF-8 is reported as an odd file elsewhere, never printed here
         dirs[:] = [
             d
