@@ -150,3 +150,19 @@ def settle(root: Path) -> None:
         for name in files:
             os.utime(os.path.join(folder, name), (hour_ago, hour_ago), follow_symlinks=False)
         os.utime(folder, (hour_ago, hour_ago))
+
+
+def run_fast(vault: Path | None, *argv: str) -> tuple[str, bool]:
+    """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
+    args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)
+    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    return result.stdout, "typer" not in modules

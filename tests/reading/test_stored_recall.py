@@ -4,7 +4,7 @@ full command prints, and only while the index still matches the notes.
 Each test changes the memory the way a person or a tool does — an edit in place in the same second
 as the stored listing, an edit that keeps size and mtime, a new topic file, a checkout of an older
 state, a note added to the archive — and checks the next recall shows it. Whether a call was
-answered by the light path is read from `python -X importtime` (as in tests/test_fast.py).
+answered by the light path is read from `python -X importtime` (as in tests/surfaces/test_fast.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_fast import HOUR_AGO, cmem, settle
+from support import git, settle
+from support import run_fast as cmem
 
-from conftest import git
+HOUR_AGO = time.time() - 3600
 
 TOPIC = Path("converged") / "topics" / "python-tooling.md"
 

@@ -23,24 +23,9 @@ import pytest
 from cmem import fast
 from cmem.reading import stored_results
 from support import git, settle
+from support import run_fast as cmem
 
 HOUR_AGO = time.time() - 3600
-
-
-def cmem(vault: Path | None, *argv: str) -> tuple[str, bool]:
-    """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
-    args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)
-    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    modules = {
-        line.split("|")[-1].strip()
-        for line in result.stderr.splitlines()
-        if line.startswith("import time:")
-    }
-    return result.stdout, "typer" not in modules
 
 
 def warm(vault: Path, *argv: str) -> str:
