@@ -17,6 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO / "sample-vault"
 TESTS = Path(__file__).resolve().parent
 CMEM = [sys.executable, "-m", "cmem"]
+# One "an hour ago" for a whole test run: settle() dates files to it, and a test that sets a file
+# back to the stored mtime names the same instant.
+HOUR_AGO = time.time() - 3600
 
 
 def run_cmem(
@@ -142,14 +145,16 @@ def git(root: Path, *args: str) -> str:
     ).stdout
 
 
-def settle(root: Path) -> None:
+def settle(root: Path) -> float:
     """Date every file and folder of the vault (its .git too) an hour back: as a vault looks when
-    nobody touched it for a while, so its listing may be stored (the racy-git rule)."""
-    hour_ago = time.time() - 3600
+    nobody touched it for a while, so its listing may be stored (the racy-git rule). Returns the
+    time given (HOUR_AGO), for a test that dates one file after the others."""
+    hour_ago = HOUR_AGO
     for folder, _dirs, files in os.walk(root):
         for name in files:
             os.utime(os.path.join(folder, name), (hour_ago, hour_ago), follow_symlinks=False)
         os.utime(folder, (hour_ago, hour_ago))
+    return hour_ago
 
 
 def run_fast(vault: Path | None, *argv: str) -> tuple[str, bool]:

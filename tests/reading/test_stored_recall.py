@@ -13,13 +13,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from support import git, settle
+from support import HOUR_AGO, git, settle
 from support import run_fast as cmem
-
-HOUR_AGO = time.time() - 3600
 
 TOPIC = Path("converged") / "topics" / "python-tooling.md"
 

@@ -15,17 +15,14 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cmem import fast
 from cmem.reading import stored_results
-from support import git, settle
+from support import HOUR_AGO, git, settle
 from support import run_fast as cmem
-
-HOUR_AGO = time.time() - 3600
 
 
 def warm(vault: Path, *argv: str) -> str:
@@ -464,9 +461,9 @@ def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
         (base / "plain").mkdir()
         return base / "plain"
     elif kind == "up to date, stored":  # quiet for a while, then synced once: the light path
-        settle(clone)  # (cmem.sync.idle) answers the next sync
+        settled = settle(clone)  # (cmem.sync.idle) answers the next sync
         git(clone, "update-index", "-q", "--refresh")  # the index as git leaves it, newer than
-        os.utime(clone / ".git" / "index", (HOUR_AGO + 60, HOUR_AGO + 60))  # the files
+        os.utime(clone / ".git" / "index", (settled + 60, settled + 60))  # the files
         assert run_entry("cmem.fast", ["sync", "--vault", str(clone)])[0] == 0
     return clone
 
