@@ -10,20 +10,35 @@ import inspect
 import re
 import textwrap
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
-import test_converge
 from cmem.converge import pipeline
 from cmem.converge.pipeline import Engine, EngineReply, PassOptions
 from cmem.steps.run_records import new_run
 from cmem.vault.layers import open_vault
-from conftest import REPO
-from test_converge import NOTE
+from support import REPO
 
 DOC = REPO / "docs" / "architecture.md"
 NOW = datetime(2026, 11, 29, 9, 0).astimezone()
-pass_vault = test_converge.pass_vault  # the fixture: the vault test_converge passes run on
+NOTE = "2026-11-28 随手记.md"
+
+
+@pytest.fixture
+def stage_vault(make_vault) -> Path:
+    """A profile and one note with a correction and a preference: one pending note."""
+    return make_vault(
+        {
+            "converged/core/profile.md": "---\nsummary: 我是谁\n---\n# Profile\n\n"
+            "- 在找北京后端实习（来源：[[2026-11-20 日记]]）\n",
+            NOTE: "# 随手记\n\n- 其实不是北京，我决定改找深圳的 AI Agent 实习。\n"
+            "- 以后都用 uv 管理 Python 环境，不要再用 pip。\n",
+            "archive/ARCHIVE-CHECKLIST.md": "# Archive checklist\n",
+            ".cmem/state.json": '{"version": 1, "notes": {}, "passes": []}\n',
+        },
+        git=True,
+    )
 
 
 def _documented_stages() -> list[tuple[str, str]]:
@@ -89,10 +104,10 @@ def test_every_stage_value_of_the_pipeline_is_named_in_the_doc():
     assert [name for name in values if f"`{name}`" not in text] == []
 
 
-def test_check_replies_runs_on_its_own_with_a_stand_in_engine(pass_vault):
+def test_check_replies_runs_on_its_own_with_a_stand_in_engine(stage_vault):
     """The repair rounds counted on a stage alone: a reply that never validates is asked
     1 + repair_rounds times, and the stage returns the last problems instead of raising."""
-    vault = open_vault(pass_vault)
+    vault = open_vault(stage_vault)
     inputs = pipeline.gather(vault, PassOptions(), NOW, lambda *args: None)
     assert [n.rel for n in inputs.selection.notes] == [NOTE]
     plan = pipeline.plan_prompt(vault, inputs)
@@ -117,11 +132,11 @@ def test_check_replies_runs_on_its_own_with_a_stand_in_engine(pass_vault):
         checked.rounds = 0  # a value, not a shared result a later stage could change
 
 
-def test_a_stopped_engine_reports_how_many_times_it_was_asked(pass_vault):
+def test_a_stopped_engine_reports_how_many_times_it_was_asked(stage_vault):
     """An error raised in the second round carries the round to the report (`cmem_rounds`)."""
     from cmem.errors import CmemError
 
-    vault = open_vault(pass_vault)
+    vault = open_vault(stage_vault)
     inputs = pipeline.gather(vault, PassOptions(), NOW, lambda *args: None)
     plan = pipeline.plan_prompt(vault, inputs)
 
