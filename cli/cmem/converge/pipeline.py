@@ -1,20 +1,25 @@
-"""The convergence pass (SPEC §3) as typed stages:
+"""The convergence pass (SPEC §3) as typed stages passing values:
 
-select → assemble the prompt → run the engine → parse → validate (with repair rounds) → plan the
-files, state and archive checklist → hand them to the step layer → report.
+    gather → PassInputs → plan_prompt → PromptPlan → choose_engine → Engine →
+    check_replies (Engine.ask → EngineReply → parse_reply → ParsedReply → validate_response,
+    with repair rounds) → CheckedChange → plan_pass → PlannedPass →
+    commit_pass (stage_changes → StagedChanges → Step.commit) → AppliedPass
+
+Each stage is a function of a few typed parameters returning a frozen value the next one takes;
+no stage fills a shared result. `run_pass` strings them together and builds the `PassResult` the
+CLI renders (or prints as JSON, SPEC §11) once: at the end, or at an early exit (nothing pending,
+--emit-prompt, rejected, dry run, proposal).
 
 The pass is one step (cmem.steps): the lock, the recovery of any interrupted step, the git
-preflight and snapshot, the journal, the all-or-nothing apply and the commit happen there. Each
-stage is a function; `run_pass` strings them together and returns a `PassResult` the CLI renders
-(or prints as JSON, SPEC §11).
+preflight and snapshot, the journal, the all-or-nothing apply and the commit happen there.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
@@ -32,6 +37,10 @@ from cmem.vault.layers import Vault
 from cmem.vault.notes import line_end
 from cmem.vault.state_json import ConvergedNote, State, line_key, load_state
 from cmem.vault.state_json import state_bytes as state_to_bytes
+
+if TYPE_CHECKING:  # the parser and validator load lazily, when a pass asks an engine
+    from cmem.converge.response import Response
+    from cmem.converge.validate import PassContext, Validation
 
 # (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]
@@ -58,6 +67,10 @@ class PassOptions:
 
 @dataclass
 class PassResult:
+    """What the CLI, the MCP server and the triggers read; `to_json` is the `--json` shape.
+    `run_pass` builds it from the stage values (`dataclasses.replace` at each exit), never
+    filling it in as the stages go."""
+
     status: str  # applied | dry-run | nothing | busy | failed | proposed | prompt | not-due
     pass_id: str | None = None
     commit: str | None = None
@@ -107,7 +120,113 @@ class PassResult:
         }
 
 
-# --- stages -------------------------------------------------------------------------------
+# --- the values the stages pass -----------------------------------------------------------
+# Each stage returns one of these and the next takes it; none is changed after it is made, so a
+# stage's inputs are what its parameters say. `PassResult` is built from them once, at the end
+# or at an early exit.
+
+
+@dataclass(frozen=True)
+class PassInputs:
+    """gather: what the pass works on, read once under the lock."""
+
+    state: State
+    pass_date: str  # YYYY-MM-DD
+    originals: dict[str, str]  # every convergent file's text (CRLF read as LF)
+    raw_originals: dict[str, bytes]  # the same files' bytes (line ends, second-writer check)
+    hand_edited: set[str]  # convergent files edited by someone else since the last pass
+    selection: Selection
+    # (note, line) of each line the scan deferred on its own: a converged note leaves them pending
+    deferred_lines: frozenset[tuple[str, int]]
+    warnings: tuple[str, ...]  # the odd files the scan skipped or will not rewrite
+    nothing: str | None = None  # why there is nothing to converge; the pass stops here
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """plan_prompt: the prompt, and which files the engine may rewrite."""
+
+    prompt: Prompt
+    # The originals the validator is given. Files cmem may not rewrite are left out: the validator
+    # then reads them itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
+    writable: dict[str, str]
+    warnings: tuple[str, ...]  # the files shown to the engine that the pass never rewrites
+
+
+@dataclass(frozen=True)
+class EngineReply:
+    """One answer of the engine."""
+
+    text: str
+    warnings: tuple[str, ...] = ()  # redactions from the prompt, the model command's own warnings
+
+
+@dataclass(frozen=True)
+class Engine:
+    """choose_engine: what answers the prompt."""
+
+    kind: str  # response | builtin | llm: the run record's name, and the failure message's
+    name: str  # response-file | builtin | llm: PassResult.engine and the commit's Engine field
+    model: str | None
+    ask: Callable[[str, int], EngineReply]  # (prompt, attempt) → the reply
+    repair_rounds: int  # times a rejected reply goes back (a model's only)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    """parse_reply: the reply without terminal codes or a <think> block, parsed (SPEC §5)."""
+
+    text: str
+    response: Response
+    removed: tuple[str, ...]  # what cleaning took out, for the run record
+
+
+@dataclass(frozen=True)
+class CheckedChange:
+    """check_replies: the accepted reply's validation after the repair rounds, or why none was."""
+
+    validation: Validation | None  # None: every reply was rejected
+    rounds: int  # times the engine was asked (1 + repair rounds)
+    warnings: tuple[str, ...]  # the engine's, then the accepted reply's validator warnings
+    # the last rejected reply's problems: why none was accepted, or what a repair round fixed
+    # (empty when a reply kept while the model was asked again is the one applied)
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlannedPass:
+    """plan_pass: what the accepted reply does, before anything is written (a dry run and a
+    proposal stop here)."""
+
+    converged: list[str]  # the selected notes the reply converged
+    deferred: list[dict]  # {"note", "reason"}
+    writes: dict[str, str]  # convergent path → new text
+    into: dict[str, list[str]]  # converged note → the memory files its statements went to
+    lines: list  # coverage.LineFate of each signal line of a converged note
+    diff: str
+    diffstat: list[tuple[str, int, int]]
+    moved: list[dict]  # statements that left one file for another
+    warnings: tuple[str, ...]  # signal lines no statement or trace holds (they stay pending)
+
+
+@dataclass(frozen=True)
+class StagedChanges:
+    """stage_changes: every file the step writes, all or nothing."""
+
+    changes: ChangeSet  # memory files, state.json, the archive checklist
+    staged: list[str]  # notes added to the archive checklist
+
+
+@dataclass(frozen=True)
+class AppliedPass:
+    """commit_pass: what the step layer committed."""
+
+    commit: str | None
+    staged: list[str]
+    warnings: list[str]  # every warning of the pass, the notes edited while it ran last
+
+
+# --- reading the vault ---------------------------------------------------------------------
 
 
 def hand_edited_files(vault: Vault, state: State) -> set[str]:
@@ -201,12 +320,12 @@ def changed_inputs(vault: Vault, selection: Selection) -> list[str]:
     return warnings
 
 
+# --- the pass -----------------------------------------------------------------------------
+
+
 class _NotDue(Exception):
     def __init__(self, reason: str):
         self.reason = reason
-
-
-# --- the pass -----------------------------------------------------------------------------
 
 
 def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = None) -> PassResult:
@@ -221,16 +340,15 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
                     "(or `cmem doctor --fix`) will do it"
                 )
             result = _run_locked(vault, options, progress, now, None)
-            result.warnings = notices + result.warnings
-            return result
+            return replace(result, warnings=notices + result.warnings)
     try:
         # the step: lock, the gate (asked again under the lock), recovery of any interrupted step
         # (before the snapshot: a half-applied step must not be committed as "hand edits"), snapshot
         with open_step(vault, "converge", now=now, gate=_gate(options)) as step:
             result = _run_locked(vault, options, progress, now, step)
-            result.snapshot_commit = step.snapshot
-            result.warnings = step.notices + result.warnings
-            return result
+            return replace(
+                result, snapshot_commit=step.snapshot, warnings=step.notices + result.warnings
+            )
     except _NotDue as not_due:
         return PassResult("not-due", message=not_due.reason)
 
@@ -250,102 +368,68 @@ def _gate(options: PassOptions):
 def _run_locked(
     vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None
 ) -> PassResult:
-    from cmem.scan.scanner import scan_vault
-
-    state = load_state(vault.state_file)
-    progress("scanning", None)
-    scan = scan_vault(vault, state=state, only=options.only)
-    odd = odd_warnings(scan.odd)  # SPEC §1: a note cmem skips or will not rewrite is named once
-    if not scan.pending:
-        return PassResult("nothing", message="nothing to converge", warnings=odd)
-    pass_date = now.date().isoformat()
-    originals, raw_originals = read_originals(vault)
-    hand_edited = hand_edited_files(vault, state)
-    budget = options.budget or vault.config.budget_tokens
-    fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
-    selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
-    from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
-
-    selection.deferred_lines = {
-        (d.note, d.line)
-        for d in scan.deferred
-        if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)
-    }
-    if not selection.notes:
-        return PassResult(
-            "nothing",
-            message="nothing to converge (the pending notes cannot be read now)",
-            warnings=odd,
-        )
-    prompt = assemble_prompt(vault, selection.notes, originals, pass_date, hand_edited)
+    """The stages in order; each early exit builds its PassResult from the values made so far."""
+    inputs = gather(vault, options, now, progress)
+    if inputs.nothing:
+        return PassResult("nothing", message=inputs.nothing, warnings=list(inputs.warnings))
+    plan = plan_prompt(vault, inputs)
     if options.emit_prompt:
-        # the agent that asked is a model too (--emit-prompt, the MCP tool): redact as for any model
-        from cmem.text.secrets import redact_secrets
+        return emitted_prompt(inputs, plan)
 
-        safe_prompt, redacted = redact_secrets(prompt.text)
-        notice = (
-            [f"{redacted} credential-like strings were redacted from the prompt"]
-            if redacted
-            else []
-        )
-        return PassResult(
-            "prompt",
-            prompt=safe_prompt,
-            waiting=[p.rel for p in selection.waiting],
-            selected=[n.rel for n in selection.notes],
-            warnings=odd + notice,
-        )
-
-    pass_id = (
-        step.id if step is not None else new_step_id(now)
-    )  # a dry run's id names its run record
-    result = PassResult(
-        "failed",
-        pass_id=pass_id,
-        waiting=[p.rel for p in selection.waiting],
-        signals=sum(len(n.signals) for n in selection.notes),
-        warnings=odd,
-    )
+    pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its record
     record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
-    result.run_dir = str(record.folder)
-    # Files cmem may not rewrite are left out of the validator's originals: it then reads them
-    # itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
-    writable = {rel: text for rel, text in originals.items() if rewritable(raw_originals[rel])}
-    result.warnings += [
-        f"{rel} {unwritable_reason(raw_originals[rel])}; the engine sees it, the pass never rewrites it"
-        for rel in sorted(originals)
-        if rel not in writable
-    ]
-    result.selected = [n.rel for n in selection.notes]
     # A pass that fails, is refused or is interrupted leaves its outcome in the run record, so
     # `cmem log` lists it beside the committed ones (it has no commit of its own to be read back).
+    engine: Engine | None = None
+    checked: CheckedChange | None = None
     applying = False
     try:
-        validation = _converge(
-            vault, options, selection, writable, prompt, pass_date, record, result, progress
-        )
-        if validation is None:
-            _record_outcome(record, result, step, now, "failed", result.message, result.errors)
-            return result
+        context = _context(vault, inputs, plan, options.allow_shrink)
+        engine = choose_engine(vault, options, inputs, plan, progress, record)
+        _record_run(record, engine, inputs, plan)
+        checked = check_replies(vault, engine, plan.prompt, context, record, progress)
+        so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
+        if checked.validation is None:
+            asked = (
+                "once"
+                if engine.repair_rounds == 0
+                else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
+            )
+            failed = replace(
+                so_far,
+                message=f"the {engine.kind} response was rejected after asking {asked}; nothing was written (run record: {record.folder})",
+            )
+            _record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
+            return failed
+
+        planned = plan_pass(vault, inputs, checked.validation)
+        result = _with_plan(so_far, planned)
+        if options.dry_run or step is None:
+            return replace(result, status="dry-run")
+        if (options.propose or vault.config.review) and not options.apply_proposal:
+            return propose(vault, inputs, result, record, now)
+        if not planned.writes and not planned.converged:
+            return replace(
+                result,
+                status="nothing",
+                message="the engine changed nothing and converged no note; nothing was committed",
+            )
         applying = True
-        return _finish(
-            vault,
-            options,
-            state,
-            selection,
-            validation,
-            raw_originals,
-            originals,
-            step,
-            pass_date,
-            now,
+        applied = commit_pass(vault, step, inputs, planned, result, now)
+        result = replace(
             result,
-            record,
+            status="applied",
+            commit=applied.commit,
+            staged=applied.staged,
+            warnings=applied.warnings,
         )
+        record.write("result.json", result.to_json())
+        return result
     except KeyboardInterrupt as interrupt:
+        so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, interrupt)
         _record_outcome(
             record,
-            result,
+            so_far,
             step,
             now,
             "interrupted",
@@ -353,17 +437,466 @@ def _run_locked(
         )
         # the CLI prints this under "interrupted": what was and was not done
         interrupt.cmem_summary = interrupted_summary(
-            result, step.snapshot if step else None, applying
+            so_far, step.snapshot if step else None, applying
         )
         raise
     except CmemError as exc:
         from cmem.setup.trust import UntrustedCommand
 
+        so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, exc)
         refused = isinstance(exc, UntrustedCommand)
-        _record_outcome(record, result, step, now, "refused" if refused else "failed", str(exc))
+        _record_outcome(record, so_far, step, now, "refused" if refused else "failed", str(exc))
         if step is not None and not applying:  # an apply's own error already says what was kept
-            exc.args = (f"{exc}\n{failure_summary(result, step.snapshot)}",)
+            exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
         raise
+
+
+# --- the stages ---------------------------------------------------------------------------
+
+
+def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress) -> PassInputs:
+    """Scan, read every convergent file, select the pending notes that fit the budget."""
+    from cmem.scan.scanner import scan_vault
+    from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
+
+    state = load_state(vault.state_file)
+    progress("scanning", None)
+    scan = scan_vault(vault, state=state, only=options.only)
+    odd = tuple(odd_warnings(scan.odd))  # SPEC §1: a note cmem skips or will not rewrite, once
+    pass_date = now.date().isoformat()
+    if not scan.pending:
+        empty = Selection([], [], [])
+        return PassInputs(
+            state, pass_date, {}, {}, set(), empty, frozenset(), odd, "nothing to converge"
+        )
+    originals, raw_originals = read_originals(vault)
+    hand_edited = hand_edited_files(vault, state)
+    budget = options.budget or vault.config.budget_tokens
+    fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+    selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    deferred_lines = frozenset(
+        (d.note, d.line)
+        for d in scan.deferred
+        if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)
+    )
+    nothing = (
+        None if selection.notes else "nothing to converge (the pending notes cannot be read now)"
+    )
+    return PassInputs(
+        state,
+        pass_date,
+        originals,
+        raw_originals,
+        hand_edited,
+        selection,
+        deferred_lines,
+        odd,
+        nothing,
+    )
+
+
+def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
+    prompt = assemble_prompt(
+        vault, inputs.selection.notes, inputs.originals, inputs.pass_date, inputs.hand_edited
+    )
+    raws = inputs.raw_originals
+    writable = {rel: text for rel, text in inputs.originals.items() if rewritable(raws[rel])}
+    warnings = tuple(
+        f"{rel} {unwritable_reason(raws[rel])}; the engine sees it, the pass never rewrites it"
+        for rel in sorted(inputs.originals)
+        if rel not in writable
+    )
+    return PromptPlan(prompt, writable, warnings)
+
+
+def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
+    """--emit-prompt (and the MCP tool): the agent that asked is a model too, so the prompt is
+    redacted as for any model."""
+    from cmem.text.secrets import redact_secrets
+
+    safe_prompt, redacted = redact_secrets(plan.prompt.text)
+    notice = (
+        [f"{redacted} credential-like strings were redacted from the prompt"] if redacted else []
+    )
+    return PassResult(
+        "prompt",
+        prompt=safe_prompt,
+        waiting=[p.rel for p in inputs.selection.waiting],
+        selected=[n.rel for n in inputs.selection.notes],
+        warnings=[*inputs.warnings, *notice],
+    )
+
+
+def choose_engine(
+    vault: Vault,
+    options: PassOptions,
+    inputs: PassInputs,
+    plan: PromptPlan,
+    progress: Progress,
+    record: RunRecord,
+) -> Engine:
+    """A --response file, the builtin engine, or the model command `setup/trust.py` allows."""
+    if options.response_text is not None:
+        reply = EngineReply(options.response_text)
+        return Engine("response", "response-file", None, lambda prompt, attempt: reply, 0)
+    use_builtin = options.engine == "builtin"
+    resolved = None
+    if not use_builtin:
+        from cmem.setup.trust import resolve_model_command
+
+        resolved = resolve_model_command(vault, options.llm)
+        if resolved.command is None:
+            if options.engine == "llm":
+                raise CmemError(
+                    "--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`)."
+                )
+            use_builtin = True
+    if use_builtin:
+        from cmem.converge.builtin import builtin_response
+
+        def builtin(prompt: str, attempt: int) -> EngineReply:
+            notes = inputs.selection.notes
+            return EngineReply(builtin_response(vault, notes, plan.writable, inputs.pass_date))
+
+        return Engine("builtin", "builtin", None, builtin, 0)
+
+    def ask(prompt: str, attempt: int) -> EngineReply:
+        from cmem.converge.model_command import run_model_command
+        from cmem.text.secrets import redact_secrets
+
+        safe_prompt, redacted = redact_secrets(prompt)
+        notice = (
+            [f"{redacted} credential-like strings were redacted from the prompt"]
+            if redacted
+            else []
+        )
+        label = (
+            "asking the model"
+            if attempt == 1
+            else f"asking the model to repair (round {attempt - 1})"
+        )
+        try:
+            reply = run_model_command(
+                resolved.command,
+                safe_prompt,
+                timeout=resolved.timeout,
+                max_output_bytes=resolved.max_output_bytes,
+                on_tick=lambda elapsed: progress(label, elapsed, resolved.timeout),
+            )
+        except CmemError as exc:
+            # keep what the model did say: the run record is where a user looks next
+            record.write(
+                f"failure-{attempt}.json",
+                {
+                    "error": str(exc),
+                    "reason": getattr(exc, "reason", None),
+                    "stdout": getattr(exc, "stdout", "")[-20000:],
+                    "stderr": getattr(exc, "stderr", ""),
+                    "elapsed": getattr(exc, "elapsed", None),
+                },
+            )
+            raise
+        model_notes = [f"model: {warning}" for warning in reply.warnings]
+        return EngineReply(reply.stdout, tuple(notice + model_notes))
+
+    return Engine("llm", "llm", resolved.command, ask, vault.config.repair_rounds)
+
+
+def parse_reply(text: str) -> ParsedReply:
+    from cmem.converge.reply_text import clean_reply
+    from cmem.converge.response import parse_response
+
+    # ANSI codes and a reasoning model's leading <think> block are no part of the answer
+    cleaned = clean_reply(text)
+    return ParsedReply(cleaned.text, parse_response(cleaned.text), tuple(cleaned.removed))
+
+
+def check_replies(
+    vault: Vault,
+    engine: Engine,
+    prompt: Prompt,
+    context: PassContext,
+    record: RunRecord,
+    progress: Progress,
+) -> CheckedChange:
+    """Engine → parse → validate, with repair rounds for a model. A CmemError or Ctrl-C raised
+    on the way carries `cmem_rounds` (how many times the engine was asked) for the report."""
+    engine_warnings: list[str] = []
+    current_prompt = prompt.text
+    # a valid reply with likely inventions, kept while the model is asked once more
+    acceptable: tuple[Validation, list[str]] | None = None
+    rounds = engine.repair_rounds
+    # The last rejected reply's problems: why the pass failed, or, once a repair round is
+    # accepted, what the repair fixed (they stay in the result, as `--json` has always shown).
+    rejected: tuple[str, ...] = ()
+    attempt = 0
+    try:
+        for attempt in range(1, rounds + 2):
+            reply = engine.ask(current_prompt, attempt)
+            engine_warnings += reply.warnings
+            parsed, validation = _check_reply(vault, reply, attempt, context, record)
+            issues = validation.errors  # the parser's own errors and warnings are included
+            warnings = [str(w) for w in validation.warnings]
+            if issues:
+                rejected = tuple(str(i) for i in issues)
+            if not issues and validation.inventions and acceptable is None and attempt <= rounds:
+                # A likely invention goes back once ("cite the note that says this or drop it");
+                # only a second answer, or this one if the second is worse, is applied with the
+                # warning.
+                acceptable = (validation, warnings)
+                progress(
+                    f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them",
+                    None,
+                )
+                current_prompt = _ask_again(
+                    vault, prompt, parsed, validation.inventions, attempt, context, record
+                )
+                continue
+            if not issues:
+                return CheckedChange(validation, attempt, (*engine_warnings, *warnings), rejected)
+            if acceptable is not None:
+                return CheckedChange(acceptable[0], attempt, (*engine_warnings, *acceptable[1]), ())
+            if attempt <= rounds:
+                progress(
+                    f"response rejected ({len(issues)} problems); asking the model to repair it",
+                    None,
+                )
+                current_prompt = _ask_again(vault, prompt, parsed, issues, attempt, context, record)
+    except (CmemError, KeyboardInterrupt) as stop:
+        stop.cmem_rounds = attempt  # the report says how many times the engine was asked
+        raise
+    return CheckedChange(None, attempt, tuple(engine_warnings), rejected)
+
+
+def _check_reply(
+    vault: Vault, reply: EngineReply, attempt: int, context: PassContext, record: RunRecord
+) -> tuple[ParsedReply, Validation]:
+    """One reply parsed and validated; the run record keeps the reply and the verdict."""
+    from cmem.converge.validate import validate_response
+
+    record.write(f"response-{attempt}.txt", reply.text)
+    parsed = parse_reply(reply.text)
+    validation = validate_response(vault, parsed.response, context)
+    record.write(
+        f"validation-{attempt}.json",
+        {
+            "errors": [str(i) for i in validation.errors],
+            "warnings": [str(w) for w in validation.warnings],
+            "removed": list(parsed.removed),
+        },
+    )
+    return parsed, validation
+
+
+def _ask_again(
+    vault: Vault,
+    prompt: Prompt,
+    parsed: ParsedReply,
+    issues: list,
+    attempt: int,
+    context: PassContext,
+    record: RunRecord,
+) -> str:
+    """The repair prompt: the whole first prompt, the reply, what to fix; kept in the record."""
+    from cmem.converge.validate import format_issues
+
+    repair = repair_prompt(
+        vault, prompt.text, parsed.text, format_issues(issues), context.pass_date
+    )
+    record.write(f"prompt-{attempt + 1}.txt", repair)
+    return repair
+
+
+def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> PlannedPass:
+    """Which notes converged or were deferred, the new texts, the fate of every signal line."""
+    by_rel = {n.rel: n for n in inputs.selection.notes}
+    converged = _entries_notes(validation.converged, by_rel)
+    deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
+    writes = dict(validation.writes)
+    lines = _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+    pending = tuple(
+        f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
+        "it stays pending (`cmem scan` shows it)"
+        for fate in lines
+        if fate.where == "pending"
+    )
+    diff, diffstat = make_diff(inputs.originals, writes)
+    into = _into(validation.converged, by_rel)
+    return PlannedPass(
+        converged, deferred, writes, into, lines, diff, diffstat, validation.moves, pending
+    )
+
+
+def propose(
+    vault: Vault, inputs: PassInputs, result: PassResult, record: RunRecord, now: datetime
+) -> PassResult:
+    """Review mode: the run record is the proposal; `cmem apply` runs the pass again from it."""
+    from cmem.converge.proposal import Proposal, save_proposal
+
+    selected = [n.rel for n in inputs.selection.notes]
+    timestamp = now.isoformat(timespec="seconds")
+    save_proposal(vault, Proposal(result.pass_id, str(record.folder), selected, timestamp))
+    return replace(
+        result,
+        status="proposed",
+        message="proposal saved: review and apply it with `cmem apply`, or discard it with `cmem apply --drop`",
+    )
+
+
+def stage_changes(
+    vault: Vault, inputs: PassInputs, planned: PlannedPass, so_far: PassResult, now: datetime
+) -> StagedChanges:
+    """The memory files in their own line ends, state.json with the converged notes and this
+    pass, and the archive checklist with the converged notes staged."""
+    pass_id, pass_date, state = so_far.pass_id, inputs.pass_date, inputs.state
+    changes = ChangeSet()
+    for rel, text in planned.writes.items():
+        raw = inputs.raw_originals.get(rel)
+        changes.write(rel, in_line_ends(text, raw), raw)
+    by_rel = {n.rel: n for n in inputs.selection.notes}
+    state_bytes = current_bytes(vault.state_file)
+    checklist_bytes = current_bytes(vault.checklist_path)
+    notes = dict(state.notes)  # a new State: the one read stays as it was read
+    stage_entries = []
+    for rel in planned.converged:
+        note = by_rel[rel]
+        left_pending = _pending_lines(note, planned.lines, inputs.deferred_lines)
+        notes[rel] = ConvergedNote(
+            sha256=note.sha256,
+            lines=_converged_lines(state, note, left_pending),
+            pass_id=pass_id,
+            time=now.isoformat(timespec="seconds"),
+            into=sorted(planned.into.get(rel, [])),
+        )
+        target = archive_target(
+            vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
+        )
+        stage_entries.append(
+            StageEntry(note.name, target, sorted(planned.into.get(rel, [])), note.sha256)
+        )
+    record_entry = StepRecord(
+        pass_id,
+        "converge",
+        now.isoformat(timespec="seconds"),
+        notes=planned.converged,
+        changed=so_far.changed,
+        engine=so_far.engine,
+        model=so_far.model,
+        warnings=len(so_far.warnings),
+    )
+    new_state = State(notes=notes, passes=[*state.passes, record_entry.to_json()])
+    changes.write(vault.rel(vault.state_file), state_to_bytes(new_state), state_bytes)
+    if stage_entries:
+        current = (
+            checklist_bytes.decode("utf-8", errors="replace")
+            if checklist_bytes is not None
+            else None
+        )
+        staged_text = stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language)
+        changes.write(
+            vault.checklist_rel, in_line_ends(staged_text, checklist_bytes), checklist_bytes
+        )
+    return StagedChanges(changes, [e.note_name for e in stage_entries])
+
+
+def commit_pass(
+    vault: Vault,
+    step: Step,
+    inputs: PassInputs,
+    planned: PlannedPass,
+    so_far: PassResult,
+    now: datetime,
+) -> AppliedPass:
+    """Through the step layer: journal, all-or-nothing apply, commit."""
+    staged = stage_changes(vault, inputs, planned, so_far, now)
+    # checked last, just before the commit: the edits made while the model ran
+    warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
+    message = commit_message(
+        replace(so_far, staged=staged.staged, warnings=warnings), inputs.selection
+    )
+    return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
+
+
+# --- building the PassResult --------------------------------------------------------------
+
+
+def _result_so_far(
+    pass_id: str,
+    inputs: PassInputs,
+    plan: PromptPlan,
+    engine: Engine,
+    checked: CheckedChange,
+    record: RunRecord,
+) -> PassResult:
+    """A failed pass's result, as far as the engine and the validator took it; the other exits
+    build on it."""
+    return PassResult(
+        "failed",
+        pass_id=pass_id,
+        waiting=[p.rel for p in inputs.selection.waiting],
+        signals=sum(len(n.signals) for n in inputs.selection.notes),
+        warnings=[*inputs.warnings, *plan.warnings, *checked.warnings],
+        errors=list(checked.errors),
+        run_dir=str(record.folder),
+        selected=[n.rel for n in inputs.selection.notes],
+        engine=engine.name,
+        model=engine.model,
+        rounds=checked.rounds,
+    )
+
+
+def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
+    return replace(
+        result,
+        converged=list(planned.converged),
+        deferred=list(planned.deferred),
+        changed=sorted(planned.writes),
+        lines=list(planned.lines),
+        diff=planned.diff,
+        diffstat=list(planned.diffstat),
+        moved=list(planned.moved),
+        warnings=[*result.warnings, *planned.warnings],
+    )
+
+
+def _stopped_so_far(
+    pass_id: str,
+    inputs: PassInputs,
+    engine: Engine | None,
+    checked: CheckedChange | None,
+    record: RunRecord,
+    stop: BaseException,
+) -> PassResult:
+    """What a pass stopped by an error or Ctrl-C had done: the outcome record and the summary
+    read the engine, the rounds and the run record from it."""
+    rounds = checked.rounds if checked is not None else getattr(stop, "cmem_rounds", 0)
+    return PassResult(
+        "failed",
+        pass_id=pass_id,
+        run_dir=str(record.folder),
+        selected=[n.rel for n in inputs.selection.notes],
+        engine=engine.name if engine else None,
+        model=engine.model if engine else None,
+        rounds=rounds,
+    )
+
+
+def _record_run(record: RunRecord, engine: Engine, inputs: PassInputs, plan: PromptPlan) -> None:
+    redacted = record.write("prompt.txt", plan.prompt.text)
+    record.write(
+        "run.json",
+        {
+            "engine": engine.kind,
+            "model": engine.model,
+            "notes": [n.rel for n in inputs.selection.notes],
+            "pass_date": inputs.pass_date,
+            "redacted": redacted,
+            "raw_prompt_kept": not record.redact,
+        },
+    )
+
+
+# --- reports and helpers -------------------------------------------------------------------
 
 
 def failure_summary(result: PassResult, snapshot: str | None) -> str:
@@ -441,289 +974,17 @@ def _record_outcome(
         pass  # the failure being reported matters more than its record
 
 
-def _context(
-    vault: Vault,
-    selection: Selection,
-    originals: dict[str, str],
-    pass_date: str,
-    allow_shrink: bool,
-):
+def _context(vault: Vault, inputs: PassInputs, plan: PromptPlan, allow_shrink: bool) -> PassContext:
     from cmem.converge.validate import PassContext
 
     return PassContext(
-        pass_date=pass_date,
-        selected=[n.rel for n in selection.notes],
-        originals=dict(originals),
+        pass_date=inputs.pass_date,
+        selected=[n.rel for n in inputs.selection.notes],
+        originals=dict(plan.writable),
         note_names=vault.note_names(),
         allow_shrink=allow_shrink,
-        source_texts={n.name: n.text for n in selection.notes},
+        source_texts={n.name: n.text for n in inputs.selection.notes},
     )
-
-
-def _converge(
-    vault,
-    options,
-    selection,
-    originals,
-    prompt: Prompt,
-    pass_date,
-    record: RunRecord,
-    result: PassResult,
-    progress,
-):
-    """Engine → parse → validate, with repair rounds for a model. Returns the Validation, or
-    None with `result` filled in when the pass failed."""
-    from cmem.converge.reply_text import clean_reply
-    from cmem.converge.response import parse_response
-    from cmem.converge.validate import format_issues, validate_response
-
-    ctx = _context(vault, selection, originals, pass_date, options.allow_shrink)
-    engine, ask = _engine(vault, options, selection, originals, pass_date, result, progress, record)
-    redacted = record.write("prompt.txt", prompt.text)
-    record.write(
-        "run.json",
-        {
-            "engine": engine,
-            "model": result.model,
-            "notes": [n.rel for n in selection.notes],
-            "pass_date": pass_date,
-            "redacted": redacted,
-            "raw_prompt_kept": not record.redact,
-        },
-    )
-    rounds = vault.config.repair_rounds if engine == "llm" and options.response_text is None else 0
-    current_prompt = prompt.text
-    acceptable = (
-        None  # a valid reply with likely inventions, kept while the model is asked once more
-    )
-    for attempt in range(1, rounds + 2):
-        result.rounds = attempt
-        response_text = ask(current_prompt, attempt)
-        record.write(f"response-{attempt}.txt", response_text)
-        # ANSI codes and a reasoning model's leading <think> block are no part of the answer
-        cleaned = clean_reply(response_text)
-        response_text = cleaned.text
-        response = parse_response(response_text)
-        validation = validate_response(vault, response, ctx)
-        issues = list(validation.errors)  # the parser's own errors and warnings are included
-        warnings = [str(w) for w in validation.warnings]
-        record.write(
-            f"validation-{attempt}.json",
-            {"errors": [str(i) for i in issues], "warnings": warnings, "removed": cleaned.removed},
-        )
-        if not issues and validation.inventions and acceptable is None and attempt <= rounds:
-            # A likely invention goes back once ("cite the note that says this or drop it");
-            # only a second answer, or this one if the second is worse, is applied with the warning.
-            acceptable = (validation, warnings)
-            progress(
-                f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them",
-                None,
-            )
-            current_prompt = repair_prompt(
-                vault, prompt.text, response_text, format_issues(validation.inventions), pass_date
-            )
-            record.write(f"prompt-{attempt + 1}.txt", current_prompt)
-            continue
-        if not issues:
-            result.warnings += warnings
-            result.moved = validation.moves
-            return validation
-        result.errors = [str(i) for i in issues]
-        if acceptable is not None:
-            result.errors = []
-            result.warnings += acceptable[1]
-            result.moved = acceptable[0].moves
-            return acceptable[0]
-        if attempt <= rounds:
-            progress(
-                f"response rejected ({len(issues)} problems); asking the model to repair it", None
-            )
-            current_prompt = repair_prompt(
-                vault, prompt.text, response_text, format_issues(issues), pass_date
-            )
-            record.write(f"prompt-{attempt + 1}.txt", current_prompt)
-    result.status = "failed"
-    asked = "once" if rounds == 0 else f"{rounds + 1} times ({rounds} repair rounds)"
-    result.message = f"the {engine} response was rejected after asking {asked}; nothing was written (run record: {record.folder})"
-    return None
-
-
-def _engine(
-    vault, options, selection, originals, pass_date, result: PassResult, progress, record: RunRecord
-):
-    """(engine name, ask(prompt, attempt) -> response text)."""
-    if options.response_text is not None:
-        result.engine = "response-file"
-        return "response", lambda prompt, attempt: options.response_text
-    use_builtin = options.engine == "builtin"
-    resolved = None
-    if not use_builtin:
-        from cmem.setup.trust import resolve_model_command
-
-        resolved = resolve_model_command(vault, options.llm)
-        if resolved.command is None:
-            if options.engine == "llm":
-                raise CmemError(
-                    "--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`)."
-                )
-            use_builtin = True
-    if use_builtin:
-        from cmem.converge.builtin import builtin_response
-
-        result.engine = "builtin"
-        return "builtin", lambda prompt, attempt: builtin_response(
-            vault, selection.notes, originals, pass_date
-        )
-    result.engine, result.model = "llm", resolved.command
-
-    def ask(prompt: str, attempt: int) -> str:
-        from cmem.converge.model_command import run_model_command
-        from cmem.text.secrets import redact_secrets
-
-        safe_prompt, redacted = redact_secrets(prompt)
-        if redacted:
-            result.warnings.append(
-                f"{redacted} credential-like strings were redacted from the prompt"
-            )
-        label = (
-            "asking the model"
-            if attempt == 1
-            else f"asking the model to repair (round {attempt - 1})"
-        )
-        try:
-            reply = run_model_command(
-                resolved.command,
-                safe_prompt,
-                timeout=resolved.timeout,
-                max_output_bytes=resolved.max_output_bytes,
-                on_tick=lambda elapsed: progress(label, elapsed, resolved.timeout),
-            )
-        except CmemError as exc:
-            # keep what the model did say: the run record is where a user looks next
-            record.write(
-                f"failure-{attempt}.json",
-                {
-                    "error": str(exc),
-                    "reason": getattr(exc, "reason", None),
-                    "stdout": getattr(exc, "stdout", "")[-20000:],
-                    "stderr": getattr(exc, "stderr", ""),
-                    "elapsed": getattr(exc, "elapsed", None),
-                },
-            )
-            raise
-        result.warnings += [f"model: {warning}" for warning in reply.warnings]
-        return reply.stdout
-
-    return "llm", ask
-
-
-def _finish(
-    vault,
-    options,
-    state,
-    selection,
-    validation,
-    raw_originals,
-    originals,
-    step: Step | None,
-    pass_date,
-    now,
-    result,
-    record,
-) -> PassResult:
-    pass_id = result.pass_id
-    by_rel = {n.rel: n for n in selection.notes}
-    converged = [rel for rel in _entries_notes(validation.converged, by_rel)]
-    result.converged = converged
-    result.deferred = [
-        {"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)
-    ]
-    writes = {rel: text for rel, text in validation.writes.items()}
-    result.changed = sorted(writes)
-    result.lines = _line_fates(vault, selection, converged, originals, writes)
-    result.warnings += [
-        f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
-        "it stays pending (`cmem scan` shows it)"
-        for fate in result.lines
-        if fate.where == "pending"
-    ]
-    result.diff, result.diffstat = make_diff(originals, writes)
-    if options.dry_run or step is None:
-        result.status = "dry-run"
-        return result
-    if (options.propose or vault.config.review) and not options.apply_proposal:
-        from cmem.converge.proposal import Proposal, save_proposal
-
-        save_proposal(
-            vault,
-            Proposal(
-                pass_id,
-                str(record.folder),
-                [n.rel for n in selection.notes],
-                now.isoformat(timespec="seconds"),
-            ),
-        )
-        result.status = "proposed"
-        result.message = "proposal saved: review and apply it with `cmem apply`, or discard it with `cmem apply --drop`"
-        return result
-    plan = ChangeSet()
-    for rel, text in writes.items():
-        plan.write(rel, in_line_ends(text, raw_originals.get(rel)), raw_originals.get(rel))
-    into = _into(validation.converged, by_rel)
-    state_bytes = current_bytes(vault.state_file)
-    checklist_bytes = current_bytes(vault.checklist_path)
-    stage_entries = []
-    for rel in converged:
-        note = by_rel[rel]
-        state.notes[rel] = ConvergedNote(
-            sha256=note.sha256,
-            lines=_converged_lines(
-                state, note, _pending_lines(note, result.lines, selection.deferred_lines)
-            ),
-            pass_id=pass_id,
-            time=now.isoformat(timespec="seconds"),
-            into=sorted(into.get(rel, [])),
-        )
-        stage_entries.append(
-            StageEntry(
-                note.name,
-                archive_target(
-                    vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
-                ),
-                sorted(into.get(rel, [])),
-                note.sha256,
-            )
-        )
-    if not writes and not converged:
-        result.status = "nothing"
-        result.message = "the engine changed nothing and converged no note; nothing was committed"
-        return result
-    record_entry = StepRecord(
-        pass_id,
-        "converge",
-        now.isoformat(timespec="seconds"),
-        notes=converged,
-        changed=result.changed,
-        engine=result.engine,
-        model=result.model,
-        warnings=len(result.warnings),
-    )
-    state.passes.append(record_entry.to_json())
-    plan.write(vault.rel(vault.state_file), state_to_bytes(state), state_bytes)
-    if stage_entries:
-        current = (
-            checklist_bytes.decode("utf-8", errors="replace")
-            if checklist_bytes is not None
-            else None
-        )
-        staged_text = stage_notes(current, stage_entries, pass_id, pass_date, vault.config.language)
-        plan.write(vault.checklist_rel, in_line_ends(staged_text, checklist_bytes), checklist_bytes)
-    result.staged = [e.note_name for e in stage_entries]
-    result.warnings += changed_inputs(vault, selection)
-    result.commit = step.commit(plan, commit_message(result, selection))
-    result.status = "applied"
-    record.write("result.json", result.to_json())
-    return result
 
 
 def _match_note(name: str, by_rel: dict[str, SelectedNote]) -> str | None:
