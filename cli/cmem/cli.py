@@ -309,8 +309,8 @@ def context(
 
     _global["json"] = as_json
     result = build_context(
-        _open(vault).remember_listings(), topic=topic, budget=budget
-    )  # reads only: each layer listed once
+        _open(vault).remember_listings(), topic=topic, budget=budget, keep=True
+    )  # reads only: each layer listed once; keep: the material is stored for cmem.fast
     for problem in result.problems:
         _warn(problem)
     if as_json:

@@ -86,6 +86,10 @@ def answer(argv: list[str]) -> str | None:
         and all(not a.startswith("-") for a in argv[:-1])
     ):
         return _help(argv)
+    if "context" in argv:  # its own module: the bundle is assembled at print time (issue 13)
+        from cmem.reading.stored_context import answer as answer_context
+
+        return answer_context(argv)
     request = parse_read(argv)
     if request is None or request["rescan"]:
         return None
