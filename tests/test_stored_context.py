@@ -131,6 +131,25 @@ def test_stored_answers_print_what_the_full_command_prints(sample_vault):
     assert data["pending_total"] >= 1 and "2026-11-30 new.md" in out
 
 
+def test_a_stored_answer_imports_nothing_heavy(sample_vault):
+    from test_packaging import FAST_PATH_NEVER
+
+    warm(sample_vault)
+    code = (
+        "import sys; sys.argv = ['cmem', 'context', '--vault', sys.argv[1]];"
+        " from cmem.fast import main; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, str(sample_vault)],
+        capture_output=True,
+        text=True,
+    )
+    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
+    assert "cmem.reading.stored_context" in modules
+    for heavy in (*FAST_PATH_NEVER, "cmem.text.tokens", "cmem.atomic", "tempfile"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
+
+
 def test_the_light_path_records_reads(sample_vault):
     warm(sample_vault)
     read_times_file(sample_vault).unlink(missing_ok=True)

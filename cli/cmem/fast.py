@@ -86,10 +86,12 @@ def answer(argv: list[str]) -> str | None:
         and all(not a.startswith("-") for a in argv[:-1])
     ):
         return _help(argv)
-    if "context" in argv:  # its own module: the bundle is assembled at print time (issue 13)
-        from cmem.reading.stored_context import answer as answer_context
+    if "context" in argv or "--emit-prompt" in argv:  # their own modules (issue 13)
+        from cmem.reading import stored_context, stored_prompt
 
-        return answer_context(argv)
+        out = stored_context.answer(argv) or stored_prompt.answer(argv)
+        if out is not None:
+            return out
     request = parse_read(argv)
     if request is None or request["rescan"]:
         return None
