@@ -125,3 +125,42 @@ def test_other_requests_are_neither_answered_nor_stored(sample_vault, extra):
     assert not hit and out != plain
     again, hit, _ = emit(sample_vault)
     assert hit and again == plain
+
+
+def test_topic_words_are_kept_by_text_so_an_edit_is_ranked_anew(make_vault):
+    """Over the budget, topic files are ranked by the words they share with the signal lines; the
+    words of each file are kept in the machine folder (converge/prompt.py: _TermsMemo) by a digest
+    of its text, so a file whose text changed is read again and a damaged memo is only slower."""
+    from cmem.converge.pipeline import PassOptions, run_pass
+    from cmem.vault.layers import open_vault
+
+    filler = "".join(f"- 第 {n} 条关于烘焙和面包的记录（来源：[[old]]）\n" for n in range(40))
+    root = make_vault(
+        {
+            "converged/topics/工具.md": "---\nsummary: 开发工具\n---\n# 工具\n\n- 用 pipenv 管理虚拟环境（来源：[[old]]）\n",
+            "converged/topics/烘焙.md": "---\nsummary: 烘焙\n---\n# 烘焙\n\n" + filler,
+            "archive/old.md": "x\n",
+            "n.md": "我决定改用 uv 管理虚拟环境\n",
+        },
+        config_yaml="budget_tokens: 500\n",
+        git=True,
+    )
+
+    def quoted() -> set[str]:
+        prompt = run_pass(open_vault(root), PassOptions(emit_prompt=True)).prompt
+        return {line for line in prompt.splitlines() if line.startswith("<file path=")}
+
+    assert '<file path="converged/topics/工具.md">' in quoted()
+    memo = open_vault(root).machine_dir / "topic-terms.marshal"
+    assert memo.exists()
+    (root / "converged/topics/工具.md").write_text(
+        "---\nsummary: 开发工具\n---\n# 工具\n\n- 用 vim 写代码（来源：[[old]]）\n",
+        encoding="utf-8",
+    )
+    with open(root / "converged/topics/烘焙.md", "a", encoding="utf-8") as handle:
+        handle.write("- 烤箱旁边的电脑也要管理虚拟环境（来源：[[old]]）\n")
+    now = quoted()
+    assert '<file path="converged/topics/烘焙.md">' in now
+    assert '<file path="converged/topics/工具.md">' not in now
+    memo.write_bytes(b"\x00damaged")
+    assert quoted() == now
