@@ -15,8 +15,22 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
-from test_packaging import FAST_PATH_NEVER
+from support import git
+
+# What a stored answer never imports: the CLI framework, YAML, the config loader, the scanner
+# (the same list as tests/test_packaging.py's FAST_PATH_NEVER; no test imports another test module)
+FAST_PATH_NEVER = (
+    "typer",
+    "click",
+    "yaml",
+    "ruamel",
+    "cmem.cli",
+    "cmem.vault.config",
+    "cmem.vault.layers",
+    "cmem.scan",
+    "git",
+    "dataclasses",
+)
 
 HOUR_AGO = time.time() - 3600
 CORRECTION = "\n- 其实不是这样，以后都改用 pnpm 了\n"
