@@ -88,6 +88,12 @@ def answer(argv: list[str]) -> str | None:
         and all(not a.startswith("-") for a in argv[:-1])
     ):
         return _help(argv)
+    if "context" in argv or "--emit-prompt" in argv:  # their own modules (issue 13)
+        from cmem.reading import stored_context, stored_prompt
+
+        out = stored_context.answer(argv) or stored_prompt.answer(argv)
+        if out is not None:
+            return out
     recall = parse_recall(argv)
     if recall is not None:
         from cmem.reading.recall import stored_recall

@@ -201,6 +201,14 @@ def converge(
     writes = not (dry_run or emit_prompt)
     if writes:
         auto_sync(target, invoked, quiet=quiet)
+    kept = None
+    if emit_prompt and not any(
+        (engine, llm, dry_run, response, replay, only, budget, propose, allow_shrink, show_diff)
+        + (keep_raw_prompt, quiet, as_json)
+    ):  # the plain request, which cmem.fast answers from the stored prompt (issue 13)
+        from cmem.reading import stored_prompt
+
+        kept = stored_prompt.begin(target)
     spinner = Spinner(quiet=quiet or as_json or emit_prompt)
     try:
         result = run_pass(target, options, progress=spinner)
@@ -218,6 +226,8 @@ def converge(
     finally:
         spinner.done()
     if emit_prompt and result.prompt is not None:
+        if kept is not None:
+            stored_prompt.store(kept, result.prompt)
         typer.echo(result.prompt, nl=False)
         return
     if writes and result.status == "applied":

@@ -76,7 +76,10 @@ def context(
     from cmem.reading.context import build_context, render_context_markdown
 
     # reads only: each layer listed once
-    result = build_context(open_target(vault).remember_listings(), topic=topic, budget=budget)
+    # reads only: each layer listed once; keep: the material is stored for cmem.fast
+    result = build_context(
+        open_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
+    )
     for problem in result.problems:
         warn(problem)
     if as_json:

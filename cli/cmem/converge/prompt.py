@@ -8,6 +8,7 @@ the longest possible prefix between passes. Notes and files are quoted as data i
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -103,6 +104,7 @@ def touched_situational(
             )
             wanted |= terms(line)
         wanted |= {t for n in note.tags + note.links for t in terms(n.replace("-", " "))}
+    memo = _TermsMemo(vault) if wanted else None  # no notes, no words wanted: no files' words
     scored = []
     for path in paths:
         text = originals[path]
@@ -117,10 +119,13 @@ def touched_situational(
             | terms(_summary(text))
         )
         # statements weigh less than the file's own name: shared vocabulary is everywhere
-        shared_name, shared_body = len(wanted & words), len(wanted & terms(text)) if wanted else 0
+        shared_name = len(wanted & words)
+        shared_body = len(wanted & memo.terms(text)) if wanted else 0
         score = 3 * shared_name + shared_body
         if score:
             scored.append((-float(score), path))
+    if memo is not None:
+        memo.save()
     chosen, used = [], 0
     for _, path in sorted(scored):
         if chosen and used + costs[path] > limit:
@@ -128,6 +133,70 @@ def touched_situational(
         chosen.append(path)
         used += costs[path]
     return sorted(chosen)
+
+
+class _TermsMemo:
+    """The words of each topic file's whole text (converge.words.terms), kept in the machine
+    folder by a digest of the text: on a large vault they were most of building a prompt (a
+    thousand files' bigrams, every pass and every --emit-prompt), and a file's words change only
+    when its text does. Kept under the stats of the modules that define the words, so a changed
+    definition starts afresh; a missing or damaged memo only costs the time."""
+
+    FILE = "topic-terms.marshal"
+
+    def __init__(self, vault: Vault):
+        self.path = vault.machine_dir / self.FILE
+        self.old: dict = {}
+        self.new: dict = {}
+        try:
+            import marshal
+
+            data = marshal.loads(self.path.read_bytes())
+            if isinstance(data, dict) and data.get("header") == self._header():
+                self.old = data["terms"]
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            pass
+
+    @staticmethod
+    def _header() -> tuple:
+        from cmem import __version__
+        from cmem.converge import words
+        from cmem.text import scripts, terms
+
+        stats = []
+        for module in (words, terms, scripts):
+            st = os.stat(module.__file__)
+            stats.append((st.st_mtime_ns, st.st_size))
+        return (1, __version__, tuple(stats))
+
+    def terms(self, text: str) -> frozenset[str]:
+        import hashlib
+
+        from cmem.converge.words import terms
+
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self.old.get(key)
+        if found is None:
+            found = terms(text)
+        self.new[key] = found
+        return found
+
+    def save(self) -> None:
+        """Only the files seen this time are kept: a removed file's words go with it."""
+        if not self.new or self.new.keys() == self.old.keys():
+            return
+        import marshal
+        import sys
+
+        from cmem.atomic import write_atomic
+
+        # interned, a word shared by many files is stored once (marshal writes a reference to
+        # an object it has written): half the size, and a third less to load
+        new = {key: frozenset(map(sys.intern, found)) for key, found in self.new.items()}
+        try:
+            write_atomic(self.path, marshal.dumps({"header": self._header(), "terms": new}))
+        except (OSError, ValueError):
+            pass  # a read-only machine folder only costs speed
 
 
 def _summary(text: str) -> str:

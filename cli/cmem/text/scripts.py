@@ -26,25 +26,41 @@ CJK = HAN + KANA + HANGUL
 PUNCTUATION = "\u3000-\u303f\uff00-\uffef"  # CJK symbols and punctuation, full-width forms
 CJK_WIDE = CJK + PUNCTUATION
 
-HAN_CHAR = re.compile(f"[{HAN}]")
-HAN_RUN = re.compile(f"[{HAN}]+")
-CJK_CHAR = re.compile(f"[{CJK}]")
-CJK_RUN = re.compile(f"[{CJK}]+")
-CJK_WIDE_CHAR = re.compile(f"[{CJK_WIDE}]")
+# The compiled classes, made on first use (PEP 562): compiling a class that spans tens of
+# thousands of code points walks every one of them, and the five together cost ~15 ms at import
+# (several times that under load) — the light path of `cmem context` needs only the strings above.
+_PATTERNS = {
+    "HAN_CHAR": f"[{HAN}]",
+    "HAN_RUN": f"[{HAN}]+",
+    "CJK_CHAR": f"[{CJK}]",
+    "CJK_RUN": f"[{CJK}]+",
+    "CJK_WIDE_CHAR": f"[{CJK_WIDE}]",
+}
+
+
+def __getattr__(name: str) -> re.Pattern:
+    if name not in _PATTERNS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    pattern = globals()[name] = re.compile(_PATTERNS[name])
+    return pattern
+
+
+def _compiled(name: str) -> re.Pattern:
+    return globals().get(name) or __getattr__(name)
 
 
 def is_han(ch: str) -> bool:
-    return HAN_CHAR.match(ch) is not None
+    return _compiled("HAN_CHAR").match(ch) is not None
 
 
 def is_cjk(ch: str) -> bool:
     """A Han character, kana or a Hangul syllable (punctuation is not)."""
-    return CJK_CHAR.match(ch) is not None
+    return _compiled("CJK_CHAR").match(ch) is not None
 
 
 def han_count(text: str) -> int:
-    return len(HAN_CHAR.findall(text))
+    return len(_compiled("HAN_CHAR").findall(text))
 
 
 def cjk_count(text: str) -> int:
-    return len(CJK_CHAR.findall(text))
+    return len(_compiled("CJK_CHAR").findall(text))

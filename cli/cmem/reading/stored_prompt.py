@@ -1,0 +1,84 @@
+"""`cmem converge --emit-prompt` from a stored prompt, while nothing it depends on changed.
+
+An agent that is itself the model asks for the prompt at every session (`converge_prompt` in the
+MCP server does the same work); building it scans the divergent layer, reads every memory file
+and ranks the topic files against the selected notes — seconds on a large vault. The prompt is
+a function of the vault's files, the config, the state and the commit of the last pass (hand
+edits are found against it), and the date: all in `cmem.reading.stored_results`'s key, with the
+same racy-timestamp rule. The one input outside that key is `.gitignore` (an untracked memory file
+counts as hand-edited unless ignored), so its stat is this entry's parameter. Only the plain
+request is stored and answered (`--emit-prompt`, `--vault`): `--only`, `--budget` and the rest run
+the full command. Stdlib only at import, like the rest of the light path.
+"""
+
+from __future__ import annotations
+
+import os
+
+COMMAND = "emit-prompt"
+
+
+def params(root: str) -> tuple:
+    """The stat of the vault's `.gitignore` (or its absence), part of the entry's name and key."""
+    try:
+        st = os.stat(os.path.join(root, ".gitignore"))
+    except OSError:
+        return ((),)
+    return ((st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns),)
+
+
+def parse(argv: list[str]) -> dict | None:
+    """`[--vault V] [--no-color] converge [--vault V] --emit-prompt`, or None: anything else is
+    the full command's (options that change the prompt, a TAB completion, an error to report)."""
+    if os.environ.get("_CMEM_COMPLETE"):
+        return None
+    request = {"vault": None, "emit": False}
+    seen = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--vault" and args:
+            request["vault"] = args.pop(0)
+        elif arg.startswith("--vault="):
+            request["vault"] = arg[len("--vault=") :]
+        elif arg == "--no-color" and not seen:
+            pass  # the prompt is never coloured
+        elif arg == "converge" and not seen:
+            seen = True
+        elif arg == "--emit-prompt" and seen:
+            request["emit"] = True
+        else:
+            return None
+    if not (seen and request["emit"]) or request["vault"] == "":
+        return None
+    return request
+
+
+def answer(argv: list[str]) -> str | None:
+    """The stored prompt for `argv`, or None when there is none to trust."""
+    from cmem.reading.stored_results import entry_path, find_root, load_entry, still_valid
+
+    request = parse(argv)
+    if request is None:
+        return None
+    root = find_root(request["vault"])
+    if root is None:
+        return None
+    entry = load_entry(entry_path(root, COMMAND, params(root)))
+    if entry is None or not still_valid(entry, root):
+        return None
+    return entry["payload"]["stdout"]
+
+
+def begin(vault) -> dict | None:
+    """Called by `cmem converge --emit-prompt` before it reads the vault (stored_results.begin)."""
+    from cmem.reading import stored_results
+
+    return stored_results.begin(vault, COMMAND, params(str(vault.root)))
+
+
+def store(pending: dict | None, prompt: str) -> None:
+    """What the command printed, for the next call whose key matches."""
+    from cmem.reading import stored_results
+
+    stored_results.store(pending, {"stdout": prompt})

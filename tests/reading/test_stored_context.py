@@ -1,0 +1,273 @@
+"""`cmem context` from its stored material (cmem.reading.stored_context): a warm call is answered
+without typer, and prints byte for byte what the full command prints from the same vault, config
+and read times — text and --json, warnings too — and never a stale bundle: each test changes the
+vault as a person or a tool does and checks the next call shows the truth.
+
+Whether a call was answered from the store is read from `python -X importtime`: a stored answer
+never imports typer. The full command is run through `cmem.cli.main` directly, past the light path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cmem.reading import stored_context
+from cmem.reading.context import build_context, render_context_markdown
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.layers import machine_dir_for, open_vault
+from support import git
+
+HOUR_AGO = time.time() - 3600
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
+
+
+def run(vault: Path, *argv: str, full: bool = False) -> tuple[str, str, bool]:
+    """cmem in a real process: (stdout, stderr, answered from the store?). `full`: the real
+    command, as a miss runs it."""
+    entry = "from cmem.cli import main" if full else "from cmem.fast import main"
+    args = ["context", *argv, "--vault", str(vault)]
+    code = f"import sys; sys.argv = ['cmem', *{args!r}]; {entry}; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines(keepends=True)
+    modules = {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
+    err = "".join(line for line in lines if not line.startswith("import time:"))
+    return result.stdout, err, "typer" not in modules
+
+
+def settle(root: Path) -> None:
+    """Every file and folder of the vault (its .git too) an hour old, so its listing may be
+    stored (the racy-timestamp rule)."""
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), (HOUR_AGO, HOUR_AGO), follow_symlinks=False)
+        os.utime(folder, (HOUR_AGO, HOUR_AGO))
+
+
+def read_times_file(vault: Path) -> Path:
+    return machine_dir_for(vault.resolve()) / "read-times.json"
+
+
+def same_as_full(vault: Path, *argv: str) -> str:
+    """A stored answer, checked against the full command run from the same read times."""
+    times = read_times_file(vault)
+    before = times.read_bytes() if times.exists() else None
+    light = run(vault, *argv)
+    assert light[2], f"context {argv} should have been answered from the stored material"
+    recorded = set(json.loads(times.read_text("utf-8")))
+    if before is None:
+        times.unlink()
+    else:
+        times.write_bytes(before)
+    full = run(vault, *argv, full=True)
+    assert light[:2] == full[:2]
+    assert recorded == set(json.loads(times.read_text("utf-8")))  # the same files recorded
+    return light[0]
+
+
+def warm(vault: Path) -> str:
+    """Store the material (a miss runs the full command, which stores it); what it printed."""
+    settle(vault)
+    out, _, hit = run(vault)
+    assert not hit
+    return out
+
+
+def commit_all(vault: Path, message: str) -> None:
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", message)
+
+
+ARGVS = [
+    (),
+    ("--json",),
+    ("--budget", "300"),  # the index cut to fit, topic files left out
+    ("--budget=300", "--json"),
+    ("--topic", "python", "--budget", "100000"),  # a topic, everything fits
+    ("--topic", "前端", "--json", "--budget", "100000"),
+]
+
+
+def test_stored_answers_print_what_the_full_command_prints(sample_vault):
+    core = sample_vault / "converged" / "core"
+    # three states: as shipped; a resident layer over its cap (a warning) with a credential in it;
+    # a new topic file and a new pending note
+    states = [
+        lambda: None,
+        lambda: (core / "big.md").write_text(
+            "# 大文件\n\n" + "很长的常驻内容，用来超过上限。\n" * 900 + f"token {SECRET}\n",
+            encoding="utf-8",
+        ),
+        lambda: (
+            (sample_vault / "converged" / "topics" / "rust.md").write_text(
+                "---\nsummary: Rust 笔记\nimportance: 9\ntags: [rust]\n---\n\n- 用 cargo\n",
+                encoding="utf-8",
+            ),
+            (sample_vault / "2026-11-30 new.md").write_text(
+                "# new\n\n- 其实不是这样，以后都改用 pnpm 了\n", encoding="utf-8"
+            ),
+        ),
+    ]
+    for change in states:
+        change()
+        warm(sample_vault)
+        for argv in ARGVS:
+            same_as_full(sample_vault, *argv)
+    _, err, _ = run(sample_vault)
+    assert "over resident_max_tokens" in err
+    out = same_as_full(sample_vault, "--json", "--budget", "100000")
+    data = json.loads(out)
+    assert data["redacted"] >= 1 and SECRET not in out
+    assert any(f["path"] == "converged/topics/rust.md" for f in data["situational"])
+    assert data["pending_total"] >= 1 and "2026-11-30 new.md" in out
+
+
+def test_a_stored_answer_imports_nothing_heavy(sample_vault):
+    warm(sample_vault)
+    code = (
+        "import sys; sys.argv = ['cmem', 'context', '--vault', sys.argv[1]];"
+        " from cmem.fast import main; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, str(sample_vault)],
+        capture_output=True,
+        text=True,
+    )
+    modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
+    assert "cmem.reading.stored_context" in modules
+    # the fast path's list (tests/test_packaging.py), and what the full `context` needs for the
+    # token estimate (the CJK class compiled) and durable writes
+    never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
+    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
+
+
+def test_the_light_path_records_reads(sample_vault):
+    warm(sample_vault)
+    read_times_file(sample_vault).unlink(missing_ok=True)
+    out, _, hit = run(sample_vault, "--json")
+    assert hit
+    times = json.loads(read_times_file(sample_vault).read_text("utf-8"))
+    included = [f["path"] for f in json.loads(out)["resident"] + json.loads(out)["situational"]]
+    assert included and set(included) <= set(times)
+    # the next call sees them: the index says when each file was last read
+    again, _, hit = run(sample_vault, "--json")
+    assert hit
+    index = json.loads(again)["index"]
+    assert index and all(entry["last_read"] == times[entry["path"]] for entry in index)
+
+
+def test_a_memory_file_edited_in_the_same_second_is_seen(sample_vault):
+    warm(sample_vault)
+    profile = sample_vault / "converged" / "core" / "profile.md"
+    with open(profile, "a", encoding="utf-8") as handle:
+        handle.write("\n- 新加的一行：喜欢用 Neovim\n")
+    out, _, hit = run(sample_vault)
+    assert not hit and "喜欢用 Neovim" in out
+    # just written: inside the racy window, so nothing was stored and the next call reads again
+    again, _, hit = run(sample_vault)
+    assert not hit and again == out
+    settle(sample_vault)
+    run(sample_vault)
+    assert "喜欢用 Neovim" in same_as_full(sample_vault)
+
+
+def test_an_edit_keeping_size_and_mtime_is_seen(sample_vault):
+    before = warm(sample_vault)
+    profile = sample_vault / "converged" / "core" / "profile.md"
+    text = profile.read_text("utf-8")
+    changed = text.replace("a", "b", 1)
+    assert changed != text and len(changed.encode()) == len(text.encode())
+    profile.write_text(changed, encoding="utf-8")
+    os.utime(profile, (HOUR_AGO, HOUR_AGO))  # only the ctime tells
+    out, _, hit = run(sample_vault)
+    assert not hit and out != before
+
+
+def test_topic_files_added_and_removed_are_seen(sample_vault):
+    topics = sample_vault / "converged" / "topics"
+    warm(sample_vault)
+    (topics / "go.md").write_text("---\nsummary: Go notes\n---\n\n- gofmt\n", encoding="utf-8")
+    os.utime(topics / "go.md", (HOUR_AGO, HOUR_AGO))
+    out, _, hit = run(sample_vault, "--json")
+    assert not hit and "converged/topics/go.md" in out
+    settle(sample_vault)
+    run(sample_vault)
+    (topics / "job-search.md").unlink()
+    out, _, hit = run(sample_vault, "--json")
+    assert not hit and "converged/topics/job-search.md" not in out and "topics/go.md" in out
+    settle(sample_vault)
+    run(sample_vault)
+    assert "converged/topics/job-search.md" not in same_as_full(sample_vault, "--json")
+
+
+def test_config_change_is_seen(sample_vault):
+    warm(sample_vault)
+    default = json.loads(same_as_full(sample_vault, "--json"))["budget"]
+    config = sample_vault / ".cmem" / "config.yaml"
+    config.write_text(config.read_text("utf-8") + "\nbudget_tokens: 777\n", encoding="utf-8")
+    os.utime(config, (HOUR_AGO, HOUR_AGO))  # size and ctime changed
+    out, _, hit = run(sample_vault, "--json")
+    assert not hit and json.loads(out)["budget"] == 777 != default
+    settle(sample_vault)
+    run(sample_vault)
+    assert json.loads(same_as_full(sample_vault, "--json"))["budget"] == 777
+
+
+def test_checkout_of_an_older_state_is_seen(sample_vault):
+    git(sample_vault, "branch", "older")
+    (sample_vault / "converged" / "topics" / "rust.md").write_text(
+        "---\nsummary: Rust\n---\n\n- cargo clippy\n", encoding="utf-8"
+    )
+    commit_all(sample_vault, "a topic file")
+    warm(sample_vault)
+    assert "cargo clippy" in same_as_full(sample_vault)
+    git(sample_vault, "checkout", "-q", "older")
+    out, _, hit = run(sample_vault)
+    assert not hit and "cargo clippy" not in out
+
+
+def test_a_topic_whose_files_do_not_fit_goes_to_the_full_command(sample_vault):
+    """Excerpts from the files left out need the full-text index: not the light path's."""
+    warm(sample_vault)
+    light, _, hit = run(sample_vault, "--topic", "面试", "--budget", "300")
+    assert not hit
+    assert light == run(sample_vault, "--topic", "面试", "--budget", "300", full=True)[0]
+
+
+@pytest.mark.parametrize("budget", [100, 300, 800, 3000, 10**6])
+def test_the_token_estimate_is_the_rendered_texts(sample_vault, budget):
+    """Context.tokens sums per-line counts instead of scanning the bundle: it must equal
+    estimate_tokens of the text, whatever was included, cut or left out."""
+    (sample_vault / "converged" / "core" / "mixed.md").write_text(
+        "# 混合 mixed\n\n- 全角，标点。カタカナ 한국어 ｆｕｌｌ e\u0301 😀\n", encoding="utf-8"
+    )
+    for topic in (None, "python", "前端"):
+        context = build_context(open_vault(sample_vault), topic=topic, budget=budget, record=False)
+        assert context.tokens == estimate_tokens(render_context_markdown(context))
+
+
+def test_wide_count_matches_the_token_estimates_class():
+    from cmem.text.scripts import CJK_WIDE_CHAR
+
+    samples = [
+        "",
+        "ascii",
+        "中文，标点。",
+        "カタカナ ひらがな 한국어",
+        "ｆｕｌｌ！",
+        "é ü ß — …",
+        "😀𠀀",
+    ]
+    samples.append("".join(chr(c) for c in range(0x2F00, 0x10000, 7) if not 0xD800 <= c < 0xE000))
+    for text in samples:
+        assert stored_context.wide_count(text) == len(CJK_WIDE_CHAR.findall(text)), text
