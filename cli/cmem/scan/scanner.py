@@ -22,7 +22,7 @@ import json
 import marshal
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
@@ -177,7 +177,17 @@ def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
         entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
         # the guard only tests equality: a digest is enough, and keeps the cache small
         entry.scan.hits = [
-            replace(hit, content_key=_digest(hit.content_key) if hit.content_key else "")
+            # built directly: dataclasses.replace costs more than the hit itself
+            Hit(
+                hit.line,
+                hit.cls,
+                hit.cue,
+                hit.excerpt,
+                hit.kind,
+                hit.line_key,
+                _digest(hit.content_key) if hit.content_key else "",
+                hit.keys,
+            )
             for hit in entry.scan.hits
         ]
         if entry.scan.flags.problem:
