@@ -111,16 +111,16 @@ def scan_vault(
     cache = _Cache.load(
         vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
     )
-    entries = []
-    for file in vault.list_layer(DIVERGENT):
-        entry = cache.entry(file, vault)
-        if entry is not None:
-            entries.append((file, entry))
-    index = cache.convergent_index(vault)
+    # One listing of each folder: the notes, the guard's convergent files and the odd names
+    # below all read the folders it holds.
+    with vault.listed_once():
+        entries = cache.entries(vault.list_layer(DIVERGENT), vault)
+        index = cache.convergent_index(vault)
+        odd = find_odd_names(vault)
     cache.save()
     result = _assemble(vault, entries, state, index)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
-    result.odd = sorted(result.odd + find_odd_names(vault), key=lambda o: (o.rel, o.kind))
+    result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
     if only:
         _keep_only(result, only, [file for file, _ in entries])
     return result
@@ -169,8 +169,8 @@ class _Entry:
         )
 
 
-def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
-    note = read_note(file, vault.config.max_note_bytes)
+def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> _Entry:
+    note = read_note(file, vault.config.max_note_bytes, st=st)
     entry = _Entry(note.mtime_ns, note.size, time.time_ns(), note.sha256, note.skip_reason)
     entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
     if note.usable:
@@ -195,6 +195,74 @@ def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
                 ["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"]
             )
     return entry
+
+
+# A cold scan reads and scans every note, each on its own: from this many notes to read on,
+# they are shared among processes, one per core. Below it, starting the processes costs more
+# than they save, and a small vault stays in one process.
+PARALLEL_MIN_READS = 400
+
+
+def _read_entries(files: list[tuple[NoteFile, os.stat_result]], vault: Vault) -> list[_Entry]:
+    """The entries of `files` (each with the stat just taken), read and scanned, in order."""
+    workers = _workers(len(files))
+    if workers > 1:
+        entries = _read_in_processes(files, vault, workers)
+        if entries is not None:
+            return entries
+    return [_read_entry(file, vault, st) for file, st in files]
+
+
+def _workers(reads: int) -> int:
+    """How many processes share `reads` notes: 1 unless there are enough notes, more than
+    one core, and a fork is safe (it copies only the calling thread: none other may run)."""
+    if reads < PARALLEL_MIN_READS:
+        return 1
+    import multiprocessing
+    import threading
+
+    if threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, reads * 2 // PARALLEL_MIN_READS))
+
+
+# What the forked workers read: set before the fork, so the files and the vault reach them as
+# the parent's memory rather than pickled.
+_SHARED: tuple[list[tuple[NoteFile, os.stat_result]], Vault] | None = None
+
+
+def _read_slice(bounds: tuple[int, int]) -> list[dict]:
+    files, vault = _SHARED
+    return [_read_entry(file, vault, st).to_json() for file, st in files[bounds[0] : bounds[1]]]
+
+
+def _read_in_processes(
+    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, workers: int
+) -> list[_Entry] | None:
+    """Read the notes in `workers` forked processes, slices of the list in order; None when
+    the processes cannot be had (then the caller reads them itself)."""
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _SHARED
+    # a few slices per worker, so one slow slice does not leave the other cores idle
+    step = -(-len(files) // (workers * 4))
+    bounds = [(start, start + step) for start in range(0, len(files), step)]
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # a forked child flushes its copy of the buffers when it exits
+    _SHARED = (files, vault)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return [
+                _Entry.from_json(data) for part in pool.map(_read_slice, bounds) for data in part
+            ]
+    except (OSError, BrokenProcessPool):
+        return None
+    finally:
+        _SHARED = None
 
 
 def _fingerprint(vault: Vault) -> str:
@@ -266,26 +334,32 @@ class _Cache:
         cache.dirty = data is None
         return cache
 
-    def entry(self, file: NoteFile, vault: Vault) -> _Entry | None:
-        """The note's entry: from the cache when its (mtime, size) still match, else read."""
-        try:
-            st = os.stat(file.path, follow_symlinks=False)
-        except OSError:
-            return None  # gone since the listing
-        cached = self._cached(file.rel)
-        if (
-            cached
-            and cached.mtime_ns == st.st_mtime_ns
-            and cached.size == st.st_size
-            and _trusted(cached.mtime_ns, cached.read_ns)
-        ):
-            self.notes[file.rel] = cached
-            return cached
-        entry = _read_entry(file, vault)
-        self.reads += 1
-        self.notes[file.rel] = entry
-        self.dirty = True
-        return entry
+    def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, _Entry]]:
+        """Each listed note with its entry, in listing order: from the cache when its (mtime,
+        size) still match, else read — by several processes when many are to be read."""
+        found: dict[str, _Entry] = {}
+        misses = []
+        for file in files:
+            try:
+                st = os.stat(file.location, follow_symlinks=False)
+            except OSError:
+                continue  # gone since the listing
+            cached = self._cached(file.rel)
+            if (
+                cached
+                and cached.mtime_ns == st.st_mtime_ns
+                and cached.size == st.st_size
+                and _trusted(cached.mtime_ns, cached.read_ns)
+            ):
+                found[file.rel] = cached
+            else:
+                misses.append((file, st))
+        for (file, _), entry in zip(misses, _read_entries(misses, vault)):
+            found[file.rel] = entry
+        self.reads += len(misses)
+        self.dirty = self.dirty or bool(misses)
+        self.notes.update(found)
+        return [(file, found[file.rel]) for file in files if file.rel in found]
 
     def _cached(self, rel: str) -> _Entry | None:
         raw = self.raw_notes.get(rel)
@@ -304,7 +378,7 @@ class _Cache:
         changed = False
         for file in vault.convergent_files():
             try:
-                st = os.stat(file.path, follow_symlinks=False)
+                st = os.stat(file.location, follow_symlinks=False)
             except OSError:
                 continue
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
@@ -314,7 +388,7 @@ class _Cache:
                 and cached.get("s") == st.st_size
                 and _trusted(st.st_mtime_ns, cached.get("r", 0))
             ):
-                cached = _convergent_entry(file, vault)
+                cached = _convergent_entry(file, vault, st)
                 changed = True
             files[file.rel] = cached
         if set(files) != set(raw_files):
@@ -388,9 +462,9 @@ def _digest(key: str) -> str:
     return hashlib.blake2b(key.encode("utf-8"), digest_size=_DIGEST_CHARS // 2).hexdigest()
 
 
-def _convergent_entry(file: NoteFile, vault: Vault) -> dict:
+def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> dict:
     """One convergent file's statements and retired wordings, as cached."""
-    note = read_note(file, vault.config.max_note_bytes)
+    note = read_note(file, vault.config.max_note_bytes, st=st)
     entry = {
         "m": note.mtime_ns,
         "s": note.size,

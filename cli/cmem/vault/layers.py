@@ -11,6 +11,7 @@ import fnmatch
 import hashlib
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -346,7 +347,7 @@ class Vault:
         found, stack = [], [self.root / base]
         while stack:
             try:
-                entries = list(os.scandir(stack.pop()))
+                entries = self.scandir(stack.pop())
             except OSError:
                 continue
             for entry in entries:
@@ -365,6 +366,37 @@ class Vault:
         (a status asked 7 times). Never for a writer, whose later listings must see its writes."""
         self.__dict__["_listings"] = {}
         return self
+
+    @contextmanager
+    def listed_once(self):
+        """Within it, each folder is read from disk once, however many parts ask: a scan lists
+        the divergent and convergent folders, then looks for odd names in the same folders.
+        Only for the length of one reading: listings after a write must see the write."""
+        if "_folders" in self.__dict__:
+            yield self  # an outer reading holds the listings already
+            return
+        self.__dict__["_folders"] = {}
+        try:
+            yield self
+        finally:
+            self.__dict__.pop("_folders", None)
+
+    def scandir(self, folder: str | os.PathLike) -> list[os.DirEntry]:
+        """`list(os.scandir(folder))`, raising what it raises; inside `listed_once` from memory
+        after the first time (a DirEntry keeps its stat once asked, so that is shared too)."""
+        memo = self.__dict__.get("_folders")
+        if memo is None:
+            return list(os.scandir(folder))
+        key = os.fspath(folder)
+        if key not in memo:
+            try:
+                memo[key] = list(os.scandir(folder))
+            except OSError as exc:
+                memo[key] = exc
+        found = memo[key]
+        if isinstance(found, OSError):
+            raise found
+        return list(found)  # the caller's own list
 
     def list_layer(self, layer: str) -> list[NoteFile]:
         """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
@@ -396,7 +428,7 @@ class Vault:
     def _list_flat(self, folder: Path) -> list[NoteFile]:
         found = []
         try:
-            entries = list(os.scandir(folder))
+            entries = self.scandir(folder)
         except FileNotFoundError:
             return []
         for entry in entries:
@@ -418,7 +450,7 @@ class Vault:
         while stack:
             folder = stack.pop()
             try:
-                entries = list(os.scandir(folder))
+                entries = self.scandir(folder)
             except (FileNotFoundError, NotADirectoryError, PermissionError):
                 continue
             for entry in entries:
