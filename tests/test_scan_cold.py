@@ -4,6 +4,7 @@ lists each folder once and stats each note once."""
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
 from collections import Counter
@@ -28,7 +29,7 @@ def _more_notes(root, copies: int = 4) -> None:
 
 
 def _spy(monkeypatch) -> list:
-    """Records what each call of _read_in_processes returned (None: the processes failed)."""
+    """Records what each call of _read_in_processes returned."""
     calls = []
     real = scan_module._read_in_processes
 
@@ -55,12 +56,35 @@ def test_processes_give_the_single_process_result_in_order(sample_vault, monkeyp
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     shared = scan_vault(open_vault(sample_vault))
-    assert len(calls) == 1 and calls[0] is not None  # the processes did read the notes
+    assert len(calls) == 1  # the processes did read the notes
     assert shared.notes_read == single.notes_read
     assert shared.to_json() == single.to_json()
     # what they read was cached as a single process caches it: a warm scan agrees
     warm = scan_vault(open_vault(sample_vault))
     assert warm.notes_read == 0 and warm.to_json() == single.to_json()
+
+
+def test_a_failing_child_costs_only_speed(sample_vault, monkeypatch):
+    _more_notes(sample_vault)
+    single = scan_vault(open_vault(sample_vault)).to_json()
+    (open_vault(sample_vault).machine_dir / CACHE_NAME).unlink()
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_READS", 4)
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+
+    class Broken:  # the children cannot send their entries back; the parent still decodes
+        loads = staticmethod(marshal.loads)
+
+        @staticmethod
+        def dumps(value):
+            raise ValueError("cannot send")
+
+    monkeypatch.setattr(scan_module, "marshal", Broken)
+    calls = _spy(monkeypatch)
+    result = scan_vault(open_vault(sample_vault))
+    assert len(calls) == 1
+    assert result.to_json() == single
 
 
 def test_workers_only_with_enough_notes_and_cores(monkeypatch):

@@ -207,62 +207,66 @@ def _read_entries(files: list[tuple[NoteFile, os.stat_result]], vault: Vault) ->
     """The entries of `files` (each with the stat just taken), read and scanned, in order."""
     workers = _workers(len(files))
     if workers > 1:
-        entries = _read_in_processes(files, vault, workers)
-        if entries is not None:
-            return entries
+        return _read_in_processes(files, vault, workers)
     return [_read_entry(file, vault, st) for file, st in files]
 
 
 def _workers(reads: int) -> int:
     """How many processes share `reads` notes: 1 unless there are enough notes, more than
     one core, and a fork is safe (it copies only the calling thread: none other may run)."""
-    if reads < PARALLEL_MIN_READS:
+    if reads < PARALLEL_MIN_READS or not hasattr(os, "fork"):
         return 1
-    import multiprocessing
     import threading
 
-    if threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if threading.active_count() > 1:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, reads * 2 // PARALLEL_MIN_READS))
 
 
-# What the forked workers read: set before the fork, so the files and the vault reach them as
-# the parent's memory rather than pickled.
-_SHARED: tuple[list[tuple[NoteFile, os.stat_result]], Vault] | None = None
-
-
-def _read_slice(bounds: tuple[int, int]) -> list[dict]:
-    files, vault = _SHARED
-    return [_read_entry(file, vault, st).to_json() for file, st in files[bounds[0] : bounds[1]]]
-
-
 def _read_in_processes(
     files: list[tuple[NoteFile, os.stat_result]], vault: Vault, workers: int
-) -> list[_Entry] | None:
-    """Read the notes in `workers` forked processes, slices of the list in order; None when
-    the processes cannot be had (then the caller reads them itself)."""
-    import multiprocessing
-    import sys
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    global _SHARED
-    # a few slices per worker, so one slow slice does not leave the other cores idle
-    step = -(-len(files) // (workers * 4))
-    bounds = [(start, start + step) for start in range(0, len(files), step)]
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # a forked child flushes its copy of the buffers when it exits
-    _SHARED = (files, vault)
+) -> list[_Entry]:
+    """Read the notes in `workers` processes: the list cut in as many slices, in order; this
+    process reads the first, a forked child each other one and sends back its entries
+    (marshal, through a pipe). A bare fork: a process pool cost four times as much to start.
+    A child that fails costs only speed: its slice is read here."""
+    step = -(-len(files) // workers)
+    slices = [files[start : start + step] for start in range(0, len(files), step)]
+    children = []  # (pid, read end of its pipe, its slice)
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return [
-                _Entry.from_json(data) for part in pool.map(_read_slice, bounds) for data in part
-            ]
-    except (OSError, BrokenProcessPool):
-        return None
+        for part in slices[1:]:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns, never runs the parent's exit handlers
+                code = 1
+                try:
+                    os.close(read_end)
+                    data = marshal.dumps([_read_entry(f, vault, st).to_json() for f, st in part])
+                    with os.fdopen(write_end, "wb") as out:
+                        out.write(data)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            children.append((pid, read_end, part))
+        entries = [_read_entry(file, vault, st) for file, st in slices[0]]
+        while children:
+            pid, read_end, part = children.pop(0)
+            with os.fdopen(read_end, "rb") as source:
+                data = source.read()
+            _, status = os.waitpid(pid, 0)
+            try:
+                if status != 0:
+                    raise ValueError("the child failed")
+                entries += [_Entry.from_json(item) for item in marshal.loads(data)]
+            except (EOFError, ValueError, TypeError, KeyError):
+                entries += [_read_entry(file, vault, st) for file, st in part]
+        return entries
     finally:
-        _SHARED = None
+        for pid, read_end, _ in children:  # only after an exception here: reap the rest
+            os.close(read_end)
+            os.waitpid(pid, 0)
 
 
 def _fingerprint(vault: Vault) -> str:
