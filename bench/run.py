@@ -1341,6 +1341,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-profile", action="store_true", help="skip the importtime/cProfile section"
     )
+    parser.add_argument(
+        "--only-cold-scan",
+        action="store_true",
+        help="only the cold-scan rows (and no profile): to measure a change to the scan; "
+        "give --out elsewhere, the report holds nothing else",
+    )
     args = parser.parse_args(argv)
     args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if args.repeat < 1 or args.warmup < 0 or not args.sizes:
@@ -1358,7 +1364,7 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     failures: list[str] = []
     converge_facts: list[ConvergeFacts] = []
-    rows += bench_help(tools, args)
+    rows += [] if args.only_cold_scan else bench_help(tools, args)
     vaults, shapes = {}, {}
     for size in args.sizes:
         root = make_vault(tools, size)
@@ -1366,7 +1372,8 @@ def main(argv: list[str] | None = None) -> int:
         notes += check_layout(root)
         label = f"{size // 1000}k" if size >= 1000 and size % 1000 == 0 else str(size)
         shapes[label] = vault_shape(root)
-        rows += bench_warm(tools, args, root, label, size)
+        if not args.only_cold_scan:
+            rows += bench_warm(tools, args, root, label, size)
         rows += bench_cold_scan(tools, args, root, label, cues)
     converge_size = 10_000 if 10_000 in vaults else max(vaults)
     converge_label = (
@@ -1374,7 +1381,8 @@ def main(argv: list[str] | None = None) -> int:
         if converge_size >= 1000 and converge_size % 1000 == 0
         else str(converge_size)
     )
-    for source, label in ((vaults[converge_size], converge_label), (None, "sample-vault")):
+    converged = ((vaults[converge_size], converge_label), (None, "sample-vault"))
+    for source, label in () if args.only_cold_scan else converged:
         if source is None:
             source = copy_vault(SAMPLE_VAULT, workdir / "sample-vault")
             shutil.rmtree(source / ".git", ignore_errors=True)
@@ -1384,7 +1392,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += converge_rows
         converge_facts.append(facts)
     profiles = {}
-    if not args.no_profile:
+    if not args.no_profile and not args.only_cold_scan:
         profiled = sorted({10_000 if 10_000 in vaults else max(vaults), max(vaults)})
         try:
             profiles = profile(
