@@ -7,13 +7,19 @@ from __future__ import annotations
 import marshal
 import os
 import shutil
+import sys
 from collections import Counter
+
+import pytest
 
 from cmem.scan import scanner as scan_module
 from cmem.scan.scanner import CACHE_NAME, scan_vault
 from cmem.vault.layers import DIVERGENT, open_vault
 
 OLD = 1_700_000_000 * 10**9
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="notes are read in forked processes on Linux only"
+)
 
 
 def _more_notes(root, copies: int = 4) -> None:
@@ -42,6 +48,7 @@ def _spy(monkeypatch) -> list:
     return calls
 
 
+@linux_only
 def test_processes_give_the_single_process_result_in_order(sample_vault, monkeypatch):
     _more_notes(sample_vault)
     calls = _spy(monkeypatch)
@@ -64,6 +71,7 @@ def test_processes_give_the_single_process_result_in_order(sample_vault, monkeyp
     assert warm.notes_read == 0 and warm.to_json() == single.to_json()
 
 
+@linux_only
 def test_a_failing_child_costs_only_speed(sample_vault, monkeypatch):
     _more_notes(sample_vault)
     single = scan_vault(open_vault(sample_vault)).to_json()
@@ -88,6 +96,7 @@ def test_a_failing_child_costs_only_speed(sample_vault, monkeypatch):
 
 
 def test_workers_only_with_enough_notes_and_cores(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "linux")
     if hasattr(os, "sched_getaffinity"):
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
     monkeypatch.setattr(os, "cpu_count", lambda: 8)

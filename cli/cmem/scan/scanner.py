@@ -21,6 +21,7 @@ import hashlib
 import json
 import marshal
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -213,8 +214,9 @@ def _read_entries(files: list[tuple[NoteFile, os.stat_result]], vault: Vault) ->
 
 def _workers(reads: int) -> int:
     """How many processes share `reads` notes: 1 unless there are enough notes, more than
-    one core, and a fork is safe (it copies only the calling thread: none other may run)."""
-    if reads < PARALLEL_MIN_READS or not hasattr(os, "fork"):
+    one core, and a fork is safe: on Linux (macOS system libraries may not survive a fork
+    without exec) and with no other thread running (a fork copies only the calling one)."""
+    if reads < PARALLEL_MIN_READS or not sys.platform.startswith("linux"):
         return 1
     import threading
 
