@@ -21,7 +21,6 @@ import hashlib
 import json
 import marshal
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -198,79 +197,6 @@ def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) 
     return entry
 
 
-# A cold scan reads and scans every note, each on its own: from this many notes to read on,
-# they are shared among processes, one per core. Below it, starting the processes costs more
-# than they save, and a small vault stays in one process.
-PARALLEL_MIN_READS = 400
-
-
-def _read_entries(files: list[tuple[NoteFile, os.stat_result]], vault: Vault) -> list[_Entry]:
-    """The entries of `files` (each with the stat just taken), read and scanned, in order."""
-    workers = _workers(len(files))
-    if workers > 1:
-        return _read_in_processes(files, vault, workers)
-    return [_read_entry(file, vault, st) for file, st in files]
-
-
-def _workers(reads: int) -> int:
-    """How many processes share `reads` notes: 1 unless there are enough notes, more than
-    one core, and a fork is safe: on Linux (macOS system libraries may not survive a fork
-    without exec) and with no other thread running (a fork copies only the calling one)."""
-    if reads < PARALLEL_MIN_READS or not sys.platform.startswith("linux"):
-        return 1
-    import threading
-
-    if threading.active_count() > 1:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, reads * 2 // PARALLEL_MIN_READS))
-
-
-def _read_in_processes(
-    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, workers: int
-) -> list[_Entry]:
-    """Read the notes in `workers` processes: the list cut in as many slices, in order; this
-    process reads the first, a forked child each other one and sends back its entries
-    (marshal, through a pipe). A bare fork: a process pool cost four times as much to start.
-    A child that fails costs only speed: its slice is read here."""
-    step = -(-len(files) // workers)
-    slices = [files[start : start + step] for start in range(0, len(files), step)]
-    children = []  # (pid, read end of its pipe, its slice)
-    try:
-        for part in slices[1:]:
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns, never runs the parent's exit handlers
-                code = 1
-                try:
-                    os.close(read_end)
-                    data = marshal.dumps([_read_entry(f, vault, st).to_json() for f, st in part])
-                    with os.fdopen(write_end, "wb") as out:
-                        out.write(data)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(write_end)
-            children.append((pid, read_end, part))
-        entries = [_read_entry(file, vault, st) for file, st in slices[0]]
-        while children:
-            pid, read_end, part = children.pop(0)
-            with os.fdopen(read_end, "rb") as source:
-                data = source.read()
-            _, status = os.waitpid(pid, 0)
-            try:
-                if status != 0:
-                    raise ValueError("the child failed")
-                entries += [_Entry.from_json(item) for item in marshal.loads(data)]
-            except (EOFError, ValueError, TypeError, KeyError):
-                entries += [_read_entry(file, vault, st) for file, st in part]
-        return entries
-    finally:
-        for pid, read_end, _ in children:  # only after an exception here: reap the rest
-            os.close(read_end)
-            os.waitpid(pid, 0)
-
-
 def _fingerprint(vault: Vault) -> str:
     """Everything detection depends on besides the note itself."""
     config = vault.config
@@ -342,7 +268,7 @@ class _Cache:
 
     def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, _Entry]]:
         """Each listed note with its entry, in listing order: from the cache when its (mtime,
-        size) still match, else read — by several processes when many are to be read."""
+        size) still match, else read (with the stat just taken: one per note)."""
         found: dict[str, _Entry] = {}
         misses = []
         for file in files:
@@ -360,8 +286,10 @@ class _Cache:
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
-        for (file, _), entry in zip(misses, _read_entries(misses, vault)):
-            found[file.rel] = entry
+        # Reading them in forked processes, one per core, was tried: on this 2-core machine
+        # under load it measured 1.02-1.17x slower (docs/benchmarks.md), so one process reads.
+        for file, st in misses:
+            found[file.rel] = _read_entry(file, vault, st)
         self.reads += len(misses)
         self.dirty = self.dirty or bool(misses)
         self.notes.update(found)
