@@ -1363,6 +1363,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure only the one-note builtin pass (with its profile unless --no-profile)",
     )
+    parser.add_argument(
+        "--only-cold-scan",
+        action="store_true",
+        help="only the cold-scan rows (and no profile): to measure a change to the scan; "
+        "give --out elsewhere, the report holds nothing else",
+    )
     args = parser.parse_args(argv)
     args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if args.repeat < 1 or args.warmup < 0 or not args.sizes:
@@ -1381,7 +1387,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     converge_facts: list[ConvergeFacts] = []
     only_one = args.only_builtin_one
-    rows += [] if only_one else bench_help(tools, args)
+    rows += [] if only_one or args.only_cold_scan else bench_help(tools, args)
     vaults, shapes = {}, {}
     for size in args.sizes:
         root = make_vault(tools, size)
@@ -1389,8 +1395,9 @@ def main(argv: list[str] | None = None) -> int:
         notes += check_layout(root)
         label = f"{size // 1000}k" if size >= 1000 and size % 1000 == 0 else str(size)
         shapes[label] = vault_shape(root)
-        if not only_one:
+        if not (only_one or args.only_cold_scan):
             rows += bench_warm(tools, args, root, label, size)
+        if not only_one:
             rows += bench_cold_scan(tools, args, root, label, cues)
     converge_size = 10_000 if 10_000 in vaults else max(vaults)
     converge_label = (
@@ -1398,7 +1405,8 @@ def main(argv: list[str] | None = None) -> int:
         if converge_size >= 1000 and converge_size % 1000 == 0
         else str(converge_size)
     )
-    for source, label in ((vaults[converge_size], converge_label), (None, "sample-vault")):
+    converged = ((vaults[converge_size], converge_label), (None, "sample-vault"))
+    for source, label in () if args.only_cold_scan else converged:
         if source is None:
             source = copy_vault(SAMPLE_VAULT, workdir / "sample-vault")
             shutil.rmtree(source / ".git", ignore_errors=True)
@@ -1413,7 +1421,7 @@ def main(argv: list[str] | None = None) -> int:
     profiles = {}
     if only_one and not args.no_profile:
         profiles = profile_builtin_one(tools)
-    elif not args.no_profile:
+    elif not args.no_profile and not args.only_cold_scan:
         profiled = sorted({10_000 if 10_000 in vaults else max(vaults), max(vaults)})
         try:
             profiles = profile(

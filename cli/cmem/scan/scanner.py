@@ -22,7 +22,7 @@ import json
 import marshal
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
@@ -110,16 +110,16 @@ def scan_vault(
     cache = _Cache.load(
         vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
     )
-    entries = []
-    for file in vault.list_layer(DIVERGENT):
-        entry = cache.entry(file, vault)
-        if entry is not None:
-            entries.append((file, entry))
-    index = cache.convergent_index(vault)
+    # One listing of each folder: the notes, the guard's convergent files and the odd names
+    # below all read the folders it holds.
+    with vault.listed_once():
+        entries = cache.entries(vault.list_layer(DIVERGENT), vault)
+        index = cache.convergent_index(vault)
+        odd = find_odd_names(vault)
     cache.save()
     result = _assemble(vault, entries, state, index)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
-    result.odd = sorted(result.odd + find_odd_names(vault), key=lambda o: (o.rel, o.kind))
+    result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
     if only:
         _keep_only(result, only, [file for file, _ in entries])
     return result
@@ -168,15 +168,25 @@ class _Entry:
         )
 
 
-def _read_entry(file: NoteFile, vault: Vault) -> _Entry:
-    note = read_note(file, vault.config.max_note_bytes)
+def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> _Entry:
+    note = read_note(file, vault.config.max_note_bytes, st=st)
     entry = _Entry(note.mtime_ns, note.size, time.time_ns(), note.sha256, note.skip_reason)
     entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
     if note.usable:
         entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
         # the guard only tests equality: a digest is enough, and keeps the cache small
         entry.scan.hits = [
-            replace(hit, content_key=_digest(hit.content_key) if hit.content_key else "")
+            # built directly: dataclasses.replace costs more than the hit itself
+            Hit(
+                hit.line,
+                hit.cls,
+                hit.cue,
+                hit.excerpt,
+                hit.kind,
+                hit.line_key,
+                _digest(hit.content_key) if hit.content_key else "",
+                hit.keys,
+            )
             for hit in entry.scan.hits
         ]
         if entry.scan.flags.problem:
@@ -255,26 +265,34 @@ class _Cache:
         cache.dirty = data is None
         return cache
 
-    def entry(self, file: NoteFile, vault: Vault) -> _Entry | None:
-        """The note's entry: from the cache when its (mtime, size) still match, else read."""
-        try:
-            st = os.stat(file.path, follow_symlinks=False)
-        except OSError:
-            return None  # gone since the listing
-        cached = self._cached(file.rel)
-        if (
-            cached
-            and cached.mtime_ns == st.st_mtime_ns
-            and cached.size == st.st_size
-            and _trusted(cached.mtime_ns, cached.read_ns)
-        ):
-            self.notes[file.rel] = cached
-            return cached
-        entry = _read_entry(file, vault)
-        self.reads += 1
-        self.notes[file.rel] = entry
-        self.dirty = True
-        return entry
+    def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, _Entry]]:
+        """Each listed note with its entry, in listing order: from the cache when its (mtime,
+        size) still match, else read (with the stat just taken: one per note)."""
+        found: dict[str, _Entry] = {}
+        misses = []
+        for file in files:
+            try:
+                st = os.stat(file.location, follow_symlinks=False)
+            except OSError:
+                continue  # gone since the listing
+            cached = self._cached(file.rel)
+            if (
+                cached
+                and cached.mtime_ns == st.st_mtime_ns
+                and cached.size == st.st_size
+                and _trusted(cached.mtime_ns, cached.read_ns)
+            ):
+                found[file.rel] = cached
+            else:
+                misses.append((file, st))
+        # Reading them in forked processes, one per core, was tried: on this 2-core machine
+        # under load it measured 1.02-1.17x slower (docs/benchmarks.md), so one process reads.
+        for file, st in misses:
+            found[file.rel] = _read_entry(file, vault, st)
+        self.reads += len(misses)
+        self.dirty = self.dirty or bool(misses)
+        self.notes.update(found)
+        return [(file, found[file.rel]) for file in files if file.rel in found]
 
     def _cached(self, rel: str) -> _Entry | None:
         raw = self.raw_notes.get(rel)
@@ -293,7 +311,7 @@ class _Cache:
         changed = False
         for file in vault.convergent_files():
             try:
-                st = os.stat(file.path, follow_symlinks=False)
+                st = os.stat(file.location, follow_symlinks=False)
             except OSError:
                 continue
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
@@ -303,7 +321,7 @@ class _Cache:
                 and cached.get("s") == st.st_size
                 and _trusted(st.st_mtime_ns, cached.get("r", 0))
             ):
-                cached = _convergent_entry(file, vault)
+                cached = _convergent_entry(file, vault, st)
                 changed = True
             files[file.rel] = cached
         if set(files) != set(raw_files):
@@ -377,9 +395,9 @@ def _digest(key: str) -> str:
     return hashlib.blake2b(key.encode("utf-8"), digest_size=_DIGEST_CHARS // 2).hexdigest()
 
 
-def _convergent_entry(file: NoteFile, vault: Vault) -> dict:
+def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> dict:
     """One convergent file's statements and retired wordings, as cached."""
-    note = read_note(file, vault.config.max_note_bytes)
+    note = read_note(file, vault.config.max_note_bytes, st=st)
     entry = {
         "m": note.mtime_ns,
         "s": note.size,

@@ -260,19 +260,27 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     active = cue_index(extra_cues).active(lowered)
     if not active:
         return result
+    # The lines a cue occurs on, found by one `find` run per cue over the whole text instead of
+    # every cue tested on every line; frontmatter lines are never candidates. lower() never adds
+    # or drops a line end, so line indices in `lowered` are the note's own.
+    candidates = _cue_lines(lowered, active, note.body_start - 1)
+    if not candidates:
+        return result
     lines = note.lines
-    low_lines = lowered.split("\n")  # lower() never adds or drops a line end: indices agree
+    # Without fences or comments the only blocked lines are the frontmatter's (blocked_lines
+    # would return just those): the walk over the lines is needed only when a block may exist.
     blocked, tails = (
         blocked_lines(lines, note.body_start)
-        if _has_blocks(lowered) or note.body_start > 1
-        else (set(), set())
+        if _has_blocks(lowered)
+        else (set(range(note.body_start - 1)), set())
     )
-    for index, low_line in enumerate(low_lines):
-        if index in blocked or not any(cue.text in low_line for cue in active):
+    for index in sorted(candidates):
+        if index in blocked:
             continue
-        if _NOT_THE_USERS_VOICE.match(low_line):
-            continue  # headings, quotes and callouts name or cite; they never say what the user wants
         line = lines[index]
+        # matched on the line as written: lower() leaves whitespace, #, > and | as they are
+        if _NOT_THE_USERS_VOICE.match(line):
+            continue  # headings, quotes and callouts name or cite; they never say what the user wants
         masked = mask_inline(_blank_comment_head(line) if index in tails else line)
         hit = detect_line(line, active, index + 1, masked, formats)
         if hit is not None:
@@ -392,3 +400,22 @@ def wikilinks(lines: list[str], blocked: set[int]) -> list[str]:
 
 def _merge_tags(first: list[str], second: list[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))
+
+
+def _cue_lines(lowered: str, cues, first: int) -> set[int]:
+    """0-based indices of the lines, from line `first` on, that hold one of the cues' texts
+    (cue texts hold no line end, so an occurrence lies on one line)."""
+    found: set[int] = set()
+    for text in {cue.text for cue in cues}:
+        line, counted = 0, 0  # line index of offset `counted`
+        pos = lowered.find(text)
+        while pos >= 0:
+            line += lowered.count("\n", counted, pos)
+            counted = pos
+            if line >= first:
+                found.add(line)
+            end = lowered.find("\n", pos)  # the rest of this line is a candidate already
+            if end < 0:
+                break
+            pos = lowered.find(text, end + 1)
+    return found

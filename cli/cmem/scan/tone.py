@@ -60,16 +60,22 @@ _LATIN_WORD = re.compile(r"\b[A-Za-z][A-Za-z']*\b", re.ASCII)
 
 
 def _venting(masked: str, low: str, cue_pos: int, cue_len: int) -> bool:
-    if any(marker in low for marker in _VENTING_ZH) or _BANGS.search(low) or _breakdown(low):
+    # the Chinese markers cannot occur in an ASCII line; `in` before _word_at saves its call
+    if (
+        (not low.isascii() and any(marker in low for marker in _VENTING_ZH))
+        or _BANGS.search(low)
+        or _breakdown(low)
+    ):
         return True
-    if any(_word_at(low, marker) for marker in _VENTING_EN):
+    if any(marker in low and _word_at(low, marker) for marker in _VENTING_EN):
         return True
     # Shouting: five or more all-caps words making most of the line. A capitalised cue on its
     # own ("NEVER push to main") is emphasis, not venting, so the cue is left out of the count.
     rest = masked[:cue_pos] + " " + masked[cue_pos + cue_len :]
-    words = _LATIN_WORD.findall(rest)
     caps = _CAPS_WORD.findall(rest)
-    return len(caps) >= 5 and len(caps) >= 0.8 * len(words)
+    if len(caps) < 5:
+        return False  # most lines: the words need not be counted
+    return len(caps) >= 0.8 * len(_LATIN_WORD.findall(rest))
 
 
 def _breakdown(low: str) -> bool:

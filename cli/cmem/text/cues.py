@@ -356,19 +356,22 @@ class CueIndex:
     def _anchor(self, text: str) -> str:
         words = re.findall(r"[a-z0-9'-]+", text) or [text]
         anchor = max([w for w in words if w not in _ANCHOR_STOP] or words, key=len)
-        others = [c.text for c in self.cues if c.latin] + [
-            w for c in self.cues if c.latin for w in c.text.split()
-        ]
-        shorter = [
-            w
-            for w in set(others)
-            if w != anchor
-            and len(w) >= 2
-            and w in anchor
-            and w not in _ANCHOR_STOP
-            and " " not in w
-        ]
+        shorter = [w for w in self._anchor_words() if w != anchor and w in anchor]
         return min(shorter, key=len) if shorter else anchor
+
+    def _anchor_words(self) -> list[str]:
+        """The latin cues' one-word texts and words that may stand for a longer anchor; made
+        once, not once per cue (that was most of building the index, on every cold scan)."""
+        if not hasattr(self, "_words"):
+            others = [c.text for c in self.cues if c.latin] + [
+                w for c in self.cues if c.latin for w in c.text.split()
+            ]
+            self._words = [
+                w
+                for w in dict.fromkeys(others)
+                if len(w) >= 2 and w not in _ANCHOR_STOP and " " not in w
+            ]
+        return self._words
 
     def active(self, lowered: str) -> list[Cue]:
         """The cues whose text occurs in `lowered`, in priority order."""
@@ -393,6 +396,8 @@ class CueIndex:
 def _can_overlap(a: str, b: str) -> bool:
     if a in b or b in a:
         return True
+    if set(a).isdisjoint(b):
+        return False  # an overlap is characters in common: most pairs have none
     return any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
 
 

@@ -11,6 +11,7 @@ import fnmatch
 import hashlib
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -366,16 +367,44 @@ class Vault:
         self.__dict__["_listings"] = {}
         return self
 
+    @contextmanager
+    def listed_once(self):
+        """Within it, each folder is read from disk once, however many parts ask: a scan lists
+        the divergent and convergent folders, then looks for odd names in the same folders.
+        Only for the length of one reading: listings after a write must see the write."""
+        if "_folders" in self.__dict__:
+            yield self  # an outer reading holds the listings already
+            return
+        self.__dict__["_folders"] = {}
+        try:
+            yield self
+        finally:
+            self.__dict__.pop("_folders", None)
+
     def list_folder(self, folder: str | os.PathLike) -> list[os.DirEntry]:
-        """`list(os.scandir(folder))`, or the entries a read-only command's listing key already
-        listed (`reading/stored_results.py: begin` hands them on): one walk of the vault per
+        """`list(os.scandir(folder))`, raising what it raises, or a listing already made: the
+        entries a read-only command's listing key listed (`reading/stored_results.py: begin`
+        hands them on), or, inside `listed_once`, this reading's first listing of the folder (a
+        DirEntry keeps its stat once asked, so that is shared too). One walk of the vault per
         command, however many parts of it list the same folder (status: four)."""
+        key = os.fspath(folder)
         listed = self.__dict__.get("_scandirs")
         if listed is not None:
-            found = listed.get(os.fspath(folder))
+            found = listed.get(key)
             if found is not None:
                 return list(found)
-        return list(os.scandir(folder))
+        memo = self.__dict__.get("_folders")
+        if memo is None:
+            return list(os.scandir(folder))
+        if key not in memo:
+            try:
+                memo[key] = list(os.scandir(folder))
+            except OSError as exc:
+                memo[key] = exc
+        found = memo[key]
+        if isinstance(found, OSError):
+            raise found
+        return list(found)  # the caller's own list
 
     def list_layer(self, layer: str) -> list[NoteFile]:
         """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are

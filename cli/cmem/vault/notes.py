@@ -79,13 +79,20 @@ def _size(count: int) -> str:
     return f"{count / 1e6:.1f} MB" if count >= 100_000 else f"{count / 1e3:.1f} KB"
 
 
-def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = None) -> Note:
+def read_note(
+    file: NoteFile,
+    max_bytes: int = 2_000_000,
+    raw: bytes | None = None,
+    st: os.stat_result | None = None,
+) -> Note:
+    """`st`: the file's stat when the caller has just taken it (a scan does), to save a second."""
     note = Note(file=file)
-    try:
-        st = os.stat(file.path, follow_symlinks=False)
-    except OSError as exc:
-        note.skip_reason = f"cannot be read ({exc.strerror})"
-        return note
+    if st is None:
+        try:
+            st = os.stat(file.location, follow_symlinks=False)
+        except OSError as exc:
+            note.skip_reason = f"cannot be read ({exc.strerror})"
+            return note
     note.size, note.mtime_ns = st.st_size, st.st_mtime_ns
     if st.st_size > max_bytes:
         note.skip_reason = (
@@ -97,7 +104,7 @@ def read_note(file: NoteFile, max_bytes: int = 2_000_000, raw: bytes | None = No
         return note
     if raw is None:
         try:
-            with open(file.path, "rb") as handle:
+            with open(file.location, "rb") as handle:  # no Path built: a scan reads thousands
                 raw = handle.read(max_bytes + 1)
         except OSError as exc:
             note.skip_reason = f"cannot be read ({exc.strerror})"
@@ -201,7 +208,7 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
         while stack:
             folder = stack.pop()
             try:
-                entries = vault.list_folder(folder)
+                entries = vault.list_folder(folder)  # the scan's listing, when it holds one
             except OSError:
                 continue
             for entry in entries:
