@@ -144,7 +144,7 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     )
     modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert "cmem.reading.stored_context" in modules
-    # the fast path's list (tests/test_packaging.py), and what the full `context` needs for the
+    # the fast path's list (tests/project/test_packaging.py), and what the full `context` needs for the
     # token estimate (the CJK class compiled) and durable writes
     never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
     for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile"):

@@ -18,7 +18,7 @@ import pytest
 from support import git
 
 # What a stored answer never imports: the CLI framework, YAML, the config loader, the scanner
-# (the same list as tests/test_packaging.py's FAST_PATH_NEVER; no test imports another test module)
+# (the same list as tests/project/test_packaging.py's FAST_PATH_NEVER; no test imports another test module)
 FAST_PATH_NEVER = (
     "typer",
     "click",

@@ -7,7 +7,7 @@ full command stores it with `cmem.reading.stored_results` under the same key and
 rule as `status` and `scan`. What depends on the clock and on when each file was last read — the
 ranking, which topic files fit the budget, the index, the "last read" dates — is `assemble`, run
 on the material at print time by both paths: the light one (`answer`, from `cmem.fast`) and the
-full one (`build_context`), so their output is the same by construction (tests/test_stored_context.py
+full one (`build_context`), so their output is the same by construction (tests/reading/test_stored_context.py
 holds them to it, byte for byte). Stdlib only at import, like the rest of the light path.
 
 A topic whose files do not all fit also gets excerpts from the full-text index: the light path
@@ -263,7 +263,7 @@ def _index_line(file: ContextFile) -> str:
 # bundle is megabytes. cmem.text.tokens.estimate_tokens counts CJK-wide characters one token each
 # and the rest one per four, rounded up: the count over joined lines is the sum of the lines'
 # counts, so the lines are counted as they are made, each file's from the counts the material
-# carries, and the text is never scanned again (tests/test_stored_context.py holds the two equal).
+# carries, and the text is never scanned again (tests/reading/test_stored_context.py holds the two equal).
 
 
 def _ranges() -> list[tuple[str, str]]:
