@@ -4,20 +4,18 @@ and that what it writes passes the same parser and validator as a model's reply.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
+from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
 from cmem.converge.builtin import builtin_response, old_side_terms, quote_line, terms
 from cmem.converge.response import parse_response
 from cmem.converge.selection import SelectedNote
-from cmem.converge.validate import PassContext, validate_response
 from cmem.scan.signals import Signal
 from cmem.vault.layers import open_vault
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
 from cmem.vault.statements import parse_statements, split_statement
 
-DATE = "2026-11-29"
 EN = "language: en\n"
 
 PROFILE_ZH = """\
@@ -32,69 +30,6 @@ updated: 2026-10-20
 - 以后都用中文回答，术语和代码保留英文（来源：[[2026-10-18 随手记]]）
 - 养了一只猫，叫年糕（来源：[[2026-09-30 日记]]）
 """
-
-TOOLING_EN = """\
----
-summary: Python tooling for side projects
-importance: 4
-updated: 2026-10-05
-tags: [python, tooling]
----
-# Python tooling
-
-- Uses pip and venv for projects (source: [[2026-10-05 notes]])
-- Pins Python 3.12 for new projects (source: [[2026-10-05 notes]])
-- Runs tests with pytest (source: [[2026-10-05 notes]])
-"""
-
-OLD_NOTES = {
-    "archive/2026-10/2026-10-05 notes.md": "- old\n",
-    "archive/2026-10/2026-10-18 随手记.md": "- old\n",
-    "archive/2026-10/2026-09-30 日记.md": "- old\n",
-}
-
-
-def note_with(
-    root: Path, rel: str, signals: list[tuple[int, str]], tags=(), links=(), mtime_ns: int = 0
-) -> SelectedNote:
-    """A selected note with the given (line, class) signals, as the scanner would give it."""
-    text = (root / rel).read_text("utf-8")
-    lines = text.split("\n")
-    found = [Signal(rel, line, cls, "cue", lines[line - 1][:80]) for line, cls in signals]
-    return SelectedNote(
-        rel,
-        rel.rsplit("/", 1)[-1].removesuffix(".md"),
-        text,
-        lines,
-        found,
-        list(tags),
-        list(links),
-        mtime_ns=mtime_ns,
-    )
-
-
-def originals_of(root: Path) -> dict[str, str]:
-    vault = open_vault(root)
-    return {f.rel: f.path.read_text("utf-8") for f in vault.convergent_files()}
-
-
-def run(root: Path, notes: list[SelectedNote], originals: dict[str, str] | None = None):
-    """(response text, {path: new content}, validation) for one builtin pass."""
-    vault = open_vault(root)
-    originals = originals_of(root) if originals is None else originals
-    text = builtin_response(vault, notes, originals, DATE)
-    response = parse_response(text)
-    assert response.ok, response.errors
-    context = PassContext(
-        DATE,
-        [n.rel for n in notes],
-        dict(originals),
-        vault.note_names(),
-        source_texts={n.name: n.text for n in notes},
-    )
-    validation = validate_response(vault, response, context)
-    assert validation.errors == [], [str(e) for e in validation.errors]
-    return text, {block.path: block.content + "\n" for block in response.files}, validation
 
 
 def statements_of(content: str):
@@ -574,9 +509,6 @@ def test_a_negation_is_never_merged_into_the_statement_it_negates(make_vault):
 def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
     """ "Helix now, not Neovim" replaces the statement about Neovim even with one shared word."""
     from cmem.converge.builtin import builtin_response
-    from cmem.converge.response import parse_response
-    from cmem.converge.selection import SelectedNote
-    from cmem.scan.signals import Signal
     from cmem.vault.layers import open_vault
 
     profile = (

@@ -7,8 +7,7 @@ from __future__ import annotations
 import math
 import random
 
-from test_builtin import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-
+from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
 from cmem.converge import builtin
 from cmem.converge.statement_words import CACHE_NAME
 from cmem.converge.words import old_side_terms, terms

@@ -3,27 +3,13 @@ statement, a trace, or stays pending — and the pass says which."""
 
 from __future__ import annotations
 
+from builtin_helpers import EN_FORMATS as EN
+from builtin_helpers import TOOLING
+from builtin_helpers import selected_note as _note
 from cmem.converge.coverage import PENDING, STATEMENT, TRACE, line_fates, summary
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.converge.selection import SelectedNote
 from cmem.scan.scanner import scan_vault
-from cmem.scan.signals import Signal
-from cmem.vault.config import Formats
 from cmem.vault.layers import open_vault
-
-EN = Formats("(source: {links})", ", ", "(updated {date}, was: {old})")
-TOOLING = "converged/topics/tooling.md"
-
-
-def _note(rel: str, text: str, lines: list[tuple[int, str]]) -> SelectedNote:
-    split = text.split("\n")
-    return SelectedNote(
-        rel,
-        rel.removesuffix(".md"),
-        text,
-        split,
-        [Signal(rel, n, cls, "cue", split[n - 1]) for n, cls in lines],
-    )
 
 
 def test_fates_statement_trace_and_pending():

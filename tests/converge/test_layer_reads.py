@@ -4,9 +4,9 @@ files holding one, however many other files the layer has (counted, not timed)."
 
 from __future__ import annotations
 
-from test_builtin import OLD_NOTES, TOOLING_EN, note_with, run
-from test_coverage import EN, TOOLING, _note
-
+from builtin_helpers import EN_FORMATS as EN
+from builtin_helpers import OLD_NOTES, TOOLING, TOOLING_EN, note_with, run
+from builtin_helpers import selected_note as _note
 from cmem.converge import coverage, validate
 from cmem.converge.coverage import STATEMENT, TRACE, line_fates
 
