@@ -46,7 +46,8 @@ from cmem.reading.stored_results import (
     entry_path,
     find_root,
     load_entry,
-    still_valid,
+    take_vault,
+    valid_entry,
 )
 
 HELP_FLAGS = ("--help", "-h")
@@ -105,8 +106,8 @@ def answer(argv: list[str]) -> str | None:
     root = find_root(request["vault"])
     if root is None:
         return None
-    entry = load_entry(entry_path(root, request["command"], _params(request)))
-    if entry is None or not still_valid(entry, root):
+    entry = valid_entry(root, request["command"], _params(request))
+    if entry is None:
         return None
     return READ_COMMANDS[request["command"]]["render"](entry["payload"], request)
 
@@ -126,11 +127,9 @@ def parse_command(argv: list[str], commands, flags: tuple[str, ...]) -> dict | N
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--vault" and args:
-            request["vault"] = args.pop(0)
-        elif arg.startswith("--vault="):
-            request["vault"] = arg[len("--vault=") :]
-        elif arg == "--no-color":
+        if take_vault(arg, args, request):
+            continue
+        if arg == "--no-color":
             request["no_color"] = True
         elif request["command"] is None and arg in commands:
             request["command"] = arg
@@ -228,11 +227,9 @@ def parse_recall(argv: list[str]) -> dict | None:
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--vault" and args:
-            request["vault"] = args.pop(0)
-        elif arg.startswith("--vault="):
-            request["vault"] = arg[len("--vault=") :]
-        elif arg == "--no-color":
+        if take_vault(arg, args, request):
+            continue
+        if arg == "--no-color":
             request["no_color"] = True
         elif not seen:
             if arg != "recall":

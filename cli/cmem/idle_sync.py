@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from cmem.reading.stored_results import entry_path, find_root, load_entry, still_valid
+from cmem.reading.stored_results import find_root, valid_entry
 from cmem.sync.git_env import remote_env
 from cmem.sync.record import write_record
 
@@ -115,8 +115,8 @@ def answer(request: dict) -> tuple[str, bool] | None:
     root = find_root(request["vault"])
     if root is None:
         return None
-    entry = load_entry(entry_path(root, COMMAND, ()))
-    if entry is None or not still_valid(entry, root):
+    entry = valid_entry(root, COMMAND, ())
+    if entry is None:
         return None
     stored = entry["payload"]
     git_dir = os.path.join(root, ".git")

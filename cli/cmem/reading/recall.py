@@ -157,8 +157,8 @@ def stored_recall(request: dict) -> str | None:
     root = stored_results.find_root(request["vault"])
     if root is None:
         return None
-    entry = stored_results.load_entry(stored_results.entry_path(root, "recall", (scope,)))
-    if entry is None or not stored_results.still_valid(entry, root):
+    entry = stored_results.valid_entry(root, "recall", (scope,))
+    if entry is None:
         return None
     payload = entry["payload"]
     resident, situational = payload["layers"]

@@ -479,7 +479,7 @@ def answer(argv: list[str]) -> str | None:
     trust (or the bundle needs what only the full command has). Warnings go to stderr here."""
     from datetime import datetime
 
-    from cmem.reading.stored_results import entry_path, find_root, load_entry, still_valid
+    from cmem.reading.stored_results import find_root, valid_entry
 
     request = parse(argv)
     if request is None:
@@ -487,8 +487,8 @@ def answer(argv: list[str]) -> str | None:
     root = find_root(request["vault"])
     if root is None:
         return None
-    entry = load_entry(entry_path(root, "context", ()))
-    if entry is None or not still_valid(entry, root):
+    entry = valid_entry(root, "context", ())
+    if entry is None:
         return None
     material = entry["payload"]
     if material.get("format") != MATERIAL_FORMAT:

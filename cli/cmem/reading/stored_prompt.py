@@ -32,16 +32,16 @@ def parse(argv: list[str]) -> dict | None:
     the full command's (options that change the prompt, a TAB completion, an error to report)."""
     if os.environ.get("_CMEM_COMPLETE"):
         return None
+    from cmem.reading.stored_results import take_vault
+
     request = {"vault": None, "emit": False}
     seen = False
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--vault" and args:
-            request["vault"] = args.pop(0)
-        elif arg.startswith("--vault="):
-            request["vault"] = arg[len("--vault=") :]
-        elif arg == "--no-color" and not seen:
+        if take_vault(arg, args, request):
+            continue
+        if arg == "--no-color" and not seen:
             pass  # the prompt is never coloured
         elif arg == "converge" and not seen:
             seen = True
@@ -56,7 +56,7 @@ def parse(argv: list[str]) -> dict | None:
 
 def answer(argv: list[str]) -> str | None:
     """The stored prompt for `argv`, or None when there is none to trust."""
-    from cmem.reading.stored_results import entry_path, find_root, load_entry, still_valid
+    from cmem.reading.stored_results import find_root, valid_entry
 
     request = parse(argv)
     if request is None:
@@ -64,8 +64,8 @@ def answer(argv: list[str]) -> str | None:
     root = find_root(request["vault"])
     if root is None:
         return None
-    entry = load_entry(entry_path(root, COMMAND, params(root)))
-    if entry is None or not still_valid(entry, root):
+    entry = valid_entry(root, COMMAND, params(root))
+    if entry is None:
         return None
     return entry["payload"]["stdout"]
 
