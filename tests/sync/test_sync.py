@@ -997,16 +997,18 @@ def test_doctor_says_which_remote_sync_uses_or_why_it_cannot(machines, sample_va
 # --- nothing to do: the light path (cmem.sync.idle) -------------------------------------------
 
 
-def _settle(*roots: Path) -> None:
+def _settle(*roots: Path, refresh: bool = True) -> None:
     """Date every file and folder an hour back, .git too: as a vault nobody touched for a while
-    looks, so its listing may be stored (the racy-timestamp rule of cmem.reading.stored_results)."""
+    looks, so its listing may be stored (the racy-timestamp rule of cmem.reading.stored_results).
+    `refresh=False` leaves git's index holding the files' old times, as after files are touched:
+    a `git status` then refreshes and rewrites it, if it may."""
     past = datetime.now().timestamp() - 3600
     for root in roots:
         for folder, _, files in os.walk(root):
             for name in files:
                 os.utime(os.path.join(folder, name), (past, past), follow_symlinks=False)
             os.utime(folder, (past, past))
-        if (root / ".git" / "index").exists():
+        if refresh and (root / ".git" / "index").exists():
             # the index as git leaves it after a commit: holding the files' new times (else the
             # next git status refreshes and rewrites it) and written after them (a file as new
             # as the index is "racily clean", and git status would rewrite it too)
@@ -1331,3 +1333,66 @@ def test_the_light_path_hands_over_when_an_archived_note_is_edited_in_place(mach
     code, out, _, calls = cmem_sync(a, tmp_path)
     assert code == 0 and "status" in calls and "pushed to origin/main" in out
     assert git(a, "status", "--porcelain") == ""
+
+
+# --- the full path leaves git's index alone; one fetch, whatever the outcome ---------------------
+
+
+def _index_stat(root: Path) -> tuple[int, int, int]:
+    st = (root / ".git" / "index").stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def test_the_sync_after_a_full_one_is_light_though_git_status_would_rewrite_the_index(
+    machines, tmp_path
+):
+    # the files touched (an hour back) but git's index not refreshed: a git status allowed to
+    # write would rewrite it, and the key the full sync stores (the index is in it) would be stale
+    remote, (a, _, _) = machines
+    _settle(a, remote, refresh=False)
+    before = _index_stat(a)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and out == "up to date with origin/main\n" and "status" in calls
+    assert _index_stat(a) == before  # the full sync's git status did not write it
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]  # so the very next sync is light
+    # the setup is the one described: git's own status, allowed to, does rewrite the index
+    git(a, "status", "--porcelain")
+    assert _index_stat(a) != before
+    assert cmem_sync(a, tmp_path)[3] != ["fetch"]  # and a rewritten index is a miss
+
+
+def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
+    machines, tmp_path, monkeypatch, capsys
+):
+    """The key is taken before the full path's git status, which no longer refreshes the index:
+    an edit before that status is committed by this sync, one after it misses the stored key."""
+    from cmem import fast
+    from cmem.steps import preflight
+
+    remote, (a, _, _) = machines
+    real = preflight.managed_changes
+    request = {"vault": str(a), "json": False, "no_color": True}
+
+    def edit_then_look(vault):
+        note(a, "2026-11-29 before", "- 以后都先给结论\n")
+        return real(vault)
+
+    _settle(a, remote)
+    monkeypatch.setattr(preflight, "managed_changes", edit_then_look)
+    assert fast.run_sync(dict(request)) == 0
+    assert "pushed to origin/main" in capsys.readouterr().out
+    assert git(a, "status", "--porcelain") == ""
+
+    def look_then_edit(vault):
+        found = real(vault)
+        note(a, "2026-11-29 after", "- 我决定每周五复盘\n")
+        return found
+
+    _settle(a, remote)
+    monkeypatch.setattr(preflight, "managed_changes", look_then_edit)
+    assert fast.run_sync(dict(request)) == 0
+    assert capsys.readouterr().out == "up to date with origin/main\n"  # it looked before the edit
+    monkeypatch.setattr(preflight, "managed_changes", real)
+    code, out, _, calls = cmem_sync(a, tmp_path)  # the stored key misses: the full path commits it
+    assert code == 0 and "status" in calls and "pushed to origin/main" in out
+    assert "2026-11-29 after.md" in git(remote, "ls-tree", "--name-only", "main")

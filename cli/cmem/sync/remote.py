@@ -270,14 +270,37 @@ def _sync(vault: Vault, target: SyncTarget, now: datetime | None, attempts: int)
 def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
     """Notes and memory files the user edited and did not commit go with the sync: they are
     committed first, as every step's snapshot is (cmem.steps.preflight). None: nothing to commit."""
-    from cmem.steps import preflight
-
-    if not preflight.managed_changes(vault):
+    if not _look_for_edits(vault):
         return None  # the usual case: no lock taken
     from cmem.steps.runner import open_step
 
     with open_step(vault, "sync", now=now, purpose="sync") as step:
         return step.snapshot
+
+
+def _look_for_edits(vault: Vault) -> list:
+    """The managed paths with uncommitted changes, found by a `git status` that does not write
+    git's index (GIT_OPTIONAL_LOCKS=0, as editors' background checks run it).
+
+    Why: git status refreshes the index's cached file times and rewrites it when it may, and the
+    index is part of the key the idle sync is stored under (cmem.idle_sync), taken just before
+    this look. A rewrite here made the key stale at once, and the next sync ran in full too
+    (rewritten, the index was also too new to store). Left as it is, the index still tells every
+    staged change; only its cache of file times goes unrefreshed (a later git command refreshes
+    it). An edit made after the key was taken still misses it: the notes' own times are in it."""
+    import os
+
+    from cmem.steps import preflight
+
+    saved = os.environ.get("GIT_OPTIONAL_LOCKS")
+    os.environ["GIT_OPTIONAL_LOCKS"] = "0"
+    try:
+        return preflight.managed_changes(vault)
+    finally:
+        if saved is None:
+            del os.environ["GIT_OPTIONAL_LOCKS"]
+        else:
+            os.environ["GIT_OPTIONAL_LOCKS"] = saved
 
 
 def sync_if_auto(
