@@ -1396,3 +1396,29 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
     code, out, _, calls = cmem_sync(a, tmp_path)  # the stored key misses: the full path commits it
     assert code == 0 and "status" in calls and "pushed to origin/main" in out
     assert "2026-11-29 after.md" in git(remote, "ls-tree", "--name-only", "main")
+
+
+def test_an_offline_sync_fetches_once_and_says_so_as_the_full_path_does(machines, tmp_path):
+    remote, (_, b, _) = machines
+    a = _idle_clone(machines, tmp_path)
+    away = tmp_path / "away.git"
+    shutil.move(str(remote), str(away))  # the remote unreachable; the stored key still matches
+    code, out, err, calls = cmem_sync(a, tmp_path)
+    assert calls.count("fetch") == 1, calls  # the light path's fetch, handed over, not run again
+    assert calls[0] == "fetch" and "status" in calls  # and the full path reported it
+    assert code == OFFLINE_EXIT_CODE and out == ""
+    reason = sync_vault(open_vault(a)).reason  # the full path's own words, fetching itself
+    assert "cannot be reached" in reason and reason in err
+    code, out, _, calls = cmem_sync(a, tmp_path, "--json")
+    assert calls.count("fetch") == 1 and code == OFFLINE_EXIT_CODE
+    assert '"status": "offline"' in out and "cannot be reached" in out
+    # back online, the other machine pushed: the fetch that saw it is the only one
+    shutil.move(str(away), str(remote))
+    _settle(a, remote)
+    cmem_sync(a, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    note(b, "2026-11-28 other", "- 我决定每周五复盘\n")
+    sync(b)
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "fast-forwarded" in out and calls.count("fetch") == 1, calls
+    assert head(a) == head(b)
