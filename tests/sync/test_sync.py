@@ -1422,3 +1422,46 @@ def test_an_offline_sync_fetches_once_and_says_so_as_the_full_path_does(machines
     code, out, _, calls = cmem_sync(a, tmp_path)
     assert code == 0 and "fast-forwarded" in out and calls.count("fetch") == 1, calls
     assert head(a) == head(b)
+
+
+@pytest.mark.parametrize(
+    "how, point",
+    # a fast-forward makes no commit of its own: it is killed before or after its files
+    [("merge", point) for point in KILL_POINTS]
+    + [("fast-forward", point) for point in ("journal-written", "replace", "applied")],
+)
+def test_an_executable_file_stays_executable_when_a_killed_merge_is_recovered(machines, how, point):
+    _, (a, b, _) = machines
+    write_files(a, {"bin/tidy.sh": "#!/bin/sh\necho tidy\n"})
+    _commit_by_hand(a, "a script")
+    sync(a)
+    sync(b)
+    (a / "bin" / "tidy.sh").chmod(0o755)  # made executable on one machine
+    write_files(a, {"bin/new.sh": "#!/bin/sh\n"})
+    (a / "bin" / "new.sh").chmod(0o755)  # and a new executable file
+    _commit_by_hand(a, "chmod +x, a new script")
+    sync(a)
+    if how == "merge":  # the other machine wrote a note meanwhile
+        note(b, "2026-11-29 desk", "- 我决定每周五复盘\n")
+        _commit_by_hand(b, "a note")
+    killed = subprocess.run(
+        [sys.executable, "-m", "cmem", "sync", "--vault", str(b)],
+        env={**os.environ, "CMEM_FAULT": point},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9, killed.stderr
+    # the repair alone (every writing command makes it first): the step finished or undone,
+    # what it leaves on disk is what it committed, modes included
+    fixed = CliRunner().invoke(app, ["doctor", "--fix", "--yes", "--vault", str(b)])
+    assert "rolled" in fixed.output or "finished" in fixed.output or "committed" in fixed.output
+    assert git(b, "status", "--porcelain") == ""  # a lost mode would show as a change
+    for script in ("bin/tidy.sh", "bin/new.sh"):
+        if git(b, "ls-tree", "HEAD", "--", script):
+            mode, executable = _mode(b, script)
+            assert executable == (mode == "100755"), (script, mode)
+    again = CliRunner().invoke(app, ["sync", "--vault", str(b)])
+    assert again.exit_code == 0, again.output
+    assert _mode(b, "bin/tidy.sh") == ("100755", True)
+    assert _mode(b, "bin/new.sh") == ("100755", True)
+    assert git(b, "status", "--porcelain") == ""
