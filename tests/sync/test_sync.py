@@ -1465,3 +1465,55 @@ def test_an_executable_file_stays_executable_when_a_killed_merge_is_recovered(ma
     assert _mode(b, "bin/tidy.sh") == ("100755", True)
     assert _mode(b, "bin/new.sh") == ("100755", True)
     assert git(b, "status", "--porcelain") == ""
+
+
+def _submodule_source(tmp_path: Path) -> Path:
+    """A small repository to add as a submodule, with one commit."""
+    lib = tmp_path / "lib-source"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    write_files(lib, {"lib.txt": "one\n"})
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "lib: one")
+    return lib
+
+
+def _refused(root: Path, path: str) -> None:
+    """The sync stops naming `path`, and nothing in the vault moved."""
+    before = (head(root), git(root, "status", "--porcelain"))
+    with pytest.raises(CmemError, match=rf"{re.escape(path)} is a symbolic link or submodule"):
+        sync(root)
+    assert (head(root), git(root, "status", "--porcelain")) == before
+    assert "outcome: refused" in (open_vault(root).machine_dir / "last-sync").read_text("utf-8")
+
+
+@pytest.mark.parametrize("diverged", [False, True])
+def test_a_submodule_the_other_machine_added_or_moved_stops_the_sync_naming_it(
+    machines, tmp_path, diverged
+):
+    remote, (a, b, _) = machines
+    lib = _submodule_source(tmp_path)
+    file_ok = ["-c", "protocol.file.allow=always"]  # a local path as the submodule's url
+    git(b, *file_ok, "submodule", "add", "-q", str(lib), "lib")
+    _commit_by_hand(b, "a submodule")
+    sync(b)
+    if diverged:  # a merge, not a fast-forward
+        note(a, "2026-11-29 laptop", "- 以后都先给结论\n")
+        _commit_by_hand(a, "a note")
+    _refused(a, "lib")
+    assert not (a / "lib").exists() and not (a / ".gitmodules").exists()
+    # merged with git by hand, as the message says; then the other machine moves the submodule
+    git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    sync(a)
+    write_files(lib, {"lib.txt": "two\n"})
+    git(lib, "commit", "-qam", "lib: two")
+    git(b / "lib", "pull", "-q", "origin", "main")
+    _commit_by_hand(b, "the submodule moved on")
+    sync(b)
+    if diverged:
+        note(a, "2026-11-28 laptop", "- 我决定周末不写代码\n")
+        _commit_by_hand(a, "another note")
+    _refused(a, "lib")
+    assert (
+        git(a, "ls-tree", "HEAD", "lib").split()[2] != git(b, "ls-tree", "HEAD", "lib").split()[2]
+    )
