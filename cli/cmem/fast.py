@@ -307,7 +307,8 @@ def run_sync(request: dict) -> int | None:
 
         # the key taken before sync looks for edits to commit: an edit made meanwhile misses it
         pending = idle_sync.begin(target)
-        result = sync_vault(target)
+        # the light path's fetch, when it ran and then handed over, is not run again
+        result = sync_vault(target, fetched=request.get("fetched"))
     except CmemError as exc:
         return _sync_fail(str(exc), exc.exit_code, request)
     except KeyboardInterrupt:

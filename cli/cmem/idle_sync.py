@@ -20,8 +20,11 @@ The light path (`answer`) checks that key, runs the same `git fetch` the full pa
 ref straight from `.git` (loose file or packed-refs): both at the stored commit means the other
 machines pushed nothing and this one has nothing to push — it prints what the full path prints
 for "up to date" and records the sync. Any doubt (no stored result, a key that moved, a failed
-fetch, a ref it cannot read, refs that differ) hands over to the full path, which fetches again
-and does the work; nothing has been changed by then, so running it twice is safe.
+fetch, a ref it cannot read, refs that differ) hands over to the full path, which does the work;
+nothing has been changed by then, so running it after is safe. Once the fetch has run, the
+hand-over carries its outcome (`request["fetched"]`: the command line, exit code and git's
+stderr), and the full path takes that as its first fetch rather than fetching again: offline is
+told after one fetch, in the full path's words.
 
 It sits at the top, beside `cmem.fast`, because it reads the stored results (`cmem.reading`);
 what it needs of sync is stdlib only (`cmem.sync.git_env`, `cmem.sync.record`).
@@ -124,8 +127,17 @@ def answer(request: dict) -> tuple[str, bool] | None:
         return None
     if _read(os.path.join(git_dir, "HEAD")) != "ref: " + stored["branch_ref"]:
         return None  # another branch checked out, or HEAD detached: the full path says what to do
-    if _run(stored["fetch"], remote_env(stored["ssh_configured"])) != 0:
-        return None  # offline, or anything else: the full path fetches again and explains
+    code, errors = _run(stored["fetch"], remote_env(stored["ssh_configured"]))
+    # from here on, a hand-over carries the fetch's outcome: the full path takes it instead of
+    # fetching again (an unreachable ssh remote would otherwise make the user wait twice)
+    request["fetched"] = {
+        "argv": stored["fetch"],
+        "ssh_configured": stored["ssh_configured"],
+        "code": code,
+        "stderr": errors,
+    }
+    if code != 0:
+        return None  # offline, or anything else: the full path explains, from git's words
     ours = _ref(git_dir, stored["branch_ref"])
     theirs = _ref(git_dir, stored["tracking"])
     if ours is None or ours != theirs or ours != stored["head"]:
@@ -134,22 +146,34 @@ def answer(request: dict) -> tuple[str, bool] | None:
     return stored["shown"]["json" if request["json"] else "text"], request["json"]
 
 
-def _run(argv: list[str], env: dict) -> int:
-    """Run `argv` with nothing on its stdin and its output thrown away (the full path reads git's
-    words only when the fetch fails, and then it runs the fetch itself); its exit code."""
+def _run(argv: list[str], env: dict) -> tuple[int, str]:
+    """Run `argv` with nothing on its stdin and its stdout thrown away: (its exit code, what it
+    wrote on stderr, decoded as cmem.steps.commits.run_git decodes it). The full path reads those
+    words when the fetch fails."""
     null = os.devnull
-    pid = os.posix_spawnp(
-        argv[0],
-        argv,
-        env,
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
-        ],
-    )
+    # both ends close-on-exec (os.pipe's default): git gets the write end only as its stderr
+    reader, writer = os.pipe()
+    try:
+        pid = os.posix_spawnp(
+            argv[0],
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, writer, 2),
+            ],
+        )
+    finally:
+        os.close(writer)  # ours: the read below ends when git's copy closes
+    try:
+        chunks = []
+        while chunk := os.read(reader, 65536):  # read all before waiting: a full pipe blocks git
+            chunks.append(chunk)
+    finally:
+        os.close(reader)
     _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "surrogateescape")
 
 
 def _read(path: str) -> str | None:

@@ -272,6 +272,11 @@ def _recover_fast_forward(vault: Vault, folder: Path, intent: dict) -> Recovery:
         (e for e in entries if states[e["rel"]] == "old"), key=lambda e: e["new"] is None
     ):
         put(vault, entry["rel"], _version(folder, entry, "new"))
+    # the modes too, as _recover_one does: a file written anew (or one whose mode alone changed,
+    # its bytes already "new") would otherwise stay 0644 while the branch moves to 100755
+    for rel, mode in (intent.get("modes") or {}).items():
+        if (vault.root / rel).is_file():
+            set_mode(vault, rel, mode)
     history.move_branch(vault.root, target, source, paths)
     return Recovery(kind, step_id, "rolled forward", target)
 

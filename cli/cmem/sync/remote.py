@@ -146,16 +146,28 @@ def _git_settings(vault: Vault) -> dict[str, str]:
     return settings
 
 
-def fetch(vault: Vault, target: SyncTarget) -> bool:
+def fetch(vault: Vault, target: SyncTarget, fetched: dict | None = None) -> bool:
     """Fetch the remote's branch into its remote-tracking ref. False: the remote has no such
-    branch yet (the first push creates it). Raises Offline when it cannot be reached."""
-    result = history.run_git(
-        vault.root, *_fetch_args(target), check=False, env=remote_env(target.ssh_configured)
-    )
-    if result.returncode == 0:
+    branch yet (the first push creates it). Raises Offline when it cannot be reached.
+
+    `fetched`: the outcome of this same fetch, run a moment ago by the light path
+    (cmem.idle_sync.answer: argv, ssh_configured, code, stderr); taken instead of running it
+    again when it is the same command with the same ssh setting."""
+    if (
+        fetched is not None
+        and fetched["argv"] == fetch_argv(vault, target)
+        and fetched["ssh_configured"] == target.ssh_configured
+    ):
+        code, errors = fetched["code"], fetched["stderr"]
+    else:
+        result = history.run_git(
+            vault.root, *_fetch_args(target), check=False, env=remote_env(target.ssh_configured)
+        )
+        code, errors = result.returncode, result.stderr
+    if code == 0:
         return True
-    detail = _last_line(result.stderr)
-    if "couldn't find remote ref" in result.stderr:
+    detail = _last_line(errors)
+    if "couldn't find remote ref" in errors:
         return False
     raise Offline(
         f"the remote {target.remote} cannot be reached ({detail}); nothing was synced — the vault carries on locally."
@@ -215,10 +227,14 @@ def push(vault: Vault, target: SyncTarget, commit: str) -> bool:
 
 
 def sync_vault(
-    vault: Vault, now: datetime | None = None, attempts: int = MAX_ATTEMPTS
+    vault: Vault,
+    now: datetime | None = None,
+    attempts: int = MAX_ATTEMPTS,
+    fetched: dict | None = None,
 ) -> SyncResult:
     """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected). The
-    outcome is recorded in the machine folder (cmem.sync.record) for `status`."""
+    outcome is recorded in the machine folder (cmem.sync.record) for `status`. `fetched`: the
+    light path's fetch, taken as the first one (`fetch`)."""
     try:
         target = resolve_target(vault)
     except CmemError as exc:
@@ -226,7 +242,7 @@ def sync_vault(
         raise
     where = f"{target.remote}/{target.branch}"
     try:
-        result = _sync(vault, target, now, attempts)
+        result = _sync(vault, target, now, attempts, fetched)
     except CmemError as exc:
         write_record(vault.machine_dir, "refused", where, str(exc))
         raise
@@ -239,7 +255,13 @@ def fetch_argv(vault: Vault, target: SyncTarget) -> list[str]:
     return history.git_argv(vault.root, *_fetch_args(target))
 
 
-def _sync(vault: Vault, target: SyncTarget, now: datetime | None, attempts: int) -> SyncResult:
+def _sync(
+    vault: Vault,
+    target: SyncTarget,
+    now: datetime | None,
+    attempts: int,
+    fetched: dict | None = None,
+) -> SyncResult:
     result = SyncResult(target.remote, target.branch, target=target)
     result.snapshot = commit_own_edits(vault, now)
     if result.snapshot:
@@ -247,7 +269,9 @@ def _sync(vault: Vault, target: SyncTarget, now: datetime | None, attempts: int)
     for attempt in range(1, attempts + 1):
         result.attempts = attempt
         try:
-            has_branch = fetch(vault, target)
+            # the light path's fetch stands for the first attempt's only: a retry after a
+            # rejected push must see what the other machine pushed since
+            has_branch = fetch(vault, target, fetched if attempt == 1 else None)
             ours, theirs = _revs(vault, "HEAD", target.tracking if has_branch else None)
             if theirs is not None and theirs != ours:
                 _merge_into(vault, result, theirs, now)
@@ -270,14 +294,37 @@ def _sync(vault: Vault, target: SyncTarget, now: datetime | None, attempts: int)
 def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
     """Notes and memory files the user edited and did not commit go with the sync: they are
     committed first, as every step's snapshot is (cmem.steps.preflight). None: nothing to commit."""
-    from cmem.steps import preflight
-
-    if not preflight.managed_changes(vault):
+    if not _look_for_edits(vault):
         return None  # the usual case: no lock taken
     from cmem.steps.runner import open_step
 
     with open_step(vault, "sync", now=now, purpose="sync") as step:
         return step.snapshot
+
+
+def _look_for_edits(vault: Vault) -> list:
+    """The managed paths with uncommitted changes, found by a `git status` that does not write
+    git's index (GIT_OPTIONAL_LOCKS=0, as editors' background checks run it).
+
+    Why: git status refreshes the index's cached file times and rewrites it when it may, and the
+    index is part of the key the idle sync is stored under (cmem.idle_sync), taken just before
+    this look. A rewrite here made the key stale at once, and the next sync ran in full too
+    (rewritten, the index was also too new to store). Left as it is, the index still tells every
+    staged change; only its cache of file times goes unrefreshed (a later git command refreshes
+    it). An edit made after the key was taken still misses it: the notes' own times are in it."""
+    import os
+
+    from cmem.steps import preflight
+
+    saved = os.environ.get("GIT_OPTIONAL_LOCKS")
+    os.environ["GIT_OPTIONAL_LOCKS"] = "0"
+    try:
+        return preflight.managed_changes(vault)
+    finally:
+        if saved is None:
+            del os.environ["GIT_OPTIONAL_LOCKS"]
+        else:
+            os.environ["GIT_OPTIONAL_LOCKS"] = saved
 
 
 def sync_if_auto(
