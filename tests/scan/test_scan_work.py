@@ -1,0 +1,72 @@
+"""The per-hit work of a cold scan, counted rather than timed: each cue line pays only for the
+checks that can change its verdict (issue 13). The verdicts themselves are held by
+tests/scan/test_scan_expected.py; these say the costly steps are skipped when they cannot matter."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from cmem.scan import tone
+from cmem.scan.signals import detect_line
+from cmem.text.cues import cue_set
+
+
+class _Counted:
+    """A compiled pattern that counts how often each method is called and how many matches
+    are consumed."""
+
+    def __init__(self, pattern, calls: Counter):
+        self.pattern, self.calls = pattern, calls
+
+    def __getattr__(self, name):
+        method = getattr(self.pattern, name)
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            found = method(*args, **kwargs)
+            if name == "finditer":
+                return self._consumed(found)
+            return found
+
+        return counted
+
+    def _consumed(self, matches):
+        for match in matches:
+            self.calls["consumed"] += 1
+            yield match
+
+
+@pytest.fixture
+def calls(monkeypatch) -> Counter:
+    counts = Counter()
+    for name in ("_BANGS", "_CAPS_WORD", "_TOKENS"):
+        monkeypatch.setattr(tone, name, _Counted(getattr(tone, name), counts))
+    return counts
+
+
+def test_content_units_stops_reading_tokens_once_it_has_enough(calls):
+    line = " ".join(f"word{n} deploy" for n in range(200))
+    assert tone.content_units(line, 2) == 2
+    assert calls["consumed"] == 1  # one Latin word is two units: the other 399 never tokenised
+    calls.clear()
+    assert tone.content_units(line) == 800  # without a bound every token still counts
+
+
+def test_a_calm_cue_line_skips_the_bang_and_shouting_checks(calls):
+    hit = detect_line("- I decided to move the build to the new runner next week", cue_set())
+    assert hit is not None and hit.kind == ""
+    assert calls["search"] == 0  # fewer than three ! or ?: _BANGS cannot match
+    calls.clear()
+    hit = detect_line("- 我决定以后周会改到周二上午，大家觉得呢？", cue_set())
+    assert hit is not None and hit.kind == ""
+    assert calls["search"] == calls["findall"] == 0  # no capital letter: nobody shouts
+
+
+def test_the_checks_still_run_where_they_can_match(calls):
+    hit = detect_line("- I decided to move the build again!!!", cue_set())
+    assert hit is not None and hit.kind == "venting" and calls["search"] == 1
+    calls.clear()
+    hit = detect_line("- WE DECIDED THIS IS THE WORST BUILD EVER", cue_set())
+    assert hit is not None and hit.kind == "venting" and calls["findall"] >= 1
