@@ -70,3 +70,19 @@ def test_the_checks_still_run_where_they_can_match(calls):
     calls.clear()
     hit = detect_line("- WE DECIDED THIS IS THE WORST BUILD EVER", cue_set())
     assert hit is not None and hit.kind == "venting" and calls["findall"] >= 1
+
+
+def test_a_line_runs_only_the_masks_it_can_match(monkeypatch):
+    from cmem.scan import masking
+
+    counts = Counter()
+    counted = tuple((_Counted(pattern, counts), needs) for pattern, needs in masking._INLINE_MASKS)
+    monkeypatch.setattr(masking, "_INLINE_MASKS", counted)
+    line = "又忘了更新 [[周报]]，下次先写 `draft` 再发"
+    assert (
+        masking.mask_inline(line) == "又忘了更新 " + " " * 4 + "]]，下次先写 " + " " * 7 + " 再发"
+    )
+    assert counts["sub"] == 2  # the wikilink and the inline code; no comment, URL or link target
+    counts.clear()
+    assert masking.mask_inline("see WWW.Example.com [here](x)") == "see " + " " * 15 + " [here    "
+    assert counts["sub"] == 2

@@ -209,7 +209,8 @@ _TS_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[ xX]\]\s*)?\d{1,2}:\d{2
 
 def content_key(line: str, formats=None) -> str:
     """The normalised statement a line makes: no list marker, capture time, source or trace."""
-    core, _, _ = split_statement(_TS_PREFIX.sub("", line), formats)
+    # a capture time holds a colon: most lines have none and skip the regex
+    core, _, _ = split_statement(_TS_PREFIX.sub("", line) if ":" in line else line, formats)
     return normalize(core)
 
 
