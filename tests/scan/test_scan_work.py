@@ -4,13 +4,16 @@ tests/scan/test_scan_expected.py; these say the costly steps are skipped when th
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
 
-from cmem.scan import tone
+from cmem.scan import recurrence, tone
 from cmem.scan.signals import detect_line
 from cmem.text.cues import cue_set
+from cmem.text.scripts import CJK_RUN
+from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, bigrams
 
 
 class _Counted:
@@ -86,3 +89,42 @@ def test_a_line_runs_only_the_masks_it_can_match(monkeypatch):
     counts.clear()
     assert masking.mask_inline("see WWW.Example.com [here](x)") == "see " + " " * 15 + " [here    "
     assert counts["sub"] == 2
+
+
+def _sentence_around_stepping(low: str, start: int, end: int) -> str:
+    """sentence_around as it was: a Python step per character (issue 13 made it a search)."""
+    head = start
+    while head > 0 and low[head - 1] not in recurrence._SENTENCE_END:
+        head -= 1
+    tail = end
+    while tail < len(low) and low[tail] not in recurrence._SENTENCE_END:
+        tail += 1
+    return low[head:start] + " " + low[end:tail]
+
+
+def _phrase_keys_reading_all(text: str) -> list[str]:
+    """phrase_keys as it was: every key of the sentence gathered, the first MAX_KEYS kept."""
+    keys: dict[str, None] = {}
+    for run in CJK_RUN.findall(text):
+        for pair in bigrams(run):
+            if pair[0] not in ZH_KEY_STOP and pair[1] not in ZH_KEY_STOP:
+                if pair not in ZH_KEY_BIGRAMS:
+                    keys[pair] = None
+    for word in recurrence._EN_WORD.findall(text):
+        word = word.strip("'-")
+        if len(word) >= 4 and word not in EN_KEY_STOP:
+            keys[recurrence._stem(word)] = None
+    return sorted(list(keys)[: recurrence.MAX_KEYS])
+
+
+def test_sentence_and_keys_are_what_the_full_walks_gave():
+    rng = random.Random(13)
+    alphabet = [*"ab 又熬夜刷题到两点，", *recurrence._SENTENCE_END, " deploying", " the build"]
+    for _ in range(10_000):
+        low = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        start = rng.randint(0, len(low))
+        end = rng.randint(start, len(low))
+        assert recurrence.sentence_around(low, start, end) == _sentence_around_stepping(
+            low, start, end
+        ), (low, start, end)
+        assert recurrence.phrase_keys(low) == _phrase_keys_reading_all(low), low
