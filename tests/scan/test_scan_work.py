@@ -9,11 +9,13 @@ from collections import Counter
 
 import pytest
 
-from cmem.scan import recurrence, tone
+from cmem.scan import recurrence, signals, tone
 from cmem.scan.signals import detect_line
 from cmem.text.cues import cue_set
 from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, bigrams
+from cmem.vault.layers import DIVERGENT, NoteFile
+from cmem.vault.notes import read_note
 
 
 class _Counted:
@@ -128,3 +130,30 @@ def test_sentence_and_keys_are_what_the_full_walks_gave():
             low, start, end
         ), (low, start, end)
         assert recurrence.phrase_keys(low) == _phrase_keys_reading_all(low), low
+
+
+def _note(tmp_path, text: str):
+    path = tmp_path / "note.md"
+    path.write_text(text, "utf-8")
+    return read_note(NoteFile(path.name, path, DIVERGENT))
+
+
+def test_links_are_searched_in_the_body_and_walked_line_by_line_only_under_blocks(
+    tmp_path, monkeypatch
+):
+    walks = Counter()
+    walk = signals.wikilinks
+
+    def counted(lines, blocked):
+        walks["lines"] += 1
+        return walk(lines, blocked)
+
+    monkeypatch.setattr(signals, "wikilinks", counted)
+    plain = (
+        "---\nsee: [[Meta]]\n---\n- 我决定改用 [[Svelte]]，见 [[周报|上周]]\n- [[Svelte]] again\n"
+    )
+    assert signals.scan_note(_note(tmp_path, plain)).links == ["Svelte", "周报"]
+    assert walks["lines"] == 0  # the frontmatter's [[Meta]] is skipped by starting after it
+    fenced = plain + "```\n[[Code]]\n```\n"
+    assert signals.scan_note(_note(tmp_path, fenced)).links == ["Svelte", "周报"]
+    assert walks["lines"] == 1
