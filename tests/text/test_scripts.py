@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 from cmem.converge.phrasing import is_chinese
 from cmem.converge.words import terms
 from cmem.reading.context import topic_terms
 from cmem.scan.recurrence import phrase_keys
 from cmem.scan.tone import content_units
-from cmem.text.scripts import cjk_count, han_count, is_cjk, is_han
+from cmem.text.scripts import CJK, cjk_count, han_count, is_cjk, is_han
 from cmem.text.tokens import estimate_tokens
 
 
@@ -49,3 +52,11 @@ def test_no_recurrence_key_or_content_unit_straddles_cjk_punctuation():
 
 def test_builtin_terms_are_han_bigrams():
     assert "熬夜" in terms("又熬夜")
+
+
+def test_is_cjk_answers_as_the_cjk_class_does_for_every_code_point():
+    # is_cjk compares code points instead of matching the compiled class (issue 13)
+    cjk_char = re.compile(f"[{CJK}]")
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        assert is_cjk(ch) == (cjk_char.match(ch) is not None), hex(code)

@@ -1,5 +1,7 @@
+import unicodedata
 from pathlib import Path
 
+from cmem.vault import statements
 from cmem.vault.config import parse_config
 from cmem.vault.statements import (
     format_source,
@@ -8,6 +10,7 @@ from cmem.vault.statements import (
     parse_statements,
     split_statement,
 )
+from support import SAMPLE_VAULT
 
 ZH = parse_config({}, Path("c.yaml")).formats
 EN = parse_config({"language": "en"}, Path("c.yaml")).formats
@@ -44,3 +47,37 @@ def test_format_round_trip():
 def test_normalize_ignores_case_space_and_punctuation():
     assert normalize("推他动手，而非给鼓励！") == normalize("推他动手 而非给鼓励")
     assert normalize("Hello,  World.") == normalize("hello world")
+
+
+def _normalize_as_before(text: str) -> str:
+    """normalize() as it was before full-width signs were narrowed first (issue 13)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if any(mark in text for mark in ".-\u2212\u2013"):
+        text = statements._NUMBER_MARKS.sub(
+            lambda m: statements._DECIMAL if m.group() == "." else statements._MINUS, text
+        )
+    return text.translate(statements._DROP)
+
+
+def test_narrowing_full_width_signs_first_changes_no_key():
+    wide = [chr(code) for code in range(0xFF01, 0xFF5F)]
+    cases = [
+        "推他动手，而非给鼓励！（真的？）：是；",
+        "价格：３．５元，－２度；ＡＢＣ？",
+        *wide,
+        *(w + "\u0301\u0323" for w in wide),  # combining marks after the sign
+        *("e" + w + "\u0301" for w in wide),
+        *(
+            line
+            for path in sorted(SAMPLE_VAULT.rglob("*.md"))
+            for line in path.read_text("utf-8").splitlines()
+        ),
+    ]
+    assert [normalize(case) for case in cases] == [_normalize_as_before(case) for case in cases]
+
+
+def test_a_chinese_line_passes_nfkc_quick_check_once_its_signs_are_narrowed():
+    # the quick check is what spares the full normalisation, ~100x its cost (issue 13)
+    line = "我决定以后周会改到周二上午（不是周一），大家觉得呢？好：就这样；走！"
+    assert not unicodedata.is_normalized("NFKC", line)
+    assert unicodedata.is_normalized("NFKC", statements._narrow_punctuation(line))

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import re
 
+# Each pattern with the strings one of which any match holds: a line runs only the patterns it
+# can match (most cue lines hold a wikilink's `[` and nothing else to mask).
 _INLINE_MASKS = (
-    re.compile(r"<!--.*?(?:-->|$)"),  # an HTML comment (to the line end when it runs on)
-    re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)"),  # inline code, any run of backticks
-    re.compile(r"(?:https?|ftp|file)://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+", re.IGNORECASE),
-    re.compile(r"\]\([^)\s]*\)"),  # a Markdown link destination
+    (
+        re.compile(r"<!--.*?(?:-->|$)"),
+        ("<!--",),
+    ),  # an HTML comment (to the line end when it runs on)
+    (re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)"), ("`",)),  # inline code, any run of backticks
+    (
+        re.compile(r"(?:https?|ftp|file)://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+", re.IGNORECASE),
+        ("://", "w.", "W."),  # www. in any case ends in w. or W.
+    ),
+    (re.compile(r"\]\([^)\s]*\)"), ("](",)),  # a Markdown link destination
     # A wikilink target names a note, it says nothing: [[又一年]] is a title. The linked note is
     # scanned on its own if it is divergent. The alias after | is the user's text and stays.
-    re.compile(r"\[\[[^\]|\n]*"),
+    (re.compile(r"\[\[[^\]|\n]*"), ("[[",)),
 )
 
 
@@ -34,8 +42,9 @@ def mask_inline(line: str) -> str:
         and "[" not in line
     ):
         return line
-    for pattern in _INLINE_MASKS:
-        line = pattern.sub(_blank, line)
+    for pattern, needs in _INLINE_MASKS:
+        if any(need in line for need in needs):
+            line = pattern.sub(_blank, line)
     return line
 
 

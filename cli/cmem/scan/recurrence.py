@@ -26,14 +26,18 @@ MAX_KEYS = 8
 _SENTENCE_END = set("。！？!?；;\n")
 
 
+_SENTENCE_MARK = re.compile("[" + re.escape("".join(sorted(_SENTENCE_END))) + "]")
+
+
 def sentence_around(low: str, start: int, end: int) -> str:
     """The sentence holding low[start:end], without that span."""
-    head = start
-    while head > 0 and low[head - 1] not in _SENTENCE_END:
-        head -= 1
-    tail = end
-    while tail < len(low) and low[tail] not in _SENTENCE_END:
-        tail += 1
+    # Searched in C, not stepped through in Python a character at a time (a Chinese sentence
+    # runs to the line's end, past every full-width comma): the mark before the span is the
+    # first one in the reversed text before it.
+    before = _SENTENCE_MARK.search(low[start - 1 :: -1]) if start else None
+    head = start - before.start() if before else 0
+    after = _SENTENCE_MARK.search(low, end)
+    tail = after.start() if after else len(low)
     return low[head:start] + " " + low[end:tail]
 
 
@@ -41,17 +45,23 @@ def phrase_keys(text: str) -> list[str]:
     """Key phrases of a recurring cue's sentence (the cue taken out): Chinese bigrams of content
     characters and English content words, lightly stemmed, at most MAX_KEYS of them. Two notes
     whose recurring lines share a key repeat the same pattern (又熬夜到两点 / 又熬夜刷题 share 熬夜)."""
+    # The first MAX_KEYS distinct keys are kept, so the search stops once it has them: a long
+    # sentence is not read to its end (a recurring cue line's per-hit cost in a cold scan).
     keys: dict[str, None] = {}
-    for run in CJK_RUN.findall(text):
-        for pair in bigrams(run):
+    for run in CJK_RUN.finditer(text):
+        for pair in bigrams(run.group()):
             if (
                 pair[0] not in ZH_KEY_STOP
                 and pair[1] not in ZH_KEY_STOP
                 and pair not in ZH_KEY_BIGRAMS
             ):
                 keys[pair] = None
-    for word in _EN_WORD.findall(text):
-        word = word.strip("'-")
+                if len(keys) == MAX_KEYS:
+                    return sorted(keys)
+    for match in _EN_WORD.finditer(text):
+        word = match.group().strip("'-")
         if len(word) >= 4 and word not in EN_KEY_STOP:
             keys[_stem(word)] = None
-    return sorted(list(keys)[:MAX_KEYS])
+            if len(keys) == MAX_KEYS:
+                return sorted(keys)
+    return sorted(keys)

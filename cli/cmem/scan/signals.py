@@ -209,7 +209,8 @@ _TS_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[ xX]\]\s*)?\d{1,2}:\d{2
 
 def content_key(line: str, formats=None) -> str:
     """The normalised statement a line makes: no list marker, capture time, source or trace."""
-    core, _, _ = split_statement(_TS_PREFIX.sub("", line), formats)
+    # a capture time holds a colon: most lines have none and skip the regex
+    core, _, _ = split_statement(_TS_PREFIX.sub("", line) if ":" in line else line, formats)
     return normalize(core)
 
 
@@ -269,9 +270,10 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     lines = note.lines
     # Without fences or comments the only blocked lines are the frontmatter's (blocked_lines
     # would return just those): the walk over the lines is needed only when a block may exist.
+    has_blocks = _has_blocks(lowered)
     blocked, tails = (
         blocked_lines(lines, note.body_start)
-        if _has_blocks(lowered)
+        if has_blocks
         else (set(range(note.body_start - 1)), set())
     )
     for index in sorted(candidates):
@@ -287,8 +289,26 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
             result.hits.append(hit)
     if result.hits:
         result.flags.tags = _merge_tags(flags.tags, inline_tags(lines, blocked))
-        result.links = wikilinks(lines, blocked)
+        # without blocks only the frontmatter is skipped: one search over the body finds the
+        # links a walk over its lines would (a link never spans a line end)
+        result.links = (
+            wikilinks(lines, blocked)
+            if has_blocks
+            else _links_in(note.text, _offset_of_line(lines, note.body_start - 1))
+        )
     return result
+
+
+def _offset_of_line(lines: list[str], index: int) -> int:
+    """Where line `index` (0-based) starts in the text the lines were split from."""
+    return sum(len(line) + 1 for line in lines[:index])
+
+
+def _links_in(text: str, start: int) -> list[str]:
+    found: dict[str, None] = {}
+    for match in WIKILINK.finditer(text, start):
+        found[match.group(1).strip()] = None
+    return list(found)
 
 
 # headings, quotes and callouts, and table rows: a manual's or someone else's words, or data

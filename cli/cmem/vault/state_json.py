@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +37,12 @@ from cmem.errors import CmemError
 STATE_VERSION = 1
 MAX_PASSES = 200
 
-_SPACE = re.compile(r"\s+")
-
 
 def line_key(line: str) -> str:
     """A short, whitespace-insensitive fingerprint of one line of a note."""
-    normal = _SPACE.sub(" ", line.strip())
+    # split() and strip() know the same whitespace as the regex `\s+` (str.isspace): the same
+    # text as re.sub(r"\s+", " ", line.strip()) without a regex on every cue line of a scan
+    normal = " ".join(line.split())
     return hashlib.sha1(normal.encode("utf-8")).hexdigest()[:12]
 
 

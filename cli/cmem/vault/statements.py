@@ -339,10 +339,28 @@ def normalize(text: str) -> str:
     meaning (NFKC first, so full-width and half-width forms agree). Digits, decimal points,
     minus signs, currency, comparison signs and question marks stay: changing one changes the
     statement."""
+    if not text.isascii():
+        text = _narrow_punctuation(text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if any(mark in text for mark in ".-\u2212\u2013"):
         text = _NUMBER_MARKS.sub(lambda m: _DECIMAL if m.group() == "." else _MINUS, text)
     return text.translate(_DROP)
+
+
+# The full-width signs Chinese text is written with, each with its NFKC form. They are what
+# keeps most Chinese lines from passing NFKC's quick check, and the full normalisation then costs
+# ~100x the check (most of a cold scan's per-hit key, issue 13). Each is its own whole
+# compatibility decomposition, so putting the ASCII sign in first leaves NFKC's result unchanged.
+_WIDE_PUNCTUATION = tuple(
+    (chr(code), unicodedata.normalize("NFKC", chr(code))) for code in map(ord, "，：；！？（）")
+)
+
+
+def _narrow_punctuation(text: str) -> str:
+    for wide, narrow in _WIDE_PUNCTUATION:
+        if wide in text:
+            text = text.replace(wide, narrow)
+    return text
 
 
 def format_source(names: list[str], formats: Formats) -> str:
