@@ -66,3 +66,32 @@ def test_a_damaged_store_is_compiled_again(make_vault):
 
     config._validators.clear()
     assert load_config(vault).budget_tokens > 0
+
+
+def test_a_stored_validator_runs_without_importing_fastjsonschema(make_vault):
+    """The generated code imports fastjsonschema for its exception classes (~30 ms with its
+    drafts); a stored validator binds cmem's own instead, and refuses with the same message."""
+    import subprocess
+    import sys
+
+    good = make_vault(config_yaml="budget_tokens: 9000\n")
+    load_config(good)  # compiles the validator and stores it
+    bad = make_vault(config_yaml="budget_tokens: lots\n")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from cmem.errors import ConfigError\n"
+        "from cmem.vault.config import load_config\n"
+        f"print(load_config(Path({str(good)!r})).budget_tokens)\n"
+        "try:\n"
+        f"    load_config(Path({str(bad)!r}))\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+        "print('fastjsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "9000"
+    assert "'budget_tokens'" in out[1] and "must be" in out[1]
+    assert out[2] == "False"

@@ -189,9 +189,8 @@ _validators: dict[str, Any] = {}
 def _validate(data: Any, schema_name: str, where: Path) -> None:
     import json
 
-    import fastjsonschema
-
     from cmem import resources
+    from cmem.vault.config_cache import SchemaValueError
 
     schema = resources.config_schema() if schema_name == "config" else _user_schema()
     if not isinstance(data, dict):
@@ -205,7 +204,7 @@ def _validate(data: Any, schema_name: str, where: Path) -> None:
         validator = _validators[schema_name] = stored_validator(json.dumps(schema, sort_keys=True))
     try:
         validator(data)
-    except fastjsonschema.JsonSchemaValueException as exc:
+    except SchemaValueError as exc:
         key = (exc.name or "data").removeprefix("data").lstrip(".") or "(top level)"
         message = exc.message.replace(exc.name or "data", f"'{key}'", 1)
         raise ConfigError(f"{where}: setting {message}.") from None

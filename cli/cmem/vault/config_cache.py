@@ -56,18 +56,48 @@ def _write(path: str, value) -> None:
             pass
 
 
+class SchemaValueError(ValueError):
+    """What a stored validator raises for a value the schema refuses: the attributes of
+    fastjsonschema's JsonSchemaValueException (message, value, name, definition, rule), without
+    importing that package (~30 ms with its drafts and decimal) on every config load."""
+
+    def __init__(self, message, value=None, name=None, definition=None, rule=None, **_):
+        super().__init__(message)
+        self.message = message
+        self.value = value
+        self.name = name
+        self.definition = definition
+        self.rule = rule
+
+
+class SchemaValuesError(ValueError):
+    """fastjsonschema's JsonSchemaValuesException (several errors, when fast_fail is off)."""
+
+    def __init__(self, errors=(), **_):
+        super().__init__(errors)
+        self.errors = errors
+
+
+# the one line of generated code that imports fastjsonschema at run time: its exception classes
+_EXCEPTIONS_IMPORT = re.compile(r"^from fastjsonschema import ([\w, ]+)$", re.M)
+_OWN_EXCEPTIONS = {
+    "JsonSchemaValueException": SchemaValueError,
+    "JsonSchemaValuesException": SchemaValuesError,
+}
+
+
 def validator(schema_text: str) -> Callable[[Any], Any]:
     """`fastjsonschema.compile(json.loads(schema_text))`, from stored bytecode when there is some.
-    It raises fastjsonschema's own JsonSchemaValueException, as the compiled one does."""
-    import fastjsonschema
-
+    It raises SchemaValueError (fastjsonschema's JsonSchemaValueException, as cmem's own class):
+    the generated code's import of fastjsonschema is replaced by these, so a stored validator runs
+    without the package being imported at all."""
     path = os.path.join(
-        cache_dir("validators"), f"{_digest(schema_text, fastjsonschema.VERSION, _PY)}.marshal"
+        cache_dir("validators"), f"{_digest(schema_text, _library_version(), _PY)}.marshal"
     )
     stored = _read(path)
     if isinstance(stored, tuple) and len(stored) == 2:
         name, code = stored
-        namespace: dict = {}
+        namespace: dict = dict(_OWN_EXCEPTIONS)
         try:
             exec(code, namespace)
             return namespace[name]
@@ -75,14 +105,33 @@ def validator(schema_text: str) -> Callable[[Any], Any]:
             pass  # a damaged store: compile afresh below
     import json
 
+    import fastjsonschema
+
     source = fastjsonschema.compile_to_code(json.loads(schema_text))
+    found = _EXCEPTIONS_IMPORT.search(source)
+    if found and all(n.strip() in _OWN_EXCEPTIONS for n in found.group(1).split(",")):
+        source = source[: found.start()] + "# (exceptions: cmem's own)" + source[found.end() :]
     # the generator writes the schema's own function first, then those its $refs need
     name = re.search(r"^def (\w+)\(", source, re.M).group(1)
     code = compile(source, f"<validator {path}>", "exec")
-    namespace = {}
+    namespace = dict(_OWN_EXCEPTIONS)
     exec(code, namespace)
     _write(path, (name, code))
     return namespace[name]
+
+
+def _library_version() -> str:
+    """fastjsonschema's version, for the key (another version generates other code), read from its
+    version file rather than by importing the package; its path when that file cannot be read."""
+    from importlib.util import find_spec
+
+    spec = find_spec("fastjsonschema")
+    folder = os.path.dirname(spec.origin) if spec and spec.origin else ""
+    try:
+        with open(os.path.join(folder, "version.py"), encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return folder
 
 
 def parsed_yaml(text: str, parse: Callable[[str], Any]) -> Any:
