@@ -472,7 +472,14 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     originals, raw_originals = read_originals(vault)
     hand_edited = hand_edited_files(vault, state)
     budget = options.budget or vault.config.budget_tokens
-    fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+    # The prompt's fixed part (a whole prompt without notes) is the budget's share the notes may
+    # not take; it decides only between notes, and the first note is always taken: one pending
+    # note (the everyday pass, or `--only` one) needs no budget and no such prompt built.
+    fixed = (
+        assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+        if len(scan.pending) > 1
+        else 0
+    )
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
     deferred_lines = frozenset(
         (d.note, d.line)

@@ -93,6 +93,8 @@ def touched_situational(
     costs = {path: estimate_tokens(originals[path]) for path in paths}
     if sum(costs.values()) <= limit:
         return paths
+    if not notes:
+        return []  # nothing to relate a file to: no file names a note's tag or shares a word
     named = {name_key(n) for note in notes for n in note.tags + note.links}
     wanted: set[str] = set()
     for note in notes:

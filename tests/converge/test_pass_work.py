@@ -1,0 +1,43 @@
+"""The everyday pass, one new note through the builtin engine, does its work once (issue 13): the
+prompt is assembled once. Counted, not timed, so a repeated piece of work cannot come back
+unseen."""
+
+from __future__ import annotations
+
+from cmem.converge import pipeline
+from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.vault.layers import open_vault
+from pass_helpers import NOTE
+
+SECOND = "2026-11-29 notes.md"
+
+
+def _counting(monkeypatch, owner, name: str) -> list:
+    """Each call's arguments, the function still doing its work."""
+    calls = []
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_one_note_pass_assembles_its_prompt_once(pass_vault, monkeypatch):
+    prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.converged == [NOTE]
+    # one note is always taken whatever the budget: no prompt without notes is built to size it
+    assert [len(args[1]) for args in prompts] == [1]
+
+
+def test_with_notes_to_choose_between_the_budget_still_counts_the_fixed_prompt(
+    pass_vault, monkeypatch
+):
+    (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
+    prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
+    assert sorted(result.selected) == sorted([NOTE, SECOND])
+    assert [len(args[1]) for args in prompts] == [0, 2]  # the fixed part, then the prompt
