@@ -1,12 +1,14 @@
 """The everyday pass, one new note through the builtin engine, does its work once (issue 13): the
-prompt is assembled once. Counted, not timed, so a repeated piece of work cannot come back
-unseen."""
+prompt is assembled once, each layer is listed once, and git is asked where the repository is
+once per step. Counted, not timed, so a repeated piece of work cannot come back unseen."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from cmem.converge import pipeline
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.vault.layers import open_vault
+from cmem.vault.layers import Vault, open_vault
 from pass_helpers import NOTE
 
 SECOND = "2026-11-29 notes.md"
@@ -41,3 +43,20 @@ def test_with_notes_to_choose_between_the_budget_still_counts_the_fixed_prompt(
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
     assert sorted(result.selected) == sorted([NOTE, SECOND])
     assert [len(args[1]) for args in prompts] == [0, 2]  # the fixed part, then the prompt
+
+
+def test_a_pass_lists_each_layer_once(pass_vault, monkeypatch):
+    listed = _counting(monkeypatch, Vault, "_list_layer")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    layers = Counter(args[1] for args in listed)
+    # the scan, the originals, the validator's note names and memory files: ten asked before
+    assert layers and set(layers.values()) == {1}, layers
+
+
+def test_listings_end_before_the_pass_writes(pass_vault):
+    vault = open_vault(pass_vault)
+    run_pass(vault, PassOptions(engine="builtin"))
+    assert "_folders" not in vault.__dict__ and "_layers" not in vault.__dict__
+    (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
+    assert SECOND in [note.rel for note in vault.list_layer("divergent")]
