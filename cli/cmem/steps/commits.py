@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,8 +173,41 @@ def _without_textconv(args: tuple[str, ...]) -> tuple[str, ...]:
     return args
 
 
+# Where the repository is and whether git knows who commits, remembered while one step holds the
+# vault's lock (`steps/runner.py: open_step`): a pass asked git for the top folder 3 times, the git
+# folder 5 and the identity twice (2 processes each), and a step moves neither the repository nor
+# its config. Outside a step every call asks git, as a command that makes a repository needs.
+_remembered: dict | None = None
+
+
+@contextmanager
+def one_repository():
+    """Within it, `toplevel`, `git_dir` and `has_identity` ask git once per folder."""
+    global _remembered
+    if _remembered is not None:
+        yield  # an outer step remembers already
+        return
+    _remembered = {}
+    try:
+        yield
+    finally:
+        _remembered = None
+
+
+def _once(key: tuple, compute):
+    if _remembered is None:
+        return compute()
+    if key not in _remembered:
+        _remembered[key] = compute()
+    return _remembered[key]
+
+
 def toplevel(path: Path) -> Path | None:
     """The root of the repository holding `path`, or None outside any repository."""
+    return _once(("toplevel", str(path)), lambda: _toplevel(path))
+
+
+def _toplevel(path: Path) -> Path | None:
     result = run_git(path, "rev-parse", "--show-toplevel", check=False)
     if result.returncode != 0:
         return None
@@ -181,12 +215,17 @@ def toplevel(path: Path) -> Path | None:
 
 
 def has_identity(root: Path) -> bool:
-    name = run_git(root, "config", "user.name", check=False).stdout.strip()
-    email = run_git(root, "config", "user.email", check=False).stdout.strip()
-    return bool(
-        (name or os.environ.get("GIT_AUTHOR_NAME"))
-        and (email or os.environ.get("GIT_AUTHOR_EMAIL"))
-    )
+    return _once(("identity", str(root)), lambda: _has_identity(root))
+
+
+def _has_identity(root: Path) -> bool:
+    # the environment first: where it names the author, git's config is not asked (2 processes)
+    name = os.environ.get("GIT_AUTHOR_NAME") or _config(root, "user.name")
+    return bool(name and (os.environ.get("GIT_AUTHOR_EMAIL") or _config(root, "user.email")))
+
+
+def _config(root: Path, key: str) -> str:
+    return run_git(root, "config", key, check=False).stdout.strip()
 
 
 def _identity_options(root: Path) -> tuple[str, ...]:
@@ -204,7 +243,7 @@ def init_repo(root: Path) -> None:
 
 def operation_in_progress(root: Path) -> str | None:
     """A merge, rebase, cherry-pick or revert the user has not finished, if any."""
-    git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    folder = git_dir(root)
     for marker, name in (
         ("MERGE_HEAD", "a merge"),
         ("rebase-merge", "a rebase"),
@@ -213,13 +252,16 @@ def operation_in_progress(root: Path) -> str | None:
         ("REVERT_HEAD", "a revert"),
         ("BISECT_LOG", "a bisect"),
     ):
-        if (git_dir / marker).exists():
+        if (folder / marker).exists():
             return name
     return None
 
 
 def git_dir(root: Path) -> Path:
-    return Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    return _once(
+        ("git_dir", str(root)),
+        lambda: Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip()),
+    )
 
 
 def head(root: Path) -> str | None:
