@@ -60,3 +60,12 @@ def test_listings_end_before_the_pass_writes(pass_vault):
     assert "_folders" not in vault.__dict__ and "_layers" not in vault.__dict__
     (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
     assert SECOND in [note.rel for note in vault.list_layer("divergent")]
+
+
+def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypatch):
+    from cmem.converge import validate
+
+    tails = _counting(monkeypatch, validate._Checker, "_tails")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    assert tails == []  # every path's tails are made only for a source written as a path
