@@ -69,3 +69,29 @@ def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypa
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied"
     assert tails == []  # every path's tails are made only for a source written as a path
+
+
+def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkeypatch):
+    """Over the budget, each topic file's token estimate, aliases and summary words are kept in
+    the machine folder by its text's digest: a second prompt measures no file again."""
+    from cmem.converge import prompt
+
+    topics = {
+        f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n"
+        + "".join(f"- 第 {i} 条关于烘焙的记录（来源：[[old]]）\n" for i in range(20))
+        for n in range(12)
+    }
+    root = make_vault(
+        {**topics, "archive/old.md": "x\n", "n.md": "我决定改用 uv 管理虚拟环境\n"},
+        config_yaml="budget_tokens: 500\n",
+        git=True,
+    )
+    run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    measured = _counting(monkeypatch, prompt, "estimate_tokens")
+    heads = _counting(monkeypatch, prompt, "_head")
+    again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    assert again.status == "prompt"
+    assert measured == [] and heads == []
+    (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
+    run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    assert len(measured) == len(heads) == 1  # the edited file only
