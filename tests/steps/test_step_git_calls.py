@@ -40,6 +40,10 @@ def test_a_pass_locates_its_repository_once(pass_vault, monkeypatch):
     assert [seen[command] for command in LOCATING] == [1, 1], seen
     # the test environment names the author: git's config is not asked who commits
     assert seen["config user.name"] == seen["config user.email"] == 0, seen
+    # HEAD names a branch: its file in the git folder says so, no symbolic-ref
+    assert seen["symbolic-ref"] == 0, seen
+    # each commit asks for its parent and the parent's tree in one process
+    assert seen["rev-parse HEAD"] == seen["commit-tree"] and seen["rev-parse --verify"] == 0, seen
 
 
 def test_without_an_author_in_the_environment_git_is_asked_once_a_step(pass_vault, monkeypatch):
@@ -65,3 +69,22 @@ def test_outside_a_step_git_is_asked_each_time(tmp_path):
         assert commits.git_dir(inner) == (inner / ".git").resolve()
         assert commits.git_dir(inner) == (inner / ".git").resolve()
     assert commits._remembered is None  # the step's memory ends with it
+
+
+def test_what_head_names_is_read_from_its_file_and_from_git_where_the_file_cannot_tell(
+    tmp_path, monkeypatch
+):
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    seen = _git_commands(monkeypatch)
+    assert commits.head_is_a_branch(root) and seen["symbolic-ref"] == 0
+    subprocess.run(["git", "-C", str(root), "checkout", "-q", "--detach"], check=True)
+    assert not commits.head_is_a_branch(root) and seen["symbolic-ref"] == 0
+    # a reftable repository's HEAD file is a placeholder: then git answers
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/.invalid\n", "utf-8")
+    commits.head_is_a_branch(root)
+    assert seen["symbolic-ref"] == 1
+    unborn = tmp_path / "unborn"
+    subprocess.run(["git", "init", "-q", str(unborn)], check=True)
+    assert commits._head_and_tree(unborn) == (None, None)  # a first commit has no parent

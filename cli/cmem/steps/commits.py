@@ -269,6 +269,30 @@ def head(root: Path) -> str | None:
     return result.stdout.strip() or None
 
 
+def _head_and_tree(root: Path) -> tuple[str | None, str | None]:
+    """The commit HEAD is at and its tree, in one git process (a commit asked for them in two):
+    (None, None) on an unborn branch, where git names no commit."""
+    result = run_git(root, "rev-parse", "HEAD", "HEAD^{tree}", check=False)
+    found = result.stdout.split()
+    if result.returncode != 0 or len(found) != 2:
+        return None, None
+    return found[0], found[1]
+
+
+def head_is_a_branch(root: Path) -> bool:
+    """HEAD names a branch (not detached): read from its file in the git folder, or, where that
+    file cannot tell (a reftable repository keeps a placeholder there), from git."""
+    try:
+        text = (git_dir(root) / "HEAD").read_text("utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    if text.startswith("ref: refs/") and text != "ref: refs/heads/.invalid":
+        return True
+    if len(text) in (40, 64) and all(ch in "0123456789abcdef" for ch in text):
+        return False  # a detached HEAD holds the commit itself (SHA-1 or SHA-256)
+    return run_git(root, "symbolic-ref", "-q", "HEAD", check=False).returncode == 0
+
+
 def wait_for_index_lock(root: Path, seconds: float | None = None) -> None:
     """git's index.lock keeps out other git writers (obsidian-git, an editor) and is left behind
     when git is killed. Wait a little for it to go, then stop with its name: never fail half-way
@@ -351,7 +375,7 @@ def commit_files(
         if top == Path(root).resolve()
         else Path(root).resolve().relative_to(top).as_posix() + "/"
     )
-    parent = head(top)
+    parent, parent_tree = _head_and_tree(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
@@ -389,7 +413,7 @@ def commit_files(
         git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
         faults.point("git-add")
-        if parent and not merge_parents and tree == git("rev-parse", f"{parent}^{{tree}}"):
+        if parent and not merge_parents and tree == parent_tree:
             # HEAD holds it already (a commit whose process died before the index caught up):
             # the index is still brought up to date, or `git status` would show it forever
             sync_index(top, [path for _, _, path in entries])
