@@ -58,6 +58,7 @@ from cmem.converge.statement_words import (
     FileWords,
     WordsCache,
     fingerprint,
+    needle,
     text_digest,
 )
 from cmem.converge.words import (
@@ -254,18 +255,20 @@ class _Pass:
         cache_path = vault.machine_dir / CACHE_NAME if vault.machine_dir.is_dir() else None
         self.cache = WordsCache(cache_path, fingerprint(self.formats))
         self.files = {rel: _load(rel, text, self.cache) for rel, text in sorted(originals.items())}
-        self.original_keys = {
-            (rel, key)
-            for rel, f in self.files.items()
-            if not f.problem
-            for key in f.words(self).keys
-        }
+        # each file's statements as read, looked up only where a count is rewritten
+        self._original = {rel: f.words(self) for rel, f in self.files.items() if not f.problem}
         self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
         # rewrite what the same note just added.
         self.written: set[tuple[str, str, str]] = set()
+
+    def held_at_first(self, rel: str, key: str) -> bool:
+        """Whether the file held a statement with this key before the pass changed anything
+        (a set of all 28k keys at 10k, made at the start, was a third of starting the engine)."""
+        words = self._original.get(rel)
+        return words is not None and key in words.keys
 
     def writable(self, preferred: set[str] = frozenset()) -> list[_File]:
         """Writable files: the ones a note names first, then resident before situational."""
@@ -513,7 +516,7 @@ def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str
     prefix = _LIST_PREFIX.match(line).group(0)
     names = list(dict.fromkeys([*statement.sources, note.name]))
     today = [line[t.start : t.end] for t in statement.traces if t.date == work.date]
-    if today or (file.rel, statement.key) not in work.original_keys:
+    if today or not work.held_at_first(file.rel, statement.key):
         trace = "".join(today)  # this pass already kept the wording memory had before it
     else:
         # the count changes, so the old wording is kept as a trace (the dates say the rest)
@@ -606,15 +609,21 @@ def _best_match(
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
+    needles = [(word, needle(word)) for word in new_terms]
+    # what this note wrote, by file: only those files' keys are looked through for it
+    written: dict[str, set[str]] = {}
+    for rel, key, by in work.written:
+        if by == note.rel:
+            written.setdefault(rel, set()).add(key)
     for place, file in enumerate(files):
         words = file.words(work)
         barred = set(words.empty)
-        barred.update(
-            i for i, key in enumerate(words.keys) if (file.rel, key, note.rel) in work.written
-        )
+        if file.rel in written:
+            mine = written[file.rel]
+            barred.update(i for i, key in enumerate(words.keys) if key in mine)
         total += words.count - len(barred)
-        for word in new_terms:
-            for index in words.holding(word):
+        for word, indexes in words.holding_each(needles):
+            for index in indexes:
                 if index not in barred:
                     frequency[word] += 1
                     shared_by.setdefault((place, index), set()).add(word)
