@@ -95,3 +95,21 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
     assert len(measured) == len(heads) == 1  # the edited file only
+
+
+def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):
+    from cmem.converge import validate
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    root = make_vault(
+        {**core, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"},
+        git=True,
+    )
+    measured = _counting(monkeypatch, validate, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.changed
+    # every resident file once, each file the reply writes once more (and the topic size check)
+    assert len(measured) <= len(core) + 2 * len(result.changed), len(measured)

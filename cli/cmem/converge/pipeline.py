@@ -265,7 +265,7 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     writes to it."""
     texts, raws = {}, {}
     for note_file in vault.convergent_files():
-        raw = current_bytes(note_file.path)
+        raw = current_bytes(note_file.location)  # the listing's own string: no Path to build
         if raw is None:
             continue
         raws[note_file.rel] = raw

@@ -834,8 +834,12 @@ class _Checker:
         written = {c.path: c.new.text for c in changes if self.vault.layer_of(c.path) == RESIDENT}
         after = {**before, **written}
         cap = self.vault.config.resident_max_tokens
-        size_before = sum(estimate_tokens(text) for text in before.values())
-        size_after = sum(estimate_tokens(text) for text in after.values())
+        # each file measured once: the files the reply leaves alone count the same on both sides
+        # (at 10k, 506 resident files measured twice were a fifth of validating a one-note pass)
+        tokens = {path: estimate_tokens(text) for path, text in before.items()}
+        size_before = sum(tokens.values())
+        tokens.update((path, estimate_tokens(text)) for path, text in written.items())
+        size_after = sum(tokens[path] for path in after)
         if size_after <= cap:
             return
         if written and size_after > size_before:
