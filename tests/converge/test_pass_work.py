@@ -1,6 +1,7 @@
 """The everyday pass, one new note through the builtin engine, does its work once (issue 13): the
-prompt is assembled once, each layer is listed once, and git is asked where the repository is
-once per step. Counted, not timed, so a repeated piece of work cannot come back unseen."""
+prompt is assembled once, each layer is listed once, topic files and resident files are measured
+once, the validator indexes path tails only when a source needs them. Counted, not timed, so a
+repeated piece of work cannot come back unseen (git processes: steps/test_step_git_calls.py)."""
 
 from __future__ import annotations
 
