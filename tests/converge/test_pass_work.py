@@ -122,3 +122,20 @@ def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch
     assert result.status == "applied" and result.changed
     # every resident file once, each file the reply writes once more (and the topic size check)
     assert len(measured) <= len(core) + 2 * len(result.changed), len(measured)
+
+
+def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, monkeypatch):
+    from cmem.converge import builtin
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    note = "".join(f"- 其实我更喜欢第 {n} 种写法。\n" for n in range(4))  # four placements
+    root = make_vault({**core, "archive/old.md": "x\n", "n.md": note}, git=True)
+    measured = _counting(monkeypatch, builtin, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    # each resident file once, then once more after each edit and for each added line: not all
+    # 30 again for every line the engine places (the size cap is checked per line)
+    assert len(measured) <= len(core) + 3 * 4, len(measured)
