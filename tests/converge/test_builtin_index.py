@@ -154,3 +154,36 @@ def test_the_words_kept_in_the_machine_folder_are_only_a_copy(make_vault, monkey
     cache.write_bytes(b"\x00garbage")
     assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
     assert parsed and heads
+
+
+def test_a_line_looks_up_its_words_once_a_file_and_no_keys_it_did_not_write(
+    make_vault, monkeypatch
+):
+    """Each file is asked once for all of a line's words (not once a word), and the keys of a
+    file are looked through for what the note wrote only where it wrote something."""
+    from cmem.converge.statement_words import FileWords
+
+    topics = {f"converged/topics/garden-{n}.md": filler(30) for n in range(40)}
+    root = make_vault(
+        {
+            "converged/topics/python-tooling.md": TOOLING_EN,
+            "n.md": SWITCH_NOTE,
+            **OLD_NOTES,
+            **topics,
+        },
+        config_yaml="language: en\n",
+    )
+    asked, single = [], []
+    each, one = FileWords.holding_each, FileWords.holding
+    monkeypatch.setattr(FileWords, "holding_each", lambda s, n: asked.append(n) or each(s, n))
+    monkeypatch.setattr(FileWords, "holding", lambda s, w: single.append(w) or one(s, w))
+    keys_read = []
+    original_keys = FileWords.keys
+    monkeypatch.setattr(
+        FileWords, "keys", property(lambda s: keys_read.append(s) or original_keys.fget(s))
+    )
+    run(root, [note_with(root, "n.md", [(1, "decision")])])
+    assert single == []
+    assert 0 < len(asked) <= 2 * (len(topics) + 1)  # once a file for each line matched
+    # the duplicate search reads every file's keys once; nothing else reads them for every file
+    assert len(keys_read) <= 2 * (len(topics) + 1) + 5

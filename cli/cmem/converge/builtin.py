@@ -58,6 +58,7 @@ from cmem.converge.statement_words import (
     FileWords,
     WordsCache,
     fingerprint,
+    needle,
     text_digest,
 )
 from cmem.converge.words import (
@@ -125,6 +126,7 @@ class _File:
     digest: str | None = None  # the original text's, while the file is unchanged
     _statements: list[Statement] | None = field(default=None, repr=False)
     _words: FileWords | None = field(default=None, repr=False)
+    _tokens: int | None = field(default=None, repr=False)
 
     @property
     def body_start(self) -> int:
@@ -152,6 +154,14 @@ class _File:
     def edit(self, index: int, remove: int, new_lines: list[str]) -> None:
         self.lines[index : index + remove] = new_lines
         self.changed, self._statements, self._words, self.digest = True, None, None, None
+        self._tokens = None
+
+    def tokens(self) -> int:
+        """The token estimate of its text as it is now (kept until the next edit: `_fits` sums
+        every resident file for each line it places, 506 files and 1 MB at 10k)."""
+        if self._tokens is None:
+            self._tokens = estimate_tokens("\n".join(self.lines) + "\n")
+        return self._tokens
 
     def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
         """The file's own source and trace format: a vault's custom format wins; else the
@@ -254,18 +264,20 @@ class _Pass:
         cache_path = vault.machine_dir / CACHE_NAME if vault.machine_dir.is_dir() else None
         self.cache = WordsCache(cache_path, fingerprint(self.formats))
         self.files = {rel: _load(rel, text, self.cache) for rel, text in sorted(originals.items())}
-        self.original_keys = {
-            (rel, key)
-            for rel, f in self.files.items()
-            if not f.problem
-            for key in f.words(self).keys
-        }
+        # each file's statements as read, looked up only where a count is rewritten
+        self._original = {rel: f.words(self) for rel, f in self.files.items() if not f.problem}
         self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
         # rewrite what the same note just added.
         self.written: set[tuple[str, str, str]] = set()
+
+    def held_at_first(self, rel: str, key: str) -> bool:
+        """Whether the file held a statement with this key before the pass changed anything
+        (a set of all 28k keys at 10k, made at the start, was a third of starting the engine)."""
+        words = self._original.get(rel)
+        return words is not None and key in words.keys
 
     def writable(self, preferred: set[str] = frozenset()) -> list[_File]:
         """Writable files: the ones a note names first, then resident before situational."""
@@ -513,7 +525,7 @@ def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str
     prefix = _LIST_PREFIX.match(line).group(0)
     names = list(dict.fromkeys([*statement.sources, note.name]))
     today = [line[t.start : t.end] for t in statement.traces if t.date == work.date]
-    if today or (file.rel, statement.key) not in work.original_keys:
+    if today or not work.held_at_first(file.rel, statement.key):
         trace = "".join(today)  # this pass already kept the wording memory had before it
     else:
         # the count changes, so the old wording is kept as a trace (the dates say the rest)
@@ -542,7 +554,7 @@ def _fits(work: _Pass, file: _File, added: str) -> bool:
     if not file.rel.startswith(resident):
         return True
     size = sum(
-        estimate_tokens("\n".join(f.lines) + "\n")
+        f.tokens()
         for rel, f in work.files.items()
         if rel.startswith(resident) and (f.changed or not f.created or f is file)
     )
@@ -606,15 +618,21 @@ def _best_match(
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
+    needles = [(word, needle(word)) for word in new_terms]
+    # what this note wrote, by file: only those files' keys are looked through for it
+    written: dict[str, set[str]] = {}
+    for rel, key, by in work.written:
+        if by == note.rel:
+            written.setdefault(rel, set()).add(key)
     for place, file in enumerate(files):
         words = file.words(work)
         barred = set(words.empty)
-        barred.update(
-            i for i, key in enumerate(words.keys) if (file.rel, key, note.rel) in work.written
-        )
+        if file.rel in written:
+            mine = written[file.rel]
+            barred.update(i for i, key in enumerate(words.keys) if key in mine)
         total += words.count - len(barred)
-        for word in new_terms:
-            for index in words.holding(word):
+        for word, indexes in words.holding_each(needles):
+            for index in indexes:
                 if index not in barred:
                     frequency[word] += 1
                     shared_by.setdefault((place, index), set()).add(word)

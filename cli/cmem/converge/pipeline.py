@@ -17,6 +17,7 @@ preflight and snapshot, the journal, the all-or-nothing apply and the commit hap
 from __future__ import annotations
 
 import difflib
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
@@ -264,7 +265,7 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     writes to it."""
     texts, raws = {}, {}
     for note_file in vault.convergent_files():
-        raw = current_bytes(note_file.path)
+        raw = current_bytes(note_file.location)  # the listing's own string: no Path to build
         if raw is None:
             continue
         raws[note_file.rel] = raw
@@ -369,86 +370,93 @@ def _run_locked(
     vault: Vault, options: PassOptions, progress: Progress, now: datetime, step: Step | None
 ) -> PassResult:
     """The stages in order; each early exit builds its PassResult from the values made so far."""
-    inputs = gather(vault, options, now, progress)
-    if inputs.nothing:
-        return PassResult("nothing", message=inputs.nothing, warnings=list(inputs.warnings))
-    plan = plan_prompt(vault, inputs)
-    if options.emit_prompt:
-        return emitted_prompt(inputs, plan)
+    # While the pass only reads, each folder and each layer is listed once: the scan, the
+    # originals, the validator's note names and memory files asked for ten listings of four
+    # layers. The listings end before the first write, so a listing after it sees it.
+    with ExitStack() as reading:
+        reading.enter_context(vault.listed_once())
+        inputs = gather(vault, options, now, progress)
+        if inputs.nothing:
+            return PassResult("nothing", message=inputs.nothing, warnings=list(inputs.warnings))
+        plan = plan_prompt(vault, inputs)
+        if options.emit_prompt:
+            return emitted_prompt(inputs, plan)
 
-    pass_id = step.id if step is not None else new_step_id(now)  # a dry run's id names its record
-    record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
-    # A pass that fails, is refused or is interrupted leaves its outcome in the run record, so
-    # `cmem log` lists it beside the committed ones (it has no commit of its own to be read back).
-    engine: Engine | None = None
-    checked: CheckedChange | None = None
-    applying = False
-    try:
-        context = _context(vault, inputs, plan, options.allow_shrink)
-        engine = choose_engine(vault, options, inputs, plan, progress, record)
-        _record_run(record, engine, inputs, plan)
-        checked = check_replies(vault, engine, plan.prompt, context, record, progress)
-        so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
-        if checked.validation is None:
-            asked = (
-                "once"
-                if engine.repair_rounds == 0
-                else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
-            )
-            failed = replace(
-                so_far,
-                message=f"the {engine.kind} response was rejected after asking {asked}; nothing was written (run record: {record.folder})",
-            )
-            _record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
-            return failed
+        # a dry run's id names its record
+        pass_id = step.id if step is not None else new_step_id(now)
+        record = new_run(vault, pass_id, redact=not options.keep_raw_prompt)
+        # A pass that fails, is refused or is interrupted leaves its outcome in the run record, so
+        # `cmem log` lists it beside the committed ones (it has no commit of its own to be read back).
+        engine: Engine | None = None
+        checked: CheckedChange | None = None
+        applying = False
+        try:
+            context = _context(vault, inputs, plan, options.allow_shrink)
+            engine = choose_engine(vault, options, inputs, plan, progress, record)
+            _record_run(record, engine, inputs, plan)
+            checked = check_replies(vault, engine, plan.prompt, context, record, progress)
+            so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
+            if checked.validation is None:
+                asked = (
+                    "once"
+                    if engine.repair_rounds == 0
+                    else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
+                )
+                failed = replace(
+                    so_far,
+                    message=f"the {engine.kind} response was rejected after asking {asked}; nothing was written (run record: {record.folder})",
+                )
+                _record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
+                return failed
 
-        planned = plan_pass(vault, inputs, checked.validation)
-        result = _with_plan(so_far, planned)
-        if options.dry_run or step is None:
-            return replace(result, status="dry-run")
-        if (options.propose or vault.config.review) and not options.apply_proposal:
-            return propose(vault, inputs, result, record, now)
-        if not planned.writes and not planned.converged:
-            return replace(
+            planned = plan_pass(vault, inputs, checked.validation)
+            result = _with_plan(so_far, planned)
+            if options.dry_run or step is None:
+                return replace(result, status="dry-run")
+            if (options.propose or vault.config.review) and not options.apply_proposal:
+                return propose(vault, inputs, result, record, now)
+            if not planned.writes and not planned.converged:
+                return replace(
+                    result,
+                    status="nothing",
+                    message="the engine changed nothing and converged no note; nothing was committed",
+                )
+            reading.close()
+            applying = True
+            applied = commit_pass(vault, step, inputs, planned, result, now)
+            result = replace(
                 result,
-                status="nothing",
-                message="the engine changed nothing and converged no note; nothing was committed",
+                status="applied",
+                commit=applied.commit,
+                staged=applied.staged,
+                warnings=applied.warnings,
             )
-        applying = True
-        applied = commit_pass(vault, step, inputs, planned, result, now)
-        result = replace(
-            result,
-            status="applied",
-            commit=applied.commit,
-            staged=applied.staged,
-            warnings=applied.warnings,
-        )
-        record.write("result.json", result.to_json())
-        return result
-    except KeyboardInterrupt as interrupt:
-        so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, interrupt)
-        _record_outcome(
-            record,
-            so_far,
-            step,
-            now,
-            "interrupted",
-            "stopped with Ctrl-C" + (" while writing" if applying else ""),
-        )
-        # the CLI prints this under "interrupted": what was and was not done
-        interrupt.cmem_summary = interrupted_summary(
-            so_far, step.snapshot if step else None, applying
-        )
-        raise
-    except CmemError as exc:
-        from cmem.setup.trust import UntrustedCommand
+            record.write("result.json", result.to_json())
+            return result
+        except KeyboardInterrupt as interrupt:
+            so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, interrupt)
+            _record_outcome(
+                record,
+                so_far,
+                step,
+                now,
+                "interrupted",
+                "stopped with Ctrl-C" + (" while writing" if applying else ""),
+            )
+            # the CLI prints this under "interrupted": what was and was not done
+            interrupt.cmem_summary = interrupted_summary(
+                so_far, step.snapshot if step else None, applying
+            )
+            raise
+        except CmemError as exc:
+            from cmem.setup.trust import UntrustedCommand
 
-        so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, exc)
-        refused = isinstance(exc, UntrustedCommand)
-        _record_outcome(record, so_far, step, now, "refused" if refused else "failed", str(exc))
-        if step is not None and not applying:  # an apply's own error already says what was kept
-            exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
-        raise
+            so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, exc)
+            refused = isinstance(exc, UntrustedCommand)
+            _record_outcome(record, so_far, step, now, "refused" if refused else "failed", str(exc))
+            if step is not None and not applying:  # an apply's own error already says what was kept
+                exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
+            raise
 
 
 # --- the stages ---------------------------------------------------------------------------
@@ -472,7 +480,14 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     originals, raw_originals = read_originals(vault)
     hand_edited = hand_edited_files(vault, state)
     budget = options.budget or vault.config.budget_tokens
-    fixed = assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+    # The prompt's fixed part (a whole prompt without notes) is the budget's share the notes may
+    # not take; it decides only between notes, and the first note is always taken: one pending
+    # note (the everyday pass, or `--only` one) needs no budget and no such prompt built.
+    fixed = (
+        assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
+        if len(scan.pending) > 1
+        else 0
+    )
     selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
     deferred_lines = frozenset(
         (d.note, d.line)

@@ -90,9 +90,12 @@ def touched_situational(
     base = vault.config.situational_dir + "/"
     limit = vault.config.budget_tokens // 2 if limit_tokens is None else limit_tokens
     paths = sorted(p for p in originals if p.startswith(base))
-    costs = {path: estimate_tokens(originals[path]) for path in paths}
-    if sum(costs.values()) <= limit:
-        return paths
+    memo = _TermsMemo(vault)
+    costs = {path: memo.tokens(originals[path]) for path in paths}
+    if sum(costs.values()) <= limit or not notes:
+        memo.save()
+        # with no notes there is nothing to relate a file to: no tag named, no word shared
+        return paths if sum(costs.values()) <= limit else []
     named = {name_key(n) for note in notes for n in note.tags + note.links}
     wanted: set[str] = set()
     for note in notes:
@@ -104,28 +107,23 @@ def touched_situational(
             )
             wanted |= terms(line)
         wanted |= {t for n in note.tags + note.links for t in terms(n.replace("-", " "))}
-    memo = _TermsMemo(vault) if wanted else None  # no notes, no words wanted: no files' words
+    wanted_sorted = sorted(wanted)
     scored = []
     for path in paths:
         text = originals[path]
         stem = path[len(base) : -3].rsplit("/", 1)[-1]
-        keys = {name_key(stem)} | {name_key(a) for a in _aliases(text)}
-        if keys & named:
+        alias_keys, head_words = memo.head(text)
+        if name_key(stem) in named or alias_keys & named:
             scored.append((-1000.0, path))
             continue
-        words = (
-            terms(stem.replace("-", " ").replace("_", " "))
-            | terms(" ".join(_aliases(text)))
-            | terms(_summary(text))
-        )
+        words = terms(stem.replace("-", " ").replace("_", " ")) | head_words
         # statements weigh less than the file's own name: shared vocabulary is everywhere
         shared_name = len(wanted & words)
-        shared_body = len(wanted & memo.terms(text)) if wanted else 0
+        shared_body = _count_held(wanted_sorted, memo.terms(text)) if wanted else 0
         score = 3 * shared_name + shared_body
         if score:
             scored.append((-float(score), path))
-    if memo is not None:
-        memo.save()
+    memo.save()
     chosen, used = [], 0
     for _, path in sorted(scored):
         if chosen and used + costs[path] > limit:
@@ -136,24 +134,28 @@ def touched_situational(
 
 
 class _TermsMemo:
-    """The words of each topic file's whole text (converge.words.terms), kept in the machine
-    folder by a digest of the text: on a large vault they were most of building a prompt (a
-    thousand files' bigrams, every pass and every --emit-prompt), and a file's words change only
-    when its text does. Kept under the stats of the modules that define the words, so a changed
-    definition starts afresh; a missing or damaged memo only costs the time."""
+    """What touched_situational reads of each topic file's text, kept in the machine folder by a
+    digest of the text: its token estimate, the name keys of its aliases and tags with the words
+    of them and of its summary, and the words of its whole text (converge.words.terms). On a
+    large vault these were most of building a prompt (a thousand files' bigrams and token counts,
+    every pass and every --emit-prompt), and they change only when the text does. Kept under the
+    stats of the modules that define them, so a changed definition starts afresh; a missing or
+    damaged memo only costs the time."""
 
     FILE = "topic-terms.marshal"
+    KINDS = ("terms", "tokens", "heads")
 
     def __init__(self, vault: Vault):
         self.path = vault.machine_dir / self.FILE
-        self.old: dict = {}
-        self.new: dict = {}
+        self.old: dict[str, dict] = {kind: {} for kind in self.KINDS}
+        self.new: dict[str, dict] = {kind: {} for kind in self.KINDS}
+        self._keys: dict[str, bytes] = {}  # text → its digest, made once however often asked
         try:
             import marshal
 
             data = marshal.loads(self.path.read_bytes())
             if isinstance(data, dict) and data.get("header") == self._header():
-                self.old = data["terms"]
+                self.old = {kind: data[kind] for kind in self.KINDS}
         except (OSError, EOFError, ValueError, TypeError, KeyError):
             pass
 
@@ -161,29 +163,46 @@ class _TermsMemo:
     def _header() -> tuple:
         from cmem import __version__
         from cmem.converge import words
-        from cmem.text import scripts, terms
+        from cmem.text import scripts, terms, tokens
 
         stats = []
-        for module in (words, terms, scripts):
+        for module in (words, terms, scripts, tokens):
             st = os.stat(module.__file__)
             stats.append((st.st_mtime_ns, st.st_size))
-        return (1, __version__, tuple(stats))
+        return (3, __version__, tuple(stats))
 
-    def terms(self, text: str) -> frozenset[str]:
-        import hashlib
+    def _get(self, kind: str, text: str, make):
+        key = self._keys.get(text)
+        if key is None:
+            import hashlib
 
-        from cmem.converge.words import terms
-
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        found = self.old.get(key)
+            key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            self._keys[text] = key
+        found = self.old[kind].get(key)
         if found is None:
-            found = terms(text)
-        self.new[key] = found
+            found = make(text)
+        self.new[kind][key] = found
         return found
 
+    def terms(self, text: str) -> tuple[str, ...]:
+        """The words of the text, sorted: a tuple loads without hashing each of its ~300 words
+        (1,543 frozensets took 60-100 ms to load at 10k), and `_count_held` bisects it."""
+        from cmem.converge.words import terms
+
+        return self._get("terms", text, lambda text: tuple(sorted(terms(text))))
+
+    def tokens(self, text: str) -> int:
+        return self._get("tokens", text, estimate_tokens)
+
+    def head(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The name keys of the file's aliases and tags, and the words of them and its summary."""
+        return self._get("heads", text, _head)
+
     def save(self) -> None:
-        """Only the files seen this time are kept: a removed file's words go with it."""
-        if not self.new or self.new.keys() == self.old.keys():
+        """Of each kind asked this time only the files seen are kept: a removed file's go with
+        it. A kind not asked (a pass that scored no file's words) keeps what it held."""
+        kept = {kind: self.new[kind] or self.old[kind] for kind in self.KINDS}
+        if all(kept[kind].keys() == self.old[kind].keys() for kind in self.KINDS):
             return
         import marshal
         import sys
@@ -192,11 +211,30 @@ class _TermsMemo:
 
         # interned, a word shared by many files is stored once (marshal writes a reference to
         # an object it has written): half the size, and a third less to load
-        new = {key: frozenset(map(sys.intern, found)) for key, found in self.new.items()}
+        kept["terms"] = {key: tuple(map(sys.intern, v)) for key, v in kept["terms"].items()}
         try:
-            write_atomic(self.path, marshal.dumps({"header": self._header(), "terms": new}))
+            write_atomic(self.path, marshal.dumps({"header": self._header(), **kept}))
         except (OSError, ValueError):
             pass  # a read-only machine folder only costs speed
+
+
+def _count_held(wanted: list[str], held: tuple[str, ...]) -> int:
+    """How many of the `wanted` words the sorted `held` holds."""
+    from bisect import bisect_left
+
+    count = 0
+    for word in wanted:
+        at = bisect_left(held, word)
+        count += at < len(held) and held[at] == word
+    return count
+
+
+def _head(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    from cmem.converge.words import name_key, terms
+
+    aliases = _aliases(text)
+    keys = frozenset(name_key(a) for a in aliases)
+    return keys, frozenset(terms(" ".join(aliases)) | terms(_summary(text)))
 
 
 def _summary(text: str) -> str:

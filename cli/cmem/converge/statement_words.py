@@ -25,6 +25,11 @@ CACHE_NAME = "statement-words.marshal"
 VERSION = 3
 
 
+def needle(word: str) -> str:
+    """What starts the line of `word` in a file's postings."""
+    return f"\n{word} "
+
+
 class FileWords:
     """One file's statements, in file order, as the engine compares them: their normalised
     keys, which have an empty core, and which hold each content word.
@@ -59,11 +64,20 @@ class FileWords:
 
     def holding(self, word: str) -> list[int]:
         """The statements whose core holds `word`, in order."""
-        at = self._postings.find(f"\n{word} ")
-        if at < 0:
-            return []
-        line = self._postings[at + len(word) + 2 : self._postings.index("\n", at + 1)]
-        return [int(i) for i in line.split()]
+        found = self.holding_each([(word, needle(word))])
+        return found[0][1] if found else []
+
+    def holding_each(self, needles: list[tuple[str, str]]) -> list[tuple[str, list[int]]]:
+        """(word, the statements holding it) for each of the words that some statement holds;
+        `needles` pairs each word with its line's start, `needle(word)`. One call a file for all
+        of a line's words: the builtin engine asked `holding` 41k times for one note at 10k."""
+        postings, found = self._postings, []
+        for word, start in needles:
+            at = postings.find(start)
+            if at >= 0:
+                line = postings[at + len(start) : postings.index("\n", at + 1)]
+                found.append((word, [int(i) for i in line.split()]))
+        return found
 
     def words(self) -> set[str]:
         """Every content word of its statements."""

@@ -230,28 +230,17 @@ class _Checker:
         self.content_lines: dict[str, set[int]] = {}  # path → lines a content error named
         self._source_words: dict[str, set[str]] = {}
         names = ctx.note_names
-        self._folded_names = {known.casefold() for known in names}
         self._by_name: dict[str, list[str]] = {}  # exact and case-folded name → paths
         for known, paths in names.items():
             self._by_name.setdefault(known, []).extend(paths)
             self._by_name.setdefault(known.casefold(), []).extend(paths)
-        self._by_tail: dict[str, list[str]] = {}  # every path tail after a '/' → paths
-        for paths in names.values():
-            for path in paths:
-                for i in range(path.count("/") + 1):
-                    self._by_tail.setdefault(path.split("/", i)[-1], []).append(path)
+        # every path tail after a '/' → paths: made when a source names a path (`_tails`)
+        self._by_tail: dict[str, list[str]] | None = None
         self._cited_texts: dict[str, str | None] = {}
         self._losses: dict[str, int] = {}  # path → statements dropped or blanked
         self._rewrites: dict[str, list[bool]] | None = None
         self._existing_memory: list[str] | None = None
         self._note_shapes: dict[str, str] | None = None
-        # every path and every tail of one after a '/', so `[[2026-11/x]]` resolves in one look-up
-        self._note_paths = {
-            path.split("/", i)[-1]
-            for paths in names.values()
-            for path in paths
-            for i in range(path.count("/") + 1)
-        }
 
     def error(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
@@ -524,8 +513,19 @@ class _Checker:
         if found:
             return found
         if "/" in name:
-            return self._by_tail.get(bare + ".md", [])
+            return self._tails().get(bare + ".md", [])
         return []
+
+    def _tails(self) -> dict[str, list[str]]:
+        """Made on the first source that names a path: most replies cite notes by name, and
+        the tails of every path in the vault (30k at 10k notes) were most of starting a check."""
+        if self._by_tail is None:
+            self._by_tail = {}
+            for paths in self.ctx.note_names.values():
+                for path in paths:
+                    for i in range(path.count("/") + 1):
+                        self._by_tail.setdefault(path.split("/", i)[-1], []).append(path)
+        return self._by_tail
 
     def resolves(self, name: str) -> bool:
         return bool(self.targets(name))
@@ -834,8 +834,12 @@ class _Checker:
         written = {c.path: c.new.text for c in changes if self.vault.layer_of(c.path) == RESIDENT}
         after = {**before, **written}
         cap = self.vault.config.resident_max_tokens
-        size_before = sum(estimate_tokens(text) for text in before.values())
-        size_after = sum(estimate_tokens(text) for text in after.values())
+        # each file measured once: the files the reply leaves alone count the same on both sides
+        # (at 10k, 506 resident files measured twice were a fifth of validating a one-note pass)
+        tokens = {path: estimate_tokens(text) for path, text in before.items()}
+        size_before = sum(tokens.values())
+        tokens.update((path, estimate_tokens(text)) for path, text in written.items())
+        size_after = sum(tokens[path] for path in after)
         if size_after <= cap:
             return
         if written and size_after > size_before:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,8 +173,41 @@ def _without_textconv(args: tuple[str, ...]) -> tuple[str, ...]:
     return args
 
 
+# Where the repository is and whether git knows who commits, remembered while one step holds the
+# vault's lock (`steps/runner.py: open_step`): a pass asked git for the top folder 3 times, the git
+# folder 5 and the identity twice (2 processes each), and a step moves neither the repository nor
+# its config. Outside a step every call asks git, as a command that makes a repository needs.
+_remembered: dict | None = None
+
+
+@contextmanager
+def one_repository():
+    """Within it, `toplevel`, `git_dir` and `has_identity` ask git once per folder."""
+    global _remembered
+    if _remembered is not None:
+        yield  # an outer step remembers already
+        return
+    _remembered = {}
+    try:
+        yield
+    finally:
+        _remembered = None
+
+
+def _once(key: tuple, compute):
+    if _remembered is None:
+        return compute()
+    if key not in _remembered:
+        _remembered[key] = compute()
+    return _remembered[key]
+
+
 def toplevel(path: Path) -> Path | None:
     """The root of the repository holding `path`, or None outside any repository."""
+    return _once(("toplevel", str(path)), lambda: _toplevel(path))
+
+
+def _toplevel(path: Path) -> Path | None:
     result = run_git(path, "rev-parse", "--show-toplevel", check=False)
     if result.returncode != 0:
         return None
@@ -181,12 +215,17 @@ def toplevel(path: Path) -> Path | None:
 
 
 def has_identity(root: Path) -> bool:
-    name = run_git(root, "config", "user.name", check=False).stdout.strip()
-    email = run_git(root, "config", "user.email", check=False).stdout.strip()
-    return bool(
-        (name or os.environ.get("GIT_AUTHOR_NAME"))
-        and (email or os.environ.get("GIT_AUTHOR_EMAIL"))
-    )
+    return _once(("identity", str(root)), lambda: _has_identity(root))
+
+
+def _has_identity(root: Path) -> bool:
+    # the environment first: where it names the author, git's config is not asked (2 processes)
+    name = os.environ.get("GIT_AUTHOR_NAME") or _config(root, "user.name")
+    return bool(name and (os.environ.get("GIT_AUTHOR_EMAIL") or _config(root, "user.email")))
+
+
+def _config(root: Path, key: str) -> str:
+    return run_git(root, "config", key, check=False).stdout.strip()
 
 
 def _identity_options(root: Path) -> tuple[str, ...]:
@@ -204,7 +243,7 @@ def init_repo(root: Path) -> None:
 
 def operation_in_progress(root: Path) -> str | None:
     """A merge, rebase, cherry-pick or revert the user has not finished, if any."""
-    git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    folder = git_dir(root)
     for marker, name in (
         ("MERGE_HEAD", "a merge"),
         ("rebase-merge", "a rebase"),
@@ -213,18 +252,45 @@ def operation_in_progress(root: Path) -> str | None:
         ("REVERT_HEAD", "a revert"),
         ("BISECT_LOG", "a bisect"),
     ):
-        if (git_dir / marker).exists():
+        if (folder / marker).exists():
             return name
     return None
 
 
 def git_dir(root: Path) -> Path:
-    return Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    return _once(
+        ("git_dir", str(root)),
+        lambda: Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip()),
+    )
 
 
 def head(root: Path) -> str | None:
     result = run_git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
     return result.stdout.strip() or None
+
+
+def _head_and_tree(root: Path) -> tuple[str | None, str | None]:
+    """The commit HEAD is at and its tree, in one git process (a commit asked for them in two):
+    (None, None) on an unborn branch, where git names no commit."""
+    result = run_git(root, "rev-parse", "HEAD", "HEAD^{tree}", check=False)
+    found = result.stdout.split()
+    if result.returncode != 0 or len(found) != 2:
+        return None, None
+    return found[0], found[1]
+
+
+def head_is_a_branch(root: Path) -> bool:
+    """HEAD names a branch (not detached): read from its file in the git folder, or, where that
+    file cannot tell (a reftable repository keeps a placeholder there), from git."""
+    try:
+        text = (git_dir(root) / "HEAD").read_text("utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    if text.startswith("ref: refs/") and text != "ref: refs/heads/.invalid":
+        return True
+    if len(text) in (40, 64) and all(ch in "0123456789abcdef" for ch in text):
+        return False  # a detached HEAD holds the commit itself (SHA-1 or SHA-256)
+    return run_git(root, "symbolic-ref", "-q", "HEAD", check=False).returncode == 0
 
 
 def wait_for_index_lock(root: Path, seconds: float | None = None) -> None:
@@ -309,7 +375,7 @@ def commit_files(
         if top == Path(root).resolve()
         else Path(root).resolve().relative_to(top).as_posix() + "/"
     )
-    parent = head(top)
+    parent, parent_tree = _head_and_tree(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
@@ -347,7 +413,7 @@ def commit_files(
         git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
         faults.point("git-add")
-        if parent and not merge_parents and tree == git("rev-parse", f"{parent}^{{tree}}"):
+        if parent and not merge_parents and tree == parent_tree:
             # HEAD holds it already (a commit whose process died before the index caught up):
             # the index is still brought up to date, or `git status` would show it forever
             sync_index(top, [path for _, _, path in entries])

@@ -40,7 +40,7 @@ def check_repository(vault: Vault) -> None:
         raise GitError(
             f"{operation} is in progress in {top}; finish or abort it, then run the command again."
         )
-    if history.run_git(vault.root, "symbolic-ref", "-q", "HEAD", check=False).returncode != 0:
+    if not history.head_is_a_branch(vault.root):
         raise GitError(
             f"the repository {top} has a detached HEAD: a commit made there would belong to no branch; "
             "check out your branch (`git switch main`), then run the command again."

@@ -168,7 +168,7 @@ def open_step(
     is called first under the lock (an unattended trigger asks again whether it is still due,
     and raises to stop before anything is written)."""
     now = now or datetime.now().astimezone()
-    with vault_lock(vault.machine_dir, purpose or kind):
+    with vault_lock(vault.machine_dir, purpose or kind), history.one_repository():
         if gate is not None:
             gate()
         preflight.check_repository(vault)

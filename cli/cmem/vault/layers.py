@@ -376,10 +376,12 @@ class Vault:
             yield self  # an outer reading holds the listings already
             return
         self.__dict__["_folders"] = {}
+        self.__dict__["_layers"] = {}  # and each layer is made of those listings once
         try:
             yield self
         finally:
             self.__dict__.pop("_folders", None)
+            self.__dict__.pop("_layers", None)
 
     def list_folder(self, folder: str | os.PathLike) -> list[os.DirEntry]:
         """`list(os.scandir(folder))`, raising what it raises, or a listing already made: the
@@ -410,6 +412,8 @@ class Vault:
         """The layer's notes, sorted by path. Odd names (conflict copies, placeholders) are
         left out here; `odd_files` reports them."""
         memo = self.__dict__.get("_listings")
+        if memo is None:
+            memo = self.__dict__.get("_layers")  # inside `listed_once`
         if memo is None:
             return self._list_layer(layer)
         if layer not in memo:

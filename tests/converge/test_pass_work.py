@@ -1,0 +1,141 @@
+"""The everyday pass, one new note through the builtin engine, does its work once (issue 13): the
+prompt is assembled once, each layer is listed once, topic files and resident files are measured
+once, the validator indexes path tails only when a source needs them. Counted, not timed, so a
+repeated piece of work cannot come back unseen (git processes: steps/test_step_git_calls.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from cmem.converge import pipeline
+from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.vault.layers import Vault, open_vault
+from pass_helpers import NOTE
+
+SECOND = "2026-11-29 notes.md"
+
+
+def _counting(monkeypatch, owner, name: str) -> list:
+    """Each call's arguments, the function still doing its work."""
+    calls = []
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_one_note_pass_assembles_its_prompt_once(pass_vault, monkeypatch):
+    prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.converged == [NOTE]
+    # one note is always taken whatever the budget: no prompt without notes is built to size it
+    assert [len(args[1]) for args in prompts] == [1]
+
+
+def test_with_notes_to_choose_between_the_budget_still_counts_the_fixed_prompt(
+    pass_vault, monkeypatch
+):
+    (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
+    prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
+    assert sorted(result.selected) == sorted([NOTE, SECOND])
+    assert [len(args[1]) for args in prompts] == [0, 2]  # the fixed part, then the prompt
+
+
+def test_a_pass_lists_each_layer_once(pass_vault, monkeypatch):
+    listed = _counting(monkeypatch, Vault, "_list_layer")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    layers = Counter(args[1] for args in listed)
+    # the scan, the originals, the validator's note names and memory files: ten asked before
+    assert layers and set(layers.values()) == {1}, layers
+
+
+def test_listings_end_before_the_pass_writes(pass_vault):
+    vault = open_vault(pass_vault)
+    run_pass(vault, PassOptions(engine="builtin"))
+    assert "_folders" not in vault.__dict__ and "_layers" not in vault.__dict__
+    (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
+    assert SECOND in [note.rel for note in vault.list_layer("divergent")]
+
+
+def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypatch):
+    from cmem.converge import validate
+
+    tails = _counting(monkeypatch, validate._Checker, "_tails")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    assert tails == []  # every path's tails are made only for a source written as a path
+
+
+def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkeypatch):
+    """Over the budget, each topic file's token estimate, aliases and summary words are kept in
+    the machine folder by its text's digest: a second prompt measures no file again."""
+    from cmem.converge import prompt
+
+    topics = {
+        f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n"
+        + "".join(f"- 第 {i} 条关于烘焙的记录（来源：[[old]]）\n" for i in range(20))
+        for n in range(12)
+    }
+    root = make_vault(
+        {**topics, "archive/old.md": "x\n", "n.md": "我决定改用 uv 管理虚拟环境\n"},
+        config_yaml="budget_tokens: 500\n",
+        git=True,
+    )
+    run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    measured = _counting(monkeypatch, prompt, "estimate_tokens")
+    heads = _counting(monkeypatch, prompt, "_head")
+    again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    assert again.status == "prompt"
+    assert measured == [] and heads == []
+    # the words are kept as sorted tuples: loaded without hashing each word, searched by bisect
+    import marshal
+
+    kept = marshal.loads((open_vault(root).machine_dir / prompt._TermsMemo.FILE).read_bytes())
+    assert kept["terms"] and all(
+        isinstance(words, tuple) and list(words) == sorted(words)
+        for words in kept["terms"].values()
+    )
+    (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
+    run_pass(open_vault(root), PassOptions(emit_prompt=True))
+    assert len(measured) == len(heads) == 1  # the edited file only
+
+
+def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):
+    from cmem.converge import validate
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    root = make_vault(
+        {**core, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"},
+        git=True,
+    )
+    measured = _counting(monkeypatch, validate, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.changed
+    # every resident file once, each file the reply writes once more (and the topic size check)
+    assert len(measured) <= len(core) + 2 * len(result.changed), len(measured)
+
+
+def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, monkeypatch):
+    from cmem.converge import builtin
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    note = "".join(f"- 其实我更喜欢第 {n} 种写法。\n" for n in range(4))  # four placements
+    root = make_vault({**core, "archive/old.md": "x\n", "n.md": note}, git=True)
+    measured = _counting(monkeypatch, builtin, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    # each resident file once, then once more after each edit and for each added line: not all
+    # 30 again for every line the engine places (the size cap is checked per line)
+    assert len(measured) <= len(core) + 3 * 4, len(measured)
