@@ -1038,10 +1038,10 @@ def cmem_sync(root: Path, tmp_path: Path, *args: str) -> tuple[int, str, str, li
     calls = []
     for line in log.read_text(encoding="utf-8").splitlines():
         words = line.split()
-        # the subcommand: the first word after the -c options and `-C <folder>`
+        # the subcommand: the first word after the -c options, `-C <folder>` and git's own flags
         index = 0
-        while index < len(words) and words[index] in ("-c", "-C"):
-            index += 2
+        while index < len(words) and (words[index] in ("-c", "-C") or words[index][:2] == "--"):
+            index += 1 if words[index][:2] == "--" else 2
         calls.append(words[index] if index < len(words) else "")
     return result.returncode, result.stdout, result.stderr, calls
 
@@ -1374,9 +1374,9 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
     real = preflight.managed_changes
     request = {"vault": str(a), "json": False, "no_color": True}
 
-    def edit_then_look(vault):
+    def edit_then_look(vault, **options):
         note(a, "2026-11-29 before", "- 以后都先给结论\n")
-        return real(vault)
+        return real(vault, **options)
 
     _settle(a, remote)
     monkeypatch.setattr(preflight, "managed_changes", edit_then_look)
@@ -1384,8 +1384,8 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
     assert "pushed to origin/main" in capsys.readouterr().out
     assert git(a, "status", "--porcelain") == ""
 
-    def look_then_edit(vault):
-        found = real(vault)
+    def look_then_edit(vault, **options):
+        found = real(vault, **options)
         note(a, "2026-11-29 after", "- 我决定每周五复盘\n")
         return found
 

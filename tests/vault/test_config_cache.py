@@ -74,7 +74,10 @@ def test_a_stored_validator_runs_without_importing_fastjsonschema(make_vault):
     import subprocess
     import sys
 
+    from cmem.vault import config
+
     good = make_vault(config_yaml="budget_tokens: 9000\n")
+    config._validators.clear()  # compiled by another test in this process, it would not be stored
     load_config(good)  # compiles the validator and stores it
     bad = make_vault(config_yaml="budget_tokens: lots\n")
     script = (

@@ -322,12 +322,17 @@ class StatusEntry:
         return "U" in self.code or self.code in ("AA", "DD")
 
 
-def status_entries(root: Path, paths: list[str]) -> list[StatusEntry]:
+def status_entries(root: Path, paths: list[str], write_index: bool = True) -> list[StatusEntry]:
     """Paths (of those given, as git prints them: from the repository's root) with changes git
-    would commit — modified, new, deleted, renamed (with both names), or unmerged."""
+    would commit — modified, new, deleted, renamed (with both names), or unmerged.
+    `write_index=False`: git only reads its index (--no-optional-locks), never refreshes the file
+    times cached in it, as editors' background checks run it (cmem sync: see _look_for_edits)."""
     if not paths:
         return []
-    result = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    locks = () if write_index else ("--no-optional-locks",)
+    result = run_git(
+        root, *locks, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths
+    )
     entries = []
     fields = result.stdout.split("\0")
     index = 0

@@ -58,9 +58,9 @@ def is_managed(vault: Vault, rel: str) -> bool:
     return rel.startswith(".cmem/") or rel == vault.checklist_rel or vault.layer_of(rel) is not None
 
 
-def managed_changes(vault: Vault) -> list[history.StatusEntry]:
+def managed_changes(vault: Vault, write_index: bool = True) -> list[history.StatusEntry]:
     """Uncommitted changes (vault-relative) that touch a path cmem manages; a rename counts when
-    either of its paths is managed, and keeps both."""
+    either of its paths is managed, and keeps both. `write_index`: as status_entries takes it."""
     prefix = _repo_prefix(vault)
 
     def inside(path: str | None) -> str | None:
@@ -71,7 +71,7 @@ def managed_changes(vault: Vault) -> list[history.StatusEntry]:
         return path
 
     found = []
-    for entry in history.status_entries(vault.root, ["."]):
+    for entry in history.status_entries(vault.root, ["."], write_index):
         path, source = inside(entry.path), inside(entry.source)
         if path is None and source is None:
             continue

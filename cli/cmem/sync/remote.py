@@ -304,7 +304,7 @@ def commit_own_edits(vault: Vault, now: datetime | None = None) -> str | None:
 
 def _look_for_edits(vault: Vault) -> list:
     """The managed paths with uncommitted changes, found by a `git status` that does not write
-    git's index (GIT_OPTIONAL_LOCKS=0, as editors' background checks run it).
+    git's index (--no-optional-locks, as editors' background checks run it).
 
     Why: git status refreshes the index's cached file times and rewrites it when it may, and the
     index is part of the key the idle sync is stored under (cmem.idle_sync), taken just before
@@ -312,19 +312,9 @@ def _look_for_edits(vault: Vault) -> list:
     (rewritten, the index was also too new to store). Left as it is, the index still tells every
     staged change; only its cache of file times goes unrefreshed (a later git command refreshes
     it). An edit made after the key was taken still misses it: the notes' own times are in it."""
-    import os
-
     from cmem.steps import preflight
 
-    saved = os.environ.get("GIT_OPTIONAL_LOCKS")
-    os.environ["GIT_OPTIONAL_LOCKS"] = "0"
-    try:
-        return preflight.managed_changes(vault)
-    finally:
-        if saved is None:
-            del os.environ["GIT_OPTIONAL_LOCKS"]
-        else:
-            os.environ["GIT_OPTIONAL_LOCKS"] = saved
+    return preflight.managed_changes(vault, write_index=False)
 
 
 def sync_if_auto(
