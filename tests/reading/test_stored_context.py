@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from cmem.reading import stored_context
-from cmem.reading.context import build_context, render_context_markdown
+from cmem.reading.context import build_context, gather_material, render_context_markdown
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import machine_dir_for, open_vault
 from support import git
@@ -271,3 +272,54 @@ def test_wide_count_matches_the_token_estimates_class():
     samples.append("".join(chr(c) for c in range(0x2F00, 0x10000, 7) if not 0xD800 <= c < 0xE000))
     for text in samples:
         assert stored_context.wide_count(text) == len(CJK_WIDE_CHAR.findall(text)), text
+
+
+def _shape(context) -> tuple:
+    return (
+        [f.path for f in context.situational],
+        [f.path for f in context.index],
+        [f.path for f in context.omitted],
+        context.index_total,
+    )
+
+
+def test_the_budget_cuts_each_part_as_the_rendered_text_would(sample_vault, monkeypatch):
+    """The budget loop counts tokens from the files' stored lengths, never rendering the bundle
+    (Context.tokens): at every budget, from the resident layer alone to everything in, it must
+    pick what measuring the rendered text picks, and the light path must print what the full
+    command prints at each budget where a part is cut off or joins."""
+    topics = sample_vault / "converged" / "topics"
+    for n, word in enumerate(["缓存策略", "deploy", "テスト", "review"]):
+        (topics / f"extra-{n}.md").write_text(
+            f"---\nsummary: {word} notes {n}\nimportance: {3 + n}\n---\n\n"
+            + f"- {word} line\n" * (5 + 7 * n),
+            encoding="utf-8",
+        )
+    warm(sample_vault)
+    vault = open_vault(sample_vault)
+    material = gather_material(vault)
+    times = stored_context.load_read_times(str(vault.machine_dir))
+    now = datetime.now().astimezone()
+    full = stored_context.assemble(material, None, 10**6, times, now).tokens
+
+    def by_text(self):
+        return estimate_tokens(render_context_markdown(self))
+
+    shapes = {}
+    for budget in range(100, full + 2):
+        context = stored_context.assemble(material, None, budget, times, now)
+        assert context.tokens == estimate_tokens(render_context_markdown(context)), budget
+        shapes[budget] = _shape(context)
+    with monkeypatch.context() as patched:
+        patched.setattr(stored_context.Context, "tokens", property(by_text))
+        for budget in range(100, full + 2):
+            reference = stored_context.assemble(material, None, budget, times, now)
+            assert shapes[budget] == _shape(reference), budget
+    boundaries = [b for b in range(101, full + 2) if shapes[b] != shapes[b - 1]]
+    # a topic file joins, the index is cut and grows back, until everything is in
+    assert len(boundaries) >= 6 and not shapes[full][2] and shapes[100][2]
+    for n, budget in enumerate(boundaries):  # the first budget of each shape, text and --json
+        # no read times: a file read seconds ago ranks by how many seconds, and the two runs'
+        # clocks differ (its score, rounded in --json, could differ in the last digit)
+        read_times_file(sample_vault).unlink(missing_ok=True)
+        same_as_full(sample_vault, "--budget", str(budget), *(("--json",) if n % 2 else ()))
