@@ -194,3 +194,35 @@ def test_a_folder_whose_mtime_is_set_back_is_listed_again(sample_vault):
     )
     settle(sample_vault)  # every mtime back where it was: only the ctimes moved
     assert "converged/topics/fruit.md" in full(sample_vault, "recall", "kumquat")
+
+
+def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(sample_vault):
+    """The ~80 redaction rules (cmem.text.secrets) are compiled on first use: a recall whose
+    snippets hold no credential-like literal compiles none of them; one that does compiles what
+    it runs."""
+    warm_recall(sample_vault, "python")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
+    code = (
+        "import sys\n"
+        "from cmem.fast import answer\n"
+        "out = answer(['recall', 'python', '--vault', sys.argv[1]])\n"
+        "assert 'python-tooling.md' in out, out\n"
+        "from cmem.text import secrets\n"
+        "rules = [v for v in vars(secrets).values() if isinstance(v, secrets._Lazy)]\n"
+        "rules += [p for _, p in secrets._SHAPES] + list(secrets._NEEDLE.values())\n"
+        "def compiled():\n"
+        "    return sum(rule._compiled is not None for rule in rules)\n"
+        "print(len(rules), compiled())\n"
+        "print(secrets.redact_secrets(sys.argv[2])[1], compiled())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(sample_vault), f"deploy with {token}"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (rules, before), (found, after) = [
+        map(int, line.split()) for line in result.stdout.split("\n")[:2]
+    ]
+    assert rules > 50 and before == 0
+    assert found == 1 and 0 < after < rules
