@@ -323,3 +323,23 @@ def test_the_budget_cuts_each_part_as_the_rendered_text_would(sample_vault, monk
         # clocks differ (its score, rounded in --json, could differ in the last digit)
         read_times_file(sample_vault).unlink(missing_ok=True)
         same_as_full(sample_vault, "--budget", str(budget), *(("--json",) if n % 2 else ()))
+
+
+def test_topic_files_are_decoded_only_when_the_bundle_needs_them(sample_vault, monkeypatch):
+    """The material keeps the topic files' contents as one blob (StoredTexts): a bundle whose
+    budget leaves them all out, with no topic to match, never decodes it."""
+    material = gather_material(open_vault(sample_vault))
+    decoded = []
+    real_get = stored_context.StoredTexts.get
+    monkeypatch.setattr(
+        stored_context.StoredTexts, "get", lambda self, at: decoded.append(at) or real_get(self, at)
+    )
+    now = datetime.now().astimezone()
+    cut = stored_context.assemble(material, None, 100, {}, now)
+    render_context_markdown(cut), cut.to_json()
+    assert cut.omitted and not cut.situational and decoded == []
+    fits = stored_context.assemble(material, None, 10**6, {}, now)
+    assert "- Uses pip and venv" in render_context_markdown(fits)
+    assert len(decoded) == len(fits.situational) > 0
+    assert stored_context.assemble(material, "python", 100, {}, now).omitted
+    assert len(decoded) > len(fits.situational)  # a topic is matched in the files' text

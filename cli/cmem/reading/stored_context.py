@@ -33,7 +33,7 @@ READ_TIMES = "read-times.json"  # in the machine folder (cmem.reading.read_times
 class ContextFile:
     __slots__ = (
         "path",
-        "content",
+        "_content",
         "summary",
         "importance",
         "tags",
@@ -51,7 +51,7 @@ class ContextFile:
     def __init__(
         self,
         path: str,
-        content: str,
+        content: str | tuple[StoredTexts, int],
         summary: str = "",
         importance: float = 5,
         tags: list[str] | None = None,
@@ -60,9 +60,10 @@ class ContextFile:
         score: float = 0.0,
         matches_topic: bool = False,
         cjk: tuple[int, int, int] | None = None,
+        body_len: int | None = None,
     ):
         self.path = path
-        self.content = content
+        self._content = content  # or where the stored material keeps it: (StoredTexts, index)
         self.summary = summary
         self.importance = importance
         self.tags = list(tags or [])
@@ -75,8 +76,19 @@ class ContextFile:
         self.cjk, self.path_cjk, self.summary_cjk = cjk or (None, None, None)
         # the length of the content as the bundle shows it, and the file's index line: worked
         # out once, however often the budget loop measures the bundle (_measure)
-        self.body_len: int | None = None
+        self.body_len = body_len
         self.index_line: str | None = None
+
+    @property
+    def content(self) -> str:
+        if isinstance(self._content, tuple):  # read from the stored material when first needed
+            texts, at = self._content
+            self._content = texts.get(at)
+        return self._content
+
+    @content.setter
+    def content(self, value: str) -> None:
+        self._content = value
 
     def __repr__(self) -> str:
         return f"ContextFile(path={self.path!r}, tokens={self.tokens}, score={self.score:.3f})"
@@ -163,43 +175,88 @@ def _matches(file: ContextFile, terms: list[str]) -> bool:
     return sum(term in body for term in terms) * 2 >= len(terms)
 
 
-def _sha256(data: bytes) -> bytes:
+def _sha256_type():
     try:
         from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL (~4 ms)
     except ImportError:  # pragma: no cover - builds without it
         from hashlib import sha256
-    return sha256(data).digest()
+    return sha256
 
 
 def rank_score(file: ContextFile, now, times: dict | None = None) -> float:
     """`importance + min(days_since_last_read/30, 5) + uniform(0, 0.5)`, the jitter seeded by the
     date and path so the same day gives the same bundle (SPEC §8). `times`: read times already
     parsed, by their text."""
+    return rank_scores([file], now, times)[0]
+
+
+def rank_scores(files: list[ContextFile], now, times: dict | None = None) -> list[float]:
+    """`rank_score` of each file. One loop with the date, the hash and each read time's recency
+    worked out once: ranking every topic file was the largest part of a warm `context`."""
     from cmem.triggers.due import parse_time
 
     times = {} if times is None else times
-    if file.last_read not in times:
-        times[file.last_read] = parse_time(file.last_read)
-    last = times[file.last_read]
-    days = (now - last).total_seconds() / 86400 if last else 150.0
-    digest = _sha256(f"{now.date().isoformat()}:{file.path}".encode())
-    jitter = int.from_bytes(digest[:8], "big") / 2**64 * 0.5
-    return file.importance + min(max(days, 0) / 30, 5) + jitter
+    sha256 = _sha256_type()
+    day = f"{now.date().isoformat()}:"
+    recency: dict = {}  # by read time: the same for every file read at the same second
+    scores = []
+    for file in files:
+        stamp = file.last_read
+        recent = recency.get(stamp)
+        if recent is None:
+            if stamp not in times:
+                times[stamp] = parse_time(stamp)
+            last = times[stamp]
+            days = (now - last).total_seconds() / 86400 if last else 150.0
+            recent = recency[stamp] = min(max(days, 0) / 30, 5)
+        digest = sha256((day + file.path).encode()).digest()
+        jitter = int.from_bytes(digest[:8], "big") / 2**64 * 0.5
+        scores.append(file.importance + recent + jitter)
+    return scores
 
 
-def _files(rows: list, read_times: dict[str, str]) -> list[ContextFile]:
+class StoredTexts:
+    """The topic files' contents, kept in the material as one marshalled blob (`texts_blob`):
+    decoded when a file's content is first needed — a topic to match, a file the budget lets in.
+    On a large vault the budget lets in few of them, and decoding megabytes of text that is not
+    printed was a tenth of a warm `context`."""
+
+    __slots__ = ("blob", "texts")
+
+    def __init__(self, blob: bytes):
+        self.blob = blob
+        self.texts: list[str] | None = None
+
+    def get(self, at: int) -> str:
+        if self.texts is None:
+            import marshal
+
+            self.texts = marshal.loads(self.blob)
+        return self.texts[at]
+
+
+def texts_blob(texts: list[str]) -> bytes:
+    import marshal
+
+    return marshal.dumps(texts)
+
+
+def _files(rows: list, read_times: dict[str, str], texts: StoredTexts | None = None) -> list:
+    """ContextFiles from the material's rows: (path, content, summary, importance, tags, tokens,
+    cjk counts, body length); a row's content None is `texts`' entry at the row's index."""
     return [
         ContextFile(
             path=path,
-            content=content,
+            content=content if content is not None else (texts, at),
             summary=summary,
             importance=importance,
             tags=list(tags),
             tokens=tokens,
             last_read=read_times.get(path),
             cjk=cjk,
+            body_len=body_len,
         )
-        for path, content, summary, importance, tags, tokens, cjk in rows
+        for at, (path, content, summary, importance, tags, tokens, cjk, body_len) in enumerate(rows)
     ]
 
 
@@ -211,12 +268,14 @@ def assemble(
     files join them. Excerpts (a topic, files left out) are the caller's: they need the index."""
     budget = budget or material["budget_tokens"]
     resident = _files(material["resident"], read_times)
-    situational = _files(material["situational"], read_times)
+    situational = _files(
+        material["situational"], read_times, StoredTexts(material["situational_texts"])
+    )
     terms = topic_terms(topic) if topic else []
     times: dict = {}  # a read time parsed once: a bundle stamps all its files alike
-    for file in situational:
+    for file, score in zip(situational, rank_scores(situational, now, times)):
         file.matches_topic = _matches(file, terms)
-        file.score = rank_score(file, now, times)
+        file.score = score
     context = Context(resident, [], situational, list(material["pending"]), [], topic, budget)
     context.problems = list(material["problems"])
     context.pending_total = material["pending_total"]
@@ -546,7 +605,7 @@ def answer(argv: list[str]) -> str | None:
     return out
 
 
-MATERIAL_FORMAT = 1  # of the stored material; bump when its shape changes
+MATERIAL_FORMAT = 2  # of the stored material; bump when its shape changes
 
 
 def _echo_err(text: str) -> None:
