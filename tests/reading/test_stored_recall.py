@@ -87,10 +87,14 @@ def test_light_recall_prints_what_the_full_command_prints(sample_vault):
 
 
 def test_light_recall_imports_neither_typer_nor_yaml_nor_the_vault_model(sample_vault):
-    warm_recall(sample_vault, "uv")
-    modules = light_modules(sample_vault, "recall", "uv")
+    warm_recall(sample_vault, "python")  # its snippets cite sources, which are stripped
+    modules = light_modules(sample_vault, "recall", "python")
+    assert "cmem.vault.statements" in modules
     assert "typer" not in modules and "yaml" not in modules and "rich" not in modules
     assert "cmem.vault.layers" not in modules and "cmem.reading.search_index" not in modules
+    # nor what those imported besides (dataclasses pulls in inspect, the config pathlib)
+    for heavy in ("dataclasses", "inspect", "typing", "pathlib", "cmem.vault.config"):
+        assert heavy not in modules, heavy
 
 
 def test_a_memory_file_edited_in_the_same_second_is_found(sample_vault):
