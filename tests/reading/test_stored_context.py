@@ -148,7 +148,16 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     # the fast path's list (tests/project/test_packaging.py), and what the full `context` needs for the
     # token estimate (the CJK class compiled) and durable writes
     never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
-    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile"):
+    # and json (re, enum) for the read times: a marshal copy stands in (load_read_times)
+    for heavy in (
+        *never,
+        "dataclasses",
+        "cmem.text.tokens",
+        "cmem.atomic",
+        "tempfile",
+        "json",
+        "re",
+    ):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 
@@ -343,3 +352,29 @@ def test_topic_files_are_decoded_only_when_the_bundle_needs_them(sample_vault, m
     assert len(decoded) == len(fits.situational) > 0
     assert stored_context.assemble(material, "python", 100, {}, now).omitted
     assert len(decoded) > len(fits.situational)  # a topic is matched in the files' text
+
+
+def test_read_times_are_written_as_json_writes_them_and_read_back_from_their_copy(tmp_path):
+    """The light path neither parses nor writes the read times with `json` (times_json, and a
+    marshal copy stamped with the JSON file's stat); the JSON file stays the record."""
+    tricky = {
+        "converged/topics/a.md": "2026-11-30T10:00:00+00:00",
+        'q"uote\\back\nline\ttab\x01.md': "x",
+        "中文/笔记 · — ….md": "\u2028",
+    }
+    for times in ({}, {"a": "b"}, tricky):
+        assert stored_context.times_json(times) == json.dumps(
+            times, ensure_ascii=False, indent=0, sort_keys=True
+        )
+    machine = tmp_path / "machine"
+    now = datetime.now().astimezone()
+    stored_context.record_reads(str(machine), list(tricky), now)
+    record = json.loads((machine / stored_context.READ_TIMES).read_text("utf-8"))
+    assert set(record) == set(tricky) and (machine / stored_context.READ_TIMES_COPY).exists()
+    assert stored_context.load_read_times(str(machine)) == record
+    # the JSON file changed by someone else (an older cmem, a hand edit): it wins over the copy
+    record["converged/topics/a.md"] = "2020-01-01T00:00:00+00:00"
+    (machine / stored_context.READ_TIMES).write_text(json.dumps(record), "utf-8")
+    assert stored_context.load_read_times(str(machine)) == record
+    (machine / stored_context.READ_TIMES).unlink()
+    assert stored_context.load_read_times(str(machine)) == {}

@@ -485,15 +485,54 @@ def render_context_markdown(context: Context) -> str:
 # --- when each file was last read ---------------------------------------------------------------
 
 
+# The JSON file is the record. Next to it, a marshal copy of what it holds, stamped with the JSON
+# file's (size, mtime, inode) as written: read instead while the stamp matches. Parsing JSON means
+# importing `json`, and with it `re` and `enum`: a tenth of a warm `context` that needs neither.
+READ_TIMES_COPY = "read-times.marshal"
+
+
+def _stamp(path: str) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def load_read_times(machine_dir: str) -> dict[str, str]:
+    path = os.path.join(machine_dir, READ_TIMES)
+    try:
+        stamp = _stamp(path)
+    except OSError:
+        return {}
+    import marshal
+
+    try:
+        with open(os.path.join(machine_dir, READ_TIMES_COPY), "rb") as handle:
+            copy = marshal.loads(handle.read())
+        if isinstance(copy, tuple) and len(copy) == 2 and copy[0] == stamp:
+            return dict(copy[1])
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # none, or damaged: the JSON file says
     import json
 
     try:
-        with open(os.path.join(machine_dir, READ_TIMES), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.loads(handle.read())
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def times_json(times: dict[str, str]) -> str:
+    """`json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True)` for a dict of strings,
+    without importing `json`: each string quoted by the C function json itself uses for it."""
+    try:
+        from _json import encode_basestring as quote
+    except ImportError:  # pragma: no cover - a Python without the C accelerator
+        import json
+
+        return json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True)
+    if not times:
+        return "{}"
+    return "{\n" + ",\n".join(f"{quote(k)}: {quote(v)}" for k, v in sorted(times.items())) + "\n}"
 
 
 def record_reads(machine_dir: str, paths: list[str], now) -> None:
@@ -501,7 +540,7 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     stored result's key, so recording a read never makes the next call a miss."""
     if not paths:
         return
-    import json
+    import marshal
 
     stamp = now.isoformat(timespec="seconds")
     times = load_read_times(machine_dir)
@@ -516,13 +555,23 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     try:
         os.makedirs(machine_dir, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True))
+            handle.write(times_json(times))
+        # stamped before the rename: a stamp taken after it could be another writer's file
+        written = _stamp(tmp)
         os.replace(tmp, path)
     except OSError:  # a read-only machine folder must not break reading memory
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        return
+    copy = os.path.join(machine_dir, READ_TIMES_COPY)
+    try:
+        with open(f"{copy}.{os.getpid()}.tmp", "wb") as handle:
+            handle.write(marshal.dumps((written, times)))
+        os.replace(f"{copy}.{os.getpid()}.tmp", copy)
+    except OSError:  # only a slower next call: its stamp no longer matches the JSON file's
+        pass
 
 
 # --- the light path -----------------------------------------------------------------------------
@@ -610,8 +659,8 @@ MATERIAL_FORMAT = 2  # of the stored material; bump when its shape changes
 
 def _echo_err(text: str) -> None:
     """As typer.echo(…, err=True): colour codes taken out when stderr is not a terminal."""
-    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
-        import re
+    if "\033" in text and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        import re  # only then: the light path imports no `re` otherwise
 
         text = re.sub(r"\033\[[0-?]*[ -/]*[@-~]", "", text)
     sys.stderr.write(text + "\n")
