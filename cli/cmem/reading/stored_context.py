@@ -75,7 +75,7 @@ class ContextFile:
         # material is gathered, so the token estimate never scans the text again; see _render_lines)
         self.cjk, self.path_cjk, self.summary_cjk = cjk or (None, None, None)
         # the length of the content as the bundle shows it, and the file's index line: worked
-        # out once, however often the budget loop measures the bundle (_measure)
+        # out once, however often the budget loop measures the bundle (_render_lines, measure)
         self.body_len = body_len
         self.index_line: str | None = None
 
@@ -241,7 +241,9 @@ def texts_blob(texts: list[str]) -> bytes:
     return marshal.dumps(texts)
 
 
-def _files(rows: list, read_times: dict[str, str], texts: StoredTexts | None = None) -> list:
+def _files(
+    rows: list, read_times: dict[str, str], texts: StoredTexts | None = None
+) -> list[ContextFile]:
     """ContextFiles from the material's rows: (path, content, summary, importance, tags, tokens,
     cjk counts, body length); a row's content None is `texts`' entry at the row's index."""
     return [
