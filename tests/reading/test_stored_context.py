@@ -148,16 +148,8 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     # the fast path's list (tests/project/test_packaging.py), and what the full `context` needs for the
     # token estimate (the CJK class compiled) and durable writes
     never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
-    # and json (re, enum) for the read times: a marshal copy stands in (load_read_times)
-    for heavy in (
-        *never,
-        "dataclasses",
-        "cmem.text.tokens",
-        "cmem.atomic",
-        "tempfile",
-        "json",
-        "re",
-    ):
+    # and json for the read times: a marshal copy stands in (load_read_times)
+    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile", "json"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 

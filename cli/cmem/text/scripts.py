@@ -16,9 +16,7 @@ Punctuation is never part of a run: "熬夜，刷题" is two runs, so no bigram 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
-if TYPE_CHECKING:
-    import re
+import re
 
 # Character-class bodies (no brackets), so callers can build larger classes from them.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -43,8 +41,6 @@ _PATTERNS = {
 def __getattr__(name: str) -> re.Pattern:
     if name not in _PATTERNS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import re  # here, not at import: the light path of `cmem context` needs only the strings
-
     pattern = globals()[name] = re.compile(_PATTERNS[name])
     return pattern
 
