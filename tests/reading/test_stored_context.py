@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from cmem.reading import stored_context
-from cmem.reading.context import build_context, render_context_markdown
+from cmem.reading.context import build_context, gather_material, render_context_markdown
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import machine_dir_for, open_vault
 from support import git
@@ -147,7 +148,8 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     # the fast path's list (tests/project/test_packaging.py), and what the full `context` needs for the
     # token estimate (the CJK class compiled) and durable writes
     never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
-    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile"):
+    # and json for the read times: a marshal copy stands in (load_read_times)
+    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile", "json"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 
@@ -271,3 +273,100 @@ def test_wide_count_matches_the_token_estimates_class():
     samples.append("".join(chr(c) for c in range(0x2F00, 0x10000, 7) if not 0xD800 <= c < 0xE000))
     for text in samples:
         assert stored_context.wide_count(text) == len(CJK_WIDE_CHAR.findall(text)), text
+
+
+def _shape(context) -> tuple:
+    return (
+        [f.path for f in context.situational],
+        [f.path for f in context.index],
+        [f.path for f in context.omitted],
+        context.index_total,
+    )
+
+
+def test_the_budget_cuts_each_part_as_the_rendered_text_would(sample_vault, monkeypatch):
+    """The budget loop counts tokens from the files' stored lengths, never rendering the bundle
+    (Context.tokens): at every budget, from the resident layer alone to everything in, it must
+    pick what measuring the rendered text picks, and the light path must print what the full
+    command prints at each budget where a part is cut off or joins."""
+    topics = sample_vault / "converged" / "topics"
+    for n, word in enumerate(["缓存策略", "deploy", "テスト", "review"]):
+        (topics / f"extra-{n}.md").write_text(
+            f"---\nsummary: {word} notes {n}\nimportance: {3 + n}\n---\n\n"
+            + f"- {word} line\n" * (5 + 7 * n),
+            encoding="utf-8",
+        )
+    warm(sample_vault)
+    vault = open_vault(sample_vault)
+    material = gather_material(vault)
+    times = stored_context.load_read_times(str(vault.machine_dir))
+    now = datetime.now().astimezone()
+    full = stored_context.assemble(material, None, 10**6, times, now).tokens
+
+    def by_text(self):
+        return estimate_tokens(render_context_markdown(self))
+
+    shapes = {}
+    for budget in range(100, full + 2):
+        context = stored_context.assemble(material, None, budget, times, now)
+        assert context.tokens == estimate_tokens(render_context_markdown(context)), budget
+        shapes[budget] = _shape(context)
+    with monkeypatch.context() as patched:
+        patched.setattr(stored_context.Context, "tokens", property(by_text))
+        for budget in range(100, full + 2):
+            reference = stored_context.assemble(material, None, budget, times, now)
+            assert shapes[budget] == _shape(reference), budget
+    boundaries = [b for b in range(101, full + 2) if shapes[b] != shapes[b - 1]]
+    # a topic file joins, the index is cut and grows back, until everything is in
+    assert len(boundaries) >= 6 and not shapes[full][2] and shapes[100][2]
+    for n, budget in enumerate(boundaries):  # the first budget of each shape, text and --json
+        # no read times: a file read seconds ago ranks by how many seconds, and the two runs'
+        # clocks differ (its score, rounded in --json, could differ in the last digit)
+        read_times_file(sample_vault).unlink(missing_ok=True)
+        same_as_full(sample_vault, "--budget", str(budget), *(("--json",) if n % 2 else ()))
+
+
+def test_topic_files_are_decoded_only_when_the_bundle_needs_them(sample_vault, monkeypatch):
+    """The material keeps the topic files' contents as one blob (StoredTexts): a bundle whose
+    budget leaves them all out, with no topic to match, never decodes it."""
+    material = gather_material(open_vault(sample_vault))
+    decoded = []
+    real_get = stored_context.StoredTexts.get
+    monkeypatch.setattr(
+        stored_context.StoredTexts, "get", lambda self, at: decoded.append(at) or real_get(self, at)
+    )
+    now = datetime.now().astimezone()
+    cut = stored_context.assemble(material, None, 100, {}, now)
+    render_context_markdown(cut), cut.to_json()
+    assert cut.omitted and not cut.situational and decoded == []
+    fits = stored_context.assemble(material, None, 10**6, {}, now)
+    assert "- Uses pip and venv" in render_context_markdown(fits)
+    assert len(decoded) == len(fits.situational) > 0
+    assert stored_context.assemble(material, "python", 100, {}, now).omitted
+    assert len(decoded) > len(fits.situational)  # a topic is matched in the files' text
+
+
+def test_read_times_are_written_as_json_writes_them_and_read_back_from_their_copy(tmp_path):
+    """The light path neither parses nor writes the read times with `json` (times_json, and a
+    marshal copy stamped with the JSON file's stat); the JSON file stays the record."""
+    tricky = {
+        "converged/topics/a.md": "2026-11-30T10:00:00+00:00",
+        'q"uote\\back\nline\ttab\x01.md': "x",
+        "中文/笔记 · — ….md": "\u2028",
+    }
+    for times in ({}, {"a": "b"}, tricky):
+        assert stored_context.times_json(times) == json.dumps(
+            times, ensure_ascii=False, indent=0, sort_keys=True
+        )
+    machine = tmp_path / "machine"
+    now = datetime.now().astimezone()
+    stored_context.record_reads(str(machine), list(tricky), now)
+    record = json.loads((machine / stored_context.READ_TIMES).read_text("utf-8"))
+    assert set(record) == set(tricky) and (machine / stored_context.READ_TIMES_COPY).exists()
+    assert stored_context.load_read_times(str(machine)) == record
+    # the JSON file changed by someone else (an older cmem, a hand edit): it wins over the copy
+    record["converged/topics/a.md"] = "2020-01-01T00:00:00+00:00"
+    (machine / stored_context.READ_TIMES).write_text(json.dumps(record), "utf-8")
+    assert stored_context.load_read_times(str(machine)) == record
+    (machine / stored_context.READ_TIMES).unlink()
+    assert stored_context.load_read_times(str(machine)) == {}

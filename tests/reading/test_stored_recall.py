@@ -87,10 +87,14 @@ def test_light_recall_prints_what_the_full_command_prints(sample_vault):
 
 
 def test_light_recall_imports_neither_typer_nor_yaml_nor_the_vault_model(sample_vault):
-    warm_recall(sample_vault, "uv")
-    modules = light_modules(sample_vault, "recall", "uv")
+    warm_recall(sample_vault, "python")  # its snippets cite sources, which are stripped
+    modules = light_modules(sample_vault, "recall", "python")
+    assert "cmem.vault.statements" in modules
     assert "typer" not in modules and "yaml" not in modules and "rich" not in modules
     assert "cmem.vault.layers" not in modules and "cmem.reading.search_index" not in modules
+    # nor what those imported besides (dataclasses pulls in inspect, the config pathlib)
+    for heavy in ("dataclasses", "inspect", "typing", "pathlib", "cmem.vault.config"):
+        assert heavy not in modules, heavy
 
 
 def test_a_memory_file_edited_in_the_same_second_is_found(sample_vault):
@@ -194,3 +198,35 @@ def test_a_folder_whose_mtime_is_set_back_is_listed_again(sample_vault):
     )
     settle(sample_vault)  # every mtime back where it was: only the ctimes moved
     assert "converged/topics/fruit.md" in full(sample_vault, "recall", "kumquat")
+
+
+def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(sample_vault):
+    """The ~80 redaction rules (cmem.text.secrets) are compiled on first use: a recall whose
+    snippets hold no credential-like literal compiles none of them; one that does compiles what
+    it runs."""
+    warm_recall(sample_vault, "python")
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
+    code = (
+        "import sys\n"
+        "from cmem.fast import answer\n"
+        "out = answer(['recall', 'python', '--vault', sys.argv[1]])\n"
+        "assert 'python-tooling.md' in out, out\n"
+        "from cmem.text import secrets\n"
+        "rules = [v for v in vars(secrets).values() if isinstance(v, secrets._Lazy)]\n"
+        "rules += [p for _, p in secrets._SHAPES] + list(secrets._NEEDLE.values())\n"
+        "def compiled():\n"
+        "    return sum(rule._compiled is not None for rule in rules)\n"
+        "print(len(rules), compiled())\n"
+        "print(secrets.redact_secrets(sys.argv[2])[1], compiled())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(sample_vault), f"deploy with {token}"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (rules, before), (found, after) = [
+        map(int, line.split()) for line in result.stdout.split("\n")[:2]
+    ]
+    assert rules > 50 and before == 0
+    assert found == 1 and 0 < after < rules

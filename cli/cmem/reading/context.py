@@ -28,6 +28,7 @@ from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle
     assemble,
     rank_score,
     render_context_markdown,
+    texts_blob,
     topic_terms,
     wide_count,
 )
@@ -47,7 +48,7 @@ def _load(
     memo: dict | None = None,
 ) -> list[tuple]:
     """The layer's files as the bundle sees them: (path, redacted text, summary, importance, tags,
-    tokens) each. What a file's text gives — summary, importance, tags, tokens — is taken from
+    tokens, CJK-wide counts of text, path and summary, the text's length as shown) each. What a file's text gives — summary, importance, tags, tokens — is taken from
     `memo` (keyed by a digest of the text, so an edit is a new key) when there: the frontmatter's
     YAML and the token count were most of a warm `context`."""
     from cmem.text.secrets import redact_many
@@ -83,7 +84,13 @@ def _load(
     contents, count = redact_many([row[1] for row in files])
     hidden[0] += count
     return [
-        (*row[:1], content, *row[2:], (_wide(content), wide_count(row[0]), wide_count(row[2])))
+        (
+            *row[:1],
+            content,
+            *row[2:],
+            (_wide(content), wide_count(row[0]), wide_count(row[2])),
+            len(content.rstrip("\n")),  # as the bundle shows it (stored_context._body)
+        )
         for row, content in zip(files, contents)
     ]
 
@@ -171,7 +178,9 @@ def gather_material(vault: Vault) -> dict:
     return {
         "format": MATERIAL_FORMAT,
         "resident": resident,
-        "situational": situational,
+        # the topic files' contents apart, decoded only when the bundle needs one (StoredTexts)
+        "situational": [(row[0], None, *row[2:]) for row in situational],
+        "situational_texts": texts_blob([row[1] for row in situational]),
         "pending": pending,
         "pending_total": len(scan.pending),
         "problems": problems,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from collections import namedtuple
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
 UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
@@ -24,17 +24,46 @@ _WORD = re.compile(r"[^\W_]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
-@dataclass
 class SyncReport:
-    scope: str
-    files: int = 0
-    rows: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    rebuilt: str | None = None  # why the database was (re)built from scratch, if it was
-    listed: bool = True  # False when unchanged folders let the manifest stand for the listing
-    seconds: float = 0.0
+    """What keeping an index fresh did. A plain class, not a dataclass: the light `cmem recall`
+    imports this module, and `dataclasses` imports `inspect`."""
+
+    __slots__ = (
+        "scope",
+        "files",
+        "rows",
+        "added",
+        "updated",
+        "removed",
+        "rebuilt",
+        "listed",
+        "seconds",
+    )
+
+    def __init__(
+        self,
+        scope: str,
+        files: int = 0,
+        rows: int = 0,
+        added: int = 0,
+        updated: int = 0,
+        removed: int = 0,
+        rebuilt: str | None = None,  # why the database was (re)built from scratch, if it was
+        listed: bool = True,  # False when unchanged folders let the manifest stand for the listing
+        seconds: float = 0.0,
+    ):
+        self.scope, self.files, self.rows = scope, files, rows
+        self.added, self.updated, self.removed = added, updated, removed
+        self.rebuilt, self.listed, self.seconds = rebuilt, listed, seconds
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"SyncReport({fields})"
 
     def to_json(self) -> dict:
         return {
@@ -50,15 +79,10 @@ class SyncReport:
         }
 
 
-@dataclass(frozen=True)
-class Hit:
-    path: str
-    layer: str
-    line: int
-    heading: str
-    text: str
-    sources: tuple[str, ...]
-    score: float  # -bm25: higher is better
+class Hit(namedtuple("Hit", "path layer line heading text sources score")):
+    """One ranked statement; `score` is -bm25: higher is better."""
+
+    __slots__ = ()
 
 
 def _fold(text: str) -> str:

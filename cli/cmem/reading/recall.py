@@ -16,11 +16,10 @@ The heavy imports (the vault model, the index's upkeep) are inside the functions
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from cmem.reading.index_query import ARCHIVED, CONVERGENT, Hit, SyncReport, query_terms
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -30,12 +29,16 @@ SNIPPET_CHARS = 160
 MARK_OPEN, MARK_CLOSE = "**", "**"
 
 
-@dataclass
+# Plain classes, not dataclasses: `dataclasses` imports `inspect`, which the light path would pay
+# on every call for nothing.
 class RecallResult:
-    hit: Hit
-    snippet: str  # the matches wrapped in ** **
-    spans: list[tuple[int, int]]  # the same matches as offsets into `plain`
-    plain: str  # the snippet without marks
+    __slots__ = ("hit", "snippet", "spans", "plain")
+
+    def __init__(self, hit: Hit, snippet: str, spans: list[tuple[int, int]], plain: str):
+        self.hit = hit
+        self.snippet = snippet  # the matches wrapped in ** **
+        self.spans = spans  # the same matches as offsets into `plain`
+        self.plain = plain  # the snippet without marks
 
     def to_json(self) -> dict:
         hit = self.hit
@@ -51,13 +54,22 @@ class RecallResult:
         }
 
 
-@dataclass
 class Recall:
-    query: str
-    scope: str  # convergent | archive
-    results: list[RecallResult]
-    sync: SyncReport
-    problems: list[str] = field(default_factory=list)
+    __slots__ = ("query", "scope", "results", "sync", "problems")
+
+    def __init__(
+        self,
+        query: str,
+        scope: str,  # convergent | archive
+        results: list[RecallResult],
+        sync: SyncReport,
+        problems: list[str] | None = None,
+    ):
+        self.query = query
+        self.scope = scope
+        self.results = results
+        self.sync = sync
+        self.problems = [] if problems is None else problems
 
     def to_json(self) -> dict:
         return {
@@ -179,13 +191,13 @@ def stored_recall(request: dict) -> str | None:
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
     if scope == CONVERGENT:
-        from pathlib import Path
+        from datetime import datetime
 
-        from cmem.reading.read_times import record_reads_in
+        # read_times.record_reads_in's work, without its imports (pathlib, typing)
+        from cmem.reading.stored_context import record_reads
 
-        record_reads_in(
-            Path(entry["machine_dir"]), list(dict.fromkeys(r.hit.path for r in results))
-        )
+        paths = list(dict.fromkeys(r.hit.path for r in results))
+        record_reads(entry["machine_dir"], paths, datetime.now().astimezone())
     sync = SyncReport(scope, payload["files"], payload["rows"], listed=False)
     sync.seconds = time.perf_counter() - started
     recall = Recall(query, scope, results, sync)
@@ -225,6 +237,8 @@ def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
 
 def _without_sources(text: str) -> str:
     """The statement as a snippet shows it: its sources are listed apart."""
+    if "[[" not in text:  # every source names its notes as [[links]]: none to strip
+        return text.strip()
     from cmem.vault.statements import find_sources, find_traces
 
     traces = [(t.start, t.end) for t in find_traces(text)]
@@ -235,12 +249,10 @@ def _without_sources(text: str) -> str:
 
 
 def _result(hit: Hit, terms: list[str]) -> RecallResult:
-    import dataclasses
-
     from cmem.text.secrets import redact_secrets
 
     # what recall returns goes to a terminal or an agent: a credential in memory is shown redacted
-    hit = dataclasses.replace(hit, text=redact_secrets(hit.text)[0])
+    hit = hit._replace(text=redact_secrets(hit.text)[0])
     text = _without_sources(hit.text)
     spans = match_spans(text, terms)
     start, end = 0, len(text)

@@ -21,6 +21,37 @@ from __future__ import annotations
 
 import re
 
+
+class _Lazy:
+    """`re.compile(pattern, flags)`, done on first use. The ~80 rules below cost more to compile
+    than a `cmem recall` answered from its index spends on everything else it imports, and most
+    calls never run most of them: each rule runs only when its literal is in the text."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return self._compiled
+
+    def sub(self, repl, string: str) -> str:
+        return self.compiled.sub(repl, string)
+
+    def finditer(self, string: str):
+        return self.compiled.finditer(string)
+
+    def search(self, string: str):
+        return self.compiled.search(string)
+
+    def match(self, string: str):
+        return self.compiled.match(string)
+
+
 _START = r"(?<![A-Za-z0-9_-])"  # a token starts at a word edge …
 _END = r"(?![A-Za-z0-9_-])"  # … and ends at one
 
@@ -62,10 +93,10 @@ _PREFIXED = [
     ("supabase-token", r"sbp_[a-f0-9]{40}"),
 ]
 
-_SHAPES: list[tuple[str, re.Pattern[str]]] = [
+_SHAPES: list[tuple[str, _Lazy]] = [
     (
         "private-key",
-        re.compile(
+        _Lazy(
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
             # the whole block; or, for a paste cut short, its header and base64 lines
             r"(?:.{0,20000}?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n(?:[A-Za-z-]+:[^\n]*|[A-Za-z0-9+/=]{4,}))*)"
@@ -76,20 +107,18 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "slack-webhook",
-        re.compile(
-            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"
-        ),
+        _Lazy(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"),
     ),
     (
         "discord-webhook",
-        re.compile(
+        _Lazy(
             r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}"
         ),
     ),
-    ("anthropic-key", re.compile(_START + r"sk-ant-[A-Za-z0-9_-]{20,}" + _END)),
+    ("anthropic-key", _Lazy(_START + r"sk-ant-[A-Za-z0-9_-]{20,}" + _END)),
     (
         "openai-key",
-        re.compile(
+        _Lazy(
             _START
             + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}"
             + _END
@@ -97,47 +126,43 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "github-token",
-        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END),
+        _Lazy(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END),
     ),
-    ("aws-access-key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    ("aws-access-key", _Lazy(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
     (
         "slack-token",
-        re.compile(
-            _START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END
-        ),
+        _Lazy(_START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END),
     ),
-    ("google-api-key", re.compile(_START + r"AIza[0-9A-Za-z_-]{35}" + _END)),
-    ("stripe-key", re.compile(_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _END)),
+    ("google-api-key", _Lazy(_START + r"AIza[0-9A-Za-z_-]{35}" + _END)),
+    ("stripe-key", _Lazy(_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _END)),
     (
         "jwt",
-        re.compile(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
+        _Lazy(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
     ),
-    ("telegram-bot-token", re.compile(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:[A-Za-z0-9_-]{35}" + _END)),
-    *[(label, re.compile(_START + pattern + _END)) for label, pattern in _PREFIXED],
+    ("telegram-bot-token", _Lazy(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:[A-Za-z0-9_-]{35}" + _END)),
+    *[(label, _Lazy(_START + pattern + _END)) for label, pattern in _PREFIXED],
 ]
 
 # Shapes whose prefix stays readable: only the value is replaced. (prefix, value[, suffix])
-_AWS_SECRET = re.compile(
+_AWS_SECRET = _Lazy(
     r"(?i)(aws_secret_access_key[\"']?[^\S\n]*[:=][^\S\n]*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
-_BEARER = re.compile(r"(?i)(\bbearer[^\S\n]+)([A-Za-z0-9._~+/=-]{16,})")
+_BEARER = _Lazy(r"(?i)(\bbearer[^\S\n]+)([A-Za-z0-9._~+/=-]{16,})")
 # HTTP Basic auth, Docker's `"auth": "…"` and `curl -u user:pass`: base64 of `user:password`
-_BASIC = re.compile(
+_BASIC = _Lazy(
     r"(?i)(\bbasic[^\S\n]+|[\"']auth[\"'][^\S\n]*:[^\S\n]*[\"'])([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
 )
-_CURL_USER = re.compile(r"((?<![A-Za-z0-9-])(?:-u|--user)[^\S\n]+[\"']?[^\s:\"'/]+:)([^\s\"']+)")
-_NETRC = re.compile(
-    r"(?i)(\bmachine[^\S\n]+\S+[^\S\n]+login[^\S\n]+\S+[^\S\n]+password[^\S\n]+)(\S+)"
-)
+_CURL_USER = _Lazy(r"((?<![A-Za-z0-9-])(?:-u|--user)[^\S\n]+[\"']?[^\s:\"'/]+:)([^\s\"']+)")
+_NETRC = _Lazy(r"(?i)(\bmachine[^\S\n]+\S+[^\S\n]+login[^\S\n]+\S+[^\S\n]+password[^\S\n]+)(\S+)")
 # Azure connection strings and SAS URLs: the key is whatever follows its name up to `;` or `&`
-_AZURE = re.compile(r"((?:AccountKey|SharedAccessKey|[?&]sig)=)([A-Za-z0-9+/%=]{20,})")
+_AZURE = _Lazy(r"((?:AccountKey|SharedAccessKey|[?&]sig)=)([A-Za-z0-9+/%=]{20,})")
 # `scheme://user:password@host`, the user may be empty (`redis://:pass@host`)
-_URL_PASSWORD = re.compile(
+_URL_PASSWORD = _Lazy(
     r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/@]+)(@)", re.IGNORECASE
 )
 # A long hex string named as a credential a few words before it ("deploy token 3f2a…",
 # "api key 9c1d…"); a hex string in prose that no such word names (a git SHA, a checksum) stays.
-_NAMED_HEX = re.compile(
+_NAMED_HEX = _Lazy(
     r"(?i)(\b(?:tokens?|keys?|secrets?|passwords?|credentials?|apikey)\b(?:[^\S\n]+[A-Za-z]+){0,3}?[^\S\n]*[:=]?[^\S\n]*)"
     r"((?=[0-9a-f]{0,127}[a-f])(?=[0-9a-f]{0,127}[0-9])[0-9a-f]{32,128})(?![0-9a-z])"
 )
@@ -208,18 +233,31 @@ _SHAPE_NEEDLES_BYTES = {
 # credential word too, so it shares the key-value rule's needle.
 _KEY_WORDS = r"pass|pwd|secret|token|key|credential|密码|口令|密钥|秘钥|令牌"
 _NEEDLE = {
-    "aws": re.compile(r"aws_secret_access_key"),
-    "bearer": re.compile(r"bearer"),
-    "basic": re.compile(r"basic|auth"),
-    "curl": re.compile(r"-u\b|--user"),
-    "netrc": re.compile(r"machine"),
-    "azure": re.compile(r"accountkey=|sharedaccesskey=|sig="),
-    "url": re.compile(r"://"),
-    "key": re.compile(_KEY_WORDS),
-    "hex": re.compile(_KEY_WORDS),
+    "aws": _Lazy(r"aws_secret_access_key"),
+    "bearer": _Lazy(r"bearer"),
+    "basic": _Lazy(r"basic|auth"),
+    "curl": _Lazy(r"-u\b|--user"),
+    "netrc": _Lazy(r"machine"),
+    "azure": _Lazy(r"accountkey=|sharedaccesskey=|sig="),
+    "url": _Lazy(r"://"),
+    "key": _Lazy(_KEY_WORDS),
+    "hex": _Lazy(_KEY_WORDS),
+}
+# A literal each needle's every match holds: a text holding none of a rule's is passed without
+# compiling its needle or its rule (most snippets `recall` shows hold none).
+_NEEDLE_LITERALS = {
+    "aws": ("aws_secret_access_key",),
+    "bearer": ("bearer",),
+    "basic": ("basic", "auth"),
+    "curl": ("-u",),  # `--user` holds it too
+    "netrc": ("machine",),
+    "azure": ("accountkey=", "sharedaccesskey=", "sig="),
+    "url": ("://",),
+    "key": tuple(_KEY_WORDS.split("|")),
+    "hex": tuple(_KEY_WORDS.split("|")),
 }
 
-_HASH_WORDS = re.compile(
+_HASH_WORDS = _Lazy(
     r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b"
 )
 
@@ -227,7 +265,7 @@ _HASH_WORDS = re.compile(
 # `api key is value`. The key is matched from the word that ends it (`DB_PASSWORD`, `githubToken`,
 # `api-key`), so `token_budget` and `max_tokens` are not keys here. (A leading `[\w.-]*` would make
 # long identifiers quadratic.) A quoted value may hold spaces (`password: "correct horse …"`).
-_KEY_VALUE = re.compile(
+_KEY_VALUE = _Lazy(
     r"(?P<key>(?i:(?P<word>password|passwd|passphrase|pwd|(?<![A-Za-z])pass|secret|token"
     r"|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key(?:[ _-]?id)?|client[ _-]?secret"
     r"|(?:wifi|wi-fi|wlan|wpa2?|license|licence|encryption|recovery|master|signing)[ _-]?key))(?![A-Za-z0-9_])"
@@ -259,8 +297,8 @@ _COMPOUND_LABELS = {
     "clientsecret": "client-secret",
 }
 _PASSWORD_LABEL = "password"
-_PLACEHOLDER = re.compile(r"^(?:\[REDACTED|<.*>$|\$|\{\{|%\(|\*{3,}|x{4,}$|\.{3})", re.IGNORECASE)
-_PLAIN_WORD = re.compile(r"^[A-Za-z][a-z]*(?:[-_][a-z]+)*$")
+_PLACEHOLDER = _Lazy(r"^(?:\[REDACTED|<.*>$|\$|\{\{|%\(|\*{3,}|x{4,}$|\.{3})", re.IGNORECASE)
+_PLAIN_WORD = _Lazy(r"^[A-Za-z][a-z]*(?:[-_][a-z]+)*$")
 # Words that follow "password:" in prose rather than being one ("password: required"). A plain
 # word after a password key is otherwise redacted: `password: sunshine` is a weak password, still one.
 _PROSE_WORDS = frozenset(
@@ -319,7 +357,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     low = _lower(text)
     for name, pattern, repl in rules:
         before = count
-        text = _on_lines(text, low, _NEEDLE[name], pattern, repl)
+        text = _on_lines(text, low, _NEEDLE[name], pattern, repl, literals=_NEEDLE_LITERALS[name])
         if count != before:
             low = _lower(text)
 
@@ -351,7 +389,9 @@ def redact_secrets(text: str) -> tuple[str, int]:
     before = count
     # a key word starts at most a few characters before its needle ("client_secret", "private_key_id")
     # and its value ends within a quoted phrase's length after it
-    text = _on_lines(text, low, _NEEDLE["key"], _KEY_VALUE, replace_key_value, window=(16, 260))
+    text = _on_lines(
+        text, low, _NEEDLE["key"], _KEY_VALUE, replace_key_value, (16, 260), _NEEDLE_LITERALS["key"]
+    )
     if count != before:
         low = _lower(text)
 
@@ -362,7 +402,9 @@ def redact_secrets(text: str) -> tuple[str, int]:
         count += 1
         return f"{match.group(1)}[REDACTED:hex-token]"
 
-    text = _on_lines(text, low, _NEEDLE["hex"], _NAMED_HEX, replace_named_hex, window=(16, 220))
+    text = _on_lines(
+        text, low, _NEEDLE["hex"], _NAMED_HEX, replace_named_hex, (16, 220), _NEEDLE_LITERALS["hex"]
+    )
     return text, count
 
 
@@ -375,16 +417,21 @@ def _lower(text: str) -> str | None:
 def _on_lines(
     text: str,
     low: str | None,
-    needle: re.Pattern[str],
-    pattern: re.Pattern[str],
+    needle: _Lazy,
+    pattern: _Lazy,
     repl,
     window: tuple[int, int] | None = None,
+    literals: tuple[str, ...] = (),
 ) -> str:
     """`pattern.sub(repl, …)` on the lines of `text` where `needle` occurs in `low` (the text
     lower-cased), for rules that never cross a line: notes are mostly prose without a key word,
-    and a literal search over all of it costs far less than the rule's own try at every position."""
+    and a literal search over all of it costs far less than the rule's own try at every position.
+    `literals`: one of them is in every match of `needle`; when none is in `low`, neither the
+    needle nor the rule is compiled."""
     if low is None:  # a rare letter whose lower case is longer: search it all
         return pattern.sub(repl, text)
+    if literals and not any(literal in low for literal in literals):
+        return text
     spans: list[tuple[int, int]] = []
     for match in needle.finditer(low):
         if spans and match.start() < spans[-1][1]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem.errors import ConfigError
+from cmem.vault.languages import LANGUAGE_DEFAULTS
 
 CONFIG_DIR = ".cmem"
 CONFIG_FILE = "config.yaml"
@@ -30,21 +31,6 @@ NEVER_READ_DIRS = {
     ".stfolder",
     ".stversions",
     "node_modules",
-}
-
-LANGUAGE_DEFAULTS = {
-    "zh": {
-        "source": "（来源：{links}）",
-        "source_separator": "、",
-        "trace": "（更新于 {date}，原为：{old}）",
-        "capture": "{date} 随手记.md",
-    },
-    "en": {
-        "source": "(source: {links})",
-        "source_separator": ", ",
-        "trace": "(updated {date}, was: {old})",
-        "capture": "{date} notes.md",
-    },
 }
 
 DEFAULTS: dict[str, Any] = {

@@ -17,35 +17,38 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from collections import namedtuple
 from functools import cached_property, lru_cache
 
-from cmem.vault.config import LANGUAGE_DEFAULTS, Formats
+from cmem.vault.languages import LANGUAGE_DEFAULTS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
+if TYPE_CHECKING:
+    from cmem.vault.config import Formats
 
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
+# Named tuples, not frozen dataclasses: a light `cmem recall` strips sources from its snippets
+# with this module, and `dataclasses` imports `inspect` (more than the rest of that call's
+# imports); for the same reason the language formats come from `languages.py`, not the config.
 
-@dataclass(frozen=True)
-class Trace:
-    date: str
-    old: str  # the old wording, itself possibly holding older traces
-    start: int  # offsets in the line
-    end: int
+
+class Trace(namedtuple("Trace", "date old start end")):
+    """date; old: the old wording, itself possibly holding older traces; start, end: offsets in
+    the line."""
+
+    __slots__ = ()
 
     @property
-    def older(self) -> list["Trace"]:
+    def older(self) -> list[Trace]:
         return find_traces(self.old)
 
 
-@dataclass(frozen=True)
-class Statement:
-    line_no: int  # 1-based in the file
-    text: str  # the whole line
-    core: str  # without list marker, sources and traces
-    sources: tuple[str, ...]
-    traces: tuple[Trace, ...]
+class Statement(namedtuple("Statement", "line_no text core sources traces")):
+    """line_no: 1-based in the file; text: the whole line; core: without list marker, sources
+    and traces; sources: note names; traces: Trace each."""
 
     @cached_property
     def key(self) -> str:
@@ -53,13 +56,8 @@ class Statement:
         return normalize(self.core)
 
 
-@dataclass(frozen=True)
-class _Pattern:
-    prefix: str
-    middle: str  # trace only: between date and old
-    suffix: str
-    opener: str
-    closer: str
+# middle: a trace's only, between date and old
+_Pattern = namedtuple("_Pattern", "prefix middle suffix opener closer")
 
 
 @lru_cache(maxsize=None)
