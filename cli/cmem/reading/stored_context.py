@@ -568,12 +568,16 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
             pass
         return
     copy = os.path.join(machine_dir, READ_TIMES_COPY)
+    copy_tmp = f"{copy}.{os.getpid()}.tmp"
     try:
-        with open(f"{copy}.{os.getpid()}.tmp", "wb") as handle:
+        with open(copy_tmp, "wb") as handle:
             handle.write(marshal.dumps((written, times)))
-        os.replace(f"{copy}.{os.getpid()}.tmp", copy)
+        os.replace(copy_tmp, copy)
     except OSError:  # only a slower next call: its stamp no longer matches the JSON file's
-        pass
+        try:
+            os.unlink(copy_tmp)  # a full disk must not leave a temp file per call behind
+        except OSError:
+            pass
 
 
 # --- the light path -----------------------------------------------------------------------------
