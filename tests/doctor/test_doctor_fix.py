@@ -246,3 +246,43 @@ def test_cmems_own_lock_cannot_go_stale(vault_root, tmp_path):
     assert "no pass is running" in cmem("doctor", "--vault", str(vault_root)).stdout
     with vault_lock(open_vault(vault_root).machine_dir):
         pass  # taken at once
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+@pytest.mark.parametrize(
+    "error, counted",
+    [(FileNotFoundError, False), (ProcessLookupError, False), (PermissionError, True)],
+)
+def test_a_git_that_ends_while_it_is_looked_at_is_not_counted(
+    vault_root, tmp_path, monkeypatch, error, counted
+):
+    """git_processes reads a git process's name, then its folder: a process that ended between
+    the two (a short git of anything else on the machine) holds no lock and must not make a stale
+    lock look in use; one whose folder cannot be read (another user's) still counts."""
+    import subprocess
+
+    from cmem.doctor import doctor_fix
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # a real git process, waiting on its stdin, working in another folder
+    waiting = subprocess.Popen(
+        ["git", "hash-object", "--stdin"], cwd=elsewhere, stdin=subprocess.PIPE
+    )
+    try:
+        for _ in range(100):
+            if Path(f"/proc/{waiting.pid}/comm").read_text().strip() == "git":
+                break
+            time.sleep(0.01)
+        assert waiting.pid not in doctor_fix.git_processes(vault_root)  # not in the vault
+        real = os.readlink
+
+        def readlink(path, *args, **kwargs):
+            if path == f"/proc/{waiting.pid}/cwd":
+                raise error(path)
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "readlink", readlink)
+        assert (waiting.pid in doctor_fix.git_processes(vault_root)) is counted
+    finally:
+        waiting.communicate(b"")

@@ -207,8 +207,10 @@ def git_processes(repository: Path) -> list[int]:
                 continue
             try:
                 cwd = os.path.realpath(os.readlink(f"/proc/{name}/cwd"))
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # it ended between the two reads: it holds no lock now
             except OSError:
-                cwd = top  # cannot tell: assume it is ours
+                cwd = top  # cannot tell (another user's process): assume it is ours
             if cwd == top or cwd.startswith(top + os.sep):
                 pids.append(int(name))
         return pids
