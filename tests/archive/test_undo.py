@@ -102,21 +102,24 @@ def test_undo_of_an_archive_apply(vault_root):
     note_bytes = (vault_root / NOTE).read_bytes()
     apply_archive(open_vault(vault_root), plan_archive(open_vault(vault_root)))
     assert not (vault_root / NOTE).exists()
+    # the month folder is the apply's own (today's), not the note's
+    (archived,) = (vault_root / "archive").glob(f"*/{NOTE}")
+    month = f"archive/{archived.parent.name}"
     checklist_before_apply = git(vault_root, "show", f"HEAD~1:{CHECKLIST}")
     plan = plan_undo(open_vault(vault_root))
     assert plan.target.kind == "archive"
     assert [(f.action, f.from_path, f.path) for f in plan.files] == [
-        ("move-back", f"archive/2026-11/{NOTE}", NOTE)
+        ("move-back", f"{month}/{NOTE}", NOTE)
     ]
     apply_undo(open_vault(vault_root), plan)
     assert (vault_root / NOTE).read_bytes() == note_bytes and not (
-        vault_root / "archive/2026-11" / NOTE
+        vault_root / month / NOTE
     ).exists()
     assert (vault_root / CHECKLIST).read_text(
         "utf-8"
     ) == checklist_before_apply  # the ticked line is back
     state = load_state(vault_root / STATE)
-    assert NOTE in state.notes and f"archive/2026-11/{NOTE}" not in state.notes
+    assert NOTE in state.notes and f"{month}/{NOTE}" not in state.notes
     follow = git(vault_root, "log", "--follow", "--format=%s", "--", NOTE).splitlines()
     assert follow[0].startswith("cmem: undo archive") and follow[-1] == "test: initial"
 
