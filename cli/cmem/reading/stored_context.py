@@ -549,35 +549,19 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     if all(times.get(path) == stamp for path in paths):
         return  # called again within the second: nothing to write
     times.update({path: stamp for path in paths})
-    path = os.path.join(machine_dir, READ_TIMES)
-    tmp = f"{path}.{os.getpid()}.tmp"
     # Replaced whole, never half-written, but without cmem.atomic's fsyncs and imports (tempfile,
     # pathlib: ~20 ms, most of a warm call): a power cut can lose the last reads, which only
-    # resets the ranking's anti-recency term; memory itself is never written here.
-    try:
-        os.makedirs(machine_dir, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(times_json(times))
-        # stamped before the rename: a stamp taken after it could be another writer's file
-        written = _stamp(tmp)
-        os.replace(tmp, path)
-    except OSError:  # a read-only machine folder must not break reading memory
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return
-    copy = os.path.join(machine_dir, READ_TIMES_COPY)
-    copy_tmp = f"{copy}.{os.getpid()}.tmp"
-    try:
-        with open(copy_tmp, "wb") as handle:
-            handle.write(marshal.dumps((written, times)))
-        os.replace(copy_tmp, copy)
-    except OSError:  # only a slower next call: its stamp no longer matches the JSON file's
-        try:
-            os.unlink(copy_tmp)  # a full disk must not leave a temp file per call behind
-        except OSError:
-            pass
+    # resets the ranking's anti-recency term; memory itself is never written here. A read-only
+    # machine folder must not break reading memory: an unwritten file is skipped.
+    from cmem.cache_file import write_cache
+
+    data = times_json(times).encode("utf-8", "surrogateescape")
+    # the copy's stamp is the written file's own: one taken after the rename could be another
+    # writer's file
+    written = write_cache(os.path.join(machine_dir, READ_TIMES), data)
+    if written is not None:
+        json_stamp = (written.st_size, written.st_mtime_ns, written.st_ino)
+        write_cache(os.path.join(machine_dir, READ_TIMES_COPY), marshal.dumps((json_stamp, times)))
 
 
 # --- the light path -----------------------------------------------------------------------------

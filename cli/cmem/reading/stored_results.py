@@ -9,6 +9,7 @@ import marshal
 import os
 
 from cmem import __version__
+from cmem.cache_file import write_cache
 
 FORMAT = 3  # of the stored entries; bump when the key or the payload changes shape
 RACY_NS = (
@@ -264,20 +265,12 @@ def load_entry(path: str) -> dict | None:
 
 
 def _write(path: str, value) -> None:
-    """Atomically (a reader sees the old entry or the new one, never half): cmem.atomic's rule,
-    without its imports; a cache that cannot be written is only a slower next call."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """The entry, replaced whole (cmem.cache_file); a value marshal cannot hold is not stored."""
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(marshal.dumps(value))
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        data = marshal.dumps(value)
+    except ValueError:
+        return
+    write_cache(path, data)
 
 
 # --- storing, from the real command -------------------------------------------------------------

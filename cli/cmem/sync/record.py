@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import time
 
+from cmem.cache_file import write_cache
+
 RECORD_NAME = "last-sync"
 # how a sync ended: nothing to fetch or push; the other machines' commits brought in (and maybe
 # this one's pushed); this machine's commits pushed; the remote out of reach; cmem said no
@@ -49,18 +51,7 @@ def write_record(
     }
     # one line each: a newline inside a value (a multi-line git error) must not start a new key
     text = "".join(f"{key}: {' '.join(str(value).split())}\n" for key, value in fields.items())
-    path = record_path(machine_dir)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.fspath(machine_dir), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    write_cache(record_path(machine_dir), text.encode("utf-8", "surrogateescape"))
 
 
 def read_record(machine_dir: str | os.PathLike, now: float | None = None) -> dict | None:

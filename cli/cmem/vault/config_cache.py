@@ -18,6 +18,8 @@ import re
 import sys
 from typing import Any, Callable
 
+from cmem.cache_file import write_cache
+
 _PY = "%d%d" % sys.version_info[:2]  # marshal's format follows the Python version
 
 
@@ -43,17 +45,7 @@ def _write(path: str, value) -> None:
         data = marshal.dumps(value)
     except ValueError:  # a value marshal cannot hold (a YAML date): not stored
         return
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    write_cache(path, data)
 
 
 class SchemaValueError(ValueError):
