@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.atomic import write_atomic
+from cmem.cache_file import write_cache
 from cmem.errors import CmemError
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
@@ -230,10 +230,12 @@ def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
 
 
 def _save_marshal(path, data: dict) -> None:
+    """Replaced whole, without fsync (`cmem.cache_file`): both files are caches that a lost
+    write only makes slower, and the fsync cost a cold scan a few ms for nothing."""
     try:
-        write_atomic(path, marshal.dumps(data))
-    except (OSError, ValueError):
-        pass  # a read-only machine folder only costs speed
+        write_cache(os.fspath(path), marshal.dumps(data))  # a read-only folder: not written
+    except ValueError:
+        pass  # a value marshal cannot hold: not stored
 
 
 class _Cache:
