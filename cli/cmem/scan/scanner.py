@@ -274,7 +274,7 @@ class _Cache:
         misses = []
         for file in files:
             try:
-                st = os.stat(file.location, follow_symlinks=False)
+                st = file.lstat()  # the listing's stat when it took one
             except OSError:
                 continue  # gone since the listing
             cached = self._cached(file.rel)
@@ -313,7 +313,7 @@ class _Cache:
         changed = False
         for file in vault.convergent_files():
             try:
-                st = os.stat(file.location, follow_symlinks=False)
+                st = file.lstat()  # the listing's stat when it took one
             except OSError:
                 continue
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
