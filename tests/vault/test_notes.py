@@ -91,3 +91,36 @@ def test_token_estimate():
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("我喜欢早起") == 5
     assert estimate_tokens("我喜欢 uv") == 3 + 1
+
+
+def test_a_note_is_read_by_its_size_and_whole_if_it_grew_since_its_stat(tmp_path, monkeypatch):
+    """read_note asks the system for the size the stat gave (+1), not for max_bytes + 1 (a 2 MB
+    buffer for every note); a file that grew after the stat is still read to its end or the
+    limit, as one read of max_bytes + 1 would have."""
+    from cmem.vault.layers import NoteFile
+    from cmem.vault.notes import read_note
+
+    path = tmp_path / "a.md"
+    path.write_text("- first line\n", encoding="utf-8")
+    file = NoteFile("a.md", str(path), "divergent")
+    stale = os.stat(path)
+    path.write_text("- first line\n" + "- grown line\n" * 20_000, encoding="utf-8")
+    asked = []
+    real_read = os.read
+
+    def read(fd, size):
+        asked.append(size)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", read)
+    size = os.stat(path).st_size
+    assert read_note(file, st=os.stat(path)).text == path.read_text(encoding="utf-8")
+    assert asked[0] == size + 1 and max(asked) == size + 1  # never max_bytes + 1 (2,000,001)
+    # grown since the stat: read on, in chunks, to the end ...
+    asked.clear()
+    assert read_note(file, st=stale).text == path.read_text(encoding="utf-8")
+    assert asked[0] == stale.st_size + 1 and max(asked) == 65_536
+    # ... or to the limit, as before
+    limit = 1000
+    capped = read_note(file, max_bytes=limit, st=stale)
+    assert capped.size == stale.st_size and len(capped.text) == limit + 1
