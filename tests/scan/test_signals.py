@@ -348,3 +348,22 @@ def test_notes_without_cues_skip_line_work(note_of, monkeypatch):
     monkeypatch.setattr(signals_module, "detect_line", lambda *a, **k: calls.append(a))
     scan_note(note_of("今天天气不错\n" * 200))
     assert calls == []
+
+
+def test_the_tag_pattern_finds_what_its_lookbehind_first_form_finds():
+    """`_TAG` starts with `#` so `re` searches for that character alone; it must find the same
+    tags at the same places as the plain form, whose lookbehind comes first."""
+    import random
+    import re
+
+    plain = re.compile(r"(?<![\w#&/])#([^\s#\[\](){}<>,.;:!?\"'`，。；：！？、（）「」]+)")
+    alphabet = list("ab1_#&/ .,:!?[]()'`\"\t\n，。中é")
+    chooser = random.Random(13)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(alphabet) for _ in range(chooser.randint(0, 12)))
+        found = [(m.span(), m.group(1)) for m in signals_module._TAG.finditer(text)]
+        assert found == [(m.span(), m.group(1)) for m in plain.finditer(text)], text
+    assert [m.group(1) for m in signals_module._TAG.finditer("#a x#b &#c /#d ##e #f")] == [
+        "a",
+        "f",
+    ]
