@@ -124,3 +124,33 @@ def test_a_note_is_read_by_its_size_and_whole_if_it_grew_since_its_stat(tmp_path
     limit = 1000
     capped = read_note(file, max_bytes=limit, st=stale)
     assert capped.size == stale.st_size and len(capped.text) == limit + 1
+
+
+def test_odd_names_in_any_case_and_script_are_found_past_the_plain_name_shortcut(make_vault):
+    """find_odd_names passes plain ASCII note names without its regex: a conflict copy in any
+    case, a linked note, a folder named like a note and non-ASCII names must still be told."""
+    root = make_vault(
+        {
+            "a (CONFLICT 1).md": "a",
+            "b.SYNC-CONFLICT-20261128-101010-ABCDEF.md": "a",
+            "c (Conflicted Copy 2026-11-28).md": "a",
+            "笔记 (conflict 2).md": "a",
+            "CONFLıCT (conflict 3).md": "a",
+            "plain conflictless.md": "a",
+            "archive/2026-11/d (Conflict 1).md": "a",
+            "archive/e.md/f (conflict 1).md": "a",
+            "real.md": "a",
+        }
+    )
+    os.symlink(root / "real.md", root / "link.md")
+    odd = {o.rel: o.kind for o in find_odd_names(open_vault(root))}
+    assert odd == {
+        "a (CONFLICT 1).md": "sync-conflict",
+        "b.SYNC-CONFLICT-20261128-101010-ABCDEF.md": "sync-conflict",
+        "c (Conflicted Copy 2026-11-28).md": "sync-conflict",
+        "笔记 (conflict 2).md": "sync-conflict",
+        "CONFLıCT (conflict 3).md": "sync-conflict",
+        "archive/2026-11/d (Conflict 1).md": "sync-conflict",
+        "archive/e.md/f (conflict 1).md": "sync-conflict",
+        "link.md": "symlink",
+    }

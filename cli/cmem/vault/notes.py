@@ -237,6 +237,18 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             except OSError:
                 continue
             for entry in entries:
+                name = entry.name
+                if (
+                    name.isascii()
+                    and name.endswith(".md")
+                    and "conflict" not in name.lower()
+                    and not entry.is_dir(follow_symlinks=False)
+                    and not entry.is_symlink()
+                ):
+                    # the common case, told without a regex: a plain note. An ASCII name is
+                    # decodable, no placeholder (`.md.icloud`), and a sync-conflict name holds
+                    # "conflict" in some case (for ASCII, what re.IGNORECASE matches)
+                    continue
                 if is_undecodable(entry.name):
                     is_dir = entry.is_dir(follow_symlinks=False)
                     if (recursive or not is_dir) and (is_dir or entry.name.endswith(".md")):
