@@ -103,3 +103,13 @@ def test_only_a_plain_scan_takes_the_light_path(sample_vault):
     help_light = run_entry("cmem.fast", ["scan", "--help"])
     help_full = run_entry("cmem.cli", ["scan", "--help"])
     assert help_light[:3] == help_full[:3] and "--json" in help_full[1]
+
+
+def test_a_cold_scan_imports_no_writer_machinery(sample_vault):
+    """A scan writes only its caches (cmem.cache_file): tempfile (shutil, random) and the step
+    layer stay unimported on its path."""
+    settle(sample_vault)
+    _drop_stored(sample_vault)
+    code, out, err, modules = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault)])
+    assert code == 0 and "cmem.scan.scanner" in modules, err
+    assert not {"tempfile", "shutil", "random", "cmem.steps.runner"} & modules
