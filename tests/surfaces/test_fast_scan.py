@@ -106,10 +106,16 @@ def test_only_a_plain_scan_takes_the_light_path(sample_vault):
 
 
 def test_a_cold_scan_imports_no_writer_machinery(sample_vault):
-    """A scan writes only its caches (cmem.cache_file): tempfile (shutil, random) and the step
-    layer stay unimported on its path."""
+    """A scan writes only its caches (cmem.cache_file): tempfile (shutil, random), the step
+    layer and the unattended trigger (subprocess) stay unimported on its path."""
     settle(sample_vault)
     _drop_stored(sample_vault)
     code, out, err, modules = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault)])
     assert code == 0 and "cmem.scan.scanner" in modules, err
     assert not {"tempfile", "shutil", "random", "cmem.steps.runner"} & modules
+    # nor the unattended trigger, whose record's name the stored-result key names itself
+    assert not {"cmem.triggers.if_due", "subprocess"} & modules
+    from cmem.reading import stored_results
+    from cmem.triggers import if_due
+
+    assert stored_results.FAILURES_FILE == if_due.FAILURES_FILE
