@@ -162,11 +162,22 @@ def _context_key(command: str, params: tuple) -> tuple:
 
 def still_valid(entry: dict, root: str) -> bool:
     """Whether a stored entry answers for the vault as it is now."""
+    return context_matches(entry, root) and listing_matches(entry, root)
+
+
+def context_matches(entry: dict, root: str) -> bool:
+    """The cheap half of `still_valid`: the same cmem, command, parameters, settings, day and
+    vault, and no step running or interrupted. No note is looked at."""
     if entry.get("context") != _context_key(entry.get("command"), entry.get("params")):
         return False
     # .get: an entry stored by an older cmem (keyed "state_dir") is simply a miss
-    if entry.get("root") != root or not entry.get("machine_dir") or _busy(entry["machine_dir"]):
-        return False
+    return bool(
+        entry.get("root") == root and entry.get("machine_dir") and not _busy(entry["machine_dir"])
+    )
+
+
+def listing_matches(entry: dict, root: str) -> bool:
+    """The other half: every file and folder of the key as it was stored (one walk)."""
     key, _ = listing_key(
         root, entry["files"], entry["folder_only"], entry["key"], entry.get("tops", ("",))
     )
