@@ -139,3 +139,28 @@ def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, 
     # each resident file once, then once more after each edit and for each added line: not all
     # 30 again for every line the engine places (the size cap is checked per line)
     assert len(measured) <= len(core) + 3 * 4, len(measured)
+
+
+def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
+    """Memory files' frontmatter is plain `key: value` lines: the validator reads and checks it
+    with the plain reader, so the everyday pass (config and engine words kept from an earlier
+    pass) does not import yaml at all. Here with enough keys to pass the hazard check's quick test."""
+    import subprocess
+    import sys
+
+    from pass_helpers import PROFILE
+
+    profile = pass_vault / PROFILE
+    keys = "".join(f"k{i}: value {i}\n" for i in range(10)) + "tags: [a, b]\naliases:\n  - x\n"
+    profile.write_text(profile.read_text("utf-8").replace("---\n", "---\n" + keys, 1), "utf-8")
+    code = (
+        "import sys\n"
+        "from cmem.converge.pipeline import PassOptions, run_pass\n"
+        "from cmem.vault.layers import open_vault\n"
+        "result = run_pass(open_vault(sys.argv[1]), PassOptions(engine='builtin', dry_run=True))\n"
+        "print(result.status, sorted(result.changed), 'yaml' in sys.modules)\n"
+    )
+    argv = [sys.executable, "-c", code, str(pass_vault)]
+    subprocess.run(argv, check=True, capture_output=True)  # the config and words are kept
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["dry-run", f"['{PROFILE}']", "False"], out
