@@ -164,3 +164,34 @@ def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
     subprocess.run(argv, check=True, capture_output=True)  # the config and words are kept
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     assert out.split() == ["dry-run", f"['{PROFILE}']", "False"], out
+
+
+def test_the_run_record_redacts_only_what_it_did_not_keep(pass_vault, monkeypatch):
+    """The prompt in the run record is redacted piece by piece, each quoted file's answer kept in
+    the machine folder: a second pass redacts only its notes and task, and its record holds the
+    very bytes a whole redaction gives (a memory file's credential still hidden)."""
+    import json
+
+    from cmem.text import secrets
+    from pass_helpers import JOBS
+
+    jobs = pass_vault / JOBS
+    key = "Xk2J9fQ0pLm7Zr4T" * 2
+    jobs.write_text(jobs.read_text("utf-8") + f"- 部署 password: {key}（来源：[[x]]）\n", "utf-8")
+    vault = open_vault(pass_vault)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    whole = run_pass(vault, PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert key not in whole and "[REDACTED:password]" in whole
+    redacted = _counting(monkeypatch, secrets, "redact_secrets")
+    records = []
+    for _ in range(2):
+        redacted.clear()
+        result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
+        assert result.status == "dry-run"
+        record = vault.machine_dir / "runs" / result.pass_id
+        records.append((record / "prompt.txt").read_text("utf-8"))
+        assert json.loads((record / "run.json").read_text("utf-8"))["redacted"] == 1
+        sizes = sum(len(args[0]) for args in redacted)
+    assert records == [whole, whole]
+    # the second time only the pieces not kept (the notes and the task) were redacted
+    assert 0 < sizes < len(whole) / 2, (sizes, len(whole))
