@@ -478,7 +478,8 @@ def redact_pieces(
 ) -> tuple[str, int, dict]:
     """`redact_secrets("".join(pieces))`, the same text and count, made piece by piece: each
     piece's answer is looked up in `known` (a digest of its text → (its redacted text, or None
-    when nothing was redacted; how many)) before it is redacted. Returns the text, the count and
+    when nothing was redacted; how many)), and only the pieces not found are redacted (together,
+    as `redact_many` does). Returns the text, the count and
     the answers of this call's pieces (the last one's only with `keep_last`), for the caller to
     keep: a prompt quotes the same memory files pass after pass, ~1 MB at 10k notes.
 
@@ -497,28 +498,44 @@ def redact_pieces(
             lines[-1] += piece
         elif piece:
             lines.append(piece)
-    out: list[str] = []
-    count = 0
-    used: dict = {}
-    for index, piece in enumerate(lines):
-        key = hashlib.blake2b(piece.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        found = known.get(key)
-        if not (
-            isinstance(found, tuple)
-            and len(found) == 2
-            and isinstance(found[0], (str, type(None)))
-            and isinstance(found[1], int)
-        ):
-            if _lower(piece) is None or any(n in piece for n in _SHAPE_NEEDLES["private-key"]):
-                text, whole = redact_secrets("".join(lines))
-                return text, whole, {}
-            redacted, found_count = redact_secrets(piece)
-            found = (None if redacted == piece else redacted, found_count)
-        if keep_last or index < len(lines) - 1:
-            used[key] = found
-        out.append(piece if found[0] is None else found[0])
-        count += found[1]
-    return "".join(out), count, used
+    keys = [
+        hashlib.blake2b(piece.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        for piece in lines
+    ]
+    answers = [_known_answer(known.get(key)) for key in keys]
+    missing = [index for index, answer in enumerate(answers) if answer is None]
+    for index in missing:
+        piece = lines[index]
+        if _lower(piece) is None or any(n in piece for n in _SHAPE_NEEDLES["private-key"]):
+            text, count = redact_secrets("".join(lines))
+            return text, count, {}
+    # the pieces not known are redacted together (one pass of the rules costs the same for a
+    # line as for a thousand): a piece that came out as it went in had nothing redacted, and the
+    # rare one that changed is redacted alone again for its own count
+    redacted, _ = redact_many([lines[index] for index in missing])
+    for index, text in zip(missing, redacted):
+        answers[index] = (None, 0) if text == lines[index] else redact_secrets(lines[index])
+    used = {
+        key: answer
+        for index, (key, answer) in enumerate(zip(keys, answers))
+        if keep_last or index < len(lines) - 1
+    }
+    text = "".join(
+        piece if answer[0] is None else answer[0] for piece, answer in zip(lines, answers)
+    )
+    return text, sum(answer[1] for answer in answers), used
+
+
+def _known_answer(found) -> tuple[str | None, int] | None:
+    """A kept (redacted text or None, count), or None when there is none or it is damaged."""
+    if (
+        isinstance(found, tuple)
+        and len(found) == 2
+        and isinstance(found[0], (str, type(None)))
+        and isinstance(found[1], int)
+    ):
+        return found
+    return None
 
 
 def redact_data(data):
