@@ -53,6 +53,8 @@ def test_a_pass_lists_each_layer_once(pass_vault, monkeypatch):
     layers = Counter(args[1] for args in listed)
     # the scan, the originals, the validator's note names and memory files: ten asked before
     assert layers and set(layers.values()) == {1}, layers
+    # the validator's names of archived notes come from `vault/archive_names.py`, by folder
+    assert "archive" not in layers, layers
 
 
 def test_listings_end_before_the_pass_writes(pass_vault):
