@@ -1369,6 +1369,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only the cold-scan rows (and no profile): to measure a change to the scan; "
         "give --out elsewhere, the report holds nothing else",
     )
+    parser.add_argument(
+        "--only-warm",
+        action="store_true",
+        help="only the warm rows (status, scan, rescan, context, --emit-prompt, recall) and no "
+        "profile: to measure a change to the light paths; give --out elsewhere",
+    )
     args = parser.parse_args(argv)
     args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if args.repeat < 1 or args.warmup < 0 or not args.sizes:
@@ -1387,7 +1393,8 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     converge_facts: list[ConvergeFacts] = []
     only_one = args.only_builtin_one
-    rows += [] if only_one or args.only_cold_scan else bench_help(tools, args)
+    partial = only_one or args.only_cold_scan or args.only_warm
+    rows += [] if partial else bench_help(tools, args)
     vaults, shapes = {}, {}
     for size in args.sizes:
         root = make_vault(tools, size)
@@ -1397,7 +1404,7 @@ def main(argv: list[str] | None = None) -> int:
         shapes[label] = vault_shape(root)
         if not (only_one or args.only_cold_scan):
             rows += bench_warm(tools, args, root, label, size)
-        if not only_one:
+        if not (only_one or args.only_warm):
             rows += bench_cold_scan(tools, args, root, label, cues)
     converge_size = 10_000 if 10_000 in vaults else max(vaults)
     converge_label = (
@@ -1406,7 +1413,7 @@ def main(argv: list[str] | None = None) -> int:
         else str(converge_size)
     )
     converged = ((vaults[converge_size], converge_label), (None, "sample-vault"))
-    for source, label in () if args.only_cold_scan else converged:
+    for source, label in () if args.only_cold_scan or args.only_warm else converged:
         if source is None:
             source = copy_vault(SAMPLE_VAULT, workdir / "sample-vault")
             shutil.rmtree(source / ".git", ignore_errors=True)
@@ -1421,7 +1428,7 @@ def main(argv: list[str] | None = None) -> int:
     profiles = {}
     if only_one and not args.no_profile:
         profiles = profile_builtin_one(tools)
-    elif not args.no_profile and not args.only_cold_scan:
+    elif not args.no_profile and not (args.only_cold_scan or args.only_warm):
         profiled = sorted({10_000 if 10_000 in vaults else max(vaults), max(vaults)})
         try:
             profiles = profile(

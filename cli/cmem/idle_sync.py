@@ -15,11 +15,15 @@ make the next sync do something other than fetch:
   ignore files (a note no longer ignored), and every `GIT_*` variable;
 - the lock and the journal folder (a step running or interrupted), today's date, cmem's version.
 
-The light path (`answer`) checks that key, runs the same `git fetch` the full path runs (with
-`os.posix_spawnp`, no subprocess module), then reads the branch's ref and the remote-tracking
-ref straight from `.git` (loose file or packed-refs): both at the stored commit means the other
-machines pushed nothing and this one has nothing to push — it prints what the full path prints
-for "up to date" and records the sync. Any doubt (no stored result, a key that moved, a failed
+The light path (`answer`) checks the key's cheap half (cmem, settings, day, no step running,
+HEAD on the stored branch), starts the same `git fetch` the full path runs (with
+`os.posix_spawnp`, no subprocess module), and walks the vault's listing while git works: the
+fetch is most of a sync's time, and the walk needs no answer from it (git writes only its own
+files under `.git`, and one it wrote that the key holds makes the key miss, which is safe).
+Then it reads the branch's ref and the remote-tracking ref straight from `.git` (loose file or
+packed-refs): both at the stored commit means the other machines pushed nothing and this one
+has nothing to push — it prints what the full path prints for "up to date" and records the
+sync. Any doubt (no stored result, a key that moved, a failed
 fetch, a ref it cannot read, refs that differ) hands over to the full path, which does the work;
 nothing has been changed by then, so running it after is safe. Once the fetch has run, the
 hand-over carries its outcome (`request["fetched"]`: the command line, exit code and git's
@@ -34,7 +38,13 @@ from __future__ import annotations
 
 import os
 
-from cmem.reading.stored_results import find_root, valid_entry
+from cmem.reading.stored_results import (
+    context_matches,
+    entry_path,
+    find_root,
+    listing_matches,
+    load_entry,
+)
 from cmem.sync.git_env import remote_env
 from cmem.sync.record import write_record
 
@@ -118,8 +128,8 @@ def answer(request: dict) -> tuple[str, bool] | None:
     root = find_root(request["vault"])
     if root is None:
         return None
-    entry = valid_entry(root, COMMAND, ())
-    if entry is None:
+    entry = load_entry(entry_path(root, COMMAND, ()))
+    if entry is None or not context_matches(entry, root):
         return None
     stored = entry["payload"]
     git_dir = os.path.join(root, ".git")
@@ -127,7 +137,11 @@ def answer(request: dict) -> tuple[str, bool] | None:
         return None
     if _read(os.path.join(git_dir, "HEAD")) != "ref: " + stored["branch_ref"]:
         return None  # another branch checked out, or HEAD detached: the full path says what to do
-    code, errors = _run(stored["fetch"], remote_env(stored["ssh_configured"]))
+    running = _start(stored["fetch"], remote_env(stored["ssh_configured"]))
+    try:
+        unchanged = listing_matches(entry, root)  # while git fetches
+    finally:
+        code, errors = _finish(*running)  # never leave git unwaited for, whatever the walk met
     # from here on, a hand-over carries the fetch's outcome: the full path takes it instead of
     # fetching again (an unreachable ssh remote would otherwise make the user wait twice)
     request["fetched"] = {
@@ -138,6 +152,8 @@ def answer(request: dict) -> tuple[str, bool] | None:
     }
     if code != 0:
         return None  # offline, or anything else: the full path explains, from git's words
+    if not unchanged:
+        return None  # an edit to commit, a setting changed: the full path, with this fetch
     ours = _ref(git_dir, stored["branch_ref"])
     theirs = _ref(git_dir, stored["tracking"])
     if ours is None or ours != theirs or ours != stored["head"]:
@@ -146,10 +162,9 @@ def answer(request: dict) -> tuple[str, bool] | None:
     return stored["shown"]["json" if request["json"] else "text"], request["json"]
 
 
-def _run(argv: list[str], env: dict) -> tuple[int, str]:
-    """Run `argv` with nothing on its stdin and its stdout thrown away: (its exit code, what it
-    wrote on stderr, decoded as cmem.steps.commits.run_git decodes it). The full path reads those
-    words when the fetch fails."""
+def _start(argv: list[str], env: dict) -> tuple[int, int]:
+    """Start `argv` with nothing on its stdin and its stdout thrown away, its stderr into a pipe:
+    (its pid, the pipe's read end), for `_finish`."""
     null = os.devnull
     # both ends close-on-exec (os.pipe's default): git gets the write end only as its stderr
     reader, writer = os.pipe()
@@ -164,8 +179,18 @@ def _run(argv: list[str], env: dict) -> tuple[int, str]:
                 (os.POSIX_SPAWN_DUP2, writer, 2),
             ],
         )
+    except BaseException:
+        os.close(reader)
+        raise
     finally:
-        os.close(writer)  # ours: the read below ends when git's copy closes
+        os.close(writer)  # ours: the read in _finish ends when git's copy closes
+    return pid, reader
+
+
+def _finish(pid: int, reader: int) -> tuple[int, str]:
+    """Wait for what `_start` started: (its exit code, what it wrote on stderr, decoded as
+    cmem.steps.commits.run_git decodes it). The full path reads those words when the fetch
+    fails. Until this reads it, a full pipe holds git; its stderr is a few lines."""
     try:
         chunks = []
         while chunk := os.read(reader, 65536):  # read all before waiting: a full pipe blocks git

@@ -185,5 +185,20 @@ def test_a_line_looks_up_its_words_once_a_file_and_no_keys_it_did_not_write(
     run(root, [note_with(root, "n.md", [(1, "decision")])])
     assert single == []
     assert 0 < len(asked) <= 2 * (len(topics) + 1)  # once a file for each line matched
-    # the duplicate search reads every file's keys once; nothing else reads them for every file
-    assert len(keys_read) <= 2 * (len(topics) + 1) + 5
+    # a change's duplicate must be equal: looked up in each file's joined keys, none split
+    # (it read every file's keys once, 41+); nothing else reads them for a file it did not write
+    assert keys_read == []
+
+
+def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
+    from cmem.converge.statement_words import FileWords
+
+    rng = random.Random(13)
+    alphabet = ["a", "b", "ab", "ba", "", "用", "a b"]
+    for _ in range(500):
+        keys = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3))) for _ in range(6)]
+        words = FileWords(len(keys), "\n".join(keys), (), "\n")
+        for key in [*keys, *alphabet, "zz", "a\nb", "aa", "bab"]:
+            expected = next((i for i, old in enumerate(keys) if old == key), None)
+            assert words.index_of(key) == expected, (keys, key)
+    assert FileWords(0, "", (), "\n").index_of("") is None  # no statement, not one empty key

@@ -53,6 +53,8 @@ def test_a_pass_lists_each_layer_once(pass_vault, monkeypatch):
     layers = Counter(args[1] for args in listed)
     # the scan, the originals, the validator's note names and memory files: ten asked before
     assert layers and set(layers.values()) == {1}, layers
+    # the validator's names of archived notes come from `vault/archive_names.py`, by folder
+    assert "archive" not in layers, layers
 
 
 def test_listings_end_before_the_pass_writes(pass_vault):
@@ -139,3 +141,59 @@ def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, 
     # each resident file once, then once more after each edit and for each added line: not all
     # 30 again for every line the engine places (the size cap is checked per line)
     assert len(measured) <= len(core) + 3 * 4, len(measured)
+
+
+def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
+    """Memory files' frontmatter is plain `key: value` lines: the validator reads and checks it
+    with the plain reader, so the everyday pass (config and engine words kept from an earlier
+    pass) does not import yaml at all. Here with enough keys to pass the hazard check's quick test."""
+    import subprocess
+    import sys
+
+    from pass_helpers import PROFILE
+
+    profile = pass_vault / PROFILE
+    keys = "".join(f"k{i}: value {i}\n" for i in range(10)) + "tags: [a, b]\naliases:\n  - x\n"
+    profile.write_text(profile.read_text("utf-8").replace("---\n", "---\n" + keys, 1), "utf-8")
+    code = (
+        "import sys\n"
+        "from cmem.converge.pipeline import PassOptions, run_pass\n"
+        "from cmem.vault.layers import open_vault\n"
+        "result = run_pass(open_vault(sys.argv[1]), PassOptions(engine='builtin', dry_run=True))\n"
+        "print(result.status, sorted(result.changed), 'yaml' in sys.modules)\n"
+    )
+    argv = [sys.executable, "-c", code, str(pass_vault)]
+    subprocess.run(argv, check=True, capture_output=True)  # the config and words are kept
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["dry-run", f"['{PROFILE}']", "False"], out
+
+
+def test_the_run_record_redacts_only_what_it_did_not_keep(pass_vault, monkeypatch):
+    """The prompt in the run record is redacted piece by piece, each quoted file's answer kept in
+    the machine folder: a second pass redacts only its notes and task, and its record holds the
+    very bytes a whole redaction gives (a memory file's credential still hidden)."""
+    import json
+
+    from cmem.text import secrets
+    from pass_helpers import JOBS
+
+    jobs = pass_vault / JOBS
+    key = "Xk2J9fQ0pLm7Zr4T" * 2
+    jobs.write_text(jobs.read_text("utf-8") + f"- 部署 password: {key}（来源：[[x]]）\n", "utf-8")
+    vault = open_vault(pass_vault)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    whole = run_pass(vault, PassOptions(engine="builtin", emit_prompt=True)).prompt
+    assert key not in whole and "[REDACTED:password]" in whole
+    redacted = _counting(monkeypatch, secrets, "redact_secrets")
+    records = []
+    for _ in range(2):
+        redacted.clear()
+        result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
+        assert result.status == "dry-run"
+        record = vault.machine_dir / "runs" / result.pass_id
+        records.append((record / "prompt.txt").read_text("utf-8"))
+        assert json.loads((record / "run.json").read_text("utf-8"))["redacted"] == 1
+        sizes = sum(len(args[0]) for args in redacted)
+    assert records == [whole, whole]
+    # the second time only the pieces not kept (the notes and the task) were redacted
+    assert 0 < sizes < len(whole) / 2, (sizes, len(whole))

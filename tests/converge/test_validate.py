@@ -1084,3 +1084,33 @@ def test_a_faithful_translation_is_not_invention(make_vault):
         vault, parse_response(reply(block(PROFILE, statements), tail=NOTE_ONLY)), ctx
     )
     assert result.ok and [w.line for w in result.inventions] == [2]
+
+
+def test_an_archived_source_resolves_only_while_the_note_is_there(reply_vault):
+    """The archive's names are kept by folder stats between passes (`vault/archive_names.py`):
+    a source citing an archived note that was deleted or moved since is judged on the archive
+    as it is now, never on the names kept."""
+    from dataclasses import replace
+
+    from support import settle
+
+    vault, ctx = reply_vault
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    cited = "- 简历投了三家公司（来源：[[2026-11-20 日记]]）"
+    text = reply(block(PROFILE, profile(S1, S2, S3, S4, S5, cited)))
+
+    def source_errors() -> list[str]:
+        # each pass after the vault settled (an hour later), so its folders' names were kept
+        settle(vault.root)
+        now = replace(ctx, note_names=Vault(root=vault.root, config=vault.config).note_names())
+        return [str(i) for i in run(vault, now, text).errors if i.rule == "3"]
+
+    assert source_errors() == []
+    assert source_errors() == []  # from the names kept
+    diary = vault.root / "archive/2026-11/2026-11-20 日记.md"
+    moved = vault.root / "archive/2026-12/2026-11-20 日记.md"
+    moved.parent.mkdir()
+    os.rename(diary, moved)
+    assert source_errors() == []  # found where it went
+    moved.unlink()
+    assert [e for e in source_errors() if "[[2026-11-20 日记]] resolves to no note" in e]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,25 @@ def test_sync_path_imports_no_cli_framework(argv, tmp_path, sample_vault):
         )
 
 
+def test_the_installed_command_imports_cmem_first(tmp_path):
+    """The `cmem` this environment's installer wrote (bin/, beside this Python): it runs, and
+    imports nothing of its own before cmem's light entry (pip's generated launcher imported `re`,
+    4 ms on every call)."""
+    command = Path(sys.executable).parent / "cmem"
+    if not command.exists():
+        pytest.skip("cmem is not installed as a command beside this Python")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", str(command), "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0 and result.stdout.startswith("cmem "), result.stderr[-2000:]
+    modules = [line.split("|")[-1].strip() for line in result.stderr.splitlines()]
+    first = modules.index("cmem")
+    assert "re" not in modules[:first] and "runpy" not in modules, modules
+
+
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run(
@@ -164,6 +184,15 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     wheel = next(dist.glob("cmem-*.whl"))
+    # the `cmem` command is our own launcher, shipped as a script for the installer's bin folder,
+    # with the "#!python" line installers replace by the environment's Python
+    with zipfile.ZipFile(wheel) as archive:
+        scripts = [name for name in archive.namelist() if ".data/scripts/" in name]
+        assert [name.rsplit("/", 1)[1] for name in scripts] == ["cmem"]
+        launcher = archive.read(scripts[0]).decode("utf-8")
+        mode = archive.getinfo(scripts[0]).external_attr >> 16
+    assert launcher.startswith("#!python\n") and mode & 0o111, (launcher[:40], oct(mode))
+    assert "entry_points.txt" not in " ".join(archive.namelist())  # no second, generated `cmem`
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
     python = env_dir / "bin" / "python"

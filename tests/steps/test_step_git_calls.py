@@ -11,6 +11,7 @@ from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.steps import commits
 from cmem.vault.layers import open_vault
 
+# where the repository is and its git folder: asked together, in one process a step
 LOCATING = ("rev-parse --show-toplevel", "rev-parse --absolute-git-dir")
 
 
@@ -37,13 +38,14 @@ def test_a_pass_locates_its_repository_once(pass_vault, monkeypatch):
     seen = _git_commands(monkeypatch)
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied" and result.commit
-    assert [seen[command] for command in LOCATING] == [1, 1], seen
+    assert [seen[command] for command in LOCATING] == [1, 0], seen
     # the test environment names the author: git's config is not asked who commits
     assert seen["config user.name"] == seen["config user.email"] == 0, seen
     # HEAD names a branch: its file in the git folder says so, no symbolic-ref
     assert seen["symbolic-ref"] == 0, seen
-    # each commit asks for its parent and the parent's tree in one process
-    assert seen["rev-parse HEAD"] == seen["commit-tree"] and seen["rev-parse --verify"] == 0, seen
+    # the commit asks for its parent and the parent's tree in one process
+    assert seen["rev-parse HEAD"] == seen["commit-tree"] == 1, seen
+    assert seen["rev-parse --verify"] == 0, seen
 
 
 def test_without_an_author_in_the_environment_git_is_asked_once_a_step(pass_vault, monkeypatch):
@@ -56,6 +58,50 @@ def test_without_an_author_in_the_environment_git_is_asked_once_a_step(pass_vaul
     assert seen["commit-tree"] == 2, seen
     # asked once for both commits (the e-mail only when a name is known: here none is)
     assert seen["config user.name"] == 1 and seen["config user.email"] <= 1, seen
+
+
+def test_a_second_commit_of_a_step_knows_its_parent_while_head_stays(pass_vault, monkeypatch):
+    """The snapshot and the pass's commit: the second builds on the first without asking git for
+    HEAD and its tree, as long as HEAD (read from git's files) is still the commit the step made."""
+    seen = _git_commands(monkeypatch)
+    (pass_vault / "2026-11-29 notes.md").write_text("- 其实我更喜欢早上写代码。\n", "utf-8")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.snapshot_commit
+    assert seen["commit-tree"] == 2 and seen["rev-parse HEAD"] == 1, seen
+    assert _parents(pass_vault, result.commit) == [result.snapshot_commit]
+
+
+def test_a_commit_made_by_someone_else_within_the_step_is_built_on(pass_vault, monkeypatch):
+    """HEAD moved between the step's two commits (an editor's git plugin committed): git is asked
+    again and the pass's commit builds on that commit, which is never lost."""
+    from cmem.converge import pipeline
+
+    original = pipeline.check_replies
+
+    def meanwhile(*args, **kwargs):
+        (pass_vault / "elsewhere.txt").write_text("an editor's commit\n", "utf-8")
+        subprocess.run(["git", "-C", str(pass_vault), "add", "elsewhere.txt"], check=True)
+        subprocess.run(
+            ["git", "-C", str(pass_vault), "commit", "-q", "-m", "meanwhile"], check=True
+        )
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "check_replies", meanwhile)
+    seen = _git_commands(monkeypatch)
+    (pass_vault / "2026-11-29 notes.md").write_text("- 其实我更喜欢早上写代码。\n", "utf-8")
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied" and result.snapshot_commit
+    assert seen["rev-parse HEAD"] == 2, seen  # asked again: HEAD is not the step's commit
+    (between,) = _parents(pass_vault, result.commit)
+    assert between != result.snapshot_commit
+    assert _parents(pass_vault, between) == [result.snapshot_commit]
+
+
+def _parents(root, commit: str) -> list[str]:
+    out = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", f"{commit}^@"], capture_output=True, text=True
+    )
+    return out.stdout.split()
 
 
 def test_outside_a_step_git_is_asked_each_time(tmp_path):
@@ -88,3 +134,16 @@ def test_what_head_names_is_read_from_its_file_and_from_git_where_the_file_canno
     unborn = tmp_path / "unborn"
     subprocess.run(["git", "init", "-q", str(unborn)], check=True)
     assert commits._head_and_tree(unborn) == (None, None)  # a first commit has no parent
+
+
+def test_within_a_step_one_process_locates_a_repository_or_finds_none(tmp_path, monkeypatch):
+    plain, bare = tmp_path / "plain", tmp_path / "bare.git"
+    plain.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    seen = _git_commands(monkeypatch)
+    with commits.one_repository():
+        assert commits.toplevel(plain) is None and commits.toplevel(plain) is None
+        assert seen["rev-parse --show-toplevel"] == 1, seen  # no repository: one process
+        # a bare repository has a git folder and no top folder: asked alone, as outside a step
+        assert commits.git_dir(bare) == bare.resolve()
+        assert commits.toplevel(bare) is None

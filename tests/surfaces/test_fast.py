@@ -381,10 +381,14 @@ def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
     assert storable
     listed = []
     real = os.scandir
+
+    def where(folder) -> str:  # the light walk lists a folder by its descriptor
+        if isinstance(folder, int):
+            folder = os.readlink(f"/proc/self/fd/{folder}")
+        return os.path.relpath(os.path.realpath(folder), os.path.realpath(root))
+
     monkeypatch.setattr(
-        stored_results.os,
-        "scandir",
-        lambda path: listed.append(os.path.relpath(path, root)) or real(path),
+        stored_results.os, "scandir", lambda folder: listed.append(where(folder)) or real(folder)
     )
     again, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
     assert again == stored and listed == ["."]  # only the root (notes are stat'ed there) was listed
@@ -539,3 +543,37 @@ def test_sync_light_path_hands_over_what_it_does_not_know(tmp_path, sample_vault
     assert fast.run_sync(request) == 0
     (open_vault(clone).journal_dir / "step-1").mkdir(parents=True)
     assert fast.run_sync(request) is None
+
+
+def _into_a_closed_pipe(argv: list[str]) -> subprocess.CompletedProcess:
+    """`cmem ARGV` through the entry point, its stdout a pipe nobody reads (`cmem … | head -0`):
+    the read end is closed before it starts, so its first write fails (EPIPE)."""
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **GIT_DATES),
+        )
+    finally:
+        os.close(writer)
+
+
+def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
+    """No traceback, exit 1, as the full CLI ends when its reader went away; and it was the
+    light path that answered (typer never imported)."""
+    warm(sample_vault, "status")
+    clone = sync_world(tmp_path, sample_vault, "up to date, stored")
+    for argv in (
+        ["status", "--vault", str(sample_vault)],
+        ["--version"],
+        ["sync", "--vault", str(clone)],
+    ):
+        result = _into_a_closed_pipe(argv)
+        said = [line for line in result.stderr.splitlines() if "import time:" not in line]
+        assert (result.returncode, said) == (1, []), (argv, said)
+        assert "typer" not in result.stderr and "cmem.sync.remote" not in result.stderr, argv

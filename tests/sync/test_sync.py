@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -1397,6 +1398,70 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
     code, out, _, calls = cmem_sync(a, tmp_path)  # the stored key misses: the full path commits it
     assert code == 0 and "status" in calls and "pushed to origin/main" in out
     assert "2026-11-29 after.md" in git(remote, "ls-tree", "--name-only", "main")
+
+
+def test_the_light_path_walks_the_notes_while_git_fetches(machines, tmp_path, monkeypatch, capsys):
+    """The fetch is most of an idle sync's time, and the walk of the notes needs nothing from it:
+    the two overlap. The fake git's fetch says it started, then waits for the walk; the walk
+    waits for the fetch to have started. Walked before the fetch, or after it (the fetch would
+    give up waiting and fail), the sync would not be "up to date" from the light path."""
+    from cmem import fast, idle_sync
+
+    a = _idle_clone(machines, tmp_path)
+    started, walked = tmp_path / "fetch-started", tmp_path / "walked"
+    fake = tmp_path / "waiting-bin"
+    fake.mkdir()
+    real = shutil.which("git")
+    (fake / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" fetch "*)\n'
+        f'  : > "{started}"\n'
+        f'  i=0; while [ ! -e "{walked}" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'  [ -e "{walked}" ] || {{ echo "the walk did not run during the fetch" >&2; exit 1; }};;\n'
+        "esac\n"
+        f'exec "{real}" "$@"\n'
+    )
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    walk = idle_sync.listing_matches
+    during = []
+
+    def walk_then_mark(entry, root):
+        for _ in range(200):  # git takes a moment to start: wait for it, but not forever
+            if started.exists():
+                break
+            time.sleep(0.05)
+        during.append(started.exists())
+        matched = walk(entry, root)
+        walked.touch()
+        return matched
+
+    monkeypatch.setattr(idle_sync, "listing_matches", walk_then_mark)
+    request = {"vault": str(a), "json": False, "no_color": True}
+    assert idle_sync.answer(dict(request)) is not None and during == [True]
+    started.unlink()
+    walked.unlink()
+    assert fast.run_sync(request) == 0 and during == [True, True]
+    assert capsys.readouterr().out == "up to date with origin/main\n"
+
+
+def test_a_light_sync_that_finds_an_edit_hands_its_fetch_to_the_full_path(machines, tmp_path):
+    """The walk runs during the fetch, so a note edited since the stored sync is found after one
+    fetch: the full path takes that fetch, commits the edit and pushes it."""
+    from cmem import idle_sync
+
+    remote, _ = machines
+    a = _idle_clone(machines, tmp_path)
+    assert cmem_sync(a, tmp_path)[3] == ["fetch"]
+    with (a / "2026-11-29 laptop.md").open("a", encoding="utf-8") as handle:
+        handle.write("- 以后都先给结论\n")
+    request = {"vault": str(a), "json": False, "no_color": True}
+    assert idle_sync.answer(request) is None  # the key misses: the full path's work
+    assert request["fetched"]["code"] == 0  # after the fetch it hands over
+    code, out, _, calls = cmem_sync(a, tmp_path)
+    assert code == 0 and "pushed to origin/main" in out
+    assert calls.count("fetch") == 1 and calls[0] == "fetch" and "status" in calls, calls
+    assert "2026-11-29 laptop.md" in git(remote, "ls-tree", "--name-only", "main")
 
 
 def test_an_offline_sync_fetches_once_and_says_so_as_the_full_path_does(machines, tmp_path):

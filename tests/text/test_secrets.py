@@ -277,3 +277,72 @@ def test_redact_many_equals_one_text_at_a_time():
         1,
     )
     assert redact_many([]) == ([], 0)
+
+
+# --- redacted piece by piece (a prompt's quoted files, kept between passes) ---------------------
+
+
+def _corpus_lines() -> list[str]:
+    texts = [text for _kind, text, _secret in secrets_corpus.CREDENTIALS]
+    texts += [text for _kind, text in secrets_corpus.LOOKALIKES]
+    texts += [key for keys in KEYS.values() for key in keys]
+    return [line + "\n" for text in texts for line in text.split("\n")]
+
+
+def test_a_text_redacted_piece_by_piece_is_the_text_redacted_whole():
+    """Cut at random line ends (and within lines: such a piece joins the next), with and without
+    the answers kept from a first call: the same text and count as one `redact_secrets`."""
+    import random
+
+    from cmem.text.secrets import redact_pieces
+
+    rng = random.Random(14)
+    found = 0
+    # the pieces that are redacted alone (the others make the whole text one piece: next test)
+    lines = [
+        line
+        for line in _corpus_lines()
+        if "PRIVATE KEY" not in line
+        and "PuTTY-User-Key-File" not in line
+        and len(line.lower()) == len(line)
+    ]
+    for _ in range(40):
+        chosen = rng.sample(lines, rng.randint(1, 60))
+        pieces, current = [], ""
+        for line in chosen:
+            current += line
+            if rng.random() < 0.5:
+                cut = rng.randint(0, len(current))  # a cut inside a line too
+                pieces += [current[:cut], current[cut:]]
+                current = ""
+        pieces.append(current)
+        whole = redact_secrets("".join(pieces))
+        text, count, kept = redact_pieces(pieces, {})
+        assert (text, count) == whole
+        assert kept and redact_pieces(pieces, kept)[:2] == whole  # from the kept answers
+        assert redact_pieces(pieces, kept)[2] == kept  # every piece found, nothing new
+        found += count
+    assert found > 100  # credentials were there to redact
+
+
+def test_pieces_the_rules_may_read_across_are_redacted_as_one_text():
+    from cmem.text.secrets import redact_pieces
+
+    key = "-----BEGIN PRIVATE KEY-----\n" + RANDOM * 3 + "\n"
+    pieces = ["notes\n", key, RANDOM * 3 + "\n", "-----END PRIVATE KEY-----\n", "after\n"]
+    assert redact_pieces(pieces, {}) == (*redact_secrets("".join(pieces)), {})
+    # a letter whose lower case is longer: the rules then search all of a text, not its lines
+    odd = ["İstanbul\n", "password: " + RANDOM + "\n"]
+    assert redact_pieces(odd, {})[:2] == redact_secrets("".join(odd))
+    # a damaged kept answer is not used
+    text, count, kept = redact_pieces(["password: " + RANDOM + "\n"], {})
+    damaged = {key: ("x", "not a count") for key in kept}
+    assert redact_pieces(["password: " + RANDOM + "\n"], damaged)[:2] == (text, count)
+
+
+def test_the_last_piece_is_kept_only_when_asked():
+    from cmem.text.secrets import redact_pieces
+
+    pieces = ["the quoted files\n", "the notes, new every pass\n"]
+    assert len(redact_pieces(pieces, {})[2]) == 2
+    assert len(redact_pieces(pieces, {}, keep_last=False)[2]) == 1

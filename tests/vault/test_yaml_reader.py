@@ -295,3 +295,46 @@ def test_a_value_the_constructor_refuses_is_a_named_problem_not_a_crash():
     data, problem = parse_frontmatter_block("date: 2026-13-45\n")
     assert data == {} and "not valid YAML" in problem and "month" in problem
     assert read_frontmatter("date: 2026-02-30\ntags: [a]\n")[1].startswith("frontmatter is not")
+
+
+def test_a_plain_block_is_judged_free_of_hazards_as_the_event_scan_judges_it(monkeypatch):
+    """`frontmatter_hazard` takes a block the plain reader reads as free of anchors, aliases and
+    deep nesting without importing yaml; on every block here it says what YAML's events say."""
+    rng = random.Random(13)
+    # blocks of 5-12 keys hold more than 8 colons, dashes and brackets: past the quick test
+    blocks = PLAIN + ODD + [_long_block(rng) for _ in range(1500)]
+    blocks += ["a: &x 1\nb: *x\n", "tags: [&a x, *a]\n" * 3, "k: [[[[[[[[[x]]]]]]]]]\n"]
+    fast = [yaml_reader.frontmatter_hazard(block) for block in blocks]
+    with monkeypatch.context() as patched:
+        patched.setattr(yaml_reader, "_plain_frontmatter", lambda block: None)
+        by_events = [yaml_reader.frontmatter_hazard(block) for block in blocks]
+    assert fast == by_events
+
+    def past_the_quick_test(b: str) -> bool:
+        openers = b.count("[") + b.count("{") + b.count(":") + b.count("- ")
+        return "&" in b or "*" in b or openers > yaml_reader.MAX_FRONTMATTER_DEPTH
+
+    shortcut = [b for b in blocks if past_the_quick_test(b) and _plain_frontmatter(b) is not None]
+    assert len(shortcut) > 50  # the shortcut was taken often, not only the fallback compared
+    assert sum(found is not None for found in fast) > 20  # and hazards were there to find
+
+
+_PIECES = ["'q: x'", '"a: b"', "8", "2026-11-28", "[a, b, 'c']", "yes", "x # c", "plain words"]
+_PIECES += ["[]", "", "a &b", "x*y"]
+_HAZARDS = ["&a x", "*a", "[&a x]", "[*a]", "{a: 1}", "- x", "[[x]]", "!!str x", "&a [*b]"]
+
+
+def _long_block(rng: random.Random) -> str:
+    """5-12 keys, now and then a piece only the parser reads (an anchor, an alias, nesting)."""
+
+    def piece() -> str:
+        return rng.choice(_HAZARDS if rng.random() < 0.06 else _PIECES)
+
+    lines = []
+    for i in range(rng.randint(5, 12)):
+        if rng.random() < 0.2:
+            lines.append(f"k{i}:")
+            lines += [f"  - {piece()}".rstrip() for _ in range(rng.randint(1, 3))]
+        else:
+            lines.append(f"k{i}: {piece()}".rstrip())
+    return "\n".join(lines) + "\n"

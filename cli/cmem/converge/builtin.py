@@ -576,6 +576,11 @@ def _find_duplicate(
     )
     for file in files:
         # the kept keys, so that only a file holding the duplicate is parsed
+        if exact_only:  # equality alone: looked up without splitting the file into its keys
+            index = file.words(work).index_of(key)
+            if index is not None:
+                return file, file.statements(work.formats)[index]
+            continue
         for index, old in enumerate(file.words(work).keys):
             if old == key:
                 return file, file.statements(work.formats)[index]

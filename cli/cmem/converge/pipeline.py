@@ -393,7 +393,7 @@ def _run_locked(
         try:
             context = _context(vault, inputs, plan, options.allow_shrink)
             engine = choose_engine(vault, options, inputs, plan, progress, record)
-            _record_run(record, engine, inputs, plan)
+            _record_run(vault, record, engine, inputs, plan)
             checked = check_replies(vault, engine, plan.prompt, context, record, progress)
             so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
             if checked.validation is None:
@@ -577,9 +577,14 @@ def choose_engine(
 
     def ask(prompt: str, attempt: int) -> EngineReply:
         from cmem.converge.model_command import run_model_command
+        from cmem.converge.prompt import redacted_prompt
         from cmem.text.secrets import redact_secrets
 
-        safe_prompt, redacted = redact_secrets(prompt)
+        # the first prompt is the one the run record redacted piece by piece just before
+        first = prompt == plan.prompt.text
+        safe_prompt, redacted = (
+            redacted_prompt(vault, plan.prompt) if first else redact_secrets(prompt)
+        )
         notice = (
             [f"{redacted} credential-like strings were redacted from the prompt"]
             if redacted
@@ -896,8 +901,13 @@ def _stopped_so_far(
     )
 
 
-def _record_run(record: RunRecord, engine: Engine, inputs: PassInputs, plan: PromptPlan) -> None:
-    redacted = record.write("prompt.txt", plan.prompt.text)
+def _record_run(
+    vault: Vault, record: RunRecord, engine: Engine, inputs: PassInputs, plan: PromptPlan
+) -> None:
+    from cmem.converge.prompt import redacted_prompt
+
+    known = redacted_prompt(vault, plan.prompt) if record.redact else None
+    redacted = record.write("prompt.txt", plan.prompt.text, redacted_as=known)
     record.write(
         "run.json",
         {

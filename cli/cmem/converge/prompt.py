@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
@@ -25,6 +25,9 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
 class Prompt:
     text: str
     files: list[str]  # convergent files quoted in the prompt
+    # the text in the pieces it was joined from (instructions, each file quoted, the notes and
+    # the task): `redacted_prompt` redacts it piece by piece, most of them known from last time
+    pieces: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def tokens(self) -> int:
@@ -344,7 +347,56 @@ def assemble_prompt(
         pass_date=pass_date, note_list=note_list, hand_edits=hand_edits
     )
     text = stable + "\n".join(notes_part) + "\n" + task
-    return Prompt(text=text, files=resident + situational)
+    # `stable` is the parts joined by line ends: each part with its joiner is one piece
+    pieces = (*(part + "\n" for part in parts[:-1]), parts[-1], text[len(stable) :])
+    return Prompt(text=text, files=resident + situational, pieces=pieces)
+
+
+REDACTIONS_FILE = "prompt-redactions.marshal"
+
+
+def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
+    """`redact_secrets(prompt.text)`, the same text and count, with each quoted file's answer
+    kept in the machine folder by its digest (`text/secrets.py: redact_pieces`): redacting the
+    10k bench vault's ~1 MB prompt for the run record took ~170 ms a pass, though nearly every
+    file quoted was the same as last time. The notes and the task, new every pass, are not kept;
+    the file holds only this prompt's pieces (None for the many that had nothing to redact)."""
+    from cmem.text.secrets import redact_pieces, redact_secrets
+
+    if "".join(prompt.pieces) != prompt.text:
+        return redact_secrets(prompt.text)  # a prompt made otherwise (a repair prompt)
+    import marshal
+
+    path = vault.machine_dir / REDACTIONS_FILE
+    header = _redaction_header()
+    known: dict = {}
+    try:
+        data = marshal.loads(path.read_bytes())
+        if isinstance(data, dict) and data.get("header") == header:
+            known = data.get("pieces") or {}
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    text, count, used = redact_pieces(
+        prompt.pieces, known if isinstance(known, dict) else {}, False
+    )
+    if used and used.keys() != known.keys() and vault.machine_dir.is_dir():
+        from cmem.cache_file import write_cache
+
+        write_cache(str(path), marshal.dumps({"header": header, "pieces": used}))
+    return text, count
+
+
+def _redaction_header() -> tuple:
+    """What a kept answer depends on besides the piece's text: the rules (their module's stat)."""
+    from cmem import __version__
+    from cmem.text import secrets
+
+    try:
+        st = os.stat(secrets.__file__)
+        code = (st.st_mtime_ns, st.st_size)
+    except (OSError, TypeError):
+        code = None
+    return (1, __version__, code)
 
 
 def _conflicted_files(originals: dict[str, str]) -> list[str]:

@@ -15,6 +15,8 @@ FORMAT = 4  # of the stored entries; bump when the key or the payload changes sh
 RACY_NS = (
     2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
 )
+_SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)
 
 
@@ -87,24 +89,32 @@ def listing_key(
                 stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                 continue
         subfolders = []
-        with os.scandir(folder) as scanned:
-            entries = list(scanned)
-        if listing is not None:
-            listing[folder] = entries
-        for entry in entries:
-            name = entry.name
-            if name[0] == "." or name in SKIPPED:
-                continue
-            # the common case first: one call says "a regular file", no stat yet
-            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                if not names_only:
-                    note = entry.stat()
-                    names.append(name)
-                    stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
-            elif entry.is_dir(follow_symlinks=False):
-                subfolders.append(name)
-            elif entry.is_symlink():
-                plain = False
+        # listed through a descriptor of the folder where the entries stay here: each note's
+        # stat then resolves its name alone, not the whole path again (about 10 % of the walk
+        # at 50k notes); a `listing` keeps entries whose paths the command reads
+        fd = os.open(folder, _FOLDER_FLAGS) if listing is None and _SCANDIR_FD else None
+        try:
+            with os.scandir(folder if fd is None else fd) as scanned:
+                entries = list(scanned)
+            if listing is not None:
+                listing[folder] = entries
+            for entry in entries:
+                name = entry.name
+                if name[0] == "." or name in SKIPPED:
+                    continue
+                # the common case first: one call says "a regular file", no stat yet
+                if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    if not names_only:
+                        note = entry.stat()
+                        names.append(name)
+                        stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+                elif entry.is_dir(follow_symlinks=False):
+                    subfolders.append(name)
+                elif entry.is_symlink():
+                    plain = False
+        finally:
+            if fd is not None:
+                os.close(fd)
         key.append(
             (
                 rel,
@@ -166,11 +176,22 @@ def _context_key(command: str, params: tuple) -> tuple:
 
 def still_valid(entry: dict, root: str) -> bool:
     """Whether a stored entry answers for the vault as it is now."""
+    return context_matches(entry, root) and listing_matches(entry, root)
+
+
+def context_matches(entry: dict, root: str) -> bool:
+    """The cheap half of `still_valid`: the same cmem, command, parameters, settings, day and
+    vault, and no step running or interrupted. No note is looked at."""
     if entry.get("context") != _context_key(entry.get("command"), entry.get("params")):
         return False
     # .get: an entry stored by an older cmem (keyed "state_dir") is simply a miss
-    if entry.get("root") != root or not entry.get("machine_dir") or _busy(entry["machine_dir"]):
-        return False
+    return bool(
+        entry.get("root") == root and entry.get("machine_dir") and not _busy(entry["machine_dir"])
+    )
+
+
+def listing_matches(entry: dict, root: str) -> bool:
+    """The other half: every file and folder of the key as it was stored (one walk)."""
     key, _ = listing_key(
         root, entry["files"], entry["folder_only"], entry["key"], entry.get("tops", ("",))
     )

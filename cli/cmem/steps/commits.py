@@ -202,8 +202,31 @@ def _once(key: tuple, compute):
     return _remembered[key]
 
 
+def _locate(path: Path) -> None:
+    """Within a step, the first of `toplevel` and `git_dir` asks git both in one process (a pass
+    asked them in two) and remembers both answers; where the one process cannot answer both (a
+    bare repository has no top folder), each question is asked alone as outside a step."""
+    if _remembered is None or ("located", str(path)) in _remembered:
+        return
+    _remembered[("located", str(path))] = True
+    result = run_git(path, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0:
+        # --absolute-git-dir fails only where --show-toplevel does: no top folder to remember
+        _remembered[("toplevel", str(path))] = None
+        return
+    if len(lines) != 2:
+        return
+    top, folder = Path(lines[0].strip()).resolve(), Path(lines[1].strip())
+    _remembered[("toplevel", str(path))] = top
+    # any folder of one work tree has the same git folder: the top folder's is asked next
+    _remembered.setdefault(("git_dir", str(path)), folder)
+    _remembered.setdefault(("git_dir", str(top)), folder)
+
+
 def toplevel(path: Path) -> Path | None:
     """The root of the repository holding `path`, or None outside any repository."""
+    _locate(path)
     return _once(("toplevel", str(path)), lambda: _toplevel(path))
 
 
@@ -258,6 +281,7 @@ def operation_in_progress(root: Path) -> str | None:
 
 
 def git_dir(root: Path) -> Path:
+    _locate(root)
     return _once(
         ("git_dir", str(root)),
         lambda: Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip()),
@@ -380,7 +404,7 @@ def commit_files(
         if top == Path(root).resolve()
         else Path(root).resolve().relative_to(top).as_posix() + "/"
     )
-    parent, parent_tree = _head_and_tree(top)
+    parent, parent_tree = _parent_of_next_commit(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
@@ -437,10 +461,25 @@ def commit_files(
         )
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
+        if _remembered is not None:
+            _remembered[("made", str(top))] = (commit, tree)
     finally:
         index.unlink(missing_ok=True)
     sync_index(top, [path for _, _, path in entries])
     return commit
+
+
+def _parent_of_next_commit(top: Path) -> tuple[str | None, str | None]:
+    """HEAD and its tree. Within a step whose last commit HEAD still is (read from git's files:
+    nobody committed since), that commit's tree is known: a pass's snapshot commit made it, and
+    its second commit asked git again (a commit's tree never changes). Otherwise git is asked."""
+    made = _remembered.get(("made", str(top))) if _remembered is not None else None
+    if made is not None:
+        from cmem.steps.git_head import head_sha
+
+        if head_sha(str(top)) == made[0]:
+            return made
+    return _head_and_tree(top)
 
 
 def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:

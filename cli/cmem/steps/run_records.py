@@ -31,10 +31,16 @@ class RunRecord:
     def pass_id(self) -> str:
         return self.folder.name
 
-    def write(self, name: str, content: str | dict) -> int:
-        """Write one file of the record; how many credential-like strings were redacted from it."""
+    def write(
+        self, name: str, content: str | dict, redacted_as: tuple[str, int] | None = None
+    ) -> int:
+        """Write one file of the record; how many credential-like strings were redacted from it.
+        `redacted_as`: the text as `content` redacts, and the count, made already by the caller
+        (`converge/prompt.py: redacted_prompt` keeps the answers of a prompt's quoted files)."""
         redacted = 0
-        if self.redact:
+        if self.redact and redacted_as is not None:
+            content, redacted = redacted_as
+        elif self.redact:
             from cmem.text.secrets import redact_data
 
             content, redacted = redact_data(content)

@@ -473,6 +473,71 @@ def redact_many(texts: list[str]) -> tuple[list[str], int]:
     return [text for text, _ in results], sum(found for _, found in results)
 
 
+def redact_pieces(
+    pieces: list[str] | tuple[str, ...], known: dict, keep_last: bool = True
+) -> tuple[str, int, dict]:
+    """`redact_secrets("".join(pieces))`, the same text and count, made piece by piece: each
+    piece's answer is looked up in `known` (a digest of its text → (its redacted text, or None
+    when nothing was redacted; how many)), and only the pieces not found are redacted (together,
+    as `redact_many` does). Returns the text, the count and
+    the answers of this call's pieces (the last one's only with `keep_last`), for the caller to
+    keep: a prompt quotes the same memory files pass after pass, ~1 MB at 10k notes.
+
+    Pieces are cut only after a line end (a piece not ending in one is joined to the next). No
+    rule but a private key's crosses a line, and none looks past a line end for its edges (every
+    lookbehind and lookahead is of a class without "\n"), so a line is redacted alike alone or
+    in the whole; the rule's needle of a shape is a literal in every match, so a piece is passed
+    by the rules the whole text would pass it by. Where that is not so the whole text is redacted
+    as one: a piece holding a private key's literal (its block may run on) or a letter whose
+    lower case is longer (then rules search all of a text, not line by line)."""
+    import hashlib
+
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += piece
+        elif piece:
+            lines.append(piece)
+    keys = [
+        hashlib.blake2b(piece.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        for piece in lines
+    ]
+    answers = [_known_answer(known.get(key)) for key in keys]
+    missing = [index for index, answer in enumerate(answers) if answer is None]
+    for index in missing:
+        piece = lines[index]
+        if _lower(piece) is None or any(n in piece for n in _SHAPE_NEEDLES["private-key"]):
+            text, count = redact_secrets("".join(lines))
+            return text, count, {}
+    # the pieces not known are redacted together (one pass of the rules costs the same for a
+    # line as for a thousand): a piece that came out as it went in had nothing redacted, and the
+    # rare one that changed is redacted alone again for its own count
+    redacted, _ = redact_many([lines[index] for index in missing])
+    for index, text in zip(missing, redacted):
+        answers[index] = (None, 0) if text == lines[index] else redact_secrets(lines[index])
+    used = {
+        key: answer
+        for index, (key, answer) in enumerate(zip(keys, answers))
+        if keep_last or index < len(lines) - 1
+    }
+    text = "".join(
+        piece if answer[0] is None else answer[0] for piece, answer in zip(lines, answers)
+    )
+    return text, sum(answer[1] for answer in answers), used
+
+
+def _known_answer(found) -> tuple[str | None, int] | None:
+    """A kept (redacted text or None, count), or None when there is none or it is damaged."""
+    if (
+        isinstance(found, tuple)
+        and len(found) == 2
+        and isinstance(found[0], (str, type(None)))
+        and isinstance(found[1], int)
+    ):
+        return found
+    return None
+
+
 def redact_data(data):
     """`data` (JSON-like: dicts, lists, strings) with every string redacted, and how many; for
     what `context`, `recall` and the MCP tools hand to an agent."""

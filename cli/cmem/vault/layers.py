@@ -472,43 +472,94 @@ class Vault:
         found = []
         stack = [base]
         while stack:
-            folder = stack.pop()
-            try:
-                entries = self.list_folder(folder)
-            except (FileNotFoundError, NotADirectoryError, PermissionError):
-                continue
-            for entry in entries:
-                if entry.name.startswith(".") or is_undecodable(entry.name):
-                    continue  # `notes.find_odd_names` reports undecodable names
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in NEVER_READ_DIRS:
-                        stack.append(Path(entry.path))
-                    continue
-                if (
-                    not entry.name.endswith(".md")
-                    or is_sync_conflict(entry.name)
-                    or entry.is_symlink()
-                ):
-                    continue
-                rel = self.rel(entry.path)
-                if self._layers_nest or self.config.ignore:
-                    if self.layer_of(rel) != layer:  # the full check only where it can differ
-                        continue
-                elif layer == ARCHIVE and rel == self.checklist_rel:
-                    continue
-                found.append(NoteFile(rel, entry.path, layer, entry))
+            listed = self.walk_folder(stack.pop(), layer)
+            if listed is not None:
+                stack.extend(listed[0])
+                found.extend(listed[1])
         return found
+
+    def walk_folder(self, folder: Path, layer: str) -> tuple[list[Path], list[NoteFile]] | None:
+        """One folder of a layer's walk: the subfolders to walk on and the layer's notes in it,
+        or None when it cannot be listed. `vault/archive_names.py` keeps its answers for the
+        archive's folders, so both walks leave out the same names."""
+        try:
+            entries = self.list_folder(folder)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return None
+        subfolders, found = [], []
+        for entry in entries:
+            if entry.name.startswith(".") or is_undecodable(entry.name):
+                continue  # `notes.find_odd_names` reports undecodable names
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in NEVER_READ_DIRS:
+                    subfolders.append(Path(entry.path))
+                continue
+            if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
+                continue
+            rel = self.rel(entry.path)
+            if self._layers_nest or self.config.ignore:
+                if self.layer_of(rel) != layer:  # the full check only where it can differ
+                    continue
+            elif layer == ARCHIVE and rel == self.checklist_rel:
+                continue
+            found.append(NoteFile(rel, entry.path, layer, entry))
+        return subfolders, found
 
     def convergent_files(self) -> list[NoteFile]:
         return self.list_layer(RESIDENT) + self.list_layer(SITUATIONAL)
 
     def note_names(self) -> dict[str, list[str]]:
-        """Wikilink name → vault-relative paths, over every managed layer (for source checks)."""
+        """Wikilink name → vault-relative paths, over every managed layer (for source checks).
+
+        A source may cite an archived note, so the archive's ~7k notes (at 10k) count too; unless
+        this reading listed the archive already, their paths come from `vault/archive_names.py`,
+        which lists only the archive folders whose stat changed since it last looked."""
         names: dict[str, list[str]] = {}
+        memo = self.__dict__.get("_listings")
+        if memo is None:
+            memo = self.__dict__.get("_layers") or {}  # as `list_layer` looks
         for layer in LAYERS:
-            for note in self.list_layer(layer):
-                names.setdefault(note.name, []).append(note.rel)
+            if layer == ARCHIVE and ARCHIVE not in memo:
+                rels = self._archived_rels()
+            else:
+                rels = [note.rel for note in self.list_layer(layer)]
+            for rel in rels:
+                base = rel.rsplit("/", 1)[-1]  # as `NoteFile.name`
+                names.setdefault(base[:-3] if base.endswith(".md") else base, []).append(rel)
         return names
+
+    def _archived_rels(self) -> list[str]:
+        """`list_layer(ARCHIVE)`'s paths, its folders listed only where their stat changed."""
+        from cmem.vault.archive_names import archived_rels
+
+        base = self.config.archive_dir
+        if self.layer_folder_problem(ARCHIVE, base):
+            return []  # as `_list_layer`: `notes.find_odd_names` reports it
+
+        def walk_folder(folder: str) -> tuple[list[str], list[str]] | None:
+            listed = self.walk_folder(self.root / folder, ARCHIVE)
+            if listed is None:
+                return None
+            return [self.rel(sub) for sub in listed[0]], [note.rel for note in listed[1]]
+
+        config = self.config
+        try:  # an upgraded cmem may list differently: its own file's stat is part of the key
+            code = os.stat(__file__)
+            version = f"{code.st_mtime_ns}:{code.st_size}"
+        except OSError:
+            version = "?"
+        settings = (
+            self.checklist_rel,
+            config.resident_dir,
+            config.situational_dir,
+            config.extra_divergent,
+            sorted(config.recursive_divergent),
+            config.exclude,
+            config.ignore,
+        )
+        return archived_rels(
+            self.root, base, self.machine_dir, f"{version} {settings!r}", walk_folder
+        )
 
 
 def _inside(path: str, folder: str) -> str | None:

@@ -98,6 +98,11 @@ def frontmatter_hazard(block: str) -> str | None:
     openers = block.count("[") + block.count("{") + block.count(":") + block.count("- ")
     if "&" not in block and "*" not in block and openers <= MAX_FRONTMATTER_DEPTH:
         return None  # no anchor, no alias, too few openers to nest deep: the common case, no scan
+    if len(block) <= MAX_FRONTMATTER_BYTES // 4 and _plain_frontmatter(block) is not None:
+        # a plain block (what `read_frontmatter` reads without a parser) holds no anchor or
+        # alias and nests two levels at most: a memory file's `summary:` with a few colons
+        # or tags no longer imports yaml (~25 ms of a one-note pass) to be scanned
+        return None
     import yaml
 
     depth = 0
