@@ -7,7 +7,6 @@ half-written file, and after a power cut the rename is on disk.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from cmem import faults
@@ -38,6 +37,8 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             mode = os.stat(path).st_mode & 0o777
         except FileNotFoundError:
             mode = 0o644
+    import tempfile  # here, not at the top: read commands import this module and never write
+
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cmem-tmp", dir=folder)
     except OSError as exc:

@@ -30,6 +30,10 @@ how to print a stored payload. Any other argument, any doubt, any error: the rea
 `recall` stores no output (every query differs) but the proof that its index matches the notes,
 and searches the index here (`reading/recall.py: stored_recall`).
 
+A `cmem scan` that nothing stored answers (a cold scan) is also run here, without typer and the
+command table (`run_scan`): it prints and stores what the typer command does, through the same
+function (`reading/scan_output.py`); anything but a plain scan goes to the full CLI.
+
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
 config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
 """
@@ -69,6 +73,9 @@ def main() -> None:
     except Exception:  # any doubt: the real command decides (and reports errors properly)
         out = None
     if out is None:
+        code = run_scan(argv)  # a scan with nothing stored: scanned here, without typer
+        if code is not None:
+            sys.exit(code)
         from cmem.cli import main as full_main
 
         full_main()
@@ -232,6 +239,35 @@ READ_COMMANDS = {
         "render": _render_stored_text,
     },
 }
+
+
+def run_scan(argv: list[str]) -> int | None:
+    """`cmem scan` that no stored result answers, run as `commands/reading.py: scan` runs it
+    (both print `reading/scan_output.py: scan_output`) but without importing typer and the
+    command table. None: not a plain scan, or something went wrong before anything was printed
+    — the full CLI then runs it (a scan only reads, so running it again is harmless) and
+    reports any error as it reports every error."""
+    request = parse_read(argv)
+    if request is None or request["command"] != "scan" or os.environ.get("_CMEM_COMPLETE"):
+        return None
+    from pathlib import Path
+
+    from cmem.reading.scan_output import scan_output
+    from cmem.render.reports import set_color
+    from cmem.vault.layers import open_vault
+
+    if request["no_color"]:
+        set_color(False)  # as the app's --no-color does
+    try:
+        target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
+        out = scan_output(target.remember_listings(), request["json"])
+    except KeyboardInterrupt:
+        return _sync_interrupted()  # what the full CLI says of a Ctrl-C
+    except Exception:  # no vault, a bad config, a bug: the full CLI's error funnel says it
+        return None
+    _tolerant_output()
+    _echo(out, sys.stdout)
+    return 0
 
 
 # --- recall -------------------------------------------------------------------------------------

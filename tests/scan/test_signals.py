@@ -348,3 +348,73 @@ def test_notes_without_cues_skip_line_work(note_of, monkeypatch):
     monkeypatch.setattr(signals_module, "detect_line", lambda *a, **k: calls.append(a))
     scan_note(note_of("今天天气不错\n" * 200))
     assert calls == []
+
+
+def test_the_tag_pattern_finds_what_its_lookbehind_first_form_finds():
+    """`_TAG` starts with `#` so `re` searches for that character alone; it must find the same
+    tags at the same places as the plain form, whose lookbehind comes first."""
+    import random
+    import re
+
+    plain = re.compile(r"(?<![\w#&/])#([^\s#\[\](){}<>,.;:!?\"'`，。；：！？、（）「」]+)")
+    alphabet = list("ab1_#&/ .,:!?[]()'`\"\t\n，。中é")
+    chooser = random.Random(13)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(alphabet) for _ in range(chooser.randint(0, 12)))
+        found = [(m.span(), m.group(1)) for m in signals_module._TAG.finditer(text)]
+        assert found == [(m.span(), m.group(1)) for m in plain.finditer(text)], text
+    assert [m.group(1) for m in signals_module._TAG.finditer("#a x#b &#c /#d ##e #f")] == [
+        "a",
+        "f",
+    ]
+
+
+def test_content_units_count_as_with_the_cjk_class():
+    """`content_units` tokenises with one non-ASCII character per token and counts the CJK ones,
+    instead of compiling the CJK class: the same count as the tokeniser built on that class."""
+    import random
+    import re
+
+    from cmem.scan import tone
+    from cmem.text.scripts import CJK
+    from cmem.text.terms import EN_FILLER, ZH_UNIT_STOP
+
+    tokens = re.compile(rf"[a-z0-9][a-z0-9'_-]*|[{CJK}]")
+
+    def reference(text: str, enough: int = 1 << 30) -> int:
+        units = 0
+        text = tone._TIMES.sub(" ", text) if ":" in text or "-" in text else text
+        for match in tokens.finditer(text):
+            token = match.group()
+            if len(token) == 1 and not token.isascii():
+                units += token not in ZH_UNIT_STOP
+            elif token not in EN_FILLER and not token.isdigit():
+                units += 2
+            if units >= enough:
+                break
+        return units
+
+    pieces = [
+        "熬夜",
+        "的",
+        "了",
+        "，",
+        "。",
+        "é",
+        "ｔ",
+        "かな",
+        "한",
+        "the",
+        "build",
+        "12:30",
+        "3",
+        " ",
+        "-",
+        "'",
+        "“",
+    ]
+    chooser = random.Random(13)
+    for _ in range(5_000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 10)))
+        for enough in (2, 1 << 30):
+            assert tone.content_units(text, enough) == reference(text, enough), text

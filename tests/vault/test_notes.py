@@ -91,3 +91,66 @@ def test_token_estimate():
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("我喜欢早起") == 5
     assert estimate_tokens("我喜欢 uv") == 3 + 1
+
+
+def test_a_note_is_read_by_its_size_and_whole_if_it_grew_since_its_stat(tmp_path, monkeypatch):
+    """read_note asks the system for the size the stat gave (+1), not for max_bytes + 1 (a 2 MB
+    buffer for every note); a file that grew after the stat is still read to its end or the
+    limit, as one read of max_bytes + 1 would have."""
+    from cmem.vault.layers import NoteFile
+    from cmem.vault.notes import read_note
+
+    path = tmp_path / "a.md"
+    path.write_text("- first line\n", encoding="utf-8")
+    file = NoteFile("a.md", str(path), "divergent")
+    stale = os.stat(path)
+    path.write_text("- first line\n" + "- grown line\n" * 20_000, encoding="utf-8")
+    asked = []
+    real_read = os.read
+
+    def read(fd, size):
+        asked.append(size)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", read)
+    size = os.stat(path).st_size
+    assert read_note(file, st=os.stat(path)).text == path.read_text(encoding="utf-8")
+    assert asked[0] == size + 1 and max(asked) == size + 1  # never max_bytes + 1 (2,000,001)
+    # grown since the stat: read on, in chunks, to the end ...
+    asked.clear()
+    assert read_note(file, st=stale).text == path.read_text(encoding="utf-8")
+    assert asked[0] == stale.st_size + 1 and max(asked) == 65_536
+    # ... or to the limit, as before
+    limit = 1000
+    capped = read_note(file, max_bytes=limit, st=stale)
+    assert capped.size == stale.st_size and len(capped.text) == limit + 1
+
+
+def test_odd_names_in_any_case_and_script_are_found_past_the_plain_name_shortcut(make_vault):
+    """find_odd_names passes plain ASCII note names without its regex: a conflict copy in any
+    case, a linked note, a folder named like a note and non-ASCII names must still be told."""
+    root = make_vault(
+        {
+            "a (CONFLICT 1).md": "a",
+            "b.SYNC-CONFLICT-20261128-101010-ABCDEF.md": "a",
+            "c (Conflicted Copy 2026-11-28).md": "a",
+            "笔记 (conflict 2).md": "a",
+            "CONFLıCT (conflict 3).md": "a",
+            "plain conflictless.md": "a",
+            "archive/2026-11/d (Conflict 1).md": "a",
+            "archive/e.md/f (conflict 1).md": "a",
+            "real.md": "a",
+        }
+    )
+    os.symlink(root / "real.md", root / "link.md")
+    odd = {o.rel: o.kind for o in find_odd_names(open_vault(root))}
+    assert odd == {
+        "a (CONFLICT 1).md": "sync-conflict",
+        "b.SYNC-CONFLICT-20261128-101010-ABCDEF.md": "sync-conflict",
+        "c (Conflicted Copy 2026-11-28).md": "sync-conflict",
+        "笔记 (conflict 2).md": "sync-conflict",
+        "CONFLıCT (conflict 3).md": "sync-conflict",
+        "archive/2026-11/d (Conflict 1).md": "sync-conflict",
+        "archive/e.md/f (conflict 1).md": "sync-conflict",
+        "link.md": "symlink",
+    }

@@ -81,3 +81,21 @@ def test_a_chinese_line_passes_nfkc_quick_check_once_its_signs_are_narrowed():
     line = "我决定以后周会改到周二上午（不是周一），大家觉得呢？好：就这样；走！"
     assert not unicodedata.is_normalized("NFKC", line)
     assert unicodedata.is_normalized("NFKC", statements._narrow_punctuation(line))
+
+
+def test_the_number_marks_pattern_matches_where_its_lookbehind_first_form_does():
+    """`_NUMBER_MARKS` starts with its signs so `re` searches for them alone; it must mark the
+    same decimal points and minus signs as the plain form, whose lookbehinds come first."""
+    import random
+    import re
+
+    plain = re.compile(r"(?<=\d)\.(?=\d)|(?<![\w.])[-\u2212\u2013](?=\d)")
+    alphabet = list("a1_.-\u2212\u2013 9é中\n,")
+    chooser = random.Random(13)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(alphabet) for _ in range(chooser.randint(0, 10)))
+        found = [m.span() for m in statements._NUMBER_MARKS.finditer(text)]
+        assert found == [m.span() for m in plain.finditer(text)], text
+    assert statements.normalize("3.12 vs 31.2, -5 vs 5, a-5, x.5") == (
+        "3\u221912vs31\u22192\u22125vs5a5x5"
+    )

@@ -2,7 +2,6 @@
 here writes a note; status and scan store what they printed for `cmem.fast`."""
 
 import json
-import sys
 from typing import Annotated, List, Optional
 
 import typer
@@ -36,21 +35,10 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
 
 def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
     """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
-    from cmem.reading import stored_results
-    from cmem.render.reports import color_on
-    from cmem.scan.scanner import scan_vault
+    from cmem.reading.scan_output import scan_output
 
-    target = open_target(vault).remember_listings()  # read-only: each layer listed once
-    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
-    result = scan_vault(target)
-    if as_json:
-        out = json.dumps(result.to_json(), ensure_ascii=False, indent=2)
-    else:
-        from cmem.render.reports import render_scan
-
-        out = render_scan(result)
-    stored_results.store(pending, {"stdout": out + "\n"})
-    typer.echo(out)
+    # read-only: each layer listed once; cmem.fast runs the same function without typer
+    typer.echo(scan_output(open_target(vault).remember_listings(), as_json))
 
 
 def context(

@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.atomic import write_atomic
+from cmem.cache_file import write_cache
 from cmem.errors import CmemError
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
@@ -230,10 +230,12 @@ def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
 
 
 def _save_marshal(path, data: dict) -> None:
+    """Replaced whole, without fsync (`cmem.cache_file`): both files are caches that a lost
+    write only makes slower, and the fsync cost a cold scan a few ms for nothing."""
     try:
-        write_atomic(path, marshal.dumps(data))
-    except (OSError, ValueError):
-        pass  # a read-only machine folder only costs speed
+        write_cache(os.fspath(path), marshal.dumps(data))  # a read-only folder: not written
+    except ValueError:
+        pass  # a value marshal cannot hold: not stored
 
 
 class _Cache:
@@ -272,7 +274,7 @@ class _Cache:
         misses = []
         for file in files:
             try:
-                st = os.stat(file.location, follow_symlinks=False)
+                st = file.lstat()  # the listing's stat when it took one
             except OSError:
                 continue  # gone since the listing
             cached = self._cached(file.rel)
@@ -311,7 +313,7 @@ class _Cache:
         changed = False
         for file in vault.convergent_files():
             try:
-                st = os.stat(file.location, follow_symlinks=False)
+                st = file.lstat()  # the listing's stat when it took one
             except OSError:
                 continue
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None

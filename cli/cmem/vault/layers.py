@@ -65,15 +65,27 @@ class NoteFile:
     """A Markdown file the vault manages: where it is and which layer it is in.
 
     The absolute location is kept as given (a string from a directory walk, or a Path) and turned
-    into a Path only when asked: building 15,000 Path objects was a third of a warm `status`."""
+    into a Path only when asked: building 15,000 Path objects was a third of a warm `status`.
+    `entry` is the listing's `os.DirEntry` when the file came from one: its stat may be cached
+    already (a read command's listing key took it), so a reader asks it rather than stat again."""
 
-    __slots__ = ("rel", "location", "layer", "_path")
+    __slots__ = ("rel", "location", "layer", "_path", "entry")
 
-    def __init__(self, rel: str, path: str | os.PathLike, layer: str):
+    def __init__(
+        self, rel: str, path: str | os.PathLike, layer: str, entry: os.DirEntry | None = None
+    ):
         self.rel = rel  # POSIX path relative to the vault root
         self.location = path
         self.layer = layer
         self._path = path if isinstance(path, Path) else None
+        self.entry = entry
+
+    def lstat(self) -> os.stat_result:
+        """`os.stat(location, follow_symlinks=False)`, from the listing's entry when there is one
+        (a DirEntry keeps the stat it took: one stat a file however many readers ask)."""
+        if self.entry is not None:
+            return self.entry.stat(follow_symlinks=False)
+        return os.stat(self.location, follow_symlinks=False)
 
     @property
     def path(self) -> Path:
@@ -453,7 +465,7 @@ class Vault:
                 continue
             if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
                 continue
-            found.append(NoteFile(rel, entry.path, DIVERGENT))
+            found.append(NoteFile(rel, entry.path, DIVERGENT, entry))
         return found
 
     def _walk(self, base: Path, layer: str) -> list[NoteFile]:
@@ -490,7 +502,7 @@ class Vault:
                     continue
             elif layer == ARCHIVE and rel == self.checklist_rel:
                 continue
-            found.append(NoteFile(rel, entry.path, layer))
+            found.append(NoteFile(rel, entry.path, layer, entry))
         return subfolders, found
 
     def convergent_files(self) -> list[NoteFile]:

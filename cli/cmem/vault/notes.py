@@ -104,8 +104,7 @@ def read_note(
         return note
     if raw is None:
         try:
-            with open(file.location, "rb") as handle:  # no Path built: a scan reads thousands
-                raw = handle.read(max_bytes + 1)
+            raw = _read_bytes(file.location, st.st_size, max_bytes)
         except OSError as exc:
             note.skip_reason = f"cannot be read ({exc.strerror})"
             return note
@@ -114,6 +113,32 @@ def read_note(
         note.skip_reason = "contains NUL bytes (a binary file?)"
         return note
     return _decode_into(note, raw)
+
+
+_GROWN_CHUNK = 65536
+
+
+def _read_bytes(location, size: int, max_bytes: int) -> bytes:
+    """The file's bytes, up to `max_bytes + 1`, asked for by the size its stat gave: reading
+    `max_bytes + 1` at once made a 2 MB buffer for every 2 KB note (~30 ms of a cold scan at 10k
+    notes). A file that grew since the stat is read on, in chunks, to its end or the limit — the
+    same bytes `open(...).read(max_bytes + 1)` returns. No Path and no file object: a scan reads
+    thousands."""
+    fd = os.open(location, os.O_RDONLY)
+    try:
+        parts = []
+        got = 0
+        want = min(size, max_bytes) + 1  # one more than the stat said: tells a file that grew
+        while got <= max_bytes:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+            want = min(_GROWN_CHUNK, max_bytes + 1 - got)
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def line_end(raw: bytes) -> bytes:
@@ -212,6 +237,18 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             except OSError:
                 continue
             for entry in entries:
+                name = entry.name
+                if (
+                    name.isascii()
+                    and name.endswith(".md")
+                    and "conflict" not in name.lower()
+                    and not entry.is_dir(follow_symlinks=False)
+                    and not entry.is_symlink()
+                ):
+                    # the common case, told without a regex: a plain note. An ASCII name is
+                    # decodable, no placeholder (`.md.icloud`), and a sync-conflict name holds
+                    # "conflict" in some case (for ASCII, what re.IGNORECASE matches)
+                    continue
                 if is_undecodable(entry.name):
                     is_dir = entry.is_dir(follow_symlinks=False)
                     if (recursive or not is_dir) and (is_dir or entry.name.endswith(".md")):

@@ -1,0 +1,121 @@
+"""A cold `cmem scan` (nothing stored answers it) runs in cmem.fast without typer: it must print,
+exit and store exactly what the full CLI does, and hand everything else to the full CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cmem import fast
+from support import settle
+
+
+def run_entry(module: str, argv: list[str], env: dict | None = None):
+    """`cmem ARGV` through `module`'s main: (exit code, stdout, stderr, modules imported)."""
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    err = "".join(line + "\n" for line in result.stderr.splitlines() if "import time:" not in line)
+    return result.returncode, result.stdout, err, modules
+
+
+def _drop_stored(vault_root) -> None:
+    """Forget the stored results and scan entries: the next scan is cold."""
+    from cmem.reading.stored_results import results_dir
+    from cmem.vault.layers import open_vault
+
+    machine = open_vault(vault_root).machine_dir
+    for folder in (results_dir(), str(machine)):
+        if os.path.isdir(folder):
+            for name in os.listdir(folder):
+                if name.endswith(".marshal"):
+                    os.unlink(os.path.join(folder, name))
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        [],
+        ["--json"],
+        ["--no-color"],
+        ["--rescan"],
+    ],
+)
+def test_a_cold_scan_prints_what_the_full_cli_prints_without_typer(sample_vault, tail):
+    settle(sample_vault)
+    answers = []
+    for module in ("cmem.cli", "cmem.fast"):
+        _drop_stored(sample_vault)
+        answers.append(run_entry(module, ["scan", "--vault", str(sample_vault), *tail]))
+    (full_code, full_out, full_err, _), (code, out, err, modules) = answers
+    assert (code, out, err) == (full_code, full_out, full_err)
+    assert code == 0 and "signal" in out
+    assert "cmem.scan.scanner" in modules  # it scanned ...
+    assert not {"typer", "cmem.cli", "rich"} & modules  # ... without the typer CLI
+    # what it stored answers the next call: the scanner is not even imported then
+    again = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault), *tail])
+    if "--rescan" not in tail:
+        assert again[:3] == (0, out, "") and "cmem.scan.scanner" not in again[3]
+
+
+def test_a_cold_scan_through_cmem_vault_and_the_global_vault_option(sample_vault):
+    settle(sample_vault)
+    _drop_stored(sample_vault)
+    full = run_entry("cmem.cli", ["scan", "--json"], {"CMEM_VAULT": str(sample_vault)})
+    _drop_stored(sample_vault)
+    light = run_entry("cmem.fast", ["scan", "--json"], {"CMEM_VAULT": str(sample_vault)})
+    assert light[:3] == full[:3] and "typer" not in light[3]
+    _drop_stored(sample_vault)
+    moved = run_entry("cmem.fast", ["--vault", str(sample_vault), "scan", "--json"])
+    assert moved[:3] == full[:3]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_scan_outside_a_vault_is_reported_by_the_full_cli(tmp_path, as_json):
+    argv = ["scan", "--vault", str(tmp_path / "nowhere"), *(["--json"] if as_json else [])]
+    full = run_entry("cmem.cli", argv)
+    light = run_entry("cmem.fast", argv)
+    assert light[:3] == full[:3]
+    assert light[0] != 0 and "typer" in light[3]  # handed over: the full CLI said it
+
+
+def test_only_a_plain_scan_takes_the_light_path(sample_vault):
+    for argv in (
+        ["scan", "--help"],
+        ["scan", "--verbose"],
+        ["scan", "extra"],
+        ["status"],
+        ["scan", "--vault", ""],
+    ):
+        assert fast.run_scan(argv) is None, argv
+    help_light = run_entry("cmem.fast", ["scan", "--help"])
+    help_full = run_entry("cmem.cli", ["scan", "--help"])
+    assert help_light[:3] == help_full[:3] and "--json" in help_full[1]
+
+
+def test_a_cold_scan_imports_no_writer_machinery(sample_vault):
+    """A scan writes only its caches (cmem.cache_file): tempfile (shutil, random), the step
+    layer and the unattended trigger (subprocess) stay unimported on its path."""
+    settle(sample_vault)
+    _drop_stored(sample_vault)
+    code, out, err, modules = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault)])
+    assert code == 0 and "cmem.scan.scanner" in modules, err
+    assert not {"tempfile", "shutil", "random", "cmem.steps.runner"} & modules
+    # nor the unattended trigger, whose record's name the stored-result key names itself
+    assert not {"cmem.triggers.if_due", "subprocess"} & modules
+    from cmem.reading import stored_results
+    from cmem.triggers import if_due
+
+    assert stored_results.FAILURES_FILE == if_due.FAILURES_FILE
