@@ -266,7 +266,14 @@ def run_scan(argv: list[str]) -> int | None:
     except Exception:  # no vault, a bad config, a bug: the full CLI's error funnel says it
         return None
     _tolerant_output()
-    _echo(out, sys.stdout)
+    try:
+        _echo(out, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`cmem scan | head -1`): 1 and no traceback, as the full CLI
+        # ends; stdout pointed at /dev/null, so the flush at exit has nothing to fail on
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

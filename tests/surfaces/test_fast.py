@@ -565,13 +565,14 @@ def _into_a_closed_pipe(argv: list[str]) -> subprocess.CompletedProcess:
 
 def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
     """No traceback, exit 1, as the full CLI ends when its reader went away; and it was the
-    light path that answered (typer never imported)."""
+    light path that answered (typer never imported), from a stored result or scanning."""
     warm(sample_vault, "status")
     clone = sync_world(tmp_path, sample_vault, "up to date, stored")
     for argv in (
         ["status", "--vault", str(sample_vault)],
         ["--version"],
         ["sync", "--vault", str(clone)],
+        ["scan", "--vault", str(sample_vault), "--rescan"],  # a cold scan, run without typer
     ):
         result = _into_a_closed_pipe(argv)
         said = [line for line in result.stderr.splitlines() if "import time:" not in line]
