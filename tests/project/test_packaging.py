@@ -163,7 +163,10 @@ def test_the_installed_command_imports_cmem_first(tmp_path):
     assert result.returncode == 0 and result.stdout.startswith("cmem "), result.stderr[-2000:]
     modules = [line.split("|")[-1].strip() for line in result.stderr.splitlines()]
     first = modules.index("cmem")
-    assert "re" not in modules[:first] and "runpy" not in modules, modules
+    assert "re" not in modules[:first] and "runpy" not in modules, (
+        f"{command} is not cli/scripts/cmem (an install from before it? run `pip install -e .` "
+        f"again): {modules[:first]}"
+    )
 
 
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
