@@ -157,6 +157,30 @@ def settle(root: Path) -> float:
     return hour_ago
 
 
+def run_entry(
+    module: str, argv: list[str], env: dict | None = None, stdout=subprocess.PIPE
+) -> tuple[int, str, str, set[str]]:
+    """`cmem ARGV` through `module`'s main (`cmem.fast`, the installed entry, or `cmem.cli`, the
+    full CLI), `env` added to this environment: (exit code, stdout, stderr without the import
+    log, the modules imported, from `python -X importtime`). `stdout`: where its output goes
+    (then "" is returned for it)."""
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    modules = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    err = "".join(line + "\n" for line in result.stderr.splitlines() if "import time:" not in line)
+    return result.returncode, result.stdout or "", err, modules
+
+
 def run_fast(vault: Path | None, *argv: str) -> tuple[str, bool]:
     """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
     args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)

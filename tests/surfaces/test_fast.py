@@ -22,6 +22,7 @@ import pytest
 from cmem import fast
 from cmem.reading import stored_results
 from support import HOUR_AGO, git, settle
+from support import run_entry as shared_run_entry
 from support import run_fast as cmem
 
 
@@ -473,21 +474,8 @@ def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
 
 
 def run_entry(module: str, argv: list[str]) -> tuple[int, str, str, set[str]]:
-    """`cmem ARGV` through `module`'s main: (exit code, stdout, stderr, modules imported)."""
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, **GIT_DATES),
-    )
-    modules = {
-        line.split("|")[-1].strip()
-        for line in result.stderr.splitlines()
-        if line.startswith("import time:")
-    }
-    err = "".join(line + "\n" for line in result.stderr.splitlines() if "import time:" not in line)
-    return result.returncode, result.stdout, err, modules
+    """support.run_entry, with the git dates these tests commit with."""
+    return shared_run_entry(module, argv, GIT_DATES)
 
 
 @pytest.mark.parametrize(
@@ -545,20 +533,13 @@ def test_sync_light_path_hands_over_what_it_does_not_know(tmp_path, sample_vault
     assert fast.run_sync(request) is None
 
 
-def _into_a_closed_pipe(argv: list[str]) -> subprocess.CompletedProcess:
+def _into_a_closed_pipe(argv: list[str]) -> tuple[int, str, str, set[str]]:
     """`cmem ARGV` through the entry point, its stdout a pipe nobody reads (`cmem … | head -0`):
     the read end is closed before it starts, so its first write fails (EPIPE)."""
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
     reader, writer = os.pipe()
     os.close(reader)
     try:
-        return subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", code],
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ, **GIT_DATES),
-        )
+        return shared_run_entry("cmem.fast", argv, GIT_DATES, stdout=writer)
     finally:
         os.close(writer)
 
@@ -574,7 +555,6 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
         ["sync", "--vault", str(clone)],
         ["scan", "--vault", str(sample_vault), "--rescan"],  # a cold scan, run without typer
     ):
-        result = _into_a_closed_pipe(argv)
-        said = [line for line in result.stderr.splitlines() if "import time:" not in line]
-        assert (result.returncode, said) == (1, []), (argv, said)
-        assert "typer" not in result.stderr and "cmem.sync.remote" not in result.stderr, argv
+        code, _, said, modules = _into_a_closed_pipe(argv)
+        assert (code, said) == (1, ""), (argv, said)
+        assert not {"typer", "cmem.sync.remote"} & modules, argv

@@ -4,31 +4,11 @@ exit and store exactly what the full CLI does, and hand everything else to the f
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from cmem import fast
-from support import settle
-
-
-def run_entry(module: str, argv: list[str], env: dict | None = None):
-    """`cmem ARGV` through `module`'s main: (exit code, stdout, stderr, modules imported)."""
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, **(env or {})),
-    )
-    modules = {
-        line.split("|")[-1].strip()
-        for line in result.stderr.splitlines()
-        if line.startswith("import time:")
-    }
-    err = "".join(line + "\n" for line in result.stderr.splitlines() if "import time:" not in line)
-    return result.returncode, result.stdout, err, modules
+from support import run_entry, settle
 
 
 def _drop_stored(vault_root) -> None:
