@@ -114,7 +114,36 @@ def test_outside_a_step_git_is_asked_each_time(tmp_path):
     with commits.one_repository():
         assert commits.git_dir(inner) == (inner / ".git").resolve()
         assert commits.git_dir(inner) == (inner / ".git").resolve()
-    assert commits._remembered is None  # the step's memory ends with it
+    assert commits._memory() is None  # the step's memory ends with it
+
+
+def test_a_steps_memory_belongs_to_its_thread(tmp_path):
+    """`cmem watch` and `cmem mcp` run steps in threads: one thread's step neither sees another's
+    memory nor ends it when it ends."""
+    import threading
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    inside, entered, leave = [], threading.Event(), threading.Event()
+
+    def other_step():
+        with commits.one_repository():
+            commits.git_dir(root)
+            inside.append(commits._memory())
+            entered.set()
+            leave.wait(30)
+            inside.append(commits._memory())
+
+    worker = threading.Thread(target=other_step)
+    with commits.one_repository():
+        mine = commits._memory()
+        worker.start()
+        assert entered.wait(30)
+        assert inside[0] is not mine and ("git_dir", str(root)) not in mine
+    assert commits._memory() is None  # this thread's step ended
+    leave.set()
+    worker.join(30)
+    assert inside[1] is inside[0]  # the other thread's step kept its memory to its end
 
 
 def test_what_head_names_is_read_from_its_file_and_from_git_where_the_file_cannot_tell(

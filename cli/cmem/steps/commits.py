@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -177,51 +178,59 @@ def _without_textconv(args: tuple[str, ...]) -> tuple[str, ...]:
 # vault's lock (`steps/runner.py: open_step`): a pass asked git for the top folder 3 times, the git
 # folder 5 and the identity twice (2 processes each), and a step moves neither the repository nor
 # its config. Outside a step every call asks git, as a command that makes a repository needs.
-_remembered: dict | None = None
+# Per thread: `cmem watch` and `cmem mcp` run steps in threads, and one thread's step ending must
+# not end (or share) another's memory.
+_steps = threading.local()
+
+
+def _memory() -> dict | None:
+    """This thread's step memory, or None outside a step."""
+    return getattr(_steps, "remembered", None)
 
 
 @contextmanager
 def one_repository():
     """Within it, `toplevel`, `git_dir` and `has_identity` ask git once per folder."""
-    global _remembered
-    if _remembered is not None:
+    if _memory() is not None:
         yield  # an outer step remembers already
         return
-    _remembered = {}
+    _steps.remembered = {}
     try:
         yield
     finally:
-        _remembered = None
+        _steps.remembered = None
 
 
 def _once(key: tuple, compute):
-    if _remembered is None:
+    remembered = _memory()
+    if remembered is None:
         return compute()
-    if key not in _remembered:
-        _remembered[key] = compute()
-    return _remembered[key]
+    if key not in remembered:
+        remembered[key] = compute()
+    return remembered[key]
 
 
 def _locate(path: Path) -> None:
     """Within a step, the first of `toplevel` and `git_dir` asks git both in one process (a pass
     asked them in two) and remembers both answers; where the one process cannot answer both (a
     bare repository has no top folder), each question is asked alone as outside a step."""
-    if _remembered is None or ("located", str(path)) in _remembered:
+    remembered = _memory()
+    if remembered is None or ("located", str(path)) in remembered:
         return
-    _remembered[("located", str(path))] = True
+    remembered[("located", str(path))] = True
     result = run_git(path, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0:
         # --absolute-git-dir fails only where --show-toplevel does: no top folder to remember
-        _remembered[("toplevel", str(path))] = None
+        remembered[("toplevel", str(path))] = None
         return
     if len(lines) != 2:
         return
     top, folder = Path(lines[0].strip()).resolve(), Path(lines[1].strip())
-    _remembered[("toplevel", str(path))] = top
+    remembered[("toplevel", str(path))] = top
     # any folder of one work tree has the same git folder: the top folder's is asked next
-    _remembered.setdefault(("git_dir", str(path)), folder)
-    _remembered.setdefault(("git_dir", str(top)), folder)
+    remembered.setdefault(("git_dir", str(path)), folder)
+    remembered.setdefault(("git_dir", str(top)), folder)
 
 
 def toplevel(path: Path) -> Path | None:
@@ -461,8 +470,9 @@ def commit_files(
         )
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
-        if _remembered is not None:
-            _remembered[("made", str(top))] = (commit, tree)
+        remembered = _memory()
+        if remembered is not None:
+            remembered[("made", str(top))] = (commit, tree)
     finally:
         index.unlink(missing_ok=True)
     sync_index(top, [path for _, _, path in entries])
@@ -473,7 +483,8 @@ def _parent_of_next_commit(top: Path) -> tuple[str | None, str | None]:
     """HEAD and its tree. Within a step whose last commit HEAD still is (read from git's files:
     nobody committed since), that commit's tree is known: a pass's snapshot commit made it, and
     its second commit asked git again (a commit's tree never changes). Otherwise git is asked."""
-    made = _remembered.get(("made", str(top))) if _remembered is not None else None
+    remembered = _memory()
+    made = remembered.get(("made", str(top))) if remembered is not None else None
     if made is not None:
         from cmem.steps.git_head import head_sha
 
