@@ -60,6 +60,22 @@ HELP_FLAGS = ("--help", "-h")
 
 
 def main() -> None:
+    try:
+        _main()
+    except _ReaderGone:
+        # the reader of the output went away (`cmem status | head -1`): 1 and no traceback, as
+        # the full CLI ends then; both streams pointed at /dev/null, so the flush at exit has
+        # nothing to fail on
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):
+                pass
+        sys.exit(1)
+
+
+def _main() -> None:
     argv = sys.argv[1:]
     sync_request = parse_sync(argv)
     if sync_request is not None:
@@ -81,26 +97,31 @@ def main() -> None:
         full_main()
         return
     _tolerant_output()
-    # outside the try: a closed pipe must not make the real command print again
-    try:
-        sys.stdout.write(out)
-    except BrokenPipeError:
-        _leave(1)
+    _put(
+        out, sys.stdout
+    )  # outside the try: a closed pipe must not make the real command print again
     _leave(0)
 
 
+class _ReaderGone(Exception):
+    """What this module printed had no reader any more (a closed pipe): `main` ends quietly.
+    Its own class, not BrokenPipeError: a broken pipe to a git process is a real error."""
+
+
+def _put(text: str, stream) -> None:
+    """Write and flush: every line this module prints goes through here (and `_echo`)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise _ReaderGone from None
+
+
 def _leave(code: int) -> None:
-    """End a stored answer at once: the output flushed, then `os._exit`, skipping the
+    """End an answer given here at once, its output flushed (`_put`): `os._exit` skips the
     interpreter's teardown (freeing every module and object, about 2 ms: a tenth of Python's
     start-up, which is what a light path is measured against). Only for answers given here:
-    nothing else is pending then (no thread, no open file, no atexit handler of cmem's).
-    A reader that went away (`cmem status | head -1`) ends it with 1 and no traceback, as the
-    full CLI ends then; os._exit does not try the flush again at exit."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        code = code or 1
+    nothing else is pending then (no thread, no open file, no atexit handler of cmem's)."""
     os._exit(code)
 
 
@@ -266,14 +287,7 @@ def run_scan(argv: list[str]) -> int | None:
     except Exception:  # no vault, a bad config, a bug: the full CLI's error funnel says it
         return None
     _tolerant_output()
-    try:
-        _echo(out, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # the reader went away (`cmem scan | head -1`): 1 and no traceback, as the full CLI
-        # ends; stdout pointed at /dev/null, so the flush at exit has nothing to fail on
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    _echo(out, sys.stdout)
     return 0
 
 
@@ -350,11 +364,7 @@ def run_sync(request: dict) -> int | None:
     if shown is not None:
         request["light"] = True  # main ends the process at once (_leave)
         # plain text (no colour codes to strip, so _echo's `re` is not needed): written as is
-        try:
-            sys.stdout.write(shown[0] + "\n")
-            sys.stdout.flush()
-        except BrokenPipeError:  # the sync is done and recorded; only its report had no reader
-            return 1
+        _put(shown[0] + "\n", sys.stdout)
         return 0
     from pathlib import Path
 
@@ -442,8 +452,7 @@ def _echo(text: str, stream) -> None:
 
         _ANSI = _ANSI or re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
         text = _ANSI.sub("", text)
-    stream.write(text + "\n")
-    stream.flush()
+    _put(text + "\n", stream)
 
 
 # --- help ---------------------------------------------------------------------------------------
@@ -472,9 +481,9 @@ def _help(argv: list[str]) -> str | None:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     text = buffer.getvalue()
-    sys.stdout.write(text)
     if code == 0 and text:
         _write(path, {"key": key, "text": text})
+    _put(text, sys.stdout)
     sys.exit(code)
 
 

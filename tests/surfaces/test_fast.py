@@ -546,7 +546,7 @@ def _into_a_closed_pipe(argv: list[str]) -> tuple[int, str, str, set[str]]:
 
 def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
     """No traceback, exit 1, as the full CLI ends when its reader went away; and it was the
-    light path that answered (typer never imported), from a stored result or scanning."""
+    light path that answered (typer never imported), from a stored result, scanning or syncing."""
     warm(sample_vault, "status")
     clone = sync_world(tmp_path, sample_vault, "up to date, stored")
     for argv in (
@@ -558,3 +558,9 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
         code, _, said, modules = _into_a_closed_pipe(argv)
         assert (code, said) == (1, ""), (argv, said)
         assert not {"typer", "cmem.sync.remote"} & modules, argv
+    # a sync with work to do runs in full here too (still without typer), and pushes before it
+    # reports: the push is done, only its report had no reader
+    pushing = sync_world(tmp_path, sample_vault, "push")
+    code, _, said, modules = _into_a_closed_pipe(["sync", "--vault", str(pushing)])
+    assert (code, said) == (1, "") and "cmem.sync.remote" in modules and "typer" not in modules
+    assert git(pushing, "rev-parse", "HEAD") == git(pushing, "rev-parse", "origin/main")
