@@ -137,6 +137,7 @@ def listing_key(
 def key_files(vault) -> list[str]:
     """The files besides the notes a read command's result depends on (see the module doc)."""
     from cmem.steps.git_head import git_files
+    from cmem.triggers.due import FAILURES_FILE  # not if_due: subprocess, threading
     from cmem.vault.config import user_config_path
 
     files = []
@@ -152,11 +153,6 @@ def key_files(vault) -> list[str]:
         str(vault.machine_dir / FAILURES_FILE),
     ]
     return files + git_files(str(vault.root))
-
-
-# cmem.triggers.if_due.FAILURES_FILE, named here: importing that module for it brought subprocess
-# and threading into every read command's miss (~5 ms of a cold scan). A test keeps the two equal.
-FAILURES_FILE = "unattended.json"
 
 
 def _context_key(command: str, params: tuple) -> tuple:

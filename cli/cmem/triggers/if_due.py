@@ -21,7 +21,14 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
-from cmem.triggers.due import Due, due_rule, format_age, interval_of, parse_time  # noqa: F401 (Due, format_age, parse_time: re-exported)
+from cmem.triggers.due import (  # noqa: F401 (Due, format_age, parse_time: re-exported)
+    FAILURES_FILE,
+    Due,
+    due_rule,
+    format_age,
+    interval_of,
+    parse_time,
+)
 from cmem.vault.layers import Vault
 from cmem.vault.state_json import State
 
@@ -81,7 +88,6 @@ def due_now(vault: Vault, scheduled: bool = False, now: datetime | None = None) 
 # a broken model command must not fail silently after every shell exit for months.
 
 FAILURE_LIMIT = 3
-FAILURES_FILE = "unattended.json"
 LOG_FILE = "cmem.log"
 LOG_MAX_BYTES = 1_000_000  # then the older half is dropped
 
