@@ -1,0 +1,199 @@
+"""A scan with many notes to read splits them over forked processes: the same entries and the same
+output as one process, a child that fails costs only speed, and no child outlives the scan."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from cmem.scan import scanner
+from cmem.scan.scanner import PARALLEL_MIN_READS, PROCESSES_VARIABLE
+from cmem.vault.layers import DIVERGENT, open_vault
+
+
+def _many_notes(root, copies: int = 25) -> None:
+    """Copies of the sample vault's divergent notes under other names: past the fork threshold."""
+    for path in sorted(root.glob("*.md")):
+        for number in range(copies):
+            shutil.copyfile(path, root / f"copy {number} {path.name}")
+
+
+def _to_read(vault) -> list:
+    files = [(file, file.lstat()) for file in vault.list_layer(DIVERGENT)]
+    assert len(files) >= PARALLEL_MIN_READS
+    return files
+
+
+def _plain(entries) -> list[dict]:
+    """The entries as stored, without the time each was read."""
+    return [{k: v for k, v in entry.to_json().items() if k != "r"} for entry in entries]
+
+
+def _logged_reads(monkeypatch, log, fail_in=None, sleep_in=None):
+    """`_read_entry` that writes which process read each note to `log` (a child's memory is its
+    own, a file is shared); it raises in the process `fail_in` picks, and sleeps a minute once
+    in `sleep_in`'s."""
+    real = scanner._read_entry
+    parent = os.getpid()
+    slept = []
+
+    def read(file, vault, st=None):
+        here = "parent" if os.getpid() == parent else "child"
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{here} {os.getpid()} {file.rel}\n")
+        if here == fail_in:
+            raise RuntimeError(f"a bug in the {here}")
+        if here == sleep_in and not slept:
+            slept.append(True)
+            time.sleep(60)
+        return real(file, vault, st)
+
+    monkeypatch.setattr(scanner, "_read_entry", read)
+
+
+def _forks(monkeypatch) -> list[int]:
+    """The pids of the children forked from now on."""
+    pids = []
+    real = os.fork
+
+    def fork():
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_notes_read_in_processes_give_the_entries_one_process_gives(
+    sample_vault, tmp_path, monkeypatch, workers
+):
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    alone = [scanner._read_entry(file, vault, st) for file, st in files]
+    log = tmp_path / "reads.log"
+    _logged_reads(monkeypatch, log)
+    pids = _forks(monkeypatch)
+
+    forked = scanner._read_in_processes(files, vault, workers)
+
+    assert _plain(forked) == _plain(alone)
+    reads = log.read_text(encoding="utf-8").splitlines()
+    assert sorted(line.split(" ", 2)[2] for line in reads) == sorted(f.rel for f, _ in files)
+    assert len({line.split()[1] for line in reads}) == workers  # each process read its slice
+    assert len(pids) == workers - 1 and all(_reaped(pid) for pid in pids)
+
+
+def test_a_child_that_fails_costs_only_speed(sample_vault, tmp_path, monkeypatch):
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    alone = [scanner._read_entry(file, vault, st) for file, st in files]
+    log = tmp_path / "reads.log"
+    _logged_reads(monkeypatch, log, fail_in="child")
+    pids = _forks(monkeypatch)
+
+    forked = scanner._read_in_processes(files, vault, 2)
+
+    assert _plain(forked) == _plain(alone)  # the child's slice was read here instead
+    parent_reads = [line for line in log.read_text().splitlines() if line.startswith("parent")]
+    assert len(parent_reads) == len(files)
+    assert pids and all(_reaped(pid) for pid in pids)
+
+
+def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monkeypatch):
+    """A bug (or Ctrl-C) in this process's slice ends the scan with that error at once: the
+    children, still busy (asleep here for a minute), are killed and reaped, not waited for."""
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    _logged_reads(monkeypatch, tmp_path / "reads.log", fail_in="parent", sleep_in="child")
+    pids = _forks(monkeypatch)
+    started = time.monotonic()
+
+    with pytest.raises(RuntimeError, match="a bug in the parent"):
+        scanner._read_in_processes(files, vault, 2)
+
+    assert pids and all(_reaped(pid) for pid in pids)
+    assert time.monotonic() - started < 50  # not the child's minute: it was killed
+
+
+def test_how_many_processes_share_the_reads(monkeypatch):
+    monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    half = PARALLEL_MIN_READS // 2
+    assert scanner._workers(PARALLEL_MIN_READS - 1) == 1  # a fork costs more than it saves
+    assert scanner._workers(PARALLEL_MIN_READS) == 2
+    assert scanner._workers(3 * half) == 3
+    assert scanner._workers(100 * PARALLEL_MIN_READS) == 4  # one per core
+    for cap, workers in (("1", 1), ("3", 3), ("64", 4), ("0", 4), ("two", 4), ("", 4)):
+        monkeypatch.setenv(PROCESSES_VARIABLE, cap)
+        assert scanner._workers(100 * PARALLEL_MIN_READS) == workers, cap
+    monkeypatch.delenv(PROCESSES_VARIABLE)
+    # another thread (cmem watch, cmem mcp): a fork would copy this thread alone
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert scanner._workers(100 * PARALLEL_MIN_READS) == 1
+
+
+def _cold_scan(vault, home, log, processes: str | None) -> str:
+    """`cmem scan --json`, as installed, with no stored result or scan cache; every fork it
+    makes is written to `log`."""
+    from support import isolated_env
+
+    state = home / "state" / "cmem"
+    if state.is_dir():
+        shutil.rmtree(state)
+    code = (
+        "import os, sys\n"
+        "real = os.fork\n"
+        "def fork():\n"
+        f"    open({str(log)!r}, 'a').write('fork\\n')\n"
+        "    return real()\n"
+        "os.fork = fork\n"
+        f"sys.argv = ['cmem', 'scan', '--json', '--vault', {str(vault)!r}]\n"
+        "from cmem.fast import main\n"
+        "main()\n"
+    )
+    extra = {PROCESSES_VARIABLE: processes} if processes else {}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=isolated_env(home, **extra),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_a_cold_scan_prints_the_same_in_one_process_or_several(sample_vault, tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: a scan never forks")
+    _many_notes(sample_vault)
+    home = tmp_path / "home"
+    alone_log, forked_log = tmp_path / "alone.log", tmp_path / "forked.log"
+
+    alone = _cold_scan(sample_vault, home, alone_log, "1")
+    forked = _cold_scan(sample_vault, home, forked_log, None)
+
+    assert not alone_log.exists()
+    assert forked_log.read_text().count("fork") >= 1
+    assert forked == alone and '"signals"' in forked
