@@ -394,6 +394,29 @@ def test_a_snapshot_killed_before_the_index_caught_up_is_synced_by_the_next(vaul
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_a_commit_brings_the_index_to_head_on_its_paths_and_leaves_the_users_staging(vault):
+    """The real index takes exactly the committed entries (a change, a new file, a removal):
+    `git status` is clean for them, and a change the user staged on another path stays staged."""
+    root = vault.root
+    (root / "b.md").write_text("mine, staged\n")
+    git(root, "add", "b.md")
+    (root / "a.md").write_text("I prefer green tea.\n")  # an edit the snapshot commits from disk
+    history.commit_files(
+        root,
+        {"converged/core/profile.md": None, "converged/core/new.md": b"# New\n"},
+        "cmem: step",
+        from_disk=["a.md"],
+    )
+    (root / "converged/core/profile.md").unlink()
+    (root / "converged/core/new.md").write_bytes(b"# New\n")
+
+    assert git(root, "status", "--porcelain").splitlines() == ["A  b.md"]
+    assert git(root, "diff", "--cached", "--name-only", "HEAD").split() == ["b.md"]
+    staged = git(root, "ls-files", "-s", "--", "converged", "a.md").splitlines()
+    assert [line.split("\t")[1] for line in staged] == ["a.md", "converged/core/new.md"]
+    assert git(root, "show", "HEAD:a.md") == "I prefer green tea.\n"
+
+
 def test_a_step_id_quoted_in_another_commit_does_not_count_as_its_commit(vault):
     quoting = CommitMessage("cmem: converge 1 note → profile", "p0")
     quoting.add("Deferred", "b.md (see Cmem-Pass: s1)")
