@@ -1,5 +1,6 @@
-"""A scan with many notes to read splits them over forked processes: the same entries and the same
-output as one process, a child that fails costs only speed, and no child outlives the scan."""
+"""A scan with many files to read splits them over forked processes (`scan/in_processes.py`):
+the same entries, guard index and output as one process, a child that fails costs only speed,
+and no child outlives the scan."""
 
 from __future__ import annotations
 
@@ -12,21 +13,26 @@ import time
 
 import pytest
 
-from cmem.scan import scanner
-from cmem.scan.scanner import PARALLEL_MIN_READS, PROCESSES_VARIABLE
+from cmem.scan import in_processes, scanner
+from cmem.scan.in_processes import PARALLEL_MIN_ITEMS, PROCESSES_VARIABLE
 from cmem.vault.layers import DIVERGENT, open_vault
 
 
 def _many_notes(root, copies: int = 25) -> None:
-    """Copies of the sample vault's divergent notes under other names: past the fork threshold."""
+    """Copies of the sample vault's divergent notes and topic files under other names: past the
+    fork threshold for the notes and for the guard index."""
     for path in sorted(root.glob("*.md")):
         for number in range(copies):
             shutil.copyfile(path, root / f"copy {number} {path.name}")
+    topics = sorted((root / "converged" / "topics").glob("*.md"))
+    for number in range(-(-PARALLEL_MIN_ITEMS // len(topics))):
+        for path in topics:
+            shutil.copyfile(path, path.with_name(f"copy {number} {path.name}"))
 
 
 def _to_read(vault) -> list:
     files = [(file, file.lstat()) for file in vault.list_layer(DIVERGENT)]
-    assert len(files) >= PARALLEL_MIN_READS
+    assert len(files) >= PARALLEL_MIN_ITEMS
     return files
 
 
@@ -92,13 +98,30 @@ def test_notes_read_in_processes_give_the_entries_one_process_gives(
     _logged_reads(monkeypatch, log)
     pids = _forks(monkeypatch)
 
-    forked = scanner._read_in_processes(files, vault, workers)
+    forked = scanner._read_entries(files, vault, workers)
 
     assert _plain(forked) == _plain(alone)
     reads = log.read_text(encoding="utf-8").splitlines()
     assert sorted(line.split(" ", 2)[2] for line in reads) == sorted(f.rel for f, _ in files)
     assert len({line.split()[1] for line in reads}) == workers  # each process read its slice
     assert len(pids) == workers - 1 and all(_reaped(pid) for pid in pids)
+
+
+def test_the_guard_index_read_in_processes_is_the_one_process_reads(sample_vault, monkeypatch):
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = [(file, file.lstat()) for file in vault.convergent_files()]
+    assert len(files) >= PARALLEL_MIN_ITEMS
+    alone = [scanner._convergent_entry(file, vault, st) for file, st in files]
+    pids = _forks(monkeypatch)
+
+    forked = scanner._convergent_entries(files, vault, 2)
+
+    assert [{k: v for k, v in e.items() if k != "r"} for e in forked] == [
+        {k: v for k, v in e.items() if k != "r"} for e in alone
+    ]
+    assert any(entry["statements"] for entry in forked)
+    assert len(pids) == 1 and _reaped(pids[0])
 
 
 def test_a_child_that_fails_costs_only_speed(sample_vault, tmp_path, monkeypatch):
@@ -110,7 +133,7 @@ def test_a_child_that_fails_costs_only_speed(sample_vault, tmp_path, monkeypatch
     _logged_reads(monkeypatch, log, fail_in="child")
     pids = _forks(monkeypatch)
 
-    forked = scanner._read_in_processes(files, vault, 2)
+    forked = scanner._read_entries(files, vault, 2)
 
     assert _plain(forked) == _plain(alone)  # the child's slice was read here instead
     parent_reads = [line for line in log.read_text().splitlines() if line.startswith("parent")]
@@ -129,7 +152,7 @@ def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monk
     started = time.monotonic()
 
     with pytest.raises(RuntimeError, match="a bug in the parent"):
-        scanner._read_in_processes(files, vault, 2)
+        scanner._read_entries(files, vault, 2)
 
     assert pids and all(_reaped(pid) for pid in pids)
     assert time.monotonic() - started < 50  # not the child's minute: it was killed
@@ -139,18 +162,18 @@ def test_how_many_processes_share_the_reads(monkeypatch):
     monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     monkeypatch.setattr(threading, "active_count", lambda: 1)
-    half = PARALLEL_MIN_READS // 2
-    assert scanner._workers(PARALLEL_MIN_READS - 1) == 1  # a fork costs more than it saves
-    assert scanner._workers(PARALLEL_MIN_READS) == 2
-    assert scanner._workers(3 * half) == 3
-    assert scanner._workers(100 * PARALLEL_MIN_READS) == 4  # one per core
+    half = PARALLEL_MIN_ITEMS // 2
+    assert in_processes.workers(PARALLEL_MIN_ITEMS - 1) == 1  # a fork costs more than it saves
+    assert in_processes.workers(PARALLEL_MIN_ITEMS) == 2
+    assert in_processes.workers(3 * half) == 3
+    assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 4  # one per core
     for cap, workers in (("1", 1), ("3", 3), ("64", 4), ("0", 4), ("two", 4), ("", 4)):
         monkeypatch.setenv(PROCESSES_VARIABLE, cap)
-        assert scanner._workers(100 * PARALLEL_MIN_READS) == workers, cap
+        assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == workers, cap
     monkeypatch.delenv(PROCESSES_VARIABLE)
     # another thread (cmem watch, cmem mcp): a fork would copy this thread alone
     monkeypatch.setattr(threading, "active_count", lambda: 2)
-    assert scanner._workers(100 * PARALLEL_MIN_READS) == 1
+    assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 1
 
 
 def _cold_scan(vault, home, log, processes: str | None) -> str:
@@ -195,5 +218,5 @@ def test_a_cold_scan_prints_the_same_in_one_process_or_several(sample_vault, tmp
     forked = _cold_scan(sample_vault, home, forked_log, None)
 
     assert not alone_log.exists()
-    assert forked_log.read_text().count("fork") >= 1
+    assert forked_log.read_text().count("fork") >= 2  # the notes, and the guard index
     assert forked == alone and '"signals"' in forked

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from cmem.cache_file import write_cache
 from cmem.errors import CmemError
+from cmem.scan.in_processes import map_in_processes
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
     EXCLUDED,
@@ -196,91 +197,27 @@ def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) 
     return entry
 
 
-# A cold scan (the first one, or after a change of cues or config) reads every note: from this
-# many reads on, the notes are split over the machine's cores. Below it a fork costs more than it
-# saves. CMEM_SCAN_PROCESSES caps the processes (1: this process alone).
-PARALLEL_MIN_READS = 200
-PROCESSES_VARIABLE = "CMEM_SCAN_PROCESSES"
-
-
-def _read_entries(files: list[tuple[NoteFile, os.stat_result]], vault: Vault) -> list[_Entry]:
-    """The entries of `files` (each with the stat just taken), read and scanned, in order."""
-    workers = _workers(len(files))
-    if workers > 1:
-        return _read_in_processes(files, vault, workers)
-    return [_read_entry(file, vault, st) for file, st in files]
-
-
-def _workers(reads: int) -> int:
-    """How many processes share `reads` notes: one per core the process may run on, at least
-    PARALLEL_MIN_READS / 2 notes each; one when a fork is not safe (it copies the calling thread
-    alone: `cmem watch` and `cmem mcp` scan beside other threads)."""
-    if reads < PARALLEL_MIN_READS or not hasattr(os, "fork"):
-        return 1
-    limit = os.environ.get(PROCESSES_VARIABLE, "").strip()
-    cap = int(limit) if limit.isascii() and limit.isdigit() and int(limit) > 0 else None
-    import threading
-
-    if threading.active_count() > 1:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = min(cores or 1, reads // (PARALLEL_MIN_READS // 2))
-    return max(1, min(workers, cap) if cap else workers)
-
-
-def _read_in_processes(
-    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, workers: int
+def _read_entries(
+    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, processes: int | None = None
 ) -> list[_Entry]:
-    """Read the notes in `workers` processes: the list cut in as many slices, in order. This
-    process reads the first; a forked child reads each other one and sends its entries back,
-    marshalled, through a pipe (a bare fork: a process pool cost four times as much to start).
-    Measured on two idle cores: 0.74x the wall time of one process at 10k notes; with both cores
-    busy, about the same as one (docs/benchmarks.md). A child that fails costs only speed: its
-    slice is read here. A child never writes a file and ends by `os._exit`, so it neither runs
-    this process's exit handlers nor flushes the output buffers it inherited."""
-    step = -(-len(files) // workers)
-    slices = [files[start : start + step] for start in range(0, len(files), step)]
-    children = []  # (pid, the read end of its pipe, its slice)
-    try:
-        for part in slices[1:]:
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child
-                code = 1
-                try:
-                    os.close(read_end)
-                    data = marshal.dumps([_read_entry(f, vault, st).to_json() for f, st in part])
-                    with os.fdopen(write_end, "wb") as out:
-                        out.write(data)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(write_end)  # before the next fork: EOF comes when this child closes it
-            children.append((pid, read_end, part))
-        entries = [_read_entry(file, vault, st) for file, st in slices[0]]
-        while children:
-            pid, read_end, part = children.pop(0)
-            try:
-                with os.fdopen(read_end, "rb") as source:
-                    data = source.read()
-            finally:
-                _, status = os.waitpid(pid, 0)
-            try:
-                if status != 0:
-                    raise ValueError("the child failed")
-                entries += [_Entry.from_json(item) for item in marshal.loads(data)]
-            except (EOFError, ValueError, TypeError, KeyError):
-                entries += [_read_entry(file, vault, st) for file, st in part]
-        return entries
-    finally:
-        # only after an exception here (a bug, Ctrl-C): stop and reap the children left
-        for pid, read_end, _ in children:
-            os.close(read_end)
-            try:
-                os.kill(pid, 9)  # SIGKILL: its work is thrown away with this scan
-            except OSError:
-                pass
-            os.waitpid(pid, 0)
+    """The entries of `files` (each with the stat just taken), read and scanned, in order: split
+    over the cores when there are many (`in_processes`)."""
+    return map_in_processes(
+        files,
+        lambda item: _read_entry(item[0], vault, item[1]),
+        _Entry.to_json,
+        _Entry.from_json,
+        processes,
+    )
+
+
+def _convergent_entries(
+    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, processes: int | None = None
+) -> list[dict]:
+    """The guard entries of these convergent files, in order, split as `_read_entries` is."""
+    return map_in_processes(
+        files, lambda item: _convergent_entry(item[0], vault, item[1]), processes=processes
+    )
 
 
 def _fingerprint(vault: Vault) -> str:
@@ -395,7 +332,7 @@ class _Cache:
         changed; the others come from the cache — merged already when none changed."""
         raw_files = self.raw_guard.get("files", {})
         files = {}
-        changed = False
+        misses = []
         for file in vault.convergent_files():
             try:
                 st = file.lstat()  # the listing's stat when it took one
@@ -408,9 +345,12 @@ class _Cache:
                 and cached.get("s") == st.st_size
                 and _trusted(st.st_mtime_ns, cached.get("r", 0))
             ):
-                cached = _convergent_entry(file, vault, st)
-                changed = True
+                misses.append((file, st))
+                cached = None  # read below, all at once; its place in the order kept
             files[file.rel] = cached
+        for (file, _), entry in zip(misses, _convergent_entries(misses, vault)):
+            files[file.rel] = entry
+        changed = bool(misses)
         if set(files) != set(raw_files):
             changed = True
         self.convergent = files
