@@ -248,3 +248,89 @@ def test_init_asks_about_tracking_a_vault_whose_notes_are_all_in_folders(tmp_pat
     empty = tmp_path / "empty"
     empty.mkdir()
     assert not holds_user_files(empty)
+
+
+def _every_unmanaged_note(vault) -> list[str]:
+    """The rule itself, file by file: every Markdown note of the vault outside the dot, never-read
+    and template folders that no layer reads, is not ignored, is not the checklist and is no link
+    (the reference `unmanaged_notes` must equal, however it walks)."""
+    from cmem.text.names import is_undecodable
+    from cmem.vault.config import NEVER_READ_DIRS
+    from cmem.vault.obsidian import template_folders
+
+    root = str(vault.root)
+    templates = template_folders(vault.root)
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NEVER_READ_DIRS]
+        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+        if rel_folder == "." or any(
+            rel_folder == t or rel_folder.startswith(t + "/") for t in templates
+        ):
+            continue
+        for name in names:
+            rel = f"{rel_folder}/{name}"
+            if (
+                name.endswith(".md")
+                and not name.startswith(".")
+                and not is_undecodable(name)
+                and vault.layer_of(rel) is None
+                and not vault.is_ignored(rel)
+                and rel != vault.checklist_rel
+                and not os.path.islink(os.path.join(folder, name))
+            ):
+                found.append(rel)
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "config_yaml",
+    [
+        "language: en\n",
+        "language: en\nlayers:\n  resident: memory/core\n  situational: memory/topics\n"
+        "  archive: old\ndivergent:\n  extra_folders: [journal/**, Inbox]\n",
+        "language: en\nignore: ['Projects/secret*', 'converged/**']\n",
+    ],
+)
+def test_unmanaged_notes_follow_the_rule_in_every_folder(make_vault, config_yaml):
+    """Layer folders (and every folder below them) are skipped whole by the walk: the result is
+    still exactly the file-by-file rule, wherever notes lie — deep in the archive and the topics,
+    beside the layer folders, in folders named like a layer's prefix."""
+    from cmem.vault.layers import open_vault
+    from cmem.vault.unmanaged import unmanaged_notes
+
+    files = {}
+    for folder in (
+        "converged",
+        "converged/core",
+        "converged/core/deep",
+        "converged/topics/a/b",
+        "converged/coreish",
+        "archive",
+        "archive/2026-11",
+        "archive/2026-11/x",
+        "archived",
+        "memory",
+        "memory/core",
+        "memory/topics/t",
+        "memory/coreish",
+        "old/2026-10",
+        "older",
+        "journal/2026/11",
+        "Inbox",
+        "Inbox/sub",
+        "Projects",
+        "Projects/sub",
+        ".obsidian",
+        "node_modules",
+    ):
+        for name in ("note.md", "secret plan.md", "data.txt"):
+            files[f"{folder}/{name}"] = "- a note\n"
+    files["archive/ARCHIVE-CHECKLIST.md"] = "- [ ] x\n"
+    files["old/ARCHIVE-CHECKLIST.md"] = "- [ ] x\n"
+    root = make_vault(files, config_yaml=config_yaml)
+    vault = open_vault(root)
+
+    expected = _every_unmanaged_note(vault)
+    assert expected  # the case is not empty
+    assert unmanaged_notes(vault) == expected

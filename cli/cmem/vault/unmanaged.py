@@ -71,6 +71,19 @@ def unmanaged_notes(vault: Vault) -> list[str]:
     found = []
     root = str(vault.root)
     templates = template_folders(vault.root)
+    # Every note in a memory or archive layer folder, and in any folder below it, is read by that
+    # layer (the checklist aside, which is no note either): none of them can be unmanaged, so
+    # those trees are not walked at all — at 10k notes that skips ~9k notes' classification.
+    # (No divergent folder lies inside a layer folder: the config refuses it.)
+    layer_bases = [
+        base
+        for base in (
+            vault.config.resident_dir,
+            vault.config.situational_dir,
+            vault.config.archive_dir,
+        )
+        if base
+    ]
     for folder, dirs, names in _walk(vault, root):
         # a name that is not UTF-8 is reported as an odd file elsewhere, never printed here
         dirs[:] = [
@@ -82,6 +95,9 @@ def unmanaged_notes(vault: Vault) -> list[str]:
         if rel_folder == ".":
             continue  # root notes are divergent (or excluded on purpose: README.md, AGENTS.md)
         if any(rel_folder == t or rel_folder.startswith(t + "/") for t in templates):
+            dirs[:] = []
+            continue
+        if any(rel_folder == b or rel_folder.startswith(b + "/") for b in layer_bases):
             dirs[:] = []
             continue
         for name in names:
