@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import os
 
+# Git's "racily clean" problem: a file changed again within its file system's timestamp
+# granularity keeps its (mtime, size), so an answer kept under a file's stat is trusted only
+# when the file's mtime lies more than this before the answer was made (2 s covers FAT, 1 s
+# ext3/HFS+, ns ext4). Every cache keyed by stats uses this one value.
+RACY_NS = 2_000_000_000
+
 
 def write_cache(path: str, data: bytes) -> os.stat_result | None:
     """Replace `path` with `data` (its folder made if need be); the written file's stat, or None

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmem.cache_file import RACY_NS  # git's "racily clean" problem: see there
 from cmem.errors import CmemError
 from cmem.reading.index_query import (  # the query side, shared with the light entry path
     _WORD,  # noqa: F401 - kept importable from here
@@ -56,9 +57,6 @@ from cmem.vault.statements import split_statement, statement_lines
 
 INDEX_VERSION = 3
 SCOPES = (CONVERGENT, ARCHIVED)
-# A file changed this close to the sync may change again within the same mtime tick: its hash is
-# checked next time rather than its stat trusted (git's "racy clean" problem).
-RACY_NS = 2_000_000_000
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
 

@@ -9,12 +9,9 @@ import marshal
 import os
 
 from cmem import __version__
-from cmem.cache_file import write_cache
+from cmem.cache_file import RACY_NS, write_cache
 
 FORMAT = 4  # of the stored entries; bump when the key or the payload changes shape
-RACY_NS = (
-    2_000_000_000  # timestamp granularity to allow for: 2 s covers FAT, 1 s ext3/HFS+, ns ext4
-)
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)

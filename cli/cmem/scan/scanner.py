@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.cache_file import write_cache
+from cmem.cache_file import RACY_NS, write_cache
 from cmem.errors import CmemError
 from cmem.scan.in_processes import map_in_processes
 from cmem.scan.signals import (
@@ -51,8 +51,7 @@ CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
 CACHE_VERSION = 4
 # A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
-# less than this after the file's mtime is re-read next time (git's "racily clean" problem).
-RACY_NS = 2_000_000_000
+# less than RACY_NS after the file's mtime is re-read next time (git's "racily clean" problem).
 
 
 @dataclass(frozen=True)

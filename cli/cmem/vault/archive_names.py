@@ -25,11 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cmem import __version__
-from cmem.cache_file import write_cache
+from cmem.cache_file import RACY_NS, write_cache
 
 CACHE_NAME = "archive-names.marshal"
 FORMAT = 1  # bump when an entry's shape changes
-RACY_NS = 2_000_000_000  # 2 s covers FAT, 1 s ext3/HFS+, ns ext4 (as reading/stored_results.py)
 
 # One folder listed: (its subfolders, its notes), vault-relative; None when it cannot be listed.
 Listing = Callable[[str], "tuple[list[str], list[str]] | None"]
