@@ -24,11 +24,11 @@ from cmem.archive.gate import apply_archive, plan_archive
 from cmem.cli import app
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.errors import CmemError
+from cmem.sync.conflicts_found import find_conflicts
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     MergeConflict,
     conflict_versions,
-    find_conflicts,
     is_conflict_statement,
     merge_memory,
 )

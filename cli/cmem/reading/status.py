@@ -151,7 +151,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
 
 
 def _conflicts(vault: Vault) -> list:
-    from cmem.sync.memory_merge import find_conflicts  # on use: status's start-up stays as it was
+    from cmem.sync.conflicts_found import find_conflicts  # on use: start-up stays as it was
 
     return find_conflicts(vault)
 

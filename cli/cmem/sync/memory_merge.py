@@ -471,7 +471,7 @@ def _both_changed(key: str, ours: str, theirs: str) -> str | None:
     return None
 
 
-# --- finding conflict statements ------------------------------------------------------------------
+# --- a conflict statement, as found (`conflicts_found.py` finds them) --------------------------
 
 
 @dataclass(frozen=True)
@@ -488,21 +488,3 @@ class ConflictStatement:
             "text": self.text,
             "versions": list(self.versions),
         }
-
-
-def find_conflicts(vault) -> list[ConflictStatement]:
-    """Conflict statements left by a sync in the convergent layer, for `status` and the pass."""
-    found = []
-    for note in vault.convergent_files():
-        try:
-            text = note.path.read_text("utf-8", errors="replace")
-        except OSError:
-            continue
-        if CONFLICT_WORD not in text:
-            continue  # most files: one substring test
-        for number, line in enumerate(text.splitlines(), start=1):
-            if is_conflict_statement(line):
-                found.append(
-                    ConflictStatement(note.rel, number, line, tuple(conflict_versions(line)))
-                )
-    return found
