@@ -50,8 +50,6 @@ from cmem.vault.statements import normalize, parse_statements, split_statement
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
 CACHE_VERSION = 4
-# A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
-# less than RACY_NS after the file's mtime is re-read next time (git's "racily clean" problem).
 
 
 @dataclass(frozen=True)
@@ -233,6 +231,8 @@ def _fingerprint(vault: Vault) -> str:
 
 
 def _trusted(mtime_ns: int, read_ns: int) -> bool:
+    """A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
+    less than RACY_NS after the file's mtime is re-read next time (git's "racily clean" problem)."""
     return mtime_ns + RACY_NS < read_ns
 
 
