@@ -202,3 +202,54 @@ def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
             expected = next((i for i, old in enumerate(keys) if old == key), None)
             assert words.index_of(key) == expected, (keys, key)
     assert FileWords(0, "", (), "\n").index_of("") is None  # no statement, not one empty key
+
+
+class _CountedFind(str):
+    """A postings string that counts the searches made in it."""
+
+    finds = 0
+
+    def find(self, *args):
+        _CountedFind.finds += 1
+        return super().find(*args)
+
+
+def test_the_word_mask_skips_only_files_without_the_word():
+    """`holding_each` answers a word whose mask bit is clear without searching the postings, and
+    answers every word as a search of the postings alone would (masks made, kept and read)."""
+    from cmem.converge.statement_words import FileWords, probe
+    from cmem.vault.statements import Statement
+
+    rng = random.Random(13)
+    vocabulary = [*WORDS, *(f"word{n}" for n in range(300)), "基准", "测试", "收敛"]
+    for _ in range(200):
+        cores = [" ".join(rng.sample(vocabulary, rng.randint(0, 6))) for _ in range(8)]
+        made = FileWords.of([Statement(i + 1, f"- {c}", c, [], []) for i, c in enumerate(cores)])
+        kept = FileWords.from_raw(made.to_raw())
+        asked = rng.sample(vocabulary, 12)
+        expected = [
+            (word, [i for i, c in enumerate(cores) if word in terms(c)])
+            for word in asked
+            if any(word in terms(c) for c in cores)
+        ]
+        for words in (made, kept):
+            assert words.holding_each([probe(w) for w in asked]) == expected
+    # a file holding none of a line's words is not searched for them
+    garden = FileWords.of([Statement(1, "- garden", "Waters garden bed every Sunday", [], [])])
+    counted = FileWords(1, "", (), _CountedFind(garden._postings), garden.mask)
+    _CountedFind.finds = 0
+    assert counted.holding_each([probe(w) for w in ("pip", "uv", "poetry")]) == []
+    assert _CountedFind.finds == 0
+    assert counted.holding_each([probe("garden")]) == [("garden", [0])]
+    assert _CountedFind.finds == 1
+
+
+def test_a_kept_entry_with_a_wrong_mask_is_rebuilt():
+    from cmem.converge.statement_words import FileWords, WordsCache
+    from cmem.vault.statements import Statement
+
+    words = FileWords.of([Statement(1, "- uv", "Uses uv for projects", [], [])])
+    cache = WordsCache(None, "")
+    for raw in (words.to_raw()[:4], (*words.to_raw()[:4], b"\xff"), (*words.to_raw()[:4], None)):
+        cache.entries["d"] = {"w": raw}
+        assert cache.get("d") is None

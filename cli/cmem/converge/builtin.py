@@ -58,7 +58,7 @@ from cmem.converge.statement_words import (
     FileWords,
     WordsCache,
     fingerprint,
-    needle,
+    probe,
     text_digest,
 )
 from cmem.converge.words import (
@@ -623,7 +623,7 @@ def _best_match(
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
-    needles = [(word, needle(word)) for word in new_terms]
+    probes = [probe(word) for word in new_terms]
     # what this note wrote, by file: only those files' keys are looked through for it
     written: dict[str, set[str]] = {}
     for rel, key, by in work.written:
@@ -636,7 +636,7 @@ def _best_match(
             mine = written[file.rel]
             barred.update(i for i, key in enumerate(words.keys) if key in mine)
         total += words.count - len(barred)
-        for word, indexes in words.holding_each(needles):
+        for word, indexes in words.holding_each(probes):
             for index in indexes:
                 if index not in barred:
                     frequency[word] += 1
