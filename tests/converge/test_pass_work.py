@@ -143,6 +143,39 @@ def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, 
     assert len(measured) <= len(core) + 3 * 4, len(measured)
 
 
+def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypatch):
+    """The validator keeps each resident file's token estimate by its text's digest: the next
+    pass (engine and validator) measures only the texts it has not seen, and a file edited in
+    between is measured again, its new size counted."""
+    from cmem.converge import builtin, validate
+    from cmem.converge.statement_words import TokenMemo
+    from cmem.text.tokens import estimate_tokens
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    root = make_vault({**core, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"})
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    assert run_pass(vault, PassOptions(engine="builtin", dry_run=True)).converged
+    edited = root / "converged/core/part-3.md"
+    edited.write_text(edited.read_text("utf-8") + "- 多一条很长的陈述" * 40 + "\n", "utf-8")
+    by_validator = _counting(monkeypatch, validate, "estimate_tokens")
+    by_engine = _counting(monkeypatch, builtin, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    # the edited file and what the pass writes, not the 29 files left as they were
+    measured = [args[0] for args in by_validator + by_engine]
+    assert edited.read_text("utf-8") in measured
+    assert len(measured) <= 2 + 3 * len(result.changed), len(measured)
+    # what is kept is what the estimate says, the edited file's new size included
+    memo = TokenMemo(vault.machine_dir)
+    for path in [*core, "converged/core/part-3.md"]:
+        text = (root / path).read_text("utf-8")
+        assert memo.tokens(text, lambda t: -1) == estimate_tokens(text)
+
+
 def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
     """Memory files' frontmatter is plain `key: value` lines: the validator reads and checks it
     with the plain reader, so the everyday pass (config and engine words kept from an earlier

@@ -56,6 +56,7 @@ from cmem.converge.selection import SelectedNote
 from cmem.converge.statement_words import (
     CACHE_NAME,
     FileWords,
+    TokenMemo,
     WordsCache,
     fingerprint,
     probe,
@@ -156,11 +157,15 @@ class _File:
         self.changed, self._statements, self._words, self.digest = True, None, None, None
         self._tokens = None
 
-    def tokens(self) -> int:
+    def tokens(self, memo: TokenMemo | None = None) -> int:
         """The token estimate of its text as it is now (kept until the next edit: `_fits` sums
-        every resident file for each line it places, 506 files and 1 MB at 10k)."""
+        every resident file for each line it places, 506 files and 1 MB at 10k), from the
+        validator's memo while the text is one it measured."""
         if self._tokens is None:
-            self._tokens = estimate_tokens("\n".join(self.lines) + "\n")
+            text = "\n".join(self.lines) + "\n"
+            self._tokens = (
+                estimate_tokens(text) if memo is None else memo.tokens(text, estimate_tokens)
+            )
         return self._tokens
 
     def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
@@ -264,6 +269,8 @@ class _Pass:
         cache_path = vault.machine_dir / CACHE_NAME if vault.machine_dir.is_dir() else None
         self.cache = WordsCache(cache_path, fingerprint(self.formats))
         self.files = {rel: _load(rel, text, self.cache) for rel, text in sorted(originals.items())}
+        # the resident files' sizes as the last pass's validator measured them (read only here)
+        self.token_memo = TokenMemo(vault.machine_dir)
         # each file's statements as read, looked up only where a count is rewritten
         self._original = {rel: f.words(self) for rel, f in self.files.items() if not f.problem}
         self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
@@ -554,7 +561,7 @@ def _fits(work: _Pass, file: _File, added: str) -> bool:
     if not file.rel.startswith(resident):
         return True
     size = sum(
-        f.tokens()
+        f.tokens(work.token_memo)
         for rel, f in work.files.items()
         if rel.startswith(resident) and (f.changed or not f.created or f is file)
     )

@@ -242,3 +242,66 @@ class WordsCache:
             write_atomic(self.path, marshal.dumps(data))
         except (OSError, ValueError):
             pass  # a read-only machine folder only costs speed
+
+
+TOKENS_NAME = "text-tokens.marshal"
+
+
+class TokenMemo:
+    """The token estimate of each memory file's text, kept in the machine folder by the text's
+    digest. The resident size cap is checked by the builtin engine and by the validator, each
+    measuring all resident files (506 of them, 1 MB, at 10k notes) on every pass, though they
+    change only when a pass or the user writes them. The validator keeps what it measured (the
+    files before and the texts it accepts, so the next pass's originals are known); the engine
+    only reads. Kept under the stats of the modules that define the estimate: a changed
+    definition starts afresh; a missing or damaged memo only costs the time."""
+
+    def __init__(self, machine_dir: Path | None):
+        self.path = machine_dir / TOKENS_NAME if machine_dir is not None else None
+        self.old: dict[bytes, int] = {}
+        self.used: dict[bytes, int] = {}
+        if self.path is None:
+            return
+        try:
+            data = marshal.loads(self.path.read_bytes())
+            if isinstance(data, dict) and data.get("header") == self._header():
+                known = data.get("tokens")
+                self.old = known if isinstance(known, dict) else {}
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+
+    @staticmethod
+    def _header() -> tuple:
+        import os
+
+        from cmem import __version__
+        from cmem.text import scripts, tokens
+
+        stats = []
+        for module in (tokens, scripts):
+            try:
+                info = os.stat(module.__file__)
+                stats.append((info.st_mtime_ns, info.st_size))
+            except (OSError, TypeError):
+                stats.append(None)
+        return (1, __version__, tuple(stats))
+
+    def tokens(self, text: str, estimate) -> int:
+        """`estimate(text)`, from the memo when this very text was measured before."""
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        found = self.old.get(key)
+        if not isinstance(found, int):
+            found = estimate(text)
+        self.used[key] = found
+        return found
+
+    def save(self) -> None:
+        """Keeps the texts measured this time (a file since rewritten or removed drops out)."""
+        if self.path is None or not self.used or self.used.keys() == self.old.keys():
+            return
+        from cmem.cache_file import write_cache
+
+        if self.path.parent.is_dir():  # the machine folder is made by the commands that write
+            write_cache(
+                str(self.path), marshal.dumps({"header": self._header(), "tokens": self.used})
+            )

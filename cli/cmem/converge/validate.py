@@ -837,10 +837,15 @@ class _Checker:
         after = {**before, **written}
         cap = self.vault.config.resident_max_tokens
         # each file measured once: the files the reply leaves alone count the same on both sides
-        # (at 10k, 506 resident files measured twice were a fifth of validating a one-note pass)
-        tokens = {path: estimate_tokens(text) for path, text in before.items()}
+        # (at 10k, 506 resident files measured twice were a fifth of validating a one-note pass),
+        # and kept by the text's digest for the next pass, whose originals are these texts
+        from cmem.converge.statement_words import TokenMemo
+
+        memo = TokenMemo(self.vault.machine_dir)
+        tokens = {path: memo.tokens(text, estimate_tokens) for path, text in before.items()}
         size_before = sum(tokens.values())
-        tokens.update((path, estimate_tokens(text)) for path, text in written.items())
+        tokens.update((path, memo.tokens(text, estimate_tokens)) for path, text in written.items())
+        memo.save()
         size_after = sum(tokens[path] for path in after)
         if size_after <= cap:
             return
