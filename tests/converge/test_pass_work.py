@@ -77,7 +77,7 @@ def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypa
 def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkeypatch):
     """Over the budget, each topic file's token estimate, aliases and summary words are kept in
     the machine folder by its text's digest: a second prompt measures no file again."""
-    from cmem.converge import prompt
+    from cmem.converge import prompt, statement_words
 
     topics = {
         f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n"
@@ -92,9 +92,11 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
     measured = _counting(monkeypatch, prompt, "estimate_tokens")
     heads = _counting(monkeypatch, prompt, "_head")
+    stems = _counting(monkeypatch, prompt, "_stem")  # each file name's words, kept by name
+    masks = _counting(monkeypatch, statement_words, "word_mask")
     again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
     assert again.status == "prompt"
-    assert measured == [] and heads == []
+    assert measured == [] and heads == [] and stems == [] and masks == []
     # the words are kept as sorted tuples: loaded without hashing each word, searched by bisect
     import marshal
 
@@ -105,7 +107,8 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     )
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
-    assert len(measured) == len(heads) == 1  # the edited file only
+    assert len(measured) == len(heads) == len(masks) == 1  # the edited file only
+    assert stems == []  # its name did not change
 
 
 def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):

@@ -88,6 +88,7 @@ def touched_situational(
       wikilink (file name, alias or tag) first, then by shared words — file name, title,
       summary, tags and statements against the signal lines (English words and CJK bigrams).
       A file sharing nothing is not quoted; the prompt still lists it with its summary."""
+    from cmem.converge.statement_words import probe
     from cmem.converge.words import name_key, terms
 
     base = vault.config.situational_dir + "/"
@@ -110,19 +111,18 @@ def touched_situational(
             )
             wanted |= terms(line)
         wanted |= {t for n in note.tags + note.links for t in terms(n.replace("-", " "))}
-    wanted_sorted = sorted(wanted)
+    probes = [probe(word) for word in sorted(wanted)]
     scored = []
     for path in paths:
         text = originals[path]
-        stem = path[len(base) : -3].rsplit("/", 1)[-1]
+        stem_key, stem_words = memo.stem(path[len(base) : -3].rsplit("/", 1)[-1])
         alias_keys, head_words = memo.head(text)
-        if name_key(stem) in named or alias_keys & named:
+        if stem_key in named or alias_keys & named:
             scored.append((-1000.0, path))
             continue
-        words = terms(stem.replace("-", " ").replace("_", " ")) | head_words
         # statements weigh less than the file's own name: shared vocabulary is everywhere
-        shared_name = len(wanted & words)
-        shared_body = _count_held(wanted_sorted, memo.terms(text)) if wanted else 0
+        shared_name = len(wanted & (head_words.union(stem_words)))
+        shared_body = _count_held(probes, memo.mask(text), memo.terms(text)) if wanted else 0
         score = 3 * shared_name + shared_body
         if score:
             scored.append((-float(score), path))
@@ -146,7 +146,9 @@ class _TermsMemo:
     damaged memo only costs the time."""
 
     FILE = "topic-terms.marshal"
-    KINDS = ("terms", "tokens", "heads")
+    # stems: a file name's name key and words, by the name (a thousand names made words
+    # again on every prompt); masks: the words' bits (`statement_words.word_mask`), by digest
+    KINDS = ("terms", "tokens", "heads", "stems", "masks")
 
     def __init__(self, vault: Vault):
         self.path = vault.machine_dir / self.FILE
@@ -165,17 +167,17 @@ class _TermsMemo:
     @staticmethod
     def _header() -> tuple:
         from cmem import __version__
-        from cmem.converge import words
+        from cmem.converge import statement_words, words
         from cmem.text import scripts, terms, tokens
 
         stats = []
-        for module in (words, terms, scripts, tokens):
+        for module in (words, terms, scripts, tokens, statement_words):
             st = os.stat(module.__file__)
             stats.append((st.st_mtime_ns, st.st_size))
-        return (3, __version__, tuple(stats))
+        return (4, __version__, tuple(stats))
 
-    def _get(self, kind: str, text: str, make):
-        key = self._keys.get(text)
+    def _get(self, kind: str, text: str, make, keyed: bool = True):
+        key = self._keys.get(text) if keyed else text
         if key is None:
             import hashlib
 
@@ -196,6 +198,16 @@ class _TermsMemo:
 
     def tokens(self, text: str) -> int:
         return self._get("tokens", text, estimate_tokens)
+
+    def mask(self, text: str) -> bytes:
+        """The bits of the text's words: a word whose bit is clear is not among them."""
+        from cmem.converge.statement_words import word_mask
+
+        return self._get("masks", text, lambda text: word_mask(self.terms(text)))
+
+    def stem(self, stem: str) -> tuple[str, frozenset[str]]:
+        """A file name's name key and words, kept by the name itself."""
+        return self._get("stems", stem, _stem, keyed=False)
 
     def head(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
         """The name keys of the file's aliases and tags, and the words of them and its summary."""
@@ -221,15 +233,23 @@ class _TermsMemo:
             pass  # a read-only machine folder only costs speed
 
 
-def _count_held(wanted: list[str], held: tuple[str, ...]) -> int:
-    """How many of the `wanted` words the sorted `held` holds."""
+def _count_held(probes: list[tuple], mask: bytes, held: tuple[str, ...]) -> int:
+    """How many of the words of `probes` (`statement_words.probe`) the sorted `held` holds:
+    looked up only where `mask`, the bits of `held`, has the word's bit."""
     from bisect import bisect_left
 
     count = 0
-    for word in wanted:
-        at = bisect_left(held, word)
-        count += at < len(held) and held[at] == word
+    for word, _, byte, bit in probes:
+        if mask[byte] & bit:
+            at = bisect_left(held, word)
+            count += at < len(held) and held[at] == word
     return count
+
+
+def _stem(stem: str) -> tuple[str, frozenset[str]]:
+    from cmem.converge.words import name_key, terms
+
+    return name_key(stem), terms(stem.replace("-", " ").replace("_", " "))
 
 
 def _head(text: str) -> tuple[frozenset[str], frozenset[str]]:
