@@ -179,6 +179,29 @@ def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypat
         assert memo.tokens(text, lambda t: -1) == estimate_tokens(text)
 
 
+def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monkeypatch):
+    """A trailing [[topic]] is a routing hint the statement drops: the topic files' names are
+    made to recognise one, and only for a line that ends in a link."""
+    from cmem.converge import builtin
+
+    topics = {
+        f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n- 第 {n} 条\n"
+        for n in range(20)
+    }
+    named = []
+    keys = builtin._File.keys
+    monkeypatch.setattr(
+        builtin._File, "keys", property(lambda f: named.append(f.rel) or keys.func(f))
+    )
+    root = make_vault({**topics, "n.md": "- 其实我更喜欢早上写代码。\n"})
+    assert run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True)).converged
+    assert named == []
+    (root / "n.md").write_text("- 其实我更喜欢周三部署。 [[t3]]\n", "utf-8")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged and len(named) >= len(topics)
+    assert "周三部署" in result.diff and "[[t3]]" not in result.diff  # the hint was dropped
+
+
 def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
     """Memory files' frontmatter is plain `key: value` lines: the validator reads and checks it
     with the plain reader, so the everyday pass (config and engine words kept from an earlier

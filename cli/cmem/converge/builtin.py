@@ -355,7 +355,7 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
         work.deferred[note.rel] = secret
         return
     named = _named_files(work, note)
-    topic_keys = {key for file in work.situational() for key in file.keys}
+    topic_keys = _TopicKeys(work)
     targets: set[str] = set()
     reasons: list[str] = []
     day = note_date(note.name, _mtime_date(note, work.date))
@@ -382,6 +382,20 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
             if reasons
             else "no signal line to keep; the builtin engine only quotes signal lines"
         )
+
+
+class _TopicKeys:
+    """The names (file name, aliases, tags) of every topic file, made on the first question:
+    `quote_line` asks only about a line ending in a link, and making the names of 1,543 topic
+    files at 10k was ~15 ms of every pass whose lines end in none."""
+
+    def __init__(self, work: _Pass):
+        self.work, self.keys = work, None
+
+    def __contains__(self, key: str) -> bool:
+        if self.keys is None:
+            self.keys = {key for file in self.work.situational() for key in file.keys}
+        return key in self.keys
 
 
 def _mtime_date(note: SelectedNote, pass_date: str):

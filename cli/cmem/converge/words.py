@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Container
 from functools import lru_cache
 
 from cmem.text.scripts import HAN, HAN_RUN
@@ -85,7 +86,7 @@ _TRAILING_TAGS = re.compile(r"(?:\s+#[^\s#\[\]]+)+\s*$")
 _TRAILING_LINK = re.compile(r"\s*\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]\s*$")
 
 
-def quote_line(line: str, topic_keys: set[str]) -> str:
+def quote_line(line: str, topic_keys: Container[str]) -> str:
     """The signal line as a statement, trimmed lightly; never reworded."""
     text = _TIME.sub("", _LEAD.sub("", line)).strip()
     trimmed = _FILLER.sub("", text)
