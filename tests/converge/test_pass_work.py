@@ -97,12 +97,12 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
     assert again.status == "prompt"
     assert measured == [] and heads == [] and stems == [] and masks == []
-    # the words are kept as sorted tuples: loaded without hashing each word, searched by bisect
+    # the words are kept as one string a file, a word a line: loaded as one copy, no word hashed
     import marshal
 
     kept = marshal.loads((open_vault(root).machine_dir / prompt._TermsMemo.FILE).read_bytes())
     assert kept["terms"] and all(
-        isinstance(words, tuple) and list(words) == sorted(words)
+        isinstance(words, str) and words.startswith("\n") and words.endswith("\n")
         for words in kept["terms"].values()
     )
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")

@@ -111,7 +111,7 @@ def touched_situational(
             )
             wanted |= terms(line)
         wanted |= {t for n in note.tags + note.links for t in terms(n.replace("-", " "))}
-    probes = [probe(word) for word in sorted(wanted)]
+    probes = [(f"\n{w}\n", byte, bit) for w, _, byte, bit in map(probe, sorted(wanted))]
     scored = []
     for path in paths:
         text = originals[path]
@@ -174,7 +174,7 @@ class _TermsMemo:
         for module in (words, terms, scripts, tokens, statement_words):
             st = os.stat(module.__file__)
             stats.append((st.st_mtime_ns, st.st_size))
-        return (4, __version__, tuple(stats))
+        return (5, __version__, tuple(stats))
 
     def _get(self, kind: str, text: str, make, keyed: bool = True):
         key = self._keys.get(text) if keyed else text
@@ -189,12 +189,13 @@ class _TermsMemo:
         self.new[kind][key] = found
         return found
 
-    def terms(self, text: str) -> tuple[str, ...]:
-        """The words of the text, sorted: a tuple loads without hashing each of its ~300 words
-        (1,543 frozensets took 60-100 ms to load at 10k), and `_count_held` bisects it."""
+    def terms(self, text: str) -> str:
+        """The words of the text, one a line between line ends ("\\nword\\n" finds one): one
+        string a file loads as one copy, where 1,543 frozensets took 60-100 ms to load at 10k
+        (hashing every word) and as many tuples of ~300 words ~30 ms (a reference each)."""
         from cmem.converge.words import terms
 
-        return self._get("terms", text, lambda text: tuple(sorted(terms(text))))
+        return self._get("terms", text, lambda text: "\n" + "\n".join(sorted(terms(text))) + "\n")
 
     def tokens(self, text: str) -> int:
         return self._get("tokens", text, estimate_tokens)
@@ -202,8 +203,9 @@ class _TermsMemo:
     def mask(self, text: str) -> bytes:
         """The bits of the text's words: a word whose bit is clear is not among them."""
         from cmem.converge.statement_words import word_mask
+        from cmem.converge.words import terms
 
-        return self._get("masks", text, lambda text: word_mask(self.terms(text)))
+        return self._get("masks", text, lambda text: word_mask(terms(text)))
 
     def stem(self, stem: str) -> tuple[str, frozenset[str]]:
         """A file name's name key and words, kept by the name itself."""
@@ -220,30 +222,20 @@ class _TermsMemo:
         if all(kept[kind].keys() == self.old[kind].keys() for kind in self.KINDS):
             return
         import marshal
-        import sys
 
         from cmem.atomic import write_atomic
 
-        # interned, a word shared by many files is stored once (marshal writes a reference to
-        # an object it has written): half the size, and a third less to load
-        kept["terms"] = {key: tuple(map(sys.intern, v)) for key, v in kept["terms"].items()}
         try:
             write_atomic(self.path, marshal.dumps({"header": self._header(), **kept}))
         except (OSError, ValueError):
             pass  # a read-only machine folder only costs speed
 
 
-def _count_held(probes: list[tuple], mask: bytes, held: tuple[str, ...]) -> int:
-    """How many of the words of `probes` (`statement_words.probe`) the sorted `held` holds:
-    looked up only where `mask`, the bits of `held`, has the word's bit."""
-    from bisect import bisect_left
-
-    count = 0
-    for word, _, byte, bit in probes:
-        if mask[byte] & bit:
-            at = bisect_left(held, word)
-            count += at < len(held) and held[at] == word
-    return count
+def _count_held(probes: list[tuple[str, int, int]], mask: bytes, held: str) -> int:
+    """How many of the words of `probes` ("\\nword\\n", then the word's bit as
+    `statement_words.probe` gives it) the words `held` (`_TermsMemo.terms`) hold: searched
+    only where `mask`, the bits of `held`, has the word's bit."""
+    return sum(1 for line, byte, bit in probes if mask[byte] & bit and line in held)
 
 
 def _stem(stem: str) -> tuple[str, frozenset[str]]:
