@@ -817,17 +817,25 @@ class _Checker:
         """The resident files as they are before the pass."""
         if self._resident is None:
             self._resident = {}
+            originals = self.ctx.originals
             for file in self.vault.list_layer(RESIDENT):
-                if not file.path.is_file():
-                    continue  # never open a FIFO or a device: the read would block
-                text = self.ctx.originals.get(file.rel)
-                self._resident[file.rel] = (
-                    text
-                    if text is not None
-                    else read_note(file, self.vault.config.max_note_bytes).text
-                )
-            for path, text in self.ctx.originals.items():
-                if text is not None and self.vault.layer_of(path) == RESIDENT:
+                text = originals.get(file.rel)
+                if text is None:
+                    # a file the pass read is taken as read (the loop below would add it
+                    # anyway); only one it did not is looked at (506 stats at 10k were ~10 ms)
+                    if not file.path.is_file():
+                        continue  # never open a FIFO or a device: the read would block
+                    text = read_note(file, self.vault.config.max_note_bytes).text
+                self._resident[file.rel] = text
+            base = self.vault.config.resident_dir + "/"
+            for path, text in originals.items():
+                # `layer_of` is RESIDENT only below the resident folder: the 1,543 topic files
+                # of a 10k vault need not be classified (~15 ms)
+                if (
+                    text is not None
+                    and path.startswith(base)
+                    and self.vault.layer_of(path) == RESIDENT
+                ):
                     self._resident.setdefault(path, text)
         return self._resident
 
