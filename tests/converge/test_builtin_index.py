@@ -253,3 +253,20 @@ def test_a_kept_entry_with_a_wrong_mask_is_rebuilt():
     for raw in (words.to_raw()[:4], (*words.to_raw()[:4], b"\xff"), (*words.to_raw()[:4], None)):
         cache.entries["d"] = {"w": raw}
         assert cache.get("d") is None
+
+
+def test_a_file_split_late_is_the_file_split_at_once():
+    """A memory file is split into lines only when asked: its lines, its text joined again and
+    its body's first line are those of the text split when it was loaded."""
+    rng = random.Random(13)
+    pieces = ["---", "summary: x", "# T", "- a", "", "  ", "- 其实", "\r"]
+    for _ in range(300):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        text += rng.choice(["", "\n", "\n\n"])
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        late, early = builtin._load("f.md", text), builtin._File("f.md", list(lines), {})
+        assert late.joined() == "\n".join(lines) and late.body_start == early.body_start
+        assert late.tokens() == early.tokens()
+        assert late.lines == lines and late.joined() == "\n".join(lines)
