@@ -1151,3 +1151,17 @@ def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
     assert "converged/core/unread.md" in expected and "converged/core/pipe.md" not in expected
     assert sorted(looked) == ["pipe.md", "unread.md"]  # the files the pass did not read
     assert "converged/topics/t.md" not in classified
+
+
+def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
+    import random
+    import re
+
+    from cmem.converge.validate import _cjk_split
+    from cmem.text.scripts import CJK
+
+    rng = random.Random(13)
+    alphabet = ["a", "b", "中", "文", "ア", "한", "1", "x", "ｘ", "。"]
+    for _ in range(3000):
+        run = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        assert _cjk_split(run) == re.split(f"([{CJK}]+)", run), run
