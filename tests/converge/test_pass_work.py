@@ -202,6 +202,42 @@ def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monke
     assert "周三部署" in result.diff and "[[t3]]" not in result.diff  # the hint was dropped
 
 
+def test_each_memory_text_is_digested_once_a_pass(make_vault, monkeypatch):
+    """The prompt's topic memo, the engine's words and the resident sizes all key memory files
+    by their text's digest: each text is hashed once, whoever asks first."""
+    import hashlib
+    import types
+
+    from cmem.converge import statement_words
+
+    files = {
+        f"converged/{folder}/f{n}.md": f"# {folder} {n}\n\n"
+        + f"- 第 {n} 条关于烘焙的记录（来源：[[old]]）\n" * 8
+        for n in range(12)
+        for folder in ("core", "topics")
+    }
+    root = make_vault(
+        {**files, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"},
+        config_yaml="budget_tokens: 500\n",  # over the budget: the topic files are scored
+    )
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    hashed = []
+
+    def blake2b(data, **kwargs):
+        hashed.append(data)
+        return hashlib.blake2b(data, **kwargs)
+
+    monkeypatch.setattr(statement_words, "hashlib", types.SimpleNamespace(blake2b=blake2b))
+    statement_words._DIGESTS.clear()
+    result = run_pass(vault, PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    assert len(hashed) == len(set(hashed))  # no text twice
+    # every memory file once, and the few texts the pass made (a changed file, its sizes)
+    assert len(files) <= len(hashed) <= len(files) + 4, len(hashed)
+    assert statement_words.digest_of("x") == hashlib.blake2b(b"x", digest_size=16).digest()
+
+
 def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):
     """Memory files' frontmatter is plain `key: value` lines: the validator reads and checks it
     with the plain reader, so the everyday pass (config and engine words kept from an earlier

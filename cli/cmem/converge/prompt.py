@@ -154,7 +154,9 @@ class _TermsMemo:
         self.path = vault.machine_dir / self.FILE
         self.old: dict[str, dict] = {kind: {} for kind in self.KINDS}
         self.new: dict[str, dict] = {kind: {} for kind in self.KINDS}
-        self._keys: dict[str, bytes] = {}  # text → its digest, made once however often asked
+        from cmem.converge.statement_words import digest_of
+
+        self._digest = digest_of  # each text hashed once in the process, by whoever asks first
         try:
             import marshal
 
@@ -177,12 +179,7 @@ class _TermsMemo:
         return (5, __version__, tuple(stats))
 
     def _get(self, kind: str, text: str, make, keyed: bool = True):
-        key = self._keys.get(text) if keyed else text
-        if key is None:
-            import hashlib
-
-            key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            self._keys[text] = key
+        key = self._digest(text) if keyed else text
         found = self.old[kind].get(key)
         if found is None:
             found = make(text)

@@ -171,7 +171,26 @@ def fingerprint(formats) -> str:
 
 
 def text_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return digest_of(text).hex()
+
+
+# text → its digest. A pass digests the same memory files for the prompt's topic memo, this
+# engine's words and the resident sizes (~4k texts, ~9 MB at 10k): each text is hashed once,
+# the next ask costs a dict lookup (a str keeps its hash; the same text object is found by
+# identity). Emptied when large, so a long-lived process (the MCP server) keeps no more.
+_DIGESTS: dict[str, bytes] = {}
+_DIGESTS_KEPT = 50_000
+
+
+def digest_of(text: str) -> bytes:
+    """The text's blake2b digest (16 bytes), made once per text in this process."""
+    found = _DIGESTS.get(text)
+    if found is None:
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        _DIGESTS[text] = found
+    return found
 
 
 class WordsCache:
@@ -288,7 +307,7 @@ class TokenMemo:
 
     def tokens(self, text: str, estimate) -> int:
         """`estimate(text)`, from the memo when this very text was measured before."""
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = digest_of(text)
         found = self.old.get(key)
         if not isinstance(found, int):
             found = estimate(text)
