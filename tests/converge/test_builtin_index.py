@@ -270,3 +270,56 @@ def test_a_file_split_late_is_the_file_split_at_once():
         assert late.joined() == "\n".join(lines) and late.body_start == early.body_start
         assert late.tokens() == early.tokens()
         assert late.lines == lines and late.joined() == "\n".join(lines)
+
+
+def test_the_named_files_are_those_each_name_finds_in_turn(make_vault):
+    """A note's links, then tags, name memory files by file name, alias or tag: in the order of
+    the names, each name's files in path order, none twice — as a look through every file for
+    each name in turn finds them."""
+    from cmem.converge.selection import SelectedNote
+    from cmem.converge.words import name_key
+
+    rng = random.Random(13)
+    labels = ["uv", "Python-Tooling", "python tooling", "shell", "Fish", "编辑器", "vim"]
+    files = {}
+    for number in range(30):
+        tags = ", ".join(rng.sample(labels[:4], rng.randint(0, 2)))
+        aliases = ", ".join(rng.sample(labels[3:], rng.randint(0, 2)))
+        folder = "core" if number < 5 else "topics"
+        name = rng.choice([f"f{number}", f"{rng.choice(labels)}-{number}"])
+        files[f"converged/{folder}/{name}.md"] = (
+            f"---\ntags: [{tags}]\naliases: [{aliases}]\n---\n# F\n\n- x {number}\n"
+        )
+    root = make_vault({**files, "n.md": "- x\n"}, config_yaml="language: en\n")
+    vault = open_vault(root)
+    work = builtin._Pass(vault, originals_of(root), DATE)
+    several = 0
+    for _ in range(50):
+        links = rng.sample([*labels, "fish", "", "none", "f3"], rng.randint(0, 3))
+        tags = rng.sample([*labels, "Shell"], rng.randint(0, 3))
+        note = SelectedNote("n.md", "n", "- x\n", ["- x"], [], tags, links)
+        expected: list[str] = []
+        for name in [*links, *tags]:
+            key = name_key(name)
+            for rel, file in sorted(work.files.items()):
+                if key and key in file.keys and rel not in expected:
+                    expected.append(rel)
+        assert builtin._named_files(work, note) == expected, (links, tags)
+        several += len(expected) > 1
+    assert several > 10  # names found several files: their order was compared
+
+
+def test_an_ascii_name_key_is_the_key_the_full_rule_makes():
+    import re
+    import unicodedata
+
+    from cmem.converge.words import name_key
+
+    def full(name: str) -> str:
+        return re.sub(r"[\s_\-–—/]+", "", unicodedata.normalize("NFKC", name).casefold())
+
+    rng = random.Random(13)
+    alphabet = [chr(i) for i in range(128)] + ["–", "—", "中", "Ａ", "ß", "\xa0", "\u3000", "İ"]
+    for _ in range(20000):
+        name = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert name_key(name) == full(name), repr(name)
