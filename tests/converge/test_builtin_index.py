@@ -202,3 +202,124 @@ def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
             expected = next((i for i, old in enumerate(keys) if old == key), None)
             assert words.index_of(key) == expected, (keys, key)
     assert FileWords(0, "", (), "\n").index_of("") is None  # no statement, not one empty key
+
+
+class _CountedFind(str):
+    """A postings string that counts the searches made in it."""
+
+    finds = 0
+
+    def find(self, *args):
+        _CountedFind.finds += 1
+        return super().find(*args)
+
+
+def test_the_word_mask_skips_only_files_without_the_word():
+    """`holding_each` answers a word whose mask bit is clear without searching the postings, and
+    answers every word as a search of the postings alone would (masks made, kept and read)."""
+    from cmem.converge.statement_words import FileWords, probe
+    from cmem.vault.statements import Statement
+
+    rng = random.Random(13)
+    vocabulary = [*WORDS, *(f"word{n}" for n in range(300)), "基准", "测试", "收敛"]
+    for _ in range(200):
+        cores = [" ".join(rng.sample(vocabulary, rng.randint(0, 6))) for _ in range(8)]
+        made = FileWords.of([Statement(i + 1, f"- {c}", c, [], []) for i, c in enumerate(cores)])
+        kept = FileWords.from_raw(made.to_raw())
+        asked = rng.sample(vocabulary, 12)
+        expected = [
+            (word, [i for i, c in enumerate(cores) if word in terms(c)])
+            for word in asked
+            if any(word in terms(c) for c in cores)
+        ]
+        for words in (made, kept):
+            assert words.holding_each([probe(w) for w in asked]) == expected
+    # a file holding none of a line's words is not searched for them
+    garden = FileWords.of([Statement(1, "- garden", "Waters garden bed every Sunday", [], [])])
+    counted = FileWords(1, "", (), _CountedFind(garden._postings), garden.mask)
+    _CountedFind.finds = 0
+    assert counted.holding_each([probe(w) for w in ("pip", "uv", "poetry")]) == []
+    assert _CountedFind.finds == 0
+    assert counted.holding_each([probe("garden")]) == [("garden", [0])]
+    assert _CountedFind.finds == 1
+
+
+def test_a_kept_entry_with_a_wrong_mask_is_rebuilt():
+    from cmem.converge.statement_words import FileWords, WordsCache
+    from cmem.vault.statements import Statement
+
+    words = FileWords.of([Statement(1, "- uv", "Uses uv for projects", [], [])])
+    cache = WordsCache(None, "")
+    for raw in (words.to_raw()[:4], (*words.to_raw()[:4], b"\xff"), (*words.to_raw()[:4], None)):
+        cache.entries["d"] = {"w": raw}
+        assert cache.get("d") is None
+
+
+def test_a_file_split_late_is_the_file_split_at_once():
+    """A memory file is split into lines only when asked: its lines, its text joined again and
+    its body's first line are those of the text split when it was loaded."""
+    rng = random.Random(13)
+    pieces = ["---", "summary: x", "# T", "- a", "", "  ", "- 其实", "\r"]
+    for _ in range(300):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        text += rng.choice(["", "\n", "\n\n"])
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        late, early = builtin._load("f.md", text), builtin._File("f.md", list(lines), {})
+        assert late.joined() == "\n".join(lines) and late.body_start == early.body_start
+        assert late.tokens() == early.tokens()
+        assert late.lines == lines and late.joined() == "\n".join(lines)
+
+
+def test_the_named_files_are_those_each_name_finds_in_turn(make_vault):
+    """A note's links, then tags, name memory files by file name, alias or tag: in the order of
+    the names, each name's files in path order, none twice — as a look through every file for
+    each name in turn finds them."""
+    from cmem.converge.selection import SelectedNote
+    from cmem.converge.words import name_key
+
+    rng = random.Random(13)
+    labels = ["uv", "Python-Tooling", "python tooling", "shell", "Fish", "编辑器", "vim"]
+    files = {}
+    for number in range(30):
+        tags = ", ".join(rng.sample(labels[:4], rng.randint(0, 2)))
+        aliases = ", ".join(rng.sample(labels[3:], rng.randint(0, 2)))
+        folder = "core" if number < 5 else "topics"
+        name = rng.choice([f"f{number}", f"{rng.choice(labels)}-{number}"])
+        files[f"converged/{folder}/{name}.md"] = (
+            f"---\ntags: [{tags}]\naliases: [{aliases}]\n---\n# F\n\n- x {number}\n"
+        )
+    root = make_vault({**files, "n.md": "- x\n"}, config_yaml="language: en\n")
+    vault = open_vault(root)
+    work = builtin._Pass(vault, originals_of(root), DATE)
+    several = 0
+    for _ in range(50):
+        links = rng.sample([*labels, "fish", "", "none", "f3"], rng.randint(0, 3))
+        tags = rng.sample([*labels, "Shell"], rng.randint(0, 3))
+        note = SelectedNote("n.md", "n", "- x\n", ["- x"], [], tags, links)
+        expected: list[str] = []
+        for name in [*links, *tags]:
+            key = name_key(name)
+            for rel, file in sorted(work.files.items()):
+                if key and key in file.keys and rel not in expected:
+                    expected.append(rel)
+        assert builtin._named_files(work, note) == expected, (links, tags)
+        several += len(expected) > 1
+    assert several > 10  # names found several files: their order was compared
+
+
+def test_an_ascii_name_key_is_the_key_the_full_rule_makes():
+    import re
+    import unicodedata
+
+    from cmem.converge.words import name_key
+
+    def full(name: str) -> str:
+        return re.sub(r"[\s_\-–—/]+", "", unicodedata.normalize("NFKC", name).casefold())
+
+    rng = random.Random(13)
+    alphabet = [chr(i) for i in range(128)] + ["–", "—", "中", "Ａ", "ß", "\xa0", "\u3000", "İ"]
+    for _ in range(20000):
+        name = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert name_key(name) == full(name), repr(name)

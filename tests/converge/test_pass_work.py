@@ -77,7 +77,7 @@ def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypa
 def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkeypatch):
     """Over the budget, each topic file's token estimate, aliases and summary words are kept in
     the machine folder by its text's digest: a second prompt measures no file again."""
-    from cmem.converge import prompt
+    from cmem.converge import prompt, statement_words
 
     topics = {
         f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n"
@@ -92,20 +92,23 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
     measured = _counting(monkeypatch, prompt, "estimate_tokens")
     heads = _counting(monkeypatch, prompt, "_head")
+    stems = _counting(monkeypatch, prompt, "_stem")  # each file name's words, kept by name
+    masks = _counting(monkeypatch, statement_words, "word_mask")
     again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
     assert again.status == "prompt"
-    assert measured == [] and heads == []
-    # the words are kept as sorted tuples: loaded without hashing each word, searched by bisect
+    assert measured == [] and heads == [] and stems == [] and masks == []
+    # the words are kept as one string a file, a word a line: loaded as one copy, no word hashed
     import marshal
 
     kept = marshal.loads((open_vault(root).machine_dir / prompt._TermsMemo.FILE).read_bytes())
     assert kept["terms"] and all(
-        isinstance(words, tuple) and list(words) == sorted(words)
+        isinstance(words, str) and words.startswith("\n") and words.endswith("\n")
         for words in kept["terms"].values()
     )
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
-    assert len(measured) == len(heads) == 1  # the edited file only
+    assert len(measured) == len(heads) == len(masks) == 1  # the edited file only
+    assert stems == []  # its name did not change
 
 
 def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):
@@ -141,6 +144,98 @@ def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, 
     # each resident file once, then once more after each edit and for each added line: not all
     # 30 again for every line the engine places (the size cap is checked per line)
     assert len(measured) <= len(core) + 3 * 4, len(measured)
+
+
+def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypatch):
+    """The validator keeps each resident file's token estimate by its text's digest: the next
+    pass (engine and validator) measures only the texts it has not seen, and a file edited in
+    between is measured again, its new size counted."""
+    from cmem.converge import builtin, validate
+    from cmem.converge.statement_words import TokenMemo
+    from cmem.text.tokens import estimate_tokens
+
+    core = {
+        f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
+        for n in range(30)
+    }
+    root = make_vault({**core, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"})
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    assert run_pass(vault, PassOptions(engine="builtin", dry_run=True)).converged
+    edited = root / "converged/core/part-3.md"
+    edited.write_text(edited.read_text("utf-8") + "- 多一条很长的陈述" * 40 + "\n", "utf-8")
+    by_validator = _counting(monkeypatch, validate, "estimate_tokens")
+    by_engine = _counting(monkeypatch, builtin, "estimate_tokens")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    # the edited file and what the pass writes, not the 29 files left as they were
+    measured = [args[0] for args in by_validator + by_engine]
+    assert edited.read_text("utf-8") in measured
+    assert len(measured) <= 2 + 3 * len(result.changed), len(measured)
+    # what is kept is what the estimate says, the edited file's new size included
+    memo = TokenMemo(vault.machine_dir)
+    for path in [*core, "converged/core/part-3.md"]:
+        text = (root / path).read_text("utf-8")
+        assert memo.tokens(text, lambda t: -1) == estimate_tokens(text)
+
+
+def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monkeypatch):
+    """A trailing [[topic]] is a routing hint the statement drops: the topic files' names are
+    made to recognise one, and only for a line that ends in a link."""
+    from cmem.converge import builtin
+
+    topics = {
+        f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n- 第 {n} 条\n"
+        for n in range(20)
+    }
+    named = []
+    keys = builtin._File.keys
+    monkeypatch.setattr(
+        builtin._File, "keys", property(lambda f: named.append(f.rel) or keys.func(f))
+    )
+    root = make_vault({**topics, "n.md": "- 其实我更喜欢早上写代码。\n"})
+    assert run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True)).converged
+    assert named == []
+    (root / "n.md").write_text("- 其实我更喜欢周三部署。 [[t3]]\n", "utf-8")
+    result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    assert result.converged and len(named) >= len(topics)
+    assert "周三部署" in result.diff and "[[t3]]" not in result.diff  # the hint was dropped
+
+
+def test_each_memory_text_is_digested_once_a_pass(make_vault, monkeypatch):
+    """The prompt's topic memo, the engine's words and the resident sizes all key memory files
+    by their text's digest: each text is hashed once, whoever asks first."""
+    import hashlib
+    import types
+
+    from cmem.converge import statement_words
+
+    files = {
+        f"converged/{folder}/f{n}.md": f"# {folder} {n}\n\n"
+        + f"- 第 {n} 条关于烘焙的记录（来源：[[old]]）\n" * 8
+        for n in range(12)
+        for folder in ("core", "topics")
+    }
+    root = make_vault(
+        {**files, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"},
+        config_yaml="budget_tokens: 500\n",  # over the budget: the topic files are scored
+    )
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    hashed = []
+
+    def blake2b(data, **kwargs):
+        hashed.append(data)
+        return hashlib.blake2b(data, **kwargs)
+
+    monkeypatch.setattr(statement_words, "hashlib", types.SimpleNamespace(blake2b=blake2b))
+    statement_words._DIGESTS.clear()
+    result = run_pass(vault, PassOptions(engine="builtin", dry_run=True))
+    assert result.converged
+    assert len(hashed) == len(set(hashed))  # no text twice
+    # every memory file once, and the few texts the pass made (a changed file, its sizes)
+    assert len(files) <= len(hashed) <= len(files) + 4, len(hashed)
+    assert statement_words.digest_of("x") == hashlib.blake2b(b"x", digest_size=16).digest()
 
 
 def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):

@@ -1114,3 +1114,54 @@ def test_an_archived_source_resolves_only_while_the_note_is_there(reply_vault):
     assert source_errors() == []  # found where it went
     moved.unlink()
     assert [e for e in source_errors() if "[[2026-11-20 日记]] resolves to no note" in e]
+
+
+def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
+    reply_vault, monkeypatch
+):
+    """The resident files as the size cap counts them: the pass's own texts without a second
+    look at the disk, the files it did not read from the disk, never a FIFO, and nothing
+    from outside the resident folder; the same as every file looked at and classified."""
+    from cmem.converge.response import Response
+    from cmem.converge.validate import RESIDENT, _Checker
+    from cmem.vault.notes import read_note
+
+    vault, ctx = reply_vault
+    core = vault.root / "converged/core"
+    (core / "unread.md").write_text("- 没读过的文件（来源：[[2026-11-20 日记]]）\n", "utf-8")
+    os.mkfifo(core / "pipe.md")
+    ctx.originals["converged/core/new.md"] = None  # a file the reply creates
+    ctx.originals["converged/topics/t.md"] = "- a topic\n"
+
+    expected = {}  # as it was made before: every listed file looked at, every original classified
+    for file in vault.list_layer(RESIDENT):
+        if file.path.is_file():
+            text = ctx.originals.get(file.rel)
+            expected[file.rel] = text if text is not None else read_note(file, 10**6).text
+    for path, text in ctx.originals.items():
+        if text is not None and vault.layer_of(path) == RESIDENT:
+            expected.setdefault(path, text)
+
+    looked, classified = [], []
+    is_file, layer_of = Path.is_file, Vault.layer_of
+    monkeypatch.setattr(Path, "is_file", lambda p: looked.append(p.name) or is_file(p))
+    monkeypatch.setattr(Vault, "layer_of", lambda v, r: classified.append(r) or layer_of(v, r))
+    checker = _Checker(vault, Response(), ctx, Validation())
+    assert checker.resident_texts() == expected
+    assert "converged/core/unread.md" in expected and "converged/core/pipe.md" not in expected
+    assert sorted(looked) == ["pipe.md", "unread.md"]  # the files the pass did not read
+    assert "converged/topics/t.md" not in classified
+
+
+def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
+    import random
+    import re
+
+    from cmem.converge.validate import _cjk_split
+    from cmem.text.scripts import CJK
+
+    rng = random.Random(13)
+    alphabet = ["a", "b", "中", "文", "ア", "한", "1", "x", "ｘ", "。"]
+    for _ in range(3000):
+        run = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        assert _cjk_split(run) == re.split(f"([{CJK}]+)", run), run

@@ -56,9 +56,10 @@ from cmem.converge.selection import SelectedNote
 from cmem.converge.statement_words import (
     CACHE_NAME,
     FileWords,
+    TokenMemo,
     WordsCache,
     fingerprint,
-    needle,
+    probe,
     text_digest,
 )
 from cmem.converge.words import (
@@ -118,7 +119,9 @@ def _joiner(template: str) -> str:
 @dataclass
 class _File:
     rel: str
-    lines: list[str]  # the whole file, frontmatter included; change it through `edit`
+    # the whole file as lines (`lines`), or its text until they are first asked for: most of
+    # the 2,049 files a pass loads at 10k are never read line by line (~8 ms to split them all)
+    _lines: list[str] | str
     meta: dict
     problem: str | None = None  # set: the engine leaves this file alone
     changed: bool = False
@@ -129,8 +132,25 @@ class _File:
     _tokens: int | None = field(default=None, repr=False)
 
     @property
+    def lines(self) -> list[str]:
+        """The whole file, frontmatter included, without the last line end; change it through
+        `edit`."""
+        if isinstance(self._lines, str):
+            lines = self._lines.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            self._lines = lines
+        return self._lines
+
+    def joined(self) -> str:
+        """`"\\n".join(self.lines)`, without splitting a file that was never split."""
+        if isinstance(self._lines, str):
+            return self._lines[:-1] if self._lines.endswith("\n") else self._lines
+        return "\n".join(self._lines)
+
+    @property
     def body_start(self) -> int:
-        return split_frontmatter("\n".join(self.lines))[1]
+        return split_frontmatter(self.joined())[1]
 
     def statements(self, formats: Formats) -> list[Statement]:
         # Cached: every signal looks through every file for duplicates and matches.
@@ -156,11 +176,15 @@ class _File:
         self.changed, self._statements, self._words, self.digest = True, None, None, None
         self._tokens = None
 
-    def tokens(self) -> int:
+    def tokens(self, memo: TokenMemo | None = None) -> int:
         """The token estimate of its text as it is now (kept until the next edit: `_fits` sums
-        every resident file for each line it places, 506 files and 1 MB at 10k)."""
+        every resident file for each line it places, 506 files and 1 MB at 10k), from the
+        validator's memo while the text is one it measured."""
         if self._tokens is None:
-            self._tokens = estimate_tokens("\n".join(self.lines) + "\n")
+            text = self.joined() + "\n"
+            self._tokens = (
+                estimate_tokens(text) if memo is None else memo.tokens(text, estimate_tokens)
+            )
         return self._tokens
 
     def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:
@@ -215,10 +239,7 @@ def _load(rel: str, text: str, cache: WordsCache | None = None) -> _File:
         head = _head(text)
         if cache is not None:
             cache.put_head(digest, *head)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return _File(rel, lines, head[1], head[0], digest=digest)
+    return _File(rel, text, head[1], head[0], digest=digest)
 
 
 def _head(text: str) -> tuple[str | None, dict]:
@@ -264,6 +285,8 @@ class _Pass:
         cache_path = vault.machine_dir / CACHE_NAME if vault.machine_dir.is_dir() else None
         self.cache = WordsCache(cache_path, fingerprint(self.formats))
         self.files = {rel: _load(rel, text, self.cache) for rel, text in sorted(originals.items())}
+        # the resident files' sizes as the last pass's validator measured them (read only here)
+        self.token_memo = TokenMemo(vault.machine_dir)
         # each file's statements as read, looked up only where a count is rewritten
         self._original = {rel: f.words(self) for rel, f in self.files.items() if not f.problem}
         self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
@@ -348,7 +371,7 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
         work.deferred[note.rel] = secret
         return
     named = _named_files(work, note)
-    topic_keys = {key for file in work.situational() for key in file.keys}
+    topic_keys = _TopicKeys(work)
     targets: set[str] = set()
     reasons: list[str] = []
     day = note_date(note.name, _mtime_date(note, work.date))
@@ -375,6 +398,20 @@ def _converge_note(work: _Pass, note: SelectedNote) -> None:
             if reasons
             else "no signal line to keep; the builtin engine only quotes signal lines"
         )
+
+
+class _TopicKeys:
+    """The names (file name, aliases, tags) of every topic file, made on the first question:
+    `quote_line` asks only about a line ending in a link, and making the names of 1,543 topic
+    files at 10k was ~15 ms of every pass whose lines end in none."""
+
+    def __init__(self, work: _Pass):
+        self.work, self.keys = work, None
+
+    def __contains__(self, key: str) -> bool:
+        if self.keys is None:
+            self.keys = {key for file in self.work.situational() for key in file.keys}
+        return key in self.keys
 
 
 def _mtime_date(note: SelectedNote, pass_date: str):
@@ -410,11 +447,20 @@ def _distinct_signals(signals: list[Signal]) -> list[Signal]:
 
 def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
     """Convergent files the note's links, then tags, name — by file name, alias or tag."""
+    names = [*note.links, *note.tags]
+    if not names:
+        return []
+    # each file looked through once for every name, not once a name (each look sorted the
+    # 2,049 files of a 10k vault again)
+    wanted = {name_key(name) for name in names} - {""}
+    by_key: dict[str, list[str]] = {}
+    for rel, file in sorted(work.files.items()):
+        for key in file.keys & wanted:
+            by_key.setdefault(key, []).append(rel)
     named: list[str] = []
-    for name in [*note.links, *note.tags]:
-        key = name_key(name)
-        for rel, file in sorted(work.files.items()):
-            if key and key in file.keys and rel not in named:
+    for name in names:
+        for rel in by_key.get(name_key(name), ()):
+            if rel not in named:
                 named.append(rel)
     return named
 
@@ -554,7 +600,7 @@ def _fits(work: _Pass, file: _File, added: str) -> bool:
     if not file.rel.startswith(resident):
         return True
     size = sum(
-        f.tokens()
+        f.tokens(work.token_memo)
         for rel, f in work.files.items()
         if rel.startswith(resident) and (f.changed or not f.created or f is file)
     )
@@ -623,7 +669,7 @@ def _best_match(
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
-    needles = [(word, needle(word)) for word in new_terms]
+    probes = [probe(word) for word in new_terms]
     # what this note wrote, by file: only those files' keys are looked through for it
     written: dict[str, set[str]] = {}
     for rel, key, by in work.written:
@@ -636,7 +682,7 @@ def _best_match(
             mine = written[file.rel]
             barred.update(i for i, key in enumerate(words.keys) if key in mine)
         total += words.count - len(barred)
-        for word, indexes in words.holding_each(needles):
+        for word, indexes in words.holding_each(probes):
             for index in indexes:
                 if index not in barred:
                     frequency[word] += 1

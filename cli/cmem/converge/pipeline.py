@@ -265,12 +265,41 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     writes to it."""
     texts, raws = {}, {}
     for note_file in vault.convergent_files():
-        raw = current_bytes(note_file.location)  # the listing's own string: no Path to build
+        raw = _file_bytes(note_file.location)  # the listing's own string: no Path to build
         if raw is None:
             continue
         raws[note_file.rel] = raw
-        texts[note_file.rel] = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+        text = raw.decode("utf-8", errors="replace")
+        texts[note_file.rel] = text.replace("\r\n", "\n") if b"\r" in raw else text
     return texts, raws
+
+
+_CHUNK = 1 << 16
+
+
+def _file_bytes(location: str) -> bytes | None:
+    """`steps/changes.py: current_bytes`, the same answers, in plain system calls: an `open()`
+    builds a buffered file object and asks the file's size and type first, which for the 2,049
+    memory files of a 10k vault was twice the time of the reads themselves (~30 ms of ~45)."""
+    import os
+
+    try:
+        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except IsADirectoryError:  # open(…, "rb") refuses a folder, os.open does not: read says so
+        return current_bytes(location)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+            chunks.append(chunk)
+    except IsADirectoryError:
+        return current_bytes(location)  # a folder where a file was: its own answer
+    finally:
+        os.close(fd)
 
 
 def rewritable(raw: bytes) -> bool:

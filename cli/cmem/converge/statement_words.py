@@ -22,12 +22,38 @@ from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
 # Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
-VERSION = 3
+VERSION = 4
+# Bits of a file's word mask (`FileWords.mask`): a file holds ~200 words at 10k notes, so about
+# one bit in twenty is set and a word the file lacks is told by one byte, not a search.
+MASK_BITS = 4096
 
 
 def needle(word: str) -> str:
     """What starts the line of `word` in a file's postings."""
     return f"\n{word} "
+
+
+def _bit(word: str) -> tuple[int, int]:
+    """(byte, bit value) of `word` in a mask: a hash that is the same in every process (str's
+    own hash is salted per process, and the masks are kept in the machine folder)."""
+    from zlib import crc32
+
+    at = crc32(word.encode("utf-8", "surrogatepass")) % MASK_BITS
+    return at >> 3, 1 << (at & 7)
+
+
+def probe(word: str) -> tuple[str, str, int, int]:
+    """What `FileWords.holding_each` looks for: the word, its postings line's start, its bit."""
+    return (word, needle(word), *_bit(word))
+
+
+def word_mask(words) -> bytes:
+    """A bit set per word (a Bloom filter of one hash): a clear bit proves the word absent."""
+    mask = bytearray(MASK_BITS // 8)
+    for word in words:
+        byte, bit = _bit(word)
+        mask[byte] |= bit
+    return bytes(mask)
 
 
 class FileWords:
@@ -36,11 +62,22 @@ class FileWords:
 
     Kept as strings (keys one a line; "word i j" one a line for the postings) because the
     machine folder's copy is read on every pass, and 28k small tuples in dicts took ~0.8 s to
-    unmarshal where two strings a file take ~40 ms; a word's statements are found by `find`."""
+    unmarshal where two strings a file take ~40 ms; a word's statements are found by `find`.
+    Most files hold none of a line's words, and `find` then reads the whole postings to say so
+    (33k of the 41k searches of one note at 10k): the word mask answers those first."""
 
-    def __init__(self, count: int, keys: str, empty: tuple[int, ...], postings: str):
+    def __init__(
+        self,
+        count: int,
+        keys: str,
+        empty: tuple[int, ...],
+        postings: str,
+        mask: bytes | None = None,
+    ):
         self.count, self._keys, self.empty, self._postings = count, keys, frozenset(empty), postings
         self._split: tuple[str, ...] | None = None
+        # made from the postings when not given (an entry made by hand)
+        self.mask = word_mask(self.words()) if mask is None else mask
 
     @classmethod
     def of(cls, statements: list[Statement]) -> "FileWords":
@@ -53,6 +90,7 @@ class FileWords:
             "\n".join(s.key for s in statements),
             tuple(i for i, s in enumerate(statements) if not s.core),
             "".join(f"\n{word} {' '.join(found)}" for word, found in postings.items()) + "\n",
+            word_mask(postings),
         )
 
     @property
@@ -78,15 +116,18 @@ class FileWords:
 
     def holding(self, word: str) -> list[int]:
         """The statements whose core holds `word`, in order."""
-        found = self.holding_each([(word, needle(word))])
+        found = self.holding_each([probe(word)])
         return found[0][1] if found else []
 
-    def holding_each(self, needles: list[tuple[str, str]]) -> list[tuple[str, list[int]]]:
+    def holding_each(self, probes: list[tuple[str, str, int, int]]) -> list[tuple[str, list[int]]]:
         """(word, the statements holding it) for each of the words that some statement holds;
-        `needles` pairs each word with its line's start, `needle(word)`. One call a file for all
-        of a line's words: the builtin engine asked `holding` 41k times for one note at 10k."""
-        postings, found = self._postings, []
-        for word, start in needles:
+        `probes` are `probe(word)` of each. One call a file for all of a line's words: the
+        builtin engine asked `holding` 41k times for one note at 10k. The postings are searched
+        only for a word whose bit the mask has."""
+        postings, mask, found = self._postings, self.mask, []
+        for word, start, byte, bit in probes:
+            if not mask[byte] & bit:
+                continue  # the file holds no statement with this word
             at = postings.find(start)
             if at >= 0:
                 line = postings[at + len(start) : postings.index("\n", at + 1)]
@@ -98,14 +139,16 @@ class FileWords:
         return {line.split(" ", 1)[0] for line in self._postings.split("\n") if line}
 
     def to_raw(self) -> tuple:
-        return (self.count, self._keys, tuple(sorted(self.empty)), self._postings)
+        return (self.count, self._keys, tuple(sorted(self.empty)), self._postings, self.mask)
 
     @classmethod
     def from_raw(cls, raw) -> "FileWords":
-        count, keys, empty, postings = raw
+        count, keys, empty, postings, mask = raw
         if not (isinstance(keys, str) and isinstance(postings, str)):
             raise TypeError("not an entry")
-        return cls(int(count), keys, tuple(empty), postings)
+        if not (isinstance(mask, bytes) and len(mask) == MASK_BITS // 8):
+            raise ValueError("not a word mask")  # a wrong mask would hide words: rebuilt
+        return cls(int(count), keys, tuple(empty), postings, mask)
 
 
 def fingerprint(formats) -> str:
@@ -128,7 +171,26 @@ def fingerprint(formats) -> str:
 
 
 def text_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return digest_of(text).hex()
+
+
+# text → its digest. A pass digests the same memory files for the prompt's topic memo, this
+# engine's words and the resident sizes (~4k texts, ~9 MB at 10k): each text is hashed once,
+# the next ask costs a dict lookup (a str keeps its hash; the same text object is found by
+# identity). Emptied when large, so a long-lived process (the MCP server) keeps no more.
+_DIGESTS: dict[str, bytes] = {}
+_DIGESTS_KEPT = 50_000
+
+
+def digest_of(text: str) -> bytes:
+    """The text's blake2b digest (16 bytes), made once per text in this process."""
+    found = _DIGESTS.get(text)
+    if found is None:
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        _DIGESTS[text] = found
+    return found
 
 
 class WordsCache:
@@ -199,3 +261,66 @@ class WordsCache:
             write_atomic(self.path, marshal.dumps(data))
         except (OSError, ValueError):
             pass  # a read-only machine folder only costs speed
+
+
+TOKENS_NAME = "text-tokens.marshal"
+
+
+class TokenMemo:
+    """The token estimate of each memory file's text, kept in the machine folder by the text's
+    digest. The resident size cap is checked by the builtin engine and by the validator, each
+    measuring all resident files (506 of them, 1 MB, at 10k notes) on every pass, though they
+    change only when a pass or the user writes them. The validator keeps what it measured (the
+    files before and the texts it accepts, so the next pass's originals are known); the engine
+    only reads. Kept under the stats of the modules that define the estimate: a changed
+    definition starts afresh; a missing or damaged memo only costs the time."""
+
+    def __init__(self, machine_dir: Path | None):
+        self.path = machine_dir / TOKENS_NAME if machine_dir is not None else None
+        self.old: dict[bytes, int] = {}
+        self.used: dict[bytes, int] = {}
+        if self.path is None:
+            return
+        try:
+            data = marshal.loads(self.path.read_bytes())
+            if isinstance(data, dict) and data.get("header") == self._header():
+                known = data.get("tokens")
+                self.old = known if isinstance(known, dict) else {}
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+
+    @staticmethod
+    def _header() -> tuple:
+        import os
+
+        from cmem import __version__
+        from cmem.text import scripts, tokens
+
+        stats = []
+        for module in (tokens, scripts):
+            try:
+                info = os.stat(module.__file__)
+                stats.append((info.st_mtime_ns, info.st_size))
+            except (OSError, TypeError):
+                stats.append(None)
+        return (1, __version__, tuple(stats))
+
+    def tokens(self, text: str, estimate) -> int:
+        """`estimate(text)`, from the memo when this very text was measured before."""
+        key = digest_of(text)
+        found = self.old.get(key)
+        if not isinstance(found, int):
+            found = estimate(text)
+        self.used[key] = found
+        return found
+
+    def save(self) -> None:
+        """Keeps the texts measured this time (a file since rewritten or removed drops out)."""
+        if self.path is None or not self.used or self.used.keys() == self.old.keys():
+            return
+        from cmem.cache_file import write_cache
+
+        if self.path.parent.is_dir():  # the machine folder is made by the commands that write
+            write_cache(
+                str(self.path), marshal.dumps({"header": self._header(), "tokens": self.used})
+            )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Container
 from functools import lru_cache
 
 from cmem.text.scripts import HAN, HAN_RUN
@@ -85,7 +86,7 @@ _TRAILING_TAGS = re.compile(r"(?:\s+#[^\s#\[\]]+)+\s*$")
 _TRAILING_LINK = re.compile(r"\s*\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]\s*$")
 
 
-def quote_line(line: str, topic_keys: set[str]) -> str:
+def quote_line(line: str, topic_keys: Container[str]) -> str:
     """The signal line as a statement, trimmed lightly; never reworded."""
     text = _TIME.sub("", _LEAD.sub("", line)).strip()
     trimmed = _FILLER.sub("", text)
@@ -103,8 +104,20 @@ def quote_line(line: str, topic_keys: set[str]) -> str:
         text = text[: link.start()]
 
 
+_NAME_SEPARATORS = re.compile(r"[\s_\-–—/]+")
+# What `_NAME_SEPARATORS` removes from an ASCII name: `\s` of a str pattern is every character
+# `str.isspace` calls space, which in ASCII includes the four separators \x1c-\x1f.
+_ASCII_SEPARATORS = str.maketrans("", "", " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_-/")
+
+
 def name_key(name: str) -> str:
-    return re.sub(r"[\s_\-–—/]+", "", unicodedata.normalize("NFKC", name).casefold())
+    """A name as file names, aliases, tags and links are compared: NFKC, case-folded, without
+    spaces, hyphens, underscores and slashes."""
+    if name.isascii():
+        # NFKC leaves ASCII as it is, and casefold is lower: half the time for the names of
+        # 2,049 memory files a tagged note is compared with at 10k notes
+        return name.lower().translate(_ASCII_SEPARATORS)
+    return _NAME_SEPARATORS.sub("", unicodedata.normalize("NFKC", name).casefold())
 
 
 def slug(text: str) -> str:
