@@ -235,6 +235,7 @@ def test_each_memory_text_is_digested_once_a_pass(make_vault, monkeypatch):
     assert len(hashed) == len(set(hashed))  # no text twice
     # every memory file once, and the few texts the pass made (a changed file, its sizes)
     assert len(files) <= len(hashed) <= len(files) + 4, len(hashed)
+    assert statement_words._DIGESTS == {}  # nothing kept once the pass ended (watch, mcp)
     assert statement_words.digest_of("x") == hashlib.blake2b(b"x", digest_size=16).digest()
 
 

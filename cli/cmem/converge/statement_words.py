@@ -177,7 +177,9 @@ def text_digest(text: str) -> str:
 # text → its digest. A pass digests the same memory files for the prompt's topic memo, this
 # engine's words and the resident sizes (~4k texts, ~9 MB at 10k): each text is hashed once,
 # the next ask costs a dict lookup (a str keeps its hash; the same text object is found by
-# identity). Emptied when large, so a long-lived process (the MCP server) keeps no more.
+# identity). The texts are the pass's own while it runs; `forget_digests` empties it when the
+# pass ends, so a long-lived process (`cmem watch`, the MCP server) keeps none of them, and a
+# cap bounds it within one very large pass.
 _DIGESTS: dict[str, bytes] = {}
 _DIGESTS_KEPT = 50_000
 
@@ -191,6 +193,11 @@ def digest_of(text: str) -> bytes:
         found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         _DIGESTS[text] = found
     return found
+
+
+def forget_digests() -> None:
+    """Drop the texts `digest_of` keeps: called when a pass ends."""
+    _DIGESTS.clear()
 
 
 class WordsCache:
