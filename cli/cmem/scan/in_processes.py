@@ -29,8 +29,8 @@ PROCESSES_VARIABLE = "CMEM_SCAN_PROCESSES"
 def workers(count: int) -> int:
     """How many processes share `count` files: one per core this process may run on, at least
     PARALLEL_MIN_ITEMS / 2 files each, at most `CMEM_SCAN_PROCESSES` (0 or unset: no cap); one
-    when a fork is not safe (it copies the calling thread alone: `cmem watch` and `cmem mcp`
-    scan beside other threads)."""
+    when a fork is not safe: it copies the calling thread alone, and `cmem watch` (its file
+    watcher) or a server's worker threads may run beside the scan."""
     if count < PARALLEL_MIN_ITEMS or not hasattr(os, "fork"):
         return 1
     limit = os.environ.get(PROCESSES_VARIABLE, "").strip()
