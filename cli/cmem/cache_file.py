@@ -37,3 +37,44 @@ def write_cache(path: str, data: bytes) -> os.stat_result | None:
         except OSError:
             pass
         return None
+
+
+def code_stamp(*modules) -> tuple:
+    """Each module's source file as (mtime, size), None for one without a file: part of a cache's
+    key wherever what is kept depends on cmem's code, so an edited or upgraded cmem never reads
+    what other code made."""
+    stamp = []
+    for module in modules:
+        try:
+            st = os.stat(module.__file__)
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except (OSError, TypeError, AttributeError):
+            stamp.append(None)
+    return tuple(stamp)
+
+
+def read_stamped(path: str, stamp) -> dict:
+    """The entries `write_stamped` kept at `path` under this `stamp`; {} when the file is
+    missing, damaged, or was written under another stamp (another cmem, format or vault)."""
+    import marshal
+
+    try:
+        with open(path, "rb") as handle:
+            data = marshal.loads(handle.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(data, dict) or data.get("stamp") != stamp:
+        return {}
+    entries = data.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def write_stamped(path: str, stamp, entries: dict) -> None:
+    """Keep `entries` (what marshal holds) at `path` under `stamp`, as `write_cache` writes."""
+    import marshal
+
+    try:
+        data = marshal.dumps({"stamp": stamp, "entries": entries})
+    except ValueError:
+        return  # a value marshal cannot hold: not kept
+    write_cache(path, data)

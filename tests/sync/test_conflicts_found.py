@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from cmem.sync import conflicts_found
 from cmem.sync.conflicts_found import CACHE_NAME, find_conflicts
 from cmem.vault.layers import open_vault
 from support import settle
@@ -95,7 +94,7 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(vault, damage):
 
         data = marshal.loads(cache.read_bytes())
         data["stamp"] = "cmem 0.0.0 0 elsewhere"
-        data["files"] = {rel: (entry[0], []) for rel, entry in data["files"].items()}
+        data["entries"] = {rel: (entry[0], []) for rel, entry in data["entries"].items()}
         cache.write_bytes(marshal.dumps(data))
     else:
         cache.write_bytes(damage)
@@ -103,5 +102,7 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(vault, damage):
 
 
 def test_an_unwritable_cache_costs_only_speed(vault, monkeypatch):
-    monkeypatch.setattr(conflicts_found, "write_cache", lambda path, data: None)
+    from cmem import cache_file
+
+    monkeypatch.setattr(cache_file, "write_cache", lambda path, data: None)  # a full disk
     assert _found(vault) == _found(vault) != []

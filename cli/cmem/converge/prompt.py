@@ -8,7 +8,6 @@ the longest possible prefix between passes. Notes and files are quoted as data i
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -169,14 +168,11 @@ class _TermsMemo:
     @staticmethod
     def _header() -> tuple:
         from cmem import __version__
+        from cmem.cache_file import code_stamp
         from cmem.converge import statement_words, words
         from cmem.text import scripts, terms, tokens
 
-        stats = []
-        for module in (words, terms, scripts, tokens, statement_words):
-            st = os.stat(module.__file__)
-            stats.append((st.st_mtime_ns, st.st_size))
-        return (5, __version__, tuple(stats))
+        return (5, __version__, code_stamp(words, terms, scripts, tokens, statement_words))
 
     def _get(self, kind: str, text: str, make, keyed: bool = True):
         key = self._digest(text) if keyed else text
@@ -396,14 +392,10 @@ def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
 def _redaction_header() -> tuple:
     """What a kept answer depends on besides the piece's text: the rules (their module's stat)."""
     from cmem import __version__
+    from cmem.cache_file import code_stamp
     from cmem.text import secrets
 
-    try:
-        st = os.stat(secrets.__file__)
-        code = (st.st_mtime_ns, st.st_size)
-    except (OSError, TypeError):
-        code = None
-    return (1, __version__, code)
+    return (2, __version__, code_stamp(secrets))
 
 
 def _conflicted_files(originals: dict[str, str]) -> list[str]:

@@ -158,16 +158,11 @@ def fingerprint(formats) -> str:
     import cmem.vault.notes
     import cmem.vault.statements
     from cmem import __version__
+    from cmem.cache_file import code_stamp
     from cmem.converge import words
 
-    code = []
-    for module in (words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes):
-        try:
-            info = Path(module.__file__).stat()
-            code.append(f"{info.st_mtime_ns}:{info.st_size}")
-        except (OSError, TypeError):
-            code.append("?")
-    return f"{__version__} {VERSION} {' '.join(code)} {formats!r}"
+    code = code_stamp(words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes)
+    return f"{__version__} {VERSION} {code!r} {formats!r}"
 
 
 def text_digest(text: str) -> str:
@@ -298,19 +293,11 @@ class TokenMemo:
 
     @staticmethod
     def _header() -> tuple:
-        import os
-
         from cmem import __version__
+        from cmem.cache_file import code_stamp
         from cmem.text import scripts, tokens
 
-        stats = []
-        for module in (tokens, scripts):
-            try:
-                info = os.stat(module.__file__)
-                stats.append((info.st_mtime_ns, info.st_size))
-            except (OSError, TypeError):
-                stats.append(None)
-        return (1, __version__, tuple(stats))
+        return (1, __version__, code_stamp(tokens, scripts))
 
     def tokens(self, text: str, estimate) -> int:
         """`estimate(text)`, from the memo when this very text was measured before."""

@@ -12,12 +12,11 @@ missing, corrupt or foreign one is rebuilt, and one that cannot be written costs
 
 from __future__ import annotations
 
-import marshal
 import os
 import time
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, write_cache
+from cmem.cache_file import RACY_NS, read_stamped, write_stamped
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     ConflictStatement,
@@ -33,7 +32,7 @@ def find_conflicts(vault) -> list[ConflictStatement]:
     """Every conflict statement in the convergent layer, file by file in listing order."""
     path = os.path.join(vault.machine_dir, CACHE_NAME)
     stamp = f"{__version__} {FORMAT} {os.fspath(vault.root)}"
-    known = _load(path, stamp)
+    known = read_stamped(path, stamp)
     kept: dict[str, tuple] = {}  # rel -> (stat, [(line number, line)])
     found = []
     for note in vault.convergent_files():
@@ -59,7 +58,7 @@ def find_conflicts(vault) -> list[ConflictStatement]:
         kept[note.rel] = (stat, lines)
         found += [_statement(note.rel, n, line) for n, line in lines]
     if kept != known:
-        write_cache(path, marshal.dumps({"stamp": stamp, "files": kept}))
+        write_stamped(path, stamp, kept)
     return found
 
 
@@ -75,15 +74,3 @@ def _conflict_lines(text: str) -> list[tuple[int, str]]:
 
 def _statement(rel: str, number: int, line: str) -> ConflictStatement:
     return ConflictStatement(rel, number, line, tuple(conflict_versions(line)))
-
-
-def _load(path: str, stamp: str) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            data = marshal.loads(handle.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, dict) or data.get("stamp") != stamp:
-        return {}
-    files = data.get("files")
-    return files if isinstance(files, dict) else {}

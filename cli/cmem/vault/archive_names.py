@@ -18,17 +18,16 @@ corrupt or foreign one is rebuilt) written with `cmem.cache_file.write_cache`.
 
 from __future__ import annotations
 
-import marshal
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, write_cache
+from cmem.cache_file import RACY_NS, read_stamped, write_stamped
 
 CACHE_NAME = "archive-names.marshal"
-FORMAT = 1  # bump when an entry's shape changes
+FORMAT = 2  # bump when an entry's shape changes
 
 # One folder listed: (its subfolders, its notes), vault-relative; None when it cannot be listed.
 Listing = Callable[[str], "tuple[list[str], list[str]] | None"]
@@ -44,7 +43,7 @@ def archived_rels(
     none of them), so the file tells nothing `Vault.walk_folder` would not."""
     path = machine_dir / CACHE_NAME
     fingerprint = f"{__version__} {FORMAT} {os.fspath(root)} {fingerprint}"
-    known = _load(path, fingerprint)
+    known = read_stamped(str(path), fingerprint)
     start = time.time_ns()
     kept: dict[str, tuple] = {}  # folder → (mtime, inode, ctime, subfolders, notes)
     rels: list[str] = []
@@ -67,16 +66,5 @@ def archived_rels(
         stack.extend(entry[3])
         rels.extend(entry[4])
     if kept != known and machine_dir.is_dir():  # never make the machine folder for it
-        write_cache(str(path), marshal.dumps({"fingerprint": fingerprint, "folders": kept}))
+        write_stamped(str(path), fingerprint, kept)
     return sorted(rels)
-
-
-def _load(path: Path, fingerprint: str) -> dict[str, tuple]:
-    try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint:
-        return {}
-    folders = data.get("folders")
-    return folders if isinstance(folders, dict) else {}

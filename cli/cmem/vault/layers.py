@@ -543,11 +543,12 @@ class Vault:
             return [self.rel(sub) for sub in listed[0]], [note.rel for note in listed[1]]
 
         config = self.config
-        try:  # an upgraded cmem may list differently: its own file's stat is part of the key
-            code = os.stat(__file__)
-            version = f"{code.st_mtime_ns}:{code.st_size}"
-        except OSError:
-            version = "?"
+        import sys
+
+        from cmem.cache_file import code_stamp
+
+        # an upgraded cmem may list differently: this module's stat is part of the key
+        version = code_stamp(sys.modules[__name__])
         settings = (
             self.checklist_rel,
             config.resident_dir,
