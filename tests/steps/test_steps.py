@@ -475,3 +475,84 @@ def test_cmem_note_appends_to_a_crlf_note_in_its_own_line_ends(vault, monkeypatc
     assert not [
         o for o in scan_vault(vault).odd if o.rel == vault.rel(path)
     ]  # CRLF throughout is not odd
+
+
+def _read_trees(monkeypatch) -> list[list[str]]:
+    """The `git read-tree` commands commit_files runs from now on."""
+    import subprocess
+
+    seen: list[list[str]] = []
+    real_run = subprocess.run
+
+    def spying(args, *rest, **kwargs):
+        if isinstance(args, list) and "read-tree" in args:
+            seen.append(args)
+        return real_run(args, *rest, **kwargs)
+
+    monkeypatch.setattr(history.subprocess, "run", spying)
+    return seen
+
+
+def test_a_steps_second_commit_builds_on_the_first_ones_index_and_none_is_left(vault, monkeypatch):
+    """Within one step the second commit starts from the first one's temporary index (one
+    read-tree, not two), commits the same trees as two separate commits would, and the
+    temporary index is gone when the step ends."""
+    root = vault.root
+    read_trees = _read_trees(monkeypatch)
+    (root / "converged/core/one.md").write_bytes(b"one\n")  # as a step writes, then commits
+    (root / "b.md").write_bytes(b"b\n")
+    (root / "converged/core/profile.md").unlink()
+    with history.one_repository():
+        first = history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        second = history.commit_files(
+            root, {"converged/core/profile.md": None, "b.md": b"b\n"}, "cmem: two"
+        )
+        assert list((root / ".git").glob("cmem-index-*"))  # kept while the step runs
+    assert len(read_trees) == 1
+    assert list((root / ".git").glob("cmem-index-*")) == []
+    assert git(root, "rev-parse", "HEAD~1").strip() == first
+    assert git(root, "rev-parse", "HEAD").strip() == second
+    assert {"b.md", "converged/core/one.md"} <= set(ls_head(root))
+    assert "converged/core/profile.md" not in ls_head(root)
+    assert git(root, "diff", "--name-status", first, second).split() == [
+        "A", "b.md", "D", "converged/core/profile.md",
+    ]  # fmt: skip
+    assert (
+        git(root, "status", "--porcelain", "--", "converged", "b.md") == ""
+    )  # the index caught up
+
+
+def test_a_commit_made_by_someone_else_mid_step_is_read_again_not_overwritten(vault, monkeypatch):
+    """When HEAD moved after the step's first commit (the user committed meanwhile), the kept
+    index is not HEAD's tree: the next commit reads HEAD again and keeps the user's commit."""
+    root = vault.root
+    read_trees = _read_trees(monkeypatch)
+    with history.one_repository():
+        history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        (root / "mine.md").write_text("the user's own\n")
+        git(root, "add", "mine.md")
+        git(root, "commit", "-q", "-m", "mine")
+        history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
+    assert len(read_trees) == 2
+    assert {"mine.md", "converged/core/one.md", "converged/core/two.md"} <= set(ls_head(root))
+    assert git(root, "log", "--format=%s", "-3").splitlines() == ["cmem: two", "mine", "cmem: one"]
+    assert list((root / ".git").glob("cmem-index-*")) == []
+
+
+def test_a_failed_commit_in_a_step_leaves_no_index_and_the_next_reads_head(vault, monkeypatch):
+    root = vault.root
+    read_trees = _read_trees(monkeypatch)
+    with history.one_repository():
+        history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        monkeypatch.setattr(
+            history.faults, "point", lambda name: (_ for _ in ()).throw(OSError(name))
+        )
+        with pytest.raises(OSError):
+            history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
+        assert list((root / ".git").glob("cmem-index-*")) == []
+        monkeypatch.undo()
+        read_trees = _read_trees(monkeypatch)
+        history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
+    assert len(read_trees) == 1
+    assert "converged/core/two.md" not in ls_head(root)
+    assert "converged/core/three.md" in ls_head(root)

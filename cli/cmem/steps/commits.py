@@ -194,11 +194,14 @@ def one_repository():
     if _memory() is not None:
         yield  # an outer step remembers already
         return
-    _steps.remembered = {}
+    _steps.remembered = remembered = {}
     try:
         yield
     finally:
         _steps.remembered = None
+        for key, value in remembered.items():
+            if key[0] == "index":  # a commit's temporary index, kept for the step's next commit
+                Path(value[1]).unlink(missing_ok=True)
 
 
 def _once(key: tuple, compute):
@@ -415,6 +418,12 @@ def commit_files(
     )
     parent, parent_tree = _parent_of_next_commit(top)
     index = git_dir(top) / f"cmem-index-{os.getpid()}"
+    remembered = _memory()
+    # Within a step, the temporary index of its last commit is kept: when that commit is still
+    # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
+    # snapshot) skips reading the whole tree again (~25 ms at 10k notes).
+    kept = remembered.pop(("index", str(top)), None) if remembered is not None else None
+    holds_parent = kept is not None and parent is not None and kept[0] == parent
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
 
@@ -446,8 +455,10 @@ def commit_files(
         entry = _disk_entry(top, prefix + rel, git)
         if entry[0] != "dir":
             entries.append(entry)
+    keep = False
     try:
-        git("read-tree", parent) if parent else git("read-tree", "--empty")
+        if not (holds_parent and index.is_file()):
+            git("read-tree", parent) if parent else git("read-tree", "--empty")
         git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
         faults.point("git-add")
@@ -470,11 +481,13 @@ def commit_files(
         )
         faults.point("git-commit")
         git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
-        remembered = _memory()
         if remembered is not None:
             remembered[("made", str(top))] = (commit, tree)
+            remembered[("index", str(top))] = (commit, str(index))
+            keep = True
     finally:
-        index.unlink(missing_ok=True)
+        if not keep:
+            index.unlink(missing_ok=True)
     _index_holds(top, entries, options)
     return commit
 
