@@ -28,6 +28,21 @@ def test_kana_and_hangul_are_cjk_but_not_han_and_punctuation_is_neither():
     assert han_count("日本語のテキスト, ok") == 3
 
 
+def test_the_code_point_checks_and_counts_agree_with_the_classes_on_every_code_point():
+    """is_han, is_cjk and the counts (made from runs and ranges, not single-character classes)
+    answer as the classes HAN and CJK do, for every code point of the first two planes."""
+    from cmem.text.scripts import HAN
+
+    han, cjk = re.compile(f"[{HAN}]"), re.compile(f"[{CJK}]")
+    every = "".join(chr(code) for code in range(0x20000) if not 0xD800 <= code <= 0xDFFF)
+    assert han_count(every) == len(han.findall(every))
+    assert cjk_count(every) == len(cjk.findall(every))
+    for ch in (
+        every[::7] + "\u3400\u4dbf\u4e00\u9fff\uf900\ufaff\u3040\u30ff\uac00\ud7af\u33ff\ufb00"
+    ):
+        assert is_han(ch) == bool(han.match(ch)) and is_cjk(ch) == bool(cjk.match(ch)), hex(ord(ch))
+
+
 def test_the_token_estimate_still_counts_punctuation_and_full_width_forms_one_each():
     assert estimate_tokens("你好，世界。") == 6
     assert estimate_tokens("ＡＢ") == 2

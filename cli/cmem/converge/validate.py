@@ -44,7 +44,7 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.text.scripts import CJK_CHAR, cjk_count
+from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
@@ -1086,7 +1086,7 @@ def word_tokens(text: str) -> set[str]:
         for part in _cjk_split(run):
             if not part:
                 continue
-            if CJK_CHAR.match(part):
+            if is_cjk(part[0]):  # a CJK run (the parts between runs hold none)
                 tokens.update(bigrams(part) or [part])
             elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
                 tokens.add(part)
