@@ -158,6 +158,62 @@ def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monk
     assert time.monotonic() - started < 50  # not the child's minute: it was killed
 
 
+def test_other_work_runs_here_after_this_slice_before_the_children_are_collected(
+    sample_vault, tmp_path, monkeypatch
+):
+    """`meanwhile` (the scan's guard index and odd names) runs once, in this process, after its
+    own slice and before it waits for any child; in one process, once after the items."""
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    log = tmp_path / "reads.log"
+    _logged_reads(monkeypatch, log)
+    events: list[str] = []
+    real_waitpid = os.waitpid
+
+    def waitpid(pid, options):
+        events.append("wait")
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(os, "waitpid", waitpid)
+
+    def meanwhile():
+        lines = log.read_text().splitlines()
+        events.append(
+            f"meanwhile in {os.getpid()}, {sum(line.startswith('parent') for line in lines)}"
+        )
+
+    scanner._read_entries(files, vault, 2, meanwhile)
+    mine = -(-len(files) // 2)
+    assert events[0] == f"meanwhile in {os.getpid()}, {mine}"
+    assert events[1:] == ["wait"]
+
+    events.clear()
+    log.unlink()
+    assert len(scanner._read_entries(files[:3], vault, None, meanwhile)) == 3
+    assert events == [f"meanwhile in {os.getpid()}, 3"]
+
+
+def test_an_error_in_the_other_work_stops_and_reaps_the_children(
+    sample_vault, tmp_path, monkeypatch
+):
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    _logged_reads(monkeypatch, tmp_path / "reads.log", sleep_in="child")
+    pids = _forks(monkeypatch)
+    started = time.monotonic()
+
+    def meanwhile():
+        raise RuntimeError("a bug in the guard index")
+
+    with pytest.raises(RuntimeError, match="guard index"):
+        scanner._read_entries(files, vault, 2, meanwhile)
+
+    assert pids and all(_reaped(pid) for pid in pids)
+    assert time.monotonic() - started < 50
+
+
 def test_how_many_processes_share_the_reads(monkeypatch):
     monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)

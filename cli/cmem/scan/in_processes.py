@@ -50,12 +50,19 @@ def map_in_processes(
     encode: Callable = lambda result: result,
     decode: Callable = lambda data: data,
     processes: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list:
     """`[work(item) for item in items]`, in order, in `processes` processes (default: `workers`).
-    `encode` turns a result into what marshal can carry, `decode` turns it back."""
+    `encode` turns a result into what marshal can carry, `decode` turns it back. `meanwhile`,
+    other work of this process's, runs once its own slice is done, while the children may still
+    work on theirs (a forked child runs slower than this process: it copies the pages it
+    touches), and after the items when there are no children."""
     processes = workers(len(items)) if processes is None else processes
     if processes <= 1:
-        return [work(item) for item in items]
+        results = [work(item) for item in items]
+        if meanwhile is not None:
+            meanwhile()
+        return results
     step = -(-len(items) // processes)
     slices = [items[start : start + step] for start in range(0, len(items), step)]
     children = []  # (pid, the read end of its pipe, its slice)
@@ -76,6 +83,8 @@ def map_in_processes(
             os.close(write_end)  # before the next fork: EOF comes when this child closes it
             children.append((pid, read_end, part))
         results = [work(item) for item in slices[0]]
+        if meanwhile is not None:
+            meanwhile()
         while children:
             pid, read_end, part = children.pop(0)
             try:

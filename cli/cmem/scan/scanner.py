@@ -22,6 +22,7 @@ import json
 import marshal
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cmem.cache_file import RACY_NS, write_cache
@@ -111,9 +112,15 @@ def scan_vault(
     # One listing of each folder: the notes, the guard's convergent files and the odd names
     # below all read the folders it holds.
     with vault.listed_once():
-        entries = cache.entries(vault.list_layer(DIVERGENT), vault)
-        index = cache.convergent_index(vault)
-        odd = find_odd_names(vault)
+        # The guard's index and the odd names are made while forked children (if any) read
+        # their share of the notes: neither depends on the notes
+        found: dict = {}
+
+        def meanwhile() -> None:
+            found["index"], found["odd"] = cache.convergent_index(vault), find_odd_names(vault)
+
+        entries = cache.entries(vault.list_layer(DIVERGENT), vault, meanwhile)
+        index, odd = found["index"], found["odd"]
     cache.save()
     result = _assemble(vault, entries, state, index)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
@@ -195,7 +202,10 @@ def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) 
 
 
 def _read_entries(
-    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, processes: int | None = None
+    files: list[tuple[NoteFile, os.stat_result]],
+    vault: Vault,
+    processes: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[_Entry]:
     """The entries of `files` (each with the stat just taken), read and scanned, in order: split
     over the cores when there are many (`in_processes`)."""
@@ -205,6 +215,7 @@ def _read_entries(
         _Entry.to_json,
         _Entry.from_json,
         processes,
+        meanwhile,
     )
 
 
@@ -290,9 +301,12 @@ class _Cache:
         cache.dirty = data is None
         return cache
 
-    def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, _Entry]]:
+    def entries(
+        self, files: list[NoteFile], vault: Vault, meanwhile: Callable[[], object] | None = None
+    ) -> list[tuple[NoteFile, _Entry]]:
         """Each listed note with its entry, in listing order: from the cache when its (mtime,
-        size) still match, else read (with the stat just taken: one per note)."""
+        size) still match, else read (with the stat just taken: one per note). `meanwhile` runs
+        while the reads split over the cores are under way (`map_in_processes`)."""
         found: dict[str, _Entry] = {}
         misses = []
         for file in files:
@@ -310,7 +324,7 @@ class _Cache:
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
-        for (file, _), entry in zip(misses, _read_entries(misses, vault)):
+        for (file, _), entry in zip(misses, _read_entries(misses, vault, meanwhile=meanwhile)):
             found[file.rel] = entry
         self.reads += len(misses)
         self.dirty = self.dirty or bool(misses)
