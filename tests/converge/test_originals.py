@@ -1,12 +1,20 @@
 """The pass reads every memory file (`pipeline.read_originals`) with plain system calls: each
-answer is the one `steps/changes.py: current_bytes` gives, whatever the file holds or is."""
+answer is the one `steps/changes.py: current_bytes` gives, whatever the file holds or is; and
+keeps their bytes between passes under each file's stat (`converge/memory_bytes.py`)."""
 
 from __future__ import annotations
 
+import marshal
+import os
 import random
+from pathlib import Path
 
+import pytest
+
+from cmem import cache_file
+from cmem.converge.memory_bytes import CACHE_NAME, memory_bytes
 from cmem.converge.pipeline import _file_bytes, read_originals
-from cmem.steps.changes import current_bytes
+from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes, current_bytes
 from cmem.vault.layers import open_vault
 
 
@@ -45,3 +53,129 @@ def test_the_originals_are_the_files_as_read(make_vault):
         raw = (root / rel).read_bytes()
         assert raws[rel] == raw
         assert texts[rel] == raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+
+# --- kept between passes (converge/memory_bytes.py) ---------------------------------------------
+
+
+def _settled(root, *rels) -> None:
+    """Set the files' mtimes a minute back: past the racy window, as files of earlier days are."""
+    for rel in rels:
+        path = root / rel
+        past = path.stat().st_mtime - 60
+        os.utime(path, (past, past))
+
+
+def _reads(vault) -> tuple[dict[str, bytes], list[str]]:
+    """memory_bytes on a fresh listing, and the files it read."""
+    read = []
+
+    def counting(location):
+        read.append(Path(location).relative_to(vault.root).as_posix())
+        return _file_bytes(location)
+
+    return memory_bytes(vault, counting), read
+
+
+@pytest.fixture
+def memory(make_vault):
+    files = {
+        "converged/core/profile.md": "# P\n\n- 其实我更喜欢早上写代码。\n",
+        "converged/topics/a.md": "# A\n\n- uses uv\n",
+        "converged/topics/b.md": "# B\r\n\r\n- uses ruff\r\n",
+    }
+    root = make_vault(files)
+    _settled(root, *files)
+    return root, sorted(files)
+
+
+def _truth(root, rels) -> dict[str, bytes]:
+    return {rel: (root / rel).read_bytes() for rel in rels}
+
+
+def test_settled_files_are_read_once_and_given_as_they_are(memory):
+    root, rels = memory
+    first, read = _reads(open_vault(root))
+    assert first == _truth(root, rels) and sorted(read) == rels
+    again, read = _reads(open_vault(root))
+    assert again == _truth(root, rels) and read == []
+    assert list(again) == [f.rel for f in open_vault(root).convergent_files()]  # listing order
+
+
+def test_an_edit_is_read_again_even_with_its_mtime_set_back(memory):
+    root, rels = memory
+    _reads(open_vault(root))
+    path = root / "converged/topics/a.md"
+    st = path.stat()
+    path.write_text("# A\n\n- uses pip\n")  # the same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the ctime still moved
+    got, read = _reads(open_vault(root))
+    assert read == ["converged/topics/a.md"]
+    assert got == _truth(root, rels)
+
+
+def test_a_file_just_written_is_read_every_time_until_it_settles(memory):
+    root, rels = memory
+    _reads(open_vault(root))
+    (root / "converged/topics/b.md").write_text("# B\n\n- uses black\n")
+    for _ in range(2):
+        got, read = _reads(open_vault(root))
+        assert read == ["converged/topics/b.md"] and got == _truth(root, rels)
+    _settled(root, "converged/topics/b.md")
+    _reads(open_vault(root))
+    assert _reads(open_vault(root))[1] == []
+
+
+def test_files_removed_and_added_are_gone_and_read(memory):
+    root, rels = memory
+    _reads(open_vault(root))
+    (root / "converged/topics/a.md").unlink()
+    (root / "converged/topics/c.md").write_text("# C\n\n- new\n")
+    got, read = _reads(open_vault(root))
+    rels = [r for r in rels if not r.endswith("a.md")] + ["converged/topics/c.md"]
+    assert read == ["converged/topics/c.md"] and got == _truth(root, rels)
+
+
+@pytest.mark.parametrize("damage", [b"", b"not marshal", "foreign"])
+def test_a_damaged_or_foreign_cache_is_rebuilt(memory, damage):
+    root, rels = memory
+    vault = open_vault(root)
+    _reads(vault)
+    cache = Path(vault.machine_dir) / CACHE_NAME
+    if damage == "foreign":  # another vault's, or another format's
+        cache.write_bytes(marshal.dumps({"stamp": "1 /elsewhere", "entries": {}}))
+    else:
+        cache.write_bytes(damage)
+    got, read = _reads(open_vault(root))
+    assert got == _truth(root, rels) and sorted(read) == rels
+    assert _reads(open_vault(root))[1] == []
+
+
+def test_a_cache_that_cannot_be_written_costs_only_speed(memory, monkeypatch):
+    root, rels = memory
+    monkeypatch.setattr(cache_file, "write_cache", lambda path, data: None)
+    for _ in range(2):
+        got, read = _reads(open_vault(root))
+        assert got == _truth(root, rels) and sorted(read) == rels
+
+
+def test_kept_bytes_that_went_stale_make_a_pass_refuse_not_overwrite(memory):
+    """What is kept never decides a write: the second-writer check compares the disk with the
+    bytes the pass started from. A cache holding other bytes under the file's stat (made by hand:
+    it cannot happen outside the racy window) makes the write refuse, and the file keeps the
+    user's bytes."""
+    root, _ = memory
+    vault = open_vault(root)
+    _reads(vault)
+    cache = Path(vault.machine_dir) / CACHE_NAME
+    data = marshal.loads(cache.read_bytes())
+    stat, _ = data["entries"]["converged/topics/a.md"]
+    data["entries"]["converged/topics/a.md"] = (stat, b"# A\n\n- stale\n")
+    cache.write_bytes(marshal.dumps(data))
+    texts, raws = read_originals(open_vault(root))
+    assert raws["converged/topics/a.md"] == b"# A\n\n- stale\n"
+    changes = ChangeSet()
+    changes.write("converged/topics/a.md", b"# A\n\n- rewritten\n", raws["converged/topics/a.md"])
+    with pytest.raises(SecondWriter):
+        apply_changes(open_vault(root), changes)
+    assert (root / "converged/topics/a.md").read_text() == "# A\n\n- uses uv\n"

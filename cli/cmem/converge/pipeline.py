@@ -263,14 +263,14 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     """Every convergent file's text (for the prompt and validator) and bytes (for the
     second-writer check). A file cmem may not rewrite is still shown, and the validator refuses
     writes to it."""
-    texts, raws = {}, {}
-    for note_file in vault.convergent_files():
-        raw = _file_bytes(note_file.location)  # the listing's own string: no Path to build
-        if raw is None:
-            continue
-        raws[note_file.rel] = raw
+    from cmem.converge.memory_bytes import memory_bytes
+
+    texts = {}
+    # kept between passes under each file's stat; the others read by the listing's own string
+    raws = memory_bytes(vault, _file_bytes)
+    for rel, raw in raws.items():
         text = raw.decode("utf-8", errors="replace")
-        texts[note_file.rel] = text.replace("\r\n", "\n") if b"\r" in raw else text
+        texts[rel] = text.replace("\r\n", "\n") if b"\r" in raw else text
     return texts, raws
 
 

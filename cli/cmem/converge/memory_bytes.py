@@ -1,0 +1,65 @@
+"""The memory files' bytes, as a pass reads them all (`pipeline.read_originals`), kept between
+passes in the machine folder (`memory-bytes.marshal`) under each file's stat.
+
+A pass shows the engine and the validator every convergent file, so it read all of them: 2,049
+opens and reads at 10k notes, 50-65 ms of a ~1.1 s one-note pass on this machine, where loading
+them in one read costs a few. A file is read again only when its stat — (mtime, size, inode,
+ctime), as the listing took it — changed; the ctime moves on every write, so an mtime set back by
+hand does not hide an edit. The racy-git rule applies (`RACY_NS`): bytes are kept only for a file
+whose mtime lies that far before the read, so a file written twice within its timestamp
+granularity is read every time until it settles.
+
+What is kept never decides what is written: a pass writes a memory file only if the disk still
+holds the bytes it started from (`steps/changes.py`, the second-writer check), so bytes kept
+wrongly could only make a pass refuse, never overwrite an edit. The file is a cache: a missing,
+corrupt or foreign one is rebuilt, and one that cannot be written costs only speed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+from cmem.cache_file import RACY_NS, read_stamped, write_stamped
+
+CACHE_NAME = "memory-bytes.marshal"
+FORMAT = 1  # bump when an entry's shape changes
+
+
+def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]:
+    """Every convergent file's bytes in listing order (rel -> bytes): kept ones whose stat still
+    matches, the others through `read(location)` (None: the file is gone, and left out)."""
+    path = os.path.join(vault.machine_dir, CACHE_NAME)
+    stamp = f"{FORMAT} {os.fspath(vault.root)}"
+    known = read_stamped(path, stamp)
+    kept: dict[str, tuple] = {}  # rel -> (stat, bytes)
+    found: dict[str, bytes] = {}
+    read_at = time.time_ns()
+    for note in vault.convergent_files():
+        try:
+            st = note.lstat()  # the listing's stat when it took one
+        except OSError:
+            st = None
+        stat = None if st is None else (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        before = known.get(note.rel)
+        if (
+            stat is not None
+            and isinstance(before, tuple)
+            and len(before) == 2
+            and before[0] == stat
+            and isinstance(before[1], bytes)
+        ):
+            raw = before[1]
+        else:
+            raw = read(note.location)
+            if raw is None:
+                continue
+            if stat is None or stat[0] + RACY_NS >= read_at:
+                found[note.rel] = raw  # changed too recently to trust its stat: not kept
+                continue
+        kept[note.rel] = (stat, raw)
+        found[note.rel] = raw
+    if kept != known:  # the bytes kept again are the same objects: compared by identity
+        write_stamped(path, stamp, kept)
+    return found
