@@ -255,8 +255,12 @@ def find_tools(args, workdir: Path) -> Tools:
     return Tools(cmem, python, rg, env, workdir, scripts["helper"], scripts)
 
 
-def run(argv: list[str], tools: Tools, ok=(0,)) -> subprocess.CompletedProcess:
-    result = subprocess.run(argv, env=tools.env, capture_output=True, text=True)
+def run(
+    argv: list[str], tools: Tools, ok=(0,), env: dict | None = None
+) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        argv, env=tools.env if env is None else env, capture_output=True, text=True
+    )
     if result.returncode not in ok:
         raise BenchError(
             argv, result.returncode, (result.stderr or "") + (result.stdout or "")[-2000:]
@@ -886,10 +890,16 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
         ]
         times = time_group(
             tools,
-            [Command("one", one_argv, setup=reset), python_pass(tools)],
+            [
+                Command("one", one_argv, setup=reset),
+                Command("imports", [tools.python, "-c", "import " + ", ".join(PASS_IMPORTS)]),
+                python_pass(tools),
+            ],
             args.repeat,
             args.warmup,
         )
+        reset()
+        git_count, git_ms = git_processes(tools, one_argv)
         if label != "sample-vault":
             ONE_NOTE_PASS["prepare"] = lambda: (
                 reset(),
@@ -904,7 +914,51 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
         "`python -c pass`",
         times["pass"],
         *target,
-        note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed); the state folder as `status`, `context` and a `--dry-run` of the same pass leave it",
+        note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed); the state folder as `status`, `context` and a `--dry-run` of the same pass leave it; "
+        + fixed_costs(times, git_count, git_ms),
+    )
+
+
+# The modules a converge process loads before it reads the vault (the CLI, the pass, the engine,
+# the validator, the scan, the step layer): importing them alone is a floor of every pass.
+PASS_IMPORTS = (
+    "cmem.cli",
+    "cmem.commands.converge",
+    "cmem.converge.pipeline",
+    "cmem.converge.builtin",
+    "cmem.converge.validate",
+    "cmem.converge.prompt",
+    "cmem.scan.scanner",
+    "cmem.steps.runner",
+)
+
+
+def git_processes(tools: Tools, argv: list[str]) -> tuple[int, float]:
+    """How many git processes one run of `argv` starts and their own time in ms, from git's
+    trace2 events (GIT_TRACE2_EVENT): each top-level git's `exit` event carries its run time."""
+    trace = tools.workdir / "scripts" / "git-trace2.json"
+    trace.unlink(missing_ok=True)
+    run(argv, tools, env={**tools.env, "GIT_TRACE2_EVENT": str(trace)})
+    count, seconds = 0, 0.0
+    for line in trace.read_text(encoding="utf-8").splitlines() if trace.exists() else []:
+        event = json.loads(line)
+        if event.get("event") == "exit" and "/" not in event.get("sid", "/"):
+            count += 1
+            seconds += float(event.get("t_abs", 0.0))
+    return count, seconds * 1000
+
+
+def fixed_costs(times: dict[str, list[float]], git_count: int, git_ms: float) -> str:
+    """What a one-note pass pays before it reads anything, measured in the same run: Python,
+    its imports, and its git processes (run one after another, so their times add up)."""
+    imports = statistics.median(times["imports"])
+    floor = statistics.median(times["pass"])
+    total = imports + git_ms
+    return (
+        f"fixed costs in the same run: `python -c 'import …'` of the pass's modules {imports:,.0f} ms"
+        f" (Python's start-up included), {git_count} git processes {git_ms:,.0f} ms of their own"
+        f" (GIT_TRACE2_EVENT, one more run): together {total:,.0f} ms,"
+        f" {total / floor:.1f}× `python -c pass` ({floor:,.0f} ms) before any note is read"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,8 @@ def test_bench_writes_a_report_with_every_figure(tmp_path):
     ):
         assert section in report
     assert "| 200 |" in report and "| sample-vault |" in report
+    # the one-note pass's fixed costs (imports, git processes) are measured beside it
+    assert re.search(r"\d+ git processes [\d,]+ ms of their own", report), report[-3000:]
     assert (
         report.count("HAND-WRITTEN") == 1
         and report.count("<!-- recall -->\nRECALL SECTION\n<!-- /recall -->") == 1
