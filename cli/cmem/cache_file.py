@@ -18,14 +18,16 @@ import os
 RACY_NS = 2_000_000_000
 
 
-def write_cache(path: str, data: bytes) -> os.stat_result | None:
+def write_cache(path: str, data: bytes, mode: int = 0o666) -> os.stat_result | None:
     """Replace `path` with `data` (its folder made if need be); the written file's stat, or None
     when it could not be written (a read-only or full disk): no temp file is left behind, and
-    the caller carries on without it."""
+    the caller carries on without it. `mode` as `os.open` takes it (the umask applies): 0o600
+    for a cache holding the vault's own text."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(tmp, "wb") as handle:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        with open(os.open(tmp, flags, mode), "wb") as handle:
             handle.write(data)
             handle.flush()
             written = os.fstat(handle.fileno())
@@ -69,7 +71,7 @@ def read_stamped(path: str, stamp) -> dict:
     return entries if isinstance(entries, dict) else {}
 
 
-def write_stamped(path: str, stamp, entries: dict) -> None:
+def write_stamped(path: str, stamp, entries: dict, mode: int = 0o666) -> None:
     """Keep `entries` (what marshal holds) at `path` under `stamp`, as `write_cache` writes."""
     import marshal
 
@@ -77,4 +79,4 @@ def write_stamped(path: str, stamp, entries: dict) -> None:
         data = marshal.dumps({"stamp": stamp, "entries": entries})
     except ValueError:
         return  # a value marshal cannot hold: not kept
-    write_cache(path, data)
+    write_cache(path, data, mode)

@@ -97,6 +97,8 @@ def test_settled_files_are_read_once_and_given_as_they_are(memory):
     root, rels = memory
     first, read = _reads(open_vault(root))
     assert first == _truth(root, rels) and sorted(read) == rels
+    cache = Path(open_vault(root).machine_dir) / CACHE_NAME
+    assert cache.stat().st_mode & 0o777 == 0o600  # a copy of the memory: its owner's only
     again, read = _reads(open_vault(root))
     assert again == _truth(root, rels) and read == []
     assert list(again) == [f.rel for f in open_vault(root).convergent_files()]  # listing order
@@ -153,7 +155,7 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(memory, damage):
 
 def test_a_cache_that_cannot_be_written_costs_only_speed(memory, monkeypatch):
     root, rels = memory
-    monkeypatch.setattr(cache_file, "write_cache", lambda path, data: None)
+    monkeypatch.setattr(cache_file, "write_cache", lambda path, data, mode=0o666: None)
     for _ in range(2):
         got, read = _reads(open_vault(root))
         assert got == _truth(root, rels) and sorted(read) == rels

@@ -104,5 +104,6 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(vault, damage):
 def test_an_unwritable_cache_costs_only_speed(vault, monkeypatch):
     from cmem import cache_file
 
-    monkeypatch.setattr(cache_file, "write_cache", lambda path, data: None)  # a full disk
+    # a full disk
+    monkeypatch.setattr(cache_file, "write_cache", lambda path, data, mode=0o666: None)
     assert _found(vault) == _found(vault) != []

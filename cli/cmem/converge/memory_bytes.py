@@ -12,7 +12,8 @@ granularity is read every time until it settles.
 What is kept never decides what is written: a pass writes a memory file only if the disk still
 holds the bytes it started from (`steps/changes.py`, the second-writer check), so bytes kept
 wrongly could only make a pass refuse, never overwrite an edit. The file is a cache: a missing,
-corrupt or foreign one is rebuilt, and one that cannot be written costs only speed.
+corrupt or foreign one is rebuilt, and one that cannot be written costs only speed. It is a copy
+of the whole memory, so only its owner may read it (0600), as the run records.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cmem.cache_file import RACY_NS, read_stamped, write_stamped
 
 CACHE_NAME = "memory-bytes.marshal"
 FORMAT = 1  # bump when an entry's shape changes
+PRIVATE = 0o600  # a copy of the memory, whatever the vault's own files allow: its owner's only
 
 
 def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]:
@@ -61,5 +63,5 @@ def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]
         kept[note.rel] = (stat, raw)
         found[note.rel] = raw
     if kept != known:  # the bytes kept again are the same objects: compared by identity
-        write_stamped(path, stamp, kept)
+        write_stamped(path, stamp, kept, PRIVATE)
     return found
