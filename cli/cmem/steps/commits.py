@@ -417,7 +417,8 @@ def commit_files(
         else Path(root).resolve().relative_to(top).as_posix() + "/"
     )
     parent, parent_tree = _parent_of_next_commit(top)
-    index = git_dir(top) / f"cmem-index-{os.getpid()}"
+    # one per process and thread: a step keeps it between its commits (below)
+    index = git_dir(top) / f"cmem-index-{os.getpid()}-{threading.get_ident()}"
     remembered = _memory()
     # Within a step, the temporary index of its last commit is kept: when that commit is still
     # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
