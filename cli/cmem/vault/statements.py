@@ -224,11 +224,32 @@ def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, i
     return sorted(found)
 
 
+@lru_cache(maxsize=16)
+def _provenance_prefixes(trace: str, source: str) -> tuple[str, ...]:
+    """Every prefix a trace or a source of these extra formats (and the built-in ones) starts
+    with: a text holding none of them holds neither (`find_traces` and `find_sources` look for
+    nothing else first)."""
+    extra_trace, extra_source = (trace,) if trace else (), (source,) if source else ()
+    patterns = _trace_patterns(extra_trace) + _source_patterns(extra_source)
+    return tuple(dict.fromkeys(pattern.prefix for pattern in patterns))
+
+
+def _may_hold_provenance(text: str, formats: Formats | None) -> bool:
+    trace, source = (formats.trace, formats.source) if formats else ("", "")
+    for prefix in _provenance_prefixes(trace, source):  # a plain loop: any() costs more
+        if prefix in text:
+            return True
+    return False
+
+
 def split_statement(
     line: str, formats: Formats | None = None
 ) -> tuple[str, list[str], list[Trace]]:
     """(core, sources, traces) of one statement line. Sources inside a trace belong to the old
     wording and are not the statement's own."""
+    if not _may_hold_provenance(line, formats):
+        # most lines (every cue line of a scan) hold neither: no spans to cut out
+        return _LIST_MARKER.sub("", line).strip(), [], []
     traces = find_traces(line, formats)
     spans = [(t.start, t.end) for t in traces]
     sources: list[str] = []
@@ -345,6 +366,30 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     if any(mark in text for mark in ".-\u2212\u2013"):
         text = _NUMBER_MARKS.sub(lambda m: _DECIMAL if m.group() == "." else _MINUS, text)
+    return _drop(text)
+
+
+# The signs nearly every statement holds: ASCII's and the common CJK ones, each kept here only
+# if `_DROP` drops it. One regex removes them in C; what is left is then nearly always letters
+# and digits alone (`isalnum`: Unicode categories L and N, which `_DROP` keeps), so the per-
+# character `translate` (a dict look-up and an int object per character, ~half of `normalize`
+# on a Chinese line: a cold scan's per-hit key, issue 13) runs only for the rest.
+_COMMON_SIGNS = (
+    "".join(map(chr, range(128))) + "，。、；：！？「」『』（）《》【】〈〉…—·～“”‘’　\u00a0"
+)
+_common_drops: re.Pattern | None = None  # compiled on first use, not by every import
+
+
+def _drop(text: str) -> str:
+    """`text.translate(_DROP)`: the common signs taken out by one regex, the rest by the table
+    only when a character other than a letter, a digit or `?` remains."""
+    global _common_drops
+    if _common_drops is None:
+        signs = [sign for sign in _COMMON_SIGNS if _DROP[ord(sign)] is None]
+        _common_drops = re.compile("[" + "".join(map(re.escape, signs)) + "]+")
+    text = _common_drops.sub("", text)
+    if text.isalnum() or ("?" in text and text.replace("?", "").isalnum()):
+        return text  # only letters, digits and `?` left: all kept
     return text.translate(_DROP)
 
 
