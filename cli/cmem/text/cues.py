@@ -386,9 +386,14 @@ class CueIndex:
                 )
             for text in texts:
                 found.extend(self.cjk_by_text[text])
+        # Anchors are ASCII (latin cues are), so one that occurs in the text occurs in its
+        # ASCII characters alone: searched there, in a string half the width and shorter, and
+        # each cue of a found anchor then tested on the text itself (the two may differ where
+        # characters were dropped between ASCII ones)
+        latin = lowered if lowered.isascii() else lowered.encode("ascii", "ignore").decode("ascii")
         for anchor, cues in self.anchors.items():
-            if anchor in lowered:
-                found.extend(cue for cue in cues if cue.text == anchor or cue.text in lowered)
+            if anchor in latin:
+                found.extend(cue for cue in cues if cue.text in lowered)
         found.sort(key=self.order.__getitem__)
         return found
 
