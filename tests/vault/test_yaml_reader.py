@@ -338,3 +338,19 @@ def _long_block(rng: random.Random) -> str:
         else:
             lines.append(f"k{i}: {piece()}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def test_lines_read_once_a_run_give_each_note_its_own_values():
+    """`_line_form` keeps each distinct line's reading for the run: the same lines in another
+    note, or in another place, must read as they would there, and no two notes share a list."""
+    first = _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n")
+    second = _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n")
+    assert first == second == {"tags": ["a", "b"], "aliases": ["x", "y"]}
+    first["tags"].append("c")
+    first["aliases"].append("z")
+    assert _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n") == second
+    assert second == {"tags": ["a", "b"], "aliases": ["x", "y"]}
+    # an item line after a key with a value, or at another indentation, is not plain there
+    assert _plain_frontmatter("tags: x\n  - a\n") is None
+    assert _plain_frontmatter("tags:\n  - a\n    - b\n") is None
+    assert _agrees("tags:\n- a\n") and _agrees("tags:\n  - a\n")
