@@ -348,10 +348,21 @@ class CueIndex:
                 self.cjk_by_text.setdefault(cue.text, []).append(cue)
         # findall's matches do not overlap: a cue overlapping a match may hide behind it
         self.may_hide = {a: [b for b in cjk if b != a and _can_overlap(a, b)] for a in cjk}
-        self.anchors: dict[str, list[Cue]] = {}
+        groups: dict[str, list[Cue]] = {}
         for cue in cues:
             if cue.latin:
-                self.anchors.setdefault(self._anchor(cue.text), []).append(cue)
+                groups.setdefault(self._anchor(cue.text), []).append(cue)
+        # A shared anchor pays off only for several texts, and when long enough: a search skips
+        # ahead by up to the needle's length, so `go` (which every other note holds) costs more
+        # than `going with` and `go with` searched apart. A text alone behind its anchor, or
+        # behind one shorter than 4 characters, is searched as itself.
+        self.anchors: dict[str, list[Cue]] = {}
+        for anchor, members in groups.items():
+            if len(anchor) < 4 or len({cue.text for cue in members}) == 1:
+                for cue in members:
+                    self.anchors.setdefault(cue.text, []).append(cue)
+            else:
+                self.anchors.setdefault(anchor, []).extend(members)
 
     def _anchor(self, text: str) -> str:
         words = re.findall(r"[a-z0-9'-]+", text) or [text]
