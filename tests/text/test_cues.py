@@ -26,3 +26,8 @@ def test_active_cues_are_the_cues_whose_text_occurs():
     for index in indexes:
         for text in texts:
             assert index.active(text) == _plain(index, text), text
+
+
+def test_no_extra_cues_is_one_index_however_it_is_said():
+    assert cue_index() is cue_index(None) is cue_index({}) is cue_index({"decision": ()})
+    assert cue_index({"decision": ("ship it",)}) is not cue_index()

@@ -307,7 +307,9 @@ def _cue_index(extra: tuple[tuple[str, tuple[str, ...]], ...]) -> "CueIndex":
 
 
 def cue_index(extra_cues: dict[str, tuple[str, ...]] | None = None) -> "CueIndex":
-    extra = tuple(sorted((cls, tuple(words)) for cls, words in (extra_cues or {}).items() if words))
+    if not extra_cues:
+        return _cue_index(())  # the common case, asked once a note by a scan: no key to build
+    extra = tuple(sorted((cls, tuple(words)) for cls, words in extra_cues.items() if words))
     return _cue_index(extra)
 
 
