@@ -354,3 +354,26 @@ def test_lines_read_once_a_run_give_each_note_its_own_values():
     assert _plain_frontmatter("tags: x\n  - a\n") is None
     assert _plain_frontmatter("tags:\n  - a\n    - b\n") is None
     assert _agrees("tags:\n- a\n") and _agrees("tags:\n  - a\n")
+
+
+def test_the_closing_line_is_found_as_in_a_copy_of_the_text_after_the_opening():
+    """`split_frontmatter` searches the text from offset 4 rather than a copy of `text[4:]`:
+    it must split every text as the search in the copy did."""
+    import re
+
+    def split_in_copy(text: str):
+        if not text.startswith("---\n") and text != "---":
+            return None, 1, None
+        end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+        if end is None:
+            return None, 1, "frontmatter is not closed by a '---' line"
+        block = text[4 : 4 + end.start()]
+        return block, block.count("\n") + 3, None
+
+    pieces = ["---", "...", "\n", " ", "\t", "a: 1", "-", "x---", "中"]
+    rng = random.Random(13)
+    texts = ["", "---", "---\n", "---\n---", "----\n---\n", "---\n...\n", "---\n a\n--- \nb"]
+    for _ in range(20_000):
+        texts.append("---\n" + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))))
+    for text in texts:
+        assert split_frontmatter(text) == split_in_copy(text), repr(text)

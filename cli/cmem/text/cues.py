@@ -392,11 +392,12 @@ class CueIndex:
         if self.cjk_pattern is not None and not lowered.isascii():
             texts = set(self.cjk_pattern.findall(lowered))
             for text in list(texts):
-                texts.update(
-                    other
-                    for other in self.may_hide[text]
-                    if other not in texts and other in lowered
-                )
+                if self.may_hide[text]:  # most cues overlap none: no generator to make
+                    texts.update(
+                        other
+                        for other in self.may_hide[text]
+                        if other not in texts and other in lowered
+                    )
             for text in texts:
                 found.extend(self.cjk_by_text[text])
         # Anchors are ASCII (latin cues are), so one that occurs in the text occurs in its

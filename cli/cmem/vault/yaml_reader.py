@@ -32,13 +32,21 @@ from typing import Any
 
 def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
     """(block, body_start_line, problem). Only a block closed by `---` or `...` counts."""
+    global _closing
     if not text.startswith("---\n") and text != "---":
         return None, 1, None
-    end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if _closing is None:
+        _closing = re.compile(r"^(---|\.\.\.)[ \t]*$", re.MULTILINE)
+    # searched from offset 4, not in a copy of the text from there: `^` matches there too,
+    # just after the opening line's `\n` (every note with frontmatter is split here)
+    end = _closing.search(text, 4)
     if end is None:
         return None, 1, "frontmatter is not closed by a '---' line"
-    block = text[4 : 4 + end.start()]
+    block = text[4 : end.start()]
     return block, block.count("\n") + 3, None
+
+
+_closing: re.Pattern | None = None  # compiled on first use: not every command reads a note
 
 
 # --- the full load ----------------------------------------------------------------------------
