@@ -122,6 +122,16 @@ def _phrase_keys_reading_all(text: str) -> list[str]:
 def test_sentence_and_keys_are_what_the_full_walks_gave():
     rng = random.Random(13)
     alphabet = [*"ab 又熬夜刷题到两点，", *recurrence._SENTENCE_END, " deploying", " the build"]
+    alphabet += [
+        "今天",
+        "一直",
+        "的",
+        "我",
+        "把",
+        "睡觉",
+        "熬夜改",
+        "ＡＢ",
+    ]  # stop characters, key stop bigrams
     for _ in range(10_000):
         low = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         start = rng.randint(0, len(low))

@@ -418,3 +418,40 @@ def test_content_units_count_as_with_the_cjk_class():
         text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 10)))
         for enough in (2, 1 << 30):
             assert tone.content_units(text, enough) == reference(text, enough), text
+
+
+def test_the_chinese_venting_markers_are_found_as_by_testing_each():
+    """`_holds_zh_marker` looks for a marker's first character before the marker: it must say
+    what testing every marker says, on lines with markers, their first characters alone, and
+    pieces of them."""
+    import random
+
+    from cmem.scan import tone
+
+    pieces = [
+        *tone._VENTING_ZH,
+        *(m[0] for m in tone._VENTING_ZH),
+        *(m[1:] for m in tone._VENTING_ZH),
+    ]
+    pieces += ["我", "好", "要", "真", "心", "，", "又", "ugh", " ", "é", "\U0001f600"]
+    chooser = random.Random(13)
+    lines = ["", "我", "好烦", "烦好", "心态很好", "我真服", "啊啊", "啊啊啊"]
+    for _ in range(20_000):
+        lines.append("".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 6))))
+    for line in lines:
+        assert tone._holds_zh_marker(line) == any(m in line for m in tone._VENTING_ZH), line
+
+
+def test_a_note_has_blocks_as_the_three_searches_say():
+    """`_has_blocks` looks for one character before each opener: it must say what searching
+    for the three openers says."""
+    import random
+
+    from cmem.scan import signals
+
+    pieces = ["`", "``", "```", "~", "~~~", "<", "<!", "<!--", "-->", "a", "\n", "中"]
+    chooser = random.Random(13)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 6)))
+        plain = "```" in text or "~~~" in text or "<!--" in text
+        assert signals._has_blocks(text) == plain, text

@@ -154,3 +154,33 @@ def test_odd_names_in_any_case_and_script_are_found_past_the_plain_name_shortcut
         "archive/e.md/f (conflict 1).md": "sync-conflict",
         "link.md": "symlink",
     }
+
+
+def test_the_body_read_off_the_text_is_the_body_of_the_lines():
+    """`read_note` tells an empty note by `_body_of`, the text after the frontmatter's closing
+    line, not by joining the lines: it must be `Note.body` for any text, and the empty notes
+    the ones whose body and frontmatter hold only whitespace."""
+    import random
+
+    from cmem.vault import notes
+    from cmem.vault.yaml_reader import split_frontmatter
+
+    pieces = ["---", "...", "--- ", "---\t", "\n", " ", "\t", "a: 1", "# x", "body", "\u3000", "-"]
+    chooser = random.Random(13)
+    texts = ["", "---", "---\n", "---\n---", "---\n---\n", "---\n---\n \n", "---\na\n...\nb"]
+    for _ in range(20_000):
+        opening = chooser.choice(["", "---\n"])  # half of them open a frontmatter block
+        texts.append(
+            opening + "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 9)))
+        )
+    closed = 0
+    for text in texts:
+        block, body_start, _ = split_frontmatter(text)
+        closed += block is not None
+        note = notes.Note(NoteFile("n.md", "n.md", DIVERGENT), text=text, body_start=body_start)
+        assert notes._body_of(text, block) == note.body, repr(text)
+        raw = text.encode("utf-8")
+        empty = not note.body.strip() and not (block or "").strip()
+        read = notes._decode_into(notes.Note(NoteFile("n.md", "n.md", DIVERGENT)), raw)
+        assert (read.skip_reason == "is empty") == empty, repr(text)
+    assert closed > 500  # the frontmatter cases are covered, not only plain texts

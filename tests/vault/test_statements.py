@@ -99,3 +99,93 @@ def test_the_number_marks_pattern_matches_where_its_lookbehind_first_form_does()
     assert statements.normalize("3.12 vs 31.2, -5 vs 5, a-5, x.5") == (
         "3\u221912vs31\u22192\u22125vs5a5x5"
     )
+
+
+def test_dropping_the_common_signs_first_drops_what_the_table_drops():
+    """`_drop` takes the common signs out first and leaves letters, digits and `?` without
+    asking the table: it must give `text.translate(_DROP)` for any text."""
+    import random
+    import sys
+
+    # the signs it takes out first are ones the table drops (ASCII's: all of them)
+    ascii_drops = bytes(code for code in range(128) if statements._DROP[code] is None)
+    assert statements._ASCII_DROPS == ascii_drops
+    assert all(statements._DROP[ord(sign)] is None for sign in statements._CJK_DROPS)
+    # what lets it skip the table: every character `isalnum` accepts is a letter or a number
+    # (categories L and N), which the table keeps, in this Python's Unicode database
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if char.isalnum():
+            assert unicodedata.category(char)[0] in "LN", hex(code)
+    chooser = random.Random(13)
+    # every category: letters, marks, numbers, each kind of punctuation and symbol, spaces,
+    # controls, format characters (zero-width), surrogates, private use, unassigned
+    samples = [chr(chooser.randrange(sys.maxunicode + 1)) for _ in range(3000)]
+    alphabet = [
+        *map(chr, range(128)),
+        *statements._CJK_DROPS,
+        *"，：（）？！…～＄aZ9é中あ한İßﬁ٣Ⅻ½₂$€+<=>|~?∙−–-.\u0301\u200b\u2028\u3000\ud800\ue000\U0001f600",
+        *samples,
+    ]
+    cases = ["", "?", "??", "a?", "中文？", "价格：３．５元", "İstanbul ß ﬁ", " \t\n"]
+    for _ in range(20_000):
+        cases.append("".join(chooser.choice(alphabet) for _ in range(chooser.randint(0, 12))))
+    cases += [
+        line
+        for path in sorted(SAMPLE_VAULT.rglob("*.md"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+    for case in cases:
+        assert statements._drop(case) == case.translate(statements._DROP), repr(case)
+
+
+def test_a_line_without_any_provenance_prefix_splits_as_the_full_parse_does(monkeypatch):
+    """`split_statement` skips the trace and source parse when no prefix of either occurs in the
+    line: it must give what the full parse gives, for the built-in and configured formats."""
+    import random
+
+    from cmem.vault.config import Formats
+
+    custom = Formats(
+        source="<<from {links}>>", source_separator="; ", trace="[[[@{date} was {old}]]]"
+    )
+    bare = Formats(source="{links}", source_separator=",", trace="{date} was {old}")
+    pieces = [
+        *"abc 中文 -*+1.)[]()（）：，x",
+        "(updated ",
+        "（更新于 ",
+        ", was: ",
+        "，原为：",
+        "(source: ",
+        "（来源：",
+        "<<from ",
+        ">>",
+        "[[[@",
+        " was ",
+        "]]]",
+        " was ",
+        "[[note]]",
+        "[[a|b]]",
+        "2026-11-29",
+        "- ",
+        "1. ",
+        "- [x] ",
+        "\u3000",
+    ]
+    chooser = random.Random(13)
+    lines = [
+        "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 14))) for _ in range(6000)
+    ]
+    lines += [
+        line
+        for path in sorted(SAMPLE_VAULT.rglob("*.md"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+    for formats in (None, ZH, EN, custom, bare):
+        fast = [split_statement(line, formats) for line in lines]
+        with monkeypatch.context() as patched:
+            patched.setattr(statements, "_may_hold_provenance", lambda text, formats: True)
+            full = [split_statement(line, formats) for line in lines]
+        assert fast == full
+        # the lines hold both, or the comparison would test the shortcut alone
+        assert any(sources for _, sources, _ in full) and any(traces for _, _, traces in full)

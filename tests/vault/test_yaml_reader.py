@@ -338,3 +338,42 @@ def _long_block(rng: random.Random) -> str:
         else:
             lines.append(f"k{i}: {piece()}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def test_lines_read_once_a_run_give_each_note_its_own_values():
+    """`_line_form` keeps each distinct line's reading for the run: the same lines in another
+    note, or in another place, must read as they would there, and no two notes share a list."""
+    first = _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n")
+    second = _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n")
+    assert first == second == {"tags": ["a", "b"], "aliases": ["x", "y"]}
+    first["tags"].append("c")
+    first["aliases"].append("z")
+    assert _plain_frontmatter("tags:\n  - a\n  - b\naliases: [x, y]\n") == second
+    assert second == {"tags": ["a", "b"], "aliases": ["x", "y"]}
+    # an item line after a key with a value, or at another indentation, is not plain there
+    assert _plain_frontmatter("tags: x\n  - a\n") is None
+    assert _plain_frontmatter("tags:\n  - a\n    - b\n") is None
+    assert _agrees("tags:\n- a\n") and _agrees("tags:\n  - a\n")
+
+
+def test_the_closing_line_is_found_as_in_a_copy_of_the_text_after_the_opening():
+    """`split_frontmatter` searches the text from offset 4 rather than a copy of `text[4:]`:
+    it must split every text as the search in the copy did."""
+    import re
+
+    def split_in_copy(text: str):
+        if not text.startswith("---\n") and text != "---":
+            return None, 1, None
+        end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+        if end is None:
+            return None, 1, "frontmatter is not closed by a '---' line"
+        block = text[4 : 4 + end.start()]
+        return block, block.count("\n") + 3, None
+
+    pieces = ["---", "...", "\n", " ", "\t", "a: 1", "-", "x---", "中"]
+    rng = random.Random(13)
+    texts = ["", "---", "---\n", "---\n---", "----\n---\n", "---\n...\n", "---\n a\n--- \nb"]
+    for _ in range(20_000):
+        texts.append("---\n" + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))))
+    for text in texts:
+        assert split_frontmatter(text) == split_in_copy(text), repr(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from cmem.text.scripts import CJK_RUN
-from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, bigrams
+from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP
 
 _EN_WORD = re.compile(r"[a-z][a-z'-]+")
 
@@ -48,13 +48,14 @@ def phrase_keys(text: str) -> list[str]:
     # The first MAX_KEYS distinct keys are kept, so the search stops once it has them: a long
     # sentence is not read to its end (a recurring cue line's per-hit cost in a cold scan).
     keys: dict[str, None] = {}
-    for run in CJK_RUN.finditer(text):
-        for pair in bigrams(run.group()):
-            if (
-                pair[0] not in ZH_KEY_STOP
-                and pair[1] not in ZH_KEY_STOP
-                and pair not in ZH_KEY_BIGRAMS
-            ):
+    for run in CJK_RUN.findall(text):
+        # the run's bigrams (`terms.bigrams`) in place: a stop character rules a pair out before
+        # it is sliced, and no list of every pair is made for the few pairs read
+        for index in range(len(run) - 1):
+            if run[index] in ZH_KEY_STOP or run[index + 1] in ZH_KEY_STOP:
+                continue
+            pair = run[index : index + 2]
+            if pair not in ZH_KEY_BIGRAMS:
                 keys[pair] = None
                 if len(keys) == MAX_KEYS:
                     return sorted(keys)

@@ -22,6 +22,7 @@ keys in `scan/recurrence.py`; this module puts them together for one note.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 from cmem.scan.masking import blocked_lines, mask_inline
@@ -128,20 +129,25 @@ def defer_reason(kind: str, cue: str, min_recurrence: int | None = None) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A cue found on one line, before the vault-wide rules (state, recurrence, guard) apply."""
-
-    line: int  # 1-based
-    cls: str
-    cue: str
-    excerpt: str
-    kind: str = ""  # "" for a signal, else why it is deferred (ONE_OFF, VENTING, VAGUE)
-    line_key: str = ""  # state.line_key of the line: "new lines only" for edited notes
-    content_key: str = (
-        ""  # normalised statement (scan.py caches a digest): the guard and re-emergence
+class Hit(
+    namedtuple(
+        "Hit",
+        "line cls cue excerpt kind line_key content_key keys",
+        defaults=("", "", "", ()),
     )
-    keys: tuple[str, ...] = ()  # recurrence key phrases (recurring class only)
+):
+    """A cue found on one line, before the vault-wide rules (state, recurrence, guard) apply.
+
+    line: 1-based; cls; cue; excerpt; kind: "" for a signal, else why it is deferred (ONE_OFF,
+    VENTING, VAGUE); line_key: state.line_key of the line ("new lines only" for edited notes);
+    content_key: the normalised statement (scan.py caches a digest), for the guard and
+    re-emergence; keys: recurrence key phrases (recurring class only).
+
+    A named tuple, not a frozen dataclass: a cold scan makes two for every cue line (here, and
+    the scanner's with the digest), and a frozen dataclass's __init__ sets each of the eight
+    fields through object.__setattr__ (~1.6 vs 0.35 µs a hit)."""
+
+    __slots__ = ()
 
     @property
     def reason(self) -> str:
@@ -316,7 +322,13 @@ _NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>|\|)")
 
 
 def _has_blocks(lowered: str) -> bool:
-    return "```" in lowered or "~~~" in lowered or "<!--" in lowered
+    # one character first: a search for one character runs in C at memchr speed, and most notes
+    # hold no backtick, tilde or `<` at all (3.2 -> 0.5 µs a note on the 10k vault)
+    return (
+        ("`" in lowered and "```" in lowered)
+        or ("~" in lowered and "~~~" in lowered)
+        or ("<" in lowered and "<!--" in lowered)
+    )
 
 
 def _blank_comment_head(line: str) -> str:
@@ -379,7 +391,8 @@ def read_flags(note: Note, lowered: str | None = None) -> NoteFlags:
         converge = _as_bool(data.get("converge"))
         flags.tags = _as_tags(data.get("tags"))
     tags = set(flags.tags)
-    if "#converge" in lowered or "#noconverge" in lowered:
+    # both tags hold "converge", which few notes do: one search answers for most
+    if "converge" in lowered and ("#converge" in lowered or "#noconverge" in lowered):
         blocked, _ = blocked_lines(note.lines, note.body_start)
         tags |= set(inline_tags(note.lines, blocked))
     if converge is False or "noconverge" in tags:

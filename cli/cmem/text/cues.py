@@ -307,7 +307,9 @@ def _cue_index(extra: tuple[tuple[str, tuple[str, ...]], ...]) -> "CueIndex":
 
 
 def cue_index(extra_cues: dict[str, tuple[str, ...]] | None = None) -> "CueIndex":
-    extra = tuple(sorted((cls, tuple(words)) for cls, words in (extra_cues or {}).items() if words))
+    if not extra_cues:
+        return _cue_index(())  # the common case, asked once a note by a scan: no key to build
+    extra = tuple(sorted((cls, tuple(words)) for cls, words in extra_cues.items() if words))
     return _cue_index(extra)
 
 
@@ -348,10 +350,21 @@ class CueIndex:
                 self.cjk_by_text.setdefault(cue.text, []).append(cue)
         # findall's matches do not overlap: a cue overlapping a match may hide behind it
         self.may_hide = {a: [b for b in cjk if b != a and _can_overlap(a, b)] for a in cjk}
-        self.anchors: dict[str, list[Cue]] = {}
+        groups: dict[str, list[Cue]] = {}
         for cue in cues:
             if cue.latin:
-                self.anchors.setdefault(self._anchor(cue.text), []).append(cue)
+                groups.setdefault(self._anchor(cue.text), []).append(cue)
+        # A shared anchor pays off only for several texts, and when long enough: a search skips
+        # ahead by up to the needle's length, so `go` (which every other note holds) costs more
+        # than `going with` and `go with` searched apart. A text alone behind its anchor, or
+        # behind one shorter than 4 characters, is searched as itself.
+        self.anchors: dict[str, list[Cue]] = {}
+        for anchor, members in groups.items():
+            if len(anchor) < 4 or len({cue.text for cue in members}) == 1:
+                for cue in members:
+                    self.anchors.setdefault(cue.text, []).append(cue)
+            else:
+                self.anchors.setdefault(anchor, []).extend(members)
 
     def _anchor(self, text: str) -> str:
         words = re.findall(r"[a-z0-9'-]+", text) or [text]
@@ -379,16 +392,22 @@ class CueIndex:
         if self.cjk_pattern is not None and not lowered.isascii():
             texts = set(self.cjk_pattern.findall(lowered))
             for text in list(texts):
-                texts.update(
-                    other
-                    for other in self.may_hide[text]
-                    if other not in texts and other in lowered
-                )
+                if self.may_hide[text]:  # most cues overlap none: no generator to make
+                    texts.update(
+                        other
+                        for other in self.may_hide[text]
+                        if other not in texts and other in lowered
+                    )
             for text in texts:
                 found.extend(self.cjk_by_text[text])
+        # Anchors are ASCII (latin cues are), so one that occurs in the text occurs in its
+        # ASCII characters alone: searched there, in a string half the width and shorter, and
+        # each cue of a found anchor then tested on the text itself (the two may differ where
+        # characters were dropped between ASCII ones)
+        latin = lowered if lowered.isascii() else lowered.encode("ascii", "ignore").decode("ascii")
         for anchor, cues in self.anchors.items():
-            if anchor in lowered:
-                found.extend(cue for cue in cues if cue.text == anchor or cue.text in lowered)
+            if anchor in latin:
+                found.extend(cue for cue in cues if cue.text in lowered)
         found.sort(key=self.order.__getitem__)
         return found
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from cmem.vault.layers import (
     ARCHIVE,
@@ -33,6 +32,26 @@ LINKED_FOLDER = "linked-folder"  # an OddFile kind: a layer folder that leads ou
 # A placeholder left by a cloud client ("online-only" file) has a size but no blocks on disk.
 # Small files may legitimately be stored inline with zero blocks, hence the threshold.
 _DATALESS_MIN_SIZE = 4096
+
+
+class _cached:
+    """`functools.cached_property` without its lock: Python 3.11 takes an RLock on each first
+    read, which cost as much as the split it guards (a cold scan reads thousands of notes). The
+    value lands in the instance dict, which later reads find first; it depends on the note alone,
+    so two threads making it at once would store equal values."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
 
 
 @dataclass
@@ -60,15 +79,15 @@ class Note:
         """cmem rewrites only notes it can write back exactly as UTF-8 with \\n."""
         return self.usable and not self.problems
 
-    @cached_property
+    @_cached
     def lines(self) -> list[str]:
         return self.text.split("\n")
 
-    @cached_property
+    @_cached
     def body(self) -> str:
         return "\n".join(self.lines[self.body_start - 1 :])
 
-    @cached_property
+    @_cached
     def meta(self) -> dict:
         """The parsed frontmatter (`yaml_reader`: PyYAML's C loader), `{}` when absent or broken."""
         data, _ = parse_frontmatter_block(self.frontmatter)
@@ -173,9 +192,19 @@ def _decode_into(note: Note, raw: bytes) -> Note:
     note.frontmatter, note.body_start = block, body_start
     if problem:
         note.problems.append(problem)
-    if not note.body.strip() and not (block or "").strip():
+    if not (block or "").strip() and not _body_of(text, block).strip():
         note.skip_reason = "is empty"
     return note
+
+
+def _body_of(text: str, block: str | None) -> str:
+    """`Note.body` read off the text, without splitting it into lines and joining them again:
+    the text itself without frontmatter, else what follows the line that closes it (which
+    starts right after the block)."""
+    if block is None:
+        return text
+    end = text.find("\n", 4 + len(block))
+    return "" if end < 0 else text[end + 1 :]
 
 
 def check_frontmatter(note: Note) -> str | None:

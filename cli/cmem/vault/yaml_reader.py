@@ -32,13 +32,21 @@ from typing import Any
 
 def split_frontmatter(text: str) -> tuple[str | None, int, str | None]:
     """(block, body_start_line, problem). Only a block closed by `---` or `...` counts."""
+    global _closing
     if not text.startswith("---\n") and text != "---":
         return None, 1, None
-    end = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if _closing is None:
+        _closing = re.compile(r"^(---|\.\.\.)[ \t]*$", re.MULTILINE)
+    # searched from offset 4, not in a copy of the text from there: `^` matches there too,
+    # just after the opening line's `\n` (every note with frontmatter is split here)
+    end = _closing.search(text, 4)
     if end is None:
         return None, 1, "frontmatter is not closed by a '---' line"
-    block = text[4 : 4 + end.start()]
+    block = text[4 : end.start()]
     return block, block.count("\n") + 3, None
+
+
+_closing: re.Pattern | None = None  # compiled on first use: not every command reads a note
 
 
 # --- the full load ----------------------------------------------------------------------------
@@ -180,34 +188,58 @@ def _plain_frontmatter(block: str) -> dict | None:
     indent = None  # those items' indentation: YAML reads a deeper `- x` as part of the last item
     try:
         for raw in block.split("\n"):
-            first = raw[:1]
-            if first == "#" or not raw or (first in " \t-" and raw.lstrip()[:1] in ("", "#")):
-                continue  # a comment or a blank line
-            if first in " \t" and "\t" in raw[: len(raw) - len(raw.lstrip())]:
-                return None  # tabs in indentation are a YAML error: let the parser name it
-            item = _FM_ITEM.fullmatch(raw) if first in " \t-" else None
-            if item and current is not None and indent in (None, item.group(1)):
-                read = _value(item.group(2))
+            form = _line_form(raw)
+            if form is None:
+                return None  # a form only the parser reads right
+            if form[0] == _SKIP:
+                continue
+            if form[0] == _ITEM:
+                _, item_indent, read = form
+                if current is None or indent not in (None, item_indent):
+                    return None  # an item of no bare key, or at another indentation
                 if read is None or read[0] == "list":
                     return None  # a form only the parser reads right, or a nested list
-                indent = item.group(1)
+                indent = item_indent
                 if data[current] is None:
                     data[current] = []
                 data[current].append(read[1])
                 continue
-            key = _FM_KEY.fullmatch(raw)
-            if not key or raw[0].isspace() or key.group(1).endswith(" "):
-                return None
-            value = key.group(2) or ""
-            read = _value(value)
-            name = _key(key.group(1))
-            if read is None or name is None:
-                return None  # a form only the parser reads right; `yes:` or `1:` is not a str key
-            current, indent = (name, None) if not value else (None, None)
+            _, name, bare, read = form
+            current, indent = (name, None) if bare else (None, None)
             data[name] = list(read[1]) if read[0] == "list" else read[1]
     except _NotPlain:
         return None
     return data
+
+
+_SKIP, _ITEM, _KEY = "skip", "item", "key"
+
+
+@lru_cache(maxsize=4096)
+def _line_form(raw: str) -> tuple | None:
+    """What one frontmatter line is, on its own: (_SKIP,) a comment or a blank line; (_ITEM,
+    indentation, value read) a `- item` line; (_KEY, name, bare, value read) a `key: value`
+    line; None a form only the parser reads right. Lines recur from note to note (`tags:`,
+    `  - design`, `status: draft`): each is matched once a run, not once a note (the scanner
+    reads every note's frontmatter). The values are `_value`'s, shared: callers copy lists."""
+    first = raw[:1]
+    if first == "#" or not raw or (first in " \t-" and raw.lstrip()[:1] in ("", "#")):
+        return (_SKIP,)
+    if first in " \t" and "\t" in raw[: len(raw) - len(raw.lstrip())]:
+        return None  # tabs in indentation are a YAML error: let the parser name it
+    if first in " \t-":
+        # a key line never starts so: an item of the bare key above it, or not plain
+        item = _FM_ITEM.fullmatch(raw)
+        return (_ITEM, item.group(1), _value(item.group(2))) if item else None
+    key = _FM_KEY.fullmatch(raw)
+    if not key or raw[0].isspace() or key.group(1).endswith(" "):
+        return None
+    value = key.group(2) or ""
+    read = _value(value)
+    name = _key(key.group(1))
+    if read is None or name is None:
+        return None  # `yes:` or `1:` is not a str key
+    return (_KEY, name, not value, read)
 
 
 @lru_cache(maxsize=4096)

@@ -1,0 +1,33 @@
+"""The cue index: which cues a text holds, found with few scans, must be exactly the cues whose
+text occurs in it, in priority order."""
+
+import random
+
+from cmem.text.cues import cue_index
+
+
+def _plain(index, lowered: str) -> list:
+    return [cue for cue in index.cues if cue.text in lowered]
+
+
+def test_active_cues_are_the_cues_whose_text_occurs():
+    extra = {"decision": ("ship it", "café", "c++", "fix:"), "recurring": ("déjà vu",)}
+    indexes = [cue_index(), cue_index(extra)]
+    cues = sorted({cue.text for cue in indexes[1].cues})
+    # cue texts, their pieces (an anchor without its cue), and characters that sit between
+    # ASCII ones: a match in the ASCII characters alone need not be one in the text
+    pieces = [*cues, *(text[: len(text) // 2] for text in cues), *(text[1:] for text in cues)]
+    pieces += [" ", "中", "é", "i̇", "ß", "’", "'", "\n", "n", "ever", "go", "\U0001f600"]
+    chooser = random.Random(13)
+    texts = ["", "ne中ver", "neéver", "i like", "i l中ike", "又熬夜", "又又", "不对称", "ş"]
+    texts += [text[:cut] + "中" + text[cut:] for text in cues for cut in range(1, len(text))]
+    for _ in range(4000):
+        texts.append("".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 8))))
+    for index in indexes:
+        for text in texts:
+            assert index.active(text) == _plain(index, text), text
+
+
+def test_no_extra_cues_is_one_index_however_it_is_said():
+    assert cue_index() is cue_index(None) is cue_index({}) is cue_index({"decision": ()})
+    assert cue_index({"decision": ("ship it",)}) is not cue_index()
