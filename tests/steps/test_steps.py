@@ -556,3 +556,26 @@ def test_a_failed_commit_in_a_step_leaves_no_index_and_the_next_reads_head(vault
     assert len(read_trees) == 1
     assert "converged/core/two.md" not in ls_head(root)
     assert "converged/core/three.md" in ls_head(root)
+
+
+def test_a_commit_that_fails_before_its_index_leaves_none_behind_after_the_step(vault, monkeypatch):
+    """A blob git refuses to store fails the step's second commit before it touches the kept
+    index: the step's end still removes it, and nothing else is left in .git."""
+    root = vault.root
+    with history.one_repository():
+        history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        real_run = history.subprocess.run
+
+        def refusing(args, *rest, **kwargs):
+            if isinstance(args, list) and "hash-object" in args:
+                raise OSError("no room for the blob")
+            return real_run(args, *rest, **kwargs)
+
+        monkeypatch.setattr(history.subprocess, "run", refusing)
+        with pytest.raises(OSError):
+            history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
+        monkeypatch.undo()
+    assert list((root / ".git").glob("cmem-index-*")) == []  # the step ended after the failure
+    history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
+    assert "converged/core/three.md" in ls_head(root)
+    assert "converged/core/two.md" not in ls_head(root)

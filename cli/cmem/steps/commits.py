@@ -423,7 +423,7 @@ def commit_files(
     # Within a step, the temporary index of its last commit is kept: when that commit is still
     # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
     # snapshot) skips reading the whole tree again (~25 ms at 10k notes).
-    kept = remembered.pop(("index", str(top)), None) if remembered is not None else None
+    kept = remembered.get(("index", str(top))) if remembered is not None else None
     holds_parent = kept is not None and parent is not None and kept[0] == parent
     env = {**_env(), "GIT_INDEX_FILE": str(index)}
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
@@ -487,8 +487,10 @@ def commit_files(
             remembered[("index", str(top))] = (commit, str(index))
             keep = True
     finally:
-        if not keep:
+        if not keep:  # failed, or nothing to commit: the next commit reads HEAD afresh
             index.unlink(missing_ok=True)
+            if remembered is not None:
+                remembered.pop(("index", str(top)), None)
     _index_holds(top, entries, options)
     return commit
 
