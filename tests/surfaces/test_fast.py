@@ -73,6 +73,28 @@ def test_hit_prints_what_a_miss_prints(sample_vault):
         assert not hit and fresh == text
 
 
+def test_a_stored_answer_under_a_profiler_ends_normally_and_its_profile_is_written(
+    sample_vault, tmp_path
+):
+    """A stored answer ends the process at once (os._exit) — except under a profiler or a
+    tracer, whose exit handlers write what they measured: `python -m cProfile -o F -m cmem
+    status` of a stored answer leaves a profile that loads, and prints the stored answer."""
+    import pstats
+
+    text = warm(sample_vault, "status")
+    profile = tmp_path / "status.prof"
+    result = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "cmem", "status"]
+        + ["--vault", str(sample_vault)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == text
+    stats = pstats.Stats(str(profile))
+    assert any(name == "answer" for _, _, name in stats.stats), "the fast path was not profiled"
+
+
 def test_due_is_recomputed_at_print_time(sample_vault):
     settle(sample_vault)
     status_json(sample_vault)
