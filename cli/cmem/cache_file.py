@@ -80,3 +80,48 @@ def write_stamped(path: str, stamp, entries: dict, mode: int = 0o666) -> None:
     except ValueError:
         return  # a value marshal cannot hold: not kept
     write_cache(path, data, mode)
+
+
+def kept_by_stat(
+    path: str, stamp, files, compute, valid=lambda answer: True, mode: int = 0o666
+) -> dict:
+    """Each file's answer (rel -> answer, in the order of `files`), kept at `path` under `stamp`
+    and the file's stat — (mtime, size, inode, ctime) as the listing took it (`note.lstat()`):
+    the ctime moves on every write, so an mtime set back by hand does not hide an edit. A file
+    whose stat changed, or whose kept answer is not `valid`, gets `compute(note)` (None: left
+    out). Racy rule (`RACY_NS`): an answer is kept only for a file whose mtime lies that far
+    before it was computed, so a file written twice within its timestamp granularity is
+    computed every time until it settles. The file is rewritten only when what it keeps moved."""
+    import time
+
+    known = read_stamped(path, stamp)
+    kept: dict = {}  # rel -> (stat, answer)
+    found: dict = {}
+    for note in files:
+        try:
+            st = note.lstat()  # the listing's stat when it took one
+            stat = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        except OSError:
+            stat = None
+        before = known.get(note.rel)
+        if (
+            stat is not None
+            and isinstance(before, tuple)
+            and len(before) == 2
+            and before[0] == stat
+            and valid(before[1])
+        ):
+            answer = before[1]
+        else:
+            computed_at = time.time_ns()
+            answer = compute(note)
+            if answer is None:
+                continue
+            if stat is None or stat[0] + RACY_NS >= computed_at:
+                found[note.rel] = answer  # changed too recently to trust its stat: not kept
+                continue
+        kept[note.rel] = (stat, answer)
+        found[note.rel] = answer
+    if kept != known:  # answers kept again are the same objects: compared by identity first
+        write_stamped(path, stamp, kept, mode)
+    return found

@@ -19,10 +19,9 @@ of the whole memory, so only its owner may read it (0600), as the run records.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
-from cmem.cache_file import RACY_NS, read_stamped, write_stamped
+from cmem.cache_file import kept_by_stat
 
 CACHE_NAME = "memory-bytes.marshal"
 FORMAT = 1  # bump when an entry's shape changes
@@ -32,36 +31,11 @@ PRIVATE = 0o600  # a copy of the memory, whatever the vault's own files allow: i
 def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]:
     """Every convergent file's bytes in listing order (rel -> bytes): kept ones whose stat still
     matches, the others through `read(location)` (None: the file is gone, and left out)."""
-    path = os.path.join(vault.machine_dir, CACHE_NAME)
-    stamp = f"{FORMAT} {os.fspath(vault.root)}"
-    known = read_stamped(path, stamp)
-    kept: dict[str, tuple] = {}  # rel -> (stat, bytes)
-    found: dict[str, bytes] = {}
-    read_at = time.time_ns()
-    for note in vault.convergent_files():
-        try:
-            st = note.lstat()  # the listing's stat when it took one
-        except OSError:
-            st = None
-        stat = None if st is None else (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-        before = known.get(note.rel)
-        if (
-            stat is not None
-            and isinstance(before, tuple)
-            and len(before) == 2
-            and before[0] == stat
-            and isinstance(before[1], bytes)
-        ):
-            raw = before[1]
-        else:
-            raw = read(note.location)
-            if raw is None:
-                continue
-            if stat is None or stat[0] + RACY_NS >= read_at:
-                found[note.rel] = raw  # changed too recently to trust its stat: not kept
-                continue
-        kept[note.rel] = (stat, raw)
-        found[note.rel] = raw
-    if kept != known:  # the bytes kept again are the same objects: compared by identity
-        write_stamped(path, stamp, kept, PRIVATE)
-    return found
+    return kept_by_stat(
+        os.path.join(vault.machine_dir, CACHE_NAME),
+        f"{FORMAT} {os.fspath(vault.root)}",
+        vault.convergent_files(),
+        lambda note: read(note.location),
+        valid=lambda answer: isinstance(answer, bytes),
+        mode=PRIVATE,
+    )

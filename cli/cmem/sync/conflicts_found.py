@@ -13,10 +13,9 @@ missing, corrupt or foreign one is rebuilt, and one that cannot be written costs
 from __future__ import annotations
 
 import os
-import time
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, read_stamped, write_stamped
+from cmem.cache_file import kept_by_stat
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     ConflictStatement,
@@ -30,36 +29,25 @@ FORMAT = 1  # bump when an entry's shape changes
 
 def find_conflicts(vault) -> list[ConflictStatement]:
     """Every conflict statement in the convergent layer, file by file in listing order."""
-    path = os.path.join(vault.machine_dir, CACHE_NAME)
-    stamp = f"{__version__} {FORMAT} {os.fspath(vault.root)}"
-    known = read_stamped(path, stamp)
-    kept: dict[str, tuple] = {}  # rel -> (stat, [(line number, line)])
-    found = []
-    for note in vault.convergent_files():
-        try:
-            st = note.lstat()  # the listing's stat when it took one
-        except OSError:
-            continue
-        stat = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-        before = known.get(note.rel)
-        if isinstance(before, tuple) and len(before) == 2 and before[0] == stat:
-            lines = before[1]
-        else:
-            read_at = time.time_ns()
-            try:
-                text = note.path.read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-            lines = _conflict_lines(text)
-            if st.st_mtime_ns + RACY_NS >= read_at:
-                # changed too recently to trust its stat: not kept, read again next time
-                found += [_statement(note.rel, n, line) for n, line in lines]
-                continue
-        kept[note.rel] = (stat, lines)
-        found += [_statement(note.rel, n, line) for n, line in lines]
-    if kept != known:
-        write_stamped(path, stamp, kept)
-    return found
+    lines_by_file = kept_by_stat(
+        os.path.join(vault.machine_dir, CACHE_NAME),
+        f"{__version__} {FORMAT} {os.fspath(vault.root)}",
+        vault.convergent_files(),
+        _lines_of,
+    )
+    return [
+        _statement(rel, number, line)
+        for rel, lines in lines_by_file.items()
+        for number, line in lines
+    ]
+
+
+def _lines_of(note) -> list[tuple[int, str]] | None:
+    """The file's conflict lines (number, line); None when it cannot be read (it is left out)."""
+    try:
+        return _conflict_lines(note.path.read_text("utf-8", errors="replace"))
+    except OSError:
+        return None
 
 
 def _conflict_lines(text: str) -> list[tuple[int, str]]:
