@@ -232,6 +232,22 @@ def test_how_many_processes_share_the_reads(monkeypatch):
     assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 1
 
 
+def test_a_setting_that_is_not_a_number_is_said_once_and_every_core_used(monkeypatch, capsys):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(in_processes, "_said", set())
+    for good in ("1", "0", "3", ""):
+        monkeypatch.setenv(PROCESSES_VARIABLE, good)
+        in_processes.workers(100 * PARALLEL_MIN_ITEMS)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv(PROCESSES_VARIABLE, "two")
+    assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 2
+    assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{PROCESSES_VARIABLE}='two' is not a whole number" in err
+
+
 def _cold_scan(vault, home, log, processes: str | None) -> str:
     """`cmem scan --json`, as installed, with no stored result or scan cache; every fork it
     makes is written to `log`."""

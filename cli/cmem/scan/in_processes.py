@@ -35,6 +35,11 @@ def workers(count: int) -> int:
         return 1
     limit = os.environ.get(PROCESSES_VARIABLE, "").strip()
     cap = int(limit) if limit.isascii() and limit.isdigit() and int(limit) > 0 else None
+    if limit and cap is None and limit != "0":
+        _say_once(
+            f"cmem: {PROCESSES_VARIABLE}={limit!r} is not a whole number of processes; "
+            "the scan uses every core (set 1 for one process)"
+        )
     import threading
 
     if threading.active_count() > 1:
@@ -42,6 +47,18 @@ def workers(count: int) -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     processes = min(cores or 1, count // (PARALLEL_MIN_ITEMS // 2))
     return max(1, min(processes, cap) if cap else processes)
+
+
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """A setting's problem on stderr, once a process (a scan may split its work twice)."""
+    if message not in _said:
+        _said.add(message)
+        import sys
+
+        print(message, file=sys.stderr)
 
 
 def map_in_processes(
