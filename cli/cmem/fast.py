@@ -108,13 +108,36 @@ class _ReaderGone(Exception):
     Its own class, not BrokenPipeError: a broken pipe to a git process is a real error."""
 
 
-def _put(text: str, stream) -> None:
-    """Write and flush: every line this module prints goes through here (and `_echo`)."""
+def _put(text: str | bytes, stream) -> None:
+    """Write and flush: every line this module prints goes through here (and `_echo`). Bytes
+    are UTF-8 (a stored output: `stored_results.printed`): written to the stream's buffer as
+    they are when the stream encodes UTF-8 and keeps line ends, which is what writing their
+    text would have written; else decoded and written as text."""
     try:
+        if isinstance(text, bytes):
+            if _writes_utf8(stream):
+                stream.flush()  # what the text layer holds goes first
+                stream.buffer.write(text)
+                stream.buffer.flush()
+                return
+            text = text.decode("utf-8")
         stream.write(text)
         stream.flush()
     except BrokenPipeError:
         raise _ReaderGone from None
+
+
+def _writes_utf8(stream) -> bool:
+    """Whether text written to `stream` reaches its buffer as its UTF-8 bytes: the encoding is
+    UTF-8 and "\n" is written as it is (POSIX; on Windows text streams write "\r\n")."""
+    import codecs
+
+    encoding = getattr(stream, "encoding", None)
+    try:
+        utf8 = bool(encoding) and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+    return utf8 and os.linesep == "\n" and hasattr(stream, "buffer")
 
 
 def _leave(code: int) -> None:
@@ -129,8 +152,9 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
-def answer(argv: list[str]) -> str | None:
-    """What to print for `argv` from a stored result; None when there is none to trust."""
+def answer(argv: list[str]) -> str | bytes | None:
+    """What to print for `argv` from a stored result (text, or UTF-8 bytes: `_put`); None when
+    there is none to trust."""
     if argv == ["--version"]:
         return f"cmem {__version__}\n"
     if (
@@ -252,8 +276,8 @@ def refresh_status(payload: dict, now=None) -> dict:
     return data
 
 
-def _render_stored_text(payload: dict, request: dict) -> str:
-    return payload["stdout"]
+def _render_stored_text(payload: dict, request: dict) -> str | bytes:
+    return payload["stdout"]  # `stored_results.printed`
 
 
 # name -> the parameters its stored output depends on, and how to print a stored payload

@@ -317,6 +317,53 @@ def test_unknown_arguments_go_to_the_real_cli(argv, sample_vault):
     assert fast.parse_read(["--vault", "x", *argv, "--no-color"])["command"] == argv[0]
 
 
+def _raw_run(vault: Path, argv: list[str], encoding: str) -> tuple[bytes, bool]:
+    """`cmem ARGV` through the entry point with stdout in `encoding`: (its bytes, a hit?)."""
+    code = (
+        f"import sys; sys.argv = ['cmem', *{[*argv, '--vault', str(vault)]!r}];"
+        " from cmem.fast import main; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        env=dict(os.environ, PYTHONIOENCODING=encoding),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout, b"| typer" not in result.stderr and b"cmem.scan.scanner" not in result.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "ascii"])
+def test_a_stored_output_prints_the_bytes_its_miss_printed_in_any_encoding(sample_vault, encoding):
+    """A stored scan is kept as UTF-8 bytes and written to stdout's buffer as they are; a
+    stream that does not encode UTF-8 gets the text, escaped as the miss escaped it."""
+    (sample_vault / "mixed.md").write_text(
+        "- 其实不是这样，以后都改用 pnpm 了 — don’t use npm\n", encoding="utf-8"
+    )
+    settle(sample_vault)
+    miss, hit = _raw_run(sample_vault, ["scan"], encoding)
+    assert not hit and "pnpm".encode() in miss
+    again, hit = _raw_run(sample_vault, ["scan"], encoding)
+    assert hit and again == miss
+    if encoding == "utf-8":
+        assert "其实不是".encode() in again
+    else:
+        assert b"\\u5176" in again or b"\\xe5" in again  # escaped, as the miss printed it
+
+
+def test_stored_text_that_utf8_cannot_encode_is_kept_as_text():
+    text = "a name that was not UTF-8: \udcff.md\n"
+    assert stored_results.printed(text) == {"stdout": text}
+    assert stored_results.printed("其实 ok\n") == {"stdout": "其实 ok\n".encode()}
+    for stream_encoding, expected in (("utf-8", "其实\n".encode()), ("latin-1", b"\\u5176\\u5b9e\n")):
+        import io
+
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=stream_encoding, errors="backslashreplace")
+        stream.write("")  # nothing held: the bytes go straight to the buffer
+        fast._put("其实\n".encode(), stream)
+        assert raw.getvalue() == expected
+
+
 def test_head_sha_reads_the_git_files_as_git_does(sample_vault):
     from cmem.steps.git_head import head_sha
 

@@ -25,5 +25,5 @@ def scan_output(target, as_json: bool) -> str:
         from cmem.render.reports import render_scan
 
         out = render_scan(result)
-    stored_results.store(pending, {"stdout": out + "\n"})
+    stored_results.store(pending, stored_results.printed(out + "\n"))
     return out

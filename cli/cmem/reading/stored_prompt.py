@@ -54,8 +54,9 @@ def parse(argv: list[str]) -> dict | None:
     return request
 
 
-def answer(argv: list[str]) -> str | None:
-    """The stored prompt for `argv`, or None when there is none to trust."""
+def answer(argv: list[str]) -> str | bytes | None:
+    """The stored prompt for `argv` (UTF-8 bytes or text: `stored_results.printed`), or None
+    when there is none to trust."""
     from cmem.reading.stored_results import find_root, valid_entry
 
     request = parse(argv)
@@ -81,4 +82,4 @@ def store(pending: dict | None, prompt: str) -> None:
     """What the command printed, for the next call whose key matches."""
     from cmem.reading import stored_results
 
-    stored_results.store(pending, {"stdout": prompt})
+    stored_results.store(pending, stored_results.printed(prompt))
