@@ -337,7 +337,7 @@ def begin(
 
 
 def printed(text: str) -> dict:
-    """A payload of what a command printed, for `cmem.fast: put` to print again: as UTF-8 bytes,
+    """A payload of what a command printed, for `cmem.fast: _put` to print again: as UTF-8 bytes,
     which load and print without being decoded and encoded once more (a 50k-note scan prints
     1.5 M characters: 8 ms to decode them from the entry, 4 to encode them for the terminal);
     as text when it holds what UTF-8 cannot encode (a lone surrogate from a name that was not
