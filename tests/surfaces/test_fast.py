@@ -623,9 +623,11 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
     """No traceback, exit 1, as the full CLI ends when its reader went away; and it was the
     light path that answered (typer never imported), from a stored result, scanning or syncing."""
     warm(sample_vault, "status")
+    assert not cmem(sample_vault, "scan")[1]  # stored (as bytes) beside it, nothing re-dated
     clone = sync_world(tmp_path, sample_vault, "up to date, stored")
     for argv in (
         ["status", "--vault", str(sample_vault)],
+        ["scan", "--vault", str(sample_vault)],
         ["--version"],
         ["sync", "--vault", str(clone)],
         ["scan", "--vault", str(sample_vault), "--rescan"],  # a cold scan, run without typer
@@ -633,6 +635,8 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
         code, _, said, modules = _into_a_closed_pipe(argv)
         assert (code, said) == (1, ""), (argv, said)
         assert not {"typer", "cmem.sync.remote"} & modules, argv
+        if argv[0] in ("status", "scan") and "--rescan" not in argv:
+            assert "cmem.scan.scanner" not in modules, argv  # a stored answer
     # a sync with work to do runs in full here too (still without typer), and pushes before it
     # reports: the push is done, only its report had no reader
     pushing = sync_world(tmp_path, sample_vault, "push")
