@@ -101,6 +101,23 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(vault, damage):
     assert _found(vault) == first
 
 
+def test_what_older_code_found_is_not_reused(vault, monkeypatch):
+    """The answers depend on memory_merge's rule: its file's stat is part of the cache's stamp,
+    so an edited or upgraded cmem of the same version reads every file again."""
+    from cmem.sync import conflicts_found, memory_merge
+
+    first = _found(vault)
+    reads = _reads(monkeypatch)
+    real = conflicts_found.code_stamp
+    monkeypatch.setattr(
+        conflicts_found,
+        "code_stamp",
+        lambda *modules: real(*modules) + (("edited",) if memory_merge in modules else ()),
+    )
+    assert _found(vault) == first
+    assert sorted(reads) == ["drinks.md", "food.md", "profile.md"]
+
+
 def test_an_unwritable_cache_costs_only_speed(vault, monkeypatch):
     from cmem import cache_file
 

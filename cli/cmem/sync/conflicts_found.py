@@ -13,9 +13,11 @@ missing, corrupt or foreign one is rebuilt, and one that cannot be written costs
 from __future__ import annotations
 
 import os
+import sys
 
 from cmem import __version__
-from cmem.cache_file import kept_by_stat
+from cmem.cache_file import code_stamp, kept_by_stat
+from cmem.sync import memory_merge
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
     ConflictStatement,
@@ -29,11 +31,16 @@ FORMAT = 1  # bump when an entry's shape changes
 
 def find_conflicts(vault) -> list[ConflictStatement]:
     """Every conflict statement in the convergent layer, file by file in listing order."""
+    # which lines are conflict statements is memory_merge's rule and this module's reading: an
+    # edited cmem of the same version must not reuse what the old code found
+    stamp = (
+        __version__,
+        FORMAT,
+        os.fspath(vault.root),
+        code_stamp(memory_merge, sys.modules[__name__]),
+    )
     lines_by_file = kept_by_stat(
-        os.path.join(vault.machine_dir, CACHE_NAME),
-        f"{__version__} {FORMAT} {os.fspath(vault.root)}",
-        vault.convergent_files(),
-        _lines_of,
+        os.path.join(vault.machine_dir, CACHE_NAME), stamp, vault.convergent_files(), _lines_of
     )
     return [
         _statement(rel, number, line)
