@@ -579,3 +579,37 @@ def test_a_commit_that_fails_before_its_index_leaves_none_behind_after_the_step(
     history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
     assert "converged/core/three.md" in ls_head(root)
     assert "converged/core/two.md" not in ls_head(root)
+
+
+def _reaped(python: str) -> int:
+    import subprocess
+
+    child = subprocess.Popen([python, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_commit_removes_the_temporary_indexes_a_killed_process_left(vault):
+    """A process killed mid-commit leaves `cmem-index-<pid>-<thread>` in the git folder: the
+    next commit that reads HEAD afresh removes those whose process is gone and that are over an
+    hour old; a running process's, a recent one (another pid namespace may own it) and any other
+    file are kept."""
+    import os
+    import sys
+    import time
+
+    folder = vault.root / ".git"
+    dead = _reaped(sys.executable)
+    hour_ago = time.time() - history.LEFT_INDEX_SECONDS - 60
+    left = folder / f"cmem-index-{dead}-140001"
+    recent = folder / f"cmem-index-{dead}-140002"
+    running = folder / f"cmem-index-{os.getppid()}-140003"  # the test runner's parent runs
+    other = folder / "cmem-index-notes"  # not a pid: not ours to judge
+    for path in (left, recent, running, other):
+        path.write_bytes(b"DIRC")
+    for path in (left, running, other):
+        os.utime(path, (hour_ago, hour_ago))
+    history.commit_files(vault.root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+    assert not left.exists()
+    assert recent.exists() and running.exists() and other.exists()
+    assert "converged/core/one.md" in ls_head(vault.root)

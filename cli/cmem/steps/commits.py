@@ -418,7 +418,7 @@ def commit_files(
     )
     parent, parent_tree = _parent_of_next_commit(top)
     # one per process and thread: a step keeps it between its commits (below)
-    index = git_dir(top) / f"cmem-index-{os.getpid()}-{threading.get_ident()}"
+    index = git_dir(top) / f"{INDEX_PREFIX}{os.getpid()}-{threading.get_ident()}"
     remembered = _memory()
     # Within a step, the temporary index of its last commit is kept: when that commit is still
     # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
@@ -459,6 +459,7 @@ def commit_files(
     keep = False
     try:
         if not (holds_parent and index.is_file()):
+            _remove_left_indexes(index)
             git("read-tree", parent) if parent else git("read-tree", "--empty")
         git("update-index", "-z", "--index-info", data=_index_info(entries))
         tree = git("write-tree")
@@ -493,6 +494,49 @@ def commit_files(
                 remembered.pop(("index", str(top)), None)
     _index_holds(top, entries, options)
     return commit
+
+
+INDEX_PREFIX = "cmem-index-"
+# A temporary index this old whose process is not running here is left over: the age keeps a
+# process of another pid namespace (a container sharing the vault's .git) from losing the index
+# it keeps between a step's two commits.
+LEFT_INDEX_SECONDS = 3600
+
+
+def _remove_left_indexes(own: Path) -> None:
+    """A process killed mid-commit or mid-step (SIGKILL, a power cut) leaves its temporary
+    index in the git folder. git never reads it, but over many killed passes they add up (a
+    megabyte each at 10k notes): a commit that starts afresh removes the ones whose process is
+    gone. A running process's index is never touched (`os.kill(pid, 0)` answers whether it runs;
+    not on Windows, where signal 0 is Ctrl-C: nothing is removed there)."""
+    if os.name != "posix":
+        return
+    folder = own.parent
+    try:
+        names = [name for name in os.listdir(folder) if name.startswith(INDEX_PREFIX)]
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        pid = name[len(INDEX_PREFIX) :].split("-", 1)[0]
+        path = folder / name
+        if path == own or not pid.isdigit() or _running(int(pid)):
+            continue
+        try:
+            if now - path.stat().st_mtime > LEFT_INDEX_SECONDS:
+                path.unlink()
+        except OSError:
+            pass  # gone meanwhile, or not ours to remove: it only takes space
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process (EPERM) runs; anything else: assume it does
+    return True
 
 
 def _index_holds(top: Path, entries: list[tuple[str, str | None, str]], options) -> None:
