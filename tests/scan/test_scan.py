@@ -494,3 +494,30 @@ def test_only_limits_the_result_but_recurrence_counts_everything(make_vault):
     assert [p.rel for p in scan_vault(vault, only=["b note.md"]).pending] == ["b note.md"]
     with pytest.raises(CmemError, match="nope"):
         scan_vault(vault, only=["nope"])
+
+
+def test_only_gives_for_each_note_exactly_what_the_whole_scan_gives_it(sample_vault):
+    """`only` judges the named notes alone: for every divergent note of the sample vault (with
+    deferred, excluded, already converged and odd notes), its signals, deferred and re-emerged
+    lines and its pending entry are the whole scan's, in the same order; the odd files are all."""
+    (sample_vault / "converged/topics/zz-retired.md").write_text(PROFILE, "utf-8")
+    (sample_vault / "again.md").write_text("- 以后都用 tab 缩进\n", "utf-8")  # re-emerged
+    (sample_vault / "latin1.md").write_bytes("Je préfère le thé.\n".encode("latin-1"))  # odd
+    vault = open_vault(sample_vault)
+    whole = scan_vault(vault).to_json()
+    assert whole["reemerged"] and whole["odd"] and whole["deferred"]
+    names = sorted(
+        {
+            item["note"]
+            for kind in ("signals", "deferred", "reemerged", "pending")
+            for item in whole[kind]
+        }
+    )
+    assert len(names) >= 5, names
+    for rel in names:
+        part = scan_vault(vault, only=[rel]).to_json()
+        expected = {
+            kind: [item for item in items if kind == "odd" or item["note"] == rel]
+            for kind, items in whole.items()
+        }
+        assert part == expected, rel

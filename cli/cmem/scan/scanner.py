@@ -122,11 +122,12 @@ def scan_vault(
         entries = cache.entries(vault.list_layer(DIVERGENT), vault, meanwhile)
         index, odd = found["index"], found["odd"]
     cache.save()
-    result = _assemble(vault, entries, state, index)
+    # `only` (a pass's --only): the other notes still count towards recurrence, but only these
+    # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
+    wanted = _wanted(only, [file for file, _ in entries]) if only else None
+    result = _assemble(vault, entries, state, index, wanted)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
-    if only:
-        _keep_only(result, only, [file for file, _ in entries])
     return result
 
 
@@ -484,14 +485,22 @@ def _merge_convergent(files: dict[str, dict]) -> _ConvergentIndex:
 
 
 def _assemble(
-    vault: Vault, entries: list[tuple[NoteFile, _Entry]], state: State, index: _ConvergentIndex
+    vault: Vault,
+    entries: list[tuple[NoteFile, _Entry]],
+    state: State,
+    index: _ConvergentIndex,
+    wanted: set[str] | None = None,
 ) -> ScanResult:
+    """The scan's result from every note's entry; with `wanted`, the signals, deferred lines and
+    pending notes of those notes alone (the odd files and recurrence still come from all)."""
     result = ScanResult()
     min_recurrence = vault.config.min_recurrence
     recurring = _recurrence(entries)
     converged_lines = _converged_lines(state)
     for file, entry in entries:
         result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
+        if wanted is not None and file.rel not in wanted:
+            continue
         done = state.notes.get(file.rel)
         if entry.skip or (
             done is not None
@@ -613,7 +622,8 @@ def _sort(result: ScanResult, mtimes: dict[str, int]) -> None:
     result.pending.sort(key=lambda p: (p.best_priority, p.mtime_ns, p.rel))
 
 
-def _keep_only(result: ScanResult, only: list[str], files: list[NoteFile]) -> None:
+def _wanted(only: list[str], files: list[NoteFile]) -> set[str]:
+    """The notes `only` names (each by path, path without `.md`, or name)."""
     names = {}
     for file in files:
         for alias in (file.rel, file.rel.removesuffix(".md"), file.name):
@@ -626,7 +636,4 @@ def _keep_only(result: ScanResult, only: list[str], files: list[NoteFile]) -> No
                 f"no divergent note named {name!r}; `cmem scan` lists the notes with signals."
             )
         wanted.add(rel)
-    result.signals = [s for s in result.signals if s.note in wanted]
-    result.deferred = [d for d in result.deferred if d.note in wanted]
-    result.pending = [p for p in result.pending if p.rel in wanted]
-    result.reemerged = [r for r in result.reemerged if r.note in wanted]
+    return wanted
