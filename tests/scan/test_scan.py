@@ -325,6 +325,36 @@ def test_same_size_edit_within_the_mtime_tick_is_not_missed(make_vault):
     assert [s.excerpt for s in scan_vault(vault).signals] == ["我决定改用 Vue!"]
 
 
+def test_an_edit_that_keeps_size_and_sets_the_mtime_back_is_seen(make_vault):
+    """A settled note (its cache entry trusted) edited in place to the same size, its old mtime
+    put back (`touch -r`, `rsync -t`): only the ctime moved. The note is read again, and so is a
+    memory file edited that way (the guard's index: the pasted-back line is found again)."""
+    root = make_vault(
+        {
+            "a.md": "我决定改用 Svelte\n",
+            "b.md": "- 以后都用 tab 缩进\n",
+            "converged/core/profile.md": "# 档案\n\n- 以后都用 tab 缩进（来源：[[b]]）\n",
+        }
+    )
+    age_all(root)
+    vault = open_vault(root)
+    first = scan_vault(vault)
+    assert [d.kind for d in first.deferred if d.note == "b.md"] == ["converged"]
+    for rel, old, new in (
+        ("a.md", "Svelte", "Vue.js"),
+        ("converged/core/profile.md", "tab", "tbb"),
+    ):
+        path = root / rel
+        text = path.read_text("utf-8")
+        path.write_text(text.replace(old, new), "utf-8")
+        assert path.stat().st_size == len(text.encode("utf-8"))
+        age(root, rel)  # the mtime the cache holds
+    again = scan_vault(vault)
+    assert again.notes_read == 1
+    assert [s.excerpt for s in again.signals if s.note == "a.md"] == ["我决定改用 Vue.js"]
+    assert [s.note for s in again.signals if s.note == "b.md"] == ["b.md"]  # no longer in memory
+
+
 @pytest.mark.parametrize(
     "garbage",
     [

@@ -55,7 +55,7 @@ from cmem.vault.layers import ARCHIVE, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4  # 4: files keep the inode and ctime (`_change`)
 SCOPES = (CONVERGENT, ARCHIVED)
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
@@ -228,10 +228,17 @@ def check_fts5() -> None:
         ) from None
 
 
+def _change(st: os.stat_result) -> str:
+    """What (mtime, size) misses of a file: its inode and ctime, which every write moves, so an
+    edit that keeps the size and sets the mtime back is still indexed (as the scan's cache)."""
+    return f"{st.st_ino}:{st.st_ctime_ns}"
+
+
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-                   sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '');
+                   sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '',
+                   change TEXT NOT NULL DEFAULT '');
 CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
                   heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL);
 CREATE INDEX rows_path ON rows(path);
@@ -324,7 +331,9 @@ class Index:
         now_ns = time.time_ns()
         manifest = {
             row[0]: row[1:]
-            for row in self.db.execute("SELECT path, mtime_ns, size, sha256, checked_ns FROM files")
+            for row in self.db.execute(
+                "SELECT path, mtime_ns, size, sha256, checked_ns, change FROM files"
+            )
         }
         folders = folder_signature(self.vault, self.scope, now_ns)
         gone: list[str] = []
@@ -357,6 +366,7 @@ class Index:
                 known
                 and known[0] == st.st_mtime_ns
                 and known[1] == st.st_size
+                and known[4] == _change(st)
                 and known[3] - st.st_mtime_ns > RACY_NS
             ):
                 continue
@@ -383,8 +393,8 @@ class Index:
                 rows, sha, about = note_rows(self.vault, note_file, with_meta)
                 if known and known[2] == sha and sha:
                     self.db.execute(
-                        "UPDATE files SET mtime_ns=?, size=?, checked_ns=? WHERE path=?",
-                        (st.st_mtime_ns, st.st_size, now_ns, note_file.rel),
+                        "UPDATE files SET mtime_ns=?, size=?, checked_ns=?, change=? WHERE path=?",
+                        (st.st_mtime_ns, st.st_size, now_ns, _change(st), note_file.rel),
                     )
                     continue
                 if (
@@ -397,8 +407,8 @@ class Index:
                     report.added += 1
                 self._insert(rows)
                 self.db.execute(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                    (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about),
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about, _change(st)),
                 )
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))

@@ -1,22 +1,26 @@
 """Note counts and token sizes of each layer, for `cmem status` and `cmem context`.
 
 Token counts need the text, and the archive may hold tens of thousands of notes, so sizes are
-cached in the machine folder keyed by (path, mtime, size): an unchanged vault is measured by a stat
-walk alone. The cache is only a cache: missing or corrupt, it is rebuilt.
+cached in the machine folder keyed by the path and its stat (mtime, size, inode, ctime, as every
+stat-keyed cache of cmem): an unchanged vault is measured by a stat walk alone. A file changed
+within `RACY_NS` of its measure is measured again next time (git's racy rule). The cache is only a
+cache: missing or corrupt, it is rebuilt.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 
 from cmem.atomic import write_atomic
+from cmem.cache_file import RACY_NS
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import LAYERS, NoteFile, Vault
 
 CACHE_NAME = "sizes-cache.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: [mtime, size, tokens, inode, ctime]
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     cache = _load(path)
     fresh: dict[str, list] = {}
     result = {}
+    racy_after = time.time_ns() - RACY_NS
     for layer in layers:
         notes = tokens = 0
         newest = oldest = None
@@ -42,7 +47,8 @@ def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, 
             measured = _measure(note, cache, vault.config.max_note_bytes)
             if measured is None:
                 continue
-            fresh[note.rel] = measured
+            if measured[0] < racy_after:  # else not kept: measured again next time
+                fresh[note.rel] = measured
             notes += 1
             tokens += measured[2]
             if newest is None or measured[0] > newest[1]:
@@ -80,13 +86,14 @@ def _measure(note: NoteFile, cache: dict, max_bytes: int) -> list | None:
     except OSError:
         return None
     entry = cache.get(note.rel)
-    if entry and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+    stat = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+    if isinstance(entry, list) and len(entry) == 5 and entry[:2] + entry[3:] == stat:
         return entry
     if st.st_size > max_bytes:
-        return [st.st_mtime_ns, st.st_size, 0]
+        return [st.st_mtime_ns, st.st_size, 0, st.st_ino, st.st_ctime_ns]
     try:
         with open(note.location, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return None
-    return [st.st_mtime_ns, st.st_size, estimate_tokens(text)]
+    return [st.st_mtime_ns, st.st_size, estimate_tokens(text), st.st_ino, st.st_ctime_ns]

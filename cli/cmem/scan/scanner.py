@@ -50,7 +50,7 @@ from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
-CACHE_VERSION = 4
+CACHE_VERSION = 5  # 5: entries keep the inode and ctime (`_change`)
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,7 @@ class _Entry:
     mtime_ns: int
     size: int
     read_ns: int  # when it was read: entries read too soon after a change are re-read
+    change: tuple[int, int] = (0, 0)  # (inode, ctime): `_change`
     sha256: str = ""
     skip: str | None = None  # why the note is not an input
     odd: list[list[str]] = field(default_factory=list)  # [kind, message]
@@ -150,6 +151,7 @@ class _Entry:
             "m": self.mtime_ns,
             "s": self.size,
             "r": self.read_ns,
+            "c": list(self.change),
             "h": self.sha256,
             "skip": self.skip,
             "odd": self.odd,
@@ -167,6 +169,7 @@ class _Entry:
             int(data["m"]),
             int(data["s"]),
             int(data["r"]),
+            tuple(data["c"]),
             str(data["h"]),
             data["skip"],
             list(data["odd"]),
@@ -174,9 +177,26 @@ class _Entry:
         )
 
 
+def _change(st: os.stat_result | None) -> tuple[int, int]:
+    """What the (mtime, size) of a file's cache key misses: its inode (a file replaced by
+    another) and its ctime, which every write moves, so an edit that keeps the size and sets the
+    mtime back (`touch -r`, `rsync -t`, a tool restoring times) is still seen, as git sees it."""
+    return (st.st_ino, st.st_ctime_ns) if st is not None else (0, 0)
+
+
+def _stat(file: NoteFile) -> os.stat_result | None:
+    try:
+        return os.stat(file.location, follow_symlinks=False)
+    except OSError:
+        return None  # read_note says why it cannot be read
+
+
 def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> _Entry:
+    st = _stat(file) if st is None else st
     note = read_note(file, vault.config.max_note_bytes, st=st)
-    entry = _Entry(note.mtime_ns, note.size, time.time_ns(), note.sha256, note.skip_reason)
+    entry = _Entry(
+        note.mtime_ns, note.size, time.time_ns(), _change(st), note.sha256, note.skip_reason
+    )
     entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
     if note.usable:
         entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
@@ -320,6 +340,7 @@ class _Cache:
                 cached
                 and cached.mtime_ns == st.st_mtime_ns
                 and cached.size == st.st_size
+                and cached.change == _change(st)
                 and _trusted(cached.mtime_ns, cached.read_ns)
             ):
                 found[file.rel] = cached
@@ -357,6 +378,7 @@ class _Cache:
                 isinstance(cached, dict)
                 and cached.get("m") == st.st_mtime_ns
                 and cached.get("s") == st.st_size
+                and cached.get("c") == list(_change(st))
                 and _trusted(st.st_mtime_ns, cached.get("r", 0))
             ):
                 misses.append((file, st))
@@ -438,11 +460,13 @@ def _digest(key: str) -> str:
 
 def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> dict:
     """One convergent file's statements and retired wordings, as cached."""
+    st = _stat(file) if st is None else st
     note = read_note(file, vault.config.max_note_bytes, st=st)
     entry = {
         "m": note.mtime_ns,
         "s": note.size,
         "r": time.time_ns(),
+        "c": list(_change(st)),
         "statements": "",
         "retired": {},
     }

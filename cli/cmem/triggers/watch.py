@@ -70,27 +70,24 @@ class Fingerprint:
 
     def __init__(self, vault: Vault):
         self.vault = vault
-        self._cache: dict[str, tuple[int, int, str]] = {}
+        self._cache: dict[str, tuple[tuple[int, ...], str]] = {}  # rel -> (stat, digest)
 
     def take(self) -> dict[str, str]:
         current: dict[str, str] = {}
-        cache: dict[str, tuple[int, int, str]] = {}
+        cache: dict[str, tuple[tuple[int, ...], str]] = {}
         for note in self.vault.list_layer(DIVERGENT):
             try:
                 info = os.stat(note.path)
+                # the inode and ctime too: an edit that keeps the size and sets the mtime back
+                stat = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
                 known = self._cache.get(note.rel)
-                if (
-                    known
-                    and known[0] == info.st_mtime_ns
-                    and known[1] == info.st_size
-                    and time.time_ns() - info.st_mtime_ns > 2_000_000_000
-                ):
-                    digest = known[2]
+                if known and known[0] == stat and time.time_ns() - info.st_mtime_ns > 2_000_000_000:
+                    digest = known[1]
                 else:  # a file changed within the mtime's granularity keeps its stat: re-hash recent ones
                     digest = hashlib.sha256(note.path.read_bytes()).hexdigest()
             except OSError:
                 continue
-            cache[note.rel] = (info.st_mtime_ns, info.st_size, digest)
+            cache[note.rel] = (stat, digest)
             current[note.rel] = digest
         self._cache = cache
         return current
