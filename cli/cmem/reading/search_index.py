@@ -5,8 +5,8 @@ folder — one database for the convergent layer, a separate one for the archive
 only on request. One row per statement (a list item or paragraph line) with its path, line,
 heading and source links, so a search returns the statement, not just the file.
 
-Kept fresh incrementally: a manifest of (mtime, size, sha256) per file says which files changed;
-a structure hash over the sorted paths says cheaply whether files were added, removed or moved
+Kept fresh incrementally: a manifest of (mtime, size, inode, ctime, sha256) per file says which
+files changed; a structure hash over the sorted paths says cheaply whether files were added, removed or moved
 (seed 001's `structureHash`). A missing, corrupt or outdated database is deleted and rebuilt from
 the files — losing it costs time, never memory. The FTS5 table is contentless (it keeps the
 inverted index, not a second copy of the tokenised text): a statement's old words are deleted by

@@ -363,8 +363,9 @@ class _Cache:
             return None  # one bad entry costs one read
 
     def convergent_index(self, vault: Vault) -> "_ConvergentIndex":
-        """The guard's statements, rebuilt from the convergent files whose (mtime, size)
-        changed; the others come from the cache — merged already when none changed."""
+        """The guard's statements, rebuilt from the convergent files whose stat (mtime, size,
+        inode, ctime) changed; the others come from the cache — merged already when none
+        changed."""
         raw_files = self.raw_guard.get("files", {})
         files = {}
         misses = []

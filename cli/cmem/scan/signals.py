@@ -191,7 +191,7 @@ class NoteFlags:
 
 @dataclass
 class NoteScan:
-    """What one note holds for the scanner: cached per (path, mtime, size)."""
+    """What one note holds for the scanner: cached per path and stat (mtime, size, inode, ctime)."""
 
     hits: list[Hit] = field(default_factory=list)
     flags: NoteFlags = field(default_factory=NoteFlags)

@@ -66,7 +66,8 @@ class WatchSummary:
 
 
 class Fingerprint:
-    """sha256 of every divergent note, re-hashing only files whose (mtime, size) changed."""
+    """sha256 of every divergent note, re-hashing only files whose stat (mtime, size, inode,
+    ctime) changed."""
 
     def __init__(self, vault: Vault):
         self.vault = vault
