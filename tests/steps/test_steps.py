@@ -601,15 +601,27 @@ def test_a_commit_removes_the_temporary_indexes_a_killed_process_left(vault):
     folder = vault.root / ".git"
     dead = _reaped(sys.executable)
     hour_ago = time.time() - history.LEFT_INDEX_SECONDS - 60
-    left = folder / f"cmem-index-{dead}-140001"
+    left = folder / f"cmem-index-{dead}-140001-0a1b2c3d"
+    left_before = folder / f"cmem-index-{dead}-140004"  # as cmem named them before the token
     recent = folder / f"cmem-index-{dead}-140002"
     running = folder / f"cmem-index-{os.getppid()}-140003"  # the test runner's parent runs
     other = folder / "cmem-index-notes"  # not a pid: not ours to judge
-    for path in (left, recent, running, other):
+    huge = folder / f"cmem-index-{'9' * 30}-1"  # no such pid can be asked: kept, no crash
+    for path in (left, left_before, recent, running, other, huge):
         path.write_bytes(b"DIRC")
-    for path in (left, running, other):
+    for path in (left, left_before, running, other, huge):
         os.utime(path, (hour_ago, hour_ago))
     history.commit_files(vault.root, {"converged/core/one.md": b"one\n"}, "cmem: one")
-    assert not left.exists()
-    assert recent.exists() and running.exists() and other.exists()
+    assert not left.exists() and not left_before.exists()
+    assert recent.exists() and running.exists() and other.exists() and huge.exists()
     assert "converged/core/one.md" in ls_head(vault.root)
+
+
+def test_a_temporary_index_is_named_for_this_process_alone(vault):
+    """A process that reuses a dead one's pid and thread id must not take the name of the index
+    that one left (the cleanup could remove it under it): each name ends in a token drawn once
+    per process."""
+    with history.one_repository():
+        history.commit_files(vault.root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        (kept,) = (vault.root / ".git").glob("cmem-index-*")
+    assert kept.name.endswith(f"-{history._INDEX_TOKEN}") and len(history._INDEX_TOKEN) == 8

@@ -6,12 +6,12 @@ only on request. One row per statement (a list item or paragraph line) with its 
 heading and source links, so a search returns the statement, not just the file.
 
 Kept fresh incrementally: a manifest of (mtime, size, inode, ctime, sha256) per file says which
-files changed; a structure hash over the sorted paths says cheaply whether files were added, removed or moved
-(seed 001's `structureHash`). A missing, corrupt or outdated database is deleted and rebuilt from
-the files — losing it costs time, never memory. The FTS5 table is contentless (it keeps the
-inverted index, not a second copy of the tokenised text): a statement's old words are deleted by
-tokenising its stored line again with the same settings, which is why a change of settings
-rebuilds the index.
+files changed; a structure hash over the sorted paths says cheaply whether files were added,
+removed or moved (seed 001's `structureHash`). A missing, corrupt or outdated database is deleted
+and rebuilt from the files — losing it costs time, never memory. The FTS5 table is contentless (it
+keeps the inverted index, not a second copy of the tokenised text): a statement's old words are
+deleted by tokenising its stored line again with the same settings, which is why a change of
+settings rebuilds the index.
 
 Chinese has no spaces, so the indexed column is pre-tokenised: CJK runs become their single
 characters plus their character bigrams, other text lower-case words (stemmed by FTS5's `porter`

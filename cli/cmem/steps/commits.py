@@ -418,7 +418,7 @@ def commit_files(
     )
     parent, parent_tree = _parent_of_next_commit(top)
     # one per process and thread: a step keeps it between its commits (below)
-    index = git_dir(top) / f"{INDEX_PREFIX}{os.getpid()}-{threading.get_ident()}"
+    index = git_dir(top) / f"{INDEX_PREFIX}{os.getpid()}-{threading.get_ident()}-{_INDEX_TOKEN}"
     remembered = _memory()
     # Within a step, the temporary index of its last commit is kept: when that commit is still
     # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
@@ -497,6 +497,9 @@ def commit_files(
 
 
 INDEX_PREFIX = "cmem-index-"
+# Drawn once a process: a process that reuses a dead one's pid (and thread id) never takes the name
+# of the index that one left, so `_remove_left_indexes` cannot remove an index in use.
+_INDEX_TOKEN = os.urandom(4).hex()
 # A temporary index this old whose process is not running here is left over: the age keeps a
 # process of another pid namespace (a container sharing the vault's .git) from losing the index
 # it keeps between a step's two commits.
@@ -520,7 +523,7 @@ def _remove_left_indexes(own: Path) -> None:
     for name in names:
         pid = name[len(INDEX_PREFIX) :].split("-", 1)[0]
         path = folder / name
-        if path == own or not pid.isdigit() or _running(int(pid)):
+        if path == own or not (pid.isascii() and pid.isdigit()) or _running(int(pid)):
             continue
         try:
             if now - path.stat().st_mtime > LEFT_INDEX_SECONDS:
@@ -534,7 +537,7 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except (OSError, OverflowError):
         return True  # another user's process (EPERM) runs; anything else: assume it does
     return True
 
