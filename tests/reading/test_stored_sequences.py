@@ -119,6 +119,7 @@ class Walk:
 
     def __init__(self, root: Path, rng: random.Random, tmp: Path):
         self.root, self.rng, self.tmp = root, rng, tmp
+        self.state = tmp / "state"  # the vault's own state folder, kept across the walk
         self.done: list[str] = []
         self.fresh = 0
 
@@ -307,7 +308,6 @@ def test_every_read_command_tells_the_truth_after_any_sequence_of_changes(
 ):
     rng = random.Random(seed)
     walk = Walk(sample_vault, rng, tmp_path)
-    walk.state = tmp_path / "state"
     settle(sample_vault)
     walk.check(settled=True)
     for _ in range(10):
