@@ -1,15 +1,16 @@
 """Every read command tells the truth after any sequence of changes (issue 13, "correctness first").
 
 The stored results, the per-note and per-file caches, the index of `recall` and the recorded pass
-commit each key what they hold on what it depends on. The examples in `surfaces/test_fast.py`
-check one change each; this test checks the rule across sequences: a seeded random walk of the
-changes people and tools make (notes written, appended, edited in place with their old mtime
-put back, renamed, deleted; memory files and archived notes edited in place; archive folders
-renamed; the config changed; an older state checked out; real passes and archive applies), and
-after each one every read command (and a dry-run pass), answered with this vault's state folder
-(a stored answer or the caches), must print what a cmem that kept none of its caches prints.
-The vault is often dated an hour back after a change, so answers are stored and hit: a change
-that keeps a file's size and (dated) mtime is then told only by its ctime.
+commit each key what they hold on what it depends on. The examples in `surfaces/test_fast.py` check
+one change each; this test checks the rule across sequences: a seeded random walk of the changes
+people and tools make (notes written, appended, edited in place with their old mtime put back,
+replaced by a renamed file of their size and mtime, renamed, deleted; memory files and archived
+notes edited in place; archive folders renamed; the config changed; an older state checked out;
+real passes and archive applies), and after each one every read command (and a dry-run pass),
+answered with this vault's state folder (a stored answer or the caches), must print what a cmem
+that kept none of its caches prints. The vault is often dated an hour back after a change, so
+answers are stored and hit: a change that keeps a file's size and (dated) mtime is then told only
+by its ctime.
 
 The figures a stored answer labels as possibly stale (`may_be_stale`: the archive's tokens after
 an in-place edit) and the ages are left out of the comparison. `CMEM_SEQUENCE_SEEDS=N` runs N
@@ -88,12 +89,12 @@ def _comparable(argv: tuple[str, ...], out: str) -> object:
                 end.pop("age_seconds", None)
         if isinstance(data.get("due"), dict):  # "the last pass was 8 s ago"
             data["due"]["reason"] = AGO.sub("… ago", data["due"].get("reason") or "")
-        for field in data.pop("may_be_stale", []):
-            holder, *path = field.split(".")
+        for field in data.pop("may_be_stale", []):  # "layers.archive.tokens"
+            *parents, last = field.split(".")
             node = data
-            for part in [holder, *path][:-1]:
+            for part in parents:
                 node = node.get(part, {})
-            node.pop(field.split(".")[-1], None)
+            node.pop(last, None)
         return data
     if argv[0] == "recall":
         data = json.loads(out)
