@@ -53,8 +53,8 @@ def test_layer_sizes_of_a_file_written_just_now_are_measured_again(make_vault):
     root = make_vault({"a.md": "# a\n\n" + "abc " * 40 + "\n"})
     vault = open_vault(root)
     measure_layers(vault)
-    cache = vault.machine_dir / "sizes-cache.json"
-    assert not cache.exists() or "a.md" not in cache.read_text("utf-8")
+    cache = vault.machine_dir / "layer-sizes.marshal"
+    assert not cache.exists() or b"a.md" not in cache.read_bytes()
 
 
 def test_recall_finds_a_word_after_an_edit_that_keeps_size_and_mtime(make_vault):
@@ -95,3 +95,13 @@ def test_an_index_of_the_version_before_is_upgraded_not_rebuilt(make_vault):
         assert all(change for (change,) in db.execute("SELECT change FROM files"))
     _same_size_edit(root / topic, "kumquat", "loquats")
     assert recall_memory(open_vault(root), "loquats", record=False).results
+
+
+def test_the_json_sizes_cache_of_before_is_removed(make_vault):
+    root = make_vault({"a.md": "# a\n"})
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    before = vault.machine_dir / "sizes-cache.json"
+    before.write_text('{"version": 2, "files": {}}', "utf-8")
+    assert measure_layers(vault)["divergent"].notes == 1
+    assert not before.exists()

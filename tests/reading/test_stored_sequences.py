@@ -75,7 +75,7 @@ def _run(vault: Path, state: Path, *argv: str) -> tuple[int, str, str]:
 AGO = re.compile(r"\d+ ?(?:s|min|h|days?|hours?|minutes?|weeks?) ago")
 
 # What a machine folder keeps that is derived from the vault: the caches and the recall index
-CACHES = ("*.marshal", "sizes-cache.json", "last-pass-commit.json", "index")
+CACHES = ("*.marshal", "last-pass-commit.json", "index")
 _caches = shutil.ignore_patterns(*CACHES)
 
 

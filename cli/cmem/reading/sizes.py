@@ -1,26 +1,24 @@
 """Note counts and token sizes of each layer, for `cmem status` and `cmem context`.
 
-Token counts need the text, and the archive may hold tens of thousands of notes, so sizes are
-cached in the machine folder keyed by the path and its stat (mtime, size, inode, ctime, as every
-stat-keyed cache of cmem): an unchanged vault is measured by a stat walk alone. A file changed
-within `RACY_NS` of its measure is measured again next time (git's racy rule). The cache is only a
-cache: missing or corrupt, it is rebuilt.
+Token counts need the text, and the archive may hold tens of thousands of notes, so each note's
+(mtime, tokens) is kept in the machine folder under its stat (`cache_file.kept_by_stat`: the
+mtime, size, inode and ctime, and the racy rule): an unchanged vault is measured by a stat walk
+alone. The cache is only a cache: missing or corrupt, it is rebuilt.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from dataclasses import dataclass
 
-from cmem.atomic import write_atomic
-from cmem.cache_file import RACY_NS
+from cmem.cache_file import code_stamp, kept_by_stat
+from cmem.text import tokens as token_estimate
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import LAYERS, NoteFile, Vault
 
-CACHE_NAME = "sizes-cache.json"
-CACHE_VERSION = 2  # 2: [mtime, size, tokens, inode, ctime]
+CACHE_NAME = "layer-sizes.marshal"
+FORMAT = 1  # bump when an entry's shape changes
+BEFORE = "sizes-cache.json"  # the JSON cache cmem kept before this one: removed when seen
 
 
 @dataclass(frozen=True)
@@ -34,66 +32,51 @@ class LayerSize:
         return {"notes": self.notes, "tokens": self.tokens}
 
 
-def measure_layers(vault: Vault, layers: tuple[str, ...] = LAYERS) -> dict[str, LayerSize]:
-    path = vault.machine_dir / CACHE_NAME
-    cache = _load(path)
-    fresh: dict[str, list] = {}
+def measure_layers(vault: Vault) -> dict[str, LayerSize]:
+    """Every layer's size; one cache keeps the notes of all of them (a cache for some layers
+    would drop the others' notes)."""
+    listed = {layer: vault.list_layer(layer) for layer in LAYERS}
+    max_bytes = vault.config.max_note_bytes
+    machine = os.fspath(vault.machine_dir)
+    measured = kept_by_stat(
+        os.path.join(machine, CACHE_NAME),
+        # over max_note_bytes a note counts 0 tokens; the estimate is cmem's own code
+        (FORMAT, os.fspath(vault.root), max_bytes, code_stamp(token_estimate)),
+        [note for notes in listed.values() for note in notes],
+        lambda note: _measure(note, max_bytes),
+        valid=lambda answer: isinstance(answer, tuple) and len(answer) == 2,
+    )
+    try:
+        os.unlink(os.path.join(machine, BEFORE))
+    except OSError:
+        pass  # gone already (or never there)
     result = {}
-    racy_after = time.time_ns() - RACY_NS
-    for layer in layers:
-        notes = tokens = 0
+    for layer, notes in listed.items():
+        count = tokens = 0
         newest = oldest = None
-        for note in vault.list_layer(layer):
-            measured = _measure(note, cache, vault.config.max_note_bytes)
-            if measured is None:
-                continue
-            if measured[0] < racy_after:  # else not kept: measured again next time
-                fresh[note.rel] = measured
-            notes += 1
-            tokens += measured[2]
-            if newest is None or measured[0] > newest[1]:
-                newest = (note.rel, measured[0])
-            if oldest is None or measured[0] < oldest[1]:
-                oldest = (note.rel, measured[0])
-        result[layer] = LayerSize(notes, tokens, newest, oldest)
-    # keep entries of layers not measured this time
-    for rel, entry in cache.items():
-        if rel not in fresh and vault.layer_of(rel) not in layers:
-            fresh[rel] = entry
-    if fresh != cache:
-        try:
-            write_atomic(
-                path, json.dumps({"version": CACHE_VERSION, "files": fresh}, ensure_ascii=False)
-            )
-        except OSError:
-            pass  # a read-only machine folder only costs speed
+        for note in notes:
+            found = measured.get(note.rel)
+            if found is None:
+                continue  # gone since the listing, or unreadable
+            mtime, note_tokens = found
+            count += 1
+            tokens += note_tokens
+            if newest is None or mtime > newest[1]:
+                newest = (note.rel, mtime)
+            if oldest is None or mtime < oldest[1]:
+                oldest = (note.rel, mtime)
+        result[layer] = LayerSize(count, tokens, newest, oldest)
     return result
 
 
-def _load(path) -> dict:
+def _measure(note: NoteFile, max_bytes: int) -> tuple[int, int] | None:
+    """(mtime, estimated tokens) of one note; None when it cannot be read."""
     try:
-        data = json.loads(path.read_text("utf-8"))
-        if data.get("version") == CACHE_VERSION and isinstance(data.get("files"), dict):
-            return data["files"]
-    except (OSError, ValueError, AttributeError):
-        pass
-    return {}
-
-
-def _measure(note: NoteFile, cache: dict, max_bytes: int) -> list | None:
-    try:
-        st = os.stat(note.location, follow_symlinks=False)
-    except OSError:
-        return None
-    entry = cache.get(note.rel)
-    stat = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-    if isinstance(entry, list) and len(entry) == 5 and entry[:2] + entry[3:] == stat:
-        return entry
-    if st.st_size > max_bytes:
-        return [st.st_mtime_ns, st.st_size, 0, st.st_ino, st.st_ctime_ns]
-    try:
+        st = note.lstat()  # the listing's stat, as kept_by_stat keys it
+        if st.st_size > max_bytes:
+            return (st.st_mtime_ns, 0)
         with open(note.location, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return None
-    return [st.st_mtime_ns, st.st_size, estimate_tokens(text), st.st_ino, st.st_ctime_ns]
+    return (st.st_mtime_ns, estimate_tokens(text))
