@@ -60,6 +60,7 @@ HELP_FLAGS = ("--help", "-h")
 
 
 def main() -> None:
+    _collect_less()
     try:
         _main()
     except _ReaderGone:
@@ -101,6 +102,22 @@ def _main() -> None:
         out, sys.stdout
     )  # outside the try: a closed pipe must not make the real command print again
     _leave(0)
+
+
+# Python's cyclic garbage collector runs after every 700 net new container objects by default.
+# A cold scan at 10k notes makes ~100 such collections (~25 ms in this process, more in its
+# forked child), and each older-generation one walks the entries and statements already kept,
+# though nearly nothing a command makes is cyclic garbage: its objects are freed by reference
+# counting. Every 50,000 it is one collection; the long-running commands (`watch`, the MCP
+# server) still collect, only less often. Paired whole-process cold scans at 10k: 0.95x.
+GC_THRESHOLDS = (50_000, 50, 100)
+
+
+def _collect_less() -> None:
+    import gc
+
+    if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
+        gc.set_threshold(*GC_THRESHOLDS)
 
 
 class _ReaderGone(Exception):

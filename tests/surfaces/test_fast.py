@@ -652,3 +652,20 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
     code, _, said, modules = _into_a_closed_pipe(["sync", "--vault", str(pushing)])
     assert (code, said) == (1, "") and "cmem.sync.remote" in modules and "typer" not in modules
     assert git(pushing, "rev-parse", "HEAD") == git(pushing, "rev-parse", "origin/main")
+
+
+def test_the_entry_point_collects_cyclic_garbage_less_often():
+    """`cmem.fast.main` raises the collector's first threshold before any command runs (a cold
+    scan made ~100 collections at the default 700), and never lowers one set higher already."""
+    probe = (
+        "import gc, sys\n"
+        "gc.set_threshold(int(sys.argv[1]), 10, 10)\n"
+        "import cmem.fast\n"
+        "cmem.fast._main = lambda: print(gc.get_threshold()[0])\n"
+        "cmem.fast.main()\n"
+    )
+    for before, after in (("700", fast.GC_THRESHOLDS[0]), ("900000", 900000)):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, before], capture_output=True, text=True, check=True
+        ).stdout
+        assert int(out) == after
