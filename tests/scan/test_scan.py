@@ -313,6 +313,30 @@ def test_edited_note_is_picked_up(make_vault):
     assert [s.excerpt for s in result.signals if s.note == "a.md"] == ["我决定改用 Vue!"]
 
 
+def test_a_rewritten_cache_keeps_unchanged_entries_and_encodes_changed_ones_afresh(make_vault):
+    """Entries decoded from the cache are saved as they were read (not encoded again); an edited
+    note's entry is its new one, the one a cold scan of the same vault saves."""
+    root = make_vault({"a.md": "我决定改用 Svelte\n", "b.md": "我喜欢先看结论\n"})
+    age_all(root)
+    vault = open_vault(root)
+    scan_vault(vault)
+    cache = vault.machine_dir / CACHE_NAME
+    before = marshal.loads(cache.read_bytes())["notes"]
+    (root / "a.md").write_text("I decided to use Vue from now on\n", "utf-8")
+    age(root, "a.md", OLD + DAY)
+    scan_vault(vault)
+    after = marshal.loads(cache.read_bytes())["notes"]
+    assert after["b.md"] == before["b.md"]
+    assert after["a.md"]["hits"] != before["a.md"]["hits"]
+    cache.unlink()
+    scan_vault(vault)
+    cold = marshal.loads(cache.read_bytes())["notes"]
+    for entry in (after["a.md"], cold["a.md"]):
+        entry.pop("r")  # when it was read
+    assert after["a.md"] == cold["a.md"]
+    assert after["b.md"]["h"] == cold["b.md"]["h"]
+
+
 def test_same_size_edit_within_the_mtime_tick_is_not_missed(make_vault):
     root = make_vault({"a.md": "我决定改用 Svelte\n"})
     vault = open_vault(root)

@@ -144,8 +144,14 @@ class _Entry:
     skip: str | None = None  # why the note is not an input
     odd: list[list[str]] = field(default_factory=list)  # [kind, message]
     scan: NoteScan = field(default_factory=NoteScan)
+    # the encoded form it was decoded from (the cache's, or a forked child's): saved as it is,
+    # not encoded again (~6-12 ms of every cache rewrite at 10k notes). Entries are not changed
+    # once made, so it stays their truth.
+    encoded: dict | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
+        if self.encoded is not None:
+            return self.encoded
         flags = self.scan.flags
         return {
             "m": self.mtime_ns,
@@ -174,6 +180,7 @@ class _Entry:
             data["skip"],
             list(data["odd"]),
             scan,
+            data,
         )
 
 
