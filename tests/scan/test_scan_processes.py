@@ -41,9 +41,9 @@ def _plain(entries) -> list[dict]:
     return [{k: v for k, v in entry.to_json().items() if k != "r"} for entry in entries]
 
 
-def _logged_reads(monkeypatch, log, fail_in=None, sleep_in=None):
+def _logged_reads(monkeypatch, log, fail_in=None, sleep_in=None, sleep_seconds=60):
     """`_read_entry` that writes which process read each note to `log` (a child's memory is its
-    own, a file is shared); it raises in the process `fail_in` picks, and sleeps a minute once
+    own, a file is shared); it raises in the process `fail_in` picks, and sleeps (a minute) once
     in `sleep_in`'s."""
     real = scanner._read_entry
     parent = os.getpid()
@@ -57,7 +57,7 @@ def _logged_reads(monkeypatch, log, fail_in=None, sleep_in=None):
             raise RuntimeError(f"a bug in the {here}")
         if here == sleep_in and not slept:
             slept.append(True)
-            time.sleep(60)
+            time.sleep(sleep_seconds)
         return real(file, vault, st)
 
     monkeypatch.setattr(scanner, "_read_entry", read)
@@ -158,11 +158,12 @@ def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monk
     assert time.monotonic() - started < 50  # not the child's minute: it was killed
 
 
-def test_other_work_runs_here_after_this_slice_before_the_children_are_collected(
+def test_other_work_runs_here_first_and_before_the_children_are_collected(
     sample_vault, tmp_path, monkeypatch
 ):
-    """`meanwhile` (the scan's guard index and odd names) runs once, in this process, after its
-    own slice and before it waits for any child; in one process, once after the items."""
+    """`meanwhile` (the scan's guard index and odd names) runs once, in this process, before it
+    takes any item (the children start on them meanwhile) and before it waits for any child;
+    in one process, once after the items."""
     _many_notes(sample_vault)
     vault = open_vault(sample_vault)
     files = _to_read(vault)
@@ -178,20 +179,37 @@ def test_other_work_runs_here_after_this_slice_before_the_children_are_collected
     monkeypatch.setattr(os, "waitpid", waitpid)
 
     def meanwhile():
-        lines = log.read_text().splitlines()
+        lines = log.read_text().splitlines() if log.exists() else []
         events.append(
             f"meanwhile in {os.getpid()}, {sum(line.startswith('parent') for line in lines)}"
         )
 
     scanner._read_entries(files, vault, 2, meanwhile)
-    mine = -(-len(files) // 2)
-    assert events[0] == f"meanwhile in {os.getpid()}, {mine}"
-    assert events[1:] == ["wait"]
+    assert events == [f"meanwhile in {os.getpid()}, 0", "wait"]
 
     events.clear()
     log.unlink()
     assert len(scanner._read_entries(files[:3], vault, None, meanwhile)) == 3
     assert events == [f"meanwhile in {os.getpid()}, 3"]
+
+
+def test_a_slow_process_takes_fewer_items(sample_vault, tmp_path, monkeypatch):
+    """The items are taken a chunk at a time, not cut in halves beforehand: a child held up on
+    its first item (a busy core) ends with that one chunk, and this process reads the rest."""
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    alone = [scanner._read_entry(file, vault, st) for file, st in files]
+    log = tmp_path / "reads.log"
+    _logged_reads(monkeypatch, log, sleep_in="child", sleep_seconds=3)
+
+    shared = scanner._read_entries(files, vault, 2)
+
+    assert _plain(shared) == _plain(alone)
+    readers = [line.split()[0] for line in log.read_text().splitlines()]
+    chunk = max(in_processes._MIN_CHUNK, -(-len(files) // in_processes._MAX_CHUNKS))
+    assert readers.count("child") == chunk
+    assert readers.count("parent") == len(files) - chunk
 
 
 def test_an_error_in_the_other_work_stops_and_reaps_the_children(

@@ -3,15 +3,15 @@
 A cold scan (the first one, or after the cues or the config changed) reads every divergent note,
 and a first scan also reads every convergent file for the guard index: at 10k notes that is most
 of its time, and each file's work is independent of the others'. From `PARALLEL_MIN_ITEMS` files
-on, the list is cut in one slice per core: this process works through the first, a forked child
-each other one and sends its results back, encoded (marshal), through a pipe. A bare fork: a
-process pool cost four times as much to start. Measured on two idle cores: 0.74x the wall time of
-one process for a 10k and a 50k cold scan; with both cores busy, about the same as one
-(docs/benchmarks.md).
+on, one process per core works on the list: this one and forked children, each taking the next
+chunk of it as it finishes one (`map_in_processes`); a child sends its results back, encoded
+(marshal), through a pipe. A bare fork: a process pool cost four times as much to start. Measured
+on two idle cores: 0.74x the wall time of one process for a 10k and a 50k cold scan; with both
+cores busy, about the same as one (docs/benchmarks.md).
 
 A child never writes a file and ends by `os._exit`, so it neither runs this process's exit
-handlers nor flushes the output buffers it inherited. A child that fails costs only speed: its
-slice is worked here. An error here (a bug, Ctrl-C) kills and reaps the children at once.
+handlers nor flushes the output buffers it inherited. A child that fails costs only speed: the
+chunks it took are worked here. An error here (a bug, Ctrl-C) kills and reaps the children at once.
 `CMEM_SCAN_PROCESSES` caps the processes (1: this process alone).
 """
 
@@ -71,39 +71,57 @@ def map_in_processes(
 ) -> list:
     """`[work(item) for item in items]`, in order, in `processes` processes (default: `workers`).
     `encode` turns a result into what marshal can carry, `decode` turns it back. `meanwhile`,
-    other work of this process's, runs once its own slice is done, while the children may still
-    work on theirs (a forked child runs slower than this process: it copies the pages it
-    touches), and after the items when there are no children."""
+    other work of this process's, runs here first, while the children start on the items, and
+    after the items when there are no children.
+
+    The items are cut in up to 255 chunks whose numbers wait in a pipe, one byte each; every
+    process takes the next number as it finishes a chunk (a one-byte read is never split between
+    two readers). So the processes end together, whatever each one's speed: halves fixed in
+    advance left one waiting for the other by up to ~50 ms of a 10k cold scan's ~250, because a
+    forked child runs a quarter slower than this process (it copies the pages it touches) and
+    the machine's other work falls unevenly on the two."""
     processes = workers(len(items)) if processes is None else processes
     if processes <= 1:
         results = [work(item) for item in items]
         if meanwhile is not None:
             meanwhile()
         return results
-    step = -(-len(items) // processes)
-    slices = [items[start : start + step] for start in range(0, len(items), step)]
-    children = []  # (pid, the read end of its pipe, its slice)
+    size = max(_MIN_CHUNK, -(-len(items) // _MAX_CHUNKS))
+    chunks = [items[start : start + size] for start in range(0, len(items), size)]
+    tasks, tasks_in = os.pipe()
     try:
-        for part in slices[1:]:
+        os.write(tasks_in, bytes(range(len(chunks))))  # under PIPE_BUF (512): never blocks
+    finally:
+        os.close(tasks_in)  # a reader then sees the end once every number is taken
+    done: dict[int, list] = {}  # chunk number -> its results
+    children = []  # (pid, the read end of its pipe)
+    try:
+        for _ in range(processes - 1):
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child
                 code = 1
                 try:
                     os.close(read_end)
-                    data = marshal.dumps([encode(work(item)) for item in part])
+                    data = marshal.dumps(
+                        [
+                            (number, [encode(work(item)) for item in chunks[number]])
+                            for number in _taken(tasks)
+                        ]
+                    )
                     with os.fdopen(write_end, "wb") as out:
                         out.write(data)
                     code = 0
                 finally:
                     os._exit(code)
             os.close(write_end)  # before the next fork: EOF comes when this child closes it
-            children.append((pid, read_end, part))
-        results = [work(item) for item in slices[0]]
+            children.append((pid, read_end))
         if meanwhile is not None:
             meanwhile()
+        for number in _taken(tasks):
+            done[number] = [work(item) for item in chunks[number]]
         while children:
-            pid, read_end, part = children.pop(0)
+            pid, read_end = children.pop(0)
             try:
                 with os.fdopen(read_end, "rb") as source:
                     data = source.read()
@@ -112,16 +130,39 @@ def map_in_processes(
             try:
                 if status != 0:
                     raise ValueError("the child failed")
-                results += [decode(item) for item in marshal.loads(data)]
+                sent = {
+                    number: [decode(item) for item in part] for number, part in marshal.loads(data)
+                }
             except (EOFError, ValueError, TypeError, KeyError):
-                results += [work(item) for item in part]
+                continue  # its chunks are worked here, below
+            done.update(sent)
+        results = []
+        for number, chunk in enumerate(chunks):
+            found = done.get(number)
+            results += found if found is not None else [work(item) for item in chunk]
         return results
     finally:
+        os.close(tasks)
         # only after an exception here (a bug, Ctrl-C): stop and reap the children left
-        for pid, read_end, _ in children:
+        for pid, read_end in children:
             os.close(read_end)
             try:
                 os.kill(pid, 9)  # SIGKILL: its work is thrown away with this scan
             except OSError:
                 pass
             os.waitpid(pid, 0)
+
+
+# Chunks of at least this many items (fewer, larger ones cost more waiting at the end), at most
+# _MAX_CHUNKS of them: each one's number is one byte.
+_MIN_CHUNK = 8
+_MAX_CHUNKS = 255
+
+
+def _taken(tasks: int):
+    """The chunk numbers this process takes from the shared pipe, until none are left."""
+    while True:
+        byte = os.read(tasks, 1)
+        if not byte:
+            return
+        yield byte[0]
