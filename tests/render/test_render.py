@@ -56,3 +56,26 @@ def test_spinner_shows_the_time_limit_and_how_to_stop():
     spinner("asking the model", 0.1, 300)
     spinner("asking the model", 0.2, 300)
     assert plain.getvalue() == "asking the model (up to 300s; Ctrl-C stops; nothing is written)…\n"
+
+
+def test_a_scan_asks_the_terminal_a_few_times_not_once_a_line(monkeypatch):
+    """`render_scan` paints each class's tag once: asking the terminal whether it is one costs
+    an ioctl, and a 10k-note scan prints ~2,300 lines. On a terminal every line is still painted."""
+    from cmem.render import reports
+    from cmem.scan.scanner import ScanResult
+    from cmem.scan.signals import Signal
+
+    class CountingTerminal(FakeTerminal):
+        asked = 0
+
+        def isatty(self):
+            CountingTerminal.asked += 1
+            return True
+
+    monkeypatch.setattr(reports.sys, "stdout", CountingTerminal())
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    classes = ["correction", "preference", "decision", "recurring"]
+    signals = [Signal(f"n{i}.md", 1, classes[i % 4], "cue", "a line") for i in range(200)]
+    text = reports.render_scan(ScanResult(signals=signals))
+    assert CountingTerminal.asked <= 10
+    assert text.count("\033[31mcorrection") == 50 and text.count("\033[33mrecurring") == 50
