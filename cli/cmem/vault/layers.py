@@ -11,6 +11,7 @@ import fnmatch
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -111,6 +112,17 @@ class NoteFile:
 
     def __repr__(self) -> str:
         return f"NoteFile({self.rel!r}, {self.layer!r})"
+
+
+def any_glob(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool]:
+    """`lambda name: any(fnmatch.fnmatch(name, p) for p in patterns)`, as one compiled regex: a
+    listing asks it of every note (the exclude globs of the root's ~1k notes at 10k cost ~5 ms
+    through fnmatch, which normalises and looks up each pattern on every call)."""
+    if not patterns:
+        return lambda name: False
+    joined = "|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in patterns)
+    match = re.compile(joined).match
+    return lambda name: match(os.path.normcase(name)) is not None
 
 
 @dataclass(frozen=True)
@@ -306,7 +318,15 @@ class Vault:
     # --- classification -------------------------------------------------------------
 
     def is_ignored(self, rel: str) -> bool:
-        return any(fnmatch.fnmatch(rel, pattern) for pattern in self.config.ignore)
+        return self._ignored(rel)
+
+    @cached_property
+    def _ignored(self) -> Callable[[str], bool]:
+        return any_glob(self.config.ignore)
+
+    @cached_property
+    def _excluded(self) -> Callable[[str], bool]:
+        return any_glob(self.config.exclude)
 
     def layer_of(self, rel: str) -> str | None:
         """The layer of a vault-relative path, or None for unmanaged and never-read files."""
@@ -339,9 +359,6 @@ class Vault:
                 inner = folder[len(base) + 1 :].split("/")
                 return not any(part.startswith(".") or part in NEVER_READ_DIRS for part in inner)
         return False
-
-    def _excluded(self, name: str) -> bool:
-        return any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
 
     # --- listing --------------------------------------------------------------------
 
