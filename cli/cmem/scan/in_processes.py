@@ -21,14 +21,19 @@ import marshal
 import os
 from collections.abc import Callable
 
-# Below this many files a fork costs more than it saves; each process takes at least half of it.
+# Below this many files a fork costs more than it saves; a process per half of it at most.
 PARALLEL_MIN_ITEMS = 200
 PROCESSES_VARIABLE = "CMEM_SCAN_PROCESSES"
+# The processes take the items a chunk at a time (`map_in_processes`): chunks of at least this many
+# items (fewer, larger ones cost more waiting at the end), at most _MAX_CHUNKS of them, as each
+# one's number is one byte.
+_MIN_CHUNK = 8
+_MAX_CHUNKS = 255
 
 
 def workers(count: int) -> int:
-    """How many processes share `count` files: one per core this process may run on, at least
-    PARALLEL_MIN_ITEMS / 2 files each, at most `CMEM_SCAN_PROCESSES` (0 or unset: no cap); one
+    """How many processes share `count` files: one per core this process may run on, no more than
+    one per PARALLEL_MIN_ITEMS / 2 files, at most `CMEM_SCAN_PROCESSES` (0 or unset: no cap); one
     when a fork is not safe: it copies the calling thread alone, and `cmem watch` (its file
     watcher) or a server's worker threads may run beside the scan."""
     if count < PARALLEL_MIN_ITEMS or not hasattr(os, "fork"):
@@ -151,12 +156,6 @@ def map_in_processes(
             except OSError:
                 pass
             os.waitpid(pid, 0)
-
-
-# Chunks of at least this many items (fewer, larger ones cost more waiting at the end), at most
-# _MAX_CHUNKS of them: each one's number is one byte.
-_MIN_CHUNK = 8
-_MAX_CHUNKS = 255
 
 
 def _taken(tasks: int):
