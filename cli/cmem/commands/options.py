@@ -20,8 +20,8 @@ SHRINK_HELP = (
     "statements, or to move statements out of the resident layer."
 )
 RESCAN_HELP = (
-    "Ignore the stored result: walk and read the whole vault again (a stored result checks the "
-    "archive by folder times, so an archived note edited in place shows only then)."
+    "Ignore the stored result: walk and read the whole vault again (otherwise the archive is "
+    "checked by folder times, so an archived note edited in place shows only then)."
 )
 SHELL_HELP = "bash, zsh or fish (default: from $SHELL)."
 AGENT_HELP = (

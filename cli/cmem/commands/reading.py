@@ -22,7 +22,7 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
     target = open_target(vault).remember_listings()  # read-only: each layer listed once
     # rescan or not: the full walk below refreshes the stored result
     pending = stored_results.begin(target, "status", ())
-    result = build_status(target)
+    result = build_status(target, rescan=rescan)
     data = result.to_json()
     stored_results.store(pending, {"data": data, "clock": result.clock})
     if as_json:

@@ -17,8 +17,9 @@ from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import OddFile
 from cmem.vault.state_json import load_state
 
-# Figures a status served from the result cache (cmem.fast) may show stale until `--rescan`:
-# archive folders are checked by their mtimes, so an archived note edited in place keeps its size.
+# Figures a status may show stale until `--rescan`: the archive is checked by its folders' mtimes,
+# by a stored status (cmem.fast) and by the layer sizes (reading/sizes.py) alike, so an archived
+# note edited in place keeps its size.
 STALE = ["layers.archive.tokens"]
 
 
@@ -90,7 +91,8 @@ def _age_json(entry):
     return None if entry is None else {"path": entry[0], "age_seconds": round(entry[1])}
 
 
-def build_status(vault: Vault, now: datetime | None = None) -> Status:
+def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False) -> Status:
+    """`rescan`: measure every archived note too (`reading/sizes.py`), not the archive's folders."""
     from cmem.scan.scanner import scan_vault
     from cmem.vault.unmanaged import find_unmanaged
 
@@ -100,7 +102,7 @@ def build_status(vault: Vault, now: datetime | None = None) -> Status:
     signals = {name: 0 for name in SIGNAL_CLASSES}
     for signal in scan.signals:
         signals[signal.cls] += 1
-    layers = measure_layers(vault)
+    layers = measure_layers(vault, rescan)
     # the size walk has stat'ed every memory file already: its newest and oldest, as ages
     convergent = [layers[RESIDENT], layers[SITUATIONAL]]
     newest_ends = [size.newest for size in convergent if size.newest]

@@ -316,9 +316,15 @@ def begin(
         # a read-only command (Vault.remember_listings) reads the folders listed here rather than
         # listing them again: on a miss, one walk of the vault serves the key and the command
         listing = {} if "_listings" in vault.__dict__ and tops == ("",) else None
+        import time
+
+        started = time.time_ns()
         key, storable = listing_key(root, files, folder_only, tops=tops, listing=listing)
         if listing is not None:
             vault.__dict__["_scandirs"] = listing
+            # and the key, whose folder entries each pair a folder's stat with its listing
+            # (`reading/sizes.py` keeps the archive's size under the archive's part of it)
+            vault.__dict__["_listing_key"] = (key, started, tuple(folder_only))
     except Exception:
         return None
     if not storable:

@@ -1,0 +1,194 @@
+"""The archive's size in `status` comes from its folders' mtimes while none changed
+(`reading/sizes.py`), as a stored status checks it: no archived note is stat'ed when only other
+layers moved. Adding, removing or renaming an archived note, or a folder of them, is seen; an
+archived note edited in place keeps its old tokens until `--rescan` (the figure is labelled).
+Each case is checked against a state folder without any cache, through the function and the
+command alike."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from typer.testing import CliRunner
+
+from cmem.cli import app
+from cmem.reading import sizes
+from cmem.reading.sizes import measure_layers
+from cmem.vault.layers import ARCHIVE, open_vault
+from support import HOUR_AGO, settle
+
+NOTE = "# archived\n\n" + "an archived line of text " * 20 + "\n"
+
+
+def _vault(make_vault):
+    root = make_vault(
+        {
+            "a.md": "# a\n\nI prefer tabs over spaces in every project\n",
+            "converged/core/profile.md": "- tabs\n",
+            "archive/2026-10/one.md": NOTE,
+            "archive/2026-10/two.md": NOTE + "more\n",
+            "archive/2026-11/three.md": NOTE,
+        }
+    )
+    settle(root)
+    return root
+
+
+def _fresh(root, monkeypatch, tmp_path, name: str):
+    """The sizes measured with a machine folder of its own: nothing kept from before."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / f"fresh-{name}"))
+    try:
+        return measure_layers(open_vault(root))
+    finally:
+        monkeypatch.undo()
+
+
+def _archived_notes_measured(monkeypatch) -> list[str]:
+    """The archived notes each later measurement stat'ed or read (through kept_by_stat)."""
+    seen: list[str] = []
+    real = sizes.kept_by_stat
+
+    def spy(path, stamp, files, *args, **kwargs):
+        files = list(files)
+        seen.extend(note.rel for note in files if note.layer == ARCHIVE)
+        return real(path, stamp, files, *args, **kwargs)
+
+    monkeypatch.setattr(sizes, "kept_by_stat", spy)
+    return seen
+
+
+def test_an_unchanged_archive_is_not_measured_again(make_vault, monkeypatch):
+    root = _vault(make_vault)
+    first = measure_layers(open_vault(root))
+    assert first[ARCHIVE].notes == 3
+    seen = _archived_notes_measured(monkeypatch)
+    (root / "a.md").write_text("# a\n\nI prefer spaces now, always\n", "utf-8")
+    again = measure_layers(open_vault(root))
+    assert seen == []
+    assert again[ARCHIVE] == first[ARCHIVE]
+    assert again["divergent"] != first["divergent"]
+
+
+def test_notes_added_removed_renamed_or_in_a_new_folder_are_counted(
+    make_vault, monkeypatch, tmp_path
+):
+    root = _vault(make_vault)
+    measure_layers(open_vault(root))
+    changes = [
+        lambda: (root / "archive/2026-10/four.md").write_text(NOTE * 2, "utf-8"),
+        lambda: (root / "archive/2026-10/one.md").unlink(),
+        lambda: os.rename(root / "archive/2026-11/three.md", root / "archive/2026-11/3.md"),
+        lambda: (root / "archive/2026-12").mkdir(),
+        lambda: (root / "archive/2026-12/five.md").write_text(NOTE, "utf-8"),
+        lambda: (root / "archive/2026-10/sub").mkdir(),
+        lambda: (root / "archive/2026-10/sub/six.md").write_text(NOTE * 3, "utf-8"),
+    ]
+    for number, change in enumerate(changes):
+        change()
+        settle(root)  # the folders' new mtimes lie outside the racy window: kept
+        kept = measure_layers(open_vault(root))[ARCHIVE]
+        assert kept == _fresh(root, monkeypatch, tmp_path, str(number))[ARCHIVE], number
+
+
+def test_a_note_edited_in_place_keeps_its_size_until_a_rescan(make_vault, monkeypatch, tmp_path):
+    root = _vault(make_vault)
+    before = measure_layers(open_vault(root))[ARCHIVE]
+    path = root / "archive/2026-10/one.md"
+    path.write_text(NOTE * 4, "utf-8")  # in place: its folder's mtime does not move
+    os.utime(path, (HOUR_AGO + 60, HOUR_AGO + 60))
+    assert measure_layers(open_vault(root))[ARCHIVE] == before  # labelled: may be stale
+    rescanned = measure_layers(open_vault(root), rescan=True)[ARCHIVE]
+    assert rescanned.tokens > before.tokens
+    assert rescanned == _fresh(root, monkeypatch, tmp_path, "rescan")[ARCHIVE]
+    assert measure_layers(open_vault(root))[ARCHIVE] == rescanned  # and kept from then on
+
+
+def test_a_folder_changed_within_the_racy_window_is_not_trusted(make_vault, monkeypatch):
+    """A folder whose mtime is too recent to rule out a second change in the same tick keeps no
+    size: the next status measures the archive again."""
+    root = _vault(make_vault)
+    (root / "archive/2026-10/four.md").write_text(NOTE, "utf-8")  # the folder's mtime: now
+    measure_layers(open_vault(root))
+    seen = _archived_notes_measured(monkeypatch)
+    measure_layers(open_vault(root))
+    assert "archive/2026-10/four.md" in seen
+
+
+def test_another_archive_folder_in_the_config_is_measured_afresh(make_vault, monkeypatch, tmp_path):
+    root = _vault(make_vault)
+    measure_layers(open_vault(root))
+    (root / "old").mkdir()
+    (root / "old/x.md").write_text(NOTE, "utf-8")
+    (root / ".cmem/config.yaml").write_text("layers:\n  archive: old\n", "utf-8")
+    settle(root)
+    kept = measure_layers(open_vault(root))[ARCHIVE]
+    assert kept.notes == 1 and kept == _fresh(root, monkeypatch, tmp_path, "config")[ARCHIVE]
+
+
+def _status(root, *extra: str) -> dict:
+    result = CliRunner().invoke(
+        app, ["status", "--json", *extra, "--vault", str(root)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["layers"][ARCHIVE]
+
+
+def test_the_status_command_counts_from_its_own_listing_and_rescans_on_request(make_vault):
+    """Through `cmem status` (the key it takes first gives the archive's folders): a note moved
+    into the archive is counted; an edit in place shows with --rescan, and is kept after it."""
+    root = _vault(make_vault)
+    before = _status(root)
+    assert before["notes"] == 3
+    (root / "archive/2026-11/four.md").write_text(NOTE, "utf-8")
+    settle(root)
+    assert _status(root)["notes"] == 4
+    path = root / "archive/2026-11/four.md"
+    path.write_text(NOTE * 5, "utf-8")
+    os.utime(path, (HOUR_AGO + 60, HOUR_AGO + 60))
+    stale = _status(root)
+    assert stale["notes"] == 4 and stale["tokens"] < _status(root, "--rescan")["tokens"]
+    assert _status(root)["tokens"] > before["tokens"] * 4 / 3
+
+
+def test_the_status_command_keeps_no_size_for_a_folder_changed_just_now(make_vault, monkeypatch):
+    root = _vault(make_vault)
+    (root / "archive/2026-10/four.md").write_text(NOTE, "utf-8")  # the folder's mtime: now
+    assert _status(root)["notes"] == 4
+    seen = _archived_notes_measured(monkeypatch)
+    assert _status(root)["notes"] == 4
+    assert "archive/2026-10/four.md" in seen  # measured again: its folder was too recent
+    settle(root)
+    seen.clear()
+    _status(root)
+    _status(root)
+    assert seen.count("archive/2026-10/four.md") == 1  # settled: kept after one more measure
+
+
+def test_archived_notes_kept_with_the_others_before_are_not_read_again(make_vault, monkeypatch):
+    """Before the archive had a file of its own, its notes' answers were kept in the layer sizes'
+    file: the first measurement after the upgrade takes them from there."""
+    root = _vault(make_vault)
+    vault = open_vault(root)
+    expected = measure_layers(vault)
+    machine = vault.machine_dir
+    archive_notes = sizes.read_stamped(str(machine / sizes.ARCHIVE_NOTES), _stamp(vault))
+    others = sizes.read_stamped(str(machine / sizes.CACHE_NAME), _stamp(vault))
+    assert archive_notes and not set(archive_notes) & set(others)
+    sizes.write_stamped(str(machine / sizes.CACHE_NAME), _stamp(vault), {**others, **archive_notes})
+    for name in (sizes.ARCHIVE_NOTES, sizes.ARCHIVE_SIZE):
+        (machine / name).unlink()  # as cmem left the machine folder before
+    read = []
+    real = sizes._measure
+    monkeypatch.setattr(
+        sizes, "_measure", lambda note, limit: read.append(note.rel) or real(note, limit)
+    )
+    assert measure_layers(open_vault(root)) == expected
+    assert read == []
+
+
+def _stamp(vault) -> tuple:
+    from cmem.cache_file import code_stamp
+    from cmem.text import tokens
+
+    return (sizes.FORMAT, str(vault.root), vault.config.max_note_bytes, code_stamp(tokens))
