@@ -495,7 +495,7 @@ def test_an_os_error_under_json_is_a_json_error(make_vault, monkeypatch, capsys)
     root = make_vault()
     monkeypatch.setattr(
         "cmem.reading.status.measure_layers",
-        lambda vault: (_ for _ in ()).throw(
+        lambda vault, rescan=False: (_ for _ in ()).throw(
             OSError(errno.EACCES, "Permission denied", str(root / "archive"))
         ),
     )
@@ -507,12 +507,15 @@ def test_a_bug_keeps_its_traceback(make_vault, monkeypatch, capsys):
     root = make_vault()
     monkeypatch.setattr(
         "cmem.reading.status.measure_layers",
-        lambda vault: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")),
+        lambda vault, rescan=False: (_ for _ in ()).throw(
+            OSError(errno.EBADF, "Bad file descriptor")
+        ),
     )
     with pytest.raises(OSError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
     monkeypatch.setattr(
-        "cmem.reading.status.measure_layers", lambda vault: (_ for _ in ()).throw(KeyError("layer"))
+        "cmem.reading.status.measure_layers",
+        lambda vault, rescan=False: (_ for _ in ()).throw(KeyError("layer")),
     )
     with pytest.raises(KeyError):
         run_main(monkeypatch, capsys, "status", "--vault", str(root))
