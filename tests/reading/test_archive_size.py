@@ -85,10 +85,11 @@ def test_notes_added_removed_renamed_or_in_a_new_folder_are_counted(
         lambda: (root / "archive/2026-10/sub/six.md").write_text(NOTE * 3, "utf-8"),
     ]
     for number, change in enumerate(changes):
-        change()
-        settle(root)  # the folders' new mtimes lie outside the racy window: kept
+        change()  # nothing else touched: only the changed folder's stat tells
         kept = measure_layers(open_vault(root))[ARCHIVE]
         assert kept == _fresh(root, monkeypatch, tmp_path, str(number))[ARCHIVE], number
+        settle(root)  # and kept again, outside the racy window, for the next change
+        measure_layers(open_vault(root))
 
 
 def test_a_note_edited_in_place_keeps_its_size_until_a_rescan(make_vault, monkeypatch, tmp_path):
@@ -121,9 +122,20 @@ def test_another_archive_folder_in_the_config_is_measured_afresh(make_vault, mon
     (root / "old").mkdir()
     (root / "old/x.md").write_text(NOTE, "utf-8")
     (root / ".cmem/config.yaml").write_text("layers:\n  archive: old\n", "utf-8")
-    settle(root)
     kept = measure_layers(open_vault(root))[ARCHIVE]
     assert kept.notes == 1 and kept == _fresh(root, monkeypatch, tmp_path, "config")[ARCHIVE]
+
+
+def test_a_setting_that_changes_which_files_the_archive_holds_is_measured_afresh(
+    make_vault, monkeypatch, tmp_path
+):
+    """An ignore glob (or the checklist's name, another layer's folder) changes the archive's
+    notes without moving a folder's mtime: the kept size is for another layout."""
+    root = _vault(make_vault)
+    assert measure_layers(open_vault(root))[ARCHIVE].notes == 3
+    (root / ".cmem/config.yaml").write_text('ignore: ["archive/2026-10/**"]\n', "utf-8")
+    kept = measure_layers(open_vault(root))[ARCHIVE]  # no archive folder touched
+    assert kept.notes == 1 and kept == _fresh(root, monkeypatch, tmp_path, "ignore")[ARCHIVE]
 
 
 def _status(root, *extra: str) -> dict:
