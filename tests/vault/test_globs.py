@@ -1,11 +1,12 @@
-"""`layers.any_glob`: the ignore and exclude globs, compiled once, match as fnmatch matches."""
+"""`vault/globs.py`: the ignore and exclude globs, compiled once, match as fnmatch matches."""
 
 from __future__ import annotations
 
 import fnmatch
 import itertools
 
-from cmem.vault.layers import any_glob, open_vault
+from cmem.vault.globs import any_glob
+from cmem.vault.layers import open_vault
 
 PATTERNS = [
     "*.tmp.md",

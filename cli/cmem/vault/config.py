@@ -8,7 +8,6 @@ goes through ruamel.yaml round-trip elsewhere so users' comments survive.
 from __future__ import annotations
 
 import copy
-import fnmatch
 import os
 import unicodedata
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem.errors import ConfigError
+from cmem.vault.globs import any_glob
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 
 CONFIG_DIR = ".cmem"
@@ -435,7 +435,7 @@ def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
     name = pattern.replace("{date}", "2026-11-28")
     name = name if name.endswith(".md") else name + ".md"
     problem = "it names a folder" if "/" in name else relative_path_problem(name)
-    if problem is None and any(fnmatch.fnmatch(name, glob) for glob in exclude):
+    if problem is None and any_glob(exclude)(name):  # as the listing leaves notes out
         problem = "divergent.exclude leaves it out, so it would never be scanned"
     if problem:
         raise ConfigError(

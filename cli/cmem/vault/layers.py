@@ -7,7 +7,6 @@ unmanaged files cmem never reads, moves or rewrites.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import re
@@ -27,6 +26,7 @@ from cmem.vault.config import (
     load_config,
     relative_path_problem,
 )
+from cmem.vault.globs import any_glob
 
 DIVERGENT = "divergent"
 RESIDENT = "resident"
@@ -112,17 +112,6 @@ class NoteFile:
 
     def __repr__(self) -> str:
         return f"NoteFile({self.rel!r}, {self.layer!r})"
-
-
-def any_glob(patterns: tuple[str, ...] | list[str]) -> Callable[[str], bool]:
-    """`lambda name: any(fnmatch.fnmatch(name, p) for p in patterns)`, as one compiled regex: a
-    listing asks it of every note (the exclude globs of the root's ~1k notes at 10k cost ~5 ms
-    through fnmatch, which normalises and looks up each pattern on every call)."""
-    if not patterns:
-        return lambda name: False
-    joined = "|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in patterns)
-    match = re.compile(joined).match
-    return lambda name: match(os.path.normcase(name)) is not None
 
 
 @dataclass(frozen=True)
