@@ -18,6 +18,13 @@ import os
 RACY_NS = 2_000_000_000
 
 
+def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What an answer kept under a file's stat keys on: (mtime, size, inode, ctime). The ctime
+    moves on every write, so an edit that keeps the size and sets the mtime back (`touch -r`,
+    `rsync -t`, a restore) is still seen, as git's index sees it."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
 def write_cache(path: str, data: bytes, mode: int = 0o666) -> os.stat_result | None:
     """Replace `path` with `data` (its folder made if need be); the written file's stat, or None
     when it could not be written (a read-only or full disk): no temp file is left behind, and
@@ -100,7 +107,7 @@ def kept_by_stat(
     for note in files:
         try:
             st = note.lstat()  # the listing's stat when it took one
-            stat = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+            stat = stat_key(st)
         except OSError:
             stat = None
         before = known.get(note.rel)

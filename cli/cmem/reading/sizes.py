@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cmem.cache_file import code_stamp, kept_by_stat, read_stamped, write_stamped
+from cmem.cache_file import RACY_NS, code_stamp, kept_by_stat, read_stamped, write_stamped
 from cmem.text import tokens as token_estimate
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
@@ -102,7 +102,6 @@ def _archive_key(vault: Vault, known: list | None = None) -> tuple[list, bool]:
     (none changed within the racy window, no symbolic link). From the key this command took
     first when it has one (`stored_results.begin`): its entries pair each folder's stat with the
     listing this command reads, so the archive is not listed twice."""
-    from cmem.cache_file import RACY_NS
     from cmem.reading.stored_results import listing_key
 
     archive_dir = vault.config.archive_dir

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from cmem.cache_file import stat_key
+
 COMMAND = "emit-prompt"
 
 
@@ -24,7 +26,7 @@ def params(root: str) -> tuple:
         st = os.stat(os.path.join(root, ".gitignore"))
     except OSError:
         return ((),)
-    return ((st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns),)
+    return (stat_key(st),)
 
 
 def parse(argv: list[str]) -> dict | None:

@@ -9,7 +9,7 @@ import marshal
 import os
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, write_cache
+from cmem.cache_file import RACY_NS, stat_key, write_cache
 
 FORMAT = 5  # of the stored entries; bump when the key or the payload changes shape
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
@@ -57,7 +57,7 @@ def listing_key(
         except OSError:
             key.append((path,))
             continue
-        key.append((path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+        key.append((path, *stat_key(st)))
         newest = max(newest, st.st_mtime_ns)
     # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
     stored = {

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from cmem.cache_file import RACY_NS, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
@@ -79,10 +80,9 @@ class Fingerprint:
         for note in self.vault.list_layer(DIVERGENT):
             try:
                 info = os.stat(note.path)
-                # the inode and ctime too: an edit that keeps the size and sets the mtime back
-                stat = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
+                stat = stat_key(info)
                 known = self._cache.get(note.rel)
-                if known and known[0] == stat and time.time_ns() - info.st_mtime_ns > 2_000_000_000:
+                if known and known[0] == stat and time.time_ns() - info.st_mtime_ns > RACY_NS:
                     digest = known[1]
                 else:  # a file changed within the mtime's granularity keeps its stat: re-hash recent ones
                     digest = hashlib.sha256(note.path.read_bytes()).hexdigest()
