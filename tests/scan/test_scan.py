@@ -314,8 +314,8 @@ def test_edited_note_is_picked_up(make_vault):
 
 
 def test_a_rewritten_cache_keeps_unchanged_entries_and_encodes_changed_ones_afresh(make_vault):
-    """Entries decoded from the cache are saved as they were read (not encoded again); an edited
-    note's entry is its new one, the one a cold scan of the same vault saves."""
+    """Entries decoded from the cache are saved as they were read (their bytes, not encoded
+    again); an edited note's entry is its new one, the one a cold scan of the same vault saves."""
     root = make_vault({"a.md": "我决定改用 Svelte\n", "b.md": "我喜欢先看结论\n"})
     age_all(root)
     vault = open_vault(root)
@@ -326,11 +326,14 @@ def test_a_rewritten_cache_keeps_unchanged_entries_and_encodes_changed_ones_afre
     age(root, "a.md", OLD + DAY)
     scan_vault(vault)
     after = marshal.loads(cache.read_bytes())["notes"]
-    assert after["b.md"] == before["b.md"]
-    assert after["a.md"]["hits"] != before["a.md"]["hits"]
+    assert isinstance(after["b.md"], bytes) and after["b.md"] == before["b.md"]
+    after = {rel: marshal.loads(data) for rel, data in after.items()}
+    assert after["a.md"]["hits"] != marshal.loads(before["a.md"])["hits"]
     cache.unlink()
     scan_vault(vault)
-    cold = marshal.loads(cache.read_bytes())["notes"]
+    cold = {
+        rel: marshal.loads(data) for rel, data in marshal.loads(cache.read_bytes())["notes"].items()
+    }
     for entry in (after["a.md"], cold["a.md"]):
         entry.pop("r")  # when it was read
     assert after["a.md"] == cold["a.md"]
@@ -402,17 +405,36 @@ def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     assert marshal.loads(cache.read_bytes())["version"] == scan_module.CACHE_VERSION
 
 
-def test_damaged_cache_entry_costs_one_read(make_vault):
+def _hits_oops(data: bytes):
+    entry = marshal.loads(data)
+    entry["hits"] = [["oops"]]
+    return marshal.dumps(entry)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _hits_oops,  # decodes, but not to an entry
+        lambda data: data[: len(data) // 2],  # cut short
+        lambda data: b"\xff" + data,  # not marshal
+        lambda data: marshal.loads(data),  # the dict itself, as cache version 5 kept it
+        lambda data: marshal.dumps([1, 2]),
+        lambda data: None,
+    ],
+)
+def test_damaged_cache_entry_costs_one_read(make_vault, damage):
     root = make_vault({"a.md": "我决定改用 Svelte\n", "b.md": "我喜欢先看结论\n"})
     age_all(root)
     vault = open_vault(root)
     expected = scan_vault(vault).to_json()
     cache = vault.machine_dir / CACHE_NAME
     data = marshal.loads(cache.read_bytes())
-    data["notes"]["a.md"]["hits"] = [["oops"]]
+    data["notes"]["a.md"] = damage(data["notes"]["a.md"])
     cache.write_bytes(marshal.dumps(data))
     result = scan_vault(vault)
     assert result.notes_read == 1 and result.to_json() == expected
+    saved = marshal.loads(cache.read_bytes())["notes"]
+    assert isinstance(saved["a.md"], bytes) and marshal.loads(saved["a.md"])["hits"]
 
 
 def test_config_change_invalidates_the_cache(make_vault):
