@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "cmem"
 # never from one above. Top-level modules are named by their module name, packages by theirs.
 LAYERS: list[tuple[str, ...]] = [
     ("text",),  # knows nothing of cmem
-    ("errors", "faults", "resources", "atomic", "cache_file"),  # the foundation every layer may use
+    # the foundation every layer may use
+    ("errors", "faults", "resources", "atomic", "cache_file", "collector"),
     ("vault",),
     ("steps",),
     ("archive", "scan"),

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cmem import collector
 from cmem.cache_file import RACY_NS, write_cache
 from cmem.errors import CmemError
 from cmem.scan.in_processes import map_in_processes
@@ -105,6 +106,11 @@ def scan_vault(
 ) -> ScanResult:
     """Scan the divergent layer. `only` limits the result to these notes (path or name); the
     whole layer is still read, because recurrence counts across all notes."""
+    with collector.held_off():  # a scan makes much and frees little (`cmem/collector.py`)
+        return _scan_vault(vault, state, only)
+
+
+def _scan_vault(vault: Vault, state: State | None, only: list[str] | None) -> ScanResult:
     state = load_state(vault.state_file) if state is None else state
     cache = _Cache.load(
         vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
