@@ -95,3 +95,35 @@ def test_a_cold_scan_imports_no_writer_machinery(sample_vault):
     assert not {"tempfile", "shutil", "random", "cmem.steps.runner"} & modules
     # nor the unattended trigger: the key takes its record's name from triggers/due.py
     assert not {"cmem.triggers.if_due", "subprocess"} & modules
+
+
+def test_a_cold_scan_ends_without_the_interpreters_teardown(sample_vault):
+    """Printed and stored, a scan run here leaves at once (`fast._leave`): the teardown would
+    only free, one by one, what the scan made. What it printed and stored is all there."""
+    import subprocess
+    import sys
+
+    settle(sample_vault)
+    _drop_stored(sample_vault)
+    full = run_entry("cmem.cli", ["scan", "--vault", str(sample_vault)])
+    _drop_stored(sample_vault)
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('torn down', file=sys.stderr))\n"
+        f"sys.argv = ['cmem', 'scan', '--vault', {str(sample_vault)!r}]\n"
+        "sys.stderr.write('said without a line end')\n"
+        "from cmem.fast import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, full[1])
+    assert done.stderr == "said without a line end"  # flushed, and no exit handler ran
+    again = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault)])
+    assert again[:3] == (0, full[1], "") and "cmem.scan.scanner" not in again[3]  # stored
+    # a scan handed to the full CLI still ends as the CLI ends
+    moved = subprocess.run(
+        [sys.executable, "-c", probe.replace("'scan',", "'scan', '--verbose',")],
+        capture_output=True,
+        text=True,
+    )
+    assert "torn down" in moved.stderr
