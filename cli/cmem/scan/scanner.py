@@ -558,10 +558,11 @@ def _assemble(
     pending notes of those notes alone (the odd files and recurrence still come from all)."""
     result = ScanResult()
     min_recurrence = vault.config.min_recurrence
-    recurring = _recurrence(entries)
+    recurring = _recurring_keys(entries, min_recurrence)
     converged_lines = _converged_lines(state)
     for file, entry in entries:
-        result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
+        if entry.odd:
+            result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
         if wanted is not None and file.rel not in wanted:
             continue
         done = state.notes.get(file.rel)
@@ -584,9 +585,12 @@ def _assemble(
                 result.deferred.append(outcome)
                 continue
             signals.append(outcome)
-            again = _reemergence(file.rel, hit, index, converged_lines)
-            if again is not None:
-                result.reemerged.append(again)
+            if hit.line_key in converged_lines or (
+                hit.content_key and hit.content_key in index.retired
+            ):
+                again = _reemergence(file.rel, hit, index, converged_lines)
+                if again is not None:
+                    result.reemerged.append(again)
         if signals:
             result.signals.extend(signals)
             result.pending.append(
@@ -610,7 +614,7 @@ def _judge(
     hit: Hit,
     flags: NoteFlags,
     index: _ConvergentIndex,
-    recurring: dict[str, set[str]],
+    recurring: set[str],
     min_recurrence: int,
 ) -> Signal | Deferred:
     where = index.holding(hit.content_key)
@@ -621,11 +625,7 @@ def _judge(
         )
     if not hit.kind or flags.confirmed:
         return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
-    if (
-        hit.cls == "recurring"
-        and hit.kind != VAGUE
-        and any(len(recurring.get(key, ())) >= min_recurrence for key in hit.keys)
-    ):
+    if hit.cls == "recurring" and hit.kind != VAGUE and not recurring.isdisjoint(hit.keys):
         return Signal(rel, hit.line, hit.cls, hit.cue, hit.excerpt)
     return Deferred(
         rel,
@@ -638,17 +638,22 @@ def _judge(
     )
 
 
-def _recurrence(entries: list[tuple[NoteFile, _Entry]]) -> dict[str, set[str]]:
-    """Key phrase -> the notes whose recurring lines hold it (every divergent note counts,
-    converged or not; excluded notes do not)."""
-    notes: dict[str, set[str]] = {}
-    for file, entry in entries:
+def _recurring_keys(entries: list[tuple[NoteFile, _Entry]], min_recurrence: int) -> set[str]:
+    """The key phrases the recurring lines of at least `min_recurrence` notes hold (every
+    divergent note counts, converged or not; excluded notes do not). Counted, not a set of notes
+    a phrase: one set made a key of every recurring line cost a cold scan at 10k ~5 ms of its
+    assembly, after the notes were read."""
+    counts: dict[str, int] = {}
+    for _, entry in entries:
         if entry.skip or entry.scan.flags.excluded:
             continue
+        keys = set()  # a note counts once, however many of its lines hold the phrase
         for hit in entry.scan.hits:
-            for key in hit.keys:
-                notes.setdefault(key, set()).add(file.rel)
-    return notes
+            if hit.keys:
+                keys.update(hit.keys)
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    return {key for key, count in counts.items() if count >= min_recurrence}
 
 
 def _converged_lines(state: State) -> dict[str, tuple[str, str]]:
