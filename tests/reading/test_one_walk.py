@@ -32,10 +32,11 @@ def listings(monkeypatch, root, *argv: str) -> tuple[collections.Counter, str]:
         count(path)
         return real_listdir(path)
 
-    monkeypatch.setattr(os, "scandir", scandir)  # os.walk looks it up here too
-    monkeypatch.setattr(os, "listdir", listdir)
-    result = CliRunner().invoke(app, [*argv, "--vault", str(root)], catch_exceptions=False)
-    monkeypatch.undo()
+    # its own context: undoing the test's monkeypatch would also undo the isolated home's
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "scandir", scandir)  # os.walk looks it up here too
+        patch.setattr(os, "listdir", listdir)
+        result = CliRunner().invoke(app, [*argv, "--vault", str(root)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return counts, result.output
 
