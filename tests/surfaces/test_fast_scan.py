@@ -44,6 +44,7 @@ def test_a_cold_scan_prints_what_the_full_cli_prints_without_typer(sample_vault,
     assert code == 0 and "signal" in out
     assert "cmem.scan.scanner" in modules  # it scanned ...
     assert not {"typer", "cmem.cli", "rich"} & modules  # ... without the typer CLI
+    assert "typing" not in modules  # which cmem's modules import for annotations alone
     # what it stored answers the next call: the scanner is not even imported then
     again = run_entry("cmem.fast", ["scan", "--vault", str(sample_vault), *tail])
     if "--rescan" not in tail:

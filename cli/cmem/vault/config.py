@@ -12,11 +12,16 @@ import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cmem.errors import ConfigError
 from cmem.vault.globs import any_glob
 from cmem.vault.languages import LANGUAGE_DEFAULTS
+
+# typing only names the annotations (never evaluated): importing it would cost every command
+# that opens a vault ~3 ms
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG_DIR = ".cmem"
 CONFIG_FILE = "config.yaml"

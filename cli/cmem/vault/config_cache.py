@@ -16,9 +16,14 @@ import marshal
 import os
 import re
 import sys
-from typing import Any, Callable
 
 from cmem.cache_file import write_cache
+
+# typing only names the annotations (never evaluated): importing it would cost every command
+# that opens a vault ~3 ms
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _PY = "%d%d" % sys.version_info[:2]  # marshal's format follows the Python version
 
