@@ -8,7 +8,6 @@ wheel, and an editable install resolves them in place.
 from __future__ import annotations
 
 import json
-import string
 from functools import lru_cache
 from pathlib import Path
 
@@ -42,6 +41,8 @@ class PromptTemplate:
     """A `string.Template` that names the variables it needs and fails loudly on a missing one."""
 
     def __init__(self, name: str):
+        import string  # here: a prompt is rendered by a pass, every command opens a vault (~1 ms)
+
         self.name = name
         self.template = string.Template(prompt_text(name))
         self.variables = {

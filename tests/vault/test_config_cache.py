@@ -90,11 +90,41 @@ def test_a_stored_validator_runs_without_importing_fastjsonschema(make_vault):
         f"    load_config(Path({str(bad)!r}))\n"
         "except ConfigError as exc:\n"
         "    print(exc)\n"
-        "print('fastjsonschema' in sys.modules)\n"
+        "print('fastjsonschema' in sys.modules, 'decimal' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out[0] == "9000"
     assert "'budget_tokens'" in out[1] and "must be" in out[1]
-    assert out[2] == "False"
+    assert out[2] == "False False"  # nor decimal, which the generated code names for isinstance
+
+
+def test_the_stored_validators_decimal_is_decimal_for_isinstance():
+    """The generated code tests `isinstance(x, (int, float, Decimal))`; its Decimal is cmem's
+    stand-in, which imports nothing, and each value is refused or passed as by fastjsonschema's own
+    validator, a decimal.Decimal included."""
+    import decimal
+    import json
+
+    import fastjsonschema
+
+    from cmem.resources import config_schema
+
+    assert isinstance(decimal.Decimal("1.5"), config_cache._Decimal)
+    assert not isinstance(1.5, config_cache._Decimal) and not isinstance("1", config_cache._Decimal)
+    schema = config_schema()
+    ours = config_cache.validator(json.dumps(schema, sort_keys=True))
+    theirs = fastjsonschema.compile(schema)
+    values = [decimal.Decimal("5"), decimal.Decimal("1e9"), decimal.Decimal("-1"), 5, 5.5, True]
+    values += [None, "5", 10**9, -3, 12000]
+    for key in ("budget_tokens", "schedule_hours", "min_interval_minutes"):
+        for value in values:
+            outcomes = []
+            for check in (ours, theirs):
+                try:
+                    check({key: value})
+                    outcomes.append("passed")
+                except ValueError as exc:
+                    outcomes.append(str(exc))
+            assert outcomes[0] == outcomes[1], (key, value)
