@@ -17,7 +17,11 @@ def scan_output(target, as_json: bool) -> str:
     from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
 
-    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
+    # the convergent layer and the archive are walked for the key when the scan first lists
+    # them, beside its forked child, not before the fork (`stored_results.KeyWalk`)
+    config = target.config
+    later = (config.resident_dir, config.situational_dir, config.archive_dir)
+    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)), later=later)
     result = scan_vault(target)
     if as_json:
         out = json.dumps(result.to_json(), ensure_ascii=False, indent=2)

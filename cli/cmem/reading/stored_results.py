@@ -27,6 +27,7 @@ def listing_key(
     known: list | None = None,
     tops: list[str] | tuple[str, ...] = ("",),
     listing: dict | None = None,
+    later: list[str] | tuple[str, ...] = (),
 ) -> tuple[list, bool]:
     """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
 
@@ -36,8 +37,10 @@ def listing_key(
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
     a file or folder added, removed or renamed in it would have moved its mtime. The walk starts
     at `tops` (vault-relative folders; the root by default): `recall` depends on one layer only.
-    Given a `listing` dict, every folder listed is kept there (its path → its `os.DirEntry`s), for
-    the command to read instead of listing the folder again (`begin`).
+    Folders at or below a `later` folder are walked after all the others (`KeyWalk`: a scan's
+    key, whose second part is taken beside its forked children). Given a `listing` dict, every
+    folder listed is kept there (its path → its `os.DirEntry`s), for the command to read instead
+    of listing the folder again (`begin`).
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one bytes
@@ -45,90 +48,140 @@ def listing_key(
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
     load and compare as memory. marshal rather than `array`: as fast here, any integer size, and
     built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
-    import time
+    walk = KeyWalk(root, files, folder_only, known, tops, listing, later)
+    walk.rest()
+    return walk.result()
 
-    start = time.time_ns()
-    key: list = []
-    newest = 0
-    plain = True
-    for path in files:
-        try:
-            st = os.stat(path)
-        except OSError:
-            key.append((path,))
-            continue
-        key.append((path, *stat_key(st)))
-        newest = max(newest, st.st_mtime_ns)
-    # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
-    stored = {
-        entry[0]: entry
-        for entry in known or ()
-        if isinstance(entry, tuple) and len(entry) == 5 and isinstance(entry[4], tuple)
-    }
-    names: list[str] = []  # every note stat'ed, in walk order
-    stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
-    stack = list(reversed(tops))
-    while stack:
-        rel = stack.pop()
-        folder = os.path.join(root, rel) if rel else root
-        try:
-            st = os.stat(folder)
-        except FileNotFoundError:  # a layer folder not made yet: its absence is part of the key
-            key.append((rel,))
-            continue
-        newest = max(newest, st.st_mtime_ns)
-        names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
-        if names_only:
-            before = stored.get(rel)
-            if before is not None and before[1:4] == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
-                # the ctime too: an mtime set back by hand does not hide a change
-                key.append(before)
-                stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
+
+class KeyWalk:
+    """`listing_key`'s walk, in two parts: made, it has stat'ed `files` and walked every folder
+    but those at or below a `later` folder; `rest` walks those (once; `result` asks for it too).
+    A scan reads the notes of the first part at once, on both cores, and the convergent layer's
+    files only later, beside its forked child (`Vault.list_folder` runs `rest` before it lists a
+    folder the first part left): each part of the key is taken before what it covers is read, and
+    the walk of the convergent layer and the archive (~25-45 ms at 10k notes) no longer holds up
+    the fork. The key is the same whenever `rest` runs: the folders left for later are walked in
+    the order the first part met them, as `listing_key` walks them."""
+
+    def __init__(
+        self,
+        root: str,
+        files: list[str],
+        folder_only: list[str],
+        known: list | None = None,
+        tops: list[str] | tuple[str, ...] = ("",),
+        listing: dict | None = None,
+        later: list[str] | tuple[str, ...] = (),
+    ):
+        import time
+
+        self.start = time.time_ns()
+        self.root, self.folder_only, self.listing, self.later = root, folder_only, listing, later
+        self.key: list = []
+        self.newest = 0
+        self.plain = True
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                self.key.append((path,))
                 continue
-        subfolders = []
-        # listed through a descriptor of the folder where the entries stay here: each note's
-        # stat then resolves its name alone, not the whole path again (about 10 % of the walk
-        # at 50k notes); a `listing` keeps entries whose paths the command reads
-        fd = os.open(folder, _FOLDER_FLAGS) if listing is None and _SCANDIR_FD else None
-        try:
-            with os.scandir(folder if fd is None else fd) as scanned:
-                entries = list(scanned)
-            if listing is not None:
-                listing[folder] = entries
-            for entry in entries:
-                name = entry.name
-                if name[0] == "." or name in SKIPPED:
+            self.key.append((path, *stat_key(st)))
+            self.newest = max(self.newest, st.st_mtime_ns)
+        # a names-only folder's entry: (rel, mtime, inode, ctime, its subfolders)
+        self.stored = {
+            entry[0]: entry
+            for entry in known or ()
+            if isinstance(entry, tuple) and len(entry) == 5 and isinstance(entry[4], tuple)
+        }
+        self.names: list[str] = []  # every note stat'ed, in walk order
+        self.stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
+        self.left: list[str] | None = []  # the folders left for `rest`, in the order met
+        self._walk(list(reversed(tops)), later)
+
+    def rest(self) -> None:
+        if self.left is not None:
+            left, self.left = self.left, None
+            try:
+                self._walk(list(reversed(left)), ())
+            except OSError:
+                self.plain = False  # a folder that cannot be listed: this key is not stored
+
+    def result(self) -> tuple[list, bool]:
+        self.rest()
+        key = [*self.key, "/".join(self.names)]
+        # version 2: no back-references, whose use depends on object identity (the same stats
+        # must give the same bytes in the next process)
+        key.append(marshal.dumps(self.stats, 2))
+        newest = max(self.newest, max(self.stats[0::4])) if self.stats else self.newest
+        return key, self.plain and newest < self.start - RACY_NS
+
+    def _walk(self, stack: list[str], later) -> None:
+        root, folder_only, listing = self.root, self.folder_only, self.listing
+        key, stored, names, stats = self.key, self.stored, self.names, self.stats
+        newest, plain = self.newest, self.plain
+        while stack:
+            rel = stack.pop()
+            if later and any(rel == base or rel.startswith(base + "/") for base in later):
+                self.left.append(rel)
+                continue
+            folder = os.path.join(root, rel) if rel else root
+            try:
+                st = os.stat(folder)
+            except FileNotFoundError:  # a layer folder not made yet: its absence is in the key
+                key.append((rel,))
+                continue
+            newest = max(newest, st.st_mtime_ns)
+            names_only = any(rel == base or rel.startswith(base + "/") for base in folder_only)
+            if names_only:
+                before = stored.get(rel)
+                if before is not None and before[1:4] == (
+                    st.st_mtime_ns,
+                    st.st_ino,
+                    st.st_ctime_ns,
+                ):
+                    # the ctime too: an mtime set back by hand does not hide a change
+                    key.append(before)
+                    stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                     continue
-                # the common case first: one call says "a regular file", no stat yet
-                if name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    if not names_only:
-                        note = entry.stat()
-                        names.append(name)
-                        stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
-                elif entry.is_dir(follow_symlinks=False):
-                    subfolders.append(name)
-                elif entry.is_symlink():
-                    plain = False
-        finally:
-            if fd is not None:
-                os.close(fd)
-        key.append(
-            (
-                rel,
-                st.st_mtime_ns,
-                st.st_ino,
-                st.st_ctime_ns,
-                tuple(subfolders) if names_only else None,
+            subfolders = []
+            # listed through a descriptor of the folder where the entries stay here: each note's
+            # stat then resolves its name alone, not the whole path again (about 10 % of the walk
+            # at 50k notes); a `listing` keeps entries whose paths the command reads
+            fd = os.open(folder, _FOLDER_FLAGS) if listing is None and _SCANDIR_FD else None
+            try:
+                with os.scandir(folder if fd is None else fd) as scanned:
+                    entries = list(scanned)
+                if listing is not None:
+                    listing[folder] = entries
+                for entry in entries:
+                    name = entry.name
+                    if name[0] == "." or name in SKIPPED:
+                        continue
+                    # the common case first: one call says "a regular file", no stat yet
+                    if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        if not names_only:
+                            note = entry.stat()
+                            names.append(name)
+                            stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+                    elif entry.is_dir(follow_symlinks=False):
+                        subfolders.append(name)
+                    elif entry.is_symlink():
+                        plain = False
+            finally:
+                if fd is not None:
+                    os.close(fd)
+            key.append(
+                (
+                    rel,
+                    st.st_mtime_ns,
+                    st.st_ino,
+                    st.st_ctime_ns,
+                    tuple(subfolders) if names_only else None,
+                )
             )
-        )
-        stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
-    key.append("/".join(names))
-    # version 2: no back-references, whose use depends on object identity (the same stats must
-    # give the same bytes in the next process)
-    key.append(marshal.dumps(stats, 2))
-    if stats:
-        newest = max(newest, max(stats[0::4]))
-    return key, plain and newest < start - RACY_NS
+            stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
+        self.newest, self.plain = newest, plain
 
 
 def key_files(vault) -> list[str]:
@@ -186,7 +239,12 @@ def context_matches(entry: dict, root: str) -> bool:
 def listing_matches(entry: dict, root: str) -> bool:
     """The other half: every file and folder of the key as it was stored (one walk)."""
     key, _ = listing_key(
-        root, entry["files"], entry["folder_only"], entry["key"], entry.get("tops", ("",))
+        root,
+        entry["files"],
+        entry["folder_only"],
+        entry["key"],
+        entry.get("tops", ("",)),
+        later=entry.get("later", ()),
     )
     return key == entry["key"]
 
@@ -301,13 +359,16 @@ def begin(
     extra_files: tuple[str, ...] = (),
     tops: tuple[str, ...] = ("",),
     folder_only: list[str] | None = None,
+    later: tuple[str, ...] = (),
 ) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
     matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
     `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
     `tops` and `folder_only` as `listing_key` takes them (default: the whole vault, the archive
-    by folder mtimes)."""
+    by folder mtimes). `later`: folders whose part of the key may wait until the command first
+    lists one of them (`KeyWalk`; only for a command that reads a folder's files after listing
+    it, and only with `Vault.remember_listings`): the key is then made in `store`."""
     try:
         root = str(vault.root)
         files = key_files(vault) + list(extra_files)
@@ -316,6 +377,15 @@ def begin(
         # a read-only command (Vault.remember_listings) reads the folders listed here rather than
         # listing them again: on a miss, one walk of the vault serves the key and the command
         listing = {} if "_listings" in vault.__dict__ and tops == ("",) else None
+        if later and listing is not None:
+            walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing, later=later)
+            vault.__dict__["_scandirs"] = listing
+            vault.__dict__["_rest_of_walk"] = walk.rest  # `Vault.list_folder` runs it first
+            return {
+                **_pending(command, params, root, vault, files, folder_only, tops),
+                "later": tuple(later),
+                "walk": walk,  # made into the key by `store`
+            }
         import time
 
         started = time.time_ns()
@@ -329,6 +399,10 @@ def begin(
         return None
     if not storable:
         return None
+    return {**_pending(command, params, root, vault, files, folder_only, tops), "key": key}
+
+
+def _pending(command, params, root, vault, files, folder_only, tops) -> dict:
     return {
         "context": _context_key(command, params),
         "command": command,
@@ -338,7 +412,6 @@ def begin(
         "files": files,
         "folder_only": folder_only,
         "tops": tops,
-        "key": key,
     }
 
 
@@ -360,6 +433,13 @@ def store(pending: dict | None, payload: dict) -> None:
     if pending is None or _busy(pending["machine_dir"]):
         return
     try:
+        walk = pending.get("walk")
+        if walk is not None:
+            key, storable = walk.result()
+            if not storable:
+                return
+            pending = {k: v for k, v in pending.items() if k != "walk"}
+            pending["key"] = key
         _write(
             entry_path(pending["root"], pending["command"], pending["params"]),
             dict(pending, payload=payload),
