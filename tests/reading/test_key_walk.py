@@ -6,6 +6,7 @@ file changed between the two parts is stored as read, and the stored answer then
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -14,6 +15,7 @@ from cmem.reading import stored_results
 from cmem.reading.scan_output import scan_output
 from cmem.reading.stored_results import KeyWalk, key_files, listing_key
 from cmem.scan import scanner
+from cmem.scan.in_processes import PARALLEL_MIN_ITEMS
 from cmem.vault import notes
 from cmem.vault.layers import open_vault
 from support import HOUR_AGO, settle
@@ -38,7 +40,9 @@ def test_a_key_walked_in_two_parts_is_the_key_of_one_walk(sample_vault, later):
     parted.rest()  # once only
     assert parted.result() == whole
     # every folder and note is in it, whatever waited
-    assert set(_folders(whole[0])) == set(_folders(listing_key(root, files, ["archive"])[0]))
+    one = listing_key(root, files, ["archive"])[0]
+    assert set(_folders(whole[0])) == set(_folders(one))
+    assert sorted(whole[0][-2].split("/")) == sorted(one[-2].split("/"))
 
 
 def _folders(key: list) -> list[str]:
@@ -51,6 +55,10 @@ def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(
 ):
     """The memory files are read (by the guard) only after the key's part for them is taken."""
     monkeypatch.setenv("CMEM_SCAN_PROCESSES", processes)
+    if processes != "1":  # past the fork threshold: the guard index is made beside the child
+        for path in sorted(sample_vault.glob("*.md")):
+            for number in range(-(-PARALLEL_MIN_ITEMS // 5)):
+                shutil.copyfile(path, sample_vault / f"copy {number} {path.name}")
     settle(sample_vault)
     events: list[str] = []
     real_rest, real_read = KeyWalk.rest, notes.read_note
@@ -67,7 +75,11 @@ def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(
     monkeypatch.setattr(KeyWalk, "rest", rest)
     monkeypatch.setattr(scanner, "read_note", read)
     (open_vault(sample_vault).machine_dir / scanner.GUARD_NAME).unlink(missing_ok=True)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     scan_output(open_vault(sample_vault).remember_listings(), True)
+    assert len(forks) == int(processes) - 1
     assert "rest" in events
     first_memory_read = min(
         index for index, layer in enumerate(events) if layer in ("resident", "situational")

@@ -640,9 +640,9 @@ def _judge(
 
 def _recurring_keys(entries: list[tuple[NoteFile, _Entry]], min_recurrence: int) -> set[str]:
     """The key phrases the recurring lines of at least `min_recurrence` notes hold (every
-    divergent note counts, converged or not; excluded notes do not). Counted, not a set of notes
-    a phrase: one set made a key of every recurring line cost a cold scan at 10k ~5 ms of its
-    assembly, after the notes were read."""
+    divergent note counts, converged or not; excluded notes do not). One set, so `_judge` tests
+    a line's phrases against it in C (`isdisjoint`) where it asked any() over a generator of
+    look-ups, for each of the ~2,000 recurring lines of a 10k cold scan's assembly."""
     counts: dict[str, int] = {}
     for _, entry in entries:
         if entry.skip or entry.scan.flags.excluded:
