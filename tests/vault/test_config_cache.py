@@ -128,3 +128,28 @@ def test_the_stored_validators_decimal_is_decimal_for_isinstance():
                 except ValueError as exc:
                     outcomes.append(str(exc))
             assert outcomes[0] == outcomes[1], (key, value)
+
+
+def test_a_schema_that_computes_with_decimal_keeps_the_real_one():
+    """`multipleOf` makes the generated code divide Decimals: there the import stays, stored or
+    not, and the validator refuses and passes as fastjsonschema's own."""
+    import json
+
+    import fastjsonschema
+
+    schema = {"type": "object", "properties": {"step": {"type": "number", "multipleOf": 0.5}}}
+    theirs = fastjsonschema.compile(schema)
+    for _ in range(2):  # compiled, then from the store
+        ours = config_cache.validator(json.dumps(schema, sort_keys=True))
+        refused = {}
+        for value in (1.5, 2, 0.3, 7.25):
+            outcomes = []
+            for check in (ours, theirs):
+                try:
+                    check({"step": value})
+                    outcomes.append("passed")
+                except ValueError as exc:
+                    outcomes.append(str(exc))
+            assert outcomes[0] == outcomes[1], value
+            refused[value] = "multiple of" in outcomes[0]
+        assert refused == {1.5: False, 2: False, 0.3: True, 7.25: True}
