@@ -48,9 +48,7 @@ def listing_key(
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
     load and compare as memory. marshal rather than `array`: as fast here, any integer size, and
     built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
-    walk = KeyWalk(root, files, folder_only, known, tops, listing, later)
-    walk.rest()
-    return walk.result()
+    return KeyWalk(root, files, folder_only, known, tops, listing, later).result()
 
 
 class KeyWalk:
