@@ -113,7 +113,8 @@ def _main() -> None:
 # forked child), and each older-generation one walks the entries and statements already kept,
 # though nearly nothing a command makes is cyclic garbage: its objects are freed by reference
 # counting. Every 50,000 it is one collection; the long-running commands (`watch`, the MCP
-# server) still collect, only less often. Paired whole-process cold scans at 10k: 0.95x.
+# server) still collect, only less often. Paired whole-process cold scans at 10k: 0.95x. A scan
+# also holds the collector off while it builds what it keeps (`cmem/collector.py`).
 GC_THRESHOLDS = (50_000, 50, 100)
 
 
