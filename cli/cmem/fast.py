@@ -328,19 +328,24 @@ def run_scan(argv: list[str]) -> int | None:
         return None
     from pathlib import Path
 
+    from cmem import collector
     from cmem.reading.scan_output import scan_output
     from cmem.render.reports import set_color
     from cmem.vault.layers import open_vault
 
     if request["no_color"]:
         set_color(False)  # as the app's --no-color does
+    collector.ending_by_exit()  # `main` leaves by `_leave` once this returns 0
     try:
         target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
         out = scan_output(target.remember_listings(), request["json"])
     except KeyboardInterrupt:
+        collector.release()
         return _sync_interrupted()  # what the full CLI says of a Ctrl-C
     except Exception:  # no vault, a bad config, a bug: the full CLI's error funnel says it
+        collector.release()
         return None
+    collector.keep(target, out)
     _tolerant_output()
     _echo(out, sys.stdout)
     return 0

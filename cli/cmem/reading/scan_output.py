@@ -13,6 +13,7 @@ def scan_output(target, as_json: bool) -> str:
     JSON, without the final line end; stored for `cmem.fast` under the key taken first."""
     import json
 
+    from cmem import collector
     from cmem.reading import stored_results
     from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
@@ -30,4 +31,5 @@ def scan_output(target, as_json: bool) -> str:
 
         out = render_scan(result)
     stored_results.store(pending, stored_results.printed(out + "\n"))
+    collector.keep(result, pending)  # `cmem/collector.py`
     return out

@@ -134,6 +134,7 @@ def _scan_vault(vault: Vault, state: State | None, only: list[str] | None) -> Sc
     result = _assemble(vault, entries, state, index, wanted)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
+    collector.keep(cache, entries, index, state)  # not freed one by one if the process ends now
     return result
 
 
