@@ -1,5 +1,6 @@
-"""The cue index: which cues a text holds, found with few scans, must be exactly the cues whose
-text occurs in it, in priority order."""
+"""The cue index: which cues a text holds, found in one pass, must be exactly the cues whose text
+occurs in it, in priority order: overlapping cues, a cue inside another, cues split by other
+characters, characters outside the BMP."""
 
 import random
 

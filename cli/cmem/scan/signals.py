@@ -4,11 +4,12 @@ Four classes in priority order — correction, preference, decision, recurring �
 (zh and en, extendable in config), never inside code blocks, inline code, URLs, HTML comments,
 wikilink targets or frontmatter. One line gives at most one signal: its highest-priority cue.
 
-Matching is literal, not regex: Python's `re` over this cue set runs ~15x slower than rg, a
-`str in` test per cue ~3x (perf-baselines.md §4). So a note is first tested cue by cue on one
-lowercased copy; only the lines that hold a cue are looked at again, and only there do the
-context rules run (word boundaries, the words around an English cue, the characters around a
-Chinese one). A note without any cue costs one `lower()` and one `in` per cue.
+Matching is literal, not regex: Python's `re` over this cue set runs ~15x slower than rg
+(perf-baselines.md §4). So the cues a note holds are found first, in one pass over one lowercased
+copy (`text/cues.py: CueIndex`, an Aho-Corasick automaton); only the lines that hold a cue are
+looked at again, and only there do the context rules run (word boundaries, the words around an
+English cue, the characters around a Chinese one). A note without any cue costs one `lower()`
+and that one pass.
 
 Single, vague or emotional lines are *deferred*, not dropped: a one-off recurring cue, venting,
 or a line with nothing left to act on once the cue is taken out. `converge: true` / `#converge`
