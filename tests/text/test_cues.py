@@ -27,6 +27,18 @@ def test_active_cues_are_the_cues_whose_text_occurs():
     for index in indexes:
         for text in texts:
             assert index.active(text) == _plain(index, text), text
+            assert index.find(text)[1] == _ends(index, text), text
+
+
+def _ends(index, lowered: str) -> list[int]:
+    """Where each occurrence of each cue text ends (its last character), ascending."""
+    ends = []
+    for text in {cue.text for cue in index.cues}:
+        pos = lowered.find(text)
+        while pos >= 0:
+            ends.append(pos + len(text) - 1)
+            pos = lowered.find(text, pos + 1)
+    return sorted(ends)
 
 
 def test_no_extra_cues_is_one_index_however_it_is_said():

@@ -265,13 +265,13 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
     result = NoteScan(flags=flags)
     if flags.excluded:
         return result
-    active = cue_index(extra_cues).active(lowered)
+    active, ends = cue_index(extra_cues).find(lowered)
     if not active:
         return result
-    # The lines a cue occurs on, found by one `find` run per cue over the whole text instead of
-    # every cue tested on every line; frontmatter lines are never candidates. lower() never adds
-    # or drops a line end, so line indices in `lowered` are the note's own.
-    candidates = _cue_lines(lowered, active, note.body_start - 1)
+    # The lines a cue occurs on, from where the one pass that found the cues saw them;
+    # frontmatter lines are never candidates. lower() never adds or drops a line end, so line
+    # indices in `lowered` are the note's own.
+    candidates = _lines_of(lowered, ends, note.body_start - 1)
     if not candidates:
         return result
     lines = note.lines
@@ -440,20 +440,14 @@ def _merge_tags(first: list[str], second: list[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))
 
 
-def _cue_lines(lowered: str, cues, first: int) -> set[int]:
-    """0-based indices of the lines, from line `first` on, that hold one of the cues' texts
-    (cue texts hold no line end, so an occurrence lies on one line)."""
+def _lines_of(lowered: str, ends: list[int], first: int) -> set[int]:
+    """0-based indices of the lines, from line `first` on, that hold these offsets (ascending:
+    the cues' occurrences; a cue text holds no line end, so an occurrence lies on one line)."""
     found: set[int] = set()
-    for text in {cue.text for cue in cues}:
-        line, counted = 0, 0  # line index of offset `counted`
-        pos = lowered.find(text)
-        while pos >= 0:
-            line += lowered.count("\n", counted, pos)
-            counted = pos
-            if line >= first:
-                found.add(line)
-            end = lowered.find("\n", pos)  # the rest of this line is a candidate already
-            if end < 0:
-                break
-            pos = lowered.find(text, end + 1)
+    line, counted = 0, 0  # line index of offset `counted`
+    for end in ends:
+        line += lowered.count("\n", counted, end)
+        counted = end
+        if line >= first:
+            found.add(line)
     return found

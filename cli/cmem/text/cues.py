@@ -353,14 +353,22 @@ class CueIndex:
 
     def active(self, lowered: str) -> list[Cue]:
         """The cues whose text occurs in `lowered`, in priority order."""
+        return self.find(lowered)[0]
+
+    def find(self, lowered: str) -> tuple[list[Cue], list[int]]:
+        """`active(lowered)`, and where their texts occur: the index of each occurrence's last
+        character, ascending (the scan's candidate lines come from these, with no second search)."""
         if not self.by_text:
-            return []
-        texts = {text for _, text in self._automaton.iter(lowered)}
+            return [], []
+        ends, texts = [], set()
+        for end, text in self._automaton.iter(lowered):
+            ends.append(end)
+            texts.add(text)
         if not texts:
-            return []
+            return [], []
         found = [cue for text in texts for cue in self.by_text[text]]
         found.sort(key=self.order.__getitem__)
-        return found
+        return found, ends
 
 
 def _fold(text: str) -> str:
