@@ -338,7 +338,7 @@ class CueIndex:
     a few ms before every cold scan's fork."""
 
     def __init__(self, cues: tuple[Cue, ...]):
-        import ahocorasick
+        import ahocorasick  # here: commands that read the cue tables alone never build an index
 
         self.cues = cues
         self.order = {cue: index for index, cue in enumerate(cues)}
