@@ -12,13 +12,19 @@ def _plain(index, lowered: str) -> list:
 
 
 def test_active_cues_are_the_cues_whose_text_occurs():
-    extra = {"decision": ("ship it", "café", "c++", "fix:"), "recurring": ("déjà vu",)}
+    # an extra cue outside the BMP too: the automaton's offsets must count code points as
+    # Python does (pyahocorasick issue 53 was an end offset off by one after such a character)
+    extra = {
+        "decision": ("ship it", "café", "c++", "fix:", "\U0001f680 ship"),
+        "recurring": ("déjà vu",),
+    }
     indexes = [cue_index(), cue_index(extra)]
     cues = sorted({cue.text for cue in indexes[1].cues})
     # cue texts, their pieces (an anchor without its cue), and characters that sit between
     # ASCII ones: a match in the ASCII characters alone need not be one in the text
     pieces = [*cues, *(text[: len(text) // 2] for text in cues), *(text[1:] for text in cues)]
     pieces += [" ", "中", "é", "i̇", "ß", "’", "'", "\n", "n", "ever", "go", "\U0001f600"]
+    pieces += ["\udcff", "\U00022472"]  # a byte that was not UTF-8 (surrogateescape), a CJK ext. B
     chooser = random.Random(13)
     texts = ["", "ne中ver", "neéver", "i like", "i l中ike", "又熬夜", "又又", "不对称", "ş"]
     texts += [text[:cut] + "中" + text[cut:] for text in cues for cut in range(1, len(text))]
