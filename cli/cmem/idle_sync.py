@@ -80,8 +80,8 @@ def begin(vault) -> dict | None:
     """Before the full path looks for edits to commit: the key as it is now, or None when this
     vault cannot take the light path (its `.git` is not a folder; `git.track_all`, where any
     file, not only the notes the key lists, may be an edit to commit)."""
+    from cmem.reading.stored_results import KeyWalk
     from cmem.reading.stored_results import begin as begin_key
-    from cmem.reading.stored_results import listing_key
 
     if vault.config.track_all or not os.path.isdir(os.path.join(vault.root, ".git")):
         return None
@@ -91,7 +91,7 @@ def begin(vault) -> dict | None:
     # every note, the archive's too: status checks the archive by folder times alone (an archived
     # note edited in place is shown as maybe stale), but such an edit is one a sync must commit
     pending["folder_only"] = []
-    pending["key"], storable = listing_key(pending["root"], pending["files"], [])
+    pending["key"], storable = KeyWalk(pending["root"], pending["files"], []).result()
     return pending if storable else None
 
 

@@ -13,7 +13,7 @@ import pytest
 from cmem import fast
 from cmem.reading import stored_results
 from cmem.reading.scan_output import scan_output
-from cmem.reading.stored_results import KeyWalk, key_files, listing_key
+from cmem.reading.stored_results import KeyWalk, key_files
 from cmem.scan import scanner
 from cmem.scan.in_processes import PARALLEL_MIN_ITEMS
 from cmem.vault import notes
@@ -32,7 +32,7 @@ def test_a_key_walked_in_two_parts_is_the_key_of_one_walk(sample_vault, later):
     root = os.path.realpath(sample_vault)
     vault = open_vault(root)
     files = key_files(vault)
-    whole = listing_key(root, files, ["archive"], later=later)
+    whole = KeyWalk(root, files, ["archive"], later=later).result()
     walk = KeyWalk(root, files, ["archive"], listing={}, later=later)
     assert walk.result() == whole
     parted = KeyWalk(root, files, ["archive"], listing={}, later=later)
@@ -40,7 +40,7 @@ def test_a_key_walked_in_two_parts_is_the_key_of_one_walk(sample_vault, later):
     parted.rest()  # once only
     assert parted.result() == whole
     # every folder and note is in it, whatever waited
-    one = listing_key(root, files, ["archive"])[0]
+    one = KeyWalk(root, files, ["archive"]).result()[0]
     assert set(_folders(whole[0])) == set(_folders(one))
     assert sorted(whole[0][-2].split("/")) == sorted(one[-2].split("/"))
 

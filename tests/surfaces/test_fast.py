@@ -272,14 +272,14 @@ def test_racy_listing_is_not_storable(tmp_path):
     (root / "sub").mkdir(parents=True)
     (root / "a.md").write_text("x", encoding="utf-8")
     settle(root)
-    key, storable = stored_results.listing_key(str(root), [], [])
+    key, storable = stored_results.KeyWalk(str(root), [], []).result()
     assert storable
     (root / "sub" / "b.md").write_text("y", encoding="utf-8")  # now: inside the granularity window
-    key2, storable = stored_results.listing_key(str(root), [], [])
+    key2, storable = stored_results.KeyWalk(str(root), [], []).result()
     assert not storable and key2 != key
     settle(root)
     os.symlink(root / "sub", root / "link")
-    _, storable = stored_results.listing_key(str(root), [], [])
+    _, storable = stored_results.KeyWalk(str(root), [], []).result()
     assert not storable  # a link's target is outside the key
 
 
@@ -289,13 +289,13 @@ def test_folder_only_layers_are_not_stat_per_note(tmp_path):
     note = root / "archive" / "2020" / "old.md"
     note.write_text("old", encoding="utf-8")
     settle(root)
-    key, _ = stored_results.listing_key(str(root), [], ["archive"])
+    key, _ = stored_results.KeyWalk(str(root), [], ["archive"]).result()
     note.write_text("older and longer", encoding="utf-8")
     os.utime(note, (HOUR_AGO, HOUR_AGO))
     assert (
-        stored_results.listing_key(str(root), [], ["archive"])[0] == key
+        stored_results.KeyWalk(str(root), [], ["archive"]).result()[0] == key
     )  # by design: the figure is labelled
-    assert stored_results.listing_key(str(root), [], [])[0] != key
+    assert stored_results.KeyWalk(str(root), [], []).result()[0] != key
 
 
 def test_help_and_version_are_served_without_typer(tmp_path):
@@ -461,7 +461,7 @@ def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
         (root / "archive" / month / "n.md").write_text("x", encoding="utf-8")
     (root / "top.md").write_text("x", encoding="utf-8")
     settle(root)
-    stored, storable = stored_results.listing_key(str(root), [], ["archive"])
+    stored, storable = stored_results.KeyWalk(str(root), [], ["archive"]).result()
     assert storable
     listed = []
     real = os.scandir
@@ -474,16 +474,16 @@ def test_unchanged_archive_folders_are_not_listed_again(tmp_path, monkeypatch):
     monkeypatch.setattr(
         stored_results.os, "scandir", lambda folder: listed.append(where(folder)) or real(folder)
     )
-    again, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
+    again, _ = stored_results.KeyWalk(str(root), [], ["archive"], stored).result()
     assert again == stored and listed == ["."]  # only the root (notes are stat'ed there) was listed
     listed.clear()
     (root / "archive" / "2020" / "02" / "deeper").mkdir()  # a new folder, then a note in it
     (root / "archive" / "2020" / "02" / "deeper" / "m.md").write_text("y", encoding="utf-8")
     settle(root)
-    changed, _ = stored_results.listing_key(str(root), [], ["archive"], stored)
+    changed, _ = stored_results.KeyWalk(str(root), [], ["archive"], stored).result()
     assert changed != stored and "archive/2020/02" in listed and "archive/2020/02/deeper" in listed
     assert (
-        changed == stored_results.listing_key(str(root), [], ["archive"])[0]
+        changed == stored_results.KeyWalk(str(root), [], ["archive"]).result()[0]
     )  # the same key as a full listing
 
 

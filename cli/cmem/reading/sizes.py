@@ -4,7 +4,7 @@ Token counts need the text, and the archive may hold tens of thousands of notes,
 (mtime, tokens) is kept in the machine folder under its stat (`cache_file.kept_by_stat`: the
 mtime, size, inode and ctime, and the racy rule): an unchanged vault is measured by a stat walk
 alone. The archive's notes are kept in a file of their own, with the archive's size and the key
-of its folders (their mtimes, as a stored status checks them: `stored_results.listing_key`).
+of its folders (their mtimes, as a stored status checks them: `stored_results.KeyWalk`).
 While no archive folder changed, its size is that one, without a note stat'ed: adding, removing
 or renaming a note moves its folder's mtime, and an archived note edited in place keeps its old
 size until `--rescan` (`reading.status.STALE`; the status says so). The caches are only caches:
@@ -102,7 +102,7 @@ def _archive_key(vault: Vault, known: list | None = None) -> tuple[list, bool]:
     (none changed within the racy window, no symbolic link). From the key this command took
     first when it has one (`stored_results.begin`): its entries pair each folder's stat with the
     listing this command reads, so the archive is not listed twice."""
-    from cmem.reading.stored_results import listing_key
+    from cmem.reading.stored_results import KeyWalk
 
     archive_dir = vault.config.archive_dir
     taken = vault.__dict__.get("_listing_key")
@@ -111,9 +111,9 @@ def _archive_key(vault: Vault, known: list | None = None) -> tuple[list, bool]:
         part = _archive_part(key, archive_dir)
         newest = max((entry[1] for entry in part if len(entry) == 5), default=0)
         return part, bool(part) and newest < started - RACY_NS
-    key, storable = listing_key(
+    key, storable = KeyWalk(
         os.fspath(vault.root), [], [archive_dir], known=known, tops=(archive_dir,)
-    )
+    ).result()
     return _archive_part(key, archive_dir), storable
 
 

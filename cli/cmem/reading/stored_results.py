@@ -20,16 +20,9 @@ SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (conf
 # --- the key ------------------------------------------------------------------------------------
 
 
-def listing_key(
-    root: str,
-    files: list[str],
-    folder_only: list[str],
-    known: list | None = None,
-    tops: list[str] | tuple[str, ...] = ("",),
-    listing: dict | None = None,
-    later: list[str] | tuple[str, ...] = (),
-) -> tuple[list, bool]:
-    """The key of a vault's current state, and whether it may be stored (no racy entry, no link).
+class KeyWalk:
+    """The key of a vault's current state: `KeyWalk(...).result()` is (the key, whether it may be
+    stored: no racy entry, no link).
 
     One walk: folders by mtime, notes by (mtime, size, inode, ctime), folders under `folder_only`
     (vault-relative, e.g. the archive) by folder mtimes alone; `files` stat'ed one by one. Such a
@@ -37,10 +30,18 @@ def listing_key(
     same mtime and inode, its subfolders are taken from there instead of listing its notes again:
     a file or folder added, removed or renamed in it would have moved its mtime. The walk starts
     at `tops` (vault-relative folders; the root by default): `recall` depends on one layer only.
-    Folders at or below a `later` folder are walked after all the others (`KeyWalk`: a scan's
-    key, whose second part is taken beside its forked children). Given a `listing` dict, every
-    folder listed is kept there (its path → its `os.DirEntry`s), for the command to read instead
-    of listing the folder again (`begin`).
+    Given a `listing` dict, every folder listed is kept there (its path → its `os.DirEntry`s), for
+    the command to read instead of listing the folder again (`begin`).
+
+    In two parts when there are `later` folders: made, it has stat'ed `files` and walked every
+    folder but those at or below a `later` one; `rest` walks those (once; `result` asks for it
+    too). A scan reads the notes of the first part at once, on both cores, and the convergent
+    layer's files only later, beside its forked child (`Vault.list_folder` runs `rest` before it
+    lists a folder the first part left): each part of the key is taken before what it covers is
+    read, and the walk of the convergent layer and the archive (~25-45 ms at 10k notes) no longer
+    holds up the fork. The key is the same whenever `rest` runs: the folders left for later are
+    walked in the order the first part met them, and a stored entry names them (`listing_matches`
+    walks the same way).
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one bytes
@@ -48,18 +49,6 @@ def listing_key(
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
     load and compare as memory. marshal rather than `array`: as fast here, any integer size, and
     built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
-    return KeyWalk(root, files, folder_only, known, tops, listing, later).result()
-
-
-class KeyWalk:
-    """`listing_key`'s walk, in two parts: made, it has stat'ed `files` and walked every folder
-    but those at or below a `later` folder; `rest` walks those (once; `result` asks for it too).
-    A scan reads the notes of the first part at once, on both cores, and the convergent layer's
-    files only later, beside its forked child (`Vault.list_folder` runs `rest` before it lists a
-    folder the first part left): each part of the key is taken before what it covers is read, and
-    the walk of the convergent layer and the archive (~25-45 ms at 10k notes) no longer holds up
-    the fork. The key is the same whenever `rest` runs: the folders left for later are walked in
-    the order the first part met them, as `listing_key` walks them."""
 
     def __init__(
         self,
@@ -236,14 +225,14 @@ def context_matches(entry: dict, root: str) -> bool:
 
 def listing_matches(entry: dict, root: str) -> bool:
     """The other half: every file and folder of the key as it was stored (one walk)."""
-    key, _ = listing_key(
+    key, _ = KeyWalk(
         root,
         entry["files"],
         entry["folder_only"],
         entry["key"],
         entry.get("tops", ("",)),
         later=entry.get("later", ()),
-    )
+    ).result()
     return key == entry["key"]
 
 
@@ -363,7 +352,7 @@ def begin(
     store). Taken first, so a note changed while the command runs leaves a key that no longer
     matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
     `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
-    `tops` and `folder_only` as `listing_key` takes them (default: the whole vault, the archive
+    `tops` and `folder_only` as `KeyWalk` takes them (default: the whole vault, the archive
     by folder mtimes). `later`: folders whose part of the key may wait until the command first
     lists one of them (`KeyWalk`; only for a command that reads a folder's files after listing
     it, and only with `Vault.remember_listings`): the key is then made in `store`."""
@@ -384,15 +373,13 @@ def begin(
                 "later": tuple(later),
                 "walk": walk,  # made into the key by `store`
             }
-        import time
-
-        started = time.time_ns()
-        key, storable = listing_key(root, files, folder_only, tops=tops, listing=listing)
+        walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing)
+        key, storable = walk.result()
         if listing is not None:
             vault.__dict__["_scandirs"] = listing
             # and the key, whose folder entries each pair a folder's stat with its listing
             # (`reading/sizes.py` keeps the archive's size under the archive's part of it)
-            vault.__dict__["_listing_key"] = (key, started, tuple(folder_only))
+            vault.__dict__["_listing_key"] = (key, walk.start, tuple(folder_only))
     except Exception:
         return None
     if not storable:
