@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import sys
 
 from cmem.text.names import show_name
 
@@ -67,6 +68,31 @@ def os_error_sentence(exc: OSError) -> str | None:
         return f"{reason}."
     verb = "cannot write " if exc.errno in _WRITE_ERRNOS else ""
     return f"{verb}{where}: {reason}."
+
+
+# The modules cmem imports only when a command needs them, and the distribution each comes from
+# (pyproject.toml's dependencies): an install made before one was added (`git pull` over an
+# editable install) fails at that import, deep in a command, not when cmem starts.
+_DISTRIBUTIONS = {
+    "ahocorasick": "pyahocorasick",
+    "fastjsonschema": "fastjsonschema",
+    "git": "gitpython",
+    "ruamel": "ruamel.yaml",
+    "watchdog": "watchdog",
+    "yaml": "PyYAML",
+}
+
+
+def missing_dependency_sentence(exc: ImportError) -> str | None:
+    """One sentence for a dependency cmem declares that is not installed, or None (any other
+    failed import is a bug and keeps its traceback)."""
+    distribution = _DISTRIBUTIONS.get(getattr(exc, "name", None) or "")  # the package, not a part
+    if not isinstance(exc, ModuleNotFoundError) or distribution is None:
+        return None
+    return (
+        f"cmem needs {distribution}, which is not installed in this Python "
+        f"({sys.executable}): reinstall cmem, or pip install {distribution}."
+    )
 
 
 def _shown_path(name) -> str | None:

@@ -128,3 +128,36 @@ def test_a_cold_scan_ends_without_the_interpreters_teardown(sample_vault):
         text=True,
     )
     assert "torn down" in moved.stderr
+
+
+@pytest.mark.parametrize("module", ["cmem.fast", "cmem.cli"])
+def test_an_install_without_a_dependency_says_which_in_one_sentence(sample_vault, module):
+    """An install made before a dependency was added (`git pull` over an editable install): the
+    first command that needs it says which one and how to get it, not a traceback. Here the cue
+    index's pyahocorasick, which every cold scan needs; any other failed import is a bug and
+    keeps its traceback."""
+    import subprocess
+    import sys
+
+    _drop_stored(sample_vault)
+    probe = (
+        "import sys\n"
+        "sys.modules['ahocorasick'] = None  # as if never installed\n"
+        f"sys.argv = ['cmem', 'scan', '--vault', {str(sample_vault)!r}]\n"
+        f"from {module} import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"error: cmem needs pyahocorasick, which is not installed in this Python "
+        f"({sys.executable}): reinstall cmem, or pip install pyahocorasick.\n"
+    )
+    # a module cmem does not declare is not dressed up as a missing dependency
+    from cmem.errors import missing_dependency_sentence
+
+    assert missing_dependency_sentence(ModuleNotFoundError("x", name="nope")) is None
+    assert missing_dependency_sentence(ImportError("x", name="yaml")) is None  # broken, not absent
+    # a part of an installed package missing: a broken install, which the traceback shows
+    assert missing_dependency_sentence(ModuleNotFoundError("x", name="yaml._yaml")) is None
+    assert "PyYAML" in missing_dependency_sentence(ModuleNotFoundError("x", name="yaml"))

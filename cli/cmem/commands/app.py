@@ -128,6 +128,13 @@ def main() -> None:
         if message is None:
             raise
         _fail(invoked, message, 1)
+    except ModuleNotFoundError as exc:  # a declared dependency the install lacks
+        from cmem.errors import missing_dependency_sentence
+
+        message = missing_dependency_sentence(exc)
+        if message is None:
+            raise
+        _fail(invoked, message, 1)
     except Exception as exc:  # click's usage errors arrive here in non-standalone mode
         usage = _click_usage_error(exc)
         if usage is None:
