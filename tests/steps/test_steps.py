@@ -6,6 +6,7 @@ kill-at-every-point harness in test_sequences.py."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -477,15 +478,16 @@ def test_cmem_note_appends_to_a_crlf_note_in_its_own_line_ends(vault, monkeypatc
     ]  # CRLF throughout is not odd
 
 
-def _read_trees(monkeypatch) -> list[list[str]]:
-    """The `git read-tree` commands commit_files runs from now on."""
+def _head_questions(monkeypatch) -> list[list[str]]:
+    """The `git rev-parse HEAD HEAD^{tree}` commands commit_files runs from now on: how often a
+    commit asks git for its parent instead of knowing it."""
     import subprocess
 
     seen: list[list[str]] = []
     real_run = subprocess.run
 
     def spying(args, *rest, **kwargs):
-        if isinstance(args, list) and "read-tree" in args:
+        if isinstance(args, list) and "HEAD^{tree}" in args:
             seen.append(args)
         return real_run(args, *rest, **kwargs)
 
@@ -493,12 +495,19 @@ def _read_trees(monkeypatch) -> list[list[str]]:
     return seen
 
 
-def test_a_steps_second_commit_builds_on_the_first_ones_index_and_none_is_left(vault, monkeypatch):
-    """Within one step the second commit starts from the first one's temporary index (one
-    read-tree, not two), commits the same trees as two separate commits would, and the
-    temporary index is gone when the step ends."""
+def _left_in_git_folder(root) -> list[str]:
+    """What a commit could leave in .git beside git's own files: temporary indexes or trees."""
+    return sorted(name for name in os.listdir(root / ".git") if name.startswith("cmem-"))
+
+
+def test_a_steps_second_commit_builds_on_the_first_ones_tree_and_nothing_is_left(
+    vault, monkeypatch
+):
+    """Within one step the second commit knows its parent and the parent's tree from the first
+    (git is asked once, not twice), commits the same trees as two separate commits would, and
+    nothing of cmem's is left in the git folder."""
     root = vault.root
-    read_trees = _read_trees(monkeypatch)
+    asked = _head_questions(monkeypatch)
     (root / "converged/core/one.md").write_bytes(b"one\n")  # as a step writes, then commits
     (root / "b.md").write_bytes(b"b\n")
     (root / "converged/core/profile.md").unlink()
@@ -507,9 +516,8 @@ def test_a_steps_second_commit_builds_on_the_first_ones_index_and_none_is_left(v
         second = history.commit_files(
             root, {"converged/core/profile.md": None, "b.md": b"b\n"}, "cmem: two"
         )
-        assert list((root / ".git").glob("cmem-index-*"))  # kept while the step runs
-    assert len(read_trees) == 1
-    assert list((root / ".git").glob("cmem-index-*")) == []
+    assert len(asked) == 1
+    assert _left_in_git_folder(root) == []
     assert git(root, "rev-parse", "HEAD~1").strip() == first
     assert git(root, "rev-parse", "HEAD").strip() == second
     assert {"b.md", "converged/core/one.md"} <= set(ls_head(root))
@@ -523,44 +531,44 @@ def test_a_steps_second_commit_builds_on_the_first_ones_index_and_none_is_left(v
 
 
 def test_a_commit_made_by_someone_else_mid_step_is_read_again_not_overwritten(vault, monkeypatch):
-    """When HEAD moved after the step's first commit (the user committed meanwhile), the kept
-    index is not HEAD's tree: the next commit reads HEAD again and keeps the user's commit."""
+    """When HEAD moved after the step's first commit (the user committed meanwhile), the tree
+    the step remembers is not HEAD's: the next commit asks git again and keeps the user's
+    commit."""
     root = vault.root
-    read_trees = _read_trees(monkeypatch)
+    asked = _head_questions(monkeypatch)
     with history.one_repository():
         history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
         (root / "mine.md").write_text("the user's own\n")
         git(root, "add", "mine.md")
         git(root, "commit", "-q", "-m", "mine")
         history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
-    assert len(read_trees) == 2
+    assert len(asked) == 2
     assert {"mine.md", "converged/core/one.md", "converged/core/two.md"} <= set(ls_head(root))
     assert git(root, "log", "--format=%s", "-3").splitlines() == ["cmem: two", "mine", "cmem: one"]
-    assert list((root / ".git").glob("cmem-index-*")) == []
+    assert _left_in_git_folder(root) == []
 
 
-def test_a_failed_commit_in_a_step_leaves_no_index_and_the_next_reads_head(vault, monkeypatch):
+def test_a_failed_commit_in_a_step_moves_nothing_and_the_next_builds_on_head(vault, monkeypatch):
     root = vault.root
-    read_trees = _read_trees(monkeypatch)
     with history.one_repository():
-        history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
+        first = history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
         monkeypatch.setattr(
             history.faults, "point", lambda name: (_ for _ in ()).throw(OSError(name))
         )
         with pytest.raises(OSError):
             history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
-        assert list((root / ".git").glob("cmem-index-*")) == []
+        assert git(root, "rev-parse", "HEAD").strip() == first
         monkeypatch.undo()
-        read_trees = _read_trees(monkeypatch)
         history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
-    assert len(read_trees) == 1
+    assert _left_in_git_folder(root) == []
+    assert git(root, "rev-parse", "HEAD~1").strip() == first
     assert "converged/core/two.md" not in ls_head(root)
     assert "converged/core/three.md" in ls_head(root)
 
 
-def test_a_commit_that_fails_before_its_index_leaves_none_behind_after_the_step(vault, monkeypatch):
-    """A blob git refuses to store fails the step's second commit before it touches the kept
-    index: the step's end still removes it, and nothing else is left in .git."""
+def test_a_commit_git_refuses_a_blob_for_leaves_nothing_behind(vault, monkeypatch):
+    """A blob git refuses to store fails the step's second commit before any tree is made:
+    nothing is left in .git, and the next commit works."""
     root = vault.root
     with history.one_repository():
         history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
@@ -575,7 +583,7 @@ def test_a_commit_that_fails_before_its_index_leaves_none_behind_after_the_step(
         with pytest.raises(OSError):
             history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
         monkeypatch.undo()
-    assert list((root / ".git").glob("cmem-index-*")) == []  # the step ended after the failure
+    assert _left_in_git_folder(root) == []
     history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
     assert "converged/core/three.md" in ls_head(root)
     assert "converged/core/two.md" not in ls_head(root)
@@ -590,9 +598,8 @@ def _reaped(python: str) -> int:
 
 
 def test_a_commit_removes_the_temporary_indexes_a_killed_process_left(vault):
-    """A process killed mid-commit leaves `cmem-index-<pid>-<thread>` in the git folder: the
-    next commit that reads HEAD afresh removes those whose process is gone and that are over an
-    hour old; a running process's, a recent one (another pid namespace may own it) and any other
+    """An earlier version's process killed mid-commit left `cmem-index-<pid>-<thread>` in the
+    git folder: a commit removes those whose process is gone and that are over an hour old; a running process's, a recent one (another pid namespace may own it) and any other
     file are kept."""
     import os
     import sys
@@ -615,13 +622,3 @@ def test_a_commit_removes_the_temporary_indexes_a_killed_process_left(vault):
     assert not left.exists() and not left_before.exists()
     assert recent.exists() and running.exists() and other.exists() and huge.exists()
     assert "converged/core/one.md" in ls_head(vault.root)
-
-
-def test_a_temporary_index_is_named_for_this_process_alone(vault):
-    """A process that reuses a dead one's pid and thread id must not take the name of the index
-    that one left (the cleanup could remove it under it): each name ends in a token drawn once
-    per process."""
-    with history.one_repository():
-        history.commit_files(vault.root, {"converged/core/one.md": b"one\n"}, "cmem: one")
-        (kept,) = (vault.root / ".git").glob("cmem-index-*")
-    assert kept.name.endswith(f"-{history._INDEX_TOKEN}") and len(history._INDEX_TOKEN) == 8

@@ -194,14 +194,11 @@ def one_repository():
     if _memory() is not None:
         yield  # an outer step remembers already
         return
-    _steps.remembered = remembered = {}
+    _steps.remembered = {}
     try:
         yield
     finally:
         _steps.remembered = None
-        for key, value in remembered.items():
-            if key[0] == "index":  # a commit's temporary index, kept for the step's next commit
-                Path(value[1]).unlink(missing_ok=True)
 
 
 def _once(key: tuple, compute):
@@ -406,10 +403,12 @@ def commit_files(
       executable script executable); any other path of `files` is committed as 100644.
 
     Blobs are hashed as git would store the file at that path (`core.autocrlf` and `eol`
-    attributes apply; filter drivers are neutralised), the commit is built on a temporary index
-    so the user's own staged changes are untouched, and the branch moves by compare-and-swap, so
-    a commit made meanwhile by someone else is never lost. Returns the commit, or None when HEAD
-    already holds exactly this."""
+    attributes apply; filter drivers are neutralised), the tree is made from the parent's tree
+    without an index (`steps/git_trees.py`), so the user's own staged changes are untouched, and
+    the branch moves by compare-and-swap, so a commit made meanwhile by someone else is never
+    lost. Returns the commit, or None when HEAD already holds exactly this."""
+    from cmem.steps.git_trees import tree_with
+
     top = toplevel(root) or Path(root).resolve()
     prefix = (
         ""
@@ -417,21 +416,13 @@ def commit_files(
         else Path(root).resolve().relative_to(top).as_posix() + "/"
     )
     parent, parent_tree = _parent_of_next_commit(top)
-    # one per process and thread: a step keeps it between its commits (below)
-    index = git_dir(top) / f"{INDEX_PREFIX}{os.getpid()}-{threading.get_ident()}-{_INDEX_TOKEN}"
     remembered = _memory()
-    # Within a step, the temporary index of its last commit is kept: when that commit is still
-    # HEAD, the index holds its tree already, and the next commit (a pass's second, after its
-    # snapshot) skips reading the whole tree again (~25 ms at 10k notes).
-    kept = remembered.get(("index", str(top))) if remembered is not None else None
-    holds_parent = kept is not None and parent is not None and kept[0] == parent
-    env = {**_env(), "GIT_INDEX_FILE": str(index)}
+    env = _env()
     options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
+    argv = ["git", *options, "-C", str(top)]
 
     def git(*args: str, data: bytes | None = None) -> str:
-        result = subprocess.run(
-            ["git", *options, "-C", str(top), *args], input=data, capture_output=True, env=env
-        )
+        result = subprocess.run([*argv, *args], input=data, capture_output=True, env=env)
         if result.returncode != 0:
             detail = (
                 (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -456,65 +447,51 @@ def commit_files(
         entry = _disk_entry(top, prefix + rel, git)
         if entry[0] != "dir":
             entries.append(entry)
-    keep = False
-    try:
-        if not (holds_parent and index.is_file()):
-            _remove_left_indexes(index)
-            git("read-tree", parent) if parent else git("read-tree", "--empty")
-        git("update-index", "-z", "--index-info", data=_index_info(entries))
-        tree = git("write-tree")
-        faults.point("git-add")
-        if parent and not merge_parents and tree == parent_tree:
-            # HEAD holds it already (a commit whose process died before the index caught up):
-            # the index is still brought up to date, or `git status` would show it forever
-            _index_holds(top, entries, options)
-            return None
-        parents = [
-            p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)
-        ]
-        commit = git(
-            *_identity_options(top),
-            "commit-tree",
-            tree,
-            *parents,
-            "-F",
-            "-",
-            data=message.encode("utf-8"),
-        )
-        faults.point("git-commit")
-        git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
-        if remembered is not None:
-            remembered[("made", str(top))] = (commit, tree)
-            remembered[("index", str(top))] = (commit, str(index))
-            keep = True
-    finally:
-        if not keep:  # failed, or nothing to commit: the next commit reads HEAD afresh
-            index.unlink(missing_ok=True)
-            if remembered is not None:
-                remembered.pop(("index", str(top)), None)
-    _index_holds(top, entries, options)
+    _remove_left_indexes(git_dir(top))  # what an earlier version's killed commit left
+    # a tree id's length names the repository's hash (SHA-1 or SHA-256); an unborn branch has
+    # none yet, and git names the empty tree in it
+    sample = parent_tree or git("hash-object", "-t", "tree", "--stdin", data=b"")
+    tree = tree_with(argv, env, parent_tree, entries, "sha256" if len(sample) == 64 else "sha1")
+    faults.point("git-add")
+    if parent and not merge_parents and tree == parent_tree:
+        # HEAD holds it already (a commit whose process died before the index caught up):
+        # the index is still brought up to date, or `git status` would show it forever
+        _index_holds(top, entries, options, len(tree))
+        return None
+    parents = [p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)]
+    commit = git(
+        *_identity_options(top),
+        "commit-tree",
+        tree,
+        *parents,
+        "-F",
+        "-",
+        data=message.encode("utf-8"),
+    )
+    faults.point("git-commit")
+    git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
+    if remembered is not None:
+        remembered[("made", str(top))] = (commit, tree)
+    _index_holds(top, entries, options, len(tree))
     return commit
 
 
+# The temporary indexes earlier versions built commits on (`git_trees` needs none) were named
+# `cmem-index-<pid>-<thread>[-<token>]` in the git folder, and a process killed mid-commit left its
+# own there. A commit removes those whose process is not running here and that are this old: the
+# age keeps a process of another pid namespace (a container sharing the vault's .git, still on
+# the older version) from losing the index it keeps between a step's two commits.
 INDEX_PREFIX = "cmem-index-"
-# Drawn once a process: a process that reuses a dead one's pid (and thread id) never takes the name
-# of the index that one left, so `_remove_left_indexes` cannot remove an index in use.
-_INDEX_TOKEN = os.urandom(4).hex()
-# A temporary index this old whose process is not running here is left over: the age keeps a
-# process of another pid namespace (a container sharing the vault's .git) from losing the index
-# it keeps between a step's two commits.
 LEFT_INDEX_SECONDS = 3600
 
 
-def _remove_left_indexes(own: Path) -> None:
-    """A process killed mid-commit or mid-step (SIGKILL, a power cut) leaves its temporary
-    index in the git folder. git never reads it, but over many killed passes they add up (a
-    megabyte each at 10k notes): a commit that starts afresh removes the ones whose process is
-    gone. A running process's index is never touched (`os.kill(pid, 0)` answers whether it runs;
-    not on Windows, where signal 0 is Ctrl-C: nothing is removed there)."""
+def _remove_left_indexes(folder: Path) -> None:
+    """Remove the temporary indexes killed processes of an earlier cmem left in the git folder
+    (a megabyte each at 10k notes; git never reads them). A running process's index is never
+    touched (`os.kill(pid, 0)` answers whether it runs; not on Windows, where signal 0 is
+    Ctrl-C: nothing is removed there)."""
     if os.name != "posix":
         return
-    folder = own.parent
     try:
         names = [name for name in os.listdir(folder) if name.startswith(INDEX_PREFIX)]
     except OSError:
@@ -523,7 +500,7 @@ def _remove_left_indexes(own: Path) -> None:
     for name in names:
         pid = name[len(INDEX_PREFIX) :].split("-", 1)[0]
         path = folder / name
-        if path == own or not (pid.isascii() and pid.isdigit()) or _running(int(pid)):
+        if not (pid.isascii() and pid.isdigit()) or _running(int(pid)):
             continue
         try:
             if now - path.stat().st_mtime > LEFT_INDEX_SECONDS:
@@ -542,7 +519,9 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _index_holds(top: Path, entries: list[tuple[str, str | None, str]], options) -> None:
+def _index_holds(
+    top: Path, entries: list[tuple[str, str | None, str]], options, id_length: int
+) -> None:
     """The real index takes the entries just committed (what `sync_index` does, knowing them):
     one `update-index --index-info`, as on the temporary index, costs a few ms, where `reset
     HEAD -- PATHS` refreshes the stat of every tracked file (25-35 ms at 10k notes, twice a
@@ -552,7 +531,7 @@ def _index_holds(top: Path, entries: list[tuple[str, str | None, str]], options)
     wait_for_index_lock(top)
     subprocess.run(
         ["git", *options, "-C", str(top), "update-index", "-z", "--index-info"],
-        input=_index_info(entries),
+        input=_index_info(entries, id_length),
         capture_output=True,
         env=_env(),
     )
@@ -594,13 +573,14 @@ def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:
     return (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
 
 
-def _index_info(entries: list[tuple[str, str | None, str]]) -> bytes:
-    """`git update-index -z --index-info` input: mode 0 with the null id removes a path. Paths are
-    bytes as the file system has them (a name that is not UTF-8 round-trips)."""
+def _index_info(entries: list[tuple[str, str | None, str]], id_length: int = 40) -> bytes:
+    """`git update-index -z --index-info` input: mode 0 with the null id removes a path (as long
+    as the repository's ids: 64 hex digits in a SHA-256 one, where 40 fail the whole update).
+    Paths are bytes as the file system has them (a name that is not UTF-8 round-trips)."""
     out = bytearray()
     for mode, blob, path in entries:
         if blob is None:
-            out += b"0 " + b"0" * 40 + b"\t"
+            out += b"0 " + b"0" * id_length + b"\t"
         else:
             out += f"{mode} {blob}\t".encode()
         out += os.fsencode(path) + b"\0"
