@@ -176,15 +176,21 @@ def test_only_the_trees_on_the_way_to_a_change_are_read_and_written(tmp_path, mo
     assert made == _by_index(root, base, change)
     assert sum("cat-file" in argv for argv in started) == 1  # one reader for every tree
     assert len(requested) == 3  # the root, q and q/sub1: nothing else of 13 trees
-    assert sum("hash-object" in argv for argv in started) == 3  # the same three, rewritten
+    (writing,) = [argv for argv in started if "hash-object" in argv]  # one process for all
+    assert len(writing[writing.index("--") + 1 :]) == 3  # the same three trees, rewritten
 
 
 def test_a_tree_git_stores_under_another_id_stops_the_commit(tmp_path):
-    """The ids are computed here, to name each new tree in its parent: one git disagrees with
-    (here: the wrong hash for the repository) is an error, before any commit could name it."""
+    """The ids are computed here, to name each new tree in its parent: one git disagrees with is
+    an error, before any commit could name it; so is a tree made for the other hash."""
+    from cmem.steps.git_trees import _write
+
     root = _repo(tmp_path)
+    body = b"100644 a.md\0" + bytes.fromhex(_blob(root, "x"))
+    with pytest.raises(GitError, match="where cmem made " + "0" * 40):
+        _write(_argv(root), dict(os.environ), [("0" * 40, body)])
     entries = [("100644", _blob(root, "x"), "a/b.md")]
-    with pytest.raises(GitError, match="where cmem made"):
+    with pytest.raises(GitError, match="hash-object"):
         tree_with(_argv(root), dict(os.environ), None, entries, "sha256")
 
 

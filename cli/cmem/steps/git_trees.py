@@ -5,7 +5,7 @@ on a temporary index: `read-tree` of HEAD's whole tree, `update-index`, `write-t
 reads or writes an index entry for every file of the repository: 48 ms at 10k notes and 350 ms at
 100k for one changed file, twice a pass. Here only the trees on the way from the root to a changed
 path are read (one `cat-file --batch` process, asked one tree at a time) and only the trees that
-change are written (one `hash-object -t tree` each, run side by side): the cost follows the depth
+change are written (one `hash-object -t tree` for all of them): the cost follows the depth
 and width of those folders, not the size of the vault.
 
 The result is the tree `write-tree` gives for the same changes, applied as `update-index
@@ -168,31 +168,30 @@ def _store(
 
 
 def _write(argv: list[str], env: dict, trees: list[tuple[str, bytes]]) -> None:
-    """Store the trees (`hash-object -t tree -w`, side by side), checking each id git gives."""
-    running = [
-        (
-            sha,
-            body,
-            subprocess.Popen(
-                [*argv, "hash-object", "-t", "tree", "-w", "--stdin"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-            ),
+    """Store the trees, checking each id git gives: one `hash-object -t tree -w` for all of
+    them, from files in a temporary folder outside the vault (a pass's commit writes ~6; one
+    process each, side by side, took ~24 ms on two cores, one for all ~4)."""
+    if not trees:
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="cmem-trees-") as folder:
+        paths = []
+        for number, (_, body) in enumerate(trees):
+            path = os.path.join(folder, str(number))
+            with open(path, "wb") as handle:
+                handle.write(body)
+            paths.append(path)
+        result = subprocess.run(
+            [*argv, "hash-object", "-t", "tree", "-w", "--no-filters", "--", *paths],
+            capture_output=True,
+            env=env,
         )
-        for sha, body in trees
-    ]
-    failed = None
-    for sha, body, process in running:
-        out, err = process.communicate(body)
-        written = out.decode("ascii", "replace").strip()
-        if failed is None and (process.returncode != 0 or written != sha):
-            detail = err.decode("utf-8", "replace").strip().splitlines()
-            failed = (
-                f"git hash-object: {detail[-1]}"
-                if process.returncode != 0 and detail
-                else f"git stored tree {written or '(none)'} where cmem made {sha}"
-            )
-    if failed:
-        raise GitError(failed)
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git hash-object: {detail[-1] if detail else result.returncode}")
+    written = result.stdout.decode("ascii", "replace").split()
+    for number, (sha, _) in enumerate(trees):
+        stored = written[number] if number < len(written) else "(none)"
+        if stored != sha:
+            raise GitError(f"git stored tree {stored} where cmem made {sha}")
