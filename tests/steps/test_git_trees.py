@@ -194,6 +194,46 @@ def test_a_tree_git_stores_under_another_id_stops_the_commit(tmp_path):
         tree_with(_argv(root), dict(os.environ), None, entries, "sha256")
 
 
+@pytest.mark.parametrize(
+    "path", [".git/hooks/post-commit", "a/.GIT/x", "a/../b.md", "a//b.md", "./a"]
+)
+def test_a_path_gits_index_refuses_is_refused_and_nothing_is_stored(tmp_path, path):
+    root = _repo(tmp_path)
+    entries = [("100644", _blob(root, "x"), path)]
+    # git's index leaves such a path out, and says so only on stderr: the commit would quietly
+    # lack it; cmem stops instead
+    assert _by_index(root, None, entries) == _run(
+        root, "hash-object", "-t", "tree", "--stdin", data=b""
+    )
+    objects = sorted(p.name for p in (root / ".git" / "objects").rglob("*") if p.is_file())
+    with pytest.raises(GitError, match="will not commit"):
+        tree_with(_argv(root), dict(os.environ), None, entries, "sha1")
+    assert sorted(p.name for p in (root / ".git" / "objects").rglob("*") if p.is_file()) == objects
+
+
+def test_a_sha256_repositorys_first_commits_and_a_removal(tmp_path):
+    """An unborn branch's first commit names the null id of the repository's length (40 zeros
+    fail in a SHA-256 one), and so does a removal in the real index."""
+    root = _repo(tmp_path, "sha256")
+    (root / "a.md").write_bytes(b"a\n")
+    (root / "b.md").write_bytes(b"b\n")
+    first = history.commit_files(root, {"a.md": b"a\n", "b.md": b"b\n"}, "cmem: first")
+    assert first and len(first) == 64
+    (root / "b.md").unlink()
+    history.commit_files(root, {"b.md": None}, "cmem: second")
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD").split() == ["a.md"]
+    assert git(root, "status", "--porcelain") == ""  # the removal is not left staged
+
+
+def test_a_damaged_tree_is_an_error_naming_it(tmp_path):
+    root = _repo(tmp_path)
+    damaged = _run(root, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", data=b"x")
+    with pytest.raises(GitError, match=f"{damaged} is damaged"):
+        tree_with(
+            _argv(root), dict(os.environ), damaged, [("100644", _blob(root, "x"), "a")], "sha1"
+        )
+
+
 def test_a_parent_tree_the_repository_lacks_is_an_error_naming_it(tmp_path):
     root = _repo(tmp_path)
     missing = "1" * 40

@@ -469,7 +469,8 @@ def commit_files(
         data=message.encode("utf-8"),
     )
     faults.point("git-commit")
-    git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * 40)
+    # no parent: the branch must not exist yet (the null id, as long as the repository's ids)
+    git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * len(tree))
     if remembered is not None:
         remembered[("made", str(top))] = (commit, tree)
     _index_holds(top, entries, options, len(tree))

@@ -24,6 +24,7 @@ import subprocess
 from cmem.errors import GitError
 
 _TREE = b"40000"
+_NOT_NAMES = (b"", b".", b"..")
 
 
 class _Reader:
@@ -51,7 +52,10 @@ class _Reader:
         body = process.stdout.read(size + 1)[:size]  # and the newline after it
         if len(body) != size:
             raise GitError(f"git cat-file stopped while reading tree {sha}")
-        return _parse(body, len(sha) // 2)
+        try:
+            return _parse(body, len(sha) // 2)
+        except ValueError:
+            raise GitError(f"git cat-file: tree {sha} is damaged") from None
 
     def close(self) -> None:
         if self.process is not None:
@@ -99,6 +103,9 @@ def tree_with(
         root = _Folder(reader.tree(parent_tree), parent_tree) if parent_tree else _Folder({})
         for mode, blob, path in entries:
             names = os.fsencode(path).split(b"/")
+            if any(name in _NOT_NAMES or name.lower() == b".git" for name in names):
+                # git's index refuses such a path (`verify_path`); a tree must not hold one
+                raise GitError(f"cmem will not commit the path {path!r}")
             if blob is None:
                 _remove(root, names, reader)
             else:
