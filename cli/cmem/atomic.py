@@ -7,6 +7,7 @@ half-written file, and after a power cut the rename is on disk.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from cmem import faults
@@ -25,8 +26,17 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` atomically. Text is written as UTF-8 with `\\n` line ends."""
+def write_atomic(
+    path: Path,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    before_replace: Callable[[], object] | None = None,
+) -> None:
+    """Replace `path` with `data` atomically. Text is written as UTF-8 with `\\n` line ends.
+    `before_replace` runs once the new bytes are on disk, just before the rename: a check that
+    raises there leaves `path` as it is (the step layer compares the file with what it read, so
+    an editor's save during the write and fsync, milliseconds, is not replaced)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = Path(path)
@@ -51,6 +61,8 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             os.fsync(handle.fileno())
         faults.point("fsync")
         os.chmod(tmp_name, mode)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp_name, path)
         faults.point("rename")
     except BaseException as exc:

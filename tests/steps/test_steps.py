@@ -622,3 +622,35 @@ def test_a_commit_removes_the_temporary_indexes_a_killed_process_left(vault):
     assert not left.exists() and not left_before.exists()
     assert recent.exists() and running.exists() and other.exists() and huge.exists()
     assert "converged/core/one.md" in ls_head(vault.root)
+
+
+def test_an_edit_saved_while_the_new_bytes_are_written_is_not_replaced(vault, monkeypatch):
+    """The step compares a file with what it read just before it writes; an editor's append that
+    lands while the new bytes are written and synced (milliseconds, longer on a loaded disk) was
+    then replaced unseen. It is compared again just before the rename: the edit wins, the step
+    stops, and every file goes back."""
+    root = vault.root
+    profile = root / "converged/core/profile.md"
+    changes = ChangeSet()
+    changes.write("converged/core/another.md", "# Another\n", None)
+    changes.write("converged/core/profile.md", "# Profile\n- coffee\n", profile.read_bytes())
+    written = [change.rel for change in changes.ordered()]
+    real_point = history.faults.point
+    synced: list[str] = []
+
+    def append_during_the_profiles_write(name):
+        # "fsync": a temp file is written and synced, its rename not yet made
+        if name == "fsync":
+            synced.append(written[len(synced)])
+            if synced[-1] == "converged/core/profile.md":
+                with open(profile, "a", encoding="utf-8") as handle:
+                    handle.write("- mine\n")
+        return real_point(name)
+
+    monkeypatch.setattr(history.faults, "point", append_during_the_profiles_write)
+    with pytest.raises(SecondWriter, match="converged/core/profile.md"):
+        apply_changes(vault, changes)
+    assert "converged/core/profile.md" in synced  # the append came during its write
+    assert profile.read_text() == "# Profile\n- tea (source: [[a]])\n- mine\n"
+    assert not (root / "converged/core/another.md").exists()  # written, then taken back
+    assert not list(root.rglob("*.cmem-tmp"))

@@ -11,6 +11,7 @@ sync client, the user) stops the step, and the files already changed are put bac
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,7 +171,10 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
         for change in order:
             _check(vault, change)  # again, just before the replace
             if change.new != change.old:
-                put(vault, change.rel, change.new)
+                # and once more when the new bytes are written and synced, just before the
+                # rename: an editor's save during that write (an append, milliseconds on a
+                # loaded disk) was replaced unseen
+                put(vault, change.rel, change.new, before_replace=lambda c=change: _check(vault, c))
             if change.new is not None and change.rel in changes.modes:
                 set_mode(vault, change.rel, changes.modes[change.rel])
             done.append(change)
@@ -181,12 +185,17 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     return [change.rel for change in done]
 
 
-def put(vault: Vault, rel: str, data: bytes | None) -> None:
-    """Make `rel` hold `data` (atomically), or remove it (None)."""
+def put(
+    vault: Vault, rel: str, data: bytes | None, before_replace: Callable[[], object] | None = None
+) -> None:
+    """Make `rel` hold `data` (atomically), or remove it (None). `before_replace` runs just
+    before the file is replaced or removed (`write_atomic`)."""
     path = vault.root / rel
     if data is not None:
-        write_atomic(path, data)
+        write_atomic(path, data, before_replace=before_replace)
         return
+    if before_replace is not None:
+        before_replace()
     try:
         os.unlink(path)
     except FileNotFoundError:
