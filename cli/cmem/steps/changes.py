@@ -169,12 +169,13 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     done: list[Change] = []
     try:
         for change in order:
-            _check(vault, change)  # again, just before the replace
+            # again, as late as it can be: for a write, once the new bytes are written and
+            # synced, just before the rename (an editor's save during that write, milliseconds
+            # on a loaded disk, was replaced unseen when the check came before it)
             if change.new != change.old:
-                # and once more when the new bytes are written and synced, just before the
-                # rename: an editor's save during that write (an append, milliseconds on a
-                # loaded disk) was replaced unseen
                 put(vault, change.rel, change.new, before_replace=lambda c=change: _check(vault, c))
+            else:
+                _check(vault, change)
             if change.new is not None and change.rel in changes.modes:
                 set_mode(vault, change.rel, changes.modes[change.rel])
             done.append(change)
