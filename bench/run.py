@@ -960,7 +960,8 @@ def git_processes(tools: Tools, argv: list[str]) -> tuple[int, float]:
 
 def fixed_costs(times: dict[str, list[float]], git_count: int, git_ms: float) -> str:
     """What a one-note pass pays before it reads anything, measured in the same run: Python,
-    its imports, and its git processes (run one after another, so their times add up)."""
+    its imports, and its git processes (run one after another, so their times add up; the tree
+    reader, `cat-file --batch`, also counts the time it waits while cmem reads its answers)."""
     imports = statistics.median(times["imports"])
     floor = statistics.median(times["pass"])
     total = imports + git_ms

@@ -105,7 +105,10 @@ def tree_with(
             names = os.fsencode(path).split(b"/")
             if any(name in _NOT_NAMES or name.lower() == b".git" for name in names):
                 # git's index refuses such a path (`verify_path`); a tree must not hold one
-                raise GitError(f"cmem will not commit the path {path!r}")
+                raise GitError(
+                    f"cmem will not commit {path!r}: a path with an empty, '.', '..' or '.git' "
+                    "part cannot be in a git tree."
+                )
             if blob is None:
                 _remove(root, names, reader)
             else:
