@@ -200,6 +200,22 @@ def test_a_second_pass_is_busy(pass_vault):
             run_pass(vault, PassOptions(engine="builtin"))
 
 
+@pytest.mark.parametrize("recorded", ["4242\n", "[1, 2]", '{"purpose": "x"}', "{", "\xff"])
+def test_a_lock_holder_recorded_in_another_shape_is_still_busy(pass_vault, recorded):
+    """Only the flock is the truth: whatever the file says of its holder (an older cmem, another
+    program, a write cut short), the second pass is busy, with one sentence and no traceback."""
+    import fcntl
+
+    vault = open_vault(pass_vault)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    with open(vault.machine_dir / "pass.lock", "w", encoding="utf-8") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write(recorded)
+        held.flush()
+        with pytest.raises(Busy, match=r"^a pass is already running"):
+            run_pass(vault, PassOptions(engine="builtin"))
+
+
 def test_refuses_a_merge_in_progress(pass_vault):
     (Path(git(pass_vault, "rev-parse", "--absolute-git-dir").strip()) / "MERGE_HEAD").write_text(
         "0" * 40 + "\n"

@@ -32,7 +32,7 @@ def vault_lock(machine_dir: Path, purpose: str = "converge"):
         except BlockingIOError:
             holder = read_holder(path)
             who = (
-                f" (pid {holder['pid']}, {holder.get('purpose', 'a pass')} since {holder.get('since', '?')})"
+                f" (pid {holder.get('pid', '?')}, {holder.get('purpose', 'a pass')} since {holder.get('since', '?')})"
                 if holder
                 else ""
             )
@@ -54,10 +54,13 @@ def vault_lock(machine_dir: Path, purpose: str = "converge"):
 
 
 def read_holder(path: Path) -> dict | None:
+    """Who holds the lock, as it recorded itself; None when the file says nothing readable (being
+    written, damaged, or another program's: only the flock is the truth)."""
     try:
-        return json.loads(path.read_text("utf-8") or "null")
+        holder = json.loads(path.read_text("utf-8") or "null")
     except (OSError, ValueError):
         return None
+    return holder if isinstance(holder, dict) else None
 
 
 def is_locked(machine_dir: Path) -> bool:
