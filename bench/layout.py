@@ -35,8 +35,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("reading",),
     ("doctor",),
     # the surfaces: the commands package, its old name cli, fast (the light entry path), idle_sync
-    # (sync with nothing to do), MCP
-    ("commands", "cli", "fast", "idle_sync", "mcp_server", "__main__"),
+    # (sync with nothing to do), pass_command (`converge` around the pass, for typer and fast),
+    # invocation (one command line's state), MCP
+    (
+        "commands",
+        "cli",
+        "fast",
+        "idle_sync",
+        "pass_command",
+        "invocation",
+        "mcp_server",
+        "__main__",
+    ),
 ]
 
 

@@ -90,6 +90,11 @@ def _main() -> None:
     except Exception:  # any doubt: the real command decides (and reports errors properly)
         out = None
     if out is None:
+        converge_request = parse_converge(argv)
+        if converge_request is not None:
+            code = run_converge(converge_request)  # the pass, without typer
+            if code is not None:
+                sys.exit(code)
         code = run_scan(argv)  # a scan with nothing stored: scanned here, without typer
         if code == 0:
             # printed, stored, its children reaped: the teardown would only free, one by one,
@@ -428,7 +433,6 @@ def run_sync(request: dict) -> int | None:
         return 0
     from pathlib import Path
 
-    from cmem.errors import CmemError
     from cmem.render.reports import set_color
     from cmem.vault.layers import open_vault
 
@@ -445,17 +449,10 @@ def run_sync(request: dict) -> int | None:
         pending = idle_sync.begin(target)
         # the light path's fetch, when it ran and then handed over, is not run again
         result = sync_vault(target, fetched=request.get("fetched"))
-    except CmemError as exc:
-        return _sync_fail(str(exc), exc.exit_code, request)
     except KeyboardInterrupt:
         return _sync_interrupted()
-    except OSError as exc:  # a full disk, a read-only folder: as cli.py: main
-        from cmem.errors import os_error_sentence
-
-        message = os_error_sentence(exc)
-        if message is None:
-            raise
-        return _sync_fail(message, 1, request)
+    except Exception as exc:  # a CmemError, a full disk: as commands/app.py: main says them
+        return _light_failure(exc, request)
     import json
 
     from cmem.render.history import render_sync
@@ -479,6 +476,174 @@ def run_sync(request: dict) -> int | None:
     return 0
 
 
+# --- converge -----------------------------------------------------------------------------------
+#
+# The everyday pass (by hand, from a shell-exit hook, a timer or `cmem watch`'s child) runs here
+# without typer and the command table, through the same function as `commands/converge.py:
+# converge` (`cmem/pass_command.py`), so both print the same. Only the options below are parsed
+# here; anything else (`--response`, `--replay`, `--budget`, `--help`, a typo) hands over to the
+# full CLI before anything is done, which also says every usage error. Once the pass has started
+# it must not run twice, so its errors are reported here, as the full CLI's error funnel does.
+
+_CONVERGE_FLAGS = {
+    "--dry-run": "dry_run",
+    "--emit-prompt": "emit_prompt",
+    "--propose": "propose",
+    "--allow-shrink": "allow_shrink",
+    "--diff": "show_diff",
+    "--keep-raw-prompt": "keep_raw_prompt",
+    "--quiet": "quiet",
+    "-q": "quiet",
+    "--if-due": "if_due",
+    "--scheduled": "scheduled",
+    "--background": "background",
+    "--detached": "detached",
+    "--json": "json",
+}
+_CONVERGE_VALUES = {"--engine": "engine", "--llm": "llm", "--only": "only"}
+
+
+def parse_converge(argv: list[str]) -> dict | None:
+    """`[--vault V] [--no-color] converge [OPTION …]` with the options above, each as the full
+    CLI takes it (`--opt VALUE` or `--opt=VALUE`; `--only` repeatable), or None: the full CLI
+    decides (and says any usage error)."""
+    request: dict = {"vault": None, "no_color": False, "engine": None, "llm": None, "only": []}
+    request.update(dict.fromkeys(_CONVERGE_FLAGS.values(), False))
+    seen = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if take_vault(arg, args, request):
+            continue
+        name, equals, inline = arg.partition("=")
+        if arg == "--no-color":
+            request["no_color"] = True
+        elif not seen:
+            if arg != "converge":
+                return None
+            seen = True
+        elif arg in _CONVERGE_FLAGS:
+            request[_CONVERGE_FLAGS[arg]] = True
+        elif name in _CONVERGE_VALUES and (equals or args):
+            value = inline if equals else args.pop(0)
+            key = _CONVERGE_VALUES[name]
+            if key == "only":
+                request["only"].append(value)
+            else:
+                request[key] = value
+        else:
+            return None
+    if not seen or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+        return None
+    if request["engine"] not in (None, "builtin", "llm"):
+        return None  # the full CLI says why
+    unattended = request["if_due"] or request["background"]
+    writes_only = ("dry_run", "emit_prompt", "show_diff")
+    if (request["scheduled"] and not request["if_due"]) or (
+        unattended and any(request[key] for key in writes_only)
+    ):
+        return None
+    return request
+
+
+def run_converge(request: dict) -> int | None:
+    """Run `cmem converge` as `commands/converge.py: converge` does; the exit code, or None to
+    hand over to the full CLI (nothing has been done yet then)."""
+    from pathlib import Path
+
+    from cmem import pass_command
+    from cmem.invocation import Invocation
+    from cmem.render.reports import set_color
+
+    _tolerant_output()
+    if request["no_color"]:
+        set_color(False)
+    invoked = Invocation()
+    invoked.json = request["json"]
+    try:
+        from cmem.converge.pipeline import PassOptions
+        from cmem.vault.layers import open_vault
+
+        target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
+    except Exception:  # no vault, a bad config, a missing dependency: the full CLI says it
+        return None
+    options = PassOptions(
+        engine=request["engine"],
+        llm=request["llm"],
+        dry_run=request["dry_run"],
+        emit_prompt=request["emit_prompt"],
+        only=request["only"] or None,
+        propose=request["propose"],
+        allow_shrink=request["allow_shrink"],
+        keep_raw_prompt=request["keep_raw_prompt"],
+    )
+    quiet, as_json = request["quiet"], request["json"]
+    try:
+        if request["if_due"] or request["background"] or request["detached"]:
+            return pass_command.converge_unattended(
+                target,
+                options,
+                invoked,
+                _light_echo,
+                if_due=request["if_due"],
+                scheduled=request["scheduled"],
+                background=request["background"],
+                detached=request["detached"],
+                quiet=quiet,
+                as_json=as_json,
+            )
+        plain_emit = options.emit_prompt and not any(
+            request[key]
+            for key in ("engine", "llm", "dry_run", "only", "propose", "allow_shrink")
+            + ("show_diff", "keep_raw_prompt", "quiet", "json")
+        )
+        return pass_command.converge_by_hand(
+            target,
+            options,
+            invoked,
+            _light_echo,
+            quiet=quiet,
+            as_json=as_json,
+            show_diff=request["show_diff"],
+            plain_emit=plain_emit,
+        )
+    except KeyboardInterrupt as exc:
+        pass_command.report_interrupt(invoked, exc, _light_echo)
+        return 130
+    except Exception as exc:
+        return _light_failure(exc, request)
+
+
+def _light_failure(exc: Exception, request: dict) -> int:
+    """What the full CLI's error funnel (`commands/app.py: main`) makes of an error raised once a
+    command has started: its sentence and exit code, or the traceback of a bug."""
+    from cmem.errors import CmemError
+
+    if isinstance(exc, CmemError):
+        return _light_fail(str(exc), exc.exit_code, request)
+    message = None
+    if isinstance(exc, ModuleNotFoundError):
+        from cmem.errors import missing_dependency_sentence
+
+        message = missing_dependency_sentence(exc)
+    elif isinstance(exc, OSError):  # a full disk, a read-only folder: as cli.py: main
+        from cmem.errors import os_error_sentence
+
+        message = os_error_sentence(exc)
+    if message is None:
+        raise exc
+    return _light_fail(message, 1, request)
+
+
+def _light_echo(message: str, err: bool = False, nl: bool = True) -> None:
+    """typer.echo, as the shared command code calls it (`cmem/pass_command.py`)."""
+    stream = sys.stderr if err else sys.stdout
+    if nl:
+        _echo(message, stream)
+    else:
+        _echo_raw(message, stream)
+
+
 def _sync_interrupted() -> int:
     """Typer turns Ctrl-C into 130, then cli.py: _report_interrupt(None) says this."""
     _echo(
@@ -489,8 +654,8 @@ def _sync_interrupted() -> int:
     return 130
 
 
-def _sync_fail(message: str, exit_code: int, request: dict) -> int:
-    """As cli.py: _fail — `{"error": …}` on stdout with --json, else `error: …` on stderr."""
+def _light_fail(message: str, exit_code: int, request: dict) -> int:
+    """As commands/app.py: _fail — `{"error": …}` on stdout with --json, else `error: …` on stderr."""
     if request["json"]:
         import json
 
@@ -506,13 +671,18 @@ def _sync_fail(message: str, exit_code: int, request: dict) -> int:
 def _echo(text: str, stream) -> None:
     """As typer.echo (click.echo): a line, with colour codes taken out when the stream is not a
     terminal (a status painted for stdout but printed on a redirected stderr, say)."""
+    _echo_raw(text + "\n", stream)
+
+
+def _echo_raw(text: str, stream) -> None:
+    """`_echo` without the line end (typer.echo's nl=False)."""
     global _ANSI
     if not (hasattr(stream, "isatty") and stream.isatty()):
         import re
 
         _ANSI = _ANSI or re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
         text = _ANSI.sub("", text)
-    _put(text + "\n", stream)
+    _put(text, stream)
 
 
 # --- help ---------------------------------------------------------------------------------------

@@ -1,14 +1,14 @@
 """Helpers the command modules share: opening the vault, printing, the confirm gate, and the
 steps every writing command takes first (finish an interrupted step, `git.sync: auto`)."""
 
-import json
 import sys
 from typing import Optional
 
 import typer
 
-from cmem.commands.options import Invocation
+from cmem import pass_command
 from cmem.errors import CmemError
+from cmem.invocation import Invocation
 
 
 def open_target(vault):
@@ -19,13 +19,11 @@ def open_target(vault):
 
 
 def print_json(data) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    pass_command.print_json(typer.echo, data)
 
 
 def warn(message: str) -> None:
-    from cmem.render.reports import paint
-
-    typer.echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
+    pass_command.warn(typer.echo, message)
 
 
 def confirm(yes: bool, question: str) -> None:
@@ -39,17 +37,8 @@ def confirm(yes: bool, question: str) -> None:
 
 
 def auto_sync(target, invoked: Invocation, *, note: bool = False, quiet: bool = False) -> None:
-    """`git.sync: auto` in .cmem/config.yaml: sync before and after a step (a pass, an archive
-    apply, an undo; `cmem note` too with git.sync_note). Offline or failing, it says so once per
-    invocation (its memo), on stderr, and the step carries on locally."""
-    config = target.config
-    if config.sync_mode != "auto" or (note and not config.sync_note):
-        return  # the usual case: cmem.sync.remote is not even imported
-    from cmem.sync.remote import sync_if_auto
-
-    message = sync_if_auto(target, invoked.sync_memo, note=note)
-    if message and not quiet:
-        warn(message)
+    """`git.sync: auto` around a step: `pass_command.auto_sync`, printed with typer."""
+    pass_command.auto_sync(target, invoked, typer.echo, note=note, quiet=quiet)
 
 
 def recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) -> None:
@@ -73,13 +62,5 @@ def recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) ->
 
 
 def report_interrupt(invoked: Invocation, exc: Optional[BaseException]) -> None:
-    """Ctrl-C: say what was and was not done (a pass attaches its own account), once per
-    invocation (a pass reports it, then the error funnel sees the same interrupt)."""
-    if invoked.interrupt_reported:
-        return
-    invoked.interrupt_reported = True
-    summary = (
-        getattr(exc, "cmem_summary", None)
-        or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
-    )
-    typer.echo(f"interrupted\n{summary}", err=True)
+    """Ctrl-C: `pass_command.report_interrupt`, printed with typer."""
+    pass_command.report_interrupt(invoked, exc, typer.echo)

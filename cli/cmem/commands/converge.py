@@ -1,21 +1,14 @@
 """The pass: `converge` (by hand, unattended or in the background), `apply` (review mode's
 proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
-import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import (
-    auto_sync,
-    confirm,
-    open_target,
-    print_json,
-    report_interrupt,
-)
+from cmem import pass_command
+from cmem.commands.common import confirm, open_target, print_json
 from cmem.commands.options import (
-    Invocation,
     JsonOption,
     ShrinkOption,
     VaultOption,
@@ -137,9 +130,7 @@ def converge(
     silently dropped), applies it all-or-nothing, stages the notes in the archive checklist and
     commits. Nothing pending: exit 0.
     """
-    from cmem.converge.pipeline import PassOptions, run_pass
-    from cmem.errors import Busy
-    from cmem.render.reports import Spinner, render_pass
+    from cmem.converge.pipeline import PassOptions
 
     invoked = invocation(ctx)
     if engine not in (None, "builtin", "llm"):
@@ -182,10 +173,11 @@ def converge(
                 "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
                 param_hint="--if-due/--background",
             )
-        _converge_unattended(
+        code = pass_command.converge_unattended(
             target,
             options,
             invoked,
+            typer.echo,
             if_due=if_due,
             scheduled=scheduled,
             background=background,
@@ -193,52 +185,24 @@ def converge(
             quiet=quiet,
             as_json=as_json,
         )
-        return
-    if not (dry_run or emit_prompt):
-        from cmem.triggers.if_due import reset_failures
-
-        reset_failures(target)  # a person is running a pass: unattended runs may try again
-    writes = not (dry_run or emit_prompt)
-    if writes:
-        auto_sync(target, invoked, quiet=quiet)
-    kept = None
-    if emit_prompt and not any(
-        (engine, llm, dry_run, response, replay, only, budget, propose, allow_shrink, show_diff)
-        + (keep_raw_prompt, quiet, as_json)
-    ):  # the plain request, which cmem.fast answers from the stored prompt (issue 13)
-        from cmem.reading import stored_prompt
-
-        kept = stored_prompt.begin(target)
-    spinner = Spinner(quiet=quiet or as_json or emit_prompt)
-    try:
-        result = run_pass(target, options, progress=spinner)
-    except KeyboardInterrupt as exc:
-        spinner.done()
-        report_interrupt(invoked, exc)
-        raise
-    except Busy as exc:
-        spinner.done()
-        if as_json:
-            print_json({"status": "busy", "message": str(exc)})
-        elif not quiet:
-            typer.echo(str(exc), err=True)
-        return
-    finally:
-        spinner.done()
-    if emit_prompt and result.prompt is not None:
-        if kept is not None:
-            stored_prompt.store(kept, result.prompt)
-        typer.echo(result.prompt, nl=False)
-        return
-    if writes and result.status == "applied":
-        auto_sync(target, invoked, quiet=quiet)
-    if as_json:
-        print_json(result.to_json())
-    elif not quiet or result.status == "failed":
-        stream_err = result.status == "failed"
-        typer.echo(render_pass(result, show_diff=show_diff or dry_run), err=stream_err)
-    if result.status == "failed":
-        raise typer.Exit(1)
+    else:
+        # the plain request, which cmem.fast answers from the stored prompt (issue 13)
+        plain_emit = emit_prompt and not any(
+            (engine, llm, dry_run, response, replay, only, budget, propose, allow_shrink, show_diff)
+            + (keep_raw_prompt, quiet, as_json)
+        )
+        code = pass_command.converge_by_hand(
+            target,
+            options,
+            invoked,
+            typer.echo,
+            quiet=quiet,
+            as_json=as_json,
+            show_diff=show_diff,
+            plain_emit=plain_emit,
+        )
+    if code:
+        raise typer.Exit(code)
 
 
 def apply_proposal(
@@ -330,83 +294,3 @@ def demo(
     from cmem.converge.demo import try_line
 
     typer.echo(f"\nTry: {try_line(demo_run.root)}")
-
-
-def _converge_unattended(
-    target,
-    options,
-    invoked: Invocation,
-    *,
-    if_due: bool,
-    scheduled: bool,
-    background: bool,
-    detached: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this renders them."""
-    from cmem.triggers import if_due as triggers
-
-    if background:
-        detached_run = triggers.spawn_detached(
-            target, _converge_child_args(options, if_due, scheduled)
-        )
-        if as_json:
-            print_json({"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)})
-        elif not quiet:
-            typer.echo(
-                f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
-                err=True,
-            )
-        return
-    if detached:
-        triggers.ignore_hangup()
-    from cmem.render.reports import Spinner, paint, render_pass
-
-    auto_sync(target, invoked, quiet=quiet)
-    spinner = Spinner(quiet=quiet or as_json)
-    try:
-        if if_due:
-            outcome = triggers.converge_if_due(
-                target,
-                options,
-                scheduled=scheduled,
-                progress=spinner,
-                trigger=("scheduled" if scheduled else "if-due")
-                + ("/background" if detached else ""),
-            )
-        else:
-            outcome = triggers.converge_logged(target, options, progress=spinner)
-    finally:
-        spinner.done()
-    if outcome.result is not None and outcome.result.status == "applied":
-        auto_sync(target, invoked, quiet=quiet)
-    if as_json:
-        print_json(outcome.to_json())
-    elif outcome.status == "stopped":
-        typer.echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
-    elif outcome.result is not None and outcome.status != "not-due":
-        if not quiet or outcome.status == "failed":
-            typer.echo(render_pass(outcome.result), err=outcome.status == "failed")
-    elif outcome.status == "failed":
-        typer.echo(
-            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
-        )
-    elif not quiet:
-        typer.echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
-    if outcome.status in ("failed", "stopped"):
-        raise typer.Exit(1)
-
-
-def _converge_child_args(options, if_due: bool, scheduled: bool) -> list[str]:
-    """The command line of the detached child `--background` starts: the same pass options."""
-    args = ["--if-due"] if if_due else []
-    args += ["--scheduled"] if scheduled else []
-    args += ["--engine", options.engine] if options.engine else []
-    args += ["--llm", options.llm] if options.llm else []
-    args += ["--budget", str(options.budget)] if options.budget else []
-    for name in options.only or []:
-        args += ["--only", name]
-    args += ["--propose"] if options.propose else []
-    args += ["--allow-shrink"] if options.allow_shrink else []
-    return args

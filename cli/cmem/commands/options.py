@@ -1,15 +1,14 @@
-"""The options every command shares, declared once as `Annotated` aliases, and the `Invocation`:
-what one command line said that the error funnel and the step helpers need to know.
-
-The invocation replaces a module-level dict the commands used to write into. It is made fresh for
-each call of `app` (by `app.main`, or by the main callback under a test runner) and reaches the
-commands through click's context, so nothing module-level is written during a command and two
-invocations in one process cannot leak `--json` or the sync memo into each other."""
+"""The options every command shares, declared once as `Annotated` aliases, and how a command
+reaches its `Invocation` (`cmem/invocation.py`: what one command line said that the error funnel
+and the step helpers need to know). It is made fresh for each call of `app` (by `app.main`, or by
+the main callback under a test runner) and reaches the commands through click's context."""
 
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from cmem.invocation import Invocation
 
 VAULT_HELP = (
     "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
@@ -29,21 +28,6 @@ AGENT_HELP = (
     ".claude/settings.json)."
 )
 PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the current folder)."
-
-
-class Invocation:
-    """One command line's state: the global `--vault`, whether `--json` was given (the error
-    funnel answers in JSON then), the `git.sync: auto` memo (offline is said once per command) and
-    whether a Ctrl-C was already reported. (A plain class: `dataclasses` would be one more
-    import on every start.)"""
-
-    __slots__ = ("vault", "json", "sync_memo", "interrupt_reported")
-
-    def __init__(self) -> None:
-        self.vault: Optional[Path] = None
-        self.json = False
-        self.sync_memo: dict = {}
-        self.interrupt_reported = False
 
 
 def invocation(ctx: typer.Context) -> Invocation:

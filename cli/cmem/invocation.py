@@ -1,0 +1,24 @@
+"""What one command line said that the error funnel and the step helpers need to know.
+
+Made fresh for each command line: by `commands/app.py: main` (it reaches the typer commands
+through click's context) or by the light entry (`cmem.fast`), so nothing module-level is written
+during a command and two invocations in one process cannot leak `--json` or the sync memo into
+each other. Its own module, without typer, because the light entry runs `converge` without it.
+"""
+
+from __future__ import annotations
+
+
+class Invocation:
+    """One command line's state: the global `--vault`, whether `--json` was given (the error
+    funnel answers in JSON then), the `git.sync: auto` memo (offline is said once per command) and
+    whether a Ctrl-C was already reported. (A plain class: `dataclasses` would be one more
+    import on every start.)"""
+
+    __slots__ = ("vault", "json", "sync_memo", "interrupt_reported")
+
+    def __init__(self) -> None:
+        self.vault = None  # the global --vault (a Path), if given
+        self.json = False
+        self.sync_memo: dict = {}
+        self.interrupt_reported = False

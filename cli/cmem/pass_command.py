@@ -1,0 +1,197 @@
+"""What `cmem converge` does around the pass itself (`converge/pipeline.py: run_pass`): a person's
+pass resets the unattended failure count, `git.sync: auto` syncs before and after it, a spinner
+shows progress, Ctrl-C says what was and was not done, and the report, the JSON object or the
+prompt is printed; `--if-due` and `--background` go through `triggers/if_due.py` instead.
+
+Shared by the typer command (`commands/converge.py: converge`) and the light entry
+(`cmem.fast: run_converge`), which runs the everyday pass without importing typer and the command
+table (about 25 ms of every pass). Both hand in how to print (`echo`: `typer.echo`'s signature),
+so both print the same bytes; typer is never imported here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cmem.invocation import Invocation
+
+
+def print_json(echo, data) -> None:
+    import json
+
+    echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def warn(echo, message: str) -> None:
+    from cmem.render.reports import paint
+
+    echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
+
+
+def auto_sync(
+    target, invoked: Invocation, echo, *, note: bool = False, quiet: bool = False
+) -> None:
+    """`git.sync: auto` in .cmem/config.yaml: sync before and after a step (a pass, an archive
+    apply, an undo; `cmem note` too with git.sync_note). Offline or failing, it says so once per
+    invocation (its memo), on stderr, and the step carries on locally."""
+    config = target.config
+    if config.sync_mode != "auto" or (note and not config.sync_note):
+        return  # the usual case: cmem.sync.remote is not even imported
+    from cmem.sync.remote import sync_if_auto
+
+    message = sync_if_auto(target, invoked.sync_memo, note=note)
+    if message and not quiet:
+        warn(echo, message)
+
+
+def report_interrupt(invoked: Invocation, exc: BaseException | None, echo) -> None:
+    """Ctrl-C: say what was and was not done (a pass attaches its own account), once per
+    invocation (a pass reports it, then the error funnel sees the same interrupt)."""
+    if invoked.interrupt_reported:
+        return
+    invoked.interrupt_reported = True
+    summary = (
+        getattr(exc, "cmem_summary", None)
+        or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
+    )
+    echo(f"interrupted\n{summary}", err=True)
+
+
+def converge_by_hand(
+    target,
+    options,
+    invoked: Invocation,
+    echo,
+    *,
+    quiet: bool,
+    as_json: bool,
+    show_diff: bool,
+    plain_emit: bool = False,
+) -> int:
+    """A pass a person runs (`options`: the pipeline's PassOptions); returns the exit code.
+    `plain_emit`: a bare `--emit-prompt`, whose prompt is stored for `cmem.fast` to answer."""
+    from cmem.converge.pipeline import run_pass
+    from cmem.errors import Busy
+    from cmem.render.reports import Spinner, render_pass
+
+    writes = not (options.dry_run or options.emit_prompt)
+    if writes:
+        from cmem.triggers.if_due import reset_failures
+
+        reset_failures(target)  # a person is running a pass: unattended runs may try again
+        auto_sync(target, invoked, echo, quiet=quiet)
+    kept = None
+    if plain_emit:
+        from cmem.reading import stored_prompt
+
+        kept = stored_prompt.begin(target)
+    spinner = Spinner(quiet=quiet or as_json or options.emit_prompt)
+    try:
+        result = run_pass(target, options, progress=spinner)
+    except KeyboardInterrupt as exc:
+        spinner.done()
+        report_interrupt(invoked, exc, echo)
+        raise
+    except Busy as exc:
+        spinner.done()
+        if as_json:
+            print_json(echo, {"status": "busy", "message": str(exc)})
+        elif not quiet:
+            echo(str(exc), err=True)
+        return 0
+    finally:
+        spinner.done()
+    if options.emit_prompt and result.prompt is not None:
+        if kept is not None:
+            stored_prompt.store(kept, result.prompt)
+        echo(result.prompt, nl=False)
+        return 0
+    if writes and result.status == "applied":
+        auto_sync(target, invoked, echo, quiet=quiet)
+    if as_json:
+        print_json(echo, result.to_json())
+    elif not quiet or result.status == "failed":
+        stream_err = result.status == "failed"
+        echo(render_pass(result, show_diff=show_diff or options.dry_run), err=stream_err)
+    return 1 if result.status == "failed" else 0
+
+
+def converge_unattended(
+    target,
+    options,
+    invoked: Invocation,
+    echo,
+    *,
+    if_due: bool,
+    scheduled: bool,
+    background: bool,
+    detached: bool,
+    quiet: bool,
+    as_json: bool,
+) -> int:
+    """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this prints
+    what they did. Returns the exit code."""
+    from cmem.triggers import if_due as triggers
+
+    if background:
+        detached_run = triggers.spawn_detached(target, child_args(options, if_due, scheduled))
+        if as_json:
+            print_json(
+                echo, {"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)}
+            )
+        elif not quiet:
+            echo(
+                f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
+                err=True,
+            )
+        return 0
+    if detached:
+        triggers.ignore_hangup()
+    from cmem.render.reports import Spinner, paint, render_pass
+
+    auto_sync(target, invoked, echo, quiet=quiet)
+    spinner = Spinner(quiet=quiet or as_json)
+    try:
+        if if_due:
+            outcome = triggers.converge_if_due(
+                target,
+                options,
+                scheduled=scheduled,
+                progress=spinner,
+                trigger=("scheduled" if scheduled else "if-due")
+                + ("/background" if detached else ""),
+            )
+        else:
+            outcome = triggers.converge_logged(target, options, progress=spinner)
+    finally:
+        spinner.done()
+    if outcome.result is not None and outcome.result.status == "applied":
+        auto_sync(target, invoked, echo, quiet=quiet)
+    if as_json:
+        print_json(echo, outcome.to_json())
+    elif outcome.status == "stopped":
+        echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
+    elif outcome.result is not None and outcome.status != "not-due":
+        if not quiet or outcome.status == "failed":
+            echo(render_pass(outcome.result), err=outcome.status == "failed")
+    elif outcome.status == "failed":
+        echo(
+            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
+        )
+    elif not quiet:
+        echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
+    return 1 if outcome.status in ("failed", "stopped") else 0
+
+
+def child_args(options, if_due: bool, scheduled: bool) -> list[str]:
+    """The command line of the detached child `--background` starts: the same pass options."""
+    args = ["--if-due"] if if_due else []
+    args += ["--scheduled"] if scheduled else []
+    args += ["--engine", options.engine] if options.engine else []
+    args += ["--llm", options.llm] if options.llm else []
+    args += ["--budget", str(options.budget)] if options.budget else []
+    for name in options.only or []:
+        args += ["--only", name]
+    args += ["--propose"] if options.propose else []
+    args += ["--allow-shrink"] if options.allow_shrink else []
+    return args
