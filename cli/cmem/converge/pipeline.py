@@ -385,7 +385,10 @@ def _run_pass(vault: Vault, options: PassOptions, progress: Progress | None) -> 
     try:
         # the step: lock, the gate (asked again under the lock), recovery of any interrupted step
         # (before the snapshot: a half-applied step must not be committed as "hand edits"), snapshot
-        with open_step(vault, "converge", now=now, gate=_gate(options)) as step:
+        # the snapshot is taken while the pass imports its stages and reads the vault
+        with open_step(
+            vault, "converge", now=now, gate=_gate(options), snapshot_meanwhile=True
+        ) as step:
             result = _run_locked(vault, options, progress, now, step)
             return replace(
                 result, snapshot_commit=step.snapshot, warnings=step.notices + result.warnings
@@ -416,6 +419,11 @@ def _run_locked(
     with ExitStack() as reading:
         reading.enter_context(vault.listed_once())
         inputs = gather(vault, options, now, progress)
+        if step is not None:
+            # The snapshot, taken while gather read, is done before the engine is asked: a
+            # snapshot that fails stops the pass before a model spends anything, and what the
+            # engine runs beside (an editor's git plugin committing) meets the step as before.
+            step.snapshot
         if inputs.nothing:
             return PassResult("nothing", message=inputs.nothing, warnings=list(inputs.warnings))
         plan = plan_prompt(vault, inputs)

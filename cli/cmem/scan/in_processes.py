@@ -35,7 +35,8 @@ def workers(count: int) -> int:
     """How many processes share `count` files: one per core this process may run on, no more than
     one per PARALLEL_MIN_ITEMS / 2 files, at most `CMEM_SCAN_PROCESSES` (0 or unset: no cap); one
     when a fork is not safe: it copies the calling thread alone, and `cmem watch` (its file
-    watcher) or a server's worker threads may run beside the scan."""
+    watcher) or a server's worker threads may run beside the scan. Threads of this process's
+    own work that can be waited for (`cmem/fork_safety.py`) are waited for first."""
     if count < PARALLEL_MIN_ITEMS or not hasattr(os, "fork"):
         return 1
     limit = os.environ.get(PROCESSES_VARIABLE, "").strip()
@@ -47,6 +48,9 @@ def workers(count: int) -> int:
         )
     import threading
 
+    from cmem.fork_safety import wait_for_threads
+
+    wait_for_threads()  # a step's snapshot, taken while the pass scans: done before any fork
     if threading.active_count() > 1:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -1,0 +1,35 @@
+"""Work this process runs in other threads, which a fork waits for first.
+
+A forked child is a copy of the thread that forked: another thread's work (its locks, its
+half-made objects) is copied mid-way and never finishes there. cmem forks to split a cold scan over
+the cores (`scan/in_processes.py`) and runs one thing in a thread of its own meanwhile: a step's
+snapshot (`steps/runner.py: SnapshotMeanwhile`), which the scan of a pass overlaps. Such work is
+registered here while it runs, and whoever forks calls `wait_for_threads` first; a thread nobody
+registered (`cmem watch`'s observer, a server's workers) still makes the scan keep to one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_waits: list[Callable[[], object]] = []
+
+
+def wait_before_fork(wait: Callable[[], object]) -> Callable[[], None]:
+    """Register `wait` (it returns once the thread's work is done); returns the unregistering."""
+    _waits.append(wait)
+
+    def unregister() -> None:
+        if wait in _waits:
+            _waits.remove(wait)
+
+    return unregister
+
+
+def wait_for_threads() -> None:
+    """Wait for every registered thread's work (each unregisters itself when done)."""
+    for wait in list(_waits):
+        try:
+            wait()
+        except Exception:
+            pass  # its error is its owner's to raise, where it asks for the result
