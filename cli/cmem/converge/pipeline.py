@@ -20,6 +20,7 @@ import difflib
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
@@ -42,6 +43,7 @@ from cmem.vault.state_json import state_bytes as state_to_bytes
 if TYPE_CHECKING:  # the parser and validator load lazily, when a pass asks an engine
     from cmem.converge.response import Response
     from cmem.converge.validate import PassContext, Validation
+    from cmem.scan.in_processes import Beside
 
 # (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]
@@ -145,13 +147,19 @@ class PassInputs:
 
 @dataclass(frozen=True)
 class PromptPlan:
-    """plan_prompt: the prompt, and which files the engine may rewrite."""
+    """plan_prompt: which files the engine may rewrite, and the prompt, assembled when it is
+    first asked for (`prompt`): an engine that does not read it (the builtin one, a response
+    file) has it made for its run record only, by a forked child (`record_run_beside`)."""
 
-    prompt: Prompt
     # The originals the validator is given. Files cmem may not rewrite are left out: the validator
     # then reads them itself, sees the BOM, CRLF or bad bytes, and refuses any write to them.
     writable: dict[str, str]
     warnings: tuple[str, ...]  # the files shown to the engine that the pass never rewrites
+    assemble: Callable[[], Prompt] = field(repr=False, compare=False)
+
+    @cached_property
+    def prompt(self) -> Prompt:
+        return self.assemble()
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,7 @@ class Engine:
     model: str | None
     ask: Callable[[str, int], EngineReply]  # (prompt, attempt) → the reply
     repair_rounds: int  # times a rejected reply goes back (a model's only)
+    reads_prompt: bool = True  # False: the prompt is made for the run record only
 
 
 @dataclass(frozen=True)
@@ -438,11 +447,13 @@ def _run_locked(
         engine: Engine | None = None
         checked: CheckedChange | None = None
         applying = False
+        recording: Beside | None = None  # the run record's prompt, written by a forked child
         try:
             context = _context(vault, inputs, plan, options.allow_shrink)
             engine = choose_engine(vault, options, inputs, plan, progress, record)
-            _record_run(vault, record, engine, inputs, plan)
-            checked = check_replies(vault, engine, plan.prompt, context, record, progress)
+            recording = record_run_beside(vault, record, engine, inputs, plan)
+            prompt = plan.prompt if engine.reads_prompt else None
+            checked = check_replies(vault, engine, prompt, context, record, progress)
             so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
             if checked.validation is None:
                 asked = (
@@ -505,6 +516,9 @@ def _run_locked(
             if step is not None and not applying:  # an apply's own error already says what was kept
                 exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
             raise
+        finally:
+            if recording is not None and not recording.wait():
+                _record_run_here(vault, record, engine, inputs, plan)
 
 
 # --- the stages ---------------------------------------------------------------------------
@@ -559,9 +573,11 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
 
 
 def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
-    prompt = assemble_prompt(
-        vault, inputs.selection.notes, inputs.originals, inputs.pass_date, inputs.hand_edited
-    )
+    def assemble() -> Prompt:
+        return assemble_prompt(
+            vault, inputs.selection.notes, inputs.originals, inputs.pass_date, inputs.hand_edited
+        )
+
     raws = inputs.raw_originals
     writable = {rel: text for rel, text in inputs.originals.items() if rewritable(raws[rel])}
     warnings = tuple(
@@ -569,7 +585,7 @@ def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
         for rel in sorted(inputs.originals)
         if rel not in writable
     )
-    return PromptPlan(prompt, writable, warnings)
+    return PromptPlan(writable, warnings, assemble)
 
 
 def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
@@ -601,7 +617,7 @@ def choose_engine(
     """A --response file, the builtin engine, or the model command `setup/trust.py` allows."""
     if options.response_text is not None:
         reply = EngineReply(options.response_text)
-        return Engine("response", "response-file", None, lambda prompt, attempt: reply, 0)
+        return Engine("response", "response-file", None, lambda prompt, attempt: reply, 0, False)
     use_builtin = options.engine == "builtin"
     resolved = None
     if not use_builtin:
@@ -621,7 +637,7 @@ def choose_engine(
             notes = inputs.selection.notes
             return EngineReply(builtin_response(vault, notes, plan.writable, inputs.pass_date))
 
-        return Engine("builtin", "builtin", None, builtin, 0)
+        return Engine("builtin", "builtin", None, builtin, 0, False)
 
     def ask(prompt: str, attempt: int) -> EngineReply:
         from cmem.converge.model_command import run_model_command
@@ -682,7 +698,7 @@ def parse_reply(text: str) -> ParsedReply:
 def check_replies(
     vault: Vault,
     engine: Engine,
-    prompt: Prompt,
+    prompt: Prompt | None,
     context: PassContext,
     record: RunRecord,
     progress: Progress,
@@ -690,7 +706,7 @@ def check_replies(
     """Engine → parse → validate, with repair rounds for a model. A CmemError or Ctrl-C raised
     on the way carries `cmem_rounds` (how many times the engine was asked) for the report."""
     engine_warnings: list[str] = []
-    current_prompt = prompt.text
+    current_prompt = prompt.text if prompt is not None else ""  # None: the engine reads none
     # a valid reply with likely inventions, kept while the model is asked once more
     acceptable: tuple[Validation, list[str]] | None = None
     rounds = engine.repair_rounds
@@ -947,6 +963,35 @@ def _stopped_so_far(
         model=engine.model if engine else None,
         rounds=rounds,
     )
+
+
+def record_run_beside(
+    vault: Vault, record: RunRecord, engine: Engine, inputs: PassInputs, plan: PromptPlan
+) -> Beside | None:
+    """The run record's prompt and run.json: for an engine that does not read the prompt,
+    assembled and written by a forked child while this process asks the engine, validates and
+    commits (`scan/in_processes.py: Beside`; the pass waits for it before it returns, and writes
+    them itself if the child could not); else here, before the engine is asked."""
+    if not engine.reads_prompt:
+        from cmem.scan.in_processes import run_beside
+
+        beside = run_beside(lambda: _record_run(vault, record, engine, inputs, plan))
+        if beside is not None:
+            return beside
+    _record_run(vault, record, engine, inputs, plan)
+    return None
+
+
+def _record_run_here(
+    vault: Vault, record: RunRecord, engine: Engine, inputs: PassInputs, plan: PromptPlan
+) -> None:
+    """What the child could not write, written once the pass is done: the pass's own outcome
+    (applied, or its error) stands either way, so a record that cannot be written here (a full
+    disk) is left out rather than put in its place."""
+    try:
+        _record_run(vault, record, engine, inputs, plan)
+    except OSError:
+        pass
 
 
 def _record_run(

@@ -169,3 +169,56 @@ def _taken(tasks: int):
         if not byte:
             return
         yield byte[0]
+
+
+class Beside:
+    """One piece of work (`run_beside`) done by a forked child while this process goes on: the
+    run record of a pass whose engine does not read the prompt is written so, beside the engine
+    and the validator (at 10k notes its prompt, ~1.3 MB quoting 506 resident files, took ~60 ms
+    to assemble and write). The child writes files of its own only (never the vault, never this
+    process's output), finishes its work on Ctrl-C, lets go of the vault lock at once (the lock
+    lasts as long as this process) and reaches no crash-test kill point (`cmem/faults.py`: the
+    crash tests kill the step itself). `wait` reaps it: True if the work was done."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.done: bool | None = None
+
+    def wait(self) -> bool:
+        if self.done is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.done = status == 0
+        return self.done
+
+
+def run_beside(work: Callable[[], object]) -> Beside | None:
+    """Start `work` in a forked child; None when a fork is not safe or not possible (another
+    thread runs: the child would copy it half-way), and the caller does the work itself."""
+    import threading
+
+    from cmem.fork_safety import wait_for_threads
+
+    if not hasattr(os, "fork"):
+        return None
+    wait_for_threads()
+    if threading.active_count() > 1:
+        return None
+    pid = os.fork()
+    if pid:
+        return Beside(pid)
+    code = 1
+    try:
+        import signal
+
+        from cmem import faults
+        from cmem.steps.lock import close_inherited_locks
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C stops the pass, not its record
+        close_inherited_locks()
+        faults.stop_here()
+        work()
+        code = 0
+    except BaseException:
+        pass  # the parent does the work itself (`Beside.wait` says it was not done)
+    finally:
+        os._exit(code)  # no exit handlers, no flush of the output buffers it inherited

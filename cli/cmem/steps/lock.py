@@ -21,11 +21,29 @@ def lock_path(machine_dir: Path) -> Path:
     return machine_dir / "pass.lock"
 
 
+# The descriptors of the locks this process holds: a forked helper closes its copies
+# (`close_inherited_locks`), so a lock lasts as long as the process that took it.
+_held: set[int] = set()
+
+
+def close_inherited_locks() -> None:
+    """In a forked child: close the copies of the parent's lock descriptors. An flock belongs to
+    the open file, which the parent's descriptor still holds, so the parent keeps the lock; the
+    child's copy would only keep it held past the parent's end (a killed pass's helper)."""
+    for fd in list(_held):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
 @contextmanager
 def vault_lock(machine_dir: Path, purpose: str = "converge"):
     machine_dir.mkdir(parents=True, exist_ok=True)
     path = lock_path(machine_dir)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    _held.add(fd)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -50,6 +68,7 @@ def vault_lock(machine_dir: Path, purpose: str = "converge"):
         )
         yield
     finally:
+        _held.discard(fd)
         os.close(fd)  # closing drops the flock
 
 
