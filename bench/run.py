@@ -57,6 +57,7 @@ FIGURES = {
     "emit_prompt": "`cmem converge --emit-prompt`",
     "builtin_pass": "`cmem converge --engine builtin`",
     "builtin_one": "`cmem converge --engine builtin`, one new note, caches warm",
+    "builtin_one_floor": "the same pass against its own I/O and git, without cmem's logic (diagnostic)",
 }
 
 # Run inside cmem's own interpreter: cmem's cue set, its state folder, its token estimate.
@@ -851,14 +852,17 @@ def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[R
     except BenchError as exc:
         rows.append(failed_row("builtin_pass", label, "—", exc))
         facts.pass_outcome = "failed"
-    rows.append(bench_builtin_one(tools, args, source, label))
+    rows += bench_builtin_one(tools, args, source, label)
     return rows, facts
 
 
-def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
+def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]:
     """The everyday pass: the vault as cmem left it (caches warm), one new note written, then
     `converge --engine builtin`; before every run (untimed) the copy is reset to its commit, its
-    state folder restored and the note written again."""
+    state folder restored and the note written again. Its second row: the same pass against
+    `bench/pass_floor.py`, the file-system and git work any pass must do for that note (the
+    snapshot, the listings, the run record's prompt, the journal, the three files, the commit),
+    timed on the same vault state in the same rounds."""
     log(f"{label}: builtin pass with one new note, caches warm, vs python -c pass")
     work = copy_vault(source, tools.workdir / "converge" / f"{label}-one-note")
     target = (15, "≤ 15× (10k)") if label == "10k" else (None, "—")
@@ -878,9 +882,12 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
         # dry run of the same pass (it writes nothing in the vault) leaves them there too.
         new_note = work / "zz bench one new note.md"
         new_note.write_text(NEW_NOTE, encoding="utf-8")
-        run([*tools.cmem, "converge", "--engine", "builtin", "--dry-run", "--only", new_note.name,
-             "--vault", str(work)], tools)  # fmt: skip
+        dry = run([*tools.cmem, "converge", "--engine", "builtin", "--dry-run", "--only", new_note.name,
+                   "--json", "--vault", str(work)], tools)  # fmt: skip
         new_note.unlink()
+        # the memory file the pass writes: the floor writes the same one
+        changed = [p for p in json.loads(dry.stdout)["changed"] if not p.startswith(".cmem/")]
+        memory = changed[0] if changed else "converged/core/profile.md"
         head = run(["git", "-C", str(work), "rev-parse", "HEAD"], tools).stdout.strip()
         snapshot = tools.workdir / "converge" / f"{label}-one-note-state"
         copy_vault(state, snapshot)
@@ -902,10 +909,19 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
             "--vault",
             str(work),
         ]
+        floor_argv = [
+            tools.python,
+            str(HERE / "pass_floor.py"),
+            str(work),
+            str(tools.workdir / "converge" / f"{label}-floor-state"),
+            "zz bench one new note.md",
+            memory,
+        ]
         times = time_group(
             tools,
             [
                 Command("one", one_argv, setup=reset),
+                Command("floor", floor_argv, setup=reset),
                 Command("imports", [tools.python, "-c", "import " + ", ".join(PASS_IMPORTS)]),
                 python_pass(tools),
             ],
@@ -920,17 +936,34 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> Row:
                 (work, ["cmem", *one_argv[len(tools.cmem) :]]),
             )[1]
     except BenchError as exc:
-        return failed_row("builtin_one", label, "`python -c pass`", exc)
-    return Row(
-        "builtin_one",
-        label,
-        times["one"],
-        "`python -c pass`",
-        times["pass"],
-        *target,
-        note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed); the state folder as `status`, `context` and a `--dry-run` of the same pass leave it; "
-        + fixed_costs(times, git_count, git_ms),
-    )
+        return [
+            failed_row("builtin_one", label, "`python -c pass`", exc),
+            failed_row("builtin_one_floor", label, "`bench/pass_floor.py`", exc),
+        ]
+    floor = statistics.median(times["floor"])
+    return [
+        Row(
+            "builtin_one",
+            label,
+            times["one"],
+            "`python -c pass`",
+            times["pass"],
+            *target,
+            note="`--only` the new note; the copy reset to its commit and its state folder restored before each run (untimed); the state folder as `status`, `context` and a `--dry-run` of the same pass leave it; "
+            + fixed_costs(times, git_count, git_ms),
+        ),
+        Row(
+            "builtin_one_floor",
+            label,
+            times["one"],
+            "`bench/pass_floor.py` (the pass's I/O and git alone)",
+            times["floor"],
+            note=f"the floor alone is {floor / statistics.median(times['pass']):.1f}× `python -c pass`"
+            f" ({floor:,.0f} ms): lock, `git status` and the snapshot's commit, the listings, every"
+            " resident file read for the run record's prompt, the journal and three files written"
+            " durably, the pass's commit; reset before each run as the pass is",
+        ),
+    ]
 
 
 # The modules a converge process loads before it reads the vault (the CLI, the pass, the engine,
@@ -1498,7 +1531,7 @@ def main(argv: list[str] | None = None) -> int:
             adopt(tools, source)
             shapes[label] = vault_shape(source)
         if only_one:
-            rows.append(bench_builtin_one(tools, args, source, label))
+            rows += bench_builtin_one(tools, args, source, label)
             continue
         converge_rows, facts = bench_converge(tools, args, source, label)
         rows += converge_rows
