@@ -966,11 +966,12 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
     ]
 
 
-# The modules a converge process loads before it reads the vault (the CLI, the pass, the engine,
-# the validator, the scan, the step layer): importing them alone is a floor of every pass.
+# The modules a converge process loads (the light entry and the command around the pass, the
+# pass, the engine, the validator, the scan, the step layer): importing them alone is a floor of
+# every pass. (`cmem converge` runs without typer: cmem.fast: run_converge.)
 PASS_IMPORTS = (
-    "cmem.cli",
-    "cmem.commands.converge",
+    "cmem.fast",
+    "cmem.pass_command",
     "cmem.converge.pipeline",
     "cmem.converge.builtin",
     "cmem.converge.validate",
@@ -996,9 +997,10 @@ def git_processes(tools: Tools, argv: list[str]) -> tuple[int, float]:
 
 
 def fixed_costs(times: dict[str, list[float]], git_count: int, git_ms: float) -> str:
-    """What a one-note pass pays before it reads anything, measured in the same run: Python,
-    its imports, and its git processes (run one after another, so their times add up; the tree
-    reader, `cat-file --batch`, also counts the time it waits while cmem reads its answers)."""
+    """What a one-note pass pays besides its own reading and work, measured in the same run:
+    Python, its imports, and its git processes' own time (the tree reader, `cat-file --batch`,
+    also counts the time it waits while cmem reads its answers). The snapshot's git runs in a
+    thread beside the pass's imports and scan, so the sum is more than the time they take."""
     imports = statistics.median(times["imports"])
     floor = statistics.median(times["pass"])
     total = imports + git_ms
@@ -1006,7 +1008,8 @@ def fixed_costs(times: dict[str, list[float]], git_count: int, git_ms: float) ->
         f"fixed costs in the same run: `python -c 'import …'` of the pass's modules {imports:,.0f} ms"
         f" (Python's start-up included), {git_count} git processes {git_ms:,.0f} ms of their own"
         f" (GIT_TRACE2_EVENT, one more run): together {total:,.0f} ms,"
-        f" {total / floor:.1f}× `python -c pass` ({floor:,.0f} ms) before any note is read"
+        f" {total / floor:.1f}× `python -c pass` ({floor:,.0f} ms), the snapshot's share of the"
+        " git time overlapping the imports"
     )
 
 
