@@ -198,7 +198,8 @@ def labelled_vault(workdir: Path) -> Path:
 
 def scheme_precision(vault) -> dict[str, dict]:
     from cmem.reading.recall import recall_memory
-    from cmem.reading.search_index import _CJK_RUN, _WORD, note_rows
+    from cmem.reading.search_index import _WORD, note_rows
+    from cmem.text.scripts import CJK_RUN as _CJK_RUN
     from recall_labelled import QUERIES, is_right
 
     rows = [row for f in vault.convergent_files() for row in note_rows(vault, f, True)[0]]

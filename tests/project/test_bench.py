@@ -91,3 +91,23 @@ def test_bench_writes_a_report_with_every_figure(tmp_path):
     # the generated vaults stay in the work folder, and the real home is never touched
     assert (tmp_path / "vault-200" / ".cmem" / "config.yaml").is_file()
     assert (tmp_path / "state" / "cmem").is_dir()
+
+
+@pytest.mark.skipif(
+    _tool("rg") is None, reason="rg is not installed (pip install --only-binary :all: ripgrep)"
+)
+def test_the_recall_bench_runs_and_replaces_only_its_own_section(tmp_path):
+    """`bench/recall.py` on a tiny vault: it runs to the end (it imports cmem's internals, which
+    move) and rewrites its own section of the report, nothing else."""
+    out = tmp_path / "b.md"
+    out.write_text(
+        "# Benchmarks\n\nKEPT\n\n<!-- recall -->\nOLD SECTION\n<!-- /recall -->\n\nKEPT TOO\n",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, str(REPO / "bench" / "recall.py"), "--sizes", "200"]
+    argv += ["--workdir", str(tmp_path), "--out", str(out), "--rg", _tool("rg")]
+    result = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    report = out.read_text("utf-8")
+    assert "OLD SECTION" not in report and "## Recall: the full-text index" in report
+    assert report.count("KEPT") == 2 and report.index("KEPT TOO") > report.index("<!-- /recall -->")
