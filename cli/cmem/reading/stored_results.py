@@ -11,9 +11,10 @@ import os
 from cmem import __version__
 from cmem.cache_file import RACY_NS, stat_key, write_cache
 
-FORMAT = 5  # of the stored entries; bump when the key or the payload changes shape
+FORMAT = 6  # of the stored entries; bump when the key or the payload changes shape
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_STAT_DIR_FD = os.stat in os.supports_dir_fd  # a name stat'ed relative to its folder (POSIX)
 SKIPPED = ("node_modules",)  # besides dot-names: folders cmem never reads (config.NEVER_READ_DIRS)
 
 
@@ -45,7 +46,8 @@ class KeyWalk:
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one bytes
-    value (the flat list of integers, marshalled). At 50k notes a tuple a note cost more to build,
+    value (the flat list of integers, marshalled); each listed folder's entry says how many of
+    them are its own, so a stored key is checked without listing a folder (`key_holds`). At 50k notes a tuple a note cost more to build,
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
     load and compare as memory. marshal rather than `array`: as fast here, any integer size, and
     built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
@@ -132,6 +134,7 @@ class KeyWalk:
                     stack.extend(f"{rel}/{name}" if rel else name for name in before[4])
                     continue
             subfolders = []
+            notes_before = len(names)
             # listed through a descriptor of the folder where the entries stay here: each note's
             # stat then resolves its name alone, not the whole path again (about 10 % of the walk
             # at 50k notes); a `listing` keeps entries whose paths the command reads
@@ -158,15 +161,11 @@ class KeyWalk:
             finally:
                 if fd is not None:
                     os.close(fd)
-            key.append(
-                (
-                    rel,
-                    st.st_mtime_ns,
-                    st.st_ino,
-                    st.st_ctime_ns,
-                    tuple(subfolders) if names_only else None,
-                )
-            )
+            if names_only:
+                key.append((rel, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, tuple(subfolders)))
+            else:
+                count = len(names) - notes_before  # its notes: the next `count` of `names`
+                key.append((rel, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, None, count))
             stack.extend(f"{rel}/{name}" if rel else name for name in subfolders)
         self.newest, self.plain = newest, plain
 
@@ -224,16 +223,72 @@ def context_matches(entry: dict, root: str) -> bool:
 
 
 def listing_matches(entry: dict, root: str) -> bool:
-    """The other half: every file and folder of the key as it was stored (one walk)."""
-    key, _ = KeyWalk(
-        root,
-        entry["files"],
-        entry["folder_only"],
-        entry["key"],
-        entry.get("tops", ("",)),
-        later=entry.get("later", ()),
-    ).result()
-    return key == entry["key"]
+    """The other half: every file and folder of the key as it was stored."""
+    if not _STAT_DIR_FD:  # no name can be stat'ed relative to its folder: walked again
+        key, _ = KeyWalk(
+            root,
+            entry["files"],
+            entry["folder_only"],
+            entry["key"],
+            entry.get("tops", ("",)),
+            later=entry.get("later", ()),
+        ).result()
+        return key == entry["key"]
+    try:
+        return key_holds(root, entry["files"], entry["key"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False  # an entry of another shape: the real command stores a new one
+
+
+def key_holds(root: str, files: list[str], key: list) -> bool:
+    """Whether a `KeyWalk` made now would give `key` (made by one, stored), without listing a
+    folder: every file's stat, every folder's (mtime, inode, ctime) and every note's stat, each
+    as the key holds it. A folder whose mtime and inode are unchanged holds the same entries (an
+    entry added, removed or renamed in it moves its mtime; its ctime moves too, so an mtime set
+    back by hand is still seen), so its notes are the names the key gives it and its subfolders
+    are the folders after it; a note is stat'ed by its name, relative to its folder's descriptor.
+    At 50k notes this is ~2/3 of the walk, whose listing of every folder cost the rest; a
+    mismatch stops at once."""
+    *entries, joined, stored_stats = key
+    if len(entries) < len(files):
+        return False
+    for path, expected in zip(files, entries):
+        try:
+            found = (path, *stat_key(os.stat(path)))
+        except OSError:
+            found = (path,)
+        if found != expected:
+            return False
+    names = joined.split("/") if joined else []
+    stats: list[int] = []
+    at = 0
+    stat = os.stat
+    for folder_entry in entries[len(files) :]:
+        rel = folder_entry[0]
+        folder = os.path.join(root, rel) if rel else root
+        try:
+            fd = os.open(folder, _FOLDER_FLAGS)
+        except FileNotFoundError:
+            if folder_entry != (rel,):
+                return False
+            continue
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if folder_entry[1:4] != (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
+                return False
+            if len(folder_entry) == 6:  # a listed folder: its notes, one stat each
+                count = folder_entry[5]
+                for name in names[at : at + count]:
+                    note = stat(name, dir_fd=fd, follow_symlinks=False)
+                    stats += (note.st_mtime_ns, note.st_size, note.st_ino, note.st_ctime_ns)
+                at += count
+        except OSError:  # a note gone, a folder unreadable
+            return False
+        finally:
+            os.close(fd)
+    return at == len(names) and marshal.dumps(stats, 2) == stored_stats
 
 
 def _busy(machine_dir: str) -> bool:
