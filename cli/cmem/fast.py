@@ -18,6 +18,9 @@ result depends on, compared in full (not hashed, so there are no collisions to r
   record and the git files naming the commit (a pass commit, a checkout of an older state);
 - the cmem version, this format, the command's parameters, `CMEM_*` variables and today's date.
 
+A stored key is checked by stats alone (`stored_results.key_holds`): a folder whose mtime, inode
+and ctime are unchanged holds the same entries, so no folder is listed again.
+
 Racy-git rule: a result is stored only if every file and folder in its key is older than the
 listing by more than the file system's timestamp granularity (`RACY_NS`); otherwise an edit in the
 same tick as the listing could leave the key unchanged, so the next call computes afresh. A symbolic
