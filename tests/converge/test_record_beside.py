@@ -122,3 +122,17 @@ def test_a_failing_child_reports_it_and_no_fork_while_another_thread_runs(tmp_pa
     finally:
         stop.set()
         other.join()
+
+
+def test_no_process_to_be_had_leaves_the_record_to_the_pass(pass_vault, monkeypatch):
+    """A fork that fails (a process limit, no memory) is no failure of the pass: it writes its
+    record itself."""
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    _writers(monkeypatch)
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    assert _writer_pids(result.run_dir) == {os.getpid()}

@@ -394,7 +394,7 @@ def _run_pass(vault: Vault, options: PassOptions, progress: Progress | None) -> 
     try:
         # the step: lock, the gate (asked again under the lock), recovery of any interrupted step
         # (before the snapshot: a half-applied step must not be committed as "hand edits"), snapshot
-        # the snapshot is taken while the pass imports its stages and reads the vault
+        # the snapshot is taken in a thread while the pass scans and reads the memory files
         with open_step(
             vault, "converge", now=now, gate=_gate(options), snapshot_meanwhile=True
         ) as step:
@@ -617,7 +617,9 @@ def choose_engine(
     """A --response file, the builtin engine, or the model command `setup/trust.py` allows."""
     if options.response_text is not None:
         reply = EngineReply(options.response_text)
-        return Engine("response", "response-file", None, lambda prompt, attempt: reply, 0, False)
+        return Engine(
+            "response", "response-file", None, lambda prompt, attempt: reply, 0, reads_prompt=False
+        )
     use_builtin = options.engine == "builtin"
     resolved = None
     if not use_builtin:
@@ -637,7 +639,7 @@ def choose_engine(
             notes = inputs.selection.notes
             return EngineReply(builtin_response(vault, notes, plan.writable, inputs.pass_date))
 
-        return Engine("builtin", "builtin", None, builtin, 0, False)
+        return Engine("builtin", "builtin", None, builtin, 0, reads_prompt=False)
 
     def ask(prompt: str, attempt: int) -> EngineReply:
         from cmem.converge.model_command import run_model_command

@@ -203,7 +203,10 @@ def run_beside(work: Callable[[], object]) -> Beside | None:
     wait_for_threads()
     if threading.active_count() > 1:
         return None
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had (a limit, memory): the caller does the work
+        return None
     if pid:
         return Beside(pid)
     code = 1
