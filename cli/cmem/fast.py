@@ -564,12 +564,33 @@ def run_converge(request: dict) -> int | None:
     invoked = Invocation()
     invoked.json = request["json"]
     try:
-        from cmem.converge.pipeline import PassOptions
         from cmem.vault.layers import open_vault
 
         target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
     except Exception:  # no vault, a bad config, a missing dependency: the full CLI says it
         return None
+    quiet, as_json = request["quiet"], request["json"]
+    if request["background"]:  # every shell exit: the spawn alone, not the pass's modules
+        args = pass_command.child_args(
+            if_due=request["if_due"],
+            scheduled=request["scheduled"],
+            engine=request["engine"],
+            llm=request["llm"],
+            budget=None,
+            only=request["only"] or None,
+            propose=request["propose"],
+            allow_shrink=request["allow_shrink"],
+        )
+        try:
+            return pass_command.start_in_background(
+                target, args, _light_echo, quiet=quiet, as_json=as_json
+            )
+        except KeyboardInterrupt:
+            return _sync_interrupted()
+        except Exception as exc:
+            return _light_failure(exc, request)
+    from cmem.converge.pipeline import PassOptions
+
     options = PassOptions(
         engine=request["engine"],
         llm=request["llm"],
@@ -580,7 +601,6 @@ def run_converge(request: dict) -> int | None:
         allow_shrink=request["allow_shrink"],
         keep_raw_prompt=request["keep_raw_prompt"],
     )
-    quiet, as_json = request["quiet"], request["json"]
     try:
         if request["if_due"] or request["background"] or request["detached"]:
             return pass_command.converge_unattended(

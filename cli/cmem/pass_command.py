@@ -134,17 +134,17 @@ def converge_unattended(
     from cmem.triggers import if_due as triggers
 
     if background:
-        detached_run = triggers.spawn_detached(target, child_args(options, if_due, scheduled))
-        if as_json:
-            print_json(
-                echo, {"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)}
-            )
-        elif not quiet:
-            echo(
-                f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
-                err=True,
-            )
-        return 0
+        args = child_args(
+            if_due=if_due,
+            scheduled=scheduled,
+            engine=options.engine,
+            llm=options.llm,
+            budget=options.budget,
+            only=options.only,
+            propose=options.propose,
+            allow_shrink=options.allow_shrink,
+        )
+        return start_in_background(target, args, echo, quiet=quiet, as_json=as_json)
     if detached:
         triggers.ignore_hangup()
     from cmem.render.reports import Spinner, paint, render_pass
@@ -183,15 +183,43 @@ def converge_unattended(
     return 1 if outcome.status in ("failed", "stopped") else 0
 
 
-def child_args(options, if_due: bool, scheduled: bool) -> list[str]:
+def start_in_background(target, args: list[str], echo, *, quiet: bool, as_json: bool) -> int:
+    """`--background`: start the detached child (`converge ARGS --detached`) and say so. The
+    shell and agent hooks run this on every exit: only the vault and the spawn are imported."""
+    from cmem.triggers.if_due import spawn_detached
+
+    detached_run = spawn_detached(target, args)
+    if as_json:
+        print_json(
+            echo, {"status": "started", "pid": detached_run.pid, "log": str(detached_run.log)}
+        )
+    elif not quiet:
+        echo(
+            f"started in the background (pid {detached_run.pid}); its outcome goes to {detached_run.log}",
+            err=True,
+        )
+    return 0
+
+
+def child_args(
+    *,
+    if_due: bool,
+    scheduled: bool,
+    engine: str | None,
+    llm: str | None,
+    budget: int | None,
+    only: list[str] | None,
+    propose: bool,
+    allow_shrink: bool,
+) -> list[str]:
     """The command line of the detached child `--background` starts: the same pass options."""
     args = ["--if-due"] if if_due else []
     args += ["--scheduled"] if scheduled else []
-    args += ["--engine", options.engine] if options.engine else []
-    args += ["--llm", options.llm] if options.llm else []
-    args += ["--budget", str(options.budget)] if options.budget else []
-    for name in options.only or []:
+    args += ["--engine", engine] if engine else []
+    args += ["--llm", llm] if llm else []
+    args += ["--budget", str(budget)] if budget else []
+    for name in only or []:
         args += ["--only", name]
-    args += ["--propose"] if options.propose else []
-    args += ["--allow-shrink"] if options.allow_shrink else []
+    args += ["--propose"] if propose else []
+    args += ["--allow-shrink"] if allow_shrink else []
     return args
