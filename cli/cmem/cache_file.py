@@ -90,7 +90,13 @@ def write_stamped(path: str, stamp, entries: dict, mode: int = 0o666) -> None:
 
 
 def kept_by_stat(
-    path: str, stamp, files, compute, valid=lambda answer: True, mode: int = 0o666
+    path: str,
+    stamp,
+    files,
+    compute,
+    valid=lambda answer: True,
+    mode: int = 0o666,
+    slack: int = 0,
 ) -> dict:
     """Each file's answer (rel -> answer, in the order of `files`), kept at `path` under `stamp`
     and the file's stat — (mtime, size, inode, ctime) as the listing took it (`note.lstat()`):
@@ -98,7 +104,11 @@ def kept_by_stat(
     whose stat changed, or whose kept answer is not `valid`, gets `compute(note)` (None: left
     out). Racy rule (`RACY_NS`): an answer is kept only for a file whose mtime lies that far
     before it was computed, so a file written twice within its timestamp granularity is
-    computed every time until it settles. The file is rewritten only when what it keeps moved."""
+    computed every time until it settles. The file is rewritten only when what it keeps moved,
+    and, given a `slack`, by more than that many answers or an eighth of them: for a large file
+    whose answers are cheap to compute again (a file's bytes), an answer out of date costs one
+    `compute` a call, where a rewrite costs the whole file, so a few out of date are left for a
+    later call to rewrite. A missing, damaged or foreign file is always written."""
     import time
 
     known = read_stamped(path, stamp)
@@ -129,6 +139,14 @@ def kept_by_stat(
                 continue
         kept[note.rel] = (stat, answer)
         found[note.rel] = answer
-    if kept != known:  # answers kept again are the same objects: compared by identity first
+    if kept != known and (not known or _moved(known, kept) > min(slack, len(kept) // 8)):
         write_stamped(path, stamp, kept, mode)
     return found
+
+
+def _moved(known: dict, kept: dict) -> int:
+    """How many answers differ between the file and this call's (answers kept again are the
+    same objects, so each comparison is by identity first)."""
+    return sum(1 for rel, entry in kept.items() if known.get(rel) != entry) + sum(
+        1 for rel in known if rel not in kept
+    )

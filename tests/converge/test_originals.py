@@ -181,3 +181,33 @@ def test_kept_bytes_that_went_stale_make_a_pass_refuse_not_overwrite(memory):
     with pytest.raises(SecondWriter):
         apply_changes(open_vault(root), changes)
     assert (root / "converged/topics/a.md").read_text() == "# A\n\n- uses uv\n"
+
+
+def test_a_few_files_out_of_date_do_not_rewrite_the_copy_many_do(make_vault):
+    """Every pass finds the file its predecessor wrote out of date: reading it again costs less
+    than rewriting the whole copy (5 MB at 10k notes), so up to `STALE_FILES` (or an eighth of
+    the layer) are read again instead; past that the copy is rewritten."""
+    from cmem.converge.memory_bytes import STALE_FILES
+
+    files = {f"converged/topics/t{n:03d}.md": f"# T{n}\n\n- fact {n}\n" for n in range(600)}
+    root = make_vault(files)
+    _settled(root, *files)
+    _reads(open_vault(root))
+    cache = Path(open_vault(root).machine_dir) / CACHE_NAME
+    written = cache.stat().st_mtime_ns
+    edited = sorted(files)[:3]
+    for rel in edited:
+        (root / rel).write_text("# edited\n\n- changed\n")
+    _settled(root, *edited)
+    for _ in range(2):  # read again each time, the copy left as it was
+        got, read = _reads(open_vault(root))
+        assert sorted(read) == edited and got == _truth(root, sorted(files))
+        assert cache.stat().st_mtime_ns == written
+    many = sorted(files)[: STALE_FILES + 1]
+    for rel in many:
+        (root / rel).write_text("# edited again\n\n- changed again\n")
+    _settled(root, *many)
+    got, read = _reads(open_vault(root))
+    assert sorted(read) == many and got == _truth(root, sorted(files))
+    assert cache.stat().st_mtime_ns != written  # rewritten: the next pass reads none
+    assert _reads(open_vault(root))[1] == []

@@ -26,6 +26,10 @@ from cmem.cache_file import kept_by_stat
 CACHE_NAME = "memory-bytes.marshal"
 FORMAT = 1  # bump when an entry's shape changes
 PRIVATE = 0o600  # a copy of the memory, whatever the vault's own files allow: its owner's only
+# Files out of date the copy may hold before it is rewritten: each is read again by every pass
+# (tens of µs), where a rewrite is the whole copy (5 MB, ~10 ms at 10k notes), and every pass
+# finds out of date the file its predecessor wrote.
+STALE_FILES = 64
 
 
 def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]:
@@ -38,4 +42,5 @@ def memory_bytes(vault, read: Callable[[str], bytes | None]) -> dict[str, bytes]
         lambda note: read(note.location),
         valid=lambda answer: isinstance(answer, bytes),
         mode=PRIVATE,
+        slack=STALE_FILES,
     )
