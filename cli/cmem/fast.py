@@ -225,26 +225,42 @@ def answer(argv: list[str]) -> str | bytes | None:
 # --- read commands ------------------------------------------------------------------------------
 
 
-def parse_command(argv: list[str], commands, flags: tuple[str, ...]) -> dict | None:
-    """`[--vault V] [--no-color] COMMAND [--vault V] [FLAG …] [--no-color]` for one of `commands`,
-    or None for anything else (then the full CLI decides). The last --vault wins, as click's does."""
+def parse_command(
+    argv: list[str],
+    commands,
+    flags: tuple[str, ...],
+    values: tuple[str, ...] = (),
+    aliases: dict[str, str] | None = None,
+) -> dict | None:
+    """`[--vault V] [--no-color] COMMAND [--vault V] [OPTION …] [--no-color]` for one of
+    `commands`, or None for anything else (then the full CLI decides). The last --vault wins, as
+    click's does. Each of `flags` is kept as a bool under its name without `--`; each of `values`
+    (`--opt VALUE` or `--opt=VALUE`, the value taken whatever it looks like, as click takes it) as
+    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`)."""
     request = {
         "command": None,
         "vault": None,
         "no_color": False,
         **{flag[2:]: False for flag in flags},
+        **{option[2:]: [] for option in values},
     }
+    aliases = aliases or {}
     args = list(argv)
     while args:
         arg = args.pop(0)
         if take_vault(arg, args, request):
             continue
+        name, equals, inline = arg.partition("=")
         if arg == "--no-color":
             request["no_color"] = True
         elif request["command"] is None and arg in commands:
             request["command"] = arg
-        elif request["command"] is not None and arg in flags:
-            request[arg[2:]] = True
+        elif request["command"] is None:
+            return None
+        elif aliases.get(arg, arg) in flags:
+            request[aliases.get(arg, arg)[2:]] = True
+        elif name in values and (equals or args):
+            request[name[2:]].append(inline if equals else args.pop(0))
         else:
             return None
     if request["command"] is None or request["vault"] == "":
@@ -488,62 +504,43 @@ def run_sync(request: dict) -> int | None:
 # full CLI before anything is done, which also says every usage error. Once the pass has started
 # it must not run twice, so its errors are reported here, as the full CLI's error funnel does.
 
-_CONVERGE_FLAGS = {
-    "--dry-run": "dry_run",
-    "--emit-prompt": "emit_prompt",
-    "--propose": "propose",
-    "--allow-shrink": "allow_shrink",
-    "--diff": "show_diff",
-    "--keep-raw-prompt": "keep_raw_prompt",
-    "--quiet": "quiet",
-    "-q": "quiet",
-    "--if-due": "if_due",
-    "--scheduled": "scheduled",
-    "--background": "background",
-    "--detached": "detached",
-    "--json": "json",
-}
-_CONVERGE_VALUES = {"--engine": "engine", "--llm": "llm", "--only": "only"}
+_CONVERGE_FLAGS = (
+    "--dry-run",
+    "--emit-prompt",
+    "--propose",
+    "--allow-shrink",
+    "--diff",
+    "--keep-raw-prompt",
+    "--quiet",
+    "--if-due",
+    "--scheduled",
+    "--background",
+    "--detached",
+    "--json",
+)
 
 
 def parse_converge(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] converge [OPTION …]` with the options above, each as the full
-    CLI takes it (`--opt VALUE` or `--opt=VALUE`; `--only` repeatable), or None: the full CLI
-    decides (and says any usage error)."""
-    request: dict = {"vault": None, "no_color": False, "engine": None, "llm": None, "only": []}
-    request.update(dict.fromkeys(_CONVERGE_FLAGS.values(), False))
-    seen = False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if take_vault(arg, args, request):
-            continue
-        name, equals, inline = arg.partition("=")
-        if arg == "--no-color":
-            request["no_color"] = True
-        elif not seen:
-            if arg != "converge":
-                return None
-            seen = True
-        elif arg in _CONVERGE_FLAGS:
-            request[_CONVERGE_FLAGS[arg]] = True
-        elif name in _CONVERGE_VALUES and (equals or args):
-            value = inline if equals else args.pop(0)
-            key = _CONVERGE_VALUES[name]
-            if key == "only":
-                request["only"].append(value)
-            else:
-                request[key] = value
-        else:
-            return None
-    if not seen or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+    """`[--vault V] [--no-color] converge [OPTION …]` with the options above and `--engine`,
+    `--llm`, `--only` (repeatable), each as the full CLI takes it, or None: the full CLI decides
+    (and says any usage error). Keys as `parse_command` makes them (`dry-run`, `if-due`); a value
+    given twice is the last one, as click keeps it."""
+    request = parse_command(
+        argv,
+        ("converge",),
+        _CONVERGE_FLAGS,
+        values=("--engine", "--llm", "--only"),
+        aliases={"-q": "--quiet"},
+    )
+    if request is None or os.environ.get("_CMEM_COMPLETE"):
         return None
+    for single in ("engine", "llm"):
+        request[single] = request[single][-1] if request[single] else None
     if request["engine"] not in (None, "builtin", "llm"):
         return None  # the full CLI says why
-    unattended = request["if_due"] or request["background"]
-    writes_only = ("dry_run", "emit_prompt", "show_diff")
-    if (request["scheduled"] and not request["if_due"]) or (
-        unattended and any(request[key] for key in writes_only)
+    unattended = request["if-due"] or request["background"]
+    if (request["scheduled"] and not request["if-due"]) or (
+        unattended and any(request[key] for key in ("dry-run", "emit-prompt", "diff"))
     ):
         return None
     return request
@@ -572,14 +569,14 @@ def run_converge(request: dict) -> int | None:
     quiet, as_json = request["quiet"], request["json"]
     if request["background"]:  # every shell exit: the spawn alone, not the pass's modules
         args = pass_command.child_args(
-            if_due=request["if_due"],
+            if_due=request["if-due"],
             scheduled=request["scheduled"],
             engine=request["engine"],
             llm=request["llm"],
             budget=None,
             only=request["only"] or None,
             propose=request["propose"],
-            allow_shrink=request["allow_shrink"],
+            allow_shrink=request["allow-shrink"],
         )
         try:
             return pass_command.start_in_background(
@@ -594,21 +591,21 @@ def run_converge(request: dict) -> int | None:
     options = PassOptions(
         engine=request["engine"],
         llm=request["llm"],
-        dry_run=request["dry_run"],
-        emit_prompt=request["emit_prompt"],
+        dry_run=request["dry-run"],
+        emit_prompt=request["emit-prompt"],
         only=request["only"] or None,
         propose=request["propose"],
-        allow_shrink=request["allow_shrink"],
-        keep_raw_prompt=request["keep_raw_prompt"],
+        allow_shrink=request["allow-shrink"],
+        keep_raw_prompt=request["keep-raw-prompt"],
     )
     try:
-        if request["if_due"] or request["background"] or request["detached"]:
+        if request["if-due"] or request["background"] or request["detached"]:
             return pass_command.converge_unattended(
                 target,
                 options,
                 invoked,
                 _light_echo,
-                if_due=request["if_due"],
+                if_due=request["if-due"],
                 scheduled=request["scheduled"],
                 background=request["background"],
                 detached=request["detached"],
@@ -617,8 +614,8 @@ def run_converge(request: dict) -> int | None:
             )
         plain_emit = options.emit_prompt and not any(
             request[key]
-            for key in ("engine", "llm", "dry_run", "only", "propose", "allow_shrink")
-            + ("show_diff", "keep_raw_prompt", "quiet", "json")
+            for key in ("engine", "llm", "dry-run", "only", "propose", "allow-shrink")
+            + ("diff", "keep-raw-prompt", "quiet", "json")
         )
         return pass_command.converge_by_hand(
             target,
@@ -627,7 +624,7 @@ def run_converge(request: dict) -> int | None:
             _light_echo,
             quiet=quiet,
             as_json=as_json,
-            show_diff=request["show_diff"],
+            show_diff=request["diff"],
             plain_emit=plain_emit,
         )
     except KeyboardInterrupt as exc:
