@@ -157,3 +157,7 @@ def test_the_light_pass_reads_options_as_click_does():
     assert (
         fast.parse_converge(["converge", "--llm=llm -m x", "--engine", "llm"])["llm"] == "llm -m x"
     )
+    # an option given twice keeps its last value, as click does; a value is a value
+    twice = fast.parse_converge(["converge", "--engine", "llm", "--engine=builtin"])
+    assert twice["engine"] == "builtin"
+    assert fast.parse_converge(["converge", "--only", "-q"])["only"] == ["-q"]
