@@ -567,39 +567,34 @@ def run_converge(request: dict) -> int | None:
     except Exception:  # no vault, a bad config, a missing dependency: the full CLI says it
         return None
     quiet, as_json = request["quiet"], request["json"]
-    if request["background"]:  # every shell exit: the spawn alone, not the pass's modules
-        args = pass_command.child_args(
-            if_due=request["if-due"],
-            scheduled=request["scheduled"],
-            engine=request["engine"],
-            llm=request["llm"],
-            budget=None,
-            only=request["only"] or None,
-            propose=request["propose"],
-            allow_shrink=request["allow-shrink"],
-        )
-        try:
+    try:
+        if request["background"]:  # every shell exit: the spawn alone, not the pass's modules
+            args = pass_command.child_args(
+                if_due=request["if-due"],
+                scheduled=request["scheduled"],
+                engine=request["engine"],
+                llm=request["llm"],
+                budget=None,
+                only=request["only"] or None,
+                propose=request["propose"],
+                allow_shrink=request["allow-shrink"],
+            )
             return pass_command.start_in_background(
                 target, args, _light_echo, quiet=quiet, as_json=as_json
             )
-        except KeyboardInterrupt:
-            return _sync_interrupted()
-        except Exception as exc:
-            return _light_failure(exc, request)
-    from cmem.converge.pipeline import PassOptions
+        from cmem.converge.pipeline import PassOptions
 
-    options = PassOptions(
-        engine=request["engine"],
-        llm=request["llm"],
-        dry_run=request["dry-run"],
-        emit_prompt=request["emit-prompt"],
-        only=request["only"] or None,
-        propose=request["propose"],
-        allow_shrink=request["allow-shrink"],
-        keep_raw_prompt=request["keep-raw-prompt"],
-    )
-    try:
-        if request["if-due"] or request["background"] or request["detached"]:
+        options = PassOptions(
+            engine=request["engine"],
+            llm=request["llm"],
+            dry_run=request["dry-run"],
+            emit_prompt=request["emit-prompt"],
+            only=request["only"] or None,
+            propose=request["propose"],
+            allow_shrink=request["allow-shrink"],
+            keep_raw_prompt=request["keep-raw-prompt"],
+        )
+        if request["if-due"] or request["detached"]:
             return pass_command.converge_unattended(
                 target,
                 options,
@@ -607,7 +602,7 @@ def run_converge(request: dict) -> int | None:
                 _light_echo,
                 if_due=request["if-due"],
                 scheduled=request["scheduled"],
-                background=request["background"],
+                background=False,
                 detached=request["detached"],
                 quiet=quiet,
                 as_json=as_json,
