@@ -136,3 +136,20 @@ def test_no_process_to_be_had_leaves_the_record_to_the_pass(pass_vault, monkeypa
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied"
     assert _writer_pids(result.run_dir) == {os.getpid()}
+
+
+def test_a_child_reaped_elsewhere_leaves_the_record_to_the_pass(pass_vault, monkeypatch):
+    """With SIGCHLD ignored (inherited from a parent that set it), the kernel reaps the child
+    and waitpid has nothing to wait for: the pass writes the record itself, no error."""
+    real = os.waitpid
+
+    def reaped(pid, options):
+        real(pid, options)
+        raise ChildProcessError(10, "No child processes")
+
+    monkeypatch.setattr(os, "waitpid", reaped)
+    _writers(monkeypatch)
+    result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
+    assert result.status == "applied"
+    assert os.getpid() in _writer_pids(result.run_dir)
+    assert NOTE.removesuffix(".md") in (Path(result.run_dir) / "prompt.txt").read_text("utf-8")

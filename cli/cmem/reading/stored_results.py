@@ -46,10 +46,10 @@ class KeyWalk:
 
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one bytes
-    value (the flat list of integers, marshalled); each listed folder's entry says how many of
-    them are its own, so a stored key is checked without listing a folder (`key_holds`). At 50k notes a tuple a note cost more to build,
+    value (the flat list of integers, marshalled). At 50k notes a tuple a note cost more to build,
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
-    load and compare as memory. marshal rather than `array`: as fast here, any integer size, and
+    load and compare as memory. Each listed folder's entry says how many of the notes are its own,
+    so a stored key is checked without listing a folder (`key_holds`). marshal rather than `array`: as fast here, any integer size, and
     built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
 
     def __init__(

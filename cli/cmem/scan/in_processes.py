@@ -186,7 +186,10 @@ class Beside:
 
     def wait(self) -> bool:
         if self.done is None:
-            _, status = os.waitpid(self.pid, 0)
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped already (SIGCHLD ignored): its work is unknown
+                status = -1
             self.done = status == 0
         return self.done
 
