@@ -141,6 +141,23 @@ def test_a_child_that_fails_costs_only_speed(sample_vault, tmp_path, monkeypatch
     assert pids and all(_reaped(pid) for pid in pids)
 
 
+def test_children_the_kernel_reaped_already_still_give_their_entries(sample_vault, monkeypatch):
+    """SIGCHLD ignored (a disposition a parent process may hand down): the kernel reaps the
+    children and waitpid has nothing to wait for; what they sent still counts, no error."""
+    import signal
+
+    _many_notes(sample_vault)
+    vault = open_vault(sample_vault)
+    files = _to_read(vault)
+    alone = [scanner._read_entry(file, vault, st) for file, st in files]
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        forked = scanner._read_entries(files, vault, 2)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert _plain(forked) == _plain(alone)
+
+
 def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monkeypatch):
     """A bug (or Ctrl-C) in this process's slice ends the scan with that error at once: the
     children, still busy (asleep here for a minute), are killed and reaped, not waited for."""

@@ -135,7 +135,7 @@ def map_in_processes(
                 with os.fdopen(read_end, "rb") as source:
                     data = source.read()
             finally:
-                _, status = os.waitpid(pid, 0)
+                status = _reap(pid)
             try:
                 if status != 0:
                     raise ValueError("the child failed")
@@ -159,7 +159,17 @@ def map_in_processes(
                 os.kill(pid, 9)  # SIGKILL: its work is thrown away with this scan
             except OSError:
                 pass
-            os.waitpid(pid, 0)
+            _reap(pid)
+
+
+def _reap(pid: int) -> int:
+    """Wait for a child; its exit status, or 0 when the kernel reaped it already (SIGCHLD
+    ignored, a disposition a parent process may hand down): then whether what it sent decodes
+    says whether it finished."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
 
 
 def _taken(tasks: int):
