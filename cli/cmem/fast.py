@@ -558,8 +558,7 @@ def run_converge(request: dict) -> int | None:
     _tolerant_output()
     if request["no_color"]:
         set_color(False)
-    invoked = Invocation()
-    invoked.json = request["json"]
+    invoked = Invocation()  # the sync memo and the interrupt said once; errors: `_light_fail`
     try:
         from cmem.vault.layers import open_vault
 

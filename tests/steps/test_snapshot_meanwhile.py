@@ -5,6 +5,7 @@ error, and no fork made while it runs (`cmem/fork_safety.py`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -102,7 +103,7 @@ def test_a_fork_waits_for_registered_work_and_keeps_to_one_process_for_other_thr
     unregister = fork_safety.wait_before_fork(lambda: (thread.join(), unregister()))
     cores = in_processes.workers(in_processes.PARALLEL_MIN_ITEMS * 4)
     assert done.is_set() and not fork_safety._waits
-    if (len(__import__("os").sched_getaffinity(0))) > 1:
+    if len(os.sched_getaffinity(0)) > 1:
         assert cores > 1
     stray = threading.Event()
     other = threading.Thread(target=stray.wait)

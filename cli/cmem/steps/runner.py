@@ -167,7 +167,7 @@ def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
 
 class SnapshotMeanwhile:
     """The user's edits committed in a thread of their own while the step's command goes on
-    reading (a pass imports its stages and scans meanwhile: at 10k notes the snapshot's git
+    reading (a pass scans and reads the memory files meanwhile: at 10k notes the snapshot's git
     status and commit were ~45 ms of a pass, spent waiting on git). The thread only runs git on
     the vault and writes git's objects, index and branch; the command writes nothing of its own
     until the snapshot is done (`Step.commit` waits for it first), and a fork waits for it too
@@ -235,7 +235,5 @@ def open_step(
         step = Step(vault, kind, new_step_id(now), now, notices, snap)
         try:
             yield step
-        except BaseException:
-            step.snapshot  # waited for (the lock is held until it is done); its error wins
-            raise
-        step.snapshot
+        finally:
+            step.snapshot  # waited for under the lock; its error replaces the command's
