@@ -166,14 +166,12 @@ def main(vault: str, state: str, note: str, memory: str) -> int:
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     # 2. the snapshot of the user's edits
     git(vault, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    note_blob = git(
-        vault, "hash-object", "-w", "--stdin", data=open(os.path.join(vault, note), "rb").read()
-    )
+    with open(os.path.join(vault, note), "rb") as handle:  # read once: the snapshot, the scan
+        note_bytes = handle.read()
+    note_blob = git(vault, "hash-object", "-w", "--stdin", data=note_bytes)
     commit(vault, {note: note_blob.decode().strip()}, "floor: snapshot")
     # 3. and 4. the listings
     stat_walk(vault, recursive=False)
-    with open(os.path.join(vault, note), "rb") as handle:
-        note_bytes = handle.read()
     stat_walk(os.path.join(vault, "converged"), recursive=True)
     # 5. the run record's prompt
     resident = read_all(os.path.join(vault, "converged", "core"))

@@ -169,17 +169,17 @@ def bench_process(vault_root: Path, env: dict, query: str) -> float:
 # from a file, as cmem reads them from its stored key) and one ranked FTS5 query.
 RECALL_FLOOR = r"""
 import os, sqlite3, sys
-paths, index, expression = sys.argv[1], sys.argv[2], sys.argv[3]
+paths, index, expression, weights = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:7]
 stat = os.stat
 for path in open(paths, encoding="utf-8").read().split("\n"):
     if path:
         stat(path, follow_symlinks=False)
 db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
 rows = db.execute(
-    "SELECT rows.path, rows.text, best.score FROM (SELECT rowid, bm25(entries, 1.0, 0.4, 0.5) AS score"
+    "SELECT rows.path, rows.text, best.score FROM (SELECT rowid, bm25(entries, ?, ?, ?) AS score"
     " FROM entries WHERE entries MATCH ? ORDER BY score LIMIT 10) AS best"
     " JOIN rows ON rows.id = best.rowid ORDER BY best.score",
-    [expression],
+    [*map(float, weights), expression],
 ).fetchall()
 sys.stdout.write("\n".join(text for _, text, _ in rows) + "\n")
 """
@@ -189,7 +189,7 @@ RECALL_ROUNDS = 15
 def bench_recall_line(vault, env: dict, query: str, workdir: Path) -> dict:
     """The warm convergent recall, `python -c pass` and the floor, in turn each round (one
     warm-up round dropped); medians of the times and of the round-by-round ratios."""
-    from cmem.reading.index_query import match_expression, query_terms
+    from cmem.reading.index_query import WEIGHTS, match_expression, query_terms
     from cmem.reading.search_index import index_file
 
     launcher = Path(sys.executable).parent / "cmem"
@@ -207,6 +207,7 @@ def bench_recall_line(vault, env: dict, query: str, workdir: Path) -> dict:
         str(paths),
         str(index_file(vault, "convergent")),
         match_expression(query_terms(query), "AND"),
+        *map(str, WEIGHTS),  # cmem's own column weights, so the floor ranks as recall does
     ]
     commands = {"recall": recall, "pass": [sys.executable, "-c", "pass"], "floor": floor}
     times: dict[str, list[float]] = {name: [] for name in commands}
