@@ -139,14 +139,15 @@ def kept_by_stat(
                 continue
         kept[note.rel] = (stat, answer)
         found[note.rel] = answer
-    if kept != known and (not known or _moved(known, kept) > min(slack, len(kept) // 8)):
+    moved = _moved(known, kept)
+    if moved and (not known or moved > min(slack, len(kept) // 8)):
         write_stamped(path, stamp, kept, mode)
     return found
 
 
 def _moved(known: dict, kept: dict) -> int:
-    """How many answers differ between the file and this call's (answers kept again are the
-    same objects, so each comparison is by identity first)."""
+    """How many answers differ between the file and this call's, 0 when they are the same
+    (answers kept again are the same objects, so each comparison is by identity first)."""
     return sum(1 for rel, entry in kept.items() if known.get(rel) != entry) + sum(
         1 for rel in known if rel not in kept
     )
