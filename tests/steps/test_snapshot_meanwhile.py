@@ -113,3 +113,19 @@ def test_a_fork_waits_for_registered_work_and_keeps_to_one_process_for_other_thr
     finally:
         stray.set()
         other.join()
+
+
+def test_a_step_whose_body_never_asks_still_waits_for_its_snapshot_and_raises_its_error(
+    pass_vault,
+):
+    """`open_step` waits for a snapshot taken meanwhile when its body ends, raising or not, and
+    under the lock: a body that never asked for it still ends with the snapshot's error."""
+    from cmem.steps.lock import is_locked
+    from cmem.steps.runner import open_step
+
+    (pass_vault / PROFILE).write_text(CONFLICTED, "utf-8")
+    vault = open_vault(pass_vault)
+    with pytest.raises(GitError, match="still holds conflict markers"):
+        with open_step(vault, "converge", snapshot_meanwhile=True):
+            assert is_locked(vault.machine_dir)
+    assert not is_locked(vault.machine_dir) and not fork_safety._waits
