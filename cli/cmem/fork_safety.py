@@ -6,6 +6,10 @@ the cores (`scan/in_processes.py`) and runs one thing in a thread of its own mea
 snapshot (`steps/runner.py: SnapshotMeanwhile`), which the scan of a pass overlaps. Such work is
 registered here while it runs, and whoever forks calls `wait_for_threads` first; a thread nobody
 registered (`cmem watch`'s observer, a server's workers) still makes the scan keep to one process.
+
+One thread need not be waited for: a pass's status line on a terminal (`render/status_line.py`)
+runs until the pass ends, and holds nothing a child would need (it sleeps on an event and writes
+with `os.write`), so it is registered as fork-safe and not counted (`threads_beside`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 _waits: list[Callable[[], object]] = []
+_safe: list = []  # threading.Thread objects a fork may leave behind
 
 
 def wait_before_fork(wait: Callable[[], object]) -> Callable[[], None]:
@@ -33,3 +38,22 @@ def wait_for_threads() -> None:
             wait()
         except Exception:
             pass  # its error is its owner's to raise, where it asks for the result
+
+
+def fork_safe_thread(thread) -> Callable[[], None]:
+    """Register `thread` as one a forked child may do without (it holds no lock the child could
+    need); returns the unregistering."""
+    _safe.append(thread)
+
+    def unregister() -> None:
+        if thread in _safe:
+            _safe.remove(thread)
+
+    return unregister
+
+
+def threads_beside() -> int:
+    """How many threads besides the calling one run and are not fork-safe: a fork is safe at 0."""
+    import threading
+
+    return threading.active_count() - 1 - sum(1 for thread in _safe if thread.is_alive())

@@ -266,15 +266,19 @@ STOP_HINT = "Ctrl-C stops; nothing is written"
 
 
 class Spinner:
-    """Progress on stderr while a pass runs: on a terminal, rich's live status line (spinner,
-    elapsed seconds, the cursor hidden and restored even on Ctrl-C); off a terminal (hooks, cron,
-    CI logs) one plain line per model stage; nothing when quiet. rich is imported only here, when
-    a pass actually reports progress to a person — never on `status`, `scan` or `--help`."""
+    """Progress on stderr while a pass runs: on a terminal, a status line redrawn in place
+    (`render/status_line.py`: a spinner, elapsed seconds, the cursor hidden and shown again in
+    the `finally` that calls `done`, Ctrl-C included); off a terminal (hooks, cron, CI logs, or
+    TERM=dumb, which draws no escape codes) one plain line per model stage; nothing when quiet."""
 
     def __init__(self, quiet: bool = False, stream=None):
         self.stream = stream or sys.stderr
         self.quiet = quiet
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.tty = (
+            hasattr(self.stream, "isatty")
+            and self.stream.isatty()
+            and os.environ.get("TERM") != "dumb"
+        )
         self.last_message = None
         self._status = None
 
@@ -287,13 +291,10 @@ class Spinner:
                 # the person waiting sees how long it may take and how to stop it safely
                 text = f"{message}… {elapsed:.0f}s of {limit:.0f}s · {STOP_HINT}"
             if self._status is None:
-                from rich.console import Console
+                from cmem.render.status_line import StatusLine
 
-                console = Console(
-                    file=self.stream, no_color=not color_on(self.stream), highlight=False
-                )
-                self._status = console.status(text, spinner="dots")
-                self._status.start()
+                self._status = StatusLine(self.stream)
+                self._status.start(text)
             else:
                 self._status.update(text)
         elif elapsed is not None and message != self.last_message:

@@ -46,12 +46,10 @@ def workers(count: int) -> int:
             f"cmem: {PROCESSES_VARIABLE}={limit!r} is not a whole number of processes; "
             "the scan uses every core (set 1 for one process)"
         )
-    import threading
-
-    from cmem.fork_safety import wait_for_threads
+    from cmem.fork_safety import threads_beside, wait_for_threads
 
     wait_for_threads()  # a step's snapshot, taken while the pass scans: done before any fork
-    if threading.active_count() > 1:
+    if threads_beside():
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     processes = min(cores or 1, count // (PARALLEL_MIN_ITEMS // 2))
@@ -207,14 +205,12 @@ class Beside:
 def run_beside(work: Callable[[], object]) -> Beside | None:
     """Start `work` in a forked child; None when a fork is not safe or not possible (another
     thread runs: the child would copy it half-way), and the caller does the work itself."""
-    import threading
-
-    from cmem.fork_safety import wait_for_threads
+    from cmem.fork_safety import threads_beside, wait_for_threads
 
     if not hasattr(os, "fork"):
         return None
     wait_for_threads()
-    if threading.active_count() > 1:
+    if threads_beside():
         return None
     try:
         pid = os.fork()
