@@ -2,9 +2,12 @@
 """The floor of a one-note pass: the file-system and git work any pass that keeps SPEC §3 must do
 for one new note, with none of cmem's own logic (no cue rules, no engine, no validator).
 
-    python bench/pass_floor.py VAULT STATE_FOLDER NOTE MEMORY_FILE
+    python bench/pass_floor.py [--import MODULE,MODULE…] VAULT STATE_FOLDER NOTE MEMORY_FILE
 
 It does, in one process with the standard library's `os` and `subprocess` alone:
+
+0. with `--import`, first import those modules (bench/run.py names the modules a pass loads: the
+   floor then holds everything a pass pays but its own work);
 
 1. lock the vault (`flock` on a file in STATE_FOLDER);
 2. snapshot the user's edits: `git status` over the repository, then commit NOTE (untracked, as a
@@ -29,6 +32,7 @@ vault state: the ratio is cmem's own logic (and its imports) over the work no de
 from __future__ import annotations
 
 import fcntl
+import importlib
 import os
 import subprocess
 import sys
@@ -201,4 +205,9 @@ def main(vault: str, state: str, note: str, memory: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--import"]:
+        for module in arguments[1].split(","):
+            importlib.import_module(module)
+        arguments = arguments[2:]
+    sys.exit(main(*arguments))

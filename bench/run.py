@@ -58,6 +58,7 @@ FIGURES = {
     "builtin_pass": "`cmem converge --engine builtin`",
     "builtin_one": "`cmem converge --engine builtin`, one new note, caches warm",
     "builtin_one_floor": "the same pass against its own I/O and git, without cmem's logic (diagnostic)",
+    "builtin_one_loaded": "that floor with the pass's modules imported first: all but the pass's work (diagnostic)",
 }
 
 # Run inside cmem's own interpreter: cmem's cue set, its state folder, its token estimate.
@@ -909,19 +910,25 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
             "--vault",
             str(work),
         ]
-        floor_argv = [
-            tools.python,
-            str(HERE / "pass_floor.py"),
+        floor_args = [
             str(work),
             str(tools.workdir / "converge" / f"{label}-floor-state"),
             "zz bench one new note.md",
             memory,
         ]
+        floor_argv = [tools.python, str(HERE / "pass_floor.py"), *floor_args]
+        libraries = pass_libraries(tools)
+
+        def loaded_floor(modules) -> list[str]:
+            return [*floor_argv[:2], "--import", ",".join(modules), *floor_args]
+
         times = time_group(
             tools,
             [
                 Command("one", one_argv, setup=reset),
                 Command("floor", floor_argv, setup=reset),
+                Command("floor_libraries", loaded_floor(libraries), setup=reset),
+                Command("floor_modules", loaded_floor(PASS_IMPORTS), setup=reset),
                 Command("imports", [tools.python, "-c", "import " + ", ".join(PASS_IMPORTS)]),
                 python_pass(tools),
             ],
@@ -939,6 +946,7 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
         return [
             failed_row("builtin_one", label, "`python -c pass`", exc),
             failed_row("builtin_one_floor", label, "`bench/pass_floor.py`", exc),
+            failed_row("builtin_one_loaded", label, "`python -c pass`", exc),
         ]
     floor = statistics.median(times["floor"])
     return [
@@ -963,7 +971,49 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
             " resident file read for the run record's prompt, the journal and three files written"
             " durably, the pass's commit; reset before each run as the pass is",
         ),
+        Row(
+            "builtin_one_loaded",
+            label,
+            times["floor_modules"],
+            "`python -c pass`",
+            times["pass"],
+            note=loaded_note(times, len(libraries), label),
+        ),
     ]
+
+
+def pass_libraries(tools: Tools) -> list[str]:
+    """The modules besides cmem's own that importing a pass's modules loads (the standard
+    library's), sorted (a parent first): those `python -c pass` has not already loaded."""
+    listing = "import sys; print(' '.join(sorted(sys.modules)))"
+    bare = set(run([tools.python, "-c", listing], tools).stdout.split())
+    loaded = run([tools.python, "-c", f"import {', '.join(PASS_IMPORTS)}; {listing}"], tools)
+    return [
+        name
+        for name in loaded.stdout.split()
+        if name not in bare and name.split(".")[0] != "cmem" and name != "__main__"
+    ]
+
+
+def loaded_note(times: dict[str, list[float]], libraries: int, label: str) -> str:
+    """What the floor with the pass's modules leaves of the ≤ 15× line for the pass's own work."""
+    python = statistics.median(times["pass"])
+    floor, with_libraries, with_modules, one = (
+        statistics.median(times[key])
+        for key in ("floor", "floor_libraries", "floor_modules", "one")
+    )
+    line = 15 * python
+    return (
+        f"`bench/pass_floor.py --import` of the {len(PASS_IMPORTS)} modules of `PASS_IMPORTS`"
+        f" (and through them the {libraries} other modules they load, the standard library's):"
+        f" {with_modules:,.0f} ms, {with_modules / python:.1f}×; the floor with only"
+        f" those {libraries} library modules imported {with_libraries:,.0f} ms,"
+        f" {with_libraries / python:.1f}× (the floor alone {floor:,.0f} ms); the ≤ 15× line"
+        f" ({line:,.0f} ms) would leave the pass's own work at {label}"
+        f" {max(line - with_modules, 0):,.0f} ms with cmem's modules as they are,"
+        f" {max(line - with_libraries, 0):,.0f} ms were they free to import; it took"
+        f" {max(one - with_modules, 0):,.0f} ms"
+    )
 
 
 # The modules a converge process loads (the light entry and the command around the pass, the
