@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cmem import cache_file
-from cmem.converge.memory_bytes import CACHE_NAME, memory_bytes
+from cmem.converge.memory_bytes import CACHE_NAME, memory_bytes, text_digest
 from cmem.converge.pipeline import _file_bytes, read_originals
 from cmem.steps.changes import ChangeSet, SecondWriter, apply_changes, current_bytes
 from cmem.vault.layers import open_vault
@@ -53,6 +53,49 @@ def test_the_originals_are_the_files_as_read(make_vault):
         raw = (root / rel).read_bytes()
         assert raws[rel] == raw
         assert texts[rel] == raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+
+def test_the_digest_kept_with_each_file_is_the_digest_of_its_text(make_vault):
+    """Kept beside a file's bytes, its text's digest is what hashing the text would give —
+    read or kept, UTF-8 or not, CRLF or BOM — and a file whose text is not its bytes has none
+    kept (its text is hashed when asked)."""
+    import hashlib
+
+    from cmem.converge import statement_words
+
+    files = {
+        "converged/core/profile.md": "# P\n\n- 其实我更喜欢早上写代码。\n",
+        "converged/topics/crlf.md": "# C\r\n\r\n- uses uv\r\n",
+        "converged/topics/bom.md": "\ufeff# B\n\n- uses uv\n",
+        "converged/topics/plain.md": "# Plain\n\n- uses uv\n",
+    }
+    root = make_vault(files)
+    (root / "converged/topics/latin1.md").write_bytes(b"- caf\xe9\n")
+    _settled(root, *files, "converged/topics/latin1.md")
+    for attempt in ("read", "kept"):
+        statement_words.forget_digests()
+        digests: dict = {}
+        raws = memory_bytes(open_vault(root), _file_bytes, digests)
+        assert set(digests) == {
+            "converged/core/profile.md",
+            "converged/topics/bom.md",
+            "converged/topics/plain.md",
+        }, attempt
+        texts, _ = read_originals(open_vault(root))
+        hashed = []
+        real = statement_words.digest_of_bytes
+        statement_words.digest_of_bytes = lambda data: hashed.append(data) or real(data)
+        try:
+            for rel, text in texts.items():
+                truth = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+                assert statement_words.digest_of(text) == truth, (attempt, rel)
+                assert digests.get(rel, truth) == truth and raws[rel] == (root / rel).read_bytes()
+        finally:
+            statement_words.digest_of_bytes = real
+        # the originals' texts were not hashed again, but the two that are not their bytes
+        assert len(hashed) == 2, attempt
+    assert text_digest(b"- caf\xe9\n") == b"" and text_digest(b"a\r\nb") == b""
+    statement_words.forget_digests()
 
 
 # --- kept between passes (converge/memory_bytes.py) ---------------------------------------------
@@ -172,7 +215,8 @@ def test_kept_bytes_that_went_stale_make_a_pass_refuse_not_overwrite(memory):
     cache = Path(vault.machine_dir) / CACHE_NAME
     data = marshal.loads(cache.read_bytes())
     stat, _ = data["entries"]["converged/topics/a.md"]
-    data["entries"]["converged/topics/a.md"] = (stat, b"# A\n\n- stale\n")
+    stale = b"# A\n\n- stale\n"
+    data["entries"]["converged/topics/a.md"] = (stat, (stale, text_digest(stale)))
     cache.write_bytes(marshal.dumps(data))
     texts, raws = read_originals(open_vault(root))
     assert raws["converged/topics/a.md"] == b"# A\n\n- stale\n"

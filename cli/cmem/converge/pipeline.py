@@ -273,13 +273,18 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     second-writer check). A file cmem may not rewrite is still shown, and the validator refuses
     writes to it."""
     from cmem.converge.memory_bytes import memory_bytes
+    from cmem.converge.statement_words import known_digest
 
     texts = {}
-    # kept between passes under each file's stat; the others read by the listing's own string
-    raws = memory_bytes(vault, _file_bytes)
+    # kept between passes under each file's stat, with their texts' digests; the others read by
+    # the listing's own string
+    digests: dict[str, bytes] = {}
+    raws = memory_bytes(vault, _file_bytes, digests)
     for rel, raw in raws.items():
         text = raw.decode("utf-8", errors="replace")
         texts[rel] = text.replace("\r\n", "\n") if b"\r" in raw else text
+        if rel in digests:
+            known_digest(text, digests[rel])  # its text is its bytes: not hashed again
     return texts, raws
 
 

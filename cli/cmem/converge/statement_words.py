@@ -183,11 +183,22 @@ def digest_of(text: str) -> bytes:
     """The text's blake2b digest (16 bytes), made once per text in this process."""
     found = _DIGESTS.get(text)
     if found is None:
-        if len(_DIGESTS) >= _DIGESTS_KEPT:
-            _DIGESTS.clear()
-        found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        _DIGESTS[text] = found
+        found = digest_of_bytes(text.encode("utf-8", "surrogatepass"))
+        known_digest(text, found)
     return found
+
+
+def digest_of_bytes(data: bytes) -> bytes:
+    """`digest_of` of the text whose UTF-8 bytes are `data`."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def known_digest(text: str, digest: bytes) -> None:
+    """Tell `digest_of` the text's digest, made elsewhere from its very bytes
+    (`converge/memory_bytes.py` keeps each memory file's under its stat, beside the bytes)."""
+    if len(_DIGESTS) >= _DIGESTS_KEPT:
+        _DIGESTS.clear()
+    _DIGESTS[text] = digest
 
 
 def forget_digests() -> None:
