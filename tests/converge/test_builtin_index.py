@@ -204,7 +204,7 @@ def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
     assert FileWords(0, "", (), "\n").index_of("") is None  # no statement, not one empty key
 
 
-class _CountedFind(str):
+class _CountedFind(bytes):
     """A postings string that counts the searches made in it."""
 
     finds = 0

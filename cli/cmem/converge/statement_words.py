@@ -22,15 +22,20 @@ from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
 # Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
-VERSION = 4
+# (5: keys and postings kept as UTF-8 bytes)
+VERSION = 5
 # Bits of a file's word mask (`FileWords.mask`): a file holds ~200 words at 10k notes, so about
 # one bit in twenty is set and a word the file lacks is told by one byte, not a search.
 MASK_BITS = 4096
 
 
-def needle(word: str) -> str:
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def needle(word: str) -> bytes:
     """What starts the line of `word` in a file's postings."""
-    return f"\n{word} "
+    return _utf8(f"\n{word} ")
 
 
 def _bit(word: str) -> tuple[int, int]:
@@ -42,7 +47,7 @@ def _bit(word: str) -> tuple[int, int]:
     return at >> 3, 1 << (at & 7)
 
 
-def probe(word: str) -> tuple[str, str, int, int]:
+def probe(word: str) -> tuple[str, bytes, int, int]:
     """What `FileWords.holding_each` looks for: the word, its postings line's start, its bit."""
     return (word, needle(word), *_bit(word))
 
@@ -60,21 +65,26 @@ class FileWords:
     """One file's statements, in file order, as the engine compares them: their normalised
     keys, which have an empty core, and which hold each content word.
 
-    Kept as strings (keys one a line; "word i j" one a line for the postings) because the
-    machine folder's copy is read on every pass, and 28k small tuples in dicts took ~0.8 s to
-    unmarshal where two strings a file take ~40 ms; a word's statements are found by `find`.
-    Most files hold none of a line's words, and `find` then reads the whole postings to say so
-    (33k of the 41k searches of one note at 10k): the word mask answers those first."""
+    Kept as two UTF-8 byte strings (keys one a line; "word i j" one a line for the postings)
+    because the machine folder's copy is read on every pass, and 28k small tuples in dicts took
+    ~0.8 s to unmarshal where two strings a file take ~40 ms; as bytes, not str, since a str is
+    decoded from UTF-8 when unmarshalled (12 against 5 ms for the 8 MB of them at 10k notes), and
+    a search finds the same in either (UTF-8 is self-synchronising: a word's bytes start only
+    where the word does). A word's statements are found by `find`. Most files hold none of a
+    line's words, and `find` then reads the whole postings to say so (33k of the 41k searches of
+    one note at 10k): the word mask answers those first."""
 
     def __init__(
         self,
         count: int,
-        keys: str,
+        keys: str | bytes,
         empty: tuple[int, ...],
-        postings: str,
+        postings: str | bytes,
         mask: bytes | None = None,
     ):
-        self.count, self._keys, self.empty, self._postings = count, keys, frozenset(empty), postings
+        self.count, self.empty = count, frozenset(empty)
+        self._keys = _utf8(keys) if isinstance(keys, str) else keys
+        self._postings = _utf8(postings) if isinstance(postings, str) else postings
         self._split: tuple[str, ...] | None = None
         # made from the postings when not given (an entry made by hand)
         self.mask = word_mask(self.words()) if mask is None else mask
@@ -97,7 +107,8 @@ class FileWords:
     def keys(self) -> tuple[str, ...]:
         """Statement i's normalised core."""
         if self._split is None:
-            self._split = tuple(self._keys.split("\n")) if self.count else ()
+            keys = self._keys.decode("utf-8", "surrogatepass")
+            self._split = tuple(keys.split("\n")) if self.count else ()
         return self._split
 
     def index_of(self, key: str) -> int | None:
@@ -106,12 +117,14 @@ class FileWords:
         every file, ~28k keys at 10k notes, most of which nothing else of the pass reads)."""
         if not key or "\n" in key or not self.count:
             return next((i for i, old in enumerate(self.keys) if old == key), None)
-        keys, at = self._keys, self._keys.find(key)
+        wanted = _utf8(key)
+        keys, at = self._keys, self._keys.find(wanted)
         while at >= 0:
-            end = at + len(key)
-            if (at == 0 or keys[at - 1] == "\n") and (end == len(keys) or keys[end] == "\n"):
-                return keys.count("\n", 0, at)  # a whole key, not a part of a longer one
-            at = keys.find(key, at + 1)
+            end = at + len(wanted)
+            # a whole key, not a part of a longer one (10 is the line end's byte)
+            if (at == 0 or keys[at - 1] == 10) and (end == len(keys) or keys[end] == 10):
+                return keys.count(b"\n", 0, at)
+            at = keys.find(wanted, at + 1)
         return None
 
     def holding(self, word: str) -> list[int]:
@@ -119,7 +132,9 @@ class FileWords:
         found = self.holding_each([probe(word)])
         return found[0][1] if found else []
 
-    def holding_each(self, probes: list[tuple[str, str, int, int]]) -> list[tuple[str, list[int]]]:
+    def holding_each(
+        self, probes: list[tuple[str, bytes, int, int]]
+    ) -> list[tuple[str, list[int]]]:
         """(word, the statements holding it) for each of the words that some statement holds;
         `probes` are `probe(word)` of each. One call a file for all of a line's words: the
         builtin engine asked `holding` 41k times for one note at 10k. The postings are searched
@@ -130,13 +145,14 @@ class FileWords:
                 continue  # the file holds no statement with this word
             at = postings.find(start)
             if at >= 0:
-                line = postings[at + len(start) : postings.index("\n", at + 1)]
+                line = postings[at + len(start) : postings.index(b"\n", at + 1)]
                 found.append((word, [int(i) for i in line.split()]))
         return found
 
     def words(self) -> set[str]:
         """Every content word of its statements."""
-        return {line.split(" ", 1)[0] for line in self._postings.split("\n") if line}
+        postings = self._postings.decode("utf-8", "surrogatepass")
+        return {line.split(" ", 1)[0] for line in postings.split("\n") if line}
 
     def to_raw(self) -> tuple:
         return (self.count, self._keys, tuple(sorted(self.empty)), self._postings, self.mask)
@@ -144,7 +160,7 @@ class FileWords:
     @classmethod
     def from_raw(cls, raw) -> "FileWords":
         count, keys, empty, postings, mask = raw
-        if not (isinstance(keys, str) and isinstance(postings, str)):
+        if not (isinstance(keys, bytes) and isinstance(postings, bytes)):
             raise TypeError("not an entry")
         if not (isinstance(mask, bytes) and len(mask) == MASK_BITS // 8):
             raise ValueError("not a word mask")  # a wrong mask would hide words: rebuilt
