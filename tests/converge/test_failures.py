@@ -159,3 +159,60 @@ def test_ctrl_c_says_what_was_and_was_not_done(pass_vault, tmp_path):
     entry = log_entries(pass_vault)[0]
     assert entry["status"] == "interrupted" and entry["rounds"] == 1
     assert "converge interrupted" in cmem("log", "--vault", str(pass_vault)).stdout
+
+
+def test_ctrl_c_on_a_terminal_clears_the_status_line_and_shows_the_cursor(pass_vault, tmp_path):
+    """The same interrupt with the output on a (pseudo-)terminal, as a person sees it: the
+    status line was drawn while the model ran, and the interrupted pass cleared it and showed
+    the cursor again before saying what was done (`render/status_line.py`)."""
+    from cmem.render import status_line
+
+    before = snapshot(pass_vault)
+    llm = f"{sys.executable} {FAKE}"
+    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_VAULT", "CMEM_LLM", "NO_COLOR")}
+    env.update(fake_env(tmp_path, [], mode="hang"), TERM="xterm")
+    reader, terminal = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cmem", "converge", "--llm", llm, "--vault", str(pass_vault)],
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+    )
+    os.close(terminal)
+    drawn = b""
+
+    def read_some() -> None:
+        nonlocal drawn
+        import select
+
+        while select.select([reader], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(reader, 65536)
+            except OSError:  # EIO: the process closed its end
+                return
+            if not chunk:
+                return
+            drawn += chunk
+
+    log = tmp_path / "fake.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and log.read_text("utf-8").strip() and b"asking the model" in drawn):
+        assert process.poll() is None and time.monotonic() < deadline, drawn
+        read_some()
+    process.send_signal(signal.SIGINT)
+    while process.poll() is None:
+        read_some()
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(drawn)
+    read_some()  # what it wrote before it exited (then the end reads as EIO)
+    os.close(reader)
+    text = drawn.decode("utf-8", "replace")
+    assert process.returncode == 130, text
+    hidden = text.rindex(status_line.HIDE_CURSOR)
+    shown = text.rindex(status_line.SHOW_CURSOR)
+    assert hidden < shown < text.index("interrupted", hidden), text
+    assert text[:shown].endswith(status_line.CLEAR_LINE), text  # the line wiped, then the cursor
+    assert "no memory file was written" in text
+    assert snapshot(pass_vault) == before
