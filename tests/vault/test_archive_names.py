@@ -181,3 +181,89 @@ def test_note_names_agree_with_the_full_walk_after_changes(archive):
     (archive / "archive/2026-11/a.md").write_text("- same name as a divergent note\n", "utf-8")
     assert open_vault(archive).note_names() == full(archive)
     assert open_vault(archive).note_names()["a"] == ["a.md", "archive/2026-11/a.md"]
+
+
+# --- the archive's odd names, kept the same way (`notes.find_odd_names`) -------------------------
+
+
+def odd_names(root) -> list[tuple[str, str]]:
+    from cmem.vault.notes import find_odd_names
+
+    return [(o.rel, o.kind) for o in find_odd_names(open_vault(root))]
+
+
+def odd_names_walked(root) -> list[tuple[str, str]]:
+    """What a live walk of every folder finds: the archive listed in this reading first, so
+    `find_odd_names` reads the listings, not what folder stats keep."""
+    from cmem.vault.notes import find_odd_names
+
+    vault = open_vault(root)
+    with vault.listed_once():
+        vault.list_layer(ARCHIVE)
+        return [(o.rel, o.kind) for o in find_odd_names(vault)]
+
+
+def folders_listed(monkeypatch) -> list[str]:
+    calls = []
+    original = Vault.list_folder
+
+    def counted(self, folder):
+        calls.append(self.rel(folder))
+        return original(self, folder)
+
+    monkeypatch.setattr(Vault, "list_folder", counted)
+    return calls
+
+
+def test_the_archive_odd_names_are_kept_by_folder_stats(archive, monkeypatch):
+    expected = odd_names_walked(archive)
+    assert ("archive/2026-11/x.sync-conflict-20261128-101010-ABCDEF.md", "sync-conflict") in (
+        expected
+    )
+    listed = folders_listed(monkeypatch)
+    assert odd_names(archive) == expected
+    assert {f for f in listed if f.startswith("archive")} == {
+        "archive",
+        "archive/2026-10",
+        "archive/2026-11",
+        "archive/2026-11/deep",
+    }
+    listed.clear()
+    assert odd_names(archive) == expected
+    assert not [f for f in listed if f.startswith("archive")]  # every stat matched
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "a conflict copy appears",
+        "a conflict copy is merged away",
+        "a note becomes a link",
+        "a placeholder appears in a nested folder",
+        "an undecodable name appears",
+        "a month folder is renamed",
+    ],
+)
+def test_every_odd_name_that_comes_or_goes_in_the_archive_is_seen(archive, change):
+    assert odd_names(archive) == ODD_BEFORE  # and kept
+    folder = archive / "archive" / "2026-11"
+    if change == "a conflict copy appears":
+        (archive / "archive/2026-10/old (conflicted copy).md").write_text("- x\n", "utf-8")
+    elif change == "a conflict copy is merged away":
+        (folder / "x.sync-conflict-20261128-101010-ABCDEF.md").unlink()
+    elif change == "a note becomes a link":
+        (archive / "archive/2026-10/old.md").unlink()
+        os.symlink(archive / "a.md", archive / "archive/2026-10/old.md")
+    elif change == "a placeholder appears in a nested folder":
+        (folder / "deep" / ".later.md.icloud").write_bytes(b"")
+    elif change == "an undecodable name appears":
+        os.close(os.open(os.fsencode(folder) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY, 0o644))
+    elif change == "a month folder is renamed":
+        os.rename(folder, archive / "archive" / "2026-12")
+    found = odd_names(archive)
+    assert found == odd_names_walked(archive)
+    assert found != ODD_BEFORE, change  # each change alters them: the kept answer was not used
+
+
+# the archive fixture's odd names before any change
+ODD_BEFORE = [("archive/2026-11/x.sync-conflict-20261128-101010-ABCDEF.md", "sync-conflict")]

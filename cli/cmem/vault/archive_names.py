@@ -1,4 +1,6 @@
-"""The archive's note paths, kept by folder stats in the machine folder (`archive-names.marshal`).
+"""The archive's note paths, kept by folder stats in the machine folder (`archive-names.marshal`);
+its odd names (`notes.find_odd_names`: conflict copies, placeholders, links, undecodable names)
+the same way (`archive-odd-names.marshal`), by `kept_walk`.
 
 The validator resolves a memory statement's sources against every note's name, and a source may
 cite an archived note, so each pass needed the archive's names: at 10k notes a walk of ~7k
@@ -27,10 +29,11 @@ from cmem import __version__
 from cmem.cache_file import RACY_NS, read_stamped, write_stamped
 
 CACHE_NAME = "archive-names.marshal"
+ODD_NAMES = "archive-odd-names.marshal"
 FORMAT = 2  # bump when an entry's shape changes
 
-# One folder listed: (its subfolders, its notes), vault-relative; None when it cannot be listed.
-Listing = Callable[[str], "tuple[list[str], list[str]] | None"]
+# One folder listed: (its subfolders, its answers), vault-relative; None when it cannot be listed.
+Listing = Callable[[str], "tuple[list[str], list] | None"]
 
 
 def archived_rels(
@@ -41,12 +44,18 @@ def archived_rels(
     what an answer depends on besides the folder's stat (the settings and the code that decide
     which files are notes: `Vault.note_names` makes it). The vault's layers call this (it imports
     none of them), so the file tells nothing `Vault.walk_folder` would not."""
-    path = machine_dir / CACHE_NAME
+    return sorted(kept_walk(root, base, machine_dir / CACHE_NAME, fingerprint, walk_folder))
+
+
+def kept_walk(root: Path, base: str, path: Path, fingerprint: str, walk_folder: Listing) -> list:
+    """The answers `walk_folder` gives for `base` and the folders below it (walking on into the
+    subfolders it names), in walk order, each folder's kept at `path` under its (mtime, inode,
+    ctime) and `fingerprint`, and listed again only when that stat changed."""
     fingerprint = f"{__version__} {FORMAT} {os.fspath(root)} {fingerprint}"
     known = read_stamped(str(path), fingerprint)
     start = time.time_ns()
-    kept: dict[str, tuple] = {}  # folder → (mtime, inode, ctime, subfolders, notes)
-    rels: list[str] = []
+    kept: dict[str, tuple] = {}  # folder → (mtime, inode, ctime, subfolders, answers)
+    answers: list = []
     stack = [base]
     while stack:
         folder = stack.pop()
@@ -64,7 +73,7 @@ def archived_rels(
         if st.st_mtime_ns < start - RACY_NS:  # else a change in the same tick could hide
             kept[folder] = entry
         stack.extend(entry[3])
-        rels.extend(entry[4])
-    if kept != known and machine_dir.is_dir():  # never make the machine folder for it
+        answers.extend(entry[4])
+    if kept != known and path.parent.is_dir():  # never make the machine folder for it
         write_stamped(str(path), fingerprint, kept)
-    return sorted(rels)
+    return answers

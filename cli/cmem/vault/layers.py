@@ -526,11 +526,8 @@ class Vault:
         this reading listed the archive already, their paths come from `vault/archive_names.py`,
         which lists only the archive folders whose stat changed since it last looked."""
         names: dict[str, list[str]] = {}
-        memo = self.__dict__.get("_listings")
-        if memo is None:
-            memo = self.__dict__.get("_layers") or {}  # as `list_layer` looks
         for layer in LAYERS:
-            if layer == ARCHIVE and ARCHIVE not in memo:
+            if layer == ARCHIVE and not self.listed(ARCHIVE):
                 rels = self._archived_rels()
             else:
                 rels = [note.rel for note in self.list_layer(layer)]
@@ -538,6 +535,14 @@ class Vault:
                 base = rel.rsplit("/", 1)[-1]  # as `NoteFile.name`
                 names.setdefault(base[:-3] if base.endswith(".md") else base, []).append(rel)
         return names
+
+    def listed(self, layer: str) -> bool:
+        """Whether this reading listed the layer already (`list_layer` answers it from memory):
+        then what its folders' stats keep (`vault/archive_names.py`) is not worth reading."""
+        memo = self.__dict__.get("_listings")
+        if memo is None:
+            memo = self.__dict__.get("_layers") or {}  # as `list_layer` looks
+        return layer in memo
 
     def _archived_rels(self) -> list[str]:
         """`list_layer(ARCHIVE)`'s paths, its folders listed only where their stat changed."""

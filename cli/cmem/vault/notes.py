@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cmem.vault.layers import (
     ARCHIVE,
@@ -236,13 +237,18 @@ UNDECODABLE = "has a name that is not valid UTF-8; cmem does not read it (rename
 def find_odd_names(vault: Vault) -> list[OddFile]:
     """Files that are never inputs because of what they are, found by name and type alone:
     sync-conflict copies, cloud placeholders, symlinks and names that are not UTF-8 in the
-    managed folders, and layer folders that lead out of the vault (which are not read at all)."""
+    managed folders, and layer folders that lead out of the vault (which are not read at all).
+
+    The archive's answers are kept by folder stats (`vault/archive_names.py`), as its note
+    paths are: an odd name can only come or go with its folder's own stat, and listing the ~120
+    folders of a 10k vault's archive (~7k names) was most of this on every pass and scan."""
     odd = []
     folders = [vault.root]
     layer_folders = [(DIVERGENT, f) for f in vault.config.extra_divergent]
     layer_folders += [
         (layer, vault.layer_folder(layer)) for layer in (RESIDENT, SITUATIONAL, ARCHIVE)
     ]
+    archive = None
     for layer, folder in layer_folders:
         problem = vault.layer_folder_problem(layer, folder)
         if problem:
@@ -251,6 +257,8 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             )
         else:
             folders.append(vault.root / folder)
+            if layer == ARCHIVE:
+                archive = folders[-1]
     seen: set[str] = set()
     for top in folders:
         top_rel = top.relative_to(vault.root).as_posix()
@@ -258,84 +266,108 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             top_rel not in vault.config.extra_divergent
             or top_rel in vault.config.recursive_divergent
         )
-        stack = [top]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = vault.list_folder(folder)  # the scan's listing, when it holds one
-            except OSError:
-                continue
-            for entry in entries:
-                name = entry.name
-                if (
-                    name.isascii()
-                    and name.endswith(".md")
-                    and "conflict" not in name.lower()
-                    and not entry.is_dir(follow_symlinks=False)
-                    and not entry.is_symlink()
-                ):
-                    # the common case, told without a regex: a plain note. An ASCII name is
-                    # decodable, no placeholder (`.md.icloud`), and a sync-conflict name holds
-                    # "conflict" in some case (for ASCII, what re.IGNORECASE matches)
+        if top == archive and recursive and not vault.listed(ARCHIVE):
+            found = _archive_odd_names(vault, top_rel)
+        else:
+            found = []
+            stack = [top]
+            while stack:
+                try:
+                    entries = vault.list_folder(stack.pop())  # the scan's listing, if it has one
+                except OSError:
                     continue
-                if is_undecodable(entry.name):
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                    if (recursive or not is_dir) and (is_dir or entry.name.endswith(".md")):
-                        rel = show_name(vault.rel(entry.path))
-                        if rel not in seen:
-                            seen.add(rel)
-                            message = (
-                                UNDECODABLE
-                                if not is_dir
-                                else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
-                            )
-                            odd.append(OddFile(rel, "undecodable-name", message))
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if (
-                        recursive
-                        and not entry.name.startswith(".")
-                        and entry.name not in NEVER_READ_DIRS
-                    ):
-                        stack.append(entry.path)
-                    continue
-                if not (
-                    is_cloud_placeholder(entry.name)
-                    or entry.name.endswith(".md")
-                    and (is_sync_conflict(entry.name) or entry.is_symlink())
-                ):
-                    continue  # an ordinary file: no path arithmetic (this walks the whole archive)
-                rel = vault.rel(entry.path)
-                if rel in seen:
-                    continue
-                if is_cloud_placeholder(entry.name):
-                    seen.add(rel)
-                    odd.append(
-                        OddFile(
-                            rel,
-                            "cloud-placeholder",
-                            "is a cloud placeholder (not downloaded); it is not read",
-                        )
-                    )
-                elif entry.name.endswith(".md") and is_sync_conflict(entry.name):
-                    seen.add(rel)
-                    odd.append(
-                        OddFile(
-                            rel,
-                            "sync-conflict",
-                            "is a sync-conflict copy; merge it into the original by hand",
-                        )
-                    )
-                elif entry.name.endswith(".md") and entry.is_symlink():
-                    seen.add(rel)
-                    odd.append(
-                        OddFile(
-                            rel,
-                            "symlink",
-                            "is a symbolic link; cmem does not follow links out of the vault",
-                        )
-                    )
+                subfolders, here = odd_in_folder(vault, entries, recursive)
+                stack.extend(subfolders)
+                found.extend(here)
+        for rel, kind, message in found:
+            if rel not in seen:
+                seen.add(rel)
+                odd.append(OddFile(rel, kind, message))
     return sorted(odd, key=lambda o: o.rel)
+
+
+def odd_in_folder(
+    vault: Vault, entries: list[os.DirEntry], recursive: bool
+) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """One folder's part of `find_odd_names`: the subfolders to look in next (when `recursive`)
+    and its odd names as (vault-relative path, kind, message)."""
+    subfolders: list[str] = []
+    found: list[tuple[str, str, str]] = []
+    for entry in entries:
+        name = entry.name
+        if (
+            name.isascii()
+            and name.endswith(".md")
+            and "conflict" not in name.lower()
+            and not entry.is_dir(follow_symlinks=False)
+            and not entry.is_symlink()
+        ):
+            # the common case, told without a regex: a plain note. An ASCII name is
+            # decodable, no placeholder (`.md.icloud`), and a sync-conflict name holds
+            # "conflict" in some case (for ASCII, what re.IGNORECASE matches)
+            continue
+        if is_undecodable(name):
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if (recursive or not is_dir) and (is_dir or name.endswith(".md")):
+                message = (
+                    UNDECODABLE
+                    if not is_dir
+                    else "is a folder whose name is not valid UTF-8; cmem does not read the notes in it (rename it)"
+                )
+                found.append((show_name(vault.rel(entry.path)), "undecodable-name", message))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if recursive and not name.startswith(".") and name not in NEVER_READ_DIRS:
+                subfolders.append(entry.path)
+            continue
+        if is_cloud_placeholder(name):
+            found.append(
+                (
+                    vault.rel(entry.path),
+                    "cloud-placeholder",
+                    "is a cloud placeholder (not downloaded); it is not read",
+                )
+            )
+        elif name.endswith(".md") and is_sync_conflict(name):
+            found.append(
+                (
+                    vault.rel(entry.path),
+                    "sync-conflict",
+                    "is a sync-conflict copy; merge it into the original by hand",
+                )
+            )
+        elif name.endswith(".md") and entry.is_symlink():
+            found.append(
+                (
+                    vault.rel(entry.path),
+                    "symlink",
+                    "is a symbolic link; cmem does not follow links out of the vault",
+                )
+            )
+        # else an ordinary file: no path arithmetic (this walks the whole archive)
+    return subfolders, found
+
+
+def _archive_odd_names(vault: Vault, base: str) -> list[tuple[str, str, str]]:
+    """`odd_in_folder` over the archive, each folder listed only when its stat changed."""
+    import sys
+
+    from cmem.cache_file import code_stamp
+    from cmem.vault import layers
+    from cmem.vault.archive_names import ODD_NAMES, kept_walk
+
+    def one_folder(folder: str):
+        try:
+            entries = vault.list_folder(vault.root / folder)
+        except OSError:
+            return None
+        subfolders, found = odd_in_folder(vault, entries, recursive=True)
+        return [vault.rel(Path(sub)) for sub in subfolders], found
+
+    # what decides an odd name besides the folder: this code and the names it tests
+    version = code_stamp(sys.modules[__name__], layers)
+    found = kept_walk(vault.root, base, vault.machine_dir / ODD_NAMES, repr(version), one_folder)
+    return [tuple(item) for item in found]
 
 
 def find_undecodable_names(vault: Vault) -> list[OddFile]:
