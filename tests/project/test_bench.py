@@ -25,15 +25,47 @@ def _tool(name: str) -> str | None:
     return shutil.which(name) or (str(sibling) if sibling.exists() else None)
 
 
-def _figures() -> dict[str, str]:
-    spec = importlib.util.spec_from_file_location("cmem_bench_run", BENCH)
+def _bench_module(path: Path = BENCH):
+    spec = importlib.util.spec_from_file_location(f"cmem_bench_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     try:
         spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)
-    return module.FIGURES
+    return module
+
+
+def _figures() -> dict[str, str]:
+    return _bench_module().FIGURES
+
+
+def test_a_missed_line_says_whether_its_floor_alone_passes_it():
+    """Where the report cannot meet a line, it says why from the same run's floor row."""
+    bench = _bench_module()
+
+    def rows(floor_ms: float):
+        return [
+            bench.Row(
+                "builtin_one", "10k", [360.0] * 3, "`python -c pass`", [10.0] * 3, 15, "≤ 15×"
+            ),
+            bench.Row("builtin_one_loaded", "10k", [floor_ms] * 3, "`python -c pass`", [10.0] * 3),
+        ]
+
+    over = bench.where_we_land(rows(190.0))
+    assert "**missed**" in over and "19.00×" in over and "before the pass does any" in over
+    under = bench.where_we_land(rows(120.0))
+    assert "12.00×" in under and "the rest is the pass's own work" in under
+    met = [
+        bench.Row("builtin_one", "10k", [120.0] * 3, "`python -c pass`", [10.0] * 3, 15, "≤ 15×")
+    ]
+    assert "Its floor" not in bench.where_we_land(met + rows(190.0)[1:])
+    recall = _bench_module(REPO / "bench" / "recall.py")
+    line = {"recall/pass": 5.2, "floor/pass": 4.4, "files": 9985}
+    assert "floor alone" in recall.recall_verdicts({50_000: line})[0]
+    assert "recall's own work" in recall.recall_verdicts({50_000: {**line, "floor/pass": 3.0}})[0]
+    assert "met" in recall.recall_verdicts({50_000: {**line, "recall/pass": 3.9}})[0]
+    assert recall.recall_verdicts({10_000: line}) == []
 
 
 @pytest.mark.skipif(
