@@ -498,6 +498,10 @@ class Vault:
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return None
         subfolders, found = [], []
+        # an entry's path is the folder's and its name: the folder's relative path is made once
+        # (`rel` of each of a 10k vault's 2,049 memory files was a third of listing them)
+        inside = self.rel(folder)
+        inside = "" if inside in ("", ".") else inside + "/"
         for entry in entries:
             if entry.name.startswith(".") or is_undecodable(entry.name):
                 continue  # `notes.find_odd_names` reports undecodable names
@@ -507,7 +511,7 @@ class Vault:
                 continue
             if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
                 continue
-            rel = self.rel(entry.path)
+            rel = inside + entry.name
             if self._layers_nest or self.config.ignore:
                 if self.layer_of(rel) != layer:  # the full check only where it can differ
                     continue
