@@ -323,3 +323,69 @@ def test_an_ascii_name_key_is_the_key_the_full_rule_makes():
     for _ in range(20000):
         name = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
         assert name_key(name) == full(name), repr(name)
+
+
+def _words_of(core: str):
+    from cmem.converge.statement_words import FileWords
+    from cmem.vault.statements import Statement
+
+    return FileWords.of([Statement(1, f"- {core}", core, [], [])])
+
+
+def test_what_a_pass_adds_goes_to_a_side_file_and_the_copy_is_rewritten_only_when_it_is_full(
+    tmp_path,
+):
+    """A pass adds the words of the one file its predecessor wrote: written beside the copy,
+    not the whole copy again (8 MB at 10k notes); read over it by the next pass; past
+    `DELTA_MAX` entries (or an eighth of the copy stale) the copy is rewritten and the side file
+    removed. Every entry stays right for its text whichever file holds it."""
+    from cmem.converge import statement_words
+    from cmem.converge.statement_words import DELTA_MAX, DELTA_NAME, WordsCache
+
+    path = tmp_path / CACHE_NAME
+    side = tmp_path / DELTA_NAME
+    first = WordsCache(path, "fp")
+    for n in range(200):
+        first.put(f"d{n}", _words_of(f"statement {n}"))
+    first.save()
+    assert path.is_file() and not side.exists()  # no copy yet: the copy itself is written
+    copy = path.read_bytes()
+
+    def a_pass(new: list[int], gone: tuple[int, ...] = ()) -> WordsCache:
+        cache = WordsCache(path, "fp")
+        for n in range(200 + 1000):
+            if n in gone:
+                continue
+            if cache.get(f"d{n}") is None and (n < 200 or n in new):
+                cache.put(f"d{n}", _words_of(f"statement {n}"))
+        cache.save()
+        return cache
+
+    a_pass([200])
+    assert path.read_bytes() == copy and side.is_file()  # the copy untouched
+    again = WordsCache(path, "fp")
+    assert again.get("d200").keys == _words_of("statement 200").keys and not again.added
+    a_pass([201])
+    assert path.read_bytes() == copy and len(WordsCache(path, "fp").delta) == 2
+    # the side file full: the copy is rewritten with everything used, the side file removed
+    a_pass(list(range(202, 202 + DELTA_MAX)))
+    assert path.read_bytes() != copy and not side.exists()
+    full = WordsCache(path, "fp")
+    assert len(full.entries) == 202 + DELTA_MAX
+    # files gone: a few stale entries are left; more than an eighth rewrite the copy without them
+    copy = path.read_bytes()
+    a_pass([], gone=(0, 1))
+    assert path.read_bytes() == copy
+    a_pass([], gone=tuple(range(60)))
+    assert "d0" not in WordsCache(path, "fp").entries and "d100" in WordsCache(path, "fp").entries
+    # a damaged or foreign side file is not believed, and the next save replaces it
+    a_pass([900])
+    for damage in (b"\x00garbage", side.read_bytes()[:20]):
+        side.write_bytes(damage)
+        assert WordsCache(path, "fp").get("d900") is None
+    side.write_bytes(
+        statement_words.marshal.dumps({"version": 0, "fingerprint": "fp", "files": {}})
+    )
+    cache = a_pass([900])
+    assert cache.added and WordsCache(path, "fp").get("d900") is not None
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600) == oct(side.stat().st_mode & 0o777)
