@@ -60,6 +60,7 @@ FIGURES = {
     "builtin_one_floor": "the same pass against its own I/O and git, without cmem's logic (diagnostic)",
     "builtin_one_loaded": "the pass's I/O and git with its modules imported, none of its work (diagnostic)",
     "builtin_one_terminal": "the same pass on a terminal against off one (diagnostic)",
+    "builtin_next": "the next one-note pass after a pass, nothing reset between (diagnostic)",
 }
 
 # Run inside cmem's own interpreter: cmem's cue set, its state folder, its token estimate.
@@ -163,6 +164,15 @@ NEW_NOTE = """# bench: one more note
 
 其实不是这样的：基准测试的新笔记应该进入下一次收敛。
 Actually, the new note should enter the next pass.
+"""
+
+
+# The everyday sequence: a note edited after the last pass, then the next pass (`bench_builtin_one`).
+NEXT_NOTE_NAME = "zz bench next note.md"
+NEXT_NOTE = """# bench: the next note
+
+其实不是这样的：第 {n} 条新笔记应该进入下一次收敛。
+Actually, note {n} should enter the next pass.
 """
 
 
@@ -942,6 +952,27 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
         )
         reset()
         git_count, git_ms = git_processes(tools, one_argv)
+        # That pass applied: from here each run is the next pass after the last, as a day's
+        # passes follow each other (the rows above reset the state to the same start each time,
+        # so what a pass leaves its successor — the file it wrote, new to every cache — is here).
+        rounds = iter(range(1_000_000))
+
+        def next_note() -> None:
+            (work / NEXT_NOTE_NAME).write_text(NEXT_NOTE.format(n=next(rounds)), encoding="utf-8")
+            time.sleep(RACY_WAIT)  # a later session: what the last pass wrote has settled
+
+        next_argv = [
+            *one_argv[: one_argv.index("--only") + 1],
+            NEXT_NOTE_NAME,
+            "--vault",
+            str(work),
+        ]
+        after = time_group(
+            tools,
+            [Command("next", next_argv, setup=next_note), python_pass(tools)],
+            args.repeat,
+            args.warmup,
+        )
         if label != "sample-vault":
             ONE_NOTE_PASS["prepare"] = lambda: (
                 reset(),
@@ -953,6 +984,7 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
             failed_row("builtin_one_floor", label, "`bench/pass_floor.py`", exc),
             failed_row("builtin_one_loaded", label, "`python -c pass`", exc),
             failed_row("builtin_one_terminal", label, "off a terminal", exc),
+            failed_row("builtin_next", label, "`python -c pass`", exc),
         ]
     floor = statistics.median(times["floor"])
     return [
@@ -996,6 +1028,18 @@ def bench_builtin_one(tools: Tools, args, source: Path, label: str) -> list[Row]
             " wrapper with pipes, as a hook or a log gets it; ≈ 1× expected (rich's live status"
             " cost a terminal pass ~80 ms at 10k: its import, and its thread kept the pass from"
             " forking)",
+        ),
+        Row(
+            "builtin_next",
+            label,
+            after["next"],
+            "`python -c pass`",
+            after["pass"],
+            note=f"after a pass of the row above, each run edits `{NEXT_NOTE_NAME}` (a new"
+            " correction) and converges it `--only`, the state as the last run left it;"
+            f" {RACY_WAIT:g} s between runs (untimed), so what a pass wrote has settled as by the"
+            " next session; what a pass leaves its successor (the memory file it wrote, new to"
+            " the caches kept by stat and by text) is paid here, not in the reset rows",
         ),
     ]
 
