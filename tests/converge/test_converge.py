@@ -150,10 +150,15 @@ def test_hand_edits_are_snapshotted_first_and_marked_in_the_prompt(
     (pass_vault / "2026-11-29 随手记.md").write_text(
         "- 我决定先投三家 Agent 公司 #job-search\n", encoding="utf-8"
     )
+    # and adds a resident file of their own, which git does not know yet
+    (pass_vault / "converged/core/by-hand.md").write_text(
+        "# 手写\n\n- 周末不看工作消息（来源：[[2026-11-20 日记]]）\n", encoding="utf-8"
+    )
     prompt = run_pass(
         open_vault(pass_vault), PassOptions(engine="builtin", emit_prompt=True)
     ).prompt
     assert f'<file path="{JOBS}" edited_by_user="true">' in prompt
+    assert '<file path="converged/core/by-hand.md" edited_by_user="true">' in prompt
     second = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert second.status == "applied" and second.snapshot_commit
     snapshot_files = git(

@@ -242,30 +242,31 @@ class AppliedPass:
 def hand_edited_files(vault: Vault, state: State) -> set[str]:
     """Convergent files changed by someone else since the last pass: the user's word."""
     last = state.last_of_kind("converge")
-    commit = history.find_pass_commit(vault.root, last["id"]) if last else None
-    if commit is None:
+    if not last:
         return set()
-    # against the working tree, so a dry run or --emit-prompt (no snapshot commit) sees them too
-    changed = history.run_git(
-        vault.root,
-        "diff",
-        "--name-only",
-        "--relative",
-        commit.sha,
-        "--",
-        *vault.convergent_dirs,
-        check=False,
+    # The files nobody committed are asked for while the last pass's commit is found and
+    # diffed: three git processes one after another were ~13 ms of every pass after a pass.
+    added = history.GitBeside(
+        vault.root, "ls-files", "--others", "--exclude-standard", "--", *vault.convergent_dirs
     )
-    added = history.run_git(
-        vault.root,
-        "ls-files",
-        "--others",
-        "--exclude-standard",
-        "--",
-        *vault.convergent_dirs,
-        check=False,
-    )
-    return {line.strip() for line in (changed.stdout + added.stdout).splitlines() if line.strip()}
+    try:
+        commit = history.find_pass_commit(vault.root, last["id"])
+        if commit is None:
+            return set()
+        # against the working tree, so a dry run or --emit-prompt (no snapshot commit) sees them too
+        changed = history.run_git(
+            vault.root,
+            "diff",
+            "--name-only",
+            "--relative",
+            commit.sha,
+            "--",
+            *vault.convergent_dirs,
+            check=False,
+        )
+    finally:
+        found = added.result()  # waited for whatever happens: no process is left behind
+    return {line.strip() for line in (changed.stdout + found.stdout).splitlines() if line.strip()}
 
 
 def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:

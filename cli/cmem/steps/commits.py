@@ -632,6 +632,37 @@ class CommitInfo:
     subject: str
 
 
+class GitBeside:
+    """git started now, its answer read when asked (`result`): a command whose answer is needed
+    later runs while this process asks git something else."""
+
+    def __init__(self, root: Path, *args: str):
+        try:
+            self.process = subprocess.Popen(
+                git_argv(root, *args),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_env(),
+                encoding="utf-8",
+                errors="surrogateescape",
+            )
+        except FileNotFoundError:
+            raise GitError(
+                "git is not installed or not on PATH; cmem keeps the vault's history in git."
+            ) from None
+        self._result: subprocess.CompletedProcess | None = None
+
+    def result(self) -> subprocess.CompletedProcess:
+        """Its exit code and output, as `run_git(..., check=False)` gives them."""
+        if self._result is None:
+            out, err = self.process.communicate()
+            self._result = subprocess.CompletedProcess(
+                self.process.args, self.process.returncode, out, err
+            )
+        return self._result
+
+
 def find_pass_commit(root: Path, pass_id: str) -> CommitInfo | None:
     # the whole trailer line, so an id quoted inside another commit's field never matches
     # (a basic regular expression: its special characters are escaped)
