@@ -196,3 +196,18 @@ def run_fast(vault: Path | None, *argv: str) -> tuple[str, bool]:
     }
     # a miss imports the real command (typer) or, for a scan, the scanner (cmem.fast: run_scan)
     return result.stdout, not ({"typer", "cmem.scan.scanner"} & modules)
+
+
+def forks_from_now(monkeypatch) -> list[int]:
+    """The pids of the children this process forks from now on (`os.fork` still forks)."""
+    pids = []
+    real = os.fork
+
+    def fork():
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids

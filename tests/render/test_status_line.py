@@ -20,6 +20,7 @@ from cmem.render.status_line import StatusLine
 from cmem.scan import in_processes, scanner
 from cmem.scan.in_processes import PARALLEL_MIN_ITEMS, PROCESSES_VARIABLE
 from cmem.vault.layers import DIVERGENT, open_vault
+from support import forks_from_now
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 
@@ -185,16 +186,7 @@ def test_notes_are_read_in_forked_processes_while_the_line_turns(
     files = [(file, file.lstat()) for file in vault.list_layer(DIVERGENT)]
     assert len(files) >= PARALLEL_MIN_ITEMS
     alone = [scanner._read_entry(file, vault, st) for file, st in files]
-    forks = []
-    real_fork = os.fork
-
-    def fork():
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
+    forks = forks_from_now(monkeypatch)
     monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     screen = terminal()

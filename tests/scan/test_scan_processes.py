@@ -16,6 +16,7 @@ import pytest
 from cmem.scan import in_processes, scanner
 from cmem.scan.in_processes import PARALLEL_MIN_ITEMS, PROCESSES_VARIABLE
 from cmem.vault.layers import DIVERGENT, open_vault
+from support import forks_from_now
 
 
 def _many_notes(root, copies: int = 25) -> None:
@@ -63,21 +64,6 @@ def _logged_reads(monkeypatch, log, fail_in=None, sleep_in=None, sleep_seconds=6
     monkeypatch.setattr(scanner, "_read_entry", read)
 
 
-def _forks(monkeypatch) -> list[int]:
-    """The pids of the children forked from now on."""
-    pids = []
-    real = os.fork
-
-    def fork():
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
-
-
 def _reaped(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)
@@ -96,7 +82,7 @@ def test_notes_read_in_processes_give_the_entries_one_process_gives(
     alone = [scanner._read_entry(file, vault, st) for file, st in files]
     log = tmp_path / "reads.log"
     _logged_reads(monkeypatch, log)
-    pids = _forks(monkeypatch)
+    pids = forks_from_now(monkeypatch)
 
     forked = scanner._read_entries(files, vault, workers)
 
@@ -113,7 +99,7 @@ def test_the_guard_index_read_in_processes_is_the_one_process_reads(sample_vault
     files = [(file, file.lstat()) for file in vault.convergent_files()]
     assert len(files) >= PARALLEL_MIN_ITEMS
     alone = [scanner._convergent_entry(file, vault, st) for file, st in files]
-    pids = _forks(monkeypatch)
+    pids = forks_from_now(monkeypatch)
 
     forked = scanner._convergent_entries(files, vault, 2)
 
@@ -131,7 +117,7 @@ def test_a_child_that_fails_costs_only_speed(sample_vault, tmp_path, monkeypatch
     alone = [scanner._read_entry(file, vault, st) for file, st in files]
     log = tmp_path / "reads.log"
     _logged_reads(monkeypatch, log, fail_in="child")
-    pids = _forks(monkeypatch)
+    pids = forks_from_now(monkeypatch)
 
     forked = scanner._read_entries(files, vault, 2)
 
@@ -165,7 +151,7 @@ def test_an_error_here_stops_and_reaps_the_children(sample_vault, tmp_path, monk
     vault = open_vault(sample_vault)
     files = _to_read(vault)
     _logged_reads(monkeypatch, tmp_path / "reads.log", fail_in="parent", sleep_in="child")
-    pids = _forks(monkeypatch)
+    pids = forks_from_now(monkeypatch)
     started = time.monotonic()
 
     with pytest.raises(RuntimeError, match="a bug in the parent"):
@@ -236,7 +222,7 @@ def test_an_error_in_the_other_work_stops_and_reaps_the_children(
     vault = open_vault(sample_vault)
     files = _to_read(vault)
     _logged_reads(monkeypatch, tmp_path / "reads.log", sleep_in="child")
-    pids = _forks(monkeypatch)
+    pids = forks_from_now(monkeypatch)
     started = time.monotonic()
 
     def meanwhile():

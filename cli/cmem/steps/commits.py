@@ -58,6 +58,9 @@ def git_argv(root: Path, *args: str) -> list[str]:
     ]
 
 
+NO_GIT = "git is not installed or not on PATH; cmem keeps the vault's history in git."
+
+
 def run_git(
     root: Path,
     *args: str,
@@ -79,9 +82,7 @@ def run_git(
             errors="surrogateescape",
         )
     except FileNotFoundError:
-        raise GitError(
-            "git is not installed or not on PATH; cmem keeps the vault's history in git."
-        ) from None
+        raise GitError(NO_GIT) from None
     if check and result.returncode != 0:
         message = (result.stderr or result.stdout).strip().splitlines()
         detail = message[-1] if message else f"exit {result.returncode}"
@@ -648,9 +649,7 @@ class GitBeside:
                 errors="surrogateescape",
             )
         except FileNotFoundError:
-            raise GitError(
-                "git is not installed or not on PATH; cmem keeps the vault's history in git."
-            ) from None
+            raise GitError(NO_GIT) from None
         self._result: subprocess.CompletedProcess | None = None
 
     def result(self) -> subprocess.CompletedProcess:
