@@ -48,6 +48,10 @@ class StatusLine:
 
     def start(self, text: str) -> None:
         self.text = text
+        try:
+            self.stream.flush()  # what the stream holds goes before the line, which bypasses it
+        except (OSError, ValueError):
+            pass
         self._write(HIDE_CURSOR + self._line(0))
         self._thread = threading.Thread(target=self._run, name="cmem-status-line", daemon=True)
         if self.fd is not None:
