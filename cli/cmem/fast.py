@@ -631,22 +631,12 @@ def run_converge(request: dict) -> int | None:
 def _light_failure(exc: Exception, request: dict) -> int:
     """What the full CLI's error funnel (`commands/app.py: main`) makes of an error raised once a
     command has started: its sentence and exit code, or the traceback of a bug."""
-    from cmem.errors import CmemError
+    from cmem.errors import failure_sentence
 
-    if isinstance(exc, CmemError):
-        return _light_fail(str(exc), exc.exit_code, request)
-    message = None
-    if isinstance(exc, ModuleNotFoundError):
-        from cmem.errors import missing_dependency_sentence
-
-        message = missing_dependency_sentence(exc)
-    elif isinstance(exc, OSError):  # a full disk, a read-only folder: as cli.py: main
-        from cmem.errors import os_error_sentence
-
-        message = os_error_sentence(exc)
-    if message is None:
+    failed = failure_sentence(exc)
+    if failed is None:
         raise exc
-    return _light_fail(message, 1, request)
+    return _light_fail(*failed, request)
 
 
 def _light_echo(message: str, err: bool = False, nl: bool = True) -> None:

@@ -111,8 +111,13 @@ def main() -> None:
             report_interrupt(invoked, None)
         if isinstance(code, int) and code:
             sys.exit(code)
-    except CmemError as exc:
-        _fail(invoked, str(exc), exc.exit_code)
+    except (CmemError, OSError, ModuleNotFoundError) as exc:
+        from cmem.errors import failure_sentence
+
+        failed = failure_sentence(exc)  # a CmemError, a full disk, a dependency not installed
+        if failed is None:
+            raise
+        _fail(invoked, *failed)
     except KeyboardInterrupt as exc:
         report_interrupt(invoked, exc)
         sys.exit(130)
@@ -121,20 +126,6 @@ def main() -> None:
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(1)
-    except OSError as exc:  # a full disk, a read-only folder: the user's to fix, not a bug
-        from cmem.errors import os_error_sentence
-
-        message = os_error_sentence(exc)
-        if message is None:
-            raise
-        _fail(invoked, message, 1)
-    except ModuleNotFoundError as exc:  # a declared dependency the install lacks
-        from cmem.errors import missing_dependency_sentence
-
-        message = missing_dependency_sentence(exc)
-        if message is None:
-            raise
-        _fail(invoked, message, 1)
     except Exception as exc:  # click's usage errors arrive here in non-standalone mode
         usage = _click_usage_error(exc)
         if usage is None:
