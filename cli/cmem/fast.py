@@ -606,11 +606,6 @@ def run_converge(request: dict) -> int | None:
                 quiet=quiet,
                 as_json=as_json,
             )
-        plain_emit = options.emit_prompt and not any(
-            request[key]
-            for key in ("engine", "llm", "dry-run", "only", "propose", "allow-shrink")
-            + ("diff", "keep-raw-prompt", "quiet", "json")
-        )
         return pass_command.converge_by_hand(
             target,
             options,
@@ -619,7 +614,6 @@ def run_converge(request: dict) -> int | None:
             quiet=quiet,
             as_json=as_json,
             show_diff=request["diff"],
-            plain_emit=plain_emit,
         )
     except KeyboardInterrupt as exc:
         pass_command.report_interrupt(invoked, exc, _light_echo)

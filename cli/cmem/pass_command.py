@@ -68,10 +68,8 @@ def converge_by_hand(
     quiet: bool,
     as_json: bool,
     show_diff: bool,
-    plain_emit: bool = False,
 ) -> int:
-    """A pass a person runs (`options`: the pipeline's PassOptions); returns the exit code.
-    `plain_emit`: a bare `--emit-prompt`, whose prompt is stored for `cmem.fast` to answer."""
+    """A pass a person runs (`options`: the pipeline's PassOptions); returns the exit code."""
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
     from cmem.render.reports import Spinner, render_pass
@@ -83,7 +81,7 @@ def converge_by_hand(
         reset_failures(target)  # a person is running a pass: unattended runs may try again
         auto_sync(target, invoked, echo, quiet=quiet)
     kept = None
-    if plain_emit:
+    if plain_emit(options, show_diff=show_diff, quiet=quiet, as_json=as_json):
         from cmem.reading import stored_prompt
 
         kept = stored_prompt.begin(target)
@@ -116,6 +114,25 @@ def converge_by_hand(
         stream_err = result.status == "failed"
         echo(render_pass(result, show_diff=show_diff or options.dry_run), err=stream_err)
     return 1 if result.status == "failed" else 0
+
+
+def plain_emit(options, *, show_diff: bool, quiet: bool, as_json: bool) -> bool:
+    """A bare `converge --emit-prompt`: the request whose prompt is stored for `cmem.fast` to
+    answer next time (`reading/stored_prompt.py`); any other option makes it another request."""
+    return options.emit_prompt and not (
+        options.engine
+        or options.llm
+        or options.dry_run
+        or options.response_text is not None  # --response or --replay
+        or options.only
+        or options.budget
+        or options.propose
+        or options.allow_shrink
+        or options.keep_raw_prompt
+        or show_diff
+        or quiet
+        or as_json
+    )
 
 
 def converge_unattended(

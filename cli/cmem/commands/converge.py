@@ -186,11 +186,6 @@ def converge(
             as_json=as_json,
         )
     else:
-        # the plain request, which cmem.fast answers from the stored prompt (issue 13)
-        plain_emit = emit_prompt and not any(
-            (engine, llm, dry_run, response, replay, only, budget, propose, allow_shrink, show_diff)
-            + (keep_raw_prompt, quiet, as_json)
-        )
         code = pass_command.converge_by_hand(
             target,
             options,
@@ -199,7 +194,6 @@ def converge(
             quiet=quiet,
             as_json=as_json,
             show_diff=show_diff,
-            plain_emit=plain_emit,
         )
     if code:
         raise typer.Exit(code)
