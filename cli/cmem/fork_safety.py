@@ -20,15 +20,19 @@ _waits: list[Callable[[], object]] = []
 _safe: list = []  # threading.Thread objects a fork may leave behind
 
 
-def wait_before_fork(wait: Callable[[], object]) -> Callable[[], None]:
-    """Register `wait` (it returns once the thread's work is done); returns the unregistering."""
-    _waits.append(wait)
+def _register(registry: list, item) -> Callable[[], None]:
+    registry.append(item)
 
     def unregister() -> None:
-        if wait in _waits:
-            _waits.remove(wait)
+        if item in registry:
+            registry.remove(item)
 
     return unregister
+
+
+def wait_before_fork(wait: Callable[[], object]) -> Callable[[], None]:
+    """Register `wait` (it returns once the thread's work is done); returns the unregistering."""
+    return _register(_waits, wait)
 
 
 def wait_for_threads() -> None:
@@ -43,13 +47,7 @@ def wait_for_threads() -> None:
 def fork_safe_thread(thread) -> Callable[[], None]:
     """Register `thread` as one a forked child may do without (it holds no lock the child could
     need); returns the unregistering."""
-    _safe.append(thread)
-
-    def unregister() -> None:
-        if thread in _safe:
-            _safe.remove(thread)
-
-    return unregister
+    return _register(_safe, thread)
 
 
 def threads_beside() -> int:
