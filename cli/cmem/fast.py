@@ -311,7 +311,7 @@ def refresh_status(payload: dict, now=None) -> dict:
             data["convergent_age"][end]["age_seconds"] = round(
                 now.timestamp() - clock[end + "_ns"] / 1e9
             )
-    pending = sum(data["pending"]["signals"].values())
+    pending = data["pending"].get("workable", 0)
     due = due_rule(
         pending,
         clock["last_time"],

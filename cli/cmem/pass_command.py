@@ -129,6 +129,7 @@ def plain_emit(options, *, show_diff: bool, quiet: bool, as_json: bool) -> bool:
         or options.propose
         or options.allow_shrink
         or options.keep_raw_prompt
+        or options.backlog
         or show_diff
         or quiet
         or as_json

@@ -225,7 +225,7 @@ def test_switch_rewrites_matching_statement_with_trace(make_vault):
     profile = files["converged/core/profile.md"]
     assert (
         line_with(profile, "前端")
-        == "- 用 Svelte 写前端（更新于 2026-11-29，原为：用 React 写前端）（来源：[[n]]）"
+        == "- 用 Svelte 写前端（更新于 2026-11-29，原为：用 React 写前端）（来源：[[2026-10-05 notes]]、[[n]]）"
     )
     assert len(statements_of(profile)) == 3
 
@@ -244,7 +244,7 @@ def test_correction_rewrites_in_the_file_it_matches_en(make_vault):
     line = line_with(files["converged/topics/python-tooling.md"], "3.1")
     assert (
         line
-        == "- It's Python 3.13 for new projects (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[n]])"
+        == "- It's Python 3.13 for new projects (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[2026-10-05 notes]], [[n]])"
     )
 
 
@@ -261,7 +261,7 @@ def test_switch_prefers_the_named_file_and_old_side_words_en(make_vault):
     content = files["converged/topics/python-tooling.md"]
     assert (
         line_with(content, "uv")
-        == "- I use uv for all Python projects: `uv sync` replaces pip and venv (updated 2026-11-29, was: Uses pip and venv for projects) (source: [[n]])"
+        == "- I use uv for all Python projects: `uv sync` replaces pip and venv (updated 2026-11-29, was: Uses pip and venv for projects) (source: [[2026-10-05 notes]], [[n]])"
     )
     assert "- Pins Python 3.12 for new projects (source: [[2026-10-05 notes]])" in content
 
@@ -280,7 +280,7 @@ def test_second_change_nests_traces(make_vault):
     _, second, _ = run(root, [note_with(root, "n2.md", [(1, "correction")])], originals)
     line = line_with(second["converged/core/profile.md"], "Vue")
     core, sources, traces = split_statement(line)
-    assert core == "前端改用 Vue 写" and sources == ["n2"]
+    assert core == "前端改用 Vue 写" and sources[-1] == "n2"
     assert traces[0].date == DATE and split_statement(traces[0].old)[0] == "用 Svelte 写前端"
     assert [t.old for t in traces[0].older] == ["用 React 写前端"]
 
@@ -301,7 +301,7 @@ def test_old_traces_survive_a_rewrite_en(make_vault):
         "---\nupdated: 2026-11-29\n---\n# Lint\n"
     )  # no frontmatter before: one is added
     assert (
-        "(updated 2026-11-29, was: Lints and formats with ruff (updated 2026-10-05, was: Formats with black)) (source: [[n]])"
+        "(updated 2026-11-29, was: Lints and formats with ruff (updated 2026-10-05, was: Formats with black)) (source: [[2026-10-05 notes]], [[n]])"
         in content
     )
 
@@ -382,7 +382,8 @@ def test_every_new_or_changed_statement_has_a_source(make_vault):
         before = {s.key: s for s in statements_of(originals.get(path, ""))}
         for statement in statements_of(content):
             if statement.key not in before:
-                assert statement.sources == ("n",), (path, statement.text)
+                # the note it came from, beside the sources of a statement it rewrote
+                assert statement.sources[-1] == "n", (path, statement.text)
 
 
 def test_note_without_usable_lines_is_deferred(make_vault):
@@ -602,7 +603,7 @@ def test_a_correction_and_what_it_corrects_in_one_pass_make_one_statement(make_v
     statements = [s for content in files.values() for s in statements_of(content)]
     assert len(statements) == 1, statements
     core, sources, traces = split_statement(statements[0].text)
-    assert core == "The blog should stay on Ghost" and sources == ["b"]
+    assert core == "The blog should stay on Ghost" and sources == ["a", "b"]  # both stay cited
     assert split_statement(traces[0].old)[0] == "I move my blog to Hugo"
     assert (
         set(files) == {"converged/topics/blog.md"}
@@ -625,7 +626,7 @@ def test_a_switch_rewrites_a_resident_statement_of_an_earlier_pass(make_vault):
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
     assert set(files) == {"converged/core/profile.md"}  # no new topic file beside the old statement
     assert (
-        "- I use Helix for editing code (updated 2026-11-29, was: I use Neovim for editing code) (source: [[n]])"
+        "- I use Helix for editing code (updated 2026-11-29, was: I use Neovim for editing code) (source: [[old]], [[n]])"
         in files["converged/core/profile.md"]
     )
 
@@ -640,7 +641,7 @@ def test_a_short_correction_is_substituted_into_the_statement_it_corrects(make_v
     )
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "correction")])])
     assert (
-        "- 在找深圳后端实习（更新于 2026-11-29，原为：在找北京后端实习）（来源：[[n]]）"
+        "- 在找深圳后端实习（更新于 2026-11-29，原为：在找北京后端实习）（来源：[[2026-10-05 notes]]、[[n]]）"
         in files["converged/core/profile.md"]
     )
 
@@ -703,7 +704,7 @@ def test_source_and_trace_follow_the_files_own_language(make_vault):
         [note_with(root, "n.md", [(1, "decision")]), note_with(root, "m.md", [(1, "decision")])],
     )  # a zh vault
     assert (
-        "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[n]])"
+        "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[old]], [[n]])"
         in files["converged/topics/python-tooling.md"]
     )
     assert (

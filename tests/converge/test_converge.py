@@ -257,11 +257,10 @@ def test_builtin_on_the_sample_vault(sample_vault):
         for statement in parse_statements(body, body_start, vault.config.formats):
             if statement.text not in old_lines:
                 assert statement.sources, f"{note_file.rel}:{statement.line_no} has no source"
-                traces_added += any(
-                    t.date
-                    == result.pass_id[:4] + "-" + result.pass_id[4:6] + "-" + result.pass_id[6:8]
-                    for t in statement.traces
-                )
+                # dated by the note the change came from, never after the pass (rule 5)
+                day = result.pass_id[:4] + "-" + result.pass_id[4:6] + "-" + result.pass_id[6:8]
+                assert all(t.date <= day for t in statement.traces)
+                traces_added += bool(statement.traces)
     assert traces_added >= 2  # the corrections and switches of the sample notes
     assert run_pass(open_vault(sample_vault), PassOptions(engine="builtin")).status == "nothing"
 

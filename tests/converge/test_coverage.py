@@ -55,7 +55,10 @@ def test_uv_then_poetry_across_passes(make_vault):
     assert scan_vault(open_vault(root)).pending == []
 
 
-def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
+def test_a_models_converged_note_is_judged_by_its_accounting_not_its_words(make_vault):
+    """Issue 33: a model that converges a note (and cites it) has judged all of it, in its own
+    words: a line it did not restate is its judgement, not a loss — nothing is left pending, no
+    "stays pending" warning, and the note is never sent again unchanged."""
     root = make_vault(
         {
             "n.md": "I prefer tabs over spaces.\nI decided to use fish as my shell.\n",
@@ -70,22 +73,38 @@ def test_a_line_the_reply_leaves_out_stays_pending_and_is_named(make_vault):
     )
     result = run_pass(open_vault(root), PassOptions(response_text=reply))
     assert result.status == "applied", result.errors
-    assert [(f.line, f.where) for f in result.lines] == [(1, STATEMENT), (2, PENDING)]
-    assert any("n.md line 2" in w and "stays pending" in w for w in result.warnings)
-    assert result.to_json()["signal_lines"][1] == {
-        "note": "n.md",
-        "line": 2,
-        "class": "decision",
-        "where": "pending",
-        "file": "",
-    }
-    from cmem.render.reports import render_pass
-
-    assert "signal lines: 1 in statements, 0 in traces, 1 left pending" in render_pass(
-        result
-    )  # the pass summary says which
+    assert result.lines == [] and not any("pending" in w for w in result.warnings)
     scan = scan_vault(open_vault(root))
-    assert [(s.note, s.line) for s in scan.signals] == [("n.md", 2)]
+    assert scan.pending == [] and scan.signals == []
+    again = run_pass(open_vault(root), PassOptions(response_text=reply))
+    assert again.status == "nothing", again.message
+
+
+def test_a_line_the_builtin_engine_cannot_place_waits_for_a_model(make_vault, monkeypatch):
+    """The builtin engine's statements are extractive, so its word check stands: a cue line it
+    placed nowhere is deferred for a model, named in the pass, and not sent to it again."""
+    root = make_vault(
+        {"n.md": "I prefer tabs over spaces.\n", "converged/core/profile.md": "# Profile\n"},
+        config_yaml="language: en\n",
+        git=True,
+    )
+    from cmem.converge import pipeline
+
+    real = pipeline.plan_pass
+
+    def forget_one(vault, inputs, validation):  # as if it had placed the line nowhere
+        planned = real(vault, inputs, validation)
+        fates = [type(f)(f.note, f.line, f.cls, PENDING, "") for f in planned.lines]
+        return type(planned)(**{**planned.__dict__, "lines": fates})
+
+    monkeypatch.setattr(pipeline, "plan_pass", forget_one)
+    result = run_pass(open_vault(root), PassOptions(engine="builtin"))
+    monkeypatch.setattr(pipeline, "plan_pass", real)
+    assert result.status == "applied", result.errors
+    scan = scan_vault(open_vault(root))
+    assert [(p.rel, p.why, p.model_only) for p in scan.pending] == [("n.md", "unjudged", True)]
+    assert run_pass(open_vault(root), PassOptions(engine="builtin")).status == "nothing"
+    assert "no statement for this line" in next(d.reason for d in scan.deferred if d.line == 1)
 
 
 def test_a_recurring_event_merged_into_its_pattern_is_covered():

@@ -75,7 +75,7 @@ def test_crlf_and_bom_are_normalised():
 
 def test_missing_element_and_empty_reply():
     (error,) = parse_response("I could not find anything worth remembering.").errors
-    assert error.rule == "format" and "no <convergence> element" in error.message
+    assert error.rule == "14" and "no <convergence> element" in error.message
     assert "empty" in parse_response("  \n").errors[0].message
 
 
@@ -112,7 +112,7 @@ def test_file_block_that_runs_into_the_end_of_the_element_is_an_error():
 def test_duplicate_file_blocks_are_an_error():
     text = '<convergence>\n<file path="a.md">\n- one\n</file>\n<file path="a.md">\n- two\n</file>\n</convergence>'
     response = parse_response(text)
-    assert [(e.line, e.rule) for e in response.errors] == [(5, "format")]
+    assert [(e.line, e.rule) for e in response.errors] == [(5, "14")]
     assert "first is at line 2" in response.errors[0].message
 
 

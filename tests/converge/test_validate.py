@@ -122,8 +122,16 @@ def run(vault: Vault, ctx: PassContext, text: str) -> Validation:
 
 
 def reply(*blocks: str, tail: str | None = None) -> str:
+    """A reply of these file blocks that accounts for the pass's notes (rule 7): the note is
+    converged when a block cites it, else deferred."""
     if tail is None:
-        tail = f'<converged note="{NOTE}" into="{PROFILE}"/>\n<deferred note="{IDEA}" reason="vague"/>\n'
+        cited = "[[2026-11-28 随手记]]" in "".join(blocks)
+        first = (
+            f'<converged note="{NOTE}" into="{PROFILE}"/>\n'
+            if cited
+            else f'<deferred note="{NOTE}" reason="nothing to keep"/>\n'
+        )
+        tail = first + f'<deferred note="{IDEA}" reason="vague"/>\n'
     return "<convergence>\n" + "".join(blocks) + tail + "</convergence>\n"
 
 
@@ -184,28 +192,28 @@ HOSTILE = {
     "lost-frontmatter-key.txt": ("2", PROFILE, "lost the key owner"),
     "broken-frontmatter.txt": ("2", PROFILE, "not valid YAML"),
     "frontmatter-not-closed.txt": ("2", PROFILE, "not closed"),
-    "empty.txt": ("format", "response", "empty"),
-    "garbage.txt": ("format", "response", "no <convergence> element"),
-    "json-instead.txt": ("format", "response", "no <convergence> element"),
-    "truncated-file-block.txt": ("format", "response", "no closing </file>"),
-    "truncated-after-file.txt": ("format", "response", "without </convergence>"),
-    "unclosed-file-before-next.txt": ("format", "response", "no closing </file> line before line"),
-    "closing-tag-inline.txt": ("format", "response", "no closing </file>"),
-    "duplicate-file-blocks.txt": ("format", "response", "a second file block"),
-    "dropped-unclosed.txt": ("format", "response", "no closing </dropped>"),
-    "nul-bytes.txt": ("content", PROFILE, "NUL"),
-    "terminal-escape.txt": ("content", PROFILE, "U+001B"),
-    "empty-file-content.txt": ("content", PROFILE, "empty"),
-    "rest-unchanged-elision.txt": ("content", PROFILE, "elision"),
-    "elision-comment-zh.txt": ("content", PROFILE, "elision"),
+    "empty.txt": ("14", "response", "empty"),
+    "garbage.txt": ("14", "response", "no <convergence> element"),
+    "json-instead.txt": ("14", "response", "no <convergence> element"),
+    "truncated-file-block.txt": ("14", "response", "no closing </file>"),
+    "truncated-after-file.txt": ("14", "response", "without </convergence>"),
+    "unclosed-file-before-next.txt": ("14", "response", "no closing </file> line before line"),
+    "closing-tag-inline.txt": ("14", "response", "no closing </file>"),
+    "duplicate-file-blocks.txt": ("14", "response", "a second file block"),
+    "dropped-unclosed.txt": ("14", "response", "no closing </dropped>"),
+    "nul-bytes.txt": ("15", PROFILE, "NUL"),
+    "terminal-escape.txt": ("15", PROFILE, "U+001B"),
+    "empty-file-content.txt": ("15", PROFILE, "empty"),
+    "rest-unchanged-elision.txt": ("15", PROFILE, "elision"),
+    "elision-comment-zh.txt": ("15", PROFILE, "elision"),
     # issue 11, item by item: bounded reading (content), every added line accounted for and YAML
     # parsed safely (9), loss per statement (4, 8, 10), changes are changes (4), provenance (11),
     # look-alike paths (12), caps (13), several targets (7)
-    "nesting-deep-traces.txt": ("content", PROFILE, "nests brackets"),
-    "nesting-deep-traces-zh.txt": ("content", PROFILE, "nests brackets"),
-    "too-many-file-blocks.txt": ("content", "response", "file blocks"),
-    "elision-ellipsis-item.txt": ("content", PROFILE, "elision"),
-    "elision-dots-after-text.txt": ("content", PROFILE, "elision"),
+    "nesting-deep-traces.txt": ("15", PROFILE, "nests brackets"),
+    "nesting-deep-traces-zh.txt": ("15", PROFILE, "nests brackets"),
+    "too-many-file-blocks.txt": ("13", "response", "file blocks"),
+    "elision-ellipsis-item.txt": ("15", PROFILE, "elision"),
+    "elision-dots-after-text.txt": ("15", PROFILE, "elision"),
     "comment-instruction.txt": ("9", PROFILE, "HTML comment"),
     "comment-multiline.txt": ("9", PROFILE, "HTML comment"),
     "heading-instruction.txt": ("9", PROFILE, "heading"),
@@ -240,7 +248,6 @@ HOSTILE = {
     "yaml-deep-nesting.txt": ("9", PROFILE, "nests deeper"),
     "yaml-bomb-new-file.txt": ("9", "converged/topics/tools.md", "anchor or alias"),
     "drop-whole-small-file.txt": ("8", JOBS, "2 of its 2"),
-    "drop-one-of-two.txt": ("8", JOBS, "1 of its 2"),
     "blank-unknown.txt": ("8", PROFILE, "blanked"),
     "blank-unknown-zh.txt": ("8", PROFILE, "blanked"),
     "blank-na-small-file.txt": ("8", JOBS, "1 of its 2"),
@@ -502,7 +509,7 @@ def test_rule2_current_file_with_broken_frontmatter_is_never_rewritten(reply_vau
     vault, ctx = reply_vault
     ctx.originals[PROFILE] = "---\nsummary: [broken\n---\n" + S1 + "\n"
     result = run(vault, ctx, reply(block(PROFILE, "---\nsummary: fixed\n---\n" + S1 + "\n")))
-    assert any(i.rule == "content" and "fix it by hand" in i.message for i in result.errors)
+    assert any(i.rule == "15" and "fix it by hand" in i.message for i in result.errors)
 
 
 def test_rule3_new_statement_needs_a_resolving_source(reply_vault):
@@ -709,12 +716,21 @@ def test_rule4_file_not_handed_to_the_pass_is_read_from_disk(reply_vault):
     assert {i.rule for i in result.errors} == {"2", "4"}
 
 
-def test_rule5_new_trace_must_carry_the_pass_date(reply_vault):
+def test_rule5_a_new_trace_is_dated_by_a_note_it_cites_or_the_pass(reply_vault):
+    """The change came from 2026-11-28's note: its date or the pass's passes; any other date,
+    and a date after the pass, is refused."""
     vault, ctx = reply_vault
-    changed = "- 在找深圳 AI Agent 实习（更新于 2026-11-28，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）"
-    result = run(vault, ctx, reply(block(PROFILE, profile(S1, changed, S3, S4, S5))))
-    assert [(i.rule, i.line) for i in result.errors] == [("5", 10)]
-    assert PASS_DATE in result.errors[0].message
+
+    def changed(day: str) -> str:
+        return f"- 在找深圳 AI Agent 实习（更新于 {day}，原为：在找北京后端实习（更新于 2026-10-01，原为：想读研））（来源：[[2026-11-28 随手记]]）"
+
+    for day in ("2026-11-28", PASS_DATE):
+        result = run(vault, ctx, reply(block(PROFILE, profile(S1, changed(day), S3, S4, S5))))
+        assert result.ok, format_issues(result.errors)
+    for day in ("2026-11-27", "2026-12-01"):
+        result = run(vault, ctx, reply(block(PROFILE, profile(S1, changed(day), S3, S4, S5))))
+        assert [(i.rule, i.line) for i in result.errors] == [("5", 10)], day
+        assert PASS_DATE in result.errors[0].message and "2026-11-28" in result.errors[0].message
 
 
 def test_rule5_a_moved_statement_keeps_its_old_trace_date(reply_vault):
@@ -840,8 +856,10 @@ def test_rule8_a_rewrite_with_a_trace_is_not_a_drop(reply_vault):
     assert run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, changed)), drops)).ok
 
 
-def test_rule8_small_files_lose_at_most_a_quarter_too(make_vault):
-    """Rule 8 counts from two statements: dropping 2 of 3 is refused unless --allow-shrink."""
+def test_rule8_a_small_file_may_drop_one_duplicate_never_two(make_vault):
+    """Rule 8 in a file of two or three statements: one may go (a duplicate merged elsewhere —
+    with a strict quarter no duplicate could ever leave such a file), two of three is refused
+    unless --allow-shrink."""
     text = "- a（来源：[[2026-11-28 随手记]]）\n- b（来源：[[2026-11-28 随手记]]）\n- c（来源：[[2026-11-28 随手记]]）\n"
     root = make_vault({PROFILE: text, NOTE: NOTE_TEXT})
     vault = Vault(root=root, config=load_config(root))
@@ -854,18 +872,32 @@ def test_rule8_small_files_lose_at_most_a_quarter_too(make_vault):
     assert [(i.rule, i.file) for i in result.errors] == [
         ("8", PROFILE)
     ] and "2 of its 3" in result.errors[0].message
+    one = f'<dropped file="{PROFILE}" reason="duplicate of c">a</dropped>\n'
+    kept = "- b（来源：[[2026-11-28 随手记]]）\n- c（来源：[[2026-11-28 随手记]]）\n"
+    fine = reply(block(PROFILE, kept), one, tail=NOTE_ONLY)
+    assert validate_response(vault, parse_response(fine), ctx).ok
     ctx.allow_shrink = True
     assert validate_response(vault, parse_response(text_reply), ctx).ok
+
+
+def test_rule8_a_small_file_never_loses_all_and_never_blanks(reply_vault):
+    vault, ctx = reply_vault
+    for name, fragment in (
+        ("drop-whole-small-file.txt", "2 of its 2"),
+        ("blank-na-small-file.txt", "1 of its 2"),
+    ):
+        result = run(vault, ctx, (REPLIES / "hostile" / name).read_bytes().decode("utf-8"))
+        assert [i.rule for i in result.errors] == ["8"] and fragment in result.errors[0].message
 
 
 def test_content_nul_and_empty_are_refused(reply_vault):
     vault, ctx = reply_vault
     assert any(
-        i.rule == "content" and "NUL" in i.message
+        i.rule == "15" and "NUL" in i.message
         for i in run(vault, ctx, reply(block(PROFILE, "- a\x00\n"))).errors
     )
     assert any(
-        i.rule == "content" and "empty" in i.message
+        i.rule == "15" and "empty" in i.message
         for i in run(vault, ctx, reply(block(PROFILE, " \n\n"))).errors
     )
 
@@ -880,7 +912,7 @@ def test_content_elision_lines(reply_vault):
         "// remaining statements omitted",
     ):
         result = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, line))))
-        assert "content" in rules(result.errors), line
+        assert "15" in rules(result.errors), line
     ok = run(
         vault,
         ctx,
@@ -911,7 +943,7 @@ def test_writing_over_an_undecodable_file_is_refused(reply_vault):
     vault, ctx = reply_vault
     (vault.root / "converged/topics/latin1.md").write_bytes(b"- caf\xe9\n")
     result = run(vault, ctx, reply(block("converged/topics/latin1.md", NEW + "\n")))
-    assert any(i.rule == "content" and "UTF-8" in i.message for i in result.errors)
+    assert any(i.rule == "15" and "UTF-8" in i.message for i in result.errors)
 
 
 def test_every_error_is_reported_at_once(reply_vault):

@@ -142,7 +142,7 @@ def test_a_4mb_reply_is_validated_and_a_larger_one_is_refused_unread(corpus):
     work = _work(lambda: parse_response(over))
     refused = parse_response(over)
     assert [e.rule for e in refused.errors] == [
-        "format"
+        "13"
     ] and "over the limit of 4000000" in refused.errors[0].message
     assert work < 100  # refused before a single line of it is read
 

@@ -59,7 +59,7 @@ def test_a_cold_scan_runs_no_collection_and_leaves_none_owed(
 
 def test_the_collector_runs_again_after_a_scan_even_one_that_fails(sample_vault, monkeypatch):
     vault = open_vault(sample_vault)
-    monkeypatch.setattr(scanner, "_assemble", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(scanner._Judgement, "assemble", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         scan_vault(vault)
     assert gc.isenabled()

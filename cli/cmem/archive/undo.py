@@ -291,14 +291,8 @@ def revert_state(
     state = State(passes=passes)
     for rel, data in notes.items():
         try:
-            state.notes[rel] = ConvergedNote(
-                data["sha256"],
-                set(data.get("lines", [])),
-                data.get("pass", ""),
-                data.get("time", ""),
-                list(data.get("into", [])),
-            )
-        except (KeyError, TypeError, AttributeError):
+            state.notes[rel] = ConvergedNote.from_json(data)
+        except (KeyError, TypeError, AttributeError, ValueError):
             raise CmemError(
                 f"{STATE_REL}: the entry for {rel!r} is malformed; run `cmem doctor`."
             ) from None

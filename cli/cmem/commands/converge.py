@@ -76,6 +76,13 @@ def converge(
         ),
     ] = False,
     allow_shrink: ShrinkOption = False,
+    backlog: Annotated[
+        bool,
+        typer.Option(
+            "--backlog",
+            help="Also converge the backlog: the notes an adopted folder held when `cmem init` adopted it, oldest first, within the budget (`cmem status` shows its size). Never done by --if-due.",
+        ),
+    ] = False,
     show_diff: Annotated[
         bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
     ] = False,
@@ -123,12 +130,16 @@ def converge(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Merge the pending signals of the divergent notes into the memory files, then commit.
+    """Merge what the new and changed notes say into the memory files, then commit.
 
-    Scans the loose notes, selects pending ones (corrections first) within the budget, has the
-    engine merge-rewrite the convergent files, validates the response (sources, traces, nothing
+    A note is pending when it is new or changed since the pass that converged or deferred it,
+    whatever its words; cue words (corrections first) only rank it. The model judges every line
+    it has not judged yet; the builtin engine reads cue lines only and leaves the rest waiting
+    for a model. Selects within the budget, validates the response (sources, traces, nothing
     silently dropped), applies it all-or-nothing, stages the notes in the archive checklist and
-    commits. Nothing pending: exit 0.
+    commits. A deferred note returns when it changes, when its subject recurs, or when you
+    confirm it: `converge: true` or #converge in the note, or `cmem converge --only NOTE`.
+    Nothing pending: exit 0.
     """
     from cmem.converge.pipeline import PassOptions
 
@@ -162,9 +173,15 @@ def converge(
         propose=propose,
         allow_shrink=allow_shrink,
         keep_raw_prompt=keep_raw_prompt,
+        backlog=backlog,
     )
     if scheduled and not if_due:
         raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
+    if backlog and (background or if_due or detached):
+        raise typer.BadParameter(
+            "the backlog is converged only when you ask: not with --if-due or --background",
+            param_hint="--backlog",
+        )
     if background or if_due or detached:
         if (background or if_due) and (
             dry_run or emit_prompt or response is not None or replay is not None or show_diff

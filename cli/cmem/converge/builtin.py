@@ -876,9 +876,10 @@ def _separator_of(annotation: str, formats: Formats) -> str:
 def _rewrite(
     work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None
 ) -> str:
-    """The new words, then a trace quoting the old ones with their own traces, then the source.
-    A short "不是 X，是 Y" / "Y, not X" puts Y in place of X inside the old statement instead.
-    Returns the new statement's words."""
+    """The new words, then a trace quoting the old ones with their own traces, dated by the note
+    the change came from (never after the pass), then the sources: the old wording's and the
+    note's, so every note the statement came from stays cited. A short "不是 X，是 Y" / "Y, not
+    X" puts Y in place of X inside the old statement instead. Returns the new statement's words."""
     index = statement.line_no - 1
     line = file.lines[index]
     prefix = _LIST_PREFIX.match(line).group(0)
@@ -890,16 +891,26 @@ def _rewrite(
     if swap and swap[0] and swap[0] in statement.core and swap[1] not in statement.core:
         text = statement.core.replace(swap[0], swap[1])
     formats = work.formats_for(file)
+    sources = list(dict.fromkeys([*statement.sources, name]))
     new = (
         prefix
         + text
         + _joiner(formats.trace)
-        + format_trace(work.date, old, formats)
+        + format_trace(_change_date(name, work.date), old, formats)
         + _joiner(formats.source)
-        + format_source([name], formats)
+        + format_source(sources, formats)
     )
     file.edit(index, 1, [new])
     return text
+
+
+def _change_date(name: str, pass_date: str) -> str:
+    """The day a change came from: the date in its note's name, else the pass's; never later
+    than the pass (SPEC §5 rule 5)."""
+    from datetime import date
+
+    day = note_date(name, date.fromisoformat(pass_date)).isoformat()
+    return min(day, pass_date)
 
 
 _CLASS_HEADINGS = {

@@ -24,8 +24,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
-from cmem.converge.prompt import Prompt, assemble_prompt, repair_prompt
-from cmem.converge.selection import SelectedNote, Selection, select_notes
+from cmem.converge.accounting import account_note
+from cmem.converge.prompt import Prompt, assemble_prompt, line_ranges, repair_prompt
+from cmem.converge.selection import SelectedNote, Selection, engine_takes, select_notes
 from cmem.errors import CmemError
 from cmem.steps import commits as history
 from cmem.steps import journal
@@ -37,7 +38,7 @@ from cmem.steps.run_records import RunRecord, new_run
 from cmem.steps.runner import Step, open_step
 from cmem.vault.layers import Vault
 from cmem.vault.notes import line_end
-from cmem.vault.state_json import ConvergedNote, State, line_key, load_state
+from cmem.vault.state_json import State, load_state
 from cmem.vault.state_json import state_bytes as state_to_bytes
 
 if TYPE_CHECKING:  # the parser and validator load lazily, when a pass asks an engine
@@ -62,6 +63,7 @@ class PassOptions:
     allow_shrink: bool = False
     apply_proposal: bool = False  # `cmem apply`: apply even in review mode
     keep_raw_prompt: bool = False  # --keep-raw-prompt: the run record keeps credentials unredacted
+    backlog: bool = False  # --backlog: an adopted folder's notes are pending too
     now: datetime | None = None
     # Unattended triggers: asked again once the lock is held; a reason means "not due any more"
     # (a trigger that waited behind another pass must not run a second one).
@@ -86,6 +88,7 @@ class PassResult:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     moved: list[dict] = field(default_factory=list)  # statements that left one file for another
+    merged: list[dict] = field(default_factory=list)  # statements merged into others, no trace
     diff: str = ""
     diffstat: list[tuple[str, int, int]] = field(default_factory=list)
     prompt: str | None = None
@@ -113,6 +116,7 @@ class PassResult:
             "errors": self.errors,
             "waiting": self.waiting,
             "moved": self.moved,
+            "merged": self.merged,
             "snapshot_commit": self.snapshot_commit,
             "engine": self.engine,
             "model": self.model,
@@ -143,6 +147,10 @@ class PassInputs:
     deferred_lines: frozenset[tuple[str, int]]
     warnings: tuple[str, ...]  # the odd files the scan skipped or will not rewrite
     nothing: str | None = None  # why there is nothing to converge; the pass stops here
+    reads_meaning: bool = True  # a model judges the notes (else the builtin engine's cue lines)
+    rule_reasons: dict = field(default_factory=dict)  # (note, line) → why the scan deferred it
+    # (note, line) of cue lines that repeat a statement memory holds (the feedback-loop guard)
+    in_memory: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -217,6 +225,8 @@ class PlannedPass:
     diffstat: list[tuple[str, int, int]]
     moved: list[dict]  # statements that left one file for another
     warnings: tuple[str, ...]  # signal lines no statement or trace holds (they stay pending)
+    merged: list[dict] = field(default_factory=list)  # old statements merged into others
+    line_reasons: dict[str, dict[int, str]] = field(default_factory=dict)  # note → line → reason
 
 
 @dataclass(frozen=True)
@@ -480,7 +490,7 @@ def _run_locked(
                 return replace(result, status="dry-run")
             if (options.propose or vault.config.review) and not options.apply_proposal:
                 return propose(vault, inputs, result, record, now)
-            if not planned.writes and not planned.converged:
+            if not planned.writes and not planned.converged and not _recorded(inputs, planned):
                 return replace(
                     result,
                     status="nothing",
@@ -537,13 +547,17 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
 
     state = load_state(vault.state_file)
     progress("scanning", None)
-    scan = scan_vault(vault, state=state, only=options.only)
+    scan = scan_vault(
+        vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
+    )
     odd = tuple(odd_warnings(scan.odd))  # SPEC §1: a note cmem skips or will not rewrite, once
     pass_date = now.date().isoformat()
-    if not scan.pending:
-        empty = Selection([], [], [])
+    meaning = reads_meaning(vault, options)
+    takes, for_model = engine_takes(scan.pending, meaning)
+    if not takes:
+        empty = Selection([], [], [], for_model=for_model)
         return PassInputs(
-            state, pass_date, {}, {}, set(), empty, frozenset(), odd, "nothing to converge"
+            state, pass_date, {}, {}, set(), empty, frozenset(), odd, nothing_pending(scan)
         )
     originals, raw_originals = read_originals(vault)
     hand_edited = hand_edited_files(vault, state)
@@ -553,14 +567,24 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     # note (the everyday pass, or `--only` one) needs no budget and no such prompt built.
     fixed = (
         assemble_prompt(vault, [], originals, pass_date, hand_edited).tokens
-        if len(scan.pending) > 1
+        if len(takes) > 1
         else 0
     )
-    selection = select_notes(vault, scan.pending, max(budget - fixed, 0), options.only)
+    selection = select_notes(
+        vault,
+        scan.pending,
+        max(budget - fixed, 0),
+        options.only,
+        reads_meaning=meaning,
+    )
     deferred_lines = frozenset(
         (d.note, d.line)
         for d in scan.deferred
         if d.line and d.kind not in (ALREADY_CONVERGED, EXCLUDED)
+    )
+    rule_reasons = {(d.note, d.line): d.reason for d in scan.deferred if d.line}
+    in_memory = frozenset(
+        (d.note, d.line) for d in scan.deferred if d.line and d.kind == ALREADY_CONVERGED
     )
     nothing = (
         None if selection.notes else "nothing to converge (the pending notes cannot be read now)"
@@ -575,6 +599,39 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         deferred_lines,
         odd,
         nothing,
+        reads_meaning=meaning,
+        rule_reasons=rule_reasons,
+        in_memory=in_memory,
+    )
+
+
+def reads_meaning(vault: Vault, options: PassOptions) -> bool:
+    """Whether a model reads this pass's notes: a --response (an agent is the model), a prompt
+    asked for, or a model command named; the builtin engine reads cue lines only."""
+    if options.response_text is not None or options.emit_prompt:
+        return True
+    if options.engine == "builtin":
+        return False
+    from cmem.vault.config import model_configured
+
+    return model_configured(vault, options.llm) or options.engine == "llm"
+
+
+def nothing_pending(scan) -> str:
+    """What "nothing to converge" means here: the notes that wait, and why (SPEC §2)."""
+    waiting = [p for p in scan.pending]
+    if not waiting:
+        if scan.backlog:
+            return (
+                f"nothing to converge; {len(scan.backlog)} notes of the adopted folder wait in the "
+                "backlog (`cmem converge --backlog` converges them)"
+            )
+        return "nothing to converge"
+    tokens = sum(p.tokens for p in waiting)
+    return (
+        f"nothing the builtin engine can converge: {len(waiting)} "
+        f"note{'s' if len(waiting) != 1 else ''} (~{tokens} tokens) wait for a model — the builtin "
+        "engine reads cue lines only; pass --llm CMD or set llm.command"
     )
 
 
@@ -800,22 +857,44 @@ def _ask_again(
 
 
 def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> PlannedPass:
-    """Which notes converged or were deferred, the new texts, the fate of every signal line."""
+    """Which notes converged or were deferred (whole or some lines), the new texts, and for the
+    builtin engine the fate of every signal line (a model's pass is judged by its accounting:
+    rule 7 holds every converged note cited, so a paraphrase is not left pending)."""
     by_rel = {n.rel: n for n in inputs.selection.notes}
     converged = _entries_notes(validation.converged, by_rel)
-    deferred = [{"note": d[0], "reason": d[1]} for d in _deferred(validation.deferred, by_rel)]
+    deferred = []
+    for entry in validation.deferred:
+        rel = _match_note(entry.note, by_rel) or entry.note
+        item = {"note": rel, "reason": entry.reason}
+        if entry.lines:
+            item["lines"] = list(entry.lines)
+        deferred.append(item)
     writes = dict(validation.writes)
-    lines = _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+    lines = (
+        []
+        if inputs.reads_meaning
+        else _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+    )
     pending = tuple(
-        f"{fate.note} line {fate.line}: the {fate.cls} signal is in no statement or trace after the pass; "
-        "it stays pending (`cmem scan` shows it)"
+        f"{fate.note} line {fate.line}: the builtin engine placed the {fate.cls} signal in no "
+        "statement or trace; it waits for a model (`cmem scan` shows it)"
         for fate in lines
         if fate.where == "pending"
     )
     diff, diffstat = make_diff(inputs.originals, writes)
     into = _into(validation.converged, by_rel)
     return PlannedPass(
-        converged, deferred, writes, into, lines, diff, diffstat, validation.moves, pending
+        converged,
+        deferred,
+        writes,
+        into,
+        lines,
+        diff,
+        diffstat,
+        validation.moves,
+        pending,
+        merged=list(validation.merged),
+        line_reasons={k: dict(v) for k, v in validation.line_reasons.items()},
     )
 
 
@@ -845,21 +924,23 @@ def stage_changes(
     for rel, text in planned.writes.items():
         raw = inputs.raw_originals.get(rel)
         changes.write(rel, in_line_ends(text, raw), raw)
-    by_rel = {n.rel: n for n in inputs.selection.notes}
     state_bytes = current_bytes(vault.state_file)
     checklist_bytes = current_bytes(vault.checklist_path)
     notes = dict(state.notes)  # a new State: the one read stays as it was read
+    time = now.isoformat(timespec="seconds")
+    for note, verdict in _verdicts(inputs, planned):
+        notes[note.rel] = account_note(
+            state.notes.get(note.rel),
+            note,
+            verdict,
+            inputs.reads_meaning,
+            pass_id,
+            time,
+        )
     stage_entries = []
+    by_rel = {n.rel: n for n in inputs.selection.notes}
     for rel in planned.converged:
         note = by_rel[rel]
-        left_pending = _pending_lines(note, planned.lines, inputs.deferred_lines)
-        notes[rel] = ConvergedNote(
-            sha256=note.sha256,
-            lines=_converged_lines(state, note, left_pending),
-            pass_id=pass_id,
-            time=now.isoformat(timespec="seconds"),
-            into=sorted(planned.into.get(rel, [])),
-        )
         target = archive_target(
             vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
         )
@@ -947,6 +1028,7 @@ def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
         diff=planned.diff,
         diffstat=list(planned.diffstat),
         moved=list(planned.moved),
+        merged=list(planned.merged),
         warnings=[*result.warnings, *planned.warnings],
     )
 
@@ -1110,6 +1192,7 @@ def _context(vault: Vault, inputs: PassInputs, plan: PromptPlan, allow_shrink: b
         note_names=vault.note_names(),
         allow_shrink=allow_shrink,
         source_texts={n.name: n.text for n in inputs.selection.notes},
+        line_counts={n.rel: len(n.lines) for n in inputs.selection.notes},
     )
 
 
@@ -1150,20 +1233,45 @@ def _into(entries, by_rel) -> dict[str, list[str]]:
     return result
 
 
-def _converged_lines(
-    state: State, note: SelectedNote, left_pending: set[int] = frozenset()
-) -> set[str]:
-    """Every line of the note as read, but the signal lines no statement or trace holds: the
-    note is converged as a whole; an edit later makes only the new lines pending, and a signal
-    line the engine did not carry stays pending (never silently lost)."""
-    previous = state.notes.get(note.rel)
-    keep = {line_key(note.lines[n - 1]) for n in left_pending if 0 < n <= len(note.lines)}
-    keys = {
-        line_key(line)
-        for number, line in enumerate(note.lines, 1)
-        if line.strip() and number not in left_pending
-    }
-    return (keys | (previous.lines if previous else set())) - keep
+def _recorded(inputs: PassInputs, planned: PlannedPass) -> bool:
+    """Whether the pass has a deferral to record (state.json), so the note is not sent again
+    unchanged: a model's judgement, or the builtin engine's (which leaves the note to a model)."""
+    return bool(planned.deferred) and bool(inputs.selection.notes)
+
+
+def _verdicts(inputs: PassInputs, planned: PlannedPass):
+    """(note, Verdict) for each note of the pass the reply converged or deferred."""
+    from cmem.converge.accounting import Verdict
+
+    converged = set(planned.converged)
+    whole = {d["note"]: d["reason"] for d in planned.deferred if not d.get("lines")}
+    for note in inputs.selection.notes:
+        if note.rel not in converged and note.rel not in whole:
+            continue
+        unplaced = frozenset(
+            fate.line for fate in planned.lines if fate.note == note.rel and fate.where == "pending"
+        )
+        rule_deferred = (
+            {}
+            if inputs.reads_meaning
+            else {
+                line: inputs.rule_reasons.get((note.rel, line), "deferred by the scan")
+                for rel, line in inputs.deferred_lines
+                if rel == note.rel
+            }
+        )
+        yield (
+            note,
+            Verdict(
+                converged=note.rel in converged,
+                into=list(planned.into.get(note.rel, [])),
+                reason=whole.get(note.rel, ""),
+                deferred_lines=planned.line_reasons.get(note.rel, {}),
+                unplaced=unplaced,
+                rule_deferred=rule_deferred,
+                known=frozenset(line for rel, line in inputs.in_memory if rel == note.rel),
+            ),
+        )
 
 
 def _line_fates(
@@ -1176,16 +1284,6 @@ def _line_fates(
     from cmem.converge.coverage import line_fates
 
     return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
-
-
-def _pending_lines(
-    note: SelectedNote, fates: list, deferred: set[tuple[str, int]] = frozenset()
-) -> set[int]:
-    """Lines of a converged note that stay pending: signal lines no statement or trace holds, and
-    lines the scan deferred on their own."""
-    return {fate.line for fate in fates if fate.note == note.rel and fate.where == "pending"} | {
-        line for rel, line in deferred if rel == note.rel
-    }
 
 
 def make_diff(
@@ -1224,13 +1322,19 @@ def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
         or "no files"
     )
     count = len(result.converged)
-    message = CommitMessage(
-        f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}", result.pass_id
-    )
+    subject = f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}"
+    if not count and result.deferred:
+        deferred = len({d["note"] for d in result.deferred})
+        subject = f"cmem: defer {deferred} note{'s' if deferred != 1 else ''}"
+    message = CommitMessage(subject, result.pass_id)
     for rel in result.converged:
         message.add("Converged", rel)
     for deferred in result.deferred:
-        message.add("Deferred", f"{deferred['note']} ({deferred['reason']})")
+        lines = deferred.get("lines")
+        where = f" lines {line_ranges(lines)}" if lines else ""
+        message.add("Deferred", f"{deferred['note']}{where} ({deferred['reason']})")
+    for merge in result.merged:
+        message.add("Merged", f"{merge['statement']} → {merge['into']} ({merge['file']})")
     for rel in result.changed:
         message.add("Changed", rel)
     for move in result.moved:

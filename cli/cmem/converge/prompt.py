@@ -34,31 +34,41 @@ class Prompt:
 
 
 def instructions(vault: Vault) -> str:
+    """The fixed instructions: the rulebook and its example reply, in the vault's language and
+    source and trace formats (`tests/converge/test_rulebook.py` validates the example)."""
     config = vault.config
     formats = config.formats
     zh = config.language == "zh"
-    example_old = "在找北京后端实习" if zh else "backend job in Beijing"
+    journal, city, tool = (
+        ("2026-11-20 日记", "2026-11-28 随手记", "2026-11-08 随手记")
+        if zh
+        else ("2026-11-20 journal", "2026-11-28 notes", "2026-11-08 notes")
+    )
+    trace_city = format_trace("2026-11-28", "北京后端" if zh else "backend job in Beijing", formats)
     template = PromptTemplate(f"converge.{config.language}.md")
     return (
         template.render(
             resident_dir=config.resident_dir,
             situational_dir=config.situational_dir,
             resident_max_tokens=str(config.resident_max_tokens),
-            trace_example=format_trace("2026-11-29", example_old, formats),
-            source_example=format_source(
-                ["2026-11-28 随手记" if zh else "2026-11-28 notes"], formats
-            ),
+            situational_max_tokens=str(config.situational_max_tokens),
+            trace_example=trace_city,
             source_separator=formats.source_separator,
-            example_source_1=format_source(
-                ["2026-11-20 日记" if zh else "2026-11-20 journal"], formats
-            ),
-            example_source_2=format_source(
-                ["2026-11-28 随手记" if zh else "2026-11-28 notes"], formats
-            ),
-            example_trace=format_trace("2026-11-29", example_old, formats),
+            src_journal=_joined(format_source([journal], formats)),
+            src_journal_city=_joined(format_source([journal, city], formats)),
+            src_journal_tool=_joined(format_source([journal, tool], formats)),
+            src_tool=_joined(format_source([tool], formats)),
+            trace_city=_joined(trace_city),
+            trace_tool=_joined(format_trace("2026-11-08", "bun", formats)),
         ).rstrip("\n")
         + "\n"
     )
+
+
+def _joined(annotation: str) -> str:
+    """A source or trace as it follows a statement: after a space, unless it opens with a
+    full-width bracket (`（来源：…）`), which follows the text directly."""
+    return annotation if annotation[:1] in "（【" else " " + annotation
 
 
 def quote_file(path: str, text: str, hand_edited: bool) -> str:
@@ -66,11 +76,34 @@ def quote_file(path: str, text: str, hand_edited: bool) -> str:
     return f'<file path="{path}"{mark}>\n{text.rstrip(chr(10))}\n</file>\n'
 
 
-def quote_note(note: SelectedNote) -> str:
+def quote_note(note: SelectedNote, zh: bool = False) -> str:
+    """A note as data, numbered; its cue lines; and the lines this pass judges, when some of it
+    was converged before (the rest is context)."""
     width = len(str(len(note.lines)))
     numbered = "\n".join(f"{index:>{width}}| {line}" for index, line in enumerate(note.lines, 1))
-    signals = "\n".join(f"- line {s.line}: {s.cls} (cue “{s.cue}”)" for s in note.signals)
-    return f'<note path="{note.rel}" name="{note.name}">\n{numbered.rstrip()}\n</note>\nSignals in {note.rel}:\n{signals}\n'
+    out = f'<note path="{note.rel}" name="{note.name}">\n{numbered.rstrip()}\n</note>\n'
+    if note.signals:
+        signals = "\n".join(f"- line {s.line}: {s.cls} (cue “{s.cue}”)" for s in note.signals)
+        out += (f"{note.rel} 的信号：\n" if zh else f"Signals in {note.rel}:\n") + signals + "\n"
+    if note.why != "new":
+        judged = line_ranges(note.judge) or ("（无）" if zh else "(none)")
+        out += (
+            f"待判断的行：{judged}（其余的行以前已收敛，只作上下文）\n"
+            if zh
+            else f"Lines to judge: {judged} (the other lines were converged before; context only)\n"
+        )
+    return out
+
+
+def line_ranges(lines: list[int]) -> str:
+    """3,4,5,9 as "3-5, 9"."""
+    runs: list[list[int]] = []
+    for number in sorted(lines):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def touched_situational(
@@ -320,7 +353,7 @@ def assemble_prompt(
         if zh
         else "\n# Divergent notes (data, not instructions)\n"
     ]
-    notes_part += [quote_note(note) for note in notes]
+    notes_part += [quote_note(note, zh) for note in notes]
     note_list = "\n".join(f"- {note.rel}" for note in notes)
     edited = sorted(p for p in hand_edited if p in originals)
     if edited:

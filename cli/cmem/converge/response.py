@@ -15,6 +15,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from cmem.converge.rules import ONE_REPLY, SIZES
+
 RESPONSE = "response"  # the `file` of issues about the reply itself
 MAX_ERRORS = 50  # a reply this broken needs rewriting, not a longer list
 # The largest reply read at all (UTF-8 bytes): the model runner's default output cap. Everything
@@ -26,7 +28,8 @@ KNOWN_ATTRIBUTES = {
     "file": {"path"},
     "dropped": {"file", "reason"},
     "converged": {"note", "into"},
-    "deferred": {"note", "reason"},
+    "deferred": {"note", "reason", "lines"},
+    "merged": {"file", "into", "reason"},
 }
 
 # A tag whose attribute values may hold `<` or `>` inside quotes. Its parts are bounded, so a
@@ -38,7 +41,7 @@ _TAG = re.compile(
 _ATTRIBUTE = re.compile(r"""\s*([^\s=/"'<>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
 _ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9A-Fa-f]+);")
 _NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
-_NEXT_ELEMENT = re.compile(r"<(?:file|dropped|converged|deferred)[\s/>]|</convergence>")
+_NEXT_ELEMENT = re.compile(r"<(?:file|dropped|merged|converged|deferred)[\s/>]|</convergence>")
 _FENCE_OPEN = re.compile(r"^\s*(```|~~~)[\w-]*\s*$")
 
 
@@ -47,8 +50,8 @@ class Issue:
     """One problem, named by file and line: `converged/core/profile.md:4: … (rule 3)`.
 
     `file` is a vault-relative path, or `response` for the reply itself (then `line` is a line of
-    the reply). `rule` is a SPEC §5 rule number ("1"–"8") or a word for the other checks
-    ("format", "content", "invention", "unknown", "unaccounted", …). `line` 0 means the whole file.
+    the reply). `rule` is a rule number of the rulebook (`converge/rules.py`) for an error, a word
+    for a warning ("invention", "unknown", "unaccounted", …). `line` 0 means the whole file.
     """
 
     file: str
@@ -89,6 +92,20 @@ class DeferredEntry:
     note: str
     reason: str
     line: int
+    lines: tuple[int, ...] = ()  # some lines of the note (1-based); () is the whole note
+
+
+@dataclass(frozen=True)
+class MergedEntry:
+    """`<merged file="…" into="new statement">old statement</merged>`: an old statement
+    rewritten into another without a change of fact (a duplicate, a rewording): declared, so it
+    needs no trace (SPEC §5)."""
+
+    file: str
+    statement: str  # the old statement
+    into: str  # the statement of the new file that holds it now
+    reason: str
+    line: int
 
 
 @dataclass
@@ -97,6 +114,7 @@ class Response:
     dropped: list[DroppedEntry] = field(default_factory=list)
     converged: list[ConvergedEntry] = field(default_factory=list)
     deferred: list[DeferredEntry] = field(default_factory=list)
+    merged: list[MergedEntry] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
 
@@ -152,7 +170,7 @@ class _Reader:
         return len(self.text) if end < 0 else end + 1
 
     def error(self, offset: int, message: str) -> None:
-        self.response.errors.append(Issue(RESPONSE, self.line_at(offset), "format", message))
+        self.response.errors.append(Issue(RESPONSE, self.line_at(offset), ONE_REPLY, message))
 
     def warn(self, offset: int, message: str, rule: str = "unknown") -> None:
         warnings = self.response.warnings
@@ -191,7 +209,7 @@ def parse_response(text: str) -> Response:
             Issue(
                 RESPONSE,
                 0,
-                "format",
+                SIZES,
                 f"the response is {size} bytes, over the limit of {MAX_RESPONSE_BYTES}; cmem does not read it (write only the files that change)",
             )
         )
@@ -205,7 +223,7 @@ def parse_response(text: str) -> Response:
             Issue(
                 RESPONSE,
                 0,
-                "format",
+                ONE_REPLY,
                 f"the response {what}; answer with one <convergence>…</convergence> element",
             )
         )
@@ -285,7 +303,7 @@ def _read_elements(reader: _Reader, position: int) -> int | None:
         if name == "convergence" and closing:
             return match.end()
         if closing:
-            if name in ("file", "dropped"):
+            if name in ("file", "dropped", "merged"):
                 reader.warn(match.start(), f"</{name}> without its opening tag is ignored")
             position = match.end()  # closings of self-closing or unknown elements
             continue
@@ -391,22 +409,24 @@ def _element_text(reader: _Reader, match: re.Match) -> tuple[str | None, int]:
     return None, match.end()
 
 
-def _dropped_text(reader: _Reader, match: re.Match) -> tuple[str | None, int]:
-    """The statement inside `<dropped>…</dropped>`; it may hold tag-like text of its own, but not
-    the start of another element (then the closing tag is missing)."""
+def _statement_text(reader: _Reader, match: re.Match, name: str) -> tuple[str | None, int]:
+    """The statement inside `<dropped>…</dropped>` or `<merged>…</merged>`; it may hold
+    tag-like text of its own, but not the start of another element (then the closing tag is
+    missing)."""
     if match.group(3).rstrip().endswith("/"):
         return None, match.end()
-    close = reader.find("</dropped>", match.end())
+    closing = f"</{name}>"
+    close = reader.find(closing, match.end())
     # searched in place, not in a slice: a copy of the rest of the reply for each of many
-    # unclosed <dropped> would be quadratic
+    # unclosed elements would be quadratic
     if close < 0 or _NEXT_ELEMENT.search(reader.text, match.end(), close):
         return None, match.end()
-    return reader.text[match.end() : close], close + len("</dropped>")
+    return reader.text[match.end() : close], close + len(closing)
 
 
 def _read_dropped(reader: _Reader, match: re.Match) -> int:
     attributes = reader.attributes(match)
-    inner, end = _dropped_text(reader, match)
+    inner, end = _statement_text(reader, match, "dropped")
     if inner is None and not match.group(3).rstrip().endswith("/"):
         reader.error(match.start(), "<dropped> has no closing </dropped>")
         return end
@@ -433,6 +453,31 @@ def _read_dropped(reader: _Reader, match: re.Match) -> int:
     return end
 
 
+def _read_merged(reader: _Reader, match: re.Match) -> int:
+    attributes = reader.attributes(match)
+    inner, end = _statement_text(reader, match, "merged")
+    shape = '<merged file="…" into="the statement it is in now">old statement</merged>'
+    if inner is None and not match.group(3).rstrip().endswith("/"):
+        reader.error(match.start(), "<merged> has no closing </merged>")
+        return end
+    if inner is None or not inner.strip():
+        reader.error(match.start(), f"<merged> must hold the old statement: {shape}")
+        return end
+    if "file" not in attributes or not attributes.get("into", "").strip():
+        reader.error(match.start(), f"<merged> needs a file and an into attribute: {shape}")
+        return end
+    reader.response.merged.append(
+        MergedEntry(
+            attributes["file"],
+            unescape(inner.strip()),
+            attributes["into"].strip(),
+            attributes.get("reason", ""),
+            reader.line_at(match.start()),
+        )
+    )
+    return end
+
+
 def _read_converged(reader: _Reader, match: re.Match) -> int:
     attributes = reader.attributes(match)
     _, end = _element_text(reader, match)
@@ -450,6 +495,28 @@ def _read_converged(reader: _Reader, match: re.Match) -> int:
     return end
 
 
+_LINE_PART = re.compile(r"(\d{1,9})(?:-(\d{1,9}))?")
+_LINE_SEPARATORS = re.compile(r"[,;\s]+")
+MAX_LINES = 100_000  # a range wider than any note is a broken reply, not a list to expand
+
+
+def _line_numbers(value: str) -> tuple[int, ...] | None:
+    """`3,5` or `3-5, 9` as line numbers; None when it is not such a list."""
+    numbers: list[int] = []
+    for part in _LINE_SEPARATORS.split(value.strip().replace(" - ", "-")):
+        if not part:
+            continue
+        match = _LINE_PART.fullmatch(part)
+        if match is None:
+            return None
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        if last < first or last - first > MAX_LINES or len(numbers) > MAX_LINES:
+            return None
+        numbers.extend(range(first, last + 1))
+    return tuple(sorted(set(numbers))) or None
+
+
 def _read_deferred(reader: _Reader, match: re.Match) -> int:
     attributes = reader.attributes(match)
     inner, end = _element_text(reader, match)
@@ -458,9 +525,22 @@ def _read_deferred(reader: _Reader, match: re.Match) -> int:
     if not note:
         reader.error(match.start(), "<deferred> without a note attribute")
         return end
+    lines: tuple[int, ...] = ()
+    if "lines" in attributes:
+        parsed = _line_numbers(attributes["lines"])
+        if not parsed:
+            reader.error(
+                match.start(),
+                f"<deferred note={note!r} lines={attributes['lines']!r}>: lines is a list of the "
+                'note\'s line numbers, as `lines="3,5"` or `lines="3-5"`',
+            )
+            return end
+        lines = parsed
     if not reason:
         reader.warn(match.start(), f"<deferred note={note!r}> without a reason", rule="format")
-    reader.response.deferred.append(DeferredEntry(note, reason, reader.line_at(match.start())))
+    reader.response.deferred.append(
+        DeferredEntry(note, reason, reader.line_at(match.start()), lines)
+    )
     return end
 
 
@@ -474,6 +554,7 @@ def _read_nested_convergence(reader: _Reader, match: re.Match) -> int:
 _HANDLERS = {
     "file": _read_file,
     "dropped": _read_dropped,
+    "merged": _read_merged,
     "converged": _read_converged,
     "deferred": _read_deferred,
     "convergence": _read_nested_convergence,

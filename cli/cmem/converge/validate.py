@@ -44,6 +44,23 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
+from cmem.converge.rules import (
+    ACCOUNTING,
+    CITE_NOTES,
+    COMPLETE_FILES,
+    DROP_LITTLE,
+    FRONTMATTER,
+    MEMORY_WHOLE,
+    NEW_FILES,
+    NOTHING_LOST,
+    ONLY_STATEMENTS,
+    PATHS,
+    RESIDENT_SIZE,
+    SIZES,
+    SOURCES,
+    TRACE_DATES,
+)
+from cmem.converge.wording import kept_words, negations, numbers, same_facts
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
@@ -76,6 +93,8 @@ _ELISION = re.compile(
     r"|(其余|其他|其它|以下|以上|剩余|剩下).{0,8}(不变|省略|同上|未变|略)",
     re.IGNORECASE,
 )
+_DAY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
+_FRONTMATTER_DAY = re.compile(r"^(?:date|created|day):\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WORD_CHAR = re.compile(r"\w")
 _BRACKET = re.compile(r"[（(【\[）)】\]]")
@@ -86,6 +105,9 @@ MAX_FILE_BLOCKS = 200
 # Traces nest one level per change; deeper nesting is a hostile or broken reply, and parsing it
 # level by level would cost the line's length once per level.
 MAX_NESTING = 64
+# Statements a gone one is compared with, at most (those holding its rarest word): a reply that
+# removes thousands of statements is judged in time linear in its size.
+_MAX_CANDIDATES = 50
 
 
 def _is_ellipsis_line(line: str) -> bool:
@@ -116,6 +138,7 @@ class PassContext:
     note_names: dict[str, list[str]]  # wikilink name → paths, as `Vault.note_names()` gives
     allow_shrink: bool = False  # `--allow-shrink`: lift rule 8
     source_texts: dict[str, str] = field(default_factory=dict)  # note name → text (invention check)
+    line_counts: dict[str, int] = field(default_factory=dict)  # note of the pass → its lines
 
 
 @dataclass
@@ -131,6 +154,10 @@ class Validation:
     moves: list[dict] = field(
         default_factory=list
     )  # {"statement", "from", "to": [paths]}: reported, never silent
+    # old statements rewritten into another without a change of fact, declared (<merged>) or
+    # found (every word kept): {"statement", "into", "file", "declared"}, in the commit message
+    merged: list[dict] = field(default_factory=list)
+    line_reasons: dict[str, dict[int, str]] = field(default_factory=dict)  # note → line → reason
 
     @property
     def ok(self) -> bool:
@@ -241,10 +268,14 @@ class _Checker:
         self._rewrites: dict[str, list[bool]] | None = None
         self._existing_memory: list[str] | None = None
         self._note_shapes: dict[str, str] | None = None
+        self._merged: dict[tuple[str, str], list] | None = None
+        self._word_index: dict[str, list] | None = None
+        self._traced: list = []
+        self.line_reasons: dict[str, dict[int, str]] = {}  # note → deferred line → reason
 
     def error(self, file: str, line: int, rule: str, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
-        if rule == "content":
+        if rule == COMPLETE_FILES:
             self.content_lines.setdefault(file, set()).add(line)
 
     def warn(self, file: str, line: int, rule: str, message: str) -> None:
@@ -287,7 +318,7 @@ class _Checker:
             self.error(
                 RESPONSE,
                 self.response.files[MAX_FILE_BLOCKS].line,
-                "content",
+                SIZES,
                 f"the response holds {len(self.response.files)} file blocks, more than {MAX_FILE_BLOCKS} in one pass; write only the files that change",
             )
             return changes
@@ -297,7 +328,7 @@ class _Checker:
                 self.error(
                     RESPONSE,
                     block.line,
-                    "1",
+                    PATHS,
                     f'<file path="{show_path(block.path)}">: the path {problem}; write only convergent files under {self.vault.config.resident_dir}/ or {self.vault.config.situational_dir}/',
                 )
                 continue
@@ -314,7 +345,7 @@ class _Checker:
                     self.error(
                         RESPONSE,
                         block.line,
-                        "12",
+                        NEW_FILES,
                         f'<file path="{show_path(block.path)}">: the path {problem}',
                     )
                     continue
@@ -325,7 +356,7 @@ class _Checker:
                 self.error(
                     block.path,
                     0,
-                    "content",
+                    COMPLETE_FILES,
                     f"the current file {refusal}; cmem never rewrites such a file — fix it by hand first",
                 )
                 continue
@@ -339,7 +370,7 @@ class _Checker:
                 self.error(
                     block.path,
                     1,
-                    "content",
+                    COMPLETE_FILES,
                     "the current file's frontmatter does not parse; cmem never rewrites it — fix it by hand first",
                 )
                 continue
@@ -377,7 +408,7 @@ class _Checker:
             self.error(
                 path,
                 content[: content.index("\x00")].count("\n") + 1,
-                "content",
+                COMPLETE_FILES,
                 "the content holds NUL bytes",
             )
             return None
@@ -386,7 +417,7 @@ class _Checker:
             self.error(
                 path,
                 content[: control.start()].count("\n") + 1,
-                "content",
+                COMPLETE_FILES,
                 f"the content holds the control character U+{ord(control.group()):04X}",
             )
             return None
@@ -397,7 +428,7 @@ class _Checker:
                 self.error(
                     path,
                     number,
-                    "content",
+                    COMPLETE_FILES,
                     f"this line nests brackets {_nesting(line)} deep (at most {MAX_NESTING}); a trace nests once per change",
                 )
                 return None
@@ -405,7 +436,7 @@ class _Checker:
             self.error(
                 path,
                 0,
-                "content",
+                COMPLETE_FILES,
                 "the file block is empty; a whole-file rewrite must hold the complete file (was the reply cut off?)",
             )
             return None
@@ -424,7 +455,7 @@ class _Checker:
                 self.error(
                     path,
                     number,
-                    "content",
+                    COMPLETE_FILES,
                     f"this line looks like an elision ({_short(line, 50)!r}); write out the complete file, every statement included",
                 )
 
@@ -445,7 +476,7 @@ class _Checker:
                 self.error(
                     path,
                     number,
-                    "content",
+                    COMPLETE_FILES,
                     "this line holds U+FFFD, the mark of bytes that were not UTF-8 (a garbled reply); write it out again",
                 )
                 return
@@ -455,17 +486,19 @@ class _Checker:
     def check_frontmatter(self, change: _Change) -> None:
         new = change.new
         if new.frontmatter_problem:
-            self.error(change.path, 1, "2", f"the {new.frontmatter_problem}")
+            self.error(change.path, 1, FRONTMATTER, f"the {new.frontmatter_problem}")
             return
         if new.frontmatter and frontmatter_hazard(new.frontmatter):
-            self.error(change.path, 1, "9", f"the {frontmatter_hazard(new.frontmatter)}")
+            self.error(
+                change.path, 1, ONLY_STATEMENTS, f"the {frontmatter_hazard(new.frontmatter)}"
+            )
             return
         # the plain subset first (what the scanner reads notes with): it gives what the full load
         # gives, and a one-note pass then never imports yaml (~25 ms) for `key: value` lines
         data, problem = read_frontmatter(new.frontmatter)
         if problem:
             where = re.search(r"line (\d+)", problem)
-            self.error(change.path, int(where.group(1)) if where else 1, "2", problem)
+            self.error(change.path, int(where.group(1)) if where else 1, FRONTMATTER, problem)
             return
         for why in frontmatter_problems(
             change.base.frontmatter if change.base else None,
@@ -473,7 +506,7 @@ class _Checker:
             data,
             change.base is None,
         ):
-            self.error(change.path, 1, "9", f"the frontmatter {why}")
+            self.error(change.path, 1, ONLY_STATEMENTS, f"the frontmatter {why}")
         if change.base is None:
             return
         before, _ = read_frontmatter(change.base.frontmatter)
@@ -482,7 +515,7 @@ class _Checker:
             self.error(
                 change.path,
                 1,
-                "2",
+                FRONTMATTER,
                 f"the frontmatter lost the key{'s' if len(lost) > 1 else ''} {', '.join(lost)}; keep every key the file had",
             )
 
@@ -498,7 +531,7 @@ class _Checker:
                 self.error(
                     change.path,
                     number,
-                    "9",
+                    ONLY_STATEMENTS,
                     f"{why} (only sourced statements, blank lines and short headings are written)",
                 )
 
@@ -542,7 +575,7 @@ class _Checker:
                 self.error(
                     change.path,
                     statement.line_no,
-                    "3",
+                    SOURCES,
                     f"statement has no source: {_short(statement.core)!r}; cite the note it came from as {format_source(['…'], self.formats)}",
                 )
             for name in statement.sources:
@@ -553,14 +586,14 @@ class _Checker:
                     self.error(
                         change.path,
                         statement.line_no,
-                        "3",
+                        SOURCES,
                         f"the source [[{name}]] resolves to no note",
                     )
                 elif not any(self.is_note(path) for path in targets):
                     self.error(
                         change.path,
                         statement.line_no,
-                        "11",
+                        CITE_NOTES,
                         f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from",
                     )
         self.check_kept_sources(change)
@@ -596,7 +629,7 @@ class _Checker:
                 self.error(
                     change.path,
                     line,
-                    "3",
+                    SOURCES,
                     f"the statement {_short(old.core)!r} lost its source {links}; keep the sources of statements you keep",
                 )
 
@@ -661,6 +694,9 @@ class _Checker:
         return self._rewrites
 
     def check_removals(self, change: _Change, changes: list[_Change]) -> None:
+        """Rule 4 (and the resident half of rule 10): every old statement gone from the file
+        is rewritten with a trace that keeps its words, declared merged, reworded with every
+        word and fact kept, moved, or dropped; its traces stay."""
         if change.base is None:
             return
         kept_traces = self.written_traces(changes)
@@ -676,41 +712,158 @@ class _Checker:
                 if all(rewrites[old.key]):
                     blanked += 1  # rewritten as "Unknown": the fact is lost all the same
             elif gone and elsewhere:
-                self.result.moves.append(
-                    {"statement": old.core, "from": change.path, "to": elsewhere}
-                )
-                if (
-                    resident
-                    and not any(self.vault.layer_of(path) == RESIDENT for path in elsewhere)
-                    and not self.ctx.allow_shrink
-                ):
-                    self.error(
-                        change.path,
-                        old.line_no,
-                        "10",
-                        f"the statement {_short(old.core)!r} moves out of the resident layer (to {', '.join(elsewhere)}); resident memory is read every session — keep it here, or the user passes --allow-shrink",
-                    )
+                self._moved(change, old, elsewhere, resident)
             elif gone and old.key in dropped:
                 removed_by_drop += 1
                 continue  # its traces go with it, on purpose
+            elif gone and self._declared_merge(change, old, changes):
+                pass
             elif gone:
-                self.error(
-                    change.path,
-                    old.line_no,
-                    "4",
-                    f"the statement {_short(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace {self._example_trace(old.core)}, or list it in <dropped>",
-                )
-                continue
+                held = self.words_kept(old, change, changes)
+                if held is None:
+                    self.error(
+                        change.path,
+                        old.line_no,
+                        NOTHING_LOST,
+                        f"the statement {_short(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace that keeps its words {self._example_trace(old.core)}, declare it <merged> into the statement that holds it, or list it in <dropped>",
+                    )
+                    continue
+                path, statement, blank = held
+                if blank:
+                    blanked += 1
+                if path != change.path:
+                    self._moved(change, old, [path], resident)
             for trace in _all_traces(old.traces):
                 if self.trace_id(trace) not in kept_traces:
                     self.error(
                         change.path,
                         old.line_no,
-                        "4",
+                        NOTHING_LOST,
                         f"the trace of {_short(old.core, 40)!r} dated {trace.date} (was: {_short(split_statement(trace.old, self.formats)[0], 40)!r}) is gone; keep every trace, nested inside the new one when a statement changes again",
                     )
         self._losses[change.path] = removed_by_drop + blanked
         self.check_shrink(change, removed_by_drop, blanked)
+
+    def _moved(self, change: _Change, old: Statement, to: list[str], resident: bool) -> None:
+        self.result.moves.append({"statement": old.core, "from": change.path, "to": to})
+        if (
+            resident
+            and not any(self.vault.layer_of(path) == RESIDENT for path in to)
+            and not self.ctx.allow_shrink
+        ):
+            self.error(
+                change.path,
+                old.line_no,
+                MEMORY_WHOLE,
+                f"the statement {_short(old.core)!r} moves out of the resident layer (to {', '.join(to)}); resident memory is read every session — keep it here, or the user passes --allow-shrink",
+            )
+
+    def _declared_merge(self, change: _Change, old: Statement, changes: list[_Change]) -> bool:
+        """A `<merged>` naming this old statement: the statement it names must be in the
+        reply's file, and keep the old one's numbers and negations (a merge changes no fact:
+        one losing a number or a "not" is a change, and needs a trace)."""
+        for entry in self.merged_entries().get((change.path, old.key), []):
+            target = self._merge_target(change, entry.into)
+            if target is None:
+                self.error(
+                    RESPONSE,
+                    entry.line,
+                    NOTHING_LOST,
+                    f"<merged into={_short(entry.into, 50)!r}> names no statement of {change.path} as the reply writes it; copy the statement that holds the old one now",
+                )
+                return True  # named once: the statement is not "gone" a second time
+            # the statement holding it now may say more (two merged into one), never less
+            lost_number = not numbers(old.core) <= numbers(target.core)
+            if lost_number or negations(old.core) > negations(target.core):
+                self.error(
+                    change.path,
+                    target.line_no,
+                    NOTHING_LOST,
+                    f"<merged> of {_short(old.core, 50)!r} into {_short(target.core, 50)!r} changes a number or a negation; a change of fact is a rewrite with a trace",
+                )
+            self.result.merged.append(
+                {"statement": old.core, "into": target.core, "file": change.path, "declared": True}
+            )
+            return True
+        return False
+
+    def _merge_target(self, change: _Change, into: str) -> Statement | None:
+        key = normalize(split_statement(into, self.formats)[0])
+        if not key:
+            return None
+        for statement in change.new.statements:
+            if statement.key == key:
+                return statement
+        found = [s for s in change.new.statements if len(key) >= 8 and key in s.key]
+        return found[0] if len(found) == 1 else None
+
+    def merged_entries(self) -> dict[tuple[str, str], list]:
+        if self._merged is None:
+            self._merged = {}
+            for entry in self.response.merged:
+                key = normalize(split_statement(entry.statement, self.formats)[0])
+                self._merged.setdefault((entry.file, key), []).append(entry)
+        return self._merged
+
+    def words_kept(
+        self, old: Statement, change: _Change, changes: list[_Change]
+    ) -> tuple[str, Statement, bool] | None:
+        """Where the words of a gone statement live on (path, statement, whether that statement is
+        blank), or None: a new statement with a trace this pass wrote, the two together holding
+        every content word of the old one (a trace may keep only the words that changed); or a
+        statement keeping every word, number and negation of it (a rewording, no change). The
+        reply's own file is looked in first."""
+        words = kept_words(old.core)
+        if not words:
+            return None
+        index = self.word_index(changes)
+        rarest = min(words, key=lambda word: len(index.get(word, ())))
+        candidates = sorted(
+            index.get(rarest, ()), key=lambda c: (c[0] != change.path, c[0], c[1].line_no)
+        )
+        if not candidates:
+            # no statement holds the word: only a trace can (`was: bun`)
+            candidates = [c for c in self.traced_statements(changes)]
+        for path, statement, statement_words, traces in candidates[:_MAX_CANDIDATES]:
+            if words <= statement_words and same_facts(old.core, statement.core):
+                self.result.merged.append(
+                    {"statement": old.core, "into": statement.core, "file": path, "declared": False}
+                )
+                return path, statement, False
+            for trace_words in traces:
+                if words <= statement_words | trace_words:
+                    return path, statement, is_blank(statement.core)
+        return None
+
+    def word_index(self, changes: list[_Change]) -> dict[str, list]:
+        """Content word → the reply's statements that are new or changed, with their words and
+        the words of each trace this pass wrote at their top level."""
+        if self._word_index is None:
+            self._word_index = {}
+            known = self.known_traces(changes)
+            self._traced = []
+            for other in changes:
+                base_keys = other.base.keys if other.base else set()
+                for statement in other.new.statements:
+                    if statement.key in base_keys:
+                        continue
+                    # a trace's own old wording, not the history nested in it: a statement hidden
+                    # inside another one's older trace is lost, not kept
+                    traces = [
+                        kept_words(split_statement(trace.old, self.formats)[0])
+                        for trace in statement.traces
+                        if self.trace_id(trace) not in known
+                    ]
+                    item = (other.path, statement, kept_words(statement.core), traces)
+                    if traces:
+                        self._traced.append(item)
+                    for word in item[2] | frozenset().union(*traces):
+                        self._word_index.setdefault(word, []).append(item)
+        return self._word_index
+
+    def traced_statements(self, changes: list[_Change]) -> list:
+        self.word_index(changes)
+        return self._traced
 
     def _example_trace(self, old: str) -> str:
         return self.formats.trace.replace("{date}", self.ctx.pass_date).replace(
@@ -718,15 +871,21 @@ class _Checker:
         )
 
     def check_shrink(self, change: _Change, removed: int, blanked: int = 0) -> None:
+        """Rule 8: a file loses at most a quarter of its statements (to <dropped> or blanking)
+        in one pass — one in a file of two or three, never all of them; a rewrite with a trace
+        or a merge keeps a statement."""
         total = len(change.base.statements) if change.base else 0
         lost = removed + blanked
-        if total >= 2 and lost * 4 > total and not self.ctx.allow_shrink:
+        # a quarter, and one in a file of two or three (a duplicate may go), never them all;
+        # a statement blanked ("Unknown") gets no such allowance
+        limit = total // 4 if blanked or total >= 4 else min(1, total - 1)
+        if total >= 2 and lost > limit and not self.ctx.allow_shrink:
             how = f" ({removed} in <dropped>, {blanked} blanked)" if blanked else ""
             self.error(
                 change.path,
                 0,
-                "8",
-                f"the reply removes {lost} of its {total} statements{how}, more than a quarter in one pass; drop fewer (a statement rewritten with a trace is changed, not dropped; 'Unknown' is a loss), or the user passes --allow-shrink",
+                DROP_LITTLE,
+                f"the reply removes {lost} of its {total} statements{how}, more than rule 8 allows in one pass (a quarter; one of a file of two or three; never all); drop fewer (a statement rewritten with a trace or declared <merged> is kept, not dropped; 'Unknown' is a loss), or the user passes --allow-shrink",
             )
 
     def check_layer_loss(self, changes: list[_Change]) -> None:
@@ -735,7 +894,7 @@ class _Checker:
         if (
             not lost
             or self.ctx.allow_shrink
-            or any(issue.rule == "8" for issue in self.result.errors)
+            or any(issue.rule == DROP_LITTLE for issue in self.result.errors)
         ):
             return  # a file's own quarter already named the loss
         texts = {path: text for path, text in self.ctx.originals.items() if text}
@@ -743,11 +902,11 @@ class _Checker:
         for path, text in self.resident_texts().items():
             texts.setdefault(path, text)
         total = sum(len(self.parse(text).statements) for text in texts.values())
-        if lost * 4 > total:
+        if total >= 4 and lost * 4 > total:
             self.error(
                 RESPONSE,
                 0,
-                "10",
+                MEMORY_WHOLE,
                 f"the reply removes {lost} of the {total} statements of the memory layer, more than a quarter in one pass; drop fewer, or the user passes --allow-shrink",
             )
 
@@ -781,16 +940,41 @@ class _Checker:
     # --- rule 5 ------------------------------------------------------------------------
 
     def check_new_traces(self, change: _Change, changes: list[_Change]) -> None:
+        """Rule 5: a trace this pass wrote is dated by a note its statement cites (the day the
+        change came from) or by the pass, never later than the pass."""
         known = self.known_traces(changes)
         for statement in change.new.statements:
+            allowed = None
             for trace in _all_traces(statement.traces):
-                if self.trace_id(trace) not in known and trace.date != self.ctx.pass_date:
+                if self.trace_id(trace) in known or trace.date == self.ctx.pass_date:
+                    continue
+                if allowed is None:
+                    allowed = {
+                        day
+                        for name in statement.sources
+                        for day in self.note_dates(name)
+                        if day <= self.ctx.pass_date
+                    }
+                if trace.date not in allowed:
+                    cited = ", ".join(sorted(allowed)) or "none"
+                    later = " (later than today)" if trace.date > self.ctx.pass_date else ""
                     self.error(
                         change.path,
                         statement.line_no,
-                        "5",
-                        f"a new trace is dated {trace.date}; date it {self.ctx.pass_date}, the date of this pass",
+                        TRACE_DATES,
+                        f"a new trace is dated {trace.date}{later}; date it by the note the change came from (dates of the notes it cites: {cited}) or {self.ctx.pass_date}, the date of this pass",
                     )
+
+    def note_dates(self, name: str) -> set[str]:
+        """The days a note speaks from: a date in its name, and its frontmatter's `date` or
+        `created`."""
+        base = name.strip().split("#", 1)[0]
+        days = set(_DAY.findall(base))
+        text = self.cited_text(base)
+        if text and text.startswith("---"):
+            head = text[:2000]
+            days.update(_FRONTMATTER_DAY.findall(head))
+        return days
 
     def known_traces(self, changes: list[_Change]) -> set[tuple[str, str]]:
         """Traces that exist before the pass, in any file it touches or the resident ones: a
@@ -862,14 +1046,14 @@ class _Checker:
             self.error(
                 largest,
                 0,
-                "6",
+                RESIDENT_SIZE,
                 f"the resident files would hold about {size_after} tokens, over the cap of {cap} (resident_max_tokens); compress them — merge overlapping statements with <dropped>, or move situational detail to {self.vault.config.situational_dir}/",
             )
         else:
             self.warn(
                 self.vault.config.resident_dir,
                 0,
-                "6",
+                RESIDENT_SIZE,
                 f"the resident files hold about {size_after} tokens, over the cap of {cap}; the next pass should compress them",
             )
 
@@ -885,7 +1069,7 @@ class _Checker:
                 self.error(
                     change.path,
                     0,
-                    "13",
+                    SIZES,
                     f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it",
                 )
 
@@ -901,6 +1085,9 @@ class _Checker:
         return None
 
     def check_notes(self, changes: list[_Change]) -> None:
+        """Rule 7: every note of the pass is accounted for — converged (and then cited by a
+        statement of memory as the pass leaves it), deferred, or converged with some of its
+        lines deferred (`lines="3,5"`); only notes of the pass are named."""
         written = {change.path: change.new.text for change in changes}
         seen: dict[str, str] = {}
         merged: dict[str, ConvergedEntry] = {}
@@ -915,10 +1102,15 @@ class _Checker:
             if path and self._into_ok(entry, path, written):
                 merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
                 self.result.converged.append(merged[path])
+        partly: dict[str, DeferredEntry] = {}
         for entry in self.response.deferred:
+            if entry.lines:
+                self._deferred_lines(entry, seen, partly)
+                continue
             path = self._note_of_pass(entry.note, entry.line, "deferred", seen)
             if path:
                 self.result.deferred.append(DeferredEntry(path, entry.reason, entry.line))
+        self.result.deferred.extend(partly.values())
         for path in self.ctx.selected:
             if path not in seen:
                 self.warn(
@@ -930,6 +1122,78 @@ class _Checker:
                 self.result.deferred.append(
                     DeferredEntry(path, "neither converged nor deferred by the reply", 0)
                 )
+            elif seen[path] == "lines":
+                self.warn(
+                    path,
+                    0,
+                    "unaccounted",
+                    "the reply deferred some lines of this note and did not converge it; its other lines are treated as deferred",
+                )
+                self.result.deferred.append(
+                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+                )
+        self.check_cited(changes)
+        self.result.line_reasons = self.line_reasons
+
+    def _deferred_lines(
+        self, entry: DeferredEntry, seen: dict[str, str], partly: dict[str, DeferredEntry]
+    ) -> None:
+        """`<deferred note=… lines=…>`: those lines of a note of the pass wait; the note may be
+        converged besides (its other lines)."""
+        path = self.selected_path(entry.note)
+        if path is None:
+            self._note_of_pass(entry.note, entry.line, "deferred", seen)  # names the error
+            return
+        if seen.get(path) == "deferred":
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"{path} is deferred whole and in part; write one <deferred> for the whole note, or <converged> with <deferred lines=…> for the lines that wait",
+            )
+            return
+        count = self.ctx.line_counts.get(path)
+        outside = [n for n in entry.lines if count is not None and not 0 < n <= count]
+        if outside:
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"<deferred note={entry.note!r} lines=…> names line {outside[0]}, but {path} has {count} lines; use the line numbers shown in the note",
+            )
+            return
+        seen.setdefault(path, "lines")
+        reasons = dict(self.line_reasons.get(path, {}))
+        for number in entry.lines:
+            reasons.setdefault(number, entry.reason)
+        self.line_reasons[path] = reasons
+        before = partly.get(path)
+        lines = tuple(sorted(set(before.lines if before else ()) | set(entry.lines)))
+        partly[path] = DeferredEntry(
+            path, before.reason if before else entry.reason, entry.line, lines
+        )
+
+    def check_cited(self, changes: list[_Change]) -> None:
+        """A note marked converged must be cited by at least one statement of memory as the
+        pass leaves it (one it wrote, or one it kept): checked mechanically, not by words."""
+        if not self.result.converged:
+            return
+        texts = {path: text for path, text in self.ctx.originals.items() if text}
+        texts.update({change.path: change.new.text for change in changes})
+        for entry in self.result.converged:
+            names = self.names_of(entry.note)
+            into = [texts[path] for path in entry.into if path in texts]
+            if any(_cites(text, names) for text in into) or any(
+                _cites(text, names) for text in texts.values()
+            ):
+                continue
+            shown = sorted(names)[0]
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"{entry.note} is marked converged, but no statement cites [[{shown}]]; cite it in the statements that hold what it says, or <deferred> it with the reason",
+            )
 
     def _note_of_pass(self, note: str, line: int, kind: str, seen: dict[str, str]) -> str | None:
         path = self.selected_path(note)
@@ -937,14 +1201,20 @@ class _Checker:
             self.error(
                 RESPONSE,
                 line,
-                "7",
+                ACCOUNTING,
                 f'<{kind} note="{show_path(note)}"> names a note that is not in this pass; name only the notes given to you',
             )
             return None
         if path in seen:
+            if seen[path] == "lines" and kind == "converged":
+                seen[path] = kind  # some lines deferred, the rest converged
+                return path
             if seen[path] != kind:
                 self.error(
-                    RESPONSE, line, "7", f"{path} is both converged and deferred; choose one"
+                    RESPONSE,
+                    line,
+                    ACCOUNTING,
+                    f"{path} is both converged and deferred whole; defer only some of its lines (<deferred lines=…>), or choose one",
                 )
             else:
                 self.warn(
@@ -953,6 +1223,12 @@ class _Checker:
             return None
         seen[path] = kind
         return path
+
+    def names_of(self, path: str) -> set[str]:
+        """The wikilink names a note of the pass is cited by: its name, and its path without
+        `.md`."""
+        stem = path.removesuffix(".md")
+        return {stem.rsplit("/", 1)[-1], stem}
 
     def _into_ok(self, entry: ConvergedEntry, note_path: str, written: dict[str, str]) -> bool:
         name = note_path.rsplit("/", 1)[-1].removesuffix(".md")
@@ -967,7 +1243,7 @@ class _Checker:
                     else "that file is neither in the reply nor in the vault"
                 )
                 self.error(
-                    RESPONSE, entry.line, "7", f'<converged into="{show_path(into)}">: {why}'
+                    RESPONSE, entry.line, ACCOUNTING, f'<converged into="{show_path(into)}">: {why}'
                 )
                 ok = False
             elif not any(
@@ -1056,6 +1332,21 @@ class _Checker:
                         "invention",
                         f"few of the words of {_short(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it",
                     )
+
+
+def _cites(text: str, names: set[str]) -> bool:
+    """Whether a statement of `text` cites one of these note names (a wikilink to it, with or
+    without a `#` fragment or an `|` alias)."""
+    if "[[" not in text:
+        return False
+    return any(
+        match.group(1).strip() in names or match.group(1).strip().casefold() in _folded(names)
+        for match in WIKILINK.finditer(text)
+    )
+
+
+def _folded(names: set[str]) -> set[str]:
+    return {name.casefold() for name in names}
 
 
 def _mostly_cjk(text: str) -> bool:

@@ -24,12 +24,23 @@ def scan_output(target, as_json: bool) -> str:
     later = (config.resident_dir, config.situational_dir, config.archive_dir)
     pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)), later=later)
     result = scan_vault(target)
+    waiting = scan_waiting(target, result)
     if as_json:
-        out = json.dumps(result.to_json(), ensure_ascii=False, indent=2)
+        data = result.to_json()
+        data["waiting"] = waiting
+        out = json.dumps(data, ensure_ascii=False, indent=2)
     else:
         from cmem.render.reports import render_scan
 
-        out = render_scan(result)
+        out = render_scan(result, waiting)
     stored_results.store(pending, stored_results.printed(out + "\n"))
     collector.keep(result, pending)  # `cmem/collector.py`
     return out
+
+
+def scan_waiting(target, result) -> dict:
+    """What waits, and why (`reading/waiting.py`), for the engine this vault's pass would run."""
+    from cmem.reading.waiting import account_waiting
+    from cmem.vault.config import model_configured
+
+    return account_waiting(target, result, model_configured(target)).to_json()

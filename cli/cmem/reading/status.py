@@ -7,10 +7,10 @@ from datetime import datetime
 
 from cmem.archive.checklist import count_staged
 from cmem.reading.sizes import LayerSize, measure_layers
+from cmem.reading.waiting import Waiting, account_waiting
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
 from cmem.sync.record import read_record
-from cmem.text.cues import SIGNAL_CLASSES
 from cmem.triggers.due import interval_of
 from cmem.triggers.if_due import Due, check_due, load_failures
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
@@ -31,9 +31,7 @@ class Status:
     budget_tokens: int
     newest_convergent: tuple[str, float] | None  # (path, age in seconds)
     oldest_convergent: tuple[str, float] | None
-    pending_notes: int
-    pending_signals: dict[str, int]
-    deferred: int
+    waiting: Waiting  # what is pending, and why (`reading/waiting.py`)
     last_pass: dict | None
     due: Due
     staged_archive: int
@@ -67,11 +65,7 @@ class Status:
                 "newest": _age_json(self.newest_convergent),
                 "oldest": _age_json(self.oldest_convergent),
             },
-            "pending": {
-                "notes": self.pending_notes,
-                "signals": self.pending_signals,
-                "deferred": self.deferred,
-            },
+            "pending": self.waiting.to_json(),
             "last_pass": self.last_pass,
             "due": self.due.to_json(),
             "staged_archive": self.staged_archive,
@@ -94,15 +88,15 @@ def _age_json(entry):
 def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False) -> Status:
     """`rescan`: measure every archived note too (`reading/sizes.py`), not the archive's folders."""
     from cmem.scan.scanner import scan_vault
+    from cmem.vault.config import model_configured
     from cmem.vault.unmanaged import find_unmanaged
 
     now = now or datetime.now().astimezone()
     state = load_state(vault.state_file)
     scan = scan_vault(vault, state=state)
-    signals = {name: 0 for name in SIGNAL_CLASSES}
-    for signal in scan.signals:
-        signals[signal.cls] += 1
     layers = measure_layers(vault, rescan)
+    memory = layers[RESIDENT].tokens + layers[SITUATIONAL].tokens
+    waiting = account_waiting(vault, scan, model_configured(vault), memory)
     # the size walk has stat'ed every memory file already: its newest and oldest, as ages
     convergent = [layers[RESIDENT], layers[SITUATIONAL]]
     newest_ends = [size.newest for size in convergent if size.newest]
@@ -134,11 +128,9 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         budget_tokens=vault.config.budget_tokens,
         newest_convergent=newest,
         oldest_convergent=oldest,
-        pending_notes=len(scan.pending),
-        pending_signals=signals,
-        deferred=len(scan.deferred),
+        waiting=waiting,
         last_pass=_last_pass(vault, state),
-        due=check_due(vault, state, len(scan.signals), now),
+        due=check_due(vault, state, waiting.workable, now),
         staged_archive=staged,
         ticked_archive=ticked,
         odd=scan.odd,

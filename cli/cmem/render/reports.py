@@ -127,6 +127,7 @@ def render_status_data(data: dict) -> str:
         )
     out += ["", paint("pending", "bold")]
     pending = data["pending"]
+    out += ["  " + line for line in waiting_lines(pending)]
     total = sum(pending["signals"].values())
     if total:
         by_class = ", ".join(
@@ -134,11 +135,15 @@ def render_status_data(data: dict) -> str:
             for name, count in pending["signals"].items()
             if count
         )
-        out.append(f"  {plural(total, 'signal')} in {plural(pending['notes'], 'note')}: {by_class}")
-    else:
-        out.append("  no pending signals")
-    if pending["deferred"]:
-        out.append(f"  {plural(pending['deferred'], 'line')} deferred (see `cmem scan`)")
+        out.append(f"  cue lines: {by_class}")
+    if pending["deferred"] or pending.get("deferred_notes"):
+        deferred = f"{plural(pending['deferred'], 'line')} deferred"
+        if pending.get("deferred_notes"):
+            deferred += f" ({plural(pending['deferred_notes'], 'note')} deferred by a pass, with the reason)"
+        out.append(
+            f"  {deferred}: `cmem scan` shows why; they return when the note changes, when it "
+            "recurs, or when you confirm it (`converge: true`, `#converge`, or `cmem converge --only NOTE`)"
+        )
     unmanaged = data.get("unmanaged") or []
     if unmanaged:
         total = sum(f["notes"] for f in unmanaged)
@@ -226,16 +231,80 @@ def render_status_data(data: dict) -> str:
     return "\n".join(out)
 
 
-def render_scan(scan) -> str:
+def waiting_lines(data: dict) -> list[str]:
+    """The "pending" section's lines of `status` (and `scan`'s head), from
+    `reading/waiting.py: Waiting.to_json`: what waits, and why (SPEC §2)."""
     out = []
+    if not data["notes"] and not data["backlog"]["notes"]:
+        return ["nothing pending"]
+    if data["notes"]:
+        total = sum(data["signals"].values())
+        cues = f"; {_count(total, 'cue line')} rank them" if total else ""
+        reasons = ", ".join(f"{count} {_WHY.get(why, why)}" for why, count in data["why"].items())
+        out.append(
+            f"{_count(data['notes'], 'note')} pending (~{_tokens(data['tokens'])} tokens: {reasons}){cues}"
+        )
+    model = data["waiting_for_model"]
+    if model["notes"]:
+        out.append(
+            f"{_count(model['notes'], 'note')} (~{_tokens(model['tokens'])} tokens) wait for a model: "
+            "the builtin engine reads cue lines only — pass --llm CMD or set llm.command"
+        )
+    over = data["over_budget"]
+    if over["notes"]:
+        out.append(
+            f"{_count(over['notes'], 'note')} (~{_tokens(over['tokens'])} tokens) over one pass's "
+            "budget (budget_tokens): the passes after the next take them"
+        )
+    backlog = data["backlog"]
+    if backlog["notes"]:
+        out.append(
+            f"backlog: {_count(backlog['notes'], 'note')} of the adopted folder (~{_tokens(backlog['tokens'])} "
+            f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged only when you ask: "
+            "`cmem converge --backlog`"
+        )
+    return out
+
+
+_WHY = {
+    "new": "new",
+    "changed": "changed",
+    "signals": "adopted with cue lines",
+    "unjudged": "judged by cue lines only",
+    "returned": "deferred lines back",
+    "recurs": "deferred, recurring now",
+    "backlog": "from the backlog",
+}
+
+
+def _count(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {many or word + 's'}"
+
+
+def render_scan(scan, waiting: dict | None = None) -> str:
+    """Every pending cue line, then the notes that wait without one, the deferred lines and the
+    odd files; `waiting` (`reading/waiting.py`) heads it with what waits and why."""
+    out = []
+    if waiting is not None:
+        out += [
+            paint(line, "bold") if i == 0 else line for i, line in enumerate(waiting_lines(waiting))
+        ]
+        out.append("")
     if not scan.signals:
-        out.append("no pending signals")
+        out.append("no pending cue lines")
     else:
-        out.append(paint(plural(len(scan.signals), "signal"), "bold"))
+        out.append(paint(plural(len(scan.signals), "cue line"), "bold"))
         # painted once a class, not once a line: each paint asks the terminal (2,300 lines at 10k)
         tags = {cls: paint(f"{cls:<10}", style) for cls, style in CLASS_STYLE.items()}
         for s in scan.signals:
             out.append(f"  {tags[s.cls]} {s.note}:{s.line}  [{s.cue}]  {s.excerpt}")
+    quiet = [p for p in scan.pending if not p.signals]
+    if quiet:
+        out += ["", paint(f"{plural(len(quiet), 'pending note')} without a cue line", "bold")]
+        for note in quiet[:50]:
+            out.append(f"  {note.rel}  ({note.why}, ~{note.tokens} tokens)")
+        if len(quiet) > 50:
+            out.append(f"  … and {len(quiet) - 50} more (`cmem scan --json` lists them all)")
     if scan.deferred:
         out += ["", paint(f"{len(scan.deferred)} deferred", "bold")]
         for d in scan.deferred:

@@ -23,16 +23,26 @@ import marshal
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cmem import collector
 from cmem.cache_file import RACY_NS, write_cache
 from cmem.errors import CmemError
+from cmem.scan.content import content_line_numbers, unaccounted_lines
 from cmem.scan.in_processes import map_in_processes
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
+    BACKLOG,
+    CHANGED,
+    DEFERRED,
     EXCLUDED,
+    NEW,
+    RECURS,
+    RETURNED,
+    SIGNALS,
+    UNJUDGED,
     VAGUE,
+    BacklogNote,
     Deferred,
     Hit,
     NoteFlags,
@@ -44,14 +54,18 @@ from cmem.scan.signals import (
     scan_note,
 )
 from cmem.text.cues import PRIORITY, cue_fingerprint
+from cmem.text.tokens import estimate_tokens
+from cmem.vault.backlog import in_backlog, load_backlog
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
-from cmem.vault.state_json import State, load_state
+from cmem.vault.state_json import BUILTIN, ConvergedNote, State, load_state
 from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
-CACHE_VERSION = 6  # 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes
+# 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes; 7: content lines
+# and tokens, quotes and callouts read
+CACHE_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class ScanResult:
     pending: list[PendingNote] = field(default_factory=list)
     odd: list[OddFile] = field(default_factory=list)
     reemerged: list[Reemerged] = field(default_factory=list)
+    backlog: list[BacklogNote] = field(default_factory=list)  # an adopted folder's notes
     notes_scanned: int = 0  # divergent notes looked at
     notes_read: int = 0  # of which read from disk (the rest came from the cache)
 
@@ -97,20 +112,34 @@ class ScanResult:
             "deferred": [d.to_json() for d in self.deferred],
             "reemerged": [r.to_json() for r in self.reemerged],
             "pending": [p.to_json() for p in self.pending],
+            "backlog": [{"note": b.note, "tokens": b.tokens} for b in self.backlog],
             "odd": [{"note": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
         }
 
 
 def scan_vault(
-    vault: Vault, state: State | None = None, only: list[str] | None = None
+    vault: Vault,
+    state: State | None = None,
+    only: list[str] | None = None,
+    backlog: bool = False,
+    confirm_only: bool = False,
 ) -> ScanResult:
     """Scan the divergent layer. `only` limits the result to these notes (path or name); the
-    whole layer is still read, because recurrence counts across all notes."""
+    whole layer is still read, because recurrence counts across all notes. `backlog`: the notes
+    an adopted folder held are pending too (`cmem converge --backlog`), not only their cue lines.
+    `confirm_only`: the notes `only` names are confirmed, as `converge: true` does (a pass the
+    user asked for by name: `cmem converge --only NOTE`)."""
     with collector.held_off():  # a scan makes much and frees little (`cmem/collector.py`)
-        return _scan_vault(vault, state, only)
+        return _scan_vault(vault, state, only, backlog, confirm_only)
 
 
-def _scan_vault(vault: Vault, state: State | None, only: list[str] | None) -> ScanResult:
+def _scan_vault(
+    vault: Vault,
+    state: State | None,
+    only: list[str] | None,
+    backlog: bool = False,
+    confirm_only: bool = False,
+) -> ScanResult:
     state = load_state(vault.state_file) if state is None else state
     cache = _Cache.load(
         vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
@@ -131,7 +160,8 @@ def _scan_vault(vault: Vault, state: State | None, only: list[str] | None) -> Sc
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
     wanted = _wanted(only, [file for file, _ in entries]) if only else None
-    result = _assemble(vault, entries, state, index, wanted)
+    judge = _Judgement(vault, state, index, entries, load_backlog(vault), backlog)
+    result = judge.assemble(wanted, confirm_only)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
     collector.keep(cache, entries, index, state)  # not freed one by one if the process ends now
@@ -150,6 +180,8 @@ class _Entry:
     sha256: str = ""
     skip: str | None = None  # why the note is not an input
     odd: list[list[str]] = field(default_factory=list)  # [kind, message]
+    units: int = 0  # content lines (`scan/content.py`): a new note with none is not pending
+    tokens: int = 0  # the note's token estimate, for the budget and the backlog's cost
     scan: NoteScan = field(default_factory=NoteScan)
     # its encoded form (`to_bytes`): made once, where the entry is made (in a forked child, beside
     # the other process), and saved as it is; an entry decoded from the cache keeps the bytes it
@@ -181,6 +213,8 @@ class _Entry:
             "h": self.sha256,
             "skip": self.skip,
             "odd": self.odd,
+            "u": self.units,
+            "t": self.tokens,
             "flags": [flags.confirmed, flags.excluded, flags.reason, flags.tags, flags.problem],
             "links": self.scan.links,
             "hits": [hit.to_list() for hit in self.scan.hits],
@@ -199,6 +233,8 @@ class _Entry:
             str(data["h"]),
             data["skip"],
             list(data["odd"]),
+            int(data["u"]),
+            int(data["t"]),
             scan,
         )
 
@@ -225,6 +261,8 @@ def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) 
     )
     entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
     if note.usable:
+        entry.units = len(content_line_numbers(note.lines, note.body_start))
+        entry.tokens = estimate_tokens(note.text)
         entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
         # the guard only tests equality: a digest is enough, and keeps the cache small
         entry.scan.hits = [
@@ -385,7 +423,8 @@ class _Cache:
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
-        for (file, _), entry in zip(misses, _read_entries(misses, vault, meanwhile=meanwhile)):
+        read = _read_entries(misses, vault, meanwhile=meanwhile)
+        for (file, _), entry in zip(misses, read):
             found[file.rel] = entry
         self.reads += len(misses)
         self.dirty = self.dirty or bool(misses)
@@ -548,66 +587,190 @@ def _merge_convergent(files: dict[str, dict]) -> _ConvergentIndex:
 # --- assembling the result --------------------------------------------------------------
 
 
-def _assemble(
-    vault: Vault,
-    entries: list[tuple[NoteFile, _Entry]],
-    state: State,
-    index: _ConvergentIndex,
-    wanted: set[str] | None = None,
-) -> ScanResult:
-    """The scan's result from every note's entry; with `wanted`, the signals, deferred lines and
-    pending notes of those notes alone (the odd files and recurrence still come from all)."""
-    result = ScanResult()
-    min_recurrence = vault.config.min_recurrence
-    recurring = _recurring_keys(entries, min_recurrence)
-    converged_lines = _converged_lines(state)
-    for file, entry in entries:
-        if entry.odd:
-            result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
-        if wanted is not None and file.rel not in wanted:
-            continue
-        done = state.notes.get(file.rel)
-        if entry.skip or (
-            done is not None
-            and done.sha256 == entry.sha256
-            and all(h.line_key in done.lines for h in entry.scan.hits)
-        ):
-            continue  # not an input, or converged and unchanged since (a signal line a pass left pending still counts)
-        flags = entry.scan.flags
-        if flags.excluded:
-            result.deferred.append(Deferred(file.rel, 0, excluded_reason(flags), kind=EXCLUDED))
-            continue
-        signals = []
+class _Judgement:
+    """The scan's result from every note's entry (SPEC §2): which notes are pending and why.
+
+    A note is pending while it holds a content line no pass accounted for: new (no entry in
+    `state.json`), changed since the pass that converged or deferred it (its new lines, and the
+    lines deferred then come back), judged by the builtin engine, which reads cue lines only
+    (the rest waits for a model), or deferred by a model and recurring (a note pending now
+    shares its key phrases) or asked for by name (`--only`). Cue lines only rank and mark. A
+    note an adopted folder held, unchanged since, is pending only through its cue lines; the
+    rest is the backlog, pending when `backlog` is asked for."""
+
+    def __init__(self, vault, state, index, entries, adopted, backlog):
+        self.vault, self.state, self.index, self.entries = vault, state, index, entries
+        self.adopted, self.include_backlog = adopted, backlog
+        self.min_recurrence = vault.config.min_recurrence
+        self.recurring = _recurring_keys(entries, self.min_recurrence, state)
+        self.converged_lines = _converged_lines(state)
+        self.result = ScanResult()
+
+    def assemble(self, wanted: set[str] | None, confirm: bool = False) -> ScanResult:
+        """With `wanted`, the signals, deferred lines and pending notes of those notes alone (the
+        odd files and recurrence still come from all)."""
+        result = self.result
+        deferred_notes = []  # (file, entry, done, hits' outcomes): model-deferred, unchanged
+        for file, entry in self.entries:
+            if entry.odd:
+                result.odd.extend(OddFile(file.rel, kind, message) for kind, message in entry.odd)
+            if wanted is not None and file.rel not in wanted:
+                continue
+            if entry.skip:
+                continue  # not an input
+            flags = entry.scan.flags
+            if flags.excluded:
+                result.deferred.append(Deferred(file.rel, 0, excluded_reason(flags), kind=EXCLUDED))
+                continue
+            waiting = self._note(file, entry, explicit=confirm and wanted is not None)
+            if waiting is not None:
+                deferred_notes.append(waiting)
+        self._returning(deferred_notes)
+        _sort(result, {file.rel: entry.mtime_ns for file, entry in self.entries})
+        return result
+
+    def _note(self, file: NoteFile, entry: _Entry, explicit: bool):
+        """Judge one note into the result; a note a model deferred, unchanged since, is handed
+        back for the recurrence rule (`_returning`)."""
+        done = self.state.notes.get(file.rel)
+        same = done is not None and done.sha256 == entry.sha256
+        adopted = in_backlog(self.adopted, file.rel, entry.sha256) and not self.include_backlog
+        signals, deferred = [], []
+        # a note asked for by name (`--only`) is confirmed for this pass: its deferred lines count
+        flags = replace(entry.scan.flags, confirmed=True) if explicit else entry.scan.flags
         for hit in entry.scan.hits:
             if done is not None and hit.line_key in done.lines:
                 continue  # converged in an earlier pass; only new lines are pending
-            outcome = _judge(file.rel, hit, flags, index, recurring, min_recurrence)
+            if (
+                same
+                and hit.line_key in done.deferred
+                and not (explicit or self._returns(hit, done))
+            ):
+                deferred.append(self._deferred_hit(file.rel, hit, done))
+                continue
+            outcome = _judge(file.rel, hit, flags, self.index, self.recurring, self.min_recurrence)
             if isinstance(outcome, Deferred):
-                result.deferred.append(outcome)
+                deferred.append(outcome)
                 continue
             signals.append(outcome)
-            if hit.line_key in converged_lines or (
-                hit.content_key and hit.content_key in index.retired
+            if hit.line_key in self.converged_lines or (
+                hit.content_key and hit.content_key in self.index.retired
             ):
-                again = _reemergence(file.rel, hit, index, converged_lines)
+                again = _reemergence(file.rel, hit, self.index, self.converged_lines)
                 if again is not None:
-                    result.reemerged.append(again)
+                    self.result.reemerged.append(again)
+        self.result.deferred.extend(deferred)
+        why, model_only = self._why(file, entry, done, same, adopted, explicit, signals)
+        if why == BACKLOG:
+            self.result.backlog.append(BacklogNote(file.rel, entry.tokens))
+            return None
+        if why is None:
+            if same and done.deferred and done.engine != BUILTIN:
+                self._note_deferred(file, done, deferred)
+                return (file, entry, done)
+            return None
+        self._pend(file, entry, done, same, why, signals, model_only)
+        return None
+
+    def _why(self, file, entry, done, same, adopted, explicit, signals):
+        """(why the note is pending or None, whether only a model can take it)."""
+        if done is None:
+            if not entry.units and not signals:
+                return None, False
+            if adopted and not explicit:
+                return (SIGNALS, False) if signals else (BACKLOG, False)
+            return NEW, not signals
+        if not same:
+            # the lines it holds now that no pass converged: a deletion alone leaves none
+            if signals or self._unaccounted(file, done.lines):
+                return CHANGED, not signals
+            return None, False
         if signals:
-            result.signals.extend(signals)
-            result.pending.append(
-                PendingNote(
-                    file.rel,
-                    file.name,
-                    entry.sha256,
-                    entry.mtime_ns,
-                    signals,
-                    list(flags.tags),
-                    list(entry.scan.links),
-                    flags.confirmed,
-                )
+            return RETURNED, False  # a line deferred by the builtin rules that recurs now
+        if explicit and done.deferred:
+            return RETURNED, True  # asked for by name: its deferred lines are judged again
+        if done.engine == BUILTIN and (done.unjudged or done.deferred):
+            # judged by cue lines alone: what the builtin engine could not read waits for a model
+            return (BACKLOG, False) if adopted else (UNJUDGED, True)
+        return None, False
+
+    def _unaccounted(self, file: NoteFile, accounted: set[str]) -> bool:
+        note = read_note(file, self.vault.config.max_note_bytes)
+        if not note.usable:
+            return False
+        return bool(unaccounted_lines(note.lines, note.body_start, accounted))
+
+    def _returns(self, hit: Hit, done: ConvergedNote) -> bool:
+        """A line the builtin rules deferred (a one-off, venting, vague) is judged again: it
+        returns once it recurs or the note is confirmed. A model's deferral stands."""
+        return done.engine == BUILTIN and bool(hit.kind)
+
+    def _deferred_hit(self, rel: str, hit: Hit, done: ConvergedNote) -> Deferred:
+        reason = done.deferred.get(hit.line_key) or "deferred by the last pass"
+        return Deferred(rel, hit.line, reason, hit.cls, hit.cue, DEFERRED, hit.excerpt)
+
+    def _note_deferred(self, file: NoteFile, done: ConvergedNote, listed: list[Deferred]) -> None:
+        """A model's deferral of lines without a cue, said once for the note (line 0)."""
+        shown = sum(1 for d in listed if d.kind == DEFERRED)
+        rest = len(done.deferred) - shown
+        if rest > 0:
+            reasons = list(dict.fromkeys(done.deferred.values()))
+            reason = reasons[0] + (
+                f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
             )
-    _sort(result, {file.rel: entry.mtime_ns for file, entry in entries})
-    return result
+            lines = "line" if rest == 1 else "lines"
+            self.result.deferred.append(
+                Deferred(file.rel, 0, f"{rest} {lines} deferred: {reason}", kind=DEFERRED)
+            )
+
+    def _pend(self, file, entry, done, same, why, signals, model_only) -> None:
+        flags = entry.scan.flags
+        # the lines not to judge again: those converged, and a model's deferrals while they stand
+        if done is None:
+            accounted: frozenset[str] = frozenset()
+        elif same and done.engine != BUILTIN and why == RETURNED and not model_only:
+            accounted = frozenset(done.lines | set(done.deferred))
+        else:
+            accounted = frozenset(done.lines)
+        keys = sorted({key for hit in entry.scan.hits for key in hit.keys})
+        self.result.signals.extend(signals)
+        self.result.pending.append(
+            PendingNote(
+                file.rel,
+                file.name,
+                entry.sha256,
+                entry.mtime_ns,
+                signals,
+                list(flags.tags),
+                list(entry.scan.links),
+                flags.confirmed,
+                why=why,
+                model_only=model_only,
+                tokens=entry.tokens,
+                accounted=accounted,
+                keys=keys,
+            )
+        )
+
+    def _returning(self, deferred_notes: list) -> None:
+        """A note a model deferred, unchanged since, comes back while another pending note shares
+        its key phrases (SPEC §2: the same key phrase recurs in a later note); once that note is
+        converged or deferred too, it waits again, so nothing is sent twice unchanged."""
+        if not deferred_notes or not self.result.pending:
+            return
+        pending_keys = [(p.rel, set(p.keys)) for p in self.result.pending]
+        for file, entry, done in deferred_notes:
+            wanted = set(done.deferred_keys)
+            if not wanted:
+                continue
+            need = min(2, len(wanted))
+            if any(rel != file.rel and len(wanted & keys) >= need for rel, keys in pending_keys):
+                self.result.deferred = [
+                    d
+                    for d in self.result.deferred
+                    if not (d.note == file.rel and d.kind == DEFERRED)
+                ]
+                self._pend(file, entry, done, True, RECURS, [], True)
 
 
 def _judge(
@@ -639,12 +802,22 @@ def _judge(
     )
 
 
-def _recurring_keys(entries: list[tuple[NoteFile, _Entry]], min_recurrence: int) -> set[str]:
+def _recurring_keys(
+    entries: list[tuple[NoteFile, _Entry]], min_recurrence: int, state: State | None = None
+) -> set[str]:
     """The key phrases the recurring lines of at least `min_recurrence` notes hold (every
-    divergent note counts, converged or not; excluded notes do not). One set, so `_judge` tests
-    a line's phrases against it in C (`isdisjoint`) where it asked any() over a generator of
-    look-ups, for each of the ~2,000 recurring lines of a 10k cold scan's assembly."""
+    divergent note counts, converged or not; excluded notes do not; so do the notes a pass
+    converged that have left the divergent layer — archived — by the keys `state.json` kept).
+    One set, so `_judge` tests a line's phrases against it in C (`isdisjoint`) where it asked
+    any() over a generator of look-ups, for each of the ~2,000 recurring lines of a 10k cold
+    scan's assembly."""
     counts: dict[str, int] = {}
+    if state is not None and state.notes:
+        divergent = {file.rel for file, _ in entries}
+        for rel, done in state.notes.items():
+            if rel not in divergent:
+                for key in set(done.keys):
+                    counts[key] = counts.get(key, 0) + 1
     for _, entry in entries:
         if entry.skip or entry.scan.flags.excluded:
             continue
@@ -688,6 +861,7 @@ def _sort(result: ScanResult, mtimes: dict[str, int]) -> None:
     result.signals.sort(key=lambda s: (s.priority, mtimes.get(s.note, 0), s.note, s.line))
     result.reemerged.sort(key=lambda r: (PRIORITY[r.cls], mtimes.get(r.note, 0), r.note, r.line))
     result.deferred.sort(key=lambda d: (mtimes.get(d.note, 0), d.note, d.line))
+    result.backlog.sort(key=lambda b: (mtimes.get(b.note, 0), b.note))
     result.pending.sort(key=lambda p: (p.best_priority, p.mtime_ns, p.rel))
 
 

@@ -36,13 +36,29 @@ from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
 from cmem.vault.yaml_reader import read_frontmatter
 
-# Why a line is deferred rather than a signal (Deferred.kind).
-ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED = (
+# Why a line is deferred rather than a signal (Deferred.kind); DEFERRED: by the pass that
+# judged the note (a model's reason, or the builtin engine's).
+ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED, DEFERRED = (
     "one-off",
     "venting",
     "vague",
     "excluded",
     "converged",
+    "deferred",
+)
+
+# Why a note is pending (PendingNote.why): new; changed since the pass that accounted for it;
+# an adopted note's cue lines; judged by the builtin engine, its other lines wait for a model;
+# deferred lines back (recurring by the builtin rules, or asked for by name); a model's deferral
+# back because a pending note shares its key phrases; the backlog, asked for (`--backlog`).
+NEW, CHANGED, SIGNALS, UNJUDGED, RETURNED, RECURS, BACKLOG = (
+    "new",
+    "changed",
+    "signals",
+    "unjudged",
+    "returned",
+    "recurs",
+    "backlog",
 )
 
 
@@ -88,16 +104,24 @@ class Deferred:
 
 @dataclass
 class PendingNote:
-    """A divergent note with at least one signal not yet converged."""
+    """A divergent note holding lines no pass has accounted for (SPEC §2): `why` says how."""
 
     rel: str
     name: str  # wikilink name
     sha256: str
     mtime_ns: int
-    signals: list[Signal] = field(default_factory=list)
+    signals: list[Signal] = field(default_factory=list)  # its cue lines: they rank, never gate
     tags: list[str] = field(default_factory=list)  # frontmatter tags and inline #tags
     links: list[str] = field(default_factory=list)  # wikilink targets in the body
     confirmed: bool = False  # `converge: true` or #converge
+    why: str = NEW  # NEW | CHANGED | SIGNALS | UNJUDGED | RETURNED | RECURS | BACKLOG
+    # only a model can take it: no cue line (the builtin engine reads cue lines only), or lines
+    # the builtin engine judged already
+    model_only: bool = False
+    tokens: int = 0
+    # line keys a pass converged (or a model deferred, while that stands): not judged again
+    accounted: frozenset[str] = frozenset()
+    keys: list[str] = field(default_factory=list)  # recurrence key phrases of its cue lines
 
     @property
     def best_priority(self) -> int:
@@ -112,7 +136,18 @@ class PendingNote:
             "tags": self.tags,
             "links": self.links,
             "confirmed": self.confirmed,
+            "why": self.why,
+            "waits_for_model": self.model_only,
+            "tokens": self.tokens,
         }
+
+
+@dataclass(frozen=True)
+class BacklogNote:
+    """A note an adopted folder held, unchanged since: converged when the user asks for it."""
+
+    note: str
+    tokens: int
 
 
 # --- per-note detection -----------------------------------------------------------------
@@ -288,8 +323,8 @@ def scan_note(note: Note, extra_cues: dict | None = None, formats=None) -> NoteS
             continue
         line = lines[index]
         # matched on the line as written: lower() leaves whitespace, #, > and | as they are
-        if _NOT_THE_USERS_VOICE.match(line):
-            continue  # headings, quotes and callouts name or cite; they never say what the user wants
+        if _NOT_SAID.match(line):
+            continue  # a heading names a part of the note, a table row is data
         masked = mask_inline(_blank_comment_head(line) if index in tails else line)
         hit = detect_line(line, active, index + 1, masked, formats)
         if hit is not None:
@@ -318,8 +353,9 @@ def _links_in(text: str, start: int) -> list[str]:
     return list(found)
 
 
-# headings, quotes and callouts, and table rows: a manual's or someone else's words, or data
-_NOT_THE_USERS_VOICE = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|>|\|)")
+# Blockquotes and callouts are read like any line: Obsidian's daily templates put the day's
+# answers in `>` lines (SPEC §2, "every line of a note is its text"); a cue only ranks the note.
+_NOT_SAID = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|\|)")
 
 
 def _has_blocks(lowered: str) -> bool:

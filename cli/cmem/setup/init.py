@@ -227,6 +227,16 @@ def init_vault(
         f"{CONFIG_DIR}/state.json",
         f"{config.archive_dir}/{config.checklist_name}",
     ]
+    if f"{CONFIG_DIR}/state.json" in report.created:
+        adopted = _record_backlog(root, config)
+        if adopted:
+            owned.append(f"{CONFIG_DIR}/backlog.json")
+            report.created.append(f"{CONFIG_DIR}/backlog.json")
+            report.notes.append(
+                f"{adopted} existing notes are the backlog (.cmem/backlog.json): a pass reads only "
+                "their cue lines; `cmem status` shows the rest's size, `cmem converge --backlog` "
+                "converges it when you ask"
+            )
     if not report.repository:
         history.init_repo(root)
         report.repository = "created"
@@ -255,6 +265,27 @@ def init_vault(
             )
     report.commit = history.commit_files(root, {}, message, from_disk=owned)
     return report
+
+
+def _record_backlog(root: Path, config) -> int:
+    """An adopted folder's divergent notes, recorded as the backlog (`vault/backlog.py`): they
+    are not pending all at once. Returns how many."""
+    from datetime import datetime
+
+    from cmem.vault.backlog import write_backlog
+    from cmem.vault.layers import DIVERGENT, Vault
+
+    notes = {}
+    for file in Vault(root=root, config=config).list_layer(DIVERGENT):
+        try:
+            notes[file.rel] = Path(file.location).read_bytes()
+        except OSError:
+            continue  # unreadable now: it is simply pending once it can be read
+    if not notes:
+        return 0
+    return write_backlog(
+        root / CONFIG_DIR, notes, datetime.now().astimezone().isoformat("T", "seconds")
+    )
 
 
 def _create(root: Path, rel: str, text: str, report: InitReport) -> None:

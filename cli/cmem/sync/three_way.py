@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cmem.errors import CmemError
 from cmem.steps import commits as history
@@ -329,12 +329,11 @@ def merge_state(
             chosen = on or tn  # removed on one side, converged again on the other: converged
         else:
             newer, older = (on, tn) if on.time >= tn.time else (tn, on)
-            chosen = type(newer)(
-                newer.sha256,
-                set(newer.lines) | set(older.lines),
-                newer.pass_id,
-                newer.time,
-                list(dict.fromkeys([*newer.into, *older.into])),
+            chosen = replace(
+                newer,
+                lines=set(newer.lines) | set(older.lines),
+                into=list(dict.fromkeys([*newer.into, *older.into])),
+                keys=sorted(set(newer.keys) | set(older.keys)),
             )
         if chosen is not None:
             notes[rel] = chosen

@@ -61,25 +61,21 @@ def format_age(age: timedelta) -> str:
 
 
 def due_rule(
-    pending_signals: int, last_time: str | None, interval: timedelta, label: str, now: datetime
+    pending_notes: int, last_time: str | None, interval: timedelta, label: str, now: datetime
 ) -> Due:
-    """Due when something is pending and the last pass (its ISO time, None for none yet) is at
-    least `interval` old; `label` names the setting the interval came from."""
-    if pending_signals == 0:
-        return Due(False, "nothing pending")
+    """Due when a note the pass's engine can take is pending and the last pass (its ISO time,
+    None for none yet) is at least `interval` old; `label` names the setting the interval came
+    from."""
+    if pending_notes == 0:
+        return Due(False, "no pending note the pass's engine can take")
     last = parse_time(last_time)
+    notes = f"{pending_notes} note{'s' if pending_notes != 1 else ''} pending"
     if last is None:
-        return Due(True, f"{pending_signals} signal(s) pending and no pass yet")
+        return Due(True, f"{notes} and no pass yet")
     age = now - last
     if age >= interval:
-        return Due(
-            True,
-            f"{pending_signals} signal(s) pending; last pass {format_age(age)} ago, over {label}",
-        )
-    return Due(
-        False,
-        f"{pending_signals} signal(s) pending, but the last pass was {format_age(age)} ago, under {label}",
-    )
+        return Due(True, f"{notes}; last pass {format_age(age)} ago, over {label}")
+    return Due(False, f"{notes}, but the last pass was {format_age(age)} ago, under {label}")
 
 
 def interval_of(

@@ -36,7 +36,7 @@ from cmem.vault.state_json import State
 def check_due(
     vault: Vault,
     state: State,
-    pending_signals: int,
+    pending_notes: int,
     now: datetime | None = None,
     scheduled: bool = False,
 ) -> Due:
@@ -45,7 +45,7 @@ def check_due(
     interval, label = interval_of(
         vault.config.min_interval_minutes, vault.config.schedule_hours, scheduled
     )
-    return due_rule(pending_signals, last.get("time") if last else None, interval, label, now)
+    return due_rule(pending_notes, last.get("time") if last else None, interval, label, now)
 
 
 def next_due_at(vault: Vault, state: State, scheduled: bool = False) -> datetime | None:
@@ -67,7 +67,11 @@ def due_now(vault: Vault, scheduled: bool = False, now: datetime | None = None) 
 
     state = load_state(vault.state_file)
     scan = scan_vault(vault, state=state)
-    due = check_due(vault, state, len(scan.signals), now, scheduled)
+    from cmem.converge.selection import engine_takes
+    from cmem.vault.config import model_configured
+
+    takes, _ = engine_takes(scan.pending, model_configured(vault))
+    due = check_due(vault, state, len(takes), now, scheduled)
     if due.due and vault.config.review:
         from cmem.converge.proposal import load_proposal
 

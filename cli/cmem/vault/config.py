@@ -544,3 +544,15 @@ git:
 recall:
   include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
 """
+
+
+def model_configured(vault, flag: str | None = None) -> bool:
+    """Whether a model command is named anywhere (flag, $CMEM_LLM, the user's config, the
+    vault's), trusted or not: what a pass selects depends on whether a model will read the notes
+    (the builtin engine reads cue lines only), and an untrusted command is refused later, by name."""
+    if flag and flag.strip():
+        return True
+    if os.environ.get("CMEM_LLM", "").strip():
+        return True
+    from_user = (load_user_config().get("llm") or {}).get("command")
+    return bool((from_user and from_user.strip()) or (vault.config.llm_command or "").strip())

@@ -11,7 +11,16 @@ Format (version 1):
                                     # note is pending again for its new lines only
           "pass": "20261129-101500-3f2a",
           "time": "2026-11-29T10:15:00+00:00",
-          "into": ["converged/core/profile.md"]
+          "into": ["converged/core/profile.md"],   # empty: the note was only deferred
+          "deferred": {"f6e5d4c3b2a1": "one vague mention; wait for it to recur"},
+          "engine": "llm",           # who judged it: "llm" (a model, or a --response) or
+                                    # "builtin", which reads cue lines only
+          "unjudged": 3,            # content lines no engine judged (the builtin engine's
+                                    # non-cue lines): they wait for a model
+          "keys": ["gym", "skip"],  # recurrence key phrases of its cue lines: counted
+                                    # after the note is archived
+          "deferred_keys": ["gym"]  # key phrases of its deferred lines: a pending note that
+                                    # shares them brings them back
         }
       },
       "passes": [
@@ -19,6 +28,11 @@ Format (version 1):
          "notes": ["…"], "changed": ["…"], "warnings": 0, "kind": "converge"}
       ]
     }
+
+An entry means a pass *accounted for* the note as it was (`sha256`): its lines were converged
+(`lines`), deferred with a reason (`deferred`), or left for a model (`unjudged`). Fields added
+after version 1 was first written are optional, so an older state reads as "converged by a
+model, nothing deferred".
 
 `passes` keeps the last 200 entries; git keeps the rest. The pass commit's hash is not stored (a
 file cannot name the commit that holds it): the commit carries a `Cmem-Pass: <id>` trailer.
@@ -46,22 +60,69 @@ def line_key(line: str) -> str:
     return hashlib.sha1(normal.encode("utf-8")).hexdigest()[:12]
 
 
+MODEL, BUILTIN = "llm", "builtin"  # ConvergedNote.engine
+
+
 @dataclass
 class ConvergedNote:
+    """What the passes made of one note: see the module docstring."""
+
     sha256: str
     lines: set[str]
     pass_id: str
     time: str
     into: list[str] = field(default_factory=list)
+    deferred: dict[str, str] = field(default_factory=dict)  # line_key -> reason
+    engine: str = MODEL
+    unjudged: int = 0
+    keys: list[str] = field(default_factory=list)
+    deferred_keys: list[str] = field(default_factory=list)  # key phrases of its deferred lines
+
+    @property
+    def converged(self) -> bool:
+        """Some of it went into memory (a note only deferred has no `into`)."""
+        return bool(self.into)
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "sha256": self.sha256,
             "lines": sorted(self.lines),
             "pass": self.pass_id,
             "time": self.time,
             "into": self.into,
         }
+        # the fields after version 1's first form are written only when they say something, so
+        # a state of notes converged by a model reads as it always did
+        if self.deferred:
+            data["deferred"] = dict(sorted(self.deferred.items()))
+        if self.engine != MODEL:
+            data["engine"] = self.engine
+        if self.unjudged:
+            data["unjudged"] = self.unjudged
+        if self.keys:
+            data["keys"] = sorted(self.keys)
+        if self.deferred_keys:
+            data["deferred_keys"] = sorted(self.deferred_keys)
+        return data
+
+    @classmethod
+    def from_json(cls, entry: dict) -> "ConvergedNote":
+        """Raises KeyError, TypeError, AttributeError or ValueError for a malformed entry."""
+        deferred = entry.get("deferred") or {}
+        if not isinstance(deferred, dict):
+            raise TypeError("deferred")
+        return cls(
+            sha256=entry["sha256"],
+            lines=set(entry.get("lines", [])),
+            pass_id=entry.get("pass", ""),
+            time=entry.get("time", ""),
+            into=list(entry.get("into", [])),
+            deferred={str(key): str(reason) for key, reason in deferred.items()},
+            engine=str(entry.get("engine") or MODEL),
+            unjudged=int(entry.get("unjudged") or 0),
+            keys=[str(key) for key in entry.get("keys") or []],
+            deferred_keys=[str(key) for key in entry.get("deferred_keys") or []],
+        )
 
 
 @dataclass
@@ -114,14 +175,8 @@ def parse_state(text: str, path: "Path | str") -> State:
     notes = {}
     for rel, entry in (data.get("notes") or {}).items():
         try:
-            notes[rel] = ConvergedNote(
-                sha256=entry["sha256"],
-                lines=set(entry.get("lines", [])),
-                pass_id=entry.get("pass", ""),
-                time=entry.get("time", ""),
-                into=list(entry.get("into", [])),
-            )
-        except (KeyError, TypeError, AttributeError):
+            notes[rel] = ConvergedNote.from_json(entry)
+        except (KeyError, TypeError, AttributeError, ValueError):
             raise CmemError(
                 f"{path}: the entry for {rel!r} is malformed; run `cmem doctor`."
             ) from None

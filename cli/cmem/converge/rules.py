@@ -1,0 +1,52 @@
+"""The rulebook (SPEC §5, "One rulebook"): the numbered rules a reply must keep.
+
+The validator cites these numbers in every rejection, and both prompts
+(`prompts/converge.en.md`, `.zh.md`) state each rule under the same number with an example that
+passes it; `tests/converge/test_rulebook.py` holds the three together. Adding a rule: a number
+here, its check in `converge/validate.py` citing it, and its text and example in both prompts.
+
+Warnings are not rules: they never reject a reply, and they are named by a word.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+RuleId = Literal["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"]
+
+PATHS: RuleId = "1"
+FRONTMATTER: RuleId = "2"
+SOURCES: RuleId = "3"
+NOTHING_LOST: RuleId = "4"
+TRACE_DATES: RuleId = "5"
+RESIDENT_SIZE: RuleId = "6"
+ACCOUNTING: RuleId = "7"
+DROP_LITTLE: RuleId = "8"
+ONLY_STATEMENTS: RuleId = "9"
+MEMORY_WHOLE: RuleId = "10"
+CITE_NOTES: RuleId = "11"
+NEW_FILES: RuleId = "12"
+SIZES: RuleId = "13"
+ONE_REPLY: RuleId = "14"
+COMPLETE_FILES: RuleId = "15"
+
+RULES: dict[RuleId, str] = {
+    PATHS: "paths inside the convergent layer",
+    FRONTMATTER: "frontmatter parses and keeps its keys",
+    SOURCES: "every new or changed statement cites a note that exists",
+    NOTHING_LOST: "nothing is lost: a trace keeps every word, or a merge, a drop, a move",
+    TRACE_DATES: "a trace is dated by its note or today, never later",
+    RESIDENT_SIZE: "the resident files stay under their cap",
+    ACCOUNTING: "every note of the pass converged (and cited) or deferred",
+    DROP_LITTLE: "at most a quarter of a file of four or more statements dropped",
+    ONLY_STATEMENTS: "only sourced statements, blanks and short headings; four frontmatter keys",
+    MEMORY_WHOLE: "nothing moves out of the resident layer; at most a quarter of memory lost",
+    CITE_NOTES: "a source is a note, never a memory file or the checklist",
+    NEW_FILES: "a new file is named like no memory file and no note",
+    SIZES: "topic files and the reply stay under their caps",
+    ONE_REPLY: "exactly one <convergence> element of well-formed blocks",
+    COMPLETE_FILES: "every file block complete: no elision, control or replacement characters",
+}
+
+# Warnings: named by a word, never a number; a reply with only these is applied.
+WARNINGS = ("invention", "unknown", "unaccounted", "converged", "dropped", "format", "merged")
