@@ -405,3 +405,40 @@ def test_doctor_reports_and_fix_rebuilds_an_unreadable_index(labelled_vault):
     assert "rebuilt the convergent search index" in fixed.output, fixed.output
     assert index_problem(vault, CONVERGENT) is None
     assert "房租每月" in recall_memory(vault, "房租").results[0].hit.text
+
+
+def test_recall_finds_what_waits_in_a_pending_note_marked_as_not_converged(make_vault):
+    """Issue 33: a fact a pending note holds is found, after memory's own hits, and marked; once
+    the note is converged it is memory's statement that answers."""
+    root = make_vault(
+        {
+            "converged/core/profile.md": "# Profile\n\n- Lives in Lisbon (source: [[old]])\n",
+            "old.md": "I live in Lisbon.\n",
+            ".cmem/state.json": '{"version": 1, "notes": {}, "passes": []}\n',
+            "2026-12-01 notes.md": "Moved to Berlin last week, near the canal.\n",
+        },
+        config_yaml="language: en\n",
+        git=True,
+    )
+    recall = recall_memory(open_vault(root), "Berlin")
+    (result,) = recall.results
+    assert result.hit.path == "2026-12-01 notes.md" and result.to_json()["pending"] is True
+    from cmem.reading.recall import render_recall
+
+    assert "pending note, not yet converged" in render_recall(recall)
+    both = recall_memory(open_vault(root), "Lisbon OR Berlin").results
+    assert [r.hit.layer for r in both][0] != "pending"  # memory first
+
+
+def test_a_snippet_never_shows_only_a_trace(make_vault):
+    old = "a very long old wording about the city where I used to live and work, " * 3
+    line = (
+        f"- Lives in Berlin now (updated 2026-11-08, was: Lives in Lisbon, {old}) (source: [[n]])"
+    )
+    root = make_vault(
+        {"converged/core/profile.md": f"# Profile\n\n{line}\n", "n.md": "x\n"},
+        config_yaml="language: en\n",
+        git=True,
+    )
+    (result,) = recall_memory(open_vault(root), "Lisbon").results
+    assert result.plain.startswith("Lives in Berlin now")

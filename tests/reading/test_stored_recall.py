@@ -204,12 +204,12 @@ def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(samp
     """The ~80 redaction rules (cmem.text.secrets) are compiled on first use: a recall whose
     snippets hold no credential-like literal compiles none of them; one that does compiles what
     it runs."""
-    warm_recall(sample_vault, "python")
+    warm_recall(sample_vault, "ruff")  # memory alone holds it: no pending note's URL in a snippet
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
     code = (
         "import sys\n"
         "from cmem.fast import answer\n"
-        "out = answer(['recall', 'python', '--vault', sys.argv[1]])\n"
+        "out = answer(['recall', 'ruff', '--vault', sys.argv[1]])\n"
         "assert 'python-tooling.md' in out, out\n"
         "from cmem.text import secrets\n"
         "rules = [v for v in vars(secrets).values() if isinstance(v, secrets._Lazy)]\n"

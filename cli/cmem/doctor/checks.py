@@ -26,7 +26,8 @@ from cmem.vault.notes import (
 )
 from cmem.vault.statements import parse_statements
 
-OK, WARN, ERROR = "ok", "warn", "error"
+# NOTE: not a problem, said so it is never hidden (notes waiting)
+OK, NOTE, WARN, ERROR = "ok", "note", "warn", "error"
 
 _SYNC_MARKERS = (
     ("Dropbox", "Dropbox"),
@@ -43,7 +44,7 @@ _SYNC_MARKERS = (
 
 @dataclass(frozen=True)
 class Finding:
-    level: str  # ok | warn | error
+    level: str  # ok | note | warn | error
     check: str
     message: str
     file: str | None = None
@@ -72,7 +73,25 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_state(vault)
     findings += _check_unattended(vault)
     findings += _check_unmanaged(vault)
+    findings += _check_pending(vault)
     return findings
+
+
+def _check_pending(vault: Vault) -> list[Finding]:
+    """What waits, and why (SPEC §2): not a problem, but never hidden behind "all clear"."""
+    from cmem.reading.waiting import account_waiting
+    from cmem.render.reports import waiting_lines
+    from cmem.scan.scanner import scan_vault
+    from cmem.vault.config import model_configured
+
+    try:
+        scan = scan_vault(vault)
+    except CmemError:
+        return []  # the state or a setting is broken: its own check names it
+    waiting = account_waiting(vault, scan, model_configured(vault)).to_json()
+    if not waiting["notes"] and not waiting["backlog"]["notes"]:
+        return [Finding(OK, "pending", "nothing pending")]
+    return [Finding(NOTE, "pending", line) for line in waiting_lines(waiting)]
 
 
 def _check_unmanaged(vault: Vault) -> list[Finding]:

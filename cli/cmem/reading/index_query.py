@@ -16,6 +16,9 @@ from collections import namedtuple
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
 UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
+# the divergent notes, indexed so recall finds a fact a pending note holds (shown as not yet
+# converged): its hits are limited to the notes pending when the search runs
+PENDING = "pending"
 # Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
 # sits (file name, heading, summary, tags). A match in the statement counts most.
 WEIGHTS = (1.0, 0.4, 0.5)

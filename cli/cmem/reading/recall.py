@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from cmem.reading.index_query import ARCHIVED, CONVERGENT, Hit, SyncReport, query_terms
+from cmem.reading.index_query import ARCHIVED, CONVERGENT, PENDING, Hit, SyncReport, query_terms
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class RecallResult:
             "heading": hit.heading,
             "text": hit.text,
             "sources": list(hit.sources),
+            # a fact a pending note holds: not yet converged into memory
+            "pending": hit.layer == PENDING,
         }
 
 
@@ -112,6 +114,16 @@ def recall_memory(
         other = search_scope(vault, UNMANAGED, query, limit)
         hits = sorted(hits + other.hits, key=lambda h: -h.score)[:limit]
         problems += other.problems
+    waiting: list[str] = []
+    if scope == CONVERGENT:
+        # what waits in pending notes: found too, marked as not yet converged (SPEC §2)
+        from cmem.scan.scanner import scan_vault
+
+        waiting = sorted(p.rel for p in scan_vault(vault).pending)
+        if waiting:
+            other = search_scope(vault, PENDING, query, limit, waiting)
+            hits = merge_hits(hits, other.hits, limit)
+            problems += other.problems
     if pending is not None and not problems:
         from cmem.reading import stored_results
 
@@ -123,6 +135,7 @@ def recall_memory(
                 "files": report.files,
                 "rows": report.rows,
                 "layers": (vault.config.resident_dir, vault.config.situational_dir),
+                "pending": {"index": str(index_file(vault, PENDING)), "notes": waiting},
             },
         )
     terms = query_terms(query)
@@ -130,7 +143,11 @@ def recall_memory(
     if record and scope == CONVERGENT:
         record_reads(
             vault,
-            list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != "unmanaged")),
+            list(
+                dict.fromkeys(
+                    r.hit.path for r in results if r.hit.layer not in ("unmanaged", PENDING)
+                )
+            ),
             now,
         )
     return Recall(query, scope, results, searched.sync, problems)
@@ -147,8 +164,10 @@ def _begin_stored(vault: Vault, scope: str) -> dict | None:
         return None
     if scope == ARCHIVED:  # archived notes by folder mtimes, as `status` keys them
         tops, folder_only = (config.archive_dir,), [config.archive_dir]
-    else:  # memory files one by one: an edit in place must reach the index
-        tops, folder_only = tuple(vault.convergent_dirs), []
+    else:
+        # memory files and notes one by one (an edit in place must reach the index, and which
+        # notes are pending changes with them), the archive by its folders
+        tops, folder_only = ("",), [config.archive_dir]
     return stored_results.begin(vault, "recall", (scope,), tops=tops, folder_only=folder_only)
 
 
@@ -188,6 +207,14 @@ def stored_recall(request: dict) -> str | None:
         hits = search_rows(db, query, request["limit"], None, layer_for)
     finally:
         db.close()
+    waiting = (payload.get("pending") or {}).get("notes") or []
+    if scope == CONVERGENT and waiting:
+        db = sqlite3.connect(f"file:{payload['pending']['index']}?mode=ro", uri=True, timeout=10)
+        try:
+            found = search_rows(db, query, request["limit"], waiting, lambda path: PENDING)
+        finally:
+            db.close()
+        hits = merge_hits(hits, found, request["limit"])
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
     if scope == CONVERGENT:
@@ -196,7 +223,7 @@ def stored_recall(request: dict) -> str | None:
         # read_times.record_reads_in's work, without its imports (pathlib, typing)
         from cmem.reading.stored_context import record_reads
 
-        paths = list(dict.fromkeys(r.hit.path for r in results))
+        paths = list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != PENDING))
         record_reads(entry["machine_dir"], paths, datetime.now().astimezone())
     sync = SyncReport(scope, payload["files"], payload["rows"], listed=False)
     sync.seconds = time.perf_counter() - started
@@ -210,6 +237,16 @@ def stored_recall(request: dict) -> str | None:
 
         set_color(False)
     return render_recall(recall) + "\n"
+
+
+def merge_hits(memory: list[Hit], waiting: list[Hit], limit: int) -> list[Hit]:
+    """Memory's hits first, then the pending notes' (their scores come from another index, so
+    they are not ranked against memory): a quarter of the places, at least one, are kept for
+    what waits, and any place memory leaves."""
+    if not waiting:
+        return memory[:limit]
+    kept = min(len(waiting), max(limit - len(memory), max(1, limit // 4)))
+    return [*memory[: limit - kept], *waiting[:kept]]
 
 
 def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
@@ -248,6 +285,16 @@ def _without_sources(text: str) -> str:
     return text.strip()
 
 
+def _current_end(text: str) -> int:
+    """Where the statement's current wording ends: at its first trace (or the text's end)."""
+    if "(" not in text and "（" not in text:
+        return len(text)
+    from cmem.vault.statements import find_traces
+
+    traces = find_traces(text)
+    return min((t.start for t in traces), default=len(text))
+
+
 def _result(hit: Hit, terms: list[str]) -> RecallResult:
     from cmem.text.secrets import redact_secrets
 
@@ -258,7 +305,11 @@ def _result(hit: Hit, terms: list[str]) -> RecallResult:
     start, end = 0, len(text)
     if len(text) > SNIPPET_CHARS:
         first = spans[0][0] if spans else 0
+        # a snippet starts in the statement itself, never inside a trace: shown alone, an old
+        # wording reads as the current one
+        first = min(first, _current_end(text))
         start = max(0, min(first - SNIPPET_CHARS // 3, len(text) - SNIPPET_CHARS))
+        start = min(start, _current_end(text))
         end = start + SNIPPET_CHARS
     plain = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
     shift = 1 if start else 0
@@ -286,7 +337,10 @@ def render_recall(recall: Recall) -> str:
     )
     if recall.scope != ARCHIVED and any(r.hit.layer == "unmanaged" for r in recall.results):
         where = "the convergent layer and the notes no layer reads (recall.include_unmanaged)"
+    if recall.scope != ARCHIVED and any(r.hit.layer == PENDING for r in recall.results):
+        where = where.replace("the convergent layer", "the convergent layer and the pending notes")
     if not recall.results:
+        where = where.replace("the convergent layer", "the convergent layer or the pending notes")
         return f"no statement matches “{recall.query}” in {where}"
     out = [
         paint(
@@ -298,9 +352,10 @@ def render_recall(recall: Recall) -> str:
     for result in recall.results:
         hit = result.hit
         heading = f" · {hit.heading}" if hit.heading else ""
+        layer = "pending note, not yet converged" if hit.layer == PENDING else hit.layer
         out.append(
             paint(f"{hit.path}:{hit.line}", "cyan")
-            + paint(f"  [{hit.layer}{heading}] score {hit.score:.2f}", "dim")
+            + paint(f"  [{layer}{heading}] score {hit.score:.2f}", "dim")
         )
         text, position, pieces = result.plain, 0, []
         for start, end in result.spans:

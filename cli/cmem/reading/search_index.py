@@ -39,6 +39,7 @@ from cmem.reading.index_query import (  # the query side, shared with the light 
     _WORD,  # noqa: F401 - kept importable from here
     ARCHIVED,
     CONVERGENT,
+    PENDING,
     UNMANAGED,
     WEIGHTS,  # noqa: F401 - kept importable from here
     Hit,
@@ -51,7 +52,7 @@ from cmem.reading.index_query import (  # the query side, shared with the light 
 )
 from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import bigrams
-from cmem.vault.layers import ARCHIVE, NoteFile, Vault
+from cmem.vault.layers import ARCHIVE, DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
 
@@ -168,6 +169,8 @@ def index_file(vault: Vault, scope: str) -> Path:
 
 
 def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
+    if scope == PENDING:
+        return vault.list_layer(DIVERGENT)
     if scope == UNMANAGED:
         from cmem.vault.unmanaged import unmanaged_notes
 
@@ -187,8 +190,8 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
     changes its folder's mtime, so an equal signature means the same files, found without
     listing them. None when a folder changed within RACY_NS of now (its mtime may change again
     within the same tick): then the files are listed."""
-    if scope == UNMANAGED:
-        return None  # anywhere in the vault: the files are listed each time
+    if scope in (UNMANAGED, PENDING):
+        return None  # anywhere in the vault, or the root's notes: the files are listed each time
     bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
     entries = []
     stack = [vault.root / base for base in bases]
@@ -407,7 +410,9 @@ class Index:
                     or NoteFile(
                         rel,
                         Path(path),
-                        {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
+                        {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED, PENDING: DIVERGENT}.get(
+                            self.scope
+                        )
                         or self.vault.layer_of(rel)
                         or "",
                     ),
@@ -498,7 +503,7 @@ class Index:
 
     def search(self, query: str, limit: int = 10, paths: list[str] | None = None) -> list[Hit]:
         """BM25-ranked statements (`index_query.search_rows`, which the light path calls too)."""
-        layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED}.get(self.scope)
+        layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED, PENDING: PENDING}.get(self.scope)
         return search_rows(
             self.db,
             query,

@@ -50,7 +50,7 @@ CLASS_STYLE = {
     "decision": "blue",
     "recurring": "yellow",
 }
-LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "red"}
+LEVEL_STYLE = {"ok": "green", "note": "cyan", "warn": "yellow", "error": "red"}
 
 
 def render_init(report) -> str:
@@ -320,14 +320,18 @@ def render_scan(scan, waiting: dict | None = None) -> str:
 def render_doctor(findings) -> str:
     out = []
     for f in findings:
-        mark = {"ok": "ok   ", "warn": "warn ", "error": "error"}[f.level]
+        mark = {"ok": "ok   ", "note": "note ", "warn": "warn ", "error": "error"}[f.level]
         out.append(f"{paint(mark, LEVEL_STYLE[f.level])} {f.check}: {f.message}")
     errors = sum(f.level == "error" for f in findings)
     warnings = sum(f.level == "warn" for f in findings)
+    waiting = [f for f in findings if f.level == "note" and f.check == "pending"]
     out.append("")
-    out.append(
-        "all clear" if not errors and not warnings else f"{errors} errors, {warnings} warnings"
-    )
+    if errors or warnings:
+        out.append(f"{errors} errors, {warnings} warnings")
+    elif waiting:
+        out.append(f"no problems; pending: {waiting[0].message}")
+    else:
+        out.append("all clear")
     return "\n".join(out)
 
 
