@@ -109,3 +109,18 @@ def test_the_report_runs_a_model_command_too(tmp_path, monkeypatch):
     assert "python bench/quality.py --llm" in text
     llm_table = text.split(f"## llm: `{command}`")[1]
     assert "| en-moves | 5 | 0/5 |" in llm_table  # the fake said nothing: no fact is stated
+
+
+def test_every_fact_of_a_history_written_as_people_write_reaches_the_model(tmp_path, monkeypatch):
+    """bench/reach.py (issue 33): within the budget every new or changed note's lines reach the
+    model, none is sent twice unchanged, and every pass applies."""
+    spec = importlib.util.spec_from_file_location("cmem_bench_reach", REPO / "bench" / "reach.py")
+    reach = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = reach
+    spec.loader.exec_module(reach)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for history in reach.HISTORIES:
+        figures = reach.run_history(history, tmp_path)
+        assert figures.reached == figures.facts, history.name
+        assert (figures.resent, figures.failed) == (0, 0), history.name
+        assert figures.gated < figures.facts  # the histories do not lean on cue words
