@@ -106,6 +106,7 @@ def test_once_trusted_it_runs_and_a_changed_command_is_refused_again(corpus_vaul
     config.write_text(
         f"llm:\n  command: {json.dumps(command + ' --extra')}\n", encoding="utf-8"
     )  # a sync brought a new one
+    (corpus_vault / "2026-12-01 new.md").write_text("A new note to converge.\n", encoding="utf-8")
     done = cmem("converge", "--vault", str(corpus_vault))
     assert (
         done.returncode == 1

@@ -37,6 +37,7 @@ def test_adopting_an_obsidian_vault_leaves_every_file_byte_identical(tmp_path):
     for rel, digest in before.items():
         assert after[rel] == digest, rel
     assert set(after) - set(before) == {
+        ".cmem/backlog.json",  # the notes it held: a backlog, not all pending at once
         ".cmem/config.yaml",
         ".cmem/state.json",
         "archive/ARCHIVE-CHECKLIST.md",
@@ -45,6 +46,7 @@ def test_adopting_an_obsidian_vault_leaves_every_file_byte_identical(tmp_path):
     assert report.repository == "created"
     committed = git(root, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(committed) == [
+        ".cmem/backlog.json",
         ".cmem/config.yaml",
         ".cmem/state.json",
         ".gitignore",

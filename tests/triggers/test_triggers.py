@@ -45,9 +45,9 @@ def test_not_due_when_nothing_is_pending_exits_0_quietly(make_vault):
     root = trigger_vault(make_vault, note=False)
     done = run_cmem("--vault", str(root), "converge", "--if-due", "--quiet")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    assert outcomes(root) == ["not-due"] and "nothing pending" in log_lines(root)[0]
+    assert outcomes(root) == ["not-due"] and "no pending note" in log_lines(root)[0]
     loud = run_cmem("--vault", str(root), "converge", "--if-due")
-    assert loud.returncode == 0 and loud.stderr.startswith("not due: nothing pending")
+    assert loud.returncode == 0 and loud.stderr.startswith("not due: no pending note")
 
 
 def test_due_runs_one_pass_and_logs_its_commit(make_vault):
