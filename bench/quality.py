@@ -768,7 +768,10 @@ def main(argv: list[str] | None = None) -> int:
         + "".join(f" --only {o}" for o in args.only or [])
     )
     text = report(results, command)
-    Path(args.out).write_text(text, "utf-8")
+    out = Path(args.out)
+    kept = out.read_text("utf-8") if out.exists() else ""
+    reach = kept.find("\n## What reaches the model")  # bench/reach.py's own section stays
+    out.write_text(text.rstrip("\n") + "\n" + (kept[reach:] if reach >= 0 else ""), "utf-8")
     print(text)
     return 0
 
