@@ -29,18 +29,21 @@ NOTES = {
     "en": {
         "2026-11-20 journal.md": "Push him to act rather than encourage him. Give him a nudge when he stalls.\n"
         "He wants to be pushed to act. Looking for a backend job in Beijing.\n"
-        "Uses bun for the Bluefin project.\n",
-        "2026-11-28 notes.md": "# 28 Nov\nActually I'm after an AI-agent internship in Shenzhen now\nMeh, rainy day\n",
-        "2026-11-08 notes.md": "Switched Bluefin back to pnpm\nThe Bluefin sync meets on Thursdays now\n",
+        "Bluefin uses bun as its package manager; the sync is on Mondays.\n",
+        "2026-11-28 notes.md": "# 28 Nov\nActually I'm after an AI-agent internship in Shenzhen now\nMeh, rainy day\n"
+        "Started a Go course, Saturday mornings\n",
+        "2026-11-08 notes.md": "Switched Bluefin back to pnpm\nFrom next week the Bluefin sync moves to Thursdays\n",
         "idea - svelte.md": "maybe svelte?\n",
     },
     "zh": {
-        "2026-11-20 日记.md": "推他动手而非给鼓励。他卡住时推他一把。希望被推着动手。在找北京后端实习。Bluefin 项目用 bun。\n",
-        "2026-11-28 随手记.md": "# 11 月 28 日\n其实我现在想找深圳的 AI Agent 实习\n下雨，烦\n",
-        "2026-11-08 随手记.md": "Bluefin 又换回 pnpm 了\nBluefin 的同步会改在周四\n",
+        "2026-11-20 日记.md": "推他动手而非给鼓励。他卡住时推他一把。希望被推着动手。在找北京后端实习。"
+        "Bluefin 用 bun 管理依赖，同步在周一。\n",
+        "2026-11-28 随手记.md": "# 11 月 28 日\n其实我现在想找深圳的 AI Agent 实习\n下雨，烦\n开始上 Go 课程，周六上午\n",
+        "2026-11-08 随手记.md": "Bluefin 又换回 pnpm 了\n下周起 Bluefin 的同步改到周四\n",
         "idea - svelte.md": "也许试试 svelte？\n",
     },
 }
+BEFORE = ("converged/core/profile.md", "converged/topics/bluefin.md")
 
 
 def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
@@ -84,10 +87,10 @@ def test_every_rejection_cites_a_rule_of_the_rulebook(path):
         )
 
 
-def _before(text: str) -> str:
-    """The profile as the prompt's example shows it before the pass: the block that starts a
-    line (the rules quote its opening tag too, inline)."""
-    start = re.search(r'^<file path="converged/core/profile.md">$', text, re.MULTILINE).end() + 1
+def _before(text: str, path: str = BEFORE[0]) -> str:
+    """A file as the prompt's example shows it before the pass: the block that starts a line
+    (the rules quote its opening tag too, inline), the first one for its path."""
+    start = re.search(rf'^<file path="{path}">$', text, re.MULTILINE).end() + 1
     return text[start : text.index("</file>", start)]
 
 
@@ -121,15 +124,15 @@ def test_the_prompts_example_reply_validates(tmp_path, language):
     root = tmp_path / "v"
     vault = _vault(root, language)
     text = instructions(vault)
-    before = _before(text)
-    write_files(root, {"converged/core/profile.md": before, **NOTES[language]})
+    before = {path: _before(text, path) for path in BEFORE}
+    write_files(root, {**before, **NOTES[language]})
     vault = Vault(root=root, config=load_config(root))
     names = list(NOTES[language])
     selected = [name for name in names if "11-20" not in name]
     context = PassContext(
         pass_date="2026-11-29",
         selected=selected,
-        originals={"converged/core/profile.md": before},
+        originals=dict(before),
         note_names=vault.note_names(),
         source_texts={name.removesuffix(".md"): NOTES[language][name] for name in names},
         line_counts={name: NOTES[language][name].count("\n") + 1 for name in selected},
@@ -137,7 +140,8 @@ def test_the_prompts_example_reply_validates(tmp_path, language):
     reply = text[text.rindex("<convergence>") :]
     result = validate_response(vault, parse_response(reply), context)
     assert not result.errors, "\n".join(str(e) for e in result.errors)
-    assert sorted(result.writes) == ["converged/core/profile.md", "converged/topics/bluefin.md"]
+    assert sorted(result.writes) == [*BEFORE, "converged/topics/go-course.md"]
+    assert not [w for w in result.warnings if w.rule == "invention"], result.warnings
     assert {entry.note for entry in result.converged} == set(selected[:2])
     partly = [d for d in result.deferred if d.lines]
     assert [d.lines for d in partly] == [(3,)]

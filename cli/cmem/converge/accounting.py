@@ -32,6 +32,7 @@ class Verdict:
     unplaced: frozenset[int] = frozenset()
     rule_deferred: dict[int, str] = field(default_factory=dict)
     known: frozenset[int] = frozenset()  # cue lines memory holds already: nothing to add
+    quarantined: str = ""  # the builtin engine cannot converge the note as it is: why
 
 
 def account_note(
@@ -102,4 +103,5 @@ def account_note(
         unjudged=unjudged,
         keys=sorted(set(previous.keys if previous else ()) | set(note.keys)),
         deferred_keys=deferred_keys,
+        quarantined=verdict.quarantined,
     )

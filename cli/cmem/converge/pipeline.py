@@ -89,6 +89,7 @@ class PassResult:
     errors: list[str] = field(default_factory=list)
     moved: list[dict] = field(default_factory=list)  # statements that left one file for another
     merged: list[dict] = field(default_factory=list)  # statements merged into others, no trace
+    quarantined: list[dict] = field(default_factory=list)  # {"note", "reason"}: put aside
     diff: str = ""
     diffstat: list[tuple[str, int, int]] = field(default_factory=list)
     prompt: str | None = None
@@ -117,6 +118,7 @@ class PassResult:
             "waiting": self.waiting,
             "moved": self.moved,
             "merged": self.merged,
+            "quarantined": self.quarantined,
             "snapshot_commit": self.snapshot_commit,
             "engine": self.engine,
             "model": self.model,
@@ -151,6 +153,8 @@ class PassInputs:
     rule_reasons: dict = field(default_factory=dict)  # (note, line) → why the scan deferred it
     # (note, line) of cue lines that repeat a statement memory holds (the feedback-loop guard)
     in_memory: frozenset[tuple[str, int]] = frozenset()
+    # notes the builtin engine could not converge, put aside by `isolate_builtin`
+    quarantined_notes: tuple[SelectedNote, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,8 @@ class PlannedPass:
     warnings: tuple[str, ...]  # signal lines no statement or trace holds (they stay pending)
     merged: list[dict] = field(default_factory=list)  # old statements merged into others
     line_reasons: dict[str, dict[int, str]] = field(default_factory=dict)  # note → line → reason
+    # notes the builtin engine cannot converge as they are: note → why (put aside, named)
+    quarantined: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -470,6 +476,13 @@ def _run_locked(
             recording = record_run_beside(vault, record, engine, inputs, plan)
             prompt = plan.prompt if engine.reads_prompt else None
             checked = check_replies(vault, engine, prompt, context, record, progress)
+            quarantined: dict[str, str] = {}
+            if checked.validation is None and engine.kind == "builtin":
+                # the builtin engine is deterministic: find the notes it cannot converge, put
+                # them aside with the reason, and converge the others (issue 35)
+                inputs, checked, quarantined = isolate_builtin(
+                    vault, inputs, plan, options, checked
+                )
             so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
             if checked.validation is None:
                 asked = (
@@ -484,13 +497,18 @@ def _run_locked(
                 _record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
                 return failed
 
-            planned = plan_pass(vault, inputs, checked.validation)
+            planned = replace(plan_pass(vault, inputs, checked.validation), quarantined=quarantined)
             result = _with_plan(so_far, planned)
             if options.dry_run or step is None:
                 return replace(result, status="dry-run")
             if (options.propose or vault.config.review) and not options.apply_proposal:
                 return propose(vault, inputs, result, record, now)
-            if not planned.writes and not planned.converged and not _recorded(inputs, planned):
+            if (
+                not planned.writes
+                and not planned.converged
+                and not _recorded(inputs, planned)
+                and not quarantined
+            ):
                 return replace(
                     result,
                     status="nothing",
@@ -550,7 +568,9 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     scan = scan_vault(
         vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
     )
-    odd = tuple(odd_warnings(scan.odd))  # SPEC §1: a note cmem skips or will not rewrite, once
+    odd = tuple(odd_warnings(scan.odd)) + tuple(  # SPEC §1: what cmem skips, said once
+        f"{q.note} is quarantined: {q.reason}; {q.way_out}" for q in scan.quarantined
+    )
     pass_date = now.date().isoformat()
     meaning = reads_meaning(vault, options)
     takes, for_model = engine_takes(scan.pending, meaning)
@@ -751,6 +771,66 @@ def choose_engine(
     return Engine("llm", "llm", resolved.command, ask, vault.config.repair_rounds)
 
 
+def isolate_builtin(
+    vault: Vault, inputs: PassInputs, plan: PromptPlan, options: PassOptions, checked
+) -> tuple[PassInputs, CheckedChange, dict[str, str]]:
+    """The notes of a rejected builtin reply, tried one at a time in the pass's order: each note
+    whose reply (with the notes kept so far) the validator rejects, or the engine fails on, is
+    quarantined with the first reason; the others are converged by the last reply that passed.
+    Returns the narrowed inputs, that reply's check, and the quarantined notes."""
+    from cmem.converge.builtin import builtin_response
+
+    kept: list[SelectedNote] = []
+    quarantined: dict[str, str] = {}
+    accepted = None
+    for note in inputs.selection.notes:
+        trial = _with_notes(inputs, [*kept, note])
+        try:
+            text = builtin_response(vault, trial.selection.notes, plan.writable, trial.pass_date)
+            from cmem.converge.validate import validate_response
+
+            validation = validate_response(
+                vault,
+                parse_reply(text).response,
+                _context(vault, trial, plan, options.allow_shrink),
+            )
+            problem = str(validation.errors[0]) if validation.errors else None
+        except (CmemError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            problem, validation = (
+                f"the builtin engine failed on it: {type(exc).__name__}: {exc}",
+                None,
+            )
+        if problem:
+            quarantined[note.rel] = _quarantine_reason(problem)
+            continue
+        kept.append(note)
+        accepted = validation
+    aside = tuple(n for n in inputs.selection.notes if n.rel in quarantined)
+    narrowed = replace(_with_notes(inputs, kept), quarantined_notes=aside)
+    if not quarantined:
+        return inputs, checked, {}  # every note passes alone and together: not one note's doing
+    if accepted is None:  # every note put aside: the pass records why, and writes nothing else
+        from cmem.converge.validate import Validation
+
+        accepted = Validation()
+    warnings = tuple(str(w) for w in accepted.warnings) + tuple(
+        f"{rel} is put aside: {reason}" for rel, reason in quarantined.items()
+    )
+    return narrowed, CheckedChange(accepted, checked.rounds, warnings, checked.errors), quarantined
+
+
+def _quarantine_reason(problem: str) -> str:
+    return f"the builtin engine cannot converge it as it is ({problem.strip()[:300]})"
+
+
+def _with_notes(inputs: PassInputs, notes: list[SelectedNote]) -> PassInputs:
+    """The pass's inputs for these of its notes only."""
+    selection = replace(inputs.selection, notes=list(notes))
+    return replace(inputs, selection=selection)
+
+
 def parse_reply(text: str) -> ParsedReply:
     from cmem.converge.reply_text import clean_reply
     from cmem.converge.response import parse_response
@@ -769,7 +849,28 @@ def check_replies(
     progress: Progress,
 ) -> CheckedChange:
     """Engine → parse → validate, with repair rounds for a model. A CmemError or Ctrl-C raised
-    on the way carries `cmem_rounds` (how many times the engine was asked) for the report."""
+    on the way carries `cmem_rounds` (how many times the engine was asked) for the report. A bug
+    of the builtin engine (an exception) is a rejected reply, so the notes behind it can be put
+    aside (`isolate_builtin`) instead of stopping every pass."""
+    if engine.kind == "builtin":
+        try:
+            return _check_all(vault, engine, prompt, context, record, progress)
+        except (CmemError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            problem = f"the builtin engine failed: {type(exc).__name__}: {exc}"
+            return CheckedChange(None, 1, (), (problem,))
+    return _check_all(vault, engine, prompt, context, record, progress)
+
+
+def _check_all(
+    vault: Vault,
+    engine: Engine,
+    prompt: Prompt | None,
+    context: PassContext,
+    record: RunRecord,
+    progress: Progress,
+) -> CheckedChange:
     engine_warnings: list[str] = []
     current_prompt = prompt.text if prompt is not None else ""  # None: the engine reads none
     # a valid reply with likely inventions, kept while the model is asked once more
@@ -1029,6 +1130,7 @@ def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
         diffstat=list(planned.diffstat),
         moved=list(planned.moved),
         merged=list(planned.merged),
+        quarantined=[{"note": n, "reason": r} for n, r in planned.quarantined.items()],
         warnings=[*result.warnings, *planned.warnings],
     )
 
@@ -1245,6 +1347,9 @@ def _verdicts(inputs: PassInputs, planned: PlannedPass):
 
     converged = set(planned.converged)
     whole = {d["note"]: d["reason"] for d in planned.deferred if not d.get("lines")}
+    for note in inputs.quarantined_notes:
+        reason = planned.quarantined[note.rel]
+        yield note, Verdict(converged=False, reason=reason, quarantined=reason)
     for note in inputs.selection.notes:
         if note.rel not in converged and note.rel not in whole:
             continue
@@ -1323,8 +1428,8 @@ def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
     )
     count = len(result.converged)
     subject = f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}"
-    if not count and result.deferred:
-        deferred = len({d["note"] for d in result.deferred})
+    if not count and (result.deferred or result.quarantined):
+        deferred = len({d["note"] for d in [*result.deferred, *result.quarantined]})
         subject = f"cmem: defer {deferred} note{'s' if deferred != 1 else ''}"
     message = CommitMessage(subject, result.pass_id)
     for rel in result.converged:
@@ -1335,6 +1440,8 @@ def commit_message(result: PassResult, selection: Selection) -> CommitMessage:
         message.add("Deferred", f"{deferred['note']}{where} ({deferred['reason']})")
     for merge in result.merged:
         message.add("Merged", f"{merge['statement']} → {merge['into']} ({merge['file']})")
+    for aside in result.quarantined:
+        message.add("Quarantined", f"{aside['note']} ({aside['reason']})")
     for rel in result.changed:
         message.add("Changed", rel)
     for move in result.moved:

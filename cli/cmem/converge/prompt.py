@@ -57,9 +57,10 @@ def instructions(vault: Vault) -> str:
             src_journal=_joined(format_source([journal], formats)),
             src_journal_city=_joined(format_source([journal, city], formats)),
             src_journal_tool=_joined(format_source([journal, tool], formats)),
-            src_tool=_joined(format_source([tool], formats)),
+            src_city=_joined(format_source([city], formats)),
             trace_city=_joined(trace_city),
             trace_tool=_joined(format_trace("2026-11-08", "bun", formats)),
+            trace_sync=_joined(format_trace("2026-11-08", "周一" if zh else "Mondays", formats)),
         ).rstrip("\n")
         + "\n"
     )
@@ -79,8 +80,10 @@ def quote_file(path: str, text: str, hand_edited: bool) -> str:
 def quote_note(note: SelectedNote, zh: bool = False) -> str:
     """A note as data, numbered; its cue lines; and the lines this pass judges, when some of it
     was converged before (the rest is context)."""
-    width = len(str(len(note.lines)))
-    numbered = "\n".join(f"{index:>{width}}| {line}" for index, line in enumerate(note.lines, 1))
+    # the empty line after the last line end is no line of the note: not shown, not numbered
+    lines = note.lines[:-1] if len(note.lines) > 1 and note.lines[-1] == "" else note.lines
+    width = len(str(len(lines)))
+    numbered = "\n".join(f"{index:>{width}}| {line}" for index, line in enumerate(lines, 1))
     out = f'<note path="{note.rel}" name="{note.name}">\n{numbered.rstrip()}\n</note>\n'
     if note.signals:
         signals = "\n".join(f"- line {s.line}: {s.cls} (cue “{s.cue}”)" for s in note.signals)

@@ -89,9 +89,14 @@ def _check_pending(vault: Vault) -> list[Finding]:
     except CmemError:
         return []  # the state or a setting is broken: its own check names it
     waiting = account_waiting(vault, scan, model_configured(vault)).to_json()
+    held = [
+        Finding(WARN, "quarantined", f"{q.note}: {q.reason}; {q.way_out}", q.note)
+        for q in scan.quarantined
+    ]
     if not waiting["notes"] and not waiting["backlog"]["notes"]:
-        return [Finding(OK, "pending", "nothing pending")]
-    return [Finding(NOTE, "pending", line) for line in waiting_lines(waiting)]
+        return held or [Finding(OK, "pending", "nothing pending")]
+    lines = [line for line in waiting_lines(waiting) if not line.startswith("quarantined: ")]
+    return [Finding(NOTE, "pending", line) for line in lines] + held
 
 
 def _check_unmanaged(vault: Vault) -> list[Finding]:

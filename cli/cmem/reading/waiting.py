@@ -36,6 +36,7 @@ class Waiting:
     backlog: int = 0
     backlog_tokens: int = 0
     backlog_passes: int = 0
+    quarantined: list = field(default_factory=list)  # scan.signals.Quarantined
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +55,7 @@ class Waiting:
                 "tokens": self.backlog_tokens,
                 "passes": self.backlog_passes,
             },
+            "quarantined": [q.to_json() for q in self.quarantined],
         }
 
 
@@ -83,6 +85,7 @@ def account_waiting(vault, scan, model: bool, memory_tokens: int = 0) -> Waiting
             used += cost
     waiting.deferred_lines = sum(1 for d in scan.deferred if d.line)
     waiting.deferred_notes = len({d.note for d in scan.deferred if d.kind == DEFERRED})
+    waiting.quarantined = list(scan.quarantined)
     waiting.backlog = len(scan.backlog)
     waiting.backlog_tokens = sum(b.tokens for b in scan.backlog)
     if waiting.backlog:

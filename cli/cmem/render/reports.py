@@ -235,7 +235,8 @@ def waiting_lines(data: dict) -> list[str]:
     """The "pending" section's lines of `status` (and `scan`'s head), from
     `reading/waiting.py: Waiting.to_json`: what waits, and why (SPEC §2)."""
     out = []
-    if not data["notes"] and not data["backlog"]["notes"]:
+    quarantined = data.get("quarantined") or []
+    if not data["notes"] and not data["backlog"]["notes"] and not quarantined:
         return ["nothing pending"]
     if data["notes"]:
         total = sum(data["signals"].values())
@@ -263,6 +264,10 @@ def waiting_lines(data: dict) -> list[str]:
             f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged only when you ask: "
             "`cmem converge --backlog`"
         )
+    for item in quarantined[:10]:
+        out.append(f"quarantined: {item['note']} — {item['reason']}; {item['way_out']}")
+    if len(quarantined) > 10:
+        out.append(f"… and {len(quarantined) - 10} more quarantined notes (`cmem scan --json`)")
     return out
 
 

@@ -48,6 +48,7 @@ from cmem.scan.signals import (
     NoteFlags,
     NoteScan,
     PendingNote,
+    Quarantined,
     Signal,
     defer_reason,
     excluded_reason,
@@ -59,7 +60,7 @@ from cmem.vault.backlog import in_backlog, load_backlog
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
 from cmem.vault.state_json import BUILTIN, ConvergedNote, State, load_state
-from cmem.vault.statements import normalize, parse_statements, split_statement
+from cmem.vault.statements import normalize, parse_statements, split_statement, unlinkable
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
@@ -103,6 +104,7 @@ class ScanResult:
     odd: list[OddFile] = field(default_factory=list)
     reemerged: list[Reemerged] = field(default_factory=list)
     backlog: list[BacklogNote] = field(default_factory=list)  # an adopted folder's notes
+    quarantined: list[Quarantined] = field(default_factory=list)  # no pass takes them
     notes_scanned: int = 0  # divergent notes looked at
     notes_read: int = 0  # of which read from disk (the rest came from the cache)
 
@@ -113,6 +115,7 @@ class ScanResult:
             "reemerged": [r.to_json() for r in self.reemerged],
             "pending": [p.to_json() for p in self.pending],
             "backlog": [{"note": b.note, "tokens": b.tokens} for b in self.backlog],
+            "quarantined": [q.to_json() for q in self.quarantined],
             "odd": [{"note": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
         }
 
@@ -634,6 +637,20 @@ class _Judgement:
         back for the recurrence rule (`_returning`)."""
         done = self.state.notes.get(file.rel)
         same = done is not None and done.sha256 == entry.sha256
+        held = self._unlinkable(file, entry)
+        if held is not None:
+            self.result.quarantined.append(held)
+            return None
+        if same and done.quarantined:
+            # the builtin engine failed on it as it is: a model may still take it (UNJUDGED)
+            self.result.quarantined.append(
+                Quarantined(
+                    file.rel,
+                    done.quarantined,
+                    "edit the note (it is pending again then), or converge it with a model: "
+                    f"`cmem converge --only {file.name!r} --llm CMD`",
+                )
+            )
         adopted = in_backlog(self.adopted, file.rel, entry.sha256) and not self.include_backlog
         signals, deferred = [], []
         # a note asked for by name (`--only`) is confirmed for this pass: its deferred lines count
@@ -671,6 +688,20 @@ class _Judgement:
             return None
         self._pend(file, entry, done, same, why, signals, model_only)
         return None
+
+    def _unlinkable(self, file: NoteFile, entry: _Entry) -> Quarantined | None:
+        """A note whose name no wikilink can cite: a statement could never name its source, so
+        no pass takes it; it is named instead (SPEC §1 names, issue 35)."""
+        if not entry.units and not entry.scan.hits:
+            return None  # nothing to converge in it anyway
+        problem = unlinkable(file.name)
+        if problem is None:
+            return None
+        return Quarantined(
+            file.rel,
+            f"{problem}, so no statement can cite it",
+            "rename the note (without '#', '|', '^' or brackets); it is pending again then",
+        )
 
     def _why(self, file, entry, done, same, adopted, explicit, signals):
         """(why the note is pending or None, whether only a model can take it)."""

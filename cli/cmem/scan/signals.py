@@ -143,6 +143,19 @@ class PendingNote:
 
 
 @dataclass(frozen=True)
+class Quarantined:
+    """A note no pass takes until it changes (or is renamed): one that would stop every pass
+    (SPEC §5; issue 35). `reason` says why, `way_out` what the user can do."""
+
+    note: str
+    reason: str
+    way_out: str
+
+    def to_json(self) -> dict:
+        return {"note": self.note, "reason": self.reason, "way_out": self.way_out}
+
+
+@dataclass(frozen=True)
 class BacklogNote:
     """A note an adopted folder held, unchanged since: converged when the user asks for it."""
 

@@ -77,6 +77,9 @@ class ConvergedNote:
     unjudged: int = 0
     keys: list[str] = field(default_factory=list)
     deferred_keys: list[str] = field(default_factory=list)  # key phrases of its deferred lines
+    # why the builtin engine cannot converge it as it is now: no builtin pass takes it again
+    # until it changes (a model still may)
+    quarantined: str = ""
 
     @property
     def converged(self) -> bool:
@@ -103,6 +106,8 @@ class ConvergedNote:
             data["keys"] = sorted(self.keys)
         if self.deferred_keys:
             data["deferred_keys"] = sorted(self.deferred_keys)
+        if self.quarantined:
+            data["quarantined"] = self.quarantined
         return data
 
     @classmethod
@@ -122,6 +127,7 @@ class ConvergedNote:
             unjudged=int(entry.get("unjudged") or 0),
             keys=[str(key) for key in entry.get("keys") or []],
             deferred_keys=[str(key) for key in entry.get("deferred_keys") or []],
+            quarantined=str(entry.get("quarantined") or ""),
         )
 
 

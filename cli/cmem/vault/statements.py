@@ -26,6 +26,23 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the l
 if TYPE_CHECKING:
     from cmem.vault.config import Formats
 
+# Characters a wikilink cannot hold in a note's name: Obsidian reads `#` and `^` as a heading or
+# block, `|` as an alias, brackets as the link's own ends; a line end breaks the link.
+_UNLINKABLE = re.compile(r"[#|^\[\]\n\r\x00-\x1f]")
+
+
+def unlinkable(name: str) -> str | None:
+    """Why no wikilink can cite a note of this name (None: `[[name]]` resolves to it)."""
+    found = _UNLINKABLE.search(name)
+    if found:
+        char = found.group()
+        shown = repr(char) if char in "\n\r" or ord(char) < 32 else f"'{char}'"
+        return f"its name holds {shown}, which a wikilink cannot hold"
+    if name != name.strip():
+        return "its name starts or ends with a space, which a wikilink drops"
+    return None
+
+
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
