@@ -51,7 +51,8 @@ from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
-CACHE_VERSION = 6  # 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes
+CACHE_VERSION = 7  # 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes;
+# 7: notes not in UTF-8 are decoded (`text/encodings.py`), not read with U+FFFD or skipped as binary
 
 
 @dataclass(frozen=True)
