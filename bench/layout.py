@@ -23,7 +23,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "cmem"
 LAYERS: list[tuple[str, ...]] = [
     ("text",),  # knows nothing of cmem
     # the foundation every layer may use
-    ("errors", "faults", "resources", "atomic", "cache_file", "collector", "fork_safety"),
+    (
+        "errors",
+        "faults",
+        "resources",
+        "private",
+        "atomic",
+        "cache_file",
+        "collector",
+        "fork_safety",
+    ),
     ("vault",),
     ("steps",),
     ("archive", "scan"),

@@ -183,6 +183,60 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("pulumi-token", "pulumi {s}", "pul-" + n(40, HEX, "pul"))
     add("supabase-token", "supabase {s}", "sbp_" + n(40, HEX, "sbp"))
 
+    # -- issue 35: shapes the rules missed ---------------------------------------------------
+    tg_id = n(9, "0123456789", "tg2")
+    add(
+        "telegram-bot-api-url",
+        "curl https://api.telegram.org/bot{s}/getUpdates",
+        tg_id + ":AA" + n(33, URLSAFE, "tg3"),
+    )
+    add(
+        "telegram-bot-env",
+        "TELEGRAM_BOT_TOKEN={s}",
+        n(10, "0123456789", "tg4") + ":AA" + n(33, URLSAFE, "tg5"),
+    )
+    add(
+        "telegram-bot-8-digits",
+        "the bot: {s}",
+        n(8, "0123456789", "tg6") + ":AA" + n(33, URLSAFE, "tg7"),
+    )
+    add(
+        "telegram-bot-other-start",
+        "token {s}",
+        n(10, "0123456789", "tg8") + ":Bx" + n(33, URLSAFE, "tg9"),
+    )
+    discord_id = base64.urlsafe_b64encode(n(18, "0123456789", "dsc").encode()).decode().rstrip("=")
+    add(
+        "discord-bot-token",
+        "DISCORD_TOKEN={s}",
+        discord_id + "." + n(6, URLSAFE, "dsc2") + "." + n(38, URLSAFE, "dsc3"),
+    )
+    add(
+        "discord-bot-token-prose",
+        "the bot logs in with {s} on start",
+        base64.b64encode(b"1" + n(18, "0123456789", "dsc4").encode()).decode().rstrip("=")
+        + "."
+        + n(6, URLSAFE, "dsc5")
+        + "."
+        + n(27, URLSAFE, "dsc6"),
+    )
+    add("slack-refresh-token", "refresh {s}", "xoxe-1-" + n(140, seed="xoxe"))
+    add("huggingface-org-token", "org token {s}", "api_org_" + n(34, seed="hforg"))
+    add(
+        "mapbox-secret-token",
+        "mapbox {s}",
+        "sk.eyJ1IjoiYWxpY2UiLCJhIjoi" + n(20, URLSAFE, "mb1") + "." + n(22, URLSAFE, "mb2"),
+    )
+    add("docker-hub-pat", "docker login -p {s}", "dckr_pat_" + n(27, URLSAFE, "dckr"))
+    add("figma-token", "figma {s}", "figd_" + n(40, URLSAFE, "figd"))
+    add("airtable-pat", "airtable {s}", "pat" + n(14, seed="at1") + "." + n(64, HEX, "at2"))
+    add("heroku-token", "heroku {s}", "HRKU-" + n(60, URLSAFE, "hrku"))
+    add("dropbox-token", "dropbox {s}", "sl." + n(135, URLSAFE, "dbx"))
+    add("netlify-token", "netlify {s}", "nfp_" + n(40, seed="nfp"))
+    add("fly-token", "FLY_API_TOKEN='FlyV1 {s}'", "fm2_" + n(120, URLSAFE, "fly"))
+    add("twitter-bearer-token", "X bearer {s}", "A" * 21 + n(90, ALNUM + "%", "tw"))
+    add("facebook-token", "graph token {s}", "EAA" + n(150, seed="fb"))
+
     # -- private keys -------------------------------------------------------------------------
     body = "\n".join(n(64, B64, f"rsa{i}") for i in range(4))
     add(
@@ -361,6 +415,22 @@ def _lookalikes() -> list[tuple[str, str]]:
         ("boarding-pass", "boarding pass: through gate 4"),
         ("password-is-stored", "the api key is stored in the vault, the password is required"),
         ("wikilink-long", "[[Project Aurora – retrospective and lessons learned (2024)]]"),
+        # issue 35: near misses of the shapes added for it
+        ("timestamp-colon", "at 1733140800: deployed, 1733140801:ok, build 20241202:rc1"),
+        ("bot-in-prose", "ask the bot123456789 account: it answers in 10:30 minutes"),
+        ("dotted-identifier", "com.example.notes.MainActivity.onCreate.savedInstanceState"),
+        (
+            "discord-shaped-not-base64-id",
+            f"ref MTxyz{n(20, seed='dl1')}.{n(6, seed='dl2')}.{n(30, seed='dl3')}",
+        ),
+        ("scream", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA!"),
+        (
+            "mapbox-public-token",
+            f"pk.eyJ1IjoiYWxpY2UiLCJhIjoi{n(20, URLSAFE, 'pk')}.{n(22, URLSAFE, 'pk2')}",
+        ),
+        ("pattern-words", "patterns, patience and path.names are not airtable tokens"),
+        ("serial-number", "serial no. sl.12 and fm2 radio, EAAS for the grant"),
+        ("figma-prose", "figd_ is the prefix of Figma tokens; dckr_pat_ of Docker's"),
     ]
     return items
 

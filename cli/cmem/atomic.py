@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from cmem import faults
+from cmem.private import FILE_MODE, is_private, make_dirs
 
 # `Callable` only names an annotation (never evaluated): read commands import this module, and
 # importing collections.abc for it would cost them ~2 ms
@@ -46,7 +47,12 @@ def write_atomic(
         data = data.encode("utf-8")
     path = Path(path)
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    if is_private(path):
+        # the machine's state folder holds copies of note text: folders 0700, files 0600
+        make_dirs(folder)
+        mode = FILE_MODE if mode is None else mode & FILE_MODE
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
             mode = os.stat(path).st_mode & 0o777

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from cmem.private import FILE_MODE, make_dirs
+
 # Git's "racily clean" problem: a file changed again within its file system's timestamp
 # granularity keeps its (mtime, size), so an answer kept under a file's stat is trusted only
 # when the file's mtime lies more than this before the answer was made (2 s covers FAT, 1 s
@@ -25,14 +27,14 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-def write_cache(path: str, data: bytes, mode: int = 0o666) -> os.stat_result | None:
-    """Replace `path` with `data` (its folder made if need be); the written file's stat, or None
-    when it could not be written (a read-only or full disk): no temp file is left behind, and
-    the caller carries on without it. `mode` as `os.open` takes it (the umask applies): 0o600
-    for a cache holding the vault's own text."""
+def write_cache(path: str, data: bytes, mode: int = FILE_MODE) -> os.stat_result | None:
+    """Replace `path` with `data` (its folder made if need be, 0700); the written file's stat, or
+    None when it could not be written (a read-only or full disk): no temp file is left behind,
+    and the caller carries on without it. `mode` as `os.open` takes it: 0600, as everything in
+    the machine's state folder (`cmem.private`), which holds copies of the vault's text."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        make_dirs(os.path.dirname(path) or ".")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
         with open(os.open(tmp, flags, mode), "wb") as handle:
             handle.write(data)
@@ -78,7 +80,7 @@ def read_stamped(path: str, stamp) -> dict:
     return entries if isinstance(entries, dict) else {}
 
 
-def write_stamped(path: str, stamp, entries: dict, mode: int = 0o666) -> None:
+def write_stamped(path: str, stamp, entries: dict, mode: int = FILE_MODE) -> None:
     """Keep `entries` (what marshal holds) at `path` under `stamp`, as `write_cache` writes."""
     import marshal
 
@@ -95,7 +97,7 @@ def kept_by_stat(
     files,
     compute,
     valid=lambda answer: True,
-    mode: int = 0o666,
+    mode: int = FILE_MODE,
     slack: int = 0,
 ) -> dict:
     """Each file's answer (rel -> answer, in the order of `files`), kept at `path` under `stamp`

@@ -89,9 +89,11 @@ def missing_dependency_sentence(exc: ImportError) -> str | None:
     distribution = _DISTRIBUTIONS.get(getattr(exc, "name", None) or "")  # the package, not a part
     if not isinstance(exc, ModuleNotFoundError) or distribution is None:
         return None
+    from cmem import DISTRIBUTION
+
     return (
         f"cmem needs {distribution}, which is not installed in this Python "
-        f"({sys.executable}): reinstall cmem, or pip install {distribution}."
+        f"({sys.executable}): reinstall {DISTRIBUTION}, or pip install {distribution}."
     )
 
 

@@ -153,8 +153,10 @@ def build_server(root: Path):
         except ImportError:  # mcp 1.x
             from mcp.server.fastmcp import FastMCP as Server
     except ImportError:
+        from cmem import DISTRIBUTION
+
         raise CmemError(
-            "`cmem mcp` needs the MCP SDK: pip install 'cmem[mcp]' (or pip install mcp)."
+            f"`cmem mcp` needs the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (or pip install mcp)."
         ) from None
 
     tools = MemoryTools(root)

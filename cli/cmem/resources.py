@@ -21,7 +21,12 @@ def package_dir(name: str) -> Path:
     # validates the config, `cmem sync` among them (issue 16)
     path = Path(__file__).parent / name
     if not path.is_dir():
-        raise CmemError(f"cmem is installed without its {name}/ folder ({path}); reinstall cmem.")
+        from cmem import DISTRIBUTION
+
+        raise CmemError(
+            f"cmem is installed without its {name}/ folder ({path}); reinstall it "
+            f"(pip install --force-reinstall {DISTRIBUTION})."
+        )
     return path
 
 

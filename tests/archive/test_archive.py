@@ -47,6 +47,7 @@ def staged(make_vault):
         [A, B, C],
         {
             PROFILE: "# Profile\n\n- 喜欢 Python（来源：[[2026-11-20 日记]]）\n- 改找深圳（来源：[[2026-11-28 随手记]]）\n"
+            "- 改用 uv（来源：[[2026-11-27 notes]]）\n- 也许用 svelte（来源：[[idea - svelte]]）\n"
         },
     )
     return root
@@ -297,7 +298,8 @@ def test_dry_plan_writes_nothing_and_a_change_after_the_plan_stops_the_apply(sta
 def test_a_note_git_does_not_track_yet_is_moved_and_committed(make_vault):
     root = make_vault({PROFILE: "# Profile\n"}, git=True)
     (root / "fresh.md").write_text("# fresh\n- 我决定用 uv\n", encoding="utf-8")
-    fake_pass(root, ["fresh.md"], stage=True)  # the fake pass does not commit the note itself
+    # the fake pass does not commit the note itself
+    fake_pass(root, ["fresh.md"], {PROFILE: "# Profile\n- 用 uv（来源：[[fresh]]）\n"}, stage=True)
     assert git(root, "ls-files", "fresh.md").strip() == ""
     tick(root, "fresh")
     vault = open_vault(root)

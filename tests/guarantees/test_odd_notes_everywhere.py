@@ -27,6 +27,8 @@ ODD = {
     "openfm.md": (b"---\nkey: 1\nI prefer tabs over spaces\n", "not closed"),
     "latin1.md": ("caf\xe9: I prefer coffee after lunch\n".encode("latin-1"), "not valid UTF-8"),
     "nul.md": (b"I prefer\x00 binary\n", "NUL"),
+    "utf16.md": ("# utf16\n\nI prefer green tea\n".encode("utf-16"), "UTF-16"),
+    "utf16be.md": ("# utf16\n\nI prefer black tea\n".encode("utf-16-be"), "UTF-16 BE"),
     "huge.md": (b"I prefer long notes\n" * 400, "over the"),
     CONFLICT: (b"I prefer the other device's version\n", "sync-conflict"),
     "n (conflicted copy).md": (b"I prefer Dropbox's copy\n", "sync-conflict"),

@@ -3,6 +3,7 @@ from a built wheel installed in a fresh venv; start-up stays free of heavy impor
 
 import json
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cmem import resources
+from cmem import DISTRIBUTION, resources
+from cmem import __version__ as cmem_version
 from support import REPO
 
 
@@ -186,7 +188,8 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
         text=True,
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    wheel = next(dist.glob("cmem-*.whl"))
+    # the distribution is named as the install hints name it; "cmem" on PyPI is another project
+    (wheel,) = dist.glob(f"{DISTRIBUTION.replace('-', '_')}-{cmem_version}-*.whl")
     # the `cmem` command is our own launcher, shipped as a script for the installer's bin folder,
     # with the "#!python" line installers replace by the environment's Python
     with zipfile.ZipFile(wheel) as archive:
@@ -269,3 +272,56 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path):
     assert prompts.stdout.split() == [str(len(list((REPO / "prompts").iterdir()))), "True"], (
         prompts.stderr
     )
+    # what pip (and `importlib.metadata`) know it by: the new name, holding the `cmem` package
+    metadata = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import json, importlib.metadata as m; d = m.distribution("
+            f"{DISTRIBUTION!r}); print(json.dumps([d.metadata['Name'], d.version, "
+            "sorted(str(f) for f in d.files if str(f).endswith('cmem/__init__.py'))]))",
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        cwd=tmp_path,
+    )
+    assert json.loads(metadata.stdout) == [DISTRIBUTION, cmem_version, ["cmem/__init__.py"]], (
+        metadata.stderr
+    )
+
+
+_PIP_INSTALL = re.compile(r"pip3? install\b([^\n`&;|)]*)")
+
+
+def test_every_install_hint_installs_this_project():
+    """Installing "cmem" from PyPI gets a stranger's package (cmem 0.0.1, 2023): every hint in
+    the code, the docs, the prompts and the tests that installs this project names its
+    distribution, pyproject.toml's `name`."""
+    import tomllib
+
+    name = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]["name"]
+    assert name == DISTRIBUTION != "cmem"
+    files = [REPO / "README.md", REPO / "pyproject.toml"]
+    for folder in ("cli", "docs", "prompts", "tests", "bench", ".ci"):
+        files += [
+            p
+            for p in (REPO / folder).rglob("*")
+            if p.is_file()
+            and p.suffix in (".py", ".md", ".toml", ".txt", "")
+            and ".pyc" not in p.name
+        ]
+    hints = 0
+    for path in files:
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for match in _PIP_INSTALL.finditer(text):
+            for word in match.group(1).split():
+                package = word.strip("'\"").split("[", 1)[0]
+                where = f"{path.relative_to(REPO)}: {match.group(0).strip()}"
+                assert package not in ("cmem", "cmem-cli"), where
+                if package in (DISTRIBUTION, "{DISTRIBUTION}"):
+                    hints += 1
+    assert hints >= 3  # the MCP extra (README, `cmem mcp --help`, its error) and the reinstalls

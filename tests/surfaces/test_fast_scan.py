@@ -151,7 +151,7 @@ def test_an_install_without_a_dependency_says_which_in_one_sentence(sample_vault
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (
         f"error: cmem needs pyahocorasick, which is not installed in this Python "
-        f"({sys.executable}): reinstall cmem, or pip install pyahocorasick.\n"
+        f"({sys.executable}): reinstall convergent-memory, or pip install pyahocorasick.\n"
     )
     # a module cmem does not declare is not dressed up as a missing dependency
     from cmem.errors import missing_dependency_sentence

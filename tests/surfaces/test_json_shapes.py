@@ -137,7 +137,7 @@ def test_value_meanings(sample_vault):
     assert converge["status"] in ("applied", "dry-run", "nothing", "busy", "failed")
     staged = _run(sample_vault, "archive list")["staged"]
     assert all(
-        line["state"] in ("ready", "changed", "missing", "unparsed")
+        line["state"] in ("ready", "changed", "uncited", "missing", "unparsed", "refused")
         and isinstance(line["ticked"], bool)
         for line in staged
     )

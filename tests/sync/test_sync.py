@@ -8,6 +8,7 @@ on every clone, no conflict marker is committed, and the next pass on each machi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -1583,3 +1584,103 @@ def test_a_submodule_the_other_machine_added_or_moved_stops_the_sync_naming_it(
     assert (
         git(a, "ls-tree", "HEAD", "lib").split()[2] != git(b, "ls-tree", "HEAD", "lib").split()[2]
     )
+
+
+# --- one statement edited by hand differently on two machines (issue 35) ------------------------
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    "ours_new, theirs_new",
+    [
+        # both edited in place, no trace, the source kept
+        ("- Lives in Shenzhen (source: [[n1]])", "- Lives in Hangzhou (source: [[n1]])"),
+        # both edited, one of them with a new source
+        ("- Lives in Shenzhen now (source: [[a9]])", "- Lives in Hangzhou (source: [[n1]])"),
+        # reworded past recognition, but in its place: still the one statement
+        ("- Moved to Shenzhen in 2026 (source: [[a9]])", "- Lives in Hangzhou (source: [[n1]])"),
+        # one edited by hand, the other rewrote it with a trace
+        (
+            "- Lives in Shenzhen (source: [[n1]])",
+            "- Lives in Hangzhou (updated 2026-11-29, was: Lives in Guangzhou (source: [[n1]])) "
+            "(source: [[b2]])",
+        ),
+    ],
+)
+def test_merge_memory_one_statement_edited_differently_on_both_sides_is_a_conflict(
+    ours_new, theirs_new
+):
+    old = "- Lives in Guangzhou (source: [[n1]])"
+    ours, theirs = _edit(BASE, old, ours_new), _edit(BASE, old, theirs_new)
+    for a, b in ((ours, theirs), (theirs, ours)):
+        merged = merge_memory("p.md", BASE, a, b, "2026-11-30")
+        assert len(merged.conflicts) == 1, merged.text
+        versions = conflict_versions(merged.conflicts[0])
+        assert any("Shenzhen" in v for v in versions) and any("Hangzhou" in v for v in versions)
+        # one statement, not both wordings side by side
+        assert merged.text.count("Shenzhen") == 1 and merged.text.count("Hangzhou") == 1
+        assert "Looking for a Beijing backend internship" in merged.text
+        assert "Has a cat" in merged.text
+
+
+def test_merge_memory_hand_edits_that_are_not_one_statement_changed_twice_merge_quietly():
+    # one side edits a statement, the other edits another: both edits, no conflict
+    ours = _edit(BASE, "Lives in Guangzhou", "Lives in Shenzhen")
+    theirs = _edit(BASE, "Has a cat", "Has two cats")
+    merged = merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
+    assert merged.conflicts == []
+    assert "Lives in Shenzhen" in merged.text and "Has two cats" in merged.text
+    assert "Guangzhou" not in merged.text and "Has a cat" not in merged.text
+    # one side edits, the other leaves it: the edit
+    merged = merge_memory("p.md", BASE, ours, BASE, "2026-11-30")
+    assert merged.conflicts == [] and merged.text == ours
+    # the same edit on both sides: taken once
+    merged = merge_memory("p.md", BASE, ours, ours, "2026-11-30")
+    assert merged.conflicts == [] and merged.text.count("Shenzhen") == 1
+    # a removal on one side beside unrelated new statements, the other side's edit of another
+    removed = _edit(
+        BASE,
+        "- Has a cat (source: [[n1]])\n",
+        "- Plays the violin (source: [[a3]])\n- Sleeps early (source: [[a3]])\n",
+    )
+    merged = merge_memory("p.md", BASE, removed, ours, "2026-11-30")
+    assert merged.conflicts == []
+    assert "Plays the violin" in merged.text and "Lives in Shenzhen" in merged.text
+    assert "Has a cat" not in merged.text
+
+
+def test_one_statement_edited_by_hand_on_two_machines_is_named_and_kept_until_resolved(machines):
+    """Real clones, real `cmem sync` processes: the conflict is in sync's output and `--json`,
+    in `cmem status` on both machines, and survives further syncs."""
+    from support import run_cmem
+
+    remote, (a, b, _) = machines
+    profile = "converged/core/profile.md"
+    old = "- 住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
+    for root, city in ((a, "深圳"), (b, "杭州")):
+        text = (root / profile).read_text("utf-8")
+        new = old.replace("住在广州", f"住在{city}")
+        (root / profile).write_text(text.replace(old, new), encoding="utf-8")
+        git(root, "commit", "-qam", f"hand edit on {root.name}")
+    first = run_cmem("--vault", str(a), "sync")
+    assert first.returncode == 0, first.stderr
+    second = run_cmem("--vault", str(b), "sync", "--json")
+    assert second.returncode == 0, second.stderr
+    data = json.loads(second.stdout)
+    assert len(data["conflicts"]) == 1 and data["conflicts"][0].startswith(profile)
+    assert "住在深圳" in data["conflicts"][0] and "住在杭州" in data["conflicts"][0]
+    text = (b / profile).read_text("utf-8")
+    assert text.count("住在深圳") == 1 and text.count("住在杭州") == 1
+    assert "住在广州" not in text
+    for root in (a, b):
+        again = run_cmem("--vault", str(root), "sync")
+        assert again.returncode == 0, again.stderr
+        status = run_cmem("--vault", str(root), "status", "--json")
+        conflicts = json.loads(status.stdout)["conflicts"]
+        assert [c["path"] for c in conflicts] == [profile], root.name
+        human = run_cmem("--vault", str(root), "status")
+        assert "conflict statements (1)" in human.stdout

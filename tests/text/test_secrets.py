@@ -346,3 +346,44 @@ def test_the_last_piece_is_kept_only_when_asked():
     pieces = ["the quoted files\n", "the notes, new every pass\n"]
     assert len(redact_pieces(pieces, {})[2]) == 2
     assert len(redact_pieces(pieces, {}, keep_last=False)[2]) == 1
+
+
+# --- issue 35: Telegram and Discord bots, and the shapes the rules missed ------------------------
+
+
+def test_a_telegram_bot_token_is_hidden_wherever_it_stands():
+    secret = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX"
+    for text, kept in [
+        (
+            f"https://api.telegram.org/bot110201543:{secret}/getMe",
+            ("https://api.telegram.org/bot", "/getMe"),
+        ),
+        (f"TELEGRAM_TOKEN=110201543:{secret}", ("TELEGRAM_TOKEN=",)),
+        (f"`110201543:{secret}`", ("`",)),
+        (f"bot 1102015430:{secret}.", ("bot ",)),
+    ]:
+        redacted, count = redact_secrets(text)
+        assert count == 1 and secret not in redacted and "110201543" not in redacted, text
+        assert all(piece in redacted for piece in kept), redacted
+    # not a token: a word before the digits, a 36th character, one case only, a space after ':'
+    for text in [
+        f"id110201543:{secret}",
+        f"110201543:{secret}Z",
+        "110201543:" + "a" * 35,
+        f"110201543: {secret}",
+    ]:
+        assert redact_secrets(text)[1] == 0, text
+
+
+def test_a_discord_bot_token_is_told_by_the_bot_id_it_starts_with():
+    import base64
+
+    from cmem.text.secrets import _is_discord_token
+
+    tail = ".GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB"
+    bot_id = base64.b64encode(b"123456789012345678").decode()
+    assert _is_discord_token(bot_id + tail)
+    assert redact_secrets(f"token {bot_id}{tail}") == ("token [REDACTED:discord-bot-token]", 1)
+    not_an_id = base64.b64encode(b"1notanumberatall!").decode()  # base64, not of digits
+    assert not _is_discord_token("MTxyzABCDEFGHIJKLMNOPQRSTUV" + tail)
+    assert not _is_discord_token(not_an_id + tail)

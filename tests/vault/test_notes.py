@@ -49,6 +49,7 @@ def test_odd_notes_are_read_safely_and_named(make_vault):
     assert any("not closed" in p for p in _read(root, "openfm.md").problems)
     latin = _read(root, "latin1.md")
     assert latin.usable and "not valid UTF-8" in latin.problems[0]
+    assert latin.text == "café crème\n" and "Windows-1252" in latin.problems[0]
     assert "NUL" in _read(root, "nul.md").skip_reason
     assert "empty" in _read(root, "empty.md").skip_reason
     big = _read(root, "big.md", max_bytes=1024)

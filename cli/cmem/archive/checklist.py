@@ -110,6 +110,9 @@ def stage_notes(
 
 READY, CHANGED, MISSING, UNPARSED = "ready", "changed", "missing", "unparsed"
 REFUSED = "refused"  # the line's target is not a path inside the archive layer: never moved
+# memory no longer holds what the note was converged into (`citations.py`): never moved, and
+# `archive apply` makes the note pending again
+UNCITED = "uncited"
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)
@@ -125,7 +128,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 class StagedLine:
     line_no: int  # 1-based in the checklist
     raw: str
-    state: str  # ready | changed | missing | unparsed | refused
+    state: str  # ready | changed | uncited | missing | unparsed | refused
     note: str | None = None  # wikilink name of the staged note
     target: str | None = None  # vault-relative archive path from the line (or computed)
     ticked: bool = False
@@ -134,7 +137,8 @@ class StagedLine:
     source: str | None = None  # where the note is now (vault-relative), when found
     pass_id: str | None = None  # from the section heading
     pass_date: str | None = None
-    detail: str = ""  # why it is changed, missing, unparsed or refused
+    detail: str = ""  # why it is changed, uncited, missing, unparsed or refused
+    recorded: bool = False  # state.json has an entry for the note (set with its citation state)
 
     def to_json(self) -> dict:
         return {

@@ -19,6 +19,7 @@ from cmem.archive.checklist import (
     MISSING,
     READY,
     REFUSED,
+    UNCITED,
     UNPARSED,
     StagedLine,
     archive_target,
@@ -26,6 +27,7 @@ from cmem.archive.checklist import (
     read_checklist,
     remove_checklist_lines,
 )
+from cmem.archive.citations import Citations
 from cmem.errors import CmemError
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 from cmem.vault.state_json import load_state, state_bytes
@@ -59,7 +61,7 @@ class ArchiveMove:
 @dataclass
 class ArchivePlan:
     moves: list[ArchiveMove]
-    skipped: list[StagedLine]  # chosen but changed, missing or unparsed: they stay staged
+    skipped: list[StagedLine]  # chosen but changed, uncited, missing or unparsed: they stay staged
     not_chosen: list[StagedLine]  # unticked lines (without --all)
     duplicates: list[
         StagedLine
@@ -69,6 +71,16 @@ class ArchivePlan:
     state_bytes: bytes | None
 
     @property
+    def pending_again(self) -> list[StagedLine]:
+        """Chosen lines whose note memory no longer holds, still recorded as converged: the
+        archive step drops their state.json entries, so they are pending again."""
+        lines: dict[str, StagedLine] = {}
+        for line in self.skipped:
+            if line.state == UNCITED and line.recorded and line.source:
+                lines.setdefault(line.source, line)
+        return list(lines.values())
+
+    @property
     def warnings(self) -> list[str]:
         return [w for move in self.moves for w in move.warnings]
 
@@ -76,6 +88,7 @@ class ArchivePlan:
         return {
             "moves": [m.to_json() for m in self.moves],
             "skipped": [_skip_json(s) for s in self.skipped],
+            "pending_again": [line.source for line in self.pending_again],
             "not_chosen": len(self.not_chosen),
             "all": self.all_lines,
         }
@@ -97,6 +110,9 @@ class ArchiveResult:
             "snapshot_commit": self.snapshot_commit,
             "moved": [m.to_json() for m in self.plan.moves] if self.status != "nothing" else [],
             "skipped": [_skip_json(s) for s in self.plan.skipped],
+            "pending_again": (
+                [line.source for line in self.plan.pending_again] if self.commit else []
+            ),
             "not_chosen": len(self.plan.not_chosen),
             "warnings": self.plan.warnings,
         }
@@ -108,13 +124,15 @@ def _skip_json(line: StagedLine) -> dict:
 
 def list_staged(vault: Vault) -> list[StagedLine]:
     """Every staged line with its state: ready, changed (the note's bytes differ from the digest
-    recorded when it was staged), missing (no such note in the divergent layer), or unparsed."""
+    recorded when it was staged), uncited (memory no longer holds what it was converged into:
+    `citations.py`), missing (no such note in the divergent layer), refused or unparsed."""
     text, _ = read_checklist(vault)
     return _with_states(vault, parse_checklist(text))
 
 
 def _with_states(vault: Vault, lines: list[StagedLine]) -> list[StagedLine]:
     state = load_state(vault.state_file)
+    citations = Citations(vault)
     by_name: dict[str, list[str]] = {}
     for note in vault.list_layer(DIVERGENT):
         by_name.setdefault(note.name, []).append(note.rel)
@@ -130,7 +148,29 @@ def _with_states(vault: Vault, lines: list[StagedLine]) -> list[StagedLine]:
         _fill_target(vault, line, state)
         if line.state != REFUSED:
             _fill_state(vault, line, state)
+        if line.state == READY:
+            _fill_citation(line, state, citations)
     return lines
+
+
+def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
+    """A ready line whose note memory no longer holds is `uncited`, with the reason."""
+    entry = state.notes.get(line.source or "")
+    line.recorded = entry is not None
+    problem = citations.problem(
+        line.note or "",
+        list(entry.into) if entry else [],
+        entry.pass_id if entry else "",
+        recorded=entry is not None,
+    )
+    if problem:
+        line.state = UNCITED
+        again = "it is pending" if entry is None else "`cmem archive apply` makes it pending"
+        line.detail = (
+            f"memory no longer holds what it was converged into ({problem}), so it stays out of "
+            f"the archive; {again} again and the next pass converges it anew (to keep it out of "
+            "memory, give the note `converge: false`)"
+        )
 
 
 def _fill_target(vault: Vault, line: StagedLine, state) -> None:
@@ -330,12 +370,13 @@ def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) 
     from cmem.steps.changes import ChangeSet
     from cmem.steps.runner import open_step
 
-    if not plan.moves:
+    if not plan.moves and not plan.pending_again:
         return ArchiveResult("nothing", plan)
     with open_step(
         vault, "archive", now=now
     ) as step:  # the user's ticks and edits get their own commit first
         _recheck(vault, plan)
+        _recheck_citations(vault, plan)
         changes = ChangeSet()
         for move in plan.moves:
             changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
@@ -376,6 +417,27 @@ def _recheck(vault: Vault, plan: ArchivePlan) -> None:
             )
 
 
+def _recheck_citations(vault: Vault, plan: ArchivePlan) -> None:
+    """Inside the step (after any interrupted step was finished and the user's edits were
+    committed): memory must still hold what every moving note was converged into, as on disk now;
+    a note that became uncited meanwhile stops the step, and the next run refuses its line."""
+    state = load_state(vault.state_file)
+    citations = Citations(vault)
+    for move in plan.moves:
+        entry = state.notes.get(move.source)
+        problem = citations.problem(
+            move.line.note or "",
+            list(entry.into) if entry else [],
+            entry.pass_id if entry else "",
+            recorded=entry is not None,
+        )
+        if problem:
+            raise CmemError(
+                f"{move.source}: memory changed since the plan was made ({problem}); nothing "
+                "was moved, run `cmem archive apply` again."
+            )
+
+
 def _link_on_the_way(vault: Vault, target: str) -> str | None:
     """The first symbolic link among the target's folders (checked after resolving: the real
     folder must be inside the real archive folder, inside the real vault)."""
@@ -407,9 +469,15 @@ def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes)
     removed = {move.line.line_no for move in plan.moves} | {
         line.line_no for line in plan.duplicates
     }
-    text, _ = read_checklist(vault)
-    changes.write(vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes)
+    if removed:
+        text, _ = read_checklist(vault)
+        changes.write(
+            vault.checklist_rel, remove_checklist_lines(text, removed), plan.checklist_bytes
+        )
     state = _load(vault.state_file)
+    for line in plan.pending_again:
+        # memory no longer holds what it was converged into: pending again, converged anew
+        state.notes.pop(line.source, None)
     for move in plan.moves:
         entry = state.notes.pop(move.source, None)
         if entry is not None:
@@ -433,11 +501,19 @@ def commit_message(plan: ArchivePlan, pass_id: str):
 
     count = len(plan.moves)
     names = ", ".join(m.source.rsplit("/", 1)[-1].removesuffix(".md") for m in plan.moves)
-    message = CommitMessage(
-        f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}", pass_id
-    )
+    again = plan.pending_again
+    if count:
+        subject = f"cmem: archive {count} note{'s' if count != 1 else ''} → {names}"
+    else:
+        subject = (
+            f"cmem: archive nothing; {len(again)} note{'s' if len(again) != 1 else ''} pending "
+            "again → " + ", ".join((line.note or "") for line in again)
+        )
+    message = CommitMessage(subject, pass_id)
     for move in plan.moves:
         message.add("Archived", f"{move.source} → {move.target}")
+    for line in again:
+        message.add("Pending-again", f"{line.source} (memory no longer cites it)")
     for skipped in plan.skipped:
         message.add("Skipped", f"{skipped.note} ({skipped.state}: {skipped.detail})")
     for warning in plan.warnings:

@@ -19,7 +19,7 @@ UndoYes = yes_option("Undo without asking (needed without a terminal).")
 
 @archive_app.command("list")
 def archive_list(vault: VaultOption = None, as_json: JsonOption = False) -> None:
-    """Every staged line: note, target, ticked or not, and its state (ready, changed, missing, unparsed)."""
+    """Every staged line: note, target, ticked or not, and its state (ready, changed, uncited, missing, unparsed)."""
     from cmem.archive.gate import list_staged
 
     target = open_target(vault)
@@ -59,15 +59,16 @@ def archive_apply(
         recover_first(target, "archive apply", as_json)
         auto_sync(target, invocation(ctx))
     plan = plan_archive(target, all_lines=all_lines)
-    if dry_run or not plan.moves:
+    if dry_run or not (plan.moves or plan.pending_again):
         result = ArchiveResult("dry-run" if dry_run and plan.moves else "nothing", plan)
     else:
         if not as_json:
             typer.echo(render_archive_plan(plan))
-        confirm(
-            yes,
-            f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?",
-        )
+        if plan.moves:  # a step that only makes uncited notes pending again moves nothing
+            confirm(
+                yes,
+                f"move {len(plan.moves)} note{'s' if len(plan.moves) != 1 else ''} into the archive?",
+            )
         result = apply_archive(target, plan)
         auto_sync(target, invocation(ctx))
     if as_json:

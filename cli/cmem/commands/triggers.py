@@ -93,7 +93,7 @@ def mcp_command(vault: VaultOption = None) -> None:
 
     Tools: context, recall, note, status, scan, converge_prompt and converge_apply (the agent is the
     model: it answers the prompt, cmem validates, applies and commits). No tool deletes or moves a
-    note. Needs the mcp extra: pip install 'cmem[mcp]'.
+    note. Needs the mcp extra: pip install 'convergent-memory[mcp]'.
     """
     from cmem.mcp_server import serve
 

@@ -298,11 +298,25 @@ def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     digests: dict[str, bytes] = {}
     raws = memory_bytes(vault, _file_bytes, digests)
     for rel, raw in raws.items():
-        text = raw.decode("utf-8", errors="replace")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:  # shown as a note is read, never with U+FFFD (not rewritten)
+            text = _decoded_memory(raw)
+        else:
+            if rel in digests:
+                known_digest(text, digests[rel])  # its text is its bytes: not hashed again
         texts[rel] = text.replace("\r\n", "\n") if b"\r" in raw else text
-        if rel in digests:
-            known_digest(text, digests[rel])  # its text is its bytes: not hashed again
     return texts, raws
+
+
+def _decoded_memory(raw: bytes) -> str:
+    """A memory file that is not UTF-8, as `text/encodings.py` reads a note."""
+    from cmem.text.encodings import decode_note
+
+    decoded = decode_note(raw)
+    if decoded.text is None:
+        return raw.decode("utf-8", errors="replace")  # binary: protected from writes anyway
+    return decoded.text.removeprefix("\ufeff")
 
 
 _CHUNK = 1 << 16

@@ -562,9 +562,13 @@ def search_scope(
 
 def _open(vault: Vault, scope: str, path: Path, problems: list[str]) -> Index:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from cmem.private import make_dirs, open_private
+
+        make_dirs(path.parent)
         if path.exists() and not os.access(path, os.W_OK):
             raise PermissionError(path)
+        # made 0600 before SQLite opens it: its WAL and shared-memory files take the database's mode
+        os.close(open_private(path, os.O_RDWR))
         return Index(vault, scope, path)
     except (OSError, PermissionError) as exc:
         problems.append(

@@ -339,10 +339,9 @@ def find_root(explicit: str | None) -> str | None:
 
 def results_dir() -> str:
     """Per machine, next to every vault's machine folder: `$XDG_STATE_HOME/cmem/results`."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return os.path.join(base, "cmem", "results")
+    from cmem.private import state_root  # 0700, tightened once when an older cmem left it open
+
+    return os.path.join(state_root(), "results")
 
 
 def entry_path(root: str, command: str, params: tuple) -> str:

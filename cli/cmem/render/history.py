@@ -14,6 +14,7 @@ from cmem.render.reports import colour_diff, paint
 STATE_STYLE = {
     "ready": "green",
     "changed": "yellow",
+    "uncited": "red",
     "missing": "red",
     "unparsed": "red",
     "refused": "red",
@@ -139,12 +140,27 @@ def render_archive_result(result) -> str:
         )
     count = len(result.plan.moves)
     out.append(
-        paint(f"archived {count} note{'s' if count != 1 else ''}", "bold", "green")
+        paint(
+            f"archived {count} note{'s' if count != 1 else ''}",
+            "bold",
+            *(("green",) if count else ()),
+        )
         + (f" · commit {result.commit[:8]}" if result.commit else "")
         + " — undo with `cmem undo`"
     )
     for move in result.plan.moves:
         out.append(f"  {move.source} → {move.target}")
+    again = result.plan.pending_again
+    if again:
+        out.append(
+            paint(f"pending again ({len(again)}):", "bold", "yellow")
+            + " memory no longer holds what "
+            + ("it was" if len(again) == 1 else "they were")
+            + " converged into; the next pass converges "
+            + ("it" if len(again) == 1 else "them")
+            + " again"
+        )
+        out += [f"  {line.source}" for line in again]
     if result.plan.skipped:
         out.append(f"  {len(result.plan.skipped)} skipped, still staged (`cmem archive list`)")
     return "\n".join(out)  # the plan, with its warnings, was shown before the move

@@ -65,8 +65,8 @@ from cmem.vault.statements import normalize, parse_statements, split_statement, 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
 # 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes; 7: content lines
-# and tokens, quotes and callouts read
-CACHE_VERSION = 7
+# and tokens, quotes and callouts read; 8: notes not in UTF-8 decoded (`text/encodings.py`)
+CACHE_VERSION = 8
 
 
 @dataclass(frozen=True)

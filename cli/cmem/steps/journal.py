@@ -32,6 +32,7 @@ from pathlib import Path
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError, GitError
+from cmem.private import make_dirs
 from cmem.steps import commits as history
 from cmem.steps.changes import ChangeSet, current_bytes, put, set_mode
 from cmem.steps.record import step_name
@@ -77,8 +78,8 @@ def begin(
     folder = journal_root(vault) / step_id
     if folder.exists():
         shutil.rmtree(folder)
-    (folder / "new").mkdir(parents=True)
-    (folder / "old").mkdir()
+    make_dirs(folder / "new")  # the machine's state folder: 0700 (`cmem.private`)
+    make_dirs(folder / "old")
     entries = []
     for index, change in enumerate(changes.ordered()):
         if change.new is not None:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cmem.errors import Busy
+from cmem.private import make_dirs, open_private
 
 
 def lock_path(machine_dir: Path) -> Path:
@@ -40,9 +41,9 @@ def close_inherited_locks() -> None:
 
 @contextmanager
 def vault_lock(machine_dir: Path, purpose: str = "converge"):
-    machine_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(machine_dir)
     path = lock_path(machine_dir)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR)
     _held.add(fd)
     try:
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
+from cmem.private import make_dirs
 from cmem.vault.layers import Vault
 
 KEEP_RUNS = 50
@@ -66,7 +67,7 @@ def runs_dir(vault: Vault) -> Path:
 def new_run(vault: Vault, pass_id: str, redact: bool = True) -> RunRecord:
     base = runs_dir(vault)
     folder = base / pass_id
-    folder.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+    make_dirs(folder)
     for private in (
         base,
         folder,

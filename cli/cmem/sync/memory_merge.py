@@ -6,7 +6,9 @@ by its oldest wording — a rewrite keeps the old wording in its trace, so `X（
 is still the statement `Y` — and is resolved on its own:
 
 - changed on one side only (a new statement, a rewrite with its trace, a removal): that side's;
-- the same statement rewritten differently on both sides: a *conflict statement* holding both
+- the same statement rewritten differently on both sides — with traces, or edited in place by
+  hand (the new wording stands alone where the old one stood, or shares most of its words): a
+  *conflict statement* holding both
   versions, each with its sources and traces, for `cmem status` to show and the next pass to
   resolve (`- ⚠ conflict (2026-11-30): <one version> ⟷ <the other>`);
 - removed on one side and rewritten on the other: the rewrite (no statement is lost).
@@ -287,10 +289,18 @@ def merge_memory(
     for body in (base_body, our_body, their_body):
         statement_set.update(line for _, line in statement_lines(body))
 
+    def root_key(line: str) -> str:
+        return "s:" + (normalize(statement_root(line, formats)) or line.strip())
+
+    # A base statement a side edited without a trace (by hand, in Obsidian) is the same unit as
+    # its new wording, so two machines editing it differently meet in `resolve` as one statement
+    # changed two ways — a conflict statement — instead of both wordings kept side by side.
+    edited = _edited_statements(base_body, (our_body, their_body), root_key, formats)
+
     def unit_of(line: str) -> str | None:
         if line not in statement_set:
             return None
-        return "s:" + (normalize(statement_root(line, formats)) or line.strip())
+        return edited.get(line) or root_key(line)
 
     def resolve(name: str, b: str | None, o: str | None, t: str | None) -> str | None:
         if o == t:
@@ -323,6 +333,50 @@ def merge_memory(
     text = (f"---\n{front}---\n" if front is not None else "") + body
     result.text = text.replace("\n", end) if end != "\n" else text
     return result
+
+
+_EDIT_SIMILARITY = 0.5  # how alike an old and a new wording must be to be one edited statement
+
+
+def _edited_statements(
+    base: str, sides: tuple[str, ...], key_of: Callable[[str], str], formats
+) -> dict[str, str]:
+    """New wording → the base statement's unit, for each statement a side rewrote in place
+    without a trace: the base statement is gone from that side, and in its place (the same run of
+    changed statements, as `difflib` pairs the two sides' statements) stands a new one — the only
+    one there, or one that shares most of its words. A removal beside unrelated additions is not
+    an edit."""
+    import difflib
+
+    base_lines = [line for _, line in statement_lines(base)]
+    base_keys = [key_of(line) for line in base_lines]
+    known = set(base_keys)
+    edited: dict[str, str] = {}
+    for side in sides:
+        side_lines = [line for _, line in statement_lines(side)]
+        side_keys = [key_of(line) for line in side_lines]
+        present = set(side_keys)
+        matcher = difflib.SequenceMatcher(None, base_keys, side_keys, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "replace":
+                continue
+            gone = [i for i in range(i1, i2) if base_keys[i] not in present]
+            new = [j for j in range(j1, j2) if side_keys[j] not in known]
+            if len(gone) == 1 and len(new) == 1:  # one line replaced by one: edited in place
+                edited.setdefault(side_lines[new[0]], base_keys[gone[0]])
+                continue
+            for i in gone:
+                old_core = normalize(split_statement(base_lines[i], formats)[0])
+                best, best_ratio = None, _EDIT_SIMILARITY
+                for j in new:
+                    new_core = normalize(split_statement(side_lines[j], formats)[0])
+                    ratio = difflib.SequenceMatcher(None, old_core, new_core).ratio()
+                    if ratio >= best_ratio:
+                        best, best_ratio = j, ratio
+                if best is not None:
+                    new.remove(best)
+                    edited.setdefault(side_lines[best], base_keys[i])
+    return edited
 
 
 def _same_wording(ours: str, theirs: str, formats) -> str | None:

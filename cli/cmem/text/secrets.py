@@ -1,7 +1,8 @@
 """Redact credential-looking strings before a prompt leaves the machine (SPEC §3, "Secrets").
 
 Two kinds of rule. Known token formats (OpenAI, Anthropic, GitHub, AWS, Slack, Google, Stripe,
-JWTs, PEM private keys, bearer tokens) are matched by their shape wherever they appear. Secrets
+Telegram and Discord bots, JWTs, PEM private keys, bearer tokens, ~50 in all) are matched by
+their shape wherever they appear. Secrets
 without a shape — `password: …`, `DB_TOKEN=…`, `密码：…` — are matched by the key naming them,
 and only when the value looks like a credential: one word of printable ASCII, six characters or
 more, not a plain dictionary-looking word, a number of `tokens`, a path, a URL or a placeholder.
@@ -91,6 +92,22 @@ _PREFIXED = [
     ("doppler-token", r"dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9._-]{40,}"),
     ("pulumi-token", r"pul-[a-f0-9]{40}"),
     ("supabase-token", r"sbp_[a-f0-9]{40}"),
+    ("huggingface-org-token", r"api_org_[A-Za-z0-9]{30,}"),
+    ("mapbox-token", r"(?:sk|tk)\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ("docker-token", r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
+    ("figma-token", r"figd_[A-Za-z0-9_-]{30,}"),
+    ("airtable-token", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    ("heroku-token", r"HRKU-[A-Za-z0-9_-]{30,}"),
+    ("dropbox-token", r"sl\.(?:u\.)?[A-Za-z0-9_-]{120,}"),
+    ("netlify-token", r"nfp_[A-Za-z0-9]{36,}"),
+    ("fly-token", r"fm[12]_[A-Za-z0-9+/=_-]{40,}"),
+    # Twitter/X app bearer tokens and Facebook (Meta) access tokens: their prefix and a long tail
+    # that is not one repeated letter (a scream of A's is not a token)
+    ("twitter-bearer-token", r"A{21,23}(?=[A-Za-z0-9%]{0,200}[a-z])[A-Za-z0-9%]{30,}"),
+    (
+        "facebook-token",
+        r"EAA(?=[A-Za-z0-9]{0,300}[a-z])(?=[A-Za-z0-9]{0,300}[0-9])[A-Za-z0-9]{90,}",
+    ),
 ]
 
 _SHAPES: list[tuple[str, _Lazy]] = [
@@ -131,7 +148,8 @@ _SHAPES: list[tuple[str, _Lazy]] = [
     ("aws-access-key", _Lazy(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
     (
         "slack-token",
-        _Lazy(_START + r"(?:xox[abpros]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END),
+        # bot, user, app-level, refresh (xoxe-) and legacy tokens
+        _Lazy(_START + r"(?:xox[abeoprs]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _END),
     ),
     ("google-api-key", _Lazy(_START + r"AIza[0-9A-Za-z_-]{35}" + _END)),
     ("stripe-key", _Lazy(_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}" + _END)),
@@ -139,7 +157,23 @@ _SHAPES: list[tuple[str, _Lazy]] = [
         "jwt",
         _Lazy(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
     ),
-    ("telegram-bot-token", _Lazy(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:[A-Za-z0-9_-]{35}" + _END)),
+    (
+        # `<bot id>:<35 characters>`, alone or in the Bot API's URLs (`…/bot<token>/getMe`); the
+        # secret half is mixed-case base64 (it starts with `AA` today, which is not relied on)
+        "telegram-bot-token",
+        _Lazy(
+            r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))[0-9]{8,10}:"
+            r"(?=[A-Za-z0-9_-]{0,34}[a-z])(?=[A-Za-z0-9_-]{0,34}[A-Z])[A-Za-z0-9_-]{35}" + _END
+        ),
+    ),
+    (
+        # the bot's user id in base64 (so it starts MT…, Nj…, OD…), a timestamp, an HMAC
+        "discord-bot-token",
+        _Lazy(
+            _START + r"(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9_-]{21,27}\.[A-Za-z0-9_-]{6}\."
+            r"[A-Za-z0-9_-]{27,38}" + _END
+        ),
+    ),
     *[(label, _Lazy(_START + pattern + _END)) for label, pattern in _PREFIXED],
 ]
 
@@ -166,7 +200,9 @@ _NAMED_HEX = _Lazy(
     r"(?i)(\b(?:tokens?|keys?|secrets?|passwords?|credentials?|apikey)\b(?:[^\S\n]+[A-Za-z]+){0,3}?[^\S\n]*[:=]?[^\S\n]*)"
     r"((?=[0-9a-f]{0,127}[a-f])(?=[0-9a-f]{0,127}[0-9])[0-9a-f]{32,128})(?![0-9a-z])"
 )
-# Literals every match of a rule holds: when none is in the text the rule is skipped.
+# Literals every match of a rule holds: when none is in the text the rule is skipped. A rule
+# without one (the Discord bot token: two-letter literals cost more to look for than they save)
+# has a gate in `_SHAPE_GATES`.
 _SHAPE_NEEDLES = {
     "private-key": ("PRIVATE KEY", "PuTTY-User-Key-File"),
     "slack-webhook": ("hooks.slack.com",),
@@ -222,8 +258,44 @@ _SHAPE_NEEDLES = {
     "doppler-token": ("dp.",),
     "pulumi-token": ("pul-",),
     "supabase-token": ("sbp_",),
-    "telegram-bot-token": (":AA",),  # a bot token's secret half starts with AA
+    "telegram-bot-token": (":",),
+    "huggingface-org-token": ("api_org_",),
+    "mapbox-token": ("sk.eyJ", "tk.eyJ"),
+    "docker-token": ("dckr_",),
+    "figma-token": ("figd_",),
+    "airtable-token": ("pat",),
+    "heroku-token": ("HRKU-",),
+    "dropbox-token": ("sl.",),
+    "netlify-token": ("nfp_",),
+    "fly-token": ("fm1_", "fm2_"),
+    "twitter-bearer-token": ("A" * 21,),
+    "facebook-token": ("EAA",),
 }
+
+
+def _is_discord_token(token: str) -> bool:
+    """A Discord bot token's first part is its bot's id (a snowflake: 17 to 20 digits) in
+    base64: anything else of that shape (a dotted identifier) is not one."""
+    import base64
+
+    first = token.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(first + "=" * (-len(first) % 4))
+    except ValueError:
+        return False
+    return decoded.isdigit() and 17 <= len(decoded) <= 20
+
+
+# Shapes whose match must also pass a check of its own.
+_SHAPE_CHECKS = {"discord-bot-token": _is_discord_token}
+# Shapes whose literal is common (`:`, `pat`) or missing: a search that starts at a literal (fast) must find
+# the token's tail first, or the rule's own search, which tries every position, is not run.
+_SHAPE_GATES = {
+    "telegram-bot-token": _Lazy(r":[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    "discord-bot-token": _Lazy(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"),
+    "airtable-token": _Lazy(r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),  # `pat` begins many words
+}
+
 _SHAPE_NEEDLES_BYTES = {
     label: tuple(n.encode() for n in needles) for label, needles in _SHAPE_NEEDLES.items()
 }
@@ -319,8 +391,12 @@ def redact_secrets(text: str) -> tuple[str, int]:
     count = 0
 
     def replace_whole(label: str):
+        check = _SHAPE_CHECKS.get(label)
+
         def sub(match: re.Match[str]) -> str:
             nonlocal count
+            if check is not None and not check(match.group(0)):
+                return match.group(0)
             count += 1
             return f"[REDACTED:{label}]"
 
@@ -332,7 +408,9 @@ def redact_secrets(text: str) -> tuple[str, int]:
     for label, pattern in _SHAPES:
         needles = _SHAPE_NEEDLES_BYTES.get(label)
         if needles is None or any(needle in data for needle in needles):
-            text = pattern.sub(replace_whole(label), text)
+            gate = _SHAPE_GATES.get(label)
+            if gate is None or gate.search(text):
+                text = pattern.sub(replace_whole(label), text)
 
     def replace_value(label: str, check=None):
         def sub(match: re.Match[str]) -> str:

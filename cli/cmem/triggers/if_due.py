@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
+from cmem.private import make_dirs, open_private
 from cmem.triggers.due import (  # noqa: F401 (Due, format_age, parse_time: re-exported)
     FAILURES_FILE,
     Due,
@@ -311,9 +312,9 @@ def log_outcome(
     line = ("\t".join(fields) + "\n").encode("utf-8")
     path = vault.machine_dir / LOG_FILE
     try:
-        vault.machine_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(vault.machine_dir)
         _trim_log(path)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_private(path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(
                 fd, line
@@ -357,7 +358,7 @@ def spawn_detached(vault: Vault, converge_args: list[str]) -> Detached:
     terminal, so closing the terminal's SIGHUP never reaches it; not in any shell's job table),
     SIGHUP ignored for good measure, stdin closed, stdout discarded; the child logs its outcome in
     `cmem.log`, and stderr (tracebacks, if any) goes to `background-stderr.log` beside it."""
-    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(vault.machine_dir)
     stderr_path = vault.machine_dir / "background-stderr.log"
     _trim_log(stderr_path)
     argv = [
@@ -371,7 +372,7 @@ def spawn_detached(vault: Vault, converge_args: list[str]) -> Detached:
         "--detached",
         "--quiet",
     ]
-    with open(stderr_path, "ab") as stderr:
+    with open(open_private(stderr_path, os.O_WRONLY | os.O_APPEND), "ab") as stderr:
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,

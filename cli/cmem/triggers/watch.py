@@ -344,8 +344,10 @@ class WatchLock:
         self.fd: int | None = None
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        from cmem.private import make_dirs, open_private
+
+        make_dirs(self.path.parent)
+        self.fd = open_private(self.path, os.O_RDWR)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -597,13 +597,12 @@ def machine_dir_for(root: Path) -> Path:
     A vault synced between machines must not carry one machine's lock or logs to another, and
     two vaults with the same folder name must not share one folder.
     """
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
+    from cmem.private import state_root  # 0700, tightened once when an older cmem left it open
+
     resolved = str(Path(root).resolve())
     slug = re.sub(r"[^\w.-]+", "-", show_name(Path(resolved).name)).strip("-") or "vault"
     digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
-    return Path(base) / "cmem" / f"{slug[:40]}-{digest}"
+    return Path(state_root()) / f"{slug[:40]}-{digest}"
 
 
 def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | None = None) -> Path:

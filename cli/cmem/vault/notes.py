@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmem.text.encodings import UTF8, decode_note
 from cmem.vault.layers import (
     ARCHIVE,
     DIVERGENT,
@@ -129,9 +130,6 @@ def read_note(
             note.skip_reason = f"cannot be read ({exc.strerror})"
             return note
     note.sha256 = hashlib.sha256(raw).hexdigest()
-    if b"\x00" in raw:
-        note.skip_reason = "contains NUL bytes (a binary file?)"
-        return note
     return _decode_into(note, raw)
 
 
@@ -172,20 +170,32 @@ def line_end(raw: bytes) -> bytes:
 
 
 def _decode_into(note: Note, raw: bytes) -> Note:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-        note.problems.append("starts with a byte-order mark")
+    """The note's text (`text/encodings.py`: a byte-order mark, UTF-16 or UTF-32 without one,
+    Windows-1252 where it is not UTF-8 — never a replacement character), and a problem naming
+    the encoding whenever it was not plain UTF-8."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
-        note.problems.append(
-            f"is not valid UTF-8 (byte {exc.start}); read with replacement characters"
-        )
+        text = raw.decode("utf-8")  # the usual note: nothing more to look at
+    except UnicodeDecodeError:
+        text = None
+    if text is None or text.startswith("\ufeff") or "\x00" in text:
+        decoded = decode_note(raw)
+        if decoded.text is None:
+            note.skip_reason = decoded.problem
+            return note
+        text = decoded.text
+        if decoded.bom and decoded.encoding == UTF8:
+            note.problems.append("starts with a byte-order mark")
+        elif decoded.encoding.startswith(("UTF-16", "UTF-32")):
+            how = (
+                "by its byte-order mark" if decoded.bom else "no byte-order mark; by its NUL bytes"
+            )
+            note.problems.append(f"is not UTF-8: read as {decoded.encoding} ({how})")
+        elif not decoded.is_plain:
+            note.problems.append(f"is not valid UTF-8: read as {decoded.encoding}")
     if "\r" in text:
         # CRLF throughout is a note's own line ends (a `core.autocrlf` checkout): read as `\n`,
         # nothing to say. Mixed ends, or a lone CR, are named: cmem cannot tell which is meant.
-        if line_end(raw) != b"\r\n":
+        if not (text.count("\r") == text.count("\r\n") == text.count("\n")):
             note.problems.append("mixes line ends (CRLF and LF, or a lone CR)")
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     note.text = text
