@@ -48,8 +48,8 @@ def pending_notes(root) -> set[str]:
 @pytest.fixture
 def real_vault(tmp_path):
     """`cmem init` and two builtin passes: a preference, then its correction (a rewrite with a
-    trace, citing the newer note only). Returns the vault and the profile as the first pass
-    left it — an editor's old buffer."""
+    trace, citing both notes). Returns the vault and the profile as the first pass left it — an
+    editor's old buffer."""
     root = tmp_path / "vault"
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
     (root / A).write_text("# notes\n\n- I prefer working from Paris\n", encoding="utf-8")
@@ -61,7 +61,7 @@ def real_vault(tmp_path):
     assert cmem(root, "converge", "--engine", "builtin").returncode == 0
     profile = (root / PROFILE).read_text("utf-8")
     assert "Berlin" in profile and "[[2026-11-28 notes]]" in profile
-    assert "[[2026-11-20 notes]]" not in profile  # the rewrite cites the correcting note
+    assert "[[2026-11-20 notes]]" in profile  # the rewrite keeps the old wording's source
     return root, old_buffer
 
 
