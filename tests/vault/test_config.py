@@ -121,6 +121,7 @@ def test_formats_that_cannot_be_read_back_are_refused_naming_the_key(tmp_path):
             "(source: {links}, {links})",
             "[[{links}]]",
             "a\n{links}",
+            "<via {links}>",
         ],
         "source_separator": ["]] [[", "\n"],
         "trace": [
@@ -130,6 +131,7 @@ def test_formats_that_cannot_be_read_back_are_refused_naming_the_key(tmp_path):
             "{date}: {old}",
             "(was {old} until {date})",
             "({date}) {old}",
+            "<was {date}: {old}>",  # reads as an HTML tag, which rule 9 refuses
         ],
     }
     for key, values in refused.items():

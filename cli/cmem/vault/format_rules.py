@@ -7,13 +7,16 @@ cmem writes with a format it must find again, in every statement, nested or not.
 - A trace template holds `{date}` and then `{old}`, once each, and opens with a bracket and closes
   with its pair (`(updated {date}, was: {old})`, `【{date} 前为：{old}】`): `{old}` may hold
   older traces, and only a bracket pair says where the outer one ends.
-- Neither holds a line break or `[[`/`]]`, and a separator holds no bracket of a link.
+- Neither holds a line break, `[[`/`]]` or what reads as an HTML tag (`<was …>`: rule 9 refuses
+  raw HTML), and a separator holds no bracket of a link.
 
 Apart from `config.py` so that `statements.py`, which reads the formats, states the one table of
 brackets both use, and stdlib only: a light `cmem recall` imports it.
 """
 
 from __future__ import annotations
+
+import re
 
 # Each opening bracket a format may start with, and its closing pair.
 BRACKETS = {
@@ -37,6 +40,8 @@ def _shape_problem(template: str) -> str | None:
         return "it must be one line"
     if "[[" in template or "]]" in template:
         return "it must not hold [[ or ]], which would read as a link"
+    if re.search(r"<[A-Za-z/!?]", template):
+        return "it must not look like an HTML tag (< then a letter), which no pass writes"
     return None
 
 
