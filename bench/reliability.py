@@ -286,11 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     report = render(figures, args, writer_trials, crash_trials, hung_repeat)
     report = hostile_by_rule.splice(report, hostile_by_rule.render(hostile_by_rule.measure()))
     sys.path.insert(0, str(HERE))
+    from builtin_histories import kept_section  # minutes to measure: kept as the file has it
     from redaction import (
         section as secrets_section,  # bench/redaction.py: the redaction figures, kept in the file
     )
 
     report = report.rstrip("\n") + "\n\n" + secrets_section()
+    if kept_section(args.out):
+        report = report.rstrip("\n") + "\n\n" + kept_section(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report, encoding="utf-8")
     (workdir / "figures.json").write_text(

@@ -244,7 +244,7 @@ def test_correction_rewrites_in_the_file_it_matches_en(make_vault):
     line = line_with(files["converged/topics/python-tooling.md"], "3.1")
     assert (
         line
-        == "- It's Python 3.13 for new projects (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[2026-10-05 notes]], [[n]])"
+        == "- Pins Python 3.13 for new projects (updated 2026-11-29, was: Pins Python 3.12 for new projects) (source: [[2026-10-05 notes]], [[n]])"
     )
 
 
@@ -280,7 +280,7 @@ def test_second_change_nests_traces(make_vault):
     _, second, _ = run(root, [note_with(root, "n2.md", [(1, "correction")])], originals)
     line = line_with(second["converged/core/profile.md"], "Vue")
     core, sources, traces = split_statement(line)
-    assert core == "前端改用 Vue 写" and sources[-1] == "n2"
+    assert core == "用 Vue 写前端" and sources[-1] == "n2"  # the corrected part in place
     assert traces[0].date == DATE and split_statement(traces[0].old)[0] == "用 Svelte 写前端"
     assert [t.old for t in traces[0].older] == ["用 React 写前端"]
 
@@ -535,10 +535,11 @@ def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
         builtin_response(vault, [note], {"converged/core/profile.md": profile}, "2026-11-29")
     )
     content = reply.files[0].content
-    assert "(updated 2026-11-29, was: I use Neovim for everything)" in content
+    # the corrected part in place: "actually", "now" and "not Neovim" are no part of it
     assert (
-        "- I use Helix now (updated" in content
-    )  # "actually" and "not Neovim" are off the new statement
+        "- I use Helix for everything (updated 2026-11-29, was: I use Neovim for everything)"
+        in content
+    )
     assert content.count("Neovim") == 1  # in the trace only; no second statement
 
 
@@ -669,7 +670,8 @@ def test_recurring_events_merge_into_one_pattern_with_count_and_dates(make_vault
     core, sources, traces = split_statement(line)
     assert core == "熬夜到两点（3 次：2026-11-01、2026-11-03、2026-11-05）"
     assert sources == ["2026-11-01 日记", "2026-11-03 日记", "2026-11-05 日记"]
-    assert traces[0].old == "熬夜到两点（2 次：2026-11-01、2026-11-03）"  # the count it had is kept
+    # the count it had is kept, alone: the dates are all in the new statement
+    assert len(traces) == 1 and traces[0].old == "2 次" and traces[0].date == "2026-11-05"
 
 
 def test_each_class_goes_under_its_own_heading(make_vault):
@@ -704,7 +706,7 @@ def test_source_and_trace_follow_the_files_own_language(make_vault):
         [note_with(root, "n.md", [(1, "decision")]), note_with(root, "m.md", [(1, "decision")])],
     )  # a zh vault
     assert (
-        "- I use uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[old]], [[n]])"
+        "- Uses uv for managing virtualenvs (updated 2026-11-29, was: Uses pipenv for managing virtualenvs) (source: [[old]], [[n]])"
         in files["converged/topics/python-tooling.md"]
     )
     assert (

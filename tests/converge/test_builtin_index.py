@@ -9,6 +9,7 @@ import random
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
 from cmem.converge import builtin
+from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.statement_words import CACHE_NAME
 from cmem.converge.words import old_side_terms, terms
 from cmem.vault.layers import open_vault
@@ -59,14 +60,16 @@ def test_a_change_is_compared_only_with_statements_sharing_its_words(make_vault,
 
 
 def full_scan(work, note, text, preferred):
-    """`_best_match` as it was before the index: every statement scored (the reference)."""
+    """`_best_match` without the index: every statement scored (the reference)."""
     new_terms, old_terms = terms(text), old_side_terms(text)
+    sides = old_sides(text)
+    for side in sides:
+        new_terms = new_terms | side_words(side)
+    mine = {(rel, key) for rel, key, by in work.written if by == note.rel}
     candidates = [
-        (f, s, terms(s.core))
-        for f in work.writable(preferred)
-        for s in f.statements(work.formats)
-        if s.core and (f.rel, s.key, note.rel) not in work.written
+        (f, s, terms(s.core)) for f in work.writable(preferred) for s in f.statements(work.formats)
     ]
+    candidates = [c for c in candidates if c[1].core]
     frequency: dict[str, int] = {}
     for _, _, words in candidates:
         for word in words:
@@ -75,17 +78,25 @@ def full_scan(work, note, text, preferred):
     slot = builtin._slot(text)
     for file, statement, words in candidates:
         shared = new_terms & words
-        named = file.rel in preferred
         same_slot = slot is not None and builtin._slot(statement.core) == slot
-        if len(shared) < 2 and not (named and shared) and not (shared & old_terms):
-            if not same_slot:
-                continue
+        if not shared and not same_slot:
+            continue
+        written = (file.rel, statement.key) in mine
+        held = [side for side in sides if holds(statement.core, side)]
+        if sides:
+            if not any(specific(side) or shared - side_words(side) for side in held):
+                if not (same_slot and not written):
+                    continue
+        elif written or (len(shared) < 2 and not same_slot):
+            continue
         score = sum(
-            (1 + math.log(len(candidates) / frequency[w])) * (2 if w in old_terms else 1)
+            (1 + math.log(len(candidates) / max(frequency.get(w, 0), 1)))
+            * (2 if w in old_terms else 1)
             for w in sorted(shared)
         )
         score += 3 if same_slot else 0
-        score *= 1.5 if named else 1
+        score += 4 * len(held)
+        score *= 1.5 if file.rel in preferred else 1
         if score > best_score:
             best, best_score = (file, statement), score
     return best

@@ -104,3 +104,52 @@ def test_user_config_validated(tmp_path):
     path.write_text("lmm: {}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="'lmm'"):
         load_user_config()
+
+
+def test_formats_that_cannot_be_read_back_are_refused_naming_the_key(tmp_path):
+    """A format the config accepts works end to end (issue 35); one that cannot is refused here,
+    naming the setting and why, instead of failing every pass."""
+    import pytest as _pytest
+
+    from cmem.errors import ConfigError
+    from cmem.vault.config import parse_config
+
+    refused = {
+        "source": [
+            "{links}",
+            " {links} ",
+            "(source: {links}, {links})",
+            "[[{links}]]",
+            "a\n{links}",
+            "<via {links}>",
+        ],
+        "source_separator": ["]] [[", "\n"],
+        "trace": [
+            "updated {date}, was: {old}",  # no bracket: a nested trace could not be told apart
+            "(updated {date}, was: {old}",  # no closing pair
+            "~{date}: {old}~",
+            "{date}: {old}",
+            "(was {old} until {date})",
+            "({date}) {old}",
+            "<was {date}: {old}>",  # reads as an HTML tag, which rule 9 refuses
+        ],
+    }
+    for key, values in refused.items():
+        for value in values:
+            with _pytest.raises(ConfigError) as caught:
+                parse_config({"formats": {key: value}}, tmp_path / "config.yaml")
+            assert f"'formats.{key}'" in str(caught.value), (key, value)
+    accepted = {
+        "source": [
+            "— {links}",
+            "src: {links}.",
+            "[from {links}]",
+            "<{links}>",
+            "【来源：{links}】",
+        ],
+        "source_separator": ["; ", "", " & "],
+        "trace": ["[changed {date}, was: {old}]", "【{date} 前为：{old}】", "«{date}: {old}»"],
+    }
+    for key, values in accepted.items():
+        for value in values:
+            parse_config({"formats": {key: value}}, tmp_path / "config.yaml")

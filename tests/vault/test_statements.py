@@ -189,3 +189,38 @@ def test_a_line_without_any_provenance_prefix_splits_as_the_full_parse_does(monk
         assert fast == full
         # the lines hold both, or the comparison would test the shortcut alone
         assert any(sources for _, sources, _ in full) and any(traces for _, _, traces in full)
+
+
+# --- every format the config accepts reads back (issue 35) ----------------------------------
+
+
+def _formats(**values):
+    return parse_config({"formats": values}, Path("c.yaml")).formats
+
+
+def test_a_source_with_no_closing_text_is_its_prefix_and_a_run_of_links():
+    dash = _formats(source="— {links}")
+    line = format_source(["2026-12-04 notes", "v2.0 plan"], dash)
+    core, sources, _ = split_statement(f"- I prefer tea over coffee {line}", dash)
+    assert (core, sources) == ("I prefer tea over coffee", ["2026-12-04 notes", "v2.0 plan"])
+    # the prefix inside the words is no source: only one followed by links is
+    core, sources, _ = split_statement("- Tea — green — over coffee — [[n]]", dash)
+    assert (core, sources) == ("Tea — green — over coffee", ["n"])
+
+
+def test_a_source_of_a_name_holding_brackets_or_dots_reads_back():
+    for formats in (EN, ZH, _formats(source="src: {links}."), _formats(source="[from {links}]")):
+        names = ["Bob's notes (work)", "v2.0 plan", "a.b.c", "note :)"]
+        line = "- I prefer tea " + format_source(names, formats)
+        assert split_statement(line, formats)[:2] == ("I prefer tea", names), formats
+
+
+def test_traces_of_a_custom_format_nest_and_are_read_at_every_depth():
+    formats = _formats(source="[from {links}]", trace="[changed {date}, was: {old}]")
+    inner = format_trace("2026-12-01", "I use fish", formats)
+    outer = format_trace("2026-12-05", f"I use zsh {inner}", formats)
+    line = f"- I use bash {outer} " + format_source(["n"], formats)
+    core, sources, traces = split_statement(line, formats)
+    assert (core, sources) == ("I use bash", ["n"])
+    assert traces[0].date == "2026-12-05"
+    assert [(t.date, t.old) for t in traces[0].older] == [("2026-12-01", "I use fish")]

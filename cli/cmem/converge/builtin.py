@@ -1,45 +1,64 @@
-"""The builtin engine (SPEC §4): deterministic, offline and extractive.
+"""The builtin engine (SPEC §4): deterministic, offline and extractive — and conservative: it
+keeps memory as a person would, and leaves meaning to a model.
 
 It reads the selected notes' signal lines and writes a response in the SPEC §5 format, which
 goes through the same parser and validator as a model's. What it does:
 
-- **States** each signal line as memory (`phrasing`): list marker, `10:32` timestamp, trailing
-  `#tags` and links to convergent files trimmed; cue words and hedges ("Actually", "其实", "I
-  decided to", "not X") off; a switch said as what holds now ("I switched from uv to poetry" →
-  "I use poetry"); relative dates resolved against the note's date. The note is its source.
+- **States** each signal line as memory, one sentence a statement (`sentences`): a line of
+  several sentences becomes the one holding its cue, a sentence longer than a statement should
+  be waits for a model. List marker, `10:32` timestamp, trailing `#tags` and links to convergent
+  files trimmed; cue words and hedges ("Actually", "其实", "I decided to", "not X") off, and a
+  recurrence cue only where a sentence is left (`patterns`); a switch said as what holds now ("I
+  switched from uv to poetry" → "I use poetry"); relative dates resolved against the note's
+  date (`phrasing`). The note is its source.
 - **Routes** by class: corrections and preferences to `<resident>/profile.md`, recurring
   patterns to `<resident>/methodology.md` (both created when missing), each class under its own
   heading there; decisions to the topic file the note's links or tags name (file name, `aliases`
   or `tags`, compared without case or hyphens), else the topic file of the line's subject, else
-  the topic file sharing the most words, else a new topic file named from its subject ("Shell"),
-  or the note's first specific tag or link, or the line's first words.
+  the topic file sharing the most words, else a new topic file (`topic_names`) named from its
+  subject ("Shell"), or the note's first specific tag, or the line's first words — never after a
+  note's links, a date, a year or a note's name — and summarised by that name.
 - **Merges duplicates**: a line whose normalised words equal, or are contained in, an existing
   statement (or contain it with only a few characters more) adds its source to that statement
   instead of a second copy.
-- **Merges recurring events** into one pattern statement with its count and dates, citing every
-  note; a count that grows keeps the old count in a trace.
+- **Updates recurring events in place**: one pattern statement with its count and dates, citing
+  every note; a count that grows keeps the count it had in one trace, the earlier counts nested
+  in it (`patterns`).
 - **Rewrites** on an explicit correction or switch ("其实不是…", "改用 Svelte", "actually …, not
-  …", "switched to uv", "from X to Y", "I moved to Munich"): the statement sharing the most words
-  (weighted by rarity, doubled for words on the "old" side — "not 3.12", "不再用 React", "replaces
-  pip"; any convergent file, written earlier or earlier in this pass, the files the note names
-  first; a move replaces where one lived) becomes the new statement plus a trace dated the pass
-  quoting the old wording with its own traces, so traces nest. A short "不是 X，是 Y" puts Y in
-  place of X inside it.
-- Writes sources and traces in each file's own language format; stamps `updated:` in the
-  frontmatter of every file it changes, editing that one line so every other key and comment
-  stays byte for byte; files it does not change are not in the response.
+  …", "switched to uv", "from X to Y", "I moved to Munich") only the statement it is about
+  (`corrections`): one holding the old side the line names ("not 3.12", "不再用 React", "from
+  pipenv to"; a number or a common word needs another shared word beside it), or, with no old
+  side, one sharing two of its words or the same slot (where one lives). Anything else is added.
+  Among those, the statement sharing the most words (weighted by rarity, doubled for old-side
+  words; any convergent file, written earlier or earlier in this pass, the files the note names
+  first) gets the corrected part in place ("I meant 3 sessions a week, not 2": "I do 2 Dutch
+  sessions a week" → "I do 3 Dutch sessions a week"), or the line's statement whole, and a trace
+  dated by the note quoting the old wording with its own traces, so traces nest. A `summary:`
+  quoting the replaced words changes the same way.
+- **Never writes what the validator rejects**: each line is read back in the vault's formats
+  before it is written (`_reads_back`); one that would not read back — raw HTML, words that read
+  as a source or a trace, an old wording whose brackets would end its trace early — waits for a
+  model or is added instead of rewritten; a trace that would repeat one memory holds (same date
+  and words) is dated by the pass; a statement said again after this pass rewrote it cites the
+  notes it first came from; a note whose name no wikilink can hold is deferred with the reason.
+- Writes sources and traces in each file's own language format (or the vault's custom ones);
+  stamps `updated:` in the frontmatter of every file it changes, editing that one line so every
+  other key and comment stays byte for byte; files it does not change are not in the response.
 
 Its limits, honestly:
 
 - It sees words, not meaning. "我喜欢 React" and a later "Svelte 真香" do not conflict for it:
   without a correction or switch cue, a change of mind is added next to the old statement
-  instead of replacing it (character similarity cannot see semantic contradictions).
+  instead of replacing it (character similarity cannot see semantic contradictions). Being
+  conservative, it also adds a correction that names no old side and shares one word with what
+  it corrects ("Actually the standup is at 10"): two statements for a model to reconcile.
 - A rewrite picks the statement with the most shared words; with two near candidates it can
   pick the wrong one. The old wording is kept in the trace, so nothing is lost, and the diff
   shows it.
-- Its restatements are a few lexical rules: it never summarises a long line, and two lines
-  saying the same thing in different words both stay.
-- It only reads signal lines: context on the lines around them is not carried over.
+- Its restatements are a few lexical rules: it never shortens a sentence (a long one waits for
+  a model), and two lines saying the same thing in different words both stay.
+- It only reads signal lines, and of a line only the sentence holding the cue: context on the
+  lines and sentences around it is not carried over.
 - It never drops a statement, so it never emits `<dropped>`.
 """
 
@@ -51,8 +70,11 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of, substitution
+from cmem.converge.corrections import holds, old_sides, side_words, specific, substitute
+from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_text
+from cmem.converge.phrasing import is_chinese, note_date, statement_text, subject_of
 from cmem.converge.selection import SelectedNote
+from cmem.converge.sentences import cue_sentence, too_long
 from cmem.converge.statement_words import (
     CACHE_NAME,
     FileWords,
@@ -78,6 +100,7 @@ from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
 from cmem.vault.statements import (
+    WIKILINK,
     Statement,
     find_sources,
     find_traces,
@@ -109,8 +132,10 @@ def _attr(value: str) -> str:
 
 
 def _joiner(template: str) -> str:
-    """A space before `(source: …)`, none before full-width `（来源：…）`."""
-    return " " if template[:1].isascii() else ""
+    """A space before `(source: …)` or `— …`, none before full-width `（来源：…）`."""
+    import unicodedata
+
+    return "" if unicodedata.east_asian_width(template[:1] or " ") in "FW" else " "
 
 
 # --- the working copy of the convergent layer -----------------------------------------------
@@ -277,6 +302,8 @@ class _Pass:
     """The convergent files as this pass changes them, and what became of each note."""
 
     def __init__(self, vault: Vault, originals: dict[str, str], pass_date: str):
+        self.vault = vault
+        self.originals = originals
         self.config = vault.config
         self.formats = vault.config.formats
         # a vault with its own source/trace format keeps it everywhere; the defaults follow each file's language
@@ -295,12 +322,70 @@ class _Pass:
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
         # rewrite what the same note just added.
         self.written: set[tuple[str, str, str]] = set()
+        # note → {line: why the builtin engine leaves it for a model}, beside what it converged
+        self.deferred_lines: dict[str, dict[int, str]] = {}
+        self._note_shapes: set[str] | None = None
+        self._trace_ids: set[tuple[str, str]] | None = None  # (date, old words) of every trace
+
+    def is_note_name(self, name: str) -> bool:
+        """Whether `name` looks like (skeleton) the name of a note, divergent or archived: a new
+        memory file named so would make `[[name]]` ambiguous (rule 12)."""
+        if self._note_shapes is None:
+            from cmem.converge.paths import skeleton
+            from cmem.vault.layers import ARCHIVE, DIVERGENT
+
+            vault = self.vault
+            self._note_shapes = {
+                skeleton(note)
+                for note, paths in vault.note_names().items()
+                if any(vault.layer_of(p) in (DIVERGENT, ARCHIVE) for p in paths)
+            }
+        from cmem.converge.paths import skeleton
+
+        return skeleton(name) in self._note_shapes
 
     def held_at_first(self, rel: str, key: str) -> bool:
         """Whether the file held a statement with this key before the pass changed anything
         (a set of all 28k keys at 10k, made at the start, was a third of starting the engine)."""
         words = self._original.get(rel)
-        return words is not None and key in words.keys
+        return words is not None and words.index_of(key) is not None
+
+    def sources_of_gone(self, file: _File, key: str) -> list[str]:
+        """The sources of a statement with this key the file held before the pass and no longer
+        holds (this pass rewrote it): a statement that says those words again cites its notes
+        too, as the validator holds a statement it finds again to its sources (rule 3)."""
+        if not key or not self.held_at_first(file.rel, key):
+            return []
+        if any(s.key == key for s in file.statements(self.formats)):
+            return []  # still there, with its own sources
+        text = self.originals.get(file.rel) or ""
+        start = split_frontmatter(text)[1]
+        body = "\n".join(text.split("\n")[start - 1 :])
+        found = [s.sources for s in parse_statements(body, start, self.formats) if s.key == key]
+        return list(dict.fromkeys(name for sources in found for name in sources))
+
+    def trace_date(self, note_name: str, old: str) -> str | None:
+        """The date a new trace of `old` gets: its note's (rule 5), else the pass's when memory
+        already holds a trace of that date and wording (the validator would take the new one
+        for that old one, and the rewrite for a loss); None when both are taken."""
+        if self._trace_ids is None:
+            from cmem.vault.statements import may_hold_traces
+
+            self._trace_ids = set()
+            for text in self.originals.values():
+                if not text or not may_hold_traces(text, self.formats):
+                    continue
+                for statement in parse_statements(text, 1, self.formats):
+                    pending = list(statement.traces)
+                    while pending:
+                        trace = pending.pop()
+                        self._trace_ids.add((trace.date, _trace_key(trace.old, self.formats)))
+                        pending.extend(trace.older)
+        key = _trace_key(old, self.formats)
+        for day in dict.fromkeys([_change_date(note_name, self.date), self.date]):
+            if (day, key) not in self._trace_ids:
+                return day
+        return None
 
     def writable(self, preferred: set[str] = frozenset()) -> list[_File]:
         """Writable files: the ones a note names first, then resident before situational."""
@@ -326,6 +411,11 @@ class _Pass:
             summary, importance, title = _NEW_RESIDENT[self.config.language][name]
             self.files[rel] = _new_file(rel, summary, importance, self.date, title, [])
         return self.files[rel]
+
+
+def _trace_key(old: str, formats: Formats) -> str:
+    """A trace's identity besides its date, as the validator compares them."""
+    return normalize(split_statement(old, formats)[0])
 
 
 def _new_file(
@@ -364,40 +454,61 @@ def builtin_response(
 
 
 def _converge_note(work: _Pass, note: SelectedNote) -> None:
-    secret = _secret_line(note)
+    secret = _secret_line(note) or _unlinkable(note.name)
     if secret:
         # A credential is never memory: the note waits, saying why, and nothing of it is written
-        # (no signal of a converged note may be left out, so the whole note is deferred).
+        # (no signal of a converged note may be left out, so the whole note is deferred). A
+        # name no wikilink can hold could never be cited, so nothing can rest on it either.
         work.deferred[note.rel] = secret
         return
     named = _named_files(work, note)
     topic_keys = _TopicKeys(work)
     targets: set[str] = set()
-    reasons: list[str] = []
+    left: dict[int, str] = {}  # line → why it waits for a model
     day = note_date(note.name, _mtime_date(note, work.date))
     for signal in _distinct_signals(note.signals):
         line = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
         # A line pasted from memory brings its annotations; its source and trace are re-made
         # here (a pasted source may not resolve, a pasted trace is no change of this pass).
         raw = split_statement(quote_line(line, topic_keys), work.formats)[0]
+        # one sentence, not a paragraph: the one holding the cue
+        raw = cue_sentence(raw, signal.cue)
         if len(normalize(raw)) < 2:
-            reasons.append(f"line {signal.line} has no words to keep")
+            left[signal.line] = f"line {signal.line} has no words to keep"
+            continue
+        long = too_long(raw)
+        if long:
+            left[signal.line] = long
             continue
         # the statement: cue words, hedges and the old side off, relative dates resolved
-        text = statement_text(raw, day) if signal.cls != "recurring" else _pattern_base(raw)
+        text = statement_text(raw, day) if signal.cls != "recurring" else pattern_base(raw)
         target, reason = _place(work, note, signal, text, named, raw, day)
         if target:
             targets.add(target)
         else:
-            reasons.append(reason)
+            left[signal.line] = reason
     if targets:
         work.converged[note.rel] = targets
+        if left:
+            work.deferred_lines[note.rel] = left
     else:
-        work.deferred[note.rel] = (
-            reasons[0]
-            if reasons
-            else "no signal line to keep; the builtin engine only quotes signal lines"
+        work.deferred[note.rel] = next(
+            iter(left.values()),
+            "no signal line to keep; the builtin engine only quotes signal lines",
         )
+
+
+def _unlinkable(name: str) -> str:
+    """Why no wikilink can cite a note of this name, or "": `[[C# tips]]` links the heading
+    "tips" of a note "C", and `|`, `[`, `]` end or break a link."""
+    match = WIKILINK.fullmatch(f"[[{name}]]")
+    if match and match.group(1).strip() == name:
+        return ""
+    held = [c for c in "#|[]^" if c in name] or ["a space at its edge or a line break"]
+    return (
+        f"its name holds {' '.join(repr(c) if len(c) == 1 else c for c in held)}, which a wikilink "
+        "cannot cite; rename the note and converge again"
+    )
 
 
 class _TopicKeys:
@@ -488,12 +599,13 @@ def _place(
             return merged
     # A correction quoting the old statement ("其实不是 X，是 Y") contains it: not a duplicate.
     duplicate = _find_duplicate(work, text, preferred, exact_only=is_change)
-    if duplicate:
+    if duplicate and (note.name in duplicate[1].sources or not duplicate[0].problem):
         file, statement = duplicate
-        if not file.problem and note.name not in statement.sources:
+        if note.name not in statement.sources:
             if not _fits(work, file, f"、[[{note.name}]]"):
                 return None, _FULL
-            _add_source(work, file, statement, note.name)
+            if not _add_source(work, file, statement, note.name):
+                return None, _UNREADABLE
         return file.rel, ""
     source = format_source([note.name], work.formats)
     match = _best_match(work, note, raw, preferred) if is_change else None
@@ -501,47 +613,38 @@ def _place(
         if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
             return None, _FULL
         written = _rewrite(work, *match, text, note.name, raw)
-        work.written.add((match[0].rel, normalize(written), note.rel))
-        return match[0].rel, ""
+        if written is not None:
+            work.written.add((match[0].rel, normalize(written), note.rel))
+            return match[0].rel, ""
+        # its trace would not read back in this vault's formats: the line is added instead
     file = _route(work, note, signal, text, named)
     if file.problem:
         return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
     if signal.cls == "recurring" and day is not None:
-        text = _pattern_text(text, [day.isoformat()], work.formats_for(file, text))
+        text = pattern_text(text, [day.isoformat()])
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
-    _append(work, file, text, note.name, signal.cls)
+    if not _append(work, file, text, note.name, signal.cls):
+        return None, _UNREADABLE
     work.written.add((file.rel, normalize(text), note.rel))
     return file.rel, ""
 
 
-# --- recurring patterns: one statement with its count and dates ---------------------------
-
-_RECURRING_CUES = re.compile(
-    r"[，,；;]?\s*(?:老毛病了?|老是|总是|每次都|每回都|一再|又一次|又)\s*[，,；;]?"
-    r"|\b(?:again|as usual|every (?:single )?time|over and over|time and again|for the nth time|same mistake)\b[,;]?",
-    re.IGNORECASE,
+_UNREADABLE = (
+    "written as a statement, it would not read back as written (its words hold HTML, or read "
+    "as a source or a trace in this vault's formats); it waits for a model"
 )
-_COUNT = re.compile(r"\s*[（(](\d+) (?:次|times?)[：:]\s*([0-9、, -]+)[)）]\s*$")
 
 
-def _pattern_base(raw: str) -> str:
-    """A recurring line without its recurrence cues: what keeps happening."""
-    text = _RECURRING_CUES.sub(" ", raw)
-    text = re.sub(r"\s+", " ", text).strip(" ，,；;。.!！")
-    return text or raw
-
-
-def _pattern_text(base: str, dates: list[str], formats: Formats) -> str:
-    dates = sorted(set(dates))
-    if formats.source.startswith("（"):
-        return f"{base}（{len(dates)} 次：{'、'.join(dates)}）"
-    return f"{base} ({len(dates)} time{'s' if len(dates) != 1 else ''}: {', '.join(dates)})"
+# --- recurring patterns: one statement with its count and dates ---------------------------
 
 
 def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str, str] | None:
     """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
-    scanner counts recurrence): its count and dates grow, the note joins its sources."""
+    scanner counts recurrence): its count and dates grow in place, the note joins its sources.
+    A count memory held before this pass is kept in one trace of the count alone, the
+    statement's older traces nested in it (`patterns`); a count this pass already changed keeps
+    the trace it was given."""
     from cmem.scan.recurrence import phrase_keys
 
     keys = set(phrase_keys(base.lower()))
@@ -552,42 +655,71 @@ def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str
         if not file.rel.startswith(work.config.resident_dir + "/"):
             continue
         for statement in file.statements(work.formats):
-            counted = _COUNT.search(statement.core)
-            if not counted:
+            found = counted(statement.core)
+            if not found:
                 continue
-            shared = len(keys & set(phrase_keys(statement.core[: counted.start()].lower())))
+            shared = len(keys & set(phrase_keys(found[0].lower())))
             if shared > best_shared:
-                best, best_shared = (file, statement, counted), shared
+                best, best_shared = (file, statement, found), shared
     if best is None:
         return None
-    file, statement, counted = best
-    dates = [d.strip() for d in re.split(r"[、,]", counted.group(2)) if d.strip()]
-    if day.isoformat() in dates and note.name in statement.sources:
+    file, statement, (what, count, dates, zh) = best
+    if day.isoformat() in dates:
+        if note.name in statement.sources:
+            return file.rel, ""
+        # the same day again, from another note: no new count, only its source
+        if not _fits(work, file, f"、[[{note.name}]]"):
+            return None, _FULL
+        if not _add_source(work, file, statement, note.name):
+            return None, _UNREADABLE
         return file.rel, ""
     formats = work.formats_for(file)
-    new_core = _pattern_text(statement.core[: counted.start()], dates + [day.isoformat()], formats)
-    index = statement.line_no - 1
-    line = file.lines[index]
+    new_core = pattern_text(what, dates + [day.isoformat()], zh)
+    line = file.lines[statement.line_no - 1]
     prefix = _LIST_PREFIX.match(line).group(0)
-    names = list(dict.fromkeys([*statement.sources, note.name]))
-    today = [line[t.start : t.end] for t in statement.traces if t.date == work.date]
-    if today or not work.held_at_first(file.rel, statement.key):
-        trace = "".join(today)  # this pass already kept the wording memory had before it
+    gone = work.sources_of_gone(file, normalize(new_core))
+    names = list(dict.fromkeys([*statement.sources, *gone, note.name]))
+    older = [line[t.start : t.end] for t in statement.traces]
+    if work.held_at_first(file.rel, statement.key):
+        was = count_clause(count, zh) + (_joiner(formats.trace) + "".join(older) if older else "")
+        day_of_change = work.trace_date(note.name, was)
+        if day_of_change is None:
+            return None, _UNREADABLE
+        traces = [format_trace(day_of_change, was, formats)]
+        expected = [was]
     else:
-        # the count changes, so the old wording is kept as a trace (the dates say the rest)
-        trace = format_trace(work.date, statement.core, formats)
-    new = (
-        prefix
-        + new_core
-        + (_joiner(formats.trace) + trace if trace else "")
-        + _joiner(formats.source)
-        + format_source(names, formats)
-    )
+        traces = older  # this pass wrote it, or already kept the count memory had before
+        expected = [t.old for t in statement.traces]
+    new = prefix + new_core
+    for trace in traces:
+        new += _joiner(formats.trace) + trace
+    new += _joiner(formats.source) + format_source(names, formats)
     if not _fits(work, file, new):
         return None, _FULL
-    file.edit(index, 1, [new])
+    if not _reads_back(work, new, new_core, names, expected):
+        return None, _UNREADABLE
+    file.edit(statement.line_no - 1, 1, [new])
+    _sources_stay_with_the_words(work, file, statement)
     work.written.add((file.rel, normalize(new_core), note.rel))
     return file.rel, ""
+
+
+def _reads_back(
+    work: _Pass, line: str, core: str, sources: list[str], traces: list[str] | None
+) -> bool:
+    """Whether a line the engine writes reads back as it meant it, in the vault's formats: these
+    words, these sources, these top-level traces (None: any), and no raw HTML (rule 9). A
+    statement whose words hold the start of a source or trace annotation, or brackets that end a
+    trace early, would otherwise reach the validator with a source it does not cite or a trace
+    it did not keep."""
+    from cmem.converge.lines import holds_html
+
+    if holds_html(line):
+        return False
+    got_core, got_sources, got_traces = split_statement(line, work.formats)
+    if normalize(got_core) != normalize(core) or list(got_sources) != list(sources):
+        return False
+    return traces is None or [t.old for t in got_traces] == traces
 
 
 _FULL = "the resident files are at their size cap (resident_max_tokens); compress them by hand or with an llm pass"
@@ -654,23 +786,31 @@ def _adds_nothing(extra: str) -> bool:
 def _best_match(
     work: _Pass, note: SelectedNote, text: str, preferred: set[str]
 ) -> tuple[_File, Statement] | None:
-    """The statement an explicit change replaces: most shared words, rare words weighing more,
-    words of the old side double. Two shared words at least, or one in a file the note names,
-    or one the note names as the old side.
+    """The statement an explicit change replaces, if the line is about it; else None and the
+    line is added. When the line names an old side ("not 2", "from uv to", "不是北京"), only a
+    statement holding it may be replaced, and one holding only a number or a common word of it
+    must share another word with the line (`corrections.holds`, `specific`); without an old
+    side, a statement must share two words with the line, or fill the same slot ("I moved to
+    Munich" → "I live in Berlin"). Among those: most shared words, rare words weighing more,
+    words of the old side double, the files the note names first.
 
     Only statements sharing a word with the line can pass those rules, so they are found through
     each file's word index (`FileWords.postings`) instead of scoring every statement; how rare a
-    word is still counts every statement. A line filling a slot (where one lives) may replace a
-    statement sharing no word, so it looks at them all."""
+    word is still counts every statement. A line filling a slot may replace a statement
+    sharing no word, so it looks at them all. A statement this note wrote is replaced only when
+    the line names it by its old side (a correction of a correction in one note)."""
+    sides = old_sides(text)
     new_terms, old_terms = terms(text), old_side_terms(text)
+    for side in sides:
+        new_terms = new_terms | side_words(side)
     slot = _slot(text)
     files = work.writable(preferred)
-    total = 0  # statements that may be rewritten: cored, and not written by this note
+    total = 0  # statements that may be rewritten
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
     probes = [probe(word) for word in new_terms]
-    # what this note wrote, by file: only those files' keys are looked through for it
+    # what this note wrote, by file
     written: dict[str, set[str]] = {}
     for rel, key, by in work.written:
         if by == note.rel:
@@ -678,9 +818,6 @@ def _best_match(
     for place, file in enumerate(files):
         words = file.words(work)
         barred = set(words.empty)
-        if file.rel in written:
-            mine = written[file.rel]
-            barred.update(i for i, key in enumerate(words.keys) if key in mine)
         total += words.count - len(barred)
         for word, indexes in words.holding_each(probes):
             for index in indexes:
@@ -698,23 +835,24 @@ def _best_match(
         shared = shared_by[(place, index)]
         file = files[place]
         named = file.rel in preferred
-        # only a slot needs the statement's words; other files are not parsed at all
-        same_slot = slot is not None and _slot(file.statements(work.formats)[index].core) == slot
-        # One shared word is enough in a file the note names, or when it is the very thing the
-        # user says they replace ("Helix now, not Neovim" → the statement about Neovim); none
-        # when both fill a slot that holds one value ("I moved to Munich" → "I moved to Berlin").
-        if (
-            len(shared) < 2
-            and not (named and shared)
-            and not (shared & old_terms)
-            and not same_slot
-        ):
+        core = file.statements(work.formats)[index].core
+        mine = file.rel in written and file.words(work).keys[index] in written[file.rel]
+        same_slot = slot is not None and _slot(core) == slot
+        held = [side for side in sides if holds(core, side)]
+        if sides:
+            # "not 2": the statement holding 2 and another word of the line, never any "2"
+            about = any(specific(side) or shared - side_words(side) for side in held)
+            if not about and not (same_slot and not mine):
+                continue
+        elif mine or (len(shared) < 2 and not same_slot):
             continue
         score = sum(
-            (1 + math.log(total / frequency[w])) * (2 if w in old_terms else 1)
+            (1 + math.log(max(total, 1) / max(frequency.get(w, 0), 1)))
+            * (2 if w in old_terms else 1)
             for w in sorted(shared)
         )
         score += 3 if same_slot else 0
+        score += 4 * len(held)
         score *= 1.5 if named else 1
         if score > best_score:
             best, best_score = (file, index), score
@@ -797,24 +935,31 @@ _GENERIC_TAGS = {
 
 
 def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
-    """A new topic file, named by the note's first specific tag or link, else the line's words."""
-    names = [n for n in [*note.tags, *note.links] if name_key(n) not in _GENERIC_TAGS and slug(n)]
+    """The topic file of the line's subject, else of the note's first specific tag, else of the
+    line's first words (`topic_names`): never a note's link, a date, a year or a note's name."""
+    from cmem.converge.paths import skeleton
+    from cmem.converge.topic_names import topic_name
+
     subject = subject_of(text)
-    if subject:
-        title = subject
-    elif names:
-        title = names[0].replace("-", " ").replace("_", " ").strip()
-    else:
-        title = " ".join(leading_words(without_cue(text))) or "topic"
-    name = slug(title) or "topic"
-    rel, number = f"{work.config.situational_dir}/{name}.md", 1
-    while rel in work.files and work.files[rel].problem:
-        number += 1
-        rel = f"{work.config.situational_dir}/{name}-{number}.md"
+    tags = [
+        t.replace("-", " ").replace("_", " ").replace("/", " ").strip()
+        for t in note.tags
+        if name_key(t) not in _GENERIC_TAGS
+    ]
+    words = " ".join(leading_words(without_cue(text)))
+    titles = [t for t in [subject or "", *tags, words, "topic"] if t]
+    existing = {skeleton(rel): rel for rel in work.files}
+    rel, title = topic_name(
+        titles,
+        work.config.situational_dir,
+        existing,
+        work.is_note_name,
+        lambda rel: not work.files[rel].problem,
+    )
     if rel not in work.files:
-        # named from its subject, the file is summarised by it: a first statement would go stale
-        summary = title if subject else without_cue(text)
-        summary = summary if len(summary) <= 80 else summary[:79] + "…"
+        # summarised by its name, never by a statement's words: a rewrite cannot make it stale
+        summary = title if len(title) <= 80 else title[:79] + "…"
+        name = rel.rsplit("/", 1)[-1].removesuffix(".md")
         work.files[rel] = _new_file(
             rel, summary, 5, work.date, title[:1].upper() + title[1:], [name]
         )
@@ -836,9 +981,11 @@ def _own_source_spans(line: str, formats: Formats) -> list[tuple[int, int]]:
     ]
 
 
-def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> None:
+def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> bool:
+    """The note joins the statement's sources; False (nothing written) when the line would not
+    read back with it."""
     if name in statement.sources:
-        return
+        return True
     index = statement.line_no - 1
     line = file.lines[index]
     spans = _own_source_spans(line, work.formats)
@@ -846,7 +993,8 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
         # Extend the last annotation in its own style (a zh vault may hold an en line).
         start, end = spans[-1]
         annotation = line[start:end]
-        close = annotation.rfind("]]") + 2
+        # after its last link (the format's own closing bracket may be a "]" too)
+        close = [m.end() for m in WIKILINK.finditer(annotation)][-1]
         separator = _separator_of(annotation, work.formats)
         line = (
             line[:start]
@@ -859,7 +1007,11 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> No
     else:
         formats = work.formats_for(file)
         line = line.rstrip() + _joiner(formats.source) + format_source([name], formats)
+    olds = [trace.old for trace in statement.traces]
+    if not _reads_back(work, line, statement.core, [*statement.sources, name], olds):
+        return False
     file.edit(index, 1, [line])
+    return True
 
 
 def _separator_of(annotation: str, formats: Formats) -> str:
@@ -875,11 +1027,13 @@ def _separator_of(annotation: str, formats: Formats) -> str:
 
 def _rewrite(
     work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None
-) -> str:
+) -> str | None:
     """The new words, then a trace quoting the old ones with their own traces, dated by the note
     the change came from (never after the pass), then the sources: the old wording's and the
-    note's, so every note the statement came from stays cited. A short "不是 X，是 Y" / "Y, not
-    X" puts Y in place of X inside the old statement instead. Returns the new statement's words."""
+    note's, so every note the statement came from stays cited. When the line corrects one part
+    of the statement ("3 sessions a week, not 2", "不是 X，是 Y", "from pipenv to uv"), the new
+    part goes in place of the old one inside it (`corrections.substitute`) instead. Returns the
+    new statement's words, or None (nothing written) when the line would not read back."""
     index = statement.line_no - 1
     line = file.lines[index]
     prefix = _LIST_PREFIX.match(line).group(0)
@@ -887,21 +1041,81 @@ def _rewrite(
     for start, end in sorted(_own_source_spans(line, work.formats), reverse=True):
         old = old[:start] + old[end:]
     old = " ".join(old[len(prefix) :].split())
-    swap = substitution(raw or text)
-    if swap and swap[0] and swap[0] in statement.core and swap[1] not in statement.core:
-        text = statement.core.replace(swap[0], swap[1])
+    swap = substitute(statement.core, text, raw or text, old_sides(raw or text))
+    if swap:
+        text = swap[0]
     formats = work.formats_for(file)
-    sources = list(dict.fromkeys([*statement.sources, name]))
+    gone = work.sources_of_gone(file, normalize(text)) if normalize(text) != statement.key else []
+    sources = list(dict.fromkeys([*statement.sources, *gone, name]))
+    day = work.trace_date(name, old)
+    if day is None:
+        return None
     new = (
         prefix
         + text
         + _joiner(formats.trace)
-        + format_trace(_change_date(name, work.date), old, formats)
+        + format_trace(day, old, formats)
         + _joiner(formats.source)
         + format_source(sources, formats)
     )
+    if not _reads_back(work, new, text, sources, [old]):
+        return None
     file.edit(index, 1, [new])
+    _sources_stay_with_the_words(work, file, statement)
+    _refresh_summary(work, file, statement.core, text, swap[1:] if swap else None)
     return text
+
+
+def _sources_stay_with_the_words(work: _Pass, file: _File, changed: Statement) -> None:
+    """A statement just changed may have a twin saying its old words (two statements that came
+    to say the same): the twin that stays takes the changed one's sources, since the validator
+    holds the words memory keeps to every note they came from (rule 3)."""
+    twins = [s for s in file.statements(work.formats) if s.key == changed.key]
+    if not twins:
+        return
+    for name in changed.sources:
+        twin = next(s for s in file.statements(work.formats) if s.key == changed.key)
+        if name not in twin.sources:
+            _add_source(work, file, twin, name)
+
+
+def _refresh_summary(
+    work: _Pass, file: _File, old: str, new: str, part: tuple[str, str] | None
+) -> None:
+    """A file's `summary:` after one of its statements changed: the words it quoted from the
+    old statement, or the part a correction replaced, are replaced the same way, so the index
+    never shows what memory no longer says. A summary that quotes neither is left alone (it says
+    what the file is about, not what a statement says); a summary of several lines too."""
+    summary = file.meta.get("summary")
+    if not isinstance(summary, str) or not summary.strip():
+        return
+    fresh = summary
+    for before, after in ((old, new), part or ("", "")):
+        if not before:
+            continue
+        # whole words only: "uv" is no part of "uvicorn"
+        place = re.compile(rf"(?<![\w.+#-]){re.escape(before)}(?![\w+#-]|\.\d)")
+        if place.search(summary):
+            fresh = place.sub(lambda _: after, summary)
+            break
+    if fresh == summary:
+        return
+    last = file.body_start - 3  # the frontmatter's last line, `---` being lines[0]
+    for at in range(1, last + 1):
+        match = re.match(r"^(summary[ \t]*:[ \t]*)(.*?)([ \t]+#.*)?$", file.lines[at])
+        if not match:
+            continue
+        if match.group(2)[:1] in ("|", ">", "") or (
+            at < last and file.lines[at + 1][:1] in (" ", "\t")
+        ):
+            return  # a block or folded value: not one line to edit
+        file.edit(
+            at,
+            1,
+            [f"{match.group(1)}{json.dumps(fresh, ensure_ascii=False)}{match.group(3) or ''}"],
+        )
+        file.meta = {**file.meta, "summary": fresh}
+        return
 
 
 def _change_date(name: str, pass_date: str) -> str:
@@ -929,19 +1143,30 @@ _CLASS_HEADINGS = {
 }
 
 
-def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> None:
+def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> bool:
+    """A new statement; False (nothing written) when it would not read back as written."""
     resident = file.rel.startswith(work.config.resident_dir + "/")
     formats = work.formats_for(
         file, "" if resident else text
     )  # resident files are in the vault's language
-    line = f"- {text}{_joiner(formats.source)}{format_source([name], formats)}"
+    names = list(dict.fromkeys([*work.sources_of_gone(file, normalize(text)), name]))
+    line = f"- {text}{_joiner(formats.source)}{format_source(names, formats)}"
+    if not _reads_back(work, line, text, names, []):
+        return False
     if resident and cls in _CLASS_HEADINGS["en"]:
         # resident files keep one heading per class: a decision never lands under "weaknesses"
-        language = "zh" if formats.source.startswith("（") else "en"
+        language = (
+            work.config.language
+            if work.custom_formats
+            else "zh"
+            if formats.source.startswith("（")
+            else "en"
+        )
         _append_under(work, file, f"## {_CLASS_HEADINGS[language][cls]}", line)
-        return
+        return True
     index, blank_first = _insertion_point(work, file, terms(text))
     file.edit(index, 0, ["", line] if blank_first else [line])
+    return True
 
 
 def _append_under(work: _Pass, file: _File, heading: str, line: str) -> None:
@@ -1019,5 +1244,14 @@ def _render(work: _Pass) -> str:
         out.append(f'<converged note="{_attr(note)}" into="{_attr(", ".join(sorted(into)))}"/>')
     for note, reason in sorted(work.deferred.items()):
         out.append(f'<deferred note="{_attr(note)}" reason="{_attr(reason)}"/>')
+    for note, lines in sorted(work.deferred_lines.items()):
+        by_reason: dict[str, list[int]] = {}
+        for number, reason in sorted(lines.items()):
+            by_reason.setdefault(reason, []).append(number)
+        for reason, numbers in by_reason.items():
+            listed = ",".join(str(n) for n in numbers)
+            out.append(
+                f'<deferred note="{_attr(note)}" lines="{listed}" reason="{_attr(reason)}"/>'
+            )
     out.append("</convergence>")
     return "\n".join(out) + "\n"

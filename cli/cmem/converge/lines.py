@@ -85,6 +85,11 @@ _BLANKS = frozenset(
 )
 
 
+def holds_html(text: str) -> bool:
+    """Whether a statement holds raw HTML (rule 9), which no pass writes."""
+    return _HTML.search(text) is not None
+
+
 def is_blank(core: str) -> bool:
     """A statement that says nothing: `Unknown.`, `N/A`, `未知`, or only punctuation."""
     key = normalize(core)
@@ -157,7 +162,7 @@ def unaccounted_lines(
         if _is_table_rule(stripped) or _BREAK.fullmatch(stripped) or _LIST_ONLY.fullmatch(line):
             continue
         if number in statement_lines:
-            if _HTML.search(stripped):
+            if holds_html(stripped):
                 problems.append((number, "this statement holds raw HTML; write plain text"))
             continue
         problems.append((number, "this line is not a statement, a heading or a blank line"))

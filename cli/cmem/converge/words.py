@@ -50,7 +50,7 @@ SWITCH = re.compile(
 )
 _END = r"(?=[，,；;。：:！!？?]|\.\s|\.?$)"
 # The "old" side of a change: its words point at the statement being replaced.
-_OLD_SIDE = [
+OLD_SIDE = [
     re.compile(p, re.IGNORECASE)
     for p in (
         r"不是(.+?)" + _END,
@@ -63,7 +63,7 @@ _OLD_SIDE = [
         r"\binstead of\s+(.+?)" + _END,
         r"\brather than\s+(.+?)" + _END,
         r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END,
-        r"\bfrom\s+(?!now\b)(.+?)\s+to\b",
+        r"\bfrom\s+(?!now\b)(.+?)(?:\s+back)?\s+to\b",
         r"\bno longer\s+(.+?)" + _END,
         r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
     )
@@ -71,7 +71,7 @@ _OLD_SIDE = [
 
 
 def old_side_terms(text: str) -> frozenset[str]:
-    return frozenset().union(*(terms(m.group(1)) for p in _OLD_SIDE for m in p.finditer(text)))
+    return frozenset().union(*(terms(m.group(1)) for p in OLD_SIDE for m in p.finditer(text)))
 
 
 # --- quoting the user's words ---------------------------------------------------------------

@@ -212,6 +212,7 @@ def _user_schema() -> dict:
 def parse_config(data: dict | None, where: Path) -> Config:
     """Validate a loaded mapping and fill in defaults."""
     data = {} if data is None else data
+    _check_formats(data, where)
     _validate(data, "config", where)
     merged = _deep_merge(DEFAULTS, data)
     language = merged["language"]
@@ -398,6 +399,23 @@ def folder_overlap(a: str, b: str) -> str | None:
     if fb.startswith(fa):
         return "holds"
     return None
+
+
+def _check_formats(data: dict, where: Path) -> None:
+    """`formats.*` can be read back: a statement written with them is found again (before the
+    schema, whose patterns say less; a value of the wrong type is left to it)."""
+    formats = data.get("formats") if isinstance(data, dict) else None
+    if not isinstance(formats, dict):
+        return
+    from cmem.vault.format_rules import EXAMPLES, PROBLEMS
+
+    for key, check in PROBLEMS.items():
+        value = formats.get(key)
+        problem = check(value) if isinstance(value, str) else None
+        if problem:
+            raise ConfigError(
+                f"{where}: setting 'formats.{key}' cannot be {value!r}: {problem} (e.g. {EXAMPLES[key]!r})."
+            )
 
 
 def _check_pattern(pattern: str, where: Path) -> str:

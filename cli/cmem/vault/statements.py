@@ -20,6 +20,7 @@ import unicodedata
 from collections import namedtuple
 from functools import cached_property, lru_cache
 
+from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
@@ -52,15 +53,16 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # imports); for the same reason the language formats come from `languages.py`, not the config.
 
 
-class Trace(namedtuple("Trace", "date old start end")):
+class Trace(namedtuple("Trace", "date old start end formats", defaults=(None,))):
     """date; old: the old wording, itself possibly holding older traces; start, end: offsets in
-    the line."""
+    the line; formats: the vault's formats it was read with, so the traces nested in it are read
+    with them too (a custom trace format nests like the built-in ones)."""
 
     __slots__ = ()
 
     @property
     def older(self) -> list[Trace]:
-        return find_traces(self.old)
+        return find_traces(self.old, self.formats)
 
 
 class Statement(namedtuple("Statement", "line_no text core sources traces")):
@@ -90,16 +92,41 @@ def _trace_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
     return tuple(patterns)
 
 
+_LINK = r"\[\[[^\[\]\n]+\]\](?:#\^?[\w-]+)?"
+_SEPARATORS = r"[\s,;、，；·&|/]*(?:\band\b|和|及)?[\s,;、，；·&|/]*"
+
+
+@lru_cache(maxsize=64)
+def _link_run(separator: str) -> re.Pattern:
+    """Links one after the other, as a source writes them: the configured separator between
+    them, or the separators people write by hand."""
+    between = _SEPARATORS
+    if separator.strip():
+        between = rf"(?:\s*{re.escape(separator.strip())}\s*|{_SEPARATORS})"
+    return re.compile(rf"\s*{_LINK}(?:{between}{_LINK})*")
+
+
 @lru_cache(maxsize=None)
 def _source_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
-    templates = [lang["source"] for lang in LANGUAGE_DEFAULTS.values()] + list(extra)
+    """`extra`: configured source templates, each optionally followed by its separator
+    (`(template, separator)` flattened as `template + "\x00" + separator`). `middle` holds the
+    separator; a pattern whose closer is not its opener's pair (`— {links}`, `src: {links}.`)
+    is read as its prefix, a run of links, and its suffix."""
+    templates = [
+        lang["source"] + "\x00" + lang["source_separator"] for lang in LANGUAGE_DEFAULTS.values()
+    ]
     patterns = []
-    for template in dict.fromkeys(templates):
+    for entry in dict.fromkeys(templates + list(extra)):
+        template, _, separator = entry.partition("\x00")
         if "{links}" not in template:
             continue
         prefix, suffix = template.split("{links}", 1)
-        patterns.append(_Pattern(prefix, "", suffix, prefix[:1], suffix[-1:]))
+        patterns.append(_Pattern(prefix, separator, suffix, prefix[:1], suffix[-1:]))
     return tuple(patterns)
+
+
+def _source_extra(formats: Formats | None) -> tuple[str, ...]:
+    return (formats.source + "\x00" + formats.source_separator,) if formats else ()
 
 
 def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
@@ -172,7 +199,7 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
                 continue
             old_start = date_match.end() + len(pattern.middle)
             old_end = end - len(pattern.suffix)
-            found.append(Trace(date_match.group(0), text[old_start:old_end], start, end))
+            found.append(Trace(date_match.group(0), text[old_start:old_end], start, end, formats))
             position = end
     found.sort(key=lambda t: t.start)
     # keep only top-level ones (a trace nested inside another belongs to it); sorted by start,
@@ -199,46 +226,66 @@ def may_hold_traces(text: str, formats: Formats | None = None) -> bool:
 def find_sources(text: str, formats: Formats | None = None) -> list[tuple[int, int, list[str]]]:
     """Top-level source annotations: (start, end, note names). Linear in the text, like
     `find_traces`."""
-    extra = (formats.source,) if formats else ()
     found = []
     cache: dict[tuple[str, str], dict[int, int]] = {}
-    for pattern in _source_patterns(extra):
-        if pattern.prefix not in text:
-            continue
-        bracketed = pattern.opener in "（([【"
+    for pattern in _source_patterns(_source_extra(formats)):
+        if not pattern.prefix.strip() or pattern.prefix not in text:
+            continue  # a template with nothing before its links cannot be told from a link
+        bracketed = BRACKETS.get(pattern.opener) == pattern.closer
         ends = _ends_for(text, pattern, cache) if bracketed else None
         position = 0
-        suffix_at = (
-            -1,
-            -1,
-        )  # (searched from, found at): one search answers every later prefix before it
         while True:
             start = text.find(pattern.prefix, position)
             if start < 0:
                 break
-            if bracketed:
+            # the prefix, a run of links, the suffix, as cmem writes them: exact even for a
+            # note name holding one of the format's brackets ("note :)")
+            end = _run_end(text, start + len(pattern.prefix), pattern)
+            if end < 0 and bracketed:
+                # written by hand, with more than links between the brackets
                 end = (
                     ends.get(start, -1)
                     if ends is not None
                     else _balanced_end(text, start, pattern.opener, pattern.closer)
                 )
-            else:
-                after = start + len(pattern.prefix)
-                if not (
-                    suffix_at[0] >= 0
-                    and suffix_at[0] <= after
-                    and (suffix_at[1] < 0 or suffix_at[1] >= after)
-                ):
-                    suffix_at = (after, text.find(pattern.suffix, after))
-                end = suffix_at[1] + len(pattern.suffix) if suffix_at[1] >= 0 else -1
-            if end <= start:
+            names = (
+                [m.group(1).strip() for m in WIKILINK.finditer(text, start, end)]
+                if end > start
+                else []
+            )
+            if not names:
                 position = start + 1
                 continue
-            names = [m.group(1).strip() for m in WIKILINK.finditer(text, start, end)]
-            if names:
-                found.append((start, end, names))
+            found.append((start, end, names))
             position = end
-    return sorted(found)
+    found.sort()
+    # two formats may read one annotation (a custom one and a built-in one): the outer one holds it
+    kept: list[tuple[int, int, list[str]]] = []
+    for item in found:
+        if kept and item[0] < kept[-1][1]:
+            if item[1] > kept[-1][1] and item[0] == kept[-1][0]:
+                kept[-1] = item
+            continue
+        kept.append(item)
+    return kept
+
+
+def _run_end(text: str, after: int, pattern: _Pattern) -> int:
+    """The end of `prefix [[a]], [[b]] suffix` whose links start at `after`, or -1."""
+    run = _link_run(pattern.middle).match(text, after)
+    if run is None:
+        return -1
+    end = run.end()
+    suffix = pattern.suffix
+    if not suffix:
+        return end
+    if text.startswith(suffix, end):
+        return end + len(suffix)
+    stripped = suffix.strip()
+    rest = len(text) - len(text[end:].lstrip())
+    if stripped and text.startswith(stripped, rest):
+        return rest + len(stripped)
+    return -1
 
 
 @lru_cache(maxsize=16)
