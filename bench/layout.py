@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "faults", "resources", "atomic", "cache_file", "collector", "fork_safety"),
     ("vault",),
     ("steps",),
-    ("archive", "scan"),
+    ("archive", "scan", "sessions"),
     ("sync",),  # one vault on several machines: merges through the step layer
     ("setup",),
     ("converge",),
