@@ -495,12 +495,13 @@ def _place(
                 return None, _FULL
             _add_source(work, file, statement, note.name)
         return file.rel, ""
-    source = format_source([note.name], work.formats)
+    cite = _citation(note, signal)  # the note, or the session turn the line stands in
+    source = format_source([cite], work.formats)
     match = _best_match(work, note, raw, preferred) if is_change else None
     if match:
         if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
             return None, _FULL
-        written = _rewrite(work, *match, text, note.name, raw)
+        written = _rewrite(work, *match, text, cite, raw)
         work.written.add((match[0].rel, normalize(written), note.rel))
         return match[0].rel, ""
     file = _route(work, note, signal, text, named)
@@ -510,9 +511,17 @@ def _place(
         text = _pattern_text(text, [day.isoformat()], work.formats_for(file, text))
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
-    _append(work, file, text, note.name, signal.cls)
+    _append(work, file, text, cite, signal.cls)
     work.written.add((file.rel, normalize(text), note.rel))
     return file.rel, ""
+
+
+def _citation(note: SelectedNote, signal: Signal) -> str:
+    """`note` or, for a line of a user's turn in a session note, `note#^t5` (SPEC §14)."""
+    from cmem.sessions.note import turn_of_line
+
+    turn = turn_of_line(note.text, signal.line)
+    return f"{note.name}#^t{turn}" if turn else note.name
 
 
 # --- recurring patterns: one statement with its count and dates ---------------------------

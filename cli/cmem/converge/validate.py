@@ -44,6 +44,7 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
+from cmem.converge.turn_citations import turn_issues
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 from cmem.text.tokens import estimate_tokens
@@ -177,6 +178,9 @@ def validate_response(vault: Vault, response: Response, ctx: PassContext) -> Val
         checker.check_frontmatter(change)
         checker.check_lines(change)
         checker.check_sources(change)
+        known = change.base.keys if change.base else set()  # a cited turn is the user's (§14)
+        for line, message in turn_issues(change.new.statements, known, checker.cited_text):
+            checker.error(change.path, line, "turn", message)
         checker.check_removals(change, changes)
         checker.check_new_traces(change, changes)
     checker.check_layer_loss(changes)

@@ -289,3 +289,20 @@ def read_session_note(text: str) -> SessionNote:
         (note.user_anchors if turn == number else note.other_anchors).add(number)
         turn = None
     return note
+
+
+def turn_of_line(text: str, line_no: int) -> int | None:
+    """The user turn a line of a session note is in (its `^tN` number), None when the note is no
+    session note or the line is not one of the user's words: the builtin engine cites the turn a
+    signal line stands in, `[[note#^t5]]`."""
+    if "<!-- turn " not in text or not read_session_note(text).is_session:
+        return None
+    lines = text.split("\n")
+    turn = None
+    for line in lines[: max(line_no - 1, 0)]:
+        header = USER_HEADER.match(line)
+        if header:
+            turn = int(header.group(1))
+        elif ANCHOR.match(line) or AGENT_LEAD.match(line):
+            turn = None
+    return turn
