@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
         "fast",
         "idle_sync",
         "pass_command",
+        "hook_command",
         "invocation",
         "mcp_server",
         "__main__",

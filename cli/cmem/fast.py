@@ -81,6 +81,11 @@ def main() -> None:
 
 def _main() -> None:
     argv = sys.argv[1:]
+    hook = parse_hook_run(argv)
+    if hook is not None:  # an agent's hook: answered here, in milliseconds (cmem/hook_command.py)
+        from cmem import hook_command
+
+        _leave(hook_command.run(hook))
     sync_request = parse_sync(argv)
     if sync_request is not None:
         code = run_sync(sync_request)
@@ -231,16 +236,20 @@ def parse_command(
     flags: tuple[str, ...],
     values: tuple[str, ...] = (),
     aliases: dict[str, str] | None = None,
+    positionals: int = 0,
 ) -> dict | None:
     """`[--vault V] [--no-color] COMMAND [--vault V] [OPTION …] [--no-color]` for one of
     `commands`, or None for anything else (then the full CLI decides). The last --vault wins, as
     click's does. Each of `flags` is kept as a bool under its name without `--`; each of `values`
     (`--opt VALUE` or `--opt=VALUE`, the value taken whatever it looks like, as click takes it) as
-    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`)."""
+    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`).
+    Up to `positionals` words after the command that are no option are kept, in order, under
+    "args" (`hook run EVENT`)."""
     request = {
         "command": None,
         "vault": None,
         "no_color": False,
+        "args": [],
         **{flag[2:]: False for flag in flags},
         **{option[2:]: [] for option in values},
     }
@@ -261,6 +270,8 @@ def parse_command(
             request[aliases.get(arg, arg)[2:]] = True
         elif name in values and (equals or args):
             request[name[2:]].append(inline if equals else args.pop(0))
+        elif not arg.startswith("-") and len(request["args"]) < positionals:
+            request["args"].append(arg)
         else:
             return None
     if request["command"] is None or request["vault"] == "":
@@ -373,6 +384,30 @@ def run_scan(argv: list[str]) -> int | None:
     _tolerant_output()
     _echo(out, sys.stdout)
     return 0
+
+
+# --- agent hooks --------------------------------------------------------------------------------
+
+_HOOK_VALUES = ("--agent", "--transcript", "--session-id", "--cwd")
+
+
+def parse_hook_run(argv: list[str]) -> dict | None:
+    """`[--vault V] hook run EVENT --agent NAME [--detached --transcript P --session-id S --cwd
+    C]`, or None (a usage error or `--help`: the full CLI says it)."""
+    request = parse_command(argv, ("hook",), ("--detached",), values=_HOOK_VALUES, positionals=2)
+    if request is None or request["args"][:1] != ["run"] or len(request["args"]) != 2:
+        return None
+    if os.environ.get("_CMEM_COMPLETE"):
+        return None
+    from cmem.hook_command import usage_problem
+
+    hook = {
+        "vault": request["vault"],
+        "event": request["args"][1],
+        "detached": request["detached"],
+        **{name[2:]: (request[name[2:]] or [None])[-1] for name in _HOOK_VALUES},
+    }
+    return None if usage_problem(hook) else hook
 
 
 # --- recall -------------------------------------------------------------------------------------
