@@ -335,6 +335,9 @@ def refresh_status(payload: dict, now=None) -> dict:
         from cmem.sync.record import read_record
 
         data["last_sync"] = read_record(clock["machine_dir"], now.timestamp())
+        from cmem.triggers.hook_record import hooks_status
+
+        data["agent_hooks"] = hooks_status(clock["machine_dir"], now.timestamp())
     return data
 
 

@@ -208,6 +208,7 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
             ):  # keep the file as it was before the first install
                 backup = {key: previous.get(key) for key in ("original", "created_dir")}
             backup["written_sha256"] = hashlib.sha256(plan.after or b"").hexdigest()
+            backup["agent"] = plan.kind  # `cmem status` lists the agents installed (hook_record)
             _save_backup(vault, plan.target, backup)
         else:
             _save_backup(vault, plan.target, None)

@@ -117,3 +117,70 @@ def text_field(payload: dict, *names: str) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+# --- for `cmem status` ------------------------------------------------------------------------
+
+INSTALLS = "agent-hooks.json"  # setup/hooks.py's backups: one entry per settings file installed
+FAILED = ("failed", "stopped")
+
+
+def _age(stamp: object, now: float) -> int | None:
+    from datetime import datetime
+
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return round(now - datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp())
+    except ValueError:
+        return None
+
+
+def installed_files(machine_dir: str) -> dict[str, list[str]]:
+    """agent → the settings files its hooks were installed in, from this machine."""
+    try:
+        with open(os.path.join(machine_dir, INSTALLS), encoding="utf-8") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for path, entry in data.items() if isinstance(data, dict) else ():
+        if isinstance(entry, dict) and entry.get("agent") in AGENT_NAMES:
+            found.setdefault(entry["agent"], []).append(path)
+    return found
+
+
+def hooks_status(machine_dir: str, now: float) -> list[dict]:
+    """Per agent whose hooks were installed or have fired: when it last fired, what its last
+    capture did, how the pass after it ended, and whether either failed. Read at print time
+    (ages move with the clock, and every hook rewrites its record): no stored status keys it."""
+    installed = installed_files(machine_dir)
+    out = []
+    for agent in AGENT_NAMES:
+        fired, capture, passed = (read_record(machine_dir, agent, kind) for kind in KINDS[:3])
+        if not (installed.get(agent) or fired or capture or passed):
+            continue
+        for record in (fired, capture, passed):
+            if record is not None:
+                record["age_seconds"] = _age(record.get("time"), now)
+        problem = None
+        if capture and capture.get("status") == "failed":
+            problem = f"the last capture failed: {capture.get('error')}"
+        elif passed and passed.get("status") in FAILED:
+            problem = (
+                f"the last pass {passed['status']}: {passed.get('error') or passed.get('reason')}"
+            )
+        elif fired and fired.get("error"):
+            problem = f"the last {fired.get('event')} hook failed: {fired['error']}"
+        out.append(
+            {
+                "agent": agent,
+                "installed": sorted(installed.get(agent, [])),
+                "last_fired": fired,
+                "last_capture": capture,
+                "last_pass": passed,
+                "failing": problem is not None,
+                "problem": problem,
+            }
+        )
+    return out
