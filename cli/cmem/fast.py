@@ -37,6 +37,10 @@ A `cmem scan` that nothing stored answers (a cold scan) is also run here, withou
 command table (`run_scan`): it prints and stores what the typer command does, through the same
 function (`reading/scan_output.py`); anything but a plain scan goes to the full CLI.
 
+`cmem hook run EVENT --agent NAME`, what every installed agent hook runs at a session's start,
+end, compaction and stop, is answered here before anything else (`cmem/hook_command.py`): an
+agent gives its hooks a second or two, and typer alone would take a good part of that.
+
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
 config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
 """

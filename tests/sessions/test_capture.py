@@ -126,6 +126,11 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
     again = capture_transcripts(vault, [CLAUDE, CODEX])
     assert again.status == "nothing" and again.commit is None
     assert _head(vault) == head and _notes(vault) == notes
+    # the user excludes the session from passes; a resumed session keeps that
+    path = vault.root / "sessions" / "2026-11-30 claude-code tidepool 7f3c.md"
+    path.write_text(
+        path.read_text("utf-8").replace("turns: 4\n", "turns: 4\nconverge: false\n"), "utf-8"
+    )
     # a resumed session: a new file repeating the records it continues from, then new turns
     resumed = capture_transcripts(vault, [RESUMED])
     (captured,) = resumed.sessions
@@ -135,6 +140,7 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
     assert "**user · t5**" in text and "^t5" in text
     assert "I meant lines not branches" in _user_lines(text)[-1]
     assert read_session_note(text).frontmatter["turns"] == 5
+    assert read_session_note(text).frontmatter["converge"] is False
     assert read_session_note(text).frontmatter["ended"].startswith("2026-12-01")
     head = _head(vault)
     for paths in ([CLAUDE, RESUMED], [RESUMED], [CLAUDE]):
@@ -198,6 +204,16 @@ def test_projects_are_kept_or_left_out_by_their_working_folder(tmp_path):
     text = config.read_text("utf-8").replace("  include: []  ", '  include: ["/elsewhere/**"]  ')
     config.write_text(text, "utf-8")
     assert capture_transcripts(open_vault(vault.root), [CODEX]).sessions == []
+
+
+def test_a_session_whose_note_the_user_deleted_is_not_written_again(tmp_path):
+    vault = _vault(tmp_path)
+    capture_transcripts(vault, [CLAUDE])
+    git(vault.root, "rm", "-q", "sessions/2026-11-30 claude-code tidepool 7f3c.md")
+    git(vault.root, "commit", "-qm", "not this one")
+    result = capture_transcripts(vault, [CLAUDE, RESUMED])
+    assert result.sessions == [] and "was deleted" in result.skipped[0]["reason"]
+    assert not (vault.root / "sessions" / "2026-11-30 claude-code tidepool 7f3c.md").exists()
 
 
 def test_a_vault_without_a_sessions_folder_says_how_to_add_one(make_vault):

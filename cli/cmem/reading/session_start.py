@@ -23,14 +23,14 @@ def _project_key(text: str) -> str:
 
 
 def _rows(material: dict):
-    """(path, content, summary, tags) of the resident files, then of the topic files."""
+    """(path, content, summary, tags) of the resident files, and of the topic files by importance."""
     from cmem.reading.stored_context import StoredTexts
 
     resident = [(r[0], r[1], r[2], list(r[4])) for r in material["resident"]]
     texts = StoredTexts(material["situational_texts"])
-    topics = [
-        (r[0], r[1] if r[1] is not None else (texts, i), r[2], list(r[4]))
-        for i, r in enumerate(material["situational"])
+    ranked = sorted(enumerate(material["situational"]), key=lambda item: (-item[1][3], item[1][0]))
+    topics = [  # the most important first: the index may not have room for every one
+        (r[0], r[1] if r[1] is not None else (texts, i), r[2], list(r[4])) for i, r in ranked
     ]
     return resident, topics
 
@@ -104,8 +104,8 @@ def build_text(
         heading_done.add(heading)
         sections += block
         shown.append((row[0], body))
-    included = {path for path, _ in shown}
-    index_rows = omitted + [row for row in topics if row[0] not in included and row not in omitted]
+    left_out = {path for path, _ in shown} | {row[0] for row in omitted}
+    index_rows = omitted + [row for row in topics if row[0] not in left_out]
     index: list[str] = []
     if index_rows:
         index = ["## Not included here", ""]

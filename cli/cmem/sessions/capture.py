@@ -323,6 +323,7 @@ class _Plan:
     captured: list[CapturedSession]
     redacted: int = 0
     cut: int = 0
+    skipped: list[dict] = field(default_factory=list)
 
 
 def plan_capture(vault: Vault, sessions: list[Session], folder: str, record: dict) -> _Plan:
@@ -344,6 +345,17 @@ def plan_capture(vault: Vault, sessions: list[Session], folder: str, record: dic
     max_chars = vault.config.sessions_max_turn_chars
     for session in sessions:
         existing = _session_notes(vault, session, folder, record, archive)
+        recorded = record["sessions"].get(f"{session.agent}:{session.session_id}", {}).get("notes")
+        if recorded and not existing:
+            # this machine wrote its note, and it is gone (deleted, or moved out of the layers):
+            # the user's choice, not something to write again
+            plan.skipped.append(
+                {
+                    "what": f"{session.agent} session {notes.short_id(session.session_id, 8)}",
+                    "reason": f"its note {recorded[-1]} was deleted; cmem does not write it again",
+                }
+            )
+            continue
         known = set().union(*(e.parsed.keys for e in existing)) if existing else set()
         fresh = [
             t for t in session.turns if t.role == "user" and notes.turn_digest(t.key) not in known
@@ -450,6 +462,7 @@ def capture_transcripts(
     record["last_capture"] = now.isoformat(timespec="seconds")
     save_record(vault, record)
     result.sessions = plan.captured
+    result.skipped += plan.skipped
     result.redacted, result.cut = plan.redacted, plan.cut
     result.status = "captured" if plan.captured else "nothing"
     return result

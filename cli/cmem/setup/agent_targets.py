@@ -93,5 +93,6 @@ TARGETS: dict[str, AgentTarget] = {
         ".gemini/settings.json",
         ".gemini/settings.json",
         named_hooks=True,
+        note="Gemini CLI runs hooks only where its settings enable them (hooksConfig.enabled in recent versions); cmem leaves that setting to you",
     ),
 }
