@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("vault",),
     ("steps",),
-    ("archive", "scan"),
+    ("archive", "scan", "sessions"),
     ("sync",),  # one vault on several machines: merges through the step layer
     ("setup",),
     ("converge",),
@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, ...]] = [
         "fast",
         "idle_sync",
         "pass_command",
+        "hook_command",
         "invocation",
         "mcp_server",
         "__main__",

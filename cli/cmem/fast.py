@@ -37,6 +37,10 @@ A `cmem scan` that nothing stored answers (a cold scan) is also run here, withou
 command table (`run_scan`): it prints and stores what the typer command does, through the same
 function (`reading/scan_output.py`); anything but a plain scan goes to the full CLI.
 
+`cmem hook run EVENT --agent NAME`, what every installed agent hook runs at a session's start,
+end, compaction and stop, is answered here before anything else (`cmem/hook_command.py`): an
+agent gives its hooks a second or two, and typer alone would take a good part of that.
+
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
 config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
 """
@@ -81,6 +85,11 @@ def main() -> None:
 
 def _main() -> None:
     argv = sys.argv[1:]
+    hook = parse_hook_run(argv)
+    if hook is not None:  # an agent's hook: answered here, in milliseconds (cmem/hook_command.py)
+        from cmem import hook_command
+
+        _leave(hook_command.run(hook))
     sync_request = parse_sync(argv)
     if sync_request is not None:
         code = run_sync(sync_request)
@@ -231,16 +240,20 @@ def parse_command(
     flags: tuple[str, ...],
     values: tuple[str, ...] = (),
     aliases: dict[str, str] | None = None,
+    positionals: int = 0,
 ) -> dict | None:
     """`[--vault V] [--no-color] COMMAND [--vault V] [OPTION …] [--no-color]` for one of
     `commands`, or None for anything else (then the full CLI decides). The last --vault wins, as
     click's does. Each of `flags` is kept as a bool under its name without `--`; each of `values`
     (`--opt VALUE` or `--opt=VALUE`, the value taken whatever it looks like, as click takes it) as
-    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`)."""
+    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`).
+    Up to `positionals` words after the command that are no option are kept, in order, under
+    "args" (`hook run EVENT`)."""
     request = {
         "command": None,
         "vault": None,
         "no_color": False,
+        "args": [],
         **{flag[2:]: False for flag in flags},
         **{option[2:]: [] for option in values},
     }
@@ -261,6 +274,8 @@ def parse_command(
             request[aliases.get(arg, arg)[2:]] = True
         elif name in values and (equals or args):
             request[name[2:]].append(inline if equals else args.pop(0))
+        elif not arg.startswith("-") and len(request["args"]) < positionals:
+            request["args"].append(arg)
         else:
             return None
     if request["command"] is None or request["vault"] == "":
@@ -324,6 +339,9 @@ def refresh_status(payload: dict, now=None) -> dict:
         from cmem.sync.record import read_record
 
         data["last_sync"] = read_record(clock["machine_dir"], now.timestamp())
+        from cmem.triggers.hook_record import hooks_status
+
+        data["agent_hooks"] = hooks_status(clock["machine_dir"], now.timestamp())
     return data
 
 
@@ -373,6 +391,30 @@ def run_scan(argv: list[str]) -> int | None:
     _tolerant_output()
     _echo(out, sys.stdout)
     return 0
+
+
+# --- agent hooks --------------------------------------------------------------------------------
+
+_HOOK_VALUES = ("--agent", "--transcript", "--session-id", "--cwd")
+
+
+def parse_hook_run(argv: list[str]) -> dict | None:
+    """`[--vault V] hook run EVENT --agent NAME [--detached --transcript P --session-id S --cwd
+    C]`, or None (a usage error or `--help`: the full CLI says it)."""
+    request = parse_command(argv, ("hook",), ("--detached",), values=_HOOK_VALUES, positionals=2)
+    if request is None or request["args"][:1] != ["run"] or len(request["args"]) != 2:
+        return None
+    if os.environ.get("_CMEM_COMPLETE"):
+        return None
+    from cmem.hook_command import usage_problem
+
+    hook = {
+        "vault": request["vault"],
+        "event": request["args"][1],
+        "detached": request["detached"],
+        **{name[2:]: (request[name[2:]] or [None])[-1] for name in _HOOK_VALUES},
+    }
+    return None if usage_problem(hook) else hook
 
 
 # --- recall -------------------------------------------------------------------------------------

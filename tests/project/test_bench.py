@@ -143,3 +143,25 @@ def test_the_recall_bench_runs_and_replaces_only_its_own_section(tmp_path):
     report = out.read_text("utf-8")
     assert "OLD SECTION" not in report and "## Recall: the full-text index" in report
     assert report.count("KEPT") == 2 and report.index("KEPT TOO") > report.index("<!-- /recall -->")
+
+
+def test_the_agent_loop_bench_runs_and_replaces_only_its_own_section(tmp_path):
+    """`bench/agent_loop.py` in a tiny quick mode: it runs to the end (capture, the SessionEnd and
+    SessionStart hooks in real processes) and rewrites its own section of the report only."""
+    out = tmp_path / "b.md"
+    out.write_text(
+        "# Benchmarks\n\nKEPT\n\n<!-- agent-loop -->\nOLD SECTION\n<!-- /agent-loop -->\n\nKEPT TOO\n",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, str(REPO / "bench" / "agent_loop.py"), "--sizes", "100", "--runs", "1"]
+    argv += ["--transcript-mb", "0.05", "--workdir", str(tmp_path / "w"), "--out", str(out)]
+    result = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    report = out.read_text("utf-8")
+    assert "OLD SECTION" not in report and "## The agent loop" in report
+    assert report.count("KEPT") == 2 and report.index("KEPT TOO") > report.index(
+        "<!-- /agent-loop -->"
+    )
+    for figure in ("`cmem capture`", "SessionEnd hook returns", "SessionStart hook (warm)"):
+        assert figure in report
+    assert re.search(r"`additionalContext`: [\d,]+ characters", report)

@@ -350,8 +350,10 @@ def test_claude_code_hook_merges_and_uninstall_restores_bytes(make_vault, tmp_pa
     session_end = data["hooks"]["SessionEnd"]
     assert session_end[0] == before["hooks"]["SessionEnd"][0] and len(session_end) == 2
     (ours,) = session_end[1]["hooks"]
-    assert ours["type"] == "command" and "converge --if-due --background --quiet" in ours["command"]
+    assert ours["type"] == "command"
+    assert "hook run session-end --agent claude-code" in ours["command"]
     assert f"--vault {vault.root}" in ours["command"] and ours["command"].startswith("/")
+    assert ours["timeout"] == 5  # declared: Claude Code's shared 1.5 s is not the limit
     assert apply_hook_plan(plan_agent_uninstall(vault, project), vault).action == "uninstall"
     assert settings.read_bytes() == SETTINGS
 
@@ -373,7 +375,8 @@ def test_claude_code_hook_created_from_nothing_and_removed_entirely(make_vault, 
     )
     assert done.returncode == 0, done.stderr
     data = json.loads((project / ".claude/settings.json").read_text("utf-8"))
-    assert list(data) == ["hooks"] and list(data["hooks"]) == ["SessionEnd"]
+    assert list(data) == ["hooks"]
+    assert list(data["hooks"]) == ["SessionStart", "SessionEnd", "PreCompact", "Stop"]
     removed = run_cmem(
         "--vault",
         str(root),
@@ -459,7 +462,8 @@ def test_status_reads_the_shell_and_the_agent_hooks_each_from_its_own_file(make_
     ]
     # an agent entry that no longer runs what `install` would write is out of date
     settings = project / ".claude" / "settings.json"
-    settings.write_text(settings.read_text("utf-8").replace("--quiet", "--quiet "), "utf-8")
+    text = settings.read_text("utf-8").replace("session-end --agent", "session-end  --agent")
+    settings.write_text(text, "utf-8")
     (agent,) = agent_hook_status(vault, project)
     assert agent.current is False and "out of date" in agent.problems[0]
 

@@ -128,7 +128,8 @@ def test_init_finds_the_daily_notes_folder_and_reads_it(tmp_path, settings, entr
     report = json.loads(done.stdout)
     assert any("Obsidian's daily-notes setting" in note for note in report["notes"])
     vault = open_vault(root)
-    assert vault.config.extra_divergent == (entry.removesuffix("/**"),)
+    # the daily-notes folder, then the session notes' folder every new vault has
+    assert vault.config.extra_divergent == (entry.removesuffix("/**"), "sessions")
     rels = {n.rel for n in vault.list_layer(DIVERGENT)}
     if entry == "journal/**":
         assert {"journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"} <= rels
@@ -140,11 +141,12 @@ def test_init_without_daily_or_with_no_daily_reads_only_the_root(tmp_path):
     root = tmp_path / "vault"
     write_files(root, {**ADOPTED, ".obsidian/daily-notes.json": '{"folder": "journal"}'})
     assert _cmem("init", str(root), "--no-daily", "--lang", "en").returncode == 0
-    assert open_vault(root).config.extra_divergent == ()
+    # only the session notes' folder, which every new vault has
+    assert open_vault(root).config.extra_divergent == ("sessions",)
     plain = tmp_path / "plain"
     write_files(plain, ADOPTED)  # no Obsidian setting names a daily folder
     assert _cmem("init", str(plain), "--lang", "en").returncode == 0
-    assert open_vault(plain).config.extra_divergent == ()
+    assert open_vault(plain).config.extra_divergent == ("sessions",)
 
 
 def test_the_first_snapshot_of_an_adopted_vault_says_so(tmp_path):

@@ -102,8 +102,10 @@ class UndoResult:
 
 
 def find_undo_target(vault: Vault) -> CmemCommit | None:
+    """The newest step to undo. A capture is not one: it wrote the user's own words from a
+    transcript (a hook makes one after every session), and `undo` means the last pass."""
     for commit in list_cmem_commits(vault):
-        if commit.kind != "undo" and commit.undone_by is None:
+        if commit.kind not in ("undo", "capture") and commit.undone_by is None:
             return commit
     return None
 

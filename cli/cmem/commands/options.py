@@ -24,10 +24,13 @@ RESCAN_HELP = (
 )
 SHELL_HELP = "bash, zsh or fish (default: from $SHELL)."
 AGENT_HELP = (
-    "An agent instead of a shell: claude-code (a SessionEnd hook in the project's "
-    ".claude/settings.json)."
+    "An agent instead of a shell: claude-code (the project's .claude/settings.json), codex "
+    "(~/.codex/hooks.json) or gemini (~/.gemini/settings.json)."
 )
-PROJECT_HELP = "With --agent: the project folder holding .claude/ (default: the current folder)."
+PROJECT_HELP = (
+    "With --agent: the project folder whose .claude/, .codex/ or .gemini/ settings get the hook "
+    "(default: the current folder for claude-code, your own settings for codex and gemini)."
+)
 
 
 def invocation(ctx: typer.Context) -> Invocation:

@@ -142,7 +142,7 @@ def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str
 
 
 hook_app = typer.Typer(
-    help="Session-end hooks: run `cmem converge --if-due` in the background when a shell or an agent session ends.",
+    help="Session hooks: a shell's exit runs `cmem converge --if-due` in the background; an agent's session start brings memory in, its end captures the session.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -172,17 +172,20 @@ def hook_install(
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Add the hook for this vault: a marked block at the end of the shell's rc file, or a Claude Code SessionEnd entry.
+    """Add the hook for this vault: a marked block at the end of the shell's rc file, or an agent's hook entries.
 
-    Shows the change and asks first. Installing again replaces the block in place; an existing
-    `trap … EXIT` is chained; the result must pass the shell's own syntax check.
+    Shows the change and asks first. Installing again replaces it in place. A shell's existing
+    `trap … EXIT` is chained and the result must pass the shell's own syntax check. An agent
+    (--agent claude-code|codex|gemini) gets SessionStart (memory in), SessionEnd and PreCompact
+    (the session captured, then a pass if due) and, but for Gemini, Stop (ask once whether to
+    converge after a complex turn), each running `cmem hook run` by absolute path.
     """
     from cmem.setup.agent_hooks import plan_agent_install
     from cmem.setup.shell_hooks import plan_shell_install
 
     target = open_target(vault)
     plan = (
-        plan_agent_install(target, project or Path.cwd())
+        plan_agent_install(target, project, agent)
         if _agent(agent, shell)
         else plan_shell_install(target, _shell(shell))
     )
@@ -210,7 +213,7 @@ def hook_uninstall(
 
     target = None if all_vaults else open_target(vault)
     if _agent(agent, shell):
-        plan = plan_agent_uninstall(target, project or Path.cwd())
+        plan = plan_agent_uninstall(target, project, agent)
     else:
         plan = plan_shell_uninstall(_shell(shell), target)
     _hook_change(plan, yes, as_json, target)
@@ -242,7 +245,7 @@ def hook_show(
 
     target = open_target(vault)
     if _agent(agent, shell_name or shell):
-        typer.echo(agent_snippet(target))
+        typer.echo(agent_snippet(target, agent))
     else:
         typer.echo(shell_snippet(_shell(shell_name or shell), target))
 
@@ -253,13 +256,13 @@ def hook_status_command(
         Optional[Path],
         typer.Option(
             "--project",
-            help="The project whose .claude/settings.json is checked (default: the current folder).",
+            help="The project whose agent settings (.claude/, .codex/, .gemini/) are checked besides your own (default: the current folder).",
         ),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Which hooks are installed (bash, zsh, fish, Claude Code), for which vault, and whether they still work."""
+    """Which hooks are installed (bash, zsh, fish, Claude Code, Codex, Gemini CLI), for which vault, and whether they still work."""
     from cmem.errors import VaultNotFound
     from cmem.setup.agent_hooks import agent_hook_status
     from cmem.setup.shell_hooks import shell_hook_status
@@ -280,6 +283,51 @@ def hook_status_command(
         from cmem.render.setup import render_hook_status
 
         typer.echo(render_hook_status(hooks, target))
+
+
+@hook_app.command("run")
+def hook_run(
+    event: Annotated[
+        str,
+        typer.Argument(
+            metavar="EVENT",
+            autocompletion=choices("session-start", "session-end", "pre-compact", "stop"),
+            help="session-start (print the memory for the agent), session-end or pre-compact (capture the session, then a pass if due, in the background), stop (ask once whether to converge after a complex turn).",
+        ),
+    ],
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            metavar="[claude-code|codex|gemini]",
+            help="The agent whose hook this is (its JSON is read from stdin).",
+        ),
+    ],
+    detached: Annotated[bool, typer.Option("--detached", hidden=True)] = False,
+    transcript: Annotated[Optional[str], typer.Option("--transcript", hidden=True)] = None,
+    session_id: Annotated[Optional[str], typer.Option("--session-id", hidden=True)] = None,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", hidden=True)] = None,
+    vault: VaultOption = None,
+) -> None:
+    """What an installed agent hook runs: reads the agent's JSON on stdin, answers within its time limit.
+
+    Never fails the agent's session: problems are recorded for `cmem status`.
+    """
+    from cmem.hook_command import run, usage_problem
+
+    request = {
+        "vault": str(vault) if vault is not None else None,
+        "event": event,
+        "agent": agent,
+        "detached": detached,
+        "transcript": transcript,
+        "session-id": session_id,
+        "cwd": cwd,
+    }
+    problem = usage_problem(request)
+    if problem:
+        raise typer.BadParameter(problem)
+    raise typer.Exit(run(request))
 
 
 def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
@@ -333,7 +381,10 @@ def completion(
 def agent_instructions_command(
     agent: Annotated[
         str,
-        typer.Option("--agent", help="claude-code (CLAUDE.md), codex (AGENTS.md) or generic."),
+        typer.Option(
+            "--agent",
+            help="claude-code, codex or generic: what the text says about that agent's hooks (the file is AGENTS.md).",
+        ),
     ] = "generic",
     lang: Annotated[
         Optional[str],
@@ -343,7 +394,7 @@ def agent_instructions_command(
     ] = None,
     vault: VaultOption = None,
 ) -> None:
-    """Print the text to paste into an agent's CLAUDE.md / AGENTS.md: when to read, capture, and ask to converge."""
+    """Print the text to paste into AGENTS.md: when to read memory, capture, and ask to converge; cmem named by absolute path."""
     from cmem.errors import VaultNotFound
     from cmem.setup.agents import AGENT_FILES, agent_instructions
 

@@ -1,7 +1,9 @@
-"""What brings memory in or starts a pass by itself: `note` (capture a line), `watch`, and `mcp`
-(agents reading, noting and converging over the Model Context Protocol)."""
+"""What brings memory in or starts a pass by itself: `note` (capture a line), `capture` (agent
+sessions), `watch`, and `mcp` (agents reading, noting and converging over the Model Context
+Protocol)."""
 
-from typing import Annotated, List
+from pathlib import Path
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -39,6 +41,59 @@ def note(
         typer.echo(
             f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else "")
         )
+
+
+def capture(
+    transcripts: Annotated[
+        Optional[List[Path]],
+        typer.Argument(
+            metavar="[TRANSCRIPT]...",
+            help="Transcript files (default: the agents' own folders, ~/.claude/projects and ~/.codex/sessions).",
+        ),
+    ] = None,
+    agent: Annotated[
+        Optional[str],
+        typer.Option(
+            "--agent",
+            metavar="[claude-code|codex|gemini|generic]",
+            help="The transcripts' format (default: told from each file).",
+        ),
+    ] = None,
+    since: Annotated[
+        Optional[str],
+        typer.Option(
+            "--since",
+            metavar="DURATION",
+            help="Only sessions active within this long (90m, 24h, 7d, 2w; default with no file: 7d).",
+        ),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Turn agent sessions into session notes: the user's own words, one block per turn (^tN).
+
+    One note per session in the sessions folder, named by date, agent, project and a short id;
+    never tool calls or results, thinking, subagents, injected instructions or images; long
+    pastes cut, credentials redacted. Capturing again changes nothing; a resumed session adds
+    its new turns once. Written and committed as one step.
+    """
+    from cmem.render.sessions import render_capture
+    from cmem.sessions.capture import capture_transcripts, parse_duration
+    from cmem.sessions.formats import AGENT_NAMES
+
+    if agent is not None and agent not in AGENT_NAMES:
+        raise typer.BadParameter(f"must be one of {', '.join(AGENT_NAMES)}", param_hint="--agent")
+    window = parse_duration(since) if since is not None else None
+    target = open_target(vault)
+    result = capture_transcripts(target, list(transcripts) if transcripts else None, agent, window)
+    if as_json:
+        print_json(result.to_json())
+        return
+    for warning in result.warnings:
+        from cmem.commands.common import warn
+
+        warn(warning)
+    typer.echo(render_capture(result))
 
 
 def watch(

@@ -607,12 +607,13 @@ def _place(
             if not _add_source(work, file, statement, note.name):
                 return None, _UNREADABLE
         return file.rel, ""
-    source = format_source([note.name], work.formats)
+    cite = _citation(note, signal)  # the note, or the session turn the line stands in
+    source = format_source([cite], work.formats)
     match = _best_match(work, note, raw, preferred) if is_change else None
     if match:
         if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
             return None, _FULL
-        written = _rewrite(work, *match, text, note.name, raw)
+        written = _rewrite(work, *match, text, cite, raw)
         if written is not None:
             work.written.add((match[0].rel, normalize(written), note.rel))
             return match[0].rel, ""
@@ -624,10 +625,18 @@ def _place(
         text = pattern_text(text, [day.isoformat()])
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
-    if not _append(work, file, text, note.name, signal.cls):
+    if not _append(work, file, text, cite, signal.cls):
         return None, _UNREADABLE
     work.written.add((file.rel, normalize(text), note.rel))
     return file.rel, ""
+
+
+def _citation(note: SelectedNote, signal: Signal) -> str:
+    """`note` or, for a line of a user's turn in a session note, `note#^t5` (SPEC §14)."""
+    from cmem.sessions.note import turn_of_line
+
+    turn = turn_of_line(note.text, signal.line)
+    return f"{note.name}#^t{turn}" if turn else note.name
 
 
 _UNREADABLE = (

@@ -60,6 +60,7 @@ from cmem.converge.rules import (
     SOURCES,
     TRACE_DATES,
 )
+from cmem.converge.turn_citations import turn_issues
 from cmem.converge.wording import kept_words, negations, numbers, same_facts
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
@@ -204,6 +205,9 @@ def validate_response(vault: Vault, response: Response, ctx: PassContext) -> Val
         checker.check_frontmatter(change)
         checker.check_lines(change)
         checker.check_sources(change)
+        known = change.base.keys if change.base else set()  # a cited turn is the user's (§14)
+        for line, agents, message in turn_issues(change.new.statements, known, checker.cited_text):
+            checker.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
         checker.check_removals(change, changes)
         checker.check_new_traces(change, changes)
     checker.check_layer_loss(changes)

@@ -12,6 +12,7 @@ from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
 from cmem.sync.record import read_record
 from cmem.triggers.due import interval_of
+from cmem.triggers.hook_record import hooks_status
 from cmem.triggers.if_due import Due, check_due, load_failures
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import OddFile
@@ -46,6 +47,7 @@ class Status:
         default_factory=list
     )  # conflict statements a sync left (cmem.sync.memory_merge)
     last_sync: dict | None = None  # this machine's last sync (cmem.sync.record), None: never
+    agent_hooks: list = field(default_factory=list)  # per agent: last fired, captured, failed
     unmanaged: list = field(
         default_factory=list
     )  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
@@ -76,6 +78,7 @@ class Status:
             "interrupted": self.interrupted,
             "conflicts": [c.to_json() for c in self.conflicts],
             "last_sync": self.last_sync,
+            "agent_hooks": self.agent_hooks,
             "unmanaged": [folder.to_json() for folder in self.unmanaged],
             "may_be_stale": list(STALE),
         }
@@ -111,7 +114,8 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         "last_time": last.get("time") if last else None,
         "interval_seconds": interval.total_seconds(),
         "interval_label": label,
-        # the last sync is read again at print time: a sync rewrites it and keys nothing stored
+        # the last sync and the agent hooks' records are read again at print time: a sync or a
+        # hook rewrites them, and they key nothing stored
         "machine_dir": str(vault.machine_dir),
     }
     newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
@@ -139,6 +143,7 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
         last_sync=read_record(vault.machine_dir, now.timestamp()),
+        agent_hooks=hooks_status(str(vault.machine_dir), now.timestamp()),
         unmanaged=find_unmanaged(vault),
         clock=clock,
     )

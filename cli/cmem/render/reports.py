@@ -208,6 +208,10 @@ def render_status_data(data: dict) -> str:
         if sync["outcome"] in ("offline", "refused"):  # what to fix before the next sync
             line = paint(line + (f" — {sync['detail']}" if sync["detail"] else ""), "yellow")
         out.append(line)
+    hooks = data.get("agent_hooks") or []
+    if hooks:
+        out += ["", paint("agent hooks", "bold")]
+        out += [_agent_hook_line(hook) for hook in hooks]
     conflicts = data.get("conflicts") or []
     if conflicts:
         out += [
@@ -229,6 +233,41 @@ def render_status_data(data: dict) -> str:
         if len(odd) > 20:
             out.append(f"  … and {len(odd) - 20} more (`cmem doctor`)")
     return "\n".join(out)
+
+
+_AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+
+def _agent_hook_line(hook: dict) -> str:
+    """One agent's hook: when it last fired, what it captured, how the pass went — in yellow when
+    something failed (a hook that silently stops is what users report most)."""
+    from datetime import timedelta
+
+    from cmem.triggers.due import format_age
+
+    def ago(record: dict) -> str:
+        seconds = record.get("age_seconds")
+        return "" if seconds is None else f" {format_age(timedelta(seconds=max(seconds, 0)))} ago"
+
+    label = f"  {_AGENT_LABELS.get(hook['agent'], hook['agent']):<12}"
+    fired, capture, passed = hook["last_fired"], hook["last_capture"], hook["last_pass"]
+    if not fired:
+        return label + " installed, never fired yet"
+    parts = [f"last fired{ago(fired)} ({fired.get('event')})"]
+    if capture:
+        if capture.get("status") == "captured":
+            notes = capture.get("notes") or []
+            parts.append(
+                f"captured {plural(capture.get('turns') or 0, 'turn')} → {', '.join(notes)}"
+            )
+        elif capture.get("status") == "nothing":
+            parts.append("nothing new to capture")
+    if passed and passed.get("status"):
+        parts.append(f"pass: {passed['status']}")
+    line = label + " " + " · ".join(parts)
+    if hook.get("problem"):
+        return paint(line, "yellow") + "\n" + paint(f"    {hook['problem']}", "yellow")
+    return line
 
 
 def waiting_lines(data: dict) -> list[str]:

@@ -10,7 +10,18 @@ _VERB = {
     "update": "refresh the cmem hook in",
     "uninstall": "remove the cmem hook from",
 }
-_KIND = {"bash": "bash", "zsh": "zsh", "fish": "fish", "claude-code": "Claude Code"}
+_KIND = {
+    "bash": "bash",
+    "zsh": "zsh",
+    "fish": "fish",
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini": "Gemini CLI",
+}
+_AGENT_DONE = (
+    "at session start the agent is given its memory; at session end (and before compaction) the "
+    "session is captured and a pass runs if due, in the background"
+)
 
 
 def render_hook_plan(plan) -> str:
@@ -42,12 +53,15 @@ def render_hook_done(plan) -> str:
         return f"no cmem {kind} hook for this vault in {where}{extra}; nothing changed"
     if plan.action == "uninstall":
         return f"removed the {kind} hook from {where}"
-    when = (
-        "when a Claude Code session in this project ends"
-        if plan.kind == "claude-code"
-        else f"when a new {kind} shell exits"
-    )
-    return f"{'installed' if plan.action == 'install' else 'refreshed'} the {kind} hook in {where}: it runs `cmem converge --if-due` in the background {when}"
+    done = "installed" if plan.action == "install" else "refreshed"
+    if plan.kind in ("claude-code", "codex", "gemini"):
+        asks = (
+            ""
+            if plan.kind == "gemini"
+            else "; after a complex turn it asks once whether to converge"
+        )
+        return f"{done} the {kind} hooks in {where}: {_AGENT_DONE}{asks}"
+    return f"{done} the {kind} hook in {where}: it runs `cmem converge --if-due` in the background when a new {kind} shell exits"
 
 
 def render_hook_status(hooks, vault) -> str:
@@ -61,6 +75,8 @@ def render_hook_status(hooks, vault) -> str:
         colour = "green" if state == "ok" else "yellow"
         whose = "this vault" if mine else (hook.vault or "an unknown vault")
         out.append(f"{label} {hook.path}  ({hook.ident}, {whose})  " + paint(state, colour))
+        if hook.events:
+            out.append(f"  events: {', '.join(hook.events)}")
         out += [f"  {problem}" for problem in hook.problems]
     return "\n".join(out)
 

@@ -1,10 +1,12 @@
-"""Agent hooks (SPEC §7): a SessionEnd entry in a Claude Code project's `.claude/settings.json`
-that runs `cmem converge --if-due --background --quiet` for one vault when the session ends.
+"""Agent hooks (SPEC §14): marked entries in an agent's JSON settings (`agent_targets.py` says
+which file and which events) that run `cmem hook run EVENT --agent NAME` for one vault, by the
+absolute path of this cmem.
 
-The entry's command ends with a `# cmem hook (ID)` comment, so cmem finds its own entry again
-among the user's. The other settings are kept; uninstall restores the file byte for byte from a
-private backup (`setup/hooks.py`) when the file has not changed since, else removes only the
-cmem entry.
+Each entry's command ends with a `# cmem hook (ID)` comment, so cmem finds its own entries again
+among the user's. Installing again replaces them in place (an entry of an older cmem — the
+SessionEnd pass alone — is updated); the other settings are kept. Uninstall restores the file
+byte for byte from a private backup (`setup/hooks.py`) when the file has not changed since, else
+removes only cmem's entries.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import shlex
 from pathlib import Path
 
+from cmem.setup.agent_targets import TARGETS, AgentTarget, HookEvent
 from cmem.setup.hooks import (
     HookError,
     HookPlan,
@@ -25,32 +28,61 @@ from cmem.setup.hooks import (
     _read,
     _runs_problems,
     _target,
+    cmem_executable,
     display,
     hook_id,
-    trigger_argv,
 )
 from cmem.vault.layers import Vault
 
 _AGENT_MARK = re.compile(r"# cmem hook \(([0-9A-Za-z_-]+)\)\s*$")
+SYNCED_NOTE = (
+    "sessions you have with the agent become notes in the vault's sessions folder; "
+    "a vault synced to a remote carries them there (sessions.exclude keeps a project out)"
+)
 
 
-def agent_command(vault: Vault) -> str:
-    """The SessionEnd command; Claude Code runs it with a shell, so the trailing comment marks it."""
-    return (
-        " ".join(shlex.quote(word) for word in trigger_argv(vault))
-        + f" # cmem hook ({hook_id(vault)})"
-    )
+def target_of(agent: str) -> AgentTarget:
+    try:
+        return TARGETS[agent]
+    except KeyError:
+        raise HookError(f"--agent must be one of {', '.join(TARGETS)}, not {agent!r}.") from None
 
 
-def agent_snippet(vault: Vault) -> str:
-    entry = {
-        "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": agent_command(vault)}]}]}
-    }
-    return json.dumps(entry, indent=2, ensure_ascii=False)
+def run_argv(vault: Vault, agent: str, event: str) -> list[str]:
+    return [
+        *cmem_executable(),
+        "--vault",
+        str(vault.root.resolve()),
+        "hook",
+        "run",
+        event,
+        "--agent",
+        agent,
+    ]
 
 
-def claude_settings_path(project: Path) -> Path:
-    return project / ".claude" / "settings.json"
+def agent_command(vault: Vault, agent: str, event: str) -> str:
+    """The command an agent runs (with a shell: the trailing comment marks it as cmem's)."""
+    words = " ".join(shlex.quote(word) for word in run_argv(vault, agent, event))
+    return f"{words} # cmem hook ({hook_id(vault)})"
+
+
+def _entry(vault: Vault, target: AgentTarget, event: HookEvent) -> dict:
+    hook: dict = {"type": "command", "command": agent_command(vault, target.name, event.ours)}
+    if target.named_hooks:
+        hook["name"] = f"cmem-{event.ours}"
+    hook["timeout"] = event.timeout
+    group: dict = {}
+    if event.matcher:
+        group["matcher"] = event.matcher
+    group["hooks"] = [hook]
+    return group
+
+
+def agent_snippet(vault: Vault, agent: str = "claude-code") -> str:
+    target = target_of(agent)
+    hooks = {event.agent_event: [_entry(vault, target, event)] for event in target.events}
+    return json.dumps({"hooks": hooks}, indent=2, ensure_ascii=False)
 
 
 def _load_settings(target: Path, before: bytes | None) -> dict:
@@ -69,7 +101,7 @@ def _load_settings(target: Path, before: bytes | None) -> dict:
     return data
 
 
-def _session_end(data: dict, target: Path, create: bool) -> list | None:
+def _hooks(data: dict, target: Path, create: bool) -> dict | None:
     hooks = data.get("hooks")
     if hooks is None:
         if not create:
@@ -79,26 +111,36 @@ def _session_end(data: dict, target: Path, create: bool) -> list | None:
         raise HookError(
             f'{display(target)}: "hooks" is not an object; cmem will not guess how to add to it.'
         )
-    groups = hooks.get("SessionEnd")
+    return hooks
+
+
+def _groups(hooks: dict, event: str, target: Path, create: bool) -> list | None:
+    groups = hooks.get(event)
     if groups is None:
         if not create:
             return None
-        groups = hooks["SessionEnd"] = []
+        groups = hooks[event] = []
     if not isinstance(groups, list):
         raise HookError(
-            f'{display(target)}: "hooks.SessionEnd" is not a list; cmem will not guess how to add to it.'
+            f'{display(target)}: "hooks.{event}" is not a list; cmem will not guess how to add to it.'
         )
     return groups
+
+
+def _commands(group) -> list[str]:
+    commands = group.get("hooks") if isinstance(group, dict) else None
+    return [
+        str(hook.get("command", ""))
+        for hook in (commands if isinstance(commands, list) else [])
+        if isinstance(hook, dict)
+    ]
 
 
 def _our_groups(groups: list, ident: str | None) -> list[int]:
     found = []
     for index, group in enumerate(groups):
-        commands = group.get("hooks") if isinstance(group, dict) else None
-        for hook in commands if isinstance(commands, list) else []:
-            mark = (
-                _AGENT_MARK.search(str(hook.get("command", ""))) if isinstance(hook, dict) else None
-            )
+        for command in _commands(group):
+            mark = _AGENT_MARK.search(command)
             if mark and (ident is None or mark.group(1) == ident):
                 found.append(index)
                 break
@@ -117,27 +159,43 @@ def _dump_settings(data: dict, like: bytes | None) -> bytes:
     return out.encode("utf-8")
 
 
-def plan_agent_install(vault: Vault, project: Path) -> HookPlan:
-    path = claude_settings_path(project)
+def _remove_ours(hooks: dict, ident: str | None, target: Path) -> list:
+    """Take cmem's groups (of this vault, or every vault's) out of every event; the removed."""
+    removed = []
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        for index in reversed(_our_groups(groups, ident)):
+            removed.insert(0, {event: groups.pop(index)})
+        if not groups:
+            del hooks[event]
+    return removed
+
+
+def plan_agent_install(vault: Vault, project: Path | None, agent: str = "claude-code") -> HookPlan:
+    target_agent = target_of(agent)
+    path = target_agent.settings_path(project)
     notes: list[str] = []
     target = _target(path, notes)
     before = _read(target)
     data = _load_settings(target, before)
     ident = hook_id(vault)
-    groups = _session_end(data, target, create=True)
-    entry = {"hooks": [{"type": "command", "command": agent_command(vault)}]}
-    ours = _our_groups(groups, ident)
-    if ours and groups[ours[0]] == entry and len(ours) == 1:
-        return HookPlan(
-            "claude-code", "unchanged", path, target, before, before, notes=notes, ident=ident
-        )
-    action = "update" if ours else "install"
-    for index in reversed(ours[1:]):
-        del groups[index]
-    if ours:
-        groups[ours[0]] = entry
-    else:
-        groups.append(entry)
+    hooks = _hooks(data, target, create=True)
+    wanted = {e.agent_event: _entry(vault, target_agent, e) for e in target_agent.events}
+    current = {
+        event: [groups[i] for i in _our_groups(groups, ident)]
+        for event, groups in hooks.items()
+        if isinstance(groups, list) and _our_groups(groups, ident)
+    }
+    if current == {event: [group] for event, group in wanted.items()}:
+        return HookPlan(agent, "unchanged", path, target, before, before, notes=notes, ident=ident)
+    action = "update" if current else "install"
+    for event in wanted:
+        _groups(hooks, event, target, create=True)  # refuse a malformed event before editing
+    _remove_ours(hooks, ident, target)
+    for event, group in wanted.items():
+        _groups(hooks, event, target, create=True).append(group)
     after = _dump_settings(data, before)
     created_dir = not target.parent.exists()
     if before is None:
@@ -149,45 +207,46 @@ def plan_agent_install(vault: Vault, project: Path) -> HookPlan:
         notes.append(
             "the other settings are kept; JSON formatting is normalised (uninstall restores the file byte for byte)"
         )
+    if action == "install":
+        notes.append(SYNCED_NOTE)
+        if target_agent.note:
+            notes.append(target_agent.note)
     backup = {"original": None if before is None else _decode(before), "created_dir": created_dir}
+    added = json.dumps({e: [g] for e, g in wanted.items()}, ensure_ascii=False, indent=2)
     return HookPlan(
-        "claude-code",
+        agent,
         action,
         path,
         target,
         before,
         after,
-        added=json.dumps(entry, ensure_ascii=False),
+        added=added,
         notes=notes,
         ident=ident,
         backup=backup,
     )
 
 
-def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
-    path = claude_settings_path(project)
+def plan_agent_uninstall(
+    vault: Vault | None, project: Path | None, agent: str = "claude-code"
+) -> HookPlan:
+    path = target_of(agent).settings_path(project)
     notes: list[str] = []
     if not path.exists() and not path.is_symlink():
         return HookPlan(
-            "claude-code",
-            "absent",
-            path,
-            path,
-            None,
-            None,
-            notes=[f"{display(path)} does not exist"],
+            agent, "absent", path, path, None, None, notes=[f"{display(path)} does not exist"]
         )
     target = _target(path, notes)
     before = _read(target)
     data = _load_settings(target, before)
     ident = hook_id(vault) if vault is not None else None
-    groups = _session_end(data, target, create=False)
-    ours = _our_groups(groups, ident) if groups is not None else []
-    if not ours:
+    hooks = _hooks(data, target, create=False)
+    removed = _remove_ours(hooks, ident, target) if hooks is not None else []
+    if not removed:
         return HookPlan(
-            "claude-code", "absent", path, target, before, before, notes=notes, ident=ident or ""
+            agent, "absent", path, target, before, before, notes=notes, ident=ident or ""
         )
-    removed = json.dumps([groups[index] for index in ours], ensure_ascii=False)
+    removed_text = json.dumps(removed, ensure_ascii=False)
     saved = _backups(vault).get(str(target)) if vault is not None else None
     if (
         saved
@@ -196,13 +255,13 @@ def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
     ):
         original = saved.get("original")
         plan = HookPlan(
-            "claude-code",
+            agent,
             "uninstall",
             path,
             target,
             before,
             None if original is None else _encode(original),
-            removed=removed,
+            removed=removed_text,
             notes=notes,
             ident=ident or "",
         )
@@ -213,63 +272,68 @@ def plan_agent_uninstall(vault: Vault | None, project: Path) -> HookPlan:
         else:
             notes.append("the file is restored byte for byte as it was before `cmem hook install`")
         return plan
-    for index in reversed(ours):
-        del groups[index]
-    hooks = data["hooks"]
-    if not groups:
-        del hooks["SessionEnd"]
     if not hooks:
         del data["hooks"]
     notes.append(
-        "the file changed since the hook was installed: only the cmem entry is removed (JSON formatting may be normalised)"
+        "the file changed since the hook was installed: only the cmem entries are removed (JSON formatting may be normalised)"
     )
     return HookPlan(
-        "claude-code",
+        agent,
         "uninstall",
         path,
         target,
         before,
         _dump_settings(data, before),
-        removed=removed,
+        removed=removed_text,
         notes=notes,
         ident=ident or "",
     )
 
 
-def agent_hook_status(vault: Vault | None, project: Path) -> list[InstalledHook]:
-    """Every cmem hook in this project's Claude Code settings (`cmem hook status`)."""
+def agent_hook_status(vault: Vault | None, project: Path | None) -> list[InstalledHook]:
+    """Every cmem hook in each agent's settings this project and the user have (`hook status`):
+    one entry per file and vault, with the events it answers."""
     found = []
     ident = hook_id(vault) if vault is not None else None
-    settings = claude_settings_path(project)
+    for target_agent in TARGETS.values():
+        for settings in target_agent.candidate_paths(project):
+            found += _file_status(vault, ident, target_agent, settings)
+    return found
+
+
+def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> list[InstalledHook]:
     try:
         data = _load_settings(settings, _read(settings))
-        groups = _session_end(data, settings, create=False) or []
+        hooks = _hooks(data, settings, create=False) or {}
     except HookError as exc:
-        found.append(
-            InstalledHook("claude-code", display(settings), "?", None, None, None, [str(exc)])
-        )
-        groups = []
-    for index in _our_groups(groups, None):
-        command = groups[index]["hooks"][0].get("command", "") if groups[index].get("hooks") else ""
-        mark = _AGENT_MARK.search(command)
+        return [
+            InstalledHook(target_agent.name, display(settings), "?", None, None, None, [str(exc)])
+        ]
+    by_ident: dict[str, dict[str, list]] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for index in _our_groups(groups, None):
+            command = next(c for c in _commands(groups[index]) if _AGENT_MARK.search(c))
+            mark = _AGENT_MARK.search(command).group(1)
+            by_ident.setdefault(mark, {})[event] = [groups[index]]
+    found = []
+    for mark, events in by_ident.items():
+        command = next(iter(events.values()))[0]["hooks"][0].get("command", "")
         try:
             words = shlex.split(command, comments=True)
         except ValueError:
             words = []
         vault_path = words[words.index("--vault") + 1] if "--vault" in words[:-1] else None
-        hook = InstalledHook(
-            "claude-code",
-            display(settings),
-            mark.group(1) if mark else "?",
-            vault_path,
-            " ".join(words[: words.index("--vault")]) if "--vault" in words else None,
-            None,
-        )
-        if vault is not None and hook.ident == ident:
-            hook.current = command == agent_command(vault)
+        runs = " ".join(words[: words.index("--vault")]) if "--vault" in words else None
+        hook = InstalledHook(target_agent.name, display(settings), mark, vault_path, runs, None)
+        hook.events = sorted(events)
+        if vault is not None and mark == ident:
+            wanted = {e.agent_event: [_entry(vault, target_agent, e)] for e in target_agent.events}
+            hook.current = events == wanted
             if not hook.current:
                 hook.problems.append(
-                    "out of date: run `cmem hook install --agent claude-code` to refresh it"
+                    f"out of date: run `cmem hook install --agent {target_agent.name}` to refresh it"
                 )
         hook.problems += _runs_problems(hook.vault, hook.runs)
         found.append(hook)

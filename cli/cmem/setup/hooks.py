@@ -1,6 +1,6 @@
-"""Session-end hooks (SPEC §7): what the shell hooks (`setup/shell_hooks.py`) and the agent
-hooks (`setup/agent_hooks.py`) share. Either runs `cmem converge --if-due --background --quiet`
-for one vault when a session ends.
+"""Session hooks (SPEC §7, §14): what the shell hooks (`setup/shell_hooks.py`) and the agent
+hooks (`setup/agent_hooks.py`) share. A shell hook runs `cmem converge --if-due --background
+--quiet` for one vault when the shell exits; an agent hook runs `cmem hook run EVENT`.
 
 Shared here: the plan of one change to one file (`HookPlan`), shown before it is made and applied
 only if the file did not change meanwhile (`apply_hook_plan`); the command a hook runs
@@ -23,10 +23,11 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
+from cmem.setup.agent_targets import TARGETS
 from cmem.vault.layers import Vault
 
 SHELLS = ("bash", "zsh", "fish")
-AGENTS = ("claude-code",)
+AGENTS = tuple(TARGETS)
 AGENT_BACKUPS = "agent-hooks.json"
 
 
@@ -38,7 +39,7 @@ class HookError(CmemError):
 class HookPlan:
     """One change to one file, shown to the user before it is made."""
 
-    kind: str  # bash | zsh | fish | claude-code
+    kind: str  # bash | zsh | fish | claude-code | codex | gemini
     action: str  # install | update | unchanged | uninstall | absent
     path: Path  # the file as the user knows it (~/.bashrc)
     target: Path  # the file written: the symlink's target, or `path`
@@ -48,9 +49,9 @@ class HookPlan:
     removed: str = ""
     notes: list[str] = field(default_factory=list)
     ident: str = ""
-    backup: dict | None = None  # claude-code: what uninstall needs to restore the file
+    backup: dict | None = None  # an agent's: what uninstall needs to restore the file
     remove_dir: Path | None = (
-        None  # claude-code: a `.claude/` folder cmem created, removed when empty
+        None  # an agent's: a folder cmem created (`.claude/`), removed when empty
     )
 
     @property
@@ -198,7 +199,7 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
                 pass
     else:
         write_atomic(plan.target, plan.after)
-    if plan.kind == "claude-code" and vault is not None:
+    if plan.kind in AGENTS and vault is not None:
         if plan.action in ("install", "update"):
             backup = dict(plan.backup or {})
             previous = _backups(vault).get(str(plan.target))
@@ -207,6 +208,7 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
             ):  # keep the file as it was before the first install
                 backup = {key: previous.get(key) for key in ("original", "created_dir")}
             backup["written_sha256"] = hashlib.sha256(plan.after or b"").hexdigest()
+            backup["agent"] = plan.kind  # `cmem status` lists the agents installed (hook_record)
             _save_backup(vault, plan.target, backup)
         else:
             _save_backup(vault, plan.target, None)
@@ -222,10 +224,12 @@ class InstalledHook:
     runs: str | None
     current: bool | None  # same as `install` would write now (None: another vault's block)
     problems: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)  # an agent's: the events it answers
 
     def to_json(self) -> dict:
         return {
             "kind": self.kind,
+            "events": self.events,
             "path": self.path,
             "id": self.ident,
             "vault": self.vault,

@@ -189,16 +189,17 @@ def init_vault(
 
     config_path = root / CONFIG_DIR / CONFIG_FILE
     if not config_path.exists():
-        text = default_config_text(language)
+        sessions = _sessions_folder(root)
+        text = default_config_text(language, sessions, tuple(divergent_folders or ()))
         if divergent_folders:
-            import json
-
-            listed = ", ".join(json.dumps(folder) for folder in divergent_folders)
-            text = text.replace("  extra_folders: []", f"  extra_folders: [{listed}]", 1)
             report.notes.append(
                 f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
                 "change divergent.extra_folders in .cmem/config.yaml to stop"
             )
+        report.notes.append(
+            f"agent sessions you capture (`cmem capture`, `cmem hook install --agent …`) become notes in "
+            f"{sessions}/; a vault synced to a remote carries them to it (sessions.exclude keeps a project out)"
+        )
         if report.repository == "parent":
             text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
         elif track_all:
@@ -286,6 +287,16 @@ def _record_backlog(root: Path, config) -> int:
     return write_backlog(
         root / CONFIG_DIR, notes, datetime.now().astimezone().isoformat("T", "seconds")
     )
+
+
+def _sessions_folder(root: Path) -> str:
+    """`sessions`, unless the folder being adopted already has a `sessions/` of its own notes:
+    cmem never reads a user's folder as its own, so it takes a name nothing holds yet."""
+    for name in ("sessions", "agent-sessions", "cmem-sessions"):
+        folder = root / name
+        if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+            return name
+    return "cmem-sessions-" + os.urandom(2).hex()
 
 
 def _create(root: Path, rel: str, text: str, report: InitReport) -> None:

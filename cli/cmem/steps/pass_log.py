@@ -45,7 +45,7 @@ class CmemCommit:
     subject: str
     body: str
     pass_id: str
-    kind: str  # converge | archive | undo | pass (an unknown cmem commit)
+    kind: str  # converge | archive | undo | capture | pass (an unknown cmem commit)
     fields: dict[str, list[str]] = field(default_factory=dict)
     files: list[FileChange] = field(default_factory=list)
     undoes: str | None = None  # the commit an undo reverted
@@ -190,7 +190,7 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
         kind_match = _KIND.match(subject)
         kind = (
             kind_match.group(1)
-            if kind_match and kind_match.group(1) in ("converge", "archive", "undo")
+            if kind_match and kind_match.group(1) in ("converge", "archive", "undo", "capture")
             else "pass"
         )
         engine, model = _engine(fields)

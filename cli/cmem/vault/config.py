@@ -72,6 +72,7 @@ DEFAULTS: dict[str, Any] = {
         "track_all": False,
     },
     "recall": {"include_unmanaged": False},
+    "sessions": {"folder": "sessions", "include": [], "exclude": [], "max_turn_chars": 4000},
 }
 
 
@@ -126,6 +127,11 @@ class Config:
     recall_unmanaged: bool = (
         False  # recall.include_unmanaged: recall also searches notes no layer reads
     )
+    # sessions.*: where session notes go, and which sessions' working folders are kept
+    sessions_folder: str = "sessions"
+    sessions_include: tuple[str, ...] = ()
+    sessions_exclude: tuple[str, ...] = ()
+    sessions_max_turn_chars: int = 4000
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -271,6 +277,12 @@ def parse_config(data: dict | None, where: Path) -> Config:
         sync_note=merged["git"]["sync_note"],
         track_all=bool(merged["git"].get("track_all", False)),
         recall_unmanaged=bool(merged["recall"].get("include_unmanaged", False)),
+        sessions_folder=_sessions_folder(
+            merged["sessions"]["folder"], (data.get("sessions") or {}).get("folder"), folders, where
+        ),
+        sessions_include=tuple(merged["sessions"]["include"]),
+        sessions_exclude=tuple(merged["sessions"]["exclude"]),
+        sessions_max_turn_chars=merged["sessions"]["max_turn_chars"],
         raw=merged,
     )
 
@@ -453,6 +465,21 @@ def _capture_folder(value: str, extra_folders: tuple[str, ...], where: Path) -> 
     return cleaned
 
 
+def _sessions_folder(value: str, given: str | None, folders: dict, where: Path) -> str:
+    """`sessions.folder`: a divergent folder, so session notes are read as notes. Set by the
+    user, it must be one of divergent.extra_folders; the default is checked by `cmem capture`,
+    which says how to add it (a vault made before sessions existed has no such folder)."""
+    cleaned = _clean_path(value, "sessions.folder", where)
+    extra = folders["divergent.extra_folders"]
+    if given is not None and cleaned not in extra and cleaned not in folders["divergent.recursive"]:
+        listed = f" ({', '.join(extra)})" if extra else ""
+        raise ConfigError(
+            f"{where}: setting 'sessions.folder' ({value!r}) must be one of divergent.extra_folders{listed}: "
+            "a session note anywhere else would never be read."
+        )
+    return cleaned
+
+
 def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
     """`capture.name_pattern` gives a plain file name of the divergent layer."""
     name = pattern.replace("{date}", "2026-11-28")
@@ -501,9 +528,17 @@ def load_user_config() -> dict:
     return data
 
 
-def default_config_text(language: str) -> str:
-    """The commented `.cmem/config.yaml` that `cmem init` writes."""
+def default_config_text(
+    language: str, sessions_folder: str = "sessions", extra_folders: tuple[str, ...] = ()
+) -> str:
+    """The commented `.cmem/config.yaml` that `cmem init` writes: `extra_folders`, more divergent
+    folders (a daily-notes folder), listed before the session notes' folder."""
+    import json
+
     lang = LANGUAGE_DEFAULTS[language]
+    folders = ", ".join(
+        json.dumps(f, ensure_ascii=False) for f in (*extra_folders, sessions_folder)
+    )
     return f"""\
 # cmem vault settings. Every key is optional; see README.md, "Configuration".
 # Validated against cmem's vault_schema/config.schema.json: an unknown key is an error.
@@ -516,7 +551,7 @@ layers:                   # folder names are yours; their meaning is fixed
   archive: archive                # converged sources; never read by default
 
 divergent:                # the root's *.md files are the divergent layer (the input queue)
-  extra_folders: []       # e.g. [daily] for a daily-notes folder; journal/** for a folder and its subfolders
+  extra_folders: [{folders}]   # e.g. daily for a daily-notes folder; journal/** for a folder and its subfolders
   exclude: [README.md, AGENTS.md, CLAUDE.md]
 
 ignore: []                # globs cmem never reads, e.g. ["private/**"]
@@ -561,6 +596,12 @@ git:
 
 recall:
   include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
+
+sessions:                 # agent sessions (`cmem capture`, `cmem hook install --agent …`)
+  folder: {json.dumps(sessions_folder, ensure_ascii=False)}   # a divergent folder: listed in divergent.extra_folders above
+  include: []             # globs on a session's working folder, e.g. ["~/work/**"]; empty: all
+  exclude: []             # globs whose sessions are never captured, e.g. ["~/private/**"]
+  max_turn_chars: 4000    # a longer user turn (a pasted log) is cut in the middle, with a marker
 """
 
 

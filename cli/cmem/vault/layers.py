@@ -7,7 +7,6 @@ unmanaged files cmem never reads, moves or rewrites.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -592,17 +591,11 @@ def _inside(path: str, folder: str) -> str | None:
 
 
 def machine_dir_for(root: Path) -> Path:
-    """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`.
+    """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`
+    (`vault/machine.py`, which the agent hooks' light entry uses without this module)."""
+    from cmem.vault.machine import machine_dir_of
 
-    A vault synced between machines must not carry one machine's lock or logs to another, and
-    two vaults with the same folder name must not share one folder.
-    """
-    from cmem.private import state_root  # 0700, tightened once when an older cmem left it open
-
-    resolved = str(Path(root).resolve())
-    slug = re.sub(r"[^\w.-]+", "-", show_name(Path(resolved).name)).strip("-") or "vault"
-    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:10]
-    return Path(state_root()) / f"{slug[:40]}-{digest}"
+    return Path(machine_dir_of(root))
 
 
 def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | None = None) -> Path:
