@@ -75,7 +75,18 @@ def test_the_validator_rejects_a_citation_of_a_missing_or_an_agents_block(tmp_pa
     result = validate_response(vault, parse_response(bad), ctx)
     turns = [i for i in result.errors if "#^" in i.message]
     assert [(i.file, i.line, i.rule) for i in turns] == [
-        ("converged/core/profile.md", 4, "11"),
+        ("converged/core/profile.md", 4, "3"),  # no such turn: a source that resolves to nothing
         ("converged/core/profile.md", 5, "3"),
     ]
     assert "^t12" in turns[0].message and "names no block" in turns[1].message
+    # an anchor put after the agent's context: the agent's words, rule 11
+    note = vault.root / REL
+    note.write_text(
+        note.read_text("utf-8").replace("~~~\n\n**user · t2**", "~~~\n\n^t7\n\n**user · t2**"),
+        "utf-8",
+    )
+    forged = _reply(f"- Uses pnpm, never npm (source: [[{NAME}#^t7]])")
+    result = validate_response(open_vault(vault.root), parse_response(forged), ctx)
+    assert [(i.rule, "agent" in i.message) for i in result.errors if "#^" in i.message] == [
+        ("11", True)
+    ]
