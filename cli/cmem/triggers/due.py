@@ -64,12 +64,24 @@ def due_rule(
     pending_signals: int, last_time: str | None, interval: timedelta, label: str, now: datetime
 ) -> Due:
     """Due when something is pending and the last pass (its ISO time, None for none yet) is at
-    least `interval` old; `label` names the setting the interval came from."""
+    least `interval` old; `label` names the setting the interval came from.
+
+    A last pass dated after `now` (this clock was set back, or `cmem sync` merged in a pass from
+    a machine whose clock runs ahead) tells nothing of how long ago it ran: it counts as no
+    known pass, so it cannot hold passes off on every machine that syncs; the reason says so,
+    and the next pass, dated by this clock, puts the interval back in force."""
     if pending_signals == 0:
         return Due(False, "nothing pending")
     last = parse_time(last_time)
     if last is None:
         return Due(True, f"{pending_signals} signal(s) pending and no pass yet")
+    if last > now:
+        return Due(
+            True,
+            f"{pending_signals} signal(s) pending; the last pass is dated {last_time}, "
+            f"{format_age(last - now)} in the future (a clock set back, or another machine's "
+            "clock): its age is unknown, so it does not hold the pass off",
+        )
     age = now - last
     if age >= interval:
         return Due(
