@@ -65,6 +65,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_sources(vault)
     findings += _check_lookalikes(vault)
     findings += _check_git(vault)
+    findings += _check_writable(vault)
     findings += _check_lock(vault)
     findings += _check_leftovers(vault)
     findings += _check_sync(vault)
@@ -362,6 +363,24 @@ def _inspect_repository(top) -> list[Finding]:
     finally:
         repo.close()
     return findings
+
+
+def _check_writable(vault: Vault) -> list[Finding]:
+    """A read-only vault (a read-only disk or mount, folders made read-only): cmem reads it,
+    and every step (a pass, archive apply, undo, sync) refuses before it writes anything."""
+    from cmem.steps.preflight import unwritable_place
+
+    place = unwritable_place(vault)
+    if place:
+        return [
+            Finding(
+                ERROR,
+                "writable",
+                f"the vault is read-only: {place}; cmem reads it, but no pass, archive apply, "
+                "undo or sync can run until it is writable",
+            )
+        ]
+    return [Finding(OK, "writable", "the vault and its git folder are writable")]
 
 
 def _check_lock(vault: Vault) -> list[Finding]:
