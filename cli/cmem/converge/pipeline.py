@@ -1119,8 +1119,7 @@ def _record_outcome(
     if step is None:
         return  # a dry run wrote nothing and says so at once; only real passes are history
     try:
-        record.write(
-            "outcome.json",
+        record.write_outcome(
             {
                 "status": status,
                 "reason": reason,

@@ -72,6 +72,7 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_remote(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
+    findings += _check_failed_pass(vault)
     findings += _check_unmanaged(vault)
     return findings
 
@@ -477,6 +478,29 @@ def _check_unattended(vault: Vault) -> list[Finding]:
             WARN,
             "unattended",
             f"unattended passes {stopped}; last, {record.last_failure}: {record.last_error} — the count is now reset, so the next trigger tries again",
+        )
+    ]
+
+
+def _check_failed_pass(vault: Vault) -> list[Finding]:
+    """This machine's last pass that failed or was refused, until a later pass succeeds."""
+    from cmem.steps.run_records import failed_pass
+    from cmem.vault.state_json import load_state
+
+    try:
+        found = failed_pass(vault, load_state(vault.state_file))
+    except CmemError:
+        return []  # `_check_state` names the state file
+    if found is None:
+        return [Finding(OK, "failed pass", "no pass has failed since the last one that succeeded")]
+    reason = " ".join(str(found.get("reason") or "").split())
+    return [
+        Finding(
+            WARN,
+            "failed pass",
+            f"the last pass {found.get('id')} {found.get('status')} at {found.get('time')}: "
+            f"{reason} — its run record is {found.get('run')} (`cmem log` lists it); the next pass "
+            "that succeeds clears this",
         )
     ]
 

@@ -176,6 +176,16 @@ def render_status_data(data: dict) -> str:
                 "yellow",
             )
         )
+    failed = data.get("failed_pass")
+    if failed:  # until a later pass succeeds
+        reason = " ".join(str(failed.get("reason") or "").split())
+        out.append(
+            paint(
+                f"  the last pass {failed['id']} {failed['status']} at {failed['time']}: {reason}"
+                f" — run record {failed['run']}; `cmem log` shows it",
+                "red",
+            )
+        )
     unattended = data["unattended"] or {}
     if unattended.get("stopped"):
         out.append(
