@@ -410,6 +410,7 @@ def _check_leftovers(vault: Vault) -> list[Finding]:
             leftover.path,
         )
         for leftover in find_leftovers(vault)
+        if leftover.kind != "state"  # `_check_state` names it
     ]
 
 
@@ -506,12 +507,28 @@ def _check_failed_pass(vault: Vault) -> list[Finding]:
 
 
 def _check_state(vault: Vault) -> list[Finding]:
+    from cmem.steps.state_file import way_out, working_problem
     from cmem.vault.state_json import load_state
 
+    rel = vault.rel(vault.state_file)
+    try:
+        found = working_problem(vault)
+    except CmemError:
+        found = None  # no repository: `_check_git` says so
+    if found:  # missing where git has it, empty, broken: every step refuses it
+        return [
+            Finding(
+                ERROR,
+                "state",
+                f"{rel} {found}: every step refuses to run on it (the notes it records would be "
+                f"converged again); {way_out(vault)}",
+                rel,
+            )
+        ]
     try:
         state = load_state(vault.state_file)
     except CmemError as exc:
-        return [Finding(ERROR, "state", str(exc), vault.rel(vault.state_file))]
+        return [Finding(ERROR, "state", str(exc), rel)]
     found = [
         Finding(
             OK,

@@ -175,6 +175,11 @@ def snapshot(vault: Vault, before: str) -> str | None:
     if not entries:
         return None
     refuse_conflicts(vault, entries)
+    state_rel = vault.rel(vault.state_file)
+    if any(state_rel in (entry.path, entry.source) for entry in entries):
+        from cmem.steps.state_file import refuse_broken
+
+        refuse_broken(vault, before)  # a missing, empty or broken state.json is never committed
     paths = sorted({p for e in entries for p in (e.path, e.source) if p})
     lines = [f"cmem: snapshot before {before} ({snapshot_summary(entries)})", ""]
     lines += [f"Snapshot: {one_line(p)}" for p in paths]

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 # What a person calls each step kind, in messages ("an interrupted archive apply …").
-STEP_NAMES = {"converge": "pass", "archive": "archive apply", "undo": "undo", "sync": "sync"}
+STEP_NAMES = {
+    "converge": "pass",
+    "archive": "archive apply",
+    "undo": "undo",
+    "sync": "sync",
+    "repair": "repair",
+}
 
 
 def step_name(kind: str) -> str:
