@@ -130,11 +130,33 @@ def _journals(vault: Vault) -> list[Leftover]:
     found = []
     for folder in journal.pending_journals(vault):
         kind, step_id = journal.describe(folder)
+        foreign = journal.foreign_journal(vault, folder)
+        if foreign:
+            found.append(
+                Leftover(
+                    "journal",
+                    f"{a_step(kind)} was interrupted (step {step_id}, journal {folder}), but {foreign}",
+                    "sets it aside, never applied (the next command that writes does too)",
+                    str(folder),
+                )
+            )
+            continue
         found.append(
             Leftover(
                 "journal",
                 f"{a_step(kind)} was interrupted before it finished (step {step_id}, journal {folder})",
                 "finishes it, or puts every file back if you edited one since",
+                str(folder),
+            )
+        )
+    for kind, step_id, folder in journal.set_aside_journals(vault):
+        found.append(
+            Leftover(
+                "set-aside",
+                f"the journal of {a_step(kind)} {step_id} was set aside, not applied: it belongs "
+                f"to another copy of this vault or to history this branch no longer has; it is "
+                f"kept in {folder} — read it, then delete the folder",
+                None,
                 str(folder),
             )
         )

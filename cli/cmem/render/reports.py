@@ -172,7 +172,8 @@ def render_status_data(data: dict) -> str:
         out.append(
             paint(
                 f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
-                "(or `cmem doctor --fix`) finishes it",
+                "(or `cmem doctor --fix`) finishes it, or sets it aside unapplied if it belongs to "
+                "another copy of this vault or to history reset since",
                 "yellow",
             )
         )
