@@ -29,10 +29,17 @@ class GitError(CmemError):
     pass
 
 
-class Busy(CmemError):
-    """Another pass holds the vault lock. Not a failure: the CLI exits 0."""
+# A command refused because another step holds the vault (sysexits' EX_TEMPFAIL: "try again
+# later"): a person's command exits with it, so a script can tell "not done, try again" from
+# done (0) and failed (1); the unattended triggers (`--if-due`, `--background`, the hooks,
+# `watch`) stay silent and exit 0, as `git gc --auto` does.
+BUSY_EXIT_CODE = 75
 
-    exit_code = 0
+
+class Busy(CmemError):
+    """Another pass holds the vault lock: nothing was done; try again once it ends."""
+
+    exit_code = BUSY_EXIT_CODE
 
 
 class UsageError(CmemError):

@@ -580,6 +580,8 @@ def parse_converge(argv: list[str]) -> dict | None:
         request[single] = request[single][-1] if request[single] else None
     if request["engine"] not in (None, "builtin", "llm"):
         return None  # the full CLI says why
+    if request["llm"] is not None and not request["llm"].strip():
+        return None  # an empty --llm is a usage error: the full CLI says it
     unattended = request["if-due"] or request["background"]
     if (request["scheduled"] and not request["if-due"]) or (
         unattended and any(request[key] for key in ("dry-run", "emit-prompt", "diff"))

@@ -93,12 +93,16 @@ def converge_by_hand(
         report_interrupt(invoked, exc, echo)
         raise
     except Busy as exc:
+        # a person's pass refused: it exits non-zero (`BUSY_EXIT_CODE`), as every command
+        # refused by a running step does (--quiet only keeps it from saying so)
         spinner.done()
         if as_json:
             print_json(echo, {"status": "busy", "message": str(exc)})
         elif not quiet:
-            echo(str(exc), err=True)
-        return 0
+            from cmem.render.reports import paint
+
+            echo(paint("error: ", "red", stream=sys.stderr) + str(exc), err=True)
+        return exc.exit_code
     finally:
         spinner.done()
     if options.emit_prompt and result.prompt is not None:
@@ -198,6 +202,8 @@ def converge_unattended(
         echo(
             paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
         )
+    elif outcome.status == "busy":
+        pass  # another pass holds the vault: an unattended trigger is quiet (`git gc --auto`)
     elif not quiet:
         echo(("not due: " if outcome.status == "not-due" else "") + outcome.reason, err=True)
     return 1 if outcome.status in ("failed", "stopped") else 0

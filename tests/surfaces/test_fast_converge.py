@@ -108,7 +108,9 @@ def test_a_pass_waiting_for_the_lock_says_so_as_the_full_cli_does(tmp_path):
                 run_entry(module, ["converge", "--engine", "builtin", "--vault", str(root)])
             )
     assert answers[0][:3] == answers[1][:3]
-    assert answers[0][0] == 0 and "already running" in answers[0][2]
+    from cmem.errors import BUSY_EXIT_CODE
+
+    assert answers[0][0] == BUSY_EXIT_CODE and "already running" in answers[0][2]
     assert "typer" not in answers[0][3]
 
 

@@ -78,13 +78,14 @@ def test_interval_rule_and_next_due_time(make_vault):
     assert "schedule_hours (24 h)" in json.loads(scheduled.stdout)["reason"]
 
 
-def test_busy_exits_0_and_is_silent_under_quiet(make_vault):
+def test_busy_exits_0_and_is_silent(make_vault):
     root = trigger_vault(make_vault)
     vault = open_vault(root)
     with vault_lock(vault.machine_dir, "test"):
         loud = run_cmem("--vault", str(root), "converge", "--if-due")
         quiet = run_cmem("--vault", str(root), "converge", "--if-due", "--quiet")
-    assert loud.returncode == 0 and "a pass is already running" in loud.stderr
+    # unattended runs are quiet on a held lock with or without --quiet (`git gc --auto`)
+    assert (loud.returncode, loud.stdout, loud.stderr) == (0, "", "")
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert outcomes(root) == ["busy", "busy"] and pass_commits(root) == []
 

@@ -105,7 +105,9 @@ def find_undo_target(vault: Vault) -> CmemCommit | None:
     """The newest step to undo. A capture is not one: it wrote the user's own words from a
     transcript (a hook makes one after every session), and `undo` means the last pass."""
     for commit in list_cmem_commits(vault):
-        if commit.kind not in ("undo", "capture") and commit.undone_by is None:
+        # an undo is taken back by `git revert`; a repair put a file back as git had it; a capture
+        # is the user's own words, never undone with a pass
+        if commit.kind not in ("undo", "repair", "capture") and commit.undone_by is None:
             return commit
     return None
 
@@ -432,11 +434,12 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
             commit=target.sha,
         )
         state_now = _disk(vault, STATE_REL)
+        after = read_blob(vault, target.sha, STATE_REL)
         changes.write(
             STATE_REL,
             revert_state(
-                state_now,
-                read_blob(vault, target.sha, STATE_REL),
+                _state_base(vault, state_now, after),
+                after,
                 read_blob(vault, f"{target.sha}^", STATE_REL),
                 target.pass_id,
                 record.to_json(),
@@ -446,6 +449,19 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
         _plan_checklist(vault, target, changes)
         commit = step.commit(changes, undo_message(target, plan, step.id))
     return UndoResult("undone", plan, pass_id=step.id, commit=commit)
+
+
+def _state_base(vault: Vault, state_now: bytes | None, after: bytes | None) -> bytes | None:
+    """The state the undo is made on: the working copy, unless it is missing, empty or broken —
+    then never a state built from nothing (every converged note would be pending again), but
+    git's: HEAD's copy when valid, else the one the undone step wrote. (A broken working copy
+    git still has a valid copy of never gets here: the step's snapshot refuses it first.)"""
+    from cmem.steps.state_file import problem
+
+    if problem(state_now) is None:
+        return state_now
+    head = read_blob(vault, "HEAD", STATE_REL)
+    return head if problem(head) is None else after
 
 
 def _plan_checklist(vault: Vault, target: CmemCommit, changes) -> None:

@@ -140,12 +140,21 @@ def converge(
     commits. A deferred note returns when it changes, when its subject recurs, or when you
     confirm it: `converge: true` or #converge in the note, or `cmem converge --only NOTE`.
     Nothing pending: exit 0.
+
+    Exit codes: 0 applied, proposed or nothing to do; 1 failed (nothing written); 2 a usage
+    error; 75 another pass holds the vault (nothing done: try again) — with --if-due or
+    --background 0, silently.
     """
     from cmem.converge.pipeline import PassOptions
 
     invoked = invocation(ctx)
     if engine not in (None, "builtin", "llm"):
         raise typer.BadParameter("must be builtin or llm", param_hint="--engine")
+    if llm is not None and not llm.strip():  # `--llm "$LLM"` with the variable unset
+        raise typer.BadParameter(
+            "is empty (an unset variable?); give the model command, or leave --llm out",
+            param_hint="--llm",
+        )
     target = open_target(vault)
     response_text = None
     if response is not None:

@@ -137,6 +137,34 @@ def _display(argv: list[str], width: int = 100) -> str:
     return f"{program} …{tail[-room:]}" if tail else program
 
 
+# A command that could not be started: the model was not asked (the report counts it so).
+NOT_STARTED = ("not-found", "not-executable")
+
+
+def _cannot_start(argv: list[str], reason: str, after: str = "") -> ModelCommandError:
+    what = "not found" if reason == "not-found" else "not executable"
+    return ModelCommandError(
+        f"model command '{argv[0]}' {'is ' if reason != 'not-found' else ''}{what}; "
+        f"check llm.command or --llm{after}.",
+        reason=reason,
+        command=argv,
+    )
+
+
+def check_installed(command: str) -> None:
+    """Raise the error `run_model_command` would raise for a program that cannot be started
+    (not on PATH, no such file, not executable), before a pass writes anything: its snapshot
+    commit and run record are for a pass that reached its engine."""
+    import shutil
+
+    argv = parse_command(command)
+    if shutil.which(argv[0]) is not None:
+        return
+    exists = os.sep in argv[0] and os.path.isfile(argv[0])
+    reason = "not-executable" if exists else "not-found"
+    raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
+
+
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
     try:
         return subprocess.Popen(
@@ -149,17 +177,9 @@ def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subproc
             close_fds=True,
         )
     except FileNotFoundError:
-        raise ModelCommandError(
-            f"model command '{argv[0]}' not found; check llm.command or --llm.",
-            reason="not-found",
-            command=argv,
-        ) from None
+        raise _cannot_start(argv, "not-found") from None
     except PermissionError:
-        raise ModelCommandError(
-            f"model command '{argv[0]}' is not executable; check llm.command or --llm.",
-            reason="not-executable",
-            command=argv,
-        ) from None
+        raise _cannot_start(argv, "not-executable") from None
 
 
 class _Supervisor:

@@ -417,6 +417,7 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
 def _run_pass(vault: Vault, options: PassOptions, progress: Progress | None) -> PassResult:
     progress = progress or (lambda message, elapsed, limit=None: None)
     now = options.now or datetime.now().astimezone()
+    check_engine(vault, options)  # before the lock: nothing is committed or recorded for it
     if options.dry_run or options.emit_prompt:
         with vault_lock(vault.machine_dir, "converge"):
             notices = []
@@ -703,6 +704,39 @@ def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
     )
 
 
+NO_MODEL_COMMAND = (
+    "--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command "
+    "(then `cmem trust`)"
+)
+
+
+def check_engine(vault: Vault, options: PassOptions) -> None:
+    """What can be told of the engine before the pass begins: an empty `--llm` (an unset
+    variable: `--llm "$LLM"`) is a usage error, never the builtin engine in its place; `--engine
+    llm` with no command, or a command that is not installed, is an error — said before the
+    snapshot commit and the run record, which belong to a pass that reached its engine. (An
+    untrusted vault command is refused inside the pass, which records it: SPEC §7.)"""
+    from cmem.errors import UsageError
+
+    if options.llm is not None and not options.llm.strip():
+        raise UsageError(
+            "--llm is empty (an unset variable?); give the model command, or leave --llm out."
+        )
+    if options.emit_prompt or options.response_text is not None or options.engine == "builtin":
+        return
+    from cmem.converge.model_command import check_installed
+    from cmem.setup.trust import UntrustedCommand, resolve_model_command
+
+    try:
+        resolved = resolve_model_command(vault, options.llm)
+    except UntrustedCommand:
+        return
+    if resolved.command is not None:
+        check_installed(resolved.command)
+    elif options.engine == "llm":
+        raise CmemError(f"{NO_MODEL_COMMAND}; nothing was written and nothing was committed.")
+
+
 def choose_engine(
     vault: Vault,
     options: PassOptions,
@@ -725,9 +759,7 @@ def choose_engine(
         resolved = resolve_model_command(vault, options.llm)
         if resolved.command is None:
             if options.engine == "llm":
-                raise CmemError(
-                    "--engine llm needs a model command: pass --llm CMD, set $CMEM_LLM, or set llm.command (then `cmem trust`)."
-                )
+                raise CmemError(f"{NO_MODEL_COMMAND}.")
             use_builtin = True
     if use_builtin:
         from cmem.converge.builtin import builtin_response
@@ -927,7 +959,12 @@ def _check_all(
                 )
                 current_prompt = _ask_again(vault, prompt, parsed, issues, attempt, context, record)
     except (CmemError, KeyboardInterrupt) as stop:
-        stop.cmem_rounds = attempt  # the report says how many times the engine was asked
+        from cmem.converge.model_command import NOT_STARTED
+
+        # the report says how many times the engine was asked: not this time, when its
+        # command could not even be started
+        started = getattr(stop, "reason", None) not in NOT_STARTED
+        stop.cmem_rounds = attempt if started else attempt - 1
         raise
     return CheckedChange(None, attempt, tuple(engine_warnings), rejected)
 
@@ -1280,8 +1317,7 @@ def _record_outcome(
     if step is None:
         return  # a dry run wrote nothing and says so at once; only real passes are history
     try:
-        record.write(
-            "outcome.json",
+        record.write_outcome(
             {
                 "status": status,
                 "reason": reason,

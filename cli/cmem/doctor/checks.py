@@ -66,12 +66,14 @@ def run_doctor(vault: Vault) -> list[Finding]:
     findings += _check_sources(vault)
     findings += _check_lookalikes(vault)
     findings += _check_git(vault)
+    findings += _check_writable(vault)
     findings += _check_lock(vault)
     findings += _check_leftovers(vault)
     findings += _check_sync(vault)
     findings += _check_remote(vault)
     findings += _check_state(vault)
     findings += _check_unattended(vault)
+    findings += _check_failed_pass(vault)
     findings += _check_unmanaged(vault)
     findings += _check_pending(vault)
     return findings
@@ -388,6 +390,24 @@ def _inspect_repository(top) -> list[Finding]:
     return findings
 
 
+def _check_writable(vault: Vault) -> list[Finding]:
+    """A read-only vault (a read-only disk or mount, folders made read-only): cmem reads it,
+    and every step (a pass, archive apply, undo, sync) refuses before it writes anything."""
+    from cmem.steps.preflight import unwritable_place
+
+    place = unwritable_place(vault)
+    if place:
+        return [
+            Finding(
+                ERROR,
+                "writable",
+                f"the vault is read-only: {place}; cmem reads it, but no pass, archive apply, "
+                "undo or sync can run until it is writable",
+            )
+        ]
+    return [Finding(OK, "writable", "the vault and its git folder are writable")]
+
+
 def _check_lock(vault: Vault) -> list[Finding]:
     if is_locked(vault.machine_dir):
         holder = read_holder(lock_path(vault.machine_dir)) or {}
@@ -414,6 +434,7 @@ def _check_leftovers(vault: Vault) -> list[Finding]:
             leftover.path,
         )
         for leftover in find_leftovers(vault)
+        if leftover.kind != "state"  # `_check_state` names it
     ]
 
 
@@ -486,13 +507,52 @@ def _check_unattended(vault: Vault) -> list[Finding]:
     ]
 
 
-def _check_state(vault: Vault) -> list[Finding]:
+def _check_failed_pass(vault: Vault) -> list[Finding]:
+    """This machine's last pass that failed or was refused, until a later pass succeeds."""
+    from cmem.steps.run_records import failed_pass
     from cmem.vault.state_json import load_state
 
     try:
+        found = failed_pass(vault, load_state(vault.state_file))
+    except CmemError:
+        return []  # `_check_state` names the state file
+    if found is None:
+        return [Finding(OK, "failed pass", "no pass has failed since the last one that succeeded")]
+    reason = " ".join(str(found.get("reason") or "").split())
+    return [
+        Finding(
+            WARN,
+            "failed pass",
+            f"the last pass {found.get('id')} {found.get('status')} at {found.get('time')}: "
+            f"{reason} — its run record is {found.get('run')} (`cmem log` lists it); the next pass "
+            "that succeeds clears this",
+        )
+    ]
+
+
+def _check_state(vault: Vault) -> list[Finding]:
+    from cmem.steps.state_file import way_out, working_problem
+    from cmem.vault.state_json import load_state
+
+    rel = vault.rel(vault.state_file)
+    try:
+        found = working_problem(vault)
+    except CmemError:
+        found = None  # no repository: `_check_git` says so
+    if found:  # missing where git has it, empty, broken: every step refuses it
+        return [
+            Finding(
+                ERROR,
+                "state",
+                f"{rel} {found}: every step refuses to run on it (the notes it records would be "
+                f"converged again); {way_out(vault)}",
+                rel,
+            )
+        ]
+    try:
         state = load_state(vault.state_file)
     except CmemError as exc:
-        return [Finding(ERROR, "state", str(exc), vault.rel(vault.state_file))]
+        return [Finding(ERROR, "state", str(exc), rel)]
     found = [
         Finding(
             OK,

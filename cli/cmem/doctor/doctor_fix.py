@@ -64,6 +64,7 @@ def find_leftovers(vault: Vault) -> list[Leftover]:
     found += _journals(vault)
     found += _interrupted_archive(vault)
     found += _git_locks(vault)
+    found += _state_file(vault)
     found += _indexes(vault)
     return found
 
@@ -88,6 +89,8 @@ def repair_leftovers(
         done += [str(recovery) for recovery in journal.recover(vault)]
         for leftover in archives:
             done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
+    if any(item.kind == "state" and item.fixable for item in leftovers):
+        done.append(restore_state(vault, now))  # a step of its own: it takes the lock itself
     for leftover in [item for item in leftovers if item.kind == "index"]:
         from cmem.reading.search_index import rebuild_index
 
@@ -127,6 +130,17 @@ def _journals(vault: Vault) -> list[Leftover]:
     found = []
     for folder in journal.pending_journals(vault):
         kind, step_id = journal.describe(folder)
+        foreign = journal.foreign_journal(vault, folder)
+        if foreign:
+            found.append(
+                Leftover(
+                    "journal",
+                    f"{a_step(kind)} was interrupted (step {step_id}, journal {folder}), but {foreign}",
+                    "sets it aside, never applied (the next command that writes does too)",
+                    str(folder),
+                )
+            )
+            continue
         found.append(
             Leftover(
                 "journal",
@@ -135,7 +149,69 @@ def _journals(vault: Vault) -> list[Leftover]:
                 str(folder),
             )
         )
+    for kind, step_id, folder in journal.set_aside_journals(vault):
+        found.append(
+            Leftover(
+                "set-aside",
+                f"the journal of {a_step(kind)} {step_id} was set aside, not applied: it belongs "
+                f"to another copy of this vault or to history this branch no longer has; it is "
+                f"kept in {folder} — read it, then delete the folder",
+                None,
+                str(folder),
+            )
+        )
     return found
+
+
+# --- state.json ---------------------------------------------------------------------------------
+
+
+def _state_file(vault: Vault) -> list[Leftover]:
+    """A state.json missing where git has it, empty or broken (cmem.steps.state_file)."""
+    from cmem.steps.state_file import restorable, working_problem
+
+    try:
+        found = working_problem(vault)
+    except CmemError:
+        return []
+    if not found:
+        return []
+    source = restorable(vault)
+    where = None if source is None else ("HEAD" if source[0] == "HEAD" else source[0][:12])
+    return [
+        Leftover(
+            "state",
+            f"{vault.rel(vault.state_file)} {found}",
+            None if where is None else f"restores it from git ({where})",
+            vault.rel(vault.state_file),
+        )
+    ]
+
+
+def restore_state(vault: Vault, now=None) -> str:
+    """`cmem doctor --fix`: state.json back from git, as a step (journaled, all or nothing,
+    committed when HEAD does not hold these bytes). Returns what was done, in words."""
+    from cmem.steps.changes import ChangeSet, current_bytes
+    from cmem.steps.message import CommitMessage
+    from cmem.steps.runner import open_step
+    from cmem.steps.state_file import STATE_REL, restorable, working_problem
+
+    with open_step(vault, "repair", now=now, snapshot=False) as step:
+        found = working_problem(vault)
+        source = restorable(vault)
+        if not found or source is None:
+            return f"{STATE_REL} needs nothing restored"
+        changes = ChangeSet()
+        changes.write(STATE_REL, source[1], current_bytes(vault.state_file))
+        where = "HEAD" if source[0] == "HEAD" else f"commit {source[0][:12]}"
+        message = CommitMessage(
+            f"cmem: restore {STATE_REL} from {where}",
+            step.id,
+            preamble=f"Restored by `cmem doctor --fix`: the working copy {found}.",
+        )
+        commit = step.commit(changes, message)
+    done = f"restored {STATE_REL} from {where} (it {found})"
+    return done + (f", commit {commit[:8]}" if commit else "")
 
 
 # --- git lock files ------------------------------------------------------------------------------

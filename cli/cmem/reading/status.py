@@ -10,6 +10,7 @@ from cmem.reading.sizes import LayerSize, measure_layers
 from cmem.reading.waiting import Waiting, account_waiting
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
+from cmem.steps.run_records import failed_pass
 from cmem.sync.record import read_record
 from cmem.triggers.due import interval_of
 from cmem.triggers.hook_record import hooks_status
@@ -40,6 +41,7 @@ class Status:
     odd: list[OddFile] = field(default_factory=list)
     running: bool = False
     unattended: dict | None = None  # unattended failures in a row, and whether they stopped
+    failed_pass: dict | None = None  # this machine's last failed pass, until one succeeds
     interrupted: list[dict] = field(
         default_factory=list
     )  # steps a killed process left: {"kind", "id"}
@@ -75,6 +77,7 @@ class Status:
             "odd_files": [{"file": o.rel, "kind": o.kind, "message": o.message} for o in self.odd],
             "running": self.running,
             "unattended": self.unattended,
+            "failed_pass": self.failed_pass,
             "interrupted": self.interrupted,
             "conflicts": [c.to_json() for c in self.conflicts],
             "last_sync": self.last_sync,
@@ -140,6 +143,7 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         odd=scan.odd,
         running=is_locked(vault.machine_dir),
         unattended=load_failures(vault).to_json(),
+        failed_pass=failed_pass(vault, state),
         interrupted=_interrupted_steps(vault),
         conflicts=_conflicts(vault),
         last_sync=read_record(vault.machine_dir, now.timestamp()),

@@ -173,6 +173,7 @@ class KeyWalk:
 def key_files(vault) -> list[str]:
     """The files besides the notes a read command's result depends on (see the module doc)."""
     from cmem.steps.git_head import git_files
+    from cmem.steps.run_records import FAILED_PASS_FILE
     from cmem.triggers.due import FAILURES_FILE  # not if_due: subprocess, threading
     from cmem.vault.config import user_config_path
 
@@ -187,6 +188,7 @@ def key_files(vault) -> list[str]:
         str(vault.checklist_path),
         str(user_config_path()),
         str(vault.machine_dir / FAILURES_FILE),
+        str(vault.machine_dir / FAILED_PASS_FILE),
     ]
     return files + git_files(str(vault.root))
 

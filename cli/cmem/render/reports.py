@@ -177,8 +177,19 @@ def render_status_data(data: dict) -> str:
         out.append(
             paint(
                 f"  an interrupted {what} ({step['id']}) is waiting: the next command that writes "
-                "(or `cmem doctor --fix`) finishes it",
+                "(or `cmem doctor --fix`) finishes it, or sets it aside unapplied if it belongs to "
+                "another copy of this vault or to history reset since",
                 "yellow",
+            )
+        )
+    failed = data.get("failed_pass")
+    if failed:  # until a later pass succeeds
+        reason = " ".join(str(failed.get("reason") or "").split())
+        out.append(
+            paint(
+                f"  the last pass {failed['id']} {failed['status']} at {failed['time']}: {reason}"
+                f" — run record {failed['run']}; `cmem log` shows it",
+                "red",
             )
         )
     unattended = data["unattended"] or {}

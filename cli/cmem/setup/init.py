@@ -206,12 +206,7 @@ def init_vault(
             text = text.replace("  track_all: false ", "  track_all: true  ", 1)
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
     config = load_config(root)  # validates an existing config too
-    _create(
-        root,
-        f"{CONFIG_DIR}/state.json",
-        '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n',
-        report,
-    )
+    _create(root, f"{CONFIG_DIR}/state.json", _first_state(root, config), report)
     for folder in (config.resident_dir, config.situational_dir, config.archive_dir):
         if not (root / folder).is_dir():
             (root / folder).mkdir(parents=True)
@@ -299,7 +294,21 @@ def _sessions_folder(root: Path) -> str:
     return "cmem-sessions-" + os.urandom(2).hex()
 
 
-def _create(root: Path, rel: str, text: str, report: InitReport) -> None:
+def _first_state(root: Path, config) -> str | bytes:
+    """An empty state for a new vault; for a vault whose state.json was deleted, git's copy:
+    an init that adopts the folder again must not make every converged note pending."""
+    empty = '{\n "version": 1,\n "notes": {},\n "passes": []\n}\n'
+    if (root / CONFIG_DIR / "state.json").exists():
+        return empty  # kept as it is (`_create`)
+    from cmem.steps.pass_log import read_blob
+    from cmem.steps.state_file import problem
+    from cmem.vault.layers import Vault
+
+    kept = read_blob(Vault(root=root, config=config), "HEAD", f"{CONFIG_DIR}/state.json")
+    return kept if kept is not None and problem(kept) is None else empty
+
+
+def _create(root: Path, rel: str, text: str | bytes, report: InitReport) -> None:
     """Write a file only if it does not exist: adopting a folder never rewrites a user's file."""
     path = root / rel
     if path.exists() or path.is_symlink():

@@ -11,6 +11,7 @@ sync client, the user) stops the step, and the files already changed are put bac
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,10 @@ from cmem.vault.notes import line_end
 
 class SecondWriter(CmemError):
     """A file changed on disk while the step ran; the step wrote nothing."""
+
+
+class ReadOnlyFile(CmemError):
+    """A file the step would replace or remove was made read-only; the step wrote nothing."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +153,51 @@ def check_tracked(vault: Vault, rel: str) -> None:
             )
 
 
+def read_only_problem(vault: Vault, change: Change) -> str | None:
+    """Why the step must not replace or remove this file, or None. A file made read-only (no
+    write bit for its owner: `chmod 0444`), on a read-only file system, or that this user
+    cannot write is the user's word that it stays as it is — a rename would replace it all the
+    same (only its folder's write bit counts), and root passes every permission check."""
+    if change.old is None or change.new == change.old:
+        return None  # created, or committed as it is: nothing on disk is replaced
+    path = vault.root / change.rel
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # gone: the second-writer check says so
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if not st.st_mode & stat.S_IWUSR:
+        return f"{change.rel} is read-only (mode {stat.S_IMODE(st.st_mode):04o})"
+    if os.access(path, os.W_OK):
+        return None
+    try:
+        read_only_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        read_only_fs = False
+    return f"{change.rel} is {'on a read-only file system' if read_only_fs else 'not writable by this user'}"
+
+
+def check_writable(vault: Vault, changes: ChangeSet) -> None:
+    """Every file the step would replace or remove may be: checked for all of them before the
+    journal is written, so a refused step writes nothing at all."""
+    problems = [p for p in map(lambda c: read_only_problem(vault, c), changes.ordered()) if p]
+    if problems:
+        raise ReadOnlyFile(_read_only_sentence(problems))
+
+
+def _read_only_sentence(problems: list[str]) -> str:
+    return (
+        f"{'; '.join(problems)}: cmem never replaces or removes a file made read-only, so "
+        "nothing was written; make it writable (`chmod u+w`) to let cmem change it."
+    )
+
+
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
+    problem = read_only_problem(vault, change)
+    if problem:  # made read-only while the step ran
+        raise ReadOnlyFile(_read_only_sentence([problem]))
     if path.is_symlink():
         raise SecondWriter(
             f"{change.rel} became a symbolic link while the step ran; nothing was written."

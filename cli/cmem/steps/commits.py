@@ -440,11 +440,11 @@ def commit_files(
     def git(*args: str, data: bytes | None = None) -> str:
         result = subprocess.run([*argv, *args], input=data, capture_output=True, env=env)
         if result.returncode != 0:
-            detail = (
-                (result.stderr or result.stdout).decode("utf-8", "replace").strip().splitlines()
-            )
+            text = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            detail = text.splitlines()
             raise GitError(
-                f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}"
+                _store_failure(top, args[0], text)
+                or f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}"
             )
         return result.stdout.decode("utf-8").strip()
 
@@ -491,6 +491,30 @@ def commit_files(
         remembered[("made", str(top))] = (commit, tree)
     _index_holds(top, entries, options, len(tree))
     return commit
+
+
+# What git says when it cannot write its objects, refs or index, and the cause in cmem's words:
+# its own last line names the file it was storing ("Unable to add <an innocent note> to
+# database"), which is not what is wrong.
+_STORE_CAUSES = (
+    ("read-only file system", "read-only file system"),
+    ("no space left on device", "no space left on device"),
+    ("disk quota exceeded", "disk quota exceeded"),
+    ("insufficient permission", "permission denied"),
+    ("permission denied", "permission denied"),
+)
+
+
+def _store_failure(top: Path, command: str, text: str) -> str | None:
+    """The sentence for a git command that failed because git could not write, or None."""
+    lowered = text.lower()
+    cause = next((words for found, words in _STORE_CAUSES if found in lowered), None)
+    if cause is None:
+        return None
+    if command in ("hash-object", "mktree", "commit-tree"):  # they write objects
+        objects = os.environ.get("GIT_OBJECT_DIRECTORY") or str(git_dir(top) / "objects")
+        return f"git cannot store its objects in {objects} ({cause})"
+    return f"git cannot write in the vault's git folder {git_dir(top)} ({cause})"
 
 
 # The temporary indexes earlier versions built commits on (`git_trees` needs none) were named

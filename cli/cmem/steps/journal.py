@@ -17,6 +17,15 @@ process and finishes it before doing anything else:
   since (an archived note opened in Obsidian) keeps the edit, uncommitted, on top.
 
 Either way the vault ends as it was before the step or as it is after it, and every note exists.
+
+A journal is bound to the repository it was written for and to the commit the step started
+from (version 3): the machine folder is named by the vault's path, so a vault deleted and cloned
+again at the same path finds the dead folder's journal there. Recovery finishes only a journal
+whose repository (an id cmem keeps in the repository's own git folder, which a clone does not
+carry: `repository_id`) is this one and whose start commit is in this branch's history; any
+other is set aside — moved to `journal-set-aside/` in the machine folder, kept for inspection,
+named once in the notice and by `cmem doctor` — and never applied. A journal of an earlier cmem
+(no binding) is recovered as it always was.
 """
 
 from __future__ import annotations
@@ -38,7 +47,13 @@ from cmem.steps.changes import ChangeSet, current_bytes, put, set_mode
 from cmem.steps.record import step_name
 from cmem.vault.layers import Vault
 
-VERSION = 2
+VERSION = 3
+# where a journal that belongs to another repository, or to history this branch no longer holds,
+# is kept (in the machine folder, beside `journal/`): never applied, never deleted by cmem
+SET_ASIDE = "journal-set-aside"
+# the file in the repository's git folder naming it for the journals (`repository_id`): in
+# `info/`, git's folder for what a repository knows of itself and a clone never copies
+REPOSITORY_ID_FILE = "info/cmem-repository-id"
 
 
 def _digest(data: bytes | None) -> str | None:
@@ -47,6 +62,35 @@ def _digest(data: bytes | None) -> str | None:
 
 def journal_root(vault: Vault) -> Path:
     return vault.journal_dir
+
+
+def set_aside_root(vault: Vault) -> Path:
+    return vault.machine_dir / SET_ASIDE
+
+
+def repository_id(vault: Vault, create: bool = False) -> str | None:
+    """This repository's id for the journals: random, kept in its git folder (so a clone, or a
+    `.git` made anew, has another one, while a copy of the whole folder keeps it). `create`:
+    made on first use, by the first step that writes a journal."""
+    path = history.git_dir(vault.root) / REPOSITORY_ID_FILE
+    try:
+        found = path.read_text("utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        found = ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    if found or not create:
+        return found or None
+    found = os.urandom(16).hex()
+    path.parent.mkdir(exist_ok=True)
+    write_atomic(path, found + "\n")
+    return found
+
+
+def _start_commit(vault: Vault) -> str | None:
+    from cmem.steps.git_head import head_sha
+
+    return head_sha(str(vault.root)) or history.head(vault.root)
 
 
 @dataclass
@@ -102,6 +146,9 @@ def begin(
         "entries": entries,
         "message": message,
         "time": time.time(),
+        # what it is bound to: recovery applies it only here, on this history
+        "repository": repository_id(vault, create=True),
+        "start": fast_forward[0] if fast_forward else _start_commit(vault),
     }
     if merge_parents:
         intent["parents"] = list(merge_parents)
@@ -168,10 +215,78 @@ def recover(vault: Vault) -> list[Recovery]:
             raise CmemError(
                 f"the step journal {folder} is unreadable; move it aside and check the vault with `git status`."
             ) from None
+        foreign = foreign_reason(vault, intent)
+        if foreign:
+            done.append(_set_aside(vault, folder, intent, foreign))
+            continue
         _remove_temp_files(vault, intent)
         done.append(_recover_one(vault, folder, intent))
         Journal(folder).finish()
     return done
+
+
+def foreign_reason(vault: Vault, intent: dict) -> str | None:
+    """Why this journal must not be applied here, or None: it was written for another
+    repository (the vault was cloned again at its path, or its `.git` made anew), or the commit
+    its step started from is not in this branch's history (reset away)."""
+    if "repository" not in intent and "start" not in intent:
+        return None  # an earlier cmem's journal: recovered as it always was
+    expected = intent.get("repository")
+    if expected and repository_id(vault) != expected:
+        return (
+            "it was written for another copy of this vault's repository "
+            "(the folder was cloned or its git made anew since)"
+        )
+    start = intent.get("start")
+    if start and not _in_history(vault, start):
+        return f"the commit it started from, {start[:12]}, is not in this branch's history"
+    return None
+
+
+def _in_history(vault: Vault, commit: str) -> bool:
+    """Whether `commit` exists and HEAD is it or descends from it."""
+    head = history.head(vault.root)
+    if head == commit:
+        return True
+    exists = history.run_git(vault.root, "cat-file", "-e", f"{commit}^{{commit}}", check=False)
+    return (
+        exists.returncode == 0
+        and head is not None
+        and history.is_ancestor(vault.root, commit, head)
+    )
+
+
+def foreign_journal(vault: Vault, folder: Path) -> str | None:
+    """`foreign_reason` of the journal in `folder`, for `cmem doctor`: None when it matches, or
+    when it cannot be read (its recovery says so)."""
+    try:
+        intent = json.loads((folder / "intent.json").read_text("utf-8"))
+        return foreign_reason(vault, intent) if isinstance(intent, dict) else None
+    except (OSError, ValueError, CmemError):
+        return None
+
+
+def _set_aside(vault: Vault, folder: Path, intent: dict, reason: str) -> Recovery:
+    kind, step_id = intent.get("kind", "converge"), intent.get("id") or folder.name
+    base = set_aside_root(vault)
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)  # copies of note text: its owner's only
+    target = base / folder.name
+    suffix = 2
+    while target.exists():
+        target = base / f"{folder.name}-{suffix}"
+        suffix += 1
+    os.replace(folder, target)
+    fsync_dir(folder.parent)
+    fsync_dir(base)
+    return Recovery(kind, step_id, f"set aside, not applied: {reason}; it is kept in {target}")
+
+
+def set_aside_journals(vault: Vault) -> list[tuple[str, str, Path]]:
+    """(kind, id, folder) of every journal set aside, for `cmem doctor`."""
+    root = set_aside_root(vault)
+    if not root.is_dir():
+        return []
+    return [(*describe(p), p) for p in sorted(root.iterdir()) if (p / "intent.json").is_file()]
 
 
 def _started(folder: Path) -> float:

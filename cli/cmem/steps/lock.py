@@ -55,7 +55,9 @@ def vault_lock(machine_dir: Path, purpose: str = "converge"):
                 if holder
                 else ""
             )
-            raise Busy(f"a pass is already running{who}.") from None
+            raise Busy(
+                f"a pass is already running{who}; nothing was done: try again once it ends."
+            ) from None
         os.ftruncate(fd, 0)
         os.write(
             fd,

@@ -45,7 +45,7 @@ class CmemCommit:
     subject: str
     body: str
     pass_id: str
-    kind: str  # converge | archive | undo | capture | pass (an unknown cmem commit)
+    kind: str  # converge | archive | undo | capture | repair | pass (an unknown cmem commit)
     fields: dict[str, list[str]] = field(default_factory=dict)
     files: list[FileChange] = field(default_factory=list)
     undoes: str | None = None  # the commit an undo reverted
@@ -188,9 +188,12 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
         fields, pass_id, undoes = _parse_body(body)
         subject = body.splitlines()[0] if body else ""
         kind_match = _KIND.match(subject)
+        word = kind_match.group(1) if kind_match else None
         kind = (
-            kind_match.group(1)
-            if kind_match and kind_match.group(1) in ("converge", "archive", "undo", "capture")
+            word
+            if word in ("converge", "archive", "undo", "capture")
+            else "repair"
+            if word == "restore"  # `doctor --fix` put a file back as git had it
             else "pass"
         )
         engine, model = _engine(fields)

@@ -47,6 +47,48 @@ def check_repository(vault: Vault) -> None:
         )
 
 
+class ReadOnlyVault(GitError):
+    """The vault or its git folder cannot be written: a step does nothing."""
+
+
+def unwritable_place(vault: Vault) -> str | None:
+    """Where a step must write and cannot, as words naming the place and the cause, or None.
+    The folders every step writes in: the vault's own (notes, `.cmem/`) and git's (its objects,
+    refs and index). `os.access` answers for a read-only file system even to root."""
+    import os
+
+    try:
+        folder = history.git_dir(vault.root)
+    except GitError:
+        folder = None
+    places = [("the vault folder", vault.root), ("the vault's .cmem folder", vault.cmem_dir)]
+    if folder is not None:
+        objects = os.environ.get("GIT_OBJECT_DIRECTORY") or str(folder / "objects")
+        places += [("the vault's git folder", folder), ("git's object folder", objects)]
+    for label, path in places:
+        if os.path.isdir(path) and not os.access(path, os.W_OK):
+            try:
+                read_only_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+            except (OSError, AttributeError):
+                read_only_fs = False
+            cause = (
+                "is on a read-only file system" if read_only_fs else "is not writable by this user"
+            )
+            return f"{label} {path} {cause}"
+    return None
+
+
+def check_writable(vault: Vault, what: str) -> None:
+    """Before a step writes anything: a read-only vault is said as the cause, once, instead
+    of as the first file git or cmem fails on."""
+    place = unwritable_place(vault)
+    if place:
+        raise ReadOnlyVault(
+            f"{place}: cmem cannot change this vault, so the {what} did nothing — nothing was "
+            "written and nothing was committed."
+        )
+
+
 def _repo_prefix(vault: Vault) -> str:
     top = history.toplevel(vault.root)
     if top is None or top == vault.root.resolve():
@@ -133,7 +175,18 @@ def snapshot(vault: Vault, before: str) -> str | None:
     if not entries:
         return None
     refuse_conflicts(vault, entries)
+    state_rel = vault.rel(vault.state_file)
+    if any(state_rel in (entry.path, entry.source) for entry in entries):
+        from cmem.steps.state_file import refuse_broken
+
+        refuse_broken(vault, before)  # a missing, empty or broken state.json is never committed
     paths = sorted({p for e in entries for p in (e.path, e.source) if p})
     lines = [f"cmem: snapshot before {before} ({snapshot_summary(entries)})", ""]
     lines += [f"Snapshot: {one_line(p)}" for p in paths]
-    return history.commit_files(vault.root, {}, "\n".join(lines), from_disk=paths)
+    try:
+        return history.commit_files(vault.root, {}, "\n".join(lines), from_disk=paths)
+    except GitError as exc:
+        raise GitError(
+            f"{str(exc).rstrip('.')}; your edits could not be committed first, so the {before} "
+            "did nothing — nothing was written and nothing was committed."
+        ) from None

@@ -17,6 +17,7 @@ STEP_NAMES = {
     "undo": "undo",
     "sync": "sync",
     "capture": "capture",
+    "repair": "repair",
 }
 
 

@@ -21,6 +21,11 @@ from cmem.vault.layers import Vault
 
 KEEP_RUNS = 50
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
+# The newest pass of this machine that failed or was refused, in the machine folder: `status`
+# and `doctor` show it until a later pass succeeds (`failed_pass`), and a stored status's key
+# holds the file (reading/stored_results.py), so none stored before the failure is served after.
+FAILED_PASS_FILE = "failed-pass.json"
+SHOWN_FAILURES = ("failed", "refused")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,17 @@ class RunRecord:
             content = json.dumps(content, ensure_ascii=False, indent=2) + "\n"
         write_atomic(self.folder / name, content, mode=FILE_MODE)
         return redacted
+
+    def write_outcome(self, outcome: dict) -> None:
+        """`outcome.json` (what `cmem log` lists of a pass without a commit), and for a pass
+        that failed or was refused, the machine folder's `FAILED_PASS_FILE` too."""
+        self.write("outcome.json", outcome)
+        if outcome.get("status") in SHOWN_FAILURES:
+            shown = {"id": self.pass_id, "run": str(self.folder)}
+            for key in ("status", "reason", "time", "rounds", "engine", "model", "errors"):
+                shown[key] = outcome.get(key)
+            # written as a record's file is (private, redacted), one folder up from `runs/`
+            RunRecord(self.folder.parent.parent, self.redact).write(FAILED_PASS_FILE, shown)
 
     def read_json(self, name: str) -> dict:
         try:
@@ -97,3 +113,30 @@ def _prune(base: Path) -> None:
     folders = sorted(p for p in base.glob("*") if p.is_dir())
     for old in folders[:-KEEP_RUNS]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def failed_pass(vault: Vault, state) -> dict | None:
+    """The newest pass of this machine that failed or was refused ({"id", "time", "status",
+    "reason", "run", …}), or None — also once a pass succeeded after it, here or on a machine
+    whose pass a sync brought (`state`'s last converge pass is as late or later)."""
+    try:
+        data = json.loads((vault.machine_dir / FAILED_PASS_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("status") not in SHOWN_FAILURES:
+        return None
+    last = state.last_of_kind("converge")
+    failed_at = _instant(data.get("time"))
+    if failed_at is None or (last and (_instant(last.get("time")) or 0) >= failed_at):
+        return None
+    return data
+
+
+def _instant(iso) -> float | None:
+    from datetime import datetime
+
+    try:
+        parsed = datetime.fromisoformat(str(iso))
+    except (TypeError, ValueError):
+        return None
+    return (parsed if parsed.tzinfo else parsed.astimezone()).timestamp()

@@ -25,6 +25,7 @@ from cmem.steps.changes import (
     apply_changes,
     check_confined,
     check_tracked,
+    check_writable,
     current_bytes,
 )
 from cmem.steps.lock import vault_lock
@@ -79,6 +80,7 @@ class Step:
                 check_tracked(self.vault, rel)
             else:
                 check_confined(self.vault, rel)
+        check_writable(self.vault, changes)  # a file made read-only: refused before the journal
         try:
             record = journal.begin(
                 self.vault,
@@ -225,6 +227,7 @@ def open_step(
         if gate is not None:
             gate()
         preflight.check_repository(vault)
+        preflight.check_writable(vault, step_name(kind))
         notices = [str(recovery) for recovery in journal.recover(vault)]
         if not snapshot:
             snap = None

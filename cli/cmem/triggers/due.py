@@ -65,13 +65,25 @@ def due_rule(
 ) -> Due:
     """Due when a note the pass's engine can take is pending and the last pass (its ISO time,
     None for none yet) is at least `interval` old; `label` names the setting the interval came
-    from."""
+    from.
+
+    A last pass dated after `now` (this clock was set back, or `cmem sync` merged in a pass from
+    a machine whose clock runs ahead) tells nothing of how long ago it ran: it counts as no
+    known pass, so it cannot hold passes off on every machine that syncs; the reason says so,
+    and the next pass, dated by this clock, puts the interval back in force."""
     if pending_notes == 0:
         return Due(False, "no pending note the pass's engine can take")
     last = parse_time(last_time)
     notes = f"{pending_notes} note{'s' if pending_notes != 1 else ''} pending"
     if last is None:
         return Due(True, f"{notes} and no pass yet")
+    if last > now:
+        return Due(
+            True,
+            f"{notes}; the last pass is dated {last_time}, {format_age(last - now)} in the "
+            "future (a clock set back, or another machine's clock): its age is unknown, so it "
+            "does not hold the pass off",
+        )
     age = now - last
     if age >= interval:
         return Due(True, f"{notes}; last pass {format_age(age)} ago, over {label}")

@@ -49,11 +49,14 @@ def check_due(
     return due_rule(pending_notes, last.get("time") if last else None, interval, label, now)
 
 
-def next_due_at(vault: Vault, state: State, scheduled: bool = False) -> datetime | None:
-    """When the interval since the last pass runs out (None: no pass yet, so no wait)."""
+def next_due_at(
+    vault: Vault, state: State, scheduled: bool = False, now: datetime | None = None
+) -> datetime | None:
+    """When the interval since the last pass runs out (None: no pass yet, or one dated in the
+    future — its age is unknown, `due_rule` says — so no wait)."""
     last = state.last_of_kind("converge")
     last_time = parse_time(last.get("time")) if last else None
-    if last_time is None:
+    if last_time is None or last_time > (now or datetime.now().astimezone()):
         return None
     if scheduled:
         return last_time + timedelta(hours=vault.config.schedule_hours)

@@ -212,7 +212,9 @@ class Watcher:
         self.summary.outcomes.append(status)
         if status in ("applied", "proposed"):
             self.summary.passes += 1
-        self.report(describe(outcome))
+        # a check that met a running pass is no outcome of the watcher's own: quiet, as every
+        # unattended trigger is on a held lock (the log has its line)
+        (self.verbose if status == "busy" else self.report)(describe(outcome))
         if status == "not-due":
             return self._retry_time()
         return None
