@@ -71,10 +71,15 @@ def changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
     return sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
 
 
+# cmem's own file in git's folder: the repository's id the step journals are bound to, made by
+# the first step (a clone never copies it).
+REPOSITORY_ID = ".git/info/cmem-repository-id"
+
+
 def allowed(rel: str) -> bool:
     """Where a pass may write in the corpus vault: convergent Markdown files (not through the
-    links), the state file, the checklist — and git's history (HEAD)."""
-    if rel in (STATE, CHECKLIST, "<HEAD>"):
+    links), the state file, the checklist, the repository's id — and git's history (HEAD)."""
+    if rel in (STATE, CHECKLIST, "<HEAD>", REPOSITORY_ID):
         return True
     parts = rel.split("/")
     return (
@@ -210,7 +215,11 @@ def reply_pass_trials(
         if accepted:
             figures["applied"] += 1
             expected = set(variant.files or ())
-            wrote = {rel for rel in outcome.changed if rel not in (STATE, CHECKLIST, "<HEAD>")}
+            wrote = {
+                rel
+                for rel in outcome.changed
+                if rel not in (STATE, CHECKLIST, "<HEAD>", REPOSITORY_ID)
+            }
             if not wrote <= expected:
                 figures["unexpected"].append(
                     f"{variant.name}: wrote {sorted(wrote - expected)} beyond its file blocks"

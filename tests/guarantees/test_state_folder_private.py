@@ -147,9 +147,16 @@ def realistic_run(machine: Machine, tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             watcher.kill()
             watcher.wait()
-    # the fast path's stored results, hit a second time
-    machine.cmem("status")
+    # the fast path's stored results, hit a second time; a file changed within the racy window
+    # (the watcher's start) is not stored yet, so ask again until one is
     machine.cmem("scan")
+
+    def stored_results() -> bool:
+        machine.cmem("status")
+        results = machine.state / "results"
+        return results.is_dir() and any(results.iterdir())
+
+    wait_for(stored_results, what="a stored status result")
     git(vault, "status")
 
 

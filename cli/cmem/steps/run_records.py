@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +109,8 @@ def find_run(vault: Vault, name: str) -> RunRecord:
 
 
 def _prune(base: Path) -> None:
+    import shutil  # only a writer prunes; status and scan read failed_pass from here
+
     folders = sorted(p for p in base.glob("*") if p.is_dir())
     for old in folders[:-KEEP_RUNS]:
         shutil.rmtree(old, ignore_errors=True)
