@@ -132,18 +132,61 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
             f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
         )
         return plan
+    wrote = _step_wrote(vault, target)
     for change in target.files:
         if change.path in (STATE_REL, vault.checklist_rel):
             continue
-        _plan_file(vault, plan, target, change)
+        _plan_file(vault, plan, target, change, wrote)
     _find_later_commits(vault, plan, target)
     return plan
 
 
-def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileChange) -> None:
+def _step_wrote(vault: Vault, target: CmemCommit) -> dict[str, str | None] | None:
+    """What the step wrote, by path (the blob, None: removed), as state.json in its own commit
+    records it. A pass of an older cmem recorded only the files it changed: their blob is ""
+    (unknown). None: no record, and the commit is taken as all the step's own."""
+    data = read_blob(vault, target.sha, STATE_REL)
+    try:
+        passes = json.loads(data.decode("utf-8")).get("passes") if data else None
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return None
+    for entry in passes if isinstance(passes, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == target.pass_id:
+            wrote, changed = entry.get("wrote"), entry.get("changed")
+            if isinstance(wrote, dict) and wrote:
+                return dict(wrote)
+            if entry.get("kind") == "converge" and isinstance(changed, list) and changed:
+                return {str(rel): "" for rel in changed}
+    return None
+
+
+def _read_object(vault: Vault, object_id: str) -> bytes | None:
+    """A blob by its id (what a step wrote before an amend replaced its commit), or None when
+    git no longer has it."""
+    result = subprocess.run(
+        ["git", *history.SAFE_GIT_OPTIONS, "-C", str(vault.root), "cat-file", "blob", object_id],
+        capture_output=True,
+        env=history._env(),
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+def _plan_file(
+    vault: Vault,
+    plan: UndoPlan,
+    target: CmemCommit,
+    change: FileChange,
+    wrote: dict[str, str | None] | None,
+) -> None:
     parent = f"{target.sha}^"
     after_path = change.path
     before_path = change.old_path or change.path
+    if wrote is not None and after_path not in wrote:
+        # the commit was amended with an edit of the user's: that is theirs, not the step's
+        plan.files.append(
+            FileUndo("keep", after_path, detail="not written by the step (amended into its commit)")
+        )
+        return
     before = read_blob(vault, parent, before_path) if change.status != "A" else None
     after = read_blob(vault, target.sha, after_path) if change.status != "D" else None
     head_after = read_blob(vault, "HEAD", after_path)
@@ -154,11 +197,28 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
             f"{after_path} has changes that are not committed yet; commit or stash them, then undo"
         )
         return
+    # what the step wrote, where an amend folded the user's edits into the same file: those edits
+    # are kept as later ones are, and only the step's change is taken back
+    step_after, amended = after, False
+    written = (wrote or {}).get(after_path)
+    if written and after is not None:
+        step_after = _read_object(vault, written)
+        if step_after is None:
+            plan.blocked.append(
+                f"{after_path}: the step's commit was amended and git no longer has what the step "
+                "wrote; undo it by hand"
+            )
+            return
+        amended = step_after != after
     changed_since = head_after != after
     if changed_since:
         plan.later.setdefault(after_path, [])
     if change.status == "A":
-        if changed_since:
+        if amended:
+            plan.files.append(
+                FileUndo("keep", after_path, detail="created by the step, edited in an amend: kept")
+            )
+        elif changed_since:
             plan.files.append(
                 FileUndo("keep", after_path, detail="created by the pass and edited since: kept")
             )
@@ -180,8 +240,9 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
     ours = (
         head_after if now_after is not None and head_after is not None else now_after
     )  # line ends aside
-    content = before if not changed_since else _merge3(vault, ours, after, before, after_path, plan)
-    if content is None and changed_since:
+    merged = changed_since or amended
+    content = before if not merged else _merge3(vault, ours, step_after, before, after_path, plan)
+    if content is None and merged:
         return  # _merge3 recorded why
     if content is not None and now_after is not None:
         content = in_line_ends(content, now_after)  # written back in the file's own line ends
@@ -199,12 +260,17 @@ def _plan_file(vault: Vault, plan: UndoPlan, target: CmemCommit, change: FileCha
                 before_path,
                 after_path,
                 new_bytes=content,
-                detail="merged with later edits" if changed_since else "",
+                detail="merged with later edits" if merged else "",
             )
         )
         return
     plan.files.append(
-        FileUndo("merge" if changed_since else "restore", after_path, new_bytes=content)
+        FileUndo(
+            "merge" if merged else "restore",
+            after_path,
+            new_bytes=content,
+            detail="keeping the edits amended into its commit" if amended else "",
+        )
     )
 
 

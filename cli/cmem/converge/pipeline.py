@@ -1108,6 +1108,7 @@ def stage_changes(
         engine=so_far.engine,
         model=so_far.model,
         warnings=len(so_far.warnings),
+        wrote=history.blob_ids(vault.root, changes.written),
     )
     new_state = State(notes=notes, passes=[*state.passes, record_entry.to_json()])
     changes.write(vault.rel(vault.state_file), state_to_bytes(new_state), state_bytes)

@@ -177,6 +177,11 @@ def render_undo_plan(plan) -> str:
         paint(f"undo: {target.subject.removeprefix('cmem: ')}", "bold"),
         f"  commit {target.short} · pass {target.pass_id} · {_when(target.time)}",
     ]
+    if target.trailer_lost:
+        out.append(
+            "  found by state.json's record of the pass: the commit's message lost its "
+            "Cmem-Pass trailer (an amend?)"
+        )
     verbs = {
         "restore": "restore",
         "merge": "restore (keeping later edits)",

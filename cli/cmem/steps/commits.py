@@ -505,6 +505,31 @@ _STORE_CAUSES = (
 )
 
 
+def blob_ids(root: Path, files: dict[str, bytes | None]) -> dict[str, str | None]:
+    """The blob each of `files` will be committed as (None: removed), hashed as `commit_files`
+    hashes it but not stored: state.json records what a step wrote, so `undo` takes back only
+    that after an amend folded other edits into the step's commit. {} when git cannot say."""
+    top = toplevel(root) or Path(root).resolve()
+    resolved = Path(root).resolve()
+    prefix = "" if top == resolved else resolved.relative_to(top).as_posix() + "/"
+    argv = ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(top), "-C", str(top)]
+    ids: dict[str, str | None] = {}
+    for rel, data in sorted(files.items()):
+        if data is None:
+            ids[rel] = None
+            continue
+        result = subprocess.run(
+            [*argv, "hash-object", "--stdin", f"--path={prefix}{rel}"],
+            input=data,
+            capture_output=True,
+            env=_env(),
+        )
+        if result.returncode != 0:
+            return {}
+        ids[rel] = result.stdout.decode("ascii", "replace").strip()
+    return ids
+
+
 def _store_failure(top: Path, command: str, text: str) -> str | None:
     """The sentence for a git command that failed because git could not write, or None."""
     lowered = text.lower()

@@ -52,6 +52,8 @@ class CmemCommit:
     undone_by: str | None = None  # the undo commit that reverted this one
     engine: str | None = None
     model: str | None = None
+    # found by state.json's record of the step, not by the trailer its message lost (an amend)
+    trailer_lost: bool = False
 
     @property
     def short(self) -> str:
@@ -88,6 +90,7 @@ class CmemCommit:
             "skipped": self.fields.get("Skipped", []),
             "undone_by": self.undone_by,
             "undoes": self.undoes,
+            "trailer_lost": self.trailer_lost,
         }
 
 
@@ -179,8 +182,16 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
     result = history.run_git(vault.root, *args, check=False)
     if result.returncode != 0:
         return []  # no commits yet
+    commits = _parse_log(result.stdout)
+    commits = _with_lost_trailers(vault, commits, args, limit)
+    _link_undos(commits)
+    _enrich(vault, commits)
+    return commits
+
+
+def _parse_log(output: str) -> list[CmemCommit]:
     commits = []
-    for chunk in result.stdout.split("\x1e")[1:]:
+    for chunk in output.split("\x1e")[1:]:
         parts = chunk.split("\x1f")
         if len(parts) < 4:
             continue
@@ -213,8 +224,84 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
                 model,
             )
         )
-    _link_undos(commits)
-    _enrich(vault, commits)
+    return commits
+
+
+# Steps whose commit is looked for by state.json's record when no commit carries their trailer:
+# at most this many, newest first (each costs one `git log -S` over state.json's history).
+_LOST_TRAILER_SEARCHES = 5
+
+
+def _with_lost_trailers(
+    vault: Vault, commits: list[CmemCommit], args: list[str], limit: int | None
+) -> list[CmemCommit]:
+    """The commits of passes and archive applies that state.json records but whose message no
+    longer carries the `Cmem-Pass` trailer (`git commit --amend` with a new message), found as the
+    commit that added the step's id to state.json, marked `trailer_lost`."""
+    try:
+        passes = load_state(vault.state_file).passes
+    except CmemError:
+        return commits
+    known = {c.pass_id for c in commits}
+    oldest = commits[-1].time if limit and len(commits) >= limit else ""
+    missing = [
+        entry
+        for entry in reversed(passes)
+        if entry.get("kind") in ("converge", "archive")
+        and isinstance(entry.get("id"), str)
+        and entry["id"] not in known
+        and str(entry.get("time") or "") > oldest
+    ][:_LOST_TRAILER_SEARCHES]
+    found = []
+    by_id = {entry.get("id"): entry for entry in passes if isinstance(entry, dict)}
+    for undo in commits:
+        # an undo names the commit it reverted; one without its trailer is shown beside it
+        if undo.undoes and not any(c.sha.startswith(undo.undoes) for c in commits):
+            reverted = (by_id.get(undo.pass_id) or {}).get("undoes")
+            found += _lost_trailer_commit(vault, args, undo.undoes, reverted, None)
+    for entry in missing:
+        search = history.run_git(
+            vault.root,
+            "log",
+            "--no-merges",
+            "--reverse",
+            "--format=%H",
+            f"-S{entry['id']}",
+            "--",
+            STATE_REL,
+            check=False,
+        )
+        shas = search.stdout.split()
+        if search.returncode != 0 or not shas:
+            continue  # squashed or reset away: state.json's record is all there is
+        found += _lost_trailer_commit(vault, args, shas[0], entry["id"], entry["kind"])
+    listed = {c.sha for c in commits}
+    found = [c for i, c in enumerate(found) if c.sha not in listed | {f.sha for f in found[:i]}]
+    if not found:
+        return commits
+    # newest first, as git log lists them: by commit time, a found commit after its equals
+    merged = sorted(commits + found, key=lambda c: c.time, reverse=True)
+    return merged[:limit] if limit else merged
+
+
+def _lost_trailer_commit(
+    vault: Vault, args: list[str], sha: str, pass_id: str | None, kind: str | None
+) -> list[CmemCommit]:
+    """The one commit `sha`, read as a step of `pass_id` whose message lost its trailer; its
+    kind as state.json records it, else as its subject says (a new message: a pass)."""
+    shown = history.run_git(
+        vault.root,
+        *[a for a in args if not a.startswith(("--grep", "-n"))],
+        "-n1",
+        sha,
+        check=False,
+    )
+    commits = (
+        [c for c in _parse_log(shown.stdout) if not c.pass_id] if shown.returncode == 0 else []
+    )
+    for commit in commits:
+        commit.pass_id, commit.trailer_lost = pass_id or "", True
+        commit.kind = kind or (commit.kind if commit.kind != "pass" else "converge")
     return commits
 
 

@@ -52,6 +52,8 @@ class StepRecord:
     moves: list[tuple[str, str]] = field(default_factory=list)  # archive: (from, to)
     undoes: str | None = None  # undo: the step id it reverted
     commit: str | None = None  # undo: the commit it reverted
+    # the blob each file it wrote was committed as (None: removed): undo takes back only these
+    wrote: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = {
@@ -68,4 +70,6 @@ class StepRecord:
             data["moves"] = [{"from": source, "to": target} for source, target in self.moves]
         if self.kind == "undo":
             data["undoes"], data["commit"] = self.undoes, self.commit
+        if self.wrote:
+            data["wrote"] = dict(self.wrote)
         return data
