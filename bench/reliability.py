@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["seconds"] = round(time.monotonic() - started_all, 1)
 
     report = render(figures, args, writer_trials, crash_trials, hung_repeat)
+    report = report.rstrip("\n") + "".join("\n\n" + text for text in issue_sections(args.out))
     report = hostile_by_rule.splice(report, hostile_by_rule.render(hostile_by_rule.measure()))
     sys.path.insert(0, str(HERE))
     from builtin_histories import kept_section  # minutes to measure: kept as the file has it
@@ -333,6 +334,24 @@ def all_at_target(f: dict) -> bool:
 
 def _mark(ok: bool) -> str:
     return "yes" if ok else "**NO**"
+
+
+def issue_sections(path: Path) -> list[str]:
+    """The hand-kept `## Issue …` sections of the file (fault classes, their rules and tests):
+    written by people, kept as the file has them."""
+    if not path.exists():
+        return []
+    sections, current = [], None
+    for line in path.read_text("utf-8").splitlines():
+        if line.startswith("## ") or line.startswith("<!--"):
+            if current:
+                sections.append("\n".join(current).rstrip("\n"))
+            current = [line] if line.startswith("## Issue ") else None
+        elif current is not None:
+            current.append(line)
+    if current:
+        sections.append("\n".join(current).rstrip("\n"))
+    return sections
 
 
 def render(f: dict, args, writer_trials: int, crash_trials: int | None, hung_repeat: int) -> str:

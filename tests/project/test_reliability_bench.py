@@ -130,3 +130,23 @@ def test_a_duplicated_note_in_a_sequence_is_off_target():
         and "Step sequences that failed" in report
         and "note duplicated" in report
     )
+
+
+def test_the_hand_kept_issue_sections_survive_a_rewrite(tmp_path):
+    """The `## Issue …` sections are written by people: the script keeps each whole, and no
+    other section."""
+    bench = load()
+    page = tmp_path / "reliability.md"
+    page.write_text(
+        "# Reliability figures\n\n## What each trial does\n\n- measured\n\n"
+        "## Issue 35: one note\n\n| Fault | Rule |\n| --- | --- |\n| a | b |\n\n"
+        "<!-- hostile-by-rule:start -->\n## The hand-written hostile corpus\n\nrows\n"
+        "## Issue 40: another\n\ntext\n",
+        "utf-8",
+    )
+    assert bench.issue_sections(page) == [
+        "## Issue 35: one note\n\n| Fault | Rule |\n| --- | --- |\n| a | b |",
+        "## Issue 40: another\n\ntext",
+    ]
+    kept = bench.issue_sections(REPO / "docs" / "reliability.md")
+    assert any("test_undo_amend" in text for text in kept)
