@@ -104,6 +104,9 @@ def test_bearer_tokens_and_url_passwords():
         ("邮箱密码: qwe123456", "邮箱密码: [REDACTED:password]"),
         ("服务器密码是 Admin@2024", "服务器密码是 [REDACTED:password]"),
         ("密钥=K9x2LmQ7pZ", "密钥=[REDACTED:secret]"),
+        ('PASS="open sesame now"', 'PASS="[REDACTED:password]"'),
+        ('DB_PASS="open sesame now"', 'DB_PASS="[REDACTED:password]"'),
+        ('password: "correct horse battery"', 'password: "[REDACTED:password]"'),
     ],
 )
 def test_key_value_secrets(line, expected):
@@ -138,6 +141,10 @@ def test_key_value_secrets(line, expected):
         "令牌桶算法限制速率，token 用量每天 12000。",
         "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
         "提交记录 3f2a9c1b8e7d6c5a4b3c2d1e0f9a8b7c6d5e4f3a",
+        # a bare "pass" in prose before a quoted phrase: a word, not a setting
+        'The exam pass: "quoted words" on the sheet.',
+        'Boarding pass: "gate 12, seat 4A"',
+        'My ski pass: "valid until March"',
     ],
 )
 def test_ordinary_prose_is_untouched(text):

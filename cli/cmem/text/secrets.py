@@ -451,6 +451,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
                 else label == _PASSWORD_LABEL
                 and len(value.strip()) >= 6
                 and not _PLACEHOLDER.match(value.strip())
+                and not _prose_pass(match)
             )
         else:
             group = "value"
@@ -484,6 +485,18 @@ def redact_secrets(text: str) -> tuple[str, int]:
         text, low, _NEEDLE["hex"], _NAMED_HEX, replace_named_hex, (16, 220), _NEEDLE_LITERALS["hex"]
     )
     return text, count
+
+
+def _prose_pass(match: re.Match[str]) -> bool:
+    """A bare "pass" written as a word of prose ("boarding pass: "gate 12""), not as a setting's
+    name (`PASS=`, `DB_PASS=`): a quoted phrase after it is not a passphrase."""
+    word = match.group("word") or ""
+    start = match.start("word")
+    return (
+        word.lower() == "pass"
+        and word != "PASS"
+        and not (start > 0 and match.string[start - 1] in "_-.")
+    )
 
 
 def _lower(text: str) -> str | None:
