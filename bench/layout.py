@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "cache_file",
         "collector",
         "fork_safety",
+        "command_line",
     ),
     ("vault",),
     ("steps",),

@@ -1080,9 +1080,10 @@ def loaded_note(times: dict[str, list[float]], libraries: int, label: str) -> st
 
 # The modules a converge process loads (the light entry and the command around the pass, the
 # pass, the engine, the validator, the scan, the step layer): importing them alone is a floor of
-# every pass. (`cmem converge` runs without typer: cmem.fast: run_converge.)
+# every pass. (A pass runs through typer's command line; only `--background` is spawned without.)
 PASS_IMPORTS = (
     "cmem.fast",
+    "cmem.commands.app",
     "cmem.pass_command",
     "cmem.converge.pipeline",
     "cmem.converge.builtin",

@@ -50,14 +50,14 @@ from __future__ import annotations
 import os
 import sys
 
-from cmem import __version__
+from cmem import __version__, command_line
+from cmem.invocation import tolerant_output
 from cmem.reading.stored_results import (
     FORMAT,
     _write,
     entry_path,
     find_root,
     load_entry,
-    take_vault,
     valid_entry,
 )
 
@@ -118,7 +118,7 @@ def _main() -> None:
 
         full_main()
         return
-    _tolerant_output()
+    tolerant_output()
     _put(
         out, sys.stdout
     )  # outside the try: a closed pipe must not make the real command print again
@@ -234,58 +234,14 @@ def answer(argv: list[str]) -> str | bytes | None:
 # --- read commands ------------------------------------------------------------------------------
 
 
-def parse_command(
-    argv: list[str],
-    commands,
-    flags: tuple[str, ...],
-    values: tuple[str, ...] = (),
-    aliases: dict[str, str] | None = None,
-    positionals: int = 0,
-) -> dict | None:
-    """`[--vault V] [--no-color] COMMAND [--vault V] [OPTION …] [--no-color]` for one of
-    `commands`, or None for anything else (then the full CLI decides). The last --vault wins, as
-    click's does. Each of `flags` is kept as a bool under its name without `--`; each of `values`
-    (`--opt VALUE` or `--opt=VALUE`, the value taken whatever it looks like, as click takes it) as
-    the list of its values in order; `aliases` names a flag's short form (`-q` for `--quiet`).
-    Up to `positionals` words after the command that are no option are kept, in order, under
-    "args" (`hook run EVENT`)."""
-    request = {
-        "command": None,
-        "vault": None,
-        "no_color": False,
-        "args": [],
-        **{flag[2:]: False for flag in flags},
-        **{option[2:]: [] for option in values},
-    }
-    aliases = aliases or {}
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if take_vault(arg, args, request):
-            continue
-        name, equals, inline = arg.partition("=")
-        if arg == "--no-color":
-            request["no_color"] = True
-        elif request["command"] is None and arg in commands:
-            request["command"] = arg
-        elif request["command"] is None:
-            return None
-        elif aliases.get(arg, arg) in flags:
-            request[aliases.get(arg, arg)[2:]] = True
-        elif name in values and (equals or args):
-            request[name[2:]].append(inline if equals else args.pop(0))
-        elif not arg.startswith("-") and len(request["args"]) < positionals:
-            request["args"].append(arg)
-        else:
-            return None
-    if request["command"] is None or request["vault"] == "":
-        return None
-    return request
-
-
 def parse_read(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] COMMAND [--vault V] [--json] [--no-color] [--rescan]`, or None."""
-    return parse_command(argv, READ_COMMANDS, ("--json", "--rescan"))
+    """`[--vault V] [--no-color] COMMAND [--vault V] [--json] [--no-color] [--rescan]` for a
+    command of `READ_COMMANDS`, or None."""
+    for command in READ_COMMANDS:
+        request = command_line.parse(argv, (command,))
+        if request is not None:
+            return request
+    return None
 
 
 def _color(request: dict) -> bool:
@@ -388,31 +344,31 @@ def run_scan(argv: list[str]) -> int | None:
         collector.release()
         return None
     collector.keep(target, out)
-    _tolerant_output()
+    tolerant_output()
     _echo(out, sys.stdout)
     return 0
 
 
 # --- agent hooks --------------------------------------------------------------------------------
 
-_HOOK_VALUES = ("--agent", "--transcript", "--session-id", "--cwd")
-
 
 def parse_hook_run(argv: list[str]) -> dict | None:
     """`[--vault V] hook run EVENT --agent NAME [--detached --transcript P --session-id S --cwd
     C]`, or None (a usage error or `--help`: the full CLI says it)."""
-    request = parse_command(argv, ("hook",), ("--detached",), values=_HOOK_VALUES, positionals=2)
-    if request is None or request["args"][:1] != ["run"] or len(request["args"]) != 2:
-        return None
-    if os.environ.get("_CMEM_COMPLETE"):
+    words = ("hook", "run")
+    request = command_line.parse(argv, words)
+    if request is None or len(request["args"]) != 1 or os.environ.get("_CMEM_COMPLETE"):
         return None
     from cmem.hook_command import usage_problem
 
     hook = {
         "vault": request["vault"],
-        "event": request["args"][1],
+        "event": request["args"][0],
         "detached": request["detached"],
-        **{name[2:]: (request[name[2:]] or [None])[-1] for name in _HOOK_VALUES},
+        **{
+            name[2:]: (request[name[2:]] or [None])[-1]
+            for name in command_line.COMMANDS[words]["values"]
+        },
     }
     return None if usage_problem(hook) else hook
 
@@ -421,37 +377,24 @@ def parse_hook_run(argv: list[str]) -> dict | None:
 
 
 def parse_recall(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] recall WORD … [--archive] [--limit N | -n N] [--json]
-    [--vault V] [--no-color]`, or None (--rebuild, anything else: the full CLI decides)."""
-    request = {"vault": None, "no_color": False, "archive": False, "json": False, "limit": 10}
-    query: list[str] = []
-    seen = False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if take_vault(arg, args, request):
-            continue
-        if arg == "--no-color":
-            request["no_color"] = True
-        elif not seen:
-            if arg != "recall":
-                return None
-            seen = True
-        elif arg in ("--archive", "--json"):
-            request[arg[2:]] = True
-        elif arg in ("--limit", "-n") and args or arg.startswith("--limit="):
-            value = arg[len("--limit=") :] if arg.startswith("--limit=") else args.pop(0)
-            if not (value.isascii() and value.isdigit()) or int(value) < 1:
-                return None
-            request["limit"] = int(value)
-        elif arg.startswith("-"):
-            return None
-        else:
-            query.append(arg)
-    if not seen or not query or request["vault"] == "" or os.environ.get("_CMEM_COMPLETE"):
+    """`[--vault V] [--no-color] recall WORD … [--archive] [--limit N | -n N] [--json]`, or None
+    (--rebuild, a limit typer would refuse, anything else: the full CLI decides)."""
+    request = command_line.parse(argv, ("recall",))
+    if request is None or not request["args"] or os.environ.get("_CMEM_COMPLETE"):
         return None
-    request["query"] = query
-    return request
+    limit = 10
+    for value in request["limit"]:
+        if not (value.isascii() and value.isdigit()) or int(value) < 1:
+            return None
+        limit = int(value)
+    return {
+        "vault": request["vault"],
+        "no_color": request["no_color"],
+        "archive": request["archive"],
+        "json": request["json"],
+        "limit": limit,
+        "query": request["args"],
+    }
 
 
 # --- sync ---------------------------------------------------------------------------------------
@@ -469,7 +412,7 @@ _ANSI = None  # click's pattern for an escape sequence, compiled on first use
 def parse_sync(argv: list[str]) -> dict | None:
     """`[--vault V] [--no-color] sync [--vault V] [--json] [--no-color]`, or None (the full CLI
     decides, and completes a TAB)."""
-    request = parse_command(argv, ("sync",), ("--json",))
+    request = command_line.parse(argv, ("sync",))
     if request is None or os.environ.get("_CMEM_COMPLETE"):
         return None
     return {"vault": request["vault"], "json": request["json"], "no_color": request["no_color"]}
@@ -480,7 +423,7 @@ def run_sync(request: dict) -> int | None:
     CLI (nothing has been done yet then)."""
     from cmem import idle_sync
 
-    _tolerant_output()
+    tolerant_output()
     try:  # first: nothing to do, told in os alone (one fetch, no git status)
         shown = idle_sync.answer(request)
     except KeyboardInterrupt:
@@ -539,129 +482,62 @@ def run_sync(request: dict) -> int | None:
 
 # --- converge -----------------------------------------------------------------------------------
 #
-# The everyday pass (by hand, from a shell-exit hook, a timer or `cmem watch`'s child) runs here
-# without typer and the command table, through the same function as `commands/converge.py:
-# converge` (`cmem/pass_command.py`), so both print the same. Only the options below are parsed
-# here; anything else (`--response`, `--replay`, `--budget`, `--help`, a typo) hands over to the
-# full CLI before anything is done, which also says every usage error. Once the pass has started
-# it must not run twice, so its errors are reported here, as the full CLI's error funnel does.
-
-_CONVERGE_FLAGS = (
-    "--dry-run",
-    "--emit-prompt",
-    "--propose",
-    "--allow-shrink",
-    "--diff",
-    "--keep-raw-prompt",
-    "--quiet",
-    "--if-due",
-    "--scheduled",
-    "--background",
-    "--detached",
-    "--json",
-)
+# Every shell exit runs `cmem converge --if-due --background`: the spawn of a detached pass, here
+# without typer and the command table (the shell waits on it). The pass itself, by hand or
+# detached, runs through typer: a pass takes longer than typer's import.
 
 
 def parse_converge(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] converge [OPTION …]` with the options above and `--engine`,
-    `--llm`, `--only` (repeatable), each as the full CLI takes it, or None: the full CLI decides
-    (and says any usage error). Keys as `parse_command` makes them (`dry-run`, `if-due`); a value
-    given twice is the last one, as click keeps it."""
-    request = parse_command(
-        argv,
-        ("converge",),
-        _CONVERGE_FLAGS,
-        values=("--engine", "--llm", "--only"),
-        aliases={"-q": "--quiet"},
-    )
-    if request is None or os.environ.get("_CMEM_COMPLETE"):
+    """`[--vault V] [--no-color] converge --background [OPTION …]` with the options of
+    `command_line.COMMANDS`, each as typer takes it, or None: typer decides (and says any usage
+    error). A value given twice is the last one, as click keeps it."""
+    request = command_line.parse(argv, ("converge",))
+    if request is None or not request["background"] or os.environ.get("_CMEM_COMPLETE"):
         return None
     for single in ("engine", "llm"):
         request[single] = request[single][-1] if request[single] else None
     if request["engine"] not in (None, "builtin", "llm"):
-        return None  # the full CLI says why
+        return None  # typer says why
     if request["llm"] is not None and not request["llm"].strip():
-        return None  # an empty --llm is a usage error: the full CLI says it
-    unattended = request["if-due"] or request["background"]
-    if (request["scheduled"] and not request["if-due"]) or (
-        unattended and any(request[key] for key in ("dry-run", "emit-prompt", "diff"))
-    ):
+        return None  # an empty --llm is a usage error: typer says it
+    if request["emit-prompt"] or (request["scheduled"] and not request["if-due"]):
         return None
     return request
 
 
 def run_converge(request: dict) -> int | None:
-    """Run `cmem converge` as `commands/converge.py: converge` does; the exit code, or None to
-    hand over to the full CLI (nothing has been done yet then)."""
+    """Start `cmem converge --background` as `commands/converge.py: converge` does; the exit
+    code, or None to hand over to typer (nothing has been done yet then)."""
     from pathlib import Path
 
     from cmem import pass_command
-    from cmem.invocation import Invocation
     from cmem.render.reports import set_color
 
-    _tolerant_output()
+    tolerant_output()
     if request["no_color"]:
         set_color(False)
-    invoked = Invocation()  # the sync memo and the interrupt said once; errors: `_light_fail`
     try:
         from cmem.vault.layers import open_vault
 
         target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
-    except Exception:  # no vault, a bad config, a missing dependency: the full CLI says it
+    except Exception:  # no vault, a bad config, a missing dependency: typer says it
         return None
-    quiet, as_json = request["quiet"], request["json"]
+    args = pass_command.child_args(
+        if_due=request["if-due"],
+        scheduled=request["scheduled"],
+        engine=request["engine"],
+        llm=request["llm"],
+        budget=None,
+        only=request["only"] or None,
+        propose=request["propose"],
+        allow_shrink=request["allow-shrink"],
+    )
     try:
-        if request["background"]:  # every shell exit: the spawn alone, not the pass's modules
-            args = pass_command.child_args(
-                if_due=request["if-due"],
-                scheduled=request["scheduled"],
-                engine=request["engine"],
-                llm=request["llm"],
-                budget=None,
-                only=request["only"] or None,
-                propose=request["propose"],
-                allow_shrink=request["allow-shrink"],
-            )
-            return pass_command.start_in_background(
-                target, args, _light_echo, quiet=quiet, as_json=as_json
-            )
-        from cmem.converge.pipeline import PassOptions
-
-        options = PassOptions(
-            engine=request["engine"],
-            llm=request["llm"],
-            dry_run=request["dry-run"],
-            emit_prompt=request["emit-prompt"],
-            only=request["only"] or None,
-            propose=request["propose"],
-            allow_shrink=request["allow-shrink"],
-            keep_raw_prompt=request["keep-raw-prompt"],
+        return pass_command.start_in_background(
+            target, args, _light_echo, quiet=request["quiet"], as_json=request["json"]
         )
-        if request["if-due"] or request["detached"]:
-            return pass_command.converge_unattended(
-                target,
-                options,
-                invoked,
-                _light_echo,
-                if_due=request["if-due"],
-                scheduled=request["scheduled"],
-                background=False,
-                detached=request["detached"],
-                quiet=quiet,
-                as_json=as_json,
-            )
-        return pass_command.converge_by_hand(
-            target,
-            options,
-            invoked,
-            _light_echo,
-            quiet=quiet,
-            as_json=as_json,
-            show_diff=request["diff"],
-        )
-    except KeyboardInterrupt as exc:
-        pass_command.report_interrupt(invoked, exc, _light_echo)
-        return 130
+    except KeyboardInterrupt:
+        return _sync_interrupted()
     except Exception as exc:
         return _light_failure(exc, request)
 
@@ -780,16 +656,6 @@ def _help_width() -> int:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns
     except (AttributeError, ValueError, OSError):
         return 80
-
-
-def _tolerant_output() -> None:
-    """As cmem.cli._tolerant_output: an undecodable name is printed escaped, never a crash."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):
-                pass
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ each other. Its own module, without typer, because the light entry runs `converg
 
 from __future__ import annotations
 
+import sys
+
 
 class Invocation:
     """One command line's state: the global `--vault`, whether `--json` was given (the error
@@ -22,3 +24,15 @@ class Invocation:
         self.json = False
         self.sync_memo: dict = {}
         self.interrupt_reported = False
+
+
+def tolerant_output() -> None:
+    """A name that is not UTF-8 on disk reaches Python as surrogates; should one slip into a
+    message or a --json field, it is printed escaped rather than crashing the command. Both
+    entries call it before they print."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass

@@ -3,11 +3,9 @@ pass resets the unattended failure count, `git.sync: auto` syncs before and afte
 shows progress, Ctrl-C says what was and was not done, and the report, the JSON object or the
 prompt is printed; `--if-due` and `--background` go through `triggers/if_due.py` instead.
 
-Shared by the typer command (`commands/converge.py: converge`) and the light entry
-(`cmem.fast: run_converge`), which runs the everyday pass without importing typer and the command
-table (7 ms of a one-note pass at 10k notes, 19 ms of a sample-vault dry run). Both hand in how
-to print (`echo`: `typer.echo`'s signature), so both print the same bytes; typer is never
-imported here. `auto_sync` and `report_interrupt` are every writing command's (`commands/common.py`
+Used by the typer command (`commands/converge.py: converge`), and by the light entry for the
+background spawn every shell exit makes (`cmem.fast: run_converge`). Each hands in how to print
+(`echo`: `typer.echo`'s signature), so both print the same bytes; typer is never imported here. `auto_sync` and `report_interrupt` are every writing command's (`commands/common.py`
 prints them with typer).
 """
 

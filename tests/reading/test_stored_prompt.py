@@ -50,7 +50,7 @@ def emit(vault: Path, *extra: str, full: bool = False) -> tuple[str, bool, set[s
         for line in result.stderr.splitlines()
         if line.startswith("import time:")
     }
-    # a miss runs the pass's pipeline (without typer on the light path, cmem.fast: run_converge)
+    # a miss runs the pass's pipeline (through typer)
     return result.stdout, "cmem.converge.pipeline" not in modules, modules
 
 

@@ -12,11 +12,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from cmem import __version__
+from cmem import __version__, command_line
 from cmem.commands import archive, converge, doctor, reading, setup, sync, triggers
 from cmem.commands.common import report_interrupt
 from cmem.commands.options import VAULT_HELP, Invocation, invocation
 from cmem.errors import CmemError
+from cmem.invocation import tolerant_output
 
 app = typer.Typer(
     name="cmem",
@@ -100,7 +101,7 @@ def main() -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    _tolerant_output()
+    tolerant_output()
     _hoist_global_flags(sys.argv)
     # This command line's state, made here so the funnel below still holds it once the command
     # has raised (click's contexts are gone by then); the commands reach it as ctx.obj.
@@ -135,7 +136,7 @@ def main() -> None:
 
 
 # Global flags a user may also write after the subcommand, as with git (`cmem status --no-color`).
-_GLOBAL_FLAGS = ("--no-color",)
+_GLOBAL_FLAGS = command_line.GLOBAL_FLAGS
 
 
 def _hoist_global_flags(argv: list[str]) -> None:
@@ -162,17 +163,6 @@ def _fail(invoked: Invocation, message: str, exit_code: int) -> None:
         prefix = "" if exit_code == 0 else paint("error: ", "red", stream=sys.stderr)
         typer.echo(prefix + message, err=True)
     sys.exit(exit_code)
-
-
-def _tolerant_output() -> None:
-    """A name that is not UTF-8 on disk reaches Python as surrogates; should one slip into a
-    message or a --json field, it is printed escaped rather than crashing the command."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):
-                pass
 
 
 def _click_usage_error(exc: Exception) -> int | None:

@@ -568,37 +568,25 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
 
 
 def parse(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] context [--topic T] [--budget N] [--vault V] [--json]`, or None
-    (then the full CLI decides: unknown flags, a budget it would refuse, a TAB completion)."""
-    if os.environ.get("_CMEM_COMPLETE"):
+    """`[--vault V] [--no-color] context [--topic T] [--budget N] [--json]`, or None (then the
+    full CLI decides: unknown flags, a budget it would refuse, a TAB completion)."""
+    from cmem import command_line
+
+    request = command_line.parse(argv, ("context",))
+    if request is None or request["args"] or os.environ.get("_CMEM_COMPLETE"):
         return None
-    request = {"vault": None, "no_color": False, "json": False, "topic": None, "budget": None}
-    seen = False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, eq, value = arg.partition("=")
-        if name in ("--vault", "--topic", "--budget") and (eq or args):
-            value = value if eq else args.pop(0)
-            if name != "--vault" and not seen:
-                return None
-            if name == "--budget":
-                if not value.strip().lstrip("+-").isdigit() or int(value) < 100:
-                    return None
-                request["budget"] = int(value)
-            else:
-                request[name[2:]] = value
-        elif arg == "--no-color" and not seen:
-            request["no_color"] = True
-        elif arg == "--json" and seen:
-            request["json"] = True
-        elif arg == "context" and not seen:
-            seen = True
-        else:
+    budget = None
+    for value in request["budget"]:
+        if not value.strip().lstrip("+-").isdigit() or int(value) < 100:
             return None
-    if not seen or request["vault"] == "":
-        return None
-    return request
+        budget = int(value)
+    return {
+        "vault": request["vault"],
+        "no_color": request["no_color"],
+        "json": request["json"],
+        "topic": request["topic"][-1] if request["topic"] else None,
+        "budget": budget,
+    }
 
 
 def answer(argv: list[str]) -> str | None:

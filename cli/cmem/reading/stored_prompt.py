@@ -30,30 +30,17 @@ def params(root: str) -> tuple:
 
 
 def parse(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] converge [--vault V] --emit-prompt`, or None: anything else is
-    the full command's (options that change the prompt, a TAB completion, an error to report)."""
-    if os.environ.get("_CMEM_COMPLETE"):
-        return None
-    from cmem.reading.stored_results import take_vault
+    """`[--vault V] [--no-color] converge --emit-prompt`, or None: anything else is the full
+    command's (options that change the prompt, a TAB completion, an error to report)."""
+    from cmem import command_line
 
-    request = {"vault": None, "emit": False}
-    seen = False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if take_vault(arg, args, request):
-            continue
-        if arg == "--no-color" and not seen:
-            pass  # the prompt is never coloured
-        elif arg == "converge" and not seen:
-            seen = True
-        elif arg == "--emit-prompt" and seen:
-            request["emit"] = True
-        else:
-            return None
-    if not (seen and request["emit"]) or request["vault"] == "":
+    request = command_line.parse(argv, ("converge",))
+    if request is None or os.environ.get("_CMEM_COMPLETE") or not request["emit-prompt"]:
         return None
-    return request
+    others = [k for k, v in request.items() if v and k not in ("command", "vault", "no_color")]
+    if others != ["emit-prompt"]:
+        return None  # any other option changes the prompt or the command
+    return {"vault": request["vault"], "emit": True}
 
 
 def answer(argv: list[str]) -> str | bytes | None:

@@ -1,0 +1,103 @@
+"""The command line the light entry reads, as data, and the one parser of it.
+
+`cmem.fast` answers some commands before typer is imported (from a stored result, or running
+`sync`, `scan`, a background spawn and the agent hooks' `hook run` without the command table).
+Each reads its words here; anything the table does not name hands the command line to typer,
+which says every usage error. `tests/surfaces/test_command_line.py` holds every entry to the
+typer command of the same name (each option exists there, a flag as a flag, a value as a value),
+so the two command lines cannot drift. Stdlib only: the light paths import it.
+"""
+
+from __future__ import annotations
+
+# Written before the command or after it (the app hoists them: `commands/app.py`).
+GLOBAL_FLAGS = ("--no-color",)
+# Every light command takes `--vault V` (or `--vault=V`) wherever it stands; the last one wins.
+VAULT = "--vault"
+
+# command words → flags, options taking a value, short forms, positional words (None: any number)
+COMMANDS: dict[tuple[str, ...], dict] = {
+    ("status",): {"flags": ("--json", "--rescan")},
+    ("scan",): {"flags": ("--json", "--rescan")},
+    ("sync",): {"flags": ("--json",)},
+    ("context",): {"flags": ("--json",), "values": ("--topic", "--budget")},
+    ("recall",): {
+        "flags": ("--archive", "--json"),
+        "values": ("--limit",),
+        "aliases": {"-n": "--limit"},
+        "positionals": None,
+    },
+    # the light path runs only the background spawn (every shell exit) and --emit-prompt's
+    # stored answer; a pass itself runs through typer
+    ("converge",): {
+        "flags": (
+            "--emit-prompt",
+            "--propose",
+            "--allow-shrink",
+            "--quiet",
+            "--if-due",
+            "--scheduled",
+            "--background",
+            "--json",
+        ),
+        "values": ("--engine", "--llm", "--only"),
+        "aliases": {"-q": "--quiet"},
+    },
+    ("hook", "run"): {
+        "flags": ("--detached",),
+        "values": ("--agent", "--transcript", "--session-id", "--cwd"),
+        "positionals": 1,
+    },
+}
+
+
+def parse(argv: list[str], words: tuple[str, ...]) -> dict | None:
+    """`[--vault V] [--no-color] WORDS [OPTION …]` for the command `words` of the table, or None
+    for anything else (then typer decides). A flag is kept as a bool under its name without `--`
+    (`if-due`), an option's values as the list of them in order (`--opt V` or `--opt=V`, the
+    value taken whatever it looks like, as click takes it), the positional words under "args",
+    the last `--vault` under "vault" (None: not given)."""
+    grammar = COMMANDS[words]
+    flags, values = grammar.get("flags", ()), grammar.get("values", ())
+    aliases, positionals = grammar.get("aliases", {}), grammar.get("positionals", 0)
+    request: dict = {
+        "command": None,
+        "vault": None,
+        "no_color": False,
+        "args": [],
+        **{flag[2:]: False for flag in flags},
+        **{option[2:]: [] for option in values},
+    }
+    matched = 0  # how many of the command's words were read
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, equals, inline = arg.partition("=")
+        if name == VAULT and (equals or args):  # `--vault=` is the empty vault, refused below
+            request["vault"] = inline if equals else args.pop(0)
+        elif arg in GLOBAL_FLAGS:
+            request["no_color"] = True
+        elif matched < len(words):
+            if arg != words[matched]:
+                return None
+            matched += 1
+        elif aliases.get(arg, arg) in flags:
+            request[aliases.get(arg, arg)[2:]] = True
+        elif aliases.get(name, name) in values and (_inline(name, equals) or args):
+            value = inline if _inline(name, equals) else args.pop(0)
+            request[aliases.get(name, name)[2:]].append(value)
+        elif not arg.startswith("-") and (
+            positionals is None or len(request["args"]) < positionals
+        ):
+            request["args"].append(arg)
+        else:
+            return None
+    if matched < len(words) or request["vault"] == "":
+        return None
+    request["command"] = words[0]
+    return request
+
+
+def _inline(name: str, equals: str) -> bool:
+    """`--opt=V` carries its value; a short option's `-n=5` is not one click reads as 5."""
+    return bool(equals) and name.startswith("--")
