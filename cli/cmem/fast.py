@@ -7,7 +7,7 @@ looks for a stored result whose key still matches and prints it. Only on a miss 
 to the real CLI (`cmem.cli.main`), whose command stores its result for the next call.
 
 The stored results, their key and the racy-timestamp rule are `cmem.reading.stored_results`
-(stdlib only too; the read commands in `cli.py` store through it). The key is everything the
+(stdlib only too; the read commands in `commands/reading.py` store through it). The key is everything the
 result depends on, compared in full (not hashed, so there are no collisions to reason about):
 
 - the vault's listing: every folder's mtime (an added, removed or renamed file or folder changes
@@ -42,7 +42,7 @@ end, compaction and stop, is answered here before anything else (`cmem/hook_comm
 agent gives its hooks a second or two, and typer alone would take a good part of that.
 
 `cmem sync` is a write command, so nothing is stored for it: it is run here, with only the vault,
-config and sync modules imported, and prints what `cli.py: sync` prints (see `run_sync`).
+config and sync modules imported, and prints what `commands/sync.py: sync` prints (see `run_sync`).
 """
 
 from __future__ import annotations
@@ -402,9 +402,9 @@ def parse_recall(argv: list[str]) -> dict | None:
 # `cmem sync` runs in a loop or a hook on every machine, and most of the time there is nothing to
 # fetch: typer and the CLI module then cost several times sync's own work (issue 16). It is a
 # write command, so nothing is stored; instead it runs here with only what sync needs imported,
-# and prints exactly what `cli.py: sync` prints. Before the sync starts, any doubt hands over to
+# and prints exactly what `commands/sync.py: sync` prints. Before the sync starts, any doubt hands over to
 # the full CLI; once it has started, it must not run twice, so errors are reported here exactly
-# as `cli.py: main` and `_fail` report them.
+# as `commands/app.py: main` and `_fail` report them.
 
 _ANSI = None  # click's pattern for an escape sequence, compiled on first use
 
@@ -419,7 +419,7 @@ def parse_sync(argv: list[str]) -> dict | None:
 
 
 def run_sync(request: dict) -> int | None:
-    """Run `cmem sync` as `cli.py: sync` does; the exit code, or None to hand over to the full
+    """Run `cmem sync` as `commands/sync.py: sync` does; the exit code, or None to hand over to the full
     CLI (nothing has been done yet then)."""
     from cmem import idle_sync
 
@@ -563,7 +563,7 @@ def _light_echo(message: str, err: bool = False, nl: bool = True) -> None:
 
 
 def _sync_interrupted() -> int:
-    """Typer turns Ctrl-C into 130, then cli.py: _report_interrupt(None) says this."""
+    """Typer turns Ctrl-C into 130, then commands/common.py: report_interrupt(None) says this."""
     _echo(
         "interrupted\n  nothing more was done; if a step was cut short, the next cmem command "
         "finishes or undoes it",

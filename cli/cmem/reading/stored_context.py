@@ -627,7 +627,7 @@ def answer(argv: list[str]) -> str | None:
 
         if request["no_color"]:
             set_color(False)
-        for problem in context.problems:  # as cli.py: _warn
+        for problem in context.problems:  # as commands/common.py: warn
             _echo_err(paint("warning: ", "yellow", stream=sys.stderr) + problem)
     return out
 
