@@ -154,7 +154,8 @@ def _parse_body(body: str) -> tuple[dict[str, list[str]], str, str | None]:
 
 
 def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
-    value = (fields.get("Engine") or [None])[0]
+    engines = fields.get("Engine")
+    value = engines[0] if engines else None
     if not value:
         return None, None
     match = re.match(r"^(\S+)(?:\s+\((.*)\))?$", value)

@@ -54,7 +54,7 @@ class StepRecord:
     commit: str | None = None  # undo: the commit it reverted
 
     def to_json(self) -> dict:
-        data = {
+        data: dict[str, object] = {
             "id": self.id,
             "time": self.time,
             "engine": self.engine,
