@@ -20,6 +20,7 @@ from typing import Literal, overload
 
 from cmem.setup.agent_targets import TARGETS, AgentTarget, HookEvent
 from cmem.setup.hooks import (
+    HookAction,
     HookError,
     HookPlan,
     InstalledHook,
@@ -194,7 +195,7 @@ def plan_agent_install(vault: Vault, project: Path | None, agent: str = "claude-
     }
     if current == {event: [group] for event, group in wanted.items()}:
         return HookPlan(agent, "unchanged", path, target, before, before, notes=notes, ident=ident)
-    action = "update" if current else "install"
+    action: HookAction = "update" if current else "install"
     for event in wanted:
         _groups(hooks, event, target)  # refuse a malformed event before editing
     _remove_ours(hooks, ident, target)
