@@ -54,7 +54,7 @@ def code_stamp(*modules) -> tuple:
     """Each module's source file as (mtime, size), None for one without a file: part of a cache's
     key wherever what is kept depends on cmem's code, so an edited or upgraded cmem never reads
     what other code made."""
-    stamp = []
+    stamp: list[tuple[int, int] | None] = []
     for module in modules:
         try:
             st = os.stat(module.__file__)

@@ -67,9 +67,8 @@ def os_error_sentence(exc: OSError) -> str | None:
             other,
             None,
         )  # the rename of a temp file onto its target: the target is the file
-    elif path and _TEMP_NAME.match(os.path.basename(path)):
-        folder, name = os.path.split(path)
-        path = os.path.join(folder, _TEMP_NAME.match(name).group("name"))
+    elif path and (temp := _TEMP_NAME.match(os.path.basename(path))):
+        path = os.path.join(os.path.dirname(path), temp.group("name"))
     where = f"{path} → {other}" if path and other else path
     if where is None:
         return f"{reason}."

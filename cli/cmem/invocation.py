@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 class Invocation:
     """One command line's state: the global `--vault`, whether `--json` was given (the error
@@ -20,7 +24,7 @@ class Invocation:
     __slots__ = ("vault", "json", "sync_memo", "interrupt_reported")
 
     def __init__(self) -> None:
-        self.vault = None  # the global --vault (a Path), if given
+        self.vault: Path | None = None  # the global --vault, if given
         self.json = False
         self.sync_memo: dict = {}
         self.interrupt_reported = False

@@ -150,8 +150,8 @@ def build_server(root: Path):
 
         try:
             from mcp.server.mcpserver import MCPServer as Server
-        except ImportError:  # mcp 1.x
-            from mcp.server.fastmcp import FastMCP as Server
+        except ImportError:  # mcp 1.x; the checker reads 2.x, where the name is gone
+            from mcp.server.fastmcp import FastMCP as Server  # type: ignore[attr-defined, no-redef]
     except ImportError:
         from cmem import DISTRIBUTION
 
@@ -161,8 +161,13 @@ def build_server(root: Path):
 
     tools = MemoryTools(root)
     server = Server("cmem", instructions=INSTRUCTIONS)
-    reading = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
-    writing = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+    # by the protocol's names, which mcp 1.x has as fields and 2.x as their aliases
+    reading = ToolAnnotations.model_validate(
+        {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+    )
+    writing = ToolAnnotations.model_validate(
+        {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+    )
 
     @server.tool(annotations=reading, structured_output=False)
     def context(topic: str | None = None, budget: int | None = None) -> str:

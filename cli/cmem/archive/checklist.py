@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal
 
 from cmem.vault.statements import WIKILINK
 
@@ -108,11 +108,15 @@ def stage_notes(
 
 # --- reading the checklist: `cmem archive`, undo, doctor --fix ---------------------------------
 
-READY, CHANGED, MISSING, UNPARSED = "ready", "changed", "missing", "unparsed"
-REFUSED = "refused"  # the line's target is not a path inside the archive layer: never moved
+LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited"]
+READY: Final = "ready"
+CHANGED: Final = "changed"
+MISSING: Final = "missing"
+UNPARSED: Final = "unparsed"
+REFUSED: Final = "refused"  # the line's target is not a path inside the archive layer: never moved
 # memory no longer holds what the note was converged into (`citations.py`): never moved, and
 # `archive apply` makes the note pending again
-UNCITED = "uncited"
+UNCITED: Final = "uncited"
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)
@@ -128,7 +132,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 class StagedLine:
     line_no: int  # 1-based in the checklist
     raw: str
-    state: str  # ready | changed | uncited | missing | unparsed | refused
+    state: LineState
     note: str | None = None  # wikilink name of the staged note
     target: str | None = None  # vault-relative archive path from the line (or computed)
     ticked: bool = False

@@ -264,44 +264,49 @@ def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
     taken: set[str] = set()
     moving: dict[str, ArchiveMove] = {}
     for line in chosen:
-        if line.state != READY:
+        source, staged = line.source, line.target  # a ready line has both (`_fill_state`)
+        if line.state != READY or source is None or staged is None:
             plan.skipped.append(line)
             continue
-        if line.source in moving:
+        if source in moving:
             plan.duplicates.append(line)
             continue
         if names is None:
             names = _vault_note_names(vault)
-        move = _plan_move(vault, line, taken, names)
+        move = _plan_move(vault, line, source, staged, taken, names)
         taken.add(move.target.casefold())
-        moving[line.source] = move
+        moving[source] = move
         plan.moves.append(move)
     return plan
 
 
 def _plan_move(
-    vault: Vault, line: StagedLine, taken: set[str], names: dict[str, list[str]]
+    vault: Vault,
+    line: StagedLine,
+    source: str,
+    staged: str,
+    taken: set[str],
+    names: dict[str, list[str]],
 ) -> ArchiveMove:
-    staged = line.target
     target = _unique_target(vault, staged, taken)
-    move = ArchiveMove(line, line.source, target, staged)
+    move = ArchiveMove(line, source, target, staged)
     if line.detail:
         move.warnings.append(f"{line.note}: {line.detail}")
-    note_name = line.source.rsplit("/", 1)[-1].removesuffix(".md")
+    note_name = source.rsplit("/", 1)[-1].removesuffix(".md")
     final_name = target.rsplit("/", 1)[-1].removesuffix(".md")
     if move.renamed:
         cited = _citing_files(vault, note_name)
         cited_text = f" (cited in {', '.join(cited)})" if cited else ""
         move.warnings.append(
-            f"{staged} already exists, so {line.source} is archived as {target}: links [[{note_name}]]{cited_text} "
+            f"{staged} already exists, so {source} is archived as {target}: links [[{note_name}]]{cited_text} "
             f"will resolve to the older note; link this one as [[{final_name}]]"
         )
     elif final_name != note_name:
         move.warnings.append(
-            f"the line renames {line.source} to {target}: links [[{note_name}]] will no longer resolve to it"
+            f"the line renames {source} to {target}: links [[{note_name}]] will no longer resolve to it"
         )
     else:
-        others = [rel for rel in names.get(note_name, []) if rel != line.source]
+        others = [rel for rel in names.get(note_name, []) if rel != source]
         if others:
             move.warnings.append(
                 f"another note named {note_name!r} exists ({', '.join(others)}): Obsidian may resolve [[{note_name}]] to either"
@@ -477,7 +482,8 @@ def _rewrite_checklist_and_state(vault: Vault, plan: ArchivePlan, step, changes)
     state = _load(vault.state_file)
     for line in plan.pending_again:
         # memory no longer holds what it was converged into: pending again, converged anew
-        state.notes.pop(line.source, None)
+        if line.source is not None:
+            state.notes.pop(line.source, None)
     for move in plan.moves:
         entry = state.notes.pop(move.source, None)
         if entry is not None:

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from cmem.errors import CmemError, GitError
 from cmem.steps import commits as history
@@ -30,12 +31,17 @@ from cmem.steps.changes import in_line_ends, same_text
 from cmem.steps.pass_log import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
 from cmem.vault.layers import Vault
 
+# what undo does to a file: put the old bytes back, remove what the step created, move a note
+# the step archived back, merge three ways (--force), or keep what was edited since
+UndoAction = Literal["restore", "remove", "move-back", "merge", "keep"]
+UndoStatus = Literal["undone", "nothing"]
+
 
 @dataclass
 class FileUndo:
     """What undo does to one file of the reverted commit."""
 
-    action: str  # restore | remove | move-back | merge | keep
+    action: UndoAction
     path: str  # the path the file ends at (for move-back: the original path)
     from_path: str | None = None  # move-back: where it is now
     detail: str = ""
@@ -87,7 +93,7 @@ class UndoPlan:
 
 @dataclass
 class UndoResult:
-    status: str  # undone | nothing
+    status: UndoStatus
     plan: UndoPlan
     pass_id: str | None = None
     commit: str | None = None
@@ -381,7 +387,11 @@ def revert_checklist(current: str, after: str, before: str | None) -> str | None
     before_lines, after_lines = (before or "").split("\n"), after.split("\n")
     after_staged = {line.line_no: line for line in parse_checklist(after)}
     before_staged = {line.line_no: line for line in parse_checklist(before or "")}
-    added_notes, added_headings, removed = [], [], []
+    added_notes: list[tuple[str | None, str | None]] = []  # (note, digest) of each line staged
+    added_headings: list[str] = []
+    removed: list[
+        tuple[str | None, str, str | None]
+    ] = []  # (heading, line, note) of each line removed
     matcher = difflib.SequenceMatcher(None, before_lines, after_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("insert", "replace"):
@@ -423,9 +433,9 @@ def revert_checklist(current: str, after: str, before: str | None) -> str | None
             drop.add(index + 1)
     lines = [line for number, line in enumerate(lines, start=1) if number not in drop]
     still_staged = {s.note for s in current_staged if s.line_no not in drop}
-    for heading, line, note in removed:
+    for under, line, note in removed:
         if note not in still_staged:
-            _insert_under(lines, heading, line)
+            _insert_under(lines, under, line)
             still_staged.add(note)
     return remove_checklist_lines("\n".join(lines), set())
 
@@ -484,7 +494,8 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
                 changes.write(item.path, item.new_bytes or b"", plan.current.get(item.path))
             elif item.action == "move-back":
                 changes.write(item.path, item.new_bytes or b"", None)
-                changes.remove(item.from_path, plan.current.get(item.from_path))
+                if item.from_path is not None:  # always, for a move back
+                    changes.remove(item.from_path, plan.current.get(item.from_path))
             elif item.action == "remove":
                 changes.remove(item.path, plan.current.get(item.path))
         touched = [i.path for i in plan.files if i.action != "keep"] + [

@@ -13,8 +13,8 @@ archive_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-MoveYes = yes_option("Move without asking (needed without a terminal).")
-UndoYes = yes_option("Undo without asking (needed without a terminal).")
+MoveYes = Annotated[bool, yes_option("Move without asking (needed without a terminal).")]
+UndoYes = Annotated[bool, yes_option("Undo without asking (needed without a terminal).")]
 
 
 @archive_app.command("list")

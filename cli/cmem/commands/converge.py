@@ -18,7 +18,7 @@ from cmem.commands.options import (
 )
 from cmem.errors import CmemError
 
-ApplyYes = yes_option("Apply without asking (needed without a terminal).")
+ApplyYes = Annotated[bool, yes_option("Apply without asking (needed without a terminal).")]
 
 
 def converge(
@@ -235,6 +235,8 @@ def apply_proposal(
     as_json: JsonOption = False,
 ) -> None:
     """Review mode: show the waiting proposal's diff and apply it after confirmation (or --drop it)."""
+    from dataclasses import replace
+
     from cmem.converge.pipeline import PassOptions, run_pass
     from cmem.converge.proposal import drop_proposal, load_proposal
     from cmem.render.reports import colour_diff, render_pass
@@ -256,20 +258,20 @@ def apply_proposal(
             f"the proposal's run record {proposal.run_dir} holds no response; drop it with `cmem apply --drop`."
         )
     response_text = responses[-1].read_text("utf-8", errors="replace")
-    options = dict(
+    options = PassOptions(
         response_text=response_text,
         only=proposal.notes,
         apply_proposal=True,
         allow_shrink=allow_shrink,
     )
-    preview = run_pass(target, PassOptions(dry_run=True, **options))
+    preview = run_pass(target, replace(options, dry_run=True))
     if preview.status == "failed":
         typer.echo(render_pass(preview), err=True)
         raise typer.Exit(1)
     if not as_json:
         typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
     confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
-    result = run_pass(target, PassOptions(**options))
+    result = run_pass(target, options)
     if result.status == "applied":
         drop_proposal(target)
     if as_json:

@@ -7,7 +7,9 @@ import typer
 from cmem.commands.common import confirm, open_target, print_json
 from cmem.commands.options import JsonOption, VaultOption, yes_option
 
-FixYes = yes_option("With --fix: repair without asking (needed without a terminal).")
+FixYes = Annotated[
+    bool, yes_option("With --fix: repair without asking (needed without a terminal).")
+]
 
 
 def doctor(

@@ -4,7 +4,7 @@ and the step helpers need to know). It is made fresh for each call of `app` (by 
 the main callback under a test runner) and reaches the commands through click's context."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -66,9 +66,10 @@ RescanOption = Annotated[bool, typer.Option("--rescan", help=RESCAN_HELP)]
 ShrinkOption = Annotated[bool, typer.Option("--allow-shrink", help=SHRINK_HELP)]
 
 
-def yes_option(help: str):
-    """`--yes/-y`: the confirm gate's way round; each command says what it skips asking for."""
-    return Annotated[bool, typer.Option("--yes", "-y", help=help)]
+def yes_option(help: str) -> Any:
+    """`--yes/-y`: the confirm gate's way round; each command says what it skips asking for.
+    The `Annotated[bool, ...]` stays at the caller, where a type checker can read the alias."""
+    return typer.Option("--yes", "-y", help=help)
 
 
 ShellOption = Annotated[

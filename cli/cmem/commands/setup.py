@@ -3,7 +3,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeGuard
 
 import typer
 
@@ -21,8 +21,12 @@ from cmem.commands.options import (
 
 COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
 
-ChangeYes = yes_option("Change the file without asking (needed without a terminal).")
-TrustYes = yes_option("Trust without asking (scripts); the command is still shown.")
+ChangeYes = Annotated[
+    bool, yes_option("Change the file without asking (needed without a terminal).")
+]
+TrustYes = Annotated[
+    bool, yes_option("Trust without asking (scripts); the command is still shown.")
+]
 
 
 def init(
@@ -330,7 +334,8 @@ def hook_run(
     raise typer.Exit(run(request))
 
 
-def _agent(agent: Optional[str], shell: Optional[str]) -> bool:
+def _agent(agent: Optional[str], shell: Optional[str]) -> TypeGuard[str]:
+    """Whether an agent is named (then `agent` is a str), checked against `--shell`."""
     from cmem.setup.hooks import AGENTS
 
     if agent is None:

@@ -153,9 +153,9 @@ def line_fates(
                     or _share(restated, best_trace.words, 1 / 2)
                 ):
                     in_trace = max(len(words & best_trace.words), len(restated & best_trace.words))
-                if in_statement and in_statement >= in_trace:
+                if best_statement and in_statement and in_statement >= in_trace:
                     where, file = STATEMENT, best_statement.file
-                elif in_trace:
+                elif best_trace and in_trace:
                     where, file = TRACE, best_trace.file
                 else:
                     # restated, or a correction whose new side is in the statement and old side

@@ -13,12 +13,17 @@ from cmem.errors import CmemError
 from cmem.resources import sample_vault_dir
 from cmem.steps import commits as history
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from cmem.converge.pipeline import PassResult
+    from cmem.scan.scanner import ScanResult
+
 
 @dataclass
 class DemoRun:
     root: Path
-    scan: object
-    result: object
+    scan: ScanResult
+    result: PassResult
 
 
 def run_demo(folder: Path | None = None) -> DemoRun:

@@ -130,7 +130,7 @@ def _en_statement(text: str, day: date) -> str:
                 text = (subject + verb[2:] if verb != "I " else subject) + rest
                 break
     for pattern, replace in _EN_RELATIVE:
-        text = pattern.sub(lambda m, r=replace: _event(text, m, r(day)), text)
+        text = pattern.sub(lambda m: _event(text, m, replace(day)), text)
     text = text.strip().rstrip(".!").strip()
     return text[:1].upper() + text[1:] if text else text
 
@@ -197,7 +197,7 @@ def _zh_statement(text: str, day: date) -> str:
         if decided and text[decided.end() :].strip():
             text = text[decided.end() :]
     for pattern, replace in _ZH_RELATIVE:
-        text = pattern.sub(lambda m, r=replace: r(day), text)
+        text = pattern.sub(lambda m: replace(day), text)
     return text.strip().rstrip("。！!").strip()
 
 

@@ -162,7 +162,8 @@ def touched_situational(
         if score:
             scored.append((-float(score), path))
     memo.save()
-    chosen, used = [], 0
+    chosen: list[str] = []
+    used = 0
     for _, path in sorted(scored):
         if chosen and used + costs[path] > limit:
             continue

@@ -58,7 +58,7 @@ def clean_reply(raw: str) -> CleanReply:
     ):
         match = pattern.match(text)
         if match:
-            lines = match.group(0).count("\n")
-            text = "\n" * lines + text[match.end() :]  # keep the line numbers of the raw output
-            removed.append(f"{name} ({lines + 1} lines)")
+            breaks = match.group(0).count("\n")
+            text = "\n" * breaks + text[match.end() :]  # keep the line numbers of the raw output
+            removed.append(f"{name} ({breaks + 1} lines)")
     return CleanReply(text, removed)

@@ -235,11 +235,11 @@ def parse_response(text: str) -> Response:
             len(text),
             "the response ends without </convergence> (was it cut off?); send the whole element",
         )
-    elif _second_element(reader, end) is not None:
+    elif (second := _second_element(reader, end)) is not None:
         # Two answers ("oops, here is a better one"): applying either could apply the one the
         # model retracted, so neither is; the repair round asks for exactly one.
         reader.error(
-            _second_element(reader, end),
+            second,
             "a second <convergence> element follows the first; answer with exactly one",
         )
     elif _find_opening(text, end, reader):

@@ -49,4 +49,15 @@ RULES: dict[RuleId, str] = {
 }
 
 # Warnings: named by a word, never a number; a reply with only these is applied.
-WARNINGS = ("invention", "unknown", "unaccounted", "converged", "dropped", "format", "merged")
+WarningName = Literal[
+    "invention", "unknown", "unaccounted", "converged", "dropped", "format", "merged"
+]
+WARNINGS: tuple[WarningName, ...] = (
+    "invention",
+    "unknown",
+    "unaccounted",
+    "converged",
+    "dropped",
+    "format",
+    "merged",
+)

@@ -45,7 +45,7 @@ def kept_words(text: str) -> frozenset[str]:
     and each Chinese (CJK) character but the function characters."""
     words: set[str] = set()
     for run in _TOKEN.findall(_fold(text)):
-        latin = []
+        latin: list[str] = []
         for char in run:
             if is_cjk(char):
                 if latin:

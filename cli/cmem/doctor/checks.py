@@ -536,15 +536,15 @@ def _check_state(vault: Vault) -> list[Finding]:
 
     rel = vault.rel(vault.state_file)
     try:
-        found = working_problem(vault)
+        problem = working_problem(vault)
     except CmemError:
-        found = None  # no repository: `_check_git` says so
-    if found:  # missing where git has it, empty, broken: every step refuses it
+        problem = None  # no repository: `_check_git` says so
+    if problem:  # missing where git has it, empty, broken: every step refuses it
         return [
             Finding(
                 ERROR,
                 "state",
-                f"{rel} {found}: every step refuses to run on it (the notes it records would be "
+                f"{rel} {problem}: every step refuses to run on it (the notes it records would be "
                 f"converged again); {way_out(vault)}",
                 rel,
             )

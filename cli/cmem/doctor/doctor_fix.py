@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from cmem.errors import CmemError
 from cmem.steps import commits as history
@@ -33,12 +34,16 @@ from cmem.vault.layers import DIVERGENT, Vault
 
 # A git lock file older than this, with no git process running, was left by a killed git.
 STALE_GIT_LOCK_SECONDS = 300
+
+# what is left: a step's journal, one set aside (another copy's), an interrupted archive apply,
+# a dead git's lock, a damaged search index, a damaged state.json
+LeftoverKind = Literal["journal", "set-aside", "archive", "git-lock", "index", "state"]
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
 
 
 @dataclass
 class Leftover:
-    kind: str  # journal | archive | git-lock | index
+    kind: LeftoverKind
     message: str  # what is wrong, one sentence naming the file
     action: str | None  # what `--fix` does; None: nothing to do safely (yet)
     path: str | None = None
@@ -79,8 +84,9 @@ def repair_leftovers(
     done: list[str] = []
     with vault_lock(vault.machine_dir, "doctor --fix"):
         # git's own locks first: recovering a step commits, and a dead git's index.lock blocks that
-        for leftover in [item for item in leftovers if item.kind == "git-lock" and item.fixable]:
-            done.append(_remove_git_lock(vault, leftover))
+        for leftover in leftovers:
+            if leftover.kind == "git-lock" and leftover.fixable and leftover.path is not None:
+                done.append(_remove_git_lock(vault, Path(leftover.path)))
         archives = [item for item in leftovers if item.kind == "archive" and item.fixable]
         if journal.pending_journals(vault) or archives:
             preflight.check_repository(
@@ -91,7 +97,9 @@ def repair_leftovers(
             done.append(_finish_archive(vault, leftover, now or datetime.now().astimezone()))
     if any(item.kind == "state" and item.fixable for item in leftovers):
         done.append(restore_state(vault, now))  # a step of its own: it takes the lock itself
-    for leftover in [item for item in leftovers if item.kind == "index"]:
+    for leftover in leftovers:
+        if leftover.kind != "index" or leftover.scope is None:
+            continue
         from cmem.reading.search_index import rebuild_index
 
         report = rebuild_index(vault, leftover.scope)
@@ -301,8 +309,7 @@ def git_processes(repository: Path) -> list[int]:
     return pids
 
 
-def _remove_git_lock(vault: Vault, leftover: Leftover) -> str:
-    lock = Path(leftover.path)
+def _remove_git_lock(vault: Vault, lock: Path) -> str:
     if git_processes(history.git_dir(vault.root).parent):
         return f"kept {lock}: a git process started meanwhile"
     try:

@@ -194,7 +194,7 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
         return None  # anywhere in the vault, or the root's notes: the files are listed each time
     bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
     entries = []
-    stack = [vault.root / base for base in bases]
+    stack: list[str | Path] = [vault.root / base for base in bases]
     while stack:
         folder = stack.pop()
         try:
@@ -375,7 +375,7 @@ class Index:
             # No folder changed since the last sync, so no file was added, removed or renamed: the
             # manifest's paths are the files (a stat each still catches edits in place).
             root = os.path.join(os.fspath(self.vault.root), "")
-            candidates = [
+            candidates: list[tuple[str, str | Path, NoteFile | None]] = [
                 (rel, root + rel, None) for rel in manifest
             ]  # plain strings: Path costs 10 µs a file
             structure = self.meta("structure")

@@ -121,8 +121,9 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         # hook rewrites them, and they key nothing stored
         "machine_dir": str(vault.machine_dir),
     }
-    newest = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
-    oldest = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
+    # (path, age in seconds) of the newest and the oldest convergent note
+    newest_age = None if newest is None else (newest[0], now.timestamp() - newest[1] / 1e9)
+    oldest_age = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
     try:
         staged, ticked = count_staged(vault.checklist_path.read_text("utf-8", errors="replace"))
@@ -133,8 +134,8 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         layers=layers,
         resident_max_tokens=vault.config.resident_max_tokens,
         budget_tokens=vault.config.budget_tokens,
-        newest_convergent=newest,
-        oldest_convergent=oldest,
+        newest_convergent=newest_age,
+        oldest_convergent=oldest_age,
         waiting=waiting,
         last_pass=_last_pass(vault, state),
         due=check_due(vault, state, waiting.workable, now),

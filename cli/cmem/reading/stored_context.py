@@ -73,6 +73,9 @@ class ContextFile:
         self.matches_topic = matches_topic
         # CJK-wide characters in the content, the path and the summary (counted when the
         # material is gathered, so the token estimate never scans the text again; see _render_lines)
+        self.cjk: int | None
+        self.path_cjk: int | None
+        self.summary_cjk: int | None
         self.cjk, self.path_cjk, self.summary_cjk = cjk or (None, None, None)
         # the length of the content as the bundle shows it, and the file's index line: worked
         # out once, however often the budget loop measures the bundle (_render_lines, measure)
@@ -249,7 +252,7 @@ def _files(
     return [
         ContextFile(
             path=path,
-            content=content if content is not None else (texts, at),
+            content=_row_content(content, texts, at),
             summary=summary,
             importance=importance,
             tags=list(tags),
@@ -260,6 +263,16 @@ def _files(
         )
         for at, (path, content, summary, importance, tags, tokens, cjk, body_len) in enumerate(rows)
     ]
+
+
+def _row_content(
+    content: str | None, texts: StoredTexts | None, at: int
+) -> str | tuple[StoredTexts, int]:
+    if content is not None:
+        return content
+    if texts is None:
+        raise ValueError(f"row {at} of the material has no content, and no stored texts hold it")
+    return (texts, at)
 
 
 def assemble(
@@ -414,7 +427,7 @@ def _render_lines(context: Context, measure: bool = False) -> tuple[list[str], i
         "",
     ]
     cjk = 0  # of the lines whose count is known from the files; the rest are counted at the end
-    counted = []  # indexes of those lines
+    counted: list[int] = []  # indexes of those lines
     unseen = 0  # measuring: the length of the contents not put in the lines
 
     def add_files(files: list[ContextFile]) -> None:

@@ -111,8 +111,13 @@ class KeyWalk:
         newest, plain = self.newest, self.plain
         while stack:
             rel = stack.pop()
-            if later and any(rel == base or rel.startswith(base + "/") for base in later):
-                self.left.append(rel)
+            left = self.left  # None once `rest` ran: nothing is left for later then
+            if (
+                later
+                and left is not None
+                and any(rel == base or rel.startswith(base + "/") for base in later)
+            ):
+                left.append(rel)
                 continue
             folder = os.path.join(root, rel) if rel else root
             try:
@@ -193,7 +198,7 @@ def key_files(vault) -> list[str]:
     return files + git_files(str(vault.root))
 
 
-def _context_key(command: str, params: tuple) -> tuple:
+def _context_key(command: str | None, params: tuple | None) -> tuple:
     import time
 
     # CMEM_* settings, and the variables that move the user config or the repository
@@ -256,7 +261,7 @@ def key_holds(root: str, files: list[str], key: list) -> bool:
         return False
     for path, expected in zip(files, entries):
         try:
-            found = (path, *stat_key(os.stat(path)))
+            found: tuple = (path, *stat_key(os.stat(path)))
         except OSError:
             found = (path,)
         if found != expected:
@@ -419,7 +424,7 @@ def begin(
             folder_only = [vault.config.archive_dir]
         # a read-only command (Vault.remember_listings) reads the folders listed here rather than
         # listing them again: on a miss, one walk of the vault serves the key and the command
-        listing = {} if "_listings" in vault.__dict__ and tops == ("",) else None
+        listing: dict | None = {} if "_listings" in vault.__dict__ and tops == ("",) else None
         if later and listing is not None:
             walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing, later=later)
             vault.__dict__["_scandirs"] = listing

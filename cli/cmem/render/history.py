@@ -56,7 +56,7 @@ def render_staged(lines, checklist_rel: str) -> str:
     if not lines:
         return f"nothing staged in {checklist_rel}"
     ticked = sum(line.ticked for line in lines)
-    counts = {}
+    counts: dict[str, int] = {}
     for line in lines:
         counts[line.state] = counts.get(line.state, 0) + 1
     summary = ", ".join(paint(f"{n} {state}", STATE_STYLE[state]) for state, n in counts.items())

@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from cmem.render.status_line import StatusLine
+
 _CODES = {
     "bold": "1",
     "dim": "2",
@@ -407,8 +411,8 @@ class Spinner:
             and self.stream.isatty()
             and os.environ.get("TERM") != "dumb"
         )
-        self.last_message = None
-        self._status = None
+        self.last_message: str | None = None
+        self._status: StatusLine | None = None
 
     def __call__(self, message: str, elapsed: float | None, limit: float | None = None) -> None:
         if self.quiet:

@@ -91,7 +91,8 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|me|our|u
 
 
 def _clause_before(low: str, pos: int) -> str:
-    return _CLAUSE_WORDS.search(low[:pos]).group(0)
+    clause = _CLAUSE_WORDS.search(low[:pos])  # always matches: the run may be empty
+    return clause.group(0) if clause else ""
 
 
 def _person_before(low: str, pos: int) -> bool:
@@ -148,7 +149,7 @@ _CLAUSE_WORDS = re.compile(r"[^.,;:!?()\"“”—–]*$")
 def _redo_before(low: str, pos: int) -> bool:
     """A verb of doing-once-more a few words back: "read the chapter again" repeats an action
     on purpose, "the build broke again" is the pattern."""
-    clause = _CLAUSE_WORDS.search(low[:pos]).group(0)
+    clause = _clause_before(low, pos)
     return any(word in _REDO for word in re.findall(r"[a-z']+", clause)[-4:])
 
 

@@ -181,14 +181,15 @@ def _read_all(
 ) -> _Read:
     record = load_record(vault)
     named = paths is not None
-    if named:
+    listed: list[tuple[Path, str | None]]
+    if paths is not None:
         listed = [(Path(p).expanduser(), agent) for p in paths]
     else:
         from cmem.sessions.discover import transcripts
 
         window = since or DEFAULT_SINCE
         agents = (agent,) if agent else None
-        listed = transcripts(agents, (now - window).timestamp())
+        listed = list(transcripts(agents, (now - window).timestamp()))
     merged: dict[tuple[str, str], Session] = {}
     files: dict[str, dict] = {}
     for path, fmt in listed:
@@ -375,7 +376,7 @@ def plan_capture(vault: Vault, sessions: list[Session], folder: str, record: dic
             plan.redacted += rendered.redacted
             plan.cut += rendered.cut
             blocks.append(rendered.text)
-        ended = max([t.time for t in fresh if t.time] or [None], key=lambda t: t or datetime.min)
+        ended = max((t.time for t in fresh if t.time), default=None)
         if target is not None:
             count = len(target.parsed.user_anchors) + len(fresh)
             text = notes.update_header(target.text, count, ended or session.ended)

@@ -16,9 +16,11 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import Literal, overload
 
 from cmem.setup.agent_targets import TARGETS, AgentTarget, HookEvent
 from cmem.setup.hooks import (
+    HookAction,
     HookError,
     HookPlan,
     InstalledHook,
@@ -101,6 +103,10 @@ def _load_settings(target: Path, before: bytes | None) -> dict:
     return data
 
 
+@overload
+def _hooks(data: dict, target: Path, create: Literal[True]) -> dict: ...
+@overload
+def _hooks(data: dict, target: Path, create: bool) -> dict | None: ...
 def _hooks(data: dict, target: Path, create: bool) -> dict | None:
     hooks = data.get("hooks")
     if hooks is None:
@@ -114,11 +120,10 @@ def _hooks(data: dict, target: Path, create: bool) -> dict | None:
     return hooks
 
 
-def _groups(hooks: dict, event: str, target: Path, create: bool) -> list | None:
+def _groups(hooks: dict, event: str, target: Path) -> list:
+    """The event's list of hook groups, made empty when there is none."""
     groups = hooks.get(event)
     if groups is None:
-        if not create:
-            return None
         groups = hooks[event] = []
     if not isinstance(groups, list):
         raise HookError(
@@ -161,7 +166,7 @@ def _dump_settings(data: dict, like: bytes | None) -> bytes:
 
 def _remove_ours(hooks: dict, ident: str | None, target: Path) -> list:
     """Take cmem's groups (of this vault, or every vault's) out of every event; the removed."""
-    removed = []
+    removed: list[dict] = []
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
@@ -190,12 +195,12 @@ def plan_agent_install(vault: Vault, project: Path | None, agent: str = "claude-
     }
     if current == {event: [group] for event, group in wanted.items()}:
         return HookPlan(agent, "unchanged", path, target, before, before, notes=notes, ident=ident)
-    action = "update" if current else "install"
+    action: HookAction = "update" if current else "install"
     for event in wanted:
-        _groups(hooks, event, target, create=True)  # refuse a malformed event before editing
+        _groups(hooks, event, target)  # refuse a malformed event before editing
     _remove_ours(hooks, ident, target)
     for event, group in wanted.items():
-        _groups(hooks, event, target, create=True).append(group)
+        _groups(hooks, event, target).append(group)
     after = _dump_settings(data, before)
     created_dir = not target.parent.exists()
     if before is None:
@@ -314,8 +319,9 @@ def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> lis
         if not isinstance(groups, list):
             continue
         for index in _our_groups(groups, None):
-            command = next(c for c in _commands(groups[index]) if _AGENT_MARK.search(c))
-            mark = _AGENT_MARK.search(command).group(1)
+            mark = next(
+                hit.group(1) for hit in map(_AGENT_MARK.search, _commands(groups[index])) if hit
+            )
             by_ident.setdefault(mark, {})[event] = [groups[index]]
     found = []
     for mark, events in by_ident.items():

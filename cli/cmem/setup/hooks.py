@@ -20,6 +20,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
@@ -35,12 +36,16 @@ class HookError(CmemError):
     """A hook cannot be installed or removed safely; the file is left as it was."""
 
 
+# what the plan does to the file; `absent`: an uninstall that finds no file or no hook in it
+HookAction = Literal["install", "update", "unchanged", "uninstall", "absent"]
+
+
 @dataclass
 class HookPlan:
     """One change to one file, shown to the user before it is made."""
 
     kind: str  # bash | zsh | fish | claude-code | codex | gemini
-    action: str  # install | update | unchanged | uninstall | absent
+    action: HookAction
     path: Path  # the file as the user knows it (~/.bashrc)
     target: Path  # the file written: the symlink's target, or `path`
     before: bytes | None  # None: the file does not exist

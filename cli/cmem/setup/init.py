@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,7 +65,7 @@ _SKIP_DIRS = {".git", ".obsidian", ".cmem", ".trash", "node_modules"}
 MAX_LANGUAGE_NOTES = 400  # enough to know; an adopted vault may hold thousands
 
 
-def guess_language(root: Path, environ: dict | None = None) -> LanguageGuess:
+def guess_language(root: Path, environ: Mapping[str, str] | None = None) -> LanguageGuess:
     """The vault's language: the script most of its existing notes are written in (a Han
     character counts as much as four Latin letters: about one word), else the locale, else en."""
     counts = {"zh": 0, "en": 0}

@@ -165,7 +165,9 @@ class Block:
 
 
 def find_blocks(text: str, where: Path) -> list[Block]:
-    blocks, open_at, open_id = [], None, None
+    blocks: list[Block] = []
+    open_at: int | None = None  # the offset of the begin marker of the block read now
+    open_id = ""
     offset = 0
     open_line = 0
     for number, line in enumerate(_split_lines(text), start=1):

@@ -28,6 +28,10 @@ from cmem.vault.config import DEFAULTS, load_user_config, user_config_path
 from cmem.vault.layers import Vault
 
 Origin = Literal["flag", "env", "user-config", "vault-config"]
+TrustState = Literal["trusted", "changed", "untrusted", "no-command"]
+TrustAction = Literal[
+    "trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"
+]
 
 
 class UntrustedCommand(CmemError):
@@ -47,7 +51,7 @@ class TrustStatus:
     vault: str  # the vault's resolved absolute path, as trust records it
     command: str | None  # the vault's own llm.command
     command_sha256: str | None
-    state: Literal["trusted", "changed", "untrusted", "no-command"]
+    state: TrustState
     trusted_sha256: str | None = None
     trusted_at: str | None = None
     files: dict[str, str] | None = (
@@ -61,9 +65,7 @@ class TrustChange:
     vault: str
     command: str | None
     command_sha256: str | None
-    action: Literal[
-        "trusted", "retrusted", "already-trusted", "revoked", "not-trusted", "no-command"
-    ]
+    action: TrustAction
     config_path: str
     files: dict[str, str] | None = None
 
@@ -75,24 +77,25 @@ def command_sha256(command: str) -> str:
 def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
     """The command to run and where it came from; raise `UntrustedCommand` for an untrusted vault one."""
     user = load_user_config()
-    limits = {
-        "timeout": _timeout(vault, user),
-        "max_output_bytes": vault.config.llm_max_output_bytes,
-    }
+    timeout, max_output_bytes = _timeout(vault, user), vault.config.llm_max_output_bytes
+
+    def resolved(command: str | None, origin: Origin | None) -> ResolvedCommand:
+        return ResolvedCommand(command, origin, timeout, max_output_bytes)
+
     if flag and flag.strip():
-        return ResolvedCommand(flag, "flag", **limits)
+        return resolved(flag, "flag")
     from_env = os.environ.get("CMEM_LLM", "")
     if from_env.strip():
-        return ResolvedCommand(from_env, "env", **limits)
+        return resolved(from_env, "env")
     from_user = (user.get("llm") or {}).get("command")
     if from_user and from_user.strip():
-        return ResolvedCommand(from_user, "user-config", **limits)
+        return resolved(from_user, "user-config")
     from_vault = vault.config.llm_command
     if not (from_vault and from_vault.strip()):
-        return ResolvedCommand(None, None, **limits)
+        return resolved(None, None)
     status = _status(vault, user)
     if status.state == "trusted":
-        return ResolvedCommand(from_vault, "vault-config", **limits)
+        return resolved(from_vault, "vault-config")
     config_file = vault.cmem_dir / "config.yaml"
     if status.state == "changed" and status.trusted_sha256 == status.command_sha256:
         names = ", ".join(status.changed_files)
@@ -142,7 +145,9 @@ def _status(vault: Vault, user: dict) -> TrustStatus:
     changed = tuple(
         sorted(rel for rel in set(files) | set(recorded) if files.get(rel) != recorded.get(rel))
     )
-    state = "trusted" if entry.get("command_sha256") == digest and not changed else "changed"
+    state: TrustState = (
+        "trusted" if entry.get("command_sha256") == digest and not changed else "changed"
+    )
     return TrustStatus(
         key,
         command,
@@ -227,7 +232,7 @@ def trust_vault(vault: Vault) -> TrustChange:
     elif "files" in entry:
         del entry["files"]
     document.save()
-    action = "retrusted" if status.state == "changed" else "trusted"
+    action: TrustAction = "retrusted" if status.state == "changed" else "trusted"
     return TrustChange(
         status.vault, status.command, status.command_sha256, action, str(path), status.files
     )

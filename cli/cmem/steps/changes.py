@@ -221,7 +221,7 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
             # synced, just before the rename (an editor's save during that write, milliseconds
             # on a loaded disk, was replaced unseen when the check came before it)
             if change.new != change.old:
-                put(vault, change.rel, change.new, before_replace=lambda c=change: _check(vault, c))
+                put(vault, change.rel, change.new, before_replace=lambda: _check(vault, change))
             else:
                 _check(vault, change)
             if change.new is not None and change.rel in changes.modes:

@@ -105,11 +105,11 @@ _DIFF_COMMANDS = {
 
 def _neutral_filters(root: Path) -> tuple[str, ...]:
     config = _repository_config(Path(root))
+    if config is None:
+        return ()
     try:
-        stat = config.stat() if config else None
+        stat = config.stat()
     except OSError:
-        stat = None
-    if stat is None:
         return ()
     key = (str(config), stat.st_mtime_ns, stat.st_size)
     cached = _filter_cache.get(str(root))

@@ -31,7 +31,8 @@ class _Reader:
     """`git cat-file --batch`, asked for one object at a time by id."""
 
     def __init__(self, argv: list[str], env: dict):
-        self.argv, self.env, self.process = argv, env, None
+        self.argv, self.env = argv, env
+        self.process: subprocess.Popen[bytes] | None = None
 
     def tree(self, sha: str) -> dict:
         if self.process is None:
@@ -42,14 +43,15 @@ class _Reader:
                 stderr=subprocess.DEVNULL,
                 env=self.env,
             )
-        process = self.process
-        process.stdin.write(sha.encode("ascii") + b"\n")
-        process.stdin.flush()
-        header = process.stdout.readline().split()
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None  # both are pipes
+        stdin.write(sha.encode("ascii") + b"\n")
+        stdin.flush()
+        header = stdout.readline().split()
         if len(header) != 3 or header[1] != b"tree":
             raise GitError(f"git cat-file: {sha} is not a tree the repository holds")
         size = int(header[2])
-        body = process.stdout.read(size + 1)[:size]  # and the newline after it
+        body = stdout.read(size + 1)[:size]  # and the newline after it
         if len(body) != size:
             raise GitError(f"git cat-file stopped while reading tree {sha}")
         try:
@@ -59,8 +61,9 @@ class _Reader:
 
     def close(self) -> None:
         if self.process is not None:
-            self.process.stdin.close()
-            self.process.stdout.close()
+            for pipe in (self.process.stdin, self.process.stdout):
+                if pipe is not None:
+                    pipe.close()
             self.process.wait()
 
 
@@ -117,36 +120,38 @@ def tree_with(
         reader.close()
     new: list[tuple[str, bytes]] = []
     tree = _store(root, algorithm, new, is_root=True)
+    assert tree is not None  # the root is always a tree
     _write(argv, env, new)
     return tree
 
 
-def _subtree(folder: _Folder, name: bytes, reader: _Reader, create: bool) -> _Folder | None:
+def _subtree(folder: _Folder, name: bytes, reader: _Reader) -> _Folder | None:
     found = folder.entries.get(name)
     if isinstance(found, _Folder):
         return found
     if isinstance(found, tuple) and found[0] == "tree":
         folder.entries[name] = loaded = _Folder(reader.tree(found[1]), found[1])
         return loaded
-    if not create:
-        return None
-    folder.entries[name] = made = _Folder({})  # a file of that name gives way, as in the index
-    return made
+    return None
 
 
 def _put(root: _Folder, names: list[bytes], leaf: tuple[bytes, str], reader: _Reader) -> None:
     folder = root
     for name in names[:-1]:
-        folder = _subtree(folder, name, reader, create=True)
+        found = _subtree(folder, name, reader)
+        if found is None:  # a file of that name gives way, as in the index
+            folder.entries[name] = found = _Folder({})
+        folder = found
     folder.entries[names[-1]] = leaf  # a folder of that name gives way, as in the index
 
 
 def _remove(root: _Folder, names: list[bytes], reader: _Reader) -> None:
     folder = root
     for name in names[:-1]:
-        folder = _subtree(folder, name, reader, create=False)
-        if folder is None:
+        found = _subtree(folder, name, reader)
+        if found is None:
             return  # not there: nothing to remove
+        folder = found
     found = folder.entries.get(names[-1])
     if isinstance(found, tuple) and found[0] != "tree":
         del folder.entries[names[-1]]  # only a file: the index holds no entry for a folder

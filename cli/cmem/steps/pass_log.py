@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cmem.errors import CmemError
 from cmem.steps import commits as history
@@ -26,6 +27,18 @@ STATE_REL = ".cmem/state.json"
 
 _FIELD = re.compile(r"^([A-Z][A-Za-z-]*):\s?(.*)$")
 _KIND = re.compile(r"^cmem:\s+(\w+)")
+
+# what a cmem commit did; "pass": a cmem commit of a kind this cmem does not know
+CommitKind = Literal["converge", "archive", "undo", "capture", "repair", "pass"]
+# a subject's word → its kind (`doctor --fix` restores a file as git had it: a repair)
+_SUBJECT_KINDS: dict[str, CommitKind] = {
+    "converge": "converge",
+    "archive": "archive",
+    "undo": "undo",
+    "capture": "capture",
+    "restore": "repair",
+}
+FailedStatus = Literal["failed", "refused", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,7 @@ class CmemCommit:
     subject: str
     body: str
     pass_id: str
-    kind: str  # converge | archive | undo | capture | repair | pass (an unknown cmem commit)
+    kind: CommitKind
     fields: dict[str, list[str]] = field(default_factory=dict)
     files: list[FileChange] = field(default_factory=list)
     undoes: str | None = None  # the commit an undo reverted
@@ -157,7 +170,8 @@ def _parse_body(body: str) -> tuple[dict[str, list[str]], str, str | None]:
 
 
 def _engine(fields: dict[str, list[str]]) -> tuple[str | None, str | None]:
-    value = (fields.get("Engine") or [None])[0]
+    engines = fields.get("Engine")
+    value = engines[0] if engines else None
     if not value:
         return None, None
     match = re.match(r"^(\S+)(?:\s+\((.*)\))?$", value)
@@ -199,14 +213,7 @@ def _parse_log(output: str) -> list[CmemCommit]:
         fields, pass_id, undoes = _parse_body(body)
         subject = body.splitlines()[0] if body else ""
         kind_match = _KIND.match(subject)
-        word = kind_match.group(1) if kind_match else None
-        kind = (
-            word
-            if word in ("converge", "archive", "undo", "capture")
-            else "repair"
-            if word == "restore"  # `doctor --fix` put a file back as git had it
-            else "pass"
-        )
+        kind = _SUBJECT_KINDS.get(kind_match.group(1), "pass") if kind_match else "pass"
         engine, model = _engine(fields)
         commits.append(
             CmemCommit(
@@ -340,7 +347,7 @@ class FailedPass:
 
     pass_id: str
     time: str
-    status: str  # failed | refused | interrupted
+    status: FailedStatus
     reason: str
     rounds: int
     run: str

@@ -61,7 +61,10 @@ def unwritable_place(vault: Vault) -> str | None:
         folder = history.git_dir(vault.root)
     except GitError:
         folder = None
-    places = [("the vault folder", vault.root), ("the vault's .cmem folder", vault.cmem_dir)]
+    places: list[tuple[str, str | os.PathLike[str]]] = [
+        ("the vault folder", vault.root),
+        ("the vault's .cmem folder", vault.cmem_dir),
+    ]
     if folder is not None:
         objects = os.environ.get("GIT_OBJECT_DIRECTORY") or str(folder / "objects")
         places += [("the vault's git folder", folder), ("git's object folder", objects)]

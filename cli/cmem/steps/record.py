@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 # What a person calls each step kind, in messages ("an interrupted archive apply …").
 STEP_NAMES = {
@@ -40,7 +41,7 @@ def new_step_id(now: datetime) -> str:
 @dataclass
 class StepRecord:
     id: str
-    kind: str  # converge | archive | undo
+    kind: Literal["converge", "archive", "undo"]  # a repair, a capture, a sync record none
     time: str  # ISO 8601, seconds
     notes: list[str] = field(
         default_factory=list
@@ -56,7 +57,7 @@ class StepRecord:
     wrote: dict[str, str | None] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        data = {
+        data: dict[str, object] = {
             "id": self.id,
             "time": self.time,
             "engine": self.engine,

@@ -59,7 +59,7 @@ class RunRecord:
         that failed or was refused, the machine folder's `FAILED_PASS_FILE` too."""
         self.write("outcome.json", outcome)
         if outcome.get("status") in SHOWN_FAILURES:
-            shown = {"id": self.pass_id, "run": str(self.folder)}
+            shown: dict[str, object] = {"id": self.pass_id, "run": str(self.folder)}
             for key in ("status", "reason", "time", "rounds", "engine", "model", "errors"):
                 shown[key] = outcome.get(key)
             # written as a record's file is (private, redacted), one folder up from `runs/`

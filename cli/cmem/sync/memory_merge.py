@@ -129,16 +129,17 @@ def merge_units(
     for line in merged:
         if line.startswith(_PLACEHOLDER):
             name = line[len(_PLACEHOLDER) :]
-            if name in placed or chosen.get(name) is None:
+            unit_line = chosen.get(name)
+            if name in placed or unit_line is None:
                 continue
             placed.add(name)
-            out.append(chosen[name])
+            out.append(unit_line)
         else:
             out.append(line)
     # A unit one side removed (git dropped its line) that the other side changed is kept: it
     # goes after the unit that precedes it on the side that kept it.
-    for name, line in chosen.items():
-        if line is None or name in placed:
+    for name, kept in chosen.items():
+        if kept is None or name in placed:
             continue
         side = skeletons[1] if name in our_values else skeletons[2]
         index = side.index(_PLACEHOLDER + name)
@@ -151,7 +152,7 @@ def merge_units(
             None,
         )
         position = out.index(anchor) + 1 if anchor in out else len(out)
-        out.insert(position, line)
+        out.insert(position, kept)
         placed.add(name)
     return "\n".join(out)
 
@@ -223,7 +224,10 @@ def diff3_parts(lines: list[str]) -> list:
             parts.append(line)
             index += 1
             continue
-        ours, base, theirs, part = [], [], [], "ours"
+        ours: list[str] = []
+        base: list[str] = []
+        theirs: list[str] = []
+        part = "ours"
         index += 1
         while index < len(lines) and not lines[index].startswith(end):
             current = lines[index]
@@ -285,7 +289,7 @@ def merge_memory(
     our_fm, our_body = _split(ours.replace("\r\n", "\n"))
     their_fm, their_body = _split(theirs.replace("\r\n", "\n"))
     front = merge_frontmatter(rel, base_fm, our_fm, their_fm, result.notices)
-    statement_set = set()
+    statement_set: set[str] = set()
     for body in (base_body, our_body, their_body):
         statement_set.update(line for _, line in statement_lines(body))
 
@@ -311,6 +315,7 @@ def merge_memory(
             return o
         if o is None or t is None:
             kept = o if o is not None else t
+            assert kept is not None  # o == t, both gone, returned above
             result.notices.append(
                 f"{rel}: a statement removed on one machine and changed on the other was kept: {_body(kept)}"
             )

@@ -476,7 +476,7 @@ def _change_set(
             changes.write(path, in_line_ends(data, disk), disk)
             if path not in changes:
                 changes.include(path, disk)
-        if data is not None and path in (modes or {}):
+        if data is not None and modes and path in modes:
             changes.modes[path] = modes[path]
     return changes
 

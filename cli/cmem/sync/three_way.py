@@ -111,11 +111,12 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
     restored, dropped_copies = _archived_and_edited(vault, base_tree, our_tree, their_tree)
     plan.kept = [source for source, _, _ in restored]
     both_changed = []
+    taken: dict[str, str | None] = {}  # path → their blob (read below), or None: removed
     for path in sorted(set(base_tree) | set(our_tree) | set(their_tree)):
         b, o, t = blob(base_tree, path), blob(our_tree, path), blob(their_tree, path)
         if path in dropped_copies:
             if o is not None:
-                plan.files[path] = None  # our archive copy of a note the other side kept editing
+                taken[path] = None  # our archive copy of a note the other side kept editing
             continue
         if o == t or t == b:
             continue
@@ -125,21 +126,20 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
                     f"{path} is a symbolic link or submodule the other machine changed; cmem sync merges files only — merge it with git."
                 )
         if o == b:
-            plan.files[path] = None if t is None else ("blob", t)  # resolved to bytes below
+            taken[path] = t
             continue
         both_changed.append((path, b, o, t))
     contents = read_blobs(
         vault,
-        [v[1] for v in plan.files.values() if v is not None]
+        [v for v in taken.values() if v is not None]
         + [x for _, *blobs in both_changed for x in blobs if x],
     )
-    for path, value in list(plan.files.items()):
-        if value is not None:
-            plan.files[path] = contents[value[1]]
+    for path, their_blob in taken.items():
+        plan.files[path] = contents[their_blob] if their_blob is not None else None
     for path, b, o, t in both_changed:
         if o is None or t is None:
             # removed on one side, changed on the other: the change is kept (no note is lost)
-            if o is None:
+            if t is not None:  # removed on ours: theirs is taken
                 plan.files[path] = contents[t]
             if path not in plan.kept:
                 plan.notices.append(
@@ -195,8 +195,8 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             plan.files[path] = read_blobs(vault, [our_tree[path][1]])[our_tree[path][1]]
     # each merged file's mode: the side that changed it, else ours (a file both sides added: ours)
     for path, data in plan.files.items():
-        modes = [tree[path][0] if path in tree else None for tree in trees]
-        mode = modes[2] if modes[1] in (None, modes[0]) else modes[1]
+        sides = [tree[path][0] if path in tree else None for tree in trees]
+        mode = sides[2] if sides[1] in (None, sides[0]) else sides[1]
         if data is not None and mode:
             plan.modes[path] = mode
     # what equals ours after all (bytes and mode) is no change
@@ -263,14 +263,12 @@ def _merge_path(
     date: str,
 ) -> bytes:
     try:
-        texts = [
-            data.decode("utf-8") if data is not None else None for data in (base, ours, theirs)
-        ]
+        b = base.decode("utf-8") if base is not None else None
+        o, t = ours.decode("utf-8"), theirs.decode("utf-8")
     except UnicodeDecodeError:
         raise MergeConflict(
             f"{path} is not text and both machines changed it; keep one version with git, then sync again."
         ) from None
-    b, o, t = texts
     if path == vault.rel(vault.state_file):
         return merge_state(base, ours, theirs, path)
     if path == vault.checklist_rel:

@@ -50,7 +50,9 @@ _BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
 )
 
 
-def _byte_as_cp1252(error: UnicodeDecodeError) -> tuple[str, int]:
+def _byte_as_cp1252(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):  # a decoding handler only
+        raise error
     bad = error.object[error.start : error.end]
     return (
         "".join(

@@ -593,8 +593,8 @@ def redact_pieces(
         hashlib.blake2b(piece.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         for piece in lines
     ]
-    answers = [_known_answer(known.get(key)) for key in keys]
-    missing = [index for index, answer in enumerate(answers) if answer is None]
+    found = [_known_answer(known.get(key)) for key in keys]
+    missing = [index for index, answer in enumerate(found) if answer is None]
     for index in missing:
         piece = lines[index]
         if _lower(piece) is None or any(n in piece for n in _SHAPE_NEEDLES["private-key"]):
@@ -604,8 +604,11 @@ def redact_pieces(
     # line as for a thousand): a piece that came out as it went in had nothing redacted, and the
     # rare one that changed is redacted alone again for its own count
     redacted, _ = redact_many([lines[index] for index in missing])
-    for index, text in zip(missing, redacted):
-        answers[index] = (None, 0) if text == lines[index] else redact_secrets(lines[index])
+    fresh = {
+        index: (None, 0) if text == lines[index] else redact_secrets(lines[index])
+        for index, text in zip(missing, redacted)
+    }
+    answers = [fresh[index] if answer is None else answer for index, answer in enumerate(found)]
     used = {
         key: answer
         for index, (key, answer) in enumerate(zip(keys, answers))

@@ -41,7 +41,11 @@ def capture_session(vault: Vault, work: SessionWork) -> object | None:
     from cmem.sessions.formats import FORMATS
 
     machine = str(vault.machine_dir)
-    record = {"time": hook_record.now_text(), "event": work.event, "session": work.session_id}
+    record: dict[str, object] = {
+        "time": hook_record.now_text(),
+        "event": work.event,
+        "session": work.session_id,
+    }
     fmt = work.agent if work.agent in FORMATS else None
     try:
         if work.transcript:

@@ -18,6 +18,8 @@ class Due:
     several milliseconds on the fast path."""
 
     __slots__ = ("due", "reason")
+    due: bool
+    reason: str
 
     def __init__(self, due: bool, reason: str) -> None:
         object.__setattr__(self, "due", due)

@@ -33,6 +33,10 @@ from cmem.triggers.due import (  # noqa: F401 (Due, format_age, parse_time: re-e
 from cmem.vault.layers import Vault
 from cmem.vault.state_json import State
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cmem.converge.pipeline import PassResult
+
 
 def check_due(
     vault: Vault,
@@ -182,7 +186,7 @@ class TriggerOutcome:
 
     status: str
     reason: str = ""
-    result: object | None = None  # the PassResult when a pass ran
+    result: PassResult | None = None  # when a pass ran
     error: str | None = None
     failures: FailureRecord | None = None
 
@@ -303,11 +307,11 @@ def log_outcome(
     stamp = (now or datetime.now().astimezone()).isoformat(timespec="seconds")
     fields = [stamp, outcome.status, f"trigger={trigger}", f"pid={os.getpid()}"]
     result = outcome.result
-    if result is not None and getattr(result, "pass_id", None):
+    if result is not None and result.pass_id:
         fields.append(f"pass={result.pass_id}")
-    if result is not None and getattr(result, "commit", None):
+    if result is not None and result.commit:
         fields.append(f"commit={result.commit[:12]}")
-    if result is not None and getattr(result, "converged", None):
+    if result is not None and result.converged:
         fields.append(f"notes={len(result.converged)}")
     text = outcome.error or outcome.reason
     if text:

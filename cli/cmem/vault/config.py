@@ -348,7 +348,7 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
     note must belong to exactly one layer (an archive inside the resident folder would be read
     at every session start; a pass would rewrite archived notes)."""
     layers = merged["layers"]
-    folders = {
+    folders: dict = {
         key: _clean_path(layers[key.split(".")[1]], key, where)
         for key in ("layers.resident", "layers.situational", "layers.archive")
     }

@@ -132,7 +132,10 @@ def validator(schema_text: str) -> Callable[[Any], Any]:
     ):  # only type tests: a schema with multipleOf computes with Decimal, which stays imported
         source = _DECIMAL_IMPORT.sub("# (Decimal: cmem's own)", source)
     # the generator writes the schema's own function first, then those its $refs need
-    name = re.search(r"^def (\w+)\(", source, re.M).group(1)
+    first = re.search(r"^def (\w+)\(", source, re.M)
+    if first is None:
+        raise RuntimeError(f"fastjsonschema {fastjsonschema.VERSION} generated no function")
+    name = first.group(1)
     code = compile(source, f"<validator {path}>", "exec")
     namespace = dict(_OWN_NAMES)
     exec(code, namespace)

@@ -163,7 +163,7 @@ class Vault:
     def _root_prefix(self) -> str:
         return os.path.join(os.fspath(self.root), "")
 
-    def rel(self, path: Path) -> str:
+    def rel(self, path: str | os.PathLike[str]) -> str:
         text = os.fspath(path)
         # Fast path for the paths a listing makes (root + "/" + plain parts): listings call this
         # for every entry, and relpath + Path cost ~50 µs each.
@@ -258,7 +258,7 @@ class Vault:
             return None  # no link on the way: the names were checked already
         link, target = self._first_link(rel)
         via = f"the symbolic link {link} → {show_name(target)}" if link else "a symbolic link"
-        if base and link is not None and (base + "/").startswith(link + "/"):
+        if base and layer and link is not None and (base + "/").startswith(link + "/"):
             via += f" (setting '{SETTINGS[layer]}')"  # the layer's own folder is (under) the link
         real_rel = _inside(real, real_root)
         if real_rel is None:
@@ -400,7 +400,7 @@ class Vault:
             self.__dict__.pop("_folders", None)
             self.__dict__.pop("_layers", None)
 
-    def list_folder(self, folder: str | os.PathLike) -> list[os.DirEntry]:
+    def list_folder(self, folder: str | os.PathLike[str]) -> list[os.DirEntry]:
         """`list(os.scandir(folder))`, raising what it raises, or a listing already made: the
         entries a read-only command's listing key listed (`reading/stored_results.py: begin`
         hands them on), or, inside `listed_once`, this reading's first listing of the folder (a

@@ -280,7 +280,7 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             found = _archive_odd_names(vault, top_rel)
         else:
             found = []
-            stack = [top]
+            stack: list[str | Path] = [top]
             while stack:
                 try:
                     entries = vault.list_folder(stack.pop())  # the scan's listing, if it has one

@@ -87,7 +87,7 @@ class ConvergedNote:
         return bool(self.into)
 
     def to_json(self) -> dict:
-        data = {
+        data: dict[str, object] = {
             "sha256": self.sha256,
             "lines": sorted(self.lines),
             "pass": self.pass_id,

@@ -448,8 +448,8 @@ _CJK_DROPS = "。、「」『』《》【】〈〉—·“”‘’"
 def _drop(text: str) -> str:
     """`text.translate(_DROP)`, the common signs taken out first."""
     # surrogatepass: a lone surrogate (a name that was not UTF-8) goes through unchanged
-    text = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_DROPS)
-    text = text.decode("utf-8", "surrogatepass")
+    kept = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_DROPS)
+    text = kept.decode("utf-8", "surrogatepass")
     if not text.isascii():
         for sign in _CJK_DROPS:
             if sign in text:
