@@ -172,8 +172,10 @@ def _writes_utf8(stream) -> bool:
     import codecs
 
     encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return False
     try:
-        utf8 = bool(encoding) and codecs.lookup(encoding).name == "utf-8"
+        utf8 = codecs.lookup(encoding).name == "utf-8"
     except LookupError:
         return False
     return utf8 and os.linesep == "\n" and hasattr(stream, "buffer")
@@ -306,7 +308,7 @@ def _render_stored_text(payload: dict, request: dict) -> str | bytes:
 
 
 # name -> the parameters its stored output depends on, and how to print a stored payload
-READ_COMMANDS = {
+READ_COMMANDS: dict[str, dict] = {
     "status": {"params": lambda request: (), "render": _render_status},
     "scan": {
         "params": lambda request: (request["json"], _color(request)),
@@ -461,18 +463,18 @@ def run_sync(request: dict) -> int | None:
 
     from cmem.render.history import render_sync
 
-    shown = {
+    printed = {
         "text": render_sync(result),
         "json": json.dumps(result.to_json(), ensure_ascii=False, indent=2),
     }
     if request["json"]:
-        _echo(shown["json"], sys.stdout)
+        _echo(printed["json"], sys.stdout)
     else:
-        _echo(shown["text"], sys.stderr if result.status == "offline" else sys.stdout)
-    if result.status == "nothing":  # the next sync may tell that alone (cmem.idle_sync)
+        _echo(printed["text"], sys.stderr if result.status == "offline" else sys.stdout)
+    if result.status == "nothing" and result.target is not None:  # the next sync may tell it alone
         from cmem.sync.remote import fetch_argv
 
-        idle_sync.store(pending, result, fetch_argv(target, result.target), shown)
+        idle_sync.store(pending, result, fetch_argv(target, result.target), printed)
     if result.status == "offline":
         from cmem.sync.remote import OFFLINE_EXIT_CODE
 
@@ -653,7 +655,8 @@ def _help_width() -> int:
     except (KeyError, ValueError):
         pass
     try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+        stdout = sys.__stdout__  # None when Python started without one
+        return os.get_terminal_size(stdout.fileno()).columns if stdout else 80
     except (AttributeError, ValueError, OSError):
         return 80
 

@@ -281,7 +281,8 @@ def _with_lost_trailers(
         shas = search.stdout.split()
         if search.returncode != 0 or not shas:
             continue  # squashed or reset away: state.json's record is all there is
-        found += _lost_trailer_commit(vault, args, shas[0], entry["id"], entry["kind"])
+        kind: CommitKind = "archive" if entry["kind"] == "archive" else "converge"
+        found += _lost_trailer_commit(vault, args, shas[0], entry["id"], kind)
     listed = {c.sha for c in commits}
     found = [c for i, c in enumerate(found) if c.sha not in listed | {f.sha for f in found[:i]}]
     if not found:
@@ -292,7 +293,7 @@ def _with_lost_trailers(
 
 
 def _lost_trailer_commit(
-    vault: Vault, args: list[str], sha: str, pass_id: str | None, kind: str | None
+    vault: Vault, args: list[str], sha: str, pass_id: str | None, kind: CommitKind | None
 ) -> list[CmemCommit]:
     """The one commit `sha`, read as a step of `pass_id` whose message lost its trailer; its
     kind as state.json records it, else as its subject says (a new message: a pass)."""
