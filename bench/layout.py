@@ -177,6 +177,37 @@ def sizes(package: Path = PACKAGE) -> dict[str, int]:
     }
 
 
+# A module past this many lines holds more than one idea (issue 36).
+MODULE_LINE_LIMIT = 800
+
+
+def over_limit(package: Path = PACKAGE, limit: int = MODULE_LINE_LIMIT) -> dict[str, int]:
+    return {name: n for name, n in sorted(sizes(package).items()) if n > limit}
+
+
+def argv_parsers(package: Path = PACKAGE) -> list[str]:
+    """Functions that read a command line by hand: a parameter named `argv` and a loop popping
+    words off a list. One grammar means one such function, `cmem.command_line.parse`."""
+    found = []
+    for name, path in modules(package).items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            if "argv" not in [a.arg for a in node.args.args]:
+                continue
+            pops = any(
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr == "pop"
+                for loop in ast.walk(node)
+                if isinstance(loop, (ast.While, ast.For))
+                for inner in ast.walk(loop)
+            )
+            if pops:
+                found.append(f"{name}.{node.name}")
+    return sorted(found)
+
+
 def percentile(values: list[int], share: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -195,6 +226,12 @@ def report(package: Path = PACKAGE) -> str:
         f"module lines: median {statistics.median(values):.0f}, p90 {percentile(values, 0.9)}, "
         f"max {max(values)} ({max(lines_by_module, key=lines_by_module.get)})"
     )
+    big = over_limit(package)
+    out.append(f"modules over {MODULE_LINE_LIMIT} lines: {len(big)}")
+    out += [f"  {name}: {n}" for name, n in big.items()]
+    parsers = argv_parsers(package)
+    out.append(f"hand-written command-line parsers: {len(parsers)}")
+    out += [f"  {name}" for name in parsers]
     upward = upward_imports(package)
     out.append(f"imports running up the layers: {len(upward)}")
     out += [f"  {line}" for line in upward]

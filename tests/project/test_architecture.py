@@ -106,3 +106,9 @@ def test_the_layer_check_catches_an_upward_import(layout, tmp_path):
     )
     assert layout.upward_imports(copy) == ["cmem.vault.notes -> cmem.converge.pipeline"]
     assert ["cmem.text.names", "cmem.text.tokens"] in layout.cycles(copy)
+
+
+def test_one_command_line_parser(layout):
+    """The light entry's commands are read by `cmem.command_line.parse` alone (its table is held
+    to typer's by tests/surfaces/test_command_line.py): no other hand-written argv loop."""
+    assert layout.argv_parsers() == ["cmem.command_line.parse"]
