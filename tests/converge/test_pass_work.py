@@ -28,16 +28,7 @@ def _counting(monkeypatch, owner, name: str) -> list:
     return calls
 
 
-def _in_this_process(monkeypatch) -> None:
-    """The run record's prompt assembled here, not by a forked child (whose calls this process
-    cannot count): `record_run_beside` does the work itself when no child is started."""
-    from cmem.scan import in_processes
-
-    monkeypatch.setattr(in_processes, "run_beside", lambda work: None)
-
-
 def test_a_one_note_pass_assembles_its_prompt_once(pass_vault, monkeypatch):
-    _in_this_process(monkeypatch)
     prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied" and result.converged == [NOTE]
@@ -49,7 +40,6 @@ def test_with_notes_to_choose_between_the_budget_still_counts_the_fixed_prompt(
     pass_vault, monkeypatch
 ):
     (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
-    _in_this_process(monkeypatch)
     prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
     assert sorted(result.selected) == sorted([NOTE, SECOND])

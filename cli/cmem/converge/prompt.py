@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
+from cmem.steps.message import line_ranges
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
 from cmem.vault.statements import format_source, format_trace
@@ -96,17 +97,6 @@ def quote_note(note: SelectedNote, zh: bool = False) -> str:
             else f"Lines to judge: {judged} (the other lines were converged before; context only)\n"
         )
     return out
-
-
-def line_ranges(lines: list[int]) -> str:
-    """3,4,5,9 as "3-5, 9"."""
-    runs: list[list[int]] = []
-    for number in sorted(lines):
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def touched_situational(

@@ -22,14 +22,11 @@ import json
 import marshal
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cmem import collector
 from cmem.cache_file import RACY_NS, write_cache
 from cmem.errors import CmemError
 from cmem.scan.content import content_line_numbers, unaccounted_lines
-from cmem.scan.in_processes import map_in_processes
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
     BACKLOG,
@@ -132,17 +129,6 @@ def scan_vault(
     an adopted folder held are pending too (`cmem converge --backlog`), not only their cue lines.
     `confirm_only`: the notes `only` names are confirmed, as `converge: true` does (a pass the
     user asked for by name: `cmem converge --only NOTE`)."""
-    with collector.held_off():  # a scan makes much and frees little (`cmem/collector.py`)
-        return _scan_vault(vault, state, only, backlog, confirm_only)
-
-
-def _scan_vault(
-    vault: Vault,
-    state: State | None,
-    only: list[str] | None,
-    backlog: bool = False,
-    confirm_only: bool = False,
-) -> ScanResult:
     state = load_state(vault.state_file) if state is None else state
     cache = _Cache.load(
         vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
@@ -150,15 +136,8 @@ def _scan_vault(
     # One listing of each folder: the notes, the guard's convergent files and the odd names
     # below all read the folders it holds.
     with vault.listed_once():
-        # The guard's index and the odd names are made while forked children (if any) read
-        # their share of the notes: neither depends on the notes
-        found: dict = {}
-
-        def meanwhile() -> None:
-            found["index"], found["odd"] = cache.convergent_index(vault), find_odd_names(vault)
-
-        entries = cache.entries(vault.list_layer(DIVERGENT), vault, meanwhile)
-        index, odd = found["index"], found["odd"]
+        entries = cache.entries(vault.list_layer(DIVERGENT), vault)
+        index, odd = cache.convergent_index(vault), find_odd_names(vault)
     cache.save()
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
@@ -167,7 +146,6 @@ def _scan_vault(
     result = judge.assemble(wanted, confirm_only)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
-    collector.keep(cache, entries, index, state)  # not freed one by one if the process ends now
     return result
 
 
@@ -186,9 +164,8 @@ class _Entry:
     units: int = 0  # content lines (`scan/content.py`): a new note with none is not pending
     tokens: int = 0  # the note's token estimate, for the budget and the backlog's cost
     scan: NoteScan = field(default_factory=NoteScan)
-    # its encoded form (`to_bytes`): made once, where the entry is made (in a forked child, beside
-    # the other process), and saved as it is; an entry decoded from the cache keeps the bytes it
-    # came from. Entries are not changed once made, so it stays their truth.
+    # its encoded form (`to_bytes`): made once, when the cache is saved, and saved as it is; an
+    # entry decoded from the cache keeps the bytes it came from. Entries are not changed once made, so it stays their truth.
     encoded: bytes | None = field(default=None, compare=False, repr=False)
 
     def to_bytes(self) -> bytes:
@@ -286,35 +263,7 @@ def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) 
             entry.odd.append(
                 ["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"]
             )
-    entry.to_bytes()  # here, where the reads are split over the cores, not in the save
     return entry
-
-
-def _read_entries(
-    files: list[tuple[NoteFile, os.stat_result]],
-    vault: Vault,
-    processes: int | None = None,
-    meanwhile: Callable[[], object] | None = None,
-) -> list[_Entry]:
-    """The entries of `files` (each with the stat just taken), read and scanned, in order: split
-    over the cores when there are many (`in_processes`)."""
-    return map_in_processes(
-        files,
-        lambda item: _read_entry(item[0], vault, item[1]),
-        _Entry.to_bytes,
-        _Entry.from_bytes,
-        processes,
-        meanwhile,
-    )
-
-
-def _convergent_entries(
-    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, processes: int | None = None
-) -> list[dict]:
-    """The guard entries of these convergent files, in order, split as `_read_entries` is."""
-    return map_in_processes(
-        files, lambda item: _convergent_entry(item[0], vault, item[1]), processes=processes
-    )
 
 
 def _fingerprint(vault: Vault) -> str:
@@ -390,9 +339,7 @@ class _Cache:
 
     @property
     def raw_guard(self) -> dict:
-        """The guard index as stored, loaded when first asked for: by `convergent_index`, which
-        a scan runs while forked children read the notes (~10 ms at 10k notes off the part of a
-        cold scan that runs before they start)."""
+        """The guard index as stored, loaded when first asked for (by `convergent_index`)."""
         if self._raw_guard is None:
             loaded = (
                 _load_marshal(self.guard_path, self.fingerprint, "files")
@@ -402,12 +349,9 @@ class _Cache:
             self._raw_guard = loaded or {}
         return self._raw_guard
 
-    def entries(
-        self, files: list[NoteFile], vault: Vault, meanwhile: Callable[[], object] | None = None
-    ) -> list[tuple[NoteFile, _Entry]]:
+    def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, _Entry]]:
         """Each listed note with its entry, in listing order: from the cache when its (mtime,
-        size) still match, else read (with the stat just taken: one per note). `meanwhile` runs
-        while the reads split over the cores are under way (`map_in_processes`)."""
+        size) still match, else read (with the stat just taken: one per note)."""
         found: dict[str, _Entry] = {}
         misses = []
         for file in files:
@@ -426,7 +370,7 @@ class _Cache:
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
-        read = _read_entries(misses, vault, meanwhile=meanwhile)
+        read = [_read_entry(file, vault, st) for file, st in misses]
         for (file, _), entry in zip(misses, read):
             found[file.rel] = entry
         self.reads += len(misses)
@@ -466,7 +410,7 @@ class _Cache:
                 misses.append((file, st))
                 cached = None  # read below, all at once; its place in the order kept
             files[file.rel] = cached
-        for (file, _), entry in zip(misses, _convergent_entries(misses, vault)):
+        for (file, _), entry in zip(misses, [_convergent_entry(f, vault, st) for f, st in misses]):
             files[file.rel] = entry
         changed = bool(misses)
         if set(files) != set(raw_files):
