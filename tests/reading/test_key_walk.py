@@ -13,7 +13,7 @@ from cmem import fast
 from cmem.reading import stored_results
 from cmem.reading.scan_output import scan_output
 from cmem.reading.stored_results import KeyWalk, key_files
-from cmem.scan import scanner
+from cmem.scan import scan_cache, scanner
 from cmem.vault import notes
 from cmem.vault.layers import open_vault
 from support import HOUR_AGO, settle
@@ -63,7 +63,7 @@ def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(sample_vaul
         return real_read(file, *args, **kwargs)
 
     monkeypatch.setattr(KeyWalk, "rest", rest)
-    monkeypatch.setattr(scanner, "read_note", read)
+    monkeypatch.setattr(scan_cache, "read_note", read)
     (open_vault(sample_vault).machine_dir / scanner.GUARD_NAME).unlink(missing_ok=True)
     scan_output(open_vault(sample_vault).remember_listings(), True)
     assert "rest" in events
