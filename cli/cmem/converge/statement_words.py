@@ -298,7 +298,7 @@ class WordsCache:
 
         data = {"version": VERSION, "fingerprint": self.fingerprint, "files": files}
         try:
-            # the memory's own statements: its owner's only, as the memory-bytes copy
+            # the memory's own statements: its owner's only, as the run records
             write_cache(str(path), marshal.dumps(data), mode=0o600)
         except ValueError:
             pass  # a value marshal cannot hold: not kept
