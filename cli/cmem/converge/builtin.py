@@ -72,32 +72,17 @@ from cmem.converge.builtin_edits import (
     _rewrite,
     _sources_stay_with_the_words,
 )
-from cmem.converge.builtin_memory import (
-    _File,
-    _joiner,
-    _Pass,
-    _touch_updated,
-)
+from cmem.converge.builtin_memory import _File, _joiner, _Pass, _touch_updated
 from cmem.converge.builtin_placing import _best_match, _find_duplicate, _route
 from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_text
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.sentences import cue_sentence, too_long
-from cmem.converge.words import (
-    SWITCH,
-    name_key,
-    quote_line,
-)
+from cmem.converge.words import SWITCH, name_key, quote_line
 from cmem.scan.signals import Signal
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
-from cmem.vault.statements import (
-    WIKILINK,
-    format_source,
-    format_trace,
-    normalize,
-    split_statement,
-)
+from cmem.vault.statements import WIKILINK, format_source, format_trace, normalize, split_statement
 
 
 def _attr(value: str) -> str:

@@ -9,9 +9,7 @@ import re
 
 from cmem.converge.builtin_memory import _File, _joiner, _Pass
 from cmem.converge.corrections import old_sides, substitute
-from cmem.converge.words import (
-    terms,
-)
+from cmem.converge.words import terms
 from cmem.vault.config import Formats
 from cmem.vault.statements import (
     WIKILINK,

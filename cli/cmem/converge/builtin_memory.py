@@ -18,19 +18,12 @@ from cmem.converge.statement_words import (
     fingerprint,
     text_digest,
 )
-from cmem.converge.words import (
-    name_key,
-)
+from cmem.converge.words import name_key
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
-from cmem.vault.statements import (
-    Statement,
-    normalize,
-    parse_statements,
-    split_statement,
-)
+from cmem.vault.statements import Statement, normalize, parse_statements, split_statement
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 

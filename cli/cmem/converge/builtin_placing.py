@@ -12,22 +12,10 @@ from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, _File, _new_file,
 from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.phrasing import subject_of
 from cmem.converge.selection import SelectedNote
-from cmem.converge.statement_words import (
-    probe,
-)
-from cmem.converge.words import (
-    leading_words,
-    name_key,
-    old_side_terms,
-    slug,
-    terms,
-    without_cue,
-)
+from cmem.converge.statement_words import probe
+from cmem.converge.words import leading_words, name_key, old_side_terms, slug, terms, without_cue
 from cmem.scan.signals import Signal
-from cmem.vault.statements import (
-    Statement,
-    normalize,
-)
+from cmem.vault.statements import Statement, normalize
 
 _MERGE_MIN, _MERGE_EXTRA = 6, 4  # normalised characters
 

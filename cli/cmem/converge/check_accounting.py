@@ -4,14 +4,9 @@ by lines, and `<converged>`/`<deferred>` name only notes of the pass."""
 from __future__ import annotations
 
 from cmem.converge.checker import Change, CheckerBase, Doc
-from cmem.converge.paths import (
-    convergent_path_problem,
-    show_path,
-)
+from cmem.converge.paths import convergent_path_problem, show_path
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
-from cmem.converge.rules import (
-    ACCOUNTING,
-)
+from cmem.converge.rules import ACCOUNTING
 from cmem.vault.statements import WIKILINK
 
 

@@ -6,23 +6,12 @@ from __future__ import annotations
 
 from cmem.converge.checker import Change, CheckerBase, all_traces, short_text
 from cmem.converge.lines import is_blank
-from cmem.converge.paths import (
-    show_path,
-)
+from cmem.converge.paths import show_path
 from cmem.converge.response import RESPONSE
-from cmem.converge.rules import (
-    DROP_LITTLE,
-    MEMORY_WHOLE,
-    NOTHING_LOST,
-)
+from cmem.converge.rules import DROP_LITTLE, MEMORY_WHOLE, NOTHING_LOST
 from cmem.converge.wording import kept_words, negations, numbers, same_facts
 from cmem.vault.layers import RESIDENT
-from cmem.vault.statements import (
-    Statement,
-    Trace,
-    normalize,
-    split_statement,
-)
+from cmem.vault.statements import Statement, Trace, normalize, split_statement
 
 # Statements a gone one is compared with, at most (those holding its rarest word): a reply that
 # removes thousands of statements is judged in time linear in its size.

@@ -7,10 +7,7 @@ import re
 
 from cmem.converge.checker import MAX_FILE_BLOCKS, Change, CheckerBase
 from cmem.converge.lines import frontmatter_problems, unaccounted_lines
-from cmem.converge.rules import (
-    FRONTMATTER,
-    ONLY_STATEMENTS,
-)
+from cmem.converge.rules import FRONTMATTER, ONLY_STATEMENTS
 from cmem.vault.yaml_reader import frontmatter_hazard, read_frontmatter
 
 

@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 from cmem.converge.checker import Change, CheckerBase
-from cmem.converge.rules import (
-    RESIDENT_SIZE,
-    SIZES,
-)
+from cmem.converge.rules import RESIDENT_SIZE, SIZES
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import RESIDENT, SITUATIONAL
 

@@ -4,14 +4,8 @@ memory file or the checklist), and a kept statement keeps the sources it had."""
 from __future__ import annotations
 
 from cmem.converge.checker import Change, CheckerBase, short_text
-from cmem.converge.rules import (
-    CITE_NOTES,
-    SOURCES,
-)
-from cmem.vault.statements import (
-    Statement,
-    format_source,
-)
+from cmem.converge.rules import CITE_NOTES, SOURCES
+from cmem.vault.statements import Statement, format_source
 
 
 class SourceChecks(CheckerBase):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 
 from cmem.converge.checker import Change, CheckerBase, all_traces
-from cmem.converge.rules import (
-    TRACE_DATES,
-)
+from cmem.converge.rules import TRACE_DATES
 
 _DAY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 _FRONTMATTER_DAY = re.compile(r"^(?:date|created|day):\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)

@@ -18,12 +18,7 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.converge.rules import (
-    COMPLETE_FILES,
-    NEW_FILES,
-    PATHS,
-    SIZES,
-)
+from cmem.converge.rules import COMPLETE_FILES, NEW_FILES, PATHS, SIZES
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, NoteFile, Vault
 from cmem.vault.notes import read_note

@@ -32,12 +32,7 @@ from cmem.converge.memory_files import (
     rewritable,
     unwritable_reason,
 )
-from cmem.converge.outcome import (
-    failure_summary,
-    interrupted_summary,
-    record_outcome,
-    record_run,
-)
+from cmem.converge.outcome import failure_summary, interrupted_summary, record_outcome, record_run
 from cmem.converge.pass_values import (
     AppliedPass,
     CheckedChange,

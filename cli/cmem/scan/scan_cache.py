@@ -16,12 +16,7 @@ from dataclasses import dataclass, field
 
 from cmem.cache_file import RACY_NS, write_cache
 from cmem.scan.content import content_line_numbers
-from cmem.scan.signals import (
-    Hit,
-    NoteFlags,
-    NoteScan,
-    scan_note,
-)
+from cmem.scan.signals import Hit, NoteFlags, NoteScan, scan_note
 from cmem.text.cues import cue_fingerprint
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import NoteFile, Vault
