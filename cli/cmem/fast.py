@@ -572,10 +572,11 @@ def parse_converge(argv: list[str]) -> dict | None:
         return None
     for single in ("engine", "llm"):
         request[single] = request[single][-1] if request[single] else None
-    from cmem.converge.engines import ENGINE_NAMES
+    if request["engine"] is not None:  # the shell hook's spawn names none: `typing` not loaded
+        from cmem.converge.engines import ENGINE_NAMES
 
-    if request["engine"] is not None and request["engine"] not in ENGINE_NAMES:
-        return None  # the full CLI says why
+        if request["engine"] not in ENGINE_NAMES:
+            return None  # the full CLI says why
     if request["llm"] is not None and not request["llm"].strip():
         return None  # an empty --llm is a usage error: the full CLI says it
     unattended = request["if-due"] or request["background"]
