@@ -30,8 +30,6 @@ LAYERS: list[tuple[str, ...]] = [
         "private",
         "atomic",
         "cache_file",
-        "collector",
-        "fork_safety",
         "command_line",
     ),
     ("vault",),

@@ -126,12 +126,11 @@ def _main() -> None:
 
 
 # Python's cyclic garbage collector runs after every 700 net new container objects by default.
-# A cold scan at 10k notes makes ~100 such collections (~25 ms in this process, more in its
-# forked child), and each older-generation one walks the entries and statements already kept,
-# though nearly nothing a command makes is cyclic garbage: its objects are freed by reference
-# counting. Every 50,000 it is one collection; the long-running commands (`watch`, the MCP
-# server) still collect, only less often. Paired whole-process cold scans at 10k: 0.95x. A scan
-# also holds the collector off while it builds what it keeps (`cmem/collector.py`).
+# A cold scan at 10k notes makes ~100 such collections (~25 ms), and each older-generation one
+# walks the entries and statements already kept, though nearly nothing a command makes is cyclic
+# garbage: its objects are freed by reference counting. Every 50,000 it is one collection; the
+# long-running commands (`watch`, the MCP server) still collect, only less often. Paired
+# whole-process cold scans at 10k: 0.95x.
 GC_THRESHOLDS = (50_000, 50, 100)
 
 
@@ -328,24 +327,19 @@ def run_scan(argv: list[str]) -> int | None:
         return None
     from pathlib import Path
 
-    from cmem import collector
     from cmem.reading.scan_output import scan_output
     from cmem.render.reports import set_color
     from cmem.vault.layers import open_vault
 
     if request["no_color"]:
         set_color(False)  # as the app's --no-color does
-    collector.ending_by_exit()  # `main` leaves by `_leave` once this returns 0
     try:
         target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
         out = scan_output(target.remember_listings(), request["json"])
     except KeyboardInterrupt:
-        collector.release()
         return _sync_interrupted()  # what the full CLI says of a Ctrl-C
     except Exception:  # no vault, a bad config, a bug: the full CLI's error funnel says it
-        collector.release()
         return None
-    collector.keep(target, out)
     tolerant_output()
     _echo(out, sys.stdout)
     return 0
@@ -498,8 +492,11 @@ def parse_converge(argv: list[str]) -> dict | None:
         return None
     for single in ("engine", "llm"):
         request[single] = request[single][-1] if request[single] else None
-    if request["engine"] not in (None, "builtin", "llm"):
-        return None  # typer says why
+    if request["engine"] is not None:  # the shell hook's spawn names none: `typing` not loaded
+        from cmem.converge.engines import ENGINE_NAMES
+
+        if request["engine"] not in ENGINE_NAMES:
+            return None  # typer says why
     if request["llm"] is not None and not request["llm"].strip():
         return None  # an empty --llm is a usage error: typer says it
     if request["emit-prompt"] or (request["scheduled"] and not request["if-due"]):

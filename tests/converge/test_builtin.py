@@ -8,9 +8,10 @@ import random
 import pytest
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge.builtin import builtin_response, old_side_terms, quote_line, terms
+from cmem.converge.builtin import builtin_response
 from cmem.converge.response import parse_response
 from cmem.converge.selection import SelectedNote
+from cmem.converge.words import old_side_terms, quote_line, terms
 from cmem.scan.signals import Signal
 from cmem.vault.layers import open_vault
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter

@@ -8,7 +8,7 @@ import math
 import random
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge import builtin
+from cmem.converge import builtin, builtin_memory, builtin_placing
 from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.statement_words import CACHE_NAME
 from cmem.converge.words import old_side_terms, terms
@@ -75,10 +75,10 @@ def full_scan(work, note, text, preferred):
         for word in words:
             frequency[word] = frequency.get(word, 0) + 1
     best, best_score = None, 0.0
-    slot = builtin._slot(text)
+    slot = builtin_placing._slot(text)
     for file, statement, words in candidates:
         shared = new_terms & words
-        same_slot = slot is not None and builtin._slot(statement.core) == slot
+        same_slot = slot is not None and builtin_placing._slot(statement.core) == slot
         if not shared and not same_slot:
             continue
         written = (file.rel, statement.key) in mine
@@ -152,12 +152,12 @@ def test_the_words_kept_in_the_machine_folder_are_only_a_copy(make_vault, monkey
     made = passes(monkeypatch)
     # read from the copy: the same reply, and no file parsed for its words
     parsed = []
-    original = builtin.FileWords.of
-    monkeypatch.setattr(builtin.FileWords, "of", lambda s: parsed.append(1) or original(s))
+    original = builtin_memory.FileWords.of
+    monkeypatch.setattr(builtin_memory.FileWords, "of", lambda s: parsed.append(1) or original(s))
     heads = []
-    parse_head = builtin.parse_frontmatter_block
+    parse_head = builtin_memory.parse_frontmatter_block
     monkeypatch.setattr(
-        builtin, "parse_frontmatter_block", lambda b: heads.append(1) or parse_head(b)
+        builtin_memory, "parse_frontmatter_block", lambda b: heads.append(1) or parse_head(b)
     )
     assert builtin.builtin_response(vault, note, originals_of(root), DATE) == first
     assert parsed == [] and heads == [] and made
@@ -215,53 +215,13 @@ def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
     assert FileWords(0, "", (), "\n").index_of("") is None  # no statement, not one empty key
 
 
-class _CountedFind(bytes):
-    """A postings string that counts the searches made in it."""
-
-    finds = 0
-
-    def find(self, *args):
-        _CountedFind.finds += 1
-        return super().find(*args)
-
-
-def test_the_word_mask_skips_only_files_without_the_word():
-    """`holding_each` answers a word whose mask bit is clear without searching the postings, and
-    answers every word as a search of the postings alone would (masks made, kept and read)."""
-    from cmem.converge.statement_words import FileWords, probe
-    from cmem.vault.statements import Statement
-
-    rng = random.Random(13)
-    vocabulary = [*WORDS, *(f"word{n}" for n in range(300)), "基准", "测试", "收敛"]
-    for _ in range(200):
-        cores = [" ".join(rng.sample(vocabulary, rng.randint(0, 6))) for _ in range(8)]
-        made = FileWords.of([Statement(i + 1, f"- {c}", c, [], []) for i, c in enumerate(cores)])
-        kept = FileWords.from_raw(made.to_raw())
-        asked = rng.sample(vocabulary, 12)
-        expected = [
-            (word, [i for i, c in enumerate(cores) if word in terms(c)])
-            for word in asked
-            if any(word in terms(c) for c in cores)
-        ]
-        for words in (made, kept):
-            assert words.holding_each([probe(w) for w in asked]) == expected
-    # a file holding none of a line's words is not searched for them
-    garden = FileWords.of([Statement(1, "- garden", "Waters garden bed every Sunday", [], [])])
-    counted = FileWords(1, "", (), _CountedFind(garden._postings), garden.mask)
-    _CountedFind.finds = 0
-    assert counted.holding_each([probe(w) for w in ("pip", "uv", "poetry")]) == []
-    assert _CountedFind.finds == 0
-    assert counted.holding_each([probe("garden")]) == [("garden", [0])]
-    assert _CountedFind.finds == 1
-
-
-def test_a_kept_entry_with_a_wrong_mask_is_rebuilt():
+def test_a_kept_entry_of_another_shape_is_rebuilt():
     from cmem.converge.statement_words import FileWords, WordsCache
     from cmem.vault.statements import Statement
 
     words = FileWords.of([Statement(1, "- uv", "Uses uv for projects", [], [])])
     cache = WordsCache(None, "")
-    for raw in (words.to_raw()[:4], (*words.to_raw()[:4], b"\xff"), (*words.to_raw()[:4], None)):
+    for raw in (words.to_raw()[:3], (*words.to_raw(), b"\xff"), (*words.to_raw()[:3], None)):
         cache.entries["d"] = {"w": raw}
         assert cache.get("d") is None
 
@@ -277,7 +237,7 @@ def test_a_file_split_late_is_the_file_split_at_once():
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        late, early = builtin._load("f.md", text), builtin._File("f.md", list(lines), {})
+        late, early = builtin_memory._load("f.md", text), builtin._File("f.md", list(lines), {})
         assert late.joined() == "\n".join(lines) and late.body_start == early.body_start
         assert late.tokens() == early.tokens()
         assert late.lines == lines and late.joined() == "\n".join(lines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from builtin_helpers import EN_FORMATS as EN
 from builtin_helpers import OLD_NOTES, TOOLING, TOOLING_EN, note_with, run
 from builtin_helpers import selected_note as _note
-from cmem.converge import coverage, validate
+from cmem.converge import checker, coverage
 from cmem.converge.coverage import STATEMENT, TRACE, line_fates
 
 QUIET = "# Garden\n\n- Waters the garden every Sunday (source: [[old]])\n"
@@ -52,7 +52,7 @@ def test_known_traces_parse_no_file_without_a_trace(make_vault, monkeypatch):
             },
             config_yaml="language: en\n",
         )
-        calls = counted(monkeypatch, validate)
+        calls = counted(monkeypatch, checker)
         run(root, [note_with(root, "n.md", [(1, "decision")])])
         counts[quiet] = len(calls)
         monkeypatch.undo()

@@ -9,13 +9,15 @@ import dataclasses
 import inspect
 import re
 import textwrap
+import typing
 from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from cmem.converge import pipeline
-from cmem.converge.pipeline import Engine, EngineReply, PassOptions
+from cmem.converge import engines, pass_values, pipeline, replies
+from cmem.converge.pipeline import EngineReply, PassOptions
 from cmem.steps.run_records import new_run
 from cmem.vault.layers import open_vault
 from support import REPO
@@ -39,6 +41,21 @@ def stage_vault(make_vault) -> Path:
         },
         git=True,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class StandIn:
+    """An engine of the test's own: the `Engine` protocol is all the pass asks of one."""
+
+    answer: Callable[[str, int], EngineReply]
+    repair_rounds: int
+    kind: str = "llm"
+    name: str = "llm"
+    model: str | None = "stand-in"
+    reads_prompt: bool = True
+
+    def ask(self, prompt: str, attempt: int) -> EngineReply:
+        return self.answer(prompt, attempt)
 
 
 def _documented_stages() -> list[tuple[str, str]]:
@@ -83,7 +100,12 @@ def test_each_stage_returns_the_frozen_value_the_doc_names(stage, value):
     function = getattr(pipeline, stage)
     assert inspect.signature(function).return_annotation == value
     cls = getattr(pipeline, value)
-    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    if cls is engines.Engine:  # a protocol: each engine of the registry is a frozen value
+        assert typing.Protocol in cls.__mro__
+        made = [engines.ResponseFile, engines.BuiltinEngine, engines.ModelCommand]
+        assert all(dataclasses.is_dataclass(c) and c.__dataclass_params__.frozen for c in made)
+    else:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
     # a handful of typed parameters, not the 9–12 untyped ones the stages once took
     parameters = inspect.signature(function).parameters.values()
     assert len(parameters) <= 6
@@ -94,9 +116,10 @@ def test_every_stage_value_of_the_pipeline_is_named_in_the_doc():
     text = DOC.read_text("utf-8")
     values = [
         name
-        for name, cls in vars(pipeline).items()
+        for module in (pass_values, engines)
+        for name, cls in vars(module).items()
         if isinstance(cls, type)
-        and cls.__module__ == pipeline.__name__
+        and cls.__module__ == module.__name__
         and dataclasses.is_dataclass(cls)
         and cls.__dataclass_params__.frozen
     ]
@@ -117,9 +140,9 @@ def test_check_replies_runs_on_its_own_with_a_stand_in_engine(stage_vault):
         asked.append(attempt)
         return EngineReply("no convergence element here", (f"warning {attempt}",))
 
-    engine = Engine("llm", "llm", "stand-in", ask, repair_rounds=2)
+    engine = StandIn(ask, repair_rounds=2)
     record = new_run(vault, "test-pass", redact=True)
-    context = pipeline._context(vault, inputs, plan, allow_shrink=False)
+    context = replies.validator_context(vault, inputs, plan, allow_shrink=False)
     checked = pipeline.check_replies(
         vault, engine, plan.prompt, context, record, lambda *args: None
     )
@@ -145,9 +168,9 @@ def test_a_stopped_engine_reports_how_many_times_it_was_asked(stage_vault):
             raise CmemError("the model command timed out")
         return EngineReply("not a reply")
 
-    engine = Engine("llm", "llm", "stand-in", ask, repair_rounds=2)
+    engine = StandIn(ask, repair_rounds=2)
     record = new_run(vault, "test-pass-2", redact=True)
-    context = pipeline._context(vault, inputs, plan, allow_shrink=False)
+    context = replies.validator_context(vault, inputs, plan, allow_shrink=False)
     with pytest.raises(CmemError) as stopped:
         pipeline.check_replies(vault, engine, plan.prompt, context, record, lambda *args: None)
     assert stopped.value.cmem_rounds == 2

@@ -28,16 +28,7 @@ def _counting(monkeypatch, owner, name: str) -> list:
     return calls
 
 
-def _in_this_process(monkeypatch) -> None:
-    """The run record's prompt assembled here, not by a forked child (whose calls this process
-    cannot count): `record_run_beside` does the work itself when no child is started."""
-    from cmem.scan import in_processes
-
-    monkeypatch.setattr(in_processes, "run_beside", lambda work: None)
-
-
 def test_a_one_note_pass_assembles_its_prompt_once(pass_vault, monkeypatch):
-    _in_this_process(monkeypatch)
     prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied" and result.converged == [NOTE]
@@ -49,7 +40,6 @@ def test_with_notes_to_choose_between_the_budget_still_counts_the_fixed_prompt(
     pass_vault, monkeypatch
 ):
     (pass_vault / SECOND).write_text("- 其实我更喜欢早上写代码。\n", encoding="utf-8")
-    _in_this_process(monkeypatch)
     prompts = _counting(monkeypatch, pipeline, "assemble_prompt")
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin", dry_run=True))
     assert sorted(result.selected) == sorted([NOTE, SECOND])
@@ -87,7 +77,7 @@ def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypa
 def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkeypatch):
     """Over the budget, each topic file's token estimate, aliases and summary words are kept in
     the machine folder by its text's digest: a second prompt measures no file again."""
-    from cmem.converge import prompt, statement_words
+    from cmem.converge import prompt
 
     topics = {
         f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n"
@@ -103,10 +93,9 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     measured = _counting(monkeypatch, prompt, "estimate_tokens")
     heads = _counting(monkeypatch, prompt, "_head")
     stems = _counting(monkeypatch, prompt, "_stem")  # each file name's words, kept by name
-    masks = _counting(monkeypatch, statement_words, "word_mask")
     again = run_pass(open_vault(root), PassOptions(emit_prompt=True))
     assert again.status == "prompt"
-    assert measured == [] and heads == [] and stems == [] and masks == []
+    assert measured == [] and heads == [] and stems == []
     # the words are kept as one string a file, a word a line: loaded as one copy, no word hashed
     import marshal
 
@@ -117,12 +106,12 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     )
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
-    assert len(measured) == len(heads) == len(masks) == 1  # the edited file only
+    assert len(measured) == len(heads) == 1  # the edited file only
     assert stems == []  # its name did not change
 
 
 def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):
-    from cmem.converge import validate
+    from cmem.converge import check_sizes
 
     core = {
         f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
@@ -132,7 +121,7 @@ def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch
         {**core, "archive/old.md": "x\n", "n.md": "- 其实我更喜欢早上写代码。\n"},
         git=True,
     )
-    measured = _counting(monkeypatch, validate, "estimate_tokens")
+    measured = _counting(monkeypatch, check_sizes, "estimate_tokens")
     result = run_pass(open_vault(root), PassOptions(engine="builtin"))
     assert result.status == "applied" and result.changed
     # every resident file once, each file the reply writes once more (and the topic size check)
@@ -140,7 +129,7 @@ def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch
 
 
 def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, monkeypatch):
-    from cmem.converge import builtin
+    from cmem.converge import builtin, builtin_memory
 
     core = {
         f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
@@ -149,18 +138,19 @@ def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, 
     note = "".join(f"- 其实我更喜欢第 {n} 种写法。\n" for n in range(4))  # four placements
     root = make_vault({**core, "archive/old.md": "x\n", "n.md": note}, git=True)
     measured = _counting(monkeypatch, builtin, "estimate_tokens")
+    files = _counting(monkeypatch, builtin_memory, "estimate_tokens")  # the files' own
     result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
     assert result.converged
     # each resident file once, then once more after each edit and for each added line: not all
     # 30 again for every line the engine places (the size cap is checked per line)
-    assert len(measured) <= len(core) + 3 * 4, len(measured)
+    assert len(measured) + len(files) <= len(core) + 3 * 4, len(measured)
 
 
 def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypatch):
     """The validator keeps each resident file's token estimate by its text's digest: the next
     pass (engine and validator) measures only the texts it has not seen, and a file edited in
     between is measured again, its new size counted."""
-    from cmem.converge import builtin, validate
+    from cmem.converge import builtin, builtin_memory, check_sizes
     from cmem.converge.statement_words import TokenMemo
     from cmem.text.tokens import estimate_tokens
 
@@ -174,12 +164,13 @@ def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypat
     assert run_pass(vault, PassOptions(engine="builtin", dry_run=True)).converged
     edited = root / "converged/core/part-3.md"
     edited.write_text(edited.read_text("utf-8") + "- 多一条很长的陈述" * 40 + "\n", "utf-8")
-    by_validator = _counting(monkeypatch, validate, "estimate_tokens")
+    by_validator = _counting(monkeypatch, check_sizes, "estimate_tokens")
     by_engine = _counting(monkeypatch, builtin, "estimate_tokens")
+    by_engine_files = _counting(monkeypatch, builtin_memory, "estimate_tokens")
     result = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
     assert result.converged
     # the edited file and what the pass writes, not the 29 files left as they were
-    measured = [args[0] for args in by_validator + by_engine]
+    measured = [args[0] for args in by_validator + by_engine + by_engine_files]
     assert edited.read_text("utf-8") in measured
     assert len(measured) <= 2 + 3 * len(result.changed), len(measured)
     # what is kept is what the estimate says, the edited file's new size included

@@ -23,7 +23,13 @@ from cmem.vault.layers import Vault
 from support import write_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "cli/cmem/converge" / name for name in ("validate.py", "response.py")]
+CONVERGE = ROOT / "cli/cmem/converge"
+# the validator: the reading of a reply, one module per rule's idea, the parser
+SOURCES = [
+    CONVERGE / "checker.py",
+    *sorted(CONVERGE.glob("check_*.py")),
+    CONVERGE / "response.py",
+]
 
 NOTES = {
     "en": {
@@ -56,8 +62,14 @@ def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
             continue
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "error" and len(node.args) >= 3:
-            if isinstance(func.value, ast.Name) and func.value.id == "self":
-                found.append((node.lineno, node.args[2]))
+            if isinstance(func.value, ast.Name) and func.value.id in ("self", "checker"):
+                rule = node.args[2]
+                # `A if … else B`: each of the two is a rule
+                found += (
+                    [(node.lineno, r) for r in (rule.body, rule.orelse)]
+                    if isinstance(rule, ast.IfExp)
+                    else [(node.lineno, rule)]
+                )
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "append"
@@ -73,7 +85,8 @@ def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
 def test_every_rejection_cites_a_rule_of_the_rulebook(path):
     args = _rule_args(path)
-    assert args, f"no rejection found in {path.name}: the walk is broken"
+    # a module of warnings only (the invention check) rejects nothing
+    assert args or "self.warn(" in path.read_text("utf-8"), f"no rejection found in {path.name}"
     names = {
         name
         for name, value in vars(rules).items()
@@ -85,6 +98,19 @@ def test_every_rejection_cites_a_rule_of_the_rulebook(path):
         assert isinstance(arg, ast.Name) and arg.id in names, (
             f"{path.name}:{line}: a rejection cites {ast.unparse(arg)}, not a rule of converge/rules.py"
         )
+
+
+def test_the_validators_registry_is_keyed_by_the_rulebook():
+    """Each check `validate_response` runs is registered under the rule it checks (a number of
+    the rulebook) or the warning it gives (a word of `rules.WARNINGS`), and checks it."""
+    from cmem.converge import validate
+
+    assert _rule_args(CONVERGE / "validate.py")  # the turn citations' check
+    for registry in (validate.CHANGE_RULES, validate.REPLY_RULES):
+        assert registry and all(key in rules.RULES or key in rules.WARNINGS for key in registry)
+    assert len(set(validate.CHANGE_RULES) | set(validate.REPLY_RULES)) == len(
+        validate.CHANGE_RULES
+    ) + len(validate.REPLY_RULES)
 
 
 def _before(text: str, path: str = BEFORE[0]) -> str:

@@ -1,5 +1,5 @@
 """The topic files a prompt quotes whole (`prompt.touched_situational`) are chosen from words kept
-in the machine folder (each text's words, their bit mask, each file name's words): the choice is
+in the machine folder (each text's words, each file name's words): the choice is
 the one the words made afresh give, with the memo cold, warm, and after files are edited."""
 
 from __future__ import annotations

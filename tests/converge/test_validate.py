@@ -1189,7 +1189,7 @@ def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
     import random
     import re
 
-    from cmem.converge.validate import _cjk_split
+    from cmem.converge.check_invention import _cjk_split
     from cmem.text.scripts import CJK
 
     rng = random.Random(13)

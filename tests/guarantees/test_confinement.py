@@ -483,7 +483,7 @@ def test_permission_errors_name_the_file(make_vault, monkeypatch, capsys, code):
     def unreadable(*args, **kwargs):
         raise PermissionError(code, os.strerror(code), str(target))
 
-    monkeypatch.setattr("cmem.scan.scanner.read_note", unreadable)
+    monkeypatch.setattr("cmem.scan.scan_cache.read_note", unreadable)
     exit_code, out, err = run_main(monkeypatch, capsys, "scan", "--vault", str(root))
     reason = os.strerror(code)
     assert exit_code == 1 and err == f"error: {target}: {reason[0].lower() + reason[1:]}.\n"

@@ -1,12 +1,11 @@
-"""A scan's key is walked in two parts (`stored_results.KeyWalk`): the notes' folders before the
-fork, the convergent layer and the archive when the scan first lists them, beside its child. The
+"""A scan's key is walked in two parts (`stored_results.KeyWalk`): the notes' folders first, the
+convergent layer and the archive when the scan first lists them. The
 key is the one a single walk takes; each part is taken before what it covers is read; a memory
 file changed between the two parts is stored as read, and the stored answer then matches."""
 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
@@ -14,8 +13,7 @@ from cmem import fast
 from cmem.reading import stored_results
 from cmem.reading.scan_output import scan_output
 from cmem.reading.stored_results import KeyWalk, key_files
-from cmem.scan import scanner
-from cmem.scan.in_processes import PARALLEL_MIN_ITEMS
+from cmem.scan import scan_cache, scanner
 from cmem.vault import notes
 from cmem.vault.layers import open_vault
 from support import HOUR_AGO, settle
@@ -49,16 +47,8 @@ def _folders(key: list) -> list[str]:
     return [e[0] for e in key if isinstance(e, tuple) and len(e) == 5 and not e[0].startswith("/")]
 
 
-@pytest.mark.parametrize("processes", ["1", "2"])
-def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(
-    sample_vault, monkeypatch, processes
-):
+def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(sample_vault, monkeypatch):
     """The memory files are read (by the guard) only after the key's part for them is taken."""
-    monkeypatch.setenv("CMEM_SCAN_PROCESSES", processes)
-    if processes != "1":  # past the fork threshold: the guard index is made beside the child
-        for path in sorted(sample_vault.glob("*.md")):
-            for number in range(-(-PARALLEL_MIN_ITEMS // 5)):
-                shutil.copyfile(path, sample_vault / f"copy {number} {path.name}")
     settle(sample_vault)
     events: list[str] = []
     real_rest, real_read = KeyWalk.rest, notes.read_note
@@ -73,13 +63,9 @@ def test_each_part_of_the_key_is_taken_before_what_it_covers_is_read(
         return real_read(file, *args, **kwargs)
 
     monkeypatch.setattr(KeyWalk, "rest", rest)
-    monkeypatch.setattr(scanner, "read_note", read)
+    monkeypatch.setattr(scan_cache, "read_note", read)
     (open_vault(sample_vault).machine_dir / scanner.GUARD_NAME).unlink(missing_ok=True)
-    forks = []
-    real_fork = os.fork
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     scan_output(open_vault(sample_vault).remember_listings(), True)
-    assert len(forks) == int(processes) - 1
     assert "rest" in events
     first_memory_read = min(
         index for index, layer in enumerate(events) if layer in ("resident", "situational")

@@ -1,6 +1,5 @@
 """A pass's status line on a real terminal (a pseudo-terminal): drawn in place, cut to the
-terminal's width, cleared with the cursor shown again, and — its thread holding nothing a child
-needs — it does not keep a pass from forking (`cmem/fork_safety.py`)."""
+terminal's width, cleared with the cursor shown again."""
 
 from __future__ import annotations
 
@@ -8,19 +7,13 @@ import fcntl
 import os
 import struct
 import termios
-import threading
 import time
 
 import pytest
 
-from cmem import fork_safety
 from cmem.render import status_line
 from cmem.render.reports import Spinner
 from cmem.render.status_line import StatusLine
-from cmem.scan import in_processes, scanner
-from cmem.scan.in_processes import PARALLEL_MIN_ITEMS, PROCESSES_VARIABLE
-from cmem.vault.layers import DIVERGENT, open_vault
-from support import forks_from_now
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 
@@ -131,72 +124,3 @@ def test_the_spinner_uses_the_terminal_line_and_term_dumb_gets_plain_lines(termi
     spinner("asking the model", 1.0)
     spinner.done()
     assert spinner._status is None and dumb.drawn() == "asking the model…\r\n"
-
-
-def test_a_running_status_line_does_not_keep_the_scan_to_one_process(terminal, monkeypatch):
-    monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    line = StatusLine(terminal())
-    line.start("scanning")
-    try:
-        assert fork_safety.threads_beside() == 0
-        assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 2
-        # a thread nobody registered (a watcher, a server's worker) still does
-        stop = threading.Event()
-        other = threading.Thread(target=stop.wait)
-        other.start()
-        try:
-            assert fork_safety.threads_beside() == 1
-            assert in_processes.workers(100 * PARALLEL_MIN_ITEMS) == 1
-        finally:
-            stop.set()
-            other.join()
-    finally:
-        line.stop()
-    assert not fork_safety._safe  # unregistered when it stops
-
-
-def test_a_line_without_a_descriptor_is_not_counted_fork_safe():
-    import io
-
-    class FakeTerminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    line = StatusLine(FakeTerminal())
-    line.start("scanning")
-    try:
-        assert fork_safety.threads_beside() == 1  # it writes through Python's io: not safe
-    finally:
-        line.stop()
-
-
-def test_notes_are_read_in_forked_processes_while_the_line_turns(
-    sample_vault, terminal, monkeypatch
-):
-    """A real fork while the line's thread draws: the children's entries are the ones one
-    process reads, and the line is drawn before, during and after."""
-    import shutil
-
-    monkeypatch.setattr(status_line, "INTERVAL", 0.001)
-    for path in sorted(sample_vault.glob("*.md")):
-        for number in range(25):
-            shutil.copyfile(path, sample_vault / f"copy {number} {path.name}")
-    vault = open_vault(sample_vault)
-    files = [(file, file.lstat()) for file in vault.list_layer(DIVERGENT)]
-    assert len(files) >= PARALLEL_MIN_ITEMS
-    alone = [scanner._read_entry(file, vault, st) for file, st in files]
-    forks = forks_from_now(monkeypatch)
-    monkeypatch.delenv(PROCESSES_VARIABLE, raising=False)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    screen = terminal()
-    line = StatusLine(screen)
-    line.start("scanning")
-    try:
-        forked = scanner._read_entries(files, vault)  # as many processes as `workers` says
-    finally:
-        line.stop()
-    plain = [{k: v for k, v in e.to_json().items() if k != "r"} for e in forked]
-    assert plain == [{k: v for k, v in e.to_json().items() if k != "r"} for e in alone]
-    assert len(forks) == 1
-    assert screen.drawn().count("scanning") > 1

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from cmem.errors import CmemError
-from cmem.scan import scanner as scan_module
+from cmem.scan import scan_cache as scan_module
 from cmem.scan.scanner import CACHE_NAME, GUARD_NAME, scan_vault
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import ConvergedNote, State, line_key, save_state
@@ -487,35 +487,6 @@ def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
     with open(root / "converged/topics/web.md", "a", encoding="utf-8") as handle:
         handle.write("- 我喜欢先看结论\n")  # a changed convergent file: re-read, re-merged
     assert scan_vault(vault).to_json() == expected
-
-
-def test_the_guard_index_is_loaded_with_the_other_work_not_before_the_notes(
-    make_vault, monkeypatch
-):
-    """A cold scan's children start on the notes once their entries are looked up; the stored
-    guard index is loaded only when the guard is built, which runs beside them (`meanwhile`)."""
-    root = make_vault(
-        {"a.md": "我决定改用 Svelte\n", "converged/core/profile.md": "- 前端用 Vue\n"}
-    )
-    age_all(root)
-    vault = open_vault(root)
-    expected = scan_vault(vault).to_json()
-    (vault.machine_dir / CACHE_NAME).unlink()
-    order = []
-    real_load, real_read = scan_module._load_marshal, scan_module._read_entries
-
-    def load(path, *args):
-        order.append(path.name)
-        return real_load(path, *args)
-
-    def read(files, vault, processes=None, meanwhile=None):
-        order.append("notes")
-        return real_read(files, vault, processes, meanwhile)
-
-    monkeypatch.setattr(scan_module, "_load_marshal", load)
-    monkeypatch.setattr(scan_module, "_read_entries", read)
-    assert scan_vault(vault).to_json() == expected
-    assert order == [CACHE_NAME, "notes", GUARD_NAME]
 
 
 def test_damaged_guard_index_is_rebuilt(make_vault):

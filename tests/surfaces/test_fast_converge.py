@@ -104,6 +104,7 @@ def test_the_light_pass_starts_a_background_pass_without_typer(tmp_path):
     assert '"status": "started"' in out
     # the hooks run this on every exit: the spawn alone, not the pass's modules
     assert "typer" not in modules and "cmem.converge.pipeline" not in modules
+    assert "cmem.converge.engines" not in modules  # no --engine: not even the engines' names
 
 
 @pytest.mark.parametrize(

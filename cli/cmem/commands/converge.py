@@ -16,6 +16,7 @@ from cmem.commands.options import (
     invocation,
     yes_option,
 )
+from cmem.converge.engines import ENGINE_NAMES
 from cmem.errors import CmemError
 
 ApplyYes = Annotated[bool, yes_option("Apply without asking (needed without a terminal).")]
@@ -28,8 +29,8 @@ def converge(
         Optional[str],
         typer.Option(
             "--engine",
-            metavar="[builtin|llm]",
-            autocompletion=choices("builtin", "llm"),
+            metavar=f"[{'|'.join(ENGINE_NAMES)}]",
+            autocompletion=choices(*ENGINE_NAMES),
             help="builtin (offline, extractive) or llm; default: llm when a model command is configured.",
         ),
     ] = None,
@@ -148,8 +149,8 @@ def converge(
     from cmem.converge.pipeline import PassOptions
 
     invoked = invocation(ctx)
-    if engine not in (None, "builtin", "llm"):
-        raise typer.BadParameter("must be builtin or llm", param_hint="--engine")
+    if engine is not None and engine not in ENGINE_NAMES:
+        raise typer.BadParameter(f"must be {' or '.join(ENGINE_NAMES)}", param_hint="--engine")
     if llm is not None and not llm.strip():  # `--llm "$LLM"` with the variable unset
         raise typer.BadParameter(
             "is empty (an unset variable?); give the model command, or leave --llm out",

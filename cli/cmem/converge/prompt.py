@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
+from cmem.steps.message import line_ranges
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
 from cmem.vault.statements import format_source, format_trace
@@ -98,17 +99,6 @@ def quote_note(note: SelectedNote, zh: bool = False) -> str:
     return out
 
 
-def line_ranges(lines: list[int]) -> str:
-    """3,4,5,9 as "3-5, 9"."""
-    runs: list[list[int]] = []
-    for number in sorted(lines):
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
-
-
 def touched_situational(
     vault: Vault,
     notes: list[SelectedNote],
@@ -123,7 +113,6 @@ def touched_situational(
       wikilink (file name, alias or tag) first, then by shared words — file name, title,
       summary, tags and statements against the signal lines (English words and CJK bigrams).
       A file sharing nothing is not quoted; the prompt still lists it with its summary."""
-    from cmem.converge.statement_words import probe
     from cmem.converge.words import name_key, terms
 
     base = vault.config.situational_dir + "/"
@@ -146,7 +135,7 @@ def touched_situational(
             )
             wanted |= terms(line)
         wanted |= {t for n in note.tags + note.links for t in terms(n.replace("-", " "))}
-    probes = [(f"\n{w}\n", byte, bit) for w, _, byte, bit in map(probe, sorted(wanted))]
+    probes = [f"\n{word}\n" for word in sorted(wanted)]
     scored = []
     for path in paths:
         text = originals[path]
@@ -157,7 +146,8 @@ def touched_situational(
             continue
         # statements weigh less than the file's own name: shared vocabulary is everywhere
         shared_name = len(wanted & (head_words.union(stem_words)))
-        shared_body = _count_held(probes, memo.mask(text), memo.terms(text)) if wanted else 0
+        held = memo.terms(text) if wanted else ""
+        shared_body = sum(1 for line in probes if line in held)
         score = 3 * shared_name + shared_body
         if score:
             scored.append((-float(score), path))
@@ -183,8 +173,8 @@ class _TermsMemo:
 
     FILE = "topic-terms.marshal"
     # stems: a file name's name key and words, by the name (a thousand names made words
-    # again on every prompt); masks: the words' bits (`statement_words.word_mask`), by digest
-    KINDS = ("terms", "tokens", "heads", "stems", "masks")
+    # again on every prompt)
+    KINDS = ("terms", "tokens", "heads", "stems")
 
     def __init__(self, vault: Vault):
         self.path = vault.machine_dir / self.FILE
@@ -209,7 +199,7 @@ class _TermsMemo:
         from cmem.converge import statement_words, words
         from cmem.text import scripts, terms, tokens
 
-        return (5, __version__, code_stamp(words, terms, scripts, tokens, statement_words))
+        return (6, __version__, code_stamp(words, terms, scripts, tokens, statement_words))
 
     def _get(self, kind: str, text: str, make, keyed: bool = True):
         key = self._digest(text) if keyed else text
@@ -229,13 +219,6 @@ class _TermsMemo:
 
     def tokens(self, text: str) -> int:
         return self._get("tokens", text, estimate_tokens)
-
-    def mask(self, text: str) -> bytes:
-        """The bits of the text's words: a word whose bit is clear is not among them."""
-        from cmem.converge.statement_words import word_mask
-        from cmem.converge.words import terms
-
-        return self._get("masks", text, lambda text: word_mask(terms(text)))
 
     def stem(self, stem: str) -> tuple[str, frozenset[str]]:
         """A file name's name key and words, kept by the name itself."""
@@ -259,13 +242,6 @@ class _TermsMemo:
             write_atomic(self.path, marshal.dumps({"header": self._header(), **kept}))
         except (OSError, ValueError):
             pass  # a read-only machine folder only costs speed
-
-
-def _count_held(probes: list[tuple[str, int, int]], mask: bytes, held: str) -> int:
-    """How many of the words of `probes` ("\\nword\\n", then the word's bit as
-    `statement_words.probe` gives it) the words `held` (`_TermsMemo.terms`) hold: searched
-    only where `mask`, the bits of `held`, has the word's bit."""
-    return sum(1 for line, byte, bit in probes if mask[byte] & bit and line in held)
 
 
 def _stem(stem: str) -> tuple[str, frozenset[str]]:

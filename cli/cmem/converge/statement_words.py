@@ -21,11 +21,8 @@ from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
 # Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
-# (5: keys and postings kept as UTF-8 bytes)
-VERSION = 5
-# Bits of a file's word mask (`FileWords.mask`): a file holds ~200 words at 10k notes, so about
-# one bit in twenty is set and a word the file lacks is told by one byte, not a search.
-MASK_BITS = 4096
+# (5: keys and postings kept as UTF-8 bytes; 6: no word mask)
+VERSION = 6
 
 
 def _utf8(text: str) -> bytes:
@@ -37,27 +34,9 @@ def needle(word: str) -> bytes:
     return _utf8(f"\n{word} ")
 
 
-def _bit(word: str) -> tuple[int, int]:
-    """(byte, bit value) of `word` in a mask: a hash that is the same in every process (str's
-    own hash is salted per process, and the masks are kept in the machine folder)."""
-    from zlib import crc32
-
-    at = crc32(word.encode("utf-8", "surrogatepass")) % MASK_BITS
-    return at >> 3, 1 << (at & 7)
-
-
-def probe(word: str) -> tuple[str, bytes, int, int]:
-    """What `FileWords.holding_each` looks for: the word, its postings line's start, its bit."""
-    return (word, needle(word), *_bit(word))
-
-
-def word_mask(words) -> bytes:
-    """A bit set per word (a Bloom filter of one hash): a clear bit proves the word absent."""
-    mask = bytearray(MASK_BITS // 8)
-    for word in words:
-        byte, bit = _bit(word)
-        mask[byte] |= bit
-    return bytes(mask)
+def probe(word: str) -> tuple[str, bytes]:
+    """What `FileWords.holding_each` looks for: the word and its postings line's start."""
+    return (word, needle(word))
 
 
 class FileWords:
@@ -69,9 +48,7 @@ class FileWords:
     ~0.8 s to unmarshal where two strings a file take ~40 ms; as bytes, not str, since a str is
     decoded from UTF-8 when unmarshalled (12 against 5 ms for the 8 MB of them at 10k notes), and
     a search finds the same in either (UTF-8 is self-synchronising: a word's bytes start only
-    where the word does). A word's statements are found by `find`. Most files hold none of a
-    line's words, and `find` then reads the whole postings to say so (33k of the 41k searches of
-    one note at 10k): the word mask answers those first."""
+    where the word does). A word's statements are found by `find`."""
 
     def __init__(
         self,
@@ -79,14 +56,11 @@ class FileWords:
         keys: str | bytes,
         empty: tuple[int, ...],
         postings: str | bytes,
-        mask: bytes | None = None,
     ):
         self.count, self.empty = count, frozenset(empty)
         self._keys = _utf8(keys) if isinstance(keys, str) else keys
         self._postings = _utf8(postings) if isinstance(postings, str) else postings
         self._split: tuple[str, ...] | None = None
-        # made from the postings when not given (an entry made by hand)
-        self.mask = word_mask(self.words()) if mask is None else mask
 
     @classmethod
     def of(cls, statements: list[Statement]) -> "FileWords":
@@ -99,7 +73,6 @@ class FileWords:
             "\n".join(s.key for s in statements),
             tuple(i for i, s in enumerate(statements) if not s.core),
             "".join(f"\n{word} {' '.join(found)}" for word, found in postings.items()) + "\n",
-            word_mask(postings),
         )
 
     @property
@@ -131,17 +104,12 @@ class FileWords:
         found = self.holding_each([probe(word)])
         return found[0][1] if found else []
 
-    def holding_each(
-        self, probes: list[tuple[str, bytes, int, int]]
-    ) -> list[tuple[str, list[int]]]:
+    def holding_each(self, probes: list[tuple[str, bytes]]) -> list[tuple[str, list[int]]]:
         """(word, the statements holding it) for each of the words that some statement holds;
         `probes` are `probe(word)` of each. One call a file for all of a line's words: the
-        builtin engine asked `holding` 41k times for one note at 10k. The postings are searched
-        only for a word whose bit the mask has."""
-        postings, mask, found = self._postings, self.mask, []
-        for word, start, byte, bit in probes:
-            if not mask[byte] & bit:
-                continue  # the file holds no statement with this word
+        builtin engine asked `holding` 41k times for one note at 10k."""
+        postings, found = self._postings, []
+        for word, start in probes:
             at = postings.find(start)
             if at >= 0:
                 line = postings[at + len(start) : postings.index(b"\n", at + 1)]
@@ -154,16 +122,14 @@ class FileWords:
         return {line.split(" ", 1)[0] for line in postings.split("\n") if line}
 
     def to_raw(self) -> tuple:
-        return (self.count, self._keys, tuple(sorted(self.empty)), self._postings, self.mask)
+        return (self.count, self._keys, tuple(sorted(self.empty)), self._postings)
 
     @classmethod
     def from_raw(cls, raw) -> "FileWords":
-        count, keys, empty, postings, mask = raw
+        count, keys, empty, postings = raw
         if not (isinstance(keys, bytes) and isinstance(postings, bytes)):
             raise TypeError("not an entry")
-        if not (isinstance(mask, bytes) and len(mask) == MASK_BITS // 8):
-            raise ValueError("not a word mask")  # a wrong mask would hide words: rebuilt
-        return cls(int(count), keys, tuple(empty), postings, mask)
+        return cls(int(count), keys, tuple(empty), postings)
 
 
 def fingerprint(formats) -> str:
@@ -209,8 +175,7 @@ def digest_of_bytes(data: bytes) -> bytes:
 
 
 def known_digest(text: str, digest: bytes) -> None:
-    """Tell `digest_of` the text's digest, made elsewhere from its very bytes
-    (`converge/memory_bytes.py` keeps each memory file's under its stat, beside the bytes)."""
+    """Tell `digest_of` the text's digest, made elsewhere from its very bytes."""
     if len(_DIGESTS) >= _DIGESTS_KEPT:
         _DIGESTS.clear()
     _DIGESTS[text] = digest
@@ -333,7 +298,7 @@ class WordsCache:
 
         data = {"version": VERSION, "fingerprint": self.fingerprint, "files": files}
         try:
-            # the memory's own statements: its owner's only, as the memory-bytes copy
+            # the memory's own statements: its owner's only, as the run records
             write_cache(str(path), marshal.dumps(data), mode=0o600)
         except ValueError:
             pass  # a value marshal cannot hold: not kept

@@ -13,13 +13,12 @@ def scan_output(target, as_json: bool) -> str:
     JSON, without the final line end; stored for `cmem.fast` under the key taken first."""
     import json
 
-    from cmem import collector
     from cmem.reading import stored_results
     from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
 
     # the convergent layer and the archive are walked for the key when the scan first lists
-    # them, beside its forked child, not before the fork (`stored_results.KeyWalk`)
+    # them (`stored_results.KeyWalk`)
     config = target.config
     later = (config.resident_dir, config.situational_dir, config.archive_dir)
     pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)), later=later)
@@ -34,7 +33,6 @@ def scan_output(target, as_json: bool) -> str:
 
         out = render_scan(result, waiting)
     stored_results.store(pending, stored_results.printed(out + "\n"))
-    collector.keep(result, pending)  # `cmem/collector.py`
     return out
 
 

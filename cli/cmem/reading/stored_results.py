@@ -36,11 +36,9 @@ class KeyWalk:
 
     In two parts when there are `later` folders: made, it has stat'ed `files` and walked every
     folder but those at or below a `later` one; `rest` walks those (once; `result` asks for it
-    too). A scan reads the notes of the first part at once, on both cores, and the convergent
-    layer's files only later, beside its forked child (`Vault.list_folder` runs `rest` before it
-    lists a folder the first part left): each part of the key is taken before what it covers is
-    read, and the walk of the convergent layer and the archive (~25-45 ms at 10k notes) no longer
-    holds up the fork. The key is the same whenever `rest` runs: the folders left for later are
+    too). A scan reads the notes of the first part at once, and the convergent layer's files
+    only later (`Vault.list_folder` runs `rest` before it lists a folder the first part left):
+    each part of the key is taken before what it covers is read. The key is the same whenever `rest` runs: the folders left for later are
     walked in the order the first part met them, and a stored entry names them (`listing_matches`
     walks the same way).
 

@@ -471,7 +471,7 @@ def render_pass(result, show_diff: bool = False) -> str:
             ]
         )
     if result.status == "failed":
-        from cmem.converge.pipeline import failure_summary
+        from cmem.converge.outcome import failure_summary
 
         out.append(paint("the pass failed; nothing was written", "red", "bold"))
         out += [f"  {e}" for e in result.errors[:30]]

@@ -1,16 +1,10 @@
 """One line on a terminal, redrawn in place while a pass runs: a spinner frame and what the pass
 is doing ("asking the model… 12s of 300s · Ctrl-C stops; nothing is written").
 
-Written by hand rather than with rich's live status, for two reasons measured on a one-note pass
-at 10k notes in a terminal (`script -qec`): importing `rich.console` and starting its status cost
-~40 ms, and its refresh thread writes through Python's buffered stderr, holding locks a forked
-child would inherit locked — so cmem kept such a pass to one process (`scan/in_processes.py`:
-no two-core scan, no run record written beside it), ~80 ms in all (545 against 465 ms).
-
-This line's thread writes with `os.write` on the terminal's descriptor and holds no lock of
-Python's io while it sleeps or writes, so it is registered as fork-safe (`cmem/fork_safety.py`)
-and a pass forks as it does off a terminal. A stream without a descriptor (a test's fake
-terminal) is written through its `write`, and then the thread is not registered.
+Written by hand rather than with rich's live status: importing `rich.console` and starting its
+status cost ~40 ms of a one-note pass at 10k notes in a terminal (`script -qec`). The line's
+thread writes with `os.write` on the terminal's descriptor; a stream without a descriptor (a
+test's fake terminal) is written through its `write`.
 """
 
 from __future__ import annotations
@@ -44,7 +38,6 @@ class StatusLine:
         self.text = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._unregister = None
 
     def start(self, text: str) -> None:
         self.text = text
@@ -54,10 +47,6 @@ class StatusLine:
             pass
         self._write(HIDE_CURSOR + self._line(0))
         self._thread = threading.Thread(target=self._run, name="cmem-status-line", daemon=True)
-        if self.fd is not None:
-            from cmem.fork_safety import fork_safe_thread
-
-            self._unregister = fork_safe_thread(self._thread)
         self._thread.start()
 
     def update(self, text: str) -> None:
@@ -68,8 +57,6 @@ class StatusLine:
             return
         self._stop.set()
         self._thread.join(timeout=1)
-        if self._unregister is not None:
-            self._unregister()
         self._thread = None
         self._write(CLEAR_LINE + SHOW_CURSOR)
 

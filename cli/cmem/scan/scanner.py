@@ -6,30 +6,24 @@ note cannot know: which notes and lines were already converged (`.cmem/state.jso
 phrases recur in enough notes, which lines repeat a statement the convergent layer already holds
 (the feedback-loop guard) or one it retired (re-emergence).
 
-Reading and detecting is the slow part, so its result is cached per note in the per-machine
-machine folder, keyed by (path, mtime_ns, size): an unchanged divergent layer is rescanned by
-`stat` alone. The convergent statements the guard needs are cached the same way, keyed by every
-convergent file's (path, mtime_ns, size), in a file of their own (`guard-index.marshal`) that also
-keeps them merged: a cold scan of the notes reuses it, and when no convergent file changed the
-merge is not redone. Both are marshal, not JSON (a JSON cache cost ~20 ms a warm call at 10k notes).
-The cache is only a cache: missing, corrupt or from an older cmem, it is rebuilt without a word.
+Reading and detecting is the slow part, so each note's result, and the convergent statements
+the guard needs, are kept in the machine folder by their files' stats (`scan/scan_cache.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import marshal
-import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cmem import collector
-from cmem.cache_file import RACY_NS, write_cache
 from cmem.errors import CmemError
-from cmem.scan.content import content_line_numbers, unaccounted_lines
-from cmem.scan.in_processes import map_in_processes
+from cmem.scan.content import unaccounted_lines
+from cmem.scan.scan_cache import (
+    CACHE_NAME,
+    GUARD_NAME,
+    ConvergentIndex,
+    NoteEntry,
+    ScanCache,
+    scan_fingerprint,
+)
 from cmem.scan.signals import (
     ALREADY_CONVERGED,
     BACKLOG,
@@ -46,27 +40,18 @@ from cmem.scan.signals import (
     Deferred,
     Hit,
     NoteFlags,
-    NoteScan,
     PendingNote,
     Quarantined,
     Signal,
     defer_reason,
     excluded_reason,
-    scan_note,
 )
-from cmem.text.cues import PRIORITY, cue_fingerprint
-from cmem.text.tokens import estimate_tokens
+from cmem.text.cues import PRIORITY
 from cmem.vault.backlog import in_backlog, load_backlog
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
-from cmem.vault.notes import OddFile, find_odd_names, odd_from_note, read_note
+from cmem.vault.notes import OddFile, find_odd_names, read_note
 from cmem.vault.state_json import BUILTIN, ConvergedNote, State, load_state
-from cmem.vault.statements import normalize, parse_statements, split_statement, unlinkable
-
-CACHE_NAME = "scan-cache.marshal"
-GUARD_NAME = "guard-index.marshal"
-# 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes; 7: content lines
-# and tokens, quotes and callouts read; 8: notes not in UTF-8 decoded (`text/encodings.py`)
-CACHE_VERSION = 8
+from cmem.vault.statements import unlinkable
 
 
 @dataclass(frozen=True)
@@ -132,33 +117,15 @@ def scan_vault(
     an adopted folder held are pending too (`cmem converge --backlog`), not only their cue lines.
     `confirm_only`: the notes `only` names are confirmed, as `converge: true` does (a pass the
     user asked for by name: `cmem converge --only NOTE`)."""
-    with collector.held_off():  # a scan makes much and frees little (`cmem/collector.py`)
-        return _scan_vault(vault, state, only, backlog, confirm_only)
-
-
-def _scan_vault(
-    vault: Vault,
-    state: State | None,
-    only: list[str] | None,
-    backlog: bool = False,
-    confirm_only: bool = False,
-) -> ScanResult:
     state = load_state(vault.state_file) if state is None else state
-    cache = _Cache.load(
-        vault.machine_dir / CACHE_NAME, _fingerprint(vault), vault.machine_dir / GUARD_NAME
+    cache = ScanCache.load(
+        vault.machine_dir / CACHE_NAME, scan_fingerprint(vault), vault.machine_dir / GUARD_NAME
     )
     # One listing of each folder: the notes, the guard's convergent files and the odd names
     # below all read the folders it holds.
     with vault.listed_once():
-        # The guard's index and the odd names are made while forked children (if any) read
-        # their share of the notes: neither depends on the notes
-        found: dict = {}
-
-        def meanwhile() -> None:
-            found["index"], found["odd"] = cache.convergent_index(vault), find_odd_names(vault)
-
-        entries = cache.entries(vault.list_layer(DIVERGENT), vault, meanwhile)
-        index, odd = found["index"], found["odd"]
+        entries = cache.entries(vault.list_layer(DIVERGENT), vault)
+        index, odd = cache.convergent_index(vault), find_odd_names(vault)
     cache.save()
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
@@ -167,424 +134,7 @@ def _scan_vault(
     result = judge.assemble(wanted, confirm_only)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
-    collector.keep(cache, entries, index, state)  # not freed one by one if the process ends now
     return result
-
-
-# --- per-note entries and the cache -----------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    mtime_ns: int
-    size: int
-    read_ns: int  # when it was read: entries read too soon after a change are re-read
-    change: tuple[int, int] = (0, 0)  # (inode, ctime): `_change`
-    sha256: str = ""
-    skip: str | None = None  # why the note is not an input
-    odd: list[list[str]] = field(default_factory=list)  # [kind, message]
-    units: int = 0  # content lines (`scan/content.py`): a new note with none is not pending
-    tokens: int = 0  # the note's token estimate, for the budget and the backlog's cost
-    scan: NoteScan = field(default_factory=NoteScan)
-    # its encoded form (`to_bytes`): made once, where the entry is made (in a forked child, beside
-    # the other process), and saved as it is; an entry decoded from the cache keeps the bytes it
-    # came from. Entries are not changed once made, so it stays their truth.
-    encoded: bytes | None = field(default=None, compare=False, repr=False)
-
-    def to_bytes(self) -> bytes:
-        """The entry as the cache keeps it: one marshal value a note, so a cache rewrite copies
-        each entry's bytes instead of encoding every entry again (at 10k notes a cold scan's save
-        took 14-20 ms, all of it after the notes were read), and a load decodes only the entries
-        it uses."""
-        if self.encoded is None:
-            self.encoded = marshal.dumps(self.to_json())
-        return self.encoded
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "_Entry":
-        entry = cls.from_json(marshal.loads(data))
-        entry.encoded = data
-        return entry
-
-    def to_json(self) -> dict:
-        flags = self.scan.flags
-        return {
-            "m": self.mtime_ns,
-            "s": self.size,
-            "r": self.read_ns,
-            "c": list(self.change),
-            "h": self.sha256,
-            "skip": self.skip,
-            "odd": self.odd,
-            "u": self.units,
-            "t": self.tokens,
-            "flags": [flags.confirmed, flags.excluded, flags.reason, flags.tags, flags.problem],
-            "links": self.scan.links,
-            "hits": [hit.to_list() for hit in self.scan.hits],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> "_Entry":
-        confirmed, excluded, reason, tags, problem = data["flags"]
-        flags = NoteFlags(bool(confirmed), bool(excluded), str(reason), list(tags), problem)
-        scan = NoteScan([Hit.from_list(hit) for hit in data["hits"]], flags, list(data["links"]))
-        return cls(
-            int(data["m"]),
-            int(data["s"]),
-            int(data["r"]),
-            tuple(data["c"]),
-            str(data["h"]),
-            data["skip"],
-            list(data["odd"]),
-            int(data["u"]),
-            int(data["t"]),
-            scan,
-        )
-
-
-def _change(st: os.stat_result | None) -> tuple[int, int]:
-    """What the (mtime, size) of a file's cache key misses: its inode (a file replaced by
-    another) and its ctime, which every write moves, so an edit that keeps the size and sets the
-    mtime back (`touch -r`, `rsync -t`, a tool restoring times) is still seen, as git sees it."""
-    return (st.st_ino, st.st_ctime_ns) if st is not None else (0, 0)
-
-
-def _stat(file: NoteFile) -> os.stat_result | None:
-    try:
-        return os.stat(file.location, follow_symlinks=False)
-    except OSError:
-        return None  # read_note says why it cannot be read
-
-
-def _read_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> _Entry:
-    st = _stat(file) if st is None else st
-    note = read_note(file, vault.config.max_note_bytes, st=st)
-    entry = _Entry(
-        note.mtime_ns, note.size, time.time_ns(), _change(st), note.sha256, note.skip_reason
-    )
-    entry.odd = [[odd.kind, odd.message] for odd in odd_from_note(note)]
-    if note.usable:
-        entry.units = len(content_line_numbers(note.lines, note.body_start))
-        entry.tokens = estimate_tokens(note.text)
-        entry.scan = scan_note(note, vault.config.extra_cues, vault.config.formats)
-        # the guard only tests equality: a digest is enough, and keeps the cache small
-        entry.scan.hits = [
-            # built directly: dataclasses.replace costs more than the hit itself
-            Hit(
-                hit.line,
-                hit.cls,
-                hit.cue,
-                hit.excerpt,
-                hit.kind,
-                hit.line_key,
-                _digest(hit.content_key) if hit.content_key else "",
-                hit.keys,
-            )
-            for hit in entry.scan.hits
-        ]
-        if entry.scan.flags.problem:
-            entry.odd.append(
-                ["frontmatter", f"{entry.scan.flags.problem}; cmem reads it but never rewrites it"]
-            )
-    entry.to_bytes()  # here, where the reads are split over the cores, not in the save
-    return entry
-
-
-def _read_entries(
-    files: list[tuple[NoteFile, os.stat_result]],
-    vault: Vault,
-    processes: int | None = None,
-    meanwhile: Callable[[], object] | None = None,
-) -> list[_Entry]:
-    """The entries of `files` (each with the stat just taken), read and scanned, in order: split
-    over the cores when there are many (`in_processes`)."""
-    return map_in_processes(
-        files,
-        lambda item: _read_entry(item[0], vault, item[1]),
-        _Entry.to_bytes,
-        _Entry.from_bytes,
-        processes,
-        meanwhile,
-    )
-
-
-def _convergent_entries(
-    files: list[tuple[NoteFile, os.stat_result]], vault: Vault, processes: int | None = None
-) -> list[dict]:
-    """The guard entries of these convergent files, in order, split as `_read_entries` is."""
-    return map_in_processes(
-        files, lambda item: _convergent_entry(item[0], vault, item[1]), processes=processes
-    )
-
-
-def _fingerprint(vault: Vault) -> str:
-    """Everything detection depends on besides the note itself."""
-    config = vault.config
-    basis = [
-        CACHE_VERSION,
-        cue_fingerprint(config.extra_cues),
-        config.max_note_bytes,
-        config.formats.source,
-        config.formats.trace,
-    ]
-    return hashlib.sha1(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def _trusted(mtime_ns: int, read_ns: int) -> bool:
-    """A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
-    less than RACY_NS after the file's mtime is re-read next time (git's "racily clean" problem)."""
-    return mtime_ns + RACY_NS < read_ns
-
-
-def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
-    """A cache file's data, or None when it is missing, corrupt, from another version or for
-    another detection setup (then it is rebuilt)."""
-    try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if (
-        not isinstance(data, dict)
-        or data.get("version") != CACHE_VERSION
-        or data.get("fingerprint") != fingerprint
-    ):
-        return None
-    return data if isinstance(data.get(required), dict) else None
-
-
-def _save_marshal(path, data: dict) -> None:
-    """Replaced whole, without fsync (`cmem.cache_file`): both files are caches that a lost
-    write only makes slower, and the fsync cost a cold scan a few ms for nothing."""
-    try:
-        write_cache(os.fspath(path), marshal.dumps(data))  # a read-only folder: not written
-    except ValueError:
-        pass  # a value marshal cannot hold: not stored
-
-
-class _Cache:
-    def __init__(
-        self,
-        path,
-        fingerprint: str,
-        data: dict | None = None,
-        guard_path=None,
-    ):
-        self.path = path
-        self.guard_path = guard_path
-        self.fingerprint = fingerprint
-        self.raw_notes: dict = (data or {}).get("notes", {})
-        self._raw_guard: dict | None = None  # `raw_guard`
-        self.notes: dict[str, _Entry] = {}
-        self.convergent: dict | None = None  # rel -> the file's guard entry
-        self.merged: tuple | None = None
-        self.dirty = False
-        self.guard_dirty = False
-        self.reads = 0
-
-    @classmethod
-    def load(cls, path, fingerprint: str, guard_path=None) -> "_Cache":
-        data = _load_marshal(path, fingerprint, "notes")
-        cache = cls(path, fingerprint, data, guard_path)
-        cache.dirty = data is None
-        return cache
-
-    @property
-    def raw_guard(self) -> dict:
-        """The guard index as stored, loaded when first asked for: by `convergent_index`, which
-        a scan runs while forked children read the notes (~10 ms at 10k notes off the part of a
-        cold scan that runs before they start)."""
-        if self._raw_guard is None:
-            loaded = (
-                _load_marshal(self.guard_path, self.fingerprint, "files")
-                if self.guard_path is not None
-                else None
-            )
-            self._raw_guard = loaded or {}
-        return self._raw_guard
-
-    def entries(
-        self, files: list[NoteFile], vault: Vault, meanwhile: Callable[[], object] | None = None
-    ) -> list[tuple[NoteFile, _Entry]]:
-        """Each listed note with its entry, in listing order: from the cache when its (mtime,
-        size) still match, else read (with the stat just taken: one per note). `meanwhile` runs
-        while the reads split over the cores are under way (`map_in_processes`)."""
-        found: dict[str, _Entry] = {}
-        misses = []
-        for file in files:
-            try:
-                st = file.lstat()  # the listing's stat when it took one
-            except OSError:
-                continue  # gone since the listing
-            cached = self._cached(file.rel)
-            if (
-                cached
-                and cached.mtime_ns == st.st_mtime_ns
-                and cached.size == st.st_size
-                and cached.change == _change(st)
-                and _trusted(cached.mtime_ns, cached.read_ns)
-            ):
-                found[file.rel] = cached
-            else:
-                misses.append((file, st))
-        read = _read_entries(misses, vault, meanwhile=meanwhile)
-        for (file, _), entry in zip(misses, read):
-            found[file.rel] = entry
-        self.reads += len(misses)
-        self.dirty = self.dirty or bool(misses)
-        self.notes.update(found)
-        return [(file, found[file.rel]) for file in files if file.rel in found]
-
-    def _cached(self, rel: str) -> _Entry | None:
-        raw = self.raw_notes.get(rel)
-        if raw is None:
-            return None
-        try:
-            return _Entry.from_bytes(raw)
-        except (KeyError, TypeError, ValueError, EOFError):
-            return None  # one bad entry costs one read
-
-    def convergent_index(self, vault: Vault) -> "_ConvergentIndex":
-        """The guard's statements, rebuilt from the convergent files whose stat (mtime, size,
-        inode, ctime) changed; the others come from the cache — merged already when none
-        changed."""
-        raw_files = self.raw_guard.get("files", {})
-        files = {}
-        misses = []
-        for file in vault.convergent_files():
-            try:
-                st = file.lstat()  # the listing's stat when it took one
-            except OSError:
-                continue
-            cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
-            if not (
-                isinstance(cached, dict)
-                and cached.get("m") == st.st_mtime_ns
-                and cached.get("s") == st.st_size
-                and cached.get("c") == list(_change(st))
-                and _trusted(st.st_mtime_ns, cached.get("r", 0))
-            ):
-                misses.append((file, st))
-                cached = None  # read below, all at once; its place in the order kept
-            files[file.rel] = cached
-        for (file, _), entry in zip(misses, _convergent_entries(misses, vault)):
-            files[file.rel] = entry
-        changed = bool(misses)
-        if set(files) != set(raw_files):
-            changed = True
-        self.convergent = files
-        merged = self.raw_guard.get("merged")
-        if (
-            not changed
-            and isinstance(merged, tuple)
-            and len(merged) == 2
-            and all(isinstance(part, dict) for part in merged)
-        ):
-            return _ConvergentIndex(*merged)
-        self.guard_dirty = True
-        try:
-            index = _merge_convergent(files)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            self.convergent = files = {
-                f.rel: _convergent_entry(f, vault) for f in vault.convergent_files()
-            }  # a damaged entry
-            index = _merge_convergent(files)
-        self.merged = (index.statements, index.retired)
-        return index
-
-    def save(self) -> None:
-        if set(self.raw_notes) != set(self.notes):
-            self.dirty = True  # notes came or went
-        if self.guard_dirty and self.guard_path is not None and self.convergent is not None:
-            _save_marshal(
-                self.guard_path,
-                {
-                    "version": CACHE_VERSION,
-                    "fingerprint": self.fingerprint,
-                    "files": self.convergent,
-                    "merged": self.merged,
-                },
-            )
-        if self.dirty:
-            _save_marshal(
-                self.path,
-                {
-                    "version": CACHE_VERSION,
-                    "fingerprint": self.fingerprint,
-                    "notes": {rel: entry.to_bytes() for rel, entry in sorted(self.notes.items())},
-                },
-            )
-
-
-# --- the convergent layer: the guard's statements and the retired ones -----------------
-
-
-@dataclass
-class _ConvergentIndex:
-    statements: dict[str, str]  # digest of a normalised statement -> convergent file holding it
-    retired: dict[
-        str, tuple[str, str, str]
-    ]  # digest of an old wording -> (file, date retired, date first seen)
-
-    def holding(self, digest: str) -> str | None:
-        return self.statements.get(digest) if digest else None
-
-    def retiring(self, digest: str) -> tuple[str, str, str] | None:
-        return self.retired.get(digest) if digest else None
-
-
-_DIGEST_CHARS = 16
-
-
-def _digest(key: str) -> str:
-    """Statements are cached as short digests: the cache stays small and loads fast."""
-    return hashlib.blake2b(key.encode("utf-8"), digest_size=_DIGEST_CHARS // 2).hexdigest()
-
-
-def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = None) -> dict:
-    """One convergent file's statements and retired wordings, as cached."""
-    st = _stat(file) if st is None else st
-    note = read_note(file, vault.config.max_note_bytes, st=st)
-    entry = {
-        "m": note.mtime_ns,
-        "s": note.size,
-        "r": time.time_ns(),
-        "c": list(_change(st)),
-        "statements": "",
-        "retired": {},
-    }
-    if not note.usable:
-        return entry
-    formats = vault.config.formats
-    digests = []
-    for statement in parse_statements(note.body, note.body_start, formats):
-        if statement.key:
-            digests.append(_digest(statement.key))
-        traces = list(statement.traces)
-        while traces:
-            trace = traces.pop()
-            older = trace.older
-            key = normalize(split_statement(trace.old, formats)[0])
-            if key:
-                # the wording was current from the older trace's date until this one's
-                entry["retired"].setdefault(
-                    _digest(key), [trace.date, older[0].date if older else ""]
-                )
-            traces.extend(older)
-    entry["statements"] = "".join(digests)  # one string, not a list: the cache parses faster
-    return entry
-
-
-def _merge_convergent(files: dict[str, dict]) -> _ConvergentIndex:
-    index = _ConvergentIndex({}, {})
-    for rel, entry in files.items():
-        joined = entry["statements"]
-        for start in range(0, len(joined), _DIGEST_CHARS):
-            index.statements.setdefault(joined[start : start + _DIGEST_CHARS], rel)
-        for digest, (retired_on, first_seen) in entry["retired"].items():
-            index.retired.setdefault(digest, (rel, retired_on, first_seen))
-    for digest in index.statements:
-        index.retired.pop(digest, None)  # a wording that came back is not retired
-    return index
 
 
 # --- assembling the result --------------------------------------------------------------
@@ -632,7 +182,7 @@ class _Judgement:
         _sort(result, {file.rel: entry.mtime_ns for file, entry in self.entries})
         return result
 
-    def _note(self, file: NoteFile, entry: _Entry, explicit: bool):
+    def _note(self, file: NoteFile, entry: NoteEntry, explicit: bool):
         """Judge one note into the result; a note a model deferred, unchanged since, is handed
         back for the recurrence rule (`_returning`)."""
         done = self.state.notes.get(file.rel)
@@ -689,7 +239,7 @@ class _Judgement:
         self._pend(file, entry, done, same, why, signals, model_only)
         return None
 
-    def _unlinkable(self, file: NoteFile, entry: _Entry) -> Quarantined | None:
+    def _unlinkable(self, file: NoteFile, entry: NoteEntry) -> Quarantined | None:
         """A note whose name no wikilink can cite: a statement could never name its source, so
         no pass takes it; it is named instead (SPEC §1 names, issue 35)."""
         if not entry.units and not entry.scan.hits:
@@ -808,7 +358,7 @@ def _judge(
     rel: str,
     hit: Hit,
     flags: NoteFlags,
-    index: _ConvergentIndex,
+    index: ConvergentIndex,
     recurring: set[str],
     min_recurrence: int,
 ) -> Signal | Deferred:
@@ -834,7 +384,7 @@ def _judge(
 
 
 def _recurring_keys(
-    entries: list[tuple[NoteFile, _Entry]], min_recurrence: int, state: State | None = None
+    entries: list[tuple[NoteFile, NoteEntry]], min_recurrence: int, state: State | None = None
 ) -> set[str]:
     """The key phrases the recurring lines of at least `min_recurrence` notes hold (every
     divergent note counts, converged or not; excluded notes do not; so do the notes a pass
@@ -871,7 +421,7 @@ def _converged_lines(state: State) -> dict[str, tuple[str, str]]:
 
 
 def _reemergence(
-    rel: str, hit: Hit, index: _ConvergentIndex, converged_lines: dict[str, tuple[str, str]]
+    rel: str, hit: Hit, index: ConvergentIndex, converged_lines: dict[str, tuple[str, str]]
 ) -> Reemerged | None:
     retired = index.retiring(hit.content_key)
     if retired:

@@ -202,21 +202,6 @@ def one_repository():
         _steps.remembered = None
 
 
-def with_this_step(work):
-    """`work`, to run in another thread of this step (a snapshot taken while the pass reads):
-    with this thread's memory of the repository, so it asks git nothing this step knows."""
-    remembered = _memory()
-
-    def run(*args, **kwargs):
-        _steps.remembered = remembered
-        try:
-            return work(*args, **kwargs)
-        finally:
-            _steps.remembered = None
-
-    return run
-
-
 def _once(key: tuple, compute):
     remembered = _memory()
     if remembered is None:

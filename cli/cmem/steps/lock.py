@@ -22,29 +22,11 @@ def lock_path(machine_dir: Path) -> Path:
     return machine_dir / "pass.lock"
 
 
-# The descriptors of the locks this process holds: a forked helper closes its copies
-# (`close_inherited_locks`), so a lock lasts as long as the process that took it.
-_held: set[int] = set()
-
-
-def close_inherited_locks() -> None:
-    """In a forked child: close the copies of the parent's lock descriptors. An flock belongs to
-    the open file, which the parent's descriptor still holds, so the parent keeps the lock; the
-    child's copy would only keep it held past the parent's end (a killed pass's helper)."""
-    for fd in list(_held):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _held.clear()
-
-
 @contextmanager
 def vault_lock(machine_dir: Path, purpose: str = "converge"):
     make_dirs(machine_dir)
     path = lock_path(machine_dir)
     fd = open_private(path, os.O_RDWR)
-    _held.add(fd)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -71,7 +53,6 @@ def vault_lock(machine_dir: Path, purpose: str = "converge"):
         )
         yield
     finally:
-        _held.discard(fd)
         os.close(fd)  # closing drops the flock
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Protocol
 
 STEP_TRAILER = "Cmem-Pass"
 UNDOES_TRAILER = "Cmem-Undoes"
@@ -75,3 +76,66 @@ def read_trailers(body: str) -> dict[str, str]:
         if sep and key in (STEP_TRAILER, UNDOES_TRAILER):
             trailers[key] = value.strip()
     return trailers
+
+
+def line_ranges(lines: list[int]) -> str:
+    """3,4,5,9 as "3-5, 9"."""
+    runs: list[list[int]] = []
+    for number in sorted(lines):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+class PassFields(Protocol):
+    """What a pass's message is made of: `converge/pass_values.py: PassResult` has them."""
+
+    pass_id: str | None
+    converged: list[str]
+    deferred: list[dict]
+    merged: list[dict]
+    quarantined: list[dict]
+    changed: list[str]
+    moved: list[dict]
+    engine: str | None
+    model: str | None
+    warnings: list[str]
+
+
+def pass_message(result: PassFields) -> CommitMessage:
+    """A pass's commit message, built from fields: a note's name, a deferral's reason and a
+    warning are folded onto one line each, so a model cannot add a trailer or a field."""
+    names = (
+        ", ".join(
+            path.rsplit("/", 1)[-1].removesuffix(".md")
+            for path in result.changed
+            if not path.startswith((".cmem/",))
+        )
+        or "no files"
+    )
+    count = len(result.converged)
+    subject = f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}"
+    if not count and (result.deferred or result.quarantined):
+        deferred = len({d["note"] for d in [*result.deferred, *result.quarantined]})
+        subject = f"cmem: defer {deferred} note{'s' if deferred != 1 else ''}"
+    message = CommitMessage(subject, result.pass_id)
+    for rel in result.converged:
+        message.add("Converged", rel)
+    for deferred in result.deferred:
+        lines = deferred.get("lines")
+        where = f" lines {line_ranges(lines)}" if lines else ""
+        message.add("Deferred", f"{deferred['note']}{where} ({deferred['reason']})")
+    for merge in result.merged:
+        message.add("Merged", f"{merge['statement']} → {merge['into']} ({merge['file']})")
+    for aside in result.quarantined:
+        message.add("Quarantined", f"{aside['note']} ({aside['reason']})")
+    for rel in result.changed:
+        message.add("Changed", rel)
+    for move in result.moved:
+        message.add("Moved", f"{move['statement']} ({move['from']} → {', '.join(move['to'])})")
+    message.add("Engine", f"{result.engine}" + (f" ({result.model})" if result.model else ""))
+    for warning in result.warnings:
+        message.add("Warning", warning)
+    return message

@@ -45,17 +45,7 @@ class Step:
     id: str
     now: datetime
     notices: list[str] = field(default_factory=list)  # interrupted steps finished first
-    # the commit of the user's own edits (None: nothing to commit), or the snapshot being taken
-    # meanwhile (`open_step(snapshot_meanwhile=True)`): read it through `snapshot`
-    _snapshot: "str | SnapshotMeanwhile | None" = None
-
-    @property
-    def snapshot(self) -> str | None:
-        """The snapshot commit, once taken: a snapshot taken meanwhile is waited for here, and its
-        error (conflict markers, a git failure) raised here."""
-        if isinstance(self._snapshot, SnapshotMeanwhile):
-            self._snapshot = self._snapshot.result()
-        return self._snapshot
+    snapshot: str | None = None  # the commit of the user's own edits (None: nothing to commit)
 
     def commit(
         self,
@@ -70,7 +60,6 @@ class Step:
         A sync passes `merge_parents` (a merge commit, made even with no file to change) or
         `fast_forward` = (HEAD, the other side's commit): the branch moves there, no commit is made.
         Its paths are any the repository tracks, so they are checked by `check_tracked`."""
-        self.snapshot  # taken meanwhile: it is committed before anything of the step is written
         if not changes and not merge_parents and not fast_forward:
             return None
         text = message.render() if isinstance(message, CommitMessage) else message
@@ -167,45 +156,6 @@ def recover_interrupted(vault: Vault, purpose: str) -> list[str]:
         return [str(recovery) for recovery in journal.recover(vault)]
 
 
-class SnapshotMeanwhile:
-    """The user's edits committed in a thread of their own while the step's command goes on
-    reading (a pass scans and reads the memory files meanwhile: at 10k notes the snapshot's git
-    status and commit were ~45 ms of a pass, spent waiting on git). The thread only runs git on
-    the vault and writes git's objects, index and branch; the command writes nothing of its own
-    until the snapshot is done (`Step.commit` waits for it first), and a fork waits for it too
-    (`cmem/fork_safety.py`), because a forked child copies one thread."""
-
-    def __init__(self, vault: Vault, before: str):
-        import threading
-
-        from cmem.fork_safety import wait_before_fork
-
-        self.value: str | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=history.with_this_step(self._take),
-            args=(vault, before),
-            name="cmem-snapshot",
-        )
-        self._unregister = wait_before_fork(self.result)
-        self._thread.start()
-
-    def _take(self, vault: Vault, before: str) -> None:
-        try:
-            self.value = preflight.snapshot(vault, before)
-        except BaseException as exc:  # raised where the step asks for it (`result`)
-            self.error = exc
-
-    def result(self) -> str | None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-            self._unregister()
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-
 @contextmanager
 def open_step(
     vault: Vault,
@@ -214,14 +164,11 @@ def open_step(
     now: datetime | None = None,
     purpose: str | None = None,
     snapshot: bool = True,
-    snapshot_meanwhile: bool = False,
     gate=None,
 ):
     """Hold the vault lock for one step; recover first, then snapshot the user's edits. `gate`
     is called first under the lock (an unattended trigger asks again whether it is still due,
-    and raises to stop before anything is written). `snapshot_meanwhile`: the snapshot is taken
-    in a thread while the step's command reads (`SnapshotMeanwhile`); it came first, so its error
-    is the step's error, whatever the command raised meanwhile."""
+    and raises to stop before anything is written)."""
     now = now or datetime.now().astimezone()
     with vault_lock(vault.machine_dir, purpose or kind), history.one_repository():
         if gate is not None:
@@ -229,14 +176,5 @@ def open_step(
         preflight.check_repository(vault)
         preflight.check_writable(vault, step_name(kind))
         notices = [str(recovery) for recovery in journal.recover(vault)]
-        if not snapshot:
-            snap = None
-        elif snapshot_meanwhile:
-            snap = SnapshotMeanwhile(vault, step_name(kind))
-        else:
-            snap = preflight.snapshot(vault, step_name(kind))
-        step = Step(vault, kind, new_step_id(now), now, notices, snap)
-        try:
-            yield step
-        finally:
-            step.snapshot  # waited for under the lock; its error replaces the command's
+        snap = preflight.snapshot(vault, step_name(kind)) if snapshot else None
+        yield Step(vault, kind, new_step_id(now), now, notices, snap)

@@ -335,7 +335,7 @@ class CueIndex:
     alternation for the Chinese cues with overlap checks: each `in` runs at memory speed, but 46
     of them read a note 46 times. At 10k notes the automaton's one pass finds a note's cues in
     ~60 % of the time, and the index is built in ~0.1 ms where the anchors and overlaps took
-    a few ms before every cold scan's fork."""
+    a few ms before every cold scan."""
 
     def __init__(self, cues: tuple[Cue, ...]):
         import ahocorasick  # here: commands that read the cue tables alone never build an index

@@ -1,0 +1,246 @@
+"""Where the builtin engine puts a line: the statement it repeats (`_find_duplicate`), the one
+it changes (`_best_match`: the most shared words, weighted by rarity), and the file it belongs to
+(`_route`: the class's resident file, the topic the note names, the line's subject, the topic
+sharing the most words, or a new topic)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, _File, _new_file, _Pass
+from cmem.converge.corrections import holds, old_sides, side_words, specific
+from cmem.converge.phrasing import subject_of
+from cmem.converge.selection import SelectedNote
+from cmem.converge.statement_words import probe
+from cmem.converge.words import leading_words, name_key, old_side_terms, slug, terms, without_cue
+from cmem.scan.signals import Signal
+from cmem.vault.statements import Statement, normalize
+
+_MERGE_MIN, _MERGE_EXTRA = 6, 4  # normalised characters
+
+
+def _find_duplicate(
+    work: _Pass, text: str, preferred: set[str], exact_only: bool
+) -> tuple[_File, Statement] | None:
+    """A statement saying the same: equal once normalised, holding the new line, or held by it
+    with at most a few characters more ("…了", "always …"). A line that adds a clause is not a
+    duplicate: merging it would lose the clause from memory once the note is archived."""
+    key = normalize(text)
+    files = sorted(
+        work.files.values(), key=lambda f: (bool(f.problem), f.rel not in preferred, f.rel)
+    )
+    for file in files:
+        # the kept keys, so that only a file holding the duplicate is parsed
+        if exact_only:  # equality alone: looked up without splitting the file into its keys
+            index = file.words(work).index_of(key)
+            if index is not None:
+                return file, file.statements(work.formats)[index]
+            continue
+        for index, old in enumerate(file.words(work).keys):
+            if old == key:
+                return file, file.statements(work.formats)[index]
+            if exact_only or min(len(old), len(key)) < _MERGE_MIN:
+                continue
+            if key in old or (old in key and _adds_nothing(key.replace(old, "", 1))):
+                return file, file.statements(work.formats)[index]
+    return None
+
+
+# Cue words a line may wrap around a statement memory already holds ("I prefer …", "以后都…").
+_CUE_WORDS = re.compile(
+    r"^(?:iprefer|ilike|ialways|fromnowon|idecidedto|idecided|我喜欢|我更喜欢|以后都|以后|我决定|决定)"
+)
+
+
+_NEGATION = re.compile(r"不|别|没|无|非|never|not|no|dont")
+
+
+def _adds_nothing(extra: str) -> bool:
+    """Whether what a new line has beyond an old statement is only cue words or a few
+    characters — never a negation, which would turn the statement around."""
+    rest = _CUE_WORDS.sub("", extra)
+    return len(rest) <= _MERGE_EXTRA and not _NEGATION.search(rest)
+
+
+def _best_match(
+    work: _Pass, note: SelectedNote, text: str, preferred: set[str]
+) -> tuple[_File, Statement] | None:
+    """The statement an explicit change replaces, if the line is about it; else None and the
+    line is added. When the line names an old side ("not 2", "from uv to", "不是北京"), only a
+    statement holding it may be replaced, and one holding only a number or a common word of it
+    must share another word with the line (`corrections.holds`, `specific`); without an old
+    side, a statement must share two words with the line, or fill the same slot ("I moved to
+    Munich" → "I live in Berlin"). Among those: most shared words, rare words weighing more,
+    words of the old side double, the files the note names first.
+
+    Only statements sharing a word with the line can pass those rules, so they are found through
+    each file's word index (`FileWords.postings`) instead of scoring every statement; how rare a
+    word is still counts every statement. A line filling a slot may replace a statement
+    sharing no word, so it looks at them all. A statement this note wrote is replaced only when
+    the line names it by its old side (a correction of a correction in one note)."""
+    sides = old_sides(text)
+    new_terms, old_terms = terms(text), old_side_terms(text)
+    for side in sides:
+        new_terms = new_terms | side_words(side)
+    slot = _slot(text)
+    files = work.writable(preferred)
+    total = 0  # statements that may be rewritten
+    frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
+    # (file's place, statement index) → the line's words it holds
+    shared_by: dict[tuple[int, int], set[str]] = {}
+    probes = [probe(word) for word in new_terms]
+    # what this note wrote, by file
+    written: dict[str, set[str]] = {}
+    for rel, key, by in work.written:
+        if by == note.rel:
+            written.setdefault(rel, set()).add(key)
+    for place, file in enumerate(files):
+        words = file.words(work)
+        barred = set(words.empty)
+        total += words.count - len(barred)
+        for word, indexes in words.holding_each(probes):
+            for index in indexes:
+                if index not in barred:
+                    frequency[word] += 1
+                    shared_by.setdefault((place, index), set()).add(word)
+        if slot is not None:
+            for index in range(words.count):
+                if index not in barred:
+                    shared_by.setdefault((place, index), set())
+    best, best_score = None, 0.0
+    # in the order of a full scan: on a tie the earlier wins (named files, then resident, path)
+    for place, index in sorted(shared_by):
+        work.compared += 1
+        shared = shared_by[(place, index)]
+        file = files[place]
+        named = file.rel in preferred
+        core = file.statements(work.formats)[index].core
+        mine = file.rel in written and file.words(work).keys[index] in written[file.rel]
+        same_slot = slot is not None and _slot(core) == slot
+        held = [side for side in sides if holds(core, side)]
+        if sides:
+            # "not 2": the statement holding 2 and another word of the line, never any "2"
+            about = any(specific(side) or shared - side_words(side) for side in held)
+            if not about and not (same_slot and not mine):
+                continue
+        elif mine or (len(shared) < 2 and not same_slot):
+            continue
+        score = sum(
+            (1 + math.log(max(total, 1) / max(frequency.get(w, 0), 1)))
+            * (2 if w in old_terms else 1)
+            for w in sorted(shared)
+        )
+        score += 3 if same_slot else 0
+        score += 4 * len(held)
+        score *= 1.5 if named else 1
+        if score > best_score:
+            best, best_score = (file, index), score
+    return None if best is None else (best[0], best[0].statements(work.formats)[best[1]])
+
+
+# Slots that hold one value at a time: where one lives. A move replaces the last one.
+_SLOTS = [
+    (
+        "home",
+        re.compile(
+            r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在",
+            re.IGNORECASE,
+        ),
+    )
+]
+
+
+def _slot(text: str) -> str | None:
+    text = without_cue(text.strip())
+    for name, pattern in _SLOTS:
+        if pattern.search(text):
+            return name
+    return None
+
+
+def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> _File:
+    if signal.cls == "recurring":
+        return work.resident_file(METHODOLOGY)
+    if signal.cls != "decision":
+        return work.resident_file(PROFILE)
+    situational_dir = work.config.situational_dir + "/"
+    for rel in named:
+        if rel.startswith(situational_dir):
+            return work.files[rel]
+    return _subject_topic(work, text) or _best_topic(work, text) or _new_topic(work, note, text)
+
+
+def _subject_topic(work: _Pass, text: str) -> _File | None:
+    """The topic file named after the line's subject (file name, title, alias or tag)."""
+    subject = subject_of(text)
+    if not subject:
+        return None
+    key = name_key(subject)
+    for file in work.situational():
+        if file.problem:
+            continue
+        title = next(
+            (line[2:] for line in file.lines[file.body_start - 1 :] if line.startswith("# ")), ""
+        )
+        if key in file.keys or name_key(title) == key or name_key(slug(subject)) in file.keys:
+            return file
+    return None
+
+
+def _weight(words: set[str]) -> float:
+    """English words weigh 1.5, CJK bigrams 1: a shared three-character Chinese word gives two
+    bigrams and should not outweigh two shared English words."""
+    return sum(1.5 if word.isascii() else 1.0 for word in words)
+
+
+def _best_topic(work: _Pass, text: str) -> _File | None:
+    new_terms = terms(text)
+    best, best_score = None, 0.0
+    for file in work.situational():
+        if file.problem:
+            continue
+        # every word of its statements: the keys of its word index
+        words = set(terms(str(file.meta.get("summary") or ""))) | file.words(work).words()
+        score = _weight(new_terms & words)
+        if score >= 3 and score > best_score:
+            best, best_score = file, score
+    return best
+
+
+_GENERIC_TAGS = {
+    name_key(t)
+    for t in "daily journal diary 日记 随手记 笔记 note notes idea ideas inbox todo meeting converge noconverge private draft 草稿 想法".split()
+}
+
+
+def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
+    """The topic file of the line's subject, else of the note's first specific tag, else of the
+    line's first words (`topic_names`): never a note's link, a date, a year or a note's name."""
+    from cmem.converge.paths import skeleton
+    from cmem.converge.topic_names import topic_name
+
+    subject = subject_of(text)
+    tags = [
+        t.replace("-", " ").replace("_", " ").replace("/", " ").strip()
+        for t in note.tags
+        if name_key(t) not in _GENERIC_TAGS
+    ]
+    words = " ".join(leading_words(without_cue(text)))
+    titles = [t for t in [subject or "", *tags, words, "topic"] if t]
+    existing = {skeleton(rel): rel for rel in work.files}
+    rel, title = topic_name(
+        titles,
+        work.config.situational_dir,
+        existing,
+        work.is_note_name,
+        lambda rel: not work.files[rel].problem,
+    )
+    if rel not in work.files:
+        # summarised by its name, never by a statement's words: a rewrite cannot make it stale
+        summary = title if len(title) <= 80 else title[:79] + "…"
+        name = rel.rsplit("/", 1)[-1].removesuffix(".md")
+        work.files[rel] = _new_file(
+            rel, summary, 5, work.date, title[:1].upper() + title[1:], [name]
+        )
+    return work.files[rel]

@@ -1,0 +1,222 @@
+"""Rule 7: every note of the pass is converged (and cited by a statement) or deferred, whole or
+by lines, and `<converged>`/`<deferred>` name only notes of the pass."""
+
+from __future__ import annotations
+
+from cmem.converge.checker import Change, CheckerBase, Doc
+from cmem.converge.paths import convergent_path_problem, show_path
+from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
+from cmem.converge.rules import ACCOUNTING
+from cmem.vault.statements import WIKILINK
+
+
+class AccountingChecks(CheckerBase):
+    def selected_path(self, note: str) -> str | None:
+        """The note of the pass a `note=` attribute names: by path or by name, `.md` optional."""
+        wanted = note.strip().removeprefix("[[").removesuffix("]]").removesuffix(".md")
+        for path in self.ctx.selected:
+            stem = path.removesuffix(".md")
+            if wanted in (stem, stem.rsplit("/", 1)[-1]):
+                return path
+        return None
+
+    def check_notes(self, changes: list[Change]) -> None:
+        """Rule 7: every note of the pass is accounted for — converged (and then cited by a
+        statement of memory as the pass leaves it), deferred, or converged with some of its
+        lines deferred (`lines="3,5"`); only notes of the pass are named."""
+        written = {change.path: change.new.text for change in changes}
+        seen: dict[str, str] = {}
+        merged: dict[str, ConvergedEntry] = {}
+        for entry in self.response.converged:
+            again = self.selected_path(entry.note)
+            if again is not None and seen.get(again) == "converged":
+                # one note converged into several files, written as several elements: one entry
+                if self._into_ok(entry, again, written) and again in merged:
+                    merged[again].into.extend(t for t in entry.into if t not in merged[again].into)
+                continue
+            path = self._note_of_pass(entry.note, entry.line, "converged", seen)
+            if path and self._into_ok(entry, path, written):
+                merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
+                self.result.converged.append(merged[path])
+        partly: dict[str, DeferredEntry] = {}
+        for entry in self.response.deferred:
+            if entry.lines:
+                self._deferred_lines(entry, seen, partly)
+                continue
+            path = self._note_of_pass(entry.note, entry.line, "deferred", seen)
+            if path:
+                self.result.deferred.append(DeferredEntry(path, entry.reason, entry.line))
+        self.result.deferred.extend(partly.values())
+        for path in self.ctx.selected:
+            if path not in seen:
+                self.warn(
+                    path,
+                    0,
+                    "unaccounted",
+                    "the reply neither converged nor deferred this note; it is treated as deferred",
+                )
+                self.result.deferred.append(
+                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+                )
+            elif seen[path] == "lines":
+                self.warn(
+                    path,
+                    0,
+                    "unaccounted",
+                    "the reply deferred some lines of this note and did not converge it; its other lines are treated as deferred",
+                )
+                self.result.deferred.append(
+                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+                )
+        self.check_cited(changes)
+        self.result.line_reasons = self.line_reasons
+
+    def _deferred_lines(
+        self, entry: DeferredEntry, seen: dict[str, str], partly: dict[str, DeferredEntry]
+    ) -> None:
+        """`<deferred note=… lines=…>`: those lines of a note of the pass wait; the note may be
+        converged besides (its other lines)."""
+        path = self.selected_path(entry.note)
+        if path is None:
+            self._note_of_pass(entry.note, entry.line, "deferred", seen)  # names the error
+            return
+        if seen.get(path) == "deferred":
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"{path} is deferred whole and in part; write one <deferred> for the whole note, or <converged> with <deferred lines=…> for the lines that wait",
+            )
+            return
+        count = self.ctx.line_counts.get(path)
+        outside = [n for n in entry.lines if count is not None and not 0 < n <= count]
+        if outside:
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"<deferred note={entry.note!r} lines=…> names line {outside[0]}, but {path} has {count} lines; use the line numbers shown in the note",
+            )
+            return
+        seen.setdefault(path, "lines")
+        reasons = dict(self.line_reasons.get(path, {}))
+        for number in entry.lines:
+            reasons.setdefault(number, entry.reason)
+        self.line_reasons[path] = reasons
+        before = partly.get(path)
+        lines = tuple(sorted(set(before.lines if before else ()) | set(entry.lines)))
+        partly[path] = DeferredEntry(
+            path, before.reason if before else entry.reason, entry.line, lines
+        )
+
+    def check_cited(self, changes: list[Change]) -> None:
+        """A note marked converged must be cited by at least one statement of memory as the
+        pass leaves it (one it wrote, or one it kept): checked mechanically, not by words."""
+        if not self.result.converged:
+            return
+        texts = {path: text for path, text in self.ctx.originals.items() if text}
+        texts.update({change.path: change.new.text for change in changes})
+        for entry in self.result.converged:
+            names = self.names_of(entry.note)
+            into = [texts[path] for path in entry.into if path in texts]
+            if any(_cites(text, names) for text in into) or any(
+                _cites(text, names) for text in texts.values()
+            ):
+                continue
+            shown = sorted(names)[0]
+            self.error(
+                RESPONSE,
+                entry.line,
+                ACCOUNTING,
+                f"{entry.note} is marked converged, but no statement cites [[{shown}]]; cite it in the statements that hold what it says, or <deferred> it with the reason",
+            )
+
+    def _note_of_pass(self, note: str, line: int, kind: str, seen: dict[str, str]) -> str | None:
+        path = self.selected_path(note)
+        if path is None:
+            self.error(
+                RESPONSE,
+                line,
+                ACCOUNTING,
+                f'<{kind} note="{show_path(note)}"> names a note that is not in this pass; name only the notes given to you',
+            )
+            return None
+        if path in seen:
+            if seen[path] == "lines" and kind == "converged":
+                seen[path] = kind  # some lines deferred, the rest converged
+                return path
+            if seen[path] != kind:
+                self.error(
+                    RESPONSE,
+                    line,
+                    ACCOUNTING,
+                    f"{path} is both converged and deferred whole; defer only some of its lines (<deferred lines=…>), or choose one",
+                )
+            else:
+                self.warn(
+                    RESPONSE, line, "unknown", f"{path} is {kind} twice; the first entry counts"
+                )
+            return None
+        seen[path] = kind
+        return path
+
+    def names_of(self, path: str) -> set[str]:
+        """The wikilink names a note of the pass is cited by: its name, and its path without
+        `.md`."""
+        stem = path.removesuffix(".md")
+        return {stem.rsplit("/", 1)[-1], stem}
+
+    def _into_ok(self, entry: ConvergedEntry, note_path: str, written: dict[str, str]) -> bool:
+        name = note_path.rsplit("/", 1)[-1].removesuffix(".md")
+        ok = True
+        for into in entry.into:
+            problem = convergent_path_problem(self.vault, into)
+            text = None if problem else written.get(into) or self._existing(into)
+            if problem or text is None:
+                why = (
+                    f"the path {problem}"
+                    if problem
+                    else "that file is neither in the reply nor in the vault"
+                )
+                self.error(
+                    RESPONSE, entry.line, ACCOUNTING, f'<converged into="{show_path(into)}">: {why}'
+                )
+                ok = False
+            elif not any(
+                source == name for s in self.parsed(into, text).statements for source in s.sources
+            ):
+                self.warn(
+                    into,
+                    0,
+                    "converged",
+                    f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]",
+                )
+        return ok
+
+    def parsed(self, path: str, text: str) -> Doc:
+        """A target file parsed once, however many <converged> elements name it."""
+        if path not in self._parsed:
+            self._parsed[path] = self.parse(text)
+        return self._parsed[path]
+
+    def _existing(self, path: str) -> str | None:
+        text = self.ctx.originals.get(path)
+        if text is not None:
+            return text
+        full = self.vault.root / path
+        return full.read_text("utf-8", errors="replace") if full.is_file() else None
+
+
+def _cites(text: str, names: set[str]) -> bool:
+    """Whether a statement of `text` cites one of these note names (a wikilink to it, with or
+    without a `#` fragment or an `|` alias)."""
+    if "[[" not in text:
+        return False
+    return any(
+        match.group(1).strip() in names or match.group(1).strip().casefold() in _folded(names)
+        for match in WIKILINK.finditer(text)
+    )
+
+
+def _folded(names: set[str]) -> set[str]:
+    return {name.casefold() for name in names}
