@@ -49,6 +49,7 @@ from cmem.converge.prompt import Prompt, assemble_prompt
 from cmem.converge.replies import check_replies, isolate_builtin, validator_context
 from cmem.converge.selection import SelectedNote, Selection, engine_takes, select_notes
 from cmem.errors import CmemError
+from cmem.steps import commits as history
 from cmem.steps import journal
 from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
 from cmem.steps.lock import vault_lock
