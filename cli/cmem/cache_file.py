@@ -20,6 +20,12 @@ from cmem.private import FILE_MODE, make_dirs
 RACY_NS = 2_000_000_000
 
 
+def settled(mtime_ns: int, at_ns: int) -> bool:
+    """Whether what was read at `at_ns` of a file or folder whose mtime is `mtime_ns` may be kept
+    under its stat: the one racy rule every stat-keyed cache applies."""
+    return mtime_ns + RACY_NS < at_ns
+
+
 def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
     """What an answer kept under a file's stat keys on: (mtime, size, inode, ctime). The ctime
     moves on every write, so an edit that keeps the size and sets the mtime back (`touch -r`,
@@ -136,7 +142,7 @@ def kept_by_stat(
             answer = compute(note)
             if answer is None:
                 continue
-            if stat is None or stat[0] + RACY_NS >= computed_at:
+            if stat is None or not settled(stat[0], computed_at):
                 found[note.rel] = answer  # changed too recently to trust its stat: not kept
                 continue
         kept[note.rel] = (stat, answer)

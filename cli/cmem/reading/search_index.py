@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem.cache_file import RACY_NS  # git's "racily clean" problem: see there
+from cmem.cache_file import settled  # git's "racily clean" problem: see there
 from cmem.errors import CmemError
 from cmem.reading.index_query import (  # the query side, shared with the light entry path
     _WORD,  # noqa: F401 - kept importable from here
@@ -207,7 +207,7 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
         except OSError:
             entries.append(f"{folder}:missing")
             continue
-        if now_ns - st.st_mtime_ns < RACY_NS:
+        if not settled(st.st_mtime_ns, now_ns):
             return None
         # the ctime too: an mtime set back by hand (a restore, a sync tool) must not hide a change
         entries.append(f"{folder}:{st.st_mtime_ns}:{st.st_ctime_ns}")
@@ -401,7 +401,7 @@ class Index:
                 and known[0] == st.st_mtime_ns
                 and known[1] == st.st_size
                 and known[4] == _change(st)
-                and known[3] - st.st_mtime_ns > RACY_NS
+                and settled(st.st_mtime_ns, known[3])
             ):
                 continue
             changed.append(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cmem.cache_file import RACY_NS, code_stamp, kept_by_stat, read_stamped, write_stamped
+from cmem.cache_file import code_stamp, kept_by_stat, read_stamped, settled, write_stamped
 from cmem.text import tokens as token_estimate
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
@@ -110,7 +110,7 @@ def _archive_key(vault: Vault, known: list | None = None) -> tuple[list, bool]:
         key, started, _ = taken
         part = _archive_part(key, archive_dir)
         newest = max((entry[1] for entry in part if len(entry) == 5), default=0)
-        return part, bool(part) and newest < started - RACY_NS
+        return part, bool(part) and settled(newest, started)
     key, storable = KeyWalk(
         os.fspath(vault.root), [], [archive_dir], known=known, tops=(archive_dir,)
     ).result()

@@ -9,7 +9,7 @@ import marshal
 import os
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, stat_key, write_cache
+from cmem.cache_file import settled, stat_key, write_cache
 
 FORMAT = 6  # of the stored entries; bump when the key or the payload changes shape
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
@@ -101,7 +101,7 @@ class KeyWalk:
         # must give the same bytes in the next process)
         key.append(marshal.dumps(self.stats, 2))
         newest = max(self.newest, max(self.stats[0::4])) if self.stats else self.newest
-        return key, self.plain and newest < self.start - RACY_NS
+        return key, self.plain and settled(newest, self.start)
 
     def _walk(self, stack: list[str], later) -> None:
         root, folder_only, listing = self.root, self.folder_only, self.listing

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.cache_file import RACY_NS, write_cache
+from cmem.cache_file import settled, write_cache
 from cmem.scan.content import content_line_numbers
 from cmem.scan.signals import Hit, NoteFlags, NoteScan, scan_note
 from cmem.text.cues import cue_fingerprint
@@ -160,12 +160,6 @@ def scan_fingerprint(vault: Vault) -> str:
     return hashlib.sha1(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _trusted(mtime_ns: int, read_ns: int) -> bool:
-    """A file changed again within its mtime's granularity keeps its (mtime, size): an entry read
-    less than RACY_NS after the file's mtime is re-read next time (git's "racily clean" problem)."""
-    return mtime_ns + RACY_NS < read_ns
-
-
 def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
     """A cache file's data, or None when it is missing, corrupt, from another version or for
     another detection setup (then it is rebuilt)."""
@@ -246,7 +240,7 @@ class ScanCache:
                 and cached.mtime_ns == st.st_mtime_ns
                 and cached.size == st.st_size
                 and cached.change == _change(st)
-                and _trusted(cached.mtime_ns, cached.read_ns)
+                and settled(cached.mtime_ns, cached.read_ns)
             ):
                 found[file.rel] = cached
             else:
@@ -286,7 +280,7 @@ class ScanCache:
                 and cached.get("m") == st.st_mtime_ns
                 and cached.get("s") == st.st_size
                 and cached.get("c") == list(_change(st))
-                and _trusted(st.st_mtime_ns, cached.get("r", 0))
+                and settled(st.st_mtime_ns, cached.get("r", 0))
             ):
                 misses.append((file, st))
                 cached = None  # read below, all at once; its place in the order kept

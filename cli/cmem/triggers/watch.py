@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from cmem.cache_file import RACY_NS, stat_key
+from cmem.cache_file import settled, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
@@ -82,7 +82,7 @@ class Fingerprint:
                 info = os.stat(note.path)
                 stat = stat_key(info)
                 known = self._cache.get(note.rel)
-                if known and known[0] == stat and time.time_ns() - info.st_mtime_ns > RACY_NS:
+                if known and known[0] == stat and settled(info.st_mtime_ns, time.time_ns()):
                     digest = known[1]
                 else:  # a file changed within the mtime's granularity keeps its stat: re-hash recent ones
                     digest = hashlib.sha256(note.path.read_bytes()).hexdigest()

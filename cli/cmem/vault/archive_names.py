@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cmem import __version__
-from cmem.cache_file import RACY_NS, read_stamped, write_stamped
+from cmem.cache_file import read_stamped, settled, write_stamped
 
 CACHE_NAME = "archive-names.marshal"
 ODD_NAMES = "archive-odd-names.marshal"
@@ -70,7 +70,7 @@ def kept_walk(root: Path, base: str, path: Path, fingerprint: str, walk_folder: 
             if listed is None:
                 continue
             entry = (*stat, tuple(listed[0]), tuple(listed[1]))
-        if st.st_mtime_ns < start - RACY_NS:  # else a change in the same tick could hide
+        if settled(st.st_mtime_ns, start):  # else a change in the same tick could hide
             kept[folder] = entry
         stack.extend(entry[3])
         answers.extend(entry[4])
