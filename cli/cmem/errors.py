@@ -46,6 +46,29 @@ class UsageError(CmemError):
     exit_code = 2
 
 
+# What a pass notes on the error or Ctrl-C that stopped it, for its report: the times the engine
+# was asked, and what was and was not done. A KeyboardInterrupt carries them too, so they are
+# attributes set by name, read back typed.
+def set_stop_rounds(stop: BaseException, rounds: int) -> None:
+    setattr(stop, "cmem_rounds", rounds)
+
+
+def stop_rounds(stop: BaseException) -> int:
+    """The times the engine was asked before `stop` (0: not noted)."""
+    rounds = getattr(stop, "cmem_rounds", 0)
+    return rounds if isinstance(rounds, int) else 0
+
+
+def set_stop_summary(stop: BaseException, summary: str) -> None:
+    setattr(stop, "cmem_summary", summary)
+
+
+def stop_summary(stop: BaseException | None) -> str | None:
+    """What a pass stopped by `stop` had and had not done (None: not noted)."""
+    summary = getattr(stop, "cmem_summary", None)
+    return summary if isinstance(summary, str) else None
+
+
 # OS errors whose cause is the machine's state, not cmem's code, whatever the file.
 _USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}

@@ -50,8 +50,10 @@ def report_interrupt(invoked: Invocation, exc: BaseException | None, echo) -> No
     if invoked.interrupt_reported:
         return
     invoked.interrupt_reported = True
+    from cmem.errors import stop_summary
+
     summary = (
-        getattr(exc, "cmem_summary", None)
+        stop_summary(exc)
         or "  nothing more was done; if a step was cut short, the next cmem command finishes or undoes it"
     )
     echo(f"interrupted\n{summary}", err=True)

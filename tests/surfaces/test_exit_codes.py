@@ -133,6 +133,18 @@ def test_the_light_and_full_entries_say_the_same_of_an_empty_llm(make_vault):
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("name", ["gpt", "LLM", ""])
+def test_an_engine_no_engine_has_is_a_usage_error_and_nothing_is_written(make_vault, entry, name):
+    """`--engine` takes only the names `ENGINES` has (the pass is given the name, typed)."""
+    root = trigger_vault(make_vault)
+    before = _commits(root)
+    code, out, err, _ = run_entry(entry, ["converge", "--engine", name, "--vault", str(root)])
+    assert code == 2, (code, out, err)
+    assert "--engine" in err and "builtin or llm" in err
+    assert _commits(root) == before and _runs(root) == []
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
 def test_engine_llm_without_a_command_errors_before_the_snapshot_and_the_run_record(
     make_vault, entry
 ):

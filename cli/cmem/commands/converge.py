@@ -16,7 +16,7 @@ from cmem.commands.options import (
     invocation,
     yes_option,
 )
-from cmem.converge.engines import ENGINE_NAMES
+from cmem.converge.engines import ENGINE_NAMES, engine_named
 from cmem.errors import CmemError
 
 ApplyYes = Annotated[bool, yes_option("Apply without asking (needed without a terminal).")]
@@ -149,7 +149,8 @@ def converge(
     from cmem.converge.pipeline import PassOptions
 
     invoked = invocation(ctx)
-    if engine is not None and engine not in ENGINE_NAMES:
+    engine_name = engine_named(engine) if engine is not None else None
+    if engine is not None and engine_name is None:
         raise typer.BadParameter(f"must be {' or '.join(ENGINE_NAMES)}", param_hint="--engine")
     if llm is not None and not llm.strip():  # `--llm "$LLM"` with the variable unset
         raise typer.BadParameter(
@@ -173,7 +174,7 @@ def converge(
         response_text = responses[-1].read_text("utf-8", errors="replace")
         only = only or record.read_json("run.json").get("notes")
     options = PassOptions(
-        engine=engine,
+        engine=engine_name,
         llm=llm,
         dry_run=dry_run,
         emit_prompt=emit_prompt,

@@ -65,9 +65,9 @@ Its limits, honestly:
 from __future__ import annotations
 
 from cmem.converge.builtin_edits import (
-    _LIST_PREFIX,
     _add_source,
     _append,
+    _list_prefix,
     _reads_back,
     _rewrite,
     _sources_stay_with_the_words,
@@ -168,9 +168,10 @@ class _TopicKeys:
     files at 10k was ~15 ms of every pass whose lines end in none."""
 
     def __init__(self, work: _Pass):
-        self.work, self.keys = work, None
+        self.work = work
+        self.keys: set[str] | None = None
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: object) -> bool:
         if self.keys is None:
             self.keys = {key for file in self.work.situational() for key in file.keys}
         return key in self.keys
@@ -296,7 +297,9 @@ _UNREADABLE = (
 )
 
 
-def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str, str] | None:
+def _merge_pattern(
+    work: _Pass, note: SelectedNote, base: str, day
+) -> tuple[str | None, str] | None:
     """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
     scanner counts recurrence): its count and dates grow in place, the note joins its sources.
     A count memory held before this pass is kept in one trace of the count alone, the
@@ -333,7 +336,7 @@ def _merge_pattern(work: _Pass, note: SelectedNote, base: str, day) -> tuple[str
     formats = work.formats_for(file)
     new_core = pattern_text(what, dates + [day.isoformat()], zh)
     line = file.lines[statement.line_no - 1]
-    prefix = _LIST_PREFIX.match(line).group(0)
+    prefix = _list_prefix(line)
     gone = work.sources_of_gone(file, normalize(new_core))
     names = list(dict.fromkeys([*statement.sources, *gone, note.name]))
     older = [line[t.start : t.end] for t in statement.traces]

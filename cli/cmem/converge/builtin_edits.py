@@ -25,6 +25,12 @@ from cmem.vault.statements import (
 _LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
 
 
+def _list_prefix(line: str) -> str:
+    """The line's indent, list marker and checkbox ("" when it has none)."""
+    match = _LIST_PREFIX.match(line)
+    return match.group(0) if match else ""  # every part is optional: it always matches
+
+
 def _own_source_spans(line: str, formats: Formats) -> list[tuple[int, int]]:
     """Source annotations of the statement itself (one inside a trace belongs to the old words)."""
     traces = [(t.start, t.end) for t in find_traces(line, formats)]
@@ -90,7 +96,7 @@ def _rewrite(
     new statement's words, or None (nothing written) when the line would not read back."""
     index = statement.line_no - 1
     line = file.lines[index]
-    prefix = _LIST_PREFIX.match(line).group(0)
+    prefix = _list_prefix(line)
     old = line
     for start, end in sorted(_own_source_spans(line, work.formats), reverse=True):
         old = old[:start] + old[end:]

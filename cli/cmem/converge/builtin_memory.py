@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -274,7 +275,7 @@ class _Pass:
                 return day
         return None
 
-    def writable(self, preferred: set[str] = frozenset()) -> list[_File]:
+    def writable(self, preferred: Set[str] = frozenset()) -> list[_File]:
         """Writable files: the ones a note names first, then resident before situational."""
         resident = self.config.resident_dir + "/"
         files = [f for f in self.files.values() if not f.problem]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set
 
 from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, _File, _new_file, _Pass
 from cmem.converge.corrections import holds, old_sides, side_words, specific
@@ -188,7 +189,7 @@ def _subject_topic(work: _Pass, text: str) -> _File | None:
     return None
 
 
-def _weight(words: set[str]) -> float:
+def _weight(words: Set[str]) -> float:
     """English words weigh 1.5, CJK bigrams 1: a shared three-character Chinese word gives two
     bigrams and should not outweigh two shared English words."""
     return sum(1.5 if word.isascii() else 1.0 for word in words)

@@ -39,13 +39,13 @@ class AccountingChecks(CheckerBase):
                 merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
                 self.result.converged.append(merged[path])
         partly: dict[str, DeferredEntry] = {}
-        for entry in self.response.deferred:
-            if entry.lines:
-                self._deferred_lines(entry, seen, partly)
+        for deferral in self.response.deferred:
+            if deferral.lines:
+                self._deferred_lines(deferral, seen, partly)
                 continue
-            path = self._note_of_pass(entry.note, entry.line, "deferred", seen)
+            path = self._note_of_pass(deferral.note, deferral.line, "deferred", seen)
             if path:
-                self.result.deferred.append(DeferredEntry(path, entry.reason, entry.line))
+                self.result.deferred.append(DeferredEntry(path, deferral.reason, deferral.line))
         self.result.deferred.extend(partly.values())
         for path in self.ctx.selected:
             if path not in seen:

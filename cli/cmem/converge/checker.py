@@ -71,24 +71,6 @@ def _nesting(line: str) -> int:
     return deepest
 
 
-def _is_ellipsis_line(line: str) -> bool:
-    """A line of only dots and punctuation, like `...` or `- …`: the model skipped text. (A plain
-    test, not a pattern: `^\\W*(\\.{3,})\\W*$` backtracks with the cube of a line of dots.)"""
-    return ("..." in line or "…" in line) and not _WORD_CHAR.search(line)
-
-
-def _nesting(line: str) -> int:
-    """The deepest bracket nesting in a line, in one pass over its brackets."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(line):
-        if match.group() in _OPENERS:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif depth:
-            depth -= 1
-    return deepest
-
-
 @dataclass
 class PassContext:
     """What the pass knows that the reply must agree with."""
@@ -251,7 +233,7 @@ class CheckerBase:
         return note.text, None
 
     def load_changes(self) -> list[Change]:
-        changes = []
+        changes: list[Change] = []
         if len(self.response.files) > MAX_FILE_BLOCKS:
             self.error(
                 RESPONSE,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
-    from cmem.converge.pass_values import PassInputs, PassOptions, Progress, PromptPlan
+    from cmem.converge.pass_values import EngineName, PassInputs, PassOptions, Progress, PromptPlan
     from cmem.setup.trust import ResolvedCommand
     from cmem.steps.run_records import RunRecord
     from cmem.vault.layers import Vault
@@ -119,13 +119,14 @@ class ModelCommand:
 
     setup: EngineSetup
     resolved: ResolvedCommand
+    command: str  # the resolved command (a ModelCommand is made only when there is one)
     kind: str = "llm"
     name: str = "llm"
     reads_prompt: bool = True
 
     @property
     def model(self) -> str | None:
-        return self.resolved.command
+        return self.command
 
     @property
     def repair_rounds(self) -> int:
@@ -156,7 +157,7 @@ class ModelCommand:
         progress = self.setup.progress
         try:
             reply = run_model_command(
-                resolved.command,
+                self.command,
                 safe_prompt,
                 timeout=resolved.timeout,
                 max_output_bytes=resolved.max_output_bytes,
@@ -189,17 +190,22 @@ def model_engine(setup: EngineSetup) -> Engine | None:
     from cmem.setup.trust import resolve_model_command
 
     resolved = resolve_model_command(setup.vault, setup.options.llm)
-    return None if resolved.command is None else ModelCommand(setup, resolved)
+    return None if resolved.command is None else ModelCommand(setup, resolved, resolved.command)
 
 
 # `--engine NAME` → the function making that engine (None: it cannot answer in this vault).
-ENGINES: dict[str, Callable[[EngineSetup], Engine | None]] = {
+ENGINES: dict[EngineName, Callable[[EngineSetup], Engine | None]] = {
     "builtin": builtin_engine,
     "llm": model_engine,
 }
-ENGINE_NAMES = tuple(ENGINES)
+ENGINE_NAMES: tuple[EngineName, ...] = tuple(ENGINES)
 # No `--engine`: the first of these that can answer (a model when a command is configured).
-DEFAULT_ORDER = ("llm", "builtin")
+DEFAULT_ORDER: tuple[EngineName, ...] = ("llm", "builtin")
+
+
+def engine_named(name: str) -> EngineName | None:
+    """`name` as an engine's name (`--engine NAME`), or None when no engine has it."""
+    return next((known for known in ENGINE_NAMES if known == name), None)
 
 
 def choose_engine(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal
 
 from cmem.converge.selection import SelectedNote, Selection
 from cmem.steps.changes import ChangeSet
@@ -21,10 +21,17 @@ if TYPE_CHECKING:
 # (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]
 
+# What `--engine` names: `converge/engines.py: ENGINES`' keys.
+EngineName = Literal["builtin", "llm"]
+
+# What a pass did. prompt: --emit-prompt; not-due: an unattended trigger's gate said no under
+# the lock. (Another pass holding the vault raises `errors.Busy`: no result.)
+PassStatus = Literal["applied", "dry-run", "nothing", "failed", "proposed", "prompt", "not-due"]
+
 
 @dataclass
 class PassOptions:
-    engine: str | None = None  # "builtin", "llm", or None: llm if a command is configured
+    engine: EngineName | None = None  # None: llm if a command is configured, else builtin
     llm: str | None = None  # --llm
     dry_run: bool = False
     emit_prompt: bool = False
@@ -48,7 +55,7 @@ class PassResult:
     `run_pass` builds it from the stage values (`dataclasses.replace` at each exit), never
     filling it in as the stages go."""
 
-    status: str  # applied | dry-run | nothing | busy | failed | proposed | prompt | not-due
+    status: PassStatus
     pass_id: str | None = None
     commit: str | None = None
     snapshot_commit: str | None = None

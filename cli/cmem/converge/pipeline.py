@@ -19,7 +19,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from cmem.archive.checklist import StageEntry, archive_target, stage_notes
 from cmem.converge.accounting import account_note
@@ -48,7 +48,7 @@ from cmem.converge.pass_values import (
 from cmem.converge.prompt import Prompt, assemble_prompt
 from cmem.converge.replies import check_replies, isolate_builtin, validator_context
 from cmem.converge.selection import SelectedNote, Selection, engine_takes, select_notes
-from cmem.errors import CmemError
+from cmem.errors import CmemError, set_stop_summary, stop_rounds
 from cmem.steps import commits as history
 from cmem.steps import journal
 from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
@@ -133,12 +133,13 @@ def _run_pass(vault: Vault, options: PassOptions, progress: Progress | None) -> 
         return PassResult("not-due", message=not_due.reason)
 
 
-def _gate(options: PassOptions):
-    if options.gate is None:
+def _gate(options: PassOptions) -> Callable[[], None] | None:
+    ask = options.gate
+    if ask is None:
         return None
 
     def gate() -> None:
-        reason = options.gate()
+        reason = ask()
         if reason:
             raise _NotDue(reason)
 
@@ -236,8 +237,8 @@ def _run_locked(
                 "stopped with Ctrl-C" + (" while writing" if applying else ""),
             )
             # the CLI prints this under "interrupted": what was and was not done
-            interrupt.cmem_summary = interrupted_summary(
-                so_far, step.snapshot if step else None, applying
+            set_stop_summary(
+                interrupt, interrupted_summary(so_far, step.snapshot if step else None, applying)
             )
             raise
         except CmemError as exc:
@@ -394,7 +395,7 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     deferred = []
     for entry in validation.deferred:
         rel = _match_note(entry.note, by_rel) or entry.note
-        item = {"note": rel, "reason": entry.reason}
+        item: dict[str, object] = {"note": rel, "reason": entry.reason}
         if entry.lines:
             item["lines"] = list(entry.lines)
         deferred.append(item)
@@ -435,7 +436,7 @@ def propose(
 
     selected = [n.rel for n in inputs.selection.notes]
     timestamp = now.isoformat(timespec="seconds")
-    save_proposal(vault, Proposal(result.pass_id, str(record.folder), selected, timestamp))
+    save_proposal(vault, Proposal(record.pass_id, str(record.folder), selected, timestamp))
     return replace(
         result,
         status="proposed",
@@ -444,11 +445,16 @@ def propose(
 
 
 def stage_changes(
-    vault: Vault, inputs: PassInputs, planned: PlannedPass, so_far: PassResult, now: datetime
+    vault: Vault,
+    pass_id: str,
+    inputs: PassInputs,
+    planned: PlannedPass,
+    so_far: PassResult,
+    now: datetime,
 ) -> StagedChanges:
     """The memory files in their own line ends, state.json with the converged notes and this
     pass, and the archive checklist with the converged notes staged."""
-    pass_id, pass_date, state = so_far.pass_id, inputs.pass_date, inputs.state
+    pass_date, state = inputs.pass_date, inputs.state
     changes = ChangeSet()
     for rel, text in planned.writes.items():
         raw = inputs.raw_originals.get(rel)
@@ -511,10 +517,10 @@ def commit_pass(
     now: datetime,
 ) -> AppliedPass:
     """Through the step layer: journal, all-or-nothing apply, commit."""
-    staged = stage_changes(vault, inputs, planned, so_far, now)
+    staged = stage_changes(vault, step.id, inputs, planned, so_far, now)
     # checked last, just before the commit: the edits made while the model ran
     warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
-    message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings))
+    message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings), step.id)
     return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
 
 
@@ -572,7 +578,7 @@ def _stopped_so_far(
 ) -> PassResult:
     """What a pass stopped by an error or Ctrl-C had done: the outcome record and the summary
     read the engine, the rounds and the run record from it."""
-    rounds = checked.rounds if checked is not None else getattr(stop, "cmem_rounds", 0)
+    rounds = checked.rounds if checked is not None else stop_rounds(stop)
     return PassResult(
         "failed",
         pass_id=pass_id,
@@ -600,16 +606,6 @@ def _entries_notes(entries, by_rel) -> list[str]:
         if rel and rel not in seen:
             seen.append(rel)
     return seen
-
-
-def _deferred(entries, by_rel) -> list[tuple[str, str]]:
-    out = []
-    for entry in entries:
-        rel = _match_note(getattr(entry, "note", entry), by_rel) or getattr(
-            entry, "note", str(entry)
-        )
-        out.append((rel, getattr(entry, "reason", "")))
-    return out
 
 
 def _into(entries, by_rel) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ from cmem.converge.pass_values import (
 )
 from cmem.converge.prompt import Prompt, repair_prompt
 from cmem.converge.selection import SelectedNote
-from cmem.errors import CmemError
+from cmem.errors import CmemError, set_stop_rounds
 from cmem.steps.run_records import RunRecord
 from cmem.vault.layers import Vault
 
@@ -144,7 +144,8 @@ def _check_all(
     progress: Progress,
 ) -> CheckedChange:
     engine_warnings: list[str] = []
-    current_prompt = prompt.text if prompt is not None else ""  # None: the engine reads none
+    first_prompt = prompt.text if prompt is not None else ""  # None: the engine reads none
+    current_prompt = first_prompt
     # a valid reply with likely inventions, kept while the model is asked once more
     acceptable: tuple[Validation, list[str]] | None = None
     rounds = engine.repair_rounds
@@ -171,7 +172,7 @@ def _check_all(
                     None,
                 )
                 current_prompt = _ask_again(
-                    vault, prompt, parsed, validation.inventions, attempt, context, record
+                    vault, first_prompt, parsed, validation.inventions, attempt, context, record
                 )
                 continue
             if not issues:
@@ -183,14 +184,16 @@ def _check_all(
                     f"response rejected ({len(issues)} problems); asking the model to repair it",
                     None,
                 )
-                current_prompt = _ask_again(vault, prompt, parsed, issues, attempt, context, record)
+                current_prompt = _ask_again(
+                    vault, first_prompt, parsed, issues, attempt, context, record
+                )
     except (CmemError, KeyboardInterrupt) as stop:
         from cmem.converge.model_command import NOT_STARTED
 
         # the report says how many times the engine was asked: not this time, when its
         # command could not even be started
         started = getattr(stop, "reason", None) not in NOT_STARTED
-        stop.cmem_rounds = attempt if started else attempt - 1
+        set_stop_rounds(stop, attempt if started else attempt - 1)
         raise
     return CheckedChange(None, attempt, tuple(engine_warnings), rejected)
 
@@ -217,7 +220,7 @@ def _check_reply(
 
 def _ask_again(
     vault: Vault,
-    prompt: Prompt,
+    first_prompt: str,
     parsed: ParsedReply,
     issues: list,
     attempt: int,
@@ -228,7 +231,7 @@ def _ask_again(
     from cmem.converge.validate import format_issues
 
     repair = repair_prompt(
-        vault, prompt.text, parsed.text, format_issues(issues), context.pass_date
+        vault, first_prompt, parsed.text, format_issues(issues), context.pass_date
     )
     record.write(f"prompt-{attempt + 1}.txt", repair)
     return repair

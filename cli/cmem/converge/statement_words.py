@@ -207,7 +207,6 @@ class WordsCache:
 
     def __init__(self, path: Path | None, fingerprint: str):
         self.path, self.fingerprint = path, fingerprint
-        self.delta_path = path.with_name(DELTA_NAME) if path is not None else None
         self.entries: dict[str, dict] = {}
         self.delta: dict[str, dict] = {}  # the side file's entries, as read
         self.used: dict[str, dict] = {}
@@ -217,7 +216,7 @@ class WordsCache:
             return
         self.entries = self._read(path)
         self.has_copy = bool(self.entries)  # a side file is written only beside a copy
-        self.delta = self._read(self.delta_path)
+        self.delta = self._read(path.with_name(DELTA_NAME))
         self.entries.update(self.delta)
 
     @property
@@ -276,6 +275,7 @@ class WordsCache:
     def save(self) -> None:
         if self.path is None:
             return
+        delta_path = self.path.with_name(DELTA_NAME)
         stale = sum(1 for digest in self.entries if digest not in self.used)
         too_stale = stale > len(self.entries) // 8
         if not self.added and not too_stale:
@@ -285,11 +285,11 @@ class WordsCache:
             delta = dict(self.delta)
             for digest, parts in self.added.items():
                 delta[digest] = {**delta.get(digest, {}), **parts}
-            self._write(self.delta_path, delta)
+            self._write(delta_path, delta)
             return
         self._write(self.path, self.used)
         try:
-            self.delta_path.unlink()
+            delta_path.unlink()
         except OSError:
             pass  # none, or it stays: its entries are right for their texts whatever the copy
 

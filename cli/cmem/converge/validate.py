@@ -127,10 +127,10 @@ def validate_response(vault: Vault, response: Response, ctx: PassContext) -> Val
     checker = _Checker(vault, response, ctx, result)
     changes = checker.load_changes()
     for change in changes:
-        for check in CHANGE_RULES.values():
-            check(checker, change, changes)
-    for check in REPLY_RULES.values():
-        check(checker, changes)
+        for check_change in CHANGE_RULES.values():
+            check_change(checker, change, changes)
+    for check_reply in REPLY_RULES.values():
+        check_reply(checker, changes)
     if result.ok:
         for change in changes:
             if change.base is None or change.new.text != ended(change.base.text):

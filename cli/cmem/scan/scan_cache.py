@@ -267,7 +267,7 @@ class ScanCache:
         inode, ctime) changed; the others come from the cache — merged already when none
         changed."""
         raw_files = self.raw_guard.get("files", {})
-        files = {}
+        slots: dict[str, dict | None] = {}  # None: read below
         misses = []
         for file in vault.convergent_files():
             try:
@@ -284,9 +284,9 @@ class ScanCache:
             ):
                 misses.append((file, st))
                 cached = None  # read below, all at once; its place in the order kept
-            files[file.rel] = cached
-        for (file, _), entry in zip(misses, [_convergent_entry(f, vault, st) for f, st in misses]):
-            files[file.rel] = entry
+            slots[file.rel] = cached
+        read = {file.rel: _convergent_entry(file, vault, st) for file, st in misses}
+        files = {rel: read[rel] if entry is None else entry for rel, entry in slots.items()}
         changed = bool(misses)
         if set(files) != set(raw_files):
             changed = True
@@ -363,13 +363,14 @@ def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = 
     """One convergent file's statements and retired wordings, as cached."""
     st = _stat(file) if st is None else st
     note = read_note(file, vault.config.max_note_bytes, st=st)
+    retired: dict[str, list[str]] = {}  # digest → [from, until]
     entry = {
         "m": note.mtime_ns,
         "s": note.size,
         "r": time.time_ns(),
         "c": list(_change(st)),
         "statements": "",
-        "retired": {},
+        "retired": retired,
     }
     if not note.usable:
         return entry
@@ -385,9 +386,7 @@ def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = 
             key = normalize(split_statement(trace.old, formats)[0])
             if key:
                 # the wording was current from the older trace's date until this one's
-                entry["retired"].setdefault(
-                    _digest(key), [trace.date, older[0].date if older else ""]
-                )
+                retired.setdefault(_digest(key), [trace.date, older[0].date if older else ""])
             traces.extend(older)
     entry["statements"] = "".join(digests)  # one string, not a list: the cache parses faster
     return entry

@@ -448,7 +448,7 @@ def _sort(result: ScanResult, mtimes: dict[str, int]) -> None:
 
 def _wanted(only: list[str], files: list[NoteFile]) -> set[str]:
     """The notes `only` names (each by path, path without `.md`, or name)."""
-    names = {}
+    names: dict[str, str] = {}
     for file in files:
         for alias in (file.rel, file.rel.removesuffix(".md"), file.name):
             names.setdefault(alias, file.rel)

@@ -92,7 +92,6 @@ def line_ranges(lines: list[int]) -> str:
 class PassFields(Protocol):
     """What a pass's message is made of: `converge/pass_values.py: PassResult` has them."""
 
-    pass_id: str | None
     converged: list[str]
     deferred: list[dict]
     merged: list[dict]
@@ -104,9 +103,10 @@ class PassFields(Protocol):
     warnings: list[str]
 
 
-def pass_message(result: PassFields) -> CommitMessage:
-    """A pass's commit message, built from fields: a note's name, a deferral's reason and a
-    warning are folded onto one line each, so a model cannot add a trailer or a field."""
+def pass_message(result: PassFields, step_id: str) -> CommitMessage:
+    """A pass's commit message, built from fields (its trailer names the step, `step_id`): a
+    note's name, a deferral's reason and a warning are folded onto one line each, so a model
+    cannot add a trailer or a field."""
     names = (
         ", ".join(
             path.rsplit("/", 1)[-1].removesuffix(".md")
@@ -118,9 +118,9 @@ def pass_message(result: PassFields) -> CommitMessage:
     count = len(result.converged)
     subject = f"cmem: converge {count} note{'s' if count != 1 else ''} → {names}"
     if not count and (result.deferred or result.quarantined):
-        deferred = len({d["note"] for d in [*result.deferred, *result.quarantined]})
-        subject = f"cmem: defer {deferred} note{'s' if deferred != 1 else ''}"
-    message = CommitMessage(subject, result.pass_id)
+        waiting = len({d["note"] for d in [*result.deferred, *result.quarantined]})
+        subject = f"cmem: defer {waiting} note{'s' if waiting != 1 else ''}"
+    message = CommitMessage(subject, step_id)
     for rel in result.converged:
         message.add("Converged", rel)
     for deferred in result.deferred:

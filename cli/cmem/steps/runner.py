@@ -94,6 +94,7 @@ class Step:
             self._after_failed_apply(record, changes)
             raise
         faults.point("applied")
+        sha: str | None  # None: HEAD held the files already
         try:
             record.mark("committing")
             if fast_forward:

@@ -34,8 +34,14 @@ from cmem.vault.layers import Vault
 from cmem.vault.state_json import State
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typing stays unloaded: the shell hook's spawn imports this module
+    from typing import Literal, Union
+
+    from cmem.converge.pass_values import PassStatus
     from cmem.converge.pipeline import PassResult
+
+    # the stop rule's `stopped`, another pass's `busy`, or the pass's own status
+    TriggerStatus = Union[Literal["stopped", "busy"], PassStatus]
 
 
 def check_due(
@@ -184,7 +190,7 @@ def stopped_message(record: FailureRecord) -> str:
 class TriggerOutcome:
     """What one unattended trigger did: `not-due`, `stopped`, `busy`, or the pass's own status."""
 
-    status: str
+    status: TriggerStatus
     reason: str = ""
     result: PassResult | None = None  # when a pass ran
     error: str | None = None
