@@ -20,6 +20,25 @@ from cmem.private import FILE_MODE, make_dirs
 RACY_NS = 2_000_000_000
 
 
+# Every cache's format, in one registry: bump a cache's number when what it keeps changes shape,
+# and a file an older cmem wrote reads as missing. (state.json, the backlog and the step journal
+# carry versions of their own: they are the vault's data, not caches.)
+FORMATS = {
+    "scan": 8,  # scan/scan_cache.py: each note's signals (8: notes not in UTF-8 decoded)
+    "statement-words": 6,  # converge/statement_words.py (5: UTF-8 keys; 6: no word mask)
+    "statement-tokens": 1,  # converge/statement_words.py: resident files' token estimates
+    "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them
+    "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
+    "search-index": 4,  # reading/search_index.py (4: files keep the inode and ctime)
+    "stored-results": 6,  # reading/stored_results.py: what status and scan printed, and the key
+    "context-material": 2,  # reading/stored_context.py: what `context` is assembled from
+    "context-meta": 1,  # reading/context.py: each memory file's frontmatter, for the index
+    "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
+    "archive-names": 2,  # vault/archive_names.py: the archive's note paths by folder
+    "conflicts": 1,  # sync/conflicts_found.py: each memory file's conflict statements
+}
+
+
 def settled(mtime_ns: int, at_ns: int) -> bool:
     """Whether what was read at `at_ns` of a file or folder whose mtime is `mtime_ns` may be kept
     under its stat: the one racy rule every stat-keyed cache applies."""

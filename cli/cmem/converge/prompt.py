@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cmem.cache_file import FORMATS
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
 from cmem.steps.message import line_ranges
@@ -199,7 +200,8 @@ class _TermsMemo:
         from cmem.converge import statement_words, words
         from cmem.text import scripts, terms, tokens
 
-        return (6, __version__, code_stamp(words, terms, scripts, tokens, statement_words))
+        stamp = code_stamp(words, terms, scripts, tokens, statement_words)
+        return (FORMATS["prompt-texts"], __version__, stamp)
 
     def _get(self, kind: str, text: str, make, keyed: bool = True):
         key = self._digest(text) if keyed else text
@@ -408,7 +410,7 @@ def _redaction_header() -> tuple:
     from cmem.cache_file import code_stamp
     from cmem.text import secrets
 
-    return (2, __version__, code_stamp(secrets))
+    return (FORMATS["prompt-redactions"], __version__, code_stamp(secrets))
 
 
 def _conflicted_files(originals: dict[str, str]) -> list[str]:

@@ -16,13 +16,13 @@ import hashlib
 import marshal
 from pathlib import Path
 
+from cmem.cache_file import FORMATS
 from cmem.converge.words import terms
 from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
-# Bump when `terms`, `normalize` or statement parsing changes what an entry would hold.
-# (5: keys and postings kept as UTF-8 bytes; 6: no word mask)
-VERSION = 6
+# Bumped (in the registry) when `terms`, `normalize` or statement parsing changes an entry.
+VERSION = FORMATS["statement-words"]
 
 
 def _utf8(text: str) -> bytes:
@@ -336,7 +336,7 @@ class TokenMemo:
         from cmem.cache_file import code_stamp
         from cmem.text import scripts, tokens
 
-        return (1, __version__, code_stamp(tokens, scripts))
+        return (FORMATS["statement-tokens"], __version__, code_stamp(tokens, scripts))
 
     def tokens(self, text: str, estimate) -> int:
         """`estimate(text)`, from the memo when this very text was measured before."""

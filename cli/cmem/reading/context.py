@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
+from cmem.cache_file import FORMATS
 from cmem.errors import CmemError
 from cmem.reading.read_times import load_read_times, record_reads
 from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle's own names)
@@ -37,7 +38,7 @@ from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import read_note
 
 META_CACHE = "context-meta.marshal"
-META_VERSION = 1
+META_VERSION = FORMATS["context-meta"]
 
 
 def _load(

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem.cache_file import settled  # git's "racily clean" problem: see there
+from cmem.cache_file import FORMATS, settled
 from cmem.errors import CmemError
 from cmem.reading.index_query import (  # the query side, shared with the light entry path
     _WORD,  # noqa: F401 - kept importable from here
@@ -56,7 +56,7 @@ from cmem.vault.layers import ARCHIVE, DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
 
-INDEX_VERSION = 4  # 4: files keep the inode and ctime (`_change`)
+INDEX_VERSION = FORMATS["search-index"]
 SCOPES = (CONVERGENT, ARCHIVED)
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cmem.cache_file import code_stamp, kept_by_stat, read_stamped, settled, write_stamped
+from cmem.cache_file import FORMATS, code_stamp, kept_by_stat, read_stamped, settled, write_stamped
 from cmem.text import tokens as token_estimate
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
@@ -24,7 +24,7 @@ from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
 CACHE_NAME = "layer-sizes.marshal"  # the notes of every layer but the archive
 ARCHIVE_NOTES = "archive-sizes.marshal"  # the archive's notes
 ARCHIVE_SIZE = "archive-size.marshal"  # the archive's size and the key of its folders
-FORMAT = 1  # bump when an entry's shape changes
+FORMAT = FORMATS["layer-sizes"]
 BEFORE = "sizes-cache.json"  # the JSON cache cmem kept before this one: removed when seen
 
 

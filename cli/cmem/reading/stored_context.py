@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import sys
 
+from cmem.cache_file import FORMATS
+
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
 MAX_LISTED_OMITTED = 20
@@ -645,7 +647,7 @@ def answer(argv: list[str]) -> str | None:
     return out
 
 
-MATERIAL_FORMAT = 2  # of the stored material; bump when its shape changes
+MATERIAL_FORMAT = FORMATS["context-material"]
 
 
 def _echo_err(text: str) -> None:

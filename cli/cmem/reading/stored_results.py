@@ -9,9 +9,9 @@ import marshal
 import os
 
 from cmem import __version__
-from cmem.cache_file import settled, stat_key, write_cache
+from cmem.cache_file import FORMATS, settled, stat_key, write_cache
 
-FORMAT = 6  # of the stored entries; bump when the key or the payload changes shape
+FORMAT = FORMATS["stored-results"]
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _STAT_DIR_FD = os.stat in os.supports_dir_fd  # a name stat'ed relative to its folder (POSIX)

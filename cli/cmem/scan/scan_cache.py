@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.cache_file import settled, write_cache
+from cmem.cache_file import FORMATS, settled, write_cache
 from cmem.scan.content import content_line_numbers
 from cmem.scan.signals import Hit, NoteFlags, NoteScan, scan_note
 from cmem.text.cues import cue_fingerprint
@@ -25,9 +25,7 @@ from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
-# 5: entries keep the inode and ctime (`_change`); 6: each entry its own bytes; 7: content lines
-# and tokens, quotes and callouts read; 8: notes not in UTF-8 decoded (`text/encodings.py`)
-CACHE_VERSION = 8
+CACHE_VERSION = FORMATS["scan"]
 
 
 # --- per-note entries and the cache -----------------------------------------------------

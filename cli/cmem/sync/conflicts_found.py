@@ -16,7 +16,7 @@ import os
 import sys
 
 from cmem import __version__
-from cmem.cache_file import code_stamp, kept_by_stat
+from cmem.cache_file import FORMATS, code_stamp, kept_by_stat
 from cmem.sync import memory_merge
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
@@ -26,7 +26,7 @@ from cmem.sync.memory_merge import (
 )
 
 CACHE_NAME = "conflicts.marshal"
-FORMAT = 1  # bump when an entry's shape changes
+FORMAT = FORMATS["conflicts"]
 
 
 def find_conflicts(vault) -> list[ConflictStatement]:

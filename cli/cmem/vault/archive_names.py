@@ -26,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cmem import __version__
-from cmem.cache_file import read_stamped, settled, write_stamped
+from cmem.cache_file import FORMATS, read_stamped, settled, write_stamped
 
 CACHE_NAME = "archive-names.marshal"
 ODD_NAMES = "archive-odd-names.marshal"
-FORMAT = 2  # bump when an entry's shape changes
+FORMAT = FORMATS["archive-names"]
 
 # One folder listed: (its subfolders, its answers), vault-relative; None when it cannot be listed.
 Listing = Callable[[str], "tuple[list[str], list] | None"]
