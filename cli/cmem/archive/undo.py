@@ -28,7 +28,14 @@ from typing import Literal
 from cmem.errors import CmemError, GitError
 from cmem.steps import commits as history
 from cmem.steps.changes import in_line_ends, same_text
-from cmem.steps.pass_log import STATE_REL, CmemCommit, FileChange, list_cmem_commits, read_blob
+from cmem.steps.pass_log import (
+    STATE_REL,
+    CmemCommit,
+    FileChange,
+    list_cmem_commits,
+    read_blob,
+    read_object,
+)
 from cmem.vault.layers import Vault
 
 # what undo does to a file: put the old bytes back, remove what the step created, move a note
@@ -166,17 +173,6 @@ def _step_wrote(vault: Vault, target: CmemCommit) -> dict[str, str | None] | Non
     return None
 
 
-def _read_object(vault: Vault, object_id: str) -> bytes | None:
-    """A blob by its id (what a step wrote before an amend replaced its commit), or None when
-    git no longer has it."""
-    result = subprocess.run(
-        ["git", *history.SAFE_GIT_OPTIONS, "-C", str(vault.root), "cat-file", "blob", object_id],
-        capture_output=True,
-        env=history._env(),
-    )
-    return result.stdout if result.returncode == 0 else None
-
-
 def _plan_file(
     vault: Vault,
     plan: UndoPlan,
@@ -208,7 +204,7 @@ def _plan_file(
     step_after, amended = after, False
     written = (wrote or {}).get(after_path)
     if written and after is not None:
-        step_after = _read_object(vault, written)
+        step_after = read_object(vault, written)
         if step_after is None:
             plan.blocked.append(
                 f"{after_path}: the step's commit was amended and git no longer has what the step "

@@ -93,7 +93,9 @@ def undo(
     """Revert the last cmem step (a pass or an archive apply) with a new commit; run again to step further back.
 
     A pass's notes become pending again and leave the checklist; archived notes move back. Refused,
-    with the reason, when later commits changed the same files (unless --force).
+    with the reason, when later commits changed the same files (unless --force). Only what the
+    step wrote is taken back: edits of yours that `git commit --amend` folded into its commit stay,
+    and a pass whose message the amend replaced is still found.
     """
     from cmem.archive.undo import UndoResult, apply_undo, check_undo, plan_undo
     from cmem.render.history import render_undo_plan, render_undo_result

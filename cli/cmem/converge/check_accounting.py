@@ -48,26 +48,20 @@ class AccountingChecks(CheckerBase):
                 self.result.deferred.append(DeferredEntry(path, deferral.reason, deferral.line))
         self.result.deferred.extend(partly.values())
         for path in self.ctx.selected:
-            if path not in seen:
-                self.warn(
-                    path,
-                    0,
-                    "unaccounted",
-                    "the reply neither converged nor deferred this note; it is treated as deferred",
-                )
-                self.result.deferred.append(
-                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
-                )
-            elif seen[path] == "lines":
-                self.warn(
-                    path,
-                    0,
-                    "unaccounted",
-                    "the reply deferred some lines of this note and did not converge it; its other lines are treated as deferred",
-                )
-                self.result.deferred.append(
-                    DeferredEntry(path, "neither converged nor deferred by the reply", 0)
-                )
+            if path in seen and seen[path] != "lines":
+                continue
+            self.warn(
+                path,
+                0,
+                "unaccounted",
+                "the reply neither converged nor deferred this note; it is treated as deferred"
+                if path not in seen
+                else "the reply deferred some lines of this note and did not converge it; its "
+                "other lines are treated as deferred",
+            )
+            self.result.deferred.append(
+                DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+            )
         self.check_cited(changes)
         self.result.line_reasons = self.line_reasons
 

@@ -410,17 +410,10 @@ def commit_files(
     lost. Returns the commit, or None when HEAD already holds exactly this."""
     from cmem.steps.git_trees import tree_with
 
-    top = toplevel(root) or Path(root).resolve()
-    prefix = (
-        ""
-        if top == Path(root).resolve()
-        else Path(root).resolve().relative_to(top).as_posix() + "/"
-    )
+    top, prefix, argv = _object_git(root)
     parent, parent_tree = _parent_of_next_commit(top)
     remembered = _memory()
     env = _env()
-    options = (*SAFE_GIT_OPTIONS, *_neutral_filters(top))
-    argv = ["git", *options, "-C", str(top)]
 
     def git(*args: str, data: bytes | None = None) -> str:
         result = subprocess.run([*argv, *args], input=data, capture_output=True, env=env)
@@ -457,7 +450,7 @@ def commit_files(
     if parent and not merge_parents and tree == parent_tree:
         # HEAD holds it already (a commit whose process died before the index caught up):
         # the index is still brought up to date, or `git status` would show it forever
-        _index_holds(top, entries, options, len(tree))
+        _index_holds(top, entries, argv, len(tree))
         return None
     parents = [p for sha in ([parent] if parent else []) + list(merge_parents) for p in ("-p", sha)]
     commit = git(
@@ -474,7 +467,7 @@ def commit_files(
     git("update-ref", "-m", message.split("\n", 1)[0], "HEAD", commit, parent or "0" * len(tree))
     if remembered is not None:
         remembered[("made", str(top))] = (commit, tree)
-    _index_holds(top, entries, options, len(tree))
+    _index_holds(top, entries, argv, len(tree))
     return commit
 
 
@@ -490,14 +483,20 @@ _STORE_CAUSES = (
 )
 
 
+def _object_git(root: Path) -> tuple[Path, str, list[str]]:
+    """The repository's top folder, the vault's path in it ("" or "sub/"), and the git command
+    that hashes and stores objects there as a commit stores them (filter drivers neutralised)."""
+    top = toplevel(root) or Path(root).resolve()
+    resolved = Path(root).resolve()
+    prefix = "" if top == resolved else resolved.relative_to(top).as_posix() + "/"
+    return top, prefix, ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(top), "-C", str(top)]
+
+
 def blob_ids(root: Path, files: dict[str, bytes | None]) -> dict[str, str | None]:
     """The blob each of `files` will be committed as (None: removed), hashed as `commit_files`
     hashes it but not stored: state.json records what a step wrote, so `undo` takes back only
     that after an amend folded other edits into the step's commit. {} when git cannot say."""
-    top = toplevel(root) or Path(root).resolve()
-    resolved = Path(root).resolve()
-    prefix = "" if top == resolved else resolved.relative_to(top).as_posix() + "/"
-    argv = ["git", *SAFE_GIT_OPTIONS, *_neutral_filters(top), "-C", str(top)]
+    _top, prefix, argv = _object_git(root)
     ids: dict[str, str | None] = {}
     for rel, data in sorted(files.items()):
         if data is None:
@@ -571,7 +570,7 @@ def _running(pid: int) -> bool:
 
 
 def _index_holds(
-    top: Path, entries: list[tuple[str, str | None, str]], options, id_length: int
+    top: Path, entries: list[tuple[str, str | None, str]], argv: list[str], id_length: int
 ) -> None:
     """The real index takes the entries just committed (what `sync_index` does, knowing them):
     one `update-index --index-info`, as on the temporary index, costs a few ms, where `reset
@@ -581,7 +580,7 @@ def _index_holds(
     as there (the next step's recovery or snapshot brings it up to date)."""
     wait_for_index_lock(top)
     subprocess.run(
-        ["git", *options, "-C", str(top), "update-index", "-z", "--index-info"],
+        [*argv, "update-index", "-z", "--index-info"],
         input=_index_info(entries, id_length),
         capture_output=True,
         env=_env(),

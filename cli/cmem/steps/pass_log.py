@@ -196,10 +196,13 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
     result = history.run_git(vault.root, *args, check=False)
     if result.returncode != 0:
         return []  # no commits yet
-    commits = _parse_log(result.stdout)
-    commits = _with_lost_trailers(vault, commits, args, limit)
+    try:
+        passes = load_state(vault.state_file).passes
+    except CmemError:
+        passes = []  # the commits alone: their messages say what a record would add
+    commits = _with_lost_trailers(vault, _parse_log(result.stdout), passes, args, limit)
     _link_undos(commits)
-    _enrich(vault, commits)
+    _enrich(commits, passes)
     return commits
 
 
@@ -240,24 +243,21 @@ _LOST_TRAILER_SEARCHES = 5
 
 
 def _with_lost_trailers(
-    vault: Vault, commits: list[CmemCommit], args: list[str], limit: int | None
+    vault: Vault, commits: list[CmemCommit], passes: list, args: list[str], limit: int | None
 ) -> list[CmemCommit]:
     """The commits of passes and archive applies that state.json records but whose message no
     longer carries the `Cmem-Pass` trailer (`git commit --amend` with a new message), found as the
     commit that added the step's id to state.json, marked `trailer_lost`."""
-    try:
-        passes = load_state(vault.state_file).passes
-    except CmemError:
-        return commits
     known = {c.pass_id for c in commits}
-    oldest = commits[-1].time if limit and len(commits) >= limit else ""
+    # with a limit, a step older than the oldest commit listed is not missing, only not listed
+    oldest = _instant(commits[-1].time) if limit and len(commits) >= limit else float("-inf")
     missing = [
         entry
         for entry in reversed(passes)
         if entry.get("kind") in ("converge", "archive")
         and isinstance(entry.get("id"), str)
         and entry["id"] not in known
-        and str(entry.get("time") or "") > oldest
+        and _instant(str(entry.get("time") or "")) > oldest
     ][:_LOST_TRAILER_SEARCHES]
     found = []
     by_id = {entry.get("id"): entry for entry in passes if isinstance(entry, dict)}
@@ -288,7 +288,7 @@ def _with_lost_trailers(
     if not found:
         return commits
     # newest first, as git log lists them: by commit time, a found commit after its equals
-    merged = sorted(commits + found, key=lambda c: c.time, reverse=True)
+    merged = sorted(commits + found, key=lambda c: _instant(c.time), reverse=True)
     return merged[:limit] if limit else merged
 
 
@@ -324,14 +324,11 @@ def _link_undos(commits: list[CmemCommit]) -> None:
                 target.undone_by = commit.sha
 
 
-def _enrich(vault: Vault, commits: list[CmemCommit]) -> None:
+def _enrich(commits: list[CmemCommit], passes: list) -> None:
     """Fill in what the message leaves out from state.json's record of the pass."""
-    try:
-        passes = {entry.get("id"): entry for entry in load_state(vault.state_file).passes}
-    except CmemError:
-        return
+    by_id = {entry.get("id"): entry for entry in passes}
     for commit in commits:
-        entry = passes.get(commit.pass_id)
+        entry = by_id.get(commit.pass_id)
         if not entry:
             continue
         commit.engine = commit.engine or entry.get("engine")
@@ -489,6 +486,12 @@ def pass_diff(vault: Vault, ref: str | None = None) -> PassDiff:
 
 def read_blob(vault: Vault, commit: str, path: str) -> bytes | None:
     """The bytes of `path` (vault-relative) at `commit`, or None where it did not exist."""
+    return read_object(vault, f"{commit}:./{path}")
+
+
+def read_object(vault: Vault, spec: str) -> bytes | None:
+    """The bytes of the blob `spec` names (`commit:./path`, or a blob's id: what a step wrote
+    before an amend replaced its commit), or None where git has none."""
     import subprocess
 
     result = subprocess.run(
@@ -499,7 +502,7 @@ def read_blob(vault: Vault, commit: str, path: str) -> bytes | None:
             str(vault.root),
             "cat-file",
             "blob",
-            f"{commit}:./{path}",
+            spec,
         ],
         capture_output=True,
         env=history._env(),
