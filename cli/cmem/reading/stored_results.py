@@ -365,18 +365,6 @@ def valid_entry(root: str, command: str, params: tuple) -> dict | None:
     return entry if entry is not None and still_valid(entry, root) else None
 
 
-def take_vault(arg: str, args: list[str], request: dict) -> bool:
-    """`--vault V` or `--vault=V`, the option every light-path parser takes wherever it stands:
-    stored in `request["vault"]` (V popped from `args`). False: `arg` is something else."""
-    if arg == "--vault" and args:
-        request["vault"] = args.pop(0)
-        return True
-    if arg.startswith("--vault="):
-        request["vault"] = arg[len("--vault=") :]
-        return True
-    return False
-
-
 def load_entry(path: str) -> dict | None:
     try:
         with open(path, "rb") as handle:

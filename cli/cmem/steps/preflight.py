@@ -130,13 +130,6 @@ def managed_changes(vault: Vault, write_index: bool = True) -> list[history.Stat
     return found
 
 
-def changed_managed_paths(vault: Vault) -> list[str]:
-    paths: list[str] = []
-    for entry in managed_changes(vault):
-        paths += [entry.path] + ([entry.source] if entry.source else [])
-    return paths
-
-
 def refuse_conflicts(vault: Vault, entries: list[history.StatusEntry]) -> None:
     for entry in entries:
         if entry.unmerged:

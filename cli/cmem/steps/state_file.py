@@ -58,10 +58,6 @@ def _blob(vault: Vault, commit: str) -> bytes | None:
     return read_blob(vault, commit, STATE_REL)
 
 
-def tracked_in_head(vault: Vault) -> bool:
-    return _blob(vault, "HEAD") is not None
-
-
 def working_problem(vault: Vault) -> str | None:
     """The working copy's fault as one phrase ("is empty"), or None: a missing file is a fault
     only where git's HEAD or history has one."""
