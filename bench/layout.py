@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "resources",
         "private",
         "atomic",
-        "cache_file",
+        "cache_store",
         "command_line",
     ),
     ("vault",),

@@ -156,7 +156,7 @@ with os.scandir(sys.argv[1]) as entries:
 print(total)
 """
 
-# cmem.cache_file.RACY_NS, in seconds (this script does not import cmem: it times the cmem
+# cmem.cache_store.RACY_NS, in seconds (this script does not import cmem: it times the cmem
 # installed beside the interpreter it is given)
 CMEM_RACY_SECONDS = 2.0
 
@@ -315,7 +315,7 @@ def make_vault(tools: Tools, size: int) -> Path:
         f"  vault-{size}: {info['notes']} notes, {info['bytes'] / 1e6:.1f} MB, generated and committed in {time.perf_counter() - started:.1f} s"
     )
     # cmem keeps a stored answer only when every file in its key is older than the racy window
-    # (cmem.cache_file.RACY_NS, 2 s): measured at once, the warm rows of the 1k vault timed
+    # (cmem.cache_store.RACY_NS, 2 s): measured at once, the warm rows of the 1k vault timed
     # misses (its answers not stored yet) in four rounds of five
     time.sleep(RACY_WAIT)
     return root

@@ -51,15 +51,9 @@ import os
 import sys
 
 from cmem import __version__, command_line
+from cmem.cache_store import Kept
 from cmem.invocation import tolerant_output
-from cmem.reading.stored_results import (
-    FORMAT,
-    _write,
-    entry_path,
-    find_root,
-    load_entry,
-    valid_entry,
-)
+from cmem.reading.stored_results import entry_path, find_root, valid_entry
 
 HELP_FLAGS = ("--help", "-h")
 
@@ -609,11 +603,12 @@ def _help(argv: list[str]) -> str | None:
     """`cmem --help` (and `cmem COMMAND --help`): the text typer printed last time, stored under
     the version, the stat of every CLI module and the terminal width; on a miss typer prints it
     once more and it is stored."""
-    key = (FORMAT, __version__, tuple(argv), help_sources(), _help_width())
+    key = (tuple(argv), help_sources(), _help_width())
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(base, "cmem", "help", entry_path("", "help", key).rsplit(os.sep, 1)[1])
-    entry = load_entry(path)
-    if entry is not None and entry.get("key") == key:
+    kept = Kept(path, "help-texts", key)
+    entry = kept.read()
+    if isinstance(entry.get("text"), str):
         return entry["text"]
     import io
     from contextlib import redirect_stdout
@@ -629,7 +624,7 @@ def _help(argv: list[str]) -> str | None:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     text = buffer.getvalue()
     if code == 0 and text:
-        _write(path, {"key": key, "text": text})
+        kept.write({"text": text})
     _put(text, sys.stdout)
     sys.exit(code)
 

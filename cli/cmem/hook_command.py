@@ -174,7 +174,7 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
 def _warm_context(root: str) -> None:
     import time
 
-    from cmem.cache_file import RACY_NS
+    from cmem.cache_store import RACY_NS
 
     time.sleep(RACY_NS / 1e9 + 0.1)
     try:

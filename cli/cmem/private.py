@@ -3,7 +3,7 @@ under it — caches, run records, stored results, journals, locks, logs, backups
 note and memory text, so every folder in it is 0700 and every file 0600.
 
 Every writer makes its folders with `make_dirs` and its files 0600 (`atomic.write_atomic` and
-`cache_file.write_cache` do both for what they write there; a lock, a log or an index opened by
+`cache_store.write_cache` do both for what they write there; a lock, a log or an index opened by
 hand sets its mode itself). A state folder an older cmem left readable by others (0755 folders,
 0644 files) is tightened whole the first time a process of this cmem uses it — `state_root`,
 which every path into the folder is built from, checks the folder's own mode once a process: a

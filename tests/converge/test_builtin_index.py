@@ -4,6 +4,7 @@ is the one a full scan picks, and the machine folder's copy of the words is only
 
 from __future__ import annotations
 
+import marshal
 import math
 import random
 
@@ -310,7 +311,6 @@ def test_what_a_pass_adds_goes_to_a_side_file_and_the_copy_is_rewritten_only_whe
     not the whole copy again (8 MB at 10k notes); read over it by the next pass; past
     `DELTA_MAX` entries (or an eighth of the copy stale) the copy is rewritten and the side file
     removed. Every entry stays right for its text whichever file holds it."""
-    from cmem.converge import statement_words
     from cmem.converge.statement_words import DELTA_MAX, DELTA_NAME, WordsCache
 
     path = tmp_path / CACHE_NAME
@@ -354,9 +354,7 @@ def test_what_a_pass_adds_goes_to_a_side_file_and_the_copy_is_rewritten_only_whe
     for damage in (b"\x00garbage", side.read_bytes()[:20]):
         side.write_bytes(damage)
         assert WordsCache(path, "fp").get("d900") is None
-    side.write_bytes(
-        statement_words.marshal.dumps({"version": 0, "fingerprint": "fp", "files": {}})
-    )
+    side.write_bytes(marshal.dumps({"stamp": ("statement-words", 0), "entries": {}}))
     cache = a_pass([900])
     assert cache.added and WordsCache(path, "fp").get("d900") is not None
     assert oct(path.stat().st_mode & 0o777) == oct(0o600) == oct(side.stat().st_mode & 0o777)

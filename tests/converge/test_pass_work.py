@@ -100,9 +100,10 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
     import marshal
 
     kept = marshal.loads((open_vault(root).machine_dir / prompt._TermsMemo.FILE).read_bytes())
-    assert kept["terms"] and all(
+    terms = [parts["terms"] for parts in kept["entries"].values() if "terms" in parts]
+    assert terms and all(
         isinstance(words, str) and words.startswith("\n") and words.endswith("\n")
-        for words in kept["terms"].values()
+        for words in terms
     )
     (root / "converged/topics/t3.md").write_text("---\nsummary: 改过\n---\n# T3\n", "utf-8")
     run_pass(open_vault(root), PassOptions(emit_prompt=True))
@@ -203,13 +204,13 @@ def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monke
     assert "周三部署" in result.diff and "[[t3]]" not in result.diff  # the hint was dropped
 
 
-def test_each_memory_text_is_digested_once_a_pass(make_vault, monkeypatch):
-    """The prompt's topic memo, the engine's words and the resident sizes all key memory files
-    by their text's digest: each text is hashed once, whoever asks first."""
+def test_each_memory_text_is_digested_once_by_each_cache_a_pass(make_vault, monkeypatch):
+    """The prompt's topic memo, the engine's words and the resident sizes each key memory files
+    by their text's digest: each hashes a text once a pass (not once a line it places), and
+    nothing is kept in the process between passes (`cmem watch`, the MCP server)."""
     import hashlib
-    import types
 
-    from cmem.converge import statement_words
+    from cmem import cache_store
 
     files = {
         f"converged/{folder}/f{n}.md": f"# {folder} {n}\n\n"
@@ -223,21 +224,23 @@ def test_each_memory_text_is_digested_once_a_pass(make_vault, monkeypatch):
     )
     vault = open_vault(root)
     vault.machine_dir.mkdir(parents=True, exist_ok=True)
-    hashed = []
+    hashed: list[str] = []
+    real = cache_store.digest
 
-    def blake2b(data, **kwargs):
-        hashed.append(data)
-        return hashlib.blake2b(data, **kwargs)
+    def digest(text):
+        hashed.append(text)
+        return real(text)
 
-    monkeypatch.setattr(statement_words, "hashlib", types.SimpleNamespace(blake2b=blake2b))
-    statement_words._DIGESTS.clear()
+    monkeypatch.setattr(cache_store, "digest", digest)  # as `KeptByDigest.key` makes them
+    monkeypatch.setattr("cmem.converge.statement_words.digest", digest)
     result = run_pass(vault, PassOptions(engine="builtin", dry_run=True))
     assert result.converged
-    assert len(hashed) == len(set(hashed))  # no text twice
-    # every memory file once, and the few texts the pass made (a changed file, its sizes)
-    assert len(files) <= len(hashed) <= len(files) + 4, len(hashed)
-    assert statement_words._DIGESTS == {}  # nothing kept once the pass ended (watch, mcp)
-    assert statement_words.digest_of("x") == hashlib.blake2b(b"x", digest_size=16).digest()
+    texts = {(root / path).read_text("utf-8") for path in files}
+    assert texts <= set(hashed)  # every memory file is keyed by its digest
+    # at most once for each of the three caches, and the few texts the pass made
+    assert max(hashed.count(text) for text in texts) <= 3
+    assert len(hashed) <= 3 * len(files) + 6, len(hashed)
+    assert real("x") == hashlib.blake2b(b"x", digest_size=16).digest()
 
 
 def test_a_one_note_pass_over_plain_frontmatter_never_imports_yaml(pass_vault):

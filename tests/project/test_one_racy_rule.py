@@ -1,11 +1,11 @@
-"""One racy rule: every cache keyed by stats asks `cache_file.settled` whether a file's stat may
+"""One racy rule: every cache keyed by stats asks `cache_store.settled` whether a file's stat may
 stand for what was read of it; no module compares a time with `RACY_NS` by hand."""
 
 from __future__ import annotations
 
 import ast
 
-from cmem.cache_file import RACY_NS, settled
+from cmem.cache_store import RACY_NS, settled
 from support import REPO
 
 PACKAGE = REPO / "cli" / "cmem"
@@ -22,7 +22,7 @@ def test_settled_is_the_racy_window():
 def test_no_module_compares_with_the_window_by_hand():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "cache_file.py":
+        if path.name == "cache_store.py":
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Compare) and any(

@@ -49,10 +49,10 @@ def _archived_notes_measured(monkeypatch) -> list[str]:
     seen: list[str] = []
     real = sizes.kept_by_stat
 
-    def spy(path, stamp, files, *args, **kwargs):
+    def spy(kept, files, *args, **kwargs):
         files = list(files)
         seen.extend(note.rel for note in files if note.layer == ARCHIVE)
-        return real(path, stamp, files, *args, **kwargs)
+        return real(kept, files, *args, **kwargs)
 
     monkeypatch.setattr(sizes, "kept_by_stat", spy)
     return seen
@@ -175,32 +175,3 @@ def test_the_status_command_keeps_no_size_for_a_folder_changed_just_now(make_vau
     _status(root)
     _status(root)
     assert seen.count("archive/2026-10/four.md") == 1  # settled: kept after one more measure
-
-
-def test_archived_notes_kept_with_the_others_before_are_not_read_again(make_vault, monkeypatch):
-    """Before the archive had a file of its own, its notes' answers were kept in the layer sizes'
-    file: the first measurement after the upgrade takes them from there."""
-    root = _vault(make_vault)
-    vault = open_vault(root)
-    expected = measure_layers(vault)
-    machine = vault.machine_dir
-    archive_notes = sizes.read_stamped(str(machine / sizes.ARCHIVE_NOTES), _stamp(vault))
-    others = sizes.read_stamped(str(machine / sizes.CACHE_NAME), _stamp(vault))
-    assert archive_notes and not set(archive_notes) & set(others)
-    sizes.write_stamped(str(machine / sizes.CACHE_NAME), _stamp(vault), {**others, **archive_notes})
-    for name in (sizes.ARCHIVE_NOTES, sizes.ARCHIVE_SIZE):
-        (machine / name).unlink()  # as cmem left the machine folder before
-    read = []
-    real = sizes._measure
-    monkeypatch.setattr(
-        sizes, "_measure", lambda note, limit: read.append(note.rel) or real(note, limit)
-    )
-    assert measure_layers(open_vault(root)) == expected
-    assert read == []
-
-
-def _stamp(vault) -> tuple:
-    from cmem.cache_file import code_stamp
-    from cmem.text import tokens
-
-    return (sizes.FORMAT, str(vault.root), vault.config.max_note_bytes, code_stamp(tokens))

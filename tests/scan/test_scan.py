@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from cmem.cache_store import FORMATS
 from cmem.errors import CmemError
 from cmem.scan import scan_cache as scan_module
 from cmem.scan.scanner import CACHE_NAME, GUARD_NAME, scan_vault
@@ -321,18 +322,19 @@ def test_a_rewritten_cache_keeps_unchanged_entries_and_encodes_changed_ones_afre
     vault = open_vault(root)
     scan_vault(vault)
     cache = vault.machine_dir / CACHE_NAME
-    before = marshal.loads(cache.read_bytes())["notes"]
+    before = marshal.loads(cache.read_bytes())["entries"]
     (root / "a.md").write_text("I decided to use Vue from now on\n", "utf-8")
     age(root, "a.md", OLD + DAY)
     scan_vault(vault)
-    after = marshal.loads(cache.read_bytes())["notes"]
+    after = marshal.loads(cache.read_bytes())["entries"]
     assert isinstance(after["b.md"], bytes) and after["b.md"] == before["b.md"]
     after = {rel: marshal.loads(data) for rel, data in after.items()}
     assert after["a.md"]["hits"] != marshal.loads(before["a.md"])["hits"]
     cache.unlink()
     scan_vault(vault)
     cold = {
-        rel: marshal.loads(data) for rel, data in marshal.loads(cache.read_bytes())["notes"].items()
+        rel: marshal.loads(data)
+        for rel, data in marshal.loads(cache.read_bytes())["entries"].items()
     }
     for entry in (after["a.md"], cold["a.md"]):
         entry.pop("r")  # when it was read
@@ -402,7 +404,7 @@ def test_corrupt_cache_is_ignored_and_rebuilt(make_vault, garbage):
     cache = vault.machine_dir / CACHE_NAME
     cache.write_bytes(garbage)
     assert scan_vault(vault).to_json() == expected
-    assert marshal.loads(cache.read_bytes())["version"] == scan_module.CACHE_VERSION
+    assert marshal.loads(cache.read_bytes())["stamp"][:2] == ("scan", FORMATS["scan"])
 
 
 def _hits_oops(data: bytes):
@@ -429,11 +431,11 @@ def test_damaged_cache_entry_costs_one_read(make_vault, damage):
     expected = scan_vault(vault).to_json()
     cache = vault.machine_dir / CACHE_NAME
     data = marshal.loads(cache.read_bytes())
-    data["notes"]["a.md"] = damage(data["notes"]["a.md"])
+    data["entries"]["a.md"] = damage(data["entries"]["a.md"])
     cache.write_bytes(marshal.dumps(data))
     result = scan_vault(vault)
     assert result.notes_read == 1 and result.to_json() == expected
-    saved = marshal.loads(cache.read_bytes())["notes"]
+    saved = marshal.loads(cache.read_bytes())["entries"]
     assert isinstance(saved["a.md"], bytes) and marshal.loads(saved["a.md"])["hits"]
 
 
@@ -454,7 +456,7 @@ def test_deleted_note_leaves_the_cache(make_vault):
     scan_vault(vault)
     (root / "b.md").unlink()
     assert [p.rel for p in scan_vault(vault).pending] == ["a.md"]
-    assert set(marshal.loads((vault.machine_dir / CACHE_NAME).read_bytes())["notes"]) == {"a.md"}
+    assert set(marshal.loads((vault.machine_dir / CACHE_NAME).read_bytes())["entries"]) == {"a.md"}
 
 
 def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
@@ -498,7 +500,7 @@ def test_damaged_guard_index_is_rebuilt(make_vault):
     expected = scan_vault(vault).to_json()
     for garbage in (
         b"\x00",
-        marshal.dumps({"version": scan_module.CACHE_VERSION, "fingerprint": "?", "files": {}}),
+        marshal.dumps({"stamp": ("scan", FORMATS["scan"], "0", "?", "guard"), "entries": {}}),
     ):
         (vault.machine_dir / GUARD_NAME).write_bytes(garbage)
         assert scan_vault(vault).to_json() == expected

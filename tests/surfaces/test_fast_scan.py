@@ -87,7 +87,7 @@ def test_only_a_plain_scan_takes_the_light_path(sample_vault):
 
 
 def test_a_cold_scan_imports_no_writer_machinery(sample_vault):
-    """A scan writes only its caches (cmem.cache_file): tempfile (shutil, random), the step
+    """A scan writes only its caches (cmem.cache_store): tempfile (shutil, random), the step
     layer and the unattended trigger (subprocess) stay unimported on its path."""
     settle(sample_vault)
     _drop_stored(sample_vault)

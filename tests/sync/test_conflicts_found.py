@@ -119,8 +119,8 @@ def test_what_older_code_found_is_not_reused(vault, monkeypatch):
 
 
 def test_an_unwritable_cache_costs_only_speed(vault, monkeypatch):
-    from cmem import cache_file
+    from cmem import cache_store
 
     # a full disk
-    monkeypatch.setattr(cache_file, "write_cache", lambda path, data, mode=0o666: None)
+    monkeypatch.setattr(cache_store, "write_cache", lambda path, data, mode=0o666: None)
     assert _found(vault) == _found(vault) != []

@@ -39,7 +39,7 @@ class _File:
     problem: str | None = None  # set: the engine leaves this file alone
     changed: bool = False
     created: bool = False
-    digest: str | None = None  # the original text's, while the file is unchanged
+    digest: bytes | None = None  # the original text's, while the file is unchanged
     _statements: list[Statement] | None = field(default=None, repr=False)
     _words: FileWords | None = field(default=None, repr=False)
     _tokens: int | None = field(default=None, repr=False)

@@ -97,17 +97,6 @@ class _NotDue(Exception):
 
 
 def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = None) -> PassResult:
-    try:
-        return _run_pass(vault, options, progress)
-    finally:
-        # the memory texts digested once for this pass are not kept after it (`cmem watch` and
-        # the MCP server run many passes in one process)
-        from cmem.converge.statement_words import forget_digests
-
-        forget_digests()
-
-
-def _run_pass(vault: Vault, options: PassOptions, progress: Progress | None) -> PassResult:
     progress = progress or (lambda message, elapsed, limit=None: None)
     now = options.now or datetime.now().astimezone()
     check_engine(vault, options)  # before the lock: nothing is committed or recorded for it

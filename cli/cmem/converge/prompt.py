@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cmem.cache_file import FORMATS
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
 from cmem.steps.message import line_ranges
@@ -167,54 +166,25 @@ class _TermsMemo:
     """What touched_situational reads of each topic file's text, kept in the machine folder by a
     digest of the text: its token estimate, the name keys of its aliases and tags with the words
     of them and of its summary, and the words of its whole text (converge.words.terms). On a
-    large vault these were most of building a prompt (a thousand files' bigrams and token counts,
-    every pass and every --emit-prompt), and they change only when the text does. Kept under the
-    stats of the modules that define them, so a changed definition starts afresh; a missing or
-    damaged memo only costs the time."""
+    large vault these were most of building a prompt, and they change only when the text does.
+    Kept under the stats of the modules that define them, so a changed definition starts afresh."""
 
     FILE = "topic-terms.marshal"
-    # stems: a file name's name key and words, by the name (a thousand names made words
-    # again on every prompt)
-    KINDS = ("terms", "tokens", "heads", "stems")
 
     def __init__(self, vault: Vault):
-        self.path = vault.machine_dir / self.FILE
-        self.old: dict[str, dict] = {kind: {} for kind in self.KINDS}
-        self.new: dict[str, dict] = {kind: {} for kind in self.KINDS}
-        from cmem.converge.statement_words import digest_of
-
-        self._digest = digest_of  # each text hashed once in the process, by whoever asks first
-        try:
-            import marshal
-
-            data = marshal.loads(self.path.read_bytes())
-            if isinstance(data, dict) and data.get("header") == self._header():
-                self.old = {kind: data[kind] for kind in self.KINDS}
-        except (OSError, EOFError, ValueError, TypeError, KeyError):
-            pass
-
-    @staticmethod
-    def _header() -> tuple:
-        from cmem import __version__
-        from cmem.cache_file import code_stamp
+        from cmem.cache_store import Kept, KeptByDigest, code_stamp
         from cmem.converge import statement_words, words
         from cmem.text import scripts, terms, tokens
 
         stamp = code_stamp(words, terms, scripts, tokens, statement_words)
-        return (FORMATS["prompt-texts"], __version__, stamp)
+        self.store = KeptByDigest(Kept(vault.machine_dir / self.FILE, "prompt-texts", stamp))
 
-    def _get(self, kind: str, text: str, make, keyed: bool = True):
-        key = self._digest(text) if keyed else text
-        found = self.old[kind].get(key)
-        if found is None:
-            found = make(text)
-        self.new[kind][key] = found
-        return found
+    def _get(self, part: str, text: str, make):
+        return self.store.made(self.store.key(text), part, lambda: make(text))
 
     def terms(self, text: str) -> str:
         """The words of the text, one a line between line ends ("\\nword\\n" finds one): one
-        string a file loads as one copy, where 1,543 frozensets took 60-100 ms to load at 10k
-        (hashing every word) and as many tuples of ~300 words ~30 ms (a reference each)."""
+        string a file loads as one copy, not a set of words to hash on every load."""
         from cmem.converge.words import terms
 
         return self._get("terms", text, lambda text: "\n" + "\n".join(sorted(terms(text))) + "\n")
@@ -224,26 +194,15 @@ class _TermsMemo:
 
     def stem(self, stem: str) -> tuple[str, frozenset[str]]:
         """A file name's name key and words, kept by the name itself."""
-        return self._get("stems", stem, _stem, keyed=False)
+        return self._get("stems", "\0" + stem, lambda key: _stem(key[1:]))
 
     def head(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
         """The name keys of the file's aliases and tags, and the words of them and its summary."""
         return self._get("heads", text, _head)
 
     def save(self) -> None:
-        """Of each kind asked this time only the files seen are kept: a removed file's go with
-        it. A kind not asked (a pass that scored no file's words) keeps what it held."""
-        kept = {kind: self.new[kind] or self.old[kind] for kind in self.KINDS}
-        if all(kept[kind].keys() == self.old[kind].keys() for kind in self.KINDS):
-            return
-        import marshal
-
-        from cmem.atomic import write_atomic
-
-        try:
-            write_atomic(self.path, marshal.dumps({"header": self._header(), **kept}))
-        except (OSError, ValueError):
-            pass  # a read-only machine folder only costs speed
+        """Keeps what was asked this time: a removed file's entries go with it."""
+        self.store.save()
 
 
 def _stem(stem: str) -> tuple[str, frozenset[str]]:
@@ -383,34 +342,15 @@ def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
 
     if "".join(prompt.pieces) != prompt.text:
         return redact_secrets(prompt.text)  # a prompt made otherwise (a repair prompt)
-    import marshal
-
-    path = vault.machine_dir / REDACTIONS_FILE
-    header = _redaction_header()
-    known: dict = {}
-    try:
-        data = marshal.loads(path.read_bytes())
-        if isinstance(data, dict) and data.get("header") == header:
-            known = data.get("pieces") or {}
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    text, count, used = redact_pieces(
-        prompt.pieces, known if isinstance(known, dict) else {}, False
-    )
-    if used and used.keys() != known.keys() and vault.machine_dir.is_dir():
-        from cmem.cache_file import write_cache
-
-        write_cache(str(path), marshal.dumps({"header": header, "pieces": used}))
-    return text, count
-
-
-def _redaction_header() -> tuple:
-    """What a kept answer depends on besides the piece's text: the rules (their module's stat)."""
-    from cmem import __version__
-    from cmem.cache_file import code_stamp
+    from cmem.cache_store import Kept, code_stamp
     from cmem.text import secrets
 
-    return (FORMATS["prompt-redactions"], __version__, code_stamp(secrets))
+    kept = Kept(vault.machine_dir / REDACTIONS_FILE, "prompt-redactions", code_stamp(secrets))
+    known = kept.read()
+    text, count, used = redact_pieces(prompt.pieces, known, False)
+    if used and used.keys() != known.keys() and vault.machine_dir.is_dir():
+        kept.write(used)
+    return text, count
 
 
 def _conflicted_files(originals: dict[str, str]) -> list[str]:

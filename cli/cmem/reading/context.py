@@ -9,10 +9,9 @@ date and path so the same day gives the same bundle.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 
-from cmem.cache_file import FORMATS
+from cmem.cache_store import Kept, KeptByDigest, digest
 from cmem.errors import CmemError
 from cmem.reading.read_times import load_read_times, record_reads
 from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle's own names)
@@ -38,7 +37,6 @@ from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import read_note
 
 META_CACHE = "context-meta.marshal"
-META_VERSION = FORMATS["context-meta"]
 
 
 def _load(
@@ -46,7 +44,7 @@ def _load(
     layer: str,
     problems: list[str],
     hidden: list[int],
-    memo: dict | None = None,
+    memo: KeptByDigest | None = None,
 ) -> list[tuple]:
     """The layer's files as the bundle sees them: (path, redacted text, summary, importance, tags,
     tokens, CJK-wide counts of text, path and summary, the text's length as shown) each. What a file's text gives — summary, importance, tags, tokens — is taken from
@@ -60,9 +58,9 @@ def _load(
         if not note.usable:
             problems.append(f"{note.rel} {note.skip_reason}")
             continue
-        key = hashlib.blake2b(note.text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        known = memo.get("old", {}).get(key) if memo is not None else None
-        if known is None:
+        key = digest(note.text)
+        known = memo.get(key, "meta") if memo is not None else None
+        if not (isinstance(known, tuple) and len(known) == 4):
             meta = note.meta
             try:
                 importance = float(meta.get("importance", 5))
@@ -76,8 +74,8 @@ def _load(
                 tags,
                 estimate_tokens(note.text),
             )
-        if memo is not None:
-            memo.setdefault("new", {})[key] = known
+            if memo is not None:
+                memo.put(key, "meta", known)
         summary, importance, tags, tokens = known
         files.append((note.rel, note.text, summary, importance, list(tags), tokens))
     # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
@@ -104,38 +102,6 @@ def _wide(text: str) -> int:
     return 0 if text.isascii() else len(CJK_WIDE_CHAR.findall(text))
 
 
-def _load_memo(vault: Vault) -> dict:
-    import marshal
-
-    try:
-        data = marshal.loads((vault.machine_dir / META_CACHE).read_bytes())
-        if (
-            isinstance(data, dict)
-            and data.get("version") == META_VERSION
-            and isinstance(data.get("files"), dict)
-        ):
-            return {"old": data["files"]}
-    except (OSError, EOFError, ValueError, TypeError):
-        pass  # missing or damaged: every file is parsed again
-    return {"old": {}}
-
-
-def _save_memo(vault: Vault, memo: dict) -> None:
-    import marshal
-
-    from cmem.atomic import write_atomic
-
-    new = memo.get("new", {})
-    if new == memo.get("old"):
-        return
-    try:
-        write_atomic(
-            vault.machine_dir / META_CACHE, marshal.dumps({"version": META_VERSION, "files": new})
-        )
-    except (OSError, ValueError):
-        pass  # a read-only machine folder only costs speed
-
-
 def gather_material(vault: Vault) -> dict:
     """Everything the bundle takes from the vault's files, nothing that depends on the clock or
     on read times (those are `assemble`'s): kept by the full command as a stored result, so a
@@ -145,10 +111,10 @@ def gather_material(vault: Vault) -> dict:
 
     problems: list[str] = []
     hidden = [0]
-    memo = _load_memo(vault)
+    memo = KeptByDigest(Kept(vault.machine_dir / META_CACHE, "context-meta"))
     resident = _load(vault, RESIDENT, problems, hidden, memo)
     situational = _load(vault, SITUATIONAL, problems, hidden, memo)
-    _save_memo(vault, memo)
+    memo.save()
 
     scan = scan_vault(vault)
     # SPEC §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once

@@ -17,11 +17,7 @@ def scan_output(target, as_json: bool) -> str:
     from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
 
-    # the convergent layer and the archive are walked for the key when the scan first lists
-    # them (`stored_results.KeyWalk`)
-    config = target.config
-    later = (config.resident_dir, config.situational_dir, config.archive_dir)
-    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)), later=later)
+    pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
     result = scan_vault(target)
     waiting = scan_waiting(target, result)
     if as_json:

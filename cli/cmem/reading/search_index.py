@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem.cache_file import FORMATS, settled
+from cmem.cache_store import FORMATS, settled
 from cmem.errors import CmemError
 from cmem.reading.index_query import (  # the query side, shared with the light entry path
     _WORD,  # noqa: F401 - kept importable from here

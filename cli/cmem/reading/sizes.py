@@ -1,7 +1,7 @@
 """Note counts and token sizes of each layer, for `cmem status`.
 
 Token counts need the text, and the archive may hold tens of thousands of notes, so each note's
-(mtime, tokens) is kept in the machine folder under its stat (`cache_file.kept_by_stat`: the
+(mtime, tokens) is kept in the machine folder under its stat (`cache_store.kept_by_stat`: the
 mtime, size, inode and ctime, and the racy rule): an unchanged vault is measured by a stat walk
 alone. The archive's notes are kept in a file of their own, with the archive's size and the key
 of its folders (their mtimes, as a stored status checks them: `stored_results.KeyWalk`).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cmem.cache_file import FORMATS, code_stamp, kept_by_stat, read_stamped, settled, write_stamped
+from cmem.cache_store import Kept, code_stamp, kept_by_stat, settled
 from cmem.text import tokens as token_estimate
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
@@ -24,7 +24,6 @@ from cmem.vault.layers import ARCHIVE, LAYERS, NoteFile, Vault
 CACHE_NAME = "layer-sizes.marshal"  # the notes of every layer but the archive
 ARCHIVE_NOTES = "archive-sizes.marshal"  # the archive's notes
 ARCHIVE_SIZE = "archive-size.marshal"  # the archive's size and the key of its folders
-FORMAT = FORMATS["layer-sizes"]
 BEFORE = "sizes-cache.json"  # the JSON cache cmem kept before this one: removed when seen
 
 
@@ -45,13 +44,11 @@ def measure_layers(vault: Vault, rescan: bool = False) -> dict[str, LayerSize]:
     max_bytes = vault.config.max_note_bytes
     machine = os.fspath(vault.machine_dir)
     # over max_note_bytes a note counts 0 tokens; the estimate is cmem's own code
-    stamp = (FORMAT, os.fspath(vault.root), max_bytes, code_stamp(token_estimate))
+    stamp = (os.fspath(vault.root), max_bytes, code_stamp(token_estimate))
     listed = {layer: vault.list_layer(layer) for layer in LAYERS if layer != ARCHIVE}
-    _carry_archive_notes_over(machine, stamp)
     # one cache keeps the notes of all these layers (a cache for some would drop the others')
     measured = kept_by_stat(
-        os.path.join(machine, CACHE_NAME),
-        stamp,
+        Kept(os.path.join(machine, CACHE_NAME), "layer-sizes", *stamp),
         [note for notes in listed.values() for note in notes],
         lambda note: _measure(note, max_bytes),
         valid=_valid,
@@ -64,15 +61,6 @@ def measure_layers(vault: Vault, rescan: bool = False) -> dict[str, LayerSize]:
     archive = None if rescan else _archive_unchanged(vault, machine, stamp)
     sizes[ARCHIVE] = archive if archive is not None else _measure_archive(vault, machine, stamp)
     return {layer: sizes[layer] for layer in LAYERS}
-
-
-def _carry_archive_notes_over(machine: str, stamp) -> None:
-    """The archive's notes were kept with the other layers' until the archive had a file of its
-    own: the first time, that file starts from them, so no archived note is read again (the
-    others' file then drops them). A note's answer is still used only while its stat matches."""
-    archive_notes = os.path.join(machine, ARCHIVE_NOTES)
-    if not os.path.exists(archive_notes):
-        write_stamped(archive_notes, stamp, read_stamped(os.path.join(machine, CACHE_NAME), stamp))
 
 
 def _valid(answer) -> bool:
@@ -130,9 +118,13 @@ def _archive_part(key: list, archive_dir: str) -> list:
     ]
 
 
-def _archive_unchanged(vault: Vault, machine: str, stamp) -> LayerSize | None:
+def _archive_size(vault: Vault, machine: str, stamp: tuple) -> Kept:
+    return Kept(os.path.join(machine, ARCHIVE_SIZE), "layer-sizes", *stamp, _layout(vault))
+
+
+def _archive_unchanged(vault: Vault, machine: str, stamp: tuple) -> LayerSize | None:
     """The archive's size as last measured, if none of its folders changed since; else None."""
-    kept = read_stamped(os.path.join(machine, ARCHIVE_SIZE), (stamp, _layout(vault)))
+    kept = _archive_size(vault, machine, stamp).read()
     key, size = kept.get("key"), kept.get("size")
     if not isinstance(key, list) or not isinstance(size, tuple) or len(size) != 4:
         return None
@@ -143,7 +135,7 @@ def _archive_unchanged(vault: Vault, machine: str, stamp) -> LayerSize | None:
     return LayerSize(*size) if now == key else None
 
 
-def _measure_archive(vault: Vault, machine: str, stamp) -> LayerSize:
+def _measure_archive(vault: Vault, machine: str, stamp: tuple) -> LayerSize:
     """The archive measured note by note (each note's answer kept under its stat), and its size
     kept with the key of its folders, taken first: a change during the walk leaves a key that no
     longer matches. A key that may not be kept (a folder changed within the racy window, a
@@ -155,20 +147,17 @@ def _measure_archive(vault: Vault, machine: str, stamp) -> LayerSize:
     notes = vault.list_layer(ARCHIVE)
     max_bytes = vault.config.max_note_bytes
     measured = kept_by_stat(
-        os.path.join(machine, ARCHIVE_NOTES),
-        stamp,
+        Kept(os.path.join(machine, ARCHIVE_NOTES), "layer-sizes", *stamp),
         notes,
         lambda note: _measure(note, max_bytes),
         valid=_valid,
     )
     size = _size(notes, measured)
-    write_stamped(
-        os.path.join(machine, ARCHIVE_SIZE),
-        (stamp, _layout(vault)),
+    _archive_size(vault, machine, stamp).write(
         {
             "key": key if storable else None,
             "size": (size.notes, size.tokens, size.newest, size.oldest),
-        },
+        }
     )
     return size
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cmem.cache_file import FORMATS
+from cmem.cache_store import FORMATS
 
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
@@ -519,16 +519,13 @@ def load_read_times(machine_dir: str) -> dict[str, str]:
         stamp = _stamp(path)
     except OSError:
         return {}
-    import marshal
+    from cmem.cache_store import Kept
 
-    try:
-        with open(os.path.join(machine_dir, READ_TIMES_COPY), "rb") as handle:
-            copy = marshal.loads(handle.read())
-        if isinstance(copy, tuple) and len(copy) == 2 and copy[0] == stamp:
-            return dict(copy[1])
-    except (OSError, EOFError, ValueError, TypeError):
-        pass  # none, or damaged: the JSON file says
-    import json
+    copy = Kept(os.path.join(machine_dir, READ_TIMES_COPY), "read-times", stamp)
+    times = copy.read()
+    if copy.found:
+        return times
+    import json  # none, or damaged: the JSON file says
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -557,8 +554,6 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     stored result's key, so recording a read never makes the next call a miss."""
     if not paths:
         return
-    import marshal
-
     stamp = now.isoformat(timespec="seconds")
     times = load_read_times(machine_dir)
     if all(times.get(path) == stamp for path in paths):
@@ -568,7 +563,7 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     # pathlib: ~20 ms, most of a warm call): a power cut can lose the last reads, which only
     # resets the ranking's anti-recency term; memory itself is never written here. A read-only
     # machine folder must not break reading memory: an unwritten file is skipped.
-    from cmem.cache_file import write_cache
+    from cmem.cache_store import Kept, write_cache
 
     data = times_json(times).encode("utf-8", "surrogateescape")
     # the copy's stamp is the written file's own: one taken after the rename could be another
@@ -576,7 +571,7 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     written = write_cache(os.path.join(machine_dir, READ_TIMES), data)
     if written is not None:
         json_stamp = (written.st_size, written.st_mtime_ns, written.st_ino)
-        write_cache(os.path.join(machine_dir, READ_TIMES_COPY), marshal.dumps((json_stamp, times)))
+        Kept(os.path.join(machine_dir, READ_TIMES_COPY), "read-times", json_stamp).write(times)
 
 
 # --- the light path -----------------------------------------------------------------------------

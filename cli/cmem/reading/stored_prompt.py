@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from cmem.cache_file import stat_key
+from cmem.cache_store import stat_key
 
 COMMAND = "emit-prompt"
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 import marshal
 import os
 
-from cmem import __version__
-from cmem.cache_file import FORMATS, settled, stat_key, write_cache
+from cmem.cache_store import Kept, settled, stat_key
 
-FORMAT = FORMATS["stored-results"]
 _SCANDIR_FD = os.scandir in os.supports_fd  # listing a folder by its descriptor (POSIX)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _STAT_DIR_FD = os.stat in os.supports_dir_fd  # a name stat'ed relative to its folder (POSIX)
@@ -34,14 +32,6 @@ class KeyWalk:
     Given a `listing` dict, every folder listed is kept there (its path → its `os.DirEntry`s), for
     the command to read instead of listing the folder again (`begin`).
 
-    In two parts when there are `later` folders: made, it has stat'ed `files` and walked every
-    folder but those at or below a `later` one; `rest` walks those (once; `result` asks for it
-    too). A scan reads the notes of the first part at once, and the convergent layer's files
-    only later (`Vault.list_folder` runs `rest` before it lists a folder the first part left):
-    each part of the key is taken before what it covers is read. The key is the same whenever `rest` runs: the folders left for later are
-    walked in the order the first part met them, and a stored entry names them (`listing_matches`
-    walks the same way).
-
     The notes' part is two flat values at the end of the key, not a tuple per note: every note's
     name in walk order joined by "/" (which no name holds), and their four stats as one bytes
     value (the flat list of integers, marshalled). At 50k notes a tuple a note cost more to build,
@@ -58,12 +48,11 @@ class KeyWalk:
         known: list | None = None,
         tops: list[str] | tuple[str, ...] = ("",),
         listing: dict | None = None,
-        later: list[str] | tuple[str, ...] = (),
     ):
         import time
 
         self.start = time.time_ns()
-        self.root, self.folder_only, self.listing, self.later = root, folder_only, listing, later
+        self.root, self.folder_only, self.listing = root, folder_only, listing
         self.key: list = []
         self.newest = 0
         self.plain = True
@@ -83,19 +72,9 @@ class KeyWalk:
         }
         self.names: list[str] = []  # every note stat'ed, in walk order
         self.stats: list[int] = []  # and its (mtime, size, inode, ctime), flat
-        self.left: list[str] | None = []  # the folders left for `rest`, in the order met
-        self._walk(list(reversed(tops)), later)
-
-    def rest(self) -> None:
-        if self.left is not None:
-            left, self.left = self.left, None
-            try:
-                self._walk(list(reversed(left)), ())
-            except OSError:
-                self.plain = False  # a folder that cannot be listed: this key is not stored
+        self._walk(list(reversed(tops)))
 
     def result(self) -> tuple[list, bool]:
-        self.rest()
         key = [*self.key, "/".join(self.names)]
         # version 2: no back-references, whose use depends on object identity (the same stats
         # must give the same bytes in the next process)
@@ -103,20 +82,12 @@ class KeyWalk:
         newest = max(self.newest, max(self.stats[0::4])) if self.stats else self.newest
         return key, self.plain and settled(newest, self.start)
 
-    def _walk(self, stack: list[str], later) -> None:
+    def _walk(self, stack: list[str]) -> None:
         root, folder_only, listing = self.root, self.folder_only, self.listing
         key, stored, names, stats = self.key, self.stored, self.names, self.stats
         newest, plain = self.newest, self.plain
         while stack:
             rel = stack.pop()
-            left = self.left  # None once `rest` ran: nothing is left for later then
-            if (
-                later
-                and left is not None
-                and any(rel == base or rel.startswith(base + "/") for base in later)
-            ):
-                left.append(rel)
-                continue
             folder = os.path.join(root, rel) if rel else root
             try:
                 st = os.stat(folder)
@@ -208,7 +179,7 @@ def _context_key(command: str | None, params: tuple | None) -> tuple:
             or k in ("HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
         )
     )
-    return (FORMAT, __version__, command, params, env, time.strftime("%Y-%m-%d"))
+    return (command, params, env, time.strftime("%Y-%m-%d"))
 
 
 def still_valid(entry: dict, root: str) -> bool:
@@ -236,7 +207,6 @@ def listing_matches(entry: dict, root: str) -> bool:
             entry["folder_only"],
             entry["key"],
             entry.get("tops", ("",)),
-            later=entry.get("later", ()),
         ).result()
         return key == entry["key"]
     try:
@@ -366,21 +336,7 @@ def valid_entry(root: str, command: str, params: tuple) -> dict | None:
 
 
 def load_entry(path: str) -> dict | None:
-    try:
-        with open(path, "rb") as handle:
-            entry = marshal.loads(handle.read())  # load(handle) reads object by object: 20× slower
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    return entry if isinstance(entry, dict) else None
-
-
-def _write(path: str, value) -> None:
-    """The entry, replaced whole (cmem.cache_file); a value marshal cannot hold is not stored."""
-    try:
-        data = marshal.dumps(value)
-    except ValueError:
-        return
-    write_cache(path, data)
+    return Kept(path, "stored-results").read() or None
 
 
 # --- storing, from the real command -------------------------------------------------------------
@@ -393,16 +349,13 @@ def begin(
     extra_files: tuple[str, ...] = (),
     tops: tuple[str, ...] = ("",),
     folder_only: list[str] | None = None,
-    later: tuple[str, ...] = (),
 ) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
     matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
     `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
     `tops` and `folder_only` as `KeyWalk` takes them (default: the whole vault, the archive
-    by folder mtimes). `later`: folders whose part of the key may wait until the command first
-    lists one of them (`KeyWalk`; only for a command that reads a folder's files after listing
-    it, and only with `Vault.remember_listings`): the key is then made in `store`."""
+    by folder mtimes)."""
     try:
         root = str(vault.root)
         files = key_files(vault) + list(extra_files)
@@ -411,15 +364,6 @@ def begin(
         # a read-only command (Vault.remember_listings) reads the folders listed here rather than
         # listing them again: on a miss, one walk of the vault serves the key and the command
         listing: dict | None = {} if "_listings" in vault.__dict__ and tops == ("",) else None
-        if later and listing is not None:
-            walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing, later=later)
-            vault.__dict__["_scandirs"] = listing
-            vault.__dict__["_rest_of_walk"] = walk.rest  # `Vault.list_folder` runs it first
-            return {
-                **_pending(command, params, root, vault, files, folder_only, tops),
-                "later": tuple(later),
-                "walk": walk,  # made into the key by `store`
-            }
         walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing)
         key, storable = walk.result()
         if listing is not None:
@@ -465,16 +409,9 @@ def store(pending: dict | None, payload: dict) -> None:
     if pending is None or _busy(pending["machine_dir"]):
         return
     try:
-        walk = pending.get("walk")
-        if walk is not None:
-            key, storable = walk.result()
-            if not storable:
-                return
-            pending = {k: v for k, v in pending.items() if k != "walk"}
-            pending["key"] = key
-        _write(
-            entry_path(pending["root"], pending["command"], pending["params"]),
-            dict(pending, payload=payload),
+        kept = Kept(
+            entry_path(pending["root"], pending["command"], pending["params"]), "stored-results"
         )
+        kept.write(dict(pending, payload=payload))
     except Exception:
         pass

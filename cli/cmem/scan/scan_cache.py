@@ -1,9 +1,9 @@
 """What a scan keeps in the machine folder, so an unchanged vault is rescanned by `stat` alone:
 each divergent note's entry (its signals, flags, content lines, tokens; `scan-cache.marshal`)
-under its (mtime, size, inode, ctime), and the guard's index of the convergent layer's
-statements, and of the ones it retired (`guard-index.marshal`), under every convergent file's
-stat, kept merged. Marshal, not JSON (a JSON cache cost ~20 ms a warm call at 10k notes). Only a
-cache: missing, corrupt or from an older cmem, it is rebuilt without a word."""
+under its `stat_key`, and the guard's index of the convergent layer's statements, and of the
+ones it retired (`guard-index.marshal`), under every convergent file's stat, kept merged. Two
+`cache_store.Kept` files: missing, corrupt or from an older cmem, they are rebuilt without a
+word."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cmem.cache_file import FORMATS, settled, write_cache
+from cmem.cache_store import Kept, settled, stat_key
 from cmem.scan.content import content_line_numbers
 from cmem.scan.signals import Hit, NoteFlags, NoteScan, scan_note
 from cmem.text.cues import cue_fingerprint
@@ -25,7 +25,6 @@ from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
 GUARD_NAME = "guard-index.marshal"
-CACHE_VERSION = FORMATS["scan"]
 
 
 # --- per-note entries and the cache -----------------------------------------------------
@@ -36,7 +35,7 @@ class NoteEntry:
     mtime_ns: int
     size: int
     read_ns: int  # when it was read: entries read too soon after a change are re-read
-    change: tuple[int, int] = (0, 0)  # (inode, ctime): `_change`
+    change: tuple[int, int] = (0, 0)  # (inode, ctime): with mtime and size, its `stat_key`
     sha256: str = ""
     skip: str | None = None  # why the note is not an input
     odd: list[list[str]] = field(default_factory=list)  # [kind, message]
@@ -97,12 +96,16 @@ class NoteEntry:
             scan,
         )
 
+    def holds(self, st: os.stat_result) -> bool:
+        """Whether the entry still stands for the file whose stat is `st` (the one racy rule)."""
+        return (self.mtime_ns, self.size, *self.change) == stat_key(st) and settled(
+            self.mtime_ns, self.read_ns
+        )
+
 
 def _change(st: os.stat_result | None) -> tuple[int, int]:
-    """What the (mtime, size) of a file's cache key misses: its inode (a file replaced by
-    another) and its ctime, which every write moves, so an edit that keeps the size and sets the
-    mtime back (`touch -r`, `rsync -t`, a tool restoring times) is still seen, as git sees it."""
-    return (st.st_ino, st.st_ctime_ns) if st is not None else (0, 0)
+    """The inode and ctime of a file's `stat_key`, kept beside the note's mtime and size."""
+    return stat_key(st)[2:] if st is not None else (0, 0)
 
 
 def _stat(file: NoteFile) -> os.stat_result | None:
@@ -149,7 +152,6 @@ def scan_fingerprint(vault: Vault) -> str:
     """Everything detection depends on besides the note itself."""
     config = vault.config
     basis = [
-        CACHE_VERSION,
         cue_fingerprint(config.extra_cues),
         config.max_note_bytes,
         config.formats.source,
@@ -158,68 +160,28 @@ def scan_fingerprint(vault: Vault) -> str:
     return hashlib.sha1(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _load_marshal(path, fingerprint: str, required: str) -> dict | None:
-    """A cache file's data, or None when it is missing, corrupt, from another version or for
-    another detection setup (then it is rebuilt)."""
-    try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if (
-        not isinstance(data, dict)
-        or data.get("version") != CACHE_VERSION
-        or data.get("fingerprint") != fingerprint
-    ):
-        return None
-    return data if isinstance(data.get(required), dict) else None
-
-
-def _save_marshal(path, data: dict) -> None:
-    """Replaced whole, without fsync (`cmem.cache_file`): both files are caches that a lost
-    write only makes slower, and the fsync cost a cold scan a few ms for nothing."""
-    try:
-        write_cache(os.fspath(path), marshal.dumps(data))  # a read-only folder: not written
-    except ValueError:
-        pass  # a value marshal cannot hold: not stored
-
-
 class ScanCache:
-    def __init__(
-        self,
-        path,
-        fingerprint: str,
-        data: dict | None = None,
-        guard_path=None,
-    ):
-        self.path = path
-        self.guard_path = guard_path
-        self.fingerprint = fingerprint
-        self.raw_notes: dict = (data or {}).get("notes", {})
+    def __init__(self, path, fingerprint: str, guard_path=None):
+        self.kept = Kept(path, "scan", fingerprint)
+        self.guard = Kept(guard_path, "scan", fingerprint, "guard")
+        self.raw_notes: dict = self.kept.read()
         self._raw_guard: dict | None = None  # `raw_guard`
         self.notes: dict[str, NoteEntry] = {}
         self.convergent: dict | None = None  # rel -> the file's guard entry
         self.merged: tuple | None = None
-        self.dirty = False
+        self.dirty = not self.kept.found  # a missing, damaged or foreign file is written anew
         self.guard_dirty = False
         self.reads = 0
 
     @classmethod
     def load(cls, path, fingerprint: str, guard_path=None) -> "ScanCache":
-        data = _load_marshal(path, fingerprint, "notes")
-        cache = cls(path, fingerprint, data, guard_path)
-        cache.dirty = data is None
-        return cache
+        return cls(path, fingerprint, guard_path)
 
     @property
     def raw_guard(self) -> dict:
         """The guard index as stored, loaded when first asked for (by `convergent_index`)."""
         if self._raw_guard is None:
-            loaded = (
-                _load_marshal(self.guard_path, self.fingerprint, "files")
-                if self.guard_path is not None
-                else None
-            )
-            self._raw_guard = loaded or {}
+            self._raw_guard = self.guard.read()
         return self._raw_guard
 
     def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, NoteEntry]]:
@@ -233,13 +195,7 @@ class ScanCache:
             except OSError:
                 continue  # gone since the listing
             cached = self._cached(file.rel)
-            if (
-                cached
-                and cached.mtime_ns == st.st_mtime_ns
-                and cached.size == st.st_size
-                and cached.change == _change(st)
-                and settled(cached.mtime_ns, cached.read_ns)
-            ):
+            if cached and cached.holds(st):
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
@@ -275,9 +231,7 @@ class ScanCache:
             cached = raw_files.get(file.rel) if isinstance(raw_files, dict) else None
             if not (
                 isinstance(cached, dict)
-                and cached.get("m") == st.st_mtime_ns
-                and cached.get("s") == st.st_size
-                and cached.get("c") == list(_change(st))
+                and cached.get("k") == stat_key(st)
                 and settled(st.st_mtime_ns, cached.get("r", 0))
             ):
                 misses.append((file, st))
@@ -311,25 +265,10 @@ class ScanCache:
     def save(self) -> None:
         if set(self.raw_notes) != set(self.notes):
             self.dirty = True  # notes came or went
-        if self.guard_dirty and self.guard_path is not None and self.convergent is not None:
-            _save_marshal(
-                self.guard_path,
-                {
-                    "version": CACHE_VERSION,
-                    "fingerprint": self.fingerprint,
-                    "files": self.convergent,
-                    "merged": self.merged,
-                },
-            )
+        if self.guard_dirty and self.convergent is not None:
+            self.guard.write({"files": self.convergent, "merged": self.merged})
         if self.dirty:
-            _save_marshal(
-                self.path,
-                {
-                    "version": CACHE_VERSION,
-                    "fingerprint": self.fingerprint,
-                    "notes": {rel: entry.to_bytes() for rel, entry in sorted(self.notes.items())},
-                },
-            )
+            self.kept.write({rel: entry.to_bytes() for rel, entry in sorted(self.notes.items())})
 
 
 # --- the convergent layer: the guard's statements and the retired ones -----------------
@@ -363,10 +302,8 @@ def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = 
     note = read_note(file, vault.config.max_note_bytes, st=st)
     retired: dict[str, list[str]] = {}  # digest → [from, until]
     entry = {
-        "m": note.mtime_ns,
-        "s": note.size,
+        "k": (note.mtime_ns, note.size, *_change(st)),
         "r": time.time_ns(),
-        "c": list(_change(st)),
         "statements": "",
         "retired": retired,
     }

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cmem import __version__
-from cmem.cache_file import FORMATS, code_stamp, kept_by_stat
+from cmem.cache_store import Kept, code_stamp, kept_by_stat
 from cmem.sync import memory_merge
 from cmem.sync.memory_merge import (
     CONFLICT_WORD,
@@ -26,22 +25,19 @@ from cmem.sync.memory_merge import (
 )
 
 CACHE_NAME = "conflicts.marshal"
-FORMAT = FORMATS["conflicts"]
 
 
 def find_conflicts(vault) -> list[ConflictStatement]:
     """Every conflict statement in the convergent layer, file by file in listing order."""
     # which lines are conflict statements is memory_merge's rule and this module's reading: an
     # edited cmem of the same version must not reuse what the old code found
-    stamp = (
-        __version__,
-        FORMAT,
+    kept = Kept(
+        os.path.join(vault.machine_dir, CACHE_NAME),
+        "conflicts",
         os.fspath(vault.root),
         code_stamp(memory_merge, sys.modules[__name__]),
     )
-    lines_by_file = kept_by_stat(
-        os.path.join(vault.machine_dir, CACHE_NAME), stamp, vault.convergent_files(), _lines_of
-    )
+    lines_by_file = kept_by_stat(kept, vault.convergent_files(), _lines_of)
     return [
         _statement(rel, number, line)
         for rel, lines in lines_by_file.items()

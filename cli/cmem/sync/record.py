@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-from cmem.cache_file import write_cache
+from cmem.cache_store import write_cache
 
 RECORD_NAME = "last-sync"
 # how a sync ended: nothing to fetch or push; the other machines' commits brought in (and maybe

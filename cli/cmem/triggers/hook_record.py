@@ -50,7 +50,7 @@ def read_record(machine_dir: str, agent: str, kind: str) -> dict | None:
 def write_record(machine_dir: str, agent: str, kind: str, data: dict) -> None:
     """Replaced whole (a temp file renamed over it); a folder that cannot be written costs only
     the record, never the agent's session."""
-    from cmem.cache_file import write_cache
+    from cmem.cache_store import write_cache
 
     folder = os.path.join(machine_dir, FOLDER)
     try:

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from cmem.cache_file import settled, stat_key
+from cmem.cache_store import settled, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 

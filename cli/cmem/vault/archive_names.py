@@ -15,7 +15,7 @@ Only folders whose mtime lies more than RACY_NS in the past are kept: a folder c
 within its file system's timestamp granularity could keep the same mtime (git's "racy clean"
 problem), so it is listed on every call until it has settled. (A recent ctime alone is no such
 risk: the next change of an entry moves the mtime away from the old one kept.) The file is a cache (a missing,
-corrupt or foreign one is rebuilt) written with `cmem.cache_file.write_cache`.
+corrupt or foreign one is rebuilt), a `cmem.cache_store.Kept`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cmem import __version__
-from cmem.cache_file import FORMATS, read_stamped, settled, write_stamped
+from cmem.cache_store import Kept, settled
 
 CACHE_NAME = "archive-names.marshal"
 ODD_NAMES = "archive-odd-names.marshal"
-FORMAT = FORMATS["archive-names"]
 
 # One folder listed: (its subfolders, its answers), vault-relative; None when it cannot be listed.
 Listing = Callable[[str], "tuple[list[str], list] | None"]
@@ -51,8 +49,8 @@ def kept_walk(root: Path, base: str, path: Path, fingerprint: str, walk_folder: 
     """The answers `walk_folder` gives for `base` and the folders below it (walking on into the
     subfolders it names), in walk order, each folder's kept at `path` under its (mtime, inode,
     ctime) and `fingerprint`, and listed again only when that stat changed."""
-    fingerprint = f"{__version__} {FORMAT} {os.fspath(root)} {fingerprint}"
-    known = read_stamped(str(path), fingerprint)
+    cache = Kept(path, "archive-names", os.fspath(root), fingerprint)
+    known = cache.read()
     start = time.time_ns()
     kept: dict[str, tuple] = {}  # folder → (mtime, inode, ctime, subfolders, answers)
     answers: list = []
@@ -75,5 +73,5 @@ def kept_walk(root: Path, base: str, path: Path, fingerprint: str, walk_folder: 
         stack.extend(entry[3])
         answers.extend(entry[4])
     if kept != known and path.parent.is_dir():  # never make the machine folder for it
-        write_stamped(str(path), fingerprint, kept)
+        cache.write(kept)
     return answers

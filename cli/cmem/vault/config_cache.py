@@ -12,12 +12,11 @@ original work, never an error.
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import re
 import sys
 
-from cmem.cache_file import write_cache
+from cmem.cache_store import Kept
 
 # typing only names the annotations (never evaluated): importing it would cost every command
 # that opens a vault ~3 ms
@@ -35,22 +34,6 @@ def cache_dir(kind: str) -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-def _read(path: str):
-    try:
-        with open(path, "rb") as handle:
-            return marshal.loads(handle.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-
-
-def _write(path: str, value) -> None:
-    try:
-        data = marshal.dumps(value)
-    except ValueError:  # a value marshal cannot hold (a YAML date): not stored
-        return
-    write_cache(path, data)
 
 
 class SchemaValueError(ValueError):
@@ -97,8 +80,6 @@ _OWN_NAMES = {
     "JsonSchemaValuesException": SchemaValuesError,
     "Decimal": _Decimal,
 }
-# bumped when the rewriting of the generated code changes: stored validators are made again
-_REWRITES = "2"  # 2: Decimal
 
 
 def validator(schema_text: str) -> Callable[[Any], Any]:
@@ -108,9 +89,10 @@ def validator(schema_text: str) -> Callable[[Any], Any]:
     by `_Decimal`, so a stored validator runs without either being imported at all."""
     path = os.path.join(
         cache_dir("validators"),
-        f"{_digest(schema_text, _library_version(), _PY, _REWRITES)}.marshal",
+        f"{_digest(schema_text, _library_version(), _PY)}.marshal",
     )
-    stored = _read(path)
+    kept = Kept(path, "config-validators")
+    stored = kept.read().get("value")
     if isinstance(stored, tuple) and len(stored) == 2:
         name, code = stored
         namespace: dict = dict(_OWN_NAMES)
@@ -139,7 +121,7 @@ def validator(schema_text: str) -> Callable[[Any], Any]:
     code = compile(source, f"<validator {path}>", "exec")
     namespace = dict(_OWN_NAMES)
     exec(code, namespace)
-    _write(path, (name, code))
+    kept.write({"value": (name, code)})
     return namespace[name]
 
 
@@ -161,9 +143,10 @@ def parsed_yaml(text: str, parse: Callable[[str], Any]) -> Any:
     """`parse(text)`, from the stored result for this exact text when there is one (errors are
     never stored: a bad file raises on every run, with the parser's own message)."""
     path = os.path.join(cache_dir("yaml"), f"{_digest(text, _PY)}.marshal")
-    stored = _read(path)
+    kept = Kept(path, "config-yaml")
+    stored = kept.read().get("value")
     if isinstance(stored, tuple) and len(stored) == 1:
         return stored[0]
     value = parse(text)
-    _write(path, (value,))
+    kept.write({"value": (value,)})  # a value marshal cannot hold (a YAML date): not stored
     return value

@@ -410,11 +410,6 @@ class Vault:
         listed = self.__dict__.get("_scandirs")
         if listed is not None:
             found = listed.get(key)
-            if found is None and "_rest_of_walk" in self.__dict__:
-                # the key's walk left some folders for later (`stored_results.KeyWalk`): its part
-                # for them is taken now, before any of them is read, and lists them here
-                self.__dict__.pop("_rest_of_walk")()
-                found = listed.get(key)
             if found is not None:
                 return list(found)
         memo = self.__dict__.get("_folders")
@@ -564,7 +559,7 @@ class Vault:
         config = self.config
         import sys
 
-        from cmem.cache_file import code_stamp
+        from cmem.cache_store import code_stamp
 
         # an upgraded cmem may list differently: this module's stat is part of the key
         version = code_stamp(sys.modules[__name__])

@@ -362,7 +362,7 @@ def _archive_odd_names(vault: Vault, base: str) -> list[tuple[str, str, str]]:
     """`odd_in_folder` over the archive, each folder listed only when its stat changed."""
     import sys
 
-    from cmem.cache_file import code_stamp
+    from cmem.cache_store import code_stamp
     from cmem.vault import layers
     from cmem.vault.archive_names import ODD_NAMES, kept_walk
 

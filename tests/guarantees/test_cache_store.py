@@ -1,0 +1,108 @@
+"""cmem.cache_store: the one writer of files cmem may lose (stored results, validators, read times,
+the sync record) replaces them whole, and a folder it cannot write costs nothing but the file."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cmem.cache_store import write_cache
+
+
+def test_a_file_is_replaced_whole_and_its_stat_returned(tmp_path):
+    path = tmp_path / "deep" / "er" / "entry.marshal"
+    first = write_cache(str(path), b"old")
+    assert path.read_bytes() == b"old" and first.st_size == 3
+    second = write_cache(str(path), b"newer")
+    assert path.read_bytes() == b"newer"
+    now = os.stat(path)
+    assert (second.st_size, second.st_mtime_ns, second.st_ino) == (
+        now.st_size,
+        now.st_mtime_ns,
+        now.st_ino,
+    )
+    assert sorted(p.name for p in path.parent.iterdir()) == ["entry.marshal"]  # no temp left
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_leaves_the_old_file_and_no_temp(tmp_path):
+    folder = tmp_path / "machine"
+    folder.mkdir()
+    path = folder / "last-sync"
+    path.write_bytes(b"kept")
+    folder.chmod(0o555)
+    try:
+        assert write_cache(str(path), b"lost") is None
+        assert path.read_bytes() == b"kept" and os.listdir(folder) == ["last-sync"]
+    finally:
+        folder.chmod(0o755)
+
+
+def test_a_failed_replace_removes_its_temp(tmp_path, monkeypatch):
+    path = tmp_path / "read-times.json"
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    assert write_cache(str(path), b"{}") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kept_file_reads_only_under_its_own_kind_format_and_depends(tmp_path, monkeypatch):
+    from cmem import cache_store
+    from cmem.cache_store import Kept
+
+    path = tmp_path / "c.marshal"
+    Kept(path, "scan", "settings A").write({"a.md": 1})
+    assert Kept(path, "scan", "settings A").read() == {"a.md": 1}
+    assert Kept(path, "scan", "settings B").read() == {}  # other settings
+    assert Kept(path, "conflicts", "settings A").read() == {}  # another cache's file
+    monkeypatch.setitem(cache_store.FORMATS, "scan", cache_store.FORMATS["scan"] + 1)
+    assert Kept(path, "scan", "settings A").read() == {}  # a format bumped
+    monkeypatch.undo()
+    monkeypatch.setattr(cache_store, "__version__", "9.9.9")
+    reader = Kept(path, "scan", "settings A")
+    assert reader.read() == {} and not reader.found  # another cmem
+    for damage in (b"", b"\x00garbage", path.read_bytes()[:10]):
+        path.write_bytes(damage)
+        assert Kept(path, "scan", "settings A").read() == {}
+    Kept(None, "scan").write({"x": 1})  # no path: nothing kept, nothing raised
+    assert Kept(None, "scan").read() == {}
+
+
+def test_a_value_marshal_cannot_hold_keeps_the_old_file(tmp_path):
+    import datetime
+
+    from cmem.cache_store import Kept
+
+    path = tmp_path / "c.marshal"
+    Kept(path, "conflicts").write({"a": 1})
+    Kept(path, "conflicts").write({"a": datetime.date(2026, 1, 1)})
+    assert Kept(path, "conflicts").read() == {"a": 1}
+
+
+def test_entries_by_digest_keep_every_part_of_what_a_run_used(tmp_path):
+    """A rewrite keeps the entries this run used, each with all its parts (one consumer's part
+    is not dropped because this run asked another's); entries no run asked for go."""
+    from cmem.cache_store import Kept, KeptByDigest
+
+    path = tmp_path / "d.marshal"
+    first = KeptByDigest(Kept(path, "prompt-texts"))
+    texts = [f"text {n}" for n in range(16)]
+    for text in texts:
+        first.put(first.key(text), "tokens", len(text))
+        first.put(first.key(text), "terms", text.upper())
+    first.save()
+    second = KeptByDigest(Kept(path, "prompt-texts"))
+    made = []
+    for text in texts[:8]:  # half the texts, one part: half the file stale
+        assert second.made(second.key(text), "tokens", lambda: made.append(text)) == len(text)
+    assert made == []
+    second.save()
+    third = KeptByDigest(Kept(path, "prompt-texts"))
+    assert len(third.entries) == 8
+    assert third.get(third.key(texts[0]), "terms") == "TEXT 0"  # the part not asked survived
+    assert third.get(third.key(texts[9]), "tokens") is None
+    assert third.key("same") is third.key("same")  # digested once in a store's life
