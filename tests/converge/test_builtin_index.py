@@ -25,15 +25,15 @@ def filler(count: int) -> str:
 
 
 def passes(monkeypatch) -> list:
-    """Every `_Pass` the engine makes from now on, to read its comparison count."""
+    """Every `PassWork` the engine makes from now on, to read its comparison count."""
     made = []
 
-    class Counted(builtin._Pass):
+    class Counted(builtin.PassWork):
         def __init__(self, *args):
             super().__init__(*args)
             made.append(self)
 
-    monkeypatch.setattr(builtin, "_Pass", Counted)
+    monkeypatch.setattr(builtin, "PassWork", Counted)
     return made
 
 
@@ -129,9 +129,9 @@ def test_the_index_picks_what_a_full_scan_picks(make_vault):
     checked = 0
     for line in lines:
         for preferred in (set(), {"converged/topics/f5.md"}):
-            work = builtin._Pass(vault, originals, DATE)
+            work = builtin.PassWork(vault, originals, DATE)
             expected = full_scan(work, note, line, preferred)
-            found = builtin._best_match(work, note, line, preferred)
+            found = builtin.best_match(work, note, line, preferred)
             assert (found and (found[0].rel, found[1])) == (
                 expected and (expected[0].rel, expected[1])
             ), line
@@ -238,7 +238,10 @@ def test_a_file_split_late_is_the_file_split_at_once():
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        late, early = builtin_memory._load("f.md", text), builtin._File("f.md", list(lines), {})
+        late, early = (
+            builtin_memory._load("f.md", text),
+            builtin.MemoryFile("f.md", list(lines), {}),
+        )
         assert late.joined() == "\n".join(lines) and late.body_start == early.body_start
         assert late.tokens() == early.tokens()
         assert late.lines == lines and late.joined() == "\n".join(lines)
@@ -264,7 +267,7 @@ def test_the_named_files_are_those_each_name_finds_in_turn(make_vault):
         )
     root = make_vault({**files, "n.md": "- x\n"}, config_yaml="language: en\n")
     vault = open_vault(root)
-    work = builtin._Pass(vault, originals_of(root), DATE)
+    work = builtin.PassWork(vault, originals_of(root), DATE)
     several = 0
     for _ in range(50):
         links = rng.sample([*labels, "fish", "", "none", "f3"], rng.randint(0, 3))

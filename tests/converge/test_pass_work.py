@@ -191,9 +191,9 @@ def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monke
         for n in range(20)
     }
     named = []
-    keys = builtin._File.keys
+    keys = builtin.MemoryFile.keys
     monkeypatch.setattr(
-        builtin._File, "keys", property(lambda f: named.append(f.rel) or keys.func(f))
+        builtin.MemoryFile, "keys", property(lambda f: named.append(f.rel) or keys.func(f))
     )
     root = make_vault({**topics, "n.md": "- 其实我更喜欢早上写代码。\n"})
     assert run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True)).converged

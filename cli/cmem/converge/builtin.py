@@ -36,7 +36,7 @@ goes through the same parser and validator as a model's. What it does:
   dated by the note quoting the old wording with its own traces, so traces nest. A `summary:`
   quoting the replaced words changes the same way.
 - **Never writes what the validator rejects**: each line is read back in the vault's formats
-  before it is written (`_reads_back`); one that would not read back — raw HTML, words that read
+  before it is written (`reads_back`); one that would not read back — raw HTML, words that read
   as a source or a trace, an old wording whose brackets would end its trace early — waits for a
   model or is added instead of rewritten; a trace that would repeat one memory holds (same date
   and words) is dated by the pass; a statement said again after this pass rewrote it cites the
@@ -65,15 +65,15 @@ Its limits, honestly:
 from __future__ import annotations
 
 from cmem.converge.builtin_edits import (
-    _add_source,
-    _append,
-    _list_prefix,
-    _reads_back,
-    _rewrite,
-    _sources_stay_with_the_words,
+    add_source,
+    append_statement,
+    list_prefix,
+    reads_back,
+    rewrite_with_trace,
+    sources_stay_with_the_words,
 )
-from cmem.converge.builtin_memory import _File, _joiner, _Pass, _touch_updated
-from cmem.converge.builtin_placing import _best_match, _find_duplicate, _route
+from cmem.converge.builtin_memory import MemoryFile, PassWork, joiner, touch_updated
+from cmem.converge.builtin_placing import best_match, find_duplicate, route
 from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_text
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
@@ -96,7 +96,7 @@ def builtin_response(
 ) -> str:
     """The SPEC §5 response for these notes. `originals` maps every convergent file (vault-relative
     path) to its current text; the same inputs give the same bytes."""
-    work = _Pass(vault, originals, pass_date)
+    work = PassWork(vault, originals, pass_date)
     # Oldest note first, so a later change of mind nests over an earlier one.
     for note in sorted(notes, key=lambda n: (n.mtime_ns, n.rel)):
         _converge_note(work, note)
@@ -104,7 +104,7 @@ def builtin_response(
     return _render(work)
 
 
-def _converge_note(work: _Pass, note: SelectedNote) -> None:
+def _converge_note(work: PassWork, note: SelectedNote) -> None:
     secret = _secret_line(note) or _unlinkable(note.name)
     if secret:
         # A credential is never memory: the note waits, saying why, and nothing of it is written
@@ -167,7 +167,7 @@ class _TopicKeys:
     `quote_line` asks only about a line ending in a link, and making the names of 1,543 topic
     files at 10k was ~15 ms of every pass whose lines end in none."""
 
-    def __init__(self, work: _Pass):
+    def __init__(self, work: PassWork):
         self.work = work
         self.keys: set[str] | None = None
 
@@ -208,7 +208,7 @@ def _distinct_signals(signals: list[Signal]) -> list[Signal]:
     return [by_line[line] for line in sorted(by_line)]
 
 
-def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
+def _named_files(work: PassWork, note: SelectedNote) -> list[str]:
     """Convergent files the note's links, then tags, name — by file name, alias or tag."""
     names = [*note.links, *note.tags]
     if not names:
@@ -229,7 +229,7 @@ def _named_files(work: _Pass, note: SelectedNote) -> list[str]:
 
 
 def _place(
-    work: _Pass,
+    work: PassWork,
     note: SelectedNote,
     signal: Signal,
     text: str,
@@ -250,34 +250,34 @@ def _place(
         if merged:
             return merged
     # A correction quoting the old statement ("其实不是 X，是 Y") contains it: not a duplicate.
-    duplicate = _find_duplicate(work, text, preferred, exact_only=is_change)
+    duplicate = find_duplicate(work, text, preferred, exact_only=is_change)
     if duplicate and (note.name in duplicate[1].sources or not duplicate[0].problem):
         file, statement = duplicate
         if note.name not in statement.sources:
             if not _fits(work, file, f"、[[{note.name}]]"):
                 return None, _FULL
-            if not _add_source(work, file, statement, note.name):
+            if not add_source(work, file, statement, note.name):
                 return None, _UNREADABLE
         return file.rel, ""
     cite = _citation(note, signal)  # the note, or the session turn the line stands in
     source = format_source([cite], work.formats)
-    match = _best_match(work, note, raw, preferred) if is_change else None
+    match = best_match(work, note, raw, preferred) if is_change else None
     if match:
         if not _fits(work, match[0], text + format_trace(work.date, "", work.formats) + source):
             return None, _FULL
-        written = _rewrite(work, *match, text, cite, raw)
+        written = rewrite_with_trace(work, *match, text, cite, raw)
         if written is not None:
             work.written.add((match[0].rel, normalize(written), note.rel))
             return match[0].rel, ""
         # its trace would not read back in this vault's formats: the line is added instead
-    file = _route(work, note, signal, text, named)
+    file = route(work, note, signal, text, named)
     if file.problem:
         return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
     if signal.cls == "recurring" and day is not None:
         text = pattern_text(text, [day.isoformat()])
     if not _fits(work, file, f"- {text}{source}"):
         return None, _FULL
-    if not _append(work, file, text, cite, signal.cls):
+    if not append_statement(work, file, text, cite, signal.cls):
         return None, _UNREADABLE
     work.written.add((file.rel, normalize(text), note.rel))
     return file.rel, ""
@@ -298,7 +298,7 @@ _UNREADABLE = (
 
 
 def _merge_pattern(
-    work: _Pass, note: SelectedNote, base: str, day
+    work: PassWork, note: SelectedNote, base: str, day
 ) -> tuple[str | None, str] | None:
     """A recurring event joins the pattern statement it repeats (sharing a key phrase, as the
     scanner counts recurrence): its count and dates grow in place, the note joins its sources.
@@ -330,18 +330,18 @@ def _merge_pattern(
         # the same day again, from another note: no new count, only its source
         if not _fits(work, file, f"、[[{note.name}]]"):
             return None, _FULL
-        if not _add_source(work, file, statement, note.name):
+        if not add_source(work, file, statement, note.name):
             return None, _UNREADABLE
         return file.rel, ""
     formats = work.formats_for(file)
     new_core = pattern_text(what, dates + [day.isoformat()], zh)
     line = file.lines[statement.line_no - 1]
-    prefix = _list_prefix(line)
+    prefix = list_prefix(line)
     gone = work.sources_of_gone(file, normalize(new_core))
     names = list(dict.fromkeys([*statement.sources, *gone, note.name]))
     older = [line[t.start : t.end] for t in statement.traces]
     if work.held_at_first(file.rel, statement.key):
-        was = count_clause(count, zh) + (_joiner(formats.trace) + "".join(older) if older else "")
+        was = count_clause(count, zh) + (joiner(formats.trace) + "".join(older) if older else "")
         day_of_change = work.trace_date(note.name, was)
         if day_of_change is None:
             return None, _UNREADABLE
@@ -352,14 +352,14 @@ def _merge_pattern(
         expected = [t.old for t in statement.traces]
     new = prefix + new_core
     for trace in traces:
-        new += _joiner(formats.trace) + trace
-    new += _joiner(formats.source) + format_source(names, formats)
+        new += joiner(formats.trace) + trace
+    new += joiner(formats.source) + format_source(names, formats)
     if not _fits(work, file, new):
         return None, _FULL
-    if not _reads_back(work, new, new_core, names, expected):
+    if not reads_back(work, new, new_core, names, expected):
         return None, _UNREADABLE
     file.edit(statement.line_no - 1, 1, [new])
-    _sources_stay_with_the_words(work, file, statement)
+    sources_stay_with_the_words(work, file, statement)
     work.written.add((file.rel, normalize(new_core), note.rel))
     return file.rel, ""
 
@@ -367,7 +367,7 @@ def _merge_pattern(
 _FULL = "the resident files are at their size cap (resident_max_tokens); compress them by hand or with an llm pass"
 
 
-def _fits(work: _Pass, file: _File, added: str) -> bool:
+def _fits(work: PassWork, file: MemoryFile, added: str) -> bool:
     """Whether the resident sublayer stays within its cap (validator rule 6). This engine cannot
     compress, so it defers what does not fit rather than fail the whole pass."""
     resident = work.config.resident_dir + "/"
@@ -381,13 +381,13 @@ def _fits(work: _Pass, file: _File, added: str) -> bool:
     return size + estimate_tokens(added) + 4 <= work.config.resident_max_tokens
 
 
-def _render(work: _Pass) -> str:
+def _render(work: PassWork) -> str:
     out = ["<convergence>"]
     for rel, file in sorted(work.files.items()):
         if not file.changed:
             continue
         if not file.created:
-            _touch_updated(file, work.date)
+            touch_updated(file, work.date)
         out += [f'<file path="{_attr(rel)}">', "\n".join(file.lines).rstrip("\n"), "</file>"]
     for note, into in sorted(work.converged.items()):
         out.append(f'<converged note="{_attr(note)}" into="{_attr(", ".join(sorted(into)))}"/>')

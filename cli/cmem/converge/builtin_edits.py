@@ -1,13 +1,13 @@
 """The builtin engine's edits to memory lines: a source added to a statement, a statement
 rewritten with a trace of its old wording, a line appended under its class's heading, a summary
-kept true; each line read back in the vault's formats before it is written (`_reads_back`)."""
+kept true; each line read back in the vault's formats before it is written (`reads_back`)."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from cmem.converge.builtin_memory import _File, _joiner, _Pass
+from cmem.converge.builtin_memory import MemoryFile, PassWork, joiner
 from cmem.converge.corrections import old_sides, substitute
 from cmem.converge.words import terms
 from cmem.vault.config import Formats
@@ -25,7 +25,7 @@ from cmem.vault.statements import (
 _LIST_PREFIX = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s+)?")
 
 
-def _list_prefix(line: str) -> str:
+def list_prefix(line: str) -> str:
     """The line's indent, list marker and checkbox ("" when it has none)."""
     match = _LIST_PREFIX.match(line)
     return match.group(0) if match else ""  # every part is optional: it always matches
@@ -41,7 +41,7 @@ def _own_source_spans(line: str, formats: Formats) -> list[tuple[int, int]]:
     ]
 
 
-def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> bool:
+def add_source(work: PassWork, file: MemoryFile, statement: Statement, name: str) -> bool:
     """The note joins the statement's sources; False (nothing written) when the line would not
     read back with it."""
     if name in statement.sources:
@@ -66,9 +66,9 @@ def _add_source(work: _Pass, file: _File, statement: Statement, name: str) -> bo
         )
     else:
         formats = work.formats_for(file)
-        line = line.rstrip() + _joiner(formats.source) + format_source([name], formats)
+        line = line.rstrip() + joiner(formats.source) + format_source([name], formats)
     olds = [trace.old for trace in statement.traces]
-    if not _reads_back(work, line, statement.core, [*statement.sources, name], olds):
+    if not reads_back(work, line, statement.core, [*statement.sources, name], olds):
         return False
     file.edit(index, 1, [line])
     return True
@@ -85,8 +85,13 @@ def _separator_of(annotation: str, formats: Formats) -> str:
     return formats.source_separator
 
 
-def _rewrite(
-    work: _Pass, file: _File, statement: Statement, text: str, name: str, raw: str | None = None
+def rewrite_with_trace(
+    work: PassWork,
+    file: MemoryFile,
+    statement: Statement,
+    text: str,
+    name: str,
+    raw: str | None = None,
 ) -> str | None:
     """The new words, then a trace quoting the old ones with their own traces, dated by the note
     the change came from (never after the pass), then the sources: the old wording's and the
@@ -96,7 +101,7 @@ def _rewrite(
     new statement's words, or None (nothing written) when the line would not read back."""
     index = statement.line_no - 1
     line = file.lines[index]
-    prefix = _list_prefix(line)
+    prefix = list_prefix(line)
     old = line
     for start, end in sorted(_own_source_spans(line, work.formats), reverse=True):
         old = old[:start] + old[end:]
@@ -113,20 +118,20 @@ def _rewrite(
     new = (
         prefix
         + text
-        + _joiner(formats.trace)
+        + joiner(formats.trace)
         + format_trace(day, old, formats)
-        + _joiner(formats.source)
+        + joiner(formats.source)
         + format_source(sources, formats)
     )
-    if not _reads_back(work, new, text, sources, [old]):
+    if not reads_back(work, new, text, sources, [old]):
         return None
     file.edit(index, 1, [new])
-    _sources_stay_with_the_words(work, file, statement)
+    sources_stay_with_the_words(work, file, statement)
     _refresh_summary(work, file, statement.core, text, swap[1:] if swap else None)
     return text
 
 
-def _sources_stay_with_the_words(work: _Pass, file: _File, changed: Statement) -> None:
+def sources_stay_with_the_words(work: PassWork, file: MemoryFile, changed: Statement) -> None:
     """A statement just changed may have a twin saying its old words (two statements that came
     to say the same): the twin that stays takes the changed one's sources, since the validator
     holds the words memory keeps to every note they came from (rule 3)."""
@@ -136,11 +141,11 @@ def _sources_stay_with_the_words(work: _Pass, file: _File, changed: Statement) -
     for name in changed.sources:
         twin = next(s for s in file.statements(work.formats) if s.key == changed.key)
         if name not in twin.sources:
-            _add_source(work, file, twin, name)
+            add_source(work, file, twin, name)
 
 
 def _refresh_summary(
-    work: _Pass, file: _File, old: str, new: str, part: tuple[str, str] | None
+    work: PassWork, file: MemoryFile, old: str, new: str, part: tuple[str, str] | None
 ) -> None:
     """A file's `summary:` after one of its statements changed: the words it quoted from the
     old statement, or the part a correction replaced, are replaced the same way, so the index
@@ -194,15 +199,17 @@ _CLASS_HEADINGS = {
 }
 
 
-def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = None) -> bool:
+def append_statement(
+    work: PassWork, file: MemoryFile, text: str, name: str, cls: str | None = None
+) -> bool:
     """A new statement; False (nothing written) when it would not read back as written."""
     resident = file.rel.startswith(work.config.resident_dir + "/")
     formats = work.formats_for(
         file, "" if resident else text
     )  # resident files are in the vault's language
     names = list(dict.fromkeys([*work.sources_of_gone(file, normalize(text)), name]))
-    line = f"- {text}{_joiner(formats.source)}{format_source(names, formats)}"
-    if not _reads_back(work, line, text, names, []):
+    line = f"- {text}{joiner(formats.source)}{format_source(names, formats)}"
+    if not reads_back(work, line, text, names, []):
         return False
     if resident and cls in _CLASS_HEADINGS["en"]:
         # resident files keep one heading per class: a decision never lands under "weaknesses"
@@ -220,7 +227,7 @@ def _append(work: _Pass, file: _File, text: str, name: str, cls: str | None = No
     return True
 
 
-def _append_under(work: _Pass, file: _File, heading: str, line: str) -> None:
+def _append_under(work: PassWork, file: MemoryFile, heading: str, line: str) -> None:
     """After the last line of the section `heading` (any level, any case), or a new section at
     the file's end."""
     top = file.body_start - 1
@@ -243,7 +250,9 @@ def _append_under(work: _Pass, file: _File, heading: str, line: str) -> None:
     file.edit(len(file.lines), 0, [*tail, heading, "", line])
 
 
-def _insertion_point(work: _Pass, file: _File, new_terms: frozenset[str]) -> tuple[int, bool]:
+def _insertion_point(
+    work: PassWork, file: MemoryFile, new_terms: frozenset[str]
+) -> tuple[int, bool]:
     """After the last statement of the section sharing the most words (the last section on a
     tie); the file's end when it has no statements yet."""
     statements = file.statements(work.formats)
@@ -280,8 +289,8 @@ def _insertion_point(work: _Pass, file: _File, new_terms: frozenset[str]) -> tup
     return index, in_table
 
 
-def _reads_back(
-    work: _Pass, line: str, core: str, sources: list[str], traces: list[str] | None
+def reads_back(
+    work: PassWork, line: str, core: str, sources: list[str], traces: list[str] | None
 ) -> bool:
     """Whether a line the engine writes reads back as it meant it, in the vault's formats: these
     words, these sources, these top-level traces (None: any), and no raw HTML (rule 9). A

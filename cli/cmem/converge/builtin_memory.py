@@ -1,6 +1,6 @@
 """The builtin engine's working copy of the convergent layer: each memory file as lines,
 parsed into statements when asked, with the words the engine compares (`statement_words`); the
-pass's state (`_Pass`: the files, what each note wrote); a new file's frontmatter."""
+pass's state (`PassWork`: the files, what each note wrote); a new file's frontmatter."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 
 
 @dataclass
-class _File:
+class MemoryFile:
     rel: str
     # the whole file as lines (`lines`), or its text until they are first asked for: most of
     # the 2,049 files a pass loads at 10k are never read line by line (~8 ms to split them all)
@@ -72,7 +72,7 @@ class _File:
             self._statements = parse_statements("\n".join(self.lines[start - 1 :]), start, formats)
         return self._statements
 
-    def words(self, work: "_Pass") -> FileWords:
+    def words(self, work: "PassWork") -> FileWords:
         """Its statements' keys and words: from the machine folder's copy while the file is as
         it was read, else made from its statements (and kept for the next pass)."""
         if self._words is None:
@@ -141,18 +141,18 @@ def _formats_of(language: str) -> Formats:
     return Formats(values["source"], values["source_separator"], values["trace"])
 
 
-# The frontmatter keys this engine reads (`_File.keys`, `_best_topic`): all a cached head keeps.
+# The frontmatter keys this engine reads (`MemoryFile.keys`, `_best_topic`): all a cached head keeps.
 _META_KEYS = ("aliases", "tags", "summary")
 
 
-def _load(rel: str, text: str, cache: WordsCache | None = None) -> _File:
+def _load(rel: str, text: str, cache: WordsCache | None = None) -> MemoryFile:
     digest = text_digest(text)
     head = cache.head(digest) if cache is not None else None
     if head is None:
         head = _head(text)
         if cache is not None:
             cache.put_head(digest, *head)
-    return _File(rel, text, head[1], head[0], digest=digest)
+    return MemoryFile(rel, text, head[1], head[0], digest=digest)
 
 
 def _head(text: str) -> tuple[str | None, dict]:
@@ -171,7 +171,7 @@ def _head(text: str) -> tuple[str | None, dict]:
     return problem, {key: meta[key] for key in _META_KEYS if key in meta}
 
 
-def _touch_updated(file: _File, date: str) -> None:
+def touch_updated(file: MemoryFile, date: str) -> None:
     """Set `updated:` by editing its one line, so the user's keys, order and comments stay."""
     body_start = file.body_start
     if body_start == 1:
@@ -186,7 +186,7 @@ def _touch_updated(file: _File, date: str) -> None:
     file.edit(body_start - 2, 0, [f"updated: {date}"])
 
 
-class _Pass:
+class PassWork:
     """The convergent files as this pass changes them, and what became of each note."""
 
     def __init__(self, vault: Vault, originals: dict[str, str], pass_date: str):
@@ -204,7 +204,7 @@ class _Pass:
         self.token_memo = TokenMemo(vault.machine_dir)
         # each file's statements as read, looked up only where a count is rewritten
         self._original = {rel: f.words(self) for rel, f in self.files.items() if not f.problem}
-        self.compared = 0  # statements scored by `_best_match`: what its index saves, for tests
+        self.compared = 0  # statements scored by `best_match`: what its index saves, for tests
         self.converged: dict[str, set[str]] = {}
         self.deferred: dict[str, str] = {}
         # (file, statement key, note) of every line this pass wrote: a note's switch must not
@@ -238,7 +238,7 @@ class _Pass:
         words = self._original.get(rel)
         return words is not None and words.index_of(key) is not None
 
-    def sources_of_gone(self, file: _File, key: str) -> list[str]:
+    def sources_of_gone(self, file: MemoryFile, key: str) -> list[str]:
         """The sources of a statement with this key the file held before the pass and no longer
         holds (this pass rewrote it): a statement that says those words again cites its notes
         too, as the validator holds a statement it finds again to its sources (rule 3)."""
@@ -275,7 +275,7 @@ class _Pass:
                 return day
         return None
 
-    def writable(self, preferred: Set[str] = frozenset()) -> list[_File]:
+    def writable(self, preferred: Set[str] = frozenset()) -> list[MemoryFile]:
         """Writable files: the ones a note names first, then resident before situational."""
         resident = self.config.resident_dir + "/"
         files = [f for f in self.files.values() if not f.problem]
@@ -283,21 +283,21 @@ class _Pass:
             files, key=lambda f: (f.rel not in preferred, not f.rel.startswith(resident), f.rel)
         )
 
-    def situational(self) -> list[_File]:
+    def situational(self) -> list[MemoryFile]:
         return [
             f
             for rel, f in sorted(self.files.items())
             if rel.startswith(self.config.situational_dir + "/")
         ]
 
-    def formats_for(self, file: _File, incoming: str = "") -> Formats:
+    def formats_for(self, file: MemoryFile, incoming: str = "") -> Formats:
         return file.formats(self.formats, self.custom_formats, incoming)
 
-    def resident_file(self, name: str) -> _File:
+    def resident_file(self, name: str) -> MemoryFile:
         rel = f"{self.config.resident_dir}/{name}"
         if rel not in self.files:
             summary, importance, title = _NEW_RESIDENT[self.config.language][name]
-            self.files[rel] = _new_file(rel, summary, importance, self.date, title, [])
+            self.files[rel] = new_file(rel, summary, importance, self.date, title, [])
         return self.files[rel]
 
 
@@ -306,9 +306,9 @@ def _trace_key(old: str, formats: Formats) -> str:
     return normalize(split_statement(old, formats)[0])
 
 
-def _new_file(
+def new_file(
     rel: str, summary: str, importance: int, date: str, title: str, tags: list[str]
-) -> _File:
+) -> MemoryFile:
     # JSON strings are YAML strings: a summary holding `: ` or `#` stays one plain value.
     header = [
         "---",
@@ -322,7 +322,7 @@ def _new_file(
             for t in tags
         ]
         header.append("tags: [" + ", ".join(plain) + "]")
-    return _File(rel, header + ["---", f"# {title}", ""], {"tags": tags}, created=True)
+    return MemoryFile(rel, header + ["---", f"# {title}", ""], {"tags": tags}, created=True)
 
 
 _NEW_RESIDENT = {
@@ -337,7 +337,7 @@ _NEW_RESIDENT = {
 }
 
 
-def _joiner(template: str) -> str:
+def joiner(template: str) -> str:
     """A space before `(source: …)` or `— …`, none before full-width `（来源：…）`."""
     import unicodedata
 

@@ -1,6 +1,6 @@
-"""Where the builtin engine puts a line: the statement it repeats (`_find_duplicate`), the one
-it changes (`_best_match`: the most shared words, weighted by rarity), and the file it belongs to
-(`_route`: the class's resident file, the topic the note names, the line's subject, the topic
+"""Where the builtin engine puts a line: the statement it repeats (`find_duplicate`), the one
+it changes (`best_match`: the most shared words, weighted by rarity), and the file it belongs to
+(`route`: the class's resident file, the topic the note names, the line's subject, the topic
 sharing the most words, or a new topic)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Set
 
-from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, _File, _new_file, _Pass
+from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, MemoryFile, PassWork, new_file
 from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.phrasing import subject_of
 from cmem.converge.selection import SelectedNote
@@ -21,9 +21,9 @@ from cmem.vault.statements import Statement, normalize
 _MERGE_MIN, _MERGE_EXTRA = 6, 4  # normalised characters
 
 
-def _find_duplicate(
-    work: _Pass, text: str, preferred: set[str], exact_only: bool
-) -> tuple[_File, Statement] | None:
+def find_duplicate(
+    work: PassWork, text: str, preferred: set[str], exact_only: bool
+) -> tuple[MemoryFile, Statement] | None:
     """A statement saying the same: equal once normalised, holding the new line, or held by it
     with at most a few characters more ("…了", "always …"). A line that adds a clause is not a
     duplicate: merging it would lose the clause from memory once the note is archived."""
@@ -64,9 +64,9 @@ def _adds_nothing(extra: str) -> bool:
     return len(rest) <= _MERGE_EXTRA and not _NEGATION.search(rest)
 
 
-def _best_match(
-    work: _Pass, note: SelectedNote, text: str, preferred: set[str]
-) -> tuple[_File, Statement] | None:
+def best_match(
+    work: PassWork, note: SelectedNote, text: str, preferred: set[str]
+) -> tuple[MemoryFile, Statement] | None:
     """The statement an explicit change replaces, if the line is about it; else None and the
     line is added. When the line names an old side ("not 2", "from uv to", "不是北京"), only a
     statement holding it may be replaced, and one holding only a number or a common word of it
@@ -160,7 +160,9 @@ def _slot(text: str) -> str | None:
     return None
 
 
-def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: list[str]) -> _File:
+def route(
+    work: PassWork, note: SelectedNote, signal: Signal, text: str, named: list[str]
+) -> MemoryFile:
     if signal.cls == "recurring":
         return work.resident_file(METHODOLOGY)
     if signal.cls != "decision":
@@ -172,7 +174,7 @@ def _route(work: _Pass, note: SelectedNote, signal: Signal, text: str, named: li
     return _subject_topic(work, text) or _best_topic(work, text) or _new_topic(work, note, text)
 
 
-def _subject_topic(work: _Pass, text: str) -> _File | None:
+def _subject_topic(work: PassWork, text: str) -> MemoryFile | None:
     """The topic file named after the line's subject (file name, title, alias or tag)."""
     subject = subject_of(text)
     if not subject:
@@ -195,7 +197,7 @@ def _weight(words: Set[str]) -> float:
     return sum(1.5 if word.isascii() else 1.0 for word in words)
 
 
-def _best_topic(work: _Pass, text: str) -> _File | None:
+def _best_topic(work: PassWork, text: str) -> MemoryFile | None:
     new_terms = terms(text)
     best, best_score = None, 0.0
     for file in work.situational():
@@ -215,7 +217,7 @@ _GENERIC_TAGS = {
 }
 
 
-def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
+def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile:
     """The topic file of the line's subject, else of the note's first specific tag, else of the
     line's first words (`topic_names`): never a note's link, a date, a year or a note's name."""
     from cmem.converge.paths import skeleton
@@ -241,7 +243,7 @@ def _new_topic(work: _Pass, note: SelectedNote, text: str) -> _File:
         # summarised by its name, never by a statement's words: a rewrite cannot make it stale
         summary = title if len(title) <= 80 else title[:79] + "…"
         name = rel.rsplit("/", 1)[-1].removesuffix(".md")
-        work.files[rel] = _new_file(
+        work.files[rel] = new_file(
             rel, summary, 5, work.date, title[:1].upper() + title[1:], [name]
         )
     return work.files[rel]
