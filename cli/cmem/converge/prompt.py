@@ -334,9 +334,9 @@ REDACTIONS_FILE = "prompt-redactions.marshal"
 
 def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
     """`redact_secrets(prompt.text)`, the same text and count, with each quoted file's answer
-    kept in the machine folder by its digest (`text/secrets.py: redact_pieces`): redacting the
-    10k bench vault's ~1 MB prompt for the run record took ~170 ms a pass, though nearly every
-    file quoted was the same as last time. The notes and the task, new every pass, are not kept;
+    kept in the machine folder by its digest (`text/secrets.py: redact_pieces`): redacting a
+    large prompt for the run record was a large part of a pass, though nearly every file
+    quoted was the same as last time. The notes and the task, new every pass, are not kept;
     the file holds only this prompt's pieces (None for the many that had nothing to redact)."""
     from cmem.text.secrets import redact_pieces, redact_secrets
 

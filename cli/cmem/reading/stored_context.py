@@ -182,7 +182,7 @@ def _matches(file: ContextFile, terms: list[str]) -> bool:
 
 def _sha256_type():
     try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL (~4 ms)
+        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
     except ImportError:  # pragma: no cover - builds without it
         from hashlib import sha256
     return sha256
@@ -559,10 +559,8 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     if all(times.get(path) == stamp for path in paths):
         return  # called again within the second: nothing to write
     times.update({path: stamp for path in paths})
-    # Replaced whole, never half-written, but without cmem.atomic's fsyncs and imports (tempfile,
-    # pathlib: ~20 ms, most of a warm call): a power cut can lose the last reads, which only
-    # resets the ranking's anti-recency term; memory itself is never written here. A read-only
-    # machine folder must not break reading memory: an unwritten file is skipped.
+    # Without cmem.atomic's fsyncs and imports, most of a warm call: a lost write only resets
+    # the ranking's anti-recency term, and a read-only machine folder skips it.
     from cmem.cache_store import Kept, write_cache
 
     data = times_json(times).encode("utf-8", "surrogateescape")

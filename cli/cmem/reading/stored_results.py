@@ -37,8 +37,8 @@ class KeyWalk:
     value (the flat list of integers, marshalled). At 50k notes a tuple a note cost more to build,
     store, load and compare than the stat calls themselves (docs/benchmarks.md); two flat values
     load and compare as memory. Each listed folder's entry says how many of the notes are its own,
-    so a stored key is checked without listing a folder (`key_holds`). marshal rather than `array`: as fast here, any integer size, and
-    built in, where importing `array` (it loads collections) costs 3 ms on every light path."""
+    so a stored key is checked without listing a folder (`key_holds`). marshal rather than
+    `array`: as fast here, any integer size, and built in (`array` loads collections)."""
 
     def __init__(
         self,
@@ -109,9 +109,8 @@ class KeyWalk:
                     continue
             subfolders = []
             notes_before = len(names)
-            # listed through a descriptor of the folder where the entries stay here: each note's
-            # stat then resolves its name alone, not the whole path again (about 10 % of the walk
-            # at 50k notes); a `listing` keeps entries whose paths the command reads
+            # by the folder's descriptor, each note's stat resolves its name alone, not its path;
+            # a `listing` keeps entries whose paths the command reads
             fd = os.open(folder, _FOLDER_FLAGS) if listing is None and _SCANDIR_FD else None
             try:
                 with os.scandir(folder if fd is None else fd) as scanned:
@@ -321,7 +320,7 @@ def results_dir() -> str:
 
 def entry_path(root: str, command: str, params: tuple) -> str:
     try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL (~4 ms)
+        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
     except ImportError:  # pragma: no cover - builds without it
         from hashlib import sha256
     name = repr((root, command, params)).encode("utf-8", "surrogateescape")
@@ -393,9 +392,7 @@ def _pending(command, params, root, vault, files, folder_only, tops) -> dict:
 
 def printed(text: str) -> dict:
     """A payload of what a command printed, for `cmem.fast: _put` to print again: as UTF-8 bytes,
-    which load and print without being decoded and encoded once more (a 50k-note scan prints
-    1.5 M characters: 8 ms to decode them from the entry, 4 to encode them for the terminal);
-    as text when it holds what UTF-8 cannot encode (a lone surrogate from a name that was not
+    which load and print without being decoded and encoded once more; as text when it holds what UTF-8 cannot encode (a lone surrogate from a name that was not
     UTF-8), which the stream's error handler then prints as the command printed it."""
     try:
         return {"stdout": text.encode("utf-8")}

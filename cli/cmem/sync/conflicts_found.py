@@ -1,7 +1,7 @@
 """The conflict statements a sync left in the convergent layer, for `cmem status`, kept per file.
 
 Finding them meant reading every memory file each time `status` computed afresh, which it does
-after any edit (2,049 files at 10k notes, ~70 ms of a ~730 ms status). A file's conflict lines
+after any edit (every memory file: a tenth of a status at 10k notes). A file's conflict lines
 change only with its content, so each file's answer is kept in the machine folder
 (`conflicts.marshal`) under its stat — (mtime, size, inode, ctime), as the listing took it — and
 a file is read again only when that stat changed. The racy-git rule applies (`RACY_NS`): an
