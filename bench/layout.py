@@ -11,8 +11,11 @@ dependency); nothing of cmem is run.
 from __future__ import annotations
 
 import ast
+import io
+import re
 import statistics
 import sys
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -206,6 +209,57 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
+# A timing or a ratio: measurements belong in docs/benchmarks.md, not in the code (issue 36).
+FIGURE = re.compile(r"\d\s?(ms|µs|ns)\b|\d(\.\d+)?\s?(×|x\b)")
+# A comment says one line of why; a block past this many lines is an essay (issue 36).
+COMMENT_BLOCK_LIMIT = 3
+
+
+def prose(package: Path = PACKAGE) -> dict:
+    """The code's comments: how many lines and their mean length, blocks of full-line comments
+    longer than `COMMENT_BLOCK_LIMIT`, and comments and docstring lines carrying a figure."""
+    lengths: list[int] = []
+    blocks: list[str] = []
+    figures: list[str] = []
+    for name, path in modules(package).items():
+        text = path.read_text("utf-8")
+        lines = text.splitlines()
+        run: list[int] = []
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.COMMENT:
+                continue
+            row = token.start[0]
+            lengths.append(len(token.string))
+            if FIGURE.search(token.string):
+                figures.append(f"{name}:{row}")
+            if not lines[row - 1].lstrip().startswith("#"):
+                continue  # a trailing comment starts no block
+            if run and row == run[-1] + 1:
+                run.append(row)
+                continue
+            if len(run) > COMMENT_BLOCK_LIMIT:
+                blocks.append(f"{name}:{run[0]} ({len(run)} lines)")
+            run = [row]
+        if len(run) > COMMENT_BLOCK_LIMIT:
+            blocks.append(f"{name}:{run[0]} ({len(run)} lines)")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc and isinstance(node.body[0], ast.Expr):
+                    first = node.body[0].lineno
+                    figures += [
+                        f"{name}:{first + at}"
+                        for at, line in enumerate(doc.splitlines())
+                        if FIGURE.search(line)
+                    ]
+    return {
+        "comment_lines": len(lengths),
+        "mean_length": statistics.mean(lengths) if lengths else 0.0,
+        "long_blocks": sorted(blocks),
+        "figures": sorted(figures),
+    }
+
+
 def percentile(values: list[int], share: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -236,6 +290,14 @@ def report(package: Path = PACKAGE) -> str:
     groups = cycles(package)
     out.append(f"import cycles: {len(groups)}")
     out += [f"  {' -> '.join(group)}" for group in groups]
+    comments = prose(package)
+    out.append(
+        f"comment lines: {comments['comment_lines']}, mean {comments['mean_length']:.0f} characters"
+    )
+    out.append(f"comment blocks over {COMMENT_BLOCK_LIMIT} lines: {len(comments['long_blocks'])}")
+    out += [f"  {where}" for where in comments["long_blocks"]]
+    out.append(f"comments and docstrings carrying a timing: {len(comments['figures'])}")
+    out += [f"  {where}" for where in comments["figures"]]
     return "\n".join(out)
 
 

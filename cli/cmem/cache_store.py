@@ -18,10 +18,9 @@ import os
 from cmem import __version__
 from cmem.private import FILE_MODE, make_dirs
 
-# Git's "racily clean" problem: a file changed again within its file system's timestamp
-# granularity keeps its (mtime, size), so an answer kept under a file's stat is trusted only
-# when the file's mtime lies more than this before the answer was made (2 s covers FAT, 1 s
-# ext3/HFS+, ns ext4). Every cache keyed by stats uses this one value.
+# Git's "racily clean" problem: a file changed again within its timestamp granularity keeps
+# its stat, so an answer is trusted only for a file this much older than the answer
+# (2 s covers FAT, 1 s ext3/HFS+, ns ext4).
 RACY_NS = 2_000_000_000
 
 

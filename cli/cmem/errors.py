@@ -29,10 +29,8 @@ class GitError(CmemError):
     pass
 
 
-# A command refused because another step holds the vault (sysexits' EX_TEMPFAIL: "try again
-# later"): a person's command exits with it, so a script can tell "not done, try again" from
-# done (0) and failed (1); the unattended triggers (`--if-due`, `--background`, the hooks,
-# `watch`) stay silent and exit 0, as `git gc --auto` does.
+# Another step holds the vault (sysexits' EX_TEMPFAIL), so a script can tell "try again" from
+# done (0) and failed (1); unattended triggers stay silent and exit 0, as `git gc --auto` does.
 BUSY_EXIT_CODE = 75
 
 

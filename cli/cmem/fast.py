@@ -104,7 +104,7 @@ def _main() -> None:
         code = run_scan(argv)  # a scan with nothing stored: scanned here, without typer
         if code == 0:
             # printed, stored, its children reaped: the teardown would only free, one by one,
-            # what the scan made (15-25 ms of a cold scan at 10k notes, after its output)
+            # what the scan made, after its output
             _leave(0)
         if code is not None:
             sys.exit(code)
@@ -119,12 +119,9 @@ def _main() -> None:
     _leave(0)
 
 
-# Python's cyclic garbage collector runs after every 700 net new container objects by default.
-# A cold scan at 10k notes makes ~100 such collections (~25 ms), and each older-generation one
-# walks the entries and statements already kept, though nearly nothing a command makes is cyclic
-# garbage: its objects are freed by reference counting. Every 50,000 it is one collection; the
-# long-running commands (`watch`, the MCP server) still collect, only less often. Paired
-# whole-process cold scans at 10k: 0.95x.
+# The cyclic collector would walk everything a cold scan keeps, every 700 new objects, though
+# nearly nothing a command makes is cyclic garbage; `watch` and `mcp` still collect, less often
+# (figure: docs/benchmarks.md, "Why the light paths look the way they do").
 GC_THRESHOLDS = (50_000, 50, 100)
 
 
@@ -176,7 +173,7 @@ def _writes_utf8(stream) -> bool:
 
 def _leave(code: int) -> None:
     """End an answer given here at once, its output flushed (`_put`): `os._exit` skips the
-    interpreter's teardown (freeing every module and object, about 2 ms: a tenth of Python's
+    interpreter's teardown (freeing every module and object: a tenth of Python's
     start-up, which is what a light path is measured against; after a cold scan, everything it
     made). Only for answers given here and scans run here (`run_scan`): nothing else is pending
     then (no thread, no child, no open file, no atexit handler of cmem's). Under a
@@ -387,14 +384,9 @@ def parse_recall(argv: list[str]) -> dict | None:
     }
 
 
-# --- sync ---------------------------------------------------------------------------------------
-#
-# `cmem sync` runs in a loop or a hook on every machine, and most of the time there is nothing to
-# fetch: typer and the CLI module then cost several times sync's own work (issue 16). It is a
-# write command, so nothing is stored; instead it runs here with only what sync needs imported,
-# and prints exactly what `commands/sync.py: sync` prints. Before the sync starts, any doubt hands over to
-# the full CLI; once it has started, it must not run twice, so errors are reported here exactly
-# as `commands/app.py: main` and `_fail` report them.
+# --- sync: run in a loop or a hook, mostly with nothing to fetch, so without typer (issue 16);
+# any doubt before it starts hands over to the full CLI, and once started its errors are
+# reported here as `commands/app.py: main` reports them (it must not run twice).
 
 _ANSI = None  # click's pattern for an escape sequence, compiled on first use
 
@@ -470,11 +462,8 @@ def run_sync(request: dict) -> int | None:
     return 0
 
 
-# --- converge -----------------------------------------------------------------------------------
-#
-# Every shell exit runs `cmem converge --if-due --background`: the spawn of a detached pass, here
-# without typer and the command table (the shell waits on it). The pass itself, by hand or
-# detached, runs through typer: a pass takes longer than typer's import.
+# --- converge: every shell exit spawns `converge --if-due --background`, so the spawn runs
+# without typer (the shell waits on it); the pass itself runs through typer.
 
 
 def parse_converge(argv: list[str]) -> dict | None:

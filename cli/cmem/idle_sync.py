@@ -1,4 +1,4 @@
-"""`cmem sync` with nothing to do, decided in `os` and `sys` alone (issue 16: within 3x a bare
+"""`cmem sync` with nothing to do, decided in `os` and `sys` alone (issue 16: close to a bare
 `git fetch` of the same remote).
 
 A sync runs in a loop or a hook on every machine, and most of the time there is nothing to

@@ -17,8 +17,8 @@ from cmem.errors import CmemError
 def package_dir(name: str) -> Path:
     """The on-disk folder of a data directory shipped with the package."""
     # what importlib.resources.files("cmem") gives for a package on disk (the only kind that has
-    # folders to hand out), without importing importlib.resources: ~8 ms of every command that
-    # validates the config, `cmem sync` among them (issue 16)
+    # folders to hand out), without importing importlib.resources, which every command that
+    # validates the config would pay (issue 16)
     path = Path(__file__).parent / name
     if not path.is_dir():
         from cmem import DISTRIBUTION
@@ -46,7 +46,7 @@ class PromptTemplate:
     """A `string.Template` that names the variables it needs and fails loudly on a missing one."""
 
     def __init__(self, name: str):
-        import string  # here: a prompt is rendered by a pass, every command opens a vault (~1 ms)
+        import string  # here: a prompt is rendered by a pass, every command opens a vault
 
         self.name = name
         self.template = string.Template(prompt_text(name))

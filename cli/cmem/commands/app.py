@@ -28,7 +28,7 @@ app = typer.Typer(
         "recalled by topic) with a dated trace of every change and a source for every statement. "
         "Every change is a git commit you can review and undo."
     ),
-    rich_markup_mode=None,  # plain help: rich-formatted help costs ~190 ms per call
+    rich_markup_mode=None,  # plain help: rich-formatted help would import rich on every call
     add_completion=False,
     pretty_exceptions_enable=False,  # a bug shows a plain traceback, not a rich panel
     no_args_is_help=True,

@@ -164,8 +164,8 @@ def _unlinkable(name: str) -> str:
 
 class _TopicKeys:
     """The names (file name, aliases, tags) of every topic file, made on the first question:
-    `quote_line` asks only about a line ending in a link, and making the names of 1,543 topic
-    files at 10k was ~15 ms of every pass whose lines end in none."""
+    `quote_line` asks only about a line ending in a link, and making every topic file's name
+    was a cost of every pass whose lines end in none."""
 
     def __init__(self, work: PassWork):
         self.work = work

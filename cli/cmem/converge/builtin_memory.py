@@ -33,7 +33,7 @@ PROFILE, METHODOLOGY = "profile.md", "methodology.md"
 class MemoryFile:
     rel: str
     # the whole file as lines (`lines`), or its text until they are first asked for: most of
-    # the 2,049 files a pass loads at 10k are never read line by line (~8 ms to split them all)
+    # the files a pass loads are never read line by line
     _lines: list[str] | str
     meta: dict
     problem: str | None = None  # set: the engine leaves this file alone

@@ -70,7 +70,7 @@ def _mostly_cjk(text: str) -> bool:
 def _cjk_split(run: str) -> list[str]:
     """`re.split(f"([{CJK}]+)", run)`: the parts between CJK runs and the runs themselves, in
     order. Found with the CJK_RUN pattern the pass has compiled already: the same class with
-    a group was compiled again only for this (~3 ms: a class of thousands of code points)."""
+    a group was compiled again only for this (a class of thousands of code points)."""
     from cmem.text.scripts import CJK_RUN
 
     parts, at = [], 0

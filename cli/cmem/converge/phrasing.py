@@ -267,7 +267,7 @@ def subject_of(text: str) -> str | None:
     shell" → "Shell"); None when no known subject fits."""
     zh = is_chinese(text)
     # compiled on first use (re keeps them), not at import: only a decision routed by its
-    # subject needs them, and 13 patterns were ~2 ms of every pass's start-up
+    # subject needs them, and compiling them all slowed every pass's start-up
     for pattern, en, zh_name in _SUBJECTS:
         if re.search(pattern, text, re.IGNORECASE):
             return zh_name if zh else en

@@ -1,7 +1,7 @@
 """What `cmem scan` prints, made in one place for both ways in: the typer command
 (`commands/reading.py: scan`) and, when no stored result answers, the light entry path
 (`cmem.fast: run_scan`), which runs a cold scan without importing typer and the command table
-(~30 ms of a 10k cold scan). Both store what they print for the next call (`stored_results`)."""
+(a part of every cold scan). Both store what they print for the next call (`stored_results`)."""
 
 from __future__ import annotations
 

@@ -342,13 +342,9 @@ def _index_line(file: ContextFile) -> str:
     return file.index_line
 
 
-# --- the text, and its token estimate ----------------------------------------------------------
-#
-# The budget loop measures the bundle several times (`Context.tokens`), and on a large vault the
-# bundle is megabytes. cmem.text.tokens.estimate_tokens counts CJK-wide characters one token each
-# and the rest one per four, rounded up: the count over joined lines is the sum of the lines'
-# counts, so the lines are counted as they are made, each file's from the counts the material
-# carries, and the text is never scanned again (tests/reading/test_stored_context.py holds the two equal).
+# --- the text, and its token estimate: the budget loop measures a bundle of megabytes several
+# times, so lines are counted as they are made (a sum of lines' counts is the text's count;
+# tests/reading/test_stored_context.py holds the two equal).
 
 
 def _ranges() -> list[tuple[str, str]]:

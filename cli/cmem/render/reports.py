@@ -1,7 +1,7 @@
 """Turning core results into text for people. The CLI prints what these return.
 
 Plain ANSI styling, not rich: `status`, `scan` and `context` run at every shell exit and session
-start, and `rich.console` alone costs ~90 ms to import (perf-baselines.md §3). Colour follows
+start, and importing `rich.console` alone costs more than they do (docs/benchmarks.md). Colour follows
 NO_COLOR, `--no-color` and whether the stream is a terminal.
 """
 

@@ -2,7 +2,7 @@
 is doing ("asking the model… 12s of 300s · Ctrl-C stops; nothing is written").
 
 Written by hand rather than with rich's live status: importing `rich.console` and starting its
-status cost ~40 ms of a one-note pass at 10k notes in a terminal (`script -qec`). The line's
+status was a visible part of a one-note pass in a terminal (`script -qec`). The line's
 thread writes with `os.write` on the terminal's descriptor; a stream without a descriptor (a
 test's fake terminal) is written through its `write`.
 """

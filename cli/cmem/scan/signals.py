@@ -4,8 +4,8 @@ Four classes in priority order — correction, preference, decision, recurring �
 (zh and en, extendable in config), never inside code blocks, inline code, URLs, HTML comments,
 wikilink targets or frontmatter. One line gives at most one signal: its highest-priority cue.
 
-Matching is literal, not regex: Python's `re` over this cue set runs ~15x slower than rg
-(perf-baselines.md §4). So the cues a note holds are found first, in one pass over one lowercased
+Matching is literal, not regex: Python's `re` over this cue set is many times slower than rg
+(docs/benchmarks.md). So the cues a note holds are found first, in one pass over one lowercased
 copy (`text/cues.py: CueIndex`, an Aho-Corasick automaton); only the lines that hold a cue are
 looked at again, and only there do the context rules run (word boundaries, the words around an
 English cue, the characters around a Chinese one). A note without any cue costs one `lower()`
@@ -47,10 +47,7 @@ ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED, DEFERRED = (
     "deferred",
 )
 
-# Why a note is pending (PendingNote.why): new; changed since the pass that accounted for it;
-# an adopted note's cue lines; judged by the builtin engine, its other lines wait for a model;
-# deferred lines back (recurring by the builtin rules, or asked for by name); a model's deferral
-# back because a pending note shares its key phrases; the backlog, asked for (`--backlog`).
+# Why a note is pending (PendingNote.why), one value per reason `status` and `scan` name.
 NEW, CHANGED, SIGNALS, UNJUDGED, RETURNED, RECURS, BACKLOG = (
     "new",
     "changed",
@@ -194,7 +191,7 @@ class Hit(
 
     A named tuple, not a frozen dataclass: a cold scan makes two for every cue line (here, and
     the scanner's with the digest), and a frozen dataclass's __init__ sets each of the eight
-    fields through object.__setattr__ (~1.6 vs 0.35 µs a hit)."""
+    fields through object.__setattr__, several times the cost of the hit itself."""
 
     __slots__ = ()
 
@@ -373,7 +370,7 @@ _NOT_SAID = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|\|)")
 
 def _has_blocks(lowered: str) -> bool:
     # one character first: a search for one character runs in C at memchr speed, and most notes
-    # hold no backtick, tilde or `<` at all (3.2 -> 0.5 µs a note on the 10k vault)
+    # hold no backtick, tilde or `<` at all
     return (
         ("`" in lowered and "```" in lowered)
         or ("~" in lowered and "~~~" in lowered)
@@ -455,10 +452,8 @@ def read_flags(note: Note, lowered: str | None = None) -> NoteFlags:
     return flags
 
 
-# `#` first, then what may not stand before it (a lookbehind over both): a pattern that starts
-# with a literal is searched for that character alone, where one that starts with the lookbehind
-# tried it at every position of the line (6x slower; tests/scan/test_signals.py holds the two
-# forms equal)
+# `#` first, then the lookbehind: a pattern starting with a literal is searched for that
+# character alone (tests/scan/test_signals.py holds the two forms equal)
 _TAG = re.compile(r"#(?<![\w#&/]#)([^\s#\[\](){}<>,.;:!?\"'`，。；：！？、（）「」]+)")
 
 

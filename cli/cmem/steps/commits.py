@@ -1,7 +1,7 @@
 """Git, as cmem uses it: the vault's own repository, cmem's commits, and the way back.
 
-cmem calls the git CLI directly for everything on a hot path (gitpython costs 170 ms to import
-and its `index.add` is 5x the CLI — perf-baselines.md §6); gitpython is used lazily where a walk
+cmem calls the git CLI directly for everything on a hot path (gitpython is slow to import and
+its `index.add` slower than the CLI — docs/benchmarks.md); gitpython is used lazily where a walk
 over history reads better. cmem's own git commands run with hooks and fsmonitor off, so a user's
 pre-commit hook or a watchman daemon cannot block, rewrite or slow a pass.
 """
@@ -90,11 +90,9 @@ def run_git(
     return result
 
 
-# A `.git/config` that travels with the vault (a synced `.git`) can name commands git runs on
-# cmem's behalf, as hooks and fsmonitor can: filter drivers (run by add, status and commit on
-# every file `.gitattributes` assigns them) and diff drivers (textconv, run by show, log, diff).
-# cmem's own git commands turn each filter the repository's config names into a no-op, and ask
-# for diffs without textconv or external diff.
+# A `.git/config` that travels with the vault can make git run commands for cmem (filter and
+# diff drivers, as hooks can): cmem's git commands turn its filters into no-ops and ask for
+# diffs without textconv or external diff.
 _filter_cache: dict[str, tuple[tuple, tuple[str, ...]]] = {}
 _DIFF_COMMANDS = {
     "show": ("--no-textconv",),
@@ -175,12 +173,9 @@ def _without_textconv(args: tuple[str, ...]) -> tuple[str, ...]:
     return args
 
 
-# Where the repository is and whether git knows who commits, remembered while one step holds the
-# vault's lock (`steps/runner.py: open_step`): a pass asked git for the top folder 3 times, the git
-# folder 5 and the identity twice (2 processes each), and a step moves neither the repository nor
-# its config. Outside a step every call asks git, as a command that makes a repository needs.
-# Per thread: `cmem watch` and `cmem mcp` run steps in threads, and one thread's step ending must
-# not end (or share) another's memory.
+# The repository's place and git's identity, asked once while a step holds the lock (a step
+# moves neither; outside one every call asks, as `init` needs); per thread, since `watch` and
+# `mcp` run steps in threads.
 _steps = threading.local()
 
 
@@ -526,11 +521,9 @@ def _store_failure(top: Path, command: str, text: str) -> str | None:
     return f"git cannot write in the vault's git folder {git_dir(top)} ({cause})"
 
 
-# The temporary indexes earlier versions built commits on (`git_trees` needs none) were named
-# `cmem-index-<pid>-<thread>[-<token>]` in the git folder, and a process killed mid-commit left its
-# own there. A commit removes those whose process is not running here and that are this old: the
-# age keeps a process of another pid namespace (a container sharing the vault's .git, still on
-# the older version) from losing the index it keeps between a step's two commits.
+# Temporary indexes an older cmem killed mid-commit left (`cmem-index-<pid>-…`) are removed once
+# their process is gone and they are this old: the age spares an older cmem in another pid
+# namespace (a container sharing .git) the index it keeps between a step's two commits.
 INDEX_PREFIX = "cmem-index-"
 LEFT_INDEX_SECONDS = 3600
 
@@ -574,8 +567,7 @@ def _index_holds(
 ) -> None:
     """The real index takes the entries just committed (what `sync_index` does, knowing them):
     one `update-index --index-info`, as on the temporary index, costs a few ms, where `reset
-    HEAD -- PATHS` refreshes the stat of every tracked file (25-35 ms at 10k notes, twice a
-    pass). The entries carry no stat data, so the next `git status` compares these few files by
+    HEAD -- PATHS` refreshes the stat of every tracked file, twice a pass. The entries carry no stat data, so the next `git status` compares these few files by
     content once. A locked index is waited for as `sync_index` waits; a failure leaves it behind,
     as there (the next step's recovery or snapshot brings it up to date)."""
     wait_for_index_lock(top)

@@ -2,8 +2,8 @@
 
 cmem commits exactly the paths a step names (`commits.commit_files`). It used to build each commit
 on a temporary index: `read-tree` of HEAD's whole tree, `update-index`, `write-tree`. Each of those
-reads or writes an index entry for every file of the repository: 48 ms at 10k notes and 350 ms at
-100k for one changed file, twice a pass. Here only the trees on the way from the root to a changed
+reads or writes an index entry for every file of the repository, for one changed file, twice
+a pass. Here only the trees on the way from the root to a changed
 path are read (one `cat-file --batch` process, asked one tree at a time) and only the trees that
 change are written (one `hash-object -t tree` for all of them): the cost follows the depth
 and width of those folders, not the size of the vault.
@@ -184,8 +184,8 @@ def _store(
 
 def _write(argv: list[str], env: dict, trees: list[tuple[str, bytes]]) -> None:
     """Store the trees, checking each id git gives: one `hash-object -t tree -w` for all of
-    them, from files in a temporary folder outside the vault (a pass's commit writes ~6; one
-    process each, side by side, took ~24 ms on two cores, one for all ~4)."""
+    them, from files in a temporary folder outside the vault (a pass's commit writes ~6: one
+    process for all, not one each)."""
     if not trees:
         return
     import tempfile

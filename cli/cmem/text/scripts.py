@@ -26,11 +26,9 @@ CJK = HAN + KANA + HANGUL
 PUNCTUATION = "\u3000-\u303f\uff00-\uffef"  # CJK symbols and punctuation, full-width forms
 CJK_WIDE = CJK + PUNCTUATION
 
-# The compiled classes, made on first use (PEP 562): compiling a class that spans tens of
-# thousands of code points walks every one of them (~3-4 ms each, once per process), and the
-# light path of `cmem context` needs only the strings above. Three classes serve every use: a
-# count of characters is the summed length of their runs, and a one-character question compares
-# code points (`is_han`, `is_cjk`) — the two single-character classes cost a converge ~7 ms.
+# Compiled on first use (PEP 562): a class of tens of thousands of code points is slow to
+# compile and `context`'s light path needs only the strings above; a one-character question
+# compares code points instead (`is_han`, `is_cjk`).
 _PATTERNS = {
     "HAN_RUN": f"[{HAN}]+",
     "CJK_RUN": f"[{CJK}]+",
@@ -56,7 +54,7 @@ def _ranges(body: str) -> tuple[tuple[int, int], ...]:
 
 _HAN_RANGES = _ranges(HAN)
 # CJK's ranges as code points: `is_cjk` asks about one character at a time (the scan's word
-# boundaries), where comparing code points costs less than compiling the class (~10 ms, once per
+# boundaries), where comparing code points costs less than compiling the class (once per
 # process: in every cold scan) and matching it.
 _CJK_RANGES = _ranges(CJK)
 

@@ -333,10 +333,9 @@ _HASH_WORDS = _Lazy(
     r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b"
 )
 
-# `key: value`, `key = value`, `key=value`, `"key": "value"`, `密码：value`, `密码是value`,
-# `api key is value`. The key is matched from the word that ends it (`DB_PASSWORD`, `githubToken`,
-# `api-key`), so `token_budget` and `max_tokens` are not keys here. (A leading `[\w.-]*` would make
-# long identifiers quadratic.) A quoted value may hold spaces (`password: "correct horse …"`).
+# `key: value`, `key=value`, `"key": "value"`, `密码：value`, `api key is value`: the key matched
+# from the word that ends it (`DB_PASSWORD`; not `token_budget`), with no leading `[\w.-]*`
+# (quadratic on long identifiers); a quoted value may hold spaces.
 _KEY_VALUE = _Lazy(
     r"(?P<key>(?i:(?P<word>password|passwd|passphrase|pwd|(?<![A-Za-z])pass|secret|token"
     r"|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key(?:[ _-]?id)?|client[ _-]?secret"

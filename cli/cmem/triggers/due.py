@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 # the machine folder's record of unattended passes that failed (`if_due.record_failure`): named
 # here, stdlib only, so the stored results' key (reading/stored_results.py) names the file without
-# importing if_due (subprocess, threading: ~5 ms of every read command's miss)
+# importing if_due (subprocess, threading) on every read command's miss
 FAILURES_FILE = "unattended.json"
 
 

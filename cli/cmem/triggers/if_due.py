@@ -98,12 +98,9 @@ def due_now(vault: Vault, scheduled: bool = False, now: datetime | None = None) 
     return due
 
 
-# --- unattended runs: `git gc --auto` manners ---------------------------------------------
-#
-# Triggers nobody watches (the shell hook, the agent hook, `cmem watch`, cron) are quiet when
-# another pass holds the lock, log one line per outcome in the machine folder, and after
-# FAILURE_LIMIT failures in a row stop trying until a person runs `cmem converge` or `cmem doctor`:
-# a broken model command must not fail silently after every shell exit for months.
+# --- unattended runs, with `git gc --auto` manners: quiet when the vault is busy, one log line
+# an outcome, and after FAILURE_LIMIT failures in a row no more tries until a person runs
+# `cmem converge` or `cmem doctor` (a broken model must not fail silently for months).
 
 FAILURE_LIMIT = 3
 LOG_FILE = "cmem.log"

@@ -17,8 +17,8 @@ from cmem.errors import ConfigError
 from cmem.vault.globs import any_glob
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 
-# typing only names the annotations (never evaluated): importing it would cost every command
-# that opens a vault ~3 ms
+# typing only names the annotations (never evaluated): every command that opens a vault
+# would pay for importing it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -167,7 +167,7 @@ def _check_unknown_keys(data: Any, schema: dict, where: Path, prefix: str = "") 
         dotted = f"{prefix}{key}"
         if key not in known:
             if schema.get("additionalProperties", True) is False:
-                import difflib  # only for this error: every config load would pay ~1 ms
+                import difflib  # only for this error, not on every config load
 
                 close = difflib.get_close_matches(str(key), list(known), n=1)
                 hint = (
@@ -197,7 +197,7 @@ def _validate(data: Any, schema_name: str, where: Path) -> None:
     if validator is None:
         from cmem.vault.config_cache import validator as stored_validator
 
-        # compiled once per schema text and kept as bytecode: compiling costs ~38 ms a run
+        # compiled once per schema text and kept as bytecode, not compiled every run
         validator = _validators[schema_name] = stored_validator(json.dumps(schema, sort_keys=True))
     try:
         validator(data)
@@ -287,11 +287,9 @@ def parse_config(data: dict | None, where: Path) -> Config:
     )
 
 
-# --- paths from settings -------------------------------------------------------------------
-# Every path a setting names stays inside the vault, outside dot-folders, inside its layer, and
-# layers never overlap (SPEC §5, "Steps"). Checked here, once, so a bad setting is one error at
-# load time instead of a surprise at write time. Symbolic links are a property of the disk, not
-# of the setting: `Vault.confined` checks them when a path is used.
+# --- paths from settings: inside the vault, outside dot-folders, layers apart; checked once at
+# load, so a bad setting is one error then, not a surprise at write time (symbolic links are
+# the disk's, checked by `Vault.confined` when a path is used).
 
 
 def relative_path_problem(rel: str) -> str | None:

@@ -1,7 +1,7 @@
 """Config loading without its fixed costs: the schema validator as stored bytecode, the YAML as
 stored data.
 
-`fastjsonschema.compile` generates and compiles ~60 KB of Python on every run (~38 ms), and
+`fastjsonschema.compile` generates and compiles ~60 KB of Python on every run, and
 `import yaml` plus the parse costs more than the rest of a warm `cmem status`. Both results depend
 only on their input text, so they are stored content-addressed (a sha256 of the text, the library
 version and the Python version in the name): no staleness to reason about, an edit is a new key.
@@ -18,8 +18,8 @@ import sys
 
 from cmem.cache_store import Kept
 
-# typing only names the annotations (never evaluated): importing it would cost every command
-# that opens a vault ~3 ms
+# typing only names the annotations (never evaluated): every command that opens a vault
+# would pay for importing it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -39,7 +39,7 @@ def _digest(*parts: str) -> str:
 class SchemaValueError(ValueError):
     """What a stored validator raises for a value the schema refuses: the attributes of
     fastjsonschema's JsonSchemaValueException (message, value, name, definition, rule), without
-    importing that package (~30 ms with its drafts and decimal) on every config load."""
+    importing that package (with its drafts and decimal) on every config load."""
 
     def __init__(self, message, value=None, name=None, definition=None, rule=None, **_):
         super().__init__(message)
@@ -67,8 +67,8 @@ class _DecimalType(type):
 class _Decimal(metaclass=_DecimalType):
     """What the generated code's `Decimal` names when the code only asks `isinstance(x, (int,
     float, Decimal))` (cmem's schemas): a value can be a `decimal.Decimal` only once the decimal
-    module is loaded, so this asks that module when it is, without importing it (~3 ms of every
-    config load). Code that computes with Decimal (`multipleOf`) keeps its import."""
+    module is loaded, so this asks that module when it is, without importing it on every
+    config load. Code that computes with Decimal (`multipleOf`) keeps its import."""
 
 
 # the lines of generated code that import at run time: fastjsonschema, for its exception classes,

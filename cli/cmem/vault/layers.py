@@ -166,17 +166,15 @@ class Vault:
     def rel(self, path: str | os.PathLike[str]) -> str:
         text = os.fspath(path)
         # Fast path for the paths a listing makes (root + "/" + plain parts): listings call this
-        # for every entry, and relpath + Path cost ~50 µs each.
+        # for every entry, and relpath + Path cost more than the listing itself.
         if os.sep == "/" and text.startswith(self._root_prefix):
             rest = text[len(self._root_prefix) :]
             if not any(part in ("", ".", "..") for part in rest.split("/")):
                 return rest
         return Path(os.path.relpath(path, self.root)).as_posix()
 
-    # --- confinement -----------------------------------------------------------------
-    # Settings are checked when the config loads (config.relative_path_problem, no overlapping
-    # layers). What the disk holds can still lead elsewhere: a layer folder committed as a
-    # symbolic link to `../elsewhere`, a month folder of the archive linked into `.git/`.
+    # --- confinement: settings are checked at load, but the disk can still lead elsewhere (a
+    # layer folder linked to `../elsewhere`, an archive month linked into `.git/`)
 
     def layer_folder(self, layer: str) -> str:
         """The configured folder of a layer ('' for the divergent layer: the vault root)."""

@@ -16,7 +16,7 @@ def machine_dir_of(root: str | os.PathLike) -> str:
     import re
 
     try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL (~4 ms)
+        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
     except ImportError:  # pragma: no cover - builds without it
         from hashlib import sha256
 

@@ -138,8 +138,7 @@ _GROWN_CHUNK = 65536
 
 def _read_bytes(location, size: int, max_bytes: int) -> bytes:
     """The file's bytes, up to `max_bytes + 1`, asked for by the size its stat gave: reading
-    `max_bytes + 1` at once made a 2 MB buffer for every 2 KB note (~30 ms of a cold scan at 10k
-    notes). A file that grew since the stat is read on, in chunks, to its end or the limit — the
+    `max_bytes + 1` at once made a 2 MB buffer for every 2 KB note. A file that grew since the stat is read on, in chunks, to its end or the limit — the
     same bytes `open(...).read(max_bytes + 1)` returns. No Path and no file object: a scan reads
     thousands."""
     fd = os.open(location, os.O_RDONLY)

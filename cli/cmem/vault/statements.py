@@ -384,10 +384,8 @@ def parse_statements(
 
 
 _DROP_CATEGORIES = ("P", "Z", "S", "C")
-# Kept although they are punctuation or symbols: they change what a statement says. Currency
-# (`€60k` vs `$60k`), comparison and other maths signs (`≥` vs `≤`), the question mark
-# (`I live in Berlin.` vs `I live in Berlin?`). Digits and words (negations included) are
-# letters and numbers and always kept.
+# Kept although they are punctuation or symbols, since they change what a statement says:
+# currency (`€60k` vs `$60k`), maths signs (`≥` vs `≤`), the question mark.
 _KEEP_CATEGORIES = ("Sc", "Sm")
 _KEEP = frozenset("?")
 # A decimal point between digits (`3.12` vs `31.2`) and a minus before one (`-5` vs `5`) are
@@ -395,13 +393,13 @@ _KEEP = frozenset("?")
 _DECIMAL, _MINUS = "\u2219", "\u2212"
 # Written sign first, the lookbehinds after it: a pattern that starts with a character class is
 # searched for those characters alone, where `(?<=\d)\.(?=\d)|(?<![\w.])[-−–](?=\d)` was tried at
-# every position of every statement (8x slower; tests/vault/test_statements.py holds them equal).
+# every position of every statement (tests/vault/test_statements.py holds them equal).
 _NUMBER_MARKS = re.compile(r"[.\-\u2212\u2013](?=\d)(?:(?<=\d\.)|(?<=[-\u2212\u2013])(?<![\w.].))")
 
 
 class _DropTable(dict):
     """code point -> None (drop) or itself, filled on first sight: `str.translate` then runs in
-    C, ~20x faster than testing each character's category in Python (scans normalise every
+    C, far faster than testing each character's category in Python (scans normalise every
     convergent statement)."""
 
     def __missing__(self, code: int) -> int | None:
@@ -434,13 +432,9 @@ def normalize(text: str) -> str:
     return _drop(text)
 
 
-# The signs nearly every statement holds, each one `_DROP` drops (tests/vault/test_statements.py
-# checks against the table): ASCII's controls, spaces and punctuation, and the CJK punctuation
-# NFKC leaves as it is. Taking them out first in C, as bytes (UTF-8 encodes every other
-# character in bytes above 0x7F, so none is cut) and by `replace`, leaves nearly always letters
-# and digits alone, which the table keeps (`isalnum`: Unicode categories L and N). The per-
-# character `translate` (a dict look-up and an int object per character: ~half of `normalize`
-# on a Chinese line, a cold scan's per-hit key, issue 13) then runs only for the rare rest.
+# The signs nearly every statement holds, each one `_DROP` drops: taken out first in C (as bytes
+# and by `replace`), so the per-character `translate` runs only for the rare rest (issue 13;
+# tests/vault/test_statements.py checks against the table).
 _ASCII_DROPS = bytes(range(0x24)) + b"%&'()*,-./:;@[\\]^_`{}\x7f"
 _CJK_DROPS = "。、「」『』《》【】〈〉—·“”‘’"
 
@@ -459,10 +453,8 @@ def _drop(text: str) -> str:
     return text.translate(_DROP)
 
 
-# The full-width signs Chinese text is written with, each with its NFKC form. They are what
-# keeps most Chinese lines from passing NFKC's quick check, and the full normalisation then costs
-# ~100x the check (most of a cold scan's per-hit key, issue 13). Each is its own whole
-# compatibility decomposition, so putting the ASCII sign in first leaves NFKC's result unchanged.
+# The full-width signs that keep most Chinese lines from NFKC's quick check (issue 13), each
+# with its NFKC form: its own whole decomposition, so putting it in first changes no result.
 _WIDE_PUNCTUATION = tuple(
     (chr(code), unicodedata.normalize("NFKC", chr(code))) for code in map(ord, "，：；！？（）")
 )

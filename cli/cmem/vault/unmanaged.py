@@ -71,10 +71,8 @@ def unmanaged_notes(vault: Vault) -> list[str]:
     found = []
     root = str(vault.root)
     templates = template_folders(vault.root)
-    # Every note in a memory or archive layer folder, and in any folder below it, is read by that
-    # layer (the checklist aside, which is no note either): none of them can be unmanaged, so
-    # those trees are not walked at all — at 10k notes that skips ~9k notes' classification.
-    # (No divergent folder lies inside a layer folder: the config refuses it.)
+    # A note in a memory or archive layer's tree is that layer's, never unmanaged, so those
+    # trees are not walked (no divergent folder lies inside one: the config refuses it).
     layer_bases = [
         base
         for base in (

@@ -4,12 +4,12 @@
 - `frontmatter_hazard`: why a block is not even parsed — anchors or aliases (an alias bomb is a
   few hundred bytes that expand to gigabytes), too large, too deep — checked on YAML events
   before anything is built.
-- `safe_load`: PyYAML's safe loader, its C version where built (6x the pure one). The config,
+- `safe_load`: PyYAML's safe loader, its C version where built (several times the pure one). The config,
   the notes' frontmatter and a sync's frontmatter merge all load through it.
 - `parse_frontmatter_block`: hazard check, then `safe_load`, with the problem named.
 - `read_frontmatter`: what the scanner calls for every note. Nearly every note's frontmatter is
   plain (`key: scalar`, `key: [a, b]`, `key:` + `- item` lines); `_plain_frontmatter` reads that
-  subset without a parser, at a fraction of a parse (150 µs a block), and gives None for
+  subset without a parser, at a fraction of a parse, and gives None for
   anything else, which the full load then decides. It must give exactly what the full load
   gives whenever it answers: scalars are resolved as YAML 1.1 resolves them (yes/on → True,
   ~ → None, 2026-11-28 → a date, 42 → an int) and a form it cannot be sure of is left to the
@@ -26,8 +26,8 @@ import datetime
 import re
 from functools import lru_cache
 
-# typing only names the annotations (never evaluated): importing it would cost every command
-# that opens a vault ~3 ms
+# typing only names the annotations (never evaluated): every command that opens a vault
+# would pay for importing it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -71,8 +71,8 @@ def safe_load(text: str) -> Any:
 
 
 def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
-    """(mapping, error) for a frontmatter block. Parsing is done only where needed: at 150 µs a
-    block it is the slowest part of reading a note."""
+    """(mapping, error) for a frontmatter block. Parsing is done only where needed: it is the
+    slowest part of reading a note."""
     if not block or not block.strip():
         return {}, None
     import yaml
@@ -114,7 +114,7 @@ def frontmatter_hazard(block: str) -> str | None:
     if len(block) <= MAX_FRONTMATTER_BYTES // 4 and _plain_frontmatter(block) is not None:
         # a plain block (what `read_frontmatter` reads without a parser) holds no anchor or
         # alias and nests two levels at most: a memory file's `summary:` with a few colons
-        # or tags no longer imports yaml (~25 ms of a one-note pass) to be scanned
+        # or tags no longer imports yaml to be scanned
         return None
     import yaml
 
