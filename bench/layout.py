@@ -209,6 +209,44 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
+# The extension points: each registry's module and name (issue 36).
+REGISTRIES = {
+    "engines": ("cmem.converge.engines", "ENGINES"),
+    "validator rules of each file block": ("cmem.converge.validate", "CHANGE_RULES"),
+    "validator rules of the whole reply": ("cmem.converge.validate", "REPLY_RULES"),
+}
+
+
+def registries(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """Each registry's keys as the source writes them (`"llm"`, `FRONTMATTER`), read without
+    importing the package."""
+    found: dict[str, list[str]] = {}
+    paths = modules(package)
+    for label, (module, name) in REGISTRIES.items():
+        keys: list[str] = []
+        for node in ast.parse(paths[module].read_text("utf-8")).body:
+            target = node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id == name:
+                if isinstance(node.value, ast.Dict):
+                    keys = [ast.unparse(key) for key in node.value.keys if key is not None]
+        found[label] = keys
+    return found
+
+
+def rule_classes(package: Path = PACKAGE) -> list[str]:
+    """Classes in the validator's rule modules (`converge/check_….py`): a rule is a function
+    registered under its id, so there should be none."""
+    return sorted(
+        f"{name}.{node.name}"
+        for name, path in modules(package).items()
+        if name.startswith("cmem.converge.check_")
+        for node in ast.parse(path.read_text("utf-8")).body
+        if isinstance(node, ast.ClassDef)
+    )
+
+
 # A timing or a ratio: measurements belong in docs/benchmarks.md, not in the code (issue 36).
 FIGURE = re.compile(r"\d\s?(ms|µs|ns)\b|\d(\.\d+)?\s?(×|x\b)")
 # A comment says one line of why; a block past this many lines is an essay (issue 36).
@@ -284,6 +322,11 @@ def report(package: Path = PACKAGE) -> str:
     parsers = argv_parsers(package)
     out.append(f"hand-written command-line parsers: {len(parsers)}")
     out += [f"  {name}" for name in parsers]
+    for label, keys in registries(package).items():
+        out.append(f"{label}: {len(keys)} registered ({', '.join(keys)})")
+    classes = rule_classes(package)
+    out.append(f"classes in the validator's rule modules: {len(classes)}")
+    out += [f"  {name}" for name in classes]
     upward = upward_imports(package)
     out.append(f"imports running up the layers: {len(upward)}")
     out += [f"  {line}" for line in upward]

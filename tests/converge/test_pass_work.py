@@ -66,9 +66,15 @@ def test_listings_end_before_the_pass_writes(pass_vault):
 
 
 def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypatch):
-    from cmem.converge import validate
+    from functools import cached_property
 
-    tails = _counting(monkeypatch, validate._Checker, "_tails")
+    from cmem.converge.checker import ReplyReading
+
+    tails: list = []
+    made = ReplyReading.path_tails.func
+    counted = cached_property(lambda reply: tails.append(reply) or made(reply))
+    counted.__set_name__(ReplyReading, "path_tails")
+    monkeypatch.setattr(ReplyReading, "path_tails", counted)
     result = run_pass(open_vault(pass_vault), PassOptions(engine="builtin"))
     assert result.status == "applied"
     assert tails == []  # every path's tails are made only for a source written as a path

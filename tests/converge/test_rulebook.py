@@ -53,7 +53,7 @@ BEFORE = ("converged/core/profile.md", "converged/topics/bluefin.md")
 
 
 def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
-    """The rule argument of every rejection in a module: `self.error(file, line, RULE, …)` and
+    """The rule argument of every rejection in a module: `reply.error(file, line, RULE, …)` and
     `Issue(file, line, RULE, …)` appended to `errors`."""
     tree = ast.parse(path.read_text("utf-8"))
     found = []
@@ -62,7 +62,7 @@ def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
             continue
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "error" and len(node.args) >= 3:
-            if isinstance(func.value, ast.Name) and func.value.id in ("self", "checker"):
+            if isinstance(func.value, ast.Name) and func.value.id in ("self", "reply"):
                 rule = node.args[2]
                 # `A if … else B`: each of the two is a rule
                 found += (
@@ -86,7 +86,7 @@ def _rule_args(path: Path) -> list[tuple[int, ast.expr]]:
 def test_every_rejection_cites_a_rule_of_the_rulebook(path):
     args = _rule_args(path)
     # a module of warnings only (the invention check) rejects nothing
-    assert args or "self.warn(" in path.read_text("utf-8"), f"no rejection found in {path.name}"
+    assert args or "reply.warn(" in path.read_text("utf-8"), f"no rejection found in {path.name}"
     names = {
         name
         for name, value in vars(rules).items()

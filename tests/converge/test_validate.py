@@ -1154,8 +1154,9 @@ def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
     """The resident files as the size cap counts them: the pass's own texts without a second
     look at the disk, the files it did not read from the disk, never a FIFO, and nothing
     from outside the resident folder; the same as every file looked at and classified."""
+    from cmem.converge.checker import ReplyReading
     from cmem.converge.response import Response
-    from cmem.converge.validate import RESIDENT, _Checker
+    from cmem.converge.validate import RESIDENT
     from cmem.vault.notes import read_note
 
     vault, ctx = reply_vault
@@ -1178,8 +1179,8 @@ def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
     is_file, layer_of = Path.is_file, Vault.layer_of
     monkeypatch.setattr(Path, "is_file", lambda p: looked.append(p.name) or is_file(p))
     monkeypatch.setattr(Vault, "layer_of", lambda v, r: classified.append(r) or layer_of(v, r))
-    checker = _Checker(vault, Response(), ctx, Validation())
-    assert checker.resident_texts() == expected
+    reply = ReplyReading(vault, Response(), ctx, Validation())
+    assert reply.resident_texts == expected
     assert "converged/core/unread.md" in expected and "converged/core/pipe.md" not in expected
     assert sorted(looked) == ["pipe.md", "unread.md"]  # the files the pass did not read
     assert "converged/topics/t.md" not in classified

@@ -112,3 +112,31 @@ def test_one_command_line_parser(layout):
     """The light entry's commands are read by `cmem.command_line.parse` alone (its table is held
     to typer's by tests/surfaces/test_command_line.py): no other hand-written argv loop."""
     assert layout.argv_parsers() == ["cmem.command_line.parse"]
+
+
+def test_engines_and_rules_are_registries_the_report_reads(layout):
+    """The extension points are dicts the report reads from the source, and match what the code
+    runs: an engine or a rule added outside them would not be run."""
+    from cmem.converge import engines, rules, validate
+
+    found = layout.registries()
+    assert found["engines"] == [repr(name) for name in engines.ENGINES]
+    for label, registry in (
+        ("validator rules of each file block", validate.CHANGE_RULES),
+        ("validator rules of the whole reply", validate.REPLY_RULES),
+    ):
+        names = [key for key in found[label]]
+        values = [getattr(rules, name, None) for name in names]
+        assert values == list(registry), label
+        assert all(callable(check) and not isinstance(check, type) for check in registry.values())
+    assert layout.rule_classes() == []
+
+
+def test_the_rule_class_check_catches_a_class_of_checks(layout, tmp_path):
+    import shutil
+
+    copy = tmp_path / "cmem"
+    shutil.copytree(PACKAGE, copy)
+    with (copy / "converge" / "check_sizes.py").open("a", encoding="utf-8") as out:
+        out.write("\n\nclass SizeChecks:\n    pass\n")
+    assert layout.rule_classes(copy) == ["cmem.converge.check_sizes.SizeChecks"]

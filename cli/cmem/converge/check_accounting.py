@@ -3,202 +3,212 @@ by lines, and `<converged>`/`<deferred>` name only notes of the pass."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, CheckerBase, Doc
+from cmem.converge.checker import Doc, ReplyReading
 from cmem.converge.paths import convergent_path_problem, show_path
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
-from cmem.converge.rules import ACCOUNTING
+from cmem.converge.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
 from cmem.vault.statements import WIKILINK
 
 
-class AccountingChecks(CheckerBase):
-    def selected_path(self, note: str) -> str | None:
-        """The note of the pass a `note=` attribute names: by path or by name, `.md` optional."""
-        wanted = note.strip().removeprefix("[[").removesuffix("]]").removesuffix(".md")
-        for path in self.ctx.selected:
-            stem = path.removesuffix(".md")
-            if wanted in (stem, stem.rsplit("/", 1)[-1]):
-                return path
-        return None
+def selected_path(reply: ReplyReading, note: str) -> str | None:
+    """The note of the pass a `note=` attribute names: by path or by name, `.md` optional."""
+    wanted = note.strip().removeprefix("[[").removesuffix("]]").removesuffix(".md")
+    for path in reply.ctx.selected:
+        stem = path.removesuffix(".md")
+        if wanted in (stem, stem.rsplit("/", 1)[-1]):
+            return path
+    return None
 
-    def check_notes(self, changes: list[Change]) -> None:
-        """Rule 7: every note of the pass is accounted for — converged (and then cited by a
-        statement of memory as the pass leaves it), deferred, or converged with some of its
-        lines deferred (`lines="3,5"`); only notes of the pass are named."""
-        written = {change.path: change.new.text for change in changes}
-        seen: dict[str, str] = {}
-        merged: dict[str, ConvergedEntry] = {}
-        for entry in self.response.converged:
-            again = self.selected_path(entry.note)
-            if again is not None and seen.get(again) == "converged":
-                # one note converged into several files, written as several elements: one entry
-                if self._into_ok(entry, again, written) and again in merged:
-                    merged[again].into.extend(t for t in entry.into if t not in merged[again].into)
-                continue
-            path = self._note_of_pass(entry.note, entry.line, "converged", seen)
-            if path and self._into_ok(entry, path, written):
-                merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
-                self.result.converged.append(merged[path])
-        partly: dict[str, DeferredEntry] = {}
-        for deferral in self.response.deferred:
-            if deferral.lines:
-                self._deferred_lines(deferral, seen, partly)
-                continue
-            path = self._note_of_pass(deferral.note, deferral.line, "deferred", seen)
-            if path:
-                self.result.deferred.append(DeferredEntry(path, deferral.reason, deferral.line))
-        self.result.deferred.extend(partly.values())
-        for path in self.ctx.selected:
-            if path in seen and seen[path] != "lines":
-                continue
-            self.warn(
-                path,
-                0,
-                "unaccounted",
-                "the reply neither converged nor deferred this note; it is treated as deferred"
-                if path not in seen
-                else "the reply deferred some lines of this note and did not converge it; its "
-                "other lines are treated as deferred",
-            )
-            self.result.deferred.append(
-                DeferredEntry(path, "neither converged nor deferred by the reply", 0)
-            )
-        self.check_cited(changes)
-        self.result.line_reasons = self.line_reasons
 
-    def _deferred_lines(
-        self, entry: DeferredEntry, seen: dict[str, str], partly: dict[str, DeferredEntry]
-    ) -> None:
-        """`<deferred note=… lines=…>`: those lines of a note of the pass wait; the note may be
-        converged besides (its other lines)."""
-        path = self.selected_path(entry.note)
-        if path is None:
-            self._note_of_pass(entry.note, entry.line, "deferred", seen)  # names the error
-            return
-        if seen.get(path) == "deferred":
-            self.error(
-                RESPONSE,
-                entry.line,
-                ACCOUNTING,
-                f"{path} is deferred whole and in part; write one <deferred> for the whole note, or <converged> with <deferred lines=…> for the lines that wait",
-            )
-            return
-        count = self.ctx.line_counts.get(path)
-        outside = [n for n in entry.lines if count is not None and not 0 < n <= count]
-        if outside:
-            self.error(
-                RESPONSE,
-                entry.line,
-                ACCOUNTING,
-                f"<deferred note={entry.note!r} lines=…> names line {outside[0]}, but {path} has {count} lines; use the line numbers shown in the note",
-            )
-            return
-        seen.setdefault(path, "lines")
-        reasons = dict(self.line_reasons.get(path, {}))
-        for number in entry.lines:
-            reasons.setdefault(number, entry.reason)
-        self.line_reasons[path] = reasons
-        before = partly.get(path)
-        lines = tuple(sorted(set(before.lines if before else ()) | set(entry.lines)))
-        partly[path] = DeferredEntry(
-            path, before.reason if before else entry.reason, entry.line, lines
+def check_notes(reply: ReplyReading) -> None:
+    """Rule 7: every note of the pass is accounted for — converged (and then cited by a
+    statement of memory as the pass leaves it), deferred, or converged with some of its
+    lines deferred (`lines="3,5"`); only notes of the pass are named."""
+    written = {change.path: change.new.text for change in reply.changes}
+    seen: dict[str, str] = {}
+    merged: dict[str, ConvergedEntry] = {}
+    for entry in reply.response.converged:
+        again = selected_path(reply, entry.note)
+        if again is not None and seen.get(again) == "converged":
+            # one note converged into several files, written as several elements: one entry
+            if _into_ok(reply, entry, again, written) and again in merged:
+                merged[again].into.extend(t for t in entry.into if t not in merged[again].into)
+            continue
+        path = _note_of_pass(reply, entry.note, entry.line, "converged", seen)
+        if path and _into_ok(reply, entry, path, written):
+            merged[path] = ConvergedEntry(path, list(dict.fromkeys(entry.into)), entry.line)
+            reply.result.converged.append(merged[path])
+    partly: dict[str, DeferredEntry] = {}
+    for deferral in reply.response.deferred:
+        if deferral.lines:
+            _deferred_lines(reply, deferral, seen, partly)
+            continue
+        path = _note_of_pass(reply, deferral.note, deferral.line, "deferred", seen)
+        if path:
+            reply.result.deferred.append(DeferredEntry(path, deferral.reason, deferral.line))
+    reply.result.deferred.extend(partly.values())
+    for path in reply.ctx.selected:
+        if path in seen and seen[path] != "lines":
+            continue
+        reply.warn(
+            path,
+            0,
+            UNACCOUNTED,
+            "the reply neither converged nor deferred this note; it is treated as deferred"
+            if path not in seen
+            else "the reply deferred some lines of this note and did not converge it; its "
+            "other lines are treated as deferred",
+        )
+        reply.result.deferred.append(
+            DeferredEntry(path, "neither converged nor deferred by the reply", 0)
+        )
+    check_cited(reply)
+
+
+def _deferred_lines(
+    reply: ReplyReading,
+    entry: DeferredEntry,
+    seen: dict[str, str],
+    partly: dict[str, DeferredEntry],
+) -> None:
+    """`<deferred note=… lines=…>`: those lines of a note of the pass wait; the note may be
+    converged besides (its other lines)."""
+    path = selected_path(reply, entry.note)
+    if path is None:
+        _note_of_pass(reply, entry.note, entry.line, "deferred", seen)  # names the error
+        return
+    if seen.get(path) == "deferred":
+        reply.error(
+            RESPONSE,
+            entry.line,
+            ACCOUNTING,
+            f"{path} is deferred whole and in part; write one <deferred> for the whole note, or <converged> with <deferred lines=…> for the lines that wait",
+        )
+        return
+    count = reply.ctx.line_counts.get(path)
+    outside = [n for n in entry.lines if count is not None and not 0 < n <= count]
+    if outside:
+        reply.error(
+            RESPONSE,
+            entry.line,
+            ACCOUNTING,
+            f"<deferred note={entry.note!r} lines=…> names line {outside[0]}, but {path} has {count} lines; use the line numbers shown in the note",
+        )
+        return
+    seen.setdefault(path, "lines")
+    reasons = dict(reply.result.line_reasons.get(path, {}))
+    for number in entry.lines:
+        reasons.setdefault(number, entry.reason)
+    reply.result.line_reasons[path] = reasons
+    before = partly.get(path)
+    lines = tuple(sorted(set(before.lines if before else ()) | set(entry.lines)))
+    partly[path] = DeferredEntry(path, before.reason if before else entry.reason, entry.line, lines)
+
+
+def check_cited(reply: ReplyReading) -> None:
+    """A note marked converged must be cited by at least one statement of memory as the
+    pass leaves it (one it wrote, or one it kept): checked mechanically, not by words."""
+    if not reply.result.converged:
+        return
+    texts = {path: text for path, text in reply.ctx.originals.items() if text}
+    texts.update({change.path: change.new.text for change in reply.changes})
+    for entry in reply.result.converged:
+        names = names_of(reply, entry.note)
+        into = [texts[path] for path in entry.into if path in texts]
+        if any(_cites(text, names) for text in into) or any(
+            _cites(text, names) for text in texts.values()
+        ):
+            continue
+        shown = sorted(names)[0]
+        reply.error(
+            RESPONSE,
+            entry.line,
+            ACCOUNTING,
+            f"{entry.note} is marked converged, but no statement cites [[{shown}]]; cite it in the statements that hold what it says, or <deferred> it with the reason",
         )
 
-    def check_cited(self, changes: list[Change]) -> None:
-        """A note marked converged must be cited by at least one statement of memory as the
-        pass leaves it (one it wrote, or one it kept): checked mechanically, not by words."""
-        if not self.result.converged:
-            return
-        texts = {path: text for path, text in self.ctx.originals.items() if text}
-        texts.update({change.path: change.new.text for change in changes})
-        for entry in self.result.converged:
-            names = self.names_of(entry.note)
-            into = [texts[path] for path in entry.into if path in texts]
-            if any(_cites(text, names) for text in into) or any(
-                _cites(text, names) for text in texts.values()
-            ):
-                continue
-            shown = sorted(names)[0]
-            self.error(
-                RESPONSE,
-                entry.line,
-                ACCOUNTING,
-                f"{entry.note} is marked converged, but no statement cites [[{shown}]]; cite it in the statements that hold what it says, or <deferred> it with the reason",
-            )
 
-    def _note_of_pass(self, note: str, line: int, kind: str, seen: dict[str, str]) -> str | None:
-        path = self.selected_path(note)
-        if path is None:
-            self.error(
+def _note_of_pass(
+    reply: ReplyReading, note: str, line: int, kind: str, seen: dict[str, str]
+) -> str | None:
+    path = selected_path(reply, note)
+    if path is None:
+        reply.error(
+            RESPONSE,
+            line,
+            ACCOUNTING,
+            f'<{kind} note="{show_path(note)}"> names a note that is not in this pass; name only the notes given to you',
+        )
+        return None
+    if path in seen:
+        if seen[path] == "lines" and kind == "converged":
+            seen[path] = kind  # some lines deferred, the rest converged
+            return path
+        if seen[path] != kind:
+            reply.error(
                 RESPONSE,
                 line,
                 ACCOUNTING,
-                f'<{kind} note="{show_path(note)}"> names a note that is not in this pass; name only the notes given to you',
+                f"{path} is both converged and deferred whole; defer only some of its lines (<deferred lines=…>), or choose one",
             )
-            return None
-        if path in seen:
-            if seen[path] == "lines" and kind == "converged":
-                seen[path] = kind  # some lines deferred, the rest converged
-                return path
-            if seen[path] != kind:
-                self.error(
-                    RESPONSE,
-                    line,
-                    ACCOUNTING,
-                    f"{path} is both converged and deferred whole; defer only some of its lines (<deferred lines=…>), or choose one",
-                )
-            else:
-                self.warn(
-                    RESPONSE, line, "unknown", f"{path} is {kind} twice; the first entry counts"
-                )
-            return None
-        seen[path] = kind
-        return path
+        else:
+            reply.warn(RESPONSE, line, UNKNOWN, f"{path} is {kind} twice; the first entry counts")
+        return None
+    seen[path] = kind
+    return path
 
-    def names_of(self, path: str) -> set[str]:
-        """The wikilink names a note of the pass is cited by: its name, and its path without
-        `.md`."""
-        stem = path.removesuffix(".md")
-        return {stem.rsplit("/", 1)[-1], stem}
 
-    def _into_ok(self, entry: ConvergedEntry, note_path: str, written: dict[str, str]) -> bool:
-        name = note_path.rsplit("/", 1)[-1].removesuffix(".md")
-        ok = True
-        for into in entry.into:
-            problem = convergent_path_problem(self.vault, into)
-            text = None if problem else written.get(into) or self._existing(into)
-            if problem or text is None:
-                why = (
-                    f"the path {problem}"
-                    if problem
-                    else "that file is neither in the reply nor in the vault"
-                )
-                self.error(
-                    RESPONSE, entry.line, ACCOUNTING, f'<converged into="{show_path(into)}">: {why}'
-                )
-                ok = False
-            elif not any(
-                source == name for s in self.parsed(into, text).statements for source in s.sources
-            ):
-                self.warn(
-                    into,
-                    0,
-                    "converged",
-                    f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]",
-                )
-        return ok
+def names_of(reply: ReplyReading, path: str) -> set[str]:
+    """The wikilink names a note of the pass is cited by: its name, and its path without
+    `.md`."""
+    stem = path.removesuffix(".md")
+    return {stem.rsplit("/", 1)[-1], stem}
 
-    def parsed(self, path: str, text: str) -> Doc:
-        """A target file parsed once, however many <converged> elements name it."""
-        if path not in self._parsed:
-            self._parsed[path] = self.parse(text)
-        return self._parsed[path]
 
-    def _existing(self, path: str) -> str | None:
-        text = self.ctx.originals.get(path)
-        if text is not None:
-            return text
-        full = self.vault.root / path
-        return full.read_text("utf-8", errors="replace") if full.is_file() else None
+def _into_ok(
+    reply: ReplyReading, entry: ConvergedEntry, note_path: str, written: dict[str, str]
+) -> bool:
+    name = note_path.rsplit("/", 1)[-1].removesuffix(".md")
+    ok = True
+    for into in entry.into:
+        problem = convergent_path_problem(reply.vault, into)
+        text = None if problem else written.get(into) or _existing(reply, into)
+        if problem or text is None:
+            why = (
+                f"the path {problem}"
+                if problem
+                else "that file is neither in the reply nor in the vault"
+            )
+            reply.error(
+                RESPONSE, entry.line, ACCOUNTING, f'<converged into="{show_path(into)}">: {why}'
+            )
+            ok = False
+        elif not any(
+            source == name for s in parsed(reply, into, text).statements for source in s.sources
+        ):
+            reply.warn(
+                into,
+                0,
+                CONVERGED,
+                f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]",
+            )
+    return ok
+
+
+def parsed(reply: ReplyReading, path: str, text: str) -> Doc:
+    """A target file parsed once, however many <converged> elements name it."""
+    done: dict[str, Doc] = reply.once("parsed targets", dict)
+    if path not in done:
+        done[path] = reply.parse(text)
+    return done[path]
+
+
+def _existing(reply: ReplyReading, path: str) -> str | None:
+    text = reply.ctx.originals.get(path)
+    if text is not None:
+        return text
+    full = reply.vault.root / path
+    return full.read_text("utf-8", errors="replace") if full.is_file() else None
 
 
 def _cites(text: str, names: set[str]) -> bool:

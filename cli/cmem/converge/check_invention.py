@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from cmem.converge.checker import Change, CheckerBase, short_text
+from cmem.converge.checker import ReplyReading, short_text
+from cmem.converge.rules import INVENTION
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 
@@ -18,48 +19,47 @@ INVENTION_THRESHOLD = 0.3
 _INVENTION_MIN_TOKENS = 3
 
 
-class InventionChecks(CheckerBase):
-    def source_words(self, name: str) -> set[str]:
-        """A cited note's words, tokenised once however many statements cite it."""
-        if name not in self._source_words:
-            self._source_words[name] = word_tokens(self.cited_text(name) or "")
-        return self._source_words[name]
+def source_words(reply: ReplyReading, name: str) -> set[str]:
+    """A cited note's words, tokenised once however many statements cite it."""
+    words: dict[str, set[str]] = reply.once("source words", dict)
+    if name not in words:
+        words[name] = word_tokens(reply.cited_text(name) or "")
+    return words[name]
 
-    def check_invention(self, changes: list[Change]) -> None:
-        for change in changes:
-            base_keys = change.base.keys if change.base else set()
-            for statement in change.new.statements:
-                if statement.key in base_keys:
-                    continue
-                cited = [name for name in statement.sources if self.cited_text(name) is not None]
-                words = word_tokens(statement.core)
-                if not cited or len(words) < _INVENTION_MIN_TOKENS:
-                    continue
-                note_words = set().union(*(self.source_words(name) for name in cited))
-                overlap = len(words & note_words) / len(words)
-                if any(
-                    _mostly_cjk(statement.core) == _mostly_cjk(self.cited_text(name) or "")
-                    for name in cited
-                ):
-                    suspect = overlap < INVENTION_THRESHOLD
-                else:
-                    # a translation: judge on the names and numbers (ASCII words) one side offers
-                    offered = {
-                        w
-                        for w in (words if _mostly_cjk(statement.core) else note_words)
-                        if w.isascii()
-                    }
-                    suspect = bool(offered) and not (
-                        offered & (note_words if _mostly_cjk(statement.core) else words)
-                    )
-                if suspect:
-                    links = ", ".join(f"[[{name}]]" for name in cited)
-                    self.warn(
-                        change.path,
-                        statement.line_no,
-                        "invention",
-                        f"few of the words of {short_text(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it",
-                    )
+
+def check_invention(reply: ReplyReading) -> None:
+    for change in reply.changes:
+        base_keys = change.base.keys if change.base else set()
+        for statement in change.new.statements:
+            if statement.key in base_keys:
+                continue
+            cited = [name for name in statement.sources if reply.cited_text(name) is not None]
+            words = word_tokens(statement.core)
+            if not cited or len(words) < _INVENTION_MIN_TOKENS:
+                continue
+            note_words = set().union(*(source_words(reply, name) for name in cited))
+            overlap = len(words & note_words) / len(words)
+            if any(
+                _mostly_cjk(statement.core) == _mostly_cjk(reply.cited_text(name) or "")
+                for name in cited
+            ):
+                suspect = overlap < INVENTION_THRESHOLD
+            else:
+                # a translation: judge on the names and numbers (ASCII words) one side offers
+                offered = {
+                    w for w in (words if _mostly_cjk(statement.core) else note_words) if w.isascii()
+                }
+                suspect = bool(offered) and not (
+                    offered & (note_words if _mostly_cjk(statement.core) else words)
+                )
+            if suspect:
+                links = ", ".join(f"[[{name}]]" for name in cited)
+                reply.warn(
+                    change.path,
+                    statement.line_no,
+                    INVENTION,
+                    f"few of the words of {short_text(statement.core, 50)!r} occur in its cited source {links} ({overlap:.0%}); it may be invented — cite the note that says this, or drop it",
+                )
 
 
 def _mostly_cjk(text: str) -> bool:

@@ -3,76 +3,75 @@ memory file or the checklist), and a kept statement keeps the sources it had."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, CheckerBase, short_text
+from cmem.converge.checker import Change, ReplyReading, short_text
 from cmem.converge.rules import CITE_NOTES, SOURCES
 from cmem.vault.statements import Statement, format_source
 
 
-class SourceChecks(CheckerBase):
-    def check_sources(self, change: Change) -> None:
-        base_keys = change.base.keys if change.base else set()
-        elided = self.content_lines.get(change.path, set())
-        for statement in change.new.statements:
-            if statement.line_no in elided:
+def check_sources(reply: ReplyReading, change: Change) -> None:
+    base_keys = change.base.keys if change.base else set()
+    elided = reply.content_lines.get(change.path, set())
+    for statement in change.new.statements:
+        if statement.line_no in elided:
+            continue
+        if statement.key not in base_keys and not statement.sources:
+            reply.error(
+                change.path,
+                statement.line_no,
+                SOURCES,
+                f"statement has no source: {short_text(statement.core)!r}; cite the note it came from as {format_source(['…'], reply.formats)}",
+            )
+        for name in statement.sources:
+            if _kept_source(reply, change, statement, name):
                 continue
-            if statement.key not in base_keys and not statement.sources:
-                self.error(
+            targets = reply.targets(name)
+            if not targets:
+                reply.error(
                     change.path,
                     statement.line_no,
                     SOURCES,
-                    f"statement has no source: {short_text(statement.core)!r}; cite the note it came from as {format_source(['…'], self.formats)}",
+                    f"the source [[{name}]] resolves to no note",
                 )
-            for name in statement.sources:
-                if self._kept_source(change, statement, name):
-                    continue
-                targets = self.targets(name)
-                if not targets:
-                    self.error(
-                        change.path,
-                        statement.line_no,
-                        SOURCES,
-                        f"the source [[{name}]] resolves to no note",
-                    )
-                elif not any(self.is_note(path) for path in targets):
-                    self.error(
-                        change.path,
-                        statement.line_no,
-                        CITE_NOTES,
-                        f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from",
-                    )
-        self.check_kept_sources(change)
-
-    def _kept_source(self, change: Change, statement: Statement, name: str) -> bool:
-        """A source the statement already had is not the reply's doing, even if broken."""
-        if change.base is None:
-            return False
-        return any(
-            old.key == statement.key and name in old.sources for old in change.base.statements
-        )
-
-    def check_kept_sources(self, change: Change) -> None:
-        """A statement kept as it was keeps its sources: provenance is what makes memory checkable."""
-        if change.base is None:
-            return
-        new_sources: dict[str, set[str]] = {}
-        first_line: dict[str, int] = {}
-        for statement in change.new.statements:
-            new_sources.setdefault(statement.key, set()).update(statement.sources)
-            first_line.setdefault(statement.key, statement.line_no)
-        for old in change.base.statements:
-            if old.key not in new_sources:
-                continue
-            lost = [
-                name
-                for name in old.sources
-                if name not in new_sources[old.key] and self.resolves(name)
-            ]
-            if lost:
-                line = first_line[old.key]
-                links = ", ".join(f"[[{name}]]" for name in lost)
-                self.error(
+            elif not any(reply.is_note(path) for path in targets):
+                reply.error(
                     change.path,
-                    line,
-                    SOURCES,
-                    f"the statement {short_text(old.core)!r} lost its source {links}; keep the sources of statements you keep",
+                    statement.line_no,
+                    CITE_NOTES,
+                    f"the source [[{name}]] is {targets[0]}, a memory file or the checklist, not a note; cite the note the statement came from",
                 )
+    check_kept_sources(reply, change)
+
+
+def _kept_source(reply: ReplyReading, change: Change, statement: Statement, name: str) -> bool:
+    """A source the statement already had is not the reply's doing, even if broken."""
+    if change.base is None:
+        return False
+    return any(old.key == statement.key and name in old.sources for old in change.base.statements)
+
+
+def check_kept_sources(reply: ReplyReading, change: Change) -> None:
+    """A statement kept as it was keeps its sources: provenance is what makes memory checkable."""
+    if change.base is None:
+        return
+    new_sources: dict[str, set[str]] = {}
+    first_line: dict[str, int] = {}
+    for statement in change.new.statements:
+        new_sources.setdefault(statement.key, set()).update(statement.sources)
+        first_line.setdefault(statement.key, statement.line_no)
+    for old in change.base.statements:
+        if old.key not in new_sources:
+            continue
+        lost = [
+            name
+            for name in old.sources
+            if name not in new_sources[old.key] and reply.resolves(name)
+        ]
+        if lost:
+            line = first_line[old.key]
+            links = ", ".join(f"[[{name}]]" for name in lost)
+            reply.error(
+                change.path,
+                line,
+                SOURCES,
+                f"the statement {short_text(old.core)!r} lost its source {links}; keep the sources of statements you keep",
+            )

@@ -1,6 +1,6 @@
-"""The validator's reading of a reply: each file block as the text it replaces and the text it
-becomes, parsed, with rules 1, 12, 14 and 15 checked on the way (paths, new files' names, the
-reply's shape, whole blocks); and the facts of the vault several rules ask about (the resident
+"""The validator's reading of a reply (`ReplyReading`): each file block as the text it replaces
+and the text it becomes, parsed, with rules 1, 12, 14 and 15 checked on the way (paths, new
+files' names, the reply's shape, whole blocks); and the facts of the vault several rules ask about (the resident
 files, the traces memory holds, the notes a source names). Nothing here writes."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable, TypeVar
 
 from cmem.converge.paths import (
     convergent_path_problem,
@@ -18,7 +19,15 @@ from cmem.converge.paths import (
     skeleton,
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.converge.rules import COMPLETE_FILES, NEW_FILES, PATHS, SIZES
+from cmem.converge.rules import (
+    COMPLETE_FILES,
+    INVENTION,
+    NEW_FILES,
+    PATHS,
+    SIZES,
+    RuleId,
+    WarningName,
+)
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, NoteFile, Vault
 from cmem.vault.notes import read_note
@@ -108,7 +117,7 @@ class Validation:
 
     @property
     def inventions(self) -> list[Issue]:
-        return [w for w in self.warnings if w.rule == "invention"]
+        return [w for w in self.warnings if w.rule == INVENTION]
 
 
 @dataclass
@@ -163,44 +172,39 @@ def all_traces(traces: tuple[Trace, ...] | list[Trace]) -> list[Trace]:
     return found
 
 
-class CheckerBase:
-    """A reply as the rules read it, and what the vault holds that they ask about: each
-    rule module adds its checks to this (`converge/validate.py` puts them together)."""
+T = TypeVar("T")
+
+
+class ReplyReading:
+    """A reply as the rules read it — its file blocks as `Change`s, read once by `read_changes`
+    — and what the vault holds that several rules ask about. A rule is a function of this (and
+    of one `Change`, for a rule of each block): `converge/validate.py` registers them."""
 
     def __init__(self, vault: Vault, response: Response, ctx: PassContext, result: Validation):
         self.vault, self.response, self.ctx, self.result = vault, response, ctx, result
         self.formats: Formats = vault.config.formats
-        self._resident: dict[str, str] | None = None
-        self._known_traces: set[tuple[str, str]] | None = None
-        self._written_traces: set[tuple[str, str]] | None = None
-        self._new_key_files: dict[str, set[str]] | None = None
-        self._dropped_by_file: dict[str, set[str]] | None = None
-        self._parsed: dict[str, Doc] = {}
+        self.changes: list[Change] = []  # the file blocks that can be checked, once read
         self.content_lines: dict[str, set[int]] = {}  # path → lines a content error named
-        self._source_words: dict[str, set[str]] = {}
-        names = ctx.note_names
         self._by_name: dict[str, list[str]] = {}  # exact and case-folded name → paths
-        for known, paths in names.items():
+        for known, paths in ctx.note_names.items():
             self._by_name.setdefault(known, []).extend(paths)
             self._by_name.setdefault(known.casefold(), []).extend(paths)
-        # every path tail after a '/' → paths: made when a source names a path (`_tails`)
-        self._by_tail: dict[str, list[str]] | None = None
         self._cited_texts: dict[str, str | None] = {}
-        self._losses: dict[str, int] = {}  # path → statements dropped or blanked
-        self._rewrites: dict[str, list[bool]] | None = None
-        self._existing_memory: list[str] | None = None
-        self._note_shapes: dict[str, str] | None = None
-        self._merged: dict[tuple[str, str], list] | None = None
-        self._word_index: dict[str, list] | None = None
-        self._traced: list = []
-        self.line_reasons: dict[str, dict[int, str]] = {}  # note → deferred line → reason
+        self._facts: dict[str, object] = {}
 
-    def error(self, file: str, line: int, rule: str, message: str) -> None:
+    def once(self, name: str, make: Callable[[], T]) -> T:
+        """A fact of one rule's module, made the first time it is asked for (the rules of a
+        reply share one reading, and each module names its own facts)."""
+        if name not in self._facts:
+            self._facts[name] = make()
+        return self._facts[name]  # type: ignore[return-value]
+
+    def error(self, file: str, line: int, rule: RuleId, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))
         if rule == COMPLETE_FILES:
             self.content_lines.setdefault(file, set()).add(line)
 
-    def warn(self, file: str, line: int, rule: str, message: str) -> None:
+    def warn(self, file: str, line: int, rule: RuleId | WarningName, message: str) -> None:
         self.result.warnings.append(Issue(file, line, rule, message))
 
     def parse(self, text: str) -> Doc:
@@ -232,8 +236,10 @@ class CheckerBase:
             return None, note.problems[0]
         return note.text, None
 
-    def load_changes(self) -> list[Change]:
-        changes: list[Change] = []
+    def read_changes(self) -> list[Change]:
+        """The reply's file blocks as `Change`s (kept in `self.changes`), each path and content
+        checked on the way; a block that cannot be checked further is named and left out."""
+        changes = self.changes
         if len(self.response.files) > MAX_FILE_BLOCKS:
             self.error(
                 RESPONSE,
@@ -258,9 +264,9 @@ class CheckerBase:
                 and not refusal
                 and not os.path.lexists(self.vault.root / block.path)
             ):
-                problem = lookalike_problem(
-                    block.path, self.existing_memory()
-                ) or note_stem_problem(block.path, self.note_shapes())
+                problem = lookalike_problem(block.path, self.existing_memory) or note_stem_problem(
+                    block.path, self.note_shapes
+                )
                 if problem:
                     self.error(
                         RESPONSE,
@@ -269,7 +275,7 @@ class CheckerBase:
                         f'<file path="{show_path(block.path)}">: the path {problem}',
                     )
                     continue
-                self.existing_memory().append(
+                self.existing_memory.append(
                     block.path
                 )  # a second block may not look like it either
             if refusal:
@@ -300,20 +306,19 @@ class CheckerBase:
             changes.append(change)
         return changes
 
+    @cached_property
     def existing_memory(self) -> list[str]:
         """The memory files on disk (and, as they are read, the reply's new ones)."""
-        if self._existing_memory is None:
-            self._existing_memory = [f.rel for f in self.vault.convergent_files()]
-        return self._existing_memory
+        return [f.rel for f in self.vault.convergent_files()]
 
+    @cached_property
     def note_shapes(self) -> dict[str, str]:
         """Skeleton of each note's name (divergent or archived) → the name."""
-        if self._note_shapes is None:
-            self._note_shapes = {}
-            for name, paths in self.ctx.note_names.items():
-                if any(self.is_note(path) for path in paths):
-                    self._note_shapes.setdefault(skeleton(name), name)
-        return self._note_shapes
+        shapes: dict[str, str] = {}
+        for name, paths in self.ctx.note_names.items():
+            if any(self.is_note(path) for path in paths):
+                shapes.setdefault(skeleton(name), name)
+        return shapes
 
     def is_note(self, path: str) -> bool:
         """A note a statement may cite: divergent or archived, never memory or the checklist."""
@@ -412,67 +417,60 @@ class CheckerBase:
         if found:
             return found
         if "/" in name:
-            return self._tails().get(bare + ".md", [])
+            return self.path_tails.get(bare + ".md", [])
         return []
 
-    def _tails(self) -> dict[str, list[str]]:
-        """Made on the first source that names a path: most replies cite notes by name, and
-        the tails of every path in the vault (30k at 10k notes) were most of starting a check."""
-        if self._by_tail is None:
-            self._by_tail = {}
-            for paths in self.ctx.note_names.values():
-                for path in paths:
-                    for i in range(path.count("/") + 1):
-                        self._by_tail.setdefault(path.split("/", i)[-1], []).append(path)
-        return self._by_tail
+    @cached_property
+    def path_tails(self) -> dict[str, list[str]]:
+        """Every tail of a path after a '/' → the paths: made on the first source that names a
+        path, as most replies cite notes by name and these are most of starting a check."""
+        tails: dict[str, list[str]] = {}
+        for paths in self.ctx.note_names.values():
+            for path in paths:
+                for i in range(path.count("/") + 1):
+                    tails.setdefault(path.split("/", i)[-1], []).append(path)
+        return tails
 
     def resolves(self, name: str) -> bool:
         return bool(self.targets(name))
 
-    def known_traces(self, changes: list[Change]) -> set[tuple[str, str]]:
+    @cached_property
+    def known_traces(self) -> set[tuple[str, str]]:
         """Traces that exist before the pass, in any file it touches or the resident ones: a
         statement moved with its history brings old dates along."""
-        if self._known_traces is None:
-            texts = (
-                [c.base.text for c in changes if c.base]
-                + [t for t in self.ctx.originals.values() if t]
-                + list(self.resident_texts().values())
-            )
-            self._known_traces = set()
-            for text in dict.fromkeys(texts):
-                if not may_hold_traces(text, self.formats):
-                    continue  # most of a large layer: nothing to parse for traces
-                for statement in self.parse(text).statements:
-                    self._known_traces.update(
-                        self.trace_id(t) for t in all_traces(statement.traces)
-                    )
-        return self._known_traces
+        texts = (
+            [c.base.text for c in self.changes if c.base]
+            + [t for t in self.ctx.originals.values() if t]
+            + list(self.resident_texts.values())
+        )
+        known: set[tuple[str, str]] = set()
+        for text in dict.fromkeys(texts):
+            if not may_hold_traces(text, self.formats):
+                continue  # most of a large layer: nothing to parse for traces
+            for statement in self.parse(text).statements:
+                known.update(self.trace_id(t) for t in all_traces(statement.traces))
+        return known
 
+    @cached_property
     def resident_texts(self) -> dict[str, str]:
         """The resident files as they are before the pass."""
-        if self._resident is None:
-            self._resident = {}
-            originals = self.ctx.originals
-            for file in self.vault.list_layer(RESIDENT):
-                text = originals.get(file.rel)
-                if text is None:
-                    # a file the pass read is taken as read (the loop below would add it
-                    # anyway); only one it did not is stat'ed
-                    if not file.path.is_file():
-                        continue  # never open a FIFO or a device: the read would block
-                    text = read_note(file, self.vault.config.max_note_bytes).text
-                self._resident[file.rel] = text
-            base = self.vault.config.resident_dir + "/"
-            for path, text in originals.items():
-                # `layer_of` is RESIDENT only below the resident folder: the topic files need
-                # not be classified
-                if (
-                    text is not None
-                    and path.startswith(base)
-                    and self.vault.layer_of(path) == RESIDENT
-                ):
-                    self._resident.setdefault(path, text)
-        return self._resident
+        resident: dict[str, str] = {}
+        originals = self.ctx.originals
+        for file in self.vault.list_layer(RESIDENT):
+            text = originals.get(file.rel)
+            if text is None:
+                # a file the pass read is taken as read (the loop below would add it anyway);
+                # only one it did not is stat'ed
+                if not file.path.is_file():
+                    continue  # never open a FIFO or a device: the read would block
+                text = read_note(file, self.vault.config.max_note_bytes).text
+            resident[file.rel] = text
+        base = self.vault.config.resident_dir + "/"
+        for path, text in originals.items():
+            # `layer_of` is RESIDENT only below the resident folder: topic files need no class
+            if text is not None and path.startswith(base) and self.vault.layer_of(path) == RESIDENT:
+                resident.setdefault(path, text)
+        return resident
 
     def cited_text(self, name: str) -> str | None:
         """The text of the note a source names — one of the pass or any other, divergent or

@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from cmem.converge.rules import ONE_REPLY, SIZES
+from cmem.converge.rules import FORMAT, ONE_REPLY, SIZES, UNKNOWN, RuleId, WarningName
 
 RESPONSE = "response"  # the `file` of issues about the reply itself
 MAX_ERRORS = 50  # a reply this broken needs rewriting, not a longer list
@@ -50,13 +50,14 @@ class Issue:
     """One problem, named by file and line: `converged/core/profile.md:4: … (rule 3)`.
 
     `file` is a vault-relative path, or `response` for the reply itself (then `line` is a line of
-    the reply). `rule` is a rule number of the rulebook (`converge/rules.py`) for an error, a word
-    for a warning ("invention", "unknown", "unaccounted", …). `line` 0 means the whole file.
+    the reply). `rule` is a rule number of the rulebook (`converge/rules.py`, `RuleId`) for an
+    error, a word for a warning (`WarningName`: "invention", "unknown", …). `line` 0 means the
+    whole file.
     """
 
     file: str
     line: int
-    rule: str
+    rule: RuleId | WarningName
     message: str
 
     def __str__(self) -> str:
@@ -172,10 +173,10 @@ class _Reader:
     def error(self, offset: int, message: str) -> None:
         self.response.errors.append(Issue(RESPONSE, self.line_at(offset), ONE_REPLY, message))
 
-    def warn(self, offset: int, message: str, rule: str = "unknown") -> None:
+    def warn(self, offset: int, message: str, rule: WarningName = UNKNOWN) -> None:
         warnings = self.response.warnings
         if len(warnings) == MAX_ERRORS:
-            message, rule = "more warnings are not listed", "unknown"
+            message, rule = "more warnings are not listed", UNKNOWN
         elif len(warnings) > MAX_ERRORS:
             return
         warnings.append(Issue(RESPONSE, self.line_at(offset), rule, message))
@@ -394,7 +395,7 @@ def _unfence(reader: _Reader, offset: int, lines: list[str]) -> str:
         and _FENCE_OPEN.match(lines[0])
         and lines[-1].strip() == lines[0].strip()[:3]
     ):
-        reader.warn(offset, "a code fence around the whole file content was removed", rule="format")
+        reader.warn(offset, "a code fence around the whole file content was removed", rule=FORMAT)
         lines = lines[1:-1]
     return "\n".join(lines)
 
@@ -440,7 +441,7 @@ def _read_dropped(reader: _Reader, match: re.Match) -> int:
         reader.error(match.start(), "<dropped> without a file attribute")
         return end
     if not attributes.get("reason", "").strip():
-        reader.warn(match.start(), "<dropped> without a reason", rule="format")
+        reader.warn(match.start(), "<dropped> without a reason", rule=FORMAT)
     statement = unescape(inner.strip())
     reader.response.dropped.append(
         DroppedEntry(
@@ -537,7 +538,7 @@ def _read_deferred(reader: _Reader, match: re.Match) -> int:
             return end
         lines = parsed
     if not reason:
-        reader.warn(match.start(), f"<deferred note={note!r}> without a reason", rule="format")
+        reader.warn(match.start(), f"<deferred note={note!r}> without a reason", rule=FORMAT)
     reader.response.deferred.append(
         DeferredEntry(note, reason, reader.line_at(match.start()), lines)
     )

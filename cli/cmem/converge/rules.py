@@ -6,7 +6,7 @@ passes it; `tests/converge/test_rulebook.py` holds the three together. Adding a 
 here, its check citing it in the `converge/check_….py` module of its idea, registered under the
 number in `converge/validate.py`, and its text and example in both prompts.
 
-Warnings are not rules: they never reject a reply, and they are named by a word.
+Warnings are not rules: they never reject a reply, and they are named by a word (`WarningName`).
 """
 
 from __future__ import annotations
@@ -50,15 +50,19 @@ RULES: dict[RuleId, str] = {
 }
 
 # Warnings: named by a word, never a number; a reply with only these is applied.
-WarningName = Literal[
-    "invention", "unknown", "unaccounted", "converged", "dropped", "format", "merged"
-]
+WarningName = Literal["invention", "unknown", "unaccounted", "converged", "dropped", "format"]
+INVENTION: WarningName = "invention"  # few of a statement's words are in the notes it cites
+UNKNOWN: WarningName = "unknown"  # an element, attribute or entry of the reply is ignored
+UNACCOUNTED: WarningName = "unaccounted"  # a note of the pass neither converged nor deferred
+CONVERGED: WarningName = "converged"  # a note said converged into a file that does not cite it
+DROPPED: WarningName = "dropped"  # a <dropped> entry names nothing the reply removes
+FORMAT: WarningName = "format"  # the reply's form was mended (a fence removed, a reason missing)
+
 WARNINGS: tuple[WarningName, ...] = (
-    "invention",
-    "unknown",
-    "unaccounted",
-    "converged",
-    "dropped",
-    "format",
-    "merged",
+    INVENTION,
+    UNKNOWN,
+    UNACCOUNTED,
+    CONVERGED,
+    DROPPED,
+    FORMAT,
 )

@@ -4,8 +4,9 @@
 rewrites that the pass did not hand it in `PassContext.originals` — and never writes. It returns
 every error at once (the repair round sends them all back), the warnings, and, only when there
 is no error, the exact texts to write. The numbered rules are SPEC §5's (`converge/rules.py`);
-each is checked by the module its idea names, and run from `CHANGE_RULES` and `REPLY_RULES`
-below, keyed by the rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
+each is checked by a function of the module its idea names, over one `ReplyReading`
+(`converge/checker.py`), and registered in `CHANGE_RULES` or `REPLY_RULES` below under the
+rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
 (`converge/checker.py`):
 
 1. paths inside the convergent layer only (see `paths.py`);
@@ -32,19 +33,23 @@ currency and question marks are kept: changing them is).
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from typing import Callable
 
-from cmem.converge.check_accounting import AccountingChecks
-from cmem.converge.check_invention import InventionChecks, word_tokens
-from cmem.converge.check_losses import LossChecks
-from cmem.converge.check_shape import ShapeChecks
-from cmem.converge.check_sizes import SizeChecks
-from cmem.converge.check_sources import SourceChecks
-from cmem.converge.check_trace_dates import TraceDateChecks
+from cmem.converge import (
+    check_accounting,
+    check_invention,
+    check_losses,
+    check_shape,
+    check_sizes,
+    check_sources,
+    check_trace_dates,
+)
+from cmem.converge.check_invention import word_tokens
 from cmem.converge.checker import (
     RESIDENT,
     Change,
     PassContext,
+    ReplyReading,
     Validation,
     ended,
     format_issues,
@@ -53,7 +58,9 @@ from cmem.converge.response import Response
 from cmem.converge.rules import (
     ACCOUNTING,
     CITE_NOTES,
+    DROPPED,
     FRONTMATTER,
+    INVENTION,
     MEMORY_WHOLE,
     NOTHING_LOST,
     ONLY_STATEMENTS,
@@ -62,6 +69,7 @@ from cmem.converge.rules import (
     SOURCES,
     TRACE_DATES,
     RuleId,
+    WarningName,
 )
 from cmem.converge.turn_citations import turn_issues
 from cmem.vault.layers import Vault
@@ -78,59 +86,47 @@ __all__ = [
 ]
 
 
-class _Checker(
-    ShapeChecks,
-    SourceChecks,
-    LossChecks,
-    TraceDateChecks,
-    SizeChecks,
-    AccountingChecks,
-    InventionChecks,
-):
-    """Every rule's checks on one reply (each module adds its own to `CheckerBase`)."""
-
-
-def _turn_citations(checker: _Checker, change: Change, changes: list[Change]) -> None:
+def _turn_citations(reply: ReplyReading, change: Change) -> None:
     """A statement citing a session turn cites one that exists and is the user's (SPEC §14)."""
     known = change.base.keys if change.base else set()
-    for line, agents, message in turn_issues(change.new.statements, known, checker.cited_text):
-        checker.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
+    for line, agents, message in turn_issues(change.new.statements, known, reply.cited_text):
+        reply.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
 
 
-# A warning's name (`rules.WARNINGS`) keys a check that only warns.
-RuleKey = Union[RuleId, str]
-ChangeRule = Callable[[_Checker, Change, list[Change]], None]
-ReplyRule = Callable[[_Checker, list[Change]], None]
+# A rule of the rulebook, or the warning a check that only warns gives.
+RuleKey = RuleId | WarningName
+ChangeRule = Callable[[ReplyReading, Change], None]
+ReplyRule = Callable[[ReplyReading], None]
 
 # Each file block of the reply, in this order: the rule → its check.
 CHANGE_RULES: dict[RuleKey, ChangeRule] = {
-    FRONTMATTER: lambda checker, change, changes: checker.check_frontmatter(change),
-    ONLY_STATEMENTS: lambda checker, change, changes: checker.check_lines(change),
-    SOURCES: lambda checker, change, changes: checker.check_sources(change),
+    FRONTMATTER: check_shape.check_frontmatter,
+    ONLY_STATEMENTS: check_shape.check_lines,
+    SOURCES: check_sources.check_sources,
     CITE_NOTES: _turn_citations,
-    NOTHING_LOST: lambda checker, change, changes: checker.check_removals(change, changes),
-    TRACE_DATES: lambda checker, change, changes: checker.check_new_traces(change, changes),
+    NOTHING_LOST: check_losses.check_removals,  # counts each file's losses for rule 10
+    TRACE_DATES: check_trace_dates.check_new_traces,
 }
 # Then the reply as a whole, in this order.
 REPLY_RULES: dict[RuleKey, ReplyRule] = {
-    MEMORY_WHOLE: lambda checker, changes: checker.check_layer_loss(changes),
-    "dropped": lambda checker, changes: checker.check_dropped_entries(changes),
-    RESIDENT_SIZE: lambda checker, changes: checker.check_resident_size(changes),
-    SIZES: lambda checker, changes: checker.check_situational_size(changes),
-    ACCOUNTING: lambda checker, changes: checker.check_notes(changes),
-    "invention": lambda checker, changes: checker.check_invention(changes),
+    MEMORY_WHOLE: check_losses.check_layer_loss,
+    DROPPED: check_losses.check_dropped_entries,
+    RESIDENT_SIZE: check_sizes.check_resident_size,
+    SIZES: check_sizes.check_situational_size,
+    ACCOUNTING: check_accounting.check_notes,
+    INVENTION: check_invention.check_invention,
 }
 
 
 def validate_response(vault: Vault, response: Response, ctx: PassContext) -> Validation:
     result = Validation(errors=list(response.errors), warnings=list(response.warnings))
-    checker = _Checker(vault, response, ctx, result)
-    changes = checker.load_changes()
+    reply = ReplyReading(vault, response, ctx, result)
+    changes = reply.read_changes()
     for change in changes:
         for check_change in CHANGE_RULES.values():
-            check_change(checker, change, changes)
+            check_change(reply, change)
     for check_reply in REPLY_RULES.values():
-        check_reply(checker, changes)
+        check_reply(reply)
     if result.ok:
         for change in changes:
             if change.base is None or change.new.text != ended(change.base.text):
