@@ -1198,3 +1198,23 @@ def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
     for _ in range(3000):
         run = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
         assert _cjk_split(run) == re.split(f"([{CJK}]+)", run), run
+
+
+def test_a_reply_fact_is_made_once_for_each_reading(reply_vault):
+    """A rule module's fact (`@reply_fact`) is made the first time a rule asks, kept for the
+    other rules of the same reply, and made afresh for the next reply (a repair round's)."""
+    from cmem.converge.checker import ReplyReading, reply_fact
+    from cmem.converge.response import Response
+
+    vault, ctx = reply_vault
+    made = []
+
+    @reply_fact
+    def fact(reply):
+        made.append(reply)
+        return {"n": len(made)}
+
+    first, second = (ReplyReading(vault, Response(), ctx, Validation()) for _ in range(2))
+    assert fact(first) is fact(first) and made == [first]
+    assert fact(second) == {"n": 2} and made == [first, second]
+    assert fact(first) == {"n": 1}

@@ -125,8 +125,7 @@ def test_engines_and_rules_are_registries_the_report_reads(layout):
         ("validator rules of each file block", validate.CHANGE_RULES),
         ("validator rules of the whole reply", validate.REPLY_RULES),
     ):
-        names = [key for key in found[label]]
-        values = [getattr(rules, name, None) for name in names]
+        values = [getattr(rules, name, None) for name in found[label]]
         assert values == list(registry), label
         assert all(callable(check) and not isinstance(check, type) for check in registry.values())
     assert layout.rule_classes() == []

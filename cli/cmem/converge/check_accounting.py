@@ -3,7 +3,7 @@ by lines, and `<converged>`/`<deferred>` name only notes of the pass."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Doc, ReplyReading
+from cmem.converge.checker import Doc, ReplyReading, reply_fact
 from cmem.converge.paths import convergent_path_problem, show_path
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
 from cmem.converge.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
@@ -195,9 +195,15 @@ def _into_ok(
     return ok
 
 
+@reply_fact
+def parsed_targets(reply: ReplyReading) -> dict[str, Doc]:
+    """Path → the `<converged into=…>` target parsed (filled by `parsed`)."""
+    return {}
+
+
 def parsed(reply: ReplyReading, path: str, text: str) -> Doc:
     """A target file parsed once, however many <converged> elements name it."""
-    done: dict[str, Doc] = reply.once("parsed targets", dict)
+    done = parsed_targets(reply)
     if path not in done:
         done[path] = reply.parse(text)
     return done[path]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from cmem.converge.checker import ReplyReading, short_text
+from cmem.converge.checker import ReplyReading, reply_fact, short_text
 from cmem.converge.rules import INVENTION
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
@@ -19,9 +19,15 @@ INVENTION_THRESHOLD = 0.3
 _INVENTION_MIN_TOKENS = 3
 
 
+@reply_fact
+def _words_by_note(reply: ReplyReading) -> dict[str, set[str]]:
+    """Cited note name → its words (filled by `source_words`)."""
+    return {}
+
+
 def source_words(reply: ReplyReading, name: str) -> set[str]:
     """A cited note's words, tokenised once however many statements cite it."""
-    words: dict[str, set[str]] = reply.once("source words", dict)
+    words = _words_by_note(reply)
     if name not in words:
         words[name] = word_tokens(reply.cited_text(name) or "")
     return words[name]

@@ -4,7 +4,7 @@ dropped from a file, less from the memory layer, nothing moves out of the reside
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, ReplyReading, all_traces, short_text
+from cmem.converge.checker import Change, ReplyReading, all_traces, reply_fact, short_text
 from cmem.converge.lines import is_blank
 from cmem.converge.paths import show_path
 from cmem.converge.response import RESPONSE
@@ -18,54 +18,43 @@ from cmem.vault.statements import Statement, Trace, normalize, split_statement
 _MAX_CANDIDATES = 50
 
 
-def dropped_keys(reply: ReplyReading, path: str) -> set[str]:
-    """The statements the reply's `<dropped>` entries name in one file (by key)."""
-
-    def by_file() -> dict[str, set[str]]:
-        found: dict[str, set[str]] = {}
-        for entry in reply.response.dropped:
-            key = normalize(split_statement(entry.statement, reply.formats)[0])
-            found.setdefault(entry.file, set()).add(key)
-        return found
-
-    return reply.once("dropped by file", by_file).get(path, set())
+@reply_fact
+def dropped_by_file(reply: ReplyReading) -> dict[str, set[str]]:
+    """File → the statements the reply's `<dropped>` entries name there (by key)."""
+    found: dict[str, set[str]] = {}
+    for entry in reply.response.dropped:
+        key = normalize(split_statement(entry.statement, reply.formats)[0])
+        found.setdefault(entry.file, set()).add(key)
+    return found
 
 
+@reply_fact
 def written_traces(reply: ReplyReading) -> set[tuple[str, str]]:
     """Every trace in the reply's files, at every depth: computed once, not once per file."""
-    return reply.once(
-        "written traces",
-        lambda: {
-            reply.trace_id(t)
-            for other in reply.changes
-            for s in other.new.statements
-            for t in all_traces(s.traces)
-        },
-    )
+    return {
+        reply.trace_id(t)
+        for other in reply.changes
+        for s in other.new.statements
+        for t in all_traces(s.traces)
+    }
 
 
+@reply_fact
 def new_key_files(reply: ReplyReading) -> dict[str, set[str]]:
     """Statement key → the reply's files that hold it."""
-
-    def holders() -> dict[str, set[str]]:
-        found: dict[str, set[str]] = {}
-        for other in reply.changes:
-            for statement in other.new.statements:
-                found.setdefault(statement.key, set()).add(other.path)
-        return found
-
-    return reply.once("new key files", holders)
+    found: dict[str, set[str]] = {}
+    for other in reply.changes:
+        for statement in other.new.statements:
+            found.setdefault(statement.key, set()).add(other.path)
+    return found
 
 
+@reply_fact
 def rewrites(reply: ReplyReading) -> dict[str, list[bool]]:
     """Old wording (normalised) → one flag per statement of this pass that rewrites it:
     whether that new statement is blank (`Unknown (was: X)`). A rewrite is a trace this pass
     wrote at the top level of a statement (a change, or a merge into one already there); a
     trace nested inside another is that other statement's history, not this one's rewrite."""
-    return reply.once("rewrites", lambda: _rewrites(reply))
-
-
-def _rewrites(reply: ReplyReading) -> dict[str, list[bool]]:
     known = reply.known_traces
     current = {old.key for c in reply.changes if c.base for old in c.base.statements}
     found: dict[str, list[bool]] = {}
@@ -88,9 +77,10 @@ def _rewrites(reply: ReplyReading) -> dict[str, list[bool]]:
     return found
 
 
+@reply_fact
 def losses(reply: ReplyReading) -> dict[str, int]:
-    """Path → the statements the reply drops or blanks there, as rule 4's check counted them."""
-    return reply.once("losses", dict)
+    """Path → the statements the reply drops or blanks there, as rule 4's check counts them."""
+    return {}
 
 
 def check_removals(reply: ReplyReading, change: Change) -> None:
@@ -102,7 +92,7 @@ def check_removals(reply: ReplyReading, change: Change) -> None:
     kept_traces = written_traces(reply)
     rewritten = rewrites(reply)
     holders = new_key_files(reply)
-    dropped = dropped_keys(reply, change.path)
+    dropped = dropped_by_file(reply).get(change.path, set())
     resident = reply.vault.layer_of(change.path) == RESIDENT
     removed_by_drop = blanked = 0
     for old in change.base.statements:
@@ -203,17 +193,14 @@ def _merge_target(reply: ReplyReading, change: Change, into: str) -> Statement |
     return found[0] if len(found) == 1 else None
 
 
+@reply_fact
 def merged_entries(reply: ReplyReading) -> dict[tuple[str, str], list]:
     """(file, key of the old statement) → the reply's `<merged>` entries naming it."""
-
-    def by_statement() -> dict[tuple[str, str], list]:
-        found: dict[tuple[str, str], list] = {}
-        for entry in reply.response.merged:
-            key = normalize(split_statement(entry.statement, reply.formats)[0])
-            found.setdefault((entry.file, key), []).append(entry)
-        return found
-
-    return reply.once("merged entries", by_statement)
+    found: dict[tuple[str, str], list] = {}
+    for entry in reply.response.merged:
+        key = normalize(split_statement(entry.statement, reply.formats)[0])
+        found.setdefault((entry.file, key), []).append(entry)
+    return found
 
 
 def words_kept(
@@ -247,14 +234,11 @@ def words_kept(
     return None
 
 
+@reply_fact
 def word_index(reply: ReplyReading) -> tuple[dict[str, list], list]:
     """Content word → the reply's statements that are new or changed, with their words and
     the words of each trace this pass wrote at their top level; and those that have such a
     trace."""
-    return reply.once("word index", lambda: _word_index(reply))
-
-
-def _word_index(reply: ReplyReading) -> tuple[dict[str, list], list]:
     index: dict[str, list] = {}
     traced = []
     known = reply.known_traces

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, wraps
 from typing import Callable, TypeVar
 
 from cmem.converge.paths import (
@@ -175,6 +175,19 @@ def all_traces(traces: tuple[Trace, ...] | list[Trace]) -> list[Trace]:
 T = TypeVar("T")
 
 
+def reply_fact(make: Callable[[ReplyReading], T]) -> Callable[[ReplyReading], T]:
+    """A fact a rule module asks about a reply, made the first time and kept on the reading: the
+    `cached_property` of a module's own function."""
+
+    @wraps(make)
+    def kept(reply: ReplyReading) -> T:
+        if make not in reply.facts:
+            reply.facts[make] = make(reply)
+        return reply.facts[make]  # type: ignore[return-value]
+
+    return kept
+
+
 class ReplyReading:
     """A reply as the rules read it — its file blocks as `Change`s, read once by `read_changes`
     — and what the vault holds that several rules ask about. A rule is a function of this (and
@@ -190,14 +203,7 @@ class ReplyReading:
             self._by_name.setdefault(known, []).extend(paths)
             self._by_name.setdefault(known.casefold(), []).extend(paths)
         self._cited_texts: dict[str, str | None] = {}
-        self._facts: dict[str, object] = {}
-
-    def once(self, name: str, make: Callable[[], T]) -> T:
-        """A fact of one rule's module, made the first time it is asked for (the rules of a
-        reply share one reading, and each module names its own facts)."""
-        if name not in self._facts:
-            self._facts[name] = make()
-        return self._facts[name]  # type: ignore[return-value]
+        self.facts: dict[Callable, object] = {}  # a `reply_fact` → its answer for this reply
 
     def error(self, file: str, line: int, rule: RuleId, message: str) -> None:
         self.result.errors.append(Issue(file, line, rule, message))

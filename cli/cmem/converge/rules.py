@@ -11,7 +11,7 @@ Warnings are not rules: they never reject a reply, and they are named by a word 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 RuleId = Literal["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"]
 
@@ -58,11 +58,4 @@ CONVERGED: WarningName = "converged"  # a note said converged into a file that d
 DROPPED: WarningName = "dropped"  # a <dropped> entry names nothing the reply removes
 FORMAT: WarningName = "format"  # the reply's form was mended (a fence removed, a reason missing)
 
-WARNINGS: tuple[WarningName, ...] = (
-    INVENTION,
-    UNKNOWN,
-    UNACCOUNTED,
-    CONVERGED,
-    DROPPED,
-    FORMAT,
-)
+WARNINGS: tuple[WarningName, ...] = get_args(WarningName)
