@@ -613,7 +613,8 @@ def _recorded(inputs: PassInputs, planned: PlannedPass) -> bool:
 
 
 def _verdicts(inputs: PassInputs, planned: PlannedPass):
-    """(note, Verdict) for each note of the pass the reply converged or deferred."""
+    """(note, Verdict) for each note of the pass the reply converged or deferred, whole or by
+    lines."""
     from cmem.converge.accounting import Verdict
 
     converged = set(planned.converged)
@@ -622,8 +623,8 @@ def _verdicts(inputs: PassInputs, planned: PlannedPass):
         reason = planned.quarantined[note.rel]
         yield note, Verdict(converged=False, reason=reason, quarantined=reason)
     for note in inputs.selection.notes:
-        if note.rel not in converged and note.rel not in whole:
-            continue
+        if note.rel not in converged | set(whole) | set(planned.line_reasons):
+            continue  # no element named it: not judged, so it stays pending
         unplaced = frozenset(
             fate.line for fate in planned.lines if fate.note == note.rel and fate.where == "pending"
         )

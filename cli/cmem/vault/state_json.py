@@ -86,6 +86,16 @@ class ConvergedNote:
         """Some of it went into memory (a note only deferred has no `into`)."""
         return bool(self.into)
 
+    @property
+    def waits(self) -> bool:
+        """Lines of it still wait for a judgement: no engine judged them (`unjudged`), or the
+        builtin engine, which reads cue lines only, deferred them for a model."""
+        return bool(self.unjudged) or (self.engine == BUILTIN and bool(self.deferred))
+
+    @property
+    def waiting_lines(self) -> int:
+        return self.unjudged + (len(self.deferred) if self.engine == BUILTIN else 0)
+
     def to_json(self) -> dict:
         data: dict[str, object] = {
             "sha256": self.sha256,
