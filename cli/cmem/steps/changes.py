@@ -28,6 +28,10 @@ from cmem.vault.notes import line_end
 class SecondWriter(CmemError):
     """A file changed on disk while the step ran; the step wrote nothing."""
 
+    def __init__(self, message: str, rel: str = "") -> None:
+        super().__init__(message)
+        self.rel = rel  # the file that changed
+
 
 class ReadOnlyFile(CmemError):
     """A file the step would replace or remove was made read-only; the step wrote nothing."""
@@ -202,12 +206,14 @@ def _check(vault: Vault, change: Change) -> None:
         raise ReadOnlyFile(_read_only_sentence([problem]))
     if path.is_symlink():
         raise SecondWriter(
-            f"{change.rel} became a symbolic link while the step ran; nothing was written."
+            f"{change.rel} became a symbolic link while the step ran; nothing was written.",
+            change.rel,
         )
     if current_bytes(path) != change.old:
         raise SecondWriter(
             f"{change.rel} changed on disk while the step ran (another editor or a sync client wrote it); "
-            "your edit wins: nothing was written, run the command again."
+            "your edit wins: nothing was written, run the command again.",
+            change.rel,
         )
 
 
@@ -266,7 +272,8 @@ def _put_checked(vault: Vault, change: Change) -> None:
     except FileExistsError:
         raise SecondWriter(
             f"{change.rel} was created on disk while the step ran (another editor or a sync client "
-            "wrote it); yours stays: nothing was written, run the command again."
+            "wrote it); yours stays: nothing was written, run the command again.",
+            change.rel,
         ) from None
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cmem.atomic import write_atomic
@@ -197,6 +197,38 @@ def parse_state(text: str, path: "Path | str") -> State:
                 f"{path}: the entry for {rel!r} is malformed; run `cmem doctor`."
             ) from None
     return State(notes=notes, passes=list(data.get("passes") or []))
+
+
+def merge_states(base: State, ours: State, theirs: State) -> State:
+    """Two writers' states as one, from the state both started from: every note entry either
+    side added or changed (one changed on both sides: the newer, with both sides' converged
+    lines, targets and key phrases), every pass record of both. `cmem sync` merges two
+    machines' state.json so, and a pass its own changes into a state.json a pull or another
+    pass rewrote while its model thought."""
+    notes = {}
+    for rel in dict.fromkeys([*ours.notes, *theirs.notes, *base.notes]):
+        was, mine, other = (s.notes.get(rel) for s in (base, ours, theirs))
+        if mine == other or other == was:
+            chosen = mine
+        elif mine == was:
+            chosen = other
+        elif mine is None or other is None:
+            chosen = mine or other  # removed on one side, converged again on the other: converged
+        else:
+            newer, older = (mine, other) if mine.time >= other.time else (other, mine)
+            chosen = replace(
+                newer,
+                lines=set(newer.lines) | set(older.lines),
+                into=list(dict.fromkeys([*newer.into, *older.into])),
+                keys=sorted(set(newer.keys) | set(older.keys)),
+            )
+        if chosen is not None:
+            notes[rel] = chosen
+    passes: dict[str, dict] = {}
+    for entry in [*base.passes, *ours.passes, *theirs.passes]:
+        passes[entry.get("id") or repr(entry)] = entry
+    ordered = sorted(passes.values(), key=lambda e: (str(e.get("time", "")), str(e.get("id", ""))))
+    return State(notes, ordered[-MAX_PASSES:])
 
 
 def state_bytes(state: State) -> bytes:
