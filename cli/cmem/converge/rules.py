@@ -36,7 +36,7 @@ RULES: dict[RuleId, str] = {
     FRONTMATTER: "frontmatter parses and keeps its keys",
     SOURCES: "every new or changed statement cites a note that exists",
     NOTHING_LOST: "nothing is lost: a trace keeps every word, or a merge, a drop, a move",
-    TRACE_DATES: "a trace is dated by its note or today, never later",
+    TRACE_DATES: "a trace is dated YYYY-MM-DD, by its note or today, never later",
     RESIDENT_SIZE: "the resident files stay under their cap",
     ACCOUNTING: "notes converged (and cited) or deferred; a reply that accounts for none is refused",
     DROP_LITTLE: "at most a quarter of a file of four or more statements dropped",
@@ -50,8 +50,11 @@ RULES: dict[RuleId, str] = {
 }
 
 # Warnings: named by a word, never a number; a reply with only these is applied.
-WarningName = Literal["invention", "unknown", "unaccounted", "converged", "dropped", "format"]
+WarningName = Literal[
+    "invention", "untraced", "unknown", "unaccounted", "converged", "dropped", "format"
+]
 INVENTION: WarningName = "invention"  # few of a statement's words are in the notes it cites
+UNTRACED: WarningName = "untraced"  # a statement changed without a trace, by words no source holds
 UNKNOWN: WarningName = "unknown"  # an element, attribute or entry of the reply is ignored
 UNACCOUNTED: WarningName = "unaccounted"  # a note of the pass not judged: it stays pending
 CONVERGED: WarningName = "converged"  # a note said converged into a file that does not cite it
@@ -59,3 +62,5 @@ DROPPED: WarningName = "dropped"  # a <dropped> entry names nothing the reply re
 FORMAT: WarningName = "format"  # the reply's form was mended (a fence removed, a reason missing)
 
 WARNINGS: tuple[WarningName, ...] = get_args(WarningName)
+# Warnings whose statements go back to the model once (a repair round) before they are applied.
+ASKED_AGAIN: tuple[WarningName, ...] = (INVENTION, UNTRACED)
