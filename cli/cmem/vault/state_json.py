@@ -224,11 +224,19 @@ def merge_states(base: State, ours: State, theirs: State) -> State:
             )
         if chosen is not None:
             notes[rel] = chosen
-    passes: dict[str, dict] = {}
-    for entry in [*base.passes, *ours.passes, *theirs.passes]:
-        passes[entry.get("id") or repr(entry)] = entry
-    ordered = sorted(passes.values(), key=lambda e: (str(e.get("time", "")), str(e.get("id", ""))))
-    return State(notes, ordered[-MAX_PASSES:])
+    # the records both started from in their order, then each side's new ones, oldest first: a
+    # clock set back on one machine never puts a new record before an older one
+    known = {_pass_key(entry): entry for entry in base.passes}
+    added: dict[str, dict] = {}
+    for entry in [*ours.passes, *theirs.passes]:
+        if _pass_key(entry) not in known:
+            added[_pass_key(entry)] = entry
+    ordered = sorted(added.values(), key=lambda e: (str(e.get("time", "")), str(e.get("id", ""))))
+    return State(notes, [*known.values(), *ordered][-MAX_PASSES:])
+
+
+def _pass_key(entry: dict) -> str:
+    return entry.get("id") or repr(entry)
 
 
 def state_bytes(state: State) -> bytes:
