@@ -6,6 +6,7 @@ half-written file, and after a power cut the rename is on disk.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -94,14 +95,22 @@ def write_atomic(
     fsync_dir(folder)
 
 
+# What link() says on a file system that has no hard links (FAT, some network and FUSE mounts).
+_NO_HARD_LINKS = {
+    getattr(errno, name)
+    for name in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK")
+    if hasattr(errno, name)
+}
+
+
 def _link_new(tmp_name: str, path: Path) -> None:
     """The temp file given the name `path` only if no file has it (a hard link never replaces),
     then its temp name removed."""
     try:
         os.link(tmp_name, path)
-    except FileExistsError:
-        raise
-    except OSError:
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
         # a file system without hard links: O_EXCL still never replaces, though a reader may
         # see the file before its bytes
         with open(tmp_name, "rb") as source, open(path, "xb") as target:
