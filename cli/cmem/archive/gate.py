@@ -163,11 +163,14 @@ def _fill_waiting(line: StagedLine, state) -> None:
     if entry is None or not entry.waits:
         return
     count = entry.waiting_lines
+    lines, them = (
+        ("1 line of it waits", "it") if count == 1 else (f"{count} lines of it wait", "them")
+    )
     line.state = WAITING
     line.detail = (
-        f"{count} line{'s' if count != 1 else ''} of it wait{'' if count != 1 else 's'} for a model "
-        "(no pass judged them yet), so it stays out of the archive until a pass with a model "
-        f"judges them (`cmem converge --only {line.note!r} --llm CMD`, or an agent answering the prompt)"
+        f"{lines} for a model (no pass judged {them} yet), so it stays out of the archive until a "
+        f"pass with a model judges {them} (`cmem converge --only {line.note!r} --llm CMD`, or an "
+        "agent answering the prompt)"
     )
 
 
