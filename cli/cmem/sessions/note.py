@@ -77,6 +77,7 @@ class SessionNote:
     last_turn: int = 0  # the highest ^tN
     user_anchors: set[int] = field(default_factory=set)  # anchors of user turns
     other_anchors: set[int] = field(default_factory=set)  # ^tN after anything else
+    words: list[str] = field(default_factory=list)  # each user turn's words, in the note's order
 
     @property
     def is_session(self) -> bool:
@@ -95,17 +96,35 @@ def project_name(cwd: str | None) -> str:
     return cleaned[:40]
 
 
+def _alnum(session_id: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "", session_id).lower() or "0000"
+
+
 def short_id(session_id: str, length: int = 4) -> str:
-    alnum = re.sub(r"[^0-9A-Za-z]", "", session_id).lower()
-    return (alnum or "0000")[:length]
+    """The end of a session id: every agent's ids are random there (a UUIDv7's start is its time,
+    the same for every session of a day)."""
+    return _alnum(session_id)[-length:]
 
 
 def base_name(session: Session, started: datetime, length: int = 4) -> str:
-    """`2026-11-30 claude-code tidepool 7f3c`: date, agent, project, short id."""
+    """`2026-11-30 claude-code tidepool 9abc`: date, agent, project, short id."""
     date = started.strftime("%Y-%m-%d")
     return (
         f"{date} {session.agent} {project_name(session.cwd)} {short_id(session.session_id, length)}"
     )
+
+
+def may_be_note_of(name: str, agent: str, session_id: str) -> bool:
+    """Whether a note's file name can be this session's: its agent, and its short id an end of
+    the session id (or, as older cmem named notes, its start), a number after it aside."""
+    stem = name.removesuffix(".md")
+    if f" {agent} " not in stem:
+        return False
+    words = stem.split(" ")
+    if len(words) > 4 and words[-1].isdigit() and len(words[-1]) < 4:
+        words.pop()  # `… 9abc 2`: a second note of the session
+    short, alnum = words[-1].lower(), _alnum(session_id)
+    return len(short) >= 4 and (alnum.endswith(short) or alnum.startswith(short))
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -215,12 +234,19 @@ def _fence(text: str) -> str:
     return "~" * max([3] + [run + 1 for run in runs])
 
 
+def turn_words(text: str, max_chars: int = MAX_TURN_CHARS) -> Rendered:
+    """A user turn's words as its block holds them: redacted, cut, made safe."""
+    text, redacted = redact_secrets(text)
+    text, cut = cut_paste(text, max_chars)
+    return Rendered(_safe(text), redacted, cut)
+
+
 def render_turn(
     number: int, turn: Turn, answered: Turn | None, max_chars: int = MAX_TURN_CHARS
 ) -> Rendered:
     """One user turn as its block, with the agent text it answers when it is a short answer."""
-    text, redacted = redact_secrets(turn.text)
-    text, cut = cut_paste(text, max_chars)
+    words = turn_words(turn.text, max_chars)
+    redacted, cut = words.redacted, words.cut
     out = []
     if answered is not None and answered.text.strip() and len(turn.text) <= SHORT_TURN_CHARS:
         excerpt, hidden = redact_secrets(_excerpt(answered.text))
@@ -235,7 +261,7 @@ def render_turn(
         ]
     when = turn.time.astimezone().strftime("%Y-%m-%d %H:%M") if turn.time else "time unknown"
     header = f"**user · t{number}** · {when} <!-- turn {turn_digest(turn.key)} -->"
-    out += [header, _safe(text), "", f"^t{number}", ""]
+    out += [header, words.text, "", f"^t{number}", ""]
     return Rendered("\n".join(out) + "\n", redacted, cut)
 
 
@@ -262,10 +288,13 @@ def read_session_note(text: str) -> SessionNote:
         note.frontmatter = data if isinstance(data, dict) else {}
     fence = ""
     turn: int | None = None  # the user turn whose words the lines are in
+    lines: list[str] = []  # its words so far
     for index, line in enumerate(text.split("\n")):
         if index < body_start - 1:
             continue
         stripped = line.strip()
+        if turn is not None and not ANCHOR.match(line):
+            lines.append(line)
         if fence:  # fenced lines say nothing about the turns
             if stripped.startswith(fence) and not stripped.strip(fence[0]):
                 fence = ""
@@ -276,7 +305,7 @@ def read_session_note(text: str) -> SessionNote:
         header = USER_HEADER.match(line)
         if header:
             note.keys.add(header.group(2))
-            turn = int(header.group(1))
+            turn, lines = int(header.group(1)), []
             continue
         if AGENT_LEAD.match(line):
             turn = None
@@ -287,6 +316,8 @@ def read_session_note(text: str) -> SessionNote:
         number = int(anchor.group(1))
         note.last_turn = max(note.last_turn, number)
         (note.user_anchors if turn == number else note.other_anchors).add(number)
+        if turn == number:
+            note.words.append("\n".join(lines).strip("\n"))
         turn = None
     return note
 
