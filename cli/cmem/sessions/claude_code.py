@@ -168,18 +168,19 @@ def _read_record(session: Session, queue: _Queue, record: dict, key: str | None)
         parent = forked.get("sessionId")
         if isinstance(parent, str) and parent != session.session_id:
             session.parent_id = parent
-    time = parse_time(record.get("timestamp"))
     kind = record.get("type")
     if kind == "queue-operation":
-        _queue_operation(session, queue, record, time)
+        _queue_operation(session, queue, record, parse_time(record.get("timestamp")))
         return
     if kind == "assistant":
-        _read_assistant(session, record, time, key)
+        _read_assistant(session, record, parse_time(record.get("timestamp")), key)
         return
-    for index, text in enumerate(_typed(record)):
+    said = _typed(record)
+    time = parse_time(record.get("timestamp")) if said else None
+    for index, text in enumerate(said):
         turn_key = key if key is not None else text_key(time, text)
         turn_key = turn_key if index == 0 else f"{turn_key}:{index}"
-        queued = queue.written.get(own_words(text))
+        queued = queue.written.get(own_words(text)) if queue.written else None
         aliases: tuple[str, ...] = ()
         if queued:  # the message it was queued as, written again: this record is the turn
             aliases = (queued.pop(0),)
@@ -277,7 +278,7 @@ def _rejection_words(content) -> list[str]:
     """What the user wrote when rejecting a tool call: Claude Code sends it back in the result."""
     said = []
     for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict) or block.get("type") != "tool_result":
+        if not isinstance(block, dict) or not block.get("is_error"):
             continue
         match = _REJECTED.search(_texts(block.get("content")))
         words = _words(match.group(1)) if match else None
