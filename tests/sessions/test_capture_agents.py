@@ -30,6 +30,8 @@ CODEX_FORK = (
 GEMINI = REAL / "gemini-0.61-session-2026-12-03T10-37-0ccb9f1c.jsonl"
 PASS_CALLS = (
     REAL / "claude-code-2.1.197-pass-call.jsonl",
+    REAL
+    / "codex-0.171-pass-call-rollout-2026-12-03T11-10-48-01a23b99-8dc4-79c0-9340-4c0a3f9c00d5.jsonl",
     REAL / "gemini-0.61-pass-call-session-2026-12-03T10-38-a4f99230.jsonl",
 )
 
@@ -119,6 +121,26 @@ def test_a_fork_that_copies_its_parents_turns_under_new_times_writes_them_once(t
     assert capture_transcripts(vault, [fork, CODEX_MAIN]).status == "nothing"
 
 
+def test_a_queued_message_captured_before_it_is_written_again_is_written_once(tmp_path):
+    """`claude -p` queues the prompt, then writes it as a user record; a capture in between
+    (a checkpoint) wrote the queued one: the record is that turn, not a second one."""
+    vault = _vault(tmp_path)
+    growing = tmp_path / CLAUDE_FIRST.name
+    lines = CLAUDE_FIRST.read_bytes().splitlines(keepends=True)
+    growing.write_bytes(b"".join(lines[:4]))  # queued, not yet written as a user record
+    (first,) = capture_transcripts(vault, [growing]).sessions
+    assert first.added == 1
+    growing.write_bytes(b"".join(lines))
+    (again,) = capture_transcripts(vault, [growing]).sessions  # the turn's record id, learnt
+    assert (again.added, again.turns) == (0, 1)
+    assert capture_transcripts(vault, [growing]).status == "nothing"
+    (text,) = _notes(vault).values()
+    assert _said(text) == ["we use pnpm here, never npm"]
+    # and a fork of the session, captured now, knows the turn by the record it copied
+    (fork,) = capture_transcripts(vault, [CLAUDE_FORK]).sessions
+    assert fork.added == 1 and fork.continues
+
+
 def test_what_is_not_the_user_speaking_makes_no_note_and_says_why(tmp_path):
     vault = _vault(tmp_path)
     done = run_cmem("--vault", str(vault.root), "capture", *map(str, PASS_CALLS), "--json")
@@ -126,7 +148,7 @@ def test_what_is_not_the_user_speaking_makes_no_note_and_says_why(tmp_path):
     data = json.loads(done.stdout)
     assert data["status"] == "nothing" and data["sessions"] == []
     reasons = {s["what"].split()[0]: s["reason"] for s in data["skipped"]}
-    assert sorted(reasons) == ["claude-code", "gemini"]
+    assert sorted(reasons) == ["claude-code", "codex", "gemini"]
     assert all("model call cmem made for a pass" in reason for reason in reasons.values())
     assert not (vault.root / "sessions").exists() or not _notes(vault)
     text = run_cmem("--vault", str(vault.root), "capture", *map(str, PASS_CALLS))

@@ -143,6 +143,10 @@ def test_a_legacy_gemini_session_resumed_by_a_newer_cli_is_one_session():
         ("claude-code-2.1.197-pass-call.jsonl", "model call cmem made for a pass"),
         ("gemini-0.61-pass-call-session-2026-12-03T10-38-a4f99230.jsonl", "model call cmem"),
         (
+            "codex-0.171-pass-call-rollout-2026-12-03T11-10-48-01a23b99-8dc4-79c0-9340-4c0a3f9c00d5.jsonl",
+            "model call cmem",
+        ),
+        (
             "codex-0.171-rollout-2026-12-03T10-39-12-01a23b7c-9f8f-79b3-aeaf-0db547e564cc.jsonl",
             "subagent's rollout",
         ),

@@ -412,16 +412,38 @@ def _plan_session(planning: _Planning, session: Session) -> None:
         return
     continued = _continued(planning, session, existing)
     fresh = _fresh_turns(planning.vault, session, existing + continued)
+    live = [e for e in existing if not e.archived]
+    learnt = _learnt(session, live)
+    if learnt:  # a turn written before under another identity: its block gets this one too
+        for note in live:
+            if note.parsed.keys & learnt.keys():
+                note.text = notes.add_identities(note.text, learnt)
+                if not fresh:
+                    planning.write(note.rel, note.text, note.data)
+                    turns = len(note.parsed.user_anchors)
+                    plan.captured.append(
+                        CapturedSession(
+                            session.agent,
+                            session.session_id,
+                            session.cwd,
+                            note.rel,
+                            0,
+                            turns,
+                            False,
+                        )
+                    )
     if not fresh:
         return
     number = max([e.parsed.last_turn for e in existing] + [0])
     blocks = _blocks(planning, session, fresh, number)
-    live = [e for e in existing if not e.archived]
     if live:
         target = max(live, key=lambda e: e.parsed.last_turn)
         count = len(target.parsed.user_anchors) + len(fresh)
         ended = max((t.time for t in fresh if t.time), default=None) or session.ended
         text = notes.update_header(target.text, count, ended)
+        for note in live:
+            if note is not target and learnt and note.parsed.keys & learnt.keys():
+                planning.write(note.rel, note.text, note.data)
         planning.write(target.rel, text.rstrip("\n") + "\n\n" + blocks, target.data)
         plan.captured.append(
             CapturedSession(
@@ -444,6 +466,21 @@ def _plan_session(planning: _Planning, session: Session) -> None:
             session.agent, session.session_id, session.cwd, rel, len(fresh), len(fresh), True, first
         )
     )
+
+
+def _learnt(session: Session, live: list[_Existing]) -> dict[str, str]:
+    """{digest a note holds: digest of the same turn's identity now} for the session's turns its
+    live notes know only by an earlier identity."""
+    known = set().union(*(e.parsed.keys for e in live)) if live else set()
+    learnt = {}
+    for turn in session.turns:
+        if not turn.aliases or turn.role != "user":
+            continue
+        now = notes.turn_digest(turn.key)
+        held = [d for d in map(notes.turn_digest, turn.aliases) if d in known]
+        if held and now not in known:
+            learnt[held[0]] = now
+    return learnt
 
 
 def _blocks(planning: _Planning, session: Session, fresh: list[Turn], number: int) -> str:

@@ -32,8 +32,9 @@ Each user turn is a header line with its number and time, the user's words as pl
 scan reads them as the user's voice, which it does not do for quotes), and its block anchor
 `^tN` on a line of its own after it, so `[[note#^t2]]` opens the turn in Obsidian. N is the
 turn's place among the session's user turns, never renumbered: a resumed session's turns go on
-from the last one. The HTML comment is the turn's identity in its transcript, which is how a
-turn read again is recognised (hidden in Obsidian, never read as words by a scan). What the user
+from the last one. The HTML comment is the turn's identity in its transcript (two, when its agent
+wrote it twice under different ids: queued, then recorded), which is how a turn read again is
+recognised (hidden in Obsidian, never read as words by a scan). What the user
 typed cannot break the note's structure: an unclosed fence is closed at the turn's end, an HTML
 comment opener and a line that would pass for an anchor are escaped.
 The agent's text is quoted only before a short user turn that answers it, cut to its end, in a
@@ -56,7 +57,9 @@ AGENT_EXCERPT_CHARS = 400
 MAX_TURN_CHARS = 4000  # default of sessions.max_turn_chars
 
 ANCHOR = re.compile(r"^\^t(\d+)\s*$")
-USER_HEADER = re.compile(r"^\*\*user · t(\d+)\*\* · [^\n]*?<!-- turn ([0-9a-f]+) -->\s*$")
+USER_HEADER = re.compile(
+    r"^\*\*user · t(\d+)\*\* · [^\n]*?<!-- turn ([0-9a-f]+(?: [0-9a-f]+)*) -->\s*$"
+)
 AGENT_LEAD = re.compile(r"^agent, before t\d+ \(context, not a source\):\s*$")
 _UNSAFE_NAME = re.compile(r"[\\/:*?\"<>|#^\[\]\x00-\x1f]+")
 
@@ -265,6 +268,22 @@ def render_turn(
     return Rendered("\n".join(out) + "\n", redacted, cut)
 
 
+def add_identities(text: str, learnt: dict[str, str]) -> str:
+    """The note with each turn known by one of `learnt`'s identities known by its other one too
+    (a message queued, then written again under the record's own id)."""
+    out = []
+    for line in text.split("\n"):
+        header = USER_HEADER.match(line)
+        if header:
+            digests = header.group(2).split()
+            more = [learnt[d] for d in digests if d in learnt and learnt[d] not in digests]
+            if more:
+                start, end = header.span(2)
+                line = line[:start] + " ".join(digests + more) + line[end:]
+        out.append(line)
+    return "\n".join(out)
+
+
 def turn_digest(key: str) -> str:
     import hashlib
 
@@ -304,7 +323,7 @@ def read_session_note(text: str) -> SessionNote:
             continue
         header = USER_HEADER.match(line)
         if header:
-            note.keys.add(header.group(2))
+            note.keys.update(header.group(2).split())
             turn, lines = int(header.group(1)), []
             continue
         if AGENT_LEAD.match(line):
