@@ -34,6 +34,8 @@ NEVER = (
     "environment_context",
     "AGENTS.md instructions",
     "user-memory-input",
+    "agent-notification",
+    "Implement the following plan",
     "cmem convergence prompt",
 )
 
@@ -48,6 +50,8 @@ TYPED = {
         "When committing to git repo, always use the conventional-commits convention for log "
         "message",
     ],
+    "claude-code-2.0.76-agent-notification.jsonl": [],
+    "claude-code-2.1.12-plan.jsonl": [],
     "claude-code-2.1.17-compact-arguments.jsonl": [
         "/compact oh, one last comment. I don't know I agree with it's proposed solution though "
         "- pull it in after this compaction and let's discuss",

@@ -22,9 +22,9 @@ Kept, as the user's words:
 Dropped: the agent's tool calls and their results, thinking, images, sidechain records
 (subagents, whose own files are `agent-*.jsonl`), and everything Claude Code itself writes in a
 user's place: `isMeta` records (caveats, a command's expanded prompt, skills), the compaction
-summary (`isCompactSummary`), a plan it asks to implement (`planContent`), a record whose `origin`
-is not a person, a message that opens with a task notification or a hook's verdict ("Operation
-stopped by hook") — trailer and all —, interruption markers, image placeholders and the
+summary (`isCompactSummary`), a plan it asks to implement (`planContent`, "Implement the following
+plan:"), a record whose `origin` is not a person, a message that opens with a task or agent
+notification or a hook's verdict ("Operation stopped by hook") — trailer and all —, interruption markers, image placeholders and the
 "(no content)" it writes for an empty message.
 
 A record seen twice (a resumed session's file repeats the records it continues from) is read once,
@@ -77,6 +77,7 @@ INJECTED = (
     "bash-stdout",
     "bash-stderr",
     "task-notification",
+    "agent-notification",
     "user-prompt-submit-hook",
     "ide_selection",
     "ide_opened_file",
@@ -84,6 +85,8 @@ INJECTED = (
 # A message that opens with one of these is Claude Code's from its first character to its last.
 _SYSTEM_OPENINGS = (
     "<task-notification>",
+    "<agent-notification>",
+    "Implement the following plan:",  # a plan accepted with its context cleared (2.1.12…29)
     "<local-command-",
     "<bash-stdout>",
     "<bash-stderr>",
