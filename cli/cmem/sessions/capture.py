@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from cmem.errors import Busy, CmemError, UsageError
 from cmem.sessions import note as notes
 from cmem.sessions.formats import read_transcript
+from cmem.sessions.lineage import HeldNote, HeldNotes, fresh_turns, learnt_identities, stem
 from cmem.sessions.transcript import Session, TranscriptError, Turn, display_path
 from cmem.vault.globs import any_glob
 from cmem.vault.layers import Vault
@@ -268,64 +269,6 @@ def _merge(into: Session, other: Session) -> None:
 
 
 @dataclass
-class _Existing:
-    rel: str
-    text: str
-    data: bytes
-    parsed: notes.SessionNote
-    archived: bool
-
-    @property
-    def session(self) -> str:
-        return str(self.parsed.frontmatter.get("session"))
-
-
-def _session_notes(
-    vault: Vault, agent: str, session_id: str, folder: str, record: dict, archive
-) -> list[_Existing]:
-    """The notes a session already has, live in the sessions folder or archived."""
-    names: set[str] = set(
-        Path(rel).name
-        for rel in record["sessions"].get(f"{agent}:{session_id}", {}).get("notes", [])
-    )
-    base = vault.root / folder
-    try:
-        names |= {
-            entry.name
-            for entry in os.scandir(base)
-            if entry.name.endswith(".md") and notes.may_be_note_of(entry.name, agent, session_id)
-        }
-    except OSError:
-        pass
-    found: list[_Existing] = []
-    for name in sorted(names):
-        found += _read_existing(vault, f"{folder}/{name}", agent, session_id, archived=False)
-    for rel in archive():
-        if notes.may_be_note_of(rel.rsplit("/", 1)[-1], agent, session_id):
-            found += _read_existing(vault, rel, agent, session_id, archived=True)
-    return found
-
-
-def _read_existing(
-    vault: Vault, rel: str, agent: str, session_id: str | None, archived: bool
-) -> list[_Existing]:
-    """The session note at `rel`, when it is one of this agent's (and of this session's, when
-    one is named)."""
-    path = vault.root / rel
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    text = data.decode("utf-8", errors="replace")
-    parsed = notes.read_session_note(text)
-    if session_id is not None and str(parsed.frontmatter.get("session")) != session_id:
-        return []
-    if str(parsed.frontmatter.get("agent")) != agent:
-        return []
-    return [_Existing(rel, text, data, parsed, archived)]
-
-
-@dataclass
 class _Plan:
     changes: ChangeSet
     captured: list[CapturedSession]
@@ -336,49 +279,29 @@ class _Plan:
 
 @dataclass
 class _Planning:
-    """What planning every session's note shares: the vault, its notes as planned so far."""
+    """What planning every session's note shares: the notes as planned so far, their names."""
 
-    vault: Vault
-    folder: str
-    record: dict
+    notes: HeldNotes
     plan: _Plan
     taken: set[str] = field(default_factory=set)  # names planned in this capture
-    archived: list[str] | None = None
-    planned: dict[str, str] = field(default_factory=dict)  # new notes planned so far: rel -> text
+
+    @property
+    def vault(self) -> Vault:
+        return self.notes.vault
+
+    @property
+    def folder(self) -> str:
+        return self.notes.folder
 
     def write(self, rel: str, text: str, old: bytes | None) -> None:
         self.plan.changes.write(rel, text, old)
-        self.planned[rel] = text
-
-    def archive(self) -> list[str]:
-        if self.archived is None:
-            try:
-                self.archived = self.vault._archived_rels()
-            except (OSError, CmemError):
-                self.archived = []
-        return self.archived
-
-    def notes_of(self, agent: str, session_id: str) -> list[_Existing]:
-        found = _session_notes(
-            self.vault, agent, session_id, self.folder, self.record, self.archive
-        )
-        return found + [note for note in self.planned_notes(agent) if note.session == session_id]
-
-    def planned_notes(self, agent: str) -> list[_Existing]:
-        """The notes this capture writes that are not on disk yet."""
-        found = []
-        for rel, text in self.planned.items():
-            if not (self.vault.root / rel).exists():
-                parsed = notes.read_session_note(text)
-                if str(parsed.frontmatter.get("agent")) == agent:
-                    found.append(_Existing(rel, text, b"", parsed, False))
-        return found
+        self.notes.planned[rel] = text
 
 
 def plan_capture(vault: Vault, sessions: list[Session], folder: str, record: dict) -> _Plan:
     from cmem.steps.changes import ChangeSet
 
-    planning = _Planning(vault, folder, record, _Plan(ChangeSet(), []))
+    planning = _Planning(HeldNotes(vault, folder, record), _Plan(ChangeSet(), []))
     for session in _in_order(sessions):
         _plan_session(planning, session)
     return planning.plan
@@ -397,90 +320,100 @@ def _in_order(sessions: list[Session]) -> list[Session]:
 
 def _plan_session(planning: _Planning, session: Session) -> None:
     """The session's new turns, appended to its live note or written into a new one."""
-    plan = planning.plan
-    existing = planning.notes_of(session.agent, session.session_id)
-    recorded = planning.record["sessions"].get(f"{session.agent}:{session.session_id}", {})
+    existing = planning.notes.of(session.agent, session.session_id)
+    recorded = planning.notes.record["sessions"].get(f"{session.agent}:{session.session_id}", {})
     if recorded.get("notes") and not existing:
         # this machine wrote its note, and it is gone (deleted, or moved out of the layers):
         # the user's choice, not something to write again
-        plan.skipped.append(
+        planning.plan.skipped.append(
             {
                 "what": f"{session.agent} session {session.session_id}",
                 "reason": f"its note {recorded['notes'][-1]} was deleted; cmem does not write it again",
             }
         )
         return
-    continued = _continued(planning, session, existing)
-    fresh = _fresh_turns(planning.vault, session, existing + continued)
+    continued = planning.notes.continued(session, existing)
+    fresh = fresh_turns(planning.vault, session, existing + continued)
     live = [e for e in existing if not e.archived]
-    learnt = _learnt(session, live)
-    if learnt:  # a turn written before under another identity: its block gets this one too
-        for note in live:
-            if note.parsed.keys & learnt.keys():
-                note.text = notes.add_identities(note.text, learnt)
-                if not fresh:
-                    planning.write(note.rel, note.text, note.data)
-                    turns = len(note.parsed.user_anchors)
-                    plan.captured.append(
-                        CapturedSession(
-                            session.agent,
-                            session.session_id,
-                            session.cwd,
-                            note.rel,
-                            0,
-                            turns,
-                            False,
-                        )
-                    )
+    learnt = _learn_identities(planning, session, live, write=not fresh)
     if not fresh:
         return
-    number = max([e.parsed.last_turn for e in existing] + [0])
-    blocks = _blocks(planning, session, fresh, number)
+    blocks = _blocks(planning, session, fresh, max([e.parsed.last_turn for e in existing] + [0]))
     if live:
-        target = max(live, key=lambda e: e.parsed.last_turn)
-        count = len(target.parsed.user_anchors) + len(fresh)
-        ended = max((t.time for t in fresh if t.time), default=None) or session.ended
-        text = notes.update_header(target.text, count, ended)
-        for note in live:
-            if note is not target and learnt and note.parsed.keys & learnt.keys():
+        _append(planning, session, live, fresh, blocks, learnt)
+    else:
+        _new_note(planning, session, existing or continued, fresh, blocks, bool(existing))
+
+
+def _learn_identities(
+    planning: _Planning, session: Session, live: list[HeldNote], write: bool
+) -> dict[str, str]:
+    """A turn its notes hold under an earlier identity gets its identity now in its block too
+    (written here when no new turn is, else with them)."""
+    learnt = learnt_identities(session, live)
+    for note in live:
+        if learnt and note.parsed.keys & learnt.keys():
+            note.text = notes.add_identities(note.text, learnt)
+            if write:
                 planning.write(note.rel, note.text, note.data)
-        planning.write(target.rel, text.rstrip("\n") + "\n\n" + blocks, target.data)
-        plan.captured.append(
-            CapturedSession(
-                session.agent, session.session_id, session.cwd, target.rel, len(fresh), count, False
-            )
+                turns = len(note.parsed.user_anchors)
+                planning.plan.captured.append(
+                    CapturedSession(
+                        session.agent, session.session_id, session.cwd, note.rel, 0, turns, False
+                    )
+                )
+    return learnt
+
+
+def _append(
+    planning: _Planning,
+    session: Session,
+    live: list[HeldNote],
+    fresh: list[Turn],
+    blocks: str,
+    learnt: dict[str, str],
+) -> None:
+    """The new turns at the end of the session's live note."""
+    target = max(live, key=lambda e: e.parsed.last_turn)
+    count = len(target.parsed.user_anchors) + len(fresh)
+    ended = max((t.time for t in fresh if t.time), default=None) or session.ended
+    text = notes.update_header(target.text, count, ended)
+    for note in live:
+        if note is not target and learnt and note.parsed.keys & learnt.keys():
+            planning.write(note.rel, note.text, note.data)
+    planning.write(target.rel, text.rstrip("\n") + "\n\n" + blocks, target.data)
+    planning.plan.captured.append(
+        CapturedSession(
+            session.agent, session.session_id, session.cwd, target.rel, len(fresh), count, False
         )
-        return
-    goes_on = existing or continued
-    first = _stem(goes_on[-1].rel) if goes_on else None
-    began = fresh[0].time if existing else session.started
+    )
+
+
+def _new_note(
+    planning: _Planning,
+    session: Session,
+    goes_on: list[HeldNote],
+    fresh: list[Turn],
+    blocks: str,
+    own: bool,
+) -> None:
+    """A new note for the new turns, linking the note it goes on from: the session's own,
+    archived (`own`), or the one of the session it continues."""
+    first = stem(goes_on[-1].rel) if goes_on else None
+    began = fresh[0].time if own else session.started
     started = (began or datetime.now().astimezone()).astimezone()
-    name = _note_name(planning, session, started, {_stem(e.rel) for e in existing})
+    mine = {stem(e.rel) for e in goes_on} if own else set()
+    name = _note_name(planning, session, started, mine)
     header = notes.render_header(
         session, started, len(fresh), began, session.ended, continues=first
     )
     rel = f"{planning.folder}/{name}.md"
     planning.write(rel, header + blocks, None)
-    plan.captured.append(
+    planning.plan.captured.append(
         CapturedSession(
             session.agent, session.session_id, session.cwd, rel, len(fresh), len(fresh), True, first
         )
     )
-
-
-def _learnt(session: Session, live: list[_Existing]) -> dict[str, str]:
-    """{digest a note holds: digest of the same turn's identity now} for the session's turns its
-    live notes know only by an earlier identity."""
-    known = set().union(*(e.parsed.keys for e in live)) if live else set()
-    learnt = {}
-    for turn in session.turns:
-        if not turn.aliases or turn.role != "user":
-            continue
-        now = notes.turn_digest(turn.key)
-        held = [d for d in map(notes.turn_digest, turn.aliases) if d in known]
-        if held and now not in known:
-            learnt[held[0]] = now
-    return learnt
 
 
 def _blocks(planning: _Planning, session: Session, fresh: list[Turn], number: int) -> str:
@@ -497,82 +430,6 @@ def _blocks(planning: _Planning, session: Session, fresh: list[Turn], number: in
         planning.plan.cut += rendered.cut
         blocks.append(rendered.text)
     return "".join(blocks)
-
-
-def _fresh_turns(vault: Vault, session: Session, held: list[_Existing]) -> list[Turn]:
-    """The user turns no note of the session (nor any note it continues) holds yet. A session
-    that goes on from another opens with a copy of that one's turns: as many of its first turns
-    as match the other's, word for word and in order, are the other's."""
-    users = [t for t in session.turns if t.role == "user"]
-    known = set().union(*(e.parsed.keys for e in held)) if held else set()
-    others = [e for e in held if e.session != session.session_id]
-    copied = 0
-    if others:
-        words = [w for e in sorted(others, key=lambda e: e.rel) for w in e.parsed.words]
-        max_chars = vault.config.sessions_max_turn_chars
-        while copied < min(len(words), len(users)):
-            if notes.turn_words(users[copied].text, max_chars).text != words[copied]:
-                break
-            copied += 1
-    return [t for t in users[copied:] if not known.intersection(map(notes.turn_digest, t.keys))]
-
-
-def _continued(planning: _Planning, session: Session, existing: list[_Existing]) -> list[_Existing]:
-    """The notes of the other session this one goes on from: the one its own notes link, else
-    the one its agent names, else the note of this agent and project that holds its turns."""
-    linked = {
-        name for e in existing if (name := _link_target(e.parsed.frontmatter.get("continues")))
-    }
-    if existing:
-        own = {_stem(e.rel) for e in existing}
-        return [
-            note
-            for name in sorted(linked - own)
-            for note in _notes_named(planning, name, session.agent)
-        ]
-    if session.parent_id and session.parent_id != session.session_id:
-        found = planning.notes_of(session.agent, session.parent_id)
-        if found:
-            return found
-    return _holding_turns(planning, session)
-
-
-def _holding_turns(planning: _Planning, session: Session) -> list[_Existing]:
-    """Another session's notes, of this agent and project, holding one of this session's turns:
-    an agent that resumes under a new id repeats the records it goes on from."""
-    digests = {notes.turn_digest(k) for t in session.turns if t.role == "user" for k in t.keys}
-    prefix = f" {session.agent} {notes.project_name(session.cwd)} "
-    try:
-        names = sorted(
-            entry.name
-            for entry in os.scandir(planning.vault.root / planning.folder)
-            if entry.name.endswith(".md") and prefix in entry.name
-        )
-    except OSError:  # no sessions folder yet
-        names = []
-    candidates = planning.planned_notes(session.agent)
-    for name in names:
-        candidates += _read_existing(
-            planning.vault, f"{planning.folder}/{name}", session.agent, None, archived=False
-        )
-    for note in candidates:
-        if note.session != session.session_id and note.parsed.keys & digests:
-            return planning.notes_of(session.agent, note.session)
-    return []
-
-
-def _link_target(value) -> str | None:
-    text = str(value or "").strip()
-    return text[2:-2].split("|")[0] if text.startswith("[[") and text.endswith("]]") else None
-
-
-def _notes_named(planning: _Planning, name: str, agent: str) -> list[_Existing]:
-    rels = [f"{planning.folder}/{name}.md"]
-    rels += [rel for rel in planning.archive() if _stem(rel) == name]
-    found: list[_Existing] = []
-    for rel in rels:
-        found += _read_existing(planning.vault, rel, agent, None, archived=rel != rels[0])
-    return found[:1]
 
 
 def _note_name(planning: _Planning, session: Session, started: datetime, own: set[str]) -> str:
@@ -597,16 +454,12 @@ def _note_name(planning: _Planning, session: Session, started: datetime, own: se
 def _name_used(planning: _Planning, name: str) -> bool:
     if name in planning.taken or (planning.vault.root / planning.folder / f"{name}.md").exists():
         return True
-    return planning.archived is not None and any(_stem(r) == name for r in planning.archived)
+    return any(stem(rel) == name for rel in planning.notes.archive())
 
 
 def _claim(planning: _Planning, name: str) -> str:
     planning.taken.add(name)
     return name
-
-
-def _stem(rel: str) -> str:
-    return rel.rsplit("/", 1)[-1].removesuffix(".md")
 
 
 # --- the step ---------------------------------------------------------------------------------
