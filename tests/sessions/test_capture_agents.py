@@ -87,10 +87,13 @@ def test_a_codex_fork_continues_its_parents_note_and_its_subagent_is_no_note(tmp
     (skipped,) = data["skipped"]
     assert skipped["what"] == "codex session 01a23b7c-9f8f-79b3-aeaf-0db547e564cc"
     assert "subagent" in skipped["reason"]
-    result = capture_transcripts(vault, [CODEX_FORK])
-    (fork,) = result.sessions
     main = "2026-12-03 codex proj 2725"
-    assert fork.continues == main and fork.note == "sessions/2026-12-03 codex proj a668.md"
+    done = run_cmem("--vault", str(vault.root), "capture", str(CODEX_FORK))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "new note sessions/2026-12-03 codex proj a668.md: 1 turn of codex · /tmp/i42/cdx/proj",
+        f"  continues [[{main}]]",
+    ]
     notes = _notes(vault)
     assert _said(notes[f"{main}.md"]) == [
         "SPAWN-A-HELPER: ask a helper to list the files, then tell me",
