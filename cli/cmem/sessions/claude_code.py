@@ -310,7 +310,10 @@ def _words(text: str) -> str | None:
     command = _slash_command(text)
     if command is not None:
         return command or None
-    text = tidy(_NOISE.sub("", _MEMORY_INPUT.sub("", remove_tagged(text, INJECTED))))
+    text = remove_tagged(text, INJECTED)
+    if "<user-memory-input>" in text:
+        text = _MEMORY_INPUT.sub("", text)
+    text = _NOISE.sub("", text).strip()
     if _BARE_COMMAND.match(text) or text == _PLACEHOLDER:
         return None  # a command typed alone while the agent worked, or no message at all
     return text or None
