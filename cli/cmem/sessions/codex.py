@@ -18,10 +18,10 @@ as user messages, images, and compaction summaries.
 The first `session_meta` is the session's own (Codex 0.77 to 0.171 and Codex Desktop, whose
 `originator` is "Codex Desktop", write the same shape). A subagent's rollout — its `source` a
 `{"subagent": …}` object, or `thread_source` "subagent" — holds what another agent told it, never
-the user: it is read as a session to skip. A fork (`/fork`, a subagent spawned with the parent's
-turns) names the thread it copies in `forked_from_id` and copies that thread's records, its
-`session_meta` among them, with new times: `Session.parent_id` names it, and the copied turns are
-the parent's (capture finds them in the parent's note).
+the user: it is read as a session to skip. A fork (`codex fork`, `/fork`) names the thread it goes
+on from in `forked_from_id` (`Session.parent_id`); 0.171 writes only its own turns after it, older
+versions first copied the parent's records, its `session_meta` among them, under new times — the
+turns a fork opens with are then the parent's, and capture finds them in the parent's note.
 """
 
 from __future__ import annotations
