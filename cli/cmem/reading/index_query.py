@@ -15,13 +15,21 @@ import unicodedata
 from collections import namedtuple
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
-UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
-# the divergent notes, indexed so recall finds a fact a pending note holds (shown as not yet
-# converged): its hits are limited to the notes pending when the search runs
-PENDING = "pending"
-# Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
-# sits (file name, heading, summary, tags). A match in the statement counts most.
-WEIGHTS = (1.0, 0.4, 0.5)
+# every note outside memory and the archive, in one index: the divergent notes (a pending one is
+# marked as not yet converged) and the notes no layer reads (`recall.include_unmanaged`)
+NOTES = "notes"
+# the layers a note's hit is shown under
+PENDING, DIVERGENT_NOTE, UNMANAGED = "pending", "divergent", "unmanaged"
+# Column weights for bm25(), a field each: the line itself; the old wordings in its traces; where
+# it sits (the note's title, its heading, a memory file's summary and tags); in a conversation,
+# the turn it answers; and the questions of a turn that the next turn answers (a reply holds the
+# fact, so a question's words count more in its reply's context than in the question itself).
+WEIGHTS = (1.0, 0.4, 0.5, 0.9, 0.45)
+COLUMNS = ("body", "history", "place", "context", "asked")
+TITLE_LINE = 0  # a note's title row: found by its name alone (an empty note titled "Git-Crypt")
+# candidates a search weighs before it groups them by note: one note's many matching lines must
+# not crowd out every other note's best one
+CANDIDATES = 5
 
 _WORD = re.compile(r"[^\W_]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -82,8 +90,9 @@ class SyncReport:
         }
 
 
-class Hit(namedtuple("Hit", "path layer line heading text sources score")):
-    """One ranked statement; `score` is -bm25: higher is better."""
+class Hit(namedtuple("Hit", "path layer line heading text sources score matched context")):
+    """One ranked line; `score` is -bm25 (higher is better), `matched` how many of the query's
+    terms it holds in any field, `context` the turn it answers in a conversation ("" if none)."""
 
     __slots__ = ()
 
@@ -93,8 +102,16 @@ def _fold(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """A query's terms: words, and the bigrams of each CJK run (one character stays one)."""
-    text = _fold(query)
+    """A query's terms: words, and the bigrams of each CJK run (one character stays one); its
+    function words left out (`text/terms.py: is_query_stop`) unless nothing else is left."""
+    from cmem.text.terms import is_query_stop
+
+    terms = _all_terms(_fold(query))
+    content = [term for term in terms if not is_query_stop(term)]
+    return content or terms
+
+
+def _all_terms(text: str) -> list[str]:
     if text.isascii():  # no CJK run: the CJK tables are not even imported (a light recall)
         return list(dict.fromkeys(_WORD.findall(text)))
     from cmem.text.scripts import CJK_RUN
@@ -121,55 +138,92 @@ def display_text(line: str) -> str:
 
 
 def search_rows(db, query: str, limit: int, paths: list[str] | None, layer_for) -> list[Hit]:
-    """BM25-ranked statements from an open index database. Rows holding every term come first;
-    when they are fewer than `limit`, rows holding some of them follow (a Chinese query's bigrams
-    that straddle two words, or one word the memory spells differently, must not hide the rest).
-    `layer_for(path)` names a hit's layer."""
+    """Ranked lines from an open index database: the more of the query's terms a line holds (in
+    any field), the higher; then BM25. Rows holding every term are asked for first, then rows
+    holding some (a Chinese query's bigrams that straddle two words, or one word spelled
+    differently, must not hide the rest). More candidates than `limit` come back, for
+    `rank_hits` to group by note. `layer_for(path)` names a hit's layer."""
     terms = query_terms(query)
-    if not terms:
+    if not terms or limit < 1:
         return []
-    hits: list[Hit] = []
-    seen: set[int] = set()
+    wanted = limit * CANDIDATES
+    found: dict[int, tuple] = {}
     operators = ["AND", "OR"] if len(terms) > 1 else ["AND"]
     for operator in operators:
-        if len(hits) >= limit:
+        if len(found) >= wanted:
             break
-        for row_id, hit in _query(
-            db, match_expression(terms, operator), limit + len(seen), paths, layer_for
-        ):
-            if row_id not in seen and len(hits) < limit:
-                seen.add(row_id)
-                hits.append(hit)
-    return hits
+        for row in _query(db, match_expression(terms, operator), wanted, paths):
+            found.setdefault(row[0], row)
+    matched = _matched(db, terms, list(found)) if len(terms) > 1 else {}
+    hits = [
+        Hit(
+            path,
+            layer_for(path),
+            line,
+            heading,
+            display_text(text),
+            tuple(json.loads(sources)),
+            round(-rank, 4),
+            matched.get(row_id, len(terms)),
+            context,
+        )
+        for row_id, path, line, heading, text, sources, context, rank in found.values()
+    ]
+    hits.sort(key=lambda h: (-h.matched, -h.score, h.path, h.line))
+    return hits[:wanted]
 
 
-def _query(db, expression: str, limit: int, paths: list[str] | None, layer_for):
+def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, int]:
+    """How many of `terms` each of `row_ids` holds: one small MATCH a term, over those rows."""
+    counts = dict.fromkeys(row_ids, 0)
+    if not row_ids:
+        return counts
+    listed = ",".join(str(int(row_id)) for row_id in row_ids)
+    for term in terms:
+        sql = f"SELECT rowid FROM entries WHERE entries MATCH ? AND rowid IN ({listed})"
+        for (row_id,) in db.execute(sql, (match_expression([term], "AND"),)):
+            counts[row_id] += 1
+    return counts
+
+
+_SELECT = "rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, rows.context"
+
+
+def _query(db, expression: str, limit: int, paths: list[str] | None):
+    weights = ", ".join("?" * len(WEIGHTS))
     if paths is None:
         # rank the matches inside FTS5 first and join only the best: a frequent word matches
         # a large share of the rows, and joining them all costs more than ranking them
         sql = (
-            "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, best.score FROM "
-            "(SELECT rowid, bm25(entries, ?, ?, ?) AS score FROM entries WHERE entries MATCH ? ORDER BY score LIMIT ?) AS best "
+            f"SELECT {_SELECT}, best.score FROM "
+            f"(SELECT rowid, bm25(entries, {weights}) AS score FROM entries WHERE entries MATCH ? "
+            "ORDER BY score LIMIT ?) AS best "
             "JOIN rows ON rows.id = best.rowid ORDER BY best.score, rows.path, rows.line"
         )
         params: list = [*WEIGHTS, expression, limit]
     else:
         sql = (
-            "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS score "
-            f"FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? AND rows.path IN ({','.join('?' * len(paths))}) "
+            f"SELECT {_SELECT}, bm25(entries, {weights}) AS score "
+            "FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? "
+            f"AND rows.path IN ({','.join('?' * len(paths))}) "
             "ORDER BY score, rows.path, rows.line LIMIT ?"
         )
         params = [*WEIGHTS, expression, *paths, limit]
-    for row_id, path, line, heading, text, sources, rank in db.execute(sql, params):
-        yield (
-            row_id,
-            Hit(
-                path,
-                layer_for(path),
-                line,
-                heading,
-                display_text(text),
-                tuple(json.loads(sources)),
-                round(-rank, 4),
-            ),
-        )
+    yield from db.execute(sql, params)
+
+
+def rank_hits(memory: list[Hit], notes: list[Hit], limit: int) -> list[Hit]:
+    """One list from memory's hits and the notes' (each as `search_rows` ranked them): the more
+    query terms a line holds, the higher; at the same count memory's statements come first (each
+    index's BM25 is its own, so memory and notes are never ranked on one scale); and each note's
+    best line comes before any note's second one (one note must not fill every slot; a memory
+    file's statements are each a fact, so they are not grouped)."""
+    ranked = [(hit, True) for hit in memory] + [(hit, False) for hit in notes]
+    ranked.sort(key=lambda pair: -pair[0].matched)  # stable: memory first at the same count
+    firsts: list[Hit] = []
+    rest: list[Hit] = []
+    seen: set[str] = set()
+    for hit, in_memory in ranked:
+        (rest if hit.path in seen and not in_memory else firsts).append(hit)
+        seen.add(hit.path)
+    return (firsts + rest)[:limit]
