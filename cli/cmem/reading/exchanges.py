@@ -29,6 +29,12 @@ _SPEAKER = re.compile(
 _QA = {"q": "q", "question": "q", "a": "a", "answer": "a", "问": "q", "答": "a"}
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 MIN_TURNS = 4
+# labels a note's lines start with that are no speakers ("Note: …", "Due: …")
+_LABELS = frozenset(
+    "note notes todo tags tag date status source summary example warning tip update link url title "
+    "time location owner due done result results step idea edit ps nb why what how when where who "
+    "question answer".split()
+)
 
 
 class Turn:
@@ -38,23 +44,24 @@ class Turn:
         self.speaker, self.lines, self.text = speaker, [line], text
 
 
-def exchange_fields(lines: list[str], first: int = 1) -> dict[int, tuple[str, bool]]:
+def exchange_fields(lines: list[str], first: int = 1) -> dict[int, tuple[str, int]]:
     """For each line of a conversation, by its 1-based number: (the text of the turn it answers,
-    or "" for none; whether its own questions are answered by the next turn). Empty for a note
-    that is no conversation. `lines` are the note's lines, `first` the body's first line."""
+    or "" for none; the first line of the next turn when that turn answers its questions, else
+    0). Empty for a note that is no conversation. `lines` are the note's lines, `first` the
+    body's first line."""
     if any(USER_HEADER.match(line) for line in lines[first - 1 :]):
         return _session_fields(lines, first)
     turns = _speaker_turns(lines, first)
     if not turns:
         return {}
-    fields: dict[int, tuple[str, bool]] = {}
+    fields: dict[int, tuple[str, int]] = {}
     for i, turn in enumerate(turns):
         before = turns[i - 1] if i else None
         after = turns[i + 1] if i + 1 < len(turns) else None
         answers = before.text[-CONTEXT_CHARS:] if before and before.speaker != turn.speaker else ""
-        asked = bool(after and after.speaker != turn.speaker and _has_question(turn.text))
+        replied = after and after.speaker != turn.speaker and _has_question(turn.text)
         for line_no in turn.lines:
-            fields[line_no] = (answers, asked)
+            fields[line_no] = (answers, after.lines[0] if replied and after else 0)
     return fields
 
 
@@ -65,8 +72,8 @@ def _speaker_turns(lines: list[str], first: int) -> list[Turn]:
     for line_no in range(first, len(lines) + 1):
         line = lines[line_no - 1]
         found = _SPEAKER.match(line)
-        if found:
-            name = found.group("name").strip().lower()
+        name = found.group("name").strip().lower() if found else ""
+        if found and (name in _QA or name not in _LABELS):
             current = Turn(_QA.get(name, name), line_no, found.group("text").strip())
             turns.append(current)
         elif current is not None and line.strip() and not line.lstrip().startswith("#"):
@@ -79,8 +86,9 @@ def _speaker_turns(lines: list[str], first: int) -> list[Turn]:
         return turns
     changes = sum(a != b for a, b in zip(speakers, speakers[1:]))
     counts = sorted((speakers.count(name) for name in set(speakers)), reverse=True)
-    # two speakers who each speak twice, taking turns: keys of a metadata block do not repeat
-    if len(counts) < 2 or counts[1] < 2 or len(turns) < MIN_TURNS or changes * 2 < len(turns):
+    # two speakers who each speak twice, taking turns (a group chat less strictly than an
+    # interview): the keys of a metadata block do not repeat
+    if len(counts) < 2 or counts[1] < 2 or len(turns) < MIN_TURNS or changes * 4 < len(turns):
         return []
     return turns
 
@@ -97,9 +105,9 @@ def split_questions(text: str) -> tuple[str, str]:
     return " ".join(said), " ".join(asked)
 
 
-def _session_fields(lines: list[str], first: int) -> dict[int, tuple[str, bool]]:
+def _session_fields(lines: list[str], first: int) -> dict[int, tuple[str, int]]:
     """A session note: each user turn's lines answer the agent text quoted before the turn."""
-    fields: dict[int, tuple[str, bool]] = {}
+    fields: dict[int, tuple[str, int]] = {}
     agent: list[str] = []
     answers = ""
     quoting = in_fence = False
@@ -120,5 +128,5 @@ def _session_fields(lines: list[str], first: int) -> dict[int, tuple[str, bool]]
         elif ANCHOR.match(stripped):
             in_turn, answers = False, ""
         elif in_turn and stripped and answers:
-            fields[line_no] = (answers, False)
+            fields[line_no] = (answers, 0)
     return fields

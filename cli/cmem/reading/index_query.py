@@ -92,7 +92,7 @@ class SyncReport:
 
 class Hit(namedtuple("Hit", "path layer line heading text sources score matched context")):
     """One ranked line; `score` is -bm25 (higher is better), `matched` how many of the query's
-    terms it holds in any field, `context` the turn it answers in a conversation ("" if none)."""
+    terms it holds (`_matched`), `context` the turn it answers in a conversation ("" if none)."""
 
     __slots__ = ()
 
@@ -141,20 +141,25 @@ def search_rows(db, query: str, limit: int, paths: list[str] | None, layer_for) 
     """Ranked lines from an open index database: the more of the query's terms a line holds (in
     any field), the higher; then BM25. Rows holding every term are asked for first, then rows
     holding some (a Chinese query's bigrams that straddle two words, or one word spelled
-    differently, must not hide the rest). More candidates than `limit` come back, for
-    `rank_hits` to group by note. `layer_for(path)` names a hit's layer."""
+    differently, must not hide the rest). A question and the turn that answers it are one unit
+    (`_as_exchanges`). More candidates than `limit` come back, for `rank_hits` to group by note.
+    `layer_for(path)` names a hit's layer."""
     terms = query_terms(query)
     if not terms or limit < 1:
         return []
     wanted = limit * CANDIDATES
-    found: dict[int, tuple] = {}
+    found: dict[int, list] = {}
     operators = ["AND", "OR"] if len(terms) > 1 else ["AND"]
     for operator in operators:
         if len(found) >= wanted:
             break
         for row in _query(db, match_expression(terms, operator), wanted, paths):
-            found.setdefault(row[0], row)
-    matched = _matched(db, terms, list(found)) if len(terms) > 1 else {}
+            found.setdefault(row[0], list(row))
+    _as_exchanges(db, found)
+    matched = _matched(db, terms, list(found))
+    for row_id, row in found.items():
+        row[-1] = matched.get(row_id, 0.0)
+    _as_exchanges(db, found, again=True)
     hits = [
         Hit(
             path,
@@ -163,30 +168,62 @@ def search_rows(db, query: str, limit: int, paths: list[str] | None, layer_for) 
             heading,
             display_text(text),
             tuple(json.loads(sources)),
-            round(-rank, 4),
-            matched.get(row_id, len(terms)),
+            round(score, 4),
+            count,
             context,
         )
-        for row_id, path, line, heading, text, sources, context, rank in found.values()
+        for _id, path, line, heading, text, sources, context, _reply, score, count in found.values()
     ]
     hits.sort(key=lambda h: (-h.matched, -h.score, h.path, h.line))
     return hits[:wanted]
 
 
-def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, int]:
-    """How many of `terms` each of `row_ids` holds: one small MATCH a term, over those rows."""
-    counts = dict.fromkeys(row_ids, 0)
+def _as_exchanges(db, found: dict[int, list], again: bool = False) -> None:
+    """A question whose next turn answers it and that turn are one unit of search: the reply
+    takes the better of the two ranks and the question comes right after it, so the line shown
+    first is the one that holds the fact ("How long have you been married?" → "5 years
+    already!"). First call: the replies of the questions found are fetched; `again`: the ranks
+    are shared once each row's matched count is known."""
+    by_line = {(row[1], row[2]): row for row in found.values()}
+    for row in list(found.values()):
+        reply_line = row[7]
+        if not reply_line:
+            continue
+        reply = by_line.get((row[1], reply_line))
+        if reply is None and not again:
+            fetched = db.execute(
+                f"SELECT {_SELECT} FROM rows WHERE path=? AND line=?", (row[1], reply_line)
+            ).fetchone()
+            if fetched is None:
+                continue
+            reply = by_line[(row[1], reply_line)] = found[fetched[0]] = [*fetched, row[8], 0]
+        if again and reply is not None:
+            best = max((reply[9], reply[8]), (row[9], row[8]))
+            reply[9], reply[8] = best
+            row[9], row[8] = best[0], best[1] - 0.001
+
+
+def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, float]:
+    """How many of `terms` each of `row_ids` holds: a term in the line itself (or its history,
+    its exchange) counts one, a term only in where the line sits (title, folders, heading) a half,
+    since every line of a note shares those. One small MATCH a term and field set, over those rows."""
+    counts = dict.fromkeys(row_ids, 0.0)
     if not row_ids:
         return counts
     listed = ",".join(str(int(row_id)) for row_id in row_ids)
+    sql = f"SELECT rowid FROM entries WHERE entries MATCH ? AND rowid IN ({listed})"
+    own = "{" + " ".join(c for c in COLUMNS if c != "place") + "} : "
     for term in terms:
-        sql = f"SELECT rowid FROM entries WHERE entries MATCH ? AND rowid IN ({listed})"
-        for (row_id,) in db.execute(sql, (match_expression([term], "AND"),)):
-            counts[row_id] += 1
+        quoted = match_expression([term], "AND")
+        in_line = {row_id for (row_id,) in db.execute(sql, (own + quoted,))}
+        for (row_id,) in db.execute(sql, (quoted,)):
+            counts[row_id] += 1.0 if row_id in in_line else 0.5
     return counts
 
 
-_SELECT = "rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, rows.context"
+_SELECT = (
+    "rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, rows.context, rows.reply"
+)
 
 
 def _query(db, expression: str, limit: int, paths: list[str] | None):
@@ -209,7 +246,8 @@ def _query(db, expression: str, limit: int, paths: list[str] | None):
             "ORDER BY score, rows.path, rows.line LIMIT ?"
         )
         params = [*WEIGHTS, expression, *paths, limit]
-    yield from db.execute(sql, params)
+    for *row, rank in db.execute(sql, params):
+        yield (*row, -rank, 0)  # the score (higher is better) and, later, the matched count
 
 
 def rank_hits(memory: list[Hit], notes: list[Hit], limit: int) -> list[Hit]:

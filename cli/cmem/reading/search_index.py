@@ -104,6 +104,7 @@ class Row:
     sources: tuple[str, ...]
     context: str  # in a conversation, the turn the line answers (kept for the same reason)
     kind: int  # LINE, ASKING or TITLE
+    reply: int = 0  # ASKING: the line where the turn that answers it starts
 
 
 def line_terms(line: str, formats) -> tuple[str, str, str, list[str]]:
@@ -134,9 +135,9 @@ def row_columns(
 
 
 def _about(note, note_file: NoteFile, with_meta: bool) -> str:
-    """What the place field says of a file: its name, and for memory files its summary, tags
-    and aliases."""
-    about = [note_file.name]
+    """What the place field says of a file: its name and its folders' (an adopted vault files a
+    note under `Move to Lisbon/` and calls it `Checklist`), and its summary, tags and aliases."""
+    about = [note_file.name, *note_file.rel.split("/")[:-1]]
     if with_meta and note.usable:
         meta = note.meta
         for key in ("summary", "tags", "aliases"):
@@ -169,14 +170,15 @@ def _text_lines(note, with_code: bool) -> dict[int, str]:
 
 
 def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row], str, str]:
-    """(rows, sha256, about) of one note: its title row, then a row per line it is searched by
-    (`_text_lines`), each with its heading and, in a conversation, the turn it answers. A note
-    that cannot be read has its title row alone."""
+    """(rows, sha256, about) of one note: a row per line it is searched by (`_text_lines`), each
+    with its title and heading and, in a conversation, the turn it answers; a note without such
+    a line (empty, unreadable, headings only) has a title row, so its name still finds it."""
     note = read_note(note_file, vault.config.max_note_bytes)
     about_text = _about(note, note_file, with_meta=scope != ARCHIVED)
-    rows = [Row(note_file.rel, TITLE_LINE, "", note_file.name, (), "", TITLE)]
+    title = [Row(note_file.rel, TITLE_LINE, "", note_file.name, (), "", TITLE)]
     if not note.usable:
-        return rows, note.sha256, about_text
+        return title, note.sha256, about_text
+    rows: list[Row] = []
     wanted = _text_lines(note, with_code=scope != CONVERGENT)
     exchanges = exchange_fields(note.lines, note.body_start) if wanted else {}
     heading = ""
@@ -195,10 +197,13 @@ def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row],
         core, _body, history, sources = line_terms(line, vault.config.formats)
         if not core and not history:
             continue
-        answers, asking = exchanges.get(line_no, ("", False))
-        kind = ASKING if asking else LINE
-        rows.append(Row(note_file.rel, line_no, heading, line, tuple(sources), answers, kind))
-    return rows, note.sha256, about_text
+        answers, reply = exchanges.get(line_no, ("", 0))
+        kind = ASKING if reply else LINE
+        rows.append(
+            Row(note_file.rel, line_no, heading, line, tuple(sources), answers, kind, reply)
+        )
+    # every line's place field holds the title: a title row only where no line stands for it
+    return rows or title, note.sha256, about_text
 
 
 # --- the database ------------------------------------------------------------------------
@@ -285,7 +290,8 @@ CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGE
                    change TEXT NOT NULL DEFAULT '');
 CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
                   heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL,
-                  context TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0);
+                  context TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0,
+                  reply INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX rows_path ON rows(path);
 CREATE VIRTUAL TABLE entries USING fts5(body, history, place, context, asked, content='', tokenize='porter unicode61 remove_diacritics 2');
 """
@@ -494,8 +500,8 @@ class Index:
             return
         first = (self.db.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
         self.db.executemany(
-            "INSERT INTO rows(id, path, line, heading, text, sources, context, kind) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rows(id, path, line, heading, text, sources, context, kind, reply) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     first + i,
@@ -506,6 +512,7 @@ class Index:
                     json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]",
                     r.context,
                     r.kind,
+                    r.reply,
                 )
                 for i, r in enumerate(rows)
             ],

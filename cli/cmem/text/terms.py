@@ -66,7 +66,9 @@ ZH_KEY_STOP = ZH_FUNCTION_CHARS | frozenset("到把给被让")
 # "always", "new" stay: they change what is asked.
 EN_QUERY_STOP = EN_GRAMMAR | frozenset(
     "about am any been being can could did do does doing had how into just many much shall should "
-    "some than then there these those very where whom whose why would".split()
+    "some than then there these those very where whom whose why would "
+    # what an apostrophe leaves of a contraction or a possessive ("Jon's", "don't")
+    "s t d ll m re ve".split()
 )
 # Particles that glue a Chinese sentence together: a bigram holding one straddles two words
 # (去了, 的书) unless it is one of the few words they make.
