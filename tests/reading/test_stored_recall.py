@@ -233,3 +233,27 @@ def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(samp
     ]
     assert rules > 50 and before == 0
     assert found == 1 and 0 < after < rules
+
+
+def test_a_query_after_dashes_takes_the_light_path(sample_vault):
+    """Issue 44: `cmem recall -- "QUERY"` (a query that starts with a dash, or any) was handed
+    to typer every time."""
+    warm_recall(sample_vault, "uv")
+    argv = ("--vault", str(sample_vault), "recall", "--", "uv")
+    cmem(None, *argv)
+    out, hit = cmem(None, *argv)
+    assert hit and out == full(sample_vault, "recall", "uv")
+
+
+def test_the_whole_vault_with_an_adopted_folder_takes_the_light_path(sample_vault):
+    """The notes no layer reads are searched by default, and a warm recall of them is answered
+    without typer; a new one is seen at the next call."""
+    folder = sample_vault / "Resources" / "Travel"
+    folder.mkdir(parents=True)
+    (folder / "zanzibar.md").write_text("# Zanzibar\n\n- ferry from Dar at 7am\n", "utf-8")
+    light = warm_recall(sample_vault, "ferry")
+    assert "Resources/Travel/zanzibar.md:3" in light and light == full(sample_vault, "recall", "ferry")
+    (folder / "ferries.md").write_text("- the ferry to Pemba is slower\n", "utf-8")
+    settle_later(sample_vault)
+    out, hit = cmem(sample_vault, "recall", "ferry")
+    assert not hit and "Resources/Travel/ferries.md" in out
