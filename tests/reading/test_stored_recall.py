@@ -252,7 +252,9 @@ def test_the_whole_vault_with_an_adopted_folder_takes_the_light_path(sample_vaul
     folder.mkdir(parents=True)
     (folder / "zanzibar.md").write_text("# Zanzibar\n\n- ferry from Dar at 7am\n", "utf-8")
     light = warm_recall(sample_vault, "ferry")
-    assert "Resources/Travel/zanzibar.md:3" in light and light == full(sample_vault, "recall", "ferry")
+    assert "Resources/Travel/zanzibar.md:3" in light and light == full(
+        sample_vault, "recall", "ferry"
+    )
     (folder / "ferries.md").write_text("- the ferry to Pemba is slower\n", "utf-8")
     settle_later(sample_vault)
     out, hit = cmem(sample_vault, "recall", "ferry")

@@ -20,10 +20,9 @@ CONVERGENT, ARCHIVED = "convergent", "archive"
 NOTES = "notes"
 # the layers a note's hit is shown under
 PENDING, DIVERGENT_NOTE, UNMANAGED = "pending", "divergent", "unmanaged"
-# Column weights for bm25(), a field each: the line itself; the old wordings in its traces; where
-# it sits (the note's title, its heading, a memory file's summary and tags); in a conversation,
-# the turn it answers; and the questions of a turn that the next turn answers (a reply holds the
-# fact, so a question's words count more in its reply's context than in the question itself).
+# bm25() weights of the fields: the line; its traces' old wordings; where it sits (title, folders,
+# heading, summary, tags); the turn it answers; the questions a next turn answers (the reply holds
+# the fact, so a question's words count less in the question than in its reply's context)
 WEIGHTS = (1.0, 0.4, 0.5, 0.9, 0.45)
 COLUMNS = ("body", "history", "place", "context", "asked")
 TITLE_LINE = 0  # a note's title row: found by its name alone (an empty note titled "Git-Crypt")
