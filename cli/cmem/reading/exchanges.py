@@ -99,7 +99,8 @@ def _has_question(text: str) -> bool:
 
 def split_questions(text: str) -> tuple[str, str]:
     """(the sentences that are no question, the questions) of a turn's line."""
-    said, asked = [], []
+    said: list[str] = []
+    asked: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         (asked if sentence.rstrip().endswith(("?", "？")) else said).append(sentence)
     return " ".join(said), " ".join(asked)
