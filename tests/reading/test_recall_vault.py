@@ -249,3 +249,39 @@ def test_include_unmanaged_false_leaves_the_adopted_folders_out(make_vault):
     assert paths(root, "tomatoes") == ["2026-12-01 notes.md"]
     write_files(root, {".cmem/config.yaml": EN})
     assert sorted(paths(root, "tomatoes")) == ["2026-12-01 notes.md", "Areas/garden.md"]
+
+
+def test_a_newcomer_finds_a_fact_in_an_adopted_obsidian_vault(tmp_path):
+    """The issue's first step, as the README has it: `cmem init` on an Obsidian vault laid out in
+    PARA folders (daily notes under Journal/Daily/YYYY/MM/, templates, callouts), then `cmem
+    recall` finds an old note's fact, a callout's answer, an empty note by its title, and never a
+    template."""
+    root = tmp_path / "Vault"
+    write_files(
+        root,
+        {
+            ".obsidian/templates.json": '{"folder": "99 - META/Templates"}',
+            ".obsidian/daily-notes.json": '{"folder": "03 - AREAS/Journal/Daily"}',
+            "99 - META/Templates/Daily.md": "# <% tp.date.now() %>\n\n> [!tip] Dentist\n> docker\n",
+            "03 - RESOURCES/Tech/Docker/Housekeeping.md": "# Housekeeping\n\n## Dangling volumes\n\n"
+            "```bash\ndocker volume prune -f\n```\n",
+            "03 - RESOURCES/Tech/Git/Git-Crypt.md": "",
+            "03 - AREAS/Journal/Daily/2024/03/2024-03-12.md": "# 2024-03-12\n\n> [!tip] Dentist\n"
+            "> The dentist moved my check-up to Thursday at 3pm.\n",
+            "01 - PROJECTS/Garden/Tomatoes.md": "# Tomatoes\n\n- plant out after the last frost\n",
+        },
+    )
+    assert runner.invoke(app, ["init", str(root), "--lang", "en", "--no-daily"]).exit_code == 0
+
+    def first(query: str) -> dict:
+        out = runner.invoke(app, ["recall", query, "--json", "--vault", str(root)])
+        assert out.exit_code == 0, out.output
+        results = json.loads(out.output)["results"]
+        assert all("/Templates/" not in r["path"] for r in results)
+        return results[0]
+
+    assert first("docker cleanup orphaned volumes")["path"].endswith("Docker/Housekeeping.md")
+    dentist = first("when is the dentist")
+    assert dentist["path"].endswith("2024-03-12.md") and "Thursday" in dentist["text"]
+    assert first("git-crypt")["title"] == "Git-Crypt"
+    assert first("tomato frost")["layer"] == "unmanaged"

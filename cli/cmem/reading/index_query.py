@@ -157,7 +157,7 @@ def search_rows(db, query: str, limit: int, paths: list[str] | None, layer_for) 
     _as_exchanges(db, found)
     matched = _matched(db, terms, list(found))
     for row_id, row in found.items():
-        row[-1] = matched.get(row_id, 0.0)
+        row[_MATCHED] = matched.get(row_id, 0.0)
     _as_exchanges(db, found, again=True)
     hits = [
         Hit(
@@ -183,23 +183,22 @@ def _as_exchanges(db, found: dict[int, list], again: bool = False) -> None:
     first is the one that holds the fact ("How long have you been married?" → "5 years
     already!"). First call: the replies of the questions found are fetched; `again`: the ranks
     are shared once each row's matched count is known."""
-    by_line = {(row[1], row[2]): row for row in found.values()}
+    by_line = {(row[_PATH], row[_LINE]): row for row in found.values()}
     for row in list(found.values()):
-        reply_line = row[7]
-        if not reply_line:
+        where = (row[_PATH], row[_REPLY])
+        if not row[_REPLY]:
             continue
-        reply = by_line.get((row[1], reply_line))
+        reply = by_line.get(where)
         if reply is None and not again:
-            fetched = db.execute(
-                f"SELECT {_SELECT} FROM rows WHERE path=? AND line=?", (row[1], reply_line)
-            ).fetchone()
+            sql = f"SELECT {_SELECT} FROM rows WHERE path=? AND line=?"
+            fetched = db.execute(sql, where).fetchone()
             if fetched is None:
                 continue
-            reply = by_line[(row[1], reply_line)] = found[fetched[0]] = [*fetched, row[8], 0]
+            reply = by_line[where] = found[fetched[0]] = [*fetched, row[_SCORE], 0.0]
         if again and reply is not None:
-            best = max((reply[9], reply[8]), (row[9], row[8]))
-            reply[9], reply[8] = best
-            row[9], row[8] = best[0], best[1] - 0.001
+            best = max((reply[_MATCHED], reply[_SCORE]), (row[_MATCHED], row[_SCORE]))
+            reply[_MATCHED], reply[_SCORE] = best
+            row[_MATCHED], row[_SCORE] = best[0], best[1] - 0.001  # right after its reply
 
 
 def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, float]:
@@ -223,6 +222,8 @@ def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, float]:
 _SELECT = (
     "rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, rows.context, rows.reply"
 )
+# a candidate row: the columns of _SELECT, then its score and its matched count
+_PATH, _LINE, _REPLY, _SCORE, _MATCHED = 1, 2, 7, 8, 9
 
 
 def _query(db, expression: str, limit: int, paths: list[str] | None):

@@ -66,6 +66,8 @@ LINE, ASKING, TITLE = 0, 1, 2
 PROGRESS_FROM = 200  # notes to index before a build says how far it is
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
+# an Obsidian callout's first line, `> [!tip] Dentist`: its title heads the callout's lines
+_CALLOUT = re.compile(r">\s*\[!([^\]\s]+)\][+-]?\s*(.*?)\s*$")
 
 
 class IndexUnavailable(CmemError):
@@ -181,7 +183,7 @@ def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row],
     rows: list[Row] = []
     wanted = _text_lines(note, with_code=scope != CONVERGENT)
     exchanges = exchange_fields(note.lines, note.body_start) if wanted else {}
-    heading = ""
+    heading = callout = ""
     in_fence = False
     for line_no in range(note.body_start, len(note.lines) + 1):
         line = note.lines[line_no - 1]
@@ -192,6 +194,13 @@ def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row],
             found = _HEADING.match(stripped)
             if found:
                 heading = found.group(1)
+        if not stripped.startswith(">"):
+            callout = ""
+        elif found_callout := _CALLOUT.match(stripped):
+            callout = found_callout.group(2) or found_callout.group(1)
+            following = note.lines[line_no] if line_no < len(note.lines) else ""
+            if following.lstrip().startswith(">"):
+                continue  # a title with lines under it is their heading, as a `#` heading is
         if line_no not in wanted:
             continue
         core, _body, history, sources = line_terms(line, vault.config.formats)
@@ -199,9 +208,8 @@ def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row],
             continue
         answers, reply = exchanges.get(line_no, ("", 0))
         kind = ASKING if reply else LINE
-        rows.append(
-            Row(note_file.rel, line_no, heading, line, tuple(sources), answers, kind, reply)
-        )
+        under = f"{heading} · {callout}" if heading and callout else heading or callout
+        rows.append(Row(note_file.rel, line_no, under, line, tuple(sources), answers, kind, reply))
     # every line's place field holds the title: a title row only where no line stands for it
     return rows or title, note.sha256, about_text
 
