@@ -204,18 +204,20 @@ def _as_exchanges(db, found: dict[int, list], again: bool = False) -> None:
 def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, float]:
     """How many of `terms` each of `row_ids` holds: a term in the line itself (or its history,
     its exchange) counts one, a term only in where the line sits (title, folders, heading) a half,
-    since every line of a note shares those. One small MATCH a term and field set, over those rows."""
-    counts = dict.fromkeys(row_ids, 0.0)
-    if not row_ids:
-        return counts
-    listed = ",".join(str(int(row_id)) for row_id in row_ids)
-    sql = f"SELECT rowid FROM entries WHERE entries MATCH ? AND rowid IN ({listed})"
+    since every line of a note shares those. FTS5 tells, row by row: a seek into each term's
+    list, cheaper than reading a frequent term's whole list to intersect it."""
+    sql = "SELECT 1 FROM entries WHERE entries MATCH ? AND rowid = ?"
     own = "{" + " ".join(c for c in COLUMNS if c != "place") + "} : "
-    for term in terms:
-        quoted = match_expression([term], "AND")
-        in_line = {row_id for (row_id,) in db.execute(sql, (own + quoted,))}
-        for (row_id,) in db.execute(sql, (quoted,)):
-            counts[row_id] += 1.0 if row_id in in_line else 0.5
+    quoted = [match_expression([term], "AND") for term in terms]
+    counts = {}
+    for row_id in row_ids:
+        count = 0.0
+        for term in quoted:
+            if db.execute(sql, (own + term, row_id)).fetchone():
+                count += 1.0
+            elif db.execute(sql, (term, row_id)).fetchone():
+                count += 0.5
+        counts[row_id] = count
     return counts
 
 
