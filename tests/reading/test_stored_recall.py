@@ -259,3 +259,15 @@ def test_the_whole_vault_with_an_adopted_folder_takes_the_light_path(sample_vaul
     settle_later(sample_vault)
     out, hit = cmem(sample_vault, "recall", "ferry")
     assert not hit and "Resources/Travel/ferries.md" in out
+
+
+def test_a_templates_folder_named_later_is_left_out_at_once(sample_vault):
+    """The templates folder comes from Obsidian's settings, outside the notes the key stats."""
+    (sample_vault / "Meta").mkdir()
+    (sample_vault / "Meta" / "daily.md").write_text("- ferry checklist\n", "utf-8")
+    (sample_vault / ".obsidian").mkdir(exist_ok=True)
+    assert "Meta/daily.md" in warm_recall(sample_vault, "ferry")
+    # only a file in a dot-folder changes: no note, no folder the key walks
+    (sample_vault / ".obsidian" / "templates.json").write_text('{"folder": "Meta"}', "utf-8")
+    out, hit = cmem(sample_vault, "recall", "ferry")
+    assert not hit and "Meta/daily.md" not in out

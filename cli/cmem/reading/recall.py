@@ -147,9 +147,8 @@ def recall_memory(
     if rebuild:
         for scope in scopes:
             delete_index(index_file(vault, scope))
-    pending = _begin_stored(
-        vault, scopes[0]
-    )  # before the index is synced: see stored_results.begin
+    # the key is taken before the index is synced: see stored_results.begin
+    pending = _begin_stored(vault, scopes[0])
     if archive:
         searched = search_scope(vault, ARCHIVED, query, limit, progress=progress)
         hits, problems, sync = rank_hits([], searched.hits, limit), searched.problems, searched.sync
@@ -220,10 +219,16 @@ def _begin_stored(vault: Vault, scope: str) -> dict | None:
         # every note one by one (an edit in place must reach the index, and which notes are
         # pending changes with them), the archive by its folders
         tops, folder_only = ("",), [config.archive_dir]
+    # Obsidian's settings name the templates folder, which recall leaves out
+    settings = tuple(
+        str(vault.root / ".obsidian" / name)
+        for name in ("templates.json", "plugins/templater-obsidian/data.json")
+    )
     return stored_results.begin(
         vault,
         "recall",
         (ARCHIVED if scope == ARCHIVED else VAULT,),
+        settings,
         tops=tops,
         folder_only=folder_only,
     )
