@@ -157,7 +157,12 @@ def render_status_data(data: dict) -> str:
         ]
         for folder in unmanaged[:10]:
             out.append(
-                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}"
+                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  "
+                + (
+                    f"to read them: {folder['setting']}"
+                    if folder["setting"]
+                    else "in a layer's folder: move them out to read them"
+                )
             )
         if len(unmanaged) > 10:
             out.append(
