@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from cmem.archive.checklist import StageEntry, archive_target, stage_notes
+from cmem.archive.checklist import StageEntry, archive_target, filing_date, stage_notes
 from cmem.converge.accounting import account_note
 from cmem.converge.engines import Engine, EngineReply, check_engine, choose_engine
 from cmem.converge.memory_diff import make_diff
@@ -465,9 +465,10 @@ def stage_changes(
     by_rel = {n.rel: n for n in inputs.selection.notes}
     for rel in planned.converged:
         note = by_rel[rel]
-        target = archive_target(
-            vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
-        )
+        # filed by the note's own date, not the pass's: a 2024 diary goes to archive/2024-04/
+        frontmatter = "\n".join(note.lines[: note.body_start - 1])
+        day = filing_date(note.name, frontmatter, note.mtime_ns, pass_date)
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, day)
         stage_entries.append(
             StageEntry(note.name, target, sorted(planned.into.get(rel, [])), note.sha256)
         )

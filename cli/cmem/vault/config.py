@@ -454,6 +454,7 @@ def _check_pattern(pattern: str, where: Path) -> str:
         pattern.replace("{yyyy}", "2026")
         .replace("{mm}", "11")
         .replace("{dd}", "28")
+        .replace("{folder}", "journal")
         .replace("{name}", "note")
     )
     problem = (
@@ -599,7 +600,7 @@ formats:
   trace: "{lang["trace"]}"
 
 archive:
-  pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder
+  pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder; the note's own date, its folder kept above {{name}} (or at {{folder}})
   checklist: ARCHIVE-CHECKLIST.md
 
 capture:
