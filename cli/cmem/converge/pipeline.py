@@ -308,7 +308,15 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         reads_meaning=meaning,
         rule_reasons=rule_reasons,
         in_memory=in_memory,
+        backlog_record=None if options.only else _backlog_record(vault, scan),
     )
+
+
+def _backlog_record(vault: Vault, scan) -> str | None:
+    """backlog.json recording folders widened since it was written, and their notes."""
+    from cmem.vault.backlog import read_record, widened_record
+
+    return widened_record(vault, read_record(vault), scan.widened)
 
 
 def reads_meaning(vault: Vault, options: PassOptions) -> bool:
@@ -485,6 +493,11 @@ def stage_changes(
     )
     new_state = State(notes=notes, passes=[*state.passes, record_entry.to_json()])
     changes.write(vault.rel(vault.state_file), state_to_bytes(new_state), state_bytes)
+    if inputs.backlog_record is not None:
+        from cmem.vault.backlog import backlog_path
+
+        path = backlog_path(vault)
+        changes.write(vault.rel(path), inputs.backlog_record.encode("utf-8"), current_bytes(path))
     if stage_entries:
         current = (
             checklist_bytes.decode("utf-8", errors="replace")

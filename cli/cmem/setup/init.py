@@ -251,9 +251,9 @@ def init_vault(
     ]
     if f"{CONFIG_DIR}/state.json" in report.created:
         adopted = _record_backlog(root, config)
+        owned.append(f"{CONFIG_DIR}/backlog.json")
+        report.created.append(f"{CONFIG_DIR}/backlog.json")
         if adopted:
-            owned.append(f"{CONFIG_DIR}/backlog.json")
-            report.created.append(f"{CONFIG_DIR}/backlog.json")
             report.notes.append(
                 f"{adopted} existing notes are the backlog (.cmem/backlog.json): a pass reads only "
                 "their cue lines; `cmem status` shows the rest's size, `cmem converge --backlog` "
@@ -290,11 +290,12 @@ def init_vault(
 
 
 def _record_backlog(root: Path, config) -> int:
-    """An adopted folder's divergent notes, recorded as the backlog (`vault/backlog.py`): they
-    are not pending all at once. Returns how many."""
+    """An adopted folder's divergent notes, recorded as the backlog (`vault/backlog.py`) with the
+    folders they were read from (a new vault's too: folders widened later are told by them):
+    they are not pending all at once. Returns how many."""
     from datetime import datetime
 
-    from cmem.vault.backlog import write_backlog
+    from cmem.vault.backlog import input_folders, write_backlog
     from cmem.vault.layers import DIVERGENT, Vault
 
     notes = {}
@@ -303,11 +304,8 @@ def _record_backlog(root: Path, config) -> int:
             notes[file.rel] = Path(file.location).read_bytes()
         except OSError:
             continue  # unreadable now: it is simply pending once it can be read
-    if not notes:
-        return 0
-    return write_backlog(
-        root / CONFIG_DIR, notes, datetime.now().astimezone().isoformat("T", "seconds")
-    )
+    adopted = datetime.now().astimezone().isoformat("T", "seconds")
+    return write_backlog(root / CONFIG_DIR, notes, adopted, input_folders(config))
 
 
 def _sessions_folder(root: Path) -> str:
