@@ -381,6 +381,44 @@ def render_scan(scan, waiting: dict | None = None) -> str:
     return "\n".join(out)
 
 
+def render_backlog_plan(plan) -> str:
+    """What `converge --backlog` will do, before it asks (`converge/backlog_run.py`)."""
+    pending = f" (and {_count(plan.pending, 'pending note')} with them)" if plan.pending else ""
+    lines = [
+        paint(
+            f"backlog: {_count(plan.notes, 'note')}, ~{_tokens(plan.tokens)} tokens{pending}, "
+            f"in ~{_count(plan.batches, 'batch', 'batches')} (one pass within the budget each)",
+            "bold",
+        ),
+        f"  sends ~{_tokens(plan.prompt_tokens)} tokens, gets back ~{_tokens(plan.reply_tokens)} (an estimate)",
+    ]
+    if plan.cost is not None:
+        lines.append(
+            f"  costs ~${plan.cost:.2f} at ${plan.price.input:g} per million tokens sent, "
+            f"${plan.price.output:g} received"
+        )
+    else:
+        lines.append("  cost: give a price (llm.price, or --price IN/OUT in $ per million tokens)")
+    lines.append(
+        "  each batch is one commit; stopped or failed, `cmem converge --backlog` continues where it stopped"
+    )
+    return "\n".join(lines)
+
+
+def render_backlog_batch(number: int, total: int, result, left: int) -> str:
+    """One batch of `converge --backlog`, as it ends."""
+    head = f"batch {number} of {total}: "
+    if result.status == "applied":
+        commit = f" · commit {result.commit[:8]}" if result.commit else ""
+        deferred = f", {len(result.deferred)} deferred" if result.deferred else ""
+        return (
+            head
+            + f"converged {_count(len(result.converged), 'note')}{deferred}{commit} · "
+            + f"{_count(left, 'note')} left"
+        )
+    return head + (result.message or result.status)
+
+
 def render_doctor(findings) -> str:
     out = []
     for f in findings:
