@@ -277,10 +277,10 @@ def converge_if_due(
 def converge_logged(vault: Vault, options, progress=None) -> TriggerOutcome:
     """A pass a person asked for with `--background`: no due rule and no stop rule (they asked),
     but nobody sees its output, so its outcome is logged like an unattended one."""
+    from dataclasses import replace
+
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
-
-    from dataclasses import replace
 
     reset_failures(vault)
     try:
