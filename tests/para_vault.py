@@ -45,7 +45,8 @@ FILES: dict[str, str] = {
         "# Monday\n\n> [!note] Morning\n> Ship the backup script.\n\nWent climbing with Ana.\n"
     ),
     OLD_DAILY: (
-        "---\ncreated: <% tp.file.creation_date() %>\n---\n# Tuesday\n\n"
+        "---\ncreated: <% tp.file.creation_date() %>\n"
+        '<%* const mood = await tp.system.prompt("Mood?") %>\n---\n# Tuesday\n\n'
         "> [!tip] Lesson\n> Write the restore test before the backup job.\n\n"
         "Decided to keep the homelab on Debian stable.\n"
     ),

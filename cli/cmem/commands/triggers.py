@@ -105,7 +105,7 @@ def watch(
         typer.Option(
             "--settle", min=0.0, help="Seconds without a change before the due check runs."
         ),
-    ] = 120.0,
+    ] = 30.0,
     polling: Annotated[
         bool,
         typer.Option(

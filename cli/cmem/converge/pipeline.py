@@ -84,7 +84,7 @@ __all__ = [
 def odd_warnings(odd_files, limit: int = 20) -> list[str]:
     warnings = [f"{odd.rel} {odd.message}" for odd in odd_files[:limit]]
     if len(odd_files) > limit:
-        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem status` lists them)")
+        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem doctor` lists them)")
     return warnings
 
 
@@ -254,7 +254,7 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     scan = scan_vault(
         vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
     )
-    odd = tuple(odd_warnings(scan.odd)) + tuple(  # SPEC §1: what cmem skips, said once
+    odd = tuple(odd_warnings(_said_once(vault, scan.odd, options))) + tuple(
         f"{q.note} is quarantined: {q.reason}; {q.way_out}" for q in scan.quarantined
     )
     pass_date = now.date().isoformat()
@@ -317,6 +317,17 @@ def _backlog_record(vault: Vault, scan) -> str | None:
     from cmem.vault.backlog import read_record, widened_record
 
     return widened_record(vault, read_record(vault), scan.widened)
+
+
+def _said_once(vault: Vault, odd_files: list, options: PassOptions) -> list:
+    """SPEC §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
+    after it appears, so its commit and `cmem log` hold it once; `cmem doctor` lists them all."""
+    from cmem.vault.warned import fresh_warnings, mark_shown
+
+    fresh = fresh_warnings(vault.machine_dir, odd_files)
+    if not options.emit_prompt:
+        mark_shown(vault.machine_dir, odd_files)
+    return fresh
 
 
 def reads_meaning(vault: Vault, options: PassOptions) -> bool:

@@ -245,14 +245,26 @@ def render_status_data(data: dict) -> str:
         ]
         for conflict in conflicts[:20]:
             out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
-    odd = data["odd_files"]
-    if odd:
-        out += ["", paint(f"odd files ({len(odd)})", "bold", "yellow")]
-        for item in odd[:20]:
-            out.append(f"  {item['file']}: {item['message']}")
-        if len(odd) > 20:
-            out.append(f"  … and {len(odd) - 20} more (`cmem doctor`)")
+    out += _odd_lines(data["odd_files"])
     return "\n".join(out)
+
+
+def _odd_lines(odd: list[dict]) -> list[str]:
+    """Odd files: a warning not shown before in full, the others counted (`vault/warned.py`)."""
+    if not odd:
+        return []
+    new = [item for item in odd if item.get("new", True)]
+    if not new:
+        return ["", f"odd files: {len(odd)}, each said before — `cmem doctor` lists them"]
+    counts = f"{len(odd)}, {len(new)} new" if len(new) < len(odd) else str(len(odd))
+    out = ["", paint(f"odd files ({counts})", "bold", "yellow")]
+    for item in new[:20]:
+        out.append(f"  {item['file']}: {item['message']}")
+    if len(new) > 20:
+        out.append(f"  … and {len(new) - 20} more new")
+    if len(odd) > len(new) or len(new) > 20:
+        out.append("  `cmem doctor` lists them all")
+    return out
 
 
 _AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
@@ -374,10 +386,17 @@ def render_scan(scan, waiting: dict | None = None) -> str:
         for d in scan.deferred:
             where = f"{d.note}:{d.line}" if d.line else d.note
             out.append(f"  {where}  — {d.reason}")
-    if scan.odd:
-        out += ["", paint(f"{len(scan.odd)} odd files (not read)", "bold", "yellow")]
-        for odd in scan.odd:
-            out.append(f"  {odd.rel}: {odd.message}")
+    from cmem.vault.notes import READ_AS_THEY_ARE
+
+    # as each warning says: some are read as they are (never rewritten), the others not at all
+    read = [odd for odd in scan.odd if odd.kind in READ_AS_THEY_ARE]
+    for group, label in (
+        ([odd for odd in scan.odd if odd.kind not in READ_AS_THEY_ARE], "not read"),
+        (read, "read as they are, never rewritten"),
+    ):
+        if group:
+            out += ["", paint(f"{plural(len(group), 'odd file')} ({label})", "bold", "yellow")]
+            out += [f"  {odd.rel}: {odd.message}" for odd in group]
     return "\n".join(out)
 
 

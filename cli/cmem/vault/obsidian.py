@@ -59,7 +59,7 @@ class DailyNotes:
         return f"{self.folder}/{name}.md" if self.folder else f"{name}.md"
 
 
-DEFAULT_FORMAT = "YYYY-MM-DD"
+DAILY_NAME_DEFAULT = "YYYY-MM-DD"  # Obsidian's own default name for a daily note
 
 
 def daily_notes(root: Path) -> DailyNotes | None:
@@ -108,7 +108,7 @@ def _settings(data: dict, template_key: str, rel: str) -> DailyNotes:
         template += ".md"
     return DailyNotes(
         folder=_clean(data.get("folder")) or "",
-        format=fmt.strip() if isinstance(fmt, str) and fmt.strip() else DEFAULT_FORMAT,
+        format=fmt.strip() if isinstance(fmt, str) and fmt.strip() else DAILY_NAME_DEFAULT,
         template=template,
         settings=rel,
     )
