@@ -29,8 +29,8 @@ from cmem.cache_store import settled, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
-# Long enough for a burst of saves (Obsidian saves every 2 s while one types), short enough
-# that a short session sees the watcher act before it ends (issue 44; SPEC §7 said 120).
+# Long enough for a burst of editor saves to end, short enough that a short session sees the
+# watcher act before it ends (issue 44 chose it over SPEC §7's figure; docs/agents.md says why).
 DEFAULT_SETTLE = 30.0
 RESCAN_SECONDS = 300.0
 # Editors' temp and swap files: vim (`.x.swp`, `x~`, the `4913` probe), emacs (`.#x`, `#x#`),
