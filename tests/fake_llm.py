@@ -174,7 +174,8 @@ def _first_content_line(body: str) -> str:
         end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
         lines = lines[end + 1 :]
     for line in lines:
-        text = line.strip().lstrip(">").strip().replace("`", "")
+        text = line.strip().lstrip(">").strip()
+        text = text.replace("`", "").replace("[[", "").replace("]]", "")
         if not text or text.startswith(("#", "[!")) or text == "---":
             continue
         return text.lstrip("-* ").strip()

@@ -176,7 +176,8 @@ def converge_backlog(
         if run.stopped:
             echo(f"stopped: {run.stopped}", err=True)
         echo(
-            f"backlog: {len(run.batches)} batches run, {run.left} notes left"
+            f"backlog: {len(run.batches)} batch{'es' if len(run.batches) != 1 else ''} run, "
+            f"{run.left} note{'s' if run.left != 1 else ''} left"
             + (" — `cmem converge --backlog` continues" if run.left else "")
         )
     return 1 if run.batches and run.batches[-1].status == "failed" else 0

@@ -190,7 +190,8 @@ def run_backlog(
         if result.status != "applied":
             run.stopped = result.message or f"the pass ended {result.status}"
             break
-        if run.left >= before:
-            run.stopped = "the last batch converged no backlog note; stopped so as not to loop"
+        if run.left >= before and not (result.converged or result.deferred):
+            # the batch took no note at all (a batch of pending notes first is progress too)
+            run.stopped = "the last batch converged no note; stopped so as not to loop"
             break
     return run
