@@ -332,8 +332,8 @@ def waiting_lines(data: dict) -> list[str]:
     if backlog["notes"]:
         out.append(
             f"backlog: {_count(backlog['notes'], 'note')} of the adopted folder (~{_tokens(backlog['tokens'])} "
-            f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged only when you ask: "
-            "`cmem converge --backlog`"
+            f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged with a model, "
+            "only when you ask: `cmem converge --backlog` (the plan first, then batches)"
         )
     for item in quarantined[:10]:
         out.append(f"quarantined: {item['note']} — {item['reason']}; {item['way_out']}")
