@@ -254,9 +254,12 @@ def _render_status(payload: dict, request: dict) -> str:
 
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     from cmem.render import reports as render
+    from cmem.vault.warned import shown_once
 
     if request["no_color"]:
         render.set_color(False)
+    if payload["clock"].get("machine_dir"):  # a warning about a file is printed once
+        data["odd_files"] = shown_once(payload["clock"]["machine_dir"], data["odd_files"])
     return render.render_status_data(data) + "\n"
 
 

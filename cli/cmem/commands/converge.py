@@ -81,8 +81,19 @@ def converge(
         bool,
         typer.Option(
             "--backlog",
-            help="Also converge the backlog: the notes an adopted folder held when `cmem init` adopted it, oldest first, within the budget (`cmem status` shows its size). Never done by --if-due.",
+            help="Converge the backlog with a model: the notes an adopted folder held, oldest first, in batches of the budget — the plan (notes, tokens, batches, cost) first, then asks; each batch a commit, a stopped run continues where it stopped. Never done by --if-due.",
         ),
+    ] = False,
+    price: Annotated[
+        Optional[str],
+        typer.Option(
+            "--price",
+            metavar="IN[/OUT]",
+            help="With --backlog: the model's price in dollars per million tokens sent (and received), for the cost estimate (default: llm.price).",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, yes_option("With --backlog: start without asking (needed without a terminal).")
     ] = False,
     show_diff: Annotated[
         bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
@@ -193,7 +204,22 @@ def converge(
             "the backlog is converged only when you ask: not with --if-due or --background",
             param_hint="--backlog",
         )
-    if background or if_due or detached:
+    if price is not None and not backlog:
+        raise typer.BadParameter("goes with --backlog", param_hint="--price")
+    if backlog and not (
+        dry_run or emit_prompt or response_text is not None or background or if_due or detached
+    ):
+        code = pass_command.converge_backlog(
+            target,
+            options,
+            invoked,
+            typer.echo,
+            price=price,
+            confirm=lambda question: confirm(yes, question),
+            quiet=quiet,
+            as_json=as_json,
+        )
+    elif background or if_due or detached:
         if (background or if_due) and (
             dry_run or emit_prompt or response is not None or replay is not None or show_diff
         ):

@@ -29,8 +29,10 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
         print_json(data)
     else:
         from cmem.render.reports import render_status_data
+        from cmem.vault.warned import shown_once
 
-        typer.echo(render_status_data(data))
+        odd = shown_once(target.machine_dir, data["odd_files"])
+        typer.echo(render_status_data({**data, "odd_files": odd}))
 
 
 def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):

@@ -105,7 +105,7 @@ def builtin_response(
 
 
 def _converge_note(work: PassWork, note: SelectedNote) -> None:
-    secret = _secret_line(note) or _unlinkable(note.name)
+    secret = _secret_line(note) or _unlinkable(note.name) or _quoted(note)
     if secret:
         # A credential is never memory: the note waits, saying why, and nothing of it is written
         # (no signal of a converged note may be left out, so the whole note is deferred). A
@@ -147,6 +147,15 @@ def _converge_note(work: PassWork, note: SelectedNote) -> None:
             iter(left.values()),
             "no signal line to keep; the builtin engine only quotes signal lines",
         )
+
+
+def _quoted(note: SelectedNote) -> str:
+    """A note that is not the user's own words (a web clip, a template): its cue lines are
+    someone else's ("I prefer small endpoints" in an article), so it waits for a model, which
+    cites it as quoted (rule 16)."""
+    if not note.quoted:
+        return ""
+    return f"not the user's own words ({note.quoted}): a model converges it, citing it as quoted"
 
 
 def _unlinkable(name: str) -> str:

@@ -128,6 +128,8 @@ class PassInputs:
     in_memory: frozenset[tuple[str, int]] = frozenset()
     # notes the builtin engine could not converge, put aside by `isolate_builtin`
     quarantined_notes: tuple[SelectedNote, ...] = ()
+    # backlog.json's new text: folders read since its record, and the notes they brought in
+    backlog_record: str | None = None
 
 
 @dataclass(frozen=True)

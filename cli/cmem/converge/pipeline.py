@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from cmem.archive.checklist import StageEntry, archive_target, stage_notes
+from cmem.archive.checklist import StageEntry, archive_target, filing_date, stage_notes
 from cmem.converge.accounting import account_note
 from cmem.converge.engines import Engine, EngineReply, check_engine, choose_engine
 from cmem.converge.memory_diff import make_diff
@@ -84,7 +84,7 @@ __all__ = [
 def odd_warnings(odd_files, limit: int = 20) -> list[str]:
     warnings = [f"{odd.rel} {odd.message}" for odd in odd_files[:limit]]
     if len(odd_files) > limit:
-        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem status` lists them)")
+        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem doctor` lists them)")
     return warnings
 
 
@@ -254,7 +254,7 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     scan = scan_vault(
         vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
     )
-    odd = tuple(odd_warnings(scan.odd)) + tuple(  # SPEC §1: what cmem skips, said once
+    odd = tuple(odd_warnings(_said_once(vault, scan.odd, options))) + tuple(
         f"{q.note} is quarantined: {q.reason}; {q.way_out}" for q in scan.quarantined
     )
     pass_date = now.date().isoformat()
@@ -308,7 +308,26 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         reads_meaning=meaning,
         rule_reasons=rule_reasons,
         in_memory=in_memory,
+        backlog_record=None if options.only else _backlog_record(vault, scan),
     )
+
+
+def _backlog_record(vault: Vault, scan) -> str | None:
+    """backlog.json recording folders widened since it was written, and their notes."""
+    from cmem.vault.backlog import read_record, widened_record
+
+    return widened_record(vault, read_record(vault), scan.widened)
+
+
+def _said_once(vault: Vault, odd_files: list, options: PassOptions) -> list:
+    """SPEC §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
+    after it appears, so its commit and `cmem log` hold it once; `cmem doctor` lists them all."""
+    from cmem.vault.warned import fresh_warnings, mark_shown
+
+    fresh = fresh_warnings(vault.machine_dir, odd_files)
+    if not options.emit_prompt:
+        mark_shown(vault.machine_dir, odd_files)
+    return fresh
 
 
 def reads_meaning(vault: Vault, options: PassOptions) -> bool:
@@ -464,9 +483,10 @@ def stage_changes(
     by_rel = {n.rel: n for n in inputs.selection.notes}
     for rel in planned.converged:
         note = by_rel[rel]
-        target = archive_target(
-            vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
-        )
+        # filed by the note's own date, not the pass's: a 2024 diary goes to archive/2024-04/
+        frontmatter = "\n".join(note.lines[: note.body_start - 1])
+        day = filing_date(note.name, frontmatter, note.mtime_ns, pass_date)
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, day)
         stage_entries.append(
             StageEntry(note.name, target, sorted(planned.into.get(rel, [])), note.sha256)
         )
@@ -486,6 +506,11 @@ def stage_changes(
     # while the model thought, and what they recorded stays
     on_disk, merged = merged_with_disk(vault, state, new_state)
     changes.write(vault.rel(vault.state_file), merged, on_disk)
+    if inputs.backlog_record is not None:
+        from cmem.vault.backlog import backlog_path
+
+        path = backlog_path(vault)
+        changes.write(vault.rel(path), inputs.backlog_record.encode("utf-8"), current_bytes(path))
     if stage_entries:
         current = (
             checklist_bytes.decode("utf-8", errors="replace")

@@ -111,7 +111,10 @@ def _check_unmanaged(vault: Vault) -> list[Finding]:
     from cmem.render.reports import plural
 
     total = sum(f.notes for f in folders)
-    listed = "; ".join(f"{f.folder}/ ({f.notes}: {f.setting})" for f in folders[:8])
+    listed = "; ".join(
+        f"{f.folder}/ ({f.notes}: {f.setting or 'in a layer folder, move them out'})"
+        for f in folders[:8]
+    )
     more = f"; and {len(folders) - 8} more folders" if len(folders) > 8 else ""
     return [
         Finding(

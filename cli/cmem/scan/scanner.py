@@ -47,7 +47,7 @@ from cmem.scan.signals import (
     excluded_reason,
 )
 from cmem.text.cues import PRIORITY
-from cmem.vault.backlog import in_backlog, load_backlog
+from cmem.vault.backlog import in_backlog, read_record
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import OddFile, find_odd_names, read_note
 from cmem.vault.state_json import BUILTIN, ConvergedNote, State, load_state
@@ -89,6 +89,9 @@ class ScanResult:
     odd: list[OddFile] = field(default_factory=list)
     reemerged: list[Reemerged] = field(default_factory=list)
     backlog: list[BacklogNote] = field(default_factory=list)  # an adopted folder's notes
+    # notes of folders read since the backlog's record (path → sha256): backlog until a pass
+    # records them (`vault/backlog.py: widened_record`)
+    widened: dict[str, str] = field(default_factory=dict)
     quarantined: list[Quarantined] = field(default_factory=list)  # no pass takes them
     notes_scanned: int = 0  # divergent notes looked at
     notes_read: int = 0  # of which read from disk (the rest came from the cache)
@@ -130,7 +133,7 @@ def scan_vault(
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
     wanted = _wanted(only, [file for file, _ in entries]) if only else None
-    judge = _Judgement(vault, state, index, entries, load_backlog(vault), backlog)
+    judge = _Judgement(vault, state, index, entries, read_record(vault), backlog)
     result = judge.assemble(wanted, confirm_only)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
@@ -151,9 +154,9 @@ class _Judgement:
     note an adopted folder held, unchanged since, is pending only through its cue lines; the
     rest is the backlog, pending when `backlog` is asked for."""
 
-    def __init__(self, vault, state, index, entries, adopted, backlog):
+    def __init__(self, vault, state, index, entries, record, backlog):
         self.vault, self.state, self.index, self.entries = vault, state, index, entries
-        self.adopted, self.include_backlog = adopted, backlog
+        self.record, self.adopted, self.include_backlog = record, record.notes, backlog
         self.min_recurrence = vault.config.min_recurrence
         self.recurring = _recurring_keys(entries, self.min_recurrence, state)
         self.converged_lines = _converged_lines(state)
@@ -201,7 +204,13 @@ class _Judgement:
                     f"`cmem converge --only {file.name!r} --llm CMD`",
                 )
             )
-        adopted = in_backlog(self.adopted, file.rel, entry.sha256) and not self.include_backlog
+        adopted = in_backlog(self.adopted, file.rel, entry.sha256)
+        if done is None and self.record.newly_read(
+            file.rel, entry.mtime_ns, self.vault.config.sessions_folder
+        ):
+            self.result.widened[file.rel] = entry.sha256
+            adopted = True
+        adopted = adopted and not self.include_backlog
         signals, deferred = [], []
         # a note asked for by name (`--only`) is confirmed for this pass: its deferred lines count
         flags = replace(entry.scan.flags, confirmed=True) if explicit else entry.scan.flags

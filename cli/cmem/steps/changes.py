@@ -129,9 +129,9 @@ def current_bytes(path: Path) -> bytes | None:
 def check_confined(vault: Vault, rel: str) -> None:
     """A step writes only inside the vault, inside the path's own layer, outside dot-folders and
     not through a symbolic link that leaves either (cmem.vault.layers.Vault.path_problem). `.cmem/`
-    holds only cmem's own state file, whose path is fixed. Checked for every path before the
-    journal is written."""
-    if rel == vault.rel(vault.state_file):
+    holds only cmem's own files, whose paths are fixed: the state and the backlog's record.
+    Checked for every path before the journal is written."""
+    if rel in (vault.rel(vault.state_file), vault.rel(vault.cmem_dir / "backlog.json")):
         return
     problem = vault.path_problem(rel, vault.layer_of(rel))
     if problem:

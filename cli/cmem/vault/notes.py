@@ -233,6 +233,10 @@ def read_text_exact(path) -> tuple[bytes, str]:
 # --- odd files --------------------------------------------------------------------------
 
 
+# odd files cmem still reads (it never rewrites them); every other kind is not read at all
+READ_AS_THEY_ARE = frozenset({"frontmatter", "encoding"})
+
+
 @dataclass(frozen=True)
 class OddFile:
     rel: str
