@@ -442,10 +442,12 @@ def run_sync(request: dict) -> int | None:
     import json
 
     from cmem.render.history import render_sync
+    from cmem.text.secrets import shown as redacted
+    from cmem.text.secrets import shown_data
 
-    printed = {
-        "text": render_sync(result),
-        "json": json.dumps(result.to_json(), ensure_ascii=False, indent=2),
+    printed = {  # a conflict statement is memory text: shown as every surface shows it
+        "text": redacted(render_sync(result)),
+        "json": json.dumps(shown_data(result.to_json()), ensure_ascii=False, indent=2),
     }
     if request["json"]:
         _echo(printed["json"], sys.stdout)

@@ -22,6 +22,14 @@ def print_json(data) -> None:
     pass_command.print_json(typer.echo, data)
 
 
+def show(text: str, err: bool = False) -> None:
+    """Print a command's result as every surface shows note text: credentials redacted
+    (`text/secrets.py: shown`), as the MCP tools, `context` and the prompt have them."""
+    from cmem.text.secrets import shown
+
+    typer.echo(shown(text), err=err)
+
+
 def warn(message: str) -> None:
     pass_command.warn(typer.echo, message)
 

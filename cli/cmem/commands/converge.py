@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem import pass_command
-from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.common import confirm, open_target, print_json, show
 from cmem.commands.options import (
     JsonOption,
     ShrinkOption,
@@ -268,10 +268,10 @@ def apply_proposal(
     )
     preview = run_pass(target, replace(options, dry_run=True))
     if preview.status == "failed":
-        typer.echo(render_pass(preview), err=True)
+        show(render_pass(preview), err=True)
         raise typer.Exit(1)
     if not as_json:
-        typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
+        show(colour_diff(preview.diff) or "the proposal changes no memory file")
     confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
     result = run_pass(target, options)
     if result.status == "applied":
@@ -279,7 +279,7 @@ def apply_proposal(
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_pass(result))
+        show(render_pass(result))
     if result.status == "failed":
         raise typer.Exit(1)
 

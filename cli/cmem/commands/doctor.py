@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.common import confirm, open_target, print_json, show
 from cmem.commands.options import JsonOption, VaultOption, yes_option
 
 FixYes = Annotated[
@@ -40,9 +40,7 @@ def doctor(
         leftovers = [item for item in find_leftovers(target) if item.fixable]
         if leftovers:
             if not as_json:
-                typer.echo(
-                    "\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers)
-                )
+                show("\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers))
             confirm(yes, f"repair {len(leftovers)} thing{'s' if len(leftovers) != 1 else ''}?")
             repaired = repair_leftovers(target, leftovers)
             findings = run_doctor(target)
@@ -57,6 +55,6 @@ def doctor(
     else:
         from cmem.render.reports import render_doctor
 
-        typer.echo("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
+        show("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
     if any(f.level == "error" for f in findings):
         raise typer.Exit(1)

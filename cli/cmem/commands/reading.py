@@ -1,12 +1,11 @@
 """What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
 here writes a note; status and scan store what they printed for `cmem.fast`."""
 
-import json
 from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import open_target, print_json, warn
+from cmem.commands.common import open_target, print_json, show, warn
 from cmem.commands.options import JsonOption, RescanOption, VaultOption
 
 
@@ -18,19 +17,20 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
     """
     from cmem.reading import stored_results
     from cmem.reading.status import build_status
+    from cmem.text.secrets import shown_data
 
     target = open_target(vault).remember_listings()  # read-only: each layer listed once
     # rescan or not: the full walk below refreshes the stored result
     pending = stored_results.begin(target, "status", ())
     result = build_status(target, rescan=rescan)
-    data = result.to_json()
+    data = shown_data(result.to_json())  # stored as shown: the light path prints it too
     stored_results.store(pending, {"data": data, "clock": result.clock})
     if as_json:
         print_json(data)
     else:
         from cmem.render.reports import render_status_data
 
-        typer.echo(render_status_data(data))
+        show(render_status_data(data))
 
 
 def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
@@ -73,7 +73,7 @@ def context(
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_context_markdown(result))
+        show(render_context_markdown(result))
 
 
 def log_command(
@@ -93,7 +93,7 @@ def log_command(
     else:
         from cmem.render.history import render_log
 
-        typer.echo(render_log(commits))
+        show(render_log(commits))
 
 
 def diff_command(
@@ -114,7 +114,7 @@ def diff_command(
     if as_json:
         print_json({"pass": result.commit.to_json(), "diff": result.diff})
     else:
-        typer.echo(render_diff(result))
+        show(render_diff(result))
 
 
 def trace(
@@ -136,7 +136,7 @@ def trace(
     else:
         from cmem.render.history import render_trace
 
-        typer.echo(render_trace(result))
+        show(render_trace(result))
 
 
 def recall(
@@ -179,8 +179,7 @@ def recall(
     result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
     for problem in result.problems:
         warn(problem)
-    typer.echo(
-        json.dumps(result.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else render_recall(result)
-    )
+    if as_json:
+        print_json(result.to_json())
+    else:
+        show(render_recall(result))

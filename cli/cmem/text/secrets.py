@@ -486,6 +486,18 @@ def _rebuild(data, redacted):
     return data
 
 
+def shown(text: str) -> str:
+    """What cmem shows of `text` anywhere — a command's output, a warning, an error, an MCP tool's
+    answer, a hook's: its credentials redacted by the rules a prompt's are. A person or an agent
+    reading it may be a model; the note itself keeps them."""
+    return redact_secrets(text)[0] if text else text
+
+
+def shown_data(data):
+    """`data` (JSON-like) as `shown`: every string in it redacted, as the MCP tools answer."""
+    return redact_data(data)[0]
+
+
 def secret_kinds(text: str) -> list[str]:
     """The kinds of credential found in `text` (empty when none), in order of appearance."""
     redacted, count = redact_secrets(text)
