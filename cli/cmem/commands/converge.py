@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem import pass_command
-from cmem.commands.common import confirm, open_target, print_json, show
+from cmem.commands.common import confirm, open_target, print_json, reading_target, show
 from cmem.commands.options import (
     JsonOption,
     ShrinkOption,
@@ -157,7 +157,8 @@ def converge(
             "is empty (an unset variable?); give the model command, or leave --llm out",
             param_hint="--llm",
         )
-    target = open_target(vault)
+    # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
+    target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     response_text = None
     if response is not None:
         try:

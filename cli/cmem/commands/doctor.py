@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from cmem.commands.common import confirm, open_target, print_json, show
+from cmem.commands.common import confirm, print_json, reading_target, show
 from cmem.commands.options import JsonOption, VaultOption, yes_option
 
 FixYes = Annotated[
@@ -32,7 +32,7 @@ def doctor(
     """
     from cmem.doctor.checks import run_doctor
 
-    target = open_target(vault)
+    target = reading_target(vault)
     findings, repaired = run_doctor(target), []
     if fix:
         from cmem.doctor.doctor_fix import find_leftovers, repair_leftovers

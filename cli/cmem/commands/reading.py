@@ -5,7 +5,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import open_target, print_json, show, warn
+from cmem.commands.common import print_json, reading_target, show, warn
 from cmem.commands.options import JsonOption, RescanOption, VaultOption
 
 
@@ -19,7 +19,7 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
     from cmem.reading.status import build_status
     from cmem.text.secrets import shown_data
 
-    target = open_target(vault).remember_listings()  # read-only: each layer listed once
+    target = reading_target(vault).remember_listings()  # read-only: each layer listed once
     # rescan or not: the full walk below refreshes the stored result
     pending = stored_results.begin(target, "status", ())
     result = build_status(target, rescan=rescan)
@@ -38,7 +38,7 @@ def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanO
     from cmem.reading.scan_output import scan_output
 
     # read-only: each layer listed once; cmem.fast runs the same function without typer
-    typer.echo(scan_output(open_target(vault).remember_listings(), as_json))
+    typer.echo(scan_output(reading_target(vault).remember_listings(), as_json))
 
 
 def context(
@@ -66,7 +66,7 @@ def context(
     # reads only: each layer listed once
     # reads only: each layer listed once; keep: the material is stored for cmem.fast
     result = build_context(
-        open_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
+        reading_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
     )
     for problem in result.problems:
         warn(problem)
@@ -87,7 +87,7 @@ def log_command(
     """The passes, archive applies and undos: when, which notes, which files, engine and model, warnings."""
     from cmem.steps.pass_log import build_log
 
-    commits = build_log(open_target(vault), limit)
+    commits = build_log(reading_target(vault), limit)
     if as_json:
         print_json({"passes": [commit.to_json() for commit in commits]})
     else:
@@ -110,7 +110,7 @@ def diff_command(
     from cmem.render.history import render_diff
     from cmem.steps.pass_log import pass_diff
 
-    result = pass_diff(open_target(vault), pass_ref)
+    result = pass_diff(reading_target(vault), pass_ref)
     if as_json:
         print_json({"pass": result.commit.to_json(), "diff": result.diff})
     else:
@@ -130,7 +130,7 @@ def trace(
     """How a memory file or a topic evolved: each statement's dated versions, oldest first, with sources and passes."""
     from cmem.reading.trace import trace_target
 
-    result = trace_target(open_target(vault), " ".join(target_text))
+    result = trace_target(reading_target(vault), " ".join(target_text))
     if as_json:
         print_json(result.to_json())
     else:
@@ -169,7 +169,7 @@ def recall(
     from cmem.reading.recall import query_terms, recall_memory, render_recall
     from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
 
-    target = open_target(vault)
+    target = reading_target(vault)
     text = " ".join(query)
     building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
     if not as_json and building and query_terms(text):  # an empty query is refused before any work
