@@ -17,15 +17,20 @@ from cmem.invocation import Invocation
 
 
 def print_json(echo, data) -> None:
+    """Every command's `--json`: the object with its credentials redacted (`text/secrets.py:
+    shown_data`), as the MCP tools return it."""
     import json
 
-    echo(json.dumps(data, ensure_ascii=False, indent=2))
+    from cmem.text.secrets import shown_data
+
+    echo(json.dumps(shown_data(data), ensure_ascii=False, indent=2))
 
 
 def warn(echo, message: str) -> None:
     from cmem.render.reports import paint
+    from cmem.text.secrets import shown
 
-    echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
+    echo(paint("warning: ", "yellow", stream=sys.stderr) + shown(message), err=True)
 
 
 def auto_sync(
@@ -73,6 +78,7 @@ def converge_by_hand(
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
     from cmem.render.reports import Spinner, render_pass
+    from cmem.text.secrets import shown
 
     writes = not (options.dry_run or options.emit_prompt)
     if writes:
@@ -116,7 +122,8 @@ def converge_by_hand(
         print_json(echo, result.to_json())
     elif not quiet or result.status == "failed":
         stream_err = result.status == "failed"
-        echo(render_pass(result, show_diff=show_diff or options.dry_run), err=stream_err)
+        report = render_pass(result, show_diff=show_diff or options.dry_run)
+        echo(shown(report), err=stream_err)
     return 1 if result.status == "failed" else 0
 
 
@@ -235,6 +242,7 @@ def converge_unattended(
     if detached:
         triggers.ignore_hangup()
     from cmem.render.reports import Spinner, paint, render_pass
+    from cmem.text.secrets import shown
 
     auto_sync(target, invoked, echo, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json)
@@ -260,10 +268,11 @@ def converge_unattended(
         echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
     elif outcome.result is not None and outcome.status != "not-due":
         if not quiet or outcome.status == "failed":
-            echo(render_pass(outcome.result), err=outcome.status == "failed")
+            echo(shown(render_pass(outcome.result)), err=outcome.status == "failed")
     elif outcome.status == "failed":
         echo(
-            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
+            paint("error: ", "red", stream=sys.stderr) + shown(outcome.error or outcome.reason),
+            err=True,
         )
     elif outcome.status == "busy":
         pass  # another pass holds the vault: an unattended trigger is quiet (`git gc --auto`)

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem import pass_command
-from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.common import confirm, open_target, print_json, reading_target, show
 from cmem.commands.options import (
     JsonOption,
     ShrinkOption,
@@ -168,7 +168,8 @@ def converge(
             "is empty (an unset variable?); give the model command, or leave --llm out",
             param_hint="--llm",
         )
-    target = open_target(vault)
+    # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
+    target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     response_text = None
     if response is not None:
         try:
@@ -294,10 +295,10 @@ def apply_proposal(
     )
     preview = run_pass(target, replace(options, dry_run=True))
     if preview.status == "failed":
-        typer.echo(render_pass(preview), err=True)
+        show(render_pass(preview), err=True)
         raise typer.Exit(1)
     if not as_json:
-        typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
+        show(colour_diff(preview.diff) or "the proposal changes no memory file")
     confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
     result = run_pass(target, options)
     if result.status == "applied":
@@ -305,7 +306,7 @@ def apply_proposal(
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_pass(result))
+        show(render_pass(result))
     if result.status == "failed":
         raise typer.Exit(1)
 

@@ -7,7 +7,14 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import auto_sync, open_target, print_json, recover_first, warn
+from cmem.commands.common import (
+    auto_sync,
+    open_target,
+    print_json,
+    reading_target,
+    recover_first,
+    warn,
+)
 from cmem.commands.options import JsonOption, VaultOption, invocation
 
 
@@ -22,7 +29,7 @@ def note(
     """Append a timestamped line to today's daily note (Obsidian's settings) or capture note, under capture.heading (created if missing)."""
     from cmem.triggers.capture import capture_note
 
-    target = open_target(vault)
+    target = reading_target(vault)  # a note is written beside `.cmem/`, never through it
     # never append to a note a killed step was moving
     recover_first(target, "note", as_json, busy_ok=True)
     auto_sync(target, invocation(ctx), note=True)

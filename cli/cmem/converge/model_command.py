@@ -165,10 +165,23 @@ def check_installed(command: str) -> None:
     raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
 
 
+def _environment() -> dict[str, str]:
+    """cmem's environment, with Python's byte-code caches kept out of the source folders (in
+    the private state folder, unless the user keeps them elsewhere already): a `__pycache__`
+    that came with a vault is no part of a trust (`setup/command_reach.py`), so it is never read."""
+    from cmem.private import state_root
+
+    env = dict(os.environ)
+    if not env.get("PYTHONPYCACHEPREFIX"):
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(state_root(), "pycache")
+    return env
+
+
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
     try:
         return subprocess.Popen(
             run_argv,
+            env=_environment(),
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -366,9 +366,10 @@ def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
     if "".join(prompt.pieces) != prompt.text:
         return redact_secrets(prompt.text)  # a prompt made otherwise (a repair prompt)
     from cmem.cache_store import Kept, code_stamp
-    from cmem.text import secrets
+    from cmem.text import line_rules, secret_labels, secrets
 
-    kept = Kept(vault.machine_dir / REDACTIONS_FILE, "prompt-redactions", code_stamp(secrets))
+    stamp = code_stamp(secrets, secret_labels, line_rules)
+    kept = Kept(vault.machine_dir / REDACTIONS_FILE, "prompt-redactions", stamp)
     known = kept.read()
     text, count, used = redact_pieces(prompt.pieces, known, False)
     if used and used.keys() != known.keys() and vault.machine_dir.is_dir():

@@ -248,10 +248,22 @@ MAX_EXCERPT = 200
 
 
 def excerpt_of(line: str, pos: int) -> str:
+    """The line as `scan` shows it: whole when short (its credentials are redacted where it is
+    shown), else the part around the cue at `pos`, cut from the line with its credentials
+    redacted first: a cut never leaves part of a token, nor a value without its label."""
     text = line.strip()
     if len(text) <= MAX_EXCERPT:
         return text
-    offset = max(0, pos - (len(line) - len(line.lstrip())) - MAX_EXCERPT // 3)
+    from cmem.text.secrets import redact_secrets
+
+    lead = len(line) - len(line.lstrip())
+    redacted, found = redact_secrets(text)
+    if found:  # the cue's place in the redacted line
+        pos = lead + len(redact_secrets(text[: max(0, pos - lead)])[0])
+        text = redacted
+        if len(text) <= MAX_EXCERPT:
+            return text
+    offset = max(0, pos - lead - MAX_EXCERPT // 3)
     piece = text[offset : offset + MAX_EXCERPT]
     return ("…" if offset else "") + piece + ("…" if offset + MAX_EXCERPT < len(text) else "")
 

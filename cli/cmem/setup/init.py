@@ -194,6 +194,7 @@ def init_vault(
         raise ParentRepoChoiceNeeded(target, parent)  # before creating anything
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
+    _refuse_linked_own_files(root)
     report = InitReport(root=root)
 
     if parent is not None and parent != root:
@@ -287,6 +288,16 @@ def init_vault(
             )
     report.commit = history.commit_files(root, {}, message, from_disk=owned)
     return report
+
+
+def _refuse_linked_own_files(root: Path) -> None:
+    """`.cmem/` (or a file in it) linked out of the vault: init would write another vault's."""
+    from cmem.steps.preflight import own_files_sentence
+    from cmem.vault.layers import OWN_FILES, PathRefused, own_files_problem
+
+    problem = own_files_problem(root, OWN_FILES)
+    if problem:
+        raise PathRefused(own_files_sentence(problem, "init did nothing"))
 
 
 def _record_backlog(root: Path, config) -> int:
