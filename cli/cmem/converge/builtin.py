@@ -78,7 +78,7 @@ from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_
 from cmem.converge.phrasing import note_date, statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.sentences import cue_sentence, too_long
-from cmem.converge.words import SWITCH, name_key, quote_line
+from cmem.converge.words import SWITCH, name_key, names_both_sides, quote_line
 from cmem.scan.signals import Signal
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
@@ -242,8 +242,11 @@ def _place(
     statement made of it."""
     raw = text if raw is None else raw
     preferred = set(named)
-    is_change = signal.cls == "correction" or (
-        signal.cls == "decision" and bool(SWITCH.search(raw))
+    # a correction, a switch, or a preference or decision naming what it replaces
+    is_change = (
+        signal.cls == "correction"
+        or (signal.cls == "decision" and bool(SWITCH.search(raw)))
+        or (signal.cls in ("decision", "preference") and names_both_sides(raw))
     )
     if signal.cls == "recurring" and day is not None:
         merged = _merge_pattern(work, note, text, day)

@@ -50,6 +50,12 @@ _EN_NOT_TAIL = re.compile(
     r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?(?:not|no longer)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE
 )
 _EN_NOT_PAREN = re.compile(r"\s*\(not\s+[^()]+\)", re.IGNORECASE)
+# "I prefer calls instead of written feedback", "I'd rather have calls than written feedback":
+# what holds now stays, the other side goes to the trace
+_EN_INSTEAD_TAIL = re.compile(
+    r"\s*,?\s+(?:instead of|rather than)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE
+)
+_EN_RATHER_THAN = re.compile(r"^(.*?\brather\s+(?!than\b)\S.*?)\s+than\s+[^,;!?]+?[.!]?\s*$", re.I)
 _EN_SWITCH = re.compile(
     r"^(?:i|we)(?:'ve|'m| have| am)?\s+(?:(?:just|finally|now)\s+)?"
     r"(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing))\s+(?:over\s+)?(?:from\s+.+?\s+)?to\s+",
@@ -107,8 +113,10 @@ def _en_statement(text: str, day: date) -> str:
         text = stripped
     text = _EN_FROM_NOW.sub("", text) or text
     text = _EN_NOT_PAREN.sub("", text)
-    tail = _EN_NOT_TAIL.sub("", text)
-    text = tail if tail.strip() else text
+    for tail_pattern in (_EN_NOT_TAIL, _EN_INSTEAD_TAIL):
+        tail = tail_pattern.sub("", text)
+        text = tail if tail.strip() else text
+    text = _EN_RATHER_THAN.sub(r"\1", text)
     switched_object = _EN_SWITCH_OBJECT.match(text)
     if (
         switched_object
@@ -146,6 +154,8 @@ _ZH_NOT_TAIL = re.compile(r"[，,；;]\s*(?:(?:而)?不是|不再用?|不用)[^�
 _ZH_SWITCH = re.compile(r"^(?:我|我们)?(?:决定)?(?:从.+?)?(?:改用|换成|换用|换到|改成|转向)")
 _ZH_DECIDED = re.compile(r"^(?:我|我们)(?:已经)?决定(?:了)?\s*[：:，,]?\s*")
 _ZH_FROM_NOW = re.compile(r"^以后都")
+# "以后都不要长文档了，改成列要点" → "以后都列要点": the old side goes to the trace
+_ZH_NO_MORE = re.compile(r"^(.*?)不要再?.+?了[，,]\s*(?:改成|换成|改用|换用)\s*(.+)$")
 
 _ZH_RELATIVE = [
     # never inside a longer word: 上周五 is a day, 上个月底 a point, not "since"
@@ -180,6 +190,9 @@ def _zh_statement(text: str, day: date) -> str:
         )  # "不是 Svelte，前端改用 Vue 写": the old side goes
         text = lead if lead.strip() else text
     text = _ZH_I_MEANT.sub("", text) or text
+    no_more = _ZH_NO_MORE.match(text)
+    if no_more:
+        text = no_more.group(1) + no_more.group(2)
     tail = _ZH_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
     switch = _ZH_SWITCH.match(text)
@@ -209,8 +222,14 @@ def is_chinese(text: str) -> bool:
 
 def statement_text(text: str, day: date) -> str:
     """The quoted line (`words.quote_line`) as a statement; never empty when `text` is not."""
-    result = _zh_statement(text, day) if is_chinese(text) else _en_statement(text, day)
+    result = _zh_statement(text, day) if _said_in_chinese(text) else _en_statement(text, day)
     return result if result.strip() else text
+
+
+def _said_in_chinese(text: str) -> bool:
+    """Whether a line's grammar is Chinese: as many Han characters as Latin words, so a line
+    naming tools ("从 pipenv 换成 uv") is read by the Chinese rules."""
+    return is_chinese(text) or han_count(text) >= max(1, len(re.findall(r"[A-Za-z]+", text)))
 
 
 _SUB_ZH = re.compile(r"(?:其实)?不是([^，,。；;]{1,12})[，,]\s*(?:而)?是([^，,。；;]{1,12})")

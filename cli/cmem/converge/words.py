@@ -62,12 +62,35 @@ OLD_SIDE = [
         r"\bnot\s+(.+?)" + _END,
         r"\binstead of\s+(.+?)" + _END,
         r"\brather than\s+(.+?)" + _END,
+        r"\brather\s+(?!than\b)\S.*?\s+than\s+(.+?)" + _END,
+        r"不要再?(.+?)了(?=[，,])",
         r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END,
         r"\bfrom\s+(?!now\b)(.+?)(?:\s+back)?\s+to\b",
         r"\bno longer\s+(.+?)" + _END,
         r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
     )
 ]
+
+
+# A line naming both sides of a change of mind ("calls, not written feedback", "X instead of Y",
+# "rather X than Y", "X 而不是 Y", "不要Y了，改成X"): a preference or decision said so replaces
+# the one it contradicts, as a switch does.
+CONTRAST = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\S\s*(?:[,;—–(]|\s-)\s*(?:and\s+|but\s+)?not\s+\S",
+        r"\S\s+(?:instead of|rather than)\s+\S",
+        r"\brather\s+(?!than\b)\S.*?\s+than\s+\S",
+        r"\S\s*[，,]?\s*(?:而)?不是\s*\S",
+        r"不要再?\S.*?了[，,]\s*(?:改成|换成|改用|换用)",
+        r"\S\s*[，,]\s*不再(?:用|是)?\s*\S",
+    )
+]
+
+
+def names_both_sides(text: str) -> bool:
+    """Whether a line says what holds now and, as its contrast, what no longer does."""
+    return any(pattern.search(text) for pattern in CONTRAST)
 
 
 def old_side_terms(text: str) -> frozenset[str]:
