@@ -6,6 +6,7 @@ both sides. Real passes (`run_pass`: the scanner, git, the validator), day after
 from __future__ import annotations
 
 from builtin_helpers import all_traces, converge_days, layer
+from cmem.vault.layers import open_vault
 
 EN, ZH = "language: en\n", "language: zh\n"
 
@@ -230,3 +231,221 @@ def test_a_chinese_preference_naming_both_sides_replaces_the_one_it_contradicts(
         "以后都列要点": ["我喜欢写长文档记录思路"],
         "我更喜欢早上写代码": ["我喜欢晚上写代码"],
     }
+
+
+# --- a topic file is named for what it is about, never from a clause --------------------------
+
+
+def _topics(root) -> list[str]:
+    return sorted(
+        rel.rsplit("/", 1)[-1].removesuffix(".md")
+        for rel in layer(root)
+        if rel.startswith("converged/topics/")
+    )
+
+
+def test_a_topic_is_named_by_the_noun_phrase_a_decision_is_about(make_vault):
+    """Not "m-dropping-fte" (a split contraction and a verb), "ll-figma-prototypes" or
+    "decided-m-part-time"; a decision with nothing to name a topic by waits for a model."""
+    root = make_vault({}, config_yaml=EN, git=True)
+    [result] = converge_days(
+        root,
+        [
+            (
+                "2026-12-04",
+                {
+                    "2026-12-04 notes": "- I'm dropping FTE to 0.6 at the hospital from January.\n"
+                    "- I'll go with Figma for the prototypes, not Sketch.\n"
+                    "- I decided to learn Rust this winter.\n"
+                    "- I decided I'm going part-time at the hospital.\n"
+                    "- I decided to quit.\n"
+                },
+            )
+        ],
+    )
+    assert _topics(root) == ["hospital", "prototypes", "rust"]
+    hospital = [s.core for s in layer(root)["converged/topics/hospital.md"]]
+    assert hospital == [
+        "I'm dropping FTE to 0.6 at the hospital from January",
+        "I'm going part-time at the hospital",
+    ]
+    [deferred] = result.deferred
+    assert deferred["lines"] == [5] and "no subject to file it under" in deferred["reason"]
+    assert "waits for a model" in deferred["reason"]
+
+
+def test_a_chinese_decision_is_named_by_its_object_or_waits_for_a_model(make_vault):
+    root = make_vault({}, config_yaml=ZH, git=True)
+    [result] = converge_days(
+        root,
+        [
+            (
+                "2026-12-04",
+                {
+                    "2026-12-04 日记": "- 我决定每天刷两道算法题\n"
+                    "- 我决定用 Tailwind 写样式\n"
+                    "- 我决定顺便 tag 的时候自动发\n"
+                    "- 顺便在打 tag 的时候自动发版，我决定了\n"
+                },
+            )
+        ],
+    )
+    assert _topics(root) == ["样式", "算法题"]
+    [deferred] = result.deferred
+    assert deferred["lines"] == [3, 4] and "no subject to file it under" in deferred["reason"]
+
+
+def test_a_decision_without_a_name_joins_a_topic_it_shares_a_word_with(make_vault):
+    release = "# 发版\n\n- 发版前跑一遍测试（来源：[[2026-10-01 日记]]）\n"
+    root = make_vault(
+        {"converged/topics/发版.md": release, "archive/2026-10-01 日记.md": "- 早先\n"},
+        config_yaml=ZH,
+        git=True,
+    )
+    converge_days(
+        root, [("2026-12-04", {"2026-12-04 日记": "- 我决定顺便打 tag 的时候自动发版\n"})]
+    )
+    assert _topics(root) == ["发版"]
+    cores = [s.core for s in layer(root)["converged/topics/发版.md"]]
+    assert cores == ["发版前跑一遍测试", "顺便打 tag 的时候自动发版"]
+
+
+# --- a recurring line counts what the archive holds ------------------------------------------
+
+
+def test_a_recurring_line_counts_the_archived_notes_that_said_it_before(make_vault):
+    """ "Skipped the gym again" is no one-off when the archive holds it twice (notes no pass of
+    cmem converged): one pattern counting all three, citing them, and growing from there."""
+    root = make_vault(
+        {
+            "archive/2026-09/2026-09-03 notes.md": "- Skipped the gym again.\n",
+            "archive/2026-09/2026-09-10 notes.md": "- Skipped the gym again, too tired.\n",
+        },
+        config_yaml=EN,
+        git=True,
+    )
+    converge_days(
+        root,
+        [
+            ("2026-10-01", {"2026-10-01 notes": "- Skipped the gym again.\n"}),
+            ("2026-10-05", {"2026-10-05 notes": "- Skipped the gym again.\n"}),
+        ],
+    )
+    [pattern] = layer(root)["converged/core/methodology.md"]
+    assert (
+        pattern.core == "Skipped the gym (4 times: 2026-09-03, 2026-09-10, 2026-10-01, 2026-10-05)"
+    )
+    assert _olds(pattern) == ["3 times"]
+    assert pattern.sources == (
+        "2026-09-03 notes",
+        "2026-09-10 notes",
+        "2026-10-01 notes",
+        "2026-10-05 notes",
+    )
+
+
+def test_a_chinese_recurring_line_counts_the_archive_too(make_vault):
+    root = make_vault(
+        {"archive/2026-09/2026-09-05 日记.md": "- 又熬夜写代码到三点\n"}, config_yaml=ZH, git=True
+    )
+    converge_days(root, [("2026-10-01", {"2026-10-01 日记": "- 又熬夜写代码\n"})])
+    [pattern] = layer(root)["converged/core/methodology.md"]
+    assert pattern.core == "熬夜写代码（2 次：2026-09-05、2026-10-01）"
+    assert pattern.sources == ("2026-09-05 日记", "2026-10-01 日记")
+
+
+# --- one account of what waits: the pass report, status, scan and --json agree ----------------
+
+
+def _status(root) -> dict:
+    from cmem.reading.status import build_status
+
+    return build_status(open_vault(root)).to_json()
+
+
+def _scan(root) -> dict:
+    import json
+
+    from cmem.reading.scan_output import scan_output
+
+    return json.loads(scan_output(open_vault(root).remember_listings(), as_json=True))
+
+
+DAY_EN = (
+    "- I decided to use pipenv for managing virtualenvs.\n"  # placed: a topic file
+    "- I prefer written feedback.\n"  # placed: the profile
+    "- Skipped the gym again.\n"  # a one-off: deferred by the scan's rules, returns by itself
+    "- Had coffee with Ana, she works at Stripe.\n"  # no cue: only a model reads it
+    "- I decided to quit.\n"  # a cue line the engine cannot file: it waits for a model
+)
+QUIET_EN = "- Long day at the ward.\n- Dinner with Sam.\n"
+
+
+def test_a_line_placed_in_a_statement_is_never_said_to_wait_for_a_model(make_vault):
+    root = make_vault({}, config_yaml=EN, git=True)
+    before = make_vault({"2026-12-01 notes.md": DAY_EN, "2026-12-02 notes.md": QUIET_EN})
+    waiting = _status(before)["pending"]["waiting_for_model"]
+    assert (waiting["lines"], waiting["lines_in_notes"]) == (3, 2)  # Ana, and the quiet two
+    [result] = converge_days(
+        root, [("2026-12-02", {"2026-12-01 notes": DAY_EN, "2026-12-02 notes": QUIET_EN})]
+    )
+    assert result.converged_lines == 2 and result.left_for_model == (4, 2)
+    assert result.to_json()["waiting_for_model"] == {"lines": 4, "notes": 2}
+    pending = _status(root)["pending"]
+    assert (
+        pending["waiting_for_model"]["lines"],
+        pending["waiting_for_model"]["lines_in_notes"],
+    ) == (4, 2)
+    assert pending["converged_from_cues"] == 2 and pending["deferred"] == 1  # the one-off
+    scan = _scan(root)
+    by_note = {p["note"]: p["model_lines"] for p in scan["pending"]}
+    assert by_note == {"2026-12-01 notes.md": 2, "2026-12-02 notes.md": 2}
+    lines = {(d["line"], d.get("waits_for_model", False)) for d in scan["deferred"]}
+    assert lines == {(3, False), (5, True)}  # never lines 1 and 2, which memory holds
+    # the line the engine deferred is said once, with its reason — no second account of it
+    assert not any("placed the decision signal in no statement" in w for w in result.warnings)
+    [deferred] = result.deferred
+    assert deferred["lines"] == [5] and "no subject" in deferred["reason"]
+
+
+def test_a_chinese_pass_and_status_give_the_same_account(make_vault):
+    day = "- 我决定用 uv 管理依赖\n- 我喜欢文字反馈\n- 今天下雨了\n- 我决定顺便 tag 的时候自动发\n"
+    root = make_vault({}, config_yaml=ZH, git=True)
+    [result] = converge_days(root, [("2026-12-02", {"2026-12-02 日记": day})])
+    assert result.converged_lines == 2 and result.left_for_model == (2, 1)
+    waiting = _status(root)["pending"]["waiting_for_model"]
+    assert (waiting["lines"], waiting["lines_in_notes"]) == result.left_for_model
+
+
+def test_status_and_the_pass_report_say_plainly_that_most_of_it_waits(make_vault):
+    from cmem.render.reports import render_pass, render_status_data
+
+    root = make_vault({}, config_yaml=EN, git=True)
+    [result] = converge_days(
+        root, [("2026-12-02", {"2026-12-01 notes": DAY_EN, "2026-12-02 notes": QUIET_EN})]
+    )
+    report = render_pass(result)
+    said = (
+        "builtin engine (no model set): 2 lines converged from cue words (2 in statements, "
+        "0 in traces, 1 deferred); 4 lines in 2 notes wait for a model — set a model: "
+        "`--llm CMD` or `llm.command` (see `cmem converge --help`)"
+    )
+    assert said in report
+    status = render_status_data(_status(root))
+    [line] = [line for line in status.split("\n") if "wait for a model" in line]
+    assert line.strip() == (
+        "builtin engine (no model set): 2 lines converged from cue words so far; 4 lines in 2 "
+        "notes wait for a model — set a model: `--llm CMD` or `llm.command` (see `cmem converge --help`)"
+    )
+    # a pass with nothing it can take says the same figure
+    nothing = converge_days(root, [("2026-12-03", {})])[0]
+    assert nothing.status == "nothing" and "4 lines in 2 notes wait for a model" in nothing.message
+
+
+def test_with_a_model_set_nothing_is_said_to_wait_for_one(make_vault):
+    root = make_vault(
+        {"2026-12-02 notes.md": QUIET_EN},
+        config_yaml=EN + "llm:\n  command: cat\n",
+    )
+    pending = _status(root)["pending"]
+    assert pending["model_configured"] and pending["waiting_for_model"]["lines"] == 0

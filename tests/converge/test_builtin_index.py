@@ -9,7 +9,7 @@ import math
 import random
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge import builtin, builtin_memory, builtin_placing
+from cmem.converge import builtin, builtin_memory
 from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.slots import slots_of
 from cmem.converge.statement_words import CACHE_NAME

@@ -15,7 +15,7 @@ from cmem.converge.phrasing import subject_of
 from cmem.converge.selection import SelectedNote
 from cmem.converge.slots import HOME, slot_names, slots_of
 from cmem.converge.statement_words import probe
-from cmem.converge.words import leading_words, name_key, old_side_terms, slug, terms, without_cue
+from cmem.converge.words import name_key, old_side_terms, slug, terms
 from cmem.scan.signals import Signal
 from cmem.vault.statements import Statement, normalize
 
@@ -149,9 +149,17 @@ def best_match(
     return None if best is None else (best[0], best[0].statements(work.formats)[best[1]])
 
 
+NO_SUBJECT = (
+    "no subject to file it under (a topic is never named from a clause); it waits for a model"
+)
+
+
 def route(
     work: PassWork, note: SelectedNote, signal: Signal, text: str, named: list[str]
-) -> MemoryFile:
+) -> MemoryFile | None:
+    """The file a line joins: its class's resident file, or for a decision the topic the note
+    names, the line's subject, the topic sharing most words, a new topic named for what the
+    line is about, a topic sharing any word; None when nothing names a topic (`NO_SUBJECT`)."""
     if signal.cls == "recurring":
         return work.resident_file(METHODOLOGY)
     if signal.cls != "decision":
@@ -160,7 +168,12 @@ def route(
     for rel in named:
         if rel.startswith(situational_dir):
             return work.files[rel]
-    return _subject_topic(work, text) or _best_topic(work, text) or _new_topic(work, note, text)
+    return (
+        _subject_topic(work, text)
+        or _best_topic(work, text)
+        or _new_topic(work, note, text)
+        or _best_topic(work, text, least=1.0)
+    )
 
 
 def _subject_topic(work: PassWork, text: str) -> MemoryFile | None:
@@ -186,7 +199,7 @@ def _weight(words: Set[str]) -> float:
     return sum(1.5 if word.isascii() else 1.0 for word in words)
 
 
-def _best_topic(work: PassWork, text: str) -> MemoryFile | None:
+def _best_topic(work: PassWork, text: str, least: float = 3) -> MemoryFile | None:
     new_terms = terms(text)
     best, best_score = None, 0.0
     for file in work.situational():
@@ -195,7 +208,7 @@ def _best_topic(work: PassWork, text: str) -> MemoryFile | None:
         # every word of its statements: the keys of its word index
         words = set(terms(str(file.meta.get("summary") or ""))) | file.words(work).words()
         score = _weight(new_terms & words)
-        if score >= 3 and score > best_score:
+        if score >= least and score > best_score:
             best, best_score = file, score
     return best
 
@@ -206,11 +219,12 @@ _GENERIC_TAGS = {
 }
 
 
-def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile:
-    """The topic file of the line's subject, else of the note's first specific tag, else of the
-    line's first words (`topic_names`): never a note's link, a date, a year or a note's name."""
+def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile | None:
+    """The topic file of the line's subject, else of the note's first specific tag or link to
+    no note, else of the noun phrase the line is about (`topic_names`): never a clause, a note's
+    name, a date or a year; None when none of them names a topic."""
     from cmem.converge.paths import skeleton
-    from cmem.converge.topic_names import topic_name
+    from cmem.converge.topic_names import subject_phrase, topic_name
 
     subject = subject_of(text)
     tags = [
@@ -218,16 +232,25 @@ def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile:
         for t in note.tags
         if name_key(t) not in _GENERIC_TAGS
     ]
-    words = " ".join(leading_words(without_cue(text)))
-    titles = [t for t in [subject or "", *tags, words, "topic"] if t]
+    # a link to a day, a week or a dated note ([[2026-12-04]], [[2026-W49]], [[2026-12-06 日记]],
+    # which may not exist yet) names no topic
+    links = [
+        link
+        for link in note.links
+        if re.search(r"[^\W\d_]{2}", link) and not re.search(r"\d{4}|\d\d?[-./]\d\d?", link)
+    ]
+    titles = [t for t in [subject or "", *tags, *links, subject_phrase(text)] if t]
     existing = {skeleton(rel): rel for rel in work.files}
-    rel, title = topic_name(
+    found = topic_name(
         titles,
         work.config.situational_dir,
         existing,
         work.is_note_name,
         lambda rel: not work.files[rel].problem,
     )
+    if found is None:
+        return None
+    rel, title = found
     if rel not in work.files:
         # summarised by its name, never by a statement's words: a rewrite cannot make it stale
         summary = title if len(title) <= 80 else title[:79] + "…"

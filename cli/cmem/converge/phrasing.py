@@ -19,19 +19,6 @@ from datetime import date, timedelta
 
 from cmem.text.scripts import han_count
 
-_DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-
-
-def note_date(name: str, fallback: date) -> date:
-    """The date a note speaks from: a date in its name (daily notes), else `fallback`."""
-    match = _DATE_NAME.search(name)
-    if match:
-        try:
-            return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-        except ValueError:
-            pass
-    return fallback
-
 
 def _month_before(day: date) -> str:
     first = day.replace(day=1) - timedelta(days=1)
@@ -72,8 +59,10 @@ _EN_CHOSE = re.compile(
     r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE
 )
 _EN_DECIDED = re.compile(
-    r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE
+    r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that|(?=\s+(?:i|we)\b))\s*",
+    re.IGNORECASE,
 )
+_EN_CLAUSE_START = re.compile(r"^(?:i|we)\b", re.IGNORECASE)  # "I decided I'm going …"
 _EN_DECIDED_BARE = re.compile(r"^decided(?:\s+to|\s*[:,])\s*", re.IGNORECASE)
 _EN_MOVED_PLACE = re.compile(r"^(?:[Ii]|[Ww]e)(?:'ve| have)?\s+moved\s+to\s+(?=[A-Z])")
 _EN_FROM_NOW = re.compile(r"^(?:from now on|going forward)\s*,?\s*", re.IGNORECASE)
@@ -135,6 +124,8 @@ def _en_statement(text: str, day: date) -> str:
             if match and text[match.end() :].strip():
                 rest = text[match.end() :]
                 subject = "We " if match.group(0).lower().startswith("we") else "I "
+                if _EN_CLAUSE_START.match(rest):
+                    subject = ""  # the clause decided has its own subject
                 text = (subject + verb[2:] if verb != "I " else subject) + rest
                 break
     for pattern, replace in _EN_RELATIVE:
@@ -274,8 +265,13 @@ _SUBJECTS = [  # (pattern, en name, zh name): a topic file is named from its sub
     (r"\b(?:obsidian|notion|logseq|evernote)\b|笔记软件", "Notes app", "笔记工具"),
     (r"\b(?:firefox|chrome|safari|browser)\b|浏览器", "Browser", "浏览器"),
     (r"\b(?:postgres(?:ql)?|mysql|sqlite|mongodb|database)\b|数据库", "Database", "数据库"),
-    (r"\b(?:live in|moved to|relocat\w*|apartment)\b|搬到|搬家|住在", "Home", "住处"),
-    (r"\b(?:job|internship|interview|offer)\b|实习|求职|面试|工作机会", "Job search", "求职"),
+    (r"\b(?:live in|moved to|relocat\w*|apartment)\b|搬到|搬去|搬家|住在", "Home", "住处"),
+    (
+        r"\b(?:job|internship|interview|offer|résumé|resume|cv)\b|实习|求职|面试|工作机会|简历|网申"
+        r"|投(?:了|递)?[^，,。]{0,4}公司",
+        "Job search",
+        "求职",
+    ),
     (r"\b(?:gym|running|workout|exercise|yoga|swim\w*)\b|跑步|健身|锻炼|游泳", "Exercise", "运动"),
     (r"\b(?:laptop|macbook|thinkpad|keyboard|monitor)\b|电脑|笔记本电脑|键盘", "Hardware", "设备"),
 ]

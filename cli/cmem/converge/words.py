@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 
-from cmem.text.scripts import HAN, HAN_RUN
+from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize
 
@@ -160,16 +160,3 @@ _CUE_PREFIX = re.compile(
 def without_cue(text: str) -> str:
     """The line without a leading decision cue, for naming a topic after what was decided."""
     return _CUE_PREFIX.sub("", text)
-
-
-def leading_words(text: str) -> list[str]:
-    """Up to three leading content words: English words, or runs of CJK cut to six characters."""
-    words = []
-    for match in re.finditer(rf"[A-Za-z][A-Za-z0-9.+#-]*|[{HAN}]+", text):
-        word = match.group(0)
-        if word.isascii() and word.casefold() in EN_STOP:
-            continue
-        words.append(word[:6] if not word.isascii() else word)
-        if len(words) == 3:
-            break
-    return words
