@@ -330,7 +330,7 @@ def reads_meaning(vault: Vault, options: PassOptions) -> bool:
 def nothing_pending(scan) -> str:
     """What "nothing to converge" means here: what waits, and why (SPEC §2), counted as
     `status` counts it (`reading/waiting.py`)."""
-    from cmem.converge.accounting import waiting_clause
+    from cmem.converge.waiting_words import waiting_clause
 
     waiting = [p for p in scan.pending]
     if not waiting:

@@ -9,7 +9,7 @@ Without a model, what waits is counted in lines, each in one place: a line a pas
 statement is converged; a cue line the scan's rules deferred (a one-off, venting) is deferred,
 and returns on its own; every other line no pass converged waits for a model — the non-cue
 lines, and the cue lines the builtin engine left for one. The pass report says the same
-(`converge/accounting.py: waiting_sentence`).
+(`converge/waiting_words.py`).
 """
 
 from __future__ import annotations

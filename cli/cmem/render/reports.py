@@ -301,7 +301,7 @@ def waiting_lines(data: dict) -> list[str]:
         )
     model = data["waiting_for_model"]
     if not data.get("model_configured") and (model.get("lines") or data.get("converged_from_cues")):
-        from cmem.converge.accounting import waiting_sentence
+        from cmem.converge.waiting_words import waiting_sentence
 
         # one account: what the builtin engine converged, what waits for a model, in lines
         out.append(
@@ -512,8 +512,8 @@ def render_pass(result, show_diff: bool = False) -> str:
         )
     left = getattr(result, "left_for_model", None)
     if left is not None:
-        from cmem.converge.accounting import waiting_sentence
         from cmem.converge.coverage import where_lines_went
+        from cmem.converge.waiting_words import waiting_sentence
 
         # a builtin pass says plainly what it converged and what waits for a model
         lines, notes = left
