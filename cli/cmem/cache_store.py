@@ -34,12 +34,13 @@ FORMATS = {
     "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
     "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
-    "stored-results": 7,  # reading/stored_results.py: what status and scan printed, and the key
+    "stored-results": 8,  # reading/stored_results.py: what status and scan printed, and the key (8: lines waiting for a model)
     "help-texts": 1,  # fast.py: what typer printed for `--help`
     "context-material": 2,  # reading/stored_context.py: what `context` is assembled from
     "context-meta": 1,  # reading/context.py: each memory file's frontmatter, for the index
     "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
     "archive-names": 2,  # vault/archive_names.py: the archive's note paths by folder
+    "archive-recurrence": 1,  # scan/archive_recurrence.py: archived notes' recurrence keys
     "conflicts": 1,  # sync/conflicts_found.py: each memory file's conflict statements
     "config-validators": 2,  # vault/config_cache.py: the schema's compiled validator (2: Decimal)
     "config-yaml": 1,

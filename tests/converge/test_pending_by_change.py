@@ -81,14 +81,15 @@ def test_the_builtin_engine_says_what_waits_for_a_model(make_vault):
     vault = open_vault(root)
     result = run_pass(vault, PassOptions(engine="builtin"))
     assert result.status == "nothing"
-    assert "wait for a model" in result.message and "1 note" in result.message
+    assert "1 line in 1 note waits for a model" in result.message  # MOVED is one line
     status = build_status(vault).to_json()
     assert status["pending"]["notes"] == 1
     assert status["pending"]["waiting_for_model"]["notes"] == 1
+    assert status["pending"]["waiting_for_model"]["lines"] == 1
     from cmem.render.reports import render_status_data
 
     text = render_status_data(status)
-    assert "nothing pending" not in text and "wait for a model" in text
+    assert "nothing pending" not in text and "waits for a model" in text
     assert not status["due"]["due"]  # nothing the builtin engine can take: not due
 
 

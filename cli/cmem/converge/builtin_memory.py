@@ -10,7 +10,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.converge.phrasing import is_chinese, note_date
+from cmem.converge.phrasing import is_chinese
 from cmem.converge.statement_words import (
     CACHE_NAME,
     FileWords,
@@ -23,7 +23,7 @@ from cmem.converge.words import name_key
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
-from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.vault.notes import note_date, parse_frontmatter_block, split_frontmatter
 from cmem.vault.statements import Statement, normalize, parse_statements, split_statement
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
@@ -213,6 +213,7 @@ class PassWork:
         # note → {line: why the builtin engine leaves it for a model}, beside what it converged
         self.deferred_lines: dict[str, dict[int, str]] = {}
         self._note_shapes: set[str] | None = None
+        self._archived: list | None = None  # scan.archive_recurrence, read on first use
         self._trace_ids: set[tuple[str, str]] | None = None  # (date, old words) of every trace
 
     def is_note_name(self, name: str) -> bool:
@@ -231,6 +232,23 @@ class PassWork:
         from cmem.converge.paths import skeleton
 
         return skeleton(name) in self._note_shapes
+
+    def archived_occurrences(self, base: str, name: str) -> list[tuple[str, str]]:
+        """(name, day) of each archived note, oldest first, whose recurring line shares a key
+        phrase with `base` (what keeps happening), as the scan counted them (SPEC §2: archived
+        notes count); never the note `name` itself."""
+        from cmem.scan.archive_recurrence import archived_recurrences
+        from cmem.scan.recurrence import phrase_keys
+
+        if self._archived is None:
+            self._archived = archived_recurrences(self.vault)
+        keys = set(phrase_keys(base.lower()))
+        found = {
+            (note.day, note.name)
+            for note in self._archived
+            if note.name != name and keys & set(note.keys)
+        }
+        return [(found_name, day) for day, found_name in sorted(found)]
 
     def held_at_first(self, rel: str, key: str) -> bool:
         """Whether the file held a statement with this key before the pass changed anything

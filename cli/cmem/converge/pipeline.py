@@ -186,7 +186,7 @@ def _run_locked(
                 record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
                 return failed
 
-            planned = replace(plan_pass(vault, inputs, checked.validation), quarantined=quarantined)
+            planned = plan_pass(vault, inputs, checked.validation, quarantined)
             result = _with_plan(so_far, planned)
             if options.dry_run or step is None:
                 return replace(result, status="dry-run")
@@ -248,6 +248,7 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     """Scan, read every convergent file, select the pending notes that fit the budget."""
     from cmem.scan.scanner import scan_vault
     from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
+    from cmem.vault.config import model_configured
 
     state = load_state(vault.state_file)
     progress("scanning", None)
@@ -259,6 +260,7 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     )
     pass_date = now.date().isoformat()
     meaning = reads_meaning(vault, options)
+    model_set = meaning or model_configured(vault, options.llm)
     takes, for_model = engine_takes(scan.pending, meaning)
     if not takes:
         empty = Selection([], [], [], for_model=for_model)
@@ -309,6 +311,8 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         rule_reasons=rule_reasons,
         in_memory=in_memory,
         backlog_record=None if options.only else _backlog_record(vault, scan),
+        model_lines={p.rel: p.model_lines for p in scan.pending},
+        model_set=model_set,
     )
 
 
@@ -343,7 +347,10 @@ def reads_meaning(vault: Vault, options: PassOptions) -> bool:
 
 
 def nothing_pending(scan) -> str:
-    """What "nothing to converge" means here: the notes that wait, and why (SPEC §2)."""
+    """What "nothing to converge" means here: what waits, and why (SPEC §2), counted as
+    `status` counts it (`reading/waiting.py`)."""
+    from cmem.converge.waiting_words import waiting_clause
+
     waiting = [p for p in scan.pending]
     if not waiting:
         if scan.backlog:
@@ -352,12 +359,11 @@ def nothing_pending(scan) -> str:
                 "backlog (`cmem converge --backlog` converges them)"
             )
         return "nothing to converge"
-    tokens = sum(p.tokens for p in waiting)
-    return (
-        f"nothing the builtin engine can converge: {len(waiting)} "
-        f"note{'s' if len(waiting) != 1 else ''} (~{tokens} tokens) wait for a model — the builtin "
-        "engine reads cue lines only; pass --llm CMD or set llm.command"
-    )
+    lines = sum(p.model_lines for p in waiting)
+    notes = sum(1 for p in waiting if p.model_lines)
+    if not lines:  # pending only through deferred lines: `cmem scan` says why each waits
+        return "nothing the builtin engine can converge now; `cmem scan` shows what waits and why"
+    return f"nothing the builtin engine can converge (it reads cue lines only): {waiting_clause(lines, notes)}"
 
 
 def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
@@ -394,7 +400,12 @@ def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
     )
 
 
-def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> PlannedPass:
+def plan_pass(
+    vault: Vault,
+    inputs: PassInputs,
+    validation: Validation,
+    quarantined: dict[str, str] | None = None,
+) -> PlannedPass:
     """Which notes converged or were deferred (whole or some lines), the new texts, and for the
     builtin engine the fate of every signal line (a model's pass is judged by its accounting:
     rule 7 holds every converged note cited, so a paraphrase is not left pending)."""
@@ -411,7 +422,9 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     lines = (
         []
         if inputs.reads_meaning
-        else _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+        else _line_fates(
+            vault, inputs.selection, converged, {**inputs.originals, **writes}, validation
+        )
     )
     pending = tuple(
         f"{fate.note} line {fate.line}: the builtin engine placed the {fate.cls} signal in no "
@@ -421,7 +434,7 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     )
     diff, diffstat = make_diff(inputs.originals, writes)
     into = _into(validation.converged, by_rel)
-    return PlannedPass(
+    planned = PlannedPass(
         converged,
         deferred,
         writes,
@@ -433,7 +446,24 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
         pending,
         merged=list(validation.merged),
         line_reasons={k: dict(v) for k, v in validation.line_reasons.items()},
+        quarantined=dict(quarantined or {}),
     )
+    if inputs.reads_meaning:
+        return planned
+    return replace(planned, left_for_model=_left_for_model(inputs, planned))
+
+
+def _left_for_model(inputs: PassInputs, planned: PlannedPass) -> tuple[int, int]:
+    """(lines, notes) that wait for a model once a builtin pass is applied: each note it
+    accounts for by its new account, every other pending note as the scan counted it — what
+    `status` says after the pass, in the same words."""
+    from cmem.converge.accounting import account_note, left_for_model
+
+    waiting = dict(inputs.model_lines)
+    for note, verdict in _verdicts(inputs, planned):
+        entry = account_note(inputs.state.notes.get(note.rel), note, verdict, False, "", "")
+        waiting[note.rel] = left_for_model(entry, note)
+    return sum(waiting.values()), sum(1 for lines in waiting.values() if lines)
 
 
 def propose(
@@ -581,12 +611,14 @@ def _result_so_far(
         engine=engine.name,
         model=engine.model,
         rounds=checked.rounds,
+        model_set=inputs.model_set,
     )
 
 
 def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
     return replace(
         result,
+        left_for_model=planned.left_for_model,
         converged=list(planned.converged),
         deferred=list(planned.deferred),
         changed=sorted(planned.writes),
@@ -698,9 +730,13 @@ def _line_fates(
     vault: Vault,
     selection: Selection,
     converged: list[str],
-    originals: dict[str, str],
-    writes: dict[str, str],
+    layer: dict[str, str],
+    validation: Validation,
 ) -> list:
-    from cmem.converge.coverage import line_fates
+    """Where each signal line of a converged note went; a line the engine deferred is marked
+    so, its reason being its one account."""
+    from cmem.converge.coverage import deferred_by_engine, line_fates
 
-    return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
+    fates = line_fates(selection.notes, converged, layer, vault.config.formats)
+    engine_deferred = {note: set(lines) for note, lines in validation.line_reasons.items()}
+    return deferred_by_engine(fates, engine_deferred)

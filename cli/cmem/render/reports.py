@@ -308,7 +308,7 @@ def waiting_lines(data: dict) -> list[str]:
     out = []
     quarantined = data.get("quarantined") or []
     if not data["notes"] and not data["backlog"]["notes"] and not quarantined:
-        return ["nothing pending"]
+        return ["nothing pending"]  # what the builtin engine converged: `cmem log`
     if data["notes"]:
         total = sum(data["signals"].values())
         cues = f"; {_count(total, 'cue line')} rank them" if total else ""
@@ -317,10 +317,18 @@ def waiting_lines(data: dict) -> list[str]:
             f"{_count(data['notes'], 'note')} pending (~{_tokens(data['tokens'])} tokens: {reasons}){cues}"
         )
     model = data["waiting_for_model"]
-    if model["notes"]:
+    if not data.get("model_configured") and (model.get("lines") or data.get("converged_from_cues")):
+        from cmem.converge.waiting_words import waiting_sentence
+
+        # one account: what the builtin engine converged, what waits for a model, in lines
         out.append(
-            f"{_count(model['notes'], 'note')} (~{_tokens(model['tokens'])} tokens) wait for a model: "
-            "the builtin engine reads cue lines only — pass --llm CMD or set llm.command"
+            waiting_sentence(
+                data.get("converged_from_cues", 0),
+                model.get("lines", 0),
+                model.get("lines_in_notes", 0),
+                False,
+                so_far=True,
+            )
         )
     over = data["over_budget"]
     if over["notes"]:
@@ -378,7 +386,8 @@ def render_scan(scan, waiting: dict | None = None) -> str:
     if quiet:
         out += ["", paint(f"{plural(len(quiet), 'pending note')} without a cue line", "bold")]
         for note in quiet[:50]:
-            out.append(f"  {note.rel}  ({note.why}, ~{note.tokens} tokens)")
+            lines = f"{plural(note.model_lines, 'line')} for a model, " if note.model_lines else ""
+            out.append(f"  {note.rel}  ({note.why}, {lines}~{note.tokens} tokens)")
         if len(quiet) > 50:
             out.append(f"  … and {len(quiet) - 50} more (`cmem scan --json` lists them all)")
     if scan.deferred:
@@ -563,14 +572,28 @@ def render_pass(result, show_diff: bool = False) -> str:
             f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): "
             + ", ".join(result.converged)
         )
-    if getattr(result, "lines", None):
+    left = getattr(result, "left_for_model", None)
+    if left is not None:
+        from cmem.converge.coverage import where_lines_went
+        from cmem.converge.waiting_words import waiting_sentence
+
+        # a builtin pass says plainly what it converged and what waits for a model
+        lines, notes = left
+        detail = where_lines_went(result.lines)
+        said = waiting_sentence(result.converged_lines, lines, notes, result.model_set, detail)
+        out.append("  " + said)
+    elif getattr(result, "lines", None):
         from cmem.converge.coverage import summary
 
         out.append(f"  {summary(result.lines)}")
     for move in getattr(result, "moved", []):
         out.append(f"  moved {move['statement']!r}: {move['from']} → {', '.join(move['to'])}")
     for entry in result.deferred:
-        out.append(f"  deferred {entry['note']}: {entry['reason']}")
+        lines = entry.get("lines") or []
+        where = (
+            f" line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
+        )
+        out.append(f"  deferred {entry['note']}{where}: {entry['reason']}")
     if result.waiting:
         out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
     for warning in result.warnings:
