@@ -38,6 +38,8 @@ FORMATS = {
     "help-texts": 1,  # fast.py: what typer printed for `--help`
     "context-material": 2,  # reading/stored_context.py: what `context` is assembled from
     "context-meta": 1,  # reading/context.py: each memory file's frontmatter, for the index
+    "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
+    "start-memory-texts": 1,  # reading/start_memory.py: their texts, read a part at a time
     "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
     "archive-names": 2,  # vault/archive_names.py: the archive's note paths by folder
     "conflicts": 1,  # sync/conflicts_found.py: each memory file's conflict statements
@@ -101,21 +103,35 @@ class Kept:
     """One cache file: `entries` (a dict of what marshal holds) kept at `path` under a stamp of
     its kind's format (`FORMATS`), this cmem's version and `depends` (what else every entry was
     made from: a vault's settings, a code stamp). A missing, damaged or foreign file — another
-    kind, format, cmem or `depends` — reads as no entries; `path` None keeps nothing."""
+    kind, format, cmem or `depends` — reads as no entries; `path` None keeps nothing.
+
+    Written with `parts` (bytes values), the file holds them after its entries, and `read`
+    leaves them on disk: `part(i)` reads one, as it was written with the entries just read
+    (None when the file was replaced since). For a cache of many texts a call shows few of."""
 
     def __init__(self, path: str | os.PathLike | None, kind: str, *depends):
         self.path = None if path is None else os.fspath(path)
         self.stamp = (kind, FORMATS[kind], __version__, *depends)
         self.found = False  # whether the last `read` found this kind's file as stamped
+        self._parts: tuple | None = None  # (the file's identity, where its parts start, spans)
 
     def read(self) -> dict:
         self.found = False
+        self._parts = None
         if self.path is None:
             return {}
         try:
             with open(self.path, "rb") as handle:
-                data = marshal.loads(handle.read())
-        except (OSError, EOFError, ValueError, TypeError):
+                start = handle.read(len(_PARTS_MARK) + 8)
+                if start[: len(_PARTS_MARK)] == _PARTS_MARK:
+                    size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
+                    data = marshal.loads(handle.read(size))
+                    st = os.fstat(handle.fileno())
+                    spans = data.get("parts") if isinstance(data, dict) else None
+                    self._parts = (_identity(st), len(start) + size, spans)
+                else:
+                    data = marshal.loads(start + handle.read())
+        except (OSError, EOFError, ValueError, TypeError, AttributeError):
             return {}
         if not isinstance(data, dict) or data.get("stamp") != self.stamp:
             return {}
@@ -123,12 +139,42 @@ class Kept:
         self.found = isinstance(entries, dict)
         return entries if isinstance(entries, dict) else {}
 
-    def write(self, entries: dict, mode: int = FILE_MODE) -> None:
-        """Replace the file with `entries`; one value marshal cannot hold keeps the old file."""
+    def part(self, index: int) -> bytes | None:
+        """The `index`-th part of the file `read` read last, or None (none such, or the file
+        replaced since: its entries would not be the ones read)."""
+        if self._parts is None or not self.found or self.path is None:
+            return None
+        identity, base, spans = self._parts
+        try:
+            offset, length = spans[index]
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, IndexError, TypeError, ValueError):
+            return None
+        try:
+            if _identity(os.fstat(fd)) != identity:
+                return None
+            data = os.pread(fd, length, base + offset)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return data if len(data) == length else None
+
+    def write(self, entries: dict, mode: int = FILE_MODE, parts: list[bytes] | None = None) -> None:
+        """Replace the file with `entries` (and `parts`, see the class); one value marshal
+        cannot hold keeps the old file."""
         if self.path is None:
             return
         try:
-            data = marshal.dumps({"stamp": self.stamp, "entries": entries})
+            if parts is None:
+                data = marshal.dumps({"stamp": self.stamp, "entries": entries})
+            else:
+                spans, at = [], 0
+                for part in parts:
+                    spans.append((at, len(part)))
+                    at += len(part)
+                head = marshal.dumps({"stamp": self.stamp, "entries": entries, "parts": spans})
+                data = b"".join([_PARTS_MARK, len(head).to_bytes(8, "big"), head, *parts])
         except ValueError:
             return
         write_cache(self.path, data, mode)
@@ -139,6 +185,13 @@ class Kept:
                 os.unlink(self.path)
             except OSError:
                 pass  # none, or it stays: its stamp still says what its entries are
+
+
+_PARTS_MARK = b"cmem-kept-parts\n"  # a file of entries and parts (`Kept.write`), not marshal's
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def kept_by_stat(
