@@ -36,8 +36,8 @@ FORMATS = {
     "search-index": 4,  # reading/search_index.py (4: files keep the inode and ctime)
     "stored-results": 7,  # reading/stored_results.py: what status and scan printed, and the key
     "help-texts": 1,  # fast.py: what typer printed for `--help`
-    "context-material": 2,  # reading/stored_context.py: what `context` is assembled from
-    "context-meta": 1,  # reading/context.py: each memory file's frontmatter, for the index
+    "context-material": 3,  # reading/stored_context.py: what `context` is assembled from (3: aliases)
+    "context-meta": 2,  # reading/context.py: each memory file's frontmatter, for the index (2: aliases)
     "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
     "start-memory-texts": 1,  # reading/start_memory.py: their texts, read a part at a time
     "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
