@@ -131,7 +131,7 @@ class Kept:
                     self._parts = (_identity(st), len(start) + size, spans)
                 else:
                     data = marshal.loads(start + handle.read())
-        except (OSError, EOFError, ValueError, TypeError, AttributeError):
+        except (OSError, EOFError, ValueError, TypeError, AttributeError, OverflowError):
             return {}
         if not isinstance(data, dict) or data.get("stamp") != self.stamp:
             return {}
