@@ -171,6 +171,7 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
 
     try:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        os.nice(10)  # background work: the person's own processes come first
     except (ValueError, OSError):
         pass
     vault = open_vault(Path(root))
@@ -192,9 +193,12 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
     return 0
 
 
+REFRESH_SECONDS = 20.0  # of reading memory files a refresh does; the next start goes on
+
+
 def _refresh_memory(vault, settle: bool) -> None:
-    """`reading/start_memory.py: refresh`, one at a time; `settle`: first wait out the
-    racy-timestamp window of files a pass may just have written."""
+    """`reading/start_memory.py: refresh`, one at a time, for at most REFRESH_SECONDS;
+    `settle`: first wait out the racy-timestamp window of files a pass may just have written."""
     import time
 
     from cmem.cache_store import RACY_NS
@@ -203,7 +207,7 @@ def _refresh_memory(vault, settle: bool) -> None:
     if settle:
         time.sleep(RACY_NS / 1e9 + 0.1)
     try:
-        refresh_alone(vault)
+        refresh_alone(vault, REFRESH_SECONDS)
     except Exception:  # only the next start's freshness is at stake: logged, never raised
         import traceback
 

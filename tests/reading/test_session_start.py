@@ -187,9 +187,12 @@ def test_a_memory_file_added_is_shown_after_the_refresh_it_starts(tmp_path):
     events = _events(log)
     assert REFRESHING in context and "Tests run with vitest" not in context
     assert _spawned_refresh(events)
-    wait_for(lambda: _complete(root), what="the refresh")
-    context = _start(root, tide, log)
-    assert "## This project: Tide-Pool" in context and "Tests run with vitest" in context
+
+    def shown() -> str | None:
+        text = _start(root, tide, log)
+        return text if "Tests run with vitest" in text else None
+
+    assert "## This project: Tide-Pool" in wait_for(shown, what="the refresh")
 
 
 def test_a_frontmatter_only_yaml_reads_is_left_to_the_refresh(tmp_path):
@@ -240,3 +243,18 @@ def test_the_start_imports_only_the_stdlib_in_every_state(tmp_path):
     assert heavy(imported()) == []  # just after an edit
     os.unlink(Path(open_vault(root).machine_dir) / KEPT_FILE)
     assert heavy(imported()) == []  # nothing kept: the config's stored parse, the files
+
+
+def test_a_refresh_cut_short_names_what_it_did_not_read_and_the_next_goes_on(tmp_path):
+    import time
+
+    from cmem.reading import start_memory
+
+    vault = open_vault(_vault(tmp_path))
+    memory = start_memory.refresh(vault, time.monotonic() - 1)  # no time to read anything
+    assert memory.stale and memory.paths and all(size == -1 for size in memory.sizes)
+    assert not _complete(vault.root)
+    memory = start_memory.refresh(vault)
+    assert not memory.stale and all(size > 0 for size in memory.sizes)
+    assert "Chaoxi uses pnpm" in memory.content(memory.paths.index("converged/topics/潮汐.md"))
+    assert _complete(vault.root)

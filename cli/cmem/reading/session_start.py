@@ -13,8 +13,6 @@ background. Stdlib only at import.
 
 from __future__ import annotations
 
-import time
-
 from cmem.text.own_text import CONTEXT_MARK
 
 LIMIT = 10_000  # characters of additionalContext
@@ -124,13 +122,12 @@ def session_start_context(
     from cmem.reading import start_memory
     from cmem.reading.stored_context import record_reads
 
-    deadline = time.monotonic() + READ_SECONDS
-    memory = start_memory.light_update(root, machine_dir, deadline)
+    memory = start_memory.light_update(root, machine_dir, READ_SECONDS)
     if memory is None:
         from cmem.reading.project_topic import name_keys, project_names
 
         wanted = set(name_keys(project_names(cwd)))
-        memory = start_memory.first_look(root, machine_dir, deadline, LIMIT, wanted)
+        memory = start_memory.first_look(root, machine_dir, READ_SECONDS, LIMIT, wanted)
     if memory is None:  # no config to find the memory by: the refresh's vault model will say
         memory = start_memory.Memory(start_memory.empty_columns(), True)
     text, shown = build_text(memory, root, command, cwd)

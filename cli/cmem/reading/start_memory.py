@@ -155,7 +155,7 @@ def _save(machine_dir: str, layout: dict, columns: dict, generation: str | None 
     since stay in the entries. Returns the texts file."""
     if generation is None:
         generation = f"{time.time_ns()}-{os.getpid()}"
-        parts = []
+        parts: list[bytes] = []
         for i, data in enumerate(columns["texts"]):
             if isinstance(data, bytes):
                 columns["texts"][i] = len(parts)
@@ -170,9 +170,10 @@ def _save(machine_dir: str, layout: dict, columns: dict, generation: str | None 
 # --- the light way: what changed since, brought in ----------------------------------------------
 
 
-def light_update(root: str, machine_dir: str, deadline: float) -> Memory | None:
+def light_update(root: str, machine_dir: str, seconds: float) -> Memory | None:
     """The kept memory with what changed since brought in (see the module's doc), or None when
-    nothing is kept for this vault. `deadline`: a `time.monotonic()` past which no file is read."""
+    nothing is kept for this vault. Changed files are read for `seconds` (one at least: on a
+    busy machine a start still takes in the file just edited)."""
     entries = Kept(os.path.join(machine_dir, KEPT_FILE), "start-memory").read()
     layout, columns = entries.get("layout"), entries.get("columns")
     generation = entries.get("generation")
@@ -184,14 +185,20 @@ def light_update(root: str, machine_dir: str, deadline: float) -> Memory | None:
     paths, stats, states = columns["paths"], columns["stats"], list(columns["states"])
     now_stats = _current_stats(root, paths)
     changed, gone = False, []
+    deadline = None  # set at the first read
     for i in _differing(now_stats, stats, states):
         now = tuple(now_stats[4 * i : 4 * i + 4])
         if not any(now):
             gone.append(i)  # its folder changed too: the refresh lists the folder again
             continue
-        read = None if time.monotonic() > deadline else _light_read(root, paths[i], layout)
-        if read is None:
+        if deadline is None:
+            deadline = time.monotonic() + seconds
+        elif time.monotonic() > deadline:
             stale = True  # the earlier text stands until the refresh reads it
+            continue
+        read = _light_read(root, paths[i], layout)
+        if read is None:
+            stale = True
             continue
         row, keep = read
         changed = _put(columns, i, row, now if keep else (0, 0, 0, 0)) or changed
@@ -206,7 +213,7 @@ def light_update(root: str, machine_dir: str, deadline: float) -> Memory | None:
     return Memory(columns, stale, texts)
 
 
-def _differing(now_stats: list[int], stats: list[int], states: str) -> list[int]:
+def _differing(now_stats: list[int], stats: list[int], states: list[str]) -> list[int]:
     """The files whose stat is not the one kept, or whose entry is provisional."""
     provisional = [i for i, state in enumerate(states) if state == PROVISIONAL]
     if now_stats == stats:  # the usual start: one comparison of two flat lists
@@ -316,12 +323,13 @@ def _light_read(root: str, rel: str, layout: dict) -> tuple[tuple, bool] | None:
 
 
 def first_look(
-    root: str, machine_dir: str, deadline: float, enough: int, wanted: set[str]
+    root: str, machine_dir: str, seconds: float, enough: int, wanted: set[str]
 ) -> Memory | None:
-    """The memory files found by the layer folders the config names, read (plainly) until
-    `deadline`: the resident files until `enough` bytes of them are, the topic files whose
-    name key is `wanted`, then the other topic files; those left named only. None when the
-    config does not say plainly where the files are. Kept, incomplete: a refresh is due."""
+    """The memory files found by the layer folders the config names, read (plainly): the
+    resident files until `enough` bytes of them are and the topic files whose name key is
+    `wanted` (what a start shows), then other topic files for `seconds`; those left named
+    only. None when the config does not say plainly where the files are. Kept, incomplete:
+    a refresh is due."""
     from cmem.text.names import name_key
 
     folders = _config_folders(root)
@@ -345,15 +353,21 @@ def first_look(
     named = [rel for rel, (layer, key) in found.items() if layer == "s" and key in wanted]
     rows: dict[str, tuple] = {}
     read_bytes = 0
-    for rel in resident + named + [rel for rel in found if rel not in named]:
-        if time.monotonic() > deadline:
-            break
+    for rel in resident + named:  # what the answer shows
         if rel in rows or rel in resident and read_bytes >= enough:
             continue
         read = _light_read(root, rel, layout)
         if read is not None:
             rows[rel] = read[0]
             read_bytes += len(read[0][0]) if found[rel][0] == "r" else 0
+    deadline = time.monotonic() + seconds
+    for rel in found:  # the other topic files' summaries and names, for the index
+        if time.monotonic() > deadline:
+            break
+        if rel not in rows and found[rel][0] == "s":
+            read = _light_read(root, rel, layout)
+            if read is not None:
+                rows[rel] = read[0]
     columns = empty_columns()
     for rel in sorted(found):
         layer, key = found[rel]
@@ -414,9 +428,11 @@ def _walk_notes(root: str, base: str) -> list[str]:
 # --- the full way, in a process of its own -----------------------------------------------------
 
 
-def refresh(vault) -> Memory:
+def refresh(vault, deadline: float | None = None) -> Memory:
     """Every memory file as the vault lists it, read in full where its stat changed (or its
-    entry was provisional), and the layout as the config gives it: kept, complete."""
+    entry was provisional), and the layout as the config gives it: kept, complete. Past
+    `deadline` (a `time.monotonic()`), files still to read keep what was kept of them, or
+    their name, and the memory stays incomplete: the next refresh goes on."""
     from cmem.text.secrets import redact_many
     from cmem.vault.layers import RESIDENT, SITUATIONAL
     from cmem.vault.notes import read_note
@@ -443,6 +459,11 @@ def refresh(vault) -> Memory:
             if held is not None and held[:3] in ((layer, KEPT, st), (layer, UNUSABLE, st)):
                 entries[note_file.rel] = held
                 continue
+            if deadline is not None and time.monotonic() > deadline:
+                row = held[3] if held is not None else _row(note_file.rel, None, {})
+                entries[note_file.rel] = (layer, PROVISIONAL, None, row)
+                layout["complete"] = False
+                continue
             read_at = time.time_ns()
             note = read_note(note_file, config.max_note_bytes)
             unread.append((note_file.rel, layer, st if settled(st[0], read_at) else None, note))
@@ -457,7 +478,7 @@ def refresh(vault) -> Memory:
     for rel in sorted(entries):
         _append(columns, rel, *entries[rel])
     texts = _save(machine_dir, layout, columns)
-    return Memory(columns, False, texts)
+    return Memory(columns, not layout["complete"], texts)
 
 
 def _kept_by_path(machine_dir: str) -> dict:
@@ -519,15 +540,16 @@ def refresh_running(machine_dir: str) -> bool:
         os.close(fd)  # closing drops a lock this check took
 
 
-def refresh_alone(vault) -> Memory | None:
-    """`refresh`, unless another process is running one (then None: that one's answer will do)."""
+def refresh_alone(vault, seconds: float | None = None) -> Memory | None:
+    """`refresh` (for at most `seconds`), unless another process is running one (then None:
+    that one's answer will do)."""
     fd = _lock_fd(str(vault.machine_dir))
     if fd is None or not _try_lock(fd):
         if fd is not None:
             os.close(fd)
         return None
     try:
-        return refresh(vault)
+        return refresh(vault, None if seconds is None else time.monotonic() + seconds)
     finally:
         os.close(fd)
 
