@@ -106,33 +106,46 @@ class Kept:
     kind, format, cmem or `depends` — reads as no entries; `path` None keeps nothing.
 
     Written with `parts` (bytes values), the file holds them after its entries, and `read`
-    leaves them on disk: `part(i)` reads one, as it was written with the entries just read
-    (None when the file was replaced since). For a cache of many texts a call shows few of."""
+    leaves them on disk: `part(i)` reads one from the file `read` opened (held open until the
+    next `read`, so a file replaced meanwhile still gives the parts of the entries read). For a
+    cache of many texts a call shows few of."""
 
     def __init__(self, path: str | os.PathLike | None, kind: str, *depends):
         self.path = None if path is None else os.fspath(path)
         self.stamp = (kind, FORMATS[kind], __version__, *depends)
         self.found = False  # whether the last `read` found this kind's file as stamped
-        self._parts: tuple | None = None  # (the file's identity, where its parts start, spans)
+        self._parts: tuple | None = None  # (the open file, where its parts start, their spans)
+
+    def close(self) -> None:
+        """Let go of the file a `read` of parts holds open (its parts read no more)."""
+        if self._parts is not None:
+            self._parts[0].close()
+            self._parts = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def read(self) -> dict:
         self.found = False
-        self._parts = None
+        self.close()
         if self.path is None:
             return {}
+        handle = None
         try:
-            with open(self.path, "rb") as handle:
-                start = handle.read(len(_PARTS_MARK) + 8)
-                if start[: len(_PARTS_MARK)] == _PARTS_MARK:
-                    size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
-                    data = marshal.loads(handle.read(size))
-                    st = os.fstat(handle.fileno())
-                    spans = data.get("parts") if isinstance(data, dict) else None
-                    self._parts = (_identity(st), len(start) + size, spans)
-                else:
-                    data = marshal.loads(start + handle.read())
+            handle = open(self.path, "rb")
+            start = handle.read(len(_PARTS_MARK) + 8)
+            if start[: len(_PARTS_MARK)] == _PARTS_MARK:
+                size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
+                data = marshal.loads(handle.read(size))
+                spans = data.get("parts") if isinstance(data, dict) else None
+                self._parts, handle = (handle, len(start) + size, spans), None  # kept open
+            else:
+                data = marshal.loads(start + handle.read())
         except (OSError, EOFError, ValueError, TypeError, AttributeError, OverflowError):
             return {}
+        finally:
+            if handle is not None:
+                handle.close()
         if not isinstance(data, dict) or data.get("stamp") != self.stamp:
             return {}
         entries = data.get("entries")
@@ -140,24 +153,15 @@ class Kept:
         return entries if isinstance(entries, dict) else {}
 
     def part(self, index: int) -> bytes | None:
-        """The `index`-th part of the file `read` read last, or None (none such, or the file
-        replaced since: its entries would not be the ones read)."""
-        if self._parts is None or not self.found or self.path is None:
+        """The `index`-th part of the file `read` read last, or None (none such)."""
+        if self._parts is None or not self.found:
             return None
-        identity, base, spans = self._parts
+        handle, base, spans = self._parts
         try:
             offset, length = spans[index]
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            data = os.pread(handle.fileno(), length, base + offset)
         except (OSError, IndexError, TypeError, ValueError):
             return None
-        try:
-            if _identity(os.fstat(fd)) != identity:
-                return None
-            data = os.pread(fd, length, base + offset)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
         return data if len(data) == length else None
 
     def write(self, entries: dict, mode: int = FILE_MODE, parts: list[bytes] | None = None) -> None:
@@ -188,10 +192,6 @@ class Kept:
 
 
 _PARTS_MARK = b"cmem-kept-parts\n"  # a file of entries and parts (`Kept.write`), not marshal's
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def kept_by_stat(

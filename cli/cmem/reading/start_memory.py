@@ -54,7 +54,7 @@ class Memory:
     situational), its text `sizes[i]` bytes of UTF-8 (-1: not read yet, named only), `content(i)`;
     `resident` and `topics` list the files that can be shown, by path. `stale`: refresh due."""
 
-    def __init__(self, columns: dict, stale: bool, texts: Kept | None = None):
+    def __init__(self, columns: dict, stale: bool, texts: Kept | None = None, read: bool = False):
         self.paths: list[str] = columns["paths"]
         self.layers: str = columns["layers"]
         self.summaries: list[str] = columns["summaries"]
@@ -62,7 +62,7 @@ class Memory:
         self.keys: list[str] = columns["keys"]
         self.sizes: list[int] = columns["sizes"]
         self._texts: list = columns["texts"]  # bytes, or the index of a part of `texts`
-        self._kept_texts, self._read = texts, False
+        self._kept_texts, self._read = texts, read
         states = columns["states"]  # files by path, so these lists are too
         self.resident = [i for i, layer in enumerate(self.layers) if layer == "r"]
         self.topics = [i for i, layer in enumerate(self.layers) if layer == "s"]
@@ -79,7 +79,7 @@ class Memory:
             if not self._read:
                 self._kept_texts.read()
                 self._read = True
-            data = self._kept_texts.part(data)  # None: replaced meanwhile by a refresh
+            data = self._kept_texts.part(data)  # None: another generation's file
         return None if data is None else data.decode("utf-8", "surrogatepass")
 
 
@@ -174,9 +174,14 @@ def light_update(root: str, machine_dir: str, seconds: float) -> Memory | None:
     """The kept memory with what changed since brought in (see the module's doc), or None when
     nothing is kept for this vault. Changed files are read for `seconds` (one at least: on a
     busy machine a start still takes in the file just edited)."""
-    entries = Kept(os.path.join(machine_dir, KEPT_FILE), "start-memory").read()
+    for _attempt in range(2):  # a refresh may replace both files between the two reads
+        entries = Kept(os.path.join(machine_dir, KEPT_FILE), "start-memory").read()
+        generation = entries.get("generation")
+        texts = Kept(os.path.join(machine_dir, TEXTS_FILE), "start-memory-texts", generation)
+        texts.read()  # held open: its parts are this generation's, whatever comes after
+        if texts.found:
+            break
     layout, columns = entries.get("layout"), entries.get("columns")
-    generation = entries.get("generation")
     if not (isinstance(layout, dict) and isinstance(columns, dict) and layout.get("root") == root):
         return None
     stale = not layout.get("complete")
@@ -209,8 +214,7 @@ def light_update(root: str, machine_dir: str, seconds: float) -> Memory | None:
         _drop(columns, set(gone))
     if changed:
         _save(machine_dir, layout, columns, generation)
-    texts = Kept(os.path.join(machine_dir, TEXTS_FILE), "start-memory-texts", generation)
-    return Memory(columns, stale, texts)
+    return Memory(columns, stale, texts, read=True)
 
 
 def _differing(now_stats: list[int], stats: list[int], states: list[str]) -> list[int]:

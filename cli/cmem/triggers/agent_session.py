@@ -105,21 +105,26 @@ def converge_after(vault: Vault, agent: str, warm_seconds: float = WARM_SECONDS)
 
 
 def warm_up(vault: Vault, seconds: float) -> bool:
-    """What a pass reads of every note and memory file — the scan's entries, the builtin
-    engine's words, the prompt's topic terms — made and kept for at most `seconds`, resumed by
-    the next call: on a big vault just adopted, a first pass read for minutes, which no
-    session's end should cost. Whether all is kept (then a pass reads only what changed)."""
+    """What a pass reads of every note and memory file — the scan's entries; when a pass is
+    due, the builtin engine's words and the prompt's topic terms — made and kept for at most
+    `seconds`, resumed by the next call: on a big vault just adopted, a first pass read for
+    minutes, which no session's end should cost. Whether all is kept (then a pass, or the due
+    check, reads only what changed)."""
     import time
 
     from cmem.converge.builtin_memory import warm_words
     from cmem.converge.memory_files import read_originals
     from cmem.converge.prompt import warm_terms
     from cmem.scan import scan_cache
+    from cmem.triggers.if_due import due_now
 
     deadline = time.monotonic() + seconds
-    done = scan_cache.warm(vault, deadline)
+    if not scan_cache.warm(vault, deadline):
+        return False
+    if not due_now(vault).due:
+        return True  # no pass to read for: the memory files wait for one
     texts, _ = read_originals(vault)
-    done = warm_words(vault, texts, deadline) and done
+    done = warm_words(vault, texts, deadline)
     return warm_terms(vault, texts, deadline) and done
 
 
