@@ -193,7 +193,7 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
     return 0
 
 
-REFRESH_SECONDS = 20.0  # of reading memory files a refresh does; the next start goes on
+REFRESH_SECONDS = 10.0  # of reading memory files a refresh does; the next start goes on
 
 
 def _refresh_memory(vault, settle: bool) -> None:

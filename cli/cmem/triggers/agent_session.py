@@ -24,7 +24,7 @@ STOP_MIN_CALLS = 8
 STOP_MIN_TOOLS = 2
 STOP_TAIL_BYTES = 2_000_000  # the end of the transcript, where the last turn is
 ASKED_KEPT = 200
-WARM_SECONDS = 20.0  # of a session end's work: a big vault's first reading goes on at the next
+WARM_SECONDS = 10.0  # of a session end's work: a big vault's first reading goes on at the next
 WARMING = "warming"
 WARMING_REASON = (
     "cmem is reading this vault for the first time, a share at each session's end; the pass "
