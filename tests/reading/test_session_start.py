@@ -258,3 +258,24 @@ def test_a_refresh_cut_short_names_what_it_did_not_read_and_the_next_goes_on(tmp
     assert not memory.stale and all(size > 0 for size in memory.sizes)
     assert "Chaoxi uses pnpm" in memory.content(memory.paths.index("converged/topics/潮汐.md"))
     assert _complete(vault.root)
+
+
+def test_a_file_removed_or_the_config_changed_makes_what_is_kept_stale(tmp_path):
+    from cmem.reading import start_memory
+
+    root = _vault(tmp_path)
+    vault = open_vault(root)
+    machine = str(vault.machine_dir)
+    assert not start_memory.refresh(vault).stale
+    assert not start_memory.light_update(str(root), machine, 1.0).stale
+    (root / "converged/topics/go-course.md").unlink()
+    memory = start_memory.light_update(str(root), machine, 1.0)
+    assert memory.stale and "converged/topics/go-course.md" not in memory.paths
+    settle(root)
+    assert not start_memory.refresh(vault).stale
+    with open(root / ".cmem/config.yaml", "a", encoding="utf-8") as config:
+        config.write("# the layer folders may have moved\n")
+    assert start_memory.light_update(str(root), machine, 1.0).stale
+    settle(root)
+    assert not start_memory.refresh(vault).stale
+    assert start_memory.light_update(str(tmp_path / "elsewhere"), machine, 1.0) is None

@@ -213,7 +213,10 @@ def light_update(root: str, machine_dir: str, seconds: float) -> Memory | None:
         stale, changed = True, True
         _drop(columns, set(gone))
     if changed:
-        _save(machine_dir, layout, columns, generation)
+        saved = _save(machine_dir, layout, columns, generation)
+        if generation is None:  # every text was written anew: to a texts file of its own
+            texts.close()
+            return Memory(columns, stale, saved)
     return Memory(columns, stale, texts, read=True)
 
 
