@@ -155,6 +155,26 @@ def _load(rel: str, text: str, cache: WordsCache | None = None) -> MemoryFile:
     return MemoryFile(rel, text, head[1], head[0], digest=digest)
 
 
+def warm_words(vault: Vault, texts: dict[str, str], deadline: float) -> bool:
+    """The words of the memory files whose texts are `texts` (as a pass reads them), made and
+    kept until `deadline` (a `time.monotonic()`), as `PassWork` would make them: a big vault's
+    first pass spread over several background runs. Whether all are kept now."""
+    import time
+
+    formats = vault.config.formats
+    cache = WordsCache(vault.machine_dir / CACHE_NAME, fingerprint(formats))
+    done = True
+    for rel, text in sorted(texts.items()):
+        if time.monotonic() > deadline:
+            done = False
+            break
+        file = _load(rel, text, cache)
+        if not file.problem and file.digest is not None and cache.get(file.digest) is None:
+            cache.put(file.digest, FileWords.of(file.statements(formats)))
+    cache.save()
+    return done
+
+
 def _head(text: str) -> tuple[str | None, dict]:
     """(why the engine leaves the file alone, or None; the frontmatter keys it reads). Parsing
     YAML for every file of a 10k vault's layer was a tenth of a one-note pass: kept by digest."""

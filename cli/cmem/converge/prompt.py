@@ -185,6 +185,26 @@ def touched_situational(
     return sorted(chosen)
 
 
+def warm_terms(vault: Vault, texts: dict[str, str], deadline: float) -> bool:
+    """What `touched_situational` reads of each topic file (`_TermsMemo`), made and kept until
+    `deadline` (a `time.monotonic()`): a big vault's first prompt spread over several background
+    runs. `texts`: the memory files as a pass reads them. Whether all are kept now."""
+    import time
+
+    base = vault.config.situational_dir + "/"
+    memo = _TermsMemo(vault)
+    done = True
+    for path in sorted(p for p in texts if p.startswith(base)):
+        if time.monotonic() > deadline:
+            done = False
+            break
+        text = texts[path]
+        memo.tokens(text), memo.head(text), memo.terms(text)
+        memo.stem(path[len(base) : -3].rsplit("/", 1)[-1])
+    memo.save()
+    return done
+
+
 class _TermsMemo:
     """What touched_situational reads of each topic file's text, kept in the machine folder by a
     digest of the text: its token estimate, the name keys of its aliases and tags with the words

@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 
+from cmem.text.names import name_key  # noqa: F401 (re-exported: the engine compares names so)
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize
@@ -125,22 +126,6 @@ def quote_line(line: str, topic_keys: Container[str]) -> str:
         ):
             return text.strip()
         text = text[: link.start()]
-
-
-_NAME_SEPARATORS = re.compile(r"[\s_\-–—/]+")
-# What `_NAME_SEPARATORS` removes from an ASCII name: `\s` of a str pattern is every character
-# `str.isspace` calls space, which in ASCII includes the four separators \x1c-\x1f.
-_ASCII_SEPARATORS = str.maketrans("", "", " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_-/")
-
-
-def name_key(name: str) -> str:
-    """A name as file names, aliases, tags and links are compared: NFKC, case-folded, without
-    spaces, hyphens, underscores and slashes."""
-    if name.isascii():
-        # NFKC leaves ASCII as it is, and casefold is lower: half the time for the names of
-        # 2,049 memory files a tagged note is compared with at 10k notes
-        return name.lower().translate(_ASCII_SEPARATORS)
-    return _NAME_SEPARATORS.sub("", unicodedata.normalize("NFKC", name).casefold())
 
 
 def slug(text: str) -> str:
