@@ -605,6 +605,26 @@ def test_merge_state_is_a_union():
     assert [p["id"] for p in merged.passes] == ["p0", "pa", "pb"]
 
 
+def test_merge_state_keeps_the_landed_side_first_within_one_second():
+    """Pass times have one-second steps and ids end in random hex: two passes in one second
+    keep the order they landed in (the other side's first), never the order of their ids."""
+    import json
+
+    def state(passes: list) -> bytes:
+        return json.dumps({"version": 1, "notes": {}, "passes": passes}).encode()
+
+    second = "2026-11-02T10:00:00Z"
+    base = state([{"id": "p0", "time": "2026-11-01"}])
+    for mine, other in (
+        ("20261102-100000-ffff", "20261102-100000-0000"),
+        ("20261102-100000-0000", "20261102-100000-ffff"),
+    ):
+        ours = state([{"id": "p0", "time": "2026-11-01"}, {"id": mine, "time": second}])
+        theirs = state([{"id": "p0", "time": "2026-11-01"}, {"id": other, "time": second}])
+        merged = parse_state(merge_state(base, ours, theirs).decode(), "state.json")
+        assert [p["id"] for p in merged.passes] == ["p0", other, mine]
+
+
 def test_merge_checklist_per_note():
     header = "# Archive checklist\n"
     line = lambda name, box=" ": (

@@ -225,13 +225,14 @@ def merge_states(base: State, ours: State, theirs: State) -> State:
         if chosen is not None:
             notes[rel] = chosen
     # the records both started from in their order, then each side's new ones, oldest first: a
-    # clock set back on one machine never puts a new record before an older one
+    # clock set back on one machine never puts a new record before an older one. Times have
+    # one-second steps; within a second, the other side's records (already landed) come first
     known = {_pass_key(entry): entry for entry in base.passes}
     added: dict[str, dict] = {}
-    for entry in [*ours.passes, *theirs.passes]:
+    for entry in [*theirs.passes, *ours.passes]:
         if _pass_key(entry) not in known:
-            added[_pass_key(entry)] = entry
-    ordered = sorted(added.values(), key=lambda e: (str(e.get("time", "")), str(e.get("id", ""))))
+            added.setdefault(_pass_key(entry), entry)
+    ordered = sorted(added.values(), key=lambda e: str(e.get("time", "")))
     return State(notes, [*known.values(), *ordered][-MAX_PASSES:])
 
 
