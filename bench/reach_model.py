@@ -49,7 +49,7 @@ def judged_lines(prompt: str) -> dict[str, list[str]]:
 
 
 def reply(prompt: str) -> str:
-    zh = prompt.startswith("你是")
+    zh = "你是" in prompt[:200]  # after the mark cmem opens every pass prompt with
     day = _TODAY.findall(prompt)[-1]  # the task's date, after the example's
     path = f"converged/topics/log-{day}.md"
     paths = {name: p for p, name, *_ in _NOTE.findall(prompt)}

@@ -77,7 +77,7 @@ def test_an_older_cmem_entry_is_updated_in_place(tmp_path):
     )
     (status,) = agent_hook_status(vault, project)
     assert status.current is False and "out of date" in status.problems[0]
-    plan = apply_hook_plan(plan_agent_install(vault, project), vault)
+    plan = apply_hook_plan(plan_agent_install(vault, project, scope="shared"), vault)
     assert plan.action == "update"
     data = json.loads(settings.read_text("utf-8"))
     assert len(data["hooks"]["SessionEnd"]) == 1

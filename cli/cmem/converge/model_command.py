@@ -165,6 +165,14 @@ def check_installed(command: str) -> None:
     raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
 
 
+def model_call_env() -> dict[str, str]:
+    """The model's environment: this one, marked, so an agent CLI run as the model makes its own
+    hooks do nothing (SPEC §15: a pass's model call is not a session)."""
+    from cmem.text.own_text import MODEL_CALL_ENV
+
+    return {**os.environ, MODEL_CALL_ENV: "1"}
+
+
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
     try:
         return subprocess.Popen(
@@ -175,6 +183,7 @@ def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subproc
             bufsize=0,
             start_new_session=True,  # its own process group, and no controlling terminal
             close_fds=True,
+            env=model_call_env(),
         )
     except FileNotFoundError:
         raise _cannot_start(argv, "not-found") from None

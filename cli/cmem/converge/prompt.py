@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
 from cmem.steps.message import line_ranges
+from cmem.text.own_text import PASS_PROMPT_MARK
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
 from cmem.vault.statements import format_source, format_trace
@@ -48,7 +49,9 @@ def instructions(vault: Vault) -> str:
     trace_city = format_trace("2026-11-28", "北京后端" if zh else "backend job in Beijing", formats)
     template = PromptTemplate(f"converge.{config.language}.md")
     return (
-        template.render(
+        PASS_PROMPT_MARK  # first, so capture knows a pass prompt in an agent's transcript
+        + "\n"
+        + template.render(
             resident_dir=config.resident_dir,
             situational_dir=config.situational_dir,
             resident_max_tokens=str(config.resident_max_tokens),

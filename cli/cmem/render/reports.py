@@ -526,3 +526,35 @@ def render_pass(result, show_diff: bool = False) -> str:
     if result.message:
         out.append(f"  {result.message}")
     return "\n".join(out)
+
+
+def render_handover(handover) -> str:
+    """`converge --as-model`: what the agent does, then the prompt between two marker lines."""
+    from cmem.converge.agent_pass import MAX_ROUNDS
+
+    notes = plural(len(handover.notes), "note")
+    waiting = (
+        f"; {plural(len(handover.waiting), 'more note')} wait for the next pass"
+        if handover.waiting
+        else ""
+    )
+    lines = [
+        f"cmem: you are the model of this convergence pass: {notes}, a prompt of about "
+        f"{handover.tokens:,} tokens{waiting}.",
+        "1. Read the prompt between the two marker lines below and answer it as it asks: one",
+        "   <convergence> element, every file you change in full, every note accounted for.",
+        "2. Write that reply, whole, to this file (create or overwrite it):",
+        f"     {handover.reply_file}",
+        "3. Apply it:",
+        f"     {handover.apply_command}",
+        "   If it is rejected, nothing was written: each message names the file, the line and the",
+        "   rule number of the prompt's rulebook. Mend the reply in the same file and run step 3",
+        f"   again; after {MAX_ROUNDS} rejected rounds, stop and show the user the messages.",
+        "4. Show the user the report step 3 prints, then what changed:",
+        f"     {handover.diff_command}",
+        *(f"warning: {warning}" for warning in handover.warnings),
+        "===== cmem prompt: begin =====",
+        handover.prompt.rstrip("\n"),
+        "===== cmem prompt: end =====",
+    ]
+    return "\n".join(lines) + "\n"

@@ -205,7 +205,7 @@ def trust_vault(vault: Vault) -> TrustChange:
 
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    document = _UserConfigDocument(path)
+    document = UserConfigDocument(path)
     trusted = document.data.get("trusted")
     if trusted is None:
         trusted = document.data["trusted"] = CommentedSeq()
@@ -247,7 +247,7 @@ def revoke_trust(vault: Vault) -> TrustChange:
         return TrustChange(
             status.vault, status.command, status.command_sha256, "not-trusted", str(path)
         )
-    document = _UserConfigDocument(path)
+    document = UserConfigDocument(path)
     trusted = document.data.get("trusted") or []
     for item in [item for item in trusted if _same_vault(item.get("vault"), status.vault)]:
         trusted.remove(item)
@@ -255,7 +255,7 @@ def revoke_trust(vault: Vault) -> TrustChange:
     return TrustChange(status.vault, status.command, status.command_sha256, "revoked", str(path))
 
 
-class _UserConfigDocument:
+class UserConfigDocument:
     """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive: the
     one YAML cmem writes back, and so the one read that is not `vault/yaml_reader.py`'s."""
 
@@ -279,7 +279,8 @@ class _UserConfigDocument:
         self.prefix = self.original if loaded is None else ""
         self.data = loaded if loaded is not None else CommentedMap()
 
-    def save(self) -> None:
+    def text(self) -> str:
+        """The file as `save` would write it."""
         import io
 
         buffer = io.StringIO()
@@ -289,7 +290,10 @@ class _UserConfigDocument:
             text = self.prefix.rstrip("\n") + "\n" + text
         elif not self.original:
             text = '# cmem user settings; see README.md, "Configuration".\n' + text
-        write_atomic(self.path, text)
+        return text
+
+    def save(self) -> None:
+        write_atomic(self.path, self.text())
 
 
 def _guess_indent(text: str) -> dict[str, int]:
