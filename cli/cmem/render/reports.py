@@ -93,6 +93,31 @@ def render_status(status) -> str:
     return render_status_data(status.to_json())
 
 
+_MODEL_ORIGINS = {
+    "env": "$CMEM_LLM",
+    "user-config": "your user config",
+    "vault-config": "the vault's config",
+}
+
+
+def _model_line(model: dict | None) -> str:
+    """Which model unattended passes (and `cmem converge`) ask, and where that is set."""
+    if not model or model.get("state") == "none":
+        return paint(
+            "  model: none set — passes run the builtin engine, which reads cue lines only; the "
+            "rest waits for a model (`cmem hook install --agent …` offers your agent's CLI, or "
+            "set llm.command; in a session, the agent can be the model: `converge --as-model`)",
+            "yellow",
+        )
+    where = _MODEL_ORIGINS.get(model.get("origin") or "", model.get("origin") or "")
+    if model.get("state") == "untrusted":
+        return paint(
+            f"  model: {model['command']} ({where}) is not trusted: run `cmem trust` to allow it",
+            "yellow",
+        )
+    return f"  model: {model['command']} ({where})"
+
+
 def render_status_data(data: dict) -> str:
     """`cmem status` from its JSON form, so a status served from the result cache (cmem.fast)
     prints exactly what a fresh one does."""
@@ -172,6 +197,7 @@ def render_status_data(data: dict) -> str:
         out.append("  no pass yet")
     due = data["due"]
     out.append("  " + (paint("due: ", "green") if due["due"] else "not due: ") + due["reason"])
+    out.append(_model_line(data.get("model")))
     if data["running"]:
         out.append(paint("  a pass is running now", "yellow"))
     for step in data["interrupted"]:

@@ -90,6 +90,7 @@ def render_hook_status(hooks, vault) -> str:
         if hook.events:
             out.append(f"  events: {', '.join(hook.events)}")
         out += [f"  {problem}" for problem in hook.problems]
+        out += [f"  note: {note}" for note in hook.notes]
     return "\n".join(out)
 
 

@@ -309,7 +309,22 @@ def agent_hook_status(vault: Vault | None, project: Path | None) -> list[Install
     for target_agent in TARGETS.values():
         for settings in target_agent.candidate_paths(project):
             found += _file_status(vault, ident, target_agent, settings)
+    for hook in found:
+        if vault is not None and hook.current is not None:  # this vault's: its surface too?
+            _surface_status(vault, TARGETS[hook.kind], project, hook)
     return found
+
+
+def _surface_status(vault: Vault, target: AgentTarget, project: Path | None, hook) -> None:
+    from cmem.setup.agent_surfaces import surface_installed
+
+    surfaces = surface_installed(vault, target, project)
+    if surfaces:
+        hook.notes.append(f"the in-session pass: {target.surface_call} ({surfaces[0][0]})")
+    else:
+        hook.problems.append(
+            f"the cmem-converge command is missing: run `cmem hook install --agent {target.name}` to add it"
+        )
 
 
 def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> list[InstalledHook]:
@@ -348,8 +363,41 @@ def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> lis
                     f"out of date: run `cmem hook install --agent {target_agent.name}` to refresh it"
                 )
         hook.problems += _runs_problems(hook.vault, hook.runs)
+        hook.notes += missing_events(target_agent, installed_version(target_agent))
         found.append(hook)
     return found
+
+
+def installed_version(target: AgentTarget) -> tuple[int, ...] | None:
+    """The version of the agent's CLI on PATH (`NAME --version`), or None: not found or unread."""
+    import shutil
+    import subprocess
+
+    if not target.model_command or not target.events_since:
+        return None
+    program = shutil.which(target.model_command[0])
+    if program is None:
+        return None
+    try:
+        done = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", done.stdout)
+    return tuple(int(part) for part in found.groups() if part is not None) if found else None
+
+
+def missing_events(target: AgentTarget, version: tuple[int, ...] | None) -> list[str]:
+    """What `hook status` says of events the installed version does not have yet."""
+    if version is None:
+        return []
+    shown = ".".join(map(str, version))
+    return [
+        f"{target.label} {shown} has no {event} (it came in {'.'.join(map(str, since))}): {instead}"
+        for event, since, instead in target.events_since
+        if version < since
+    ]
 
 
 # --- the whole setup of one agent: hooks, the in-session surface, the unattended model ---------

@@ -52,6 +52,8 @@ class AgentTarget:
     # The agent's headless CLI as the model of unattended passes: its program, then its flags
     # (each checked against that CLI's --help; tests/agents/ runs them for real).
     model_command: tuple[str, ...] = ()
+    # Events this agent answers only from a version on, and what captures a session before it.
+    events_since: tuple[tuple[str, tuple[int, ...], str], ...] = ()
 
     def default_scope(self, project: Path | None) -> Scope:
         """Where a hook goes when no `--user`/`--shared` is given: a person's own settings — a
@@ -131,6 +133,15 @@ TARGETS: dict[str, AgentTarget] = {
         ".codex/hooks.json",
         ".codex/hooks.json",
         note="Codex runs a new or changed hook only after you trust it once: start codex and review it in /hooks",
+        events_since=(
+            (
+                "SessionEnd",
+                (0, 145),
+                "sessions are captured only at PreCompact (when the context is compacted), or by "
+                "`cmem capture --agent codex` (by hand or from a timer); update Codex to capture "
+                "every session as it ends",
+            ),
+        ),
         surface_file=".agents/skills/cmem-converge/SKILL.md",
         surface_call="$cmem-converge, or ask it to converge your memory",
         model_command=(

@@ -238,6 +238,7 @@ class InstalledHook:
     current: bool | None  # same as `install` would write now (None: another vault's block)
     problems: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)  # an agent's: the events it answers
+    notes: list[str] = field(default_factory=list)  # what the user should know, not a fault
 
     def to_json(self) -> dict:
         return {
@@ -249,6 +250,7 @@ class InstalledHook:
             "runs": self.runs,
             "current": self.current,
             "problems": self.problems,
+            "notes": self.notes,
         }
 
 

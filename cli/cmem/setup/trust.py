@@ -116,6 +116,20 @@ def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
     )
 
 
+def model_status(vault: Vault) -> dict:
+    """The model a pass asks when no --llm is given, for `status`: its command, where it is set
+    (`env`, `user-config`, `vault-config`), and `state`: ready, untrusted, or none."""
+    try:
+        resolved = resolve_model_command(vault, None)
+    except UntrustedCommand:
+        return {"command": vault.config.llm_command, "origin": "vault-config", "state": "untrusted"}
+    except CmemError:  # a broken user config: `status` says so elsewhere
+        return {"command": None, "origin": None, "state": "none"}
+    if resolved.command is None:
+        return {"command": None, "origin": None, "state": "none"}
+    return {"command": resolved.command, "origin": resolved.origin, "state": "ready"}
+
+
 def _timeout(vault: Vault, user: dict) -> float:
     """The vault's own `llm.timeout_seconds` when it sets one, else the user's, else the default."""
     from_vault = vault.config.llm_timeout_seconds
