@@ -10,7 +10,10 @@ What it answers is scripted by *rules*: a rule matches the newest user text of a
 substring), then calls the tools it lists, one per request, and ends with its reply text. Where a
 request is in that exchange is read from the request itself (how many tool results follow the
 matching user text), so the side calls an agent makes (titles, quota checks) change nothing. A
-rule's reply may be a command run with the newest user text on stdin: the model of a pass.
+rule's reply may be a command run with the newest user text on stdin: the model of a pass; a
+tool's input may be a command's JSON output, run with the tool results so far (`input_from`) or the
+user text (`input_from_user`) on stdin: a model that reads what its previous call printed (the
+prompt `converge --as-model` hands over) or what it was asked (a skill's text).
 
 Every request is appended to a JSON Lines log (path, body), so a test reads exactly what the model
 was sent. Run as a script it serves until killed and prints its port:
@@ -21,6 +24,7 @@ was sent. Run as a script it serves until killed and prints its port:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -44,10 +48,15 @@ class Rule:
         )
 
 
+_IDS = itertools.count(1)
+
+
 @dataclass
 class Answer:
     text: str | None = None
     tool: dict | None = None  # {"name", "input", "id"}
+    # every reply its own id: an agent joins the parts of one message by their id
+    id: str = field(default_factory=lambda: f"standin_{next(_IDS)}")
 
 
 class Script:
@@ -64,12 +73,24 @@ class Script:
         with self.lock, open(self.log, "a", encoding="utf-8") as out:
             out.write(json.dumps({"path": path, "body": body}, ensure_ascii=False) + "\n")
 
-    def answer(self, user_text: str, tools_done: int, may_call_tools: bool) -> Answer:
+    def answer(
+        self, user_text: str, tools_done: int, may_call_tools: bool, last_result: str = ""
+    ) -> Answer:
         for rule in self.rules:
             if rule.match and rule.match in user_text:
                 if may_call_tools and tools_done < len(rule.tools):
                     tool = dict(rule.tools[tools_done])
                     tool.setdefault("id", f"call_{tools_done + 1}")
+                    if "input_from" in tool or "input_from_user" in tool:
+                        reads = last_result if "input_from" in tool else user_text
+                        made = subprocess.run(
+                            tool.pop("input_from", None) or tool.pop("input_from_user"),
+                            input=reads,
+                            capture_output=True,
+                            text=True,
+                            timeout=60,
+                        )
+                        tool["input"] = json.loads(made.stdout or "{}")
                     return Answer(tool=tool)
                 if rule.reply_command:
                     done = subprocess.run(
@@ -95,6 +116,33 @@ def _texts(content) -> list[str]:
         if isinstance(block, dict) and block.get("type") in ("text", "input_text"):
             found.append(block.get("text", ""))
     return found
+
+
+def _result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return json.dumps(content) if content is not None else ""
+
+
+def tool_results(body: dict) -> str:
+    """The text of every tool result in a request, oldest first, whichever protocol it speaks."""
+    found = []
+    for message in body.get("messages", []):  # Anthropic
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    found.append(_result_text(block.get("content")))
+    for item in body.get("input", []):  # OpenAI Responses
+        if isinstance(item, dict) and str(item.get("type", "")).endswith("_output"):
+            found.append(_result_text(item.get("output")))
+    for content in body.get("contents", []):  # Gemini
+        for part in content.get("parts", []):
+            if "functionResponse" in part:
+                found.append(_result_text(part["functionResponse"].get("response")))
+    return "\n\n".join(found)
 
 
 def anthropic_turn(body: dict) -> tuple[str, int]:
@@ -172,7 +220,7 @@ def anthropic_events(answer: Answer, model: str) -> bytes:
             {
                 "type": "message_start",
                 "message": {
-                    "id": "msg_standin",
+                    "id": "msg_" + answer.id,
                     "type": "message",
                     "role": "assistant",
                     "model": model,
@@ -263,7 +311,7 @@ def anthropic_message(answer: Answer, model: str) -> dict:
     else:
         content, stop = [{"type": "text", "text": answer.text}], "end_turn"
     return {
-        "id": "msg_standin",
+        "id": "msg_" + answer.id,
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -276,7 +324,7 @@ def anthropic_message(answer: Answer, model: str) -> dict:
 
 def responses_events(answer: Answer, model: str) -> bytes:
     response = {
-        "id": "resp_standin",
+        "id": "resp_" + answer.id,
         "object": "response",
         "model": model,
         "status": "in_progress",
@@ -301,7 +349,7 @@ def responses_events(answer: Answer, model: str) -> bytes:
     else:
         item = {
             "type": "message",
-            "id": "msg_standin",
+            "id": "msg_" + answer.id,
             "role": "assistant",
             "status": "completed",
             "content": [{"type": "output_text", "text": answer.text, "annotations": []}],
@@ -319,7 +367,7 @@ def responses_events(answer: Answer, model: str) -> bytes:
                 "response.output_text.delta",
                 {
                     "type": "response.output_text.delta",
-                    "item_id": "msg_standin",
+                    "item_id": "msg_" + answer.id,
                     "output_index": 0,
                     "content_index": 0,
                     "delta": answer.text,
@@ -426,14 +474,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json({"input_tokens": 10, "totalTokens": 10})
         elif "/v1/messages" in path:
             text, done = anthropic_turn(body)
-            answer = self.script.answer(text, done, bool(body.get("tools")))
+            answer = self.script.answer(text, done, bool(body.get("tools")), tool_results(body))
             if body.get("stream"):
                 self._send(200, anthropic_events(answer, model), "text/event-stream")
             else:
                 self._json(anthropic_message(answer, model))
         elif path.rstrip("/").endswith("/responses"):
             text, done = responses_turn(body)
-            answer = self.script.answer(text, done, bool(body.get("tools")))
+            answer = self.script.answer(text, done, True, tool_results(body))
             self._send(200, responses_events(answer, model), "text/event-stream")
         elif ":streamGenerateContent" in path or ":generateContent" in path:
             text, done = gemini_turn(body)
@@ -442,7 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
             if schema:
                 answer = Answer(text=json.dumps(json_for(schema)))
             else:
-                answer = self.script.answer(text, done, bool(body.get("tools")))
+                answer = self.script.answer(text, done, bool(body.get("tools")), tool_results(body))
             chunk = gemini_chunk(answer)
             if ":streamGenerateContent" in path:
                 self._send(200, _sse([(None, chunk)]), "text/event-stream")

@@ -69,6 +69,10 @@ def hand_over(vault: Vault, options: PassOptions, command: str) -> Handover | Pa
     if result.prompt is None:
         return result
     reply = reply_path(vault)
+    try:  # a new file: agents' file tools refuse to overwrite a file they have not read
+        reply.unlink()
+    except FileNotFoundError:
+        pass
     write_atomic(  # in the machine folder: private, and never a vault file
         vault.machine_dir / HANDOVER_FILE,
         json.dumps({"reply_file": str(reply), "notes": result.selected}, ensure_ascii=False),

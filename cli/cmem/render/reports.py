@@ -569,7 +569,7 @@ def render_handover(handover) -> str:
         f"{handover.tokens:,} tokens{waiting}.",
         "1. Read the prompt between the two marker lines below and answer it as it asks: one",
         "   <convergence> element, every file you change in full, every note accounted for.",
-        "2. Write that reply, whole, to this file (create or overwrite it):",
+        "2. Write that reply, whole, to this new file:",
         f"     {handover.reply_file}",
         "3. Apply it:",
         f"     {handover.apply_command}",

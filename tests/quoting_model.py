@@ -1,8 +1,18 @@
 #!/usr/bin/env python3
-"""The stand-in model of `bench/reach.py`: it records the prompt it is given ($REACH_LOG, one JSON
-line) and answers with a reply that converges every line it is asked to judge, quoted, into a
-new topic file of the day — so every pass applies and the next pass shows what is still pending.
-It reads only the prompt, as a model would."""
+"""A model that reads only cmem's prompt, as a model would: it records the prompt it is given
+($REACH_LOG, one JSON line) and answers with a reply that converges every line it is asked to
+judge, quoted, into a new topic file of the day — so every pass applies and the next pass shows
+what is still pending. `bench/reach.py` runs it as a model command; the real agents' tests
+(`tests/agents/`) have their API stand-in answer with it.
+
+    quoting_model.py                 the prompt on stdin, the reply on stdout
+    quoting_model.py --write-reply   `cmem converge --as-model`'s output on stdin; the JSON input
+                                     of a file-writing tool call on stdout: {"file_path", "content"}
+    quoting_model.py --apply         the same output on stdin; a shell tool call's JSON input
+                                     running the apply command it names: {"command", "description"}
+    quoting_model.py --skill         the cmem-converge skill's text on stdin; a shell tool call
+                                     running the `converge --as-model` command it names
+"""
 
 from __future__ import annotations
 
@@ -74,7 +84,42 @@ def reply(prompt: str) -> str:
     return "<convergence>\n" + blocks + "\n".join(accounts) + "\n</convergence>\n"
 
 
+_BEGIN = "===== cmem prompt: begin =====\n"
+_END = "\n===== cmem prompt: end ====="
+
+
+def handover_parts(text: str) -> tuple[str, str, str]:
+    """The reply file, the apply command and the prompt of `converge --as-model`'s output (the
+    last one in `text`)."""
+    text = text[text.rindex("cmem: you are the model") :]
+    lines = text.splitlines()
+    reply_file = lines[lines.index(next(line for line in lines if line.startswith("2. "))) + 1]
+    apply = lines[lines.index(next(line for line in lines if line.startswith("3. "))) + 1]
+    prompt = text[text.index(_BEGIN) + len(_BEGIN) : text.rindex(_END)]
+    return reply_file.strip(), apply.strip(), prompt
+
+
+def skill_command(text: str) -> str:
+    """The `… converge --as-model` command the skill tells the agent to run, as written there."""
+    return next(
+        found for found in re.findall(r"`([^`\n]+)`", text) if found.endswith("converge --as-model")
+    )
+
+
 def main() -> int:
+    if "--skill" in sys.argv:
+        command = skill_command(sys.stdin.read())
+        sys.stdout.write(json.dumps({"command": command, "description": "Start the cmem pass"}))
+        return 0
+    if "--write-reply" in sys.argv or "--apply" in sys.argv:
+        reply_file, apply, prompt = handover_parts(sys.stdin.read())
+        tool_input = (
+            {"file_path": reply_file, "content": reply(prompt)}
+            if "--write-reply" in sys.argv
+            else {"command": apply, "description": "Apply the convergence reply"}
+        )
+        sys.stdout.write(json.dumps(tool_input, ensure_ascii=False))
+        return 0
     prompt = sys.stdin.read()
     log = os.environ.get("REACH_LOG")
     if log:
