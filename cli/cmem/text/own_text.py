@@ -17,9 +17,13 @@ PASS_PROMPT_MARK = "<!-- cmem convergence prompt -->"
 MODEL_CALL_ENV = "CMEM_MODEL_CALL"
 
 
+# Gemini CLI records a hook's context HTML-escaped inside `<hook_context>`.
+_ESCAPED_CONTEXT_MARK = CONTEXT_MARK.replace("<", "&lt;")
+
+
 def is_cmem_context(text: str) -> bool:
-    """Whether a message holds memory cmem injected (anywhere in it: agents wrap it)."""
-    return CONTEXT_MARK in text
+    """Whether a message holds memory cmem injected (anywhere in it: agents wrap it, escape it)."""
+    return CONTEXT_MARK in text or _ESCAPED_CONTEXT_MARK in text
 
 
 def is_pass_prompt(text: str) -> bool:
