@@ -123,6 +123,8 @@ def _result_text(content) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    if isinstance(content, dict):  # Gemini: {"output": …} or {"error": …}
+        return "\n".join(value for value in content.values() if isinstance(value, str))
     return json.dumps(content) if content is not None else ""
 
 

@@ -6,8 +6,10 @@ what is still pending. `bench/reach.py` runs it as a model command; the real age
 (`tests/agents/`) have their API stand-in answer with it.
 
     quoting_model.py                 the prompt on stdin, the reply on stdout
-    quoting_model.py --write-reply   `cmem converge --as-model`'s output on stdin; the JSON input
-                                     of a file-writing tool call on stdout: {"file_path", "content"}
+    quoting_model.py --read-prompt   `cmem converge --as-model`'s output on stdin; the JSON input
+                                     of a file-reading tool call on stdout: {"file_path"}
+    quoting_model.py --write-reply   the same output on stdin; the JSON input of a file-writing
+                                     tool call (the reply to the prompt the file holds)
     quoting_model.py --apply         the same output on stdin; a shell tool call's JSON input
                                      running the apply command it names: {"command", "description"}
     quoting_model.py --skill         the cmem-converge skill's text on stdin; a shell tool call
@@ -84,18 +86,18 @@ def reply(prompt: str) -> str:
     return "<convergence>\n" + blocks + "\n".join(accounts) + "\n</convergence>\n"
 
 
-_BEGIN = "===== cmem prompt: begin =====\n"
-_END = "\n===== cmem prompt: end ====="
-
-
 def handover_parts(text: str) -> tuple[str, str, str]:
-    """The reply file, the apply command and the prompt of `converge --as-model`'s output (the
-    last one in `text`)."""
+    """The reply file, the apply command and the prompt (read from its file) of `converge
+    --as-model`'s output (the last one in `text`)."""
     text = text[text.rindex("cmem: you are the model") :]
     lines = text.splitlines()
-    reply_file = lines[lines.index(next(line for line in lines if line.startswith("2. "))) + 1]
-    apply = lines[lines.index(next(line for line in lines if line.startswith("3. "))) + 1]
-    prompt = text[text.index(_BEGIN) + len(_BEGIN) : text.rindex(_END)]
+
+    def after(step: str) -> str:
+        return lines[lines.index(next(line for line in lines if line.startswith(step))) + 1]
+
+    prompt_file, reply_file, apply = after("1. "), after("2. "), after("3. ")
+    with open(prompt_file.strip(), encoding="utf-8") as handle:
+        prompt = handle.read()
     return reply_file.strip(), apply.strip(), prompt
 
 
@@ -110,6 +112,12 @@ def main() -> int:
     if "--skill" in sys.argv:
         command = skill_command(sys.stdin.read())
         sys.stdout.write(json.dumps({"command": command, "description": "Start the cmem pass"}))
+        return 0
+    if "--read-prompt" in sys.argv:
+        text = sys.stdin.read()
+        text = text[text.rindex("cmem: you are the model") :].splitlines()
+        prompt_file = text[text.index(next(x for x in text if x.startswith("1. "))) + 1]
+        sys.stdout.write(json.dumps({"file_path": prompt_file.strip()}))
         return 0
     if "--write-reply" in sys.argv or "--apply" in sys.argv:
         reply_file, apply, prompt = handover_parts(sys.stdin.read())

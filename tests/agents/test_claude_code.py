@@ -93,9 +93,11 @@ def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isola
     skill = isolated_home / ".claude/skills/cmem-converge/SKILL.md"
     assert "converge --as-model" in skill.read_text("utf-8")
     # The stand-in plays a model that follows the skill's text and nothing else: the command it
-    # names, then the reply written to the file the hand-over names, then the apply command.
+    # names, then the prompt file the hand-over names read, the reply written to the file it
+    # names, then the apply command.
     steps = [
         {"name": "Bash", "input_from_user": [*QUOTING_MODEL, "--skill"]},
+        {"name": "Read", "input_from": [*QUOTING_MODEL, "--read-prompt"]},
         {"name": "Write", "input_from": [*QUOTING_MODEL, "--write-reply"]},
         {"name": "Bash", "input_from": [*QUOTING_MODEL, "--apply"]},
     ]
@@ -104,14 +106,14 @@ def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isola
         env = agent_env("claude-code", api.url, isolated_home)
         done = run_agent(
             "claude-code",
-            ["-p", "/cmem-converge", "--allowedTools", "Bash", "Write"],
+            ["-p", "/cmem-converge", "--allowedTools", "Bash", "Read", "Write"],
             cwd=project,
             env=env,
         )
         assert done.returncode == 0, done.stderr
         requests = api.requests()
     results = sent_texts(requests)
-    assert PASS_PROMPT_MARK in results  # the hand-over reached the model as a tool result
+    assert PASS_PROMPT_MARK in results  # the prompt reached the model, read from its file
     assert "pass applied" in results  # and the apply command's report came back
     log = git(root, "log", "--format=%s")
     assert log.splitlines()[0].startswith("cmem: converge ")

@@ -1,8 +1,9 @@
 """A pass whose model is the agent running cmem (SPEC §15): in a session, the agent the user talks
 to answers the pass's prompt itself, then cmem validates and applies its reply like any model's.
 
-`hand_over` gives the agent everything in one answer: the prompt, the file to write the reply to,
-and the exact command that applies it. It also remembers which notes the prompt covered, so
+`hand_over` gives the agent everything in one answer: the file holding the prompt (an agent's
+shell tool cuts a long output short; its file tool reads a file whole), the file to write the
+reply to, and the exact command that applies it. It also remembers which notes the prompt covered, so
 applying that file (`converge --response FILE`) judges the same notes — again after a rejection,
 when the agent mends the file and runs the same command — even if a note arrived meanwhile.
 """
@@ -19,6 +20,7 @@ from cmem.converge.pass_values import PassOptions, PassResult
 from cmem.vault.layers import Vault
 
 REPLY_FILE = "agent-reply.md"
+PROMPT_FILE = "agent-prompt.md"
 HANDOVER_FILE = "agent-pass.json"
 # Rejected replies an agent mends before it stops and shows the user the messages.
 MAX_ROUNDS = 3
@@ -29,6 +31,7 @@ class Handover:
     """What an agent needs to be the model of one pass."""
 
     prompt: str
+    prompt_file: Path
     notes: list[str]
     waiting: list[str]  # pending notes over the budget: a later pass takes them
     reply_file: Path
@@ -43,6 +46,8 @@ class Handover:
             "notes": self.notes,
             "waiting": self.waiting,
             "tokens": self.tokens,
+            "prompt_file": str(self.prompt_file),
+            "prompt_lines": self.prompt.count("\n") + 1,
             "reply_file": str(self.reply_file),
             "apply": self.apply_command,
             "diff": self.diff_command,
@@ -73,12 +78,15 @@ def hand_over(vault: Vault, options: PassOptions, command: str) -> Handover | Pa
         reply.unlink()
     except FileNotFoundError:
         pass
+    prompt_file = vault.machine_dir / PROMPT_FILE
+    write_atomic(prompt_file, result.prompt)  # private, like the run records' prompts
     write_atomic(  # in the machine folder: private, and never a vault file
         vault.machine_dir / HANDOVER_FILE,
         json.dumps({"reply_file": str(reply), "notes": result.selected}, ensure_ascii=False),
     )
     return Handover(
         prompt=result.prompt,
+        prompt_file=prompt_file,
         notes=list(result.selected),
         waiting=list(result.waiting),
         reply_file=reply,
