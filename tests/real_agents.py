@@ -115,3 +115,67 @@ def run_agent(
 def sent_texts(requests: list[dict]) -> str:
     """Everything the model was sent, as one text (to look for what a hook injected)."""
     return "\n".join(json.dumps(request["body"], ensure_ascii=False) for request in requests)
+
+
+def interactive_session(
+    agent: str,
+    args: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    typed: list[str],
+    done,
+    timeout: float = 60,
+) -> str:
+    """The agent's interactive UI in a detached tmux session (what some features need: Gemini CLI
+    expands a custom command only there): wait for its prompt, type each line, wait until
+    `done()` holds; the screen's last text. The session is killed at the end, whatever happens."""
+    import shutil
+    import time
+    import uuid
+
+    if shutil.which("tmux") is None:
+        message = "tmux is not installed: the interactive agent tests need it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    name = f"cmem-{uuid.uuid4().hex[:8]}"
+    socket = ["tmux", "-L", name]  # a server of its own: never the user's sessions
+    import shlex
+
+    launch = shlex.join([str(agent_bin(agent)), *args])
+    exports = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
+    subprocess.run(
+        [*socket, "new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", str(cwd),
+         "env", "-i", *exports, "sh", "-c", launch],
+        check=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout
+
+    def screen() -> str:
+        shown = subprocess.run(
+            [*socket, "capture-pane", "-p", "-t", name], capture_output=True, text=True
+        )
+        return shown.stdout
+
+    try:
+        while "Type your message" not in screen() and "> " not in screen()[-400:]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{agent} never showed its prompt:\n{screen()}")
+            time.sleep(0.5)
+        for line in typed:
+            subprocess.run([*socket, "send-keys", "-t", name, "-l", line], check=True)
+            time.sleep(1)
+            subprocess.run([*socket, "send-keys", "-t", name, "Enter"], check=True)
+        pressed = time.monotonic()
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{agent} did not finish in {timeout:g} s:\n{screen()}")
+            if typed and time.monotonic() - pressed > 5 and f"* {typed[-1]}" in screen():
+                # a completion menu took the first Enter: the line still waits in the input
+                subprocess.run([*socket, "send-keys", "-t", name, "Enter"], check=True)
+                pressed = time.monotonic()
+            time.sleep(0.5)
+        return screen()
+    finally:
+        subprocess.run([*socket, "kill-server"], capture_output=True)

@@ -86,7 +86,9 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
 
 def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isolated_home):
     agent_bin("claude-code")
-    root = _vault(tmp_path, {"2026-12-01 notes.md": "I switched my editor from vim to helix.\n"})
+    root = _vault(
+        tmp_path, {"2026-12-01 notes.md": "Helix is my editor these days; vim only on servers.\n"}
+    )
     project = tmp_path / "tidepool"
     project.mkdir()
     _install(root, project, "--no-model")
@@ -118,7 +120,7 @@ def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isola
     log = git(root, "log", "--format=%s")
     assert log.splitlines()[0].startswith("cmem: converge ")
     memory = "".join(p.read_text("utf-8") for p in (root / "converged").rglob("*.md"))
-    assert "I switched my editor from vim to helix." in memory
+    assert "Helix is my editor these days; vim only on servers." in memory
     assert not (open_vault(root).machine_dir / "agent-pass.json").exists()  # the hand-over is spent
 
 

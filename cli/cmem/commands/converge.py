@@ -263,7 +263,7 @@ def _hand_over(target, options, as_json: bool) -> int:
     from cmem.hook_command import cmem_command
     from cmem.render.reports import render_handover, render_pass
 
-    handover = hand_over(target, options, cmem_command(str(target.root.resolve())))
+    handover = hand_over(target, options, cmem_command(str(target.root.resolve())), Path.cwd())
     if as_json:
         print_json(handover.to_json())
     elif isinstance(handover, Handover):

@@ -3,9 +3,14 @@ to answers the pass's prompt itself, then cmem validates and applies its reply l
 
 `hand_over` gives the agent everything in one answer: the file holding the prompt (an agent's
 shell tool cuts a long output short; its file tool reads a file whole), the file to write the
-reply to, and the exact command that applies it. It also remembers which notes the prompt covered, so
-applying that file (`converge --response FILE`) judges the same notes — again after a rejection,
-when the agent mends the file and runs the same command — even if a note arrived meanwhile.
+reply to, and the exact command that applies it. Both files are in a folder of the agent's
+workspace, `.cmem-pass/` (the folder it was started in): the file tools of Gemini CLI and Codex's
+sandbox reach no further. That folder keeps itself out of git (a `.gitignore` of `*`) and is
+removed once the reply is applied.
+
+It also remembers which notes the prompt covered, so applying that file (`converge --response
+FILE`) judges the same notes — again after a rejection, when the agent mends the file and runs
+the same command — even if a note arrived meanwhile.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from pathlib import Path
 from cmem.converge.pass_values import PassOptions, PassResult
 from cmem.vault.layers import Vault
 
-REPLY_FILE = "agent-reply.md"
-PROMPT_FILE = "agent-prompt.md"
-HANDOVER_FILE = "agent-pass.json"
+PASS_FOLDER = ".cmem-pass"
+REPLY_FILE = "reply.md"
+PROMPT_FILE = "prompt.md"
+HANDOVER_FILE = "agent-pass.json"  # in the machine folder
 # Rejected replies an agent mends before it stops and shows the user the messages.
 MAX_ROUNDS = 3
 
@@ -57,15 +63,20 @@ class Handover:
         }
 
 
-def reply_path(vault: Vault) -> Path:
-    """Where the agent writes its reply: the machine folder (never the vault, which git tracks)."""
-    return vault.machine_dir / REPLY_FILE
+def pass_folder(vault: Vault, workspace: Path | None) -> Path:
+    """Where the hand-over's files go: `.cmem-pass/` in the agent's workspace, or the machine
+    folder's when there is none it can write."""
+    if workspace is not None and workspace.is_dir() and os.access(workspace, os.W_OK):
+        return workspace / PASS_FOLDER
+    return vault.machine_dir / "agent-pass"
 
 
-def hand_over(vault: Vault, options: PassOptions, command: str) -> Handover | PassResult:
+def hand_over(
+    vault: Vault, options: PassOptions, command: str, workspace: Path | None = None
+) -> Handover | PassResult:
     """The prompt of the pass `options` describe, for the agent to answer; or the pass's result
     when there is nothing to converge. `command` names this cmem and the vault, as the agent's
-    shell should run it."""
+    shell should run it; `workspace` is the folder the agent works in."""
     from cmem.atomic import write_atomic
     from cmem.converge.pipeline import run_pass
     from cmem.text.tokens import estimate_tokens
@@ -73,17 +84,14 @@ def hand_over(vault: Vault, options: PassOptions, command: str) -> Handover | Pa
     result = run_pass(vault, replace(options, emit_prompt=True))
     if result.prompt is None:
         return result
-    reply = reply_path(vault)
-    try:  # a new file: agents' file tools refuse to overwrite a file they have not read
-        reply.unlink()
-    except FileNotFoundError:
-        pass
-    prompt_file = vault.machine_dir / PROMPT_FILE
-    write_atomic(prompt_file, result.prompt)  # private, like the run records' prompts
-    write_atomic(  # in the machine folder: private, and never a vault file
-        vault.machine_dir / HANDOVER_FILE,
-        json.dumps({"reply_file": str(reply), "notes": result.selected}, ensure_ascii=False),
-    )
+    folder = pass_folder(vault, workspace)
+    _remove_folder(folder)  # a new reply file: agents' write tools refuse an unread file
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    write_atomic(folder / ".gitignore", "# cmem's hand-over to an agent, removed once applied\n*\n")
+    prompt_file, reply = folder / PROMPT_FILE, folder / REPLY_FILE
+    write_atomic(prompt_file, result.prompt, mode=0o600)  # the notes' text: the user's alone
+    record = {"folder": str(folder), "reply_file": str(reply), "notes": result.selected}
+    write_atomic(vault.machine_dir / HANDOVER_FILE, json.dumps(record, ensure_ascii=False))
     return Handover(
         prompt=result.prompt,
         prompt_file=prompt_file,
@@ -95,6 +103,19 @@ def hand_over(vault: Vault, options: PassOptions, command: str) -> Handover | Pa
         tokens=estimate_tokens(result.prompt),
         warnings=list(result.warnings),
     )
+
+
+def _remove_folder(folder: Path) -> None:
+    """The hand-over's folder and the files cmem puts in it, nothing else of the user's."""
+    for name in (PROMPT_FILE, REPLY_FILE, ".gitignore"):
+        try:
+            (folder / name).unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()  # only when empty
+    except OSError:
+        pass
 
 
 def handed_over_notes(vault: Vault, response_file: Path) -> list[str] | None:
@@ -115,8 +136,16 @@ def handed_over_notes(vault: Vault, response_file: Path) -> list[str] | None:
 
 
 def spend_handover(vault: Vault) -> None:
-    """A reply applied (or with nothing left to judge): the handover is spent."""
+    """A reply applied (or with nothing left to judge): the hand-over and its folder are spent."""
+    record_path = vault.machine_dir / HANDOVER_FILE
     try:
-        os.unlink(vault.machine_dir / HANDOVER_FILE)
+        with open(record_path, encoding="utf-8") as handle:
+            folder = json.load(handle).get("folder")
+    except (OSError, ValueError, AttributeError):
+        folder = None
+    if isinstance(folder, str) and Path(folder).name in (PASS_FOLDER, "agent-pass"):
+        _remove_folder(Path(folder))
+    try:
+        os.unlink(record_path)
     except OSError:
         pass
