@@ -80,9 +80,12 @@ def reply(prompt: str) -> str:
     blocks = ""
     if statements:
         title = "日志" if zh else "Log"
-        blocks = (
-            f'<file path="{path}">\n# {title} {day}\n\n' + "\n".join(statements) + "\n</file>\n"
+        # a file the prompt shows already (a second pass of the day): its lines kept, ours after
+        shown = re.search(
+            rf'^<file path="{re.escape(path)}"[^>]*>\n(.*?)\n</file>$', prompt, re.M | re.S
         )
+        head = shown.group(1) if shown else f"# {title} {day}\n"
+        blocks = f'<file path="{path}">\n{head}\n' + "\n".join(statements) + "\n</file>\n"
     return "<convergence>\n" + blocks + "\n".join(accounts) + "\n</convergence>\n"
 
 
