@@ -40,6 +40,7 @@ class Rule:
     reply: str = "Done."
     tools: list[dict] = field(default_factory=list)  # [{"name": "Bash", "input": {...}}]
     reply_command: list[str] | None = None  # run with the user text on stdin; its stdout replies
+    delay: float = 0.0  # seconds before each answer: a model still working (messages queue up)
 
     @classmethod
     def from_json(cls, data: dict) -> Rule:
@@ -78,6 +79,10 @@ class Script:
     ) -> Answer:
         for rule in self.rules:
             if rule.match and rule.match in user_text:
+                if rule.delay:
+                    import time
+
+                    time.sleep(rule.delay)
                 if may_call_tools and tools_done < len(rule.tools):
                     tool = dict(rule.tools[tools_done])
                     tool.setdefault("id", f"call_{tools_done + 1}")

@@ -185,3 +185,59 @@ def test_claude_as_the_unattended_model_converges_without_feeding_itself(tmp_pat
             lambda: hook_record.read_record(machine, "claude-code", "fired"),
             what="the user's own session firing the hooks",
         )
+
+
+def test_a_real_session_is_captured_as_the_user_typed_it(tmp_path, isolated_home):
+    """Tool calls, a message typed while the agent works (Claude Code 2.1 keeps it only as a
+    queue record) and a custom slash command with its arguments: the note holds exactly the
+    user's three messages, once each, in order, and nothing else of the session."""
+    import subprocess
+    import time
+
+    agent_bin("claude-code")
+    root = _vault(tmp_path)
+    project = tmp_path / "tidepool"
+    (project / ".claude/commands").mkdir(parents=True)
+    (project / ".claude/commands/orchestrate.md").write_text(
+        "---\ndescription: Orchestrate a change\n---\nDo this: $ARGUMENTS\n", "utf-8"
+    )
+    _install(root, project, "--no-model")
+    typed = [
+        "rename the helper to parse_notes",
+        "check again",
+        "/orchestrate update CLAUDE.md to the latest state",
+    ]
+    slow = [{"name": "Bash", "input": {"command": "sleep 3; echo renamed"}}]
+    rules = [
+        Rule(typed[0], reply="Renamed.", tools=slow),
+        Rule("check again", reply="Checked."),
+        Rule("Do this:", reply="Orchestrated."),
+    ]
+    with StandIn(rules, tmp_path / "requests.jsonl") as api:
+        env = agent_env("claude-code", api.url, isolated_home)
+        args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+        agent = subprocess.Popen(
+            [str(agent_bin("claude-code")), *args, "--verbose", "--allowedTools", "Bash"],
+            cwd=project,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert agent.stdin is not None
+        for text, pause in zip(typed, (1.5, 1.0, 8.0)):  # the second arrives mid-tool-call
+            agent.stdin.write(
+                json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+            )
+            agent.stdin.flush()
+            time.sleep(pause)
+        _, errors = agent.communicate(timeout=60)
+        assert agent.returncode == 0, errors
+    wait_for(lambda: _session_notes(root), what="the session note")
+    (note,) = _session_notes(root)
+    text = note.read_text("utf-8")
+    at = [text.find(line) for line in typed]
+    assert all(place >= 0 for place in at) and at == sorted(at), text
+    assert all(text.count(line) == 1 for line in typed), text
+    assert "Do this:" not in text and "<command-" not in text and "renamed" not in text
