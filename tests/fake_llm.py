@@ -15,6 +15,8 @@ Reads the prompt from PROMPT_FILE, or else from stdin to EOF. Environment:
   a 1 GB answer costs the fake no memory)
 - FAKE_LLM_DELAY: seconds `slow` sleeps before replying.
 - FAKE_LLM_STDERR: what `fail` writes on stderr.
+- FAKE_LLM_WHILE_THINKING: a command (a JSON list of arguments) run to its end before the reply,
+  as another writer would act while a model thinks (a `git pull`, another pass).
 
 `--marker` does nothing: it puts a unique word in the process's command line, so a test can scan
 /proc for anything the fake left running.
@@ -98,6 +100,13 @@ def main(argv: list[str]) -> int:
         return 0
     if mode == "slow":
         time.sleep(float(os.environ.get("FAKE_LLM_DELAY", "1")))
+    meanwhile = os.environ.get("FAKE_LLM_WHILE_THINKING")
+    if meanwhile:
+        import subprocess
+
+        subprocess.run(
+            json.loads(meanwhile), check=True, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno()
+        )
     if mode == "empty":
         return 0
 

@@ -420,14 +420,17 @@ def test_a_plain_line_is_still_ready(staged):
 
 
 def _raise_on_replace(monkeypatch, code: int) -> None:
-    real = os.replace
+    """The temp file's move into place fails: a rename, or the hard link that creates a new
+    file without replacing one."""
+    for name in ("replace", "link"):
+        real = getattr(os, name)
 
-    def replace(src, dst, *args, **kwargs):
-        if str(src).endswith(".cmem-tmp"):
-            raise OSError(code, os.strerror(code), str(src), None, str(dst))
-        return real(src, dst, *args, **kwargs)
+        def failing(src, dst, *args, real=real, **kwargs):
+            if str(src).endswith(".cmem-tmp"):
+                raise OSError(code, os.strerror(code), str(src), None, str(dst))
+            return real(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(os, "replace", replace)
+        monkeypatch.setattr(os, name, failing)
 
 
 def test_a_full_disk_is_one_sentence_naming_the_file(make_vault, monkeypatch, capsys):

@@ -43,12 +43,15 @@ def corpus_vault(tmp_path) -> Path:
 
 
 def witness_command(tmp_path: Path) -> tuple[str, Path]:
-    """A model command that leaves a file behind if it ever runs."""
+    """A model command that leaves a file behind if it ever runs (and defers every note it is
+    given: a reply that judges no note is refused)."""
     witness = tmp_path / "the-vault-command-ran"
     script = tmp_path / "vault_model.py"
     script.write_text(
-        f"import pathlib, sys\npathlib.Path({str(witness)!r}).write_text('ran')\nsys.stdin.read()\n"
-        f"print('<convergence>\\n</convergence>')\n",
+        f"import pathlib, re, sys\npathlib.Path({str(witness)!r}).write_text('ran')\n"
+        'notes = dict.fromkeys(re.findall(r\'<note path="([^"]+)"\', sys.stdin.read()))\n'
+        "deferred = ''.join(f'<deferred note=\"{n}\" reason=\"not now\"/>\\n' for n in notes)\n"
+        "print('<convergence>\\n' + deferred + '</convergence>')\n",
         encoding="utf-8",
     )
     return f"{sys.executable} {script}", witness

@@ -108,7 +108,7 @@ def stage_notes(
 
 # --- reading the checklist: `cmem archive`, undo, doctor --fix ---------------------------------
 
-LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited"]
+LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited", "waiting"]
 READY: Final = "ready"
 CHANGED: Final = "changed"
 MISSING: Final = "missing"
@@ -117,6 +117,8 @@ REFUSED: Final = "refused"  # the line's target is not a path inside the archive
 # memory no longer holds what the note was converged into (`citations.py`): never moved, and
 # `archive apply` makes the note pending again
 UNCITED: Final = "uncited"
+# lines of the note still wait for a judgement (a model's): never moved until a pass judged them
+WAITING: Final = "waiting"
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)

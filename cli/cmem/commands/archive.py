@@ -19,7 +19,7 @@ UndoYes = Annotated[bool, yes_option("Undo without asking (needed without a term
 
 @archive_app.command("list")
 def archive_list(vault: VaultOption = None, as_json: JsonOption = False) -> None:
-    """Every staged line: note, target, ticked or not, and its state (ready, changed, uncited, missing, unparsed)."""
+    """Every staged line: note, target, ticked or not, and its state (ready, changed, waiting, uncited, missing, unparsed)."""
     from cmem.archive.gate import list_staged
 
     target = open_target(vault)

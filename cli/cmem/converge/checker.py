@@ -20,6 +20,7 @@ from cmem.converge.paths import (
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
 from cmem.converge.rules import (
+    ASKED_AGAIN,
     COMPLETE_FILES,
     INVENTION,
     NEW_FILES,
@@ -118,6 +119,11 @@ class Validation:
     @property
     def inventions(self) -> list[Issue]:
         return [w for w in self.warnings if w.rule == INVENTION]
+
+    @property
+    def asked_again(self) -> list[Issue]:
+        """Warnings sent back to the model once before the reply is applied with them."""
+        return [w for w in self.warnings if w.rule in ASKED_AGAIN]
 
 
 @dataclass

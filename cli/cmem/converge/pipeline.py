@@ -51,15 +51,15 @@ from cmem.converge.selection import SelectedNote, Selection, engine_takes, selec
 from cmem.errors import CmemError, set_stop_summary, stop_rounds
 from cmem.steps import commits as history
 from cmem.steps import journal
-from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
+from cmem.steps.changes import ChangeSet, SecondWriter, current_bytes, in_line_ends
 from cmem.steps.lock import vault_lock
 from cmem.steps.message import pass_message
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.run_records import RunRecord, new_run
 from cmem.steps.runner import Step, open_step
+from cmem.steps.state_file import merged_with_disk
 from cmem.vault.layers import Vault
 from cmem.vault.state_json import State, load_state
-from cmem.vault.state_json import state_bytes as state_to_bytes
 
 if TYPE_CHECKING:
     from cmem.converge.validate import Validation
@@ -453,7 +453,6 @@ def stage_changes(
     for rel, text in planned.writes.items():
         raw = inputs.raw_originals.get(rel)
         changes.write(rel, in_line_ends(text, raw), raw)
-    state_bytes = current_bytes(vault.state_file)
     checklist_bytes = current_bytes(vault.checklist_path)
     notes = dict(state.notes)  # a new State: the one read stays as it was read
     time = now.isoformat(timespec="seconds")
@@ -488,7 +487,10 @@ def stage_changes(
         wrote=history.blob_ids(vault.root, changes.written),
     )
     new_state = State(notes=notes, passes=[*state.passes, record_entry.to_json()])
-    changes.write(vault.rel(vault.state_file), state_to_bytes(new_state), state_bytes)
+    # merged into the state.json on disk now: a pull or another pass may have rewritten it
+    # while the model thought, and what they recorded stays
+    on_disk, merged = merged_with_disk(vault, state, new_state)
+    changes.write(vault.rel(vault.state_file), merged, on_disk)
     if stage_entries:
         current = (
             checklist_bytes.decode("utf-8", errors="replace")
@@ -510,12 +512,28 @@ def commit_pass(
     so_far: PassResult,
     now: datetime,
 ) -> AppliedPass:
-    """Through the step layer: journal, all-or-nothing apply, commit."""
-    staged = stage_changes(vault, step.id, inputs, planned, so_far, now)
-    # checked last, just before the commit: the edits made while the model ran
-    warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
-    message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings), step.id)
-    return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
+    """Through the step layer: journal, all-or-nothing apply, commit. cmem's own records
+    (state.json, the checklist) are rebuilt on what is on disk, so one another writer changed
+    in the instant before the apply is merged again, never a reason to stop."""
+    own = {vault.rel(vault.state_file), vault.checklist_rel}
+    for attempt in range(_RESTAGE_TRIES):
+        staged = stage_changes(vault, step.id, inputs, planned, so_far, now)
+        # checked last, just before the commit: the edits made while the model ran
+        warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
+        message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings), step.id)
+        try:
+            return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
+        except SecondWriter as exc:
+            ours_on_disk = any(
+                change.new != change.old and current_bytes(vault.root / change.rel) == change.new
+                for change in staged.changes.ordered()
+            )
+            if exc.rel not in own or ours_on_disk or attempt == _RESTAGE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_RESTAGE_TRIES = 3
 
 
 # --- building the PassResult --------------------------------------------------------------
@@ -618,7 +636,8 @@ def _recorded(inputs: PassInputs, planned: PlannedPass) -> bool:
 
 
 def _verdicts(inputs: PassInputs, planned: PlannedPass):
-    """(note, Verdict) for each note of the pass the reply converged or deferred."""
+    """(note, Verdict) for each note of the pass the reply converged or deferred, whole or by
+    lines."""
     from cmem.converge.accounting import Verdict
 
     converged = set(planned.converged)
@@ -627,8 +646,8 @@ def _verdicts(inputs: PassInputs, planned: PlannedPass):
         reason = planned.quarantined[note.rel]
         yield note, Verdict(converged=False, reason=reason, quarantined=reason)
     for note in inputs.selection.notes:
-        if note.rel not in converged and note.rel not in whole:
-            continue
+        if note.rel not in converged | set(whole) | set(planned.line_reasons):
+            continue  # no element named it: not judged, so it stays pending
         unplaced = frozenset(
             fate.line for fate in planned.lines if fate.note == note.rel and fate.where == "pending"
         )

@@ -68,6 +68,7 @@ from cmem.converge.rules import (
     SIZES,
     SOURCES,
     TRACE_DATES,
+    UNTRACED,
     RuleId,
     WarningName,
 )
@@ -115,6 +116,7 @@ REPLY_RULES: dict[RuleKey, ReplyRule] = {
     SIZES: check_sizes.check_situational_size,
     ACCOUNTING: check_accounting.check_notes,
     INVENTION: check_invention.check_invention,
+    UNTRACED: check_invention.check_untraced_changes,
 }
 
 

@@ -355,7 +355,7 @@ _WHY = {
     "new": "new",
     "changed": "changed",
     "signals": "adopted with cue lines",
-    "unjudged": "judged by cue lines only",
+    "unjudged": "some lines not judged yet",
     "returned": "deferred lines back",
     "recurs": "deferred, recurring now",
     "backlog": "from the backlog",

@@ -236,6 +236,8 @@ class _Judgement:
                 self._note_deferred(file, done, deferred)
                 return (file, entry, done)
             return None
+        if why == UNJUDGED and same and done.deferred and done.engine != BUILTIN:
+            self._note_deferred(file, done, deferred)  # the lines it deferred, while the rest wait
         self._pend(file, entry, done, same, why, signals, model_only)
         return None
 
@@ -270,9 +272,10 @@ class _Judgement:
             return RETURNED, False  # a line deferred by the builtin rules that recurs now
         if explicit and done.deferred:
             return RETURNED, True  # asked for by name: its deferred lines are judged again
-        if done.engine == BUILTIN and (done.unjudged or done.deferred):
-            # judged by cue lines alone: what the builtin engine could not read waits for a model
-            return (BACKLOG, False) if adopted else (UNJUDGED, True)
+        if done.waits:
+            # what no engine judged (the builtin engine reads cue lines alone; a model's reply
+            # may defer some lines and judge no others) waits for a model
+            return (BACKLOG, False) if adopted and done.engine == BUILTIN else (UNJUDGED, True)
         return None, False
 
     def _unaccounted(self, file: NoteFile, accounted: set[str]) -> bool:
@@ -309,7 +312,11 @@ class _Judgement:
         # the lines not to judge again: those converged, and a model's deferrals while they stand
         if done is None:
             accounted: frozenset[str] = frozenset()
-        elif same and done.engine != BUILTIN and why == RETURNED and not model_only:
+        elif (
+            same
+            and done.engine != BUILTIN
+            and ((why == RETURNED and not model_only) or why == UNJUDGED)
+        ):
             accounted = frozenset(done.lines | set(done.deferred))
         else:
             accounted = frozenset(done.lines)

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
-from cmem.vault.layers import Vault
+from cmem.steps.lock import notes_lock
+from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end
 
 
 class SecondWriter(CmemError):
     """A file changed on disk while the step ran; the step wrote nothing."""
+
+    def __init__(self, message: str, rel: str = "") -> None:
+        super().__init__(message)
+        self.rel = rel  # the file that changed
 
 
 class ReadOnlyFile(CmemError):
@@ -200,17 +206,35 @@ def _check(vault: Vault, change: Change) -> None:
         raise ReadOnlyFile(_read_only_sentence([problem]))
     if path.is_symlink():
         raise SecondWriter(
-            f"{change.rel} became a symbolic link while the step ran; nothing was written."
+            f"{change.rel} became a symbolic link while the step ran; nothing was written.",
+            change.rel,
         )
     if current_bytes(path) != change.old:
         raise SecondWriter(
             f"{change.rel} changed on disk while the step ran (another editor or a sync client wrote it); "
-            "your edit wins: nothing was written, run the command again."
+            "your edit wins: nothing was written, run the command again.",
+            change.rel,
         )
+
+
+@contextmanager
+def notes_held(vault: Vault, rels: Iterable[str], purpose: str = "step") -> Iterator[None]:
+    """The notes lock (steps/lock.py), held while a step writes, moves or restores a divergent
+    note: a `cmem note` never appends between the step's check of a note and its change."""
+    if any(vault.layer_of(rel) == DIVERGENT for rel in rels):
+        with notes_lock(vault.machine_dir, purpose):
+            yield
+    else:
+        yield
 
 
 def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     """Make every change or none. Returns the paths changed."""
+    with notes_held(vault, changes.paths):
+        return _apply(vault, changes)
+
+
+def _apply(vault: Vault, changes: ChangeSet) -> list[str]:
     order = changes.ordered()
     for change in order:
         _check(vault, change)
@@ -221,7 +245,7 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
             # synced, just before the rename (an editor's save during that write, milliseconds
             # on a loaded disk, was replaced unseen when the check came before it)
             if change.new != change.old:
-                put(vault, change.rel, change.new, before_replace=lambda: _check(vault, change))
+                _put_checked(vault, change)
             else:
                 _check(vault, change)
             if change.new is not None and change.rel in changes.modes:
@@ -234,14 +258,38 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     return [change.rel for change in done]
 
 
+def _put_checked(vault: Vault, change: Change) -> None:
+    """`change` made, its target compared with what the step read just before; a file the step
+    creates is created only where none is, so one made meanwhile is never replaced."""
+    try:
+        put(
+            vault,
+            change.rel,
+            change.new,
+            before_replace=lambda: _check(vault, change),
+            exclusive=change.old is None,
+        )
+    except FileExistsError:
+        raise SecondWriter(
+            f"{change.rel} was created on disk while the step ran (another editor or a sync client "
+            "wrote it); yours stays: nothing was written, run the command again.",
+            change.rel,
+        ) from None
+
+
 def put(
-    vault: Vault, rel: str, data: bytes | None, before_replace: Callable[[], object] | None = None
+    vault: Vault,
+    rel: str,
+    data: bytes | None,
+    before_replace: Callable[[], object] | None = None,
+    exclusive: bool = False,
 ) -> None:
     """Make `rel` hold `data` (atomically), or remove it (None). `before_replace` runs just
-    before the file is replaced or removed (`write_atomic`)."""
+    before the file is replaced or removed (`write_atomic`); `exclusive` creates it only where
+    no file is."""
     path = vault.root / rel
     if data is not None:
-        write_atomic(path, data, before_replace=before_replace)
+        write_atomic(path, data, before_replace=before_replace, exclusive=exclusive)
         return
     if before_replace is not None:
         before_replace()

@@ -32,6 +32,12 @@ EN_STOP = EN_GRAMMAR | frozenset(
     "most must never new now off one only out over really same should some still than then there "
     "these those too up use used using very went while why would yes".split()
 )
+# Words a rewording may add without changing a fact: the stop words and a few more, less those
+# of frequency, quantity, modality and negation, which do change one ("I sometimes live …").
+EN_FACTLESS = (EN_STOP | frozenset("am where whose".split())) - frozenset(
+    "again all always any can could each every may might more most must never new only same "
+    "should some still would".split()
+)
 EN_FILLER = EN_GRAMMAR | frozenset(
     "again anyway did didn't do does don't here hmm i'd i'll i'm i've it's just lol now oh ok okay "
     "one really stuff that's there these thing things those though too very way well yes".split()

@@ -33,47 +33,52 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
     if not name.endswith(".md"):
         name += ".md"
     folder = vault.root / vault.config.capture_folder if vault.config.capture_folder else vault.root
-    path = _unarchived_name(vault, folder, name, now.strftime("%Y-%m-%d"))
-    rel = vault.rel(path)
     line = f"- {now.strftime('%H:%M')} {text}\n"
-    if path.is_symlink():
-        raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
-    vault.confined(rel, DIVERGENT)  # the capture folder may be a link out of the vault
-    if path.exists():
-        try:
-            raw, current = read_text_exact(path)
-        except UnicodeDecodeError:
-            raise CmemError(
-                f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first)."
-            ) from None
-        crlf = line_end(raw) == b"\r\n"
-        if raw.startswith(b"\xef\xbb\xbf") or (b"\r" in raw and not crlf):
-            raise CmemError(
-                f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it."
-            )
-        if b"\x00" in raw:
-            raise CmemError(
-                f"{rel} contains NUL bytes (a binary file?); cmem will not append to it."
-            )
-        current = current.replace(
-            "\r\n", "\n"
-        )  # a CRLF checkout (core.autocrlf) gets CRLF lines back
-        new = current + ("\n" if current and not current.endswith("\n") else "") + line
-        appended = new[len(current) :]
-        # Append rather than replace when nothing else wrote in between: an editor holding the
-        # file open sees a plain append, and no byte of the user's note is rewritten.
-        with open(path, "ab") as handle:
-            handle.write((appended.replace("\n", "\r\n") if crlf else appended).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        created = False
-    else:
-        heading = f"# {Path(name).stem}\n\n"
-        new = heading + line
-        write_atomic(path, new)
-        created = True
-    line_no = new.count("\n")
-    return Captured(rel=rel, line=line_no, created=created, text=text)
+    from cmem.steps.lock import notes_lock
+
+    # every writer of a note holds this lock (steps/lock.py): no two create today's note, and
+    # no step moves or rewrites it between our read and our append
+    with notes_lock(vault.machine_dir):
+        path = _unarchived_name(vault, folder, name, now.strftime("%Y-%m-%d"))
+        rel = vault.rel(path)
+        if path.is_symlink():
+            raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
+        vault.confined(rel, DIVERGENT)  # the capture folder may be a link out of the vault
+        if not path.exists():
+            try:
+                write_atomic(path, f"# {Path(name).stem}\n\n" + line, exclusive=True)
+                return Captured(rel=rel, line=3, created=True, text=text)
+            except FileExistsError:
+                pass  # an editor or a sync client made it meanwhile: append to theirs
+        line_no = _append(path, rel, line)
+    return Captured(rel=rel, line=line_no, created=False, text=text)
+
+
+def _append(path: Path, rel: str, line: str) -> int:
+    """Append `line` to the note at `path`; returns its line number there."""
+    try:
+        raw, current = read_text_exact(path)
+    except UnicodeDecodeError:
+        raise CmemError(
+            f"{rel} is not valid UTF-8; cmem will not append to it (fix its encoding first)."
+        ) from None
+    crlf = line_end(raw) == b"\r\n"
+    if raw.startswith(b"\xef\xbb\xbf") or (b"\r" in raw and not crlf):
+        raise CmemError(
+            f"{rel} has a byte-order mark or mixed line ends; cmem will not rewrite it."
+        )
+    if b"\x00" in raw:
+        raise CmemError(f"{rel} contains NUL bytes (a binary file?); cmem will not append to it.")
+    current = current.replace("\r\n", "\n")  # a CRLF checkout (core.autocrlf) gets CRLF lines back
+    new = current + ("\n" if current and not current.endswith("\n") else "") + line
+    appended = new[len(current) :]
+    # Append rather than replace: an editor holding the file open sees a plain append, and no
+    # byte of the user's note is rewritten.
+    with open(path, "ab") as handle:
+        handle.write((appended.replace("\n", "\r\n") if crlf else appended).encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+    return new.count("\n")
 
 
 def _unarchived_name(vault: Vault, folder: Path, name: str, date: str) -> Path:

@@ -215,6 +215,50 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
     return top
 
 
+@lru_cache(maxsize=None)
+def _loose_trace_patterns(extra: tuple[str, ...] = ()) -> tuple[tuple[re.Pattern, str], ...]:
+    """Each trace format as a pattern that reads anything short in place of its date (and any
+    spacing around it): what a trace looks like to a reader, whether or not cmem can read it.
+    Paired with the format's exact prefix."""
+    found = []
+    for pattern in _trace_patterns(extra):
+        head, middle = pattern.prefix.rstrip(), pattern.middle.strip()
+        if not head or not middle:
+            continue
+        brackets = re.escape(pattern.opener + pattern.closer)
+        found.append(
+            (
+                re.compile(
+                    rf"{re.escape(head)}\s*([^\n{brackets}]{{1,40}}?)\s*{re.escape(middle)}"
+                ),
+                pattern.prefix + "\x00" + pattern.middle,
+            )
+        )
+    return tuple(found)
+
+
+def misread_traces(text: str, formats: Formats | None = None) -> list[str]:
+    """What stands as the date of each trace-shaped annotation that does not read as a trace
+    (`(updated yesterday, was: …)`, `（更新于2026-11-29，原为：…）`): kept as statement text, such
+    an annotation is no trace at all, so `cmem trace` never sees the change."""
+    extra = (formats.trace,) if formats else ()
+    found = []
+    for loose, exact in _loose_trace_patterns(extra):
+        prefix, middle = exact.split("\x00", 1)
+        for match in loose.finditer(text):
+            date = match.group(1)
+            start = match.start()
+            exact_date = _DATE.fullmatch(date)
+            if (
+                exact_date
+                and text.startswith(prefix, start)
+                and text.startswith(middle, start + len(prefix) + len(date))
+            ):
+                continue  # a trace as cmem reads it
+            found.append(date.strip())
+    return found
+
+
 def may_hold_traces(text: str, formats: Formats | None = None) -> bool:
     """Whether a text can hold a trace at all: a trace starts with its pattern's prefix, so a
     text without any is skipped whole by readers that want only traces (the validator's known
