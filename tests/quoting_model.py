@@ -28,6 +28,8 @@ _NOTE = re.compile(
 )
 _JUDGE = re.compile(r"^(?:Lines to judge|待判断的行)[:：]\s*([\d,\s-]*)", re.M)
 _TODAY = re.compile(r"(?:Today is|今天是) (\d{4}-\d{2}-\d{2})")
+# a session note's own markup: its turn headers, block anchors, comments, the agent's quoted text
+_MARKUP = re.compile(r"^\s*(?:\*\*(?:user|agent)\b|\^t\d+\s*$|<!--|> \*\*agent|```)")
 _MARKERS = re.compile(r"^\s*(?:>\s*)*(?:\[![\w-]+\]\s*)?(?:[-*+]|\d+[.)])?\s*")
 
 
@@ -37,9 +39,15 @@ def judged_lines(prompt: str) -> dict[str, list[str]]:
     for match in _NOTE.finditer(prompt):
         _path, name, body, after = match.groups()
         numbered = {}
+        in_frontmatter = False
         for line in body.split("\n"):
             number, _, text = line.partition("| ")
-            if number.strip().isdigit():
+            if not number.strip().isdigit():
+                continue
+            if text.strip() == "---" and (int(number) == 1 or in_frontmatter):
+                in_frontmatter = not in_frontmatter  # a note's frontmatter is no user text
+                continue
+            if not in_frontmatter and not _MARKUP.match(text):
                 numbered[int(number)] = text
         wanted = _JUDGE.search(after)
         if wanted:
