@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from cmem.setup.agent_hooks import agent_hook_status, plan_agent_install, plan_agent_uninstall
+from cmem.setup.agent_hooks import (
+    agent_hook_status,
+    plan_agent_install,
+    plan_agent_setup,
+    plan_agent_uninstall,
+)
 from cmem.setup.hooks import HookError, apply_hook_plan, hook_id
 from cmem.setup.shell_hooks import (
     find_blocks,
@@ -457,7 +462,8 @@ def test_status_reads_the_shell_and_the_agent_hooks_each_from_its_own_file(make_
     project.mkdir()
     assert shell_hook_status(vault) == [] and agent_hook_status(vault, project) == []
     install(vault, "bash")
-    apply_hook_plan(plan_agent_install(vault, project), vault)
+    for plan in plan_agent_setup(vault, project, "claude-code", with_model=False):
+        apply_hook_plan(plan, vault)
     (shell,) = shell_hook_status(vault)
     (agent,) = agent_hook_status(vault, project)
     for hook, kind in ((shell, "bash"), (agent, "claude-code")):
