@@ -33,7 +33,7 @@ FORMATS = {
     "statement-tokens": 1,  # converge/statement_words.py: resident files' token estimates
     "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
-    "search-index": 4,  # reading/search_index.py (4: files keep the inode and ctime)
+    "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
     "stored-results": 7,  # reading/stored_results.py: what status and scan printed, and the key
     "help-texts": 1,  # fast.py: what typer printed for `--help`
     "context-material": 2,  # reading/stored_context.py: what `context` is assembled from

@@ -186,9 +186,10 @@ def build_server(root: Path):
 
     @server.tool(annotations=reading, structured_output=False)
     def recall(query: str, archive: bool = False, limit: int = 10) -> str:
-        """BM25 keyword search of the memory files (Chinese or English): matching statements with
-        path, layer, line, score, snippet (matches in **…**) and source links. `archive=true`
-        searches the archived notes instead. JSON."""
+        """BM25 keyword search of the whole vault, memory first (Chinese or English): memory's
+        statements, then the notes' lines (`pending`: not yet converged), with path, layer, line,
+        score, snippet (matches in **…**) and source links. `archive=true` searches the archived
+        notes instead. JSON."""
         return tools.call(tools.recall, query, archive, limit)
 
     @server.tool(annotations=writing, structured_output=False)

@@ -207,7 +207,9 @@ def test_without_track_all_only_cmems_files_are_committed(tmp_path):
     assert "Reading/books.md" not in git(root, "ls-files").splitlines()
 
 
-def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
+def test_recall_searches_the_notes_no_layer_reads_unless_turned_off(make_vault):
+    """Issue 44: an adopted vault's own folders are searched by default, read only, after
+    memory's statements; `recall.include_unmanaged: false` leaves them out."""
     files = {
         **ADOPTED,
         "Reading/books.md": "# books\n- Finished Dune by Frank Herbert; the sandworms stay with me.\n",
@@ -215,22 +217,23 @@ def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
     }
     root = make_vault(files, config_yaml="language: en\n", git=True)
     before = (root / "Reading/books.md").read_bytes()
-    plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
-    assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
-    (root / ".cmem/config.yaml").write_text(
-        "language: en\nrecall:\n  include_unmanaged: true\n", "utf-8"
-    )
     both = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     layers = {r["path"]: r["layer"] for r in both["results"]}
     assert layers == {"converged/topics/reading.md": "situational", "Reading/books.md": "unmanaged"}
+    assert both["results"][0]["path"] == "converged/topics/reading.md"  # memory first
     assert "sandworms" not in _cmem("recall", "Dune", "--vault", str(root), "--archive").stdout
     text = _cmem("recall", "sandworms", "--vault", str(root)).stdout
-    assert "Reading/books.md" in text and "no layer reads" in text
+    assert "Reading/books.md:2" in text and "[note · books]" in text
     assert (root / "Reading/books.md").read_bytes() == before  # read only
     # a new unmanaged note is found at the next recall
     (root / "Projects/dune-notes.md").write_text("- Dune re-read planned\n", "utf-8")
     again = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     assert "Projects/dune-notes.md" in {r["path"] for r in again["results"]}
+    (root / ".cmem/config.yaml").write_text(
+        "language: en\nrecall:\n  include_unmanaged: false\n", "utf-8"
+    )
+    plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
+    assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
 
 
 def test_init_asks_about_tracking_a_vault_whose_notes_are_all_in_folders(tmp_path):

@@ -149,7 +149,7 @@ def recall(
     ],
     archive: Annotated[
         bool,
-        typer.Option("--archive", help="Search the archived notes instead of the memory files."),
+        typer.Option("--archive", help="Search the archived notes instead of memory and notes."),
     ] = False,
     limit: Annotated[
         int, typer.Option("--limit", "-n", min=1, help="At most this many results.")
@@ -161,22 +161,30 @@ def recall(
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Keyword (BM25) search of the memory files: the matching statements with path, score, snippet and sources.
+    """Keyword (BM25) search of the vault, memory first: memory's statements, then the notes'
+    lines (pending notes marked not yet converged), with path, score, snippet and sources.
 
-    Uses a full-text index kept in the machine folder and brought up to date on every call (it is a
-    cache: delete it and it is rebuilt). The archive is searched only with --archive.
+    Uses full-text indexes kept in the machine folder and brought up to date on every call (they
+    are caches: delete them and they are rebuilt). The archive is searched only with --archive.
     """
     from cmem.reading.recall import query_terms, recall_memory, render_recall
-    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
+    from cmem.reading.search_index import ARCHIVED, NOTES, index_file
 
     target = open_target(vault)
     text = " ".join(query)
-    building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
+    building = rebuild or not index_file(target, ARCHIVED if archive else NOTES).exists()
     if not as_json and building and query_terms(text):  # an empty query is refused before any work
         typer.echo(
             "building the search index from the notes (later calls only update it)…", err=True
         )
-    result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
+
+    def progress(done: int, total: int) -> None:  # a big vault's first build: a person waits
+        if done % 500 == 0:
+            typer.echo(f"  indexed {done:,} of {total:,} notes…", err=True)
+
+    result = recall_memory(
+        target, text, archive=archive, limit=limit, rebuild=rebuild, progress=progress
+    )
     for problem in result.problems:
         warn(problem)
     typer.echo(

@@ -198,6 +198,8 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
 
     free = context.budget - context.tokens
     for hit in hits:
+        if not hit.line:  # a file's title row: its statements are what an excerpt quotes
+            continue
         text, count = redact_secrets(hit.text)
         excerpt = {
             "path": hit.path,

@@ -71,7 +71,7 @@ DEFAULTS: dict[str, Any] = {
         "sync_note": False,
         "track_all": False,
     },
-    "recall": {"include_unmanaged": False},
+    "recall": {"include_unmanaged": True},
     "sessions": {"folder": "sessions", "include": [], "exclude": [], "max_turn_chars": 4000},
 }
 
@@ -124,9 +124,7 @@ class Config:
     track_all: bool = (
         False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
     )
-    recall_unmanaged: bool = (
-        False  # recall.include_unmanaged: recall also searches notes no layer reads
-    )
+    recall_unmanaged: bool = True  # recall.include_unmanaged: recall searches notes no layer reads
     # sessions.*: where session notes go, and which sessions' working folders are kept
     sessions_folder: str = "sessions"
     sessions_include: tuple[str, ...] = ()
@@ -276,7 +274,7 @@ def parse_config(data: dict | None, where: Path) -> Config:
         sync_mode=merged["git"]["sync"] or "off",  # YAML 1.1 reads a bare `off` as false
         sync_note=merged["git"]["sync_note"],
         track_all=bool(merged["git"].get("track_all", False)),
-        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", False)),
+        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", True)),
         sessions_folder=_sessions_folder(
             merged["sessions"]["folder"], (data.get("sessions") or {}).get("folder"), folders, where
         ),
@@ -593,7 +591,7 @@ git:
   track_all: false          # true: every file of the vault is committed (your choice at `cmem init`), not only cmem's layers
 
 recall:
-  include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
+  include_unmanaged: true  # false: `cmem recall` leaves out the notes no layer reads (memory and divergent notes only)
 
 sessions:                 # agent sessions (`cmem capture`, `cmem hook install --agent …`)
   folder: {json.dumps(sessions_folder, ensure_ascii=False)}   # a divergent folder: listed in divergent.extra_folders above
