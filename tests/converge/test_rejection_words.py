@@ -64,3 +64,19 @@ def test_the_prompt_says_rule_12_compares_names_without_case(make_vault):
     root = _vault(make_vault)
     prompt = run_cmem("--vault", str(root), "converge", "--emit-prompt").stdout
     assert "`Chaoxi.md` clashes with a note `chaoxi.md`" in prompt
+
+
+def test_statements_moved_into_a_refused_file_are_not_called_gone(make_vault, tmp_path):
+    root = _vault(make_vault, {"lisbon.md": "Lisbon notes.\n"})
+    reply = (
+        f'<convergence>\n<file path="{PROFILE}">\n# Profile\n</file>\n'
+        '<file path="converged/topics/Lisbon.md">\n# Lisbon\n\n'
+        "- I live in Berlin. (source: [[2026-10-01 notes]])\n"
+        "- Moved to Lisbon in 2026-11. (source: [[2026-11-28 notes]])\n</file>\n"
+        f'<converged note="{NOTE}" into="converged/topics/Lisbon.md"/>\n'
+        '<deferred note="lisbon.md" reason="later"/>\n</convergence>\n'
+    )
+    done = _apply(root, tmp_path, reply)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if "(rule " in line]
+    assert len(errors) == 1 and "(rule 12)" in errors[0], errors

@@ -50,6 +50,18 @@ def new_key_files(reply: ReplyReading) -> dict[str, set[str]]:
 
 
 @reply_fact
+def refused_keys(reply: ReplyReading) -> set[str]:
+    """Statement keys of the file blocks refused before they could be read (a path rule 1 or 12
+    refused): a statement moved into one is not lost, its block's own error says what to fix."""
+    read = {change.path for change in reply.changes}
+    keys: set[str] = set()
+    for block in reply.response.files:
+        if block.path not in read:
+            keys.update(statement.key for statement in reply.parse(block.content).statements)
+    return keys
+
+
+@reply_fact
 def rewrites(reply: ReplyReading) -> dict[str, list[bool]]:
     """Old wording (normalised) → one flag per statement of this pass that rewrites it:
     whether that new statement is blank (`Unknown (was: X)`). A rewrite is a trace this pass
@@ -103,6 +115,8 @@ def check_removals(reply: ReplyReading, change: Change) -> None:
                 blanked += 1  # rewritten as "Unknown": the fact is lost all the same
         elif gone and elsewhere:
             _moved(reply, change, old, elsewhere, resident)
+        elif gone and old.key in refused_keys(reply):
+            continue  # moved into a block refused for its path: that error is the one to fix
         elif gone and old.key in dropped:
             removed_by_drop += 1
             continue  # its traces go with it, on purpose
