@@ -50,14 +50,14 @@ class MemoryTools:
         return open_vault(self.root)
 
     def call(self, method, *args, **kwargs) -> str:
-        from cmem.text.secrets import redact_data
+        from cmem.text.secrets import shown, shown_data
 
         try:
-            return _dump(redact_data(method(*args, **kwargs))[0])
+            return _dump(shown_data(method(*args, **kwargs)))
         except Busy as exc:
-            return _dump({"status": "busy", "message": str(exc)})
-        except CmemError as exc:
-            return _dump({"error": str(exc)})
+            return _dump({"status": "busy", "message": shown(str(exc))})
+        except CmemError as exc:  # a refusal may quote a note or a reply: shown as the rest
+            return _dump({"error": shown(str(exc))})
 
     # --- reading -------------------------------------------------------------------------
 

@@ -1663,6 +1663,28 @@ def test_merge_memory_hand_edits_that_are_not_one_statement_changed_twice_merge_
     assert "Has a cat" not in merged.text
 
 
+def test_a_conflict_holding_a_credential_is_shown_redacted_by_sync(machines):
+    """Issue 43: what `cmem sync` prints of a conflict statement is memory text, shown as every
+    surface shows it: the light path's text and JSON and the full CLI's alike."""
+    from support import run_cmem
+
+    remote, (a, b, _) = machines
+    profile = "converged/core/profile.md"
+    old = "- 住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
+    secrets = {a: "Wq4Zx8Lm2Np6", b: "Rt7Ys3Kd9Fg1"}
+    for root in (a, b):
+        text = (root / profile).read_text("utf-8")
+        new = old.replace("住在广州", f"家里 WiFi 密码 {secrets[root]}，住在广州")
+        (root / profile).write_text(text.replace(old, new), encoding="utf-8")
+        git(root, "commit", "-qam", f"hand edit on {root.name}")
+    assert run_cmem("--vault", str(a), "sync").returncode == 0
+    second = run_cmem("--vault", str(b), "sync", "--json")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["conflicts"] and "[REDACTED:password]" in second.stdout
+    assert all(secret not in second.stdout + second.stderr for secret in secrets.values())
+    assert all(secret in (b / profile).read_text("utf-8") for secret in secrets.values())
+
+
 def test_one_statement_edited_by_hand_on_two_machines_is_named_and_kept_until_resolved(machines):
     """Real clones, real `cmem sync` processes: the conflict is in sync's output and `--json`,
     in `cmem status` on both machines, and survives further syncs."""

@@ -24,6 +24,7 @@ from cmem.archive.checklist import (
     WAITING,
     StagedLine,
     archive_target,
+    filing_date,
     parse_checklist,
     read_checklist,
     remove_checklist_lines,
@@ -208,7 +209,7 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
         entry = state.notes.get(line.source or "")
         if date is None and entry and entry.time[:10]:
             date = entry.time[:10]
-        date = date or datetime.now().date().isoformat()
+        date = filing_date(line.note or "", "", None, date or datetime.now().date().isoformat())
         target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
         where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
     line.target = target

@@ -21,6 +21,14 @@ from cmem.vault.state_json import BUILTIN, MODEL, ConvergedNote, line_key
 COULD_NOT_PLACE = "the builtin engine found no statement for this line; it waits for a model"
 
 
+def left_for_model(entry: ConvergedNote, note: SelectedNote) -> int:
+    """The lines of a note the builtin engine leaves for a model once `entry` is its account:
+    its content lines no engine judged, and the cue lines it deferred for a model (the scan's
+    own deferrals — a one-off, venting — are not among a note's signals)."""
+    lines = {s.line for s in note.signals if 0 < s.line <= len(note.lines)}
+    return entry.unjudged + sum(1 for n in lines if line_key(note.lines[n - 1]) in entry.deferred)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """An engine's answer for one note."""

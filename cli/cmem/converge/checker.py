@@ -92,6 +92,8 @@ class PassContext:
     allow_shrink: bool = False  # `--allow-shrink`: lift rule 8
     source_texts: dict[str, str] = field(default_factory=dict)  # note name → text (invention check)
     line_counts: dict[str, int] = field(default_factory=dict)  # note of the pass → its lines
+    # note name → why it is not the user's own words (rule 16), for the notes of the pass
+    quoted: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

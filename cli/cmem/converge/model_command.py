@@ -165,25 +165,34 @@ def check_installed(command: str) -> None:
     raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
 
 
-def model_call_env() -> dict[str, str]:
-    """The model's environment: this one, marked, so an agent CLI run as the model makes its own
-    hooks do nothing (SPEC §15: a pass's model call is not a session)."""
+def _environment() -> dict[str, str]:
+    """cmem's environment, with Python's byte-code caches kept out of the source folders (in
+    the private state folder, unless the user keeps them elsewhere already): a `__pycache__`
+    that came with a vault is no part of a trust (`setup/command_reach.py`), so it is never read."""
+    from cmem.private import state_root
+
+    env = dict(os.environ)
+    if not env.get("PYTHONPYCACHEPREFIX"):
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(state_root(), "pycache")
     from cmem.text.own_text import MODEL_CALL_ENV
 
-    return {**os.environ, MODEL_CALL_ENV: "1"}
+    # marked, so an agent CLI run as the model makes its own hooks do nothing (SPEC §15: a
+    # pass's model call is not a session)
+    env[MODEL_CALL_ENV] = "1"
+    return env
 
 
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
     try:
         return subprocess.Popen(
             run_argv,
+            env=_environment(),
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
             start_new_session=True,  # its own process group, and no controlling terminal
             close_fds=True,
-            env=model_call_env(),
         )
     except FileNotFoundError:
         raise _cannot_start(argv, "not-found") from None

@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from cmem.archive.checklist import StageEntry, archive_target, stage_notes
+from cmem.archive.checklist import StageEntry, archive_target, filing_date, stage_notes
 from cmem.converge.accounting import account_note
 from cmem.converge.engines import Engine, EngineReply, check_engine, choose_engine
 from cmem.converge.memory_diff import make_diff
@@ -84,7 +84,7 @@ __all__ = [
 def odd_warnings(odd_files, limit: int = 20) -> list[str]:
     warnings = [f"{odd.rel} {odd.message}" for odd in odd_files[:limit]]
     if len(odd_files) > limit:
-        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem status` lists them)")
+        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem doctor` lists them)")
     return warnings
 
 
@@ -191,7 +191,7 @@ def _run_locked(
                 record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
                 return failed
 
-            planned = replace(plan_pass(vault, inputs, checked.validation), quarantined=quarantined)
+            planned = plan_pass(vault, inputs, checked.validation, quarantined)
             result = _with_plan(so_far, planned)
             if options.dry_run or step is None:
                 return replace(result, status="dry-run")
@@ -253,17 +253,19 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     """Scan, read every convergent file, select the pending notes that fit the budget."""
     from cmem.scan.scanner import scan_vault
     from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
+    from cmem.vault.config import model_configured
 
     state = load_state(vault.state_file)
     progress("scanning", None)
     scan = scan_vault(
         vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
     )
-    odd = tuple(odd_warnings(scan.odd)) + tuple(  # SPEC §1: what cmem skips, said once
+    odd = tuple(odd_warnings(_said_once(vault, scan.odd, options))) + tuple(
         f"{q.note} is quarantined: {q.reason}; {q.way_out}" for q in scan.quarantined
     )
     pass_date = now.date().isoformat()
     meaning = reads_meaning(vault, options)
+    model_set = meaning or model_configured(vault, options.llm)
     takes, for_model = engine_takes(scan.pending, meaning)
     if not takes:
         empty = Selection([], [], [], for_model=for_model)
@@ -313,7 +315,28 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         reads_meaning=meaning,
         rule_reasons=rule_reasons,
         in_memory=in_memory,
+        backlog_record=None if options.only else _backlog_record(vault, scan),
+        model_lines={p.rel: p.model_lines for p in scan.pending},
+        model_set=model_set,
     )
+
+
+def _backlog_record(vault: Vault, scan) -> str | None:
+    """backlog.json recording folders widened since it was written, and their notes."""
+    from cmem.vault.backlog import read_record, widened_record
+
+    return widened_record(vault, read_record(vault), scan.widened)
+
+
+def _said_once(vault: Vault, odd_files: list, options: PassOptions) -> list:
+    """SPEC §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
+    after it appears, so its commit and `cmem log` hold it once; `cmem doctor` lists them all."""
+    from cmem.vault.warned import fresh_warnings, mark_shown
+
+    fresh = fresh_warnings(vault.machine_dir, odd_files)
+    if not options.emit_prompt:
+        mark_shown(vault.machine_dir, odd_files)
+    return fresh
 
 
 def reads_meaning(vault: Vault, options: PassOptions) -> bool:
@@ -329,7 +352,10 @@ def reads_meaning(vault: Vault, options: PassOptions) -> bool:
 
 
 def nothing_pending(scan) -> str:
-    """What "nothing to converge" means here: the notes that wait, and why (SPEC §2)."""
+    """What "nothing to converge" means here: what waits, and why (SPEC §2), counted as
+    `status` counts it (`reading/waiting.py`)."""
+    from cmem.converge.waiting_words import waiting_clause
+
     waiting = [p for p in scan.pending]
     if not waiting:
         if scan.backlog:
@@ -338,12 +364,11 @@ def nothing_pending(scan) -> str:
                 "backlog (`cmem converge --backlog` converges them)"
             )
         return "nothing to converge"
-    tokens = sum(p.tokens for p in waiting)
-    return (
-        f"nothing the builtin engine can converge: {len(waiting)} "
-        f"note{'s' if len(waiting) != 1 else ''} (~{tokens} tokens) wait for a model — the builtin "
-        "engine reads cue lines only; pass --llm CMD or set llm.command"
-    )
+    lines = sum(p.model_lines for p in waiting)
+    notes = sum(1 for p in waiting if p.model_lines)
+    if not lines:  # pending only through deferred lines: `cmem scan` says why each waits
+        return "nothing the builtin engine can converge now; `cmem scan` shows what waits and why"
+    return f"nothing the builtin engine can converge (it reads cue lines only): {waiting_clause(lines, notes)}"
 
 
 def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
@@ -380,7 +405,12 @@ def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
     )
 
 
-def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> PlannedPass:
+def plan_pass(
+    vault: Vault,
+    inputs: PassInputs,
+    validation: Validation,
+    quarantined: dict[str, str] | None = None,
+) -> PlannedPass:
     """Which notes converged or were deferred (whole or some lines), the new texts, and for the
     builtin engine the fate of every signal line (a model's pass is judged by its accounting:
     rule 7 holds every converged note cited, so a paraphrase is not left pending)."""
@@ -397,7 +427,9 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     lines = (
         []
         if inputs.reads_meaning
-        else _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+        else _line_fates(
+            vault, inputs.selection, converged, {**inputs.originals, **writes}, validation
+        )
     )
     pending = tuple(
         f"{fate.note} line {fate.line}: the builtin engine placed the {fate.cls} signal in no "
@@ -407,7 +439,7 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     )
     diff, diffstat = make_diff(inputs.originals, writes)
     into = _into(validation.converged, by_rel)
-    return PlannedPass(
+    planned = PlannedPass(
         converged,
         deferred,
         writes,
@@ -419,7 +451,24 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
         pending,
         merged=list(validation.merged),
         line_reasons={k: dict(v) for k, v in validation.line_reasons.items()},
+        quarantined=dict(quarantined or {}),
     )
+    if inputs.reads_meaning:
+        return planned
+    return replace(planned, left_for_model=_left_for_model(inputs, planned))
+
+
+def _left_for_model(inputs: PassInputs, planned: PlannedPass) -> tuple[int, int]:
+    """(lines, notes) that wait for a model once a builtin pass is applied: each note it
+    accounts for by its new account, every other pending note as the scan counted it — what
+    `status` says after the pass, in the same words."""
+    from cmem.converge.accounting import account_note, left_for_model
+
+    waiting = dict(inputs.model_lines)
+    for note, verdict in _verdicts(inputs, planned):
+        entry = account_note(inputs.state.notes.get(note.rel), note, verdict, False, "", "")
+        waiting[note.rel] = left_for_model(entry, note)
+    return sum(waiting.values()), sum(1 for lines in waiting.values() if lines)
 
 
 def propose(
@@ -469,9 +518,10 @@ def stage_changes(
     by_rel = {n.rel: n for n in inputs.selection.notes}
     for rel in planned.converged:
         note = by_rel[rel]
-        target = archive_target(
-            vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
-        )
+        # filed by the note's own date, not the pass's: a 2024 diary goes to archive/2024-04/
+        frontmatter = "\n".join(note.lines[: note.body_start - 1])
+        day = filing_date(note.name, frontmatter, note.mtime_ns, pass_date)
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, day)
         stage_entries.append(
             StageEntry(note.name, target, sorted(planned.into.get(rel, [])), note.sha256)
         )
@@ -491,6 +541,11 @@ def stage_changes(
     # while the model thought, and what they recorded stays
     on_disk, merged = merged_with_disk(vault, state, new_state)
     changes.write(vault.rel(vault.state_file), merged, on_disk)
+    if inputs.backlog_record is not None:
+        from cmem.vault.backlog import backlog_path
+
+        path = backlog_path(vault)
+        changes.write(vault.rel(path), inputs.backlog_record.encode("utf-8"), current_bytes(path))
     if stage_entries:
         current = (
             checklist_bytes.decode("utf-8", errors="replace")
@@ -561,12 +616,14 @@ def _result_so_far(
         engine=engine.name,
         model=engine.model,
         rounds=checked.rounds,
+        model_set=inputs.model_set,
     )
 
 
 def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
     return replace(
         result,
+        left_for_model=planned.left_for_model,
         converged=list(planned.converged),
         deferred=list(planned.deferred),
         changed=sorted(planned.writes),
@@ -678,9 +735,13 @@ def _line_fates(
     vault: Vault,
     selection: Selection,
     converged: list[str],
-    originals: dict[str, str],
-    writes: dict[str, str],
+    layer: dict[str, str],
+    validation: Validation,
 ) -> list:
-    from cmem.converge.coverage import line_fates
+    """Where each signal line of a converged note went; a line the engine deferred is marked
+    so, its reason being its one account."""
+    from cmem.converge.coverage import deferred_by_engine, line_fates
 
-    return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
+    fates = line_fates(selection.notes, converged, layer, vault.config.formats)
+    engine_deferred = {note: set(lines) for note, lines in validation.line_reasons.items()}
+    return deferred_by_engine(fates, engine_deferred)

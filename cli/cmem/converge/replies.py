@@ -40,6 +40,7 @@ def validator_context(
         allow_shrink=allow_shrink,
         source_texts={n.name: n.text for n in inputs.selection.notes},
         line_counts={n.rel: len(n.lines) for n in inputs.selection.notes},
+        quoted={n.name: n.quoted for n in inputs.selection.notes if n.quoted},
     )
 
 

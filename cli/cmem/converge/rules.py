@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-RuleId = Literal["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"]
+RuleId = Literal[
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16"
+]
 
 PATHS: RuleId = "1"
 FRONTMATTER: RuleId = "2"
@@ -30,6 +32,7 @@ NEW_FILES: RuleId = "12"
 SIZES: RuleId = "13"
 ONE_REPLY: RuleId = "14"
 COMPLETE_FILES: RuleId = "15"
+QUOTED: RuleId = "16"
 
 RULES: dict[RuleId, str] = {
     PATHS: "paths inside the convergent layer",
@@ -47,6 +50,7 @@ RULES: dict[RuleId, str] = {
     SIZES: "topic files and the reply stay under their caps",
     ONE_REPLY: "exactly one <convergence> element of well-formed blocks",
     COMPLETE_FILES: "every file block complete: no elision, control or replacement characters",
+    QUOTED: "a statement from a note not in the user's own words says so in its source",
 }
 
 # Warnings: named by a word, never a number; a reply with only these is applied.

@@ -115,8 +115,7 @@ def parse_duration(text: str) -> timedelta:
 def sessions_folder(vault: Vault) -> str:
     """The configured folder, once it is sure to be read as divergent."""
     folder = vault.config.sessions_folder
-    config = vault.config
-    if folder not in config.extra_divergent and folder not in config.recursive_divergent:
+    if vault.layer_of(f"{folder}/x.md") != "divergent":
         raise CmemError(
             f"the sessions folder {folder!r} is not a divergent folder, so its notes would never be read: "
             f"add {folder} to divergent.extra_folders in .cmem/config.yaml (a vault made by `cmem init` "

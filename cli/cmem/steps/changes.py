@@ -129,9 +129,12 @@ def current_bytes(path: Path) -> bytes | None:
 def check_confined(vault: Vault, rel: str) -> None:
     """A step writes only inside the vault, inside the path's own layer, outside dot-folders and
     not through a symbolic link that leaves either (cmem.vault.layers.Vault.path_problem). `.cmem/`
-    holds only cmem's own state file, whose path is fixed. Checked for every path before the
-    journal is written."""
-    if rel == vault.rel(vault.state_file):
+    holds only cmem's own files, whose paths are fixed (the state and the backlog's record):
+    written only while neither `.cmem/` nor the file is a link out of the vault. Checked for
+    every path before the journal is written, and again just before each replace (`_check`)."""
+    if rel.split("/", 1)[0] == vault.cmem_dir.name:
+        _check_own_file(vault, rel)
+    if rel in (vault.rel(vault.state_file), vault.rel(vault.cmem_dir / "backlog.json")):
         return
     problem = vault.path_problem(rel, vault.layer_of(rel))
     if problem:
@@ -199,8 +202,18 @@ def _read_only_sentence(problems: list[str]) -> str:
     )
 
 
+def _check_own_file(vault: Vault, rel: str) -> None:
+    from cmem.steps.preflight import own_files_sentence
+
+    problem = vault.own_files_problem((rel.split("/", 1)[1],) if "/" in rel else ())
+    if problem:
+        raise CmemError(own_files_sentence(problem, f"{rel} was not written, nor anything else"))
+
+
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
+    if change.rel.split("/", 1)[0] == vault.cmem_dir.name:
+        _check_own_file(vault, change.rel)  # `.cmem/` made a link while the step ran
     problem = read_only_problem(vault, change)
     if problem:  # made read-only while the step ran
         raise ReadOnlyFile(_read_only_sentence([problem]))

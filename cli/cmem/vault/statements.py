@@ -4,7 +4,8 @@ A *statement* is a content line of a convergent file: a list item or a paragraph
 heading, blank line, frontmatter, code fence (or a line inside one), table rule or HTML comment.
 Statements carry provenance inline:
 
-- a source: `（来源：[[2026-11-28 随手记]]）` / `(source: [[2026-11-28 notes]])`
+- a source: `（来源：[[2026-11-28 随手记]]）` / `(source: [[2026-11-28 notes]])`; a note that is not
+  the user's own words is cited `quoted from [[…]]` / `摘自[[…]]` (rule 16)
 - an evolution trace: `（更新于 2026-11-29，原为：找北京后端实习）` / `(updated 2026-11-29, was: …)`,
   nesting when a statement changes again.
 
@@ -22,6 +23,7 @@ from functools import cached_property, lru_cache
 
 from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
+from cmem.vault.quoted import QUOTED_MARKS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
 if TYPE_CHECKING:
@@ -92,7 +94,9 @@ def _trace_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
     return tuple(patterns)
 
 
-_LINK = r"\[\[[^\[\]\n]+\]\](?:#\^?[\w-]+)?"
+# a link a source marks as someone else's words, `quoted from [[article]]` (`vault/quoted.py`)
+_QUOTED = "|".join(re.escape(mark) for mark in QUOTED_MARKS.values())
+_LINK = rf"(?:(?:{_QUOTED})\s*)?\[\[[^\[\]\n]+\]\](?:#\^?[\w-]+)?"
 _SEPARATORS = r"[\s,;、，；·&|/]*(?:\band\b|和|及)?[\s,;、，；·&|/]*"
 
 
