@@ -1102,7 +1102,7 @@ def _checked(done: subprocess.CompletedProcess, what: str) -> subprocess.Complet
 
 def start_vault(history: History, root: Path, env: dict) -> None:
     """The person's folder (Obsidian's settings, a template), `cmem init`, and their daily-notes
-    folder set in `divergent.extra_folders` (init reads it only from a folder that holds notes)."""
+    folder set in `divergent.extra_folders`."""
     for rel, text in history.setup.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
@@ -1111,11 +1111,17 @@ def start_vault(history: History, root: Path, env: dict) -> None:
     _checked(cmem_at(f"{first}T08:00:00", init, env, root.parent), "cmem init")
     config = root / ".cmem" / "config.yaml"
     text = config.read_text("utf-8")
+    # init finds a daily-notes folder Obsidian's settings name (the English history's); the
+    # person names the others
     text, count = re.subn(
-        r'extra_folders: \["sessions"\]', f"extra_folders: {history.extra_folders}", text
+        r"extra_folders: \[[^\]\n]*\]", f"extra_folders: {history.extra_folders}", text
     )
     assert count == 1, "cmem init wrote divergent.extra_folders differently"
     config.write_text(text, encoding="utf-8")
+    # edited that morning, as the days' notes are dated: a note older than the config's last
+    # edit in a folder it widened is backlog (`vault/backlog.py`), one written after is new
+    edited = datetime.fromisoformat(f"{first}T08:05:00+00:00").timestamp()
+    os.utime(config, (edited, edited))
 
 
 def write_day(history: History, number: int, root: Path, env: dict) -> None:
