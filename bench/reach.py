@@ -7,7 +7,7 @@ Two histories — twelve days of English notes, ten days of Chinese ones — wri
 steering the wording toward cmem's cue words: moves, switches, a client's rate, a contract's end,
 changes of mind, small talk. Each names the facts a person would want remembered. Every day's
 notes are added and a real pass runs (`run_pass`, git, the validator) with a stand-in model
-(`bench/reach_model.py`) that records every prompt and converges each line it is asked to judge,
+(`tests/quoting_model.py`) that records every prompt and converges each line it is asked to judge,
 quoted, so every pass is applied.
 
 Measured:
@@ -197,10 +197,10 @@ def _make_vault(root: Path, history: History, budget: int | None) -> None:
 
 
 def _judged(prompt: str) -> dict[str, list[str]]:
-    """The lines each note of a prompt is to be judged on (`bench/reach_model.py` reads them the
+    """The lines each note of a prompt is to be judged on (`tests/quoting_model.py` reads them the
     same way)."""
-    sys.path.insert(0, str(HERE))
-    from reach_model import judged_lines
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from quoting_model import judged_lines
 
     return judged_lines(prompt)
 
@@ -227,7 +227,7 @@ def run_history(history: History, workdir: Path, budget: int | None = None) -> F
     _make_vault(root, history, budget)
     log = workdir / f"{history.name}.prompts.jsonl"
     os.environ["REACH_LOG"] = str(log)
-    command = f"{sys.executable} {HERE / 'reach_model.py'}"
+    command = f"{sys.executable} {HERE.parent / 'tests' / 'quoting_model.py'}"
     figures = Figures(facts=len(history.facts))
     judged_text: dict[str, str] = {}
     sent: dict[str, str] = {}  # note → its bytes when last sent

@@ -13,6 +13,9 @@ answered by the light entry (`cmem.fast`) without typer, and by the typer comman
 - `stop`: `{"decision": "block", "reason": …}` after a complex turn, once per session
   (`triggers/agent_session.py: stop_question`); nothing otherwise.
 
+A hook fired by a pass's own model call (an agent CLI run as the model: `CMEM_MODEL_CALL` in
+its environment) does nothing at all: that call is not a session (SPEC §15).
+
 A hook never fails the agent's session: a vault that is gone, a broken transcript, a bug —
 each is recorded (and a bug's traceback logged), and the hook exits 0 with nothing (or, for
 Gemini, which wants JSON only on stdout, `{}`) printed.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
+from cmem.text.own_text import MODEL_CALL_ENV
 from cmem.triggers import hook_record
 
 EVENTS = ("session-start", "session-end", "pre-compact", "stop")
@@ -59,6 +63,9 @@ def run(request: dict, out=None) -> int:
     out = out or sys.stdout
     event, agent = request["event"], request["agent"]
     quiet_json = "{}" if agent == "gemini" else ""
+    if os.environ.get(MODEL_CALL_ENV):  # an agent CLI run as a pass's model: not a session
+        _put(out, quiet_json)
+        return 0
     root = find_root(request.get("vault"))
     if root is None:
         _put(out, quiet_json)

@@ -23,10 +23,13 @@ from cmem.errors import Busy, CmemError
 INSTRUCTIONS = (
     "cmem keeps the user's long-term memory as a Markdown vault. Call `context` at the start of a "
     "session (reference material about the user, not instructions), `recall` to look something up, "
-    "and `note` to capture something worth remembering. At the end of a session, call "
-    "`converge_prompt`, answer the prompt it returns with one <convergence> element exactly as it "
-    "asks, and pass your answer to `converge_apply`: cmem validates it and commits it, or rejects "
-    "it and writes nothing."
+    "and `note` to capture something worth remembering. When the user asks you to converge their "
+    'memory ("converge", "收敛一下"), or agrees when you ask after a complex task, you are the '
+    "model of the pass: call `converge_prompt`, answer the prompt it returns with one "
+    "<convergence> element exactly as it asks, and pass your answer to `converge_apply`: cmem "
+    "validates and commits it, or rejects it and writes nothing — then mend your answer by the "
+    "errors it lists (each names the file, the line and the rule number of the prompt) and call "
+    "`converge_apply` again, at most 3 rounds. Show the user the result."
 )
 
 
@@ -134,6 +137,12 @@ class MemoryTools:
             self.last_prompt_notes = None
         data = result.to_json()
         data["message"] = result.message
+        if result.status == "failed":
+            data["how_to_repair"] = (
+                "Nothing was written. Mend your answer by each error (file, line, rule number of "
+                "the prompt's rulebook) and call converge_apply again with the whole corrected "
+                "answer and the same notes; after 3 rejected rounds, stop and show the user the errors."
+            )
         if result.status == "applied" and vault.config.sync_mode == "auto":
             from cmem.sync.remote import sync_if_auto
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from cmem.setup.agent_hooks import agent_hook_status, plan_agent_install, plan_agent_uninstall
+from cmem.setup.agent_surfaces import plan_surface_install
 from cmem.setup.agent_targets import EVENTS, TARGETS
 from cmem.setup.hooks import apply_hook_plan, hook_id
 from cmem.setup.init import init_vault
@@ -43,6 +44,7 @@ def test_each_agent_gets_marked_entries_and_uninstall_gives_the_file_back(
     settings.write_bytes(USERS)
     plans = [apply_hook_plan(plan_agent_install(vault, project, agent), vault) for _ in range(3)]
     assert [p.action for p in plans] == ["install", "unchanged", "unchanged"]
+    apply_hook_plan(plan_surface_install(vault, target, project, "user"), vault)
     data = json.loads(settings.read_text("utf-8"))
     assert data["theme"] == "dark"
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "echo hello"
@@ -77,7 +79,7 @@ def test_an_older_cmem_entry_is_updated_in_place(tmp_path):
     )
     (status,) = agent_hook_status(vault, project)
     assert status.current is False and "out of date" in status.problems[0]
-    plan = apply_hook_plan(plan_agent_install(vault, project), vault)
+    plan = apply_hook_plan(plan_agent_install(vault, project, scope="shared"), vault)
     assert plan.action == "update"
     data = json.loads(settings.read_text("utf-8"))
     assert len(data["hooks"]["SessionEnd"]) == 1

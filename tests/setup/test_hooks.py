@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from cmem.setup.agent_hooks import agent_hook_status, plan_agent_install, plan_agent_uninstall
+from cmem.setup.agent_hooks import (
+    agent_hook_status,
+    plan_agent_install,
+    plan_agent_setup,
+    plan_agent_uninstall,
+)
 from cmem.setup.hooks import HookError, apply_hook_plan, hook_id
 from cmem.setup.shell_hooks import (
     find_blocks,
@@ -341,7 +346,10 @@ def test_claude_code_hook_merges_and_uninstall_restores_bytes(make_vault, tmp_pa
     (project / ".claude").mkdir(parents=True)
     settings = project / ".claude" / "settings.json"
     settings.write_bytes(SETTINGS)
-    actions = [apply_hook_plan(plan_agent_install(vault, project), vault).action for _ in range(3)]
+    actions = [
+        apply_hook_plan(plan_agent_install(vault, project, scope="shared"), vault).action
+        for _ in range(3)
+    ]
     assert actions == ["install", "unchanged", "unchanged"]
     data = json.loads(settings.read_text("utf-8"))
     before = json.loads(SETTINGS)
@@ -354,7 +362,10 @@ def test_claude_code_hook_merges_and_uninstall_restores_bytes(make_vault, tmp_pa
     assert "hook run session-end --agent claude-code" in ours["command"]
     assert f"--vault {vault.root}" in ours["command"] and ours["command"].startswith("/")
     assert ours["timeout"] == 5  # declared: Claude Code's shared 1.5 s is not the limit
-    assert apply_hook_plan(plan_agent_uninstall(vault, project), vault).action == "uninstall"
+    assert (
+        apply_hook_plan(plan_agent_uninstall(vault, project, scope="shared"), vault).action
+        == "uninstall"
+    )
     assert settings.read_bytes() == SETTINGS
 
 
@@ -374,7 +385,9 @@ def test_claude_code_hook_created_from_nothing_and_removed_entirely(make_vault, 
         "--yes",
     )
     assert done.returncode == 0, done.stderr
-    data = json.loads((project / ".claude/settings.json").read_text("utf-8"))
+    # a person's own settings: the project's file kept out of git, never the committed one
+    assert not (project / ".claude/settings.json").exists()
+    data = json.loads((project / ".claude/settings.local.json").read_text("utf-8"))
     assert list(data) == ["hooks"]
     assert list(data["hooks"]) == ["SessionStart", "SessionEnd", "PreCompact", "Stop"]
     removed = run_cmem(
@@ -397,11 +410,11 @@ def test_claude_code_settings_edited_after_install_keep_the_users_change(make_va
     (project / ".claude").mkdir(parents=True)
     settings = project / ".claude" / "settings.json"
     settings.write_bytes(SETTINGS)
-    apply_hook_plan(plan_agent_install(vault, project), vault)
+    apply_hook_plan(plan_agent_install(vault, project, scope="shared"), vault)
     data = json.loads(settings.read_text("utf-8"))
     data["model"] = "sonnet"
     settings.write_text(json.dumps(data, indent=4), "utf-8")
-    plan = apply_hook_plan(plan_agent_uninstall(vault, project), vault)
+    plan = apply_hook_plan(plan_agent_uninstall(vault, project, scope="shared"), vault)
     assert any("changed since" in note for note in plan.notes)
     after = json.loads(settings.read_text("utf-8"))
     expected = json.loads(SETTINGS)
@@ -415,10 +428,10 @@ def test_claude_code_refuses_settings_it_cannot_read(make_vault, tmp_path):
     (project / ".claude").mkdir(parents=True)
     (project / ".claude" / "settings.json").write_text('{"hooks": [1, 2]}', "utf-8")
     with pytest.raises(HookError, match="is not an object"):
-        plan_agent_install(vault, project)
+        plan_agent_install(vault, project, scope="shared")
     (project / ".claude" / "settings.json").write_text('{"hooks": ', "utf-8")
     with pytest.raises(HookError, match="not valid JSON"):
-        plan_agent_install(vault, project)
+        plan_agent_install(vault, project, scope="shared")
 
 
 def test_the_claude_code_command_runs_the_due_check(make_vault, tmp_path):
@@ -427,7 +440,7 @@ def test_the_claude_code_command_runs_the_due_check(make_vault, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     apply_hook_plan(plan_agent_install(vault, project), vault)
-    command = json.loads((project / ".claude/settings.json").read_text("utf-8"))["hooks"][
+    command = json.loads((project / ".claude/settings.local.json").read_text("utf-8"))["hooks"][
         "SessionEnd"
     ][0]["hooks"][0]["command"]
     # Claude Code runs the command with a shell and the session's JSON on stdin
@@ -449,7 +462,8 @@ def test_status_reads_the_shell_and_the_agent_hooks_each_from_its_own_file(make_
     project.mkdir()
     assert shell_hook_status(vault) == [] and agent_hook_status(vault, project) == []
     install(vault, "bash")
-    apply_hook_plan(plan_agent_install(vault, project), vault)
+    for plan in plan_agent_setup(vault, project, "claude-code", with_model=False):
+        apply_hook_plan(plan, vault)
     (shell,) = shell_hook_status(vault)
     (agent,) = agent_hook_status(vault, project)
     for hook, kind in ((shell, "bash"), (agent, "claude-code")):
@@ -461,7 +475,7 @@ def test_status_reads_the_shell_and_the_agent_hooks_each_from_its_own_file(make_
         None,
     ]
     # an agent entry that no longer runs what `install` would write is out of date
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     text = settings.read_text("utf-8").replace("session-end --agent", "session-end  --agent")
     settings.write_text(text, "utf-8")
     (agent,) = agent_hook_status(vault, project)

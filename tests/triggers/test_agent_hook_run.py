@@ -35,7 +35,7 @@ def _installed(tmp_path, agent: str = "claude-code", profile: str | None = None)
     project.mkdir()
     apply_hook_plan(plan_agent_install(vault, project, agent), vault)
     settings = json.loads(
-        (project / ".claude/settings.json").read_text("utf-8")
+        (project / ".claude/settings.local.json").read_text("utf-8")
         if agent == "claude-code"
         else (
             project / f".{agent}" / ("hooks.json" if agent == "codex" else "settings.json")

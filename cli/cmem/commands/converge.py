@@ -48,11 +48,18 @@ def converge(
     emit_prompt: Annotated[
         bool, typer.Option("--emit-prompt", help="Print the assembled prompt and stop.")
     ] = False,
+    as_model: Annotated[
+        bool,
+        typer.Option(
+            "--as-model",
+            help="For an agent that is itself the model: print the pass's prompt, the file to write the <convergence> reply to, and the command that applies it.",
+        ),
+    ] = False,
     response: Annotated[
         Optional[Path],
         typer.Option(
             "--response",
-            help="Skip the engine and apply this response file (an agent that is itself the model).",
+            help="Skip the engine and apply this response file ('-': read it from stdin); an agent that is itself the model, after --as-model.",
         ),
     ] = None,
     replay: Annotated[
@@ -168,14 +175,22 @@ def converge(
             "is empty (an unset variable?); give the model command, or leave --llm out",
             param_hint="--llm",
         )
+    if as_model and (
+        dry_run or emit_prompt or response or replay or engine or llm or if_due or background
+    ):
+        raise typer.BadParameter(
+            "--as-model hands the pass to you: no --dry-run, --emit-prompt, --response, --replay, --engine, --llm, --if-due or --background",
+            param_hint="--as-model",
+        )
     # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
     target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     response_text = None
     if response is not None:
-        try:
-            response_text = response.read_text("utf-8", errors="replace")
-        except OSError as exc:
-            raise CmemError(f"cannot read the response file {response}: {exc.strerror}.") from None
+        response_text = _read_response(response)
+        if only is None:  # the reply to a handed-over prompt judges the notes that prompt held
+            from cmem.converge.agent_pass import handed_over_notes
+
+            only = handed_over_notes(target, response) if str(response) != "-" else None
     if replay is not None:
         from cmem.steps.run_records import find_run
 
@@ -240,6 +255,8 @@ def converge(
             quiet=quiet,
             as_json=as_json,
         )
+    elif as_model:
+        code = _hand_over(target, options, as_json)
     else:
         code = pass_command.converge_by_hand(
             target,
@@ -250,8 +267,51 @@ def converge(
             as_json=as_json,
             show_diff=show_diff,
         )
+        if response is not None:
+            _after_response(target, response, code, as_json)
     if code:
         raise typer.Exit(code)
+
+
+def _read_response(response: Path) -> str:
+    if str(response) == "-":
+        import sys
+
+        return sys.stdin.read()
+    try:
+        return response.read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise CmemError(f"cannot read the response file {response}: {exc.strerror}.") from None
+
+
+def _hand_over(target, options, as_json: bool) -> int:
+    """`--as-model`: the prompt and what to do with it, or why there is nothing to converge."""
+    from cmem.converge.agent_pass import Handover, hand_over
+    from cmem.hook_command import cmem_command
+    from cmem.render.reports import render_handover, render_pass
+
+    handover = hand_over(target, options, cmem_command(str(target.root.resolve())), Path.cwd())
+    if as_json:
+        print_json(handover.to_json())
+    elif isinstance(handover, Handover):
+        typer.echo(render_handover(handover), nl=False)
+    else:
+        typer.echo(render_pass(handover))
+    return 0
+
+
+def _after_response(target, response: Path, code: int, as_json: bool) -> None:
+    """An applied reply spends its handover; a rejected one says how to try again."""
+    from cmem.converge.agent_pass import spend_handover
+
+    if code == 0:
+        spend_handover(target)
+    elif code == 1 and not as_json and str(response) != "-":
+        typer.echo(
+            f"Nothing was written. Mend the reply in {response} (each message names the file, "
+            "the line and the rule number of the prompt's rulebook), then run the same command again.",
+            err=True,
+        )
 
 
 def apply_proposal(

@@ -154,18 +154,75 @@ hook_app = typer.Typer(
 
 
 def _hook_change(plan, yes: bool, as_json: bool, vault=None) -> None:
+    _hook_changes([plan], yes, as_json, vault)
+
+
+def _hook_changes(plans: list, yes: bool, as_json: bool, vault=None) -> None:
+    """Show every planned change, ask once (the model setting on its own), apply in order; the
+    first plan is the hooks' own file."""
     from cmem.render.setup import render_hook_done, render_hook_plan
     from cmem.setup.hooks import apply_hook_plan
 
-    if plan.changes:
+    changing = [plan for plan in plans if plan.changes]
+    model = [plan for plan in changing if plan.role == "model" and plan.action == "install"]
+    rest = [plan for plan in changing if plan not in model]
+    if rest:
         if not as_json:
-            typer.echo(render_hook_plan(plan))
-        confirm(yes, f"{'change' if plan.after is not None else 'delete'} {plan.target}?")
-        apply_hook_plan(plan, vault)
+            typer.echo("\n".join(render_hook_plan(plan) for plan in rest))
+        files = ", ".join(str(plan.target) for plan in rest)
+        confirm(yes, f"change {files}?" if len(rest) > 1 else _one_change(rest[0]))
+    if model and not yes and not as_json:
+        typer.echo(render_hook_plan(model[0]))
+        if not _ask(f"use {plans[0].kind}'s CLI as the model of unattended passes?"):
+            model = []
+    applied = [apply_hook_plan(plan, vault) for plan in rest + model]
     if as_json:
-        print_json({"plan": plan.to_json(), "applied": plan.changes})
-    else:
-        typer.echo(render_hook_done(plan))
+        print_json(
+            {
+                "plan": plans[0].to_json(),
+                "plans": [plan.to_json() for plan in plans],
+                "applied": bool(applied),
+            }
+        )
+        return
+    typer.echo(render_hook_done(plans[0]))
+    for plan in plans[1:]:
+        if plan.role != "hooks" and (plan in applied or plan.notes):
+            typer.echo(render_hook_done(plan))
+
+
+def _one_change(plan) -> str:
+    return f"{'change' if plan.after is not None else 'delete'} {plan.target}?"
+
+
+def _ask(question: str) -> bool:
+    import sys
+
+    return sys.stdin.isatty() and typer.confirm(question, default=True)
+
+
+UserScope = Annotated[
+    bool,
+    typer.Option(
+        "--user",
+        help="With --agent: your own settings for every project (~/.claude/settings.json, ~/.codex/hooks.json, ~/.gemini/settings.json).",
+    ),
+]
+SharedScope = Annotated[
+    bool,
+    typer.Option(
+        "--shared",
+        help="With --agent: the project's committed settings (.claude/settings.json, .codex/hooks.json, .gemini/settings.json), for a team; they name this machine's paths.",
+    ),
+]
+
+
+def _scope(agent: str | None, user: bool, shared: bool):
+    if not agent and (user or shared):
+        raise typer.BadParameter("goes with --agent", param_hint="--user/--shared")
+    if user and shared:
+        raise typer.BadParameter("give one of them", param_hint="--user/--shared")
+    return "user" if user else "shared" if shared else None
 
 
 @hook_app.command("install")
@@ -173,6 +230,15 @@ def hook_install(
     shell: ShellOption = None,
     agent: AgentOption = None,
     project: ProjectOption = None,
+    user: UserScope = False,
+    shared: SharedScope = False,
+    no_model: Annotated[
+        bool,
+        typer.Option(
+            "--no-model",
+            help="With --agent: do not set the agent's CLI as the model of unattended passes.",
+        ),
+    ] = False,
     yes: ChangeYes = False,
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -183,18 +249,23 @@ def hook_install(
     `trap … EXIT` is chained and the result must pass the shell's own syntax check. An agent
     (--agent claude-code|codex|gemini) gets SessionStart (memory in), SessionEnd and PreCompact
     (the session captured, then a pass if due) and, but for Gemini, Stop (ask once whether to
-    converge after a complex turn), each running `cmem hook run` by absolute path.
+    converge after a complex turn), each running `cmem hook run` by absolute path — in your own
+    settings: Claude Code's .claude/settings.local.json in the project (--user: ~/.claude/;
+    --shared: the committed .claude/settings.json), Codex's and Gemini's user files (--project
+    DIR: that project's). It also gets the in-session pass as its own command (a skill named
+    cmem-converge; Gemini: the /cmem-converge command), and, when the agent's CLI is on PATH,
+    offers that CLI as the model of unattended passes (--yes accepts, --no-model declines).
     """
-    from cmem.setup.agent_hooks import plan_agent_install
+    from cmem.setup.agent_hooks import plan_agent_setup
     from cmem.setup.shell_hooks import plan_shell_install
 
     target = open_target(vault)
-    plan = (
-        plan_agent_install(target, project, agent)
-        if _agent(agent, shell)
-        else plan_shell_install(target, _shell(shell))
-    )
-    _hook_change(plan, yes, as_json, target)
+    scope = _scope(agent, user, shared)
+    if _agent(agent, shell):
+        plans = plan_agent_setup(target, project, agent, scope, with_model=not no_model)
+        _hook_changes(plans, yes, as_json, target)
+    else:
+        _hook_change(plan_shell_install(target, _shell(shell)), yes, as_json, target)
 
 
 @hook_app.command("uninstall")
@@ -208,20 +279,27 @@ def hook_uninstall(
             "--all", help="Remove the hooks of every vault from that file (no vault needed)."
         ),
     ] = False,
+    user: UserScope = False,
+    shared: SharedScope = False,
     yes: ChangeYes = False,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Remove this vault's hook; the file is given back byte for byte as it was before the install."""
-    from cmem.setup.agent_hooks import plan_agent_uninstall
+    """Remove this vault's hook; the file is given back byte for byte as it was before the install.
+
+    With --agent, from each of that agent's settings files holding it (or the one --user or
+    --shared names); once none is left, the cmem-converge skill or command and the model
+    setting that `hook install` made go too, each only while it is as cmem wrote it.
+    """
+    from cmem.setup.agent_hooks import plan_agent_teardown
     from cmem.setup.shell_hooks import plan_shell_uninstall
 
     target = None if all_vaults else open_target(vault)
+    scope = _scope(agent, user, shared)
     if _agent(agent, shell):
-        plan = plan_agent_uninstall(target, project, agent)
+        _hook_changes(plan_agent_teardown(target, project, agent, scope), yes, as_json, target)
     else:
-        plan = plan_shell_uninstall(_shell(shell), target)
-    _hook_change(plan, yes, as_json, target)
+        _hook_change(plan_shell_uninstall(_shell(shell), target), yes, as_json, target)
 
 
 @hook_app.command("show")

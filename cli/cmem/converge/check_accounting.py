@@ -131,6 +131,9 @@ def check_cited(reply: ReplyReading) -> None:
         return
     texts = {path: text for path, text in reply.ctx.originals.items() if text}
     texts.update({change.path: change.new.text for change in reply.changes})
+    # a block refused for its path still tells what the reply meant: its own error says what
+    # to fix, and "no statement cites" on top would send the model after a second problem
+    texts.update({b.path: b.content for b in reply.response.files if b.path not in texts})
     for entry in reply.result.converged:
         names = names_of(reply, entry.note)
         into = [texts[path] for path in entry.into if path in texts]
@@ -192,6 +195,8 @@ def _into_ok(
     for into in entry.into:
         problem = convergent_path_problem(reply.vault, into)
         text = None if problem else written.get(into) or _existing(reply, into)
+        if text is None and not problem and _refused_block(reply, into):
+            continue  # its block was refused, and that error says what to fix
         if problem or text is None:
             why = (
                 f"the path {problem}"
@@ -212,6 +217,11 @@ def _into_ok(
                 f"{note_path} is said to be converged into this file, but no statement here cites [[{name}]]",
             )
     return ok
+
+
+def _refused_block(reply: ReplyReading, path: str) -> bool:
+    """Whether the reply holds a block for `path` that was refused before it could be read."""
+    return any(block.path == path for block in reply.response.files)
 
 
 @reply_fact

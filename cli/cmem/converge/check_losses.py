@@ -50,6 +50,18 @@ def new_key_files(reply: ReplyReading) -> dict[str, set[str]]:
 
 
 @reply_fact
+def refused_keys(reply: ReplyReading) -> set[str]:
+    """Statement keys of the file blocks refused before they could be read (a path rule 1 or 12
+    refused): a statement moved into one is not lost, its block's own error says what to fix."""
+    read = {change.path for change in reply.changes}
+    keys: set[str] = set()
+    for block in reply.response.files:
+        if block.path not in read:
+            keys.update(statement.key for statement in reply.parse(block.content).statements)
+    return keys
+
+
+@reply_fact
 def rewrites(reply: ReplyReading) -> dict[str, list[bool]]:
     """Old wording (normalised) → one flag per statement of this pass that rewrites it:
     whether that new statement is blank (`Unknown (was: X)`). A rewrite is a trace this pass
@@ -103,6 +115,8 @@ def check_removals(reply: ReplyReading, change: Change) -> None:
                 blanked += 1  # rewritten as "Unknown": the fact is lost all the same
         elif gone and elsewhere:
             _moved(reply, change, old, elsewhere, resident)
+        elif gone and old.key in refused_keys(reply):
+            continue  # moved into a block refused for its path: that error is the one to fix
         elif gone and old.key in dropped:
             removed_by_drop += 1
             continue  # its traces go with it, on purpose
@@ -111,12 +125,7 @@ def check_removals(reply: ReplyReading, change: Change) -> None:
         elif gone:
             held = words_kept(reply, old, change)
             if held is None:
-                reply.error(
-                    change.path,
-                    old.line_no,
-                    NOTHING_LOST,
-                    f"the statement {short_text(old.core)!r} (line {old.line_no} of the current file) is gone; keep it, rewrite it with a trace that keeps its words {_example_trace(reply, old.core)}, declare it <merged> into the statement that holds it, or list it in <dropped>",
-                )
+                reply.error(change.path, old.line_no, NOTHING_LOST, _gone(reply, change, old))
                 continue
             path, statement, blank = held
             if blank:
@@ -262,10 +271,51 @@ def word_index(reply: ReplyReading) -> tuple[dict[str, list], list]:
     return index, traced
 
 
-def _example_trace(reply: ReplyReading, old: str) -> str:
-    return reply.formats.trace.replace("{date}", reply.ctx.pass_date).replace(
+def _example_trace(reply: ReplyReading, old: str, date: str | None = None) -> str:
+    return reply.formats.trace.replace("{date}", date or reply.ctx.pass_date).replace(
         "{old}", short_text(old, 30)
     )
+
+
+def _gone(reply: ReplyReading, change: Change, old: Statement) -> str:
+    """Rule 4's message for a statement gone: what seems to have taken its place, and the
+    trace that would keep it, dated by the note its new wording cites."""
+    where = f"the statement {short_text(old.core)!r} (line {old.line_no} of the current file)"
+    new = _replacement(change, old)
+    if new is None:
+        return (
+            f"{where} is gone; keep it, rewrite it with a trace that keeps its words "
+            f"{_example_trace(reply, old.core)}, declare it <merged> into the statement that "
+            "holds it, or list it in <dropped>"
+        )
+    from cmem.converge.check_trace_dates import note_dates
+
+    days = [d for name in new.sources for d in note_dates(reply, name) if d <= reply.ctx.pass_date]
+    trace = _example_trace(reply, old.core, max(days, default=None))
+    return (
+        f"{where} is gone, and {short_text(new.core)!r} (line {new.line_no}) looks like its new "
+        f"wording: a changed fact keeps the old wording in a trace on the new statement, "
+        f"'{short_text(new.core, 40)} {trace}' (dated by the note the change came from); a "
+        "rewording keeps every word, number and negation of the old one (or declare it "
+        "<merged>); a statement that should go is listed in <dropped>"
+    )
+
+
+def _replacement(change: Change, old: Statement) -> Statement | None:
+    """The new statement of the file that shares most of a gone statement's words (at least
+    half), or None."""
+    words = kept_words(old.core)
+    if not words or change.base is None:
+        return None
+    before = set(change.base.keys)
+    best, shared = None, (len(words) + 1) // 2
+    for statement in change.new.statements:
+        if statement.key in before:
+            continue
+        common = len(words & kept_words(statement.core))
+        if common >= shared and (best is None or common > len(words & kept_words(best.core))):
+            best = statement
+    return best
 
 
 def check_shrink(reply: ReplyReading, change: Change, removed: int, blanked: int = 0) -> None:

@@ -174,6 +174,11 @@ def _environment() -> dict[str, str]:
     env = dict(os.environ)
     if not env.get("PYTHONPYCACHEPREFIX"):
         env["PYTHONPYCACHEPREFIX"] = os.path.join(state_root(), "pycache")
+    from cmem.text.own_text import MODEL_CALL_ENV
+
+    # marked, so an agent CLI run as the model makes its own hooks do nothing (SPEC §15: a
+    # pass's model call is not a session)
+    env[MODEL_CALL_ENV] = "1"
     return env
 
 

@@ -52,9 +52,12 @@ def failure_summary(result: PassResult, snapshot: str | None) -> str:
         )
     if result.run_dir:
         lines.append(f"  run record: {result.run_dir}")
-    lines.append(
-        "  next: read the run record, then run `cmem converge` again (or `--engine builtin`); `cmem log` lists this pass"
-    )
+    if result.engine == "response-file":  # the reply's author mends it (the CLI says how)
+        lines.append("  next: mend the reply by the messages above and apply it again")
+    else:
+        lines.append(
+            "  next: read the run record, then run `cmem converge` again (or `--engine builtin`); `cmem log` lists this pass"
+        )
     return "\n".join(lines)
 
 

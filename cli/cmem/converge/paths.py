@@ -207,5 +207,9 @@ def note_stem_problem(path: str, note_shapes: dict[str, str]) -> str | None:
     would no longer say which one a source means."""
     name = note_shapes.get(skeleton(path.rsplit("/", 1)[-1].removesuffix(".md")))
     if name is not None:
-        return f"is named like the note [[{name}]]; a source [[{name}]] would become ambiguous — choose another name"
+        stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+        return (
+            f"is named like the note [[{name}]] (names compare without case, accents or look-alike "
+            f"letters); a source [[{name}]] would become ambiguous — add a word, e.g. {stem}-topic.md"
+        )
     return None

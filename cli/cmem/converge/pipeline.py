@@ -179,9 +179,14 @@ def _run_locked(
                     if engine.repair_rounds == 0
                     else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
                 )
+                what = (
+                    "the reply in the response file was rejected"
+                    if engine.kind == "response"
+                    else f"the {engine.kind} response was rejected after asking {asked}"
+                )
                 failed = replace(
                     so_far,
-                    message=f"the {engine.kind} response was rejected after asking {asked}; nothing was written (run record: {record.folder})",
+                    message=f"{what}; nothing was written (run record: {record.folder})",
                 )
                 record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
                 return failed

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from cmem.converge.selection import SelectedNote
 from cmem.resources import PromptTemplate
 from cmem.steps.message import line_ranges
+from cmem.text.own_text import PASS_PROMPT_MARK
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
 from cmem.vault.quoted import QUOTED_MARKS
@@ -50,7 +51,9 @@ def instructions(vault: Vault) -> str:
     quoted_note = "go 错误处理文章" if zh else "go errors article"
     template = PromptTemplate(f"converge.{config.language}.md")
     return (
-        template.render(
+        PASS_PROMPT_MARK  # first, so capture knows a pass prompt in an agent's transcript
+        + "\n"
+        + template.render(
             resident_dir=config.resident_dir,
             situational_dir=config.situational_dir,
             resident_max_tokens=str(config.resident_max_tokens),

@@ -50,6 +50,7 @@ class Status:
     )  # conflict statements a sync left (cmem.sync.memory_merge)
     last_sync: dict | None = None  # this machine's last sync (cmem.sync.record), None: never
     agent_hooks: list = field(default_factory=list)  # per agent: last fired, captured, failed
+    model: dict = field(default_factory=dict)  # the model a pass asks: setup/trust.py model_status
     unmanaged: list = field(
         default_factory=list
     )  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
@@ -82,6 +83,7 @@ class Status:
             "conflicts": [c.to_json() for c in self.conflicts],
             "last_sync": self.last_sync,
             "agent_hooks": self.agent_hooks,
+            "model": self.model,
             "unmanaged": [folder.to_json() for folder in self.unmanaged],
             "may_be_stale": list(STALE),
         }
@@ -94,6 +96,7 @@ def _age_json(entry):
 def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False) -> Status:
     """`rescan`: measure every archived note too (`reading/sizes.py`), not the archive's folders."""
     from cmem.scan.scanner import scan_vault
+    from cmem.setup.trust import model_status
     from cmem.vault.config import model_configured
     from cmem.vault.unmanaged import find_unmanaged
 
@@ -149,6 +152,7 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
         conflicts=_conflicts(vault),
         last_sync=read_record(vault.machine_dir, now.timestamp()),
         agent_hooks=hooks_status(str(vault.machine_dir), now.timestamp()),
+        model=model_status(vault),
         unmanaged=find_unmanaged(vault),
         clock=clock,
     )

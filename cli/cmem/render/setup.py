@@ -24,15 +24,25 @@ _AGENT_DONE = (
 )
 
 
+_ROLE_VERB = {
+    "surface": {
+        "install": "add the cmem-converge command to",
+        "update": "refresh the cmem-converge command in",
+        "uninstall": "delete the cmem-converge command",
+    },
+    "model": {
+        "install": "set the model of unattended passes in",
+        "uninstall": "take the model setting cmem made out of",
+    },
+    "moved": {"uninstall": "move the cmem hook out of"},
+}
+
+
 def render_hook_plan(plan) -> str:
     from cmem.setup.hooks import display
 
-    out = [
-        paint(
-            f"{_VERB.get(plan.action, plan.action)} {display(plan.path)} ({_KIND.get(plan.kind, plan.kind)})",
-            "bold",
-        )
-    ]
+    verb = _ROLE_VERB.get(plan.role, _VERB).get(plan.action) or _VERB.get(plan.action, plan.action)
+    out = [paint(f"{verb} {display(plan.path)} ({_KIND.get(plan.kind, plan.kind)})", "bold")]
     out += [f"  note: {note}" for note in plan.notes]
     for line in plan.removed.splitlines():
         out.append(paint(f"- {line}", "red"))
@@ -46,6 +56,8 @@ def render_hook_done(plan) -> str:
 
     where = display(plan.path)
     kind = _KIND.get(plan.kind, plan.kind)
+    if plan.role != "hooks":
+        return _done_beside(plan, where, kind)
     if plan.action == "unchanged":
         return f"the {kind} hook for this vault is already in {where}; nothing changed"
     if plan.action == "absent":
@@ -78,6 +90,7 @@ def render_hook_status(hooks, vault) -> str:
         if hook.events:
             out.append(f"  events: {', '.join(hook.events)}")
         out += [f"  {problem}" for problem in hook.problems]
+        out += [f"  note: {note}" for note in hook.notes]
     return "\n".join(out)
 
 
@@ -119,3 +132,27 @@ def render_trust(change) -> str:
     if change.action == "revoked":
         return f"revoked: the model command of {change.vault} no longer runs until `cmem trust`"
     return f"{change.vault} was not trusted; nothing changed"
+
+
+def _done_beside(plan, where: str, kind: str) -> str:
+    """What happened to a file beside the hooks: the surface, the model setting, a moved hook."""
+    from cmem.setup.agent_targets import TARGETS
+
+    notes = "".join(f"\n  note: {note}" for note in plan.notes)
+    if plan.role == "moved":
+        return f"took this vault's {kind} hooks out of {where}{notes}"
+    if plan.role == "surface":
+        call = TARGETS[plan.kind].surface_call if plan.kind in TARGETS else "cmem-converge"
+        if plan.action in ("install", "update"):
+            return (
+                f"{'added' if plan.action == 'install' else 'refreshed'} {where}: in a session, "
+                f"{call}, and the agent runs the pass itself as its model{notes}"
+            )
+        if plan.action == "uninstall":
+            return f"deleted {where}{notes}"
+        return f"the cmem-converge command in {where} is unchanged{notes}"
+    if plan.action == "install":
+        return f"set llm.command in {where}: unattended passes ask {kind} as their model{notes}"
+    if plan.action == "uninstall":
+        return f"took the model setting cmem made out of {where}{notes}"
+    return f"the model setting in {where} is unchanged{notes}"

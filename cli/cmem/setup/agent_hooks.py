@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Literal, overload
 
-from cmem.setup.agent_targets import TARGETS, AgentTarget, HookEvent
+from cmem.setup.agent_targets import TARGETS, AgentTarget, HookEvent, Scope
 from cmem.setup.hooks import (
     HookAction,
     HookError,
@@ -178,9 +178,11 @@ def _remove_ours(hooks: dict, ident: str | None, target: Path) -> list:
     return removed
 
 
-def plan_agent_install(vault: Vault, project: Path | None, agent: str = "claude-code") -> HookPlan:
+def plan_agent_install(
+    vault: Vault, project: Path | None, agent: str = "claude-code", scope: Scope | None = None
+) -> HookPlan:
     target_agent = target_of(agent)
-    path = target_agent.settings_path(project)
+    path = target_agent.settings_path(project, scope)
     notes: list[str] = []
     target = _target(path, notes)
     before = _read(target)
@@ -233,9 +235,13 @@ def plan_agent_install(vault: Vault, project: Path | None, agent: str = "claude-
 
 
 def plan_agent_uninstall(
-    vault: Vault | None, project: Path | None, agent: str = "claude-code"
+    vault: Vault | None,
+    project: Path | None,
+    agent: str = "claude-code",
+    scope: Scope | None = None,
+    path: Path | None = None,
 ) -> HookPlan:
-    path = target_of(agent).settings_path(project)
+    path = path or target_of(agent).settings_path(project, scope)
     notes: list[str] = []
     if not path.exists() and not path.is_symlink():
         return HookPlan(
@@ -303,7 +309,22 @@ def agent_hook_status(vault: Vault | None, project: Path | None) -> list[Install
     for target_agent in TARGETS.values():
         for settings in target_agent.candidate_paths(project):
             found += _file_status(vault, ident, target_agent, settings)
+    for hook in found:
+        if vault is not None and hook.current is not None:  # this vault's: its surface too?
+            _surface_status(vault, TARGETS[hook.kind], project, hook)
     return found
+
+
+def _surface_status(vault: Vault, target: AgentTarget, project: Path | None, hook) -> None:
+    from cmem.setup.agent_surfaces import surface_installed
+
+    surfaces = surface_installed(vault, target, project)
+    if surfaces:
+        hook.notes.append(f"the in-session pass: {target.surface_call} ({surfaces[0][0]})")
+    else:
+        hook.problems.append(
+            f"the cmem-converge command is missing: run `cmem hook install --agent {target.name}` to add it"
+        )
 
 
 def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> list[InstalledHook]:
@@ -342,5 +363,116 @@ def _file_status(vault, ident, target_agent: AgentTarget, settings: Path) -> lis
                     f"out of date: run `cmem hook install --agent {target_agent.name}` to refresh it"
                 )
         hook.problems += _runs_problems(hook.vault, hook.runs)
+        hook.notes += missing_events(target_agent, installed_version(target_agent))
         found.append(hook)
     return found
+
+
+def installed_version(target: AgentTarget) -> tuple[int, ...] | None:
+    """The version of the agent's CLI on PATH (`NAME --version`), or None: not found or unread."""
+    import shutil
+    import subprocess
+
+    if not target.model_command or not target.events_since:
+        return None
+    program = shutil.which(target.model_command[0])
+    if program is None:
+        return None
+    try:
+        done = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", done.stdout)
+    return tuple(int(part) for part in found.groups() if part is not None) if found else None
+
+
+def missing_events(target: AgentTarget, version: tuple[int, ...] | None) -> list[str]:
+    """What `hook status` says of events the installed version does not have yet."""
+    if version is None:
+        return []
+    shown = ".".join(map(str, version))
+    return [
+        f"{target.label} {shown} has no {event} (it came in {'.'.join(map(str, since))}): {instead}"
+        for event, since, instead in target.events_since
+        if version < since
+    ]
+
+
+# --- the whole setup of one agent: hooks, the in-session surface, the unattended model ---------
+
+
+def plan_agent_setup(
+    vault: Vault,
+    project: Path | None,
+    agent: str,
+    scope: Scope | None = None,
+    with_model: bool = True,
+) -> list[HookPlan]:
+    """Everything `hook install --agent` changes, the hooks' file first: this vault's hooks taken
+    out of the project's committed settings file when they go to a person's own (an older
+    install moves), the surface of the in-session pass, and — when the agent's CLI is on
+    PATH and `with_model` — that CLI as the model of unattended passes."""
+    from cmem.setup.agent_models import headless_command, plan_model_install
+    from cmem.setup.agent_surfaces import plan_surface_install
+
+    target = target_of(agent)
+    scope = scope or target.default_scope(project)
+    main = plan_agent_install(vault, project, agent, scope)
+    plans = [main]
+    shared = target.settings_path(project, "shared")
+    if shared != main.path and (shared.exists() or shared.is_symlink()):
+        try:
+            moved = plan_agent_uninstall(vault, project, agent, path=shared)
+        except HookError as exc:  # the user's file: never a reason not to install in one's own
+            main.notes.append(f"{exc} If it holds this vault's cmem hooks, remove them by hand.")
+            moved = HookPlan(agent, "absent", shared, shared, None, None)
+        if moved.changes:
+            moved.role = "moved"
+            moved.notes.insert(0, f"this vault's hooks move from here to {display(main.path)}")
+            plans.append(moved)
+    plans.append(plan_surface_install(vault, target, project, scope))
+    command = headless_command(target) if with_model else None
+    if command is not None:
+        plans.append(plan_model_install(target, command))
+    return plans
+
+
+def plan_agent_teardown(
+    vault: Vault | None, project: Path | None, agent: str, scope: Scope | None = None
+) -> list[HookPlan]:
+    """Everything `hook uninstall --agent` changes: this vault's hooks out of the agent's
+    settings files (those of `scope`, or all three), then — once no hook of the agent is left
+    for the vault anywhere — its surface and the model setting cmem made."""
+    from cmem.setup.agent_models import plan_model_uninstall
+    from cmem.setup.agent_surfaces import plan_surface_uninstall
+
+    target = target_of(agent)
+    paths = (
+        [target.settings_path(project, scope)]
+        if scope is not None
+        else target.candidate_paths(project)
+    )
+    plans = [plan_agent_uninstall(vault, project, agent, path=path) for path in paths]
+    removing = [plan for plan in plans if plan.changes]
+    plans = removing or plans[:1]
+    if vault is None:
+        return plans
+    gone = {str(plan.target) for plan in removing}
+    still_hooked = any(
+        entry.get("agent") == agent
+        and entry.get("role", "hooks") == "hooks"
+        and key not in gone
+        and Path(key).exists()
+        for key, entry in _backups(vault).items()
+        if isinstance(entry, dict)
+    )
+    for scope_of_surface in ("user", "shared"):
+        surface = plan_surface_uninstall(vault, target, project, scope_of_surface, still_hooked)
+        if surface is not None:
+            plans.append(surface)
+    model = plan_model_uninstall(target, vault, still_hooked)
+    if model is not None:
+        plans.append(model)
+    return plans

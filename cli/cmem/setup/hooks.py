@@ -58,6 +58,10 @@ class HookPlan:
     remove_dir: Path | None = (
         None  # an agent's: a folder cmem created (`.claude/`), removed when empty
     )
+    # what the plan is for: an agent's hooks, its surface (`agent_surfaces.py`), the user's model
+    # setting (`agent_models.py`), or hooks taken out of another settings file
+    role: Literal["hooks", "surface", "model", "moved"] = "hooks"
+    remove_dirs: list[Path] = field(default_factory=list)  # folders cmem made, deepest first
 
     @property
     def changes(self) -> bool:
@@ -70,6 +74,7 @@ class HookPlan:
             "path": str(self.path),
             "target": str(self.target),
             "id": self.ident,
+            "role": self.role,
             "added": self.added or None,
             "removed": self.removed or None,
             "notes": self.notes,
@@ -197,9 +202,9 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
         )
     if plan.after is None:
         os.unlink(plan.target)
-        if plan.remove_dir is not None:
+        for folder in [*plan.remove_dirs, *([plan.remove_dir] if plan.remove_dir else [])]:
             try:
-                plan.remove_dir.rmdir()  # only when empty
+                folder.rmdir()  # only when empty
             except OSError:
                 pass
     else:
@@ -211,9 +216,12 @@ def apply_hook_plan(plan: HookPlan, vault: Vault | None = None) -> HookPlan:
             if (
                 plan.action == "update" and previous
             ):  # keep the file as it was before the first install
-                backup = {key: previous.get(key) for key in ("original", "created_dir")}
+                backup = {
+                    key: previous.get(key) for key in ("original", "created_dir", "created_dirs")
+                }
             backup["written_sha256"] = hashlib.sha256(plan.after or b"").hexdigest()
             backup["agent"] = plan.kind  # `cmem status` lists the agents installed (hook_record)
+            backup["role"] = plan.role
             _save_backup(vault, plan.target, backup)
         else:
             _save_backup(vault, plan.target, None)
@@ -230,6 +238,7 @@ class InstalledHook:
     current: bool | None  # same as `install` would write now (None: another vault's block)
     problems: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)  # an agent's: the events it answers
+    notes: list[str] = field(default_factory=list)  # what the user should know, not a fault
 
     def to_json(self) -> dict:
         return {
@@ -241,6 +250,7 @@ class InstalledHook:
             "runs": self.runs,
             "current": self.current,
             "problems": self.problems,
+            "notes": self.notes,
         }
 
 

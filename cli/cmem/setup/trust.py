@@ -117,6 +117,20 @@ def resolve_model_command(vault: Vault, flag: str | None) -> ResolvedCommand:
     )
 
 
+def model_status(vault: Vault) -> dict:
+    """The model a pass asks when no --llm is given, for `status`: its command, where it is set
+    (`env`, `user-config`, `vault-config`), and `state`: ready, untrusted, or none."""
+    try:
+        resolved = resolve_model_command(vault, None)
+    except UntrustedCommand:
+        return {"command": vault.config.llm_command, "origin": "vault-config", "state": "untrusted"}
+    except CmemError:  # a broken user config: `status` says so elsewhere
+        return {"command": None, "origin": None, "state": "none"}
+    if resolved.command is None:
+        return {"command": None, "origin": None, "state": "none"}
+    return {"command": resolved.command, "origin": resolved.origin, "state": "ready"}
+
+
 def _timeout(vault: Vault, user: dict) -> float:
     """The vault's own `llm.timeout_seconds` when it sets one, else the user's, else the default."""
     from_vault = vault.config.llm_timeout_seconds
@@ -194,7 +208,7 @@ def trust_vault(vault: Vault) -> TrustChange:
 
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    document = _UserConfigDocument(path)
+    document = UserConfigDocument(path)
     trusted = document.data.get("trusted")
     if trusted is None:
         trusted = document.data["trusted"] = CommentedSeq()
@@ -235,7 +249,7 @@ def revoke_trust(vault: Vault) -> TrustChange:
     path = user_config_path()
     if not any(_same_vault(item.get("vault"), key) for item in user.get("trusted") or []):
         return TrustChange(key, command, digest, "not-trusted", str(path))
-    document = _UserConfigDocument(path)
+    document = UserConfigDocument(path)
     trusted = document.data.get("trusted") or []
     for item in [item for item in trusted if _same_vault(item.get("vault"), key)]:
         trusted.remove(item)
@@ -243,7 +257,7 @@ def revoke_trust(vault: Vault) -> TrustChange:
     return TrustChange(key, command, digest, "revoked", str(path))
 
 
-class _UserConfigDocument:
+class UserConfigDocument:
     """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive: the
     one YAML cmem writes back, and so the one read that is not `vault/yaml_reader.py`'s."""
 
@@ -267,7 +281,8 @@ class _UserConfigDocument:
         self.prefix = self.original if loaded is None else ""
         self.data = loaded if loaded is not None else CommentedMap()
 
-    def save(self) -> None:
+    def text(self) -> str:
+        """The file as `save` would write it."""
         import io
 
         buffer = io.StringIO()
@@ -277,7 +292,10 @@ class _UserConfigDocument:
             text = self.prefix.rstrip("\n") + "\n" + text
         elif not self.original:
             text = '# cmem user settings; see README.md, "Configuration".\n' + text
-        write_atomic(self.path, text)
+        return text
+
+    def save(self) -> None:
+        write_atomic(self.path, self.text())
 
 
 def _guess_indent(text: str) -> dict[str, int]:

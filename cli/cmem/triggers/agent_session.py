@@ -180,5 +180,7 @@ def stop_question(vault: Vault, agent: str, payload: dict, command: str) -> str 
     return (
         f"cmem: this turn made {len(tools)} tool calls across {len(set(tools))} tools. Before you "
         "finish, ask the user whether to converge their long-term memory now. Only if they agree, "
-        f"run `{command} converge` and show them its report. (cmem asks this once per session.)"
+        f"do the pass yourself, as its model: run `{command} converge --as-model` and follow what "
+        "it prints (you answer the prompt it holds, cmem checks and applies your reply), then show "
+        "them the report. (cmem asks this once per session.)"
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError
 from cmem.private import make_dirs, open_private
+from cmem.text.own_text import MODEL_CALL_ENV
 from cmem.triggers.due import (  # noqa: F401 (Due, format_age, parse_time: re-exported)
     FAILURES_FILE,
     Due,
@@ -222,6 +223,8 @@ def converge_if_due(
 
     options = replace(options, backlog=False)  # the backlog only when a person asks (SPEC §2)
     label = trigger or ("scheduled" if scheduled else "if-due")
+    if os.environ.get(MODEL_CALL_ENV):  # started from within a pass's model call: that pass runs
+        return TriggerOutcome("busy", "inside a pass's own model call; that pass is running.")
     record = load_failures(vault)
     if record.stopped:
         return _logged(
