@@ -29,11 +29,13 @@ def run_cmem(
     timeout: float = 120,
     fault: str | None = None,
     fault_log: Path | None = None,
+    modes_hold: bool = False,
 ) -> subprocess.CompletedProcess:
     """`python -m cmem ARGS` in a real process, stdin closed. Its environment is this test's
     (the isolated HOME, XDG folders and git identity) without any `CMEM_*` variable — a vault, a
     model command or a fault point from the caller's shell never leaks in — plus `env`, and
-    `CMEM_FAULT`/`CMEM_FAULT_LOG` when a fault point is given."""
+    `CMEM_FAULT`/`CMEM_FAULT_LOG` when a fault point is given. `modes_hold`: file modes bind it
+    as they bind any user, root too (`MODES_HOLD`): a mode-000 file cannot be read."""
     full = {key: value for key, value in os.environ.items() if not key.startswith("CMEM_")}
     full.update(env or {})
     if fault:
@@ -41,7 +43,7 @@ def run_cmem(
     if fault_log:
         full["CMEM_FAULT_LOG"] = str(fault_log)
     return subprocess.run(
-        [*CMEM, *args],
+        [*(MODES_HOLD if modes_hold else []), *CMEM, *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -49,6 +51,29 @@ def run_cmem(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+# What a command is started under so that file modes bind it: for root, without the two
+# capabilities that let it read and search any file (util-linux's setpriv drops them from the
+# bounding set, so its child never has them); for anyone else, nothing. A test that needs a file
+# it cannot read calls `modes_hold_or_skip()` first.
+MODES_HOLD = (
+    ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    if os.name == "posix" and os.geteuid() == 0
+    else []
+)
+
+
+def modes_hold_or_skip() -> None:
+    import shutil
+
+    import pytest
+
+    if MODES_HOLD and (
+        shutil.which("setpriv") is None
+        or subprocess.run([*MODES_HOLD, "true"], capture_output=True).returncode != 0
+    ):
+        pytest.skip("running as root, and setpriv cannot drop root's read capabilities here")
 
 
 def isolated_env(home: Path, **extra: str) -> dict:

@@ -108,7 +108,7 @@ def stage_notes(
 
 # --- reading the checklist: `cmem archive`, undo, doctor --fix ---------------------------------
 
-LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited"]
+LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited", "unreadable"]
 READY: Final = "ready"
 CHANGED: Final = "changed"
 MISSING: Final = "missing"
@@ -117,6 +117,9 @@ REFUSED: Final = "refused"  # the line's target is not a path inside the archive
 # memory no longer holds what the note was converged into (`citations.py`): never moved, and
 # `archive apply` makes the note pending again
 UNCITED: Final = "uncited"
+# the note, or a memory file it was converged into, cannot be read now: never moved, its state
+# kept; it moves once the file can be read again
+UNREADABLE: Final = "unreadable"
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)

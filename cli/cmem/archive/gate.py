@@ -21,6 +21,7 @@ from cmem.archive.checklist import (
     REFUSED,
     UNCITED,
     UNPARSED,
+    UNREADABLE,
     StagedLine,
     archive_target,
     parse_checklist,
@@ -29,6 +30,7 @@ from cmem.archive.checklist import (
 )
 from cmem.archive.citations import Citations
 from cmem.errors import CmemError
+from cmem.regular_files import read_regular, reason_of
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 from cmem.vault.state_json import load_state, state_bytes
 from cmem.vault.statements import WIKILINK
@@ -101,6 +103,7 @@ class ArchiveResult:
     pass_id: str | None = None
     commit: str | None = None
     snapshot_commit: str | None = None
+    step_warnings: list[str] = field(default_factory=list)  # files the step's snapshot left out
 
     def to_json(self) -> dict:
         return {
@@ -114,7 +117,7 @@ class ArchiveResult:
                 [line.source for line in self.plan.pending_again] if self.commit else []
             ),
             "not_chosen": len(self.plan.not_chosen),
-            "warnings": self.plan.warnings,
+            "warnings": self.plan.warnings + self.step_warnings,
         }
 
 
@@ -157,6 +160,14 @@ def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
     """A ready line whose note memory no longer holds is `uncited`, with the reason."""
     entry = state.notes.get(line.source or "")
     line.recorded = entry is not None
+    unreadable = citations.unreadable(list(entry.into) if entry else [])
+    if unreadable:
+        line.state = UNREADABLE
+        line.detail = (
+            f"{unreadable}, so whether memory still holds the note cannot be told; it stays "
+            "staged until the file can be read"
+        )
+        return
     problem = citations.problem(
         line.note or "",
         list(entry.into) if entry else [],
@@ -218,9 +229,9 @@ def _fill_state(vault: Vault, line: StagedLine, state) -> None:
             line.detail = f"no note named {line.note!r} in the divergent layer (moved, renamed or archived by hand?)"
         return
     try:
-        raw = (vault.root / line.source).read_bytes()
+        raw = read_regular(vault.root / line.source)
     except OSError as exc:
-        line.state, line.detail = MISSING, f"{line.source} cannot be read ({exc.strerror})"
+        line.state, line.detail = UNREADABLE, f"{line.source} {reason_of(exc)}; it stays staged"
         return
     digest = hashlib.sha256(raw).hexdigest()
     recorded = line.digest
@@ -351,7 +362,7 @@ def _citing_files(vault: Vault, note_name: str) -> list[str]:
     found = []
     for note in vault.convergent_files():
         try:
-            text = note.path.read_text("utf-8", errors="replace")
+            text = read_regular(note.path).decode("utf-8", errors="replace")
         except OSError:
             continue
         if needle in text and any(m.group(1).strip() == note_name for m in WIKILINK.finditer(text)):
@@ -361,7 +372,7 @@ def _citing_files(vault: Vault, note_name: str) -> list[str]:
 
 def _read_bytes(path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except FileNotFoundError:
         return None
 
@@ -384,11 +395,16 @@ def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) 
         _recheck_citations(vault, plan)
         changes = ChangeSet()
         for move in plan.moves:
-            changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
+            changes.move(move.source, move.target, read_regular(vault.root / move.source))
         _rewrite_checklist_and_state(vault, plan, step, changes)
         commit = step.commit(changes, commit_message(plan, step.id))
     return ArchiveResult(
-        "applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot
+        "applied",
+        plan,
+        pass_id=step.id,
+        commit=commit,
+        snapshot_commit=step.snapshot,
+        step_warnings=step.warnings,
     )
 
 

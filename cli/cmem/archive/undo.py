@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Literal
 
 from cmem.errors import CmemError, GitError
+from cmem.regular_files import read_regular, reason_of
 from cmem.steps import commits as history
 from cmem.steps.changes import in_line_ends, same_text
 from cmem.steps.pass_log import (
@@ -104,10 +105,18 @@ class UndoResult:
     plan: UndoPlan
     pass_id: str | None = None
     commit: str | None = None
+    warnings: list[str] = field(default_factory=list)  # files the step's snapshot left out
 
     def to_json(self) -> dict:
         data = self.plan.to_json()
-        data.update({"status": self.status, "pass": self.pass_id, "commit": self.commit})
+        data.update(
+            {
+                "status": self.status,
+                "pass": self.pass_id,
+                "commit": self.commit,
+                "warnings": self.warnings,
+            }
+        )
         return data
 
 
@@ -192,7 +201,11 @@ def _plan_file(
     before = read_blob(vault, parent, before_path) if change.status != "A" else None
     after = read_blob(vault, target.sha, after_path) if change.status != "D" else None
     head_after = read_blob(vault, "HEAD", after_path)
-    now_after = _disk(vault, after_path)
+    try:
+        now_after = _disk(vault, after_path)
+    except OSError as exc:
+        plan.blocked.append(_unreadable(after_path, exc))
+        return
     plan.current[after_path] = now_after
     if not same_text(now_after, head_after):
         plan.blocked.append(
@@ -249,7 +262,11 @@ def _plan_file(
     if content is not None and now_after is not None:
         content = in_line_ends(content, now_after)  # written back in the file's own line ends
     if change.status in "RC" and before_path != after_path:
-        now_before = _disk(vault, before_path)
+        try:
+            now_before = _disk(vault, before_path)
+        except OSError as exc:
+            plan.blocked.append(_unreadable(before_path, exc))
+            return
         plan.current[before_path] = now_before
         if now_before is not None:
             plan.blocked.append(
@@ -324,11 +341,18 @@ def _find_later_commits(vault: Vault, plan: UndoPlan, target: CmemCommit) -> Non
 
 
 def _disk(vault: Vault, rel: str) -> bytes | None:
+    """The file's bytes, None when there is none (an `OSError` when it cannot be read)."""
     try:
-        with open(vault.root / rel, "rb") as handle:
-            return handle.read()
+        return read_regular(vault.root / rel)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+
+
+def _unreadable(rel: str, exc: OSError) -> str:
+    return (
+        f"{rel} {reason_of(exc)}, so whether it changed since cannot be told; make it readable, "
+        "then undo"
+    )
 
 
 # --- state.json and the checklist, reverted by meaning ----------------------------------------
@@ -521,7 +545,7 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
         )
         _plan_checklist(vault, target, changes)
         commit = step.commit(changes, undo_message(target, plan, step.id))
-    return UndoResult("undone", plan, pass_id=step.id, commit=commit)
+    return UndoResult("undone", plan, pass_id=step.id, commit=commit, warnings=step.warnings)
 
 
 def _state_base(vault: Vault, state_now: bytes | None, after: bytes | None) -> bytes | None:

@@ -22,6 +22,7 @@ from cmem.scan.scan_cache import (
     ConvergentIndex,
     NoteEntry,
     ScanCache,
+    memory_odd,
     scan_fingerprint,
 )
 from cmem.scan.signals import (
@@ -126,6 +127,7 @@ def scan_vault(
     with vault.listed_once():
         entries = cache.entries(vault.list_layer(DIVERGENT), vault)
         index, odd = cache.convergent_index(vault), find_odd_names(vault)
+    odd += memory_odd(cache.convergent)
     cache.save()
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)

@@ -456,8 +456,8 @@ class Vault:
         found = []
         try:
             entries = self.list_folder(folder)
-        except FileNotFoundError:
-            return []
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []  # a folder that cannot be listed: `notes.find_odd_names` names it
         for entry in entries:
             if not entry.name.endswith(".md") or entry.name.startswith("."):
                 continue

@@ -240,6 +240,7 @@ class OddFile:
     message: str
 
 
+_UNLISTED = "is a folder that cannot be read ({}); cmem does not read the notes in it"
 UNDECODABLE = "has a name that is not valid UTF-8; cmem does not read it (rename it)"
 
 
@@ -281,10 +282,14 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             found = []
             stack: list[str | Path] = [top]
             while stack:
+                below = stack.pop()
                 try:
-                    entries = vault.list_folder(stack.pop())  # the scan's listing, if it has one
-                except OSError:
+                    entries = vault.list_folder(below)  # the scan's listing, if it has one
+                except PermissionError as exc:  # its notes are not read: said, not a stop
+                    found.append((vault.rel(below), "unreadable", _UNLISTED.format(exc.strerror)))
                     continue
+                except OSError:
+                    continue  # gone, or not a folder
                 subfolders, here = odd_in_folder(vault, entries, recursive)
                 stack.extend(subfolders)
                 found.extend(here)
@@ -368,6 +373,8 @@ def _archive_odd_names(vault: Vault, base: str) -> list[tuple[str, str, str]]:
     def one_folder(folder: str):
         try:
             entries = vault.list_folder(vault.root / folder)
+        except PermissionError as exc:
+            return [], [(folder, "unreadable", _UNLISTED.format(exc.strerror))]
         except OSError:
             return None
         subfolders, found = odd_in_folder(vault, entries, recursive=True)
