@@ -240,8 +240,10 @@ def _link_name(link: str) -> str:
 
 
 def read_checklist(vault: Vault) -> tuple[str, bytes | None]:
+    from cmem.regular_files import read_regular
+
     try:
-        raw = vault.checklist_path.read_bytes()
+        raw = read_regular(vault.checklist_path)
     except FileNotFoundError:
         return "", None
     text = raw.decode("utf-8", errors="replace")

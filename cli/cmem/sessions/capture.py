@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from cmem.errors import Busy, CmemError, UsageError
+from cmem.regular_files import read_regular
 from cmem.sessions import note as notes
 from cmem.sessions.formats import read_transcript
 from cmem.sessions.transcript import Session, TranscriptError, Turn, display_path
@@ -296,8 +297,8 @@ def _session_notes(
 def _read_existing(vault: Vault, rel: str, session: Session, archived: bool) -> list[_Existing]:
     path = vault.root / rel
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_regular(path)
+    except OSError:  # unreadable, or a FIFO (never opened to wait on)
         return []
     text = data.decode("utf-8", errors="replace")
     parsed = notes.read_session_note(text)

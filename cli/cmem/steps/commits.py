@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cmem import faults
 from cmem.errors import GitError
+from cmem.regular_files import read_regular
 
 # Options for every git command cmem runs on the user's vault.
 SAFE_GIT_OPTIONS = (
@@ -609,8 +610,7 @@ def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:
             git("hash-object", "-w", "--stdin", data=os.fsencode(os.readlink(full))),
             path,
         )
-    with open(full, "rb") as handle:
-        data = handle.read()
+    data = read_regular(full)  # a FIFO is refused, never waited on
     mode = "100755" if st.st_mode & 0o111 else "100644"
     return (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
 

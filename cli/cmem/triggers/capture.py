@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
+from cmem.regular_files import special_kind
 from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end, read_text_exact
 
@@ -39,6 +40,9 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
     if path.is_symlink():
         raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
     vault.confined(rel, DIVERGENT)  # the capture folder may be a link out of the vault
+    kind = special_kind(path.stat().st_mode) if path.exists() else None
+    if kind:  # opened, a FIFO would block the command until something reads it
+        raise CmemError(f"{rel} is {kind}, not a regular file; cmem will not write to it.")
     if path.exists():
         try:
             raw, current = read_text_exact(path)

@@ -503,6 +503,8 @@ class Vault:
                 continue
             if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
                 continue
+            if not entry.is_file(follow_symlinks=False):
+                continue  # a FIFO, socket or device: never opened (`notes.find_odd_names` names it)
             rel = inside + entry.name
             if self._layers_nest or self.config.ignore:
                 if self.layer_of(rel) != layer:  # the full check only where it can differ
