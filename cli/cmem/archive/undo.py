@@ -312,7 +312,9 @@ def _merge3(
             with open(name, "wb") as handle:
                 handle.write(data)
             names.append(name)
-        result = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
+        result = subprocess.run(
+            ["git", *history.SAFE_GIT_OPTIONS, "merge-file", "-p", *names], capture_output=True
+        )
     if result.returncode != 0:
         plan.blocked.append(
             f"{path}: the later edits overlap the lines the pass changed; even --force cannot undo it cleanly"

@@ -32,6 +32,10 @@ SAFE_GIT_OPTIONS = (
     "core.quotePath=false",
     "-c",
     "log.showSignature=false",  # would run gpg.program, which a repository's config can name
+    "-c",
+    # a user's `core.safecrlf=true` (with autocrlf or eol settings) refused files cmem wrote
+    # with LF; the conversion itself still applies, so blobs are stored as git would store them
+    "core.safecrlf=false",
 )
 PASS_TRAILER = "Cmem-Pass"
 # How long a pass waits for another git command's index.lock before it gives up, naming it.
