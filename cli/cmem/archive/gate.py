@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -187,8 +188,9 @@ def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
 def _fill_target(vault: Vault, line: StagedLine, state) -> None:
     """The line's archive path: the one written on it, else the configured pattern's. A target
     that is not a Markdown path inside the archive layer — `..`, a dot-folder (`archive/.git/`),
-    another layer, the checklist, a symbolic link on the way — refuses the line: it is skipped
-    with the reason, and nothing is moved for it."""
+    another layer, the checklist, a symbolic link or a file on the way — or a note whose name a
+    step may not take as a path refuses the line: it is skipped with the reason, nothing is
+    moved for it, and the other lines move (one bad note never stops the whole apply)."""
     if line.target:
         target = line.target.replace("\\", "/")  # a line edited on Windows
         where = f"the line's target {show_name(target)!r}"
@@ -202,6 +204,14 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
         target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
         where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
     line.target = target
+    source_problem = vault.path_problem(line.source, DIVERGENT) if line.source else None
+    if source_problem:  # a backslash in its name: a separator where the vault may be synced
+        line.state = REFUSED
+        line.detail = (
+            f"{line.source} {source_problem}; cmem cannot move it into the archive — rename the "
+            "note (its line stays staged until then)"
+        )
+        return
     problem = vault.path_problem(target, ARCHIVE)
     if problem is None and not target.endswith(".md"):
         problem = "is not a Markdown file (.md)"
@@ -213,6 +223,14 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
             problem = (
                 f"goes through the symbolic link {link}, which could take the note out of the vault"
             )
+    blocked = None if problem else _file_on_the_way(vault, target)
+    if blocked:
+        line.state = REFUSED
+        line.detail = (
+            f"{where} needs the folder {blocked}, which is a file; move that file away (the line "
+            "stays staged until then)"
+        )
+        return
     if problem:
         line.state = REFUSED
         line.detail = (
@@ -457,6 +475,22 @@ def _recheck_citations(vault: Vault, plan: ArchivePlan) -> None:
                 f"{move.source}: memory changed since the plan was made ({problem}); nothing "
                 "was moved, run `cmem archive apply` again."
             )
+
+
+def _file_on_the_way(vault: Vault, target: str) -> str | None:
+    """The first of the target's folders that exists as something other than a folder."""
+    parts = target.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        rel = "/".join(parts[:end])
+        try:
+            mode = os.lstat(vault.root / rel).st_mode
+        except FileNotFoundError:
+            return None  # made by the move
+        except OSError:
+            return rel
+        if not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):  # a link: `_link_on_the_way`
+            return rel
+    return None
 
 
 def _link_on_the_way(vault: Vault, target: str) -> str | None:

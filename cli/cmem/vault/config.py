@@ -292,6 +292,15 @@ def parse_config(data: dict | None, where: Path) -> Config:
 # the disk's, checked by `Vault.confined` when a path is used).
 
 
+def _home_or_drive(rel: str) -> bool:
+    """`~`, `~/…`, `~user/…` (a shell's home) and `C:`, `C:/…`, `C:\\…` (a Windows drive); a name
+    that only starts with `~` or `X:` (`~ inbox.md`, `Q: when to use uv.md`) is a name."""
+    head, slash, _ = rel.replace("\\", "/").partition("/")
+    if head.startswith("~"):
+        return head == "~" or (bool(slash) and not any(ch.isspace() for ch in head))
+    return len(head) == 2 and head[1] == ":" and head[0].isalpha()
+
+
 def relative_path_problem(rel: str) -> str | None:
     """Why `rel` is not a plain vault-relative POSIX path cmem may use, or None.
 
@@ -308,11 +317,7 @@ def relative_path_problem(rel: str) -> str | None:
             return f"it contains the control or invisible character U+{ord(ch):04X}"
     if "\\" in rel:
         return "it contains a backslash (separate folders with '/')"
-    if (
-        rel.startswith(("/", "~"))
-        or os.path.isabs(rel)
-        or (len(rel) > 1 and rel[1] == ":" and rel[0].isalpha())
-    ):
+    if rel.startswith("/") or os.path.isabs(rel) or _home_or_drive(rel):
         return "it is an absolute path"
     for part in rel.split("/"):
         if part == "..":
