@@ -497,6 +497,11 @@ def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
     return pattern
 
 
+def parse_config_text(text: str, where: Path) -> Config:
+    """A config file's text validated as `load_config` validates it on disk (`where` names it)."""
+    return parse_config(_yaml_load(text, where), where)
+
+
 def load_config(vault_root: Path) -> Config:
     path = vault_root / CONFIG_DIR / CONFIG_FILE
     try:
