@@ -150,9 +150,7 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
         history.run_git(vault.root, "rev-parse", "--verify", "-q", parent, check=False).returncode
         != 0
     ):
-        plan.blocked.append(
-            f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
-        )
+        plan.blocked.append(_no_parent(vault, target))
         return plan
     wrote = _step_wrote(vault, target)
     for change in target.files:
@@ -161,6 +159,19 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
         _plan_file(vault, plan, target, change, wrote)
     _find_later_commits(vault, plan, target)
     return plan
+
+
+def _no_parent(vault: Vault, target: CmemCommit) -> str:
+    """Why the step's commit has no parent to go back to: a shallow clone cut its history
+    there, or it is the repository's first commit."""
+    shallow = history.run_git(vault.root, "rev-parse", "--is-shallow-repository", check=False)
+    if shallow.stdout.strip() == "true":
+        return (
+            f"the commit before {target.short} is not in this clone: its history is shallow (a "
+            "`git clone --depth`); run `git fetch --unshallow` (or `git fetch --deepen=10`) in "
+            "the vault, then undo again"
+        )
+    return f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
 
 
 def _step_wrote(vault: Vault, target: CmemCommit) -> dict[str, str | None] | None:
