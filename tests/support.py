@@ -183,12 +183,16 @@ def settle(root: Path) -> float:
 
 
 def run_entry(
-    module: str, argv: list[str], env: dict | None = None, stdout=subprocess.PIPE
+    module: str,
+    argv: list[str],
+    env: dict | None = None,
+    stdout=subprocess.PIPE,
+    timeout: float | None = None,
 ) -> tuple[int, str, str, set[str]]:
     """`cmem ARGV` through `module`'s main (`cmem.fast`, the installed entry, or `cmem.cli`, the
     full CLI), `env` added to this environment: (exit code, stdout, stderr without the import
     log, the modules imported, from `python -X importtime`). `stdout`: where its output goes
-    (then "" is returned for it)."""
+    (then "" is returned for it); `timeout`: a command that could run for ever fails instead."""
     code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
@@ -196,6 +200,7 @@ def run_entry(
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ, **(env or {})),
+        timeout=timeout,
     )
     modules = {
         line.split("|")[-1].strip()

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem.commands.common import auto_sync, open_target, print_json, recover_first
-from cmem.commands.options import JsonOption, VaultOption, invocation
+from cmem.commands.options import JsonOption, VaultOption, invocation, within
 
 
 def note(
@@ -100,7 +100,9 @@ def watch(
     settle: Annotated[
         float,
         typer.Option(
-            "--settle", min=0.0, help="Seconds without a change before the due check runs."
+            "--settle",
+            callback=within("watch --settle"),
+            help="Seconds without a change before the due check runs.",
         ),
     ] = 120.0,
     polling: Annotated[

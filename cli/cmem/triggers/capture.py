@@ -23,10 +23,19 @@ class Captured:
     text: str
 
 
+# One captured line at most (as a session turn is by default: sessions.max_turn_chars).
+NOTE_MAX_CHARS = 4000
+
+
 def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captured:
     text = " ".join(text.split())  # one line: a capture never breaks the note's structure
     if not text:
         raise UsageError('nothing to note: give the text to capture, e.g. cmem note "以后都用 uv".')
+    if len(text) > NOTE_MAX_CHARS:  # `cmem note` and the MCP `note` tool alike
+        raise UsageError(
+            f"a note line takes at most {NOTE_MAX_CHARS:,} characters, not {len(text):,}; "
+            "write longer text into a note of its own in the vault."
+        )
     now = now or datetime.now().astimezone()
     name = vault.config.capture_pattern.replace(
         "{date}", now.strftime("%Y-%m-%d")
