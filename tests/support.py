@@ -241,3 +241,25 @@ def forks_from_now(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(os, "fork", fork)
     return pids
+
+
+# Tests that name today's date apart from the command they check (a capture note's name, a
+# trace's date, the archive's month folder) would fail when midnight passes between the two.
+# No test starts in the last MIDNIGHT_MARGIN seconds of a local day: it waits for the new one.
+MIDNIGHT_MARGIN = 120.0
+
+
+def seconds_to_midnight(now: float) -> float:
+    """Seconds from `now` (epoch) to the next local midnight (DST-proof: through mktime)."""
+    moment = time.localtime(now)
+    next_day = time.mktime((moment.tm_year, moment.tm_mon, moment.tm_mday + 1, 0, 0, 0, 0, 0, -1))
+    return next_day - now
+
+
+def wait_out_midnight(clock=time.time, sleep=time.sleep, margin: float = MIDNIGHT_MARGIN) -> float:
+    """Sleep past the coming midnight if it is under `margin` seconds away; the seconds slept."""
+    left = seconds_to_midnight(clock())
+    if left >= margin:
+        return 0.0
+    sleep(left + 1.0)
+    return left + 1.0
