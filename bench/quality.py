@@ -88,6 +88,44 @@ summary: 我是谁
 - 在找北京后端实习（来源：[[2026-09-01 随手记]]）
 """
 
+THESIS_EN = """---
+summary: thesis work
+---
+# Thesis
+
+- Survey scripts run under pipenv (source: [[2026-09-01 notes]])
+"""
+
+PROFILE_EN = """---
+summary: who I am
+---
+# Profile
+
+## Preferences
+
+- I prefer written feedback (source: [[2026-09-01 notes]])
+- I like long design docs (source: [[2026-09-01 notes]])
+"""
+
+THESIS_ZH = """---
+summary: 论文
+---
+# 论文
+
+- 问卷脚本用 pipenv 管理依赖（来源：[[2026-09-01 随手记]]）
+"""
+
+PREFERENCES_ZH = """---
+summary: 我是谁
+---
+# 画像
+
+## 偏好
+
+- 我喜欢文字反馈（来源：[[2026-09-01 随手记]]）
+- 我喜欢写长文档记录思路（来源：[[2026-09-01 随手记]]）
+"""
+
 FRONTEND_ZH = """---
 summary: 前端技术栈
 ---
@@ -97,6 +135,77 @@ summary: 前端技术栈
 """
 
 HISTORIES = [
+    # issue 41: a switch whose old value lives in another topic file, a two-letter old side, a
+    # preference naming both sides, a habit the archive held before (notes no pass converged)
+    History(
+        "en-honest-fallback",
+        "en",
+        [
+            (
+                "2026-10-01",
+                {
+                    "2026-10-01 notes": "I switched from pipenv to uv.\nSkipped the gym again.\nI'll go with Figma for the prototypes.\n"
+                },
+            ),
+            (
+                "2026-10-04",
+                {
+                    "2026-10-04 notes": "I switched from uv to poetry.\nCalls from now on, not written feedback.\n"
+                },
+            ),
+            (
+                "2026-10-08",
+                {
+                    "2026-10-08 notes": "Skipped the gym again.\nI'd rather have short bullet lists than long design docs.\n"
+                },
+            ),
+        ],
+        [
+            F("survey tooling", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
+            F("gym", (0, ["gym", "3 times"], []), (2, ["gym", "4 times"], ["3 times"])),
+            F("prototypes", (0, ["Figma"], [])),
+            F("feedback", (1, ["calls"], ["written feedback"])),
+            F("docs", (2, ["bullet lists"], ["design docs"])),
+        ],
+        {
+            "converged/topics/thesis.md": THESIS_EN,
+            "converged/core/profile.md": PROFILE_EN,
+            "archive/2026-09/2026-09-03 notes.md": "- Skipped the gym again.\n",
+            "archive/2026-09/2026-09-10 notes.md": "- Skipped the gym again, after the night shift.\n",
+        },
+        ["2026-09-01 notes"],
+    ),
+    History(
+        "zh-honest-fallback",
+        "zh",
+        [
+            (
+                "2026-10-01",
+                {"2026-10-01 随手记": "从 pipenv 换成 uv\n又熬夜写代码\n我决定每天刷两道算法题\n"},
+            ),
+            (
+                "2026-10-05",
+                {"2026-10-05 随手记": "从 uv 换成 poetry 了\n以后都打电话沟通，而不是文字反馈\n"},
+            ),
+            (
+                "2026-10-09",
+                {"2026-10-09 随手记": "以后都不要长文档了，改成列要点\n又熬夜写代码了\n"},
+            ),
+        ],
+        [
+            F("dependencies", (0, ["uv"], ["pipenv"]), (1, ["poetry"], ["pipenv", "uv"])),
+            F("late nights", (0, ["熬夜", "2 次"], []), (2, ["熬夜", "3 次"], ["2 次"])),
+            F("practice", (0, ["算法题"], [])),
+            F("feedback", (1, ["打电话"], ["文字反馈"])),
+            F("docs", (2, ["列要点"], ["长文档"])),
+        ],
+        {
+            "converged/topics/论文.md": THESIS_ZH,
+            "converged/core/profile.md": PREFERENCES_ZH,
+            "archive/2026-09/2026-09-05 随手记.md": "又熬夜写代码到三点\n",
+        },
+        ["2026-09-01 随手记"],
+    ),
     History(
         "en-python-tooling",
         "en",
@@ -484,6 +593,7 @@ def _make_vault(root: Path, history: History) -> None:
     for folder in ("converged/core", "converged/topics", "archive"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     for rel, text in history.memory.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, "utf-8")
     for name in history.archived:
         (root / "archive" / f"{name}.md").write_text("- (earlier notes)\n", "utf-8")

@@ -41,9 +41,13 @@ def section() -> str:
         "",
         "Redaction (`cmem.text.secrets`) on the labelled corpus in `tests/secrets_corpus.py`: "
         f"{len(corpus.CREDENTIALS)} credentials of {kinds} kinds (provider token shapes, private keys, "
-        "URLs with passwords, Basic auth, `key: value` and `key is value` forms in English and Chinese, "
-        f"the 18 kinds issue 14 found reaching the prompt) and {len(corpus.LOOKALIKES)} look-alikes that must pass "
-        "untouched (git SHAs in prose, checksums, UUIDs, base64 images, public keys, long words, prose about passwords).",
+        "URLs with passwords, Basic auth, the 18 kinds issue 14 found reaching the prompt; labels in English "
+        "and Chinese in every layout issue 43 found — `SECRET_KEY_BASE=`, `client-key-data:`, `WiFi 密码 …`, "
+        "`邮箱密码…`, XML, tables, `was changed to` —, commands' password flags (`mysql -p…`, `sshpass -p`, "
+        "`redis-cli -a`, 20 tools), the secret beside an AWS, Aliyun or Tencent Cloud key id) and "
+        f"{len(corpus.LOOKALIKES)} look-alikes that must pass untouched (git SHAs in prose, checksums, UUIDs, "
+        "base64 images, public keys, long words, prose about passwords and keys, `密码学课程`, database keys, "
+        "port flags, key files).",
         "",
         "| Measure | Result |",
         "| --- | --- |",
@@ -58,8 +62,9 @@ def section() -> str:
         "",
         "The rules and the corpus were written together, so these figures say what the rules are known to "
         "catch and spare, not how they fare on credentials nobody thought of. The misses are kept in the corpus "
-        'on purpose: a plain word after "the password is" (prose-shaped), a random string no key names, and a '
-        "password after a verb instead of a separator.",
+        'on purpose: a plain word after "the password is" (prose-shaped) and a random string no label names.',
+        "Issue 43's corpus before its rules: 116 of 160 caught (72.5%), 116 of 117 redactions on a credential "
+        "(99.1%), 1 look-alike changed.",
         END,
     ]
     return "\n".join(lines) + "\n"

@@ -1,18 +1,24 @@
 """What the builtin-engine and coverage tests share: the pass date, an English tooling topic file,
-the archived notes its statements cite, a selected note built as the scanner gives it, and one
-builtin pass run and validated (`run`). Kept here so no test module imports another."""
+the archived notes its statements cite, a selected note built as the scanner gives it, one
+builtin pass run and validated (`run`), days of notes converged by real passes (`converge_days`)
+and the layer read back (`layer`, `all_traces`). Kept here so no test module imports another."""
 
 from __future__ import annotations
 
+import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 from cmem.converge.builtin import builtin_response
+from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.converge.response import parse_response
 from cmem.converge.selection import SelectedNote
 from cmem.converge.validate import PassContext, validate_response
 from cmem.scan.signals import Signal
 from cmem.vault.config import Formats
 from cmem.vault.layers import open_vault
+from cmem.vault.notes import split_frontmatter
+from cmem.vault.statements import parse_statements
 
 DATE = "2026-11-29"
 
@@ -93,3 +99,39 @@ def selected_note(rel: str, text: str, lines: list[tuple[int, str]]) -> Selected
         split,
         [Signal(rel, n, cls, "cue", split[n - 1]) for n, cls in lines],
     )
+
+
+def converge_days(root: Path, days: list[tuple[str, dict[str, str]]]) -> list:
+    """Each day's notes written (dated that morning) and converged that evening; the results."""
+    results = []
+    for day, notes in days:
+        stamp = datetime.fromisoformat(day).replace(hour=9, tzinfo=timezone.utc).timestamp()
+        for order, (name, text) in enumerate(notes.items()):
+            (root / f"{name}.md").write_text(text, encoding="utf-8")
+            os.utime(root / f"{name}.md", (stamp + order * 60, stamp + order * 60))
+        now = datetime.fromisoformat(day).replace(hour=21, tzinfo=timezone.utc)
+        result = run_pass(open_vault(root), PassOptions(engine="builtin", now=now))
+        assert result.status in ("applied", "nothing"), (day, result.errors)
+        results.append(result)
+    return results
+
+
+def layer(root: Path) -> dict[str, list]:
+    """Each memory file's statements (read with the vault's formats)."""
+    vault = open_vault(root)
+    found = {}
+    for file in vault.convergent_files():
+        text = file.path.read_text("utf-8")
+        _, start, _ = split_frontmatter(text)
+        body = "\n".join(text.split("\n")[start - 1 :])
+        found[file.rel] = parse_statements(body, start, vault.config.formats)
+    return found
+
+
+def all_traces(statement) -> list:
+    found, pending = [], list(statement.traces)
+    while pending:
+        trace = pending.pop(0)
+        found.append(trace)
+        pending.extend(trace.older)
+    return found

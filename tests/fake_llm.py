@@ -9,12 +9,18 @@ Reads the prompt from PROMPT_FILE, or else from stdin to EOF. Environment:
 - FAKE_LLM_REPLIES: a folder of replies, used in name order; `.position` in it counts calls.
   When the queue is empty the fake fails (exit 4), so a test notices an unexpected extra call.
 - FAKE_LLM_REPLY: the reply when no folder is given (default: a fixed line).
-- FAKE_LLM_MODE: reply (default) | fail | hang | grandchild | flood | no-stdin-read | slow | empty
+- FAKE_LLM_MODE: reply (default) | converge | fail | hang | grandchild | flood | no-stdin-read
+  | slow | empty
+  | converge (a model that reads the prompt: each note's first content line becomes a statement
+  of a new topic file citing it — "quoted from" when the prompt marks the note quoted — and the
+  note is converged; a note with no such line is deferred; FAKE_LLM_FAIL_AT=N fails the Nth call)
   | stubborn (ignores SIGTERM, as does a helper it forks, and hangs)
   | stream (a reply that opens a file block, then FAKE_LLM_STREAM_BYTES of content, streamed:
   a 1 GB answer costs the fake no memory)
 - FAKE_LLM_DELAY: seconds `slow` sleeps before replying.
 - FAKE_LLM_STDERR: what `fail` writes on stderr.
+- FAKE_LLM_WHILE_THINKING: a command (a JSON list of arguments) run to its end before the reply,
+  as another writer would act while a model thinks (a `git pull`, another pass).
 
 `--marker` does nothing: it puts a unique word in the process's command line, so a test can scan
 /proc for anything the fake left running.
@@ -98,7 +104,21 @@ def main(argv: list[str]) -> int:
         return 0
     if mode == "slow":
         time.sleep(float(os.environ.get("FAKE_LLM_DELAY", "1")))
+    meanwhile = os.environ.get("FAKE_LLM_WHILE_THINKING")
+    if meanwhile:
+        import subprocess
+
+        subprocess.run(
+            json.loads(meanwhile), check=True, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno()
+        )
     if mode == "empty":
+        return 0
+    if mode == "converge":
+        calls = _count_call()
+        if calls == int(os.environ.get("FAKE_LLM_FAIL_AT", "0")):
+            sys.stderr.write("fake_llm: simulated failure at this call\n")
+            return 3
+        sys.stdout.write(_converge_reply(record["prompt"] or ""))
         return 0
 
     reply = _next_reply()
@@ -110,6 +130,65 @@ def main(argv: list[str]) -> int:
     if mode == "grandchild":
         os._exit(0)
     return 0
+
+
+def _count_call() -> int:
+    path = os.environ.get("FAKE_LLM_COUNTER")
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as handle:
+            calls = int(handle.read().strip() or 0) + 1
+    except FileNotFoundError:
+        calls = 1
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(str(calls))
+    return calls
+
+
+def _converge_reply(prompt: str) -> str:
+    import hashlib
+    import re
+
+    notes = re.findall(
+        r'<note path="([^"]+)" name="([^"]+)"( quoted="[^"]*")?>\n(.*?)\n</note>', prompt, re.S
+    )
+    statements, accounts = [], []
+    path = (
+        "converged/topics/imported-"
+        + hashlib.sha1("".join(n[0] for n in notes).encode("utf-8")).hexdigest()[:8]
+        + ".md"
+    )
+    for rel, name, quoted, body in notes:
+        line = _first_content_line(body)
+        if not line:
+            accounts.append(f'<deferred note="{rel}" reason="nothing to keep"/>')
+            continue
+        mark = "quoted from " if quoted else ""
+        statements.append(f"- {line} (source: {mark}[[{name}]])")
+        accounts.append(f'<converged note="{rel}" into="{path}"/>')
+    block = ""
+    if statements:
+        block = (
+            f'<file path="{path}">\n# Imported notes\n\n' + "\n".join(statements) + "\n</file>\n"
+        )
+    return "<convergence>\n" + block + "\n".join(accounts) + "\n</convergence>\n"
+
+
+def _first_content_line(body: str) -> str:
+    """The first line of a numbered note body (`  3| text`) that says something: not frontmatter,
+    a heading, a callout's title or a blank."""
+    lines = [line.split("| ", 1)[-1] if "| " in line else "" for line in body.splitlines()]
+    if lines and lines[0].strip() == "---":
+        end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
+        lines = lines[end + 1 :]
+    for line in lines:
+        text = line.strip().lstrip(">").strip()
+        text = text.replace("`", "").replace("[[", "").replace("]]", "")
+        if not text or text.startswith(("#", "[!")) or text == "---":
+            continue
+        return text.lstrip("-* ").strip()
+    return ""
 
 
 def _log(record: dict) -> None:

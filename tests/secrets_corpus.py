@@ -17,6 +17,7 @@ ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
+DJANGO = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)"  # get_random_secret_key's characters
 
 
 def noise(n: int, alphabet: str = ALNUM, seed: str = "") -> str:
@@ -305,6 +306,75 @@ def _credentials() -> list[tuple[str, str, str]]:
     add("zh-secret", "密钥={s}", "K9x2LmQ7pZ")
     add("pin-password", "pin password: {s}", "482915")
 
+    # -- issue 43: credentials told by their label, in any language and layout ---------------
+    aws_id = "AKIA" + n(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "akia43")
+    add("aws-pair-space", f"{aws_id} {{s}}", n(40, B64, "aws43a"))
+    add("aws-pair-csv", f"Access key ID,Secret access key\n{aws_id},{{s}}", n(40, B64, "aws43b"))
+    add("aws-pair-slash", f"key / secret: {aws_id} / {{s}}", n(40, B64, "aws43c"))
+    add("aws-pair-prose", f"key {aws_id}, the secret is {{s}}", n(40, B64, "aws43d"))
+    add("aws-pair-zh", f"AWS 账号 {aws_id} 密钥 {{s}}", n(40, B64, "aws43e"))
+    add("django-secret-key-paren", "SECRET_KEY = '{s}'", "django-insecure-" + n(50, DJANGO, "dj43"))
+    add("rails-secret-key-base", "SECRET_KEY_BASE={s}", n(128, HEX, "rails"))
+    add("laravel-app-key", "APP_KEY=base64:{s}", n(43, B64, "laravel") + "=")
+    add("kubeconfig-client-key-data", "    client-key-data: {s}", n(120, B64, "kckey"))
+    add("kubeconfig-client-cert-data", "    client-certificate-data: {s}", n(120, B64, "kcc"))
+    add("kubeconfig-token", "    token: {s}", n(6, HEX, "kbt1") + "." + n(16, HEX, "kbt2"))
+    add("mysql-glued-password", "mysql -uroot -p{s} app", "Zq8" + n(9, seed="mysqlp"))
+    add("sshpass-password", "sshpass -p {s} ssh deploy@10.0.0.5", "Hx4" + n(9, seed="sshpass"))
+    add("redis-cli-password", "redis-cli -h cache -a {s} ping", "Rd7" + n(9, seed="rediscli"))
+    add("zh-wifi-space", "WiFi 密码 {s}", "Kx8" + n(9, seed="wifizh"))
+    add("zh-mail-glued", "邮箱密码{s}", "Mq3" + n(9, seed="mailzh"))
+    add("zh-label-no-colon-hex", "支付接口密钥 {s}", n(32, HEX, "payzh"))
+    add("aliyun-access-key-id", "AccessKey ID {s}", "LTAI" + n(20, seed="ltai"))
+    add("aliyun-pair", "LTAI" + n(20, seed="ltai2") + " {s}", n(30, seed="ltaisecret"))
+    add(
+        "telegram-bot-token-docs-length",
+        "bot token {s}",
+        n(9, "0123456789", "tg43") + ":AA" + n(32, URLSAFE, "tg43"),
+    )
+    # shapes and layouts the issue did not name: other tools, other clouds, other file formats
+    add("tencent-secret-id", "SecretId: {s}", "AKID" + n(32, seed="akid"))
+    add("tencent-pair", "AKID" + n(32, seed="akid2") + ",{s}", n(32, seed="tcsecret"))
+    add("mongo-password", "mongosh -u admin -p {s} --authenticationDatabase admin", "Mg5" + n(9))
+    add("sqlcmd-password", "sqlcmd -S db -U sa -P {s}", "Sq2" + n(9, seed="sqlcmd"))
+    add("docker-login-password", "docker login -u alice -p {s} registry.example.com", "Dk6" + n(9))
+    add("keytool-storepass", "keytool -list -keystore app.jks -storepass {s}", "Kt9" + n(9))
+    add("openssl-passin", "openssl rsa -in key.pem -passin pass:{s}", "Os1" + n(9, seed="ossl"))
+    add("smbclient-user-password", "smbclient //nas/share -U alice%{s}", "Sm4" + n(9, seed="smb"))
+    add("sqlplus-password", "sqlplus scott/{s}@orcl", "Tg8" + n(9, seed="sqlplus"))
+    add("7z-glued-password", "7z x backup.7z -p{s}", "Zz3" + n(9, seed="7z"))
+    add("ldap-bind-password", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {s}", "Ld5" + n(9))
+    add("xfreerdp-password", "xfreerdp /u:alice /p:{s} /v:10.0.0.9", "Rp7" + n(9, seed="rdp"))
+    add("gpg-passphrase-flag", "gpg --batch --passphrase {s} -c notes.tar", "Gp2" + n(9))
+    add(
+        "mount-cifs-password",
+        "mount -t cifs //nas/share /mnt -o username=alice,password={s}",
+        "Ci3" + n(9),
+    )
+    add("xml-password", "<password>{s}</password>", "Xm4" + n(9, seed="xml"))
+    add(
+        "connection-string-password",
+        "Server=db;Database=app;User Id=sa;Password={s};",
+        "Cs5" + n(9),
+    )
+    add("php-array-password", "'password' => '{s}',", "Ph6" + n(9, seed="php"))
+    add("java-properties-password", "spring.datasource.password={s}", "Jp7" + n(9, seed="java"))
+    add("go-struct-password", 'Password: "{s}",', "Go8" + n(9, seed="go"))
+    add("dockerfile-env-password", "ENV DB_PASSWORD {s}", "Df9" + n(9, seed="dockerfile"))
+    add("compose-env-password", "      - MYSQL_ROOT_PASSWORD={s}", "Dc1" + n(9, seed="compose"))
+    add("markdown-table-password", "| prod db | password | {s} |", "Tb2" + n(9, seed="table"))
+    add("camel-app-secret", "appSecret: {s}", n(32, seed="appsecret43"))
+    add("camel-access-token", "accessToken = '{s}'", n(40, URLSAFE, "accesstoken"))
+    add("zh-auth-code", "QQ 邮箱授权码：{s}", n(16, "abcdefghijklmnopqrstuvwxyz", "qqauth"))
+    add("zh-password-changed-to", "数据库密码改成了 {s}", "Db3" + n(9, seed="zhchanged"))
+    add("zh-token-wei", "令牌为{s}", n(32, seed="zhtoken"))
+    add("zh-koling-space", "口令 {s}", "Kl4" + n(9, seed="koling"))
+    add("zh-private-key-label", "私钥：{s}", n(64, B64, "zhpriv"))
+    add("password-changed-to", "the password was changed to {s}", "Pc5" + n(9, seed="changed"))
+    add("token-is-now", "the api token is now {s}", n(32, seed="tokennow"))
+    add("credentials-label", "credentials: {s}", "Cr6" + n(13, seed="creds"))
+    add("flag-api-token", "deploy --api-token {s} --env prod", n(32, seed="flagtoken"))
+
     # -- known misses, counted so the figures stay honest ------------------------------------
     add(
         "password-is-plain-word", "the password is {s}", "sunshine"
@@ -314,7 +384,7 @@ def _credentials() -> list[tuple[str, str, str]]:
     )  # no shape, no key
     add(
         "password-after-word", "the router's password reads {s}", "Kx8" + n(9, seed="reads")
-    )  # no separator
+    )  # a verb as the separator: caught since issue 43
     return items
 
 
@@ -431,12 +501,40 @@ def _lookalikes() -> list[tuple[str, str]]:
         ("pattern-words", "patterns, patience and path.names are not airtable tokens"),
         ("serial-number", "serial no. sl.12 and fm2 radio, EAAS for the grant"),
         ("figma-prose", "figd_ is the prefix of Figma tokens; dckr_pat_ of Docker's"),
+        # issue 43: near misses of the labels, layouts and flags added for it
+        ("key-point", "the key point is that notes stay plain text"),
+        ("key-takeaways", "key takeaways: write the test first, then the fix"),
+        ("zh-cryptography-course", "密码学课程下周开始，WiFi 密码在冰箱上，密码 6 位"),
+        ("token-economy", "the token economy is a bad idea; token v2.4.1 ships the fix"),
+        ("secret-sauce", "It's our secret sauce! The secret is out."),
+        ("hex-commit-unnamed", f"merged a1b2c3d into main, then {n(40, HEX, 'merge43')}"),
+        ("uuid-request-id", "request id 123e4567-e89b-12d3-a456-426614174000 failed twice"),
+        ("url-user-no-password", "https://alice@example.com/notes and ftp://ftp.example.com/pub"),
+        ("monkey-hotkey", "monkey: 12 bananas, hotkey: ctrl+shift+k, turkey 2024"),
+        ("database-keys", "primary key: user_id, sort key: created_at2, foreign_key = order_id9"),
+        (
+            "public-key-field",
+            f"public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{n(43, B64, 'pk43')}",
+        ),
+        ("page-token", f"next_page_token: {n(40, URLSAFE, 'page43')}"),
+        ("docker-port-flag", "docker run -p 8080:80 -p 8443:443 nginx"),
+        ("mysql-asks-password", "mysql -u root -p app_db; ssh -p 2222 alice@host; psql -p 5432"),
+        ("key-file-flag", "curl --cert client.pem --key client-key.pem https://api.example.com"),
+        ("password-arrow", "password -> hashed with bcrypt, token → cached"),
+        ("table-header", "| service | user | password | notes |"),
+        ("zh-private-key-file", "私钥文件在 ~/.ssh/id_ed25519，密钥长度 4096"),
+        ("key-value-store", "key-value store: redis; API key rotation: every 90 days"),
+        ("sqlplus-sysdba", "sqlplus / as sysdba, then sqlplus /nolog"),
+        ("7z-output-flag", "7z x archive.7z -o./out -y"),
+        ("ltai-prose", "LTAI is the prefix of Aliyun AccessKey ids, AKID of Tencent's"),
+        ("xml-placeholder", "postgres://user:<password>@localhost and <token> tags"),
+        ("password-field-verb", "the password field is required and the token was revoked"),
     ]
     return items
 
 
 CREDENTIALS = _credentials()
-KNOWN_MISSES = frozenset({"password-is-plain-word", "unnamed-random-token", "password-after-word"})
+KNOWN_MISSES = frozenset({"password-is-plain-word", "unnamed-random-token"})
 LOOKALIKES = _lookalikes()
 
 

@@ -12,8 +12,11 @@ triple, with real processes, real git and real SIGKILLs (`CMEM_FAULT=<point>:<n>
 Steps (each prepared on a copy of sample-vault/, git-initialised, so it has real work):
 
     converge         `cmem converge --engine builtin` on the fresh vault
-    archive          `cmem archive apply --all --yes` after a converge (its notes are staged)
-    undo(archive)    `cmem undo --yes` after a converge and an archive apply (moves notes back)
+    archive          `cmem archive apply --all --yes` after a judged converge (its notes are
+                     staged: a note is archived only once every line of it was judged, so the
+                     setup's pass is answered as a model would, with the builtin engine's reply
+                     given by `--response`)
+    undo(archive)    `cmem undo --yes` after a judged converge and an archive apply (moves notes back)
     undo(converge)   `cmem undo --yes` after a converge
     fix(pass)        `cmem doctor --fix --yes` after a converge killed at `applied`
     fix(archive)     `cmem doctor --fix --yes` after an archive apply killed at `replace:2`
@@ -100,6 +103,14 @@ def converge_args() -> list[str]:
     return ["converge", "--engine", "builtin", *_converge_yes]
 
 
+def judged_args(vault: Path, home: Path) -> list[str]:
+    """A pass that judges its notes whole: the builtin engine's reply for the vault as it is (a
+    dry run's run record), given as a model's answer, so its notes wait for nothing and archive."""
+    dry = cmem(vault, home, ["converge", "--engine", "builtin", "--dry-run", "--json"])
+    reply = Path(json.loads(dry.stdout)["run"]) / "response-1.txt"
+    return ["converge", "--response", str(reply), *converge_args()[3:]]
+
+
 def step_args(kind: str) -> list[str]:
     return {
         "converge": converge_args(),
@@ -123,15 +134,15 @@ class Scenario:
 
 SCENARIOS = (
     Scenario("converge", "converge", ()),
-    Scenario("archive", "archive", (("converge", None),)),
-    Scenario("undo(archive)", "undo", (("converge", None), ("archive", None)), undoes_head=True),
+    Scenario("archive", "archive", (("judged", None),)),
+    Scenario("undo(archive)", "undo", (("judged", None), ("archive", None)), undoes_head=True),
     Scenario("undo(converge)", "undo", (("converge", None),), undoes_head=True),
     Scenario("fix(pass)", "fix", (("converge", "applied:1"),)),
-    Scenario("fix(archive)", "fix", (("converge", None), ("archive", "replace:2"))),
+    Scenario("fix(archive)", "fix", (("judged", None), ("archive", "replace:2"))),
     Scenario(
         "fix(undo)",
         "fix",
-        (("converge", None), ("archive", None), ("undo", "replace:4")),
+        (("judged", None), ("archive", None), ("undo", "replace:4")),
         undoes_head=True,
     ),
 )
@@ -230,11 +241,12 @@ def prepare(scenario: Scenario, workdir: Path) -> Prepared:
     prepared = Prepared(scenario, folder)
     vault, home = fresh(folder)
     for kind, fault in scenario.setup:
-        run = cmem(vault, home, step_args(kind), fault)
+        args = judged_args(vault, home) if kind == "judged" else step_args(kind)
+        run = cmem(vault, home, args, fault)
         expected = -9 if fault else 0
         if run.returncode != expected:
             prepared.error = (
-                f"setup `{' '.join(step_args(kind))}`"
+                f"setup `{' '.join(args)}`"
                 + (f" with CMEM_FAULT={fault}" if fault else "")
                 + f" exited {run.returncode}, not {expected}: {(run.stderr or run.stdout).strip()[-300:]}"
             )

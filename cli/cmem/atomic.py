@@ -6,6 +6,7 @@ half-written file, and after a power cut the rename is on disk.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -61,11 +62,14 @@ def write_atomic(
     *,
     mode: int | None = None,
     before_replace: Callable[[], object] | None = None,
+    exclusive: bool = False,
 ) -> None:
     """Replace `path` with `data` atomically. Text is written as UTF-8 with `\\n` line ends.
     `before_replace` runs once the new bytes are on disk, just before the rename: a check that
     raises there leaves `path` as it is (the step layer compares the file with what it read, so
-    an editor's save during the write and fsync, milliseconds, is not replaced)."""
+    an editor's save during the write and fsync, milliseconds, is not replaced). `exclusive`
+    creates `path` only if nothing is there, raising FileExistsError otherwise: a file another
+    writer created meanwhile is never replaced."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = Path(path)
@@ -99,7 +103,10 @@ def write_atomic(
         os.chmod(tmp_name, mode)
         if before_replace is not None:
             before_replace()
-        os.replace(tmp_name, path)
+        if exclusive:
+            _link_new(tmp_name, path)
+        else:
+            os.replace(tmp_name, path)
         faults.point("rename")
     except BaseException as exc:
         try:
@@ -111,3 +118,28 @@ def write_atomic(
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(folder)
+
+
+# What link() says on a file system that has no hard links (FAT, some network and FUSE mounts).
+_NO_HARD_LINKS = {
+    getattr(errno, name)
+    for name in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK")
+    if hasattr(errno, name)
+}
+
+
+def _link_new(tmp_name: str, path: Path) -> None:
+    """The temp file given the name `path` only if no file has it (a hard link never replaces),
+    then its temp name removed."""
+    try:
+        os.link(tmp_name, path)
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # a file system without hard links: O_EXCL still never replaces, though a reader may
+        # see the file before its bytes
+        with open(tmp_name, "rb") as source, open(path, "xb") as target:
+            target.write(source.read())
+            target.flush()
+            os.fsync(target.fileno())
+    os.unlink(tmp_name)

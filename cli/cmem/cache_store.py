@@ -33,13 +33,16 @@ FORMATS = {
     "statement-tokens": 1,  # converge/statement_words.py: resident files' token estimates
     "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
-    "search-index": 4,  # reading/search_index.py (4: files keep the inode and ctime)
-    "stored-results": 7,  # reading/stored_results.py: what status and scan printed, and the key
+    "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
+    "stored-results": 8,  # reading/stored_results.py: what status and scan printed, and the key (8: lines waiting for a model)
     "help-texts": 1,  # fast.py: what typer printed for `--help`
-    "context-material": 2,  # reading/stored_context.py: what `context` is assembled from
-    "context-meta": 1,  # reading/context.py: each memory file's frontmatter, for the index
+    "context-material": 3,  # reading/stored_context.py: what `context` is assembled from (3: aliases)
+    "context-meta": 2,  # reading/context.py: each memory file's frontmatter, for the index (2: aliases)
+    "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
+    "start-memory-texts": 1,  # reading/start_memory.py: their texts, read a part at a time
     "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
     "archive-names": 2,  # vault/archive_names.py: the archive's note paths by folder
+    "archive-recurrence": 1,  # scan/archive_recurrence.py: archived notes' recurrence keys
     "conflicts": 1,  # sync/conflicts_found.py: each memory file's conflict statements
     "config-validators": 2,  # vault/config_cache.py: the schema's compiled validator (2: Decimal)
     "config-yaml": 1,
@@ -101,34 +104,82 @@ class Kept:
     """One cache file: `entries` (a dict of what marshal holds) kept at `path` under a stamp of
     its kind's format (`FORMATS`), this cmem's version and `depends` (what else every entry was
     made from: a vault's settings, a code stamp). A missing, damaged or foreign file — another
-    kind, format, cmem or `depends` — reads as no entries; `path` None keeps nothing."""
+    kind, format, cmem or `depends` — reads as no entries; `path` None keeps nothing.
+
+    Written with `parts` (bytes values), the file holds them after its entries, and `read`
+    leaves them on disk: `part(i)` reads one from the file `read` opened (held open until the
+    next `read`, so a file replaced meanwhile still gives the parts of the entries read). For a
+    cache of many texts a call shows few of."""
 
     def __init__(self, path: str | os.PathLike | None, kind: str, *depends):
         self.path = None if path is None else os.fspath(path)
         self.stamp = (kind, FORMATS[kind], __version__, *depends)
         self.found = False  # whether the last `read` found this kind's file as stamped
+        self._parts: tuple | None = None  # (the open file, where its parts start, their spans)
+
+    def close(self) -> None:
+        """Let go of the file a `read` of parts holds open (its parts read no more)."""
+        if self._parts is not None:
+            self._parts[0].close()
+            self._parts = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def read(self) -> dict:
         self.found = False
+        self.close()
         if self.path is None:
             return {}
+        handle = None
         try:
-            with open(self.path, "rb") as handle:
-                data = marshal.loads(handle.read())
-        except (OSError, EOFError, ValueError, TypeError):
+            handle = open(self.path, "rb")
+            start = handle.read(len(_PARTS_MARK) + 8)
+            if start[: len(_PARTS_MARK)] == _PARTS_MARK:
+                size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
+                data = marshal.loads(handle.read(size))
+                spans = data.get("parts") if isinstance(data, dict) else None
+                self._parts, handle = (handle, len(start) + size, spans), None  # kept open
+            else:
+                data = marshal.loads(start + handle.read())
+        except (OSError, EOFError, ValueError, TypeError, AttributeError, OverflowError):
             return {}
+        finally:
+            if handle is not None:
+                handle.close()
         if not isinstance(data, dict) or data.get("stamp") != self.stamp:
             return {}
         entries = data.get("entries")
         self.found = isinstance(entries, dict)
         return entries if isinstance(entries, dict) else {}
 
-    def write(self, entries: dict, mode: int = FILE_MODE) -> None:
-        """Replace the file with `entries`; one value marshal cannot hold keeps the old file."""
+    def part(self, index: int) -> bytes | None:
+        """The `index`-th part of the file `read` read last, or None (none such)."""
+        if self._parts is None or not self.found:
+            return None
+        handle, base, spans = self._parts
+        try:
+            offset, length = spans[index]
+            data = os.pread(handle.fileno(), length, base + offset)
+        except (OSError, IndexError, TypeError, ValueError):
+            return None
+        return data if len(data) == length else None
+
+    def write(self, entries: dict, mode: int = FILE_MODE, parts: list[bytes] | None = None) -> None:
+        """Replace the file with `entries` (and `parts`, see the class); one value marshal
+        cannot hold keeps the old file."""
         if self.path is None:
             return
         try:
-            data = marshal.dumps({"stamp": self.stamp, "entries": entries})
+            if parts is None:
+                data = marshal.dumps({"stamp": self.stamp, "entries": entries})
+            else:
+                spans, at = [], 0
+                for part in parts:
+                    spans.append((at, len(part)))
+                    at += len(part)
+                head = marshal.dumps({"stamp": self.stamp, "entries": entries, "parts": spans})
+                data = b"".join([_PARTS_MARK, len(head).to_bytes(8, "big"), head, *parts])
         except ValueError:
             return
         write_cache(self.path, data, mode)
@@ -139,6 +190,9 @@ class Kept:
                 os.unlink(self.path)
             except OSError:
                 pass  # none, or it stays: its stamp still says what its entries are
+
+
+_PARTS_MARK = b"cmem-kept-parts\n"  # a file of entries and parts (`Kept.write`), not marshal's
 
 
 def kept_by_stat(

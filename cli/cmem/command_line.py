@@ -80,7 +80,8 @@ def parse(argv: list[str], words: tuple[str, ...]) -> dict | None:
     """`[--vault V] [--no-color] WORDS [OPTION …]` for the command `words` of the table, or None
     for anything else (then typer decides). A flag is kept as a bool under its name without `--`
     (`if-due`), an option's values as the list of them in order (`--opt V` or `--opt=V`, the
-    value taken whatever it looks like, as click takes it), the positional words under "args",
+    value taken whatever it looks like, as click takes it), the positional words under "args"
+    (after `--`, every word, even one that starts with `-`),
     the last `--vault` under "vault" (None: not given)."""
     grammar = COMMANDS[words]
     flags, values = grammar.get("flags", ()), grammar.get("values", ())
@@ -106,6 +107,11 @@ def parse(argv: list[str], words: tuple[str, ...]) -> dict | None:
             if arg != words[matched]:
                 return None
             matched += 1
+        elif arg == "--":  # as click reads it: every word after it is positional
+            if positionals is not None and len(request["args"]) + len(args) > positionals:
+                return None
+            request["args"] += args
+            args = []
         elif aliases.get(arg, arg) in flags:
             request[aliases.get(arg, arg)[2:]] = True
         elif aliases.get(name, name) in values and (_inline(name, equals) or args):

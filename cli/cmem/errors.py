@@ -134,12 +134,14 @@ def failure_sentence(exc: BaseException) -> tuple[str, int] | None:
     """What an error funnel says of an error a command raised once it had started (the full
     CLI's `commands/app.py: main` and the light entry's commands in `cmem.fast`): its sentence
     and exit code, or None for a bug, whose traceback is shown."""
+    from cmem.text.secrets import shown  # a sentence may quote a note or a reply
+
     if isinstance(exc, CmemError):
-        return str(exc), exc.exit_code
+        return shown(str(exc)), exc.exit_code
     if isinstance(exc, OSError):  # a full disk, a read-only folder: the user's to fix
         message = os_error_sentence(exc)
     elif isinstance(exc, ModuleNotFoundError):  # a declared dependency the install lacks
         message = missing_dependency_sentence(exc)
     else:
         return None
-    return (message, 1) if message is not None else None
+    return (shown(message), 1) if message is not None else None

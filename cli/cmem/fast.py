@@ -254,9 +254,12 @@ def _render_status(payload: dict, request: dict) -> str:
 
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     from cmem.render import reports as render
+    from cmem.vault.warned import shown_once
 
     if request["no_color"]:
         render.set_color(False)
+    if payload["clock"].get("machine_dir"):  # a warning about a file is printed once
+        data["odd_files"] = shown_once(payload["clock"]["machine_dir"], data["odd_files"])
     return render.render_status_data(data) + "\n"
 
 
@@ -320,12 +323,14 @@ def run_scan(argv: list[str]) -> int | None:
 
     from cmem.reading.scan_output import scan_output
     from cmem.render.reports import set_color
-    from cmem.vault.layers import open_vault
+    from cmem.vault.layers import OWN_FILES, open_vault
 
     if request["no_color"]:
         set_color(False)  # as the app's --no-color does
     try:
         target = open_vault(Path(request["vault"]) if request["vault"] is not None else None)
+        if target.own_files_problem(OWN_FILES):
+            return None  # the full CLI reads it and says what is wrong with it
         out = scan_output(target.remember_listings(), request["json"])
     except KeyboardInterrupt:
         return _sync_interrupted()  # what the full CLI says of a Ctrl-C
@@ -444,10 +449,12 @@ def run_sync(request: dict) -> int | None:
     import json
 
     from cmem.render.history import render_sync
+    from cmem.text.secrets import shown as redacted
+    from cmem.text.secrets import shown_data
 
-    printed = {
-        "text": render_sync(result),
-        "json": json.dumps(result.to_json(), ensure_ascii=False, indent=2),
+    printed = {  # a conflict statement is memory text: shown as every surface shows it
+        "text": redacted(render_sync(result)),
+        "json": json.dumps(shown_data(result.to_json()), ensure_ascii=False, indent=2),
     }
     if request["json"]:
         _echo(printed["json"], sys.stdout)

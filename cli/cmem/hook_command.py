@@ -2,13 +2,14 @@
 answered by the light entry (`cmem.fast`) without typer, and by the typer command alike.
 
 - `session-end`, `pre-compact`: the hook's JSON is read from stdin with a time bound, the firing
-  recorded, and the work — capture the transcript, then `converge --if-due`, then the context
-  material stored for the next start — handed to a detached process (`--detached`, a new
+  recorded, and the work — capture the transcript, then `converge --if-due`, then what the next
+  start shows of memory refreshed — handed to a detached process (`--detached`, a new
   session, spawned with `os.posix_spawn`, so not even `subprocess` is imported). It returns in
   milliseconds: Claude Code shares 1.5 s among its SessionEnd hooks, Codex allows 1 s.
 - `session-start`: `{"hookSpecificOutput": {"hookEventName": "SessionStart",
-  "additionalContext": …}}`, at most 10,000 characters (`reading/session_start.py`), from the
-  stored results when they hold.
+  "additionalContext": …}}`, at most 10,000 characters (`reading/session_start.py`), from what
+  `reading/start_memory.py` keeps of the memory files, never a scan; when that was stale, a
+  refresh of it is started the same detached way (`--detached`), one at a time.
 - `stop`: `{"decision": "block", "reason": …}` after a complex turn, once per session
   (`triggers/agent_session.py: stop_question`); nothing otherwise.
 
@@ -88,8 +89,10 @@ def run(request: dict, out=None) -> int:
         elif event == "session-start":
             from cmem.reading.session_start import hook_output, session_start_context
 
-            text = session_start_context(root, cmem_command(root), cwd)
+            text, stale = session_start_context(root, machine, cmem_command(root), cwd)
             _put(out, hook_output("SessionStart", text))
+            if stale:
+                _spawn_refresh(root, machine, request)
         else:
             _put(out, _stop(root, agent, payload) or quiet_json)
     except Exception as exc:  # never the agent's failure: recorded, and a bug is logged
@@ -119,8 +122,7 @@ def _stop(root: str, agent: str, payload: dict) -> str | None:
 
 
 def _spawn_work(root: str, machine: str, request: dict, payload: dict, cwd: str) -> None:
-    """Start the session-end work in a process of its own: a new session (no terminal, no
-    hangup), stdin and stdout on /dev/null, stderr appended to the machine folder's log."""
+    """Start the session-end work in a process of its own."""
     argv = [sys.executable, "-m", "cmem", "--vault", root, "hook", "run", request["event"]]
     argv += ["--agent", request["agent"], "--detached", "--cwd", cwd]
     transcript = hook_record.text_field(payload, "transcript_path")
@@ -129,6 +131,22 @@ def _spawn_work(root: str, machine: str, request: dict, payload: dict, cwd: str)
     session = hook_record.text_field(payload, "session_id")
     if session:
         argv += ["--session-id", session]
+    _spawn(machine, argv)
+
+
+def _spawn_refresh(root: str, machine: str, request: dict) -> None:
+    """Start a refresh of what SessionStart keeps of memory, unless one is running."""
+    from cmem.reading.start_memory import refresh_running
+
+    if refresh_running(machine):
+        return
+    argv = [sys.executable, "-m", "cmem", "--vault", root, "hook", "run", "session-start"]
+    _spawn(machine, [*argv, "--agent", request["agent"], "--detached"])
+
+
+def _spawn(machine: str, argv: list[str]) -> None:
+    """Start `argv` in a process of its own: a new session (no terminal, no hangup), stdin and
+    stdout on /dev/null, stderr appended to the machine folder's log."""
     os.makedirs(machine, mode=0o700, exist_ok=True)
     log = os.path.join(machine, "background-stderr.log")
     actions = [
@@ -142,9 +160,9 @@ def _spawn_work(root: str, machine: str, request: dict, payload: dict, cwd: str)
 
 
 def _detached_work(root: str, machine: str, request: dict) -> int:
-    """The session-end work, in the detached process: capture, the pass if due, then the
-    context material stored for the next SessionStart (once the notes are older than the
-    racy-timestamp window, so the stored key holds)."""
+    """The work of a hook, in the detached process: for a session's end, capture and the pass
+    if due; then, for every event, what SessionStart keeps of memory refreshed (once the memory
+    files are older than the racy-timestamp window, so their stats may be kept)."""
     import signal
     from pathlib import Path
 
@@ -153,9 +171,13 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
 
     try:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        os.nice(10)  # background work: the person's own processes come first
     except (ValueError, OSError):
         pass
     vault = open_vault(Path(root))
+    if request["event"] == "session-start":
+        _refresh_memory(vault, settle=False)
+        return 0
     work = SessionWork(
         request["agent"],
         AGENT_EVENT_NAMES[request["event"]],
@@ -167,22 +189,29 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
     try:
         converge_after(vault, request["agent"])
     finally:
-        _warm_context(root)
+        _refresh_memory(vault, settle=True)
     return 0
 
 
-def _warm_context(root: str) -> None:
+REFRESH_SECONDS = 10.0  # of reading memory files a refresh does; the next start goes on
+
+
+def _refresh_memory(vault, settle: bool) -> None:
+    """`reading/start_memory.py: refresh`, one at a time, for at most REFRESH_SECONDS;
+    `settle`: first wait out the racy-timestamp window of files a pass may just have written."""
     import time
 
     from cmem.cache_store import RACY_NS
+    from cmem.reading.start_memory import refresh_alone
 
-    time.sleep(RACY_NS / 1e9 + 0.1)
+    if settle:
+        time.sleep(RACY_NS / 1e9 + 0.1)
     try:
-        from cmem.reading.session_start import fresh_material
+        refresh_alone(vault, REFRESH_SECONDS)
+    except Exception:  # only the next start's freshness is at stake: logged, never raised
+        import traceback
 
-        fresh_material(root)
-    except Exception:  # only the next start's speed is at stake
-        pass
+        traceback.print_exc()
 
 
 def _log_failure(machine: str, agent: str, event: str, exc: Exception) -> None:

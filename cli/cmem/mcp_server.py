@@ -51,14 +51,14 @@ class MemoryTools:
 
     def call(self, method, *args, **kwargs) -> tuple[str, bool]:
         """The tool's JSON text, and whether it reports an error (refused, busy, rejected)."""
-        from cmem.text.secrets import redact_data
+        from cmem.text.secrets import shown, shown_data
 
         try:
-            data = redact_data(method(*args, **kwargs))[0]
+            data = shown_data(method(*args, **kwargs))
         except Busy as exc:
-            return _dump({"status": "busy", "message": str(exc)}), True
-        except CmemError as exc:
-            return _dump({"error": str(exc)}), True
+            return _dump({"status": "busy", "message": shown(str(exc))}), True
+        except CmemError as exc:  # a refusal may quote a note or a reply: shown as the rest
+            return _dump({"error": shown(str(exc))}), True
         return _dump(data), isinstance(data, dict) and data.get("status") == "failed"
 
     # --- reading -------------------------------------------------------------------------
@@ -206,9 +206,10 @@ def build_server(root: Path):
 
     @server.tool(annotations=reading, structured_output=False)
     def recall(query: str, archive: bool = False, limit: int = 10) -> str:
-        """BM25 keyword search of the memory files (Chinese or English): matching statements with
-        path, layer, line, score, snippet (matches in **…**) and source links. `archive=true`
-        searches the archived notes instead. JSON."""
+        """BM25 keyword search of the whole vault, memory first (Chinese or English): memory's
+        statements, then the notes' lines (`pending`: not yet converged), with path, layer, line,
+        score, snippet (matches in **…**) and source links. `archive=true` searches the archived
+        notes instead. JSON."""
         return answer(tools.recall, query, archive, limit)
 
     @server.tool(annotations=writing, structured_output=False)

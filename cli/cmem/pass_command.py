@@ -17,15 +17,20 @@ from cmem.invocation import Invocation
 
 
 def print_json(echo, data) -> None:
+    """Every command's `--json`: the object with its credentials redacted (`text/secrets.py:
+    shown_data`), as the MCP tools return it."""
     import json
 
-    echo(json.dumps(data, ensure_ascii=False, indent=2))
+    from cmem.text.secrets import shown_data
+
+    echo(json.dumps(shown_data(data), ensure_ascii=False, indent=2))
 
 
 def warn(echo, message: str) -> None:
     from cmem.render.reports import paint
+    from cmem.text.secrets import shown
 
-    echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
+    echo(paint("warning: ", "yellow", stream=sys.stderr) + shown(message), err=True)
 
 
 def auto_sync(
@@ -73,6 +78,7 @@ def converge_by_hand(
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
     from cmem.render.reports import Spinner, render_pass
+    from cmem.text.secrets import shown
 
     writes = not (options.dry_run or options.emit_prompt)
     if writes:
@@ -116,8 +122,72 @@ def converge_by_hand(
         print_json(echo, result.to_json())
     elif not quiet or result.status == "failed":
         stream_err = result.status == "failed"
-        echo(render_pass(result, show_diff=show_diff or options.dry_run), err=stream_err)
+        report = render_pass(result, show_diff=show_diff or options.dry_run)
+        echo(shown(report), err=stream_err)
     return 1 if result.status == "failed" else 0
+
+
+def converge_backlog(
+    target,
+    options,
+    invoked: Invocation,
+    echo,
+    *,
+    price: str | None,
+    confirm,
+    quiet: bool,
+    as_json: bool,
+) -> int:
+    """`converge --backlog` with a model: the plan (notes, tokens, batches, cost), the confirm
+    gate (`confirm(question)`: a terminal asks, else --yes), then a pass per batch, each said as
+    it ends (`converge/backlog_run.py`). Returns the exit code."""
+    from cmem.converge.backlog_run import configured_price, parse_price, plan_backlog, run_backlog
+    from cmem.converge.pipeline import reads_meaning
+    from cmem.errors import CmemError
+    from cmem.render.reports import Spinner, render_backlog_batch, render_backlog_plan
+
+    if not reads_meaning(target, options):
+        raise CmemError(
+            "the backlog converges only with a model: the builtin engine reads cue lines only — "
+            "pass --llm CMD or set llm.command (`cmem status` shows the backlog's size)."
+        )
+    plan = plan_backlog(target, options, parse_price(price) or configured_price(target))
+    if not plan.notes:
+        if not as_json and not quiet:
+            echo("the backlog is empty: every adopted note is converged or pending as usual")
+        return converge_by_hand(
+            target, options, invoked, echo, quiet=quiet, as_json=as_json, show_diff=False
+        )
+    if not as_json and not quiet:
+        echo(render_backlog_plan(plan))
+    confirm(f"converge the backlog in ~{plan.batches} batches, one pass and one commit each?")
+    from cmem.triggers.if_due import reset_failures
+
+    reset_failures(target)
+    auto_sync(target, invoked, echo, quiet=quiet)
+
+    def on_batch(number: int, total: int, result, left: int) -> None:
+        if not as_json and not quiet:
+            spinner.done()
+            echo(render_backlog_batch(number, total, result, left))
+
+    spinner = Spinner(quiet=quiet or as_json)
+    try:
+        run = run_backlog(target, options, plan, on_batch, progress=spinner)
+    finally:
+        spinner.done()
+    auto_sync(target, invoked, echo, quiet=quiet)
+    if as_json:
+        print_json(echo, run.to_json())
+    elif not quiet:
+        if run.stopped:
+            echo(f"stopped: {run.stopped}", err=True)
+        echo(
+            f"backlog: {len(run.batches)} batch{'es' if len(run.batches) != 1 else ''} run, "
+            f"{run.left} note{'s' if run.left != 1 else ''} left"
+            + (" — `cmem converge --backlog` continues" if run.left else "")
+        )
+    return 1 if run.batches and run.batches[-1].status == "failed" else 0
 
 
 def plain_emit(options, *, show_diff: bool, quiet: bool, as_json: bool) -> bool:
@@ -172,6 +242,7 @@ def converge_unattended(
     if detached:
         triggers.ignore_hangup()
     from cmem.render.reports import Spinner, paint, render_pass
+    from cmem.text.secrets import shown
 
     auto_sync(target, invoked, echo, quiet=quiet)
     spinner = Spinner(quiet=quiet or as_json)
@@ -197,10 +268,11 @@ def converge_unattended(
         echo(paint("error: ", "red", stream=sys.stderr) + outcome.reason, err=True)
     elif outcome.result is not None and outcome.status != "not-due":
         if not quiet or outcome.status == "failed":
-            echo(render_pass(outcome.result), err=outcome.status == "failed")
+            echo(shown(render_pass(outcome.result)), err=outcome.status == "failed")
     elif outcome.status == "failed":
         echo(
-            paint("error: ", "red", stream=sys.stderr) + (outcome.error or outcome.reason), err=True
+            paint("error: ", "red", stream=sys.stderr) + shown(outcome.error or outcome.reason),
+            err=True,
         )
     elif outcome.status == "busy":
         pass  # another pass holds the vault: an unattended trigger is quiet (`git gc --auto`)

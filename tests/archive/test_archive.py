@@ -405,3 +405,30 @@ def test_cli_apply_yes_json_and_dry_run(staged, monkeypatch, capsys):
     data = json.loads(out)
     assert code == 0 and data["status"] == "applied" and len(data["moved"]) == 3 and data["commit"]
     assert {m["to"] for m in data["moved"]} == {f"archive/2026-11/{n}" for n in (A, B, C)}
+
+
+def test_the_archive_keeps_a_notes_folder_and_files_it_by_its_own_date():
+    """Issue 44: `Journal/Daily/2024-04-30.md` went to `archive/<the pass's month>/2024-04-30.md`,
+    out of its folder. The folder is kept (names, and so wikilinks, unchanged) and the month
+    is the note's own."""
+    from cmem.archive.checklist import archive_target, filing_date
+
+    daily = "03 - AREAS/Journal/Daily/2024/04/2024-04-30.md"
+    assert (
+        archive_target("archive", "{yyyy}-{mm}/{name}", daily, "2024-04-30")
+        == "archive/2024-04/03 - AREAS/Journal/Daily/2024/04/2024-04-30.md"
+    )
+    assert archive_target("archive", "{yyyy}-{mm}/{name}", "idea.md", "2026-11-28") == (
+        "archive/2026-11/idea.md"
+    )
+    assert archive_target("old", "{folder}/{yyyy}/{name}", daily, "2024-04-30") == (
+        "old/03 - AREAS/Journal/Daily/2024/04/2024/2024-04-30.md"
+    )
+    assert archive_target("old", "{folder}/{yyyy}/{name}", "idea.md", "2024-04-30") == (
+        "old/2024/idea.md"
+    )
+    # the date: the note's name, else its frontmatter, else its file time, else the pass's
+    assert filing_date("2024-04-30", "", None, "2026-12-03") == "2024-04-30"
+    assert filing_date("standup", "date: 2023-02-01\n", None, "2026-12-03") == "2023-02-01"
+    assert filing_date("standup", "", 1_700_000_000 * 10**9, "2026-12-03").startswith("2023-11")
+    assert filing_date("standup", "", None, "2026-12-03") == "2026-12-03"

@@ -162,10 +162,10 @@ def test_decision_without_match_creates_topic_file(make_vault):
     assert 'into="converged/topics/side-project.md"' in text
 
 
-def test_new_topic_named_by_words_when_no_tag(make_vault):
+def test_new_topic_named_by_its_subject_when_no_tag(make_vault):
     root = make_vault({"n.md": "- 我决定搬去深圳住\n"})
     _, files, _ = run(root, [note_with(root, "n.md", [(1, "decision")])])
-    assert list(files) == ["converged/topics/搬去深圳住.md"]
+    assert list(files) == ["converged/topics/住处.md"]
 
 
 def test_quote_line_trims_lightly():
@@ -369,7 +369,7 @@ def test_every_new_or_changed_statement_has_a_source(make_vault):
     root = make_vault(
         {
             "converged/core/profile.md": PROFILE_ZH,
-            "n.md": "- 改用 Svelte 写前端\n- 我喜欢安静的早上\n- 又熬夜了，老毛病\n- 我决定下个月去深圳\n",
+            "n.md": "- 改用 Svelte 写前端\n- 我喜欢安静的早上\n- 又熬夜了，老毛病\n- 我决定下个月搬到深圳\n",
             **OLD_NOTES,
         }
     )
@@ -457,7 +457,7 @@ def test_resident_size_cap_defers_instead_of_failing(make_vault):
         f"- 第{i}条：早上七点起床跑步三公里（来源：[[2026-09-30 日记]]）\n" for i in range(6)
     )
     profile = "---\nsummary: 画像\n---\n# 画像\n\n" + filler  # about 165 tokens of the 200 allowed
-    notes = "- 我喜欢周末去爬山\n- 我喜欢在周六早上去公园跑步，然后去咖啡馆看书写东西\n- 我决定下个月去深圳\n"
+    notes = "- 我喜欢周末去爬山\n- 我喜欢在周六早上去公园跑步，然后去咖啡馆看书写东西\n- 我决定下个月搬到深圳\n"
     root = make_vault(
         {"converged/core/profile.md": profile, "n.md": notes, **OLD_NOTES},
         config_yaml="resident_max_tokens: 200\n",
@@ -468,8 +468,7 @@ def test_resident_size_cap_defers_instead_of_failing(make_vault):
     # the short line fits, the long one waits, the decision goes to a topic file: the pass validates
     assert "- 我喜欢周末去爬山（来源：[[n]]）" in files["converged/core/profile.md"]
     assert (
-        "咖啡馆" not in files["converged/core/profile.md"]
-        and "converged/topics/下个月去深圳.md" in files
+        "咖啡馆" not in files["converged/core/profile.md"] and "converged/topics/住处.md" in files
     )
     # already over the cap before the pass: nothing more goes in
     full = make_vault(

@@ -9,8 +9,9 @@ import math
 import random
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge import builtin, builtin_memory, builtin_placing
+from cmem.converge import builtin, builtin_memory
 from cmem.converge.corrections import holds, old_sides, side_words, specific
+from cmem.converge.slots import slots_of
 from cmem.converge.statement_words import CACHE_NAME
 from cmem.converge.words import old_side_terms, terms
 from cmem.vault.layers import open_vault
@@ -76,10 +77,10 @@ def full_scan(work, note, text, preferred):
         for word in words:
             frequency[word] = frequency.get(word, 0) + 1
     best, best_score = None, 0.0
-    slot = builtin_placing._slot(text)
+    slots = slots_of(text)
     for file, statement, words in candidates:
         shared = new_terms & words
-        same_slot = slot is not None and builtin_placing._slot(statement.core) == slot
+        same_slot = bool(slots & slots_of(statement.core))
         if not shared and not same_slot:
             continue
         written = (file.rel, statement.key) in mine

@@ -63,7 +63,8 @@ def test_valid_reply_applies_exactly(pass_vault, monkeypatch, tmp_path):
     assert state.notes[NOTE].into == [PROFILE] and state.passes[-1]["id"] == result.pass_id
     checklist = (pass_vault / "archive/ARCHIVE-CHECKLIST.md").read_text("utf-8")
     assert (
-        f"- [ ] [[2026-11-28 随手记]] → archive/{today()[:7]}/2026-11-28 随手记.md · into [[profile]] · sha256:"
+        # filed under the note's own month (its name's date), not the pass's
+        "- [ ] [[2026-11-28 随手记]] → archive/2026-11/2026-11-28 随手记.md · into [[profile]] · sha256:"
         in checklist
     )
     # the prompt went to the model on stdin, with the note quoted as data and line numbers

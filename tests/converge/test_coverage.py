@@ -92,8 +92,8 @@ def test_a_line_the_builtin_engine_cannot_place_waits_for_a_model(make_vault, mo
 
     real = pipeline.plan_pass
 
-    def forget_one(vault, inputs, validation):  # as if it had placed the line nowhere
-        planned = real(vault, inputs, validation)
+    def forget_one(vault, inputs, validation, *rest):  # as if it had placed the line nowhere
+        planned = real(vault, inputs, validation, *rest)
         fates = [type(f)(f.note, f.line, f.cls, PENDING, "") for f in planned.lines]
         return type(planned)(**{**planned.__dict__, "lines": fates})
 

@@ -81,14 +81,15 @@ def test_the_builtin_engine_says_what_waits_for_a_model(make_vault):
     vault = open_vault(root)
     result = run_pass(vault, PassOptions(engine="builtin"))
     assert result.status == "nothing"
-    assert "wait for a model" in result.message and "1 note" in result.message
+    assert "1 line in 1 note waits for a model" in result.message  # MOVED is one line
     status = build_status(vault).to_json()
     assert status["pending"]["notes"] == 1
     assert status["pending"]["waiting_for_model"]["notes"] == 1
+    assert status["pending"]["waiting_for_model"]["lines"] == 1
     from cmem.render.reports import render_status_data
 
     text = render_status_data(status)
-    assert "nothing pending" not in text and "wait for a model" in text
+    assert "nothing pending" not in text and "waits for a model" in text
     assert not status["due"]["due"]  # nothing the builtin engine can take: not due
 
 
@@ -263,6 +264,85 @@ def test_an_adopted_folder_is_a_backlog_not_a_token_bomb(tmp_path, monkeypatch):
         text=True,
     )
     assert out.returncode == 2 and "only when you ask" in out.stderr
+
+
+def test_widening_the_input_folders_makes_their_notes_backlog_not_new(tmp_path, monkeypatch):
+    """Issue 44: once `03 - AREAS/**` was added, 967 notes became "new", and the hooks would
+    start on them. Notes older than the config edit in a folder the backlog's record does not
+    cover are backlog (a note with a cue line pending through it, as at adoption); the next
+    pass records them; a note written after the edit is new."""
+    import os
+
+    root = tmp_path / "vault"
+    areas = root / "areas"
+    areas.mkdir(parents=True)
+    for day in range(1, 11):
+        (areas / f"topic {day}.md").write_text(f"Topic {day}: long notes.\n" * 30, "utf-8")
+    (areas / "fix.md").write_text("Actually the NAS runs Debian, not Ubuntu.\n", "utf-8")
+    (root / "Home.md").write_text("# Home\n", "utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "cmem", "init", str(root), "--lang", "en"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    record = json.loads((root / ".cmem/backlog.json").read_text("utf-8"))
+    assert record["folders"] == ["", "sessions"]
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the user's notes")
+    config = root / ".cmem/config.yaml"
+    config.write_text(
+        config.read_text("utf-8").replace(
+            'extra_folders: ["sessions"]', 'extra_folders: ["sessions", "areas/**"]'
+        ),
+        "utf-8",
+    )
+    assert "areas/**" in config.read_text("utf-8")
+    past = config.stat().st_mtime - 3600
+    for note in areas.iterdir():
+        os.utime(note, (past, past))
+    scan = scan_vault(open_vault(root))
+    assert len(scan.backlog) == 10 and [p.rel for p in scan.pending] == ["areas/fix.md"]
+    assert scan.pending[0].why == "signals"
+    # a note written after the edit is new
+    fresh = areas / "today.md"
+    fresh.write_text("Booked the dentist for Friday.\n", "utf-8")
+    later = config.stat().st_mtime + 60
+    os.utime(fresh, (later, later))
+    assert {p.rel for p in scan_vault(open_vault(root)).pending} == {
+        "areas/fix.md",
+        "areas/today.md",
+    }
+    # an unattended pass with a model sends no backlog note, and records the new folders
+    reply = _reply(
+        tail='<deferred note="areas/fix.md" reason="later"/>\n'
+        '<deferred note="areas/today.md" reason="later"/>\n'
+    )
+    log = model_env(monkeypatch, tmp_path, [reply])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmem",
+            "converge",
+            "--if-due",
+            "--llm",
+            f"{sys.executable} {FAKE}",
+            "--vault",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (prompt,) = prompts_sent(log)
+    assert "Topic 3" not in prompt and "NAS runs Debian" in prompt and "dentist" in prompt
+    record = json.loads((root / ".cmem/backlog.json").read_text("utf-8"))
+    assert record["folders"] == ["", "sessions", "areas/**"]
+    assert "areas/topic 3.md" in record["notes"] and "areas/today.md" not in record["notes"]
+    assert ".cmem/backlog.json" in git(root, "show", "--name-only", "--format=", "HEAD")
+    # recorded: the backlog stays the backlog whatever the files' times say now
+    assert len(scan_vault(open_vault(root)).backlog) == 10
 
 
 def test_a_trace_dated_by_its_note_passes(make_vault, monkeypatch, tmp_path):

@@ -39,6 +39,8 @@ NOTES = {
         "2026-11-28 notes.md": "# 28 Nov\nActually I'm after an AI-agent internship in Shenzhen now\nMeh, rainy day\n"
         "Started a Go course, Saturday mornings\n",
         "2026-11-08 notes.md": "Switched Bluefin back to pnpm\nFrom next week the Bluefin sync moves to Thursdays\n",
+        "go errors article.md": "---\nsource: https://example.com/go-errors\n---\n"
+        "Go returns errors as values rather than throwing them.\n",
         "idea - svelte.md": "maybe svelte?\n",
     },
     "zh": {
@@ -46,6 +48,8 @@ NOTES = {
         "Bluefin 用 bun 管理依赖，同步在周一。\n",
         "2026-11-28 随手记.md": "# 11 月 28 日\n其实我现在想找深圳的 AI Agent 实习\n下雨，烦\n开始上 Go 课程，周六上午\n",
         "2026-11-08 随手记.md": "Bluefin 又换回 pnpm 了\n下周起 Bluefin 的同步改到周四\n",
+        "go 错误处理文章.md": "---\nsource: https://example.com/go-errors\n---\n"
+        "Go 把错误当作值返回，而不是抛出。\n",
         "idea - svelte.md": "也许试试 svelte？\n",
     },
 }
@@ -155,6 +159,7 @@ def test_the_prompts_example_reply_validates(tmp_path, language):
     vault = Vault(root=root, config=load_config(root))
     names = list(NOTES[language])
     selected = [name for name in names if "11-20" not in name]
+    article = next(name for name in names if "go " in name)
     context = PassContext(
         pass_date="2026-11-29",
         selected=selected,
@@ -162,13 +167,14 @@ def test_the_prompts_example_reply_validates(tmp_path, language):
         note_names=vault.note_names(),
         source_texts={name.removesuffix(".md"): NOTES[language][name] for name in names},
         line_counts={name: NOTES[language][name].count("\n") + 1 for name in selected},
+        quoted={article.removesuffix(".md"): "a web clip"},  # rule 16 holds for it
     )
     reply = text[text.rindex("<convergence>") :]
     result = validate_response(vault, parse_response(reply), context)
     assert not result.errors, "\n".join(str(e) for e in result.errors)
     assert sorted(result.writes) == [*BEFORE, "converged/topics/go-course.md"]
     assert not [w for w in result.warnings if w.rule == "invention"], result.warnings
-    assert {entry.note for entry in result.converged} == set(selected[:2])
+    assert {entry.note for entry in result.converged} == set(selected[:3])
     partly = [d for d in result.deferred if d.lines]
     assert [d.lines for d in partly] == [(3,)]
     assert len(result.merged) >= 2, result.merged

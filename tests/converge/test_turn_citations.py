@@ -14,7 +14,7 @@ from cmem.vault.layers import open_vault
 from cmem.vault.statements import parse_statements
 
 FIXTURE = Path(__file__).parent.parent / "sessions" / "fixtures" / "claude-code-session.jsonl"
-NAME = "2026-11-30 claude-code tidepool 7f3c"
+NAME = "2026-11-30 claude-code tidepool 9abc"
 REL = f"sessions/{NAME}.md"
 
 

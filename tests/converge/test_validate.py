@@ -791,7 +791,8 @@ def test_rule7_notes_match_by_path_or_name(reply_vault):
     )
 
 
-def test_rule7_unaccounted_notes_are_deferred_with_a_warning(reply_vault):
+def test_rule7_unaccounted_notes_stay_pending_with_a_warning(reply_vault):
+    """A note no element names was not judged: it is neither converged nor deferred (issue 43)."""
     vault, ctx = reply_vault
     result = run(
         vault,
@@ -801,9 +802,39 @@ def test_rule7_unaccounted_notes_are_deferred_with_a_warning(reply_vault):
             tail=f'<converged note="{NOTE}" into="{PROFILE}"/>\n',
         ),
     )
-    assert result.ok
-    assert [(d.note, d.line) for d in result.deferred] == [(IDEA, 0)]
+    assert result.ok and result.deferred == []
     assert [(w.file, w.rule) for w in result.warnings] == [(IDEA, "unaccounted")]
+    assert "stays pending" in result.warnings[0].message
+
+
+def test_rule7_a_reply_that_accounts_for_no_note_and_changes_nothing_is_rejected(reply_vault):
+    vault, ctx = reply_vault
+    for silent in (reply(tail=""), "<convergence>not valid</convergence>\n"):
+        result = run(vault, ctx, silent)
+        assert [(i.rule, i.file) for i in result.errors] == [("7", "response")]
+        assert "none of the 2 notes" in result.errors[0].message
+    # one note deferred, or one file changed, is an answer: the others stay pending
+    assert run(vault, ctx, reply(tail=f'<deferred note="{IDEA}" reason="vague"/>\n')).ok
+    changed = run(vault, ctx, reply(block(PROFILE, profile(S1, S2, S3, S4, S5, NEW)), tail=""))
+    assert "7" not in rules(changed.errors)
+
+
+def test_rule7_deferred_lines_without_converged_keep_their_reasons(reply_vault):
+    """Issue 41: `<deferred lines=…>` alone accounts for those lines with the reason written."""
+    vault, ctx = reply_vault
+    tail = (
+        f'<deferred note="{NOTE}" lines="3" reason="a passing mood"/>\n'
+        f'<deferred note="{IDEA}" reason="vague"/>\n'
+    )
+    result = run(vault, ctx, reply(tail=tail))
+    assert result.ok
+    assert [(d.note, d.reason, d.lines) for d in result.deferred] == [
+        (IDEA, "vague", ()),
+        (NOTE, "a passing mood", (3,)),
+    ]
+    assert result.line_reasons == {NOTE: {3: "a passing mood"}}
+    assert [(w.file, w.rule) for w in result.warnings] == [(NOTE, "unaccounted")]
+    assert "other lines stay pending" in result.warnings[0].message
 
 
 def test_rule7_converged_into_a_file_that_does_not_cite_it_warns(reply_vault):

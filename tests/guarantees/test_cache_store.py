@@ -106,3 +106,26 @@ def test_entries_by_digest_keep_every_part_of_what_a_run_used(tmp_path):
     assert third.get(third.key(texts[0]), "terms") == "TEXT 0"  # the part not asked survived
     assert third.get(third.key(texts[9]), "tokens") is None
     assert third.key("same") is third.key("same")  # digested once in a store's life
+
+
+def test_parts_are_read_one_at_a_time_and_only_from_the_file_read(tmp_path):
+    """A file of entries and parts: `read` leaves the parts on disk, `part` reads one, from the
+    file read: one replaced meanwhile never mixes the new file's parts with the old entries."""
+    from cmem.cache_store import Kept
+
+    path = tmp_path / "texts.marshal"
+    kept = Kept(path, "start-memory-texts", "g1")
+    kept.write({"n": 3}, parts=[b"one", b"", "二".encode()])
+    reader = Kept(path, "start-memory-texts", "g1")
+    assert reader.part(0) is None  # nothing read yet
+    assert reader.read() == {"n": 3}
+    assert [reader.part(i) for i in range(4)] == [b"one", b"", "二".encode(), None]
+    Kept(path, "start-memory-texts", "g1").write({"n": 1}, parts=[b"new"])
+    assert reader.part(0) == b"one"  # replaced since: still the parts of the entries read
+    assert reader.read() == {"n": 1} and reader.part(0) == b"new"
+    assert Kept(path, "start-memory-texts", "g2").read() == {}  # another generation
+    plain = Kept(tmp_path / "plain.marshal", "start-memory")
+    plain.write({"a": 1})
+    assert plain.read() == {"a": 1} and plain.part(0) is None
+    (tmp_path / "bad.marshal").write_bytes(b"cmem-kept-parts\n\xff\xff\xff\xff\xff\xff\xff\xffjunk")
+    assert Kept(tmp_path / "bad.marshal", "start-memory").read() == {}

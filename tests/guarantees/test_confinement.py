@@ -420,14 +420,17 @@ def test_a_plain_line_is_still_ready(staged):
 
 
 def _raise_on_replace(monkeypatch, code: int) -> None:
-    real = os.replace
+    """The temp file's move into place fails: a rename, or the hard link that creates a new
+    file without replacing one."""
+    for name in ("replace", "link"):
+        real = getattr(os, name)
 
-    def replace(src, dst, *args, **kwargs):
-        if str(src).endswith(".cmem-tmp"):
-            raise OSError(code, os.strerror(code), str(src), None, str(dst))
-        return real(src, dst, *args, **kwargs)
+        def failing(src, dst, *args, real=real, **kwargs):
+            if str(src).endswith(".cmem-tmp"):
+                raise OSError(code, os.strerror(code), str(src), None, str(dst))
+            return real(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(os, "replace", replace)
+        monkeypatch.setattr(os, name, failing)
 
 
 def test_a_full_disk_is_one_sentence_naming_the_file(make_vault, monkeypatch, capsys):
@@ -537,3 +540,133 @@ def test_a_read_only_vault_folder_is_one_sentence(make_vault):
         and "permission denied" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+# --- issue 43: a `.cmem/` linked out of the vault: every write refused, every read said --------
+
+
+def _bytes_under(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (followed through links) and its bytes."""
+    found = {}
+    for current, _dirs, names in os.walk(folder, followlinks=True):
+        for name in names:
+            path = Path(current) / name
+            found[str(path.relative_to(folder))] = path.read_bytes()
+    return found
+
+
+@pytest.fixture
+def linked(tmp_path) -> tuple[Path, Path]:
+    """`mine`, a vault after a pass (its note staged and ticked, another note pending), whose
+    `.cmem/` was swapped for a link to `theirs/.cmem/`: another vault's, as a sync client or a
+    careless `ln -s` makes it."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for root in (mine, theirs):
+        assert _cmem("init", str(root), "--lang", "en").returncode == 0
+    (mine / "2026-11-28 tea.md").write_text("Actually I prefer tea.\n", encoding="utf-8")
+    done = _cmem("converge", "--engine", "builtin", "--vault", str(mine))
+    assert done.returncode == 0, done.stderr
+    checklist = mine / "archive" / "ARCHIVE-CHECKLIST.md"
+    checklist.write_text(checklist.read_text("utf-8").replace("- [ ]", "- [x]"), "utf-8")
+    (mine / "2026-11-29 coffee.md").write_text("From now on no coffee after 2pm.\n", "utf-8")
+    git(mine, "add", "-A")
+    git(mine, "commit", "-qm", "ticked, and a new note")
+    import shutil
+
+    shutil.rmtree(mine / ".cmem")
+    os.symlink(os.path.join("..", "theirs", ".cmem"), mine / ".cmem")
+    return mine, theirs
+
+
+def _transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_text(
+        '{"role": "user", "content": "actually the staging db is on port 5433"}\n'
+        '{"role": "assistant", "content": "noted"}\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+WRITES = {
+    "converge": lambda mine, tmp: ["converge", "--engine", "builtin"],
+    "archive apply": lambda mine, tmp: ["archive", "apply", "--all", "--yes"],
+    "undo": lambda mine, tmp: ["undo", "--yes"],
+    "capture": lambda mine, tmp: ["capture", str(_transcript(tmp)), "--agent", "generic"],
+    "doctor --fix": lambda mine, tmp: ["doctor", "--fix", "--yes"],
+    "init": lambda mine, tmp: ["init", str(mine)],
+}
+
+
+@pytest.mark.parametrize("command", sorted(WRITES))
+def test_a_cmem_folder_linked_to_another_vault_is_never_written_through(linked, tmp_path, command):
+    """Issue 43: a symlinked `.cmem` made every pass write state.json into the other vault."""
+    mine, theirs = linked
+    if command == "doctor --fix":  # a state.json doctor --fix would restore from git
+        (theirs / ".cmem" / "state.json").write_text("", encoding="utf-8")
+    before, head = _bytes_under(theirs), git(mine, "rev-parse", "HEAD")
+    args = WRITES[command](mine, tmp_path)
+    done = _cmem(*args, *([] if command == "init" else ["--vault", str(mine)]))
+    assert done.returncode == 1, (command, done.stdout, done.stderr)
+    error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error) == 1 and f"{mine}/.cmem is a symbolic link" in error[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert _bytes_under(theirs) == before  # the other vault: untouched
+    assert git(mine, "rev-parse", "HEAD") == head  # and nothing committed here
+
+
+def test_reading_commands_read_through_it_and_say_so(linked):
+    mine, theirs = linked
+    before = _bytes_under(theirs)
+    for args in (["status"], ["scan"], ["scan", "--json"], ["context"], ["archive", "list"]):
+        for _attempt in range(2):  # the second call is never answered silently from a stored one
+            done = _cmem(*args, "--vault", str(mine))
+            assert done.returncode == 0, (args, done.stderr)
+            assert f"{mine}/.cmem is a symbolic link" in done.stderr, args
+    doctor = _cmem("doctor", "--vault", str(mine))
+    assert doctor.returncode == 1 and "no pass, archive apply, undo, capture" in doctor.stdout
+    note = _cmem("note", "a line for today", "--vault", str(mine))
+    assert note.returncode == 0 and "never writes through it" in note.stderr
+    assert any("a line for today" in p.read_text("utf-8") for p in mine.glob("*.md"))
+    assert _bytes_under(theirs) == before
+
+
+@pytest.mark.parametrize("name", ["state.json", "config.yaml"])
+def test_a_file_of_the_cmem_folder_linked_out_of_the_vault(tmp_path, name):
+    """`.cmem/state.json` linked out: every step refuses, naming it. `.cmem/config.yaml` linked
+    out (a config shared between vaults): read, and said; a pass, which never writes it, runs."""
+    mine, elsewhere = tmp_path / "mine", tmp_path / "elsewhere"
+    assert _cmem("init", str(mine), "--lang", "en").returncode == 0
+    elsewhere.mkdir()
+    (mine / ".cmem" / name).rename(elsewhere / name)
+    os.symlink(elsewhere / name, mine / ".cmem" / name)
+    git(mine, "add", "-A")
+    git(mine, "commit", "-qm", "a linked file")
+    (mine / "2026-11-28 tea.md").write_text("Actually I prefer tea.\n", encoding="utf-8")
+    before = (elsewhere / name).read_bytes()
+    done = _cmem("converge", "--engine", "builtin", "--vault", str(mine))
+    status = _cmem("status", "--vault", str(mine))
+    assert f"{mine}/.cmem/{name} is a symbolic link" in status.stderr
+    if name == "state.json":
+        assert done.returncode == 1 and f"{mine}/.cmem/state.json is a symbolic link" in done.stderr
+        assert (elsewhere / name).read_bytes() == before
+    else:
+        assert done.returncode == 0, done.stderr
+        assert (elsewhere / name).read_bytes() == before  # read, never written
+        refused = _cmem("init", str(mine))
+        assert refused.returncode == 1 and f".cmem/{name} is a symbolic link" in refused.stderr
+
+
+def test_a_cmem_folder_linked_while_a_step_runs_is_caught_before_the_write(make_vault, tmp_path):
+    """The last check, just before state.json is replaced: a `.cmem/` swapped for a link after
+    the step's preflight still writes nothing through it."""
+    from cmem.steps.changes import check_confined
+
+    root = make_vault({}, git=True)
+    vault = open_vault(root)
+    check_confined(vault, ".cmem/state.json")  # a plain folder: fine
+    (tmp_path / "elsewhere").mkdir()
+    (root / ".cmem").rename(tmp_path / "elsewhere" / ".cmem")
+    os.symlink(tmp_path / "elsewhere" / ".cmem", root / ".cmem")
+    with pytest.raises(CmemError, match=r"\.cmem is a symbolic link .* out of the vault"):
+        check_confined(vault, ".cmem/state.json")

@@ -145,6 +145,36 @@ def test_the_recall_bench_runs_and_replaces_only_its_own_section(tmp_path):
     assert report.count("KEPT") == 2 and report.index("KEPT TOO") > report.index("<!-- /recall -->")
 
 
+def test_the_recall_quality_bench_runs_small_and_replaces_only_its_own_section(tmp_path):
+    """`bench/recall_quality.py` on one short conversation and the adopted vault: it runs to the
+    end, writes both tables beside plain BM25, and leaves the rest of the report as it was. The
+    set is seeded, so its figures are the same every run: recall must not fall below the
+    baseline it is measured against, and no template may answer."""
+    out = tmp_path / "b.md"
+    out.write_text(
+        "# Benchmarks\n\nKEPT\n\n<!-- recall-quality -->\nOLD\n<!-- /recall-quality -->\n",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, str(REPO / "bench" / "recall_quality.py"), "--out", str(out)]
+    argv += ["--conversations", "1", "--sessions", "6", "--workdir", str(tmp_path)]
+    result = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    report = out.read_text("utf-8")
+    assert "OLD" not in report and report.count("KEPT") == 1
+    assert "## Recall quality" in report and "| R@1 | R@5 | R@10 |" in report
+    assert (
+        "| top-1 | top-3 |" in report and "templates folder among cmem's first three: 0." in report
+    )
+    rows = {
+        line.split("|")[1].strip(): [float(x) for x in re.findall(r"([\d.]+)%", line)]
+        for line in report.splitlines()
+        if line.startswith("| `cmem recall`") or line.startswith("| plain BM25")
+    }
+    assert len(rows) == 2  # one row each, per table, the dialogues' last
+    cmem, plain = rows["`cmem recall`"], rows["plain BM25 over the lines"]
+    assert all(a >= b for a, b in zip(cmem, plain)), (cmem, plain)
+
+
 def test_the_agent_loop_bench_runs_and_replaces_only_its_own_section(tmp_path):
     """`bench/agent_loop.py` in a tiny quick mode: it runs to the end (capture, the SessionEnd and
     SessionStart hooks in real processes) and rewrites its own section of the report only."""
@@ -162,6 +192,12 @@ def test_the_agent_loop_bench_runs_and_replaces_only_its_own_section(tmp_path):
     assert report.count("KEPT") == 2 and report.index("KEPT TOO") > report.index(
         "<!-- /agent-loop -->"
     )
-    for figure in ("`cmem capture`", "SessionEnd hook returns", "SessionStart hook (warm)"):
+    for figure in (
+        "`cmem capture`",
+        "SessionEnd hook returns",
+        "SessionStart hook, warm",
+        "SessionStart hook, just after an edit",
+        "SessionStart hook, the first ever",
+    ):
         assert figure in report
-    assert re.search(r"`additionalContext`: [\d,]+ characters", report)
+    assert re.search(r"`additionalContext`: at most [\d,]+ characters", report)

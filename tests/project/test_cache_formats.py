@@ -14,7 +14,12 @@ from support import REPO
 PACKAGE = REPO / "cli" / "cmem"
 VAULT_DATA = {"vault/state_json.py", "vault/backlog.py", "steps/journal.py"}
 # Files cmem may lose that are records, not caches: written whole by `write_cache`, read as text.
-RECORDS = {"sync/record.py", "triggers/hook_record.py", "reading/stored_context.py"}
+RECORDS = {
+    "sync/record.py",
+    "triggers/hook_record.py",
+    "reading/stored_context.py",
+    "vault/warned.py",
+}
 
 
 def sources() -> dict[str, str]:

@@ -48,7 +48,7 @@ def test_status_shows_each_agent_hook_and_what_went_wrong(tmp_path):
         "codex",
         "capture",
         {"time": "2026-11-30T10:00:01+0000", "status": "captured", "turns": 3,
-         "notes": ["sessions/2026-11-30 codex harbor 019a.md"], "error": None},
+         "notes": ["sessions/2026-11-30 codex harbor 9cd5.md"], "error": None},
     )  # fmt: skip
     write_record(
         machine, "codex", "pass", {"time": "2026-11-30T10:00:02+0000", "status": "failed", "error": "the model command timed out"}
@@ -56,7 +56,7 @@ def test_status_shows_each_agent_hook_and_what_went_wrong(tmp_path):
     text, modules = _status(vault)
     assert "typer" not in modules  # answered from the stored result, with the new records
     assert "last fired" in text and "(SessionEnd)" in text
-    assert "captured 3 turns → sessions/2026-11-30 codex harbor 019a.md" in text
+    assert "captured 3 turns → sessions/2026-11-30 codex harbor 9cd5.md" in text
     assert "the last pass failed: the model command timed out" in text
     data, _ = _status(vault, "--json")
     (codex,) = data["agent_hooks"]

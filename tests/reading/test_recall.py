@@ -163,31 +163,24 @@ def test_unchanged_folders_spare_the_listing_but_not_the_edits(labelled_vault):
     vault = open_vault(labelled_vault)
     top(vault, "房租")
     _age_folders(labelled_vault)
-    assert (
-        recall_memory(vault, "房租", record=False).sync.listed is True
-    )  # the folders' new signature
-    quiet = recall_memory(vault, "房租", record=False)
-    assert quiet.sync.listed is False and quiet.results
+    # the memory index's shortcut (the notes' index lists the vault's notes each time)
+    assert search_scope(vault, CONVERGENT, "房租").sync.listed is True  # the new signature
+    quiet = search_scope(vault, CONVERGENT, "房租")
+    assert quiet.sync.listed is False and quiet.hits
     target = labelled_vault / "converged/topics/finance.md"
     target.write_text(target.read_text("utf-8").replace("房租每月", "月租每月"), encoding="utf-8")
-    edited = recall_memory(vault, "月租", record=False)
-    assert (
-        edited.sync.listed is False
-        and edited.sync.updated == 1
-        and "月租每月" in edited.results[0].hit.text
-    )
+    edited = search_scope(vault, CONVERGENT, "月租")
+    assert edited.sync.listed is False and edited.sync.updated == 1
+    assert "月租每月" in edited.hits[0].text
     write_files(
         labelled_vault,
         {
             "converged/topics/pets.md": "# Pets\n\n- 年糕每天要吃两顿猫粮（来源：[[2026-09-30 日记]]）\n"
         },
     )
-    added = recall_memory(vault, "猫粮", record=False)
-    assert (
-        added.sync.listed is True
-        and added.sync.added == 1
-        and added.results[0].hit.path == "converged/topics/pets.md"
-    )
+    added = search_scope(vault, CONVERGENT, "猫粮")
+    assert added.sync.listed is True and added.sync.added == 1
+    assert added.hits[0].path == "converged/topics/pets.md"
 
 
 def test_a_changed_setting_rebuilds_the_index(labelled_vault):
@@ -235,7 +228,7 @@ def test_the_archive_only_when_asked(labelled_vault):
     vault = open_vault(labelled_vault)
     # "function calling" is in the memory and in an archived note
     default = recall_memory(vault, "降级 超时", record=False)
-    assert default.scope == "convergent" and all(
+    assert default.scope == "vault" and all(
         not r.hit.path.startswith("archive/") for r in default.results
     )
     archived = recall_memory(vault, "降级 超时", archive=True, record=False)
@@ -267,7 +260,7 @@ def test_recall_cli_json_and_text(labelled_vault):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["searched"] == "convergent" and len(data["results"]) <= 2
+    assert data["searched"] == "vault" and len(data["results"]) <= 2
     first = data["results"][0]
     assert set(first) >= {"path", "score", "snippet", "layer", "line", "sources"}
     assert (

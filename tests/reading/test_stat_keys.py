@@ -69,10 +69,9 @@ def test_recall_finds_a_word_after_an_edit_that_keeps_size_and_mtime(make_vault)
     assert not recall_memory(vault, "kumquat", record=False).results
 
 
-def test_an_index_of_the_version_before_is_upgraded_not_rebuilt(make_vault):
-    """Version 3 of the recall index lacked only the files' inode and ctime: the column is added
-    and every file hashed once on the next sync, none re-indexed (a rebuild of a 50k-note archive
-    takes ~30 s); an edit that keeps size and mtime is then found as in a new index."""
+def test_an_index_of_the_version_before_is_rebuilt(make_vault):
+    """Version 4 of the recall index had three fields and no title rows: its rows cannot be
+    deleted with the five fields of version 5, so it is rebuilt from the notes, once."""
     import sqlite3
 
     from cmem.reading.search_index import CONVERGENT, index_file
@@ -83,18 +82,14 @@ def test_an_index_of_the_version_before_is_upgraded_not_rebuilt(make_vault):
     vault = open_vault(root)
     assert recall_memory(vault, "kumquat", record=False).results
     path = index_file(vault, CONVERGENT)
-    with sqlite3.connect(path) as db:  # as version 3 left it
-        db.execute("ALTER TABLE files DROP COLUMN change")
-        db.execute("UPDATE meta SET value='3' WHERE key='version'")
-        rows = db.execute("SELECT count(*) FROM rows").fetchone()[0]
+    with sqlite3.connect(path) as db:  # as version 4 left it
+        db.execute("UPDATE meta SET value='4' WHERE key='version'")
     first = recall_memory(open_vault(root), "kumquat", record=False)
-    assert first.results and first.sync.rebuilt is None
-    assert (first.sync.added, first.sync.updated, first.sync.rows) == (0, 0, rows)
+    assert first.results and first.sync.rebuilt == "created"
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("4",)
-        assert all(change for (change,) in db.execute("SELECT change FROM files"))
-    _same_size_edit(root / topic, "kumquat", "loquats")
-    assert recall_memory(open_vault(root), "loquats", record=False).results
+        assert db.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("5",)
+    again = recall_memory(open_vault(root), "kumquat", record=False)
+    assert again.sync.rebuilt is None and again.results
 
 
 def test_the_json_sizes_cache_of_before_is_removed(make_vault):

@@ -372,3 +372,28 @@ def test_read_times_are_written_as_json_writes_them_and_read_back_from_their_cop
     assert stored_context.load_read_times(str(machine)) == record
     (machine / stored_context.READ_TIMES).unlink()
     assert stored_context.load_read_times(str(machine)) == {}
+
+
+def test_a_topic_names_its_file_by_alias_as_a_project_does(sample_vault):
+    """`--topic chaoxi` finds `潮汐.md` by its alias, as SessionStart finds a project's file
+    (`reading/project_topic.py`), in the full command and from the stored material alike; no
+    word of the topic is in its name, summary, tags or statements."""
+    topics = sample_vault / "converged" / "topics"
+    (topics / "潮汐.md").write_text(
+        "---\nsummary: 潮汐项目的约定\naliases: [chaoxi]\n---\n# 潮汐\n\n- 用 pnpm 和 Node 20\n",
+        encoding="utf-8",
+    )
+    (topics / "Tide Pool.md").write_text("# Tide pool\n\n- Tests run with vitest\n", "utf-8")
+    vault = open_vault(sample_vault)
+    material = gather_material(vault)
+    now = datetime.now().astimezone()
+    for topic, path in (
+        ("chaoxi", "converged/topics/潮汐.md"),
+        ("tide-pool", "converged/topics/Tide Pool.md"),
+    ):
+        full = build_context(vault, topic=topic, budget=1500, record=False)
+        light = stored_context.assemble(material, topic, 1500, {}, now)  # what the light path runs
+        for context in (full, light):
+            assert context.omitted, "a budget that leaves files out ranks the topic's first"
+            assert [f.path for f in context.situational if f.matches_topic] == [path], topic
+            assert context.situational[0].path == path

@@ -68,6 +68,7 @@ def settle_later(root: Path) -> None:
 def without_seconds(text: str) -> dict:
     data = json.loads(text)
     data["index"].pop("seconds")
+    data["index"].pop("listed")  # the full command lists the notes each time; the light one never
     return data
 
 
@@ -102,7 +103,7 @@ def test_a_memory_file_edited_in_the_same_second_is_found(sample_vault):
     with open(sample_vault / TOPIC, "a", encoding="utf-8") as handle:
         handle.write("\n- zanzibar is the new build server\n")  # now: inside the racy window
     out, hit = cmem(sample_vault, "recall", "zanzibar")
-    assert not hit and "zanzibar" in out and "no statement matches" not in out
+    assert not hit and "zanzibar" in out and "nothing matches" not in out
     again, _ = cmem(sample_vault, "recall", "zanzibar")  # racy: not stored, computed again
     assert again == out
 
@@ -139,7 +140,7 @@ def test_checkout_of_an_older_state_is_seen(sample_vault):
     git(sample_vault, "checkout", "-q", "older")
     settle_later(sample_vault)
     out, hit = cmem(sample_vault, "recall", "kumquat")
-    assert not hit and "no statement matches" in out
+    assert not hit and "nothing matches" in out
 
 
 def test_a_note_added_to_the_archive_is_found_with_archive(sample_vault):
@@ -178,12 +179,14 @@ def test_arguments_the_light_path_does_not_know_go_to_the_full_command():
 
     assert parse_recall(["recall", "uv", "-n", "3", "--json"])["limit"] == 3
     assert parse_recall(["--vault", "recall", "status"]) is None
+    # after `--` every word is the query, as click reads it (issue 44: it took the slow path)
+    assert parse_recall(["recall", "--", "-x", "--json"])["query"] == ["-x", "--json"]
+    assert parse_recall(["recall", "--", "-x", "--json"])["json"] is False
     for argv in (
         ["recall"],
         ["recall", "uv", "--rebuild"],
         ["recall", "uv", "-n", "0"],
         ["recall", "uv", "--limit", "x"],
-        ["recall", "uv", "--", "-x"],
         ["status", "recall"],
     ):
         assert parse_recall(argv) is None, argv
@@ -230,3 +233,41 @@ def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(samp
     ]
     assert rules > 50 and before == 0
     assert found == 1 and 0 < after < rules
+
+
+def test_a_query_after_dashes_takes_the_light_path(sample_vault):
+    """Issue 44: `cmem recall -- "QUERY"` (a query that starts with a dash, or any) was handed
+    to typer every time."""
+    warm_recall(sample_vault, "uv")
+    argv = ("--vault", str(sample_vault), "recall", "--", "uv")
+    cmem(None, *argv)
+    out, hit = cmem(None, *argv)
+    assert hit and out == full(sample_vault, "recall", "uv")
+
+
+def test_the_whole_vault_with_an_adopted_folder_takes_the_light_path(sample_vault):
+    """The notes no layer reads are searched by default, and a warm recall of them is answered
+    without typer; a new one is seen at the next call."""
+    folder = sample_vault / "Resources" / "Travel"
+    folder.mkdir(parents=True)
+    (folder / "zanzibar.md").write_text("# Zanzibar\n\n- ferry from Dar at 7am\n", "utf-8")
+    light = warm_recall(sample_vault, "ferry")
+    assert "Resources/Travel/zanzibar.md:3" in light and light == full(
+        sample_vault, "recall", "ferry"
+    )
+    (folder / "ferries.md").write_text("- the ferry to Pemba is slower\n", "utf-8")
+    settle_later(sample_vault)
+    out, hit = cmem(sample_vault, "recall", "ferry")
+    assert not hit and "Resources/Travel/ferries.md" in out
+
+
+def test_a_templates_folder_named_later_is_left_out_at_once(sample_vault):
+    """The templates folder comes from Obsidian's settings, outside the notes the key stats."""
+    (sample_vault / "Meta").mkdir()
+    (sample_vault / "Meta" / "daily.md").write_text("- ferry checklist\n", "utf-8")
+    (sample_vault / ".obsidian").mkdir(exist_ok=True)
+    assert "Meta/daily.md" in warm_recall(sample_vault, "ferry")
+    # only a file in a dot-folder changes: no note, no folder the key walks
+    (sample_vault / ".obsidian" / "templates.json").write_text('{"folder": "Meta"}', "utf-8")
+    out, hit = cmem(sample_vault, "recall", "ferry")
+    assert not hit and "Meta/daily.md" not in out

@@ -78,10 +78,10 @@ def test_capture_writes_the_users_words_and_nothing_else(tmp_path):
     assert result.status == "captured" and len(result.sessions) == 2
     notes = _notes(vault)
     assert sorted(notes) == [
-        "2026-11-30 claude-code tidepool 7f3c.md",
-        "2026-11-30 codex harbor 019a.md",
+        "2026-11-30 claude-code tidepool 9abc.md",
+        "2026-11-30 codex harbor 9cd5.md",
     ]
-    claude = notes["2026-11-30 claude-code tidepool 7f3c.md"]
+    claude = notes["2026-11-30 claude-code tidepool 9abc.md"]
     for text in notes.values():
         for marker in NEVER:
             assert marker not in text, marker
@@ -91,7 +91,7 @@ def test_capture_writes_the_users_words_and_nothing_else(tmp_path):
         "Here is a screenshot of the error, and my key is [REDACTED:anthropic-key] for the API test",
         "also add a coverage script please",
     ]
-    assert _user_lines(notes["2026-11-30 codex harbor 019a.md"]) == [
+    assert _user_lines(notes["2026-11-30 codex harbor 9cd5.md"]) == [
         "list the docker services and tell me which one is flaky",
         "that's wrong, the db is the flaky one; I prefer you check logs first",
     ]
@@ -127,7 +127,7 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
     assert again.status == "nothing" and again.commit is None
     assert _head(vault) == head and _notes(vault) == notes
     # the user excludes the session from passes; a resumed session keeps that
-    path = vault.root / "sessions" / "2026-11-30 claude-code tidepool 7f3c.md"
+    path = vault.root / "sessions" / "2026-11-30 claude-code tidepool 9abc.md"
     path.write_text(
         path.read_text("utf-8").replace("turns: 4\n", "turns: 4\nconverge: false\n"), "utf-8"
     )
@@ -135,7 +135,7 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
     resumed = capture_transcripts(vault, [RESUMED])
     (captured,) = resumed.sessions
     assert (captured.added, captured.turns, captured.created) == (1, 5, False)
-    text = _notes(vault)["2026-11-30 claude-code tidepool 7f3c.md"]
+    text = _notes(vault)["2026-11-30 claude-code tidepool 9abc.md"]
     assert text.count("also add a coverage script please") == 1
     assert "**user · t5**" in text and "^t5" in text
     assert "I meant lines not branches" in _user_lines(text)[-1]
@@ -151,7 +151,7 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
 def test_a_session_whose_note_was_archived_goes_on_in_a_new_note(tmp_path):
     vault = _vault(tmp_path)
     capture_transcripts(vault, [CLAUDE])
-    name = "2026-11-30 claude-code tidepool 7f3c"
+    name = "2026-11-30 claude-code tidepool 9abc"
     (vault.root / "archive" / "2026-12").mkdir(parents=True)
     git(vault.root, "mv", f"sessions/{name}.md", f"archive/2026-12/{name}.md")
     git(vault.root, "commit", "-qm", "archive it")
@@ -160,7 +160,7 @@ def test_a_session_whose_note_was_archived_goes_on_in_a_new_note(tmp_path):
     (captured,) = result.sessions
     assert captured.created and captured.continues == name and captured.added == 1
     # named by the day it goes on (the same day would make it `… 7f3c 2`)
-    text = _notes(vault)["2026-12-01 claude-code tidepool 7f3c.md"]
+    text = _notes(vault)["2026-12-01 claude-code tidepool 9abc.md"]
     assert f"Continues [[{name}]]." in text and f'continues: "[[{name}]]"' in text
     # numbering goes on from the archived note's turns, which are not written again
     assert "**user · t5**" in text and "**user · t1**" not in text
@@ -209,11 +209,11 @@ def test_projects_are_kept_or_left_out_by_their_working_folder(tmp_path):
 def test_a_session_whose_note_the_user_deleted_is_not_written_again(tmp_path):
     vault = _vault(tmp_path)
     capture_transcripts(vault, [CLAUDE])
-    git(vault.root, "rm", "-q", "sessions/2026-11-30 claude-code tidepool 7f3c.md")
+    git(vault.root, "rm", "-q", "sessions/2026-11-30 claude-code tidepool 9abc.md")
     git(vault.root, "commit", "-qm", "not this one")
     result = capture_transcripts(vault, [CLAUDE, RESUMED])
     assert result.sessions == [] and "was deleted" in result.skipped[0]["reason"]
-    assert not (vault.root / "sessions" / "2026-11-30 claude-code tidepool 7f3c.md").exists()
+    assert not (vault.root / "sessions" / "2026-11-30 claude-code tidepool 9abc.md").exists()
 
 
 def test_a_vault_without_a_sessions_folder_says_how_to_add_one(make_vault):
@@ -253,7 +253,7 @@ def test_a_capture_killed_midway_loses_nothing(tmp_path):
     assert done.returncode != 0
     again = run_cmem("--vault", str(vault.root), "capture", str(CLAUDE), str(RESUMED), "--json")
     assert again.returncode == 0, again.stderr
-    text = _notes(open_vault(vault.root))["2026-11-30 claude-code tidepool 7f3c.md"]
+    text = _notes(open_vault(vault.root))["2026-11-30 claude-code tidepool 9abc.md"]
     assert [text.count(f"^t{n}\n") for n in range(1, 6)] == [1] * 5
     assert git(vault.root, "status", "--porcelain") == ""
     subjects = git(vault.root, "log", "--format=%s").splitlines()
@@ -265,7 +265,7 @@ def test_the_command_reports_and_refuses_in_one_sentence(tmp_path):
     done = run_cmem("--vault", str(vault.root), "capture", str(CLAUDE), "--json")
     data = json.loads(done.stdout)
     assert done.returncode == 0 and data["status"] == "captured" and data["added"] == 4
-    assert data["sessions"][0]["note"] == "sessions/2026-11-30 claude-code tidepool 7f3c.md"
+    assert data["sessions"][0]["note"] == "sessions/2026-11-30 claude-code tidepool 9abc.md"
     text = run_cmem("--vault", str(vault.root), "capture", str(CLAUDE))
     assert text.returncode == 0 and "nothing new to capture" in text.stdout
     junk = tmp_path / "notes.txt"

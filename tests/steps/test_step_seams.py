@@ -49,6 +49,14 @@ def converge(root: Path, *extra: str, **kwargs) -> subprocess.CompletedProcess:
     return cmem(root, *seq.converge_args(), *extra, **kwargs)
 
 
+def judged_converge(root: Path) -> subprocess.CompletedProcess:
+    """A pass that judges its notes whole — the builtin engine's reply given as a model's answer
+    — so they can be archived (a note whose lines wait for a model stays out of the archive)."""
+    dry = cmem(root, "converge", "--engine", "builtin", "--dry-run", "--json")
+    reply = Path(json.loads(dry.stdout)["run"]) / "response-1.txt"
+    return cmem(root, "converge", "--response", str(reply))
+
+
 def head(root: Path) -> str:
     return git(root, "rev-parse", "HEAD").strip()
 
@@ -173,7 +181,7 @@ def test_a_pass_killed_mid_commit_leaves_nothing_in_git_and_the_next_step_finish
 
 def test_b_archive_killed_before_commit_then_edit_pass_undo(sample_vault, tmp_path):
     root = sample_vault
-    assert converge(root).returncode == 0
+    assert judged_converge(root).returncode == 0
     before = notes_now(root)
     archive_args = ("archive", "apply", "--all", "--yes")
     last_replace = occurrences(root, tmp_path, *archive_args).get("replace", 0)

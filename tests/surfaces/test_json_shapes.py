@@ -137,7 +137,8 @@ def test_value_meanings(sample_vault):
     assert converge["status"] in ("applied", "dry-run", "nothing", "busy", "failed")
     staged = _run(sample_vault, "archive list")["staged"]
     assert all(
-        line["state"] in ("ready", "changed", "uncited", "missing", "unparsed", "refused")
+        line["state"]
+        in ("ready", "changed", "waiting", "uncited", "missing", "unparsed", "refused")
         and isinstance(line["ticked"], bool)
         for line in staged
     )

@@ -71,6 +71,16 @@ def converge(root: Path):
     return result
 
 
+def converge_judged(root: Path):
+    """A pass that judges its notes whole — the builtin engine's reply given as a model's answer
+    — so they can be archived (a note whose lines wait for a model stays out of the archive)."""
+    dry = run_pass(open_vault(root), PassOptions(engine="builtin", dry_run=True))
+    reply = (Path(dry.run_dir) / "response-1.txt").read_text("utf-8")
+    result = run_pass(open_vault(root), PassOptions(response_text=reply))
+    assert result.status == "applied", (result.status, result.errors)
+    return result
+
+
 def sync(root: Path):
     return sync_vault(open_vault(root), now=NOW)
 
@@ -214,7 +224,7 @@ def test_conflicting_corrections_of_one_statement_become_a_conflict_statement(ma
 
 def test_archive_apply_on_one_machine_while_the_other_edits_the_note(machines):
     remote, (a, b, _) = machines
-    converge(a)
+    converge_judged(a)
     sync(a)
     sync(b)
     staged = plan_archive(open_vault(a), all_lines=True)
@@ -595,6 +605,26 @@ def test_merge_state_is_a_union():
     assert [p["id"] for p in merged.passes] == ["p0", "pa", "pb"]
 
 
+def test_merge_state_keeps_the_landed_side_first_within_one_second():
+    """Pass times have one-second steps and ids end in random hex: two passes in one second
+    keep the order they landed in (the other side's first), never the order of their ids."""
+    import json
+
+    def state(passes: list) -> bytes:
+        return json.dumps({"version": 1, "notes": {}, "passes": passes}).encode()
+
+    second = "2026-11-02T10:00:00Z"
+    base = state([{"id": "p0", "time": "2026-11-01"}])
+    for mine, other in (
+        ("20261102-100000-ffff", "20261102-100000-0000"),
+        ("20261102-100000-0000", "20261102-100000-ffff"),
+    ):
+        ours = state([{"id": "p0", "time": "2026-11-01"}, {"id": mine, "time": second}])
+        theirs = state([{"id": "p0", "time": "2026-11-01"}, {"id": other, "time": second}])
+        merged = parse_state(merge_state(base, ours, theirs).decode(), "state.json")
+        assert [p["id"] for p in merged.passes] == ["p0", other, mine]
+
+
 def test_merge_checklist_per_note():
     header = "# Archive checklist\n"
     line = lambda name, box=" ": (
@@ -837,7 +867,7 @@ def test_a_note_edited_on_both_machines_and_archived_on_one_keeps_both_edits_in_
     source = "2026-11-27 notes.md"
     with open(a / source, "a", encoding="utf-8") as handle:
         handle.write("- 以后都用 uv 管理 Python 项目\n")  # edited on a, converged, then archived
-    converge(a)
+    converge_judged(a)
     staged = plan_archive(open_vault(a), all_lines=True)
     assert any(m.source == source for m in staged.moves)
     apply_archive(open_vault(a), staged, now=NOW)
@@ -1651,6 +1681,28 @@ def test_merge_memory_hand_edits_that_are_not_one_statement_changed_twice_merge_
     assert merged.conflicts == []
     assert "Plays the violin" in merged.text and "Lives in Shenzhen" in merged.text
     assert "Has a cat" not in merged.text
+
+
+def test_a_conflict_holding_a_credential_is_shown_redacted_by_sync(machines):
+    """Issue 43: what `cmem sync` prints of a conflict statement is memory text, shown as every
+    surface shows it: the light path's text and JSON and the full CLI's alike."""
+    from support import run_cmem
+
+    remote, (a, b, _) = machines
+    profile = "converged/core/profile.md"
+    old = "- 住在广州，去深圳面试可以当天往返（来源：[[2026-10-19 面试复盘]]）"
+    secrets = {a: "Wq4Zx8Lm2Np6", b: "Rt7Ys3Kd9Fg1"}
+    for root in (a, b):
+        text = (root / profile).read_text("utf-8")
+        new = old.replace("住在广州", f"家里 WiFi 密码 {secrets[root]}，住在广州")
+        (root / profile).write_text(text.replace(old, new), encoding="utf-8")
+        git(root, "commit", "-qam", f"hand edit on {root.name}")
+    assert run_cmem("--vault", str(a), "sync").returncode == 0
+    second = run_cmem("--vault", str(b), "sync", "--json")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["conflicts"] and "[REDACTED:password]" in second.stdout
+    assert all(secret not in second.stdout + second.stderr for secret in secrets.values())
+    assert all(secret in (b / profile).read_text("utf-8") for secret in secrets.values())
 
 
 def test_one_statement_edited_by_hand_on_two_machines_is_named_and_kept_until_resolved(machines):

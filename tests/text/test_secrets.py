@@ -372,10 +372,13 @@ def test_a_telegram_bot_token_is_hidden_wherever_it_stands():
         redacted, count = redact_secrets(text)
         assert count == 1 and secret not in redacted and "110201543" not in redacted, text
         assert all(piece in redacted for piece in kept), redacted
-    # not a token: a word before the digits, a 36th character, one case only, a space after ':'
+    # the shape Telegram's own docs show: 34 characters after the colon (issue 43)
+    docs = "110201543:" + secret[:34]
+    assert redact_secrets(f"bot token {docs}") == ("bot token [REDACTED:telegram-bot-token]", 1)
+    # not a token: a word before the digits, a 41st character, one case only, a space after ':'
     for text in [
         f"id110201543:{secret}",
-        f"110201543:{secret}Z",
+        f"110201543:{secret}Z12345",
         "110201543:" + "a" * 35,
         f"110201543: {secret}",
     ]:
@@ -394,3 +397,228 @@ def test_a_discord_bot_token_is_told_by_the_bot_id_it_starts_with():
     not_an_id = base64.b64encode(b"1notanumberatall!").decode()  # base64, not of digits
     assert not _is_discord_token("MTxyzABCDEFGHIJKLMNOPQRSTUV" + tail)
     assert not _is_discord_token(not_an_id + tail)
+
+
+# --- issue 43: a credential told by its label, in any language and layout -----------------------
+
+VALUE = "Xk2J9fQ0pLm7Zr4T"  # a value of mixed classes, so every layout must take it
+LABELS = [
+    "password",
+    "DB_PASSWORD",
+    "dbPassword",
+    "db.password",
+    "api_key",
+    "APP_KEY",
+    "appKey",
+    "client-key-data",
+    "secret",
+    "SECRET_KEY_BASE",
+    "access_token",
+    "accessToken",
+    "credentials",
+    "sshpass",
+    "密码",
+    "邮箱密码",
+    "口令",
+    "密钥",
+    "支付接口密钥",
+    "私钥",
+    "令牌",
+    "授权码",
+    "凭证",
+]
+LAYOUTS = [
+    "{label}: {value}",
+    "{label}={value}",
+    "{label} = '{value}'",
+    '"{label}": "{value}",',
+    "'{label}' => '{value}',",
+    "<{label}>{value}</{label}>",
+    "| prod | {label} | {value} |",
+    "{label} -> {value}",
+    "the {label} is {value}",
+    "the {label} was changed to {value}",
+    "{label} {value}",
+    "export {label}={value}",
+]
+ZH_LAYOUTS = [
+    "{label}是{value}",
+    "{label}为 {value}",
+    "{label}{value}",
+    "{label}：{value}",
+    "{label}改成了 {value}",
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [layout.format(label=label, value=VALUE) for label in LABELS for layout in LAYOUTS]
+    + [
+        layout.format(label=label, value=VALUE)
+        for label in LABELS
+        if not label.isascii()
+        for layout in ZH_LAYOUTS
+    ],
+)
+def test_every_label_in_every_layout_is_redacted(text):
+    redacted, count = redact_secrets(text)
+    assert count == 1 and VALUE not in redacted, redacted
+    assert redact_secrets(redacted) == (redacted, 0)
+
+
+@pytest.mark.parametrize("label", ["password", "token", "secret", "api key", "key", "密码", "令牌"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "the {label} point is plain text",
+        "{label} economy and {label} policy",
+        "{label} manager: 1Password",
+        "{label} v2.4.1 ships the fix",
+        "{label} budget: 12000",
+        "the {label} field is required",
+        "{label}: ${{ENV_VALUE}}",
+        "{label}: <your value here>",
+        "{label}学课程下周开始",
+        "{label} 6 位",
+        "{label} -> hashed",
+        "| service | {label} | notes |",
+    ],
+)
+def test_a_label_before_prose_or_a_placeholder_redacts_nothing(label, layout):
+    text = layout.format(label=label)
+    assert redact_secrets(text) == (text, 0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the key point is that notes stay plain text",
+        "monkey: 12 bananas, hotkey: ctrl+shift+k2, turkey 2024",
+        "primary key: user_id2, sort_key: created_at2, PUBLIC_KEY=ssh-ed25519 AAAA1234abcd",
+        "next_page_token: CAESIQD1l0x9Zp2Y8w3TnVb7Kq4Ls6Mh",
+        "signed with key 3AA5C34371567BD2",
+        "curl --cert client.pem --key client-key.pem https://api.example.com",
+        "secret: /run/secrets/db_password and password: ~/.pgpass",
+        "postgres://user:<password>@localhost/app",
+    ],
+)
+def test_a_key_word_that_names_no_secret_redacts_nothing(text):
+    assert redact_secrets(text) == (text, 0)
+
+
+def test_the_bare_word_key_takes_only_a_long_random_value():
+    long_random = "Xk2J9fQ0pLm7Zr4TaB3c"
+    assert redact_secrets(f"key: {long_random}") == ("key: [REDACTED:key]", 1)
+    assert redact_secrets(f"the key {long_random} opens it")[1] == 1
+    for short_or_plain in ("Xk2J9fQ0", "consistency", "a1b2c3d4e5f6a7b8c9d0"):  # hex: _NAMED_HEX's
+        text = f"key: {short_or_plain}"
+        assert redact_secrets(text) == (text, 0), text
+
+
+def test_a_value_a_rule_declined_is_searched_again_for_the_next_label():
+    """`monkey password: X`: "password:" read as the value of "key" and declined must not hide
+    the password after it."""
+    assert redact_secrets("monkey password: Hunter22xx") == (
+        "monkey password: [REDACTED:password]",
+        1,
+    )
+    assert redact_secrets("token budget: 12000, token: ab12cd34ef56") == (
+        "token budget: 12000, token: [REDACTED:token]",
+        1,
+    )
+
+
+# --- issue 43: a command's password flag ---------------------------------------------------------
+
+
+def _command_for(tool: str, flag: str, value: str) -> str:
+    if flag == "@/":
+        return f"{tool} scott/{value}@orcl"
+    if flag.startswith("login:"):
+        return f"{tool} login -u alice {flag[len('login:') :]} {value} registry.example.com"
+    if flag == "/p:":
+        return f"{tool} /u:alice /p:{value} /v:host"
+    if flag.endswith("%"):
+        return f"{tool} //nas/share {flag[:-1]} alice%{value}"
+    if flag.endswith(","):
+        return f"{tool} {flag[:-1]} alice,{value} ftp.example.com"
+    if flag.endswith("+"):
+        return f"{tool} -uroot {flag[:-1]}{value} app"
+    if flag in ("-passin", "-passout", "-pass"):
+        return f"{tool} rsa -in key.pem {flag} pass:{value}"
+    return f"sudo /usr/bin/{tool} --verbose {flag} {value} && echo done"
+
+
+def _every_tool_flag():
+    from cmem.text.secret_labels import PASSWORD_FLAGS
+
+    return [
+        (tool, flag)
+        for tools, flags in PASSWORD_FLAGS
+        for tool in tools.split()
+        for flag in flags.split()
+    ]
+
+
+@pytest.mark.parametrize(("tool", "flag"), _every_tool_flag())
+def test_every_password_flag_of_every_tool_is_redacted(tool, flag):
+    for value in (VALUE, "'" + VALUE + "'", "hunter22"):
+        text = _command_for(tool, flag, value)
+        redacted, count = redact_secrets(text)
+        assert count >= 1 and value.strip("'") not in redacted, (text, redacted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run -p 8080:80 -p 8443:443 nginx",
+        "mysql -u root -p app_db",
+        "ssh -p 2222 alice@host; psql -h db -p 5432 app",
+        'mysql -p$MYSQL_PWD app && sshpass -p "$SSHPASS" ssh host',
+        "redis-cli -a",
+        "openssl rsa -in key.pem -passin env:KEY_PASS -passout file:pass.txt",
+        "sqlplus / as sysdba, sqlplus /nolog",
+        "7z x archive.7z -o./out -y",
+        "I use mysql and sshpass -e every day",
+    ],
+)
+def test_a_flag_without_a_password_redacts_nothing(text):
+    assert redact_secrets(text) == (text, 0)
+
+
+# --- issue 43: an access key id's secret ---------------------------------------------------------
+
+KEY_IDS = {
+    "aws-secret-key": "AKIA" + "IOSFODNN7EXAMPLE",
+    "aliyun-access-key-secret": "LTAI" + "5tQ9xJ8kZ2mN3pR7sT4v",
+    "tencent-secret-key": "AKID" + "z8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE",
+}
+PAIR_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+
+
+@pytest.mark.parametrize("label", sorted(KEY_IDS))
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "{id} {secret}",
+        "{id},{secret}",
+        "{id}\t{secret}",
+        "{id} / {secret}",
+        "key {id}, the secret is {secret}",
+        "账号 {id} 密钥 {secret}",
+        "{secret} (id {id})",
+        "alice,Console,{id},{secret},https://console.example.com",
+    ],
+)
+def test_the_random_string_beside_an_access_key_id_is_its_secret(label, layout):
+    text = layout.format(id=KEY_IDS[label], secret=PAIR_SECRET)
+    redacted, count = redact_secrets(text)
+    assert KEY_IDS[label] not in redacted and PAIR_SECRET not in redacted, redacted
+    assert count == 2 and "[REDACTED:" in redacted
+
+
+def test_only_a_random_string_on_the_id_line_is_taken_for_its_secret():
+    sha = "3f2a9c1b8e7d6c5a4b3c2d1e0f9a8b7c6d5e4f3a"
+    text = f"rotated {KEY_IDS['aws-secret-key']} after commit {sha}\n{PAIR_SECRET[:-1]}Q on the next line"
+    redacted, count = redact_secrets(text)
+    assert sha in redacted and PAIR_SECRET[:-1] + "Q" in redacted and count == 1

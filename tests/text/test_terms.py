@@ -43,3 +43,19 @@ def test_bigrams_and_the_one_character_run_each_caller_keeps():
     # a one-character query is still a query, in recall and in context
     assert query_terms("猫") == ["猫"] and topic_terms("猫") == ["猫"]
     assert "夜" not in word_tokens("熬夜") and "猫" in word_tokens("猫")
+
+
+def test_a_recall_query_leaves_out_its_function_words_en_and_zh():
+    from cmem.reading.index_query import query_terms
+    from cmem.text.terms import is_query_stop
+
+    assert query_terms("How long has Melanie been married?") == ["long", "melanie", "married"]
+    assert query_terms("What is Jon's dog called") == ["jon", "dog", "called"]
+    assert query_terms("我的猫叫什么") == ["猫叫", "叫什"]
+    assert [t for t in ("了解", "的确", "去了", "我们", "什么", "猫") if is_query_stop(t)] == [
+        "去了",
+        "我们",
+        "什么",
+    ]
+    # a query of function words alone keeps them: it is still a query
+    assert query_terms("what did") == ["what", "did"]

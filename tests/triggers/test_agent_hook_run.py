@@ -19,7 +19,7 @@ from trigger_helpers import wait_for
 
 FIXTURES = Path(__file__).parent.parent / "sessions" / "fixtures"
 CLAUDE = FIXTURES / "claude-code-session.jsonl"
-NOTE = "sessions/2026-11-30 claude-code tidepool 7f3c.md"
+NOTE = "sessions/2026-11-30 claude-code tidepool 9abc.md"
 KEY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
 
 
@@ -80,10 +80,10 @@ def test_session_end_returns_and_the_session_is_captured(tmp_path):
     subjects = git(vault.root, "log", "--format=%s").splitlines()
     assert subjects[:2] == [
         "cmem: converge 1 note → profile",
-        "cmem: capture 4 turns of 1 session → 2026-11-30 claude-code tidepool 7f3c",
+        "cmem: capture 4 turns of 1 session → 2026-11-30 claude-code tidepool 9abc",
     ]
     profile = (vault.root / "converged/core/profile.md").read_text("utf-8")
-    assert "[[2026-11-30 claude-code tidepool 7f3c#^t2]]" in profile
+    assert "[[2026-11-30 claude-code tidepool 9abc#^t2]]" in profile
 
 
 def test_session_end_with_every_field_missing_or_stdin_left_open(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from cmem.errors import CmemError
 from cmem.triggers.watch import Watcher, WatchLock, is_temp_name, watch_vault
 from cmem.vault.layers import open_vault
-from trigger_helpers import CMEM, NOTE, outcomes, pass_commits, trigger_vault, wait_for
+from trigger_helpers import CMEM, CONFIG, NOTE, outcomes, pass_commits, trigger_vault, wait_for
 
 SETTLE = 0.5
 
@@ -234,3 +234,40 @@ def test_falls_back_to_polling_with_a_warning_when_inotify_runs_out(make_vault):
     stop.set()
     thread.join(timeout=30)
     assert summary["value"].polling and len(calls) == 1
+
+
+def test_a_configured_folder_made_later_is_watched_once_it_appears(make_vault):
+    """Issue 44: `sessions/` was in the config but never made, and `watch` warned about it. A
+    folder that does not exist yet (a clone's empty one, a daily note's new month) is waited
+    for, never warned about, and watched from the moment it appears — rescan_seconds is an
+    hour here, so only a file event can report the notes below."""
+    root = trigger_vault(
+        make_vault,
+        config=CONFIG + "divergent:\n  extra_folders: [sessions, journal/**]\n",
+        note=False,
+    )
+    stop, thread, messages, calls, summary = run_in_thread(open_vault(root), rescan_seconds=3600)
+    assert not any(m.startswith("warning") for m in messages)
+    assert any("sessions/, journal/ once made" in m for m in messages)
+    (root / "sessions").mkdir()
+    (root / "sessions/2026-12-01 claude-code x 1a2b.md").write_text(
+        "- I decided to go with Rust.\n", "utf-8"
+    )
+    wait_for(lambda: calls, what="a check after a note in the new folder")
+    (root / "journal/2026/12").mkdir(parents=True)  # a new month, two folders deep
+    (root / "journal/2026/12/2026-12-02.md").write_text("- From now on, tea.\n", "utf-8")
+    wait_for(lambda: len(calls) == 2, what="a check after a note in the new month's folder")
+    stop.set()
+    thread.join(timeout=30)
+    assert summary["value"].checks == 2
+
+
+def test_the_default_settle_is_short_enough_for_a_short_session():
+    import inspect
+
+    from cmem.commands.triggers import watch
+    from cmem.triggers.watch import DEFAULT_SETTLE
+
+    # the command line's default is the watcher's (typer needs it written out)
+    assert DEFAULT_SETTLE == 30.0
+    assert inspect.signature(watch).parameters["settle"].default == DEFAULT_SETTLE

@@ -76,23 +76,24 @@ def test_status_and_doctor_count_what_no_layer_reads_with_the_setting_to_include
     assert unmanaged["journal"] == {
         "folder": "journal",
         "notes": 2,
-        "setting": "divergent.extra_folders: [journal/**]",
+        "entry": "journal/**",
+        "setting": 'divergent.extra_folders: ["journal/**"]',
     }
     assert (
         unmanaged["Projects"]["notes"] == 2
-        and unmanaged["Reading"]["setting"] == "divergent.extra_folders: [Reading]"
+        and unmanaged["Reading"]["setting"] == 'divergent.extra_folders: ["Reading"]'
     )
     assert ".obsidian" not in unmanaged and "converged" not in unmanaged
     text = _cmem("status", "--vault", str(root)).stdout
     assert (
         "not read: 5 notes outside every layer" in text
-        and "to read them: divergent.extra_folders: [journal/**]" in text
+        and 'to read them: divergent.extra_folders: ["journal/**"]' in text
     )
     doctor = _cmem("doctor", "--vault", str(root))
     assert "all clear" not in doctor.stdout
     assert (
         "5 notes in 3 folders are outside every layer" in doctor.stdout
-        and "journal/ (2: divergent.extra_folders: [journal/**])" in doctor.stdout
+        and 'journal/ (2: divergent.extra_folders: ["journal/**"])' in doctor.stdout
     )
 
     # following the advice brings the journal in, and the count goes down
@@ -135,6 +136,72 @@ def test_init_finds_the_daily_notes_folder_and_reads_it(tmp_path, settings, entr
         assert {"journal/2026-11-27.md", "journal/2026/11/2026-11-28.md"} <= rels
     else:
         assert "Reading/books.md" in rels
+
+
+@pytest.mark.parametrize(
+    ("settings", "entry"),
+    [
+        # a new vault: Obsidian's setting names the folder, nothing is in it yet
+        (
+            {
+                ".obsidian/daily-notes.json": '{"folder": "Journal/Daily", "format": "YYYY/MM/YYYY-MM-DD"}'
+            },
+            "Journal/Daily/**",
+        ),
+        ({".obsidian/daily-notes.json": '{"folder": "Journal/Daily"}'}, "Journal/Daily"),
+        (
+            {
+                ".obsidian/plugins/periodic-notes/data.json": json.dumps(
+                    {
+                        "activeCalendarSet": "Work",
+                        "calendarSets": [
+                            {"id": "Default", "day": {"enabled": True, "folder": "Home"}},
+                            {
+                                "id": "Work",
+                                "day": {
+                                    "enabled": True,
+                                    "folder": "Work/Days",
+                                    "format": "YYYYMMDD",
+                                },
+                            },
+                        ],
+                    }
+                )
+            },
+            "Work/Days",
+        ),
+    ],
+)
+def test_init_reads_the_daily_notes_folder_while_it_is_still_empty(tmp_path, settings, entry):
+    root = tmp_path / "vault"
+    write_files(root, {"Home.md": "# Home\n", **settings})
+    done = _cmem("init", str(root), "--lang", "en", "--json")
+    assert done.returncode == 0, done.stderr
+    vault = open_vault(root)
+    folder = entry.removesuffix("/**")
+    assert vault.config.extra_divergent == (folder, "sessions")
+    assert vault.config.recursive_divergent == ({folder} if entry.endswith("/**") else set())
+    # every folder the config names exists, so nothing warns of one missing
+    created = json.loads(done.stdout)["created"]
+    assert f"{folder}/" in created and "sessions/" in created
+    assert (root / folder).is_dir() and (root / "sessions").is_dir()
+
+
+def test_init_never_offers_a_templates_folder(tmp_path):
+    root = tmp_path / "vault"
+    write_files(
+        root,
+        {
+            "Templates/Daily.md": "# {{date}}\n",
+            "Meta/Templates/Weekly.md": "<% tp.date.now() %>\n",
+            ".obsidian/daily-notes.json": '{"folder": "Templates"}',
+            ".obsidian/plugins/journals/data.json": '{"folder": "Meta/Templates"}',
+        },
+    )
+    assert _cmem("init", str(root), "--lang", "en").returncode == 0
+    assert open_vault(root).config.extra_divergent == ("sessions",)
+    status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
+    assert status["unmanaged"] == []  # templates are no notes of the user's to adopt
 
 
 def test_init_without_daily_or_with_no_daily_reads_only_the_root(tmp_path):
@@ -207,7 +274,9 @@ def test_without_track_all_only_cmems_files_are_committed(tmp_path):
     assert "Reading/books.md" not in git(root, "ls-files").splitlines()
 
 
-def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
+def test_recall_searches_the_notes_no_layer_reads_unless_turned_off(make_vault):
+    """Issue 44: an adopted vault's own folders are searched by default, read only, after
+    memory's statements; `recall.include_unmanaged: false` leaves them out."""
     files = {
         **ADOPTED,
         "Reading/books.md": "# books\n- Finished Dune by Frank Herbert; the sandworms stay with me.\n",
@@ -215,22 +284,23 @@ def test_recall_can_include_the_notes_no_layer_reads_read_only(make_vault):
     }
     root = make_vault(files, config_yaml="language: en\n", git=True)
     before = (root / "Reading/books.md").read_bytes()
-    plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
-    assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
-    (root / ".cmem/config.yaml").write_text(
-        "language: en\nrecall:\n  include_unmanaged: true\n", "utf-8"
-    )
     both = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     layers = {r["path"]: r["layer"] for r in both["results"]}
     assert layers == {"converged/topics/reading.md": "situational", "Reading/books.md": "unmanaged"}
+    assert both["results"][0]["path"] == "converged/topics/reading.md"  # memory first
     assert "sandworms" not in _cmem("recall", "Dune", "--vault", str(root), "--archive").stdout
     text = _cmem("recall", "sandworms", "--vault", str(root)).stdout
-    assert "Reading/books.md" in text and "no layer reads" in text
+    assert "Reading/books.md:2" in text and "[note · books]" in text
     assert (root / "Reading/books.md").read_bytes() == before  # read only
     # a new unmanaged note is found at the next recall
     (root / "Projects/dune-notes.md").write_text("- Dune re-read planned\n", "utf-8")
     again = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
     assert "Projects/dune-notes.md" in {r["path"] for r in again["results"]}
+    (root / ".cmem/config.yaml").write_text(
+        "language: en\nrecall:\n  include_unmanaged: false\n", "utf-8"
+    )
+    plain = json.loads(_cmem("recall", "Dune", "--json", "--vault", str(root)).stdout)
+    assert {r["path"] for r in plain["results"]} == {"converged/topics/reading.md"}
 
 
 def test_init_asks_about_tracking_a_vault_whose_notes_are_all_in_folders(tmp_path):
@@ -336,3 +406,72 @@ def test_unmanaged_notes_follow_the_rule_in_every_folder(make_vault, config_yaml
     expected = _every_unmanaged_note(vault)
     assert expected  # the case is not empty
     assert unmanaged_notes(vault) == expected
+
+
+def _apply(root, setting: str) -> None:
+    """Put a printed `key.sub: value` suggestion into the config as a person would."""
+    import yaml
+
+    key, _, value = setting.partition(": ")
+    config = root / ".cmem/config.yaml"
+    data = yaml.safe_load(config.read_text("utf-8")) or {}
+    *parents, last = key.split(".")
+    place = data
+    for name in parents:
+        place = place.setdefault(name, {})
+    place[last] = yaml.safe_load(value)
+    config.write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
+
+
+def test_every_suggestion_status_prints_is_config_that_loads(tmp_path):
+    """Issue 44: adding `03 - AREAS/**` beside the daily-notes folder init put in
+    (`03 - AREAS/Journal/Daily/**`) failed with "… overlap"; a top folder holding the templates
+    folder must not bring the templates in."""
+    from para_vault import DAILY_FOLDER, FILES, TEMPLATES
+
+    root = tmp_path / "para"
+    write_files(root, {**FILES, "99 - META/Reviews/2024/Q1.md": "Quarter went well.\n"})
+    assert _cmem("init", str(root), "--lang", "en").returncode == 0
+    assert open_vault(root).config.extra_divergent == (DAILY_FOLDER, "sessions")
+    applied = []
+    for _ in range(10):
+        status = json.loads(_cmem("status", "--json", "--vault", str(root)).stdout)
+        if not status["unmanaged"]:
+            break
+        folder = status["unmanaged"][0]
+        applied.append(folder["entry"])
+        _apply(root, folder["setting"])
+        open_vault(root)  # loads: no "overlap", no other error
+    assert "03 - AREAS/**" in applied and "99 - META/Reviews/**" in applied
+    assert not any(entry.startswith("99 - META/**") for entry in applied)
+    vault = open_vault(root)
+    divergent = {n.rel for n in vault.list_layer(DIVERGENT)}
+    assert not any(rel.startswith(TEMPLATES) for rel in divergent)
+    assert f"{DAILY_FOLDER}/2024/04/2024-04-30.md" in divergent
+    assert "99 - META/Reviews/2024/Q1.md" in divergent
+    # each note once, though the daily folder is listed inside 03 - AREAS/**
+    listed = [n.rel for n in vault.list_layer(DIVERGENT)]
+    assert len(listed) == len(set(listed))
+    doctor = _cmem("doctor", "--vault", str(root))
+    assert "outside every layer" not in doctor.stdout
+
+
+def test_a_divergent_folder_inside_a_recursive_one_is_read_once(make_vault):
+    root = make_vault(
+        ADOPTED,
+        config_yaml="divergent:\n  extra_folders: [journal/2026/**, journal/**, journal/2026/11]\n",
+    )
+    vault = open_vault(root)
+    assert vault.config.extra_divergent == ("journal",)
+    assert [n.rel for n in vault.list_layer(DIVERGENT)] == [
+        "Home.md",
+        "journal/2026-11-27.md",
+        "journal/2026/11/2026-11-28.md",
+    ]
+    # the same folder twice is still refused, and a layer folder inside a divergent one too
+    for entries in ("[journal, journal/]", "[converged/**]"):
+        (root / ".cmem/config.yaml").write_text(
+            f"divergent:\n  extra_folders: {entries}\n", "utf-8"
+        )
+        with pytest.raises(ConfigError, match="overlap"):
+            open_vault(root)

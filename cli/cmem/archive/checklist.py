@@ -62,19 +62,35 @@ class StageEntry:
     sha256: str  # the note's digest when the pass read it
 
 
-def archive_target(archive_dir: str, pattern: str, note_rel: str, pass_date: str) -> str:
-    yyyy, mm, dd = pass_date.split("-")
-    name = note_rel.rsplit("/", 1)[-1]
+def archive_target(archive_dir: str, pattern: str, note_rel: str, note_date: str) -> str:
+    """Where a note goes in the archive: `archive.pattern` filled with the note's own date and
+    name, the note's folder kept (at `{folder}`, else just above its name), so
+    `Journal/Daily/2024/04/2024-04-30.md` goes to `archive/2024-04/Journal/Daily/2024/04/…`."""
+    yyyy, mm, dd = note_date.split("-")
+    folder, _, name = note_rel.rpartition("/")
     stem = name[:-3] if name.endswith(".md") else name
+    if "{folder}" not in pattern:
+        pattern = pattern.replace("{name}", "{folder}/{name}")
     relative = (
         pattern.replace("{yyyy}", yyyy)
         .replace("{mm}", mm)
         .replace("{dd}", dd)
+        .replace("{folder}", folder)
         .replace("{name}", stem)
     )
+    relative = "/".join(part for part in relative.split("/") if part)  # a root note: no folder
     if not relative.endswith(".md"):
         relative += ".md"
     return f"{archive_dir}/{relative}"
+
+
+def filing_date(name: str, frontmatter: str, mtime_ns: int | None, fallback: str) -> str:
+    """The date a note is filed under in the archive: its own (`vault/moment.py: note_date`),
+    else `fallback` (the pass's)."""
+    from cmem.vault.moment import note_date
+
+    found = note_date(name, frontmatter, mtime_ns / 1e9 if mtime_ns else None)
+    return found.isoformat() if found is not None else fallback
 
 
 def format_stage_line(entry: StageEntry) -> str:
@@ -108,7 +124,9 @@ def stage_notes(
 
 # --- reading the checklist: `cmem archive`, undo, doctor --fix ---------------------------------
 
-LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited", "unreadable"]
+LineState = Literal[
+    "ready", "changed", "missing", "unparsed", "refused", "uncited", "unreadable", "waiting"
+]
 READY: Final = "ready"
 CHANGED: Final = "changed"
 MISSING: Final = "missing"
@@ -120,6 +138,8 @@ UNCITED: Final = "uncited"
 # the note, or a memory file it was converged into, cannot be read now: never moved, its state
 # kept; it moves once the file can be read again
 UNREADABLE: Final = "unreadable"
+# lines of the note still wait for a judgement (a model's): never moved until a pass judged them
+WAITING: Final = "waiting"
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # `[ ]`, `[x]`, `[X]`, `[ x ]`, and the Tasks plugin's `[-]` `[/]` `[>]` (only x counts as ticked)

@@ -23,8 +23,10 @@ from cmem.archive.checklist import (
     UNCITED,
     UNPARSED,
     UNREADABLE,
+    WAITING,
     StagedLine,
     archive_target,
+    filing_date,
     parse_checklist,
     read_checklist,
     remove_checklist_lines,
@@ -153,8 +155,28 @@ def _with_states(vault: Vault, lines: list[StagedLine]) -> list[StagedLine]:
         if line.state != REFUSED:
             _fill_state(vault, line, state)
         if line.state == READY:
+            _fill_waiting(line, state)
+        if line.state == READY:
             _fill_citation(line, state, citations)
     return lines
+
+
+def _fill_waiting(line: StagedLine, state) -> None:
+    """A ready line whose note still holds lines no pass judged is `waiting`: archived, they
+    would be in no memory file and no queue."""
+    entry = state.notes.get(line.source or "")
+    if entry is None or not entry.waits:
+        return
+    count = entry.waiting_lines
+    lines, them = (
+        ("1 line of it waits", "it") if count == 1 else (f"{count} lines of it wait", "them")
+    )
+    line.state = WAITING
+    line.detail = (
+        f"{lines} for a model (no pass judged {them} yet), so it stays out of the archive until a "
+        f"pass with a model judges {them} (`cmem converge --only {line.note!r} --llm CMD`, or an "
+        "agent answering the prompt)"
+    )
 
 
 def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
@@ -200,7 +222,7 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
         entry = state.notes.get(line.source or "")
         if date is None and entry and entry.time[:10]:
             date = entry.time[:10]
-        date = date or datetime.now().date().isoformat()
+        date = filing_date(line.note or "", "", None, date or datetime.now().date().isoformat())
         target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
         where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
     line.target = target

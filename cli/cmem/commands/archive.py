@@ -4,7 +4,14 @@ from typing import Annotated
 
 import typer
 
-from cmem.commands.common import auto_sync, confirm, open_target, print_json, recover_first
+from cmem.commands.common import (
+    auto_sync,
+    confirm,
+    open_target,
+    print_json,
+    reading_target,
+    recover_first,
+)
 from cmem.commands.options import JsonOption, VaultOption, invocation, yes_option
 
 archive_app = typer.Typer(
@@ -19,10 +26,10 @@ UndoYes = Annotated[bool, yes_option("Undo without asking (needed without a term
 
 @archive_app.command("list")
 def archive_list(vault: VaultOption = None, as_json: JsonOption = False) -> None:
-    """Every staged line: note, target, ticked or not, and its state (ready, changed, uncited, missing, unparsed)."""
+    """Every staged line: note, target, ticked or not, and its state (ready, changed, waiting, uncited, missing, unparsed)."""
     from cmem.archive.gate import list_staged
 
-    target = open_target(vault)
+    target = reading_target(vault)
     staged = list_staged(target)
     if as_json:
         print_json({"staged": [line.to_json() for line in staged]})

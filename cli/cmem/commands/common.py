@@ -18,8 +18,33 @@ def open_target(vault):
     return open_vault(vault)
 
 
+def reading_target(vault):
+    """The vault a command reads (or adds a note to): when its `.cmem/` (or a file in it) leads
+    out of the vault through a link, it is read all the same, and said; what would write
+    through it refuses (`steps/preflight.py: check_own_files`)."""
+    from cmem.vault.layers import OWN_FILES
+
+    target = open_target(vault)
+    problem = target.own_files_problem(OWN_FILES)
+    if problem:
+        warn(
+            f"{problem}: cmem reads through it but never writes through it (a pass, archive "
+            "apply, undo, capture and sync refuse); replace the link with a folder (or file) of "
+            "this vault's own"
+        )
+    return target
+
+
 def print_json(data) -> None:
     pass_command.print_json(typer.echo, data)
+
+
+def show(text: str, err: bool = False) -> None:
+    """Print a command's result as every surface shows note text: credentials redacted
+    (`text/secrets.py: shown`), as the MCP tools, `context` and the prompt have them."""
+    from cmem.text.secrets import shown
+
+    typer.echo(shown(text), err=err)
 
 
 def warn(message: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem import pass_command
-from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.common import confirm, open_target, print_json, reading_target, show
 from cmem.commands.options import (
     JsonOption,
     ShrinkOption,
@@ -86,8 +86,19 @@ def converge(
         bool,
         typer.Option(
             "--backlog",
-            help="Also converge the backlog: the notes an adopted folder held when `cmem init` adopted it, oldest first, within the budget (`cmem status` shows its size). Never done by --if-due.",
+            help="Converge the backlog with a model: the notes an adopted folder held, oldest first, in batches of the budget — the plan (notes, tokens, batches, cost) first, then asks; each batch a commit, a stopped run continues where it stopped. Never done by --if-due.",
         ),
+    ] = False,
+    price: Annotated[
+        Optional[str],
+        typer.Option(
+            "--price",
+            metavar="IN[/OUT]",
+            help="With --backlog: the model's price in dollars per million tokens sent (and received), for the cost estimate (default: llm.price).",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, yes_option("With --backlog: start without asking (needed without a terminal).")
     ] = False,
     show_diff: Annotated[
         bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
@@ -162,7 +173,8 @@ def converge(
             "is empty (an unset variable?); give the model command, or leave --llm out",
             param_hint="--llm",
         )
-    target = open_target(vault)
+    # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
+    target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     response_text = None
     if response is not None:
         try:
@@ -198,7 +210,22 @@ def converge(
             "the backlog is converged only when you ask: not with --if-due or --background",
             param_hint="--backlog",
         )
-    if background or if_due or detached:
+    if price is not None and not backlog:
+        raise typer.BadParameter("goes with --backlog", param_hint="--price")
+    if backlog and not (
+        dry_run or emit_prompt or response_text is not None or background or if_due or detached
+    ):
+        code = pass_command.converge_backlog(
+            target,
+            options,
+            invoked,
+            typer.echo,
+            price=price,
+            confirm=lambda question: confirm(yes, question),
+            quiet=quiet,
+            as_json=as_json,
+        )
+    elif background or if_due or detached:
         if (background or if_due) and (
             dry_run or emit_prompt or response is not None or replay is not None or show_diff
         ):
@@ -273,10 +300,10 @@ def apply_proposal(
     )
     preview = run_pass(target, replace(options, dry_run=True))
     if preview.status == "failed":
-        typer.echo(render_pass(preview), err=True)
+        show(render_pass(preview), err=True)
         raise typer.Exit(1)
     if not as_json:
-        typer.echo(colour_diff(preview.diff) or "the proposal changes no memory file")
+        show(colour_diff(preview.diff) or "the proposal changes no memory file")
     confirm(yes, f"apply pass {proposal.pass_id} ({len(preview.changed)} files)?")
     result = run_pass(target, options)
     if result.status == "applied":
@@ -284,7 +311,7 @@ def apply_proposal(
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_pass(result))
+        show(render_pass(result))
     if result.status == "failed":
         raise typer.Exit(1)
 

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from cmem.commands.common import confirm, open_target, print_json
+from cmem.commands.common import confirm, print_json, reading_target, show
 from cmem.commands.options import JsonOption, VaultOption, yes_option
 
 FixYes = Annotated[
@@ -32,7 +32,7 @@ def doctor(
     """
     from cmem.doctor.checks import run_doctor
 
-    target = open_target(vault)
+    target = reading_target(vault)
     findings, repaired = run_doctor(target), []
     if fix:
         from cmem.doctor.doctor_fix import find_leftovers, repair_leftovers
@@ -40,9 +40,7 @@ def doctor(
         leftovers = [item for item in find_leftovers(target) if item.fixable]
         if leftovers:
             if not as_json:
-                typer.echo(
-                    "\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers)
-                )
+                show("\n".join(f"will fix: {item.message} — {item.action}" for item in leftovers))
             confirm(yes, f"repair {len(leftovers)} thing{'s' if len(leftovers) != 1 else ''}?")
             repaired = repair_leftovers(target, leftovers)
             findings = run_doctor(target)
@@ -57,6 +55,6 @@ def doctor(
     else:
         from cmem.render.reports import render_doctor
 
-        typer.echo("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
+        show("".join(f"fixed: {line}\n" for line in repaired) + render_doctor(findings))
     if any(f.level == "error" for f in findings):
         raise typer.Exit(1)

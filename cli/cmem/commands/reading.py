@@ -1,12 +1,11 @@
 """What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
 here writes a note; status and scan store what they printed for `cmem.fast`."""
 
-import json
 from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import open_target, print_json, warn
+from cmem.commands.common import print_json, reading_target, show, warn
 from cmem.commands.options import JsonOption, RescanOption, VaultOption, within
 
 
@@ -18,19 +17,22 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
     """
     from cmem.reading import stored_results
     from cmem.reading.status import build_status
+    from cmem.text.secrets import shown_data
 
-    target = open_target(vault).remember_listings()  # read-only: each layer listed once
+    target = reading_target(vault).remember_listings()  # read-only: each layer listed once
     # rescan or not: the full walk below refreshes the stored result
     pending = stored_results.begin(target, "status", ())
     result = build_status(target, rescan=rescan)
-    data = result.to_json()
+    data = shown_data(result.to_json())  # stored as shown: the light path prints it too
     stored_results.store(pending, {"data": data, "clock": result.clock})
     if as_json:
         print_json(data)
     else:
         from cmem.render.reports import render_status_data
+        from cmem.vault.warned import shown_once
 
-        typer.echo(render_status_data(data))
+        odd = shown_once(target.machine_dir, data["odd_files"])
+        show(render_status_data({**data, "odd_files": odd}))
 
 
 def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
@@ -38,7 +40,7 @@ def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanO
     from cmem.reading.scan_output import scan_output
 
     # read-only: each layer listed once; cmem.fast runs the same function without typer
-    typer.echo(scan_output(open_target(vault).remember_listings(), as_json))
+    typer.echo(scan_output(reading_target(vault).remember_listings(), as_json))
 
 
 def context(
@@ -68,14 +70,14 @@ def context(
     # reads only: each layer listed once
     # reads only: each layer listed once; keep: the material is stored for cmem.fast
     result = build_context(
-        open_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
+        reading_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
     )
     for problem in result.problems:
         warn(problem)
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_context_markdown(result))
+        show(render_context_markdown(result))
 
 
 def log_command(
@@ -91,13 +93,13 @@ def log_command(
     """The passes, archive applies and undos: when, which notes, which files, engine and model, warnings."""
     from cmem.steps.pass_log import build_log
 
-    commits = build_log(open_target(vault), limit)
+    commits = build_log(reading_target(vault), limit)
     if as_json:
         print_json({"passes": [commit.to_json() for commit in commits]})
     else:
         from cmem.render.history import render_log
 
-        typer.echo(render_log(commits))
+        show(render_log(commits))
 
 
 def diff_command(
@@ -114,11 +116,11 @@ def diff_command(
     from cmem.render.history import render_diff
     from cmem.steps.pass_log import pass_diff
 
-    result = pass_diff(open_target(vault), pass_ref)
+    result = pass_diff(reading_target(vault), pass_ref)
     if as_json:
         print_json({"pass": result.commit.to_json(), "diff": result.diff})
     else:
-        typer.echo(render_diff(result))
+        show(render_diff(result))
 
 
 def trace(
@@ -134,13 +136,13 @@ def trace(
     """How a memory file or a topic evolved: each statement's dated versions, oldest first, with sources and passes."""
     from cmem.reading.trace import trace_target
 
-    result = trace_target(open_target(vault), " ".join(target_text))
+    result = trace_target(reading_target(vault), " ".join(target_text))
     if as_json:
         print_json(result.to_json())
     else:
         from cmem.render.history import render_trace
 
-        typer.echo(render_trace(result))
+        show(render_trace(result))
 
 
 def recall(
@@ -153,7 +155,7 @@ def recall(
     ],
     archive: Annotated[
         bool,
-        typer.Option("--archive", help="Search the archived notes instead of the memory files."),
+        typer.Option("--archive", help="Search the archived notes instead of memory and notes."),
     ] = False,
     limit: Annotated[
         int,
@@ -168,26 +170,33 @@ def recall(
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Keyword (BM25) search of the memory files: the matching statements with path, score, snippet and sources.
+    """Keyword (BM25) search of the vault, memory first: memory's statements, then the notes'
+    lines (pending notes marked not yet converged), with path, score, snippet and sources.
 
-    Uses a full-text index kept in the machine folder and brought up to date on every call (it is a
-    cache: delete it and it is rebuilt). The archive is searched only with --archive.
+    Uses full-text indexes kept in the machine folder and brought up to date on every call (they
+    are caches: delete them and they are rebuilt). The archive is searched only with --archive.
     """
     from cmem.reading.recall import query_terms, recall_memory, render_recall
-    from cmem.reading.search_index import ARCHIVED, CONVERGENT, index_file
+    from cmem.reading.search_index import ARCHIVED, NOTES, index_file
 
-    target = open_target(vault)
+    target = reading_target(vault)
     text = " ".join(query)
-    building = rebuild or not index_file(target, ARCHIVED if archive else CONVERGENT).exists()
+    building = rebuild or not index_file(target, ARCHIVED if archive else NOTES).exists()
     if not as_json and building and query_terms(text):  # an empty query is refused before any work
         typer.echo(
             "building the search index from the notes (later calls only update it)…", err=True
         )
-    result = recall_memory(target, text, archive=archive, limit=limit, rebuild=rebuild)
+
+    def progress(done: int, total: int) -> None:  # a big vault's first build: a person waits
+        if done % 500 == 0:
+            typer.echo(f"  indexed {done:,} of {total:,} notes…", err=True)
+
+    result = recall_memory(
+        target, text, archive=archive, limit=limit, rebuild=rebuild, progress=progress
+    )
     for problem in result.problems:
         warn(problem)
-    typer.echo(
-        json.dumps(result.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else render_recall(result)
-    )
+    if as_json:
+        print_json(result.to_json())
+    else:
+        show(render_recall(result))

@@ -138,7 +138,8 @@ def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str
     chosen = []
     for entry, count in daily_notes_entries(path):
         if daily is None and sys.stdin.isatty() and not as_json:
-            question = f"Obsidian keeps daily notes in {entry.removesuffix('/**')}/ ({count} notes); read them as divergent notes?"
+            held = f"{count} notes" if count else "no notes yet"
+            question = f"Obsidian keeps daily notes in {entry.removesuffix('/**')}/ ({held}); read them as divergent notes?"
             if not typer.confirm(question, default=True):
                 continue
         chosen.append(entry)

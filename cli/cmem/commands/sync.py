@@ -4,7 +4,7 @@ over."""
 
 import typer
 
-from cmem.commands.common import open_target, print_json, recover_first
+from cmem.commands.common import open_target, print_json, recover_first, show
 from cmem.commands.options import JsonOption, VaultOption
 
 
@@ -27,6 +27,6 @@ def sync(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(result.to_json())
     else:
-        typer.echo(render_sync(result), err=result.status == "offline")
+        show(render_sync(result), err=result.status == "offline")
     if result.status == "offline":
         raise typer.Exit(OFFLINE_EXIT_CODE)

@@ -7,7 +7,14 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from cmem.commands.common import auto_sync, open_target, print_json, recover_first
+from cmem.commands.common import (
+    auto_sync,
+    open_target,
+    print_json,
+    reading_target,
+    recover_first,
+    warn,
+)
 from cmem.commands.options import JsonOption, VaultOption, invocation, within
 
 
@@ -19,10 +26,10 @@ def note(
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Append a timestamped line to today's capture note in the divergent layer (created if missing)."""
+    """Append a timestamped line to today's daily note (Obsidian's settings) or capture note, under capture.heading (created if missing)."""
     from cmem.triggers.capture import capture_note
 
-    target = open_target(vault)
+    target = reading_target(vault)  # a note is written beside `.cmem/`, never through it
     # never append to a note a killed step was moving
     recover_first(target, "note", as_json, busy_ok=True)
     auto_sync(target, invocation(ctx), note=True)
@@ -35,12 +42,15 @@ def note(
                 "line": captured.line,
                 "created": captured.created,
                 "text": captured.text,
+                "daily": captured.daily,
+                "notice": captured.notice or None,
             }
         )
-    else:
-        typer.echo(
-            f"noted in {captured.rel}:{captured.line}" + (" (new note)" if captured.created else "")
-        )
+        return
+    if captured.notice:
+        warn(captured.notice)
+    new = " (new daily note)" if captured.daily else " (new note)"
+    typer.echo(f"noted in {captured.rel}:{captured.line}" + (new if captured.created else ""))
 
 
 def capture(
@@ -104,7 +114,7 @@ def watch(
             callback=within("watch --settle"),
             help="Seconds without a change before the due check runs.",
         ),
-    ] = 120.0,
+    ] = 30.0,
     polling: Annotated[
         bool,
         typer.Option(

@@ -1,9 +1,11 @@
 """What a pass made of each note it was given, as `state.json` keeps it (SPEC §2, §3 step 3).
 
 Every line a pass judged is accounted for: converged (its key joins `lines`), or deferred with
-the reason (`deferred`). A model judges every line it was sent; the builtin engine reads cue
-lines only, so the note's other lines stay *unjudged* — waiting for a model — and a cue line it
-could not place is deferred for a model with that reason. A note accounted for and unchanged is
+the reason (`deferred`). A model judges every line of a note its reply converges or defers whole;
+of a note whose lines alone it defers, only those lines. The builtin engine reads cue lines only,
+so the note's other lines stay *unjudged* — waiting for a model — and a cue line it could not
+place is deferred for a model with that reason. A note the reply names in no element is not
+judged at all: it gets no entry and stays pending. A note accounted for and unchanged is
 never sent again, unless a return rule of SPEC §2 brings its deferred lines back.
 """
 
@@ -17,6 +19,14 @@ from cmem.scan.recurrence import phrase_keys
 from cmem.vault.state_json import BUILTIN, MODEL, ConvergedNote, line_key
 
 COULD_NOT_PLACE = "the builtin engine found no statement for this line; it waits for a model"
+
+
+def left_for_model(entry: ConvergedNote, note: SelectedNote) -> int:
+    """The lines of a note the builtin engine leaves for a model once `entry` is its account:
+    its content lines no engine judged, and the cue lines it deferred for a model (the scan's
+    own deferrals — a one-off, venting — are not among a note's signals)."""
+    lines = {s.line for s in note.signals if 0 < s.line <= len(note.lines)}
+    return entry.unjudged + sum(1 for n in lines if line_key(note.lines[n - 1]) in entry.deferred)
 
 
 @dataclass(frozen=True)
@@ -61,11 +71,12 @@ def account_note(
                 keys_of[n] for n, line in enumerate(note.lines, 1) if line.strip()
             }
         else:
-            reasons.update({key: verdict.reason for key in judged})
+            if verdict.reason:  # deferred whole; else only the lines it names were judged
+                reasons.update({key: verdict.reason for key in judged})
             lines = earlier_lines
         deferred.update(reasons)
         lines -= set(deferred)
-        engine, unjudged = MODEL, 0
+        engine = MODEL
     else:
         placed = {
             keys_of[signal.line]
@@ -78,15 +89,17 @@ def account_note(
         reasons.update({keys_of[n]: COULD_NOT_PLACE for n in verdict.unplaced if n in keys_of})
         reasons.update({keys_of[n]: r for n, r in verdict.rule_deferred.items() if n in keys_of})
         if not verdict.converged:
-            reasons.update(
-                {keys_of[s.line]: verdict.reason for s in note.signals if s.line in keys_of}
-            )
+            if verdict.reason:
+                reasons.update(
+                    {keys_of[s.line]: verdict.reason for s in note.signals if s.line in keys_of}
+                )
             placed = set()
         deferred.update(reasons)
         lines = (earlier_lines | placed) - set(deferred)
         engine = BUILTIN
-        left = unaccounted_lines(note.lines, note.body_start, lines | set(deferred))
-        unjudged = len(left)
+    # lines no engine judged yet (the builtin engine's non-cue lines; those a model's reply
+    # named in no element) keep the note pending
+    unjudged = len(unaccounted_lines(note.lines, note.body_start, lines | set(deferred)))
     into = sorted(set(previous.into if previous else ()) | set(verdict.into))
     texts = {key: note.lines[n - 1] for n, key in keys_of.items()}
     deferred_keys = sorted(

@@ -73,15 +73,16 @@ from cmem.converge.builtin_edits import (
     sources_stay_with_the_words,
 )
 from cmem.converge.builtin_memory import MemoryFile, PassWork, joiner, touch_updated
-from cmem.converge.builtin_placing import best_match, find_duplicate, route
+from cmem.converge.builtin_placing import NO_SUBJECT, best_match, find_duplicate, route
 from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_text
-from cmem.converge.phrasing import note_date, statement_text
+from cmem.converge.phrasing import statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.sentences import cue_sentence, too_long
-from cmem.converge.words import SWITCH, name_key, quote_line
+from cmem.converge.words import SWITCH, name_key, names_both_sides, quote_line
 from cmem.scan.signals import Signal
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
+from cmem.vault.notes import note_date
 from cmem.vault.statements import WIKILINK, format_source, format_trace, normalize, split_statement
 
 
@@ -105,7 +106,7 @@ def builtin_response(
 
 
 def _converge_note(work: PassWork, note: SelectedNote) -> None:
-    secret = _secret_line(note) or _unlinkable(note.name)
+    secret = _secret_line(note) or _unlinkable(note.name) or _quoted(note)
     if secret:
         # A credential is never memory: the note waits, saying why, and nothing of it is written
         # (no signal of a converged note may be left out, so the whole note is deferred). A
@@ -147,6 +148,15 @@ def _converge_note(work: PassWork, note: SelectedNote) -> None:
             iter(left.values()),
             "no signal line to keep; the builtin engine only quotes signal lines",
         )
+
+
+def _quoted(note: SelectedNote) -> str:
+    """A note that is not the user's own words (a web clip, a template): its cue lines are
+    someone else's ("I prefer small endpoints" in an article), so it waits for a model, which
+    cites it as quoted (rule 16)."""
+    if not note.quoted:
+        return ""
+    return f"not the user's own words ({note.quoted}): a model converges it, citing it as quoted"
 
 
 def _unlinkable(name: str) -> str:
@@ -242,8 +252,11 @@ def _place(
     statement made of it."""
     raw = text if raw is None else raw
     preferred = set(named)
-    is_change = signal.cls == "correction" or (
-        signal.cls == "decision" and bool(SWITCH.search(raw))
+    # a correction, a switch, or a preference or decision naming what it replaces
+    is_change = (
+        signal.cls == "correction"
+        or (signal.cls == "decision" and bool(SWITCH.search(raw)))
+        or (signal.cls in ("decision", "preference") and names_both_sides(raw))
     )
     if signal.cls == "recurring" and day is not None:
         merged = _merge_pattern(work, note, text, day)
@@ -270,17 +283,23 @@ def _place(
             work.written.add((match[0].rel, normalize(written), note.rel))
             return match[0].rel, ""
         # its trace would not read back in this vault's formats: the line is added instead
-    file = route(work, note, signal, text, named)
-    if file.problem:
-        return None, f"{file.rel} is left alone ({file.problem}); fix it and converge again"
+    target = route(work, note, signal, text, named)
+    if target is None:
+        return None, NO_SUBJECT
+    if target.problem:
+        return None, f"{target.rel} is left alone ({target.problem}); fix it and converge again"
+    earlier: list[str] = []
     if signal.cls == "recurring" and day is not None:
-        text = pattern_text(text, [day.isoformat()])
-    if not _fits(work, file, f"- {text}{source}"):
+        # a new pattern counts the archived notes that said it before (the scan counted them)
+        found = work.archived_occurrences(text, note.name)
+        earlier = [name for name, _ in found]
+        text = pattern_text(text, [day.isoformat(), *(when for _, when in found)])
+    if not _fits(work, target, f"- {text}{source}"):
         return None, _FULL
-    if not append_statement(work, file, text, cite, signal.cls):
+    if not append_statement(work, target, text, cite, signal.cls, earlier):
         return None, _UNREADABLE
-    work.written.add((file.rel, normalize(text), note.rel))
-    return file.rel, ""
+    work.written.add((target.rel, normalize(text), note.rel))
+    return target.rel, ""
 
 
 def _citation(note: SelectedNote, signal: Signal) -> str:

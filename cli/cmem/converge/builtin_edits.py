@@ -200,14 +200,20 @@ _CLASS_HEADINGS = {
 
 
 def append_statement(
-    work: PassWork, file: MemoryFile, text: str, name: str, cls: str | None = None
+    work: PassWork,
+    file: MemoryFile,
+    text: str,
+    name: str,
+    cls: str | None = None,
+    earlier: list[str] | tuple[str, ...] = (),
 ) -> bool:
-    """A new statement; False (nothing written) when it would not read back as written."""
+    """A new statement citing `name` (after the `earlier` notes it also rests on); False
+    (nothing written) when it would not read back as written."""
     resident = file.rel.startswith(work.config.resident_dir + "/")
     formats = work.formats_for(
         file, "" if resident else text
     )  # resident files are in the vault's language
-    names = list(dict.fromkeys([*work.sources_of_gone(file, normalize(text)), name]))
+    names = list(dict.fromkeys([*work.sources_of_gone(file, normalize(text)), *earlier, name]))
     line = f"- {text}{joiner(formats.source)}{format_source(names, formats)}"
     if not reads_back(work, line, text, names, []):
         return False

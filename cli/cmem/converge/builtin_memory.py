@@ -10,7 +10,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.converge.phrasing import is_chinese, note_date
+from cmem.converge.phrasing import is_chinese
 from cmem.converge.statement_words import (
     CACHE_NAME,
     FileWords,
@@ -23,7 +23,7 @@ from cmem.converge.words import name_key
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
-from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
+from cmem.vault.notes import note_date, parse_frontmatter_block, split_frontmatter
 from cmem.vault.statements import Statement, normalize, parse_statements, split_statement
 
 PROFILE, METHODOLOGY = "profile.md", "methodology.md"
@@ -155,6 +155,26 @@ def _load(rel: str, text: str, cache: WordsCache | None = None) -> MemoryFile:
     return MemoryFile(rel, text, head[1], head[0], digest=digest)
 
 
+def warm_words(vault: Vault, texts: dict[str, str], deadline: float) -> bool:
+    """The words of the memory files whose texts are `texts` (as a pass reads them), made and
+    kept until `deadline` (a `time.monotonic()`), as `PassWork` would make them: a big vault's
+    first pass spread over several background runs. Whether all are kept now."""
+    import time
+
+    formats = vault.config.formats
+    cache = WordsCache(vault.machine_dir / CACHE_NAME, fingerprint(formats))
+    done = True
+    for rel, text in sorted(texts.items()):
+        if time.monotonic() > deadline:
+            done = False
+            break
+        file = _load(rel, text, cache)
+        if not file.problem and file.digest is not None and cache.get(file.digest) is None:
+            cache.put(file.digest, FileWords.of(file.statements(formats)))
+    cache.save()
+    return done
+
+
 def _head(text: str) -> tuple[str | None, dict]:
     """(why the engine leaves the file alone, or None; the frontmatter keys it reads). Parsing
     YAML for every file of a 10k vault's layer was a tenth of a one-note pass: kept by digest."""
@@ -213,6 +233,7 @@ class PassWork:
         # note → {line: why the builtin engine leaves it for a model}, beside what it converged
         self.deferred_lines: dict[str, dict[int, str]] = {}
         self._note_shapes: set[str] | None = None
+        self._archived: list | None = None  # scan.archive_recurrence, read on first use
         self._trace_ids: set[tuple[str, str]] | None = None  # (date, old words) of every trace
 
     def is_note_name(self, name: str) -> bool:
@@ -231,6 +252,23 @@ class PassWork:
         from cmem.converge.paths import skeleton
 
         return skeleton(name) in self._note_shapes
+
+    def archived_occurrences(self, base: str, name: str) -> list[tuple[str, str]]:
+        """(name, day) of each archived note, oldest first, whose recurring line shares a key
+        phrase with `base` (what keeps happening), as the scan counted them (SPEC §2: archived
+        notes count); never the note `name` itself."""
+        from cmem.scan.archive_recurrence import archived_recurrences
+        from cmem.scan.recurrence import phrase_keys
+
+        if self._archived is None:
+            self._archived = archived_recurrences(self.vault)
+        keys = set(phrase_keys(base.lower()))
+        found = {
+            (note.day, note.name)
+            for note in self._archived
+            if note.name != name and keys & set(note.keys)
+        }
+        return [(found_name, day) for day, found_name in sorted(found)]
 
     def held_at_first(self, rel: str, key: str) -> bool:
         """Whether the file held a statement with this key before the pass changed anything

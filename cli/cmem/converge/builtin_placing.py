@@ -13,8 +13,9 @@ from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, MemoryFile, PassW
 from cmem.converge.corrections import holds, old_sides, side_words, specific
 from cmem.converge.phrasing import subject_of
 from cmem.converge.selection import SelectedNote
+from cmem.converge.slots import HOME, slot_names, slots_of
 from cmem.converge.statement_words import probe
-from cmem.converge.words import leading_words, name_key, old_side_terms, slug, terms, without_cue
+from cmem.converge.words import name_key, old_side_terms, slug, terms
 from cmem.scan.signals import Signal
 from cmem.vault.statements import Statement, normalize
 
@@ -71,26 +72,31 @@ def best_match(
     line is added. When the line names an old side ("not 2", "from uv to", "不是北京"), only a
     statement holding it may be replaced, and one holding only a number or a common word of it
     must share another word with the line (`corrections.holds`, `specific`); without an old
-    side, a statement must share two words with the line, or fill the same slot ("I moved to
-    Munich" → "I live in Berlin"). Among those: most shared words, rare words weighing more,
-    words of the old side double, the files the note names first.
+    side, a statement must share two words with the line, or fill the same slot (`slots`: "I
+    moved to Munich" → "I live in Berlin", "I switched to uv" → the statement naming pipenv).
+    Among those: most shared words, rare words weighing more, words of the old side double, the
+    files the note names first.
 
     Only statements sharing a word with the line can pass those rules, so they are found through
     each file's word index (`FileWords.postings`) instead of scoring every statement; how rare a
     word is still counts every statement. A line filling a slot may replace a statement
-    sharing no word, so it looks at them all. A statement this note wrote is replaced only when
+    sharing no word: a move looks at them all, a tool's kind at the statements naming a tool of
+    that kind. A statement this note wrote is replaced only when
     the line names it by its old side (a correction of a correction in one note)."""
     sides = old_sides(text)
     new_terms, old_terms = terms(text), old_side_terms(text)
     for side in sides:
         new_terms = new_terms | side_words(side)
-    slot = _slot(text)
+    slots = slots_of(text)
     files = work.writable(preferred)
     total = 0  # statements that may be rewritten
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
     # (file's place, statement index) → the line's words it holds
     shared_by: dict[tuple[int, int], set[str]] = {}
-    probes = [probe(word) for word in new_terms]
+    # the line's words, then the names of the tools of its kinds (a statement naming one fills
+    # the slot; where one lives is said in any words): one look-up a file for both
+    kind_names = [name for name in slot_names(slots) if name not in new_terms]
+    probes = [probe(word) for word in [*new_terms, *kind_names]]
     # what this note wrote, by file
     written: dict[str, set[str]] = {}
     for rel, key, by in work.written:
@@ -101,11 +107,14 @@ def best_match(
         barred = set(words.empty)
         total += words.count - len(barred)
         for word, indexes in words.holding_each(probes):
+            shares = word in frequency
             for index in indexes:
                 if index not in barred:
-                    frequency[word] += 1
-                    shared_by.setdefault((place, index), set()).add(word)
-        if slot is not None:
+                    found = shared_by.setdefault((place, index), set())
+                    if shares:
+                        frequency[word] += 1
+                        found.add(word)
+        if HOME in slots:
             for index in range(words.count):
                 if index not in barred:
                     shared_by.setdefault((place, index), set())
@@ -118,7 +127,7 @@ def best_match(
         named = file.rel in preferred
         core = file.statements(work.formats)[index].core
         mine = file.rel in written and file.words(work).keys[index] in written[file.rel]
-        same_slot = slot is not None and _slot(core) == slot
+        same_slot = bool(slots & slots_of(core))
         held = [side for side in sides if holds(core, side)]
         if sides:
             # "not 2": the statement holding 2 and another word of the line, never any "2"
@@ -140,29 +149,17 @@ def best_match(
     return None if best is None else (best[0], best[0].statements(work.formats)[best[1]])
 
 
-# Slots that hold one value at a time: where one lives. A move replaces the last one.
-_SLOTS = [
-    (
-        "home",
-        re.compile(
-            r"^(?:i|we)(?:'ve| have)?\s+(?:moved\s+to|live\s+in|relocated\s+to)\b|搬到|搬家到|住在",
-            re.IGNORECASE,
-        ),
-    )
-]
-
-
-def _slot(text: str) -> str | None:
-    text = without_cue(text.strip())
-    for name, pattern in _SLOTS:
-        if pattern.search(text):
-            return name
-    return None
+NO_SUBJECT = (
+    "no subject to file it under (a topic is never named from a clause); it waits for a model"
+)
 
 
 def route(
     work: PassWork, note: SelectedNote, signal: Signal, text: str, named: list[str]
-) -> MemoryFile:
+) -> MemoryFile | None:
+    """The file a line joins: its class's resident file, or for a decision the topic the note
+    names, the line's subject, the topic sharing most words, a new topic named for what the
+    line is about, a topic sharing any word; None when nothing names a topic (`NO_SUBJECT`)."""
     if signal.cls == "recurring":
         return work.resident_file(METHODOLOGY)
     if signal.cls != "decision":
@@ -171,7 +168,12 @@ def route(
     for rel in named:
         if rel.startswith(situational_dir):
             return work.files[rel]
-    return _subject_topic(work, text) or _best_topic(work, text) or _new_topic(work, note, text)
+    return (
+        _subject_topic(work, text)
+        or _best_topic(work, text)
+        or _new_topic(work, note, text)
+        or _best_topic(work, text, least=1.0)
+    )
 
 
 def _subject_topic(work: PassWork, text: str) -> MemoryFile | None:
@@ -197,7 +199,7 @@ def _weight(words: Set[str]) -> float:
     return sum(1.5 if word.isascii() else 1.0 for word in words)
 
 
-def _best_topic(work: PassWork, text: str) -> MemoryFile | None:
+def _best_topic(work: PassWork, text: str, least: float = 3) -> MemoryFile | None:
     new_terms = terms(text)
     best, best_score = None, 0.0
     for file in work.situational():
@@ -206,7 +208,7 @@ def _best_topic(work: PassWork, text: str) -> MemoryFile | None:
         # every word of its statements: the keys of its word index
         words = set(terms(str(file.meta.get("summary") or ""))) | file.words(work).words()
         score = _weight(new_terms & words)
-        if score >= 3 and score > best_score:
+        if score >= least and score > best_score:
             best, best_score = file, score
     return best
 
@@ -217,11 +219,12 @@ _GENERIC_TAGS = {
 }
 
 
-def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile:
-    """The topic file of the line's subject, else of the note's first specific tag, else of the
-    line's first words (`topic_names`): never a note's link, a date, a year or a note's name."""
+def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile | None:
+    """The topic file of the line's subject, else of the note's first specific tag or link to
+    no note, else of the noun phrase the line is about (`topic_names`): never a clause, a note's
+    name, a date or a year; None when none of them names a topic."""
     from cmem.converge.paths import skeleton
-    from cmem.converge.topic_names import topic_name
+    from cmem.converge.topic_names import subject_phrase, topic_name
 
     subject = subject_of(text)
     tags = [
@@ -229,16 +232,25 @@ def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile:
         for t in note.tags
         if name_key(t) not in _GENERIC_TAGS
     ]
-    words = " ".join(leading_words(without_cue(text)))
-    titles = [t for t in [subject or "", *tags, words, "topic"] if t]
+    # a link to a day, a week or a dated note ([[2026-12-04]], [[2026-W49]], [[2026-12-06 日记]],
+    # which may not exist yet) names no topic
+    links = [
+        link
+        for link in note.links
+        if re.search(r"[^\W\d_]{2}", link) and not re.search(r"\d{4}|\d\d?[-./]\d\d?", link)
+    ]
+    titles = [t for t in [subject or "", *tags, *links, subject_phrase(text)] if t]
     existing = {skeleton(rel): rel for rel in work.files}
-    rel, title = topic_name(
+    found = topic_name(
         titles,
         work.config.situational_dir,
         existing,
         work.is_note_name,
         lambda rel: not work.files[rel].problem,
     )
+    if found is None:
+        return None
+    rel, title = found
     if rel not in work.files:
         # summarised by its name, never by a statement's words: a rewrite cannot make it stale
         summary = title if len(title) <= 80 else title[:79] + "…"

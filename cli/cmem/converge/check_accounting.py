@@ -1,5 +1,7 @@
-"""Rule 7: every note of the pass is converged (and cited by a statement) or deferred, whole or
-by lines, and `<converged>`/`<deferred>` name only notes of the pass."""
+"""Rule 7: a note of the pass is converged (and cited by a statement) or deferred, whole or by
+lines, and `<converged>`/`<deferred>` name only notes of the pass. A note no element names was
+not judged: it stays pending (a warning); a reply that accounts for none of its notes and
+changes no file is refused."""
 
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ def selected_path(reply: ReplyReading, note: str) -> str | None:
 
 
 def check_notes(reply: ReplyReading) -> None:
-    """Rule 7: every note of the pass is accounted for — converged (and then cited by a
-    statement of memory as the pass leaves it), deferred, or converged with some of its
-    lines deferred (`lines="3,5"`); only notes of the pass are named."""
+    """Rule 7: each note of the pass the reply names is converged (and then cited by a
+    statement of memory as the pass leaves it), deferred, or has some of its lines deferred
+    (`lines="3,5"`, with or without a `<converged>`); only notes of the pass are named."""
     written = {change.path: change.new.text for change in reply.changes}
     seen: dict[str, str] = {}
     merged: dict[str, ConvergedEntry] = {}
@@ -51,19 +53,36 @@ def check_notes(reply: ReplyReading) -> None:
     for path in reply.ctx.selected:
         if path in seen and seen[path] != "lines":
             continue
+        # a note no element names was not judged: it leaves the queue only when a pass judges it
         reply.warn(
             path,
             0,
             UNACCOUNTED,
-            "the reply neither converged nor deferred this note; it is treated as deferred"
+            "the reply neither converged nor deferred this note; it stays pending"
             if path not in seen
-            else "the reply deferred some lines of this note and did not converge it; its "
-            "other lines are treated as deferred",
+            else "the reply deferred some lines of this note and did not converge it; those "
+            "lines are deferred with the reasons given, its other lines stay pending",
         )
-        reply.result.deferred.append(
-            DeferredEntry(path, "neither converged nor deferred by the reply", 0)
-        )
+    _check_accounts_for_some(reply)
     check_cited(reply)
+
+
+def _check_accounts_for_some(reply: ReplyReading) -> None:
+    """A reply that accounts for none of its notes and changes no file said nothing: it is a
+    failed reply, sent back in a repair round, never a pass that defers every note."""
+    if not reply.ctx.selected or reply.result.converged or reply.result.deferred:
+        return
+    if any(change.base is None or change.new.text != change.base.text for change in reply.changes):
+        return
+    count = len(reply.ctx.selected)
+    reply.error(
+        RESPONSE,
+        0,
+        ACCOUNTING,
+        f"the reply accounts for none of the {count} note{'s' if count != 1 else ''} of this pass "
+        'and changes no file; for each note write <converged note="…" into="…"/> with the '
+        'statements that cite it, or <deferred note="…" reason="…"/>',
+    )
 
 
 def _deferred_lines(

@@ -1,13 +1,17 @@
-"""The invention warning: a statement few of whose words occur in the notes it cites may be
-invented; the model is asked once to cite the note that says it, or drop it."""
+"""The invention warnings: a statement few of whose words occur in the notes it cites may be
+invented; a statement changed without a trace (kept as a rewording or a merge of an old one)
+whose added words occur in none of the notes it cites may change a fact unseen ("I sometimes live
+in Berlin" for "I live in Berlin"). The model is asked once to cite the note that says it, trace
+the change, or drop it; then the reply is applied with the warning in the commit."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from cmem.converge.checker import ReplyReading, reply_fact, short_text
-from cmem.converge.rules import INVENTION
+from cmem.converge.rules import INVENTION, UNTRACED
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 
@@ -101,3 +105,64 @@ def word_tokens(text: str) -> set[str]:
             elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
                 tokens.add(part)
     return tokens
+
+
+@reply_fact
+def _stems_by_note(reply: ReplyReading) -> dict[str, frozenset[str]]:
+    """Cited note name → its content words as rule 4 compares them (filled by `source_stems`)."""
+    return {}
+
+
+def source_stems(reply: ReplyReading, name: str) -> frozenset[str]:
+    from cmem.converge.wording import kept_words
+
+    stems = _stems_by_note(reply)
+    if name not in stems:
+        stems[name] = kept_words(reply.cited_text(name) or "")
+    return stems[name]
+
+
+@lru_cache(maxsize=1)
+def _factless() -> frozenset[str]:
+    from cmem.converge.wording import kept_words
+    from cmem.text.terms import EN_FACTLESS
+
+    return kept_words(" ".join(EN_FACTLESS))
+
+
+def check_untraced_changes(reply: ReplyReading) -> None:
+    """A statement that took an old one's place without a trace (a merge, declared or found:
+    every old word kept) and added words that no note it cites holds: the change of fact a
+    trace would have declared may hide in them."""
+    from cmem.converge.wording import kept_words
+
+    olds: dict[tuple[str, str], set[str]] = {}  # (file, new statement) → the old words it holds
+    for merged in reply.result.merged:
+        key = (merged["file"], merged["into"])
+        olds.setdefault(key, set()).update(kept_words(merged["statement"]))
+    by_core = {
+        (change.path, statement.core): statement
+        for change in reply.changes
+        for statement in change.new.statements
+    }
+    for (path, core), old_words in olds.items():
+        statement = by_core.get((path, core))
+        cited = (
+            [n for n in statement.sources if reply.cited_text(n) is not None] if statement else []
+        )
+        if statement is None or not cited:
+            continue
+        added = set(kept_words(core)) - old_words - _factless()
+        supported = set().union(*(source_stems(reply, name) for name in cited))
+        unsupported = sorted(added - supported)
+        if not added or len(unsupported) < len(added):
+            continue  # it adds nothing, or its sources say some of what it adds
+        links = ", ".join(f"[[{name}]]" for name in cited)
+        reply.warn(
+            path,
+            statement.line_no,
+            UNTRACED,
+            f"{short_text(core, 50)!r} changes an old statement without a trace, by words none of "
+            f"its sources {links} holds ({', '.join(unsupported[:5])}); if a fact changed, rewrite "
+            "it with a trace and cite the note that says so, else keep the old wording",
+        )

@@ -1,10 +1,12 @@
-"""Rules 3 and 11: a new or changed statement cites a source that resolves to a note (never a
-memory file or the checklist), and a kept statement keeps the sources it had."""
+"""Rules 3, 11 and 16: a new or changed statement cites a source that resolves to a note (never a
+memory file or the checklist), a kept statement keeps the sources it had, and a statement taken
+from a note that is not the user's own words says so in its source."""
 
 from __future__ import annotations
 
 from cmem.converge.checker import Change, ReplyReading, short_text
-from cmem.converge.rules import CITE_NOTES, SOURCES
+from cmem.converge.rules import CITE_NOTES, QUOTED, SOURCES
+from cmem.vault.quoted import marked_quoted
 from cmem.vault.statements import Statement, format_source
 
 
@@ -75,3 +77,25 @@ def check_kept_sources(reply: ReplyReading, change: Change) -> None:
                 SOURCES,
                 f"the statement {short_text(old.core)!r} lost its source {links}; keep the sources of statements you keep",
             )
+
+
+def check_quoted(reply: ReplyReading, change: Change) -> None:
+    """A new or changed statement resting on a note of the pass that is not the user's own words
+    (a web clip, a template: `vault/quoted.py`) marks that source `quoted from [[…]]`."""
+    quoted = reply.ctx.quoted
+    if not quoted:
+        return
+    base_keys = change.base.keys if change.base else set()
+    for statement in change.new.statements:
+        if statement.key in base_keys:
+            continue
+        for name in statement.sources:
+            if name in quoted and not marked_quoted(statement.text, name):
+                reply.error(
+                    change.path,
+                    statement.line_no,
+                    QUOTED,
+                    f"{short_text(statement.core)!r} rests on [[{name}]], {quoted[name]}: not the "
+                    f"user's own words; say so in its source, `quoted from [[{name}]]`, and write "
+                    "what the source says, not the user's view",
+                )

@@ -1,11 +1,13 @@
-"""Rule 5: a new trace is dated by the note it came from or by the pass, never later."""
+"""Rule 5: a new trace is dated by the note it came from or by the pass, never later; an
+annotation shaped like a trace whose date is no YYYY-MM-DD day is no trace, and refused."""
 
 from __future__ import annotations
 
 import re
 
-from cmem.converge.checker import Change, ReplyReading, all_traces
+from cmem.converge.checker import Change, ReplyReading, all_traces, short_text
 from cmem.converge.rules import TRACE_DATES
+from cmem.vault.statements import misread_traces
 
 _DAY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 _FRONTMATTER_DAY = re.compile(r"^(?:date|created|day):\s*['\"]?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
@@ -15,7 +17,10 @@ def check_new_traces(reply: ReplyReading, change: Change) -> None:
     """Rule 5: a trace this pass wrote is dated by a note its statement cites (the day the
     change came from) or by the pass, never later than the pass."""
     known = reply.known_traces
+    base_keys = change.base.keys if change.base else set()
     for statement in change.new.statements:
+        if statement.key not in base_keys:
+            _check_misread(reply, change, statement.line_no, statement.text)
         allowed = None
         for trace in all_traces(statement.traces):
             if reply.trace_id(trace) in known or trace.date == reply.ctx.pass_date:
@@ -36,6 +41,21 @@ def check_new_traces(reply: ReplyReading, change: Change) -> None:
                     TRACE_DATES,
                     f"a new trace is dated {trace.date}{later}; date it by the note the change came from (dates of the notes it cites: {cited}) or {reply.ctx.pass_date}, the date of this pass",
                 )
+
+
+def _check_misread(reply: ReplyReading, change: Change, line_no: int, text: str) -> None:
+    """A trace-shaped annotation whose date does not parse stays statement text: `cmem trace`
+    would never see the change it records."""
+    for date in misread_traces(text, reply.formats):
+        example = reply.formats.trace.replace("{date}", reply.ctx.pass_date).replace("{old}", "…")
+        reply.error(
+            change.path,
+            line_no,
+            TRACE_DATES,
+            f"the trace dated {short_text(date, 30)!r} is not read as a trace: its date must be "
+            f"YYYY-MM-DD, written as {example} (the date of the note the change came from, or "
+            "of this pass)",
+        )
 
 
 def note_dates(reply: ReplyReading, name: str) -> set[str]:

@@ -20,6 +20,7 @@ from cmem.converge.paths import (
 )
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
 from cmem.converge.rules import (
+    ASKED_AGAIN,
     COMPLETE_FILES,
     INVENTION,
     NEW_FILES,
@@ -91,6 +92,8 @@ class PassContext:
     allow_shrink: bool = False  # `--allow-shrink`: lift rule 8
     source_texts: dict[str, str] = field(default_factory=dict)  # note name → text (invention check)
     line_counts: dict[str, int] = field(default_factory=dict)  # note of the pass → its lines
+    # note name → why it is not the user's own words (rule 16), for the notes of the pass
+    quoted: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,6 +121,11 @@ class Validation:
     @property
     def inventions(self) -> list[Issue]:
         return [w for w in self.warnings if w.rule == INVENTION]
+
+    @property
+    def asked_again(self) -> list[Issue]:
+        """Warnings sent back to the model once before the reply is applied with them."""
+        return [w for w in self.warnings if w.rule in ASKED_AGAIN]
 
 
 @dataclass

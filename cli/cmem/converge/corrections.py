@@ -10,8 +10,10 @@ rewrite is for the statement the line is about, and changes only the part it cor
   statement (`substitute`): "I meant 3 sessions a week, not 2" turns "I do 2 Dutch sessions a
   week" into "I do 3 Dutch sessions a week"; "I switched from pipenv to uv for managing
   virtualenvs" turns "Uses pipenv for managing virtualenvs" into "Uses uv for managing
-  virtualenvs". When the new words are not one such part, the line's statement replaces the
-  old one whole; either way the trace keeps the old wording.
+  virtualenvs"; a switch into a slot puts the new name in place of the old one ("I switched to
+  uv": "Survey scripts run under pipenv" → "Survey scripts run under uv", `slots`). When the
+  new words are not one such part, the line's statement replaces the old one whole; either way
+  the trace keeps the old wording.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import re
 import unicodedata
 
 from cmem.converge.phrasing import substitution
+from cmem.converge.slots import slot_swap
 from cmem.converge.words import OLD_SIDE
 from cmem.text.scripts import HAN_RUN
-from cmem.text.terms import EN_STOP
+from cmem.text.terms import EN_KEY_STOP, EN_STOP
 
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.+#-]*")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w]|\.\d)")
@@ -77,11 +80,16 @@ def holds(core: str, side: str) -> bool:
 
 def specific(side: str) -> bool:
     """Whether an old side names a thing by itself (a name, a Chinese word), not only a number
-    or a word many statements hold."""
+    or a word many statements hold: a word of three letters or more, or a two-letter name no
+    list of common words holds ("from uv to poetry")."""
     words, runs = _side_units(side)
-    return any(not word.isdigit() and len(word) >= 3 for word in words) or any(
-        len(run) >= 2 for run in runs
-    )
+    return any(_names_a_thing(word) for word in words) or any(len(run) >= 2 for run in runs)
+
+
+def _names_a_thing(word: str) -> bool:
+    if word.isdigit():
+        return False
+    return len(word) >= 3 or (word.isalpha() and word not in EN_KEY_STOP | EN_STOP)
 
 
 def side_words(side: str) -> frozenset[str]:
@@ -95,13 +103,13 @@ def substitute(core: str, new: str, raw: str, sides: list[str]) -> tuple[str, st
     swap = substitution(raw)
     if swap and swap[0] and swap[0] in core and swap[1] not in core:
         return core.replace(swap[0], swap[1], 1), swap[0], swap[1]
-    for side in sides:
-        if not holds(core, side):
-            continue
+    held = [side for side in sides if holds(core, side)]
+    for side in held:
         found = _number_swap(core, new, side) or _word_swap(core, new, side)
         if found:
             return found
-    return None
+    # a line naming the old side says in its own words what holds now ("stay on Ghost")
+    return None if held else slot_swap(core, new)
 
 
 def _number_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
@@ -134,11 +142,24 @@ def _word_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
     if not fresh or fresh[-1] - fresh[0] + 1 != len(fresh) or len(fresh) > len(side_tokens):
         return None
     text = unicodedata.normalize("NFKC", new)
+    # "video calls instead of calls": a run that only qualifies the old words is no new value
+    side_stems = {_stem(m.group(0)) for m in side_tokens}
+    before = tokens[fresh[0] - 1] if fresh[0] else None
+    after = tokens[fresh[-1] + 1] if fresh[-1] + 1 < len(tokens) else None
+    for near, gap in (
+        (before, text[before.end() : tokens[fresh[0]].start()] if before else ""),
+        (after, text[tokens[fresh[-1]].end() : after.start()] if after else ""),
+    ):
+        if near is not None and not gap.strip(" -") and _stem(near.group(0)) in side_stems:
+            return None
     replacement = text[tokens[fresh[0]].start() : tokens[fresh[-1]].end()].rstrip(".")
     first, last = side_tokens[0], side_tokens[-1]
     phrase = side[first.start() : last.end()].rstrip(".")
     place = re.search(rf"(?<![\w.+#-]){re.escape(phrase)}(?![\w+#-])", core, re.IGNORECASE)
     if place is None or replacement.casefold() in _fold(core):
         return None
+    if tokens[fresh[0]].start() == 0 and place.start() > 0 and replacement[1:2].islower():
+        # "Calls from now on": a capital that only starts the line, not a name
+        replacement = replacement[0].lower() + replacement[1:]
     old = place.group(0)
     return core[: place.start()] + replacement + core[place.end() :], old, replacement

@@ -8,6 +8,8 @@ signal line of every converged note in the convergent layer as the pass leaves i
   engine may strip cue words, resolve dates or summarise, so equality is too strict);
 - **trace**: an evolution trace anywhere quotes enough of it (a later line of the same pass
   changed it again);
+- **deferred**: the engine itself deferred the line, with its reason (`deferred_by_engine`):
+  that reason is its account, and the pass names it once;
 - **pending**: neither. The pipeline then leaves that line out of the note's converged lines,
   so it stays pending and `cmem scan` shows it, and the pass summary names it.
 
@@ -21,15 +23,16 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from cmem.converge.phrasing import note_date, statement_text
+from cmem.converge.phrasing import statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.converge.words import quote_line, terms
 from cmem.scan.recurrence import phrase_keys
 from cmem.vault.config import Formats
-from cmem.vault.notes import split_frontmatter
+from cmem.vault.notes import note_date, split_frontmatter
 from cmem.vault.statements import Trace, may_hold_traces, parse_statements
 
 STATEMENT, TRACE, PENDING = "statement", "trace", "pending"
+DEFERRED = "deferred"  # the engine deferred it, with its reason: one account, not a loss
 
 
 @dataclass(frozen=True)
@@ -180,10 +183,26 @@ def line_fates(
 
 def summary(fates: list[LineFate]) -> str:
     """One line for the pass report: how many signal lines went where."""
-    counts = {STATEMENT: 0, TRACE: 0, PENDING: 0}
+    return "signal lines: " + where_lines_went(fates)
+
+
+def where_lines_went(fates: list[LineFate]) -> str:
+    """ "2 in statements, 1 in traces" (and how many were left pending, if any)."""
+    counts = {STATEMENT: 0, TRACE: 0, DEFERRED: 0, PENDING: 0}
     for fate in fates:
         counts[fate.where] += 1
     parts = [f"{counts[STATEMENT]} in statements", f"{counts[TRACE]} in traces"]
+    if counts[DEFERRED]:
+        parts.append(f"{counts[DEFERRED]} deferred")
     if counts[PENDING]:
         parts.append(f"{counts[PENDING]} left pending")
-    return "signal lines: " + ", ".join(parts)
+    return ", ".join(parts)
+
+
+def deferred_by_engine(fates: list[LineFate], deferred: dict[str, set[int]]) -> list[LineFate]:
+    """The fates with each line the engine deferred (`deferred`: note → its lines) marked so:
+    its reason is its account, never a second one saying it was placed nowhere."""
+    return [
+        LineFate(f.note, f.line, f.cls, DEFERRED) if f.line in deferred.get(f.note, ()) else f
+        for f in fates
+    ]

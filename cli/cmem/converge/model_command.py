@@ -212,6 +212,18 @@ def _guarded(run_argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _GUARD, str(os.getpid()), *run_argv]
 
 
+def _environment() -> dict[str, str]:
+    """cmem's environment, with Python's byte-code caches kept out of the source folders (in
+    the private state folder, unless the user keeps them elsewhere already): a `__pycache__`
+    that came with a vault is no part of a trust (`setup/command_reach.py`), so it is never read."""
+    from cmem.private import state_root
+
+    env = dict(os.environ)
+    if not env.get("PYTHONPYCACHEPREFIX"):
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(state_root(), "pycache")
+    return env
+
+
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
     import shutil
 
@@ -221,6 +233,7 @@ def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subproc
     try:
         return subprocess.Popen(
             _guarded(run_argv),
+            env=_environment(),
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -82,6 +82,14 @@ class PassResult:
         default_factory=list
     )  # coverage.LineFate of each signal line of a converged note
     rounds: int = 0  # times the engine was asked (1 + repair rounds)
+    # a builtin pass: (lines, notes) that wait for a model once it is applied; None for a model's
+    left_for_model: tuple[int, int] | None = None
+    model_set: bool = False  # a model is configured: the builtin engine was asked for by name
+
+    @property
+    def converged_lines(self) -> int:
+        """Signal lines a builtin pass placed in a statement or a trace."""
+        return sum(1 for fate in self.lines if fate.where in ("statement", "trace"))
 
     def to_json(self) -> dict:
         return {
@@ -105,6 +113,10 @@ class PassResult:
             "diffstat": [{"path": p, "added": a, "removed": r} for p, a, r in self.diffstat],
             "signal_lines": [fate.to_json() for fate in self.lines],
             "rounds": self.rounds,
+            "converged_lines": self.converged_lines,
+            "waiting_for_model": None
+            if self.left_for_model is None
+            else {"lines": self.left_for_model[0], "notes": self.left_for_model[1]},
         }
 
 
@@ -128,6 +140,11 @@ class PassInputs:
     in_memory: frozenset[tuple[str, int]] = frozenset()
     # notes the builtin engine could not converge, put aside by `isolate_builtin`
     quarantined_notes: tuple[SelectedNote, ...] = ()
+    # backlog.json's new text: folders read since its record, and the notes they brought in
+    backlog_record: str | None = None
+    # every pending note's lines no engine judges without a model, as the scan counted them
+    model_lines: dict[str, int] = field(default_factory=dict)
+    model_set: bool = False  # a model is configured (a builtin pass was asked for by name)
 
 
 @dataclass(frozen=True)
@@ -186,6 +203,9 @@ class PlannedPass:
     line_reasons: dict[str, dict[int, str]] = field(default_factory=dict)  # note → line → reason
     # notes the builtin engine cannot converge as they are: note → why (put aside, named)
     quarantined: dict[str, str] = field(default_factory=dict)
+    # a builtin pass: the lines that wait for a model once it is applied, and the notes
+    # holding them (`accounting.left_for_model`; what `status` then says); None for a model's
+    left_for_model: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -19,19 +19,6 @@ from datetime import date, timedelta
 
 from cmem.text.scripts import han_count
 
-_DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-
-
-def note_date(name: str, fallback: date) -> date:
-    """The date a note speaks from: a date in its name (daily notes), else `fallback`."""
-    match = _DATE_NAME.search(name)
-    if match:
-        try:
-            return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-        except ValueError:
-            pass
-    return fallback
-
 
 def _month_before(day: date) -> str:
     first = day.replace(day=1) - timedelta(days=1)
@@ -50,6 +37,12 @@ _EN_NOT_TAIL = re.compile(
     r"\s*(?:[,;—–]|\s-)\s*(?:and\s+|but\s+)?(?:not|no longer)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE
 )
 _EN_NOT_PAREN = re.compile(r"\s*\(not\s+[^()]+\)", re.IGNORECASE)
+# "I prefer calls instead of written feedback", "I'd rather have calls than written feedback":
+# what holds now stays, the other side goes to the trace
+_EN_INSTEAD_TAIL = re.compile(
+    r"\s*,?\s+(?:instead of|rather than)\s+[^,;!?]+?[.!]?\s*$", re.IGNORECASE
+)
+_EN_RATHER_THAN = re.compile(r"^(.*?\brather\s+(?!than\b)\S.*?)\s+than\s+[^,;!?]+?[.!]?\s*$", re.I)
 _EN_SWITCH = re.compile(
     r"^(?:i|we)(?:'ve|'m| have| am)?\s+(?:(?:just|finally|now)\s+)?"
     r"(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing))\s+(?:over\s+)?(?:from\s+.+?\s+)?to\s+",
@@ -66,8 +59,10 @@ _EN_CHOSE = re.compile(
     r"^(?:i|we)(?:'ll| will)?\s+(?:go with|chose|settled on|picked)\s+", re.IGNORECASE
 )
 _EN_DECIDED = re.compile(
-    r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that)\s*", re.IGNORECASE
+    r"^(?:i|we)(?:'ve| have)?\s+decided(?:\s+to|\s*[:,]|\s+that|(?=\s+(?:i|we)\b))\s*",
+    re.IGNORECASE,
 )
+_EN_CLAUSE_START = re.compile(r"^(?:i|we)\b", re.IGNORECASE)  # "I decided I'm going …"
 _EN_DECIDED_BARE = re.compile(r"^decided(?:\s+to|\s*[:,])\s*", re.IGNORECASE)
 _EN_MOVED_PLACE = re.compile(r"^(?:[Ii]|[Ww]e)(?:'ve| have)?\s+moved\s+to\s+(?=[A-Z])")
 _EN_FROM_NOW = re.compile(r"^(?:from now on|going forward)\s*,?\s*", re.IGNORECASE)
@@ -107,8 +102,10 @@ def _en_statement(text: str, day: date) -> str:
         text = stripped
     text = _EN_FROM_NOW.sub("", text) or text
     text = _EN_NOT_PAREN.sub("", text)
-    tail = _EN_NOT_TAIL.sub("", text)
-    text = tail if tail.strip() else text
+    for tail_pattern in (_EN_NOT_TAIL, _EN_INSTEAD_TAIL):
+        tail = tail_pattern.sub("", text)
+        text = tail if tail.strip() else text
+    text = _EN_RATHER_THAN.sub(r"\1", text)
     switched_object = _EN_SWITCH_OBJECT.match(text)
     if (
         switched_object
@@ -127,6 +124,8 @@ def _en_statement(text: str, day: date) -> str:
             if match and text[match.end() :].strip():
                 rest = text[match.end() :]
                 subject = "We " if match.group(0).lower().startswith("we") else "I "
+                if _EN_CLAUSE_START.match(rest):
+                    subject = ""  # the clause decided has its own subject
                 text = (subject + verb[2:] if verb != "I " else subject) + rest
                 break
     for pattern, replace in _EN_RELATIVE:
@@ -146,6 +145,8 @@ _ZH_NOT_TAIL = re.compile(r"[，,；;]\s*(?:(?:而)?不是|不再用?|不用)[^�
 _ZH_SWITCH = re.compile(r"^(?:我|我们)?(?:决定)?(?:从.+?)?(?:改用|换成|换用|换到|改成|转向)")
 _ZH_DECIDED = re.compile(r"^(?:我|我们)(?:已经)?决定(?:了)?\s*[：:，,]?\s*")
 _ZH_FROM_NOW = re.compile(r"^以后都")
+# "以后都不要长文档了，改成列要点" → "以后都列要点": the old side goes to the trace
+_ZH_NO_MORE = re.compile(r"^(.*?)不要再?.+?了[，,]\s*(?:改成|换成|改用|换用)\s*(.+)$")
 
 _ZH_RELATIVE = [
     # never inside a longer word: 上周五 is a day, 上个月底 a point, not "since"
@@ -180,6 +181,9 @@ def _zh_statement(text: str, day: date) -> str:
         )  # "不是 Svelte，前端改用 Vue 写": the old side goes
         text = lead if lead.strip() else text
     text = _ZH_I_MEANT.sub("", text) or text
+    no_more = _ZH_NO_MORE.match(text)
+    if no_more:
+        text = no_more.group(1) + no_more.group(2)
     tail = _ZH_NOT_TAIL.sub("", text)
     text = tail if tail.strip() else text
     switch = _ZH_SWITCH.match(text)
@@ -209,8 +213,14 @@ def is_chinese(text: str) -> bool:
 
 def statement_text(text: str, day: date) -> str:
     """The quoted line (`words.quote_line`) as a statement; never empty when `text` is not."""
-    result = _zh_statement(text, day) if is_chinese(text) else _en_statement(text, day)
+    result = _zh_statement(text, day) if _said_in_chinese(text) else _en_statement(text, day)
     return result if result.strip() else text
+
+
+def _said_in_chinese(text: str) -> bool:
+    """Whether a line's grammar is Chinese: as many Han characters as Latin words, so a line
+    naming tools ("从 pipenv 换成 uv") is read by the Chinese rules."""
+    return is_chinese(text) or han_count(text) >= max(1, len(re.findall(r"[A-Za-z]+", text)))
 
 
 _SUB_ZH = re.compile(r"(?:其实)?不是([^，,。；;]{1,12})[，,]\s*(?:而)?是([^，,。；;]{1,12})")
@@ -255,8 +265,13 @@ _SUBJECTS = [  # (pattern, en name, zh name): a topic file is named from its sub
     (r"\b(?:obsidian|notion|logseq|evernote)\b|笔记软件", "Notes app", "笔记工具"),
     (r"\b(?:firefox|chrome|safari|browser)\b|浏览器", "Browser", "浏览器"),
     (r"\b(?:postgres(?:ql)?|mysql|sqlite|mongodb|database)\b|数据库", "Database", "数据库"),
-    (r"\b(?:live in|moved to|relocat\w*|apartment)\b|搬到|搬家|住在", "Home", "住处"),
-    (r"\b(?:job|internship|interview|offer)\b|实习|求职|面试|工作机会", "Job search", "求职"),
+    (r"\b(?:live in|moved to|relocat\w*|apartment)\b|搬到|搬去|搬家|住在", "Home", "住处"),
+    (
+        r"\b(?:job|internship|interview|offer|résumé|resume|cv)\b|实习|求职|面试|工作机会|简历|网申"
+        r"|投(?:了|递)?[^，,。]{0,4}公司",
+        "Job search",
+        "求职",
+    ),
     (r"\b(?:gym|running|workout|exercise|yoga|swim\w*)\b|跑步|健身|锻炼|游泳", "Exercise", "运动"),
     (r"\b(?:laptop|macbook|thinkpad|keyboard|monitor)\b|电脑|笔记本电脑|键盘", "Hardware", "设备"),
 ]

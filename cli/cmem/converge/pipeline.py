@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from cmem.archive.checklist import StageEntry, archive_target, stage_notes
+from cmem.archive.checklist import StageEntry, archive_target, filing_date, stage_notes
 from cmem.converge.accounting import account_note
 from cmem.converge.engines import Engine, EngineReply, check_engine, choose_engine
 from cmem.converge.memory_diff import make_diff
@@ -51,15 +51,15 @@ from cmem.converge.selection import SelectedNote, Selection, engine_takes, selec
 from cmem.errors import CmemError, set_stop_summary, stop_rounds
 from cmem.steps import commits as history
 from cmem.steps import journal
-from cmem.steps.changes import ChangeSet, current_bytes, in_line_ends
+from cmem.steps.changes import ChangeSet, SecondWriter, current_bytes, in_line_ends
 from cmem.steps.lock import vault_lock
 from cmem.steps.message import pass_message
 from cmem.steps.record import StepRecord, new_step_id
 from cmem.steps.run_records import RunRecord, new_run
 from cmem.steps.runner import Step, open_step
+from cmem.steps.state_file import merged_with_disk
 from cmem.vault.layers import Vault
 from cmem.vault.state_json import State, load_state
-from cmem.vault.state_json import state_bytes as state_to_bytes
 
 if TYPE_CHECKING:
     from cmem.converge.validate import Validation
@@ -84,7 +84,7 @@ __all__ = [
 def odd_warnings(odd_files, limit: int = 20) -> list[str]:
     warnings = [f"{odd.rel} {odd.message}" for odd in odd_files[:limit]]
     if len(odd_files) > limit:
-        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem status` lists them)")
+        warnings.append(f"… and {len(odd_files) - limit} more odd files (`cmem doctor` lists them)")
     return warnings
 
 
@@ -197,7 +197,7 @@ def _run_locked(
                 record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
                 return failed
 
-            planned = replace(plan_pass(vault, inputs, checked.validation), quarantined=quarantined)
+            planned = plan_pass(vault, inputs, checked.validation, quarantined)
             result = _with_plan(so_far, planned)
             if options.dry_run or step is None:
                 return replace(result, status="dry-run")
@@ -259,17 +259,19 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
     """Scan, read every convergent file, select the pending notes that fit the budget."""
     from cmem.scan.scanner import scan_vault
     from cmem.scan.signals import ALREADY_CONVERGED, EXCLUDED
+    from cmem.vault.config import model_configured
 
     state = load_state(vault.state_file)
     progress("scanning", None)
     scan = scan_vault(
         vault, state=state, only=options.only, backlog=options.backlog, confirm_only=True
     )
-    odd = tuple(odd_warnings(scan.odd)) + tuple(  # SPEC §1: what cmem skips, said once
+    odd = tuple(odd_warnings(_said_once(vault, scan.odd, options))) + tuple(
         f"{q.note} is quarantined: {q.reason}; {q.way_out}" for q in scan.quarantined
     )
     pass_date = now.date().isoformat()
     meaning = reads_meaning(vault, options)
+    model_set = meaning or model_configured(vault, options.llm)
     takes, for_model = engine_takes(scan.pending, meaning)
     if not takes:
         empty = Selection([], [], [], for_model=for_model)
@@ -319,7 +321,28 @@ def gather(vault: Vault, options: PassOptions, now: datetime, progress: Progress
         reads_meaning=meaning,
         rule_reasons=rule_reasons,
         in_memory=in_memory,
+        backlog_record=None if options.only else _backlog_record(vault, scan),
+        model_lines={p.rel: p.model_lines for p in scan.pending},
+        model_set=model_set,
     )
+
+
+def _backlog_record(vault: Vault, scan) -> str | None:
+    """backlog.json recording folders widened since it was written, and their notes."""
+    from cmem.vault.backlog import read_record, widened_record
+
+    return widened_record(vault, read_record(vault), scan.widened)
+
+
+def _said_once(vault: Vault, odd_files: list, options: PassOptions) -> list:
+    """SPEC §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
+    after it appears, so its commit and `cmem log` hold it once; `cmem doctor` lists them all."""
+    from cmem.vault.warned import fresh_warnings, mark_shown
+
+    fresh = fresh_warnings(vault.machine_dir, odd_files)
+    if not options.emit_prompt:
+        mark_shown(vault.machine_dir, odd_files)
+    return fresh
 
 
 def reads_meaning(vault: Vault, options: PassOptions) -> bool:
@@ -335,7 +358,10 @@ def reads_meaning(vault: Vault, options: PassOptions) -> bool:
 
 
 def nothing_pending(scan) -> str:
-    """What "nothing to converge" means here: the notes that wait, and why (SPEC §2)."""
+    """What "nothing to converge" means here: what waits, and why (SPEC §2), counted as
+    `status` counts it (`reading/waiting.py`)."""
+    from cmem.converge.waiting_words import waiting_clause
+
     waiting = [p for p in scan.pending]
     if not waiting:
         if scan.backlog:
@@ -344,12 +370,11 @@ def nothing_pending(scan) -> str:
                 "backlog (`cmem converge --backlog` converges them)"
             )
         return "nothing to converge"
-    tokens = sum(p.tokens for p in waiting)
-    return (
-        f"nothing the builtin engine can converge: {len(waiting)} "
-        f"note{'s' if len(waiting) != 1 else ''} (~{tokens} tokens) wait for a model — the builtin "
-        "engine reads cue lines only; pass --llm CMD or set llm.command"
-    )
+    lines = sum(p.model_lines for p in waiting)
+    notes = sum(1 for p in waiting if p.model_lines)
+    if not lines:  # pending only through deferred lines: `cmem scan` says why each waits
+        return "nothing the builtin engine can converge now; `cmem scan` shows what waits and why"
+    return f"nothing the builtin engine can converge (it reads cue lines only): {waiting_clause(lines, notes)}"
 
 
 def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
@@ -386,7 +411,12 @@ def emitted_prompt(inputs: PassInputs, plan: PromptPlan) -> PassResult:
     )
 
 
-def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> PlannedPass:
+def plan_pass(
+    vault: Vault,
+    inputs: PassInputs,
+    validation: Validation,
+    quarantined: dict[str, str] | None = None,
+) -> PlannedPass:
     """Which notes converged or were deferred (whole or some lines), the new texts, and for the
     builtin engine the fate of every signal line (a model's pass is judged by its accounting:
     rule 7 holds every converged note cited, so a paraphrase is not left pending)."""
@@ -403,7 +433,9 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     lines = (
         []
         if inputs.reads_meaning
-        else _line_fates(vault, inputs.selection, converged, inputs.originals, writes)
+        else _line_fates(
+            vault, inputs.selection, converged, {**inputs.originals, **writes}, validation
+        )
     )
     pending = tuple(
         f"{fate.note} line {fate.line}: the builtin engine placed the {fate.cls} signal in no "
@@ -413,7 +445,7 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
     )
     diff, diffstat = make_diff(inputs.originals, writes)
     into = _into(validation.converged, by_rel)
-    return PlannedPass(
+    planned = PlannedPass(
         converged,
         deferred,
         writes,
@@ -425,7 +457,24 @@ def plan_pass(vault: Vault, inputs: PassInputs, validation: Validation) -> Plann
         pending,
         merged=list(validation.merged),
         line_reasons={k: dict(v) for k, v in validation.line_reasons.items()},
+        quarantined=dict(quarantined or {}),
     )
+    if inputs.reads_meaning:
+        return planned
+    return replace(planned, left_for_model=_left_for_model(inputs, planned))
+
+
+def _left_for_model(inputs: PassInputs, planned: PlannedPass) -> tuple[int, int]:
+    """(lines, notes) that wait for a model once a builtin pass is applied: each note it
+    accounts for by its new account, every other pending note as the scan counted it — what
+    `status` says after the pass, in the same words."""
+    from cmem.converge.accounting import account_note, left_for_model
+
+    waiting = dict(inputs.model_lines)
+    for note, verdict in _verdicts(inputs, planned):
+        entry = account_note(inputs.state.notes.get(note.rel), note, verdict, False, "", "")
+        waiting[note.rel] = left_for_model(entry, note)
+    return sum(waiting.values()), sum(1 for lines in waiting.values() if lines)
 
 
 def propose(
@@ -459,7 +508,6 @@ def stage_changes(
     for rel, text in planned.writes.items():
         raw = inputs.raw_originals.get(rel)
         changes.write(rel, in_line_ends(text, raw), raw)
-    state_bytes = current_bytes(vault.state_file)
     checklist_bytes = current_bytes(vault.checklist_path)
     notes = dict(state.notes)  # a new State: the one read stays as it was read
     time = now.isoformat(timespec="seconds")
@@ -476,9 +524,10 @@ def stage_changes(
     by_rel = {n.rel: n for n in inputs.selection.notes}
     for rel in planned.converged:
         note = by_rel[rel]
-        target = archive_target(
-            vault.config.archive_dir, vault.config.archive_pattern, rel, pass_date
-        )
+        # filed by the note's own date, not the pass's: a 2024 diary goes to archive/2024-04/
+        frontmatter = "\n".join(note.lines[: note.body_start - 1])
+        day = filing_date(note.name, frontmatter, note.mtime_ns, pass_date)
+        target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, day)
         stage_entries.append(
             StageEntry(note.name, target, sorted(planned.into.get(rel, [])), note.sha256)
         )
@@ -494,7 +543,15 @@ def stage_changes(
         wrote=history.blob_ids(vault.root, changes.written),
     )
     new_state = State(notes=notes, passes=[*state.passes, record_entry.to_json()])
-    changes.write(vault.rel(vault.state_file), state_to_bytes(new_state), state_bytes)
+    # merged into the state.json on disk now: a pull or another pass may have rewritten it
+    # while the model thought, and what they recorded stays
+    on_disk, merged = merged_with_disk(vault, state, new_state)
+    changes.write(vault.rel(vault.state_file), merged, on_disk)
+    if inputs.backlog_record is not None:
+        from cmem.vault.backlog import backlog_path
+
+        path = backlog_path(vault)
+        changes.write(vault.rel(path), inputs.backlog_record.encode("utf-8"), current_bytes(path))
     if stage_entries:
         current = (
             checklist_bytes.decode("utf-8", errors="replace")
@@ -516,12 +573,28 @@ def commit_pass(
     so_far: PassResult,
     now: datetime,
 ) -> AppliedPass:
-    """Through the step layer: journal, all-or-nothing apply, commit."""
-    staged = stage_changes(vault, step.id, inputs, planned, so_far, now)
-    # checked last, just before the commit: the edits made while the model ran
-    warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
-    message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings), step.id)
-    return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
+    """Through the step layer: journal, all-or-nothing apply, commit. cmem's own records
+    (state.json, the checklist) are rebuilt on what is on disk, so one another writer changed
+    in the instant before the apply is merged again, never a reason to stop."""
+    own = {vault.rel(vault.state_file), vault.checklist_rel}
+    for attempt in range(_RESTAGE_TRIES):
+        staged = stage_changes(vault, step.id, inputs, planned, so_far, now)
+        # checked last, just before the commit: the edits made while the model ran
+        warnings = so_far.warnings + changed_inputs(vault, inputs.selection)
+        message = pass_message(replace(so_far, staged=staged.staged, warnings=warnings), step.id)
+        try:
+            return AppliedPass(step.commit(staged.changes, message), staged.staged, warnings)
+        except SecondWriter as exc:
+            ours_on_disk = any(
+                change.new != change.old and current_bytes(vault.root / change.rel) == change.new
+                for change in staged.changes.ordered()
+            )
+            if exc.rel not in own or ours_on_disk or attempt == _RESTAGE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_RESTAGE_TRIES = 3
 
 
 # --- building the PassResult --------------------------------------------------------------
@@ -549,12 +622,14 @@ def _result_so_far(
         engine=engine.name,
         model=engine.model,
         rounds=checked.rounds,
+        model_set=inputs.model_set,
     )
 
 
 def _with_plan(result: PassResult, planned: PlannedPass) -> PassResult:
     return replace(
         result,
+        left_for_model=planned.left_for_model,
         converged=list(planned.converged),
         deferred=list(planned.deferred),
         changed=sorted(planned.writes),
@@ -624,7 +699,8 @@ def _recorded(inputs: PassInputs, planned: PlannedPass) -> bool:
 
 
 def _verdicts(inputs: PassInputs, planned: PlannedPass):
-    """(note, Verdict) for each note of the pass the reply converged or deferred."""
+    """(note, Verdict) for each note of the pass the reply converged or deferred, whole or by
+    lines."""
     from cmem.converge.accounting import Verdict
 
     converged = set(planned.converged)
@@ -633,8 +709,8 @@ def _verdicts(inputs: PassInputs, planned: PlannedPass):
         reason = planned.quarantined[note.rel]
         yield note, Verdict(converged=False, reason=reason, quarantined=reason)
     for note in inputs.selection.notes:
-        if note.rel not in converged and note.rel not in whole:
-            continue
+        if note.rel not in converged | set(whole) | set(planned.line_reasons):
+            continue  # no element named it: not judged, so it stays pending
         unplaced = frozenset(
             fate.line for fate in planned.lines if fate.note == note.rel and fate.where == "pending"
         )
@@ -665,9 +741,13 @@ def _line_fates(
     vault: Vault,
     selection: Selection,
     converged: list[str],
-    originals: dict[str, str],
-    writes: dict[str, str],
+    layer: dict[str, str],
+    validation: Validation,
 ) -> list:
-    from cmem.converge.coverage import line_fates
+    """Where each signal line of a converged note went; a line the engine deferred is marked
+    so, its reason being its one account."""
+    from cmem.converge.coverage import deferred_by_engine, line_fates
 
-    return line_fates(selection.notes, converged, {**originals, **writes}, vault.config.formats)
+    fates = line_fates(selection.notes, converged, layer, vault.config.formats)
+    engine_deferred = {note: set(lines) for note, lines in validation.line_reasons.items()}
+    return deferred_by_engine(fates, engine_deferred)

@@ -16,6 +16,7 @@ from cmem.resources import PromptTemplate
 from cmem.steps.message import line_ranges
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
+from cmem.vault.quoted import QUOTED_MARKS
 from cmem.vault.statements import format_source, format_trace
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
@@ -46,6 +47,7 @@ def instructions(vault: Vault) -> str:
         else ("2026-11-20 journal", "2026-11-28 notes", "2026-11-08 notes")
     )
     trace_city = format_trace("2026-11-28", "北京后端" if zh else "backend job in Beijing", formats)
+    quoted_note = "go 错误处理文章" if zh else "go errors article"
     template = PromptTemplate(f"converge.{config.language}.md")
     return (
         template.render(
@@ -62,15 +64,28 @@ def instructions(vault: Vault) -> str:
             trace_city=_joined(trace_city),
             trace_tool=_joined(format_trace("2026-11-08", "bun", formats)),
             trace_sync=_joined(format_trace("2026-11-08", "周一" if zh else "Mondays", formats)),
+            quoted_note=quoted_note,
+            quoted_mark=QUOTED_MARKS[config.language],
+            src_quoted=_joined(quoted_source([quoted_note], formats, config.language)),
         ).rstrip("\n")
         + "\n"
     )
+
+
+def quoted_source(names: list[str], formats, language: str) -> str:
+    """A source marking its notes as quoted (rule 16): `(source: quoted from [[article]])`."""
+    mark = QUOTED_MARKS[language] + (" " if language == "en" else "")
+    return format_source(names, formats).replace("[[", mark + "[[")
 
 
 def _joined(annotation: str) -> str:
     """A source or trace as it follows a statement: after a space, unless it opens with a
     full-width bracket (`（来源：…）`), which follows the text directly."""
     return annotation if annotation[:1] in "（【" else " " + annotation
+
+
+def _attribute(text: str) -> str:
+    return " ".join(text.split()).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
 def quote_file(path: str, text: str, hand_edited: bool) -> str:
@@ -85,7 +100,15 @@ def quote_note(note: SelectedNote, zh: bool = False) -> str:
     lines = note.lines[:-1] if len(note.lines) > 1 and note.lines[-1] == "" else note.lines
     width = len(str(len(lines)))
     numbered = "\n".join(f"{index:>{width}}| {line}" for index, line in enumerate(lines, 1))
-    out = f'<note path="{note.rel}" name="{note.name}">\n{numbered.rstrip()}\n</note>\n'
+    quoted = f' quoted="{_attribute(note.quoted)}"' if note.quoted else ""
+    out = f'<note path="{note.rel}" name="{note.name}"{quoted}>\n{numbered.rstrip()}\n</note>\n'
+    if note.quoted:
+        out += (
+            f"{note.rel} 不是用户自己的话（{note.quoted}）：从中取出的条目按规则 16 写明出处是摘录。\n"
+            if zh
+            else f"{note.rel} is not the user's own words ({note.quoted}): a statement from it says "
+            "so in its source (rule 16).\n"
+        )
     if note.signals:
         signals = "\n".join(f"- line {s.line}: {s.cls} (cue “{s.cue}”)" for s in note.signals)
         out += (f"{note.rel} 的信号：\n" if zh else f"Signals in {note.rel}:\n") + signals + "\n"
@@ -160,6 +183,26 @@ def touched_situational(
         chosen.append(path)
         used += costs[path]
     return sorted(chosen)
+
+
+def warm_terms(vault: Vault, texts: dict[str, str], deadline: float) -> bool:
+    """What `touched_situational` reads of each topic file (`_TermsMemo`), made and kept until
+    `deadline` (a `time.monotonic()`): a big vault's first prompt spread over several background
+    runs. `texts`: the memory files as a pass reads them. Whether all are kept now."""
+    import time
+
+    base = vault.config.situational_dir + "/"
+    memo = _TermsMemo(vault)
+    done = True
+    for path in sorted(p for p in texts if p.startswith(base)):
+        if time.monotonic() > deadline:
+            done = False
+            break
+        text = texts[path]
+        memo.tokens(text), memo.head(text), memo.terms(text)
+        memo.stem(path[len(base) : -3].rsplit("/", 1)[-1])
+    memo.save()
+    return done
 
 
 class _TermsMemo:
@@ -343,9 +386,10 @@ def redacted_prompt(vault: Vault, prompt: Prompt) -> tuple[str, int]:
     if "".join(prompt.pieces) != prompt.text:
         return redact_secrets(prompt.text)  # a prompt made otherwise (a repair prompt)
     from cmem.cache_store import Kept, code_stamp
-    from cmem.text import secrets
+    from cmem.text import line_rules, secret_labels, secrets
 
-    kept = Kept(vault.machine_dir / REDACTIONS_FILE, "prompt-redactions", code_stamp(secrets))
+    stamp = code_stamp(secrets, secret_labels, line_rules)
+    kept = Kept(vault.machine_dir / REDACTIONS_FILE, "prompt-redactions", stamp)
     known = kept.read()
     text, count, used = redact_pieces(prompt.pieces, known, False)
     if used and used.keys() != known.keys() and vault.machine_dir.is_dir():

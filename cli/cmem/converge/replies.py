@@ -41,6 +41,7 @@ def validator_context(
         allow_shrink=allow_shrink,
         source_texts={n.name: n.text for n in inputs.selection.notes},
         line_counts={n.rel: len(n.lines) for n in inputs.selection.notes},
+        quoted={n.name: n.quoted for n in inputs.selection.notes if n.quoted},
     )
 
 
@@ -200,17 +201,18 @@ def _check_all(
             warnings = [str(w) for w in validation.warnings]
             if issues:
                 rejected = tuple(str(i) for i in issues)
-            if not issues and validation.inventions and acceptable is None and attempt <= rounds:
-                # A likely invention goes back once ("cite the note that says this or drop it");
-                # only a second answer, or this one if the second is worse, is applied with the
-                # warning.
+            doubtful = validation.asked_again
+            if not issues and doubtful and acceptable is None and attempt <= rounds:
+                # A likely invention, or a change no trace declares, goes back once ("cite the
+                # note that says this or drop it"); only a second answer, or this one if the
+                # second is worse, is applied with the warning.
                 acceptable = (validation, warnings)
                 progress(
-                    f"{len(validation.inventions)} statements may be invented; asking the model to cite or drop them",
+                    f"{len(doubtful)} statements may be invented or changed without a trace; asking the model to cite, trace or drop them",
                     None,
                 )
                 current_prompt = _ask_again(
-                    vault, first_prompt, parsed, validation.inventions, attempt, context, record
+                    vault, first_prompt, parsed, doubtful, attempt, context, record
                 )
                 continue
             if not issues:

@@ -18,6 +18,9 @@ from cmem.scan.signals import NEW, PendingNote, Signal
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import NoteFile, Vault
 from cmem.vault.notes import read_note
+from cmem.vault.obsidian import template_folders
+from cmem.vault.quoted import quoted_reason
+from cmem.vault.yaml_reader import read_frontmatter
 
 
 @dataclass
@@ -37,6 +40,7 @@ class SelectedNote:
     why: str = NEW
     keys: list[str] = field(default_factory=list)  # recurrence key phrases of its cue lines
     body_start: int = 1
+    quoted: str = ""  # why it is not the user's own words (`vault/quoted.py`), "" when it is
 
     @property
     def tokens(self) -> int:
@@ -85,8 +89,9 @@ def select_notes(
     ordered = sorted(taken, key=lambda p: (p.best_priority, p.mtime_ns, p.rel))
     selection = Selection([], [], [], for_model=for_model)
     used = 0
+    templates = template_folders(vault.root)
     for entry in ordered:
-        note = _read_pending(vault, entry, reads_meaning)
+        note = _read_pending(vault, entry, reads_meaning, templates)
         if note is None:
             selection.unreadable.append(entry.rel)
             continue
@@ -99,7 +104,9 @@ def select_notes(
     return selection
 
 
-def _read_pending(vault: Vault, entry: PendingNote, reads_meaning: bool) -> SelectedNote | None:
+def _read_pending(
+    vault: Vault, entry: PendingNote, reads_meaning: bool, templates: list[str]
+) -> SelectedNote | None:
     note = read_note(
         NoteFile(entry.rel, vault.root / entry.rel, "divergent"), vault.config.max_note_bytes
     )
@@ -123,4 +130,7 @@ def _read_pending(vault: Vault, entry: PendingNote, reads_meaning: bool) -> Sele
         why=entry.why,
         keys=list(entry.keys),
         body_start=note.body_start,
+        quoted=quoted_reason(
+            entry.rel, read_frontmatter(note.frontmatter)[0], list(entry.tags), templates
+        ),
     )

@@ -24,7 +24,9 @@ rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
    layer (both unless `--allow-shrink`);
 11. a source is a note (divergent or archived), never a memory file or the checklist;
 12. a new file's path is NFC, not a look-alike of a memory file, not named like a note;
-13. a situational file stays within `situational_max_tokens`.
+13. a situational file stays within `situational_max_tokens`;
+16. a new or changed statement taken from a note that is not the user's own words (a web clip,
+   a template) marks that source `quoted from`.
 
 Statements are compared by `Statement.key` — the normalised core, without list marker, sources
 and traces — so rewording punctuation or moving a source is not a change (digits, signs,
@@ -64,10 +66,12 @@ from cmem.converge.rules import (
     MEMORY_WHOLE,
     NOTHING_LOST,
     ONLY_STATEMENTS,
+    QUOTED,
     RESIDENT_SIZE,
     SIZES,
     SOURCES,
     TRACE_DATES,
+    UNTRACED,
     RuleId,
     WarningName,
 )
@@ -103,6 +107,7 @@ CHANGE_RULES: dict[RuleKey, ChangeRule] = {
     FRONTMATTER: check_shape.check_frontmatter,
     ONLY_STATEMENTS: check_shape.check_lines,
     SOURCES: check_sources.check_sources,
+    QUOTED: check_sources.check_quoted,
     CITE_NOTES: _turn_citations,
     NOTHING_LOST: check_losses.check_removals,  # counts each file's losses for rule 10
     TRACE_DATES: check_trace_dates.check_new_traces,
@@ -115,6 +120,7 @@ REPLY_RULES: dict[RuleKey, ReplyRule] = {
     SIZES: check_sizes.check_situational_size,
     ACCOUNTING: check_accounting.check_notes,
     INVENTION: check_invention.check_invention,
+    UNTRACED: check_invention.check_untraced_changes,
 }
 
 

@@ -13,7 +13,8 @@ import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 
-from cmem.text.scripts import HAN, HAN_RUN
+from cmem.text.names import name_key  # noqa: F401 (re-exported: the engine compares names so)
+from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize
 
@@ -62,12 +63,35 @@ OLD_SIDE = [
         r"\bnot\s+(.+?)" + _END,
         r"\binstead of\s+(.+?)" + _END,
         r"\brather than\s+(.+?)" + _END,
+        r"\brather\s+(?!than\b)\S.*?\s+than\s+(.+?)" + _END,
+        r"不要再?(.+?)了(?=[，,])",
         r"\breplac(?:e|es|ed|ing)\s+(.+?)" + _END,
         r"\bfrom\s+(?!now\b)(.+?)(?:\s+back)?\s+to\b",
         r"\bno longer\s+(.+?)" + _END,
         r"\bdropp(?:ed|ing)\s+(.+?)" + _END,
     )
 ]
+
+
+# A line naming both sides of a change of mind ("calls, not written feedback", "X instead of Y",
+# "rather X than Y", "X 而不是 Y", "不要Y了，改成X"): a preference or decision said so replaces
+# the one it contradicts, as a switch does.
+CONTRAST = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\S\s*(?:[,;—–(]|\s-)\s*(?:and\s+|but\s+)?not\s+\S",
+        r"\S\s+(?:instead of|rather than)\s+\S",
+        r"\brather\s+(?!than\b)\S.*?\s+than\s+\S",
+        r"\S\s*[，,]?\s*(?:而)?不是\s*\S",
+        r"不要再?\S.*?了[，,]\s*(?:改成|换成|改用|换用)",
+        r"\S\s*[，,]\s*不再(?:用|是)?\s*\S",
+    )
+]
+
+
+def names_both_sides(text: str) -> bool:
+    """Whether a line says what holds now and, as its contrast, what no longer does."""
+    return any(pattern.search(text) for pattern in CONTRAST)
 
 
 def old_side_terms(text: str) -> frozenset[str]:
@@ -104,22 +128,6 @@ def quote_line(line: str, topic_keys: Container[str]) -> str:
         text = text[: link.start()]
 
 
-_NAME_SEPARATORS = re.compile(r"[\s_\-–—/]+")
-# What `_NAME_SEPARATORS` removes from an ASCII name: `\s` of a str pattern is every character
-# `str.isspace` calls space, which in ASCII includes the four separators \x1c-\x1f.
-_ASCII_SEPARATORS = str.maketrans("", "", " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_-/")
-
-
-def name_key(name: str) -> str:
-    """A name as file names, aliases, tags and links are compared: NFKC, case-folded, without
-    spaces, hyphens, underscores and slashes."""
-    if name.isascii():
-        # NFKC leaves ASCII as it is, and casefold is lower: half the time for the names of
-        # 2,049 memory files a tagged note is compared with at 10k notes
-        return name.lower().translate(_ASCII_SEPARATORS)
-    return _NAME_SEPARATORS.sub("", unicodedata.normalize("NFKC", name).casefold())
-
-
 def slug(text: str) -> str:
     return (
         re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).casefold())
@@ -137,16 +145,3 @@ _CUE_PREFIX = re.compile(
 def without_cue(text: str) -> str:
     """The line without a leading decision cue, for naming a topic after what was decided."""
     return _CUE_PREFIX.sub("", text)
-
-
-def leading_words(text: str) -> list[str]:
-    """Up to three leading content words: English words, or runs of CJK cut to six characters."""
-    words = []
-    for match in re.finditer(rf"[A-Za-z][A-Za-z0-9.+#-]*|[{HAN}]+", text):
-        word = match.group(0)
-        if word.isascii() and word.casefold() in EN_STOP:
-            continue
-        words.append(word[:6] if not word.isascii() else word)
-        if len(words) == 3:
-            break
-    return words

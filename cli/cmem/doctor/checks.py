@@ -111,7 +111,10 @@ def _check_unmanaged(vault: Vault) -> list[Finding]:
     from cmem.render.reports import plural
 
     total = sum(f.notes for f in folders)
-    listed = "; ".join(f"{f.folder}/ ({f.notes}: {f.setting})" for f in folders[:8])
+    listed = "; ".join(
+        f"{f.folder}/ ({f.notes}: {f.setting or 'in a layer folder, move them out'})"
+        for f in folders[:8]
+    )
     more = f"; and {len(folders) - 8} more folders" if len(folders) > 8 else ""
     return [
         Finding(
@@ -394,7 +397,18 @@ def _check_writable(vault: Vault) -> list[Finding]:
     """A read-only vault (a read-only disk or mount, folders made read-only): cmem reads it,
     and every step (a pass, archive apply, undo, sync) refuses before it writes anything."""
     from cmem.steps.preflight import unwritable_place
+    from cmem.vault.layers import OWN_FILES
 
+    linked = vault.own_files_problem(OWN_FILES)
+    if linked:  # another vault's `.cmem/`, say: its state.json would be this vault's
+        return [
+            Finding(
+                ERROR,
+                "writable",
+                f"{linked}; cmem reads through it, but no pass, archive apply, undo, capture or "
+                "sync writes through it: replace the link with a folder (or file) of this vault's own",
+            )
+        ]
     place = unwritable_place(vault)
     if place:
         return [

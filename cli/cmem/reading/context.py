@@ -14,6 +14,7 @@ from datetime import datetime
 from cmem.cache_store import Kept, KeptByDigest, digest
 from cmem.errors import CmemError
 from cmem.reading.read_times import load_read_times, record_reads
+from cmem.reading.start_memory import memory_facts
 from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle's own names)
     END_MARKER,
     MATERIAL_FORMAT,
@@ -47,7 +48,7 @@ def _load(
     memo: KeptByDigest | None = None,
 ) -> list[tuple]:
     """The layer's files as the bundle sees them: (path, redacted text, summary, importance, tags,
-    tokens, CJK-wide counts of text, path and summary, the text's length as shown) each. What a file's text gives — summary, importance, tags, tokens — is taken from
+    aliases, tokens, CJK-wide counts of text, path and summary, the text's length as shown) each. What a file's text gives — summary, importance, tags, tokens — is taken from
     `memo` (keyed by a digest of the text, so an edit is a new key) when there: the frontmatter's
     YAML and the token count were most of a warm `context`."""
     from cmem.text.secrets import redact_many
@@ -60,24 +61,12 @@ def _load(
             continue
         key = digest(note.text)
         known = memo.get(key, "meta") if memo is not None else None
-        if not (isinstance(known, tuple) and len(known) == 4):
-            meta = note.meta
-            try:
-                importance = float(meta.get("importance", 5))
-            except (TypeError, ValueError):
-                importance = 5.0
-            tags = meta.get("tags") or []
-            tags = [str(t) for t in (tags if isinstance(tags, list) else [tags])]
-            known = (
-                str(meta.get("summary") or "").strip(),
-                importance,
-                tags,
-                estimate_tokens(note.text),
-            )
+        if not (isinstance(known, tuple) and len(known) == 5):
+            known = (*memory_facts(note.meta), estimate_tokens(note.text))
             if memo is not None:
                 memo.put(key, "meta", known)
-        summary, importance, tags, tokens = known
-        files.append((note.rel, note.text, summary, importance, list(tags), tokens))
+        summary, importance, tags, aliases, tokens = known
+        files.append((note.rel, note.text, summary, importance, list(tags), list(aliases), tokens))
     # An agent is a model too: a credential in a memory file reaches it redacted, as in a prompt
     # (all files in one pass: the fixed cost per pass is what a thousand files would pay)
     contents, count = redact_many([row[1] for row in files])
@@ -136,7 +125,7 @@ def gather_material(vault: Vault) -> dict:
         ]
     )
     hidden[0] += count
-    resident_tokens = sum(row[5] for row in resident)
+    resident_tokens = sum(row[6] for row in resident)
     if resident_tokens > vault.config.resident_max_tokens:
         problems.append(
             f"the resident sublayer ({vault.config.resident_dir}/) is {resident_tokens} tokens, over resident_max_tokens "
@@ -198,6 +187,8 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
 
     free = context.budget - context.tokens
     for hit in hits:
+        if not hit.line:  # a file's title row: its statements are what an excerpt quotes
+            continue
         text, count = redact_secrets(hit.text)
         excerpt = {
             "path": hit.path,

@@ -15,13 +15,20 @@ import unicodedata
 from collections import namedtuple
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
-UNMANAGED = "unmanaged"  # recall.include_unmanaged: notes no layer reads, indexed read only
-# the divergent notes, indexed so recall finds a fact a pending note holds (shown as not yet
-# converged): its hits are limited to the notes pending when the search runs
-PENDING = "pending"
-# Column weights for bm25(): the statement itself, the old wordings in its traces, and where it
-# sits (file name, heading, summary, tags). A match in the statement counts most.
-WEIGHTS = (1.0, 0.4, 0.5)
+# every note outside memory and the archive, in one index: the divergent notes (a pending one is
+# marked as not yet converged) and the notes no layer reads (`recall.include_unmanaged`)
+NOTES = "notes"
+# the layers a note's hit is shown under
+PENDING, DIVERGENT_NOTE, UNMANAGED = "pending", "divergent", "unmanaged"
+# bm25() weights of the fields: the line; its traces' old wordings; where it sits (title, folders,
+# heading, summary, tags); the turn it answers; the questions a next turn answers (the reply holds
+# the fact, so a question's words count less in the question than in its reply's context)
+WEIGHTS = (1.0, 0.4, 0.5, 0.9, 0.45)
+COLUMNS = ("body", "history", "place", "context", "asked")
+TITLE_LINE = 0  # a note's title row: found by its name alone (an empty note titled "Git-Crypt")
+# candidates a search weighs before it groups them by note: one note's many matching lines must
+# not crowd out every other note's best one
+CANDIDATES = 5
 
 _WORD = re.compile(r"[^\W_]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -82,8 +89,9 @@ class SyncReport:
         }
 
 
-class Hit(namedtuple("Hit", "path layer line heading text sources score")):
-    """One ranked statement; `score` is -bm25: higher is better."""
+class Hit(namedtuple("Hit", "path layer line heading text sources score matched context")):
+    """One ranked line; `score` is -bm25 (higher is better), `matched` how many of the query's
+    terms it holds (`_matched`), `context` the turn it answers in a conversation ("" if none)."""
 
     __slots__ = ()
 
@@ -93,8 +101,16 @@ def _fold(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """A query's terms: words, and the bigrams of each CJK run (one character stays one)."""
-    text = _fold(query)
+    """A query's terms: words, and the bigrams of each CJK run (one character stays one); its
+    function words left out (`text/terms.py: is_query_stop`) unless nothing else is left."""
+    from cmem.text.terms import is_query_stop
+
+    terms = _all_terms(_fold(query))
+    content = [term for term in terms if not is_query_stop(term)]
+    return content or terms
+
+
+def _all_terms(text: str) -> list[str]:
     if text.isascii():  # no CJK run: the CJK tables are not even imported (a light recall)
         return list(dict.fromkeys(_WORD.findall(text)))
     from cmem.text.scripts import CJK_RUN
@@ -121,55 +137,133 @@ def display_text(line: str) -> str:
 
 
 def search_rows(db, query: str, limit: int, paths: list[str] | None, layer_for) -> list[Hit]:
-    """BM25-ranked statements from an open index database. Rows holding every term come first;
-    when they are fewer than `limit`, rows holding some of them follow (a Chinese query's bigrams
-    that straddle two words, or one word the memory spells differently, must not hide the rest).
+    """Ranked lines from an open index database: the more of the query's terms a line holds (in
+    any field), the higher; then BM25. Rows holding every term are asked for first, then rows
+    holding some (a Chinese query's bigrams that straddle two words, or one word spelled
+    differently, must not hide the rest). A question and the turn that answers it are one unit
+    (`_as_exchanges`). More candidates than `limit` come back, for `rank_hits` to group by note.
     `layer_for(path)` names a hit's layer."""
     terms = query_terms(query)
-    if not terms:
+    if not terms or limit < 1:
         return []
-    hits: list[Hit] = []
-    seen: set[int] = set()
+    wanted = limit * CANDIDATES
+    found: dict[int, list] = {}
     operators = ["AND", "OR"] if len(terms) > 1 else ["AND"]
     for operator in operators:
-        if len(hits) >= limit:
+        if len(found) >= wanted:
             break
-        for row_id, hit in _query(
-            db, match_expression(terms, operator), limit + len(seen), paths, layer_for
-        ):
-            if row_id not in seen and len(hits) < limit:
-                seen.add(row_id)
-                hits.append(hit)
-    return hits
+        for row in _query(db, match_expression(terms, operator), wanted, paths):
+            found.setdefault(row[0], list(row))
+    _as_exchanges(db, found)
+    matched = _matched(db, terms, list(found))
+    for row_id, row in found.items():
+        row[_MATCHED] = matched.get(row_id, 0.0)
+    _as_exchanges(db, found, again=True)
+    hits = [
+        Hit(
+            path,
+            layer_for(path),
+            line,
+            heading,
+            display_text(text),
+            tuple(json.loads(sources)),
+            round(score, 4),
+            count,
+            context,
+        )
+        for _id, path, line, heading, text, sources, context, _reply, score, count in found.values()
+    ]
+    hits.sort(key=lambda h: (-h.matched, -h.score, h.path, h.line))
+    return hits[:wanted]
 
 
-def _query(db, expression: str, limit: int, paths: list[str] | None, layer_for):
+def _as_exchanges(db, found: dict[int, list], again: bool = False) -> None:
+    """A question whose next turn answers it and that turn are one unit of search: the reply
+    takes the better of the two ranks and the question comes right after it, so the line shown
+    first is the one that holds the fact ("How long have you been married?" → "5 years
+    already!"). First call: the replies of the questions found are fetched; `again`: the ranks
+    are shared once each row's matched count is known."""
+    by_line = {(row[_PATH], row[_LINE]): row for row in found.values()}
+    for row in list(found.values()):
+        where = (row[_PATH], row[_REPLY])
+        if not row[_REPLY]:
+            continue
+        reply = by_line.get(where)
+        if reply is None and not again:
+            sql = f"SELECT {_SELECT} FROM rows WHERE path=? AND line=?"
+            fetched = db.execute(sql, where).fetchone()
+            if fetched is None:
+                continue
+            reply = by_line[where] = found[fetched[0]] = [*fetched, row[_SCORE], 0.0]
+        if again and reply is not None:
+            best = max((reply[_MATCHED], reply[_SCORE]), (row[_MATCHED], row[_SCORE]))
+            reply[_MATCHED], reply[_SCORE] = best
+            row[_MATCHED], row[_SCORE] = best[0], best[1] - 0.001  # right after its reply
+
+
+def _matched(db, terms: list[str], row_ids: list[int]) -> dict[int, float]:
+    """How many of `terms` each of `row_ids` holds: a term in the line itself (or its history,
+    its exchange) counts one, a term only in where the line sits (title, folders, heading) a half,
+    since every line of a note shares those. FTS5 tells, row by row: a seek into each term's
+    list, cheaper than reading a frequent term's whole list to intersect it."""
+    sql = "SELECT 1 FROM entries WHERE entries MATCH ? AND rowid = ?"
+    own = "{" + " ".join(c for c in COLUMNS if c != "place") + "} : "
+    quoted = [match_expression([term], "AND") for term in terms]
+    counts = {}
+    for row_id in row_ids:
+        count = 0.0
+        for term in quoted:
+            if db.execute(sql, (own + term, row_id)).fetchone():
+                count += 1.0
+            elif db.execute(sql, (term, row_id)).fetchone():
+                count += 0.5
+        counts[row_id] = count
+    return counts
+
+
+_SELECT = (
+    "rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, rows.context, rows.reply"
+)
+# a candidate row: the columns of _SELECT, then its score and its matched count
+_PATH, _LINE, _REPLY, _SCORE, _MATCHED = 1, 2, 7, 8, 9
+
+
+def _query(db, expression: str, limit: int, paths: list[str] | None):
+    weights = ", ".join("?" * len(WEIGHTS))
     if paths is None:
         # rank the matches inside FTS5 first and join only the best: a frequent word matches
         # a large share of the rows, and joining them all costs more than ranking them
         sql = (
-            "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, best.score FROM "
-            "(SELECT rowid, bm25(entries, ?, ?, ?) AS score FROM entries WHERE entries MATCH ? ORDER BY score LIMIT ?) AS best "
+            f"SELECT {_SELECT}, best.score FROM "
+            f"(SELECT rowid, bm25(entries, {weights}) AS score FROM entries WHERE entries MATCH ? "
+            "ORDER BY score LIMIT ?) AS best "
             "JOIN rows ON rows.id = best.rowid ORDER BY best.score, rows.path, rows.line"
         )
         params: list = [*WEIGHTS, expression, limit]
     else:
         sql = (
-            "SELECT rows.id, rows.path, rows.line, rows.heading, rows.text, rows.sources, bm25(entries, ?, ?, ?) AS score "
-            f"FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? AND rows.path IN ({','.join('?' * len(paths))}) "
+            f"SELECT {_SELECT}, bm25(entries, {weights}) AS score "
+            "FROM entries JOIN rows ON rows.id = entries.rowid WHERE entries MATCH ? "
+            f"AND rows.path IN ({','.join('?' * len(paths))}) "
             "ORDER BY score, rows.path, rows.line LIMIT ?"
         )
         params = [*WEIGHTS, expression, *paths, limit]
-    for row_id, path, line, heading, text, sources, rank in db.execute(sql, params):
-        yield (
-            row_id,
-            Hit(
-                path,
-                layer_for(path),
-                line,
-                heading,
-                display_text(text),
-                tuple(json.loads(sources)),
-                round(-rank, 4),
-            ),
-        )
+    for *row, rank in db.execute(sql, params):
+        yield (*row, -rank, 0)  # the score (higher is better) and, later, the matched count
+
+
+def rank_hits(memory: list[Hit], notes: list[Hit], limit: int) -> list[Hit]:
+    """One list from memory's hits and the notes' (each as `search_rows` ranked them): the more
+    query terms a line holds, the higher; at the same count memory's statements come first (each
+    index's BM25 is its own, so memory and notes are never ranked on one scale); and each note's
+    best line comes before any note's second one (one note must not fill every slot; a memory
+    file's statements are each a fact, so they are not grouped)."""
+    ranked = [(hit, True) for hit in memory] + [(hit, False) for hit in notes]
+    ranked.sort(key=lambda pair: -pair[0].matched)  # stable: memory first at the same count
+    firsts: list[Hit] = []
+    rest: list[Hit] = []
+    seen: set[str] = set()
+    for hit, in_memory in ranked:
+        (rest if hit.path in seen and not in_memory else firsts).append(hit)
+        seen.add(hit.path)
+    return (firsts + rest)[:limit]

@@ -1,14 +1,19 @@
-"""`cmem recall QUERY`: BM25 keyword search of the memory (SPEC §8).
+"""`cmem recall QUERY`: keyword (BM25) search of the whole vault, memory first (SPEC §8).
 
-The convergent layer by default; the archive only when asked (`--archive`), and the result says
-which was searched. Each result is a statement with its path, layer, line, heading, score, a
-snippet with the matches marked `**…**`, and its source links. Reading a result records the
-file's read time, the anti-recency term of `cmem context`'s ranking.
+By default recall searches memory (the convergent layer) and every note outside it: the divergent
+notes (a pending one is marked "not yet converged") and the notes no layer reads, an adopted
+vault's own folders (`recall.include_unmanaged`, on unless turned off). The archive is searched
+only when asked (`--archive`), and the result says which was searched. A line holding more of the
+query's words ranks higher; at the same count memory's statements come first; each note's best
+line comes before any note's second (`index_query.rank_hits`). Each result is a line with its
+path, layer, line number, heading, score, a snippet with the matches marked `**…**`, the note's
+title, and its source links. Reading a memory file's result records the file's read time, the
+anti-recency term of `cmem context`'s ranking.
 
-Most calls find the index already up to date: then `stored_recall` answers from the light entry
+Most calls find the indexes already up to date: then `stored_recall` answers from the light entry
 path (`cmem.fast`) with sqlite3 and `index_query` alone. The full path stores, with the listing
-key of the searched layer (`reading/stored_results.py`), the proof that the index matched the
-notes; while that key holds, no note the index depends on changed, so the index still matches.
+key of the searched files (`reading/stored_results.py`), the proof that the indexes matched the
+notes; while that key holds, no note the indexes depend on changed, so they still match.
 Both paths build their results and text with the functions below, so they print the same bytes.
 The heavy imports (the vault model, the index's upkeep) are inside the functions for that reason.
 """
@@ -17,7 +22,19 @@ from __future__ import annotations
 
 import re
 
-from cmem.reading.index_query import ARCHIVED, CONVERGENT, PENDING, Hit, SyncReport, query_terms
+from cmem.reading.index_query import (
+    ARCHIVED,
+    CONVERGENT,
+    DIVERGENT_NOTE,
+    NOTES,
+    PENDING,
+    TITLE_LINE,
+    UNMANAGED,
+    Hit,
+    SyncReport,
+    query_terms,
+    rank_hits,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
 if TYPE_CHECKING:
@@ -27,6 +44,8 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 160
 MARK_OPEN, MARK_CLOSE = "**", "**"
+VAULT = "vault"  # what a recall without --archive searched: memory, then the notes
+MEMORY_LAYERS = ("resident", "situational", "convergent")
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect`, which the light path would pay
@@ -47,9 +66,12 @@ class RecallResult:
             "score": hit.score,
             "snippet": self.snippet,
             "layer": hit.layer,
-            "line": hit.line,
+            "line": hit.line,  # 0: the note's title matched, not a line of it
+            "title": note_title(hit.path),
             "heading": hit.heading,
             "text": hit.text,
+            "answers": hit.context,  # in a conversation, the turn this line answers
+            "matched": hit.matched,
             "sources": list(hit.sources),
             # a fact a pending note holds: not yet converged into memory
             "pending": hit.layer == PENDING,
@@ -62,7 +84,7 @@ class Recall:
     def __init__(
         self,
         query: str,
-        scope: str,  # convergent | archive
+        scope: str,  # vault | archive
         results: list[RecallResult],
         sync: SyncReport,
         problems: list[str] | None = None,
@@ -82,6 +104,24 @@ class Recall:
         }
 
 
+def note_title(path: str) -> str:
+    """A note's title as Obsidian shows it: its file name without `.md`."""
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+def note_layer(pending: list[str] | set[str], divergent: list[str] | set[str]):
+    """`layer_for` of the notes' index: pending, divergent (converged already) or unmanaged."""
+    pending, divergent = set(pending), set(divergent)
+
+    def layer_for(path: str) -> str:
+        if path in pending:
+            return PENDING
+        return DIVERGENT_NOTE if path in divergent else UNMANAGED
+
+    return layer_for
+
+
 def recall_memory(
     vault: Vault,
     query: str,
@@ -90,7 +130,10 @@ def recall_memory(
     record: bool = True,
     now: datetime | None = None,
     rebuild: bool = False,
+    progress=None,
 ) -> Recall:
+    """Search the vault (memory, then notes) or, with `archive`, the archive. `progress(done,
+    total)` hears how a first build of a big index goes."""
     from cmem.reading.read_times import record_reads
     from cmem.reading.search_index import delete_index, index_file, search_scope
 
@@ -100,131 +143,146 @@ def recall_memory(
         raise UsageError(
             'nothing to search for: give words to recall, e.g. cmem recall 实习 or cmem recall "python tooling".'
         )
-    scope = ARCHIVED if archive else CONVERGENT
+    scopes = (ARCHIVED,) if archive else (CONVERGENT, NOTES)
     if rebuild:
-        delete_index(index_file(vault, scope))
-    pending = _begin_stored(vault, scope)  # before the index is synced: see stored_results.begin
-    searched = search_scope(vault, scope, query, limit)
-    hits, problems = list(searched.hits), list(searched.problems)
-    if scope == CONVERGENT and vault.config.recall_unmanaged:
-        # recall.include_unmanaged: the notes no layer reads, from an index of their own, merged by
-        # score (the same tokenizer and weights; each index has its own word statistics)
-        from cmem.reading.search_index import UNMANAGED
-
-        other = search_scope(vault, UNMANAGED, query, limit)
-        hits = sorted(hits + other.hits, key=lambda h: -h.score)[:limit]
-        problems += other.problems
-    waiting: list[str] = []
-    if scope == CONVERGENT:
-        # what waits in pending notes: found too, marked as not yet converged (SPEC §2)
-        from cmem.scan.scanner import scan_vault
-
-        waiting = sorted(p.rel for p in scan_vault(vault).pending)
-        if waiting:
-            other = search_scope(vault, PENDING, query, limit, waiting)
-            hits = merge_hits(hits, other.hits, limit)
-            problems += other.problems
+        for scope in scopes:
+            delete_index(index_file(vault, scope))
+    # the key is taken before the index is synced: see stored_results.begin
+    pending = _begin_stored(vault, scopes[0])
+    if archive:
+        searched = search_scope(vault, ARCHIVED, query, limit, progress=progress)
+        hits, problems, sync = rank_hits([], searched.hits, limit), searched.problems, searched.sync
+        payload: dict = {"index": str(index_file(vault, ARCHIVED))}
+    else:
+        memory = search_scope(vault, CONVERGENT, query, limit, progress=progress)
+        waiting, divergent = _divergent_notes(vault)
+        notes = search_scope(
+            vault, NOTES, query, limit, None, note_layer(waiting, divergent), progress
+        )
+        hits = rank_hits(memory.hits, notes.hits, limit)
+        problems, sync = memory.problems + notes.problems, _together(memory.sync, notes.sync)
+        payload = {
+            "index": str(index_file(vault, CONVERGENT)),
+            "notes_index": str(index_file(vault, NOTES)),
+            "layers": (vault.config.resident_dir, vault.config.situational_dir),
+            "pending": waiting,
+            "divergent": divergent,
+        }
     if pending is not None and not problems:
         from cmem.reading import stored_results
 
-        report = searched.sync
-        stored_results.store(
-            pending,
-            {
-                "index": str(index_file(vault, scope)),
-                "files": report.files,
-                "rows": report.rows,
-                "layers": (vault.config.resident_dir, vault.config.situational_dir),
-                "pending": {"index": str(index_file(vault, PENDING)), "notes": waiting},
-            },
-        )
+        stored_results.store(pending, {**payload, "files": sync.files, "rows": sync.rows})
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
-    if record and scope == CONVERGENT:
-        record_reads(
-            vault,
-            list(
-                dict.fromkeys(
-                    r.hit.path for r in results if r.hit.layer not in ("unmanaged", PENDING)
-                )
-            ),
-            now,
-        )
-    return Recall(query, scope, results, searched.sync, problems)
+    if record and not archive:
+        memory_paths = [r.hit.path for r in results if r.hit.layer in MEMORY_LAYERS]
+        record_reads(vault, list(dict.fromkeys(memory_paths)), now)
+    return Recall(query, ARCHIVED if archive else VAULT, results, sync, problems)
+
+
+def _divergent_notes(vault: Vault) -> tuple[list[str], list[str]]:
+    """(the pending notes, every divergent note): the notes' index marks them apart."""
+    from cmem.scan.scanner import scan_vault
+    from cmem.vault.layers import DIVERGENT
+
+    waiting = sorted(p.rel for p in scan_vault(vault).pending)
+    return waiting, sorted(f.rel for f in vault.list_layer(DIVERGENT))
+
+
+def _together(memory: SyncReport, notes: SyncReport) -> SyncReport:
+    """One report of the two indexes a recall of the vault kept fresh."""
+    return SyncReport(
+        VAULT,
+        memory.files + notes.files,
+        memory.rows + notes.rows,
+        memory.added + notes.added,
+        memory.updated + notes.updated,
+        memory.removed + notes.removed,
+        memory.rebuilt or notes.rebuilt,
+        memory.listed or notes.listed,
+        memory.seconds + notes.seconds,
+    )
 
 
 def _begin_stored(vault: Vault, scope: str) -> dict | None:
-    """The listing key of what the scope's index depends on, or None where the light path would
-    not give the same answer: the unmanaged notes are anywhere in the vault, and nested layer
-    folders or `ignore` patterns make a hit's layer more than a prefix test."""
+    """The listing key of what the searched indexes depend on, or None where the light path would
+    not give the same answer: nested layer folders or `ignore` patterns make a hit's layer more
+    than a prefix test."""
     from cmem.reading import stored_results
 
     config = vault.config
-    if vault._layers_nest or config.ignore or (scope == CONVERGENT and config.recall_unmanaged):
+    if vault._layers_nest or config.ignore:
         return None
     if scope == ARCHIVED:  # archived notes by folder mtimes, as `status` keys them
         tops, folder_only = (config.archive_dir,), [config.archive_dir]
     else:
-        # memory files and notes one by one (an edit in place must reach the index, and which
-        # notes are pending changes with them), the archive by its folders
+        # every note one by one (an edit in place must reach the index, and which notes are
+        # pending changes with them), the archive by its folders
         tops, folder_only = ("",), [config.archive_dir]
-    return stored_results.begin(vault, "recall", (scope,), tops=tops, folder_only=folder_only)
+    # Obsidian's settings name the templates folder, which recall leaves out
+    settings = tuple(
+        str(vault.root / ".obsidian" / name)
+        for name in ("templates.json", "plugins/templater-obsidian/data.json")
+    )
+    return stored_results.begin(
+        vault,
+        "recall",
+        (ARCHIVED if scope == ARCHIVED else VAULT,),
+        settings,
+        tops=tops,
+        folder_only=folder_only,
+    )
 
 
 def stored_recall(request: dict) -> str | None:
-    """What `cmem recall` prints, answered from the index while the stored proof of its freshness
-    still holds (None: the full command runs). `request` as `cmem.fast.parse_recall` makes it."""
-    import sqlite3
+    """What `cmem recall` prints, answered from the indexes while the stored proof of their
+    freshness still holds (None: the full command runs). `request` as `cmem.fast.parse_recall`
+    makes it."""
     import time
 
     from cmem.reading import stored_results
-    from cmem.reading.index_query import search_rows
 
     started = time.perf_counter()
     query = " ".join(request["query"])
     if not query_terms(query):
         return None  # the full command explains
-    scope = ARCHIVED if request["archive"] else CONVERGENT
+    archive = request["archive"]
     root = stored_results.find_root(request["vault"])
     if root is None:
         return None
-    entry = stored_results.valid_entry(root, "recall", (scope,))
+    entry = stored_results.valid_entry(root, "recall", (ARCHIVED if archive else VAULT,))
     if entry is None:
         return None
     payload = entry["payload"]
-    resident, situational = payload["layers"]
+    limit = request["limit"]
+    if archive:
+        hits = rank_hits(
+            [], _search_file(payload["index"], query, limit, lambda p: "archive"), limit
+        )
+    else:
+        resident, situational = payload["layers"]
 
-    def layer_for(path: str) -> str:  # Vault.layer_of for a path the index holds
-        if scope == ARCHIVED:
-            return "archive"
-        if path.startswith(resident + "/"):
-            return "resident"
-        return "situational" if path.startswith(situational + "/") else "convergent"
+        def memory_layer(path: str) -> str:  # Vault.layer_of for a path the index holds
+            if path.startswith(resident + "/"):
+                return "resident"
+            return "situational" if path.startswith(situational + "/") else "convergent"
 
-    # read only: a missing or damaged database is the full command's to rebuild
-    db = sqlite3.connect(f"file:{payload['index']}?mode=ro", uri=True, timeout=10)
-    try:
-        hits = search_rows(db, query, request["limit"], None, layer_for)
-    finally:
-        db.close()
-    waiting = (payload.get("pending") or {}).get("notes") or []
-    if scope == CONVERGENT and waiting:
-        db = sqlite3.connect(f"file:{payload['pending']['index']}?mode=ro", uri=True, timeout=10)
-        try:
-            found = search_rows(db, query, request["limit"], waiting, lambda path: PENDING)
-        finally:
-            db.close()
-        hits = merge_hits(hits, found, request["limit"])
+        memory = _search_file(payload["index"], query, limit, memory_layer)
+        layer_for = note_layer(payload["pending"], payload["divergent"])
+        hits = rank_hits(
+            memory, _search_file(payload["notes_index"], query, limit, layer_for), limit
+        )
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
-    if scope == CONVERGENT:
+    if not archive:
         from datetime import datetime
 
         # read_times.record_reads_in's work, without its imports (pathlib, typing)
         from cmem.reading.stored_context import record_reads
 
-        paths = list(dict.fromkeys(r.hit.path for r in results if r.hit.layer != PENDING))
+        paths = list(dict.fromkeys(r.hit.path for r in results if r.hit.layer in MEMORY_LAYERS))
         record_reads(entry["machine_dir"], paths, datetime.now().astimezone())
+    scope = ARCHIVED if archive else VAULT
     sync = SyncReport(scope, payload["files"], payload["rows"], listed=False)
     sync.seconds = time.perf_counter() - started
     recall = Recall(query, scope, results, sync)
@@ -239,14 +297,18 @@ def stored_recall(request: dict) -> str | None:
     return render_recall(recall) + "\n"
 
 
-def merge_hits(memory: list[Hit], waiting: list[Hit], limit: int) -> list[Hit]:
-    """Memory's hits first, then the pending notes' (their scores come from another index, so
-    they are not ranked against memory): a quarter of the places, at least one, are kept for
-    what waits, and any place memory leaves."""
-    if not waiting:
-        return memory[:limit]
-    kept = min(len(waiting), max(limit - len(memory), max(1, limit // 4)))
-    return [*memory[: limit - kept], *waiting[:kept]]
+def _search_file(path: str, query: str, limit: int, layer_for) -> list[Hit]:
+    """`search_rows` on an index database opened read only: a missing or damaged one is the full
+    command's to rebuild (sqlite3's error then sends the call there)."""
+    import sqlite3
+
+    from cmem.reading.index_query import search_rows
+
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        return search_rows(db, query, limit, None, layer_for)
+    finally:
+        db.close()
 
 
 def match_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
@@ -326,6 +388,14 @@ def _result(hit: Hit, terms: list[str]) -> RecallResult:
     return RecallResult(hit, "".join(marked), shown, plain)
 
 
+LAYER_NAMES = {
+    PENDING: "pending note, not yet converged",
+    DIVERGENT_NOTE: "divergent note",
+    UNMANAGED: "note",
+}
+ANSWERS_CHARS = 80
+
+
 def render_recall(recall: Recall) -> str:
     """Text for people: one block per result, matches painted (bold yellow on a terminal)."""
     from cmem.render.reports import paint
@@ -333,30 +403,31 @@ def render_recall(recall: Recall) -> str:
     where = (
         "the archive"
         if recall.scope == ARCHIVED
-        else "the convergent layer (add --archive to search archived notes)"
+        else "memory and notes (add --archive to search archived notes)"
     )
-    if recall.scope != ARCHIVED and any(r.hit.layer == "unmanaged" for r in recall.results):
-        where = "the convergent layer and the notes no layer reads (recall.include_unmanaged)"
-    if recall.scope != ARCHIVED and any(r.hit.layer == PENDING for r in recall.results):
-        where = where.replace("the convergent layer", "the convergent layer and the pending notes")
     if not recall.results:
-        where = where.replace("the convergent layer", "the convergent layer or the pending notes")
-        return f"no statement matches “{recall.query}” in {where}"
+        return f"nothing matches “{recall.query}” in {where}"
+    count = len(recall.results)
     out = [
-        paint(
-            f"{len(recall.results)} result{'s' if len(recall.results) != 1 else ''} for “{recall.query}” in {where}",
-            "bold",
-        ),
-        "",
+        paint(f"{count} result{'s' if count != 1 else ''} for “{recall.query}” in {where}", "bold")
     ]
+    out.append("")
     for result in recall.results:
         hit = result.hit
-        heading = f" · {hit.heading}" if hit.heading else ""
-        layer = "pending note, not yet converged" if hit.layer == PENDING else hit.layer
+        title = hit.line == TITLE_LINE
+        where_in = " · title" if title else f" · {hit.heading}" if hit.heading else ""
+        layer = LAYER_NAMES.get(hit.layer, hit.layer)
         out.append(
-            paint(f"{hit.path}:{hit.line}", "cyan")
-            + paint(f"  [{layer}{heading}] score {hit.score:.2f}", "dim")
+            paint(hit.path if title else f"{hit.path}:{hit.line}", "cyan")
+            + paint(f"  [{layer}{where_in}] score {hit.score:.2f}", "dim")
         )
+        if hit.context:
+            asked = (
+                hit.context
+                if len(hit.context) <= ANSWERS_CHARS
+                else "…" + hit.context[-ANSWERS_CHARS:]
+            )
+            out.append(paint(f"  answering: {asked}", "dim"))
         text, position, pieces = result.plain, 0, []
         for start, end in result.spans:
             pieces += [text[position:start], paint(text[start:end], "bold", "yellow")]

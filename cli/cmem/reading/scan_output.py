@@ -16,18 +16,20 @@ def scan_output(target, as_json: bool) -> str:
     from cmem.reading import stored_results
     from cmem.render.reports import color_on
     from cmem.scan.scanner import scan_vault
+    from cmem.text.secrets import shown, shown_data
 
     pending = stored_results.begin(target, "scan", (as_json, color_on(sys.stdout)))
     result = scan_vault(target)
     waiting = scan_waiting(target, result)
+    # shown as every surface shows note text (the MCP `scan` tool too), and stored so
     if as_json:
         data = result.to_json()
         data["waiting"] = waiting
-        out = json.dumps(data, ensure_ascii=False, indent=2)
+        out = json.dumps(shown_data(data), ensure_ascii=False, indent=2)
     else:
         from cmem.render.reports import render_scan
 
-        out = render_scan(result, waiting)
+        out = shown(render_scan(result, waiting))
     stored_results.store(pending, stored_results.printed(out + "\n"))
     return out
 

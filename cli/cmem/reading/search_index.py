@@ -35,11 +35,14 @@ from pathlib import Path
 
 from cmem.cache_store import FORMATS, settled
 from cmem.errors import CmemError
+from cmem.reading.exchanges import exchange_fields, split_questions
 from cmem.reading.index_query import (  # the query side, shared with the light entry path
     _WORD,  # noqa: F401 - kept importable from here
     ARCHIVED,
+    COLUMNS,
     CONVERGENT,
-    PENDING,
+    NOTES,
+    TITLE_LINE,
     UNMANAGED,
     WEIGHTS,  # noqa: F401 - kept importable from here
     Hit,
@@ -57,9 +60,14 @@ from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
 
 INDEX_VERSION = FORMATS["search-index"]
-SCOPES = (CONVERGENT, ARCHIVED)
+SCOPES = (CONVERGENT, NOTES, ARCHIVED)
+# what a line of a note is to the index: a line, a line whose questions the next turn answers, its title
+LINE, ASKING, TITLE = 0, 1, 2
+PROGRESS_FROM = 200  # notes to index before a build says how far it is
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
+# an Obsidian callout's first line, `> [!tip] Dentist`: its title heads the callout's lines
+_CALLOUT = re.compile(r">\s*\[!([^\]\s]+)\][+-]?\s*(.*?)\s*$")
 
 
 class IndexUnavailable(CmemError):
@@ -92,13 +100,13 @@ def index_terms(text: str) -> str:
 @dataclass(frozen=True)
 class Row:
     path: str
-    line: int
+    line: int  # TITLE_LINE for the note's title row
     heading: str
     text: str  # the line as written (the index keeps it: deleting from FTS5 needs the words again)
     sources: tuple[str, ...]
-    body: str  # indexed: the statement without sources and traces
-    history: str  # indexed: the old wordings in its traces
-    where: str  # indexed: file name, heading, summary, tags
+    context: str  # in a conversation, the turn the line answers (kept for the same reason)
+    kind: int  # LINE, ASKING or TITLE
+    reply: int = 0  # ASKING: the line where the turn that answers it starts
 
 
 def line_terms(line: str, formats) -> tuple[str, str, str, list[str]]:
@@ -112,24 +120,70 @@ def place_terms(about: str, heading: str) -> str:
     return index_terms(f"{about} {heading}" if heading else about)
 
 
-def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[Row], str, str]:
-    """(rows, sha256, about) of one note — `about` is what the place column says of the file (its
-    name, and for memory files its summary, tags and aliases). A note that cannot be read has no rows."""
-    note = read_note(note_file, vault.config.max_note_bytes)
-    if not note.usable:
-        return [], note.sha256, ""
-    about = [note_file.name]
-    if with_meta:
+def row_columns(
+    text: str, heading: str, context: str, kind: int, about: str, formats
+) -> tuple[str, str, str, str, str]:
+    """The five indexed fields of a row (`index_query.COLUMNS`), from what the rows table keeps:
+    the same values insert it and delete it (the FTS5 table keeps no text)."""
+    place = place_terms(about, heading)
+    if kind == TITLE:
+        return "", "", place, "", ""
+    core, body, history, _sources = line_terms(text, formats)
+    asked = ""
+    if kind == ASKING:
+        said, questions = split_questions(core)
+        body, asked = index_terms(said), index_terms(questions)
+    return body, history, place, index_terms(context) if context else "", asked
+
+
+def _about(note, note_file: NoteFile, with_meta: bool) -> str:
+    """What the place field says of a file: its name and its folders' (an adopted vault files a
+    note under `Move to Lisbon/` and calls it `Checklist`), and its summary, tags and aliases."""
+    about = [note_file.name, *note_file.rel.split("/")[:-1]]
+    if with_meta and note.usable:
         meta = note.meta
         for key in ("summary", "tags", "aliases"):
             value = meta.get(key)
             if value:
                 about.extend(str(v) for v in (value if isinstance(value, list) else [value]))
-    about_text = " ".join(about)
+    return " ".join(about)
+
+
+def _text_lines(note, with_code: bool) -> dict[int, str]:
+    """The lines a note is searched by: its statements, and for a note (not a memory file) the
+    lines of its code blocks too (a command is what a note about it holds); never the agent's
+    text a session note quotes (context, not a source)."""
     wanted = dict(statement_lines(note.body, note.body_start))
-    rows = []
-    heading = ""
-    where = place_terms(about_text, "")  # the same for every statement under one heading
+    if not with_code:
+        return wanted
+    fence, quoted, previous = "", False, ""
+    for line_no in range(note.body_start, len(note.lines) + 1):
+        stripped = note.lines[line_no - 1].strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+            elif stripped and not quoted:
+                wanted[line_no] = note.lines[line_no - 1]
+        elif stripped.startswith(("```", "~~~")):
+            fence, quoted = stripped[:3], previous.startswith("agent, before t")
+        if stripped:
+            previous = stripped
+    return wanted
+
+
+def note_rows(vault: Vault, note_file: NoteFile, scope: str) -> tuple[list[Row], str, str]:
+    """(rows, sha256, about) of one note: a row per line it is searched by (`_text_lines`), each
+    with its title and heading and, in a conversation, the turn it answers; a note without such
+    a line (empty, unreadable, headings only) has a title row, so its name still finds it."""
+    note = read_note(note_file, vault.config.max_note_bytes)
+    about_text = _about(note, note_file, with_meta=scope != ARCHIVED)
+    title = [Row(note_file.rel, TITLE_LINE, "", note_file.name, (), "", TITLE)]
+    if not note.usable:
+        return title, note.sha256, about_text
+    rows: list[Row] = []
+    wanted = _text_lines(note, with_code=scope != CONVERGENT)
+    exchanges = exchange_fields(note.lines, note.body_start) if wanted else {}
+    heading = callout = ""
     in_fence = False
     for line_no in range(note.body_start, len(note.lines) + 1):
         line = note.lines[line_no - 1]
@@ -140,25 +194,24 @@ def note_rows(vault: Vault, note_file: NoteFile, with_meta: bool) -> tuple[list[
             found = _HEADING.match(stripped)
             if found:
                 heading = found.group(1)
-                where = place_terms(about_text, heading)
+        if not stripped.startswith(">"):
+            callout = ""
+        elif found_callout := _CALLOUT.match(stripped):
+            callout = found_callout.group(2) or found_callout.group(1)
+            following = note.lines[line_no] if line_no < len(note.lines) else ""
+            if following.lstrip().startswith(">"):
+                continue  # a title with lines under it is their heading, as a `#` heading is
         if line_no not in wanted:
             continue
-        core, body, history, sources = line_terms(line, vault.config.formats)
+        core, _body, history, sources = line_terms(line, vault.config.formats)
         if not core and not history:
             continue
-        rows.append(
-            Row(
-                path=note_file.rel,
-                line=line_no,
-                heading=heading,
-                text=line,
-                sources=tuple(sources),
-                body=body,
-                history=history,
-                where=where,
-            )
-        )
-    return rows, note.sha256, about_text
+        answers, reply = exchanges.get(line_no, ("", 0))
+        kind = ASKING if reply else LINE
+        under = f"{heading} · {callout}" if heading and callout else heading or callout
+        rows.append(Row(note_file.rel, line_no, under, line, tuple(sources), answers, kind, reply))
+    # every line's place field holds the title: a title row only where no line stands for it
+    return rows or title, note.sha256, about_text
 
 
 # --- the database ------------------------------------------------------------------------
@@ -169,12 +222,13 @@ def index_file(vault: Vault, scope: str) -> Path:
 
 
 def scope_files(vault: Vault, scope: str) -> list[NoteFile]:
-    if scope == PENDING:
-        return vault.list_layer(DIVERGENT)
-    if scope == UNMANAGED:
-        from cmem.vault.unmanaged import unmanaged_notes
+    if scope == NOTES:
+        files = vault.list_layer(DIVERGENT)
+        if vault.config.recall_unmanaged:
+            from cmem.vault.unmanaged import unmanaged_notes
 
-        return [NoteFile(rel, vault.root / rel, UNMANAGED) for rel in unmanaged_notes(vault)]
+            files += [NoteFile(rel, vault.root / rel, UNMANAGED) for rel in unmanaged_notes(vault)]
+        return files
     return vault.list_layer(ARCHIVE) if scope == ARCHIVED else vault.convergent_files()
 
 
@@ -190,8 +244,8 @@ def folder_signature(vault: Vault, scope: str, now_ns: int) -> str | None:
     changes its folder's mtime, so an equal signature means the same files, found without
     listing them. None when a folder changed within RACY_NS of now (its mtime may change again
     within the same tick): then the files are listed."""
-    if scope in (UNMANAGED, PENDING):
-        return None  # anywhere in the vault, or the root's notes: the files are listed each time
+    if scope == NOTES:
+        return None  # anywhere in the vault: the files are listed each time
     bases = [vault.config.archive_dir] if scope == ARCHIVED else list(vault.convergent_dirs)
     entries = []
     stack: list[str | Path] = [vault.root / base for base in bases]
@@ -243,9 +297,11 @@ CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGE
                    sha256 TEXT NOT NULL, checked_ns INTEGER NOT NULL, about TEXT NOT NULL DEFAULT '',
                    change TEXT NOT NULL DEFAULT '');
 CREATE TABLE rows(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
-                  heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL);
+                  heading TEXT NOT NULL, text TEXT NOT NULL, sources TEXT NOT NULL,
+                  context TEXT NOT NULL DEFAULT '', kind INTEGER NOT NULL DEFAULT 0,
+                  reply INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX rows_path ON rows(path);
-CREATE VIRTUAL TABLE entries USING fts5(body, history, place, content='', tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE entries USING fts5(body, history, place, context, asked, content='', tokenize='porter unicode61 remove_diacritics 2');
 """
 
 
@@ -257,45 +313,15 @@ class Index:
         import sqlite3
 
         self.vault, self.scope, self.path = vault, scope, path
+        self.layer_for = None
         self.db = sqlite3.connect(
             str(path) if path else ":memory:", timeout=10, isolation_level=None
         )
         self.db.execute("PRAGMA journal_mode=WAL" if path else "PRAGMA journal_mode=MEMORY")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.fresh = False
-        if not self._valid() and not self._upgraded():
+        if not self._valid():  # an older version, another scope or other settings: rebuilt
             self._create()
-
-    def _upgraded(self) -> bool:
-        """An index of version 3 lacks only the files' `change` column: it is added (empty, so
-        the next sync hashes every file once and re-indexes none whose text is the same) instead
-        of rebuilding the index, which takes ~30 s for a 50k-note archive."""
-        tables = {
-            row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
-        if not {"meta", "files", "rows", "entries"} <= tables:
-            return False
-        self.db.execute("BEGIN IMMEDIATE")  # one process upgrades; the others see version 4
-        try:
-            meta = dict(self.db.execute("SELECT key, value FROM meta"))
-            upgrade = (
-                meta.get("version") == "3"
-                and meta.get("scope") == self.scope
-                and meta.get("config") == self._config_key()
-            )
-            if upgrade:
-                columns = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
-                if "change" not in columns:
-                    self.db.execute("ALTER TABLE files ADD COLUMN change TEXT NOT NULL DEFAULT ''")
-                self.db.execute(
-                    "UPDATE meta SET value=? WHERE key='version'", (str(INDEX_VERSION),)
-                )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        # another process may have upgraded (or rebuilt) it since `_valid` was asked
-        return upgrade or self._valid()
 
     def _valid(self) -> bool:
         tables = {
@@ -323,6 +349,7 @@ class Index:
                 c.formats.source,
                 c.formats.trace,
                 c.max_note_bytes,
+                c.recall_unmanaged,
             ],
             ensure_ascii=False,
         )
@@ -359,7 +386,9 @@ class Index:
 
     # --- sync ----------------------------------------------------------------------------
 
-    def sync(self, rebuilt: str | None = None) -> SyncReport:
+    def sync(self, rebuilt: str | None = None, progress=None) -> SyncReport:
+        """Bring the index up to date with the files, by their stats: only a changed file is read
+        again. `progress(done, total)` is called while a build indexes many notes."""
         started = time.perf_counter()
         report = SyncReport(self.scope, rebuilt=rebuilt or ("created" if self.fresh else None))
         now_ns = time.time_ns()
@@ -388,7 +417,6 @@ class Index:
             if structure != self.meta("structure"):  # files added, removed or moved
                 present = set(paths)
                 gone = [path for path in manifest if path not in present]
-        with_meta = self.scope != ARCHIVED
         changed: list[tuple[NoteFile, os.stat_result]] = []
         for rel, path, note_file in candidates:
             try:
@@ -410,11 +438,7 @@ class Index:
                     or NoteFile(
                         rel,
                         Path(path),
-                        {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED, PENDING: DIVERGENT}.get(
-                            self.scope
-                        )
-                        or self.vault.layer_of(rel)
-                        or "",
+                        ARCHIVE if self.scope == ARCHIVED else self.vault.layer_of(rel) or "",
                     ),
                     st,
                 )
@@ -424,9 +448,11 @@ class Index:
             for path in gone:
                 self._drop(path)
                 report.removed += 1
-            for note_file, st in changed:
+            for done, (note_file, st) in enumerate(changed):
+                if progress is not None and len(changed) >= PROGRESS_FROM:
+                    progress(done, len(changed))
                 known = manifest.get(note_file.rel)
-                rows, sha, about = note_rows(self.vault, note_file, with_meta)
+                rows, sha, about = note_rows(self.vault, note_file, self.scope)
                 if known and known[2] == sha and sha:
                     self.db.execute(
                         "UPDATE files SET mtime_ns=?, size=?, checked_ns=?, change=? WHERE path=?",
@@ -441,7 +467,7 @@ class Index:
                     report.updated += 1
                 else:
                     report.added += 1
-                self._insert(rows)
+                self._insert(rows, about)
                 self.db.execute(
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about, _change(st)),
@@ -465,23 +491,25 @@ class Index:
         about = found[0] if found else ""
         formats = self.vault.config.formats
         self.db.executemany(
-            "INSERT INTO entries(entries, rowid, body, history, place) VALUES ('delete', ?, ?, ?, ?)",
+            f"INSERT INTO entries(entries, rowid, {', '.join(COLUMNS)}) "
+            "VALUES ('delete', ?, ?, ?, ?, ?, ?)",
             [
-                (row_id, *line_terms(line, formats)[1:3], place_terms(about, heading))
-                for row_id, line, heading in self.db.execute(
-                    "SELECT id, text, heading FROM rows WHERE path=?", (path,)
+                (row_id, *row_columns(line, heading, context, kind, about, formats))
+                for row_id, line, heading, context, kind in self.db.execute(
+                    "SELECT id, text, heading, context, kind FROM rows WHERE path=?", (path,)
                 ).fetchall()
             ],
         )
         self.db.execute("DELETE FROM rows WHERE path=?", (path,))
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
 
-    def _insert(self, rows: list[Row]) -> None:
+    def _insert(self, rows: list[Row], about: str) -> None:
         if not rows:
             return
         first = (self.db.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
         self.db.executemany(
-            "INSERT INTO rows(id, path, line, heading, text, sources) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rows(id, path, line, heading, text, sources, context, kind, reply) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     first + i,
@@ -490,26 +518,33 @@ class Index:
                     r.heading,
                     r.text,
                     json.dumps(r.sources, ensure_ascii=False) if r.sources else "[]",
+                    r.context,
+                    r.kind,
+                    r.reply,
                 )
                 for i, r in enumerate(rows)
             ],
         )
+        formats = self.vault.config.formats
         self.db.executemany(
-            "INSERT INTO entries(rowid, body, history, place) VALUES (?, ?, ?, ?)",
-            [(first + i, r.body, r.history, r.where) for i, r in enumerate(rows)],
+            f"INSERT INTO entries(rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (first + i, *row_columns(r.text, r.heading, r.context, r.kind, about, formats))
+                for i, r in enumerate(rows)
+            ],
         )
 
     # --- search --------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10, paths: list[str] | None = None) -> list[Hit]:
-        """BM25-ranked statements (`index_query.search_rows`, which the light path calls too)."""
-        layer = {ARCHIVED: ARCHIVE, UNMANAGED: UNMANAGED, PENDING: PENDING}.get(self.scope)
+        """Ranked lines (`index_query.search_rows`, which the light path calls too); a note's
+        layer as `layer_for` names it (`recall.note_layer`), else the file's own layer."""
         return search_rows(
             self.db,
             query,
             limit,
             paths,
-            lambda path: layer or self.vault.layer_of(path) or "convergent",
+            self.layer_for or (lambda path: self.vault.layer_of(path) or "convergent"),
         )
 
 
@@ -524,10 +559,17 @@ class Searched:
 
 
 def search_scope(
-    vault: Vault, scope: str, query: str, limit: int = 10, paths: list[str] | None = None
+    vault: Vault,
+    scope: str,
+    query: str,
+    limit: int = 10,
+    paths: list[str] | None = None,
+    layer_for=None,
+    progress=None,
 ) -> Searched:
     """Bring the scope's index up to date with the files, then search it. A corrupt database is
-    deleted and rebuilt from the files, once; an unwritable machine folder gets an index in memory."""
+    deleted and rebuilt from the files, once; an unwritable machine folder gets an index in memory.
+    `layer_for(path)` names a hit's layer; `progress(done, total)` hears how a build goes."""
     import sqlite3
 
     check_fts5()
@@ -538,7 +580,11 @@ def search_scope(
         index = None
         try:
             index = _open(vault, scope, path, problems)
-            report = index.sync(rebuilt)
+            index.layer_for = layer_for
+            if index.fresh and index.path and scope == NOTES:  # an older cmem's two note indexes
+                for older in ("pending", "unmanaged"):
+                    delete_index(path.with_name(f"{older}.sqlite"))
+            report = index.sync(rebuilt, progress)
             hits = index.search(query, limit, paths)
             return Searched(hits, report, problems)
         except (

@@ -39,6 +39,7 @@ class ContextFile:
         "summary",
         "importance",
         "tags",
+        "aliases",
         "tokens",
         "last_read",
         "score",
@@ -57,6 +58,7 @@ class ContextFile:
         summary: str = "",
         importance: float = 5,
         tags: list[str] | None = None,
+        aliases: list[str] | None = None,
         tokens: int = 0,
         last_read: str | None = None,
         score: float = 0.0,
@@ -69,6 +71,7 @@ class ContextFile:
         self.summary = summary
         self.importance = importance
         self.tags = list(tags or [])
+        self.aliases = list(aliases or [])
         self.tokens = tokens
         self.last_read = last_read
         self.score = score
@@ -170,10 +173,17 @@ def topic_terms(topic: str) -> list[str]:
     return terms
 
 
-def _matches(file: ContextFile, terms: list[str]) -> bool:
+def _matches(file: ContextFile, terms: list[str], topic: str | None = None) -> bool:
+    """Whether a file is about the topic: named so (its file name, an alias or a tag, as
+    `reading/project_topic.py` matches a project to its topic file), or its words."""
+    if topic:
+        from cmem.reading.project_topic import how_named
+
+        if how_named(file.path, file.aliases, file.tags, topic) is not None:
+            return True
     if not terms:
         return False
-    strong = " ".join([file.path, file.summary, *file.tags]).lower()
+    strong = " ".join([file.path, file.summary, *file.tags, *file.aliases]).lower()
     if any(term in strong for term in terms):
         return True
     body = file.content.lower()
@@ -249,8 +259,8 @@ def texts_blob(texts: list[str]) -> bytes:
 def _files(
     rows: list, read_times: dict[str, str], texts: StoredTexts | None = None
 ) -> list[ContextFile]:
-    """ContextFiles from the material's rows: (path, content, summary, importance, tags, tokens,
-    cjk counts, body length); a row's content None is `texts`' entry at the row's index."""
+    """ContextFiles from the material's rows: (path, content, summary, importance, tags, aliases,
+    tokens, cjk counts, body length); a row's content None is `texts`' entry at the row's index."""
     return [
         ContextFile(
             path=path,
@@ -258,12 +268,15 @@ def _files(
             summary=summary,
             importance=importance,
             tags=list(tags),
+            aliases=list(aliases),
             tokens=tokens,
             last_read=read_times.get(path),
             cjk=cjk,
             body_len=body_len,
         )
-        for at, (path, content, summary, importance, tags, tokens, cjk, body_len) in enumerate(rows)
+        for at, (path, content, summary, importance, tags, aliases, tokens, cjk, body_len) in (
+            enumerate(rows)
+        )
     ]
 
 
@@ -291,7 +304,7 @@ def assemble(
     terms = topic_terms(topic) if topic else []
     times: dict = {}  # a read time parsed once: a bundle stamps all its files alike
     for file, score in zip(situational, rank_scores(situational, now, times)):
-        file.matches_topic = _matches(file, terms)
+        file.matches_topic = _matches(file, terms, topic)
         file.score = score
     context = Context(resident, [], situational, list(material["pending"]), [], topic, budget)
     context.problems = list(material["problems"])

@@ -355,6 +355,10 @@ def begin(
     `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
     `tops` and `folder_only` as `KeyWalk` takes them (default: the whole vault, the archive
     by folder mtimes)."""
+    from cmem.vault.layers import OWN_FILES
+
+    if vault.own_files_problem(OWN_FILES):
+        return None  # a `.cmem/` linked out of the vault: the full command says so every time
     try:
         root = str(vault.root)
         files = key_files(vault) + list(extra_files)

@@ -4,6 +4,12 @@ A note waits because it is pending and the next pass will take it, because it is
 pass's budget, because only a model can read it (the builtin engine reads cue lines only),
 because it was deferred (with the reason), or because it is the backlog of an adopted folder.
 None of them ever says "nothing pending" while a note waits.
+
+Without a model, what waits is counted in lines, each in one place: a line a pass placed in a
+statement is converged; a cue line the scan's rules deferred (a one-off, venting) is deferred,
+and returns on its own; every other line no pass converged waits for a model — the non-cue
+lines, and the cue lines the builtin engine left for one. The pass report says the same
+(`converge/waiting_words.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,12 @@ class Waiting:
     workable: int = 0  # notes the configured engine takes: what makes a pass due
     for_model: int = 0  # notes only a model can take, when none is configured
     for_model_tokens: int = 0
+    # content lines no engine judges without a model, and the notes holding them: lines a pass
+    # placed in a statement are never among them (`PendingNote.model_lines`)
+    model_lines: int = 0
+    model_line_notes: int = 0
     model: bool = False  # a model command is configured
+    builtin_lines: int = 0  # lines the builtin engine converged from cue words so far
     over_budget: int = 0  # notes the next pass leaves for the one after
     over_budget_tokens: int = 0
     deferred_lines: int = 0
@@ -45,8 +56,14 @@ class Waiting:
             "signals": self.signals,
             "why": self.why,
             "workable": self.workable,
-            "waiting_for_model": {"notes": self.for_model, "tokens": self.for_model_tokens},
+            "waiting_for_model": {
+                "notes": self.for_model,
+                "tokens": self.for_model_tokens,
+                "lines": self.model_lines,
+                "lines_in_notes": self.model_line_notes,
+            },
             "model_configured": self.model,
+            "converged_from_cues": self.builtin_lines,
             "over_budget": {"notes": self.over_budget, "tokens": self.over_budget_tokens},
             "deferred": self.deferred_lines,
             "deferred_notes": self.deferred_notes,
@@ -74,6 +91,11 @@ def account_waiting(vault, scan, model: bool, memory_tokens: int = 0) -> Waiting
     waiting.workable = len(takes)
     waiting.for_model = len(left)
     waiting.for_model_tokens = sum(p.tokens for p in left)
+    waiting.builtin_lines = scan.builtin_lines
+    if not model:
+        held = [p.model_lines for p in scan.pending]
+        waiting.model_lines = sum(held)
+        waiting.model_line_notes = sum(1 for lines in held if lines)
     room = _room(vault, memory_tokens)
     used = 0
     for note in sorted(takes, key=lambda p: (p.best_priority, p.mtime_ns, p.rel)):
@@ -83,7 +105,7 @@ def account_waiting(vault, scan, model: bool, memory_tokens: int = 0) -> Waiting
             waiting.over_budget_tokens += note.tokens
         else:
             used += cost
-    waiting.deferred_lines = sum(1 for d in scan.deferred if d.line)
+    waiting.deferred_lines = sum(1 for d in scan.deferred if d.line and not d.for_model)
     waiting.deferred_notes = len({d.note for d in scan.deferred if d.kind == DEFERRED})
     waiting.quarantined = list(scan.quarantined)
     waiting.backlog = len(scan.backlog)

@@ -14,6 +14,7 @@ from cmem.render.reports import colour_diff, paint
 STATE_STYLE = {
     "ready": "green",
     "changed": "yellow",
+    "waiting": "yellow",
     "uncited": "red",
     "unreadable": "red",
     "missing": "red",

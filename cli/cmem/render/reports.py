@@ -157,7 +157,12 @@ def render_status_data(data: dict) -> str:
         ]
         for folder in unmanaged[:10]:
             out.append(
-                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  to read them: {folder['setting']}"
+                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  "
+                + (
+                    f"to read them: {folder['setting']}"
+                    if folder["setting"]
+                    else "in a layer's folder: move them out to read them"
+                )
             )
         if len(unmanaged) > 10:
             out.append(
@@ -240,14 +245,26 @@ def render_status_data(data: dict) -> str:
         ]
         for conflict in conflicts[:20]:
             out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
-    odd = data["odd_files"]
-    if odd:
-        out += ["", paint(f"odd files ({len(odd)})", "bold", "yellow")]
-        for item in odd[:20]:
-            out.append(f"  {item['file']}: {item['message']}")
-        if len(odd) > 20:
-            out.append(f"  … and {len(odd) - 20} more (`cmem doctor`)")
+    out += _odd_lines(data["odd_files"])
     return "\n".join(out)
+
+
+def _odd_lines(odd: list[dict]) -> list[str]:
+    """Odd files: a warning not shown before in full, the others counted (`vault/warned.py`)."""
+    if not odd:
+        return []
+    new = [item for item in odd if item.get("new", True)]
+    if not new:
+        return ["", f"odd files: {len(odd)}, each said before — `cmem doctor` lists them"]
+    counts = f"{len(odd)}, {len(new)} new" if len(new) < len(odd) else str(len(odd))
+    out = ["", paint(f"odd files ({counts})", "bold", "yellow")]
+    for item in new[:20]:
+        out.append(f"  {item['file']}: {item['message']}")
+    if len(new) > 20:
+        out.append(f"  … and {len(new) - 20} more new")
+    if len(odd) > len(new) or len(new) > 20:
+        out.append("  `cmem doctor` lists them all")
+    return out
 
 
 _AGENT_LABELS = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
@@ -291,7 +308,7 @@ def waiting_lines(data: dict) -> list[str]:
     out = []
     quarantined = data.get("quarantined") or []
     if not data["notes"] and not data["backlog"]["notes"] and not quarantined:
-        return ["nothing pending"]
+        return ["nothing pending"]  # what the builtin engine converged: `cmem log`
     if data["notes"]:
         total = sum(data["signals"].values())
         cues = f"; {_count(total, 'cue line')} rank them" if total else ""
@@ -300,10 +317,18 @@ def waiting_lines(data: dict) -> list[str]:
             f"{_count(data['notes'], 'note')} pending (~{_tokens(data['tokens'])} tokens: {reasons}){cues}"
         )
     model = data["waiting_for_model"]
-    if model["notes"]:
+    if not data.get("model_configured") and (model.get("lines") or data.get("converged_from_cues")):
+        from cmem.converge.waiting_words import waiting_sentence
+
+        # one account: what the builtin engine converged, what waits for a model, in lines
         out.append(
-            f"{_count(model['notes'], 'note')} (~{_tokens(model['tokens'])} tokens) wait for a model: "
-            "the builtin engine reads cue lines only — pass --llm CMD or set llm.command"
+            waiting_sentence(
+                data.get("converged_from_cues", 0),
+                model.get("lines", 0),
+                model.get("lines_in_notes", 0),
+                False,
+                so_far=True,
+            )
         )
     over = data["over_budget"]
     if over["notes"]:
@@ -315,8 +340,8 @@ def waiting_lines(data: dict) -> list[str]:
     if backlog["notes"]:
         out.append(
             f"backlog: {_count(backlog['notes'], 'note')} of the adopted folder (~{_tokens(backlog['tokens'])} "
-            f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged only when you ask: "
-            "`cmem converge --backlog`"
+            f"tokens, ~{_count(backlog['passes'], 'pass', 'passes')}) — converged with a model, "
+            "only when you ask: `cmem converge --backlog` (the plan first, then batches)"
         )
     for item in quarantined[:10]:
         out.append(f"quarantined: {item['note']} — {item['reason']}; {item['way_out']}")
@@ -329,7 +354,7 @@ _WHY = {
     "new": "new",
     "changed": "changed",
     "signals": "adopted with cue lines",
-    "unjudged": "judged by cue lines only",
+    "unjudged": "some lines not judged yet",
     "returned": "deferred lines back",
     "recurs": "deferred, recurring now",
     "backlog": "from the backlog",
@@ -361,7 +386,8 @@ def render_scan(scan, waiting: dict | None = None) -> str:
     if quiet:
         out += ["", paint(f"{plural(len(quiet), 'pending note')} without a cue line", "bold")]
         for note in quiet[:50]:
-            out.append(f"  {note.rel}  ({note.why}, ~{note.tokens} tokens)")
+            lines = f"{plural(note.model_lines, 'line')} for a model, " if note.model_lines else ""
+            out.append(f"  {note.rel}  ({note.why}, {lines}~{note.tokens} tokens)")
         if len(quiet) > 50:
             out.append(f"  … and {len(quiet) - 50} more (`cmem scan --json` lists them all)")
     if scan.deferred:
@@ -369,11 +395,56 @@ def render_scan(scan, waiting: dict | None = None) -> str:
         for d in scan.deferred:
             where = f"{d.note}:{d.line}" if d.line else d.note
             out.append(f"  {where}  — {d.reason}")
-    if scan.odd:
-        out += ["", paint(f"{len(scan.odd)} odd files (not read)", "bold", "yellow")]
-        for odd in scan.odd:
-            out.append(f"  {odd.rel}: {odd.message}")
+    from cmem.vault.notes import READ_AS_THEY_ARE
+
+    # as each warning says: some are read as they are (never rewritten), the others not at all
+    read = [odd for odd in scan.odd if odd.kind in READ_AS_THEY_ARE]
+    for group, label in (
+        ([odd for odd in scan.odd if odd.kind not in READ_AS_THEY_ARE], "not read"),
+        (read, "read as they are, never rewritten"),
+    ):
+        if group:
+            out += ["", paint(f"{plural(len(group), 'odd file')} ({label})", "bold", "yellow")]
+            out += [f"  {odd.rel}: {odd.message}" for odd in group]
     return "\n".join(out)
+
+
+def render_backlog_plan(plan) -> str:
+    """What `converge --backlog` will do, before it asks (`converge/backlog_run.py`)."""
+    pending = f" (and {_count(plan.pending, 'pending note')} with them)" if plan.pending else ""
+    lines = [
+        paint(
+            f"backlog: {_count(plan.notes, 'note')}, ~{_tokens(plan.tokens)} tokens{pending}, "
+            f"in ~{_count(plan.batches, 'batch', 'batches')} (one pass within the budget each)",
+            "bold",
+        ),
+        f"  sends ~{_tokens(plan.prompt_tokens)} tokens, gets back ~{_tokens(plan.reply_tokens)} (an estimate)",
+    ]
+    if plan.cost is not None:
+        lines.append(
+            f"  costs ~${plan.cost:.2f} at ${plan.price.input:g} per million tokens sent, "
+            f"${plan.price.output:g} received"
+        )
+    else:
+        lines.append("  cost: give a price (llm.price, or --price IN/OUT in $ per million tokens)")
+    lines.append(
+        "  each batch is one commit; stopped or failed, `cmem converge --backlog` continues where it stopped"
+    )
+    return "\n".join(lines)
+
+
+def render_backlog_batch(number: int, total: int, result, left: int) -> str:
+    """One batch of `converge --backlog`, as it ends."""
+    head = f"batch {number} of {total}: "
+    if result.status == "applied":
+        commit = f" · commit {result.commit[:8]}" if result.commit else ""
+        deferred = f", {len(result.deferred)} deferred" if result.deferred else ""
+        return (
+            head
+            + f"converged {_count(len(result.converged), 'note')}{deferred}{commit} · "
+            + f"{_count(left, 'note')} left"
+        )
+    return head + (result.message or result.status)
 
 
 def render_doctor(findings) -> str:
@@ -501,14 +572,28 @@ def render_pass(result, show_diff: bool = False) -> str:
             f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): "
             + ", ".join(result.converged)
         )
-    if getattr(result, "lines", None):
+    left = getattr(result, "left_for_model", None)
+    if left is not None:
+        from cmem.converge.coverage import where_lines_went
+        from cmem.converge.waiting_words import waiting_sentence
+
+        # a builtin pass says plainly what it converged and what waits for a model
+        lines, notes = left
+        detail = where_lines_went(result.lines)
+        said = waiting_sentence(result.converged_lines, lines, notes, result.model_set, detail)
+        out.append("  " + said)
+    elif getattr(result, "lines", None):
         from cmem.converge.coverage import summary
 
         out.append(f"  {summary(result.lines)}")
     for move in getattr(result, "moved", []):
         out.append(f"  moved {move['statement']!r}: {move['from']} → {', '.join(move['to'])}")
     for entry in result.deferred:
-        out.append(f"  deferred {entry['note']}: {entry['reason']}")
+        lines = entry.get("lines") or []
+        where = (
+            f" line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
+        )
+        out.append(f"  deferred {entry['note']}{where}: {entry['reason']}")
     if result.waiting:
         out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
     for warning in result.warnings:

@@ -12,7 +12,7 @@ def render_capture(result) -> str:
         where = f" · {captured.project}" if captured.project else ""
         out.append(f"{verb} {captured.note}: {turns} of {captured.agent}{where}")
         if captured.continues:
-            out.append(f"  continues [[{captured.continues}]] (archived)")
+            out.append(f"  continues [[{captured.continues}]]")
     for skipped in result.skipped:
         out.append(f"skipped {skipped['what']}: {skipped['reason']}")
     if result.redacted:

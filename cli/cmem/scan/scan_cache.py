@@ -170,6 +170,7 @@ class ScanCache:
         self.dirty = not self.kept.found  # a missing, damaged or foreign file is written anew
         self.guard_dirty = False
         self.reads = 0
+        self.left = 0  # notes `entries` left unread at its deadline
 
     @classmethod
     def load(cls, path, fingerprint: str, guard_path=None) -> "ScanCache":
@@ -182,9 +183,12 @@ class ScanCache:
             self._raw_guard = self.guard.read()
         return self._raw_guard
 
-    def entries(self, files: list[NoteFile], vault: Vault) -> list[tuple[NoteFile, NoteEntry]]:
+    def entries(
+        self, files: list[NoteFile], vault: Vault, deadline: float | None = None
+    ) -> list[tuple[NoteFile, NoteEntry]]:
         """Each listed note with its entry, in listing order: from the cache when its (mtime,
-        size) still match, else read (with the stat just taken: one per note)."""
+        size) still match, else read (with the stat just taken: one per note). `deadline` (a
+        `time.monotonic()`): notes still to read past it are left out (`warm`)."""
         found: dict[str, NoteEntry] = {}
         misses = []
         for file in files:
@@ -197,9 +201,11 @@ class ScanCache:
                 found[file.rel] = cached
             else:
                 misses.append((file, st))
-        read = [_read_entry(file, vault, st) for file, st in misses]
-        for (file, _), entry in zip(misses, read):
-            found[file.rel] = entry
+        for at, (file, st) in enumerate(misses):
+            if deadline is not None and time.monotonic() > deadline:
+                self.left, misses = len(misses) - at, misses[:at]
+                break
+            found[file.rel] = _read_entry(file, vault, st)
         self.reads += len(misses)
         self.dirty = self.dirty or bool(misses)
         self.notes.update(found)
@@ -213,6 +219,36 @@ class ScanCache:
             return NoteEntry.from_bytes(raw)
         except (KeyError, TypeError, ValueError, EOFError):
             return None  # one bad entry costs one read
+
+    def warm_convergent(self, vault: Vault, deadline: float) -> bool:
+        """The guard's entries of the convergent files read until `deadline`, kept without
+        their merge (made by the next `convergent_index`); whether none is left to read."""
+        raw_files = self.raw_guard.get("files", {})
+        raw_files = raw_files if isinstance(raw_files, dict) else {}
+        files, misses = {}, []
+        for file in vault.convergent_files():
+            try:
+                st = file.lstat()
+            except OSError:
+                continue
+            cached = raw_files.get(file.rel)
+            if (
+                isinstance(cached, dict)
+                and cached.get("k") == stat_key(st)
+                and settled(st.st_mtime_ns, cached.get("r", 0))
+            ):
+                files[file.rel] = cached
+            else:
+                misses.append((file, st))
+        done = True
+        for at, (file, st) in enumerate(misses):
+            if time.monotonic() > deadline:
+                misses, done = misses[:at], False
+                break
+            files[file.rel] = _convergent_entry(file, vault, st)
+        if misses:
+            self.convergent, self.merged, self.guard_dirty = files, None, True
+        return done
 
     def convergent_index(self, vault: Vault) -> "ConvergentIndex":
         """The guard's statements, rebuilt from the convergent files whose stat (mtime, size,
@@ -267,6 +303,24 @@ class ScanCache:
             self.guard.write({"files": self.convergent, "merged": self.merged})
         if self.dirty:
             self.kept.write({rel: entry.to_bytes() for rel, entry in sorted(self.notes.items())})
+
+
+def warm(vault: Vault, deadline: float) -> bool:
+    """A vault's first scan spread over several calls: the entries of the divergent notes, then
+    of the convergent files (the guard's), read until `deadline` and kept; the rest is the next
+    call's. Whether everything is kept now (then a scan reads nothing)."""
+    from cmem.vault.layers import DIVERGENT
+
+    cache = ScanCache.load(
+        vault.machine_dir / CACHE_NAME, scan_fingerprint(vault), vault.machine_dir / GUARD_NAME
+    )
+    with vault.listed_once():
+        files = vault.list_layer(DIVERGENT)
+        cache.entries(files, vault, deadline)
+        notes_done = cache.left == 0
+        guard_done = cache.warm_convergent(vault, deadline)
+    cache.save()
+    return notes_done and guard_done
 
 
 # --- the convergent layer: the guard's statements and the retired ones -----------------

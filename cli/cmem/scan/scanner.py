@@ -12,9 +12,11 @@ the guard needs, are kept in the machine folder by their files' stats (`scan/sca
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from cmem.errors import CmemError
+from cmem.scan.archive_recurrence import ArchivedRecurrence, archived_recurrences
 from cmem.scan.content import unaccounted_lines
 from cmem.scan.scan_cache import (
     CACHE_NAME,
@@ -48,7 +50,7 @@ from cmem.scan.signals import (
     excluded_reason,
 )
 from cmem.text.cues import PRIORITY
-from cmem.vault.backlog import in_backlog, load_backlog
+from cmem.vault.backlog import in_backlog, read_record
 from cmem.vault.layers import DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import OddFile, find_odd_names, read_note
 from cmem.vault.state_json import BUILTIN, ConvergedNote, State, load_state
@@ -90,9 +92,13 @@ class ScanResult:
     odd: list[OddFile] = field(default_factory=list)
     reemerged: list[Reemerged] = field(default_factory=list)
     backlog: list[BacklogNote] = field(default_factory=list)  # an adopted folder's notes
+    # notes of folders read since the backlog's record (path → sha256): backlog until a pass
+    # records them (`vault/backlog.py: widened_record`)
+    widened: dict[str, str] = field(default_factory=dict)
     quarantined: list[Quarantined] = field(default_factory=list)  # no pass takes them
     notes_scanned: int = 0  # divergent notes looked at
     notes_read: int = 0  # of which read from disk (the rest came from the cache)
+    builtin_lines: int = 0  # lines the builtin engine converged so far (state.json)
 
     def to_json(self) -> dict:
         return {
@@ -127,12 +133,13 @@ def scan_vault(
     with vault.listed_once():
         entries = cache.entries(vault.list_layer(DIVERGENT), vault)
         index, odd = cache.convergent_index(vault), find_odd_names(vault)
-    odd += memory_odd(cache.convergent)
-    cache.save()
+        odd += memory_odd(cache.convergent)
+        cache.save()  # first: it makes the machine folder the archive's keys are kept in
+        archived = _archive_if_needed(vault, entries, state)
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these
     # are judged (a one-note pass at 10k judged ~2,300 lines to keep a handful)
     wanted = _wanted(only, [file for file, _ in entries]) if only else None
-    judge = _Judgement(vault, state, index, entries, load_backlog(vault), backlog)
+    judge = _Judgement(vault, state, index, entries, read_record(vault), backlog, archived)
     result = judge.assemble(wanted, confirm_only)
     result.notes_scanned, result.notes_read = len(entries), cache.reads
     result.odd = sorted(result.odd + odd, key=lambda o: (o.rel, o.kind))
@@ -153,13 +160,16 @@ class _Judgement:
     note an adopted folder held, unchanged since, is pending only through its cue lines; the
     rest is the backlog, pending when `backlog` is asked for."""
 
-    def __init__(self, vault, state, index, entries, adopted, backlog):
+    def __init__(self, vault, state, index, entries, record, backlog, archived=()):
         self.vault, self.state, self.index, self.entries = vault, state, index, entries
-        self.adopted, self.include_backlog = adopted, backlog
+        self.record, self.adopted, self.include_backlog = record, record.notes, backlog
         self.min_recurrence = vault.config.min_recurrence
-        self.recurring = _recurring_keys(entries, self.min_recurrence, state)
+        self.recurring = _recurring_keys(entries, self.min_recurrence, state, archived)
         self.converged_lines = _converged_lines(state)
-        self.result = ScanResult()
+        self._unaccounted_memo: dict[str, int] = {}
+        self.result = ScanResult(
+            builtin_lines=sum(len(d.lines) for d in state.notes.values() if d.engine == BUILTIN)
+        )
 
     def assemble(self, wanted: set[str] | None, confirm: bool = False) -> ScanResult:
         """With `wanted`, the signals, deferred lines and pending notes of those notes alone (the
@@ -203,7 +213,13 @@ class _Judgement:
                     f"`cmem converge --only {file.name!r} --llm CMD`",
                 )
             )
-        adopted = in_backlog(self.adopted, file.rel, entry.sha256) and not self.include_backlog
+        adopted = in_backlog(self.adopted, file.rel, entry.sha256)
+        if done is None and self.record.newly_read(
+            file.rel, entry.mtime_ns, self.vault.config.sessions_folder
+        ):
+            self.result.widened[file.rel] = entry.sha256
+            adopted = True
+        adopted = adopted and not self.include_backlog
         signals, deferred = [], []
         # a note asked for by name (`--only`) is confirmed for this pass: its deferred lines count
         flags = replace(entry.scan.flags, confirmed=True) if explicit else entry.scan.flags
@@ -238,7 +254,10 @@ class _Judgement:
                 self._note_deferred(file, done, deferred)
                 return (file, entry, done)
             return None
-        self._pend(file, entry, done, same, why, signals, model_only)
+        if why == UNJUDGED and same and done.deferred and done.engine != BUILTIN:
+            self._note_deferred(file, done, deferred)  # the lines it deferred, while the rest wait
+        ruled = len({d.line for d in deferred if d.line and not d.for_model})
+        self._pend(file, entry, done, same, why, signals, model_only, ruled)
         return None
 
     def _unlinkable(self, file: NoteFile, entry: NoteEntry) -> Quarantined | None:
@@ -272,16 +291,24 @@ class _Judgement:
             return RETURNED, False  # a line deferred by the builtin rules that recurs now
         if explicit and done.deferred:
             return RETURNED, True  # asked for by name: its deferred lines are judged again
-        if done.engine == BUILTIN and (done.unjudged or done.deferred):
-            # judged by cue lines alone: what the builtin engine could not read waits for a model
-            return (BACKLOG, False) if adopted else (UNJUDGED, True)
+        if done.waits:
+            # what no engine judged (the builtin engine reads cue lines alone; a model's reply
+            # may defer some lines and judge no others) waits for a model
+            return (BACKLOG, False) if adopted and done.engine == BUILTIN else (UNJUDGED, True)
         return None, False
 
     def _unaccounted(self, file: NoteFile, accounted: set[str]) -> bool:
-        note = read_note(file, self.vault.config.max_note_bytes)
-        if not note.usable:
-            return False
-        return bool(unaccounted_lines(note.lines, note.body_start, accounted))
+        return bool(self._unaccounted_count(file, accounted))
+
+    def _unaccounted_count(self, file: NoteFile, accounted: set[str]) -> int:
+        """Its content lines no pass accounted for (a changed note is read for them)."""
+        memo = self._unaccounted_memo
+        if file.rel not in memo:
+            note = read_note(file, self.vault.config.max_note_bytes)
+            memo[file.rel] = (
+                len(unaccounted_lines(note.lines, note.body_start, accounted)) if note.usable else 0
+            )
+        return memo[file.rel]
 
     def _returns(self, hit: Hit, done: ConvergedNote) -> bool:
         """A line the builtin rules deferred (a one-off, venting, vague) is judged again: it
@@ -290,7 +317,10 @@ class _Judgement:
 
     def _deferred_hit(self, rel: str, hit: Hit, done: ConvergedNote) -> Deferred:
         reason = done.deferred.get(hit.line_key) or "deferred by the last pass"
-        return Deferred(rel, hit.line, reason, hit.cls, hit.cue, DEFERRED, hit.excerpt)
+        # a signal the builtin engine deferred waits for a model (its rules' deferrals return
+        # on their own: `_returns`); a model's deferral stands
+        for_model = done.engine == BUILTIN
+        return Deferred(rel, hit.line, reason, hit.cls, hit.cue, DEFERRED, hit.excerpt, for_model)
 
     def _note_deferred(self, file: NoteFile, done: ConvergedNote, listed: list[Deferred]) -> None:
         """A model's deferral of lines without a cue, said once for the note (line 0)."""
@@ -306,12 +336,31 @@ class _Judgement:
                 Deferred(file.rel, 0, f"{rest} {lines} deferred: {reason}", kind=DEFERRED)
             )
 
-    def _pend(self, file, entry, done, same, why, signals, model_only) -> None:
+    def _model_lines(self, file, entry, done, same, why, signals, ruled: int) -> int:
+        """Its content lines no engine judges without a model: not converged, not a cue line
+        the builtin engine takes, not deferred by the scan's rules (`ruled` lines), and the cue
+        lines the builtin engine deferred for a model — one account, whatever asks."""
+        if why in (SIGNALS, BACKLOG):
+            return 0  # an adopted note's other lines are the backlog, converged when asked
+        if same:
+            if done.engine != BUILTIN:
+                return len(done.deferred) if why == RECURS else 0
+            return done.unjudged + sum(
+                1 for hit in entry.scan.hits if hit.line_key in done.deferred and not hit.kind
+            )
+        unaccounted = entry.units if done is None else self._unaccounted_count(file, done.lines)
+        return max(unaccounted - len({s.line for s in signals}) - ruled, 0)
+
+    def _pend(self, file, entry, done, same, why, signals, model_only, ruled: int = 0) -> None:
         flags = entry.scan.flags
         # the lines not to judge again: those converged, and a model's deferrals while they stand
         if done is None:
             accounted: frozenset[str] = frozenset()
-        elif same and done.engine != BUILTIN and why == RETURNED and not model_only:
+        elif (
+            same
+            and done.engine != BUILTIN
+            and ((why == RETURNED and not model_only) or why == UNJUDGED)
+        ):
             accounted = frozenset(done.lines | set(done.deferred))
         else:
             accounted = frozenset(done.lines)
@@ -332,6 +381,7 @@ class _Judgement:
                 tokens=entry.tokens,
                 accounted=accounted,
                 keys=keys,
+                model_lines=self._model_lines(file, entry, done, same, why, signals, ruled),
             )
         )
 
@@ -386,21 +436,31 @@ def _judge(
 
 
 def _recurring_keys(
-    entries: list[tuple[NoteFile, NoteEntry]], min_recurrence: int, state: State | None = None
+    entries: list[tuple[NoteFile, NoteEntry]],
+    min_recurrence: int,
+    state: State | None = None,
+    archived: Iterable[ArchivedRecurrence] = (),
 ) -> set[str]:
     """The key phrases the recurring lines of at least `min_recurrence` notes hold (every
     divergent note counts, converged or not; excluded notes do not; so do the notes a pass
-    converged that have left the divergent layer — archived — by the keys `state.json` kept).
+    converged that have left the divergent layer — archived — by the keys `state.json` kept,
+    and the archived notes no pass converged, by their own lines: `archive_recurrence`).
     One set, so `_judge` tests a line's phrases against it in C (`isdisjoint`) where it asked
     any() over a generator of look-ups, for each of the ~2,000 recurring lines of a 10k cold
     scan's assembly."""
     counts: dict[str, int] = {}
+    known: set[str] = set()  # the file names of the notes state.json counts
     if state is not None and state.notes:
         divergent = {file.rel for file, _ in entries}
         for rel, done in state.notes.items():
+            known.add(rel.rsplit("/", 1)[-1])
             if rel not in divergent:
                 for key in set(done.keys):
                     counts[key] = counts.get(key, 0) + 1
+    for note in archived:
+        if note.rel.rsplit("/", 1)[-1] not in known:
+            for key in set(note.keys):
+                counts[key] = counts.get(key, 0) + 1
     for _, entry in entries:
         if entry.skip or entry.scan.flags.excluded:
             continue
@@ -411,6 +471,24 @@ def _recurring_keys(
         for key in keys:
             counts[key] = counts.get(key, 0) + 1
     return {key for key, count in counts.items() if count >= min_recurrence}
+
+
+def _archive_if_needed(
+    vault: Vault, entries: list[tuple[NoteFile, NoteEntry]], state: State
+) -> list[ArchivedRecurrence]:
+    """The archive's recurring notes when a recurring line would otherwise wait as a one-off
+    (its key phrases recur in no other note yet): only then can the archive change a verdict,
+    so most scans never look at it."""
+    recurring = _recurring_keys(entries, vault.config.min_recurrence, state)
+    for _, entry in entries:
+        if entry.skip or entry.scan.flags.excluded:
+            continue
+        for hit in entry.scan.hits:
+            if hit.cls == "recurring" and hit.kind not in ("", VAGUE) and hit.keys:
+                if recurring.isdisjoint(hit.keys):
+                    known = {rel.rsplit("/", 1)[-1] for rel in state.notes}
+                    return archived_recurrences(vault, known)
+    return []
 
 
 def _converged_lines(state: State) -> dict[str, tuple[str, str]]:

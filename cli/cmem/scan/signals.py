@@ -91,11 +91,16 @@ class Deferred:
     cue: str = ""
     kind: str = ""  # ONE_OFF | VENTING | VAGUE | EXCLUDED | ALREADY_CONVERGED
     excerpt: str = ""
+    # a cue line the builtin engine left for a model (no statement found, too long, no
+    # subject): it waits for a model, not for the note to recur or be confirmed
+    for_model: bool = False
 
     def to_json(self) -> dict:
         data = {"note": self.note, "line": self.line, "reason": self.reason, "kind": self.kind}
         if self.cls:
             data.update({"class": self.cls, "cue": self.cue, "excerpt": self.excerpt})
+        if self.for_model:
+            data["waits_for_model"] = True
         return data
 
 
@@ -119,6 +124,9 @@ class PendingNote:
     # line keys a pass converged (or a model deferred, while that stands): not judged again
     accounted: frozenset[str] = frozenset()
     keys: list[str] = field(default_factory=list)  # recurrence key phrases of its cue lines
+    # its content lines no engine judges without a model: not converged, not a cue line the
+    # builtin engine takes, not deferred by the scan's rules (`reading/waiting.py` sums them)
+    model_lines: int = 0
 
     @property
     def best_priority(self) -> int:
@@ -135,6 +143,7 @@ class PendingNote:
             "confirmed": self.confirmed,
             "why": self.why,
             "waits_for_model": self.model_only,
+            "model_lines": self.model_lines,
             "tokens": self.tokens,
         }
 
@@ -248,10 +257,22 @@ MAX_EXCERPT = 200
 
 
 def excerpt_of(line: str, pos: int) -> str:
+    """The line as `scan` shows it: whole when short (its credentials are redacted where it is
+    shown), else the part around the cue at `pos`, cut from the line with its credentials
+    redacted first: a cut never leaves part of a token, nor a value without its label."""
     text = line.strip()
     if len(text) <= MAX_EXCERPT:
         return text
-    offset = max(0, pos - (len(line) - len(line.lstrip())) - MAX_EXCERPT // 3)
+    from cmem.text.secrets import redact_secrets
+
+    lead = len(line) - len(line.lstrip())
+    redacted, found = redact_secrets(text)
+    if found:  # the cue's place in the redacted line
+        pos = lead + len(redact_secrets(text[: max(0, pos - lead)])[0])
+        text = redacted
+        if len(text) <= MAX_EXCERPT:
+            return text
+    offset = max(0, pos - lead - MAX_EXCERPT // 3)
     piece = text[offset : offset + MAX_EXCERPT]
     return ("…" if offset else "") + piece + ("…" if offset + MAX_EXCERPT < len(text) else "")
 

@@ -5,7 +5,13 @@ already has by its new turns only: a turn is known by its identity in the transc
 its block (`note.py`), so capturing the same file again changes nothing, and a resumed session
 (the same file grown, or a new file that repeats the old records) adds each turn once. When the
 session's note was archived, its new turns start a new note that links the first and goes on
-numbering its turns.
+numbering its turns. A session resumed under a new id (a fork: its agent names the session it
+goes on from, or it repeats turns another note holds) gets a note of its own that links the note
+it continues; the turns that note holds — by identity, or word for word from its start, as a
+fork's copy of them opens the new session — are not written again.
+
+A session that is not the user speaking is never captured, and is listed as skipped with why: a
+subagent's transcript, or a pass's own model call (its first message is the pass's prompt).
 
 The notes are written as one step (`steps/`: the lock, a journal, all or nothing, one commit
 `cmem: capture …`), planned first without the lock, so a capture with nothing new neither waits
@@ -23,17 +29,21 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmem.command_line import BOUNDS, out_of_bounds
 from cmem.errors import Busy, CmemError, UsageError
-from cmem.regular_files import read_regular
 from cmem.sessions import note as notes
 from cmem.sessions.formats import read_transcript
+from cmem.sessions.lineage import HeldNote, HeldNotes, fresh_turns, learnt_identities, stem
 from cmem.sessions.transcript import Session, TranscriptError, Turn, display_path
 from cmem.vault.globs import any_glob
 from cmem.vault.layers import Vault
+
+if TYPE_CHECKING:
+    from cmem.steps.changes import ChangeSet
 
 RECORD = "sessions.json"  # in the machine folder: what was read, and which note each session has
 DEFAULT_SINCE = timedelta(days=7)
@@ -112,8 +122,7 @@ def parse_duration(text: str) -> timedelta:
 def sessions_folder(vault: Vault) -> str:
     """The configured folder, once it is sure to be read as divergent."""
     folder = vault.config.sessions_folder
-    config = vault.config
-    if folder not in config.extra_divergent and folder not in config.recursive_divergent:
+    if vault.layer_of(f"{folder}/x.md") != "divergent":
         raise CmemError(
             f"the sessions folder {folder!r} is not a divergent folder, so its notes would never be read: "
             f"add {folder} to divergent.extra_folders in .cmem/config.yaml (a vault made by `cmem init` "
@@ -232,9 +241,11 @@ def _read_all(
     include = any_glob([os.path.expanduser(p) for p in vault.config.sessions_include])
     exclude = any_glob([os.path.expanduser(p) for p in vault.config.sessions_exclude])
     for session in merged.values():
-        what = f"{session.agent} session {notes.short_id(session.session_id, 8)}"
+        what = f"{session.agent} session {session.session_id}"
         where = session.cwd or ""
-        if vault.config.sessions_include and not include(where):
+        if session.skip:
+            result.skipped.append({"what": what, "reason": session.skip})
+        elif vault.config.sessions_include and not include(where):
             result.skipped.append(
                 {"what": what, "reason": f"{where or 'no project'} is not in sessions.include"}
             )
@@ -249,197 +260,212 @@ def _read_all(
 
 def _merge(into: Session, other: Session) -> None:
     """The same session read from two files (a resumed session's new file): each turn once."""
-    known = {turn.key for turn in into.turns}
-    turns = list(into.turns) + [turn for turn in other.turns if turn.key not in known]
+    known = {key for turn in into.turns for key in turn.keys}
+    turns = list(into.turns) + [t for t in other.turns if not known.intersection(t.keys)]
     turns.sort(key=lambda t: (t.time is None, t.time or datetime.min, t.seq))
-    into.turns = [Turn(i, t.role, t.time, t.text, t.key, t.tools) for i, t in enumerate(turns, 1)]
+    into.turns = [
+        Turn(i, t.role, t.time, t.text, t.key, t.tools, t.aliases) for i, t in enumerate(turns, 1)
+    ]
     into.cwd = into.cwd or other.cwd
+    into.parent_id = into.parent_id or other.parent_id
+    into.skip = into.skip or other.skip
 
 
 # --- planning the notes -----------------------------------------------------------------------
 
 
 @dataclass
-class _Existing:
-    rel: str
-    text: str
-    data: bytes
-    parsed: notes.SessionNote
-    archived: bool
-
-
-def _session_notes(
-    vault: Vault, session: Session, folder: str, record: dict, archive
-) -> list[_Existing]:
-    """The notes this session already has, live in the sessions folder or archived."""
-    short = notes.short_id(session.session_id)
-    names: set[str] = set(
-        Path(rel).name
-        for rel in record["sessions"]
-        .get(f"{session.agent}:{session.session_id}", {})
-        .get("notes", [])
-    )
-    base = vault.root / folder
-    try:
-        names |= {
-            entry.name
-            for entry in os.scandir(base)
-            if entry.name.endswith(".md")
-            and f" {session.agent} " in entry.name
-            and f" {short}" in entry.name
-        }
-    except OSError:
-        pass
-    found: list[_Existing] = []
-    for name in sorted(names):
-        found += _read_existing(vault, f"{folder}/{name}", session, archived=False)
-    archived = archive()
-    for rel in archived:
-        name = rel.rsplit("/", 1)[-1]
-        if f" {session.agent} " in name and f" {short}" in name:
-            found += _read_existing(vault, rel, session, archived=True)
-    return found
-
-
-def _read_existing(vault: Vault, rel: str, session: Session, archived: bool) -> list[_Existing]:
-    path = vault.root / rel
-    try:
-        data = read_regular(path)
-    except OSError:  # unreadable, or a FIFO (never opened to wait on)
-        return []
-    text = data.decode("utf-8", errors="replace")
-    parsed = notes.read_session_note(text)
-    if str(parsed.frontmatter.get("session")) != session.session_id:
-        return []
-    if str(parsed.frontmatter.get("agent")) != session.agent:
-        return []
-    return [_Existing(rel, text, data, parsed, archived)]
-
-
-def _free_name(vault: Vault, folder: str, wanted: str, taken: set[str]) -> str:
-    """`wanted`, or `wanted 2`, `wanted 3`… : no two notes of the vault share a name, so a
-    wikilink never becomes ambiguous."""
-    for counter in range(1, 1000):
-        name = wanted if counter == 1 else f"{wanted} {counter}"
-        if name not in taken and not (vault.root / folder / f"{name}.md").exists():
-            return name
-    raise CmemError(f"too many session notes named like {wanted!r}.")
-
-
-@dataclass
 class _Plan:
-    changes: object  # ChangeSet
+    changes: ChangeSet
     captured: list[CapturedSession]
     redacted: int = 0
     cut: int = 0
     skipped: list[dict] = field(default_factory=list)
 
 
+@dataclass
+class _Planning:
+    """What planning every session's note shares: the notes as planned so far, their names."""
+
+    notes: HeldNotes
+    plan: _Plan
+    taken: set[str] = field(default_factory=set)  # names planned in this capture
+
+    @property
+    def vault(self) -> Vault:
+        return self.notes.vault
+
+    @property
+    def folder(self) -> str:
+        return self.notes.folder
+
+    def write(self, rel: str, text: str, old: bytes | None) -> None:
+        self.plan.changes.write(rel, text, old)
+        self.notes.planned[rel] = text
+
+
 def plan_capture(vault: Vault, sessions: list[Session], folder: str, record: dict) -> _Plan:
     from cmem.steps.changes import ChangeSet
 
-    changes = ChangeSet()
-    plan = _Plan(changes, [])
-    archived_cache: list[list[str]] = []
+    planning = _Planning(HeldNotes(vault, folder, record), _Plan(ChangeSet(), []))
+    for session in _in_order(sessions):
+        _plan_session(planning, session)
+    return planning.plan
 
-    def archive() -> list[str]:
-        if not archived_cache:
-            try:
-                archived_cache.append(vault._archived_rels())
-            except (OSError, CmemError):
-                archived_cache.append([])
-        return archived_cache[0]
 
-    taken: set[str] = set()
-    max_chars = vault.config.sessions_max_turn_chars
-    for session in sessions:
-        existing = _session_notes(vault, session, folder, record, archive)
-        recorded = record["sessions"].get(f"{session.agent}:{session.session_id}", {}).get("notes")
-        if recorded and not existing:
-            # this machine wrote its note, and it is gone (deleted, or moved out of the layers):
-            # the user's choice, not something to write again
-            plan.skipped.append(
-                {
-                    "what": f"{session.agent} session {notes.short_id(session.session_id, 8)}",
-                    "reason": f"its note {recorded[-1]} was deleted; cmem does not write it again",
-                }
-            )
-            continue
-        known = set().union(*(e.parsed.keys for e in existing)) if existing else set()
-        fresh = [
-            t for t in session.turns if t.role == "user" and notes.turn_digest(t.key) not in known
-        ]
-        if not fresh:
-            continue
-        number = max([e.parsed.last_turn for e in existing] + [0])
-        live = [e for e in existing if not e.archived]
-        target = max(live, key=lambda e: e.parsed.last_turn) if live else None
-        by_seq = {t.seq: t for t in session.turns}
-        blocks = []
-        for turn in fresh:
-            number += 1
-            before = by_seq.get(turn.seq - 1)
-            answered = before if before is not None and before.role == "agent" else None
-            rendered = notes.render_turn(number, turn, answered, max_chars)
-            plan.redacted += rendered.redacted
-            plan.cut += rendered.cut
-            blocks.append(rendered.text)
-        ended = max((t.time for t in fresh if t.time), default=None)
-        if target is not None:
-            count = len(target.parsed.user_anchors) + len(fresh)
-            text = notes.update_header(target.text, count, ended or session.ended)
-            text = text.rstrip("\n") + "\n\n" + "".join(blocks)
-            changes.write(target.rel, text, target.data)
-            plan.captured.append(
-                CapturedSession(
-                    session.agent,
-                    session.session_id,
-                    session.cwd,
-                    target.rel,
-                    len(fresh),
-                    count,
-                    False,
+def _in_order(sessions: list[Session]) -> list[Session]:
+    """Earliest first (of two that start alike, as a fork and its copied turns do, the one that
+    ended first), and a session after the one it goes on from: the one continued has its note
+    planned by the time the one continuing looks for it."""
+    latest = datetime.max.replace(tzinfo=timezone.utc)
+    ordered = sorted(sessions, key=lambda s: (s.started or latest, s.ended or latest))
+    ids = {s.session_id for s in ordered}
+    first = [s for s in ordered if s.parent_id not in ids]
+    return first + [s for s in ordered if s.parent_id in ids]
+
+
+def _plan_session(planning: _Planning, session: Session) -> None:
+    """The session's new turns, appended to its live note or written into a new one."""
+    existing = planning.notes.of(session.agent, session.session_id)
+    recorded = planning.notes.record["sessions"].get(f"{session.agent}:{session.session_id}", {})
+    if recorded.get("notes") and not existing:
+        # this machine wrote its note, and it is gone (deleted, or moved out of the layers):
+        # the user's choice, not something to write again
+        planning.plan.skipped.append(
+            {
+                "what": f"{session.agent} session {session.session_id}",
+                "reason": f"its note {recorded['notes'][-1]} was deleted; cmem does not write it again",
+            }
+        )
+        return
+    continued = planning.notes.continued(session, existing)
+    fresh = fresh_turns(planning.vault, session, existing + continued)
+    live = [e for e in existing if not e.archived]
+    learnt = _learn_identities(planning, session, live, write=not fresh)
+    if not fresh:
+        return
+    blocks = _blocks(planning, session, fresh, max([e.parsed.last_turn for e in existing] + [0]))
+    if live:
+        _append(planning, session, live, fresh, blocks, learnt)
+    else:
+        _new_note(planning, session, existing or continued, fresh, blocks, bool(existing))
+
+
+def _learn_identities(
+    planning: _Planning, session: Session, live: list[HeldNote], write: bool
+) -> dict[str, str]:
+    """A turn its notes hold under an earlier identity gets its identity now in its block too
+    (written here when no new turn is, else with them)."""
+    learnt = learnt_identities(session, live)
+    for note in live:
+        if learnt and note.parsed.keys & learnt.keys():
+            note.text = notes.add_identities(note.text, learnt)
+            if write:
+                planning.write(note.rel, note.text, note.data)
+                turns = len(note.parsed.user_anchors)
+                planning.plan.captured.append(
+                    CapturedSession(
+                        session.agent, session.session_id, session.cwd, note.rel, 0, turns, False
+                    )
                 )
-            )
-            continue
-        first = existing[-1].rel.rsplit("/", 1)[-1][:-3] if existing else None
-        started_at = (
-            session.started if not existing else fresh[0].time
-        ) or datetime.now().astimezone()
-        name = _free_name(
-            vault,
-            folder,
-            notes.base_name(session, started_at.astimezone()),
-            taken | _stems(archive() if existing else []),
-        )
-        taken.add(name)
-        header = notes.render_header(
-            session,
-            started_at.astimezone(),
-            len(fresh),
-            session.started if not existing else fresh[0].time,
-            session.ended,
-            continues=first,
-        )
-        rel = f"{folder}/{name}.md"
-        changes.write(rel, header + "".join(blocks), None)
-        plan.captured.append(
-            CapturedSession(
-                session.agent,
-                session.session_id,
-                session.cwd,
-                rel,
-                len(fresh),
-                len(fresh),
-                True,
-                first,
-            )
-        )
-    return plan
+    return learnt
 
 
-def _stems(rels: list[str]) -> set[str]:
-    return {rel.rsplit("/", 1)[-1].removesuffix(".md") for rel in rels}
+def _append(
+    planning: _Planning,
+    session: Session,
+    live: list[HeldNote],
+    fresh: list[Turn],
+    blocks: str,
+    learnt: dict[str, str],
+) -> None:
+    """The new turns at the end of the session's live note."""
+    target = max(live, key=lambda e: e.parsed.last_turn)
+    count = len(target.parsed.user_anchors) + len(fresh)
+    ended = max((t.time for t in fresh if t.time), default=None) or session.ended
+    text = notes.update_header(target.text, count, ended)
+    for note in live:
+        if note is not target and learnt and note.parsed.keys & learnt.keys():
+            planning.write(note.rel, note.text, note.data)
+    planning.write(target.rel, text.rstrip("\n") + "\n\n" + blocks, target.data)
+    planning.plan.captured.append(
+        CapturedSession(
+            session.agent, session.session_id, session.cwd, target.rel, len(fresh), count, False
+        )
+    )
+
+
+def _new_note(
+    planning: _Planning,
+    session: Session,
+    goes_on: list[HeldNote],
+    fresh: list[Turn],
+    blocks: str,
+    own: bool,
+) -> None:
+    """A new note for the new turns, linking the note it goes on from: the session's own,
+    archived (`own`), or the one of the session it continues."""
+    first = stem(goes_on[-1].rel) if goes_on else None
+    began = fresh[0].time if own else session.started
+    started = (began or datetime.now().astimezone()).astimezone()
+    mine = {stem(e.rel) for e in goes_on} if own else set()
+    name = _note_name(planning, session, started, mine)
+    header = notes.render_header(
+        session, started, len(fresh), began, session.ended, continues=first
+    )
+    rel = f"{planning.folder}/{name}.md"
+    planning.write(rel, header + blocks, None)
+    planning.plan.captured.append(
+        CapturedSession(
+            session.agent, session.session_id, session.cwd, rel, len(fresh), len(fresh), True, first
+        )
+    )
+
+
+def _blocks(planning: _Planning, session: Session, fresh: list[Turn], number: int) -> str:
+    """The fresh turns' blocks, numbered on from `number`."""
+    max_chars = planning.vault.config.sessions_max_turn_chars
+    by_seq = {t.seq: t for t in session.turns}
+    blocks = []
+    for turn in fresh:
+        number += 1
+        before = by_seq.get(turn.seq - 1)
+        answered = before if before is not None and before.role == "agent" else None
+        rendered = notes.render_turn(number, turn, answered, max_chars)
+        planning.plan.redacted += rendered.redacted
+        planning.plan.cut += rendered.cut
+        blocks.append(rendered.text)
+    return "".join(blocks)
+
+
+def _note_name(planning: _Planning, session: Session, started: datetime, own: set[str]) -> str:
+    """Date, agent, project and the end of the session id, as long as it must be for no other
+    session's note to have the name; a second note of the same session gets `2`, `3`…: no two
+    notes of the vault share a name, so a wikilink never becomes ambiguous."""
+    full = len(notes.short_id(session.session_id, 64))
+    for length in sorted({min(n, full) for n in (4, 6, 8, 12, full)}):
+        name = notes.base_name(session, started, length)
+        if not _name_used(planning, name):
+            return _claim(planning, name)
+        if name in own:
+            break
+    wanted = notes.base_name(session, started)
+    for counter in range(2, 1000):
+        name = f"{wanted} {counter}"
+        if not _name_used(planning, name):
+            return _claim(planning, name)
+    raise CmemError(f"too many session notes named like {wanted!r}.")
+
+
+def _name_used(planning: _Planning, name: str) -> bool:
+    if name in planning.taken or (planning.vault.root / planning.folder / f"{name}.md").exists():
+        return True
+    return any(stem(rel) == name for rel in planning.notes.archive())
+
+
+def _claim(planning: _Planning, name: str) -> str:
+    planning.taken.add(name)
+    return name
 
 
 # --- the step ---------------------------------------------------------------------------------

@@ -14,6 +14,14 @@ messages of a kind, those are read and the response items of that kind are not, 
 once. Dropped: tool calls and outputs, reasoning, developer and system messages, the
 `<user_instructions>` and `<environment_context>` blocks (and `AGENTS.md` instructions) Codex sends
 as user messages, images, and compaction summaries.
+
+The first `session_meta` is the session's own (Codex 0.77 to 0.171 and Codex Desktop, whose
+`originator` is "Codex Desktop", write the same shape). A subagent's rollout — its `source` a
+`{"subagent": …}` object, or `thread_source` "subagent" — holds what another agent told it, never
+the user: it is read as a session to skip. A fork (`codex fork`, `/fork`) names the thread it goes
+on from in `forked_from_id` (`Session.parent_id`); 0.171 writes only its own turns after it, older
+versions first copied the parent's records, its `session_meta` among them, under new times — the
+turns a fork opens with are then the parent's, and capture finds them in the parent's note.
 """
 
 from __future__ import annotations
@@ -96,11 +104,15 @@ def parse(source: Source) -> list[Session]:
         NAME, match.group(1) if match else source.path.stem, None, [], str(source.path)
     )
     seen: set[str] = set()
+    own_meta = False
     for kind, payload, stamp in entries:
         time = parse_time(stamp) or parse_time(payload.get("timestamp"))
         if kind == "session_meta":
-            session.session_id = str(payload.get("id") or session.session_id)
-            session.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else session.cwd
+            if not own_meta:
+                own_meta = True
+                _read_meta(session, payload)
+            elif payload.get("id") and str(payload["id"]) != session.session_id:
+                session.parent_id = session.parent_id or str(payload["id"])
             continue
         if kind == "turn_context" and session.cwd is None and isinstance(payload.get("cwd"), str):
             session.cwd = payload["cwd"]
@@ -113,10 +125,27 @@ def parse(source: Source) -> list[Session]:
             continue
         seen.add(key)
         if role == "user":
-            user_turn(session.turns, text, time, key)
+            user_turn(session, text, time, key)
         else:
             agent_turn(session.turns, text, tools, time, key)
-    return [session] if session.turns else []
+    return [session] if session.turns or session.skip else []
+
+
+SUBAGENT = "it is a subagent's rollout: what another agent told it, not the user"
+
+
+def _read_meta(session: Session, payload: dict) -> None:
+    """The session's own `session_meta`: its id, folder, the thread it forks, whether a person
+    is speaking in it."""
+    session.session_id = str(payload.get("id") or session.session_id)
+    if isinstance(payload.get("cwd"), str):
+        session.cwd = payload["cwd"]
+    if payload.get("forked_from_id"):
+        session.parent_id = str(payload["forked_from_id"])
+    source = payload.get("source")
+    spawned = isinstance(source, dict) and any(str(k).lower() == "subagent" for k in source)
+    if spawned or str(payload.get("thread_source", "")).lower() == "subagent":
+        session.skip = SUBAGENT
 
 
 def _said(kind: str, payload: dict, events_user: bool, events_agent: bool):

@@ -3,7 +3,8 @@
 - Claude Code: `~/.claude/projects/<encoded cwd>/<session>.jsonl` (`$CLAUDE_CONFIG_DIR` moves
   `~/.claude`); subagents' `agent-*.jsonl` files are never read.
 - Codex: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` (`$CODEX_HOME` moves `~/.codex`).
-- Gemini CLI: `~/.gemini/tmp/<project hash>/chats/session-*.json`.
+- Gemini CLI: `~/.gemini/tmp/<project>/chats/session-*.jsonl` (v0.39 on) and `session-*.json`
+  (before); a subagent's session, in a folder of `chats/` named by its parent, is never read.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def transcripts(
             for p in _files(
                 homes["gemini"] / "tmp",
                 2,
-                lambda n: n.startswith("session-") and n.endswith(".json"),
+                lambda n: n.startswith("session-") and n.endswith((".json", ".jsonl")),
             )
             if p.parent.name == "chats"
         ]

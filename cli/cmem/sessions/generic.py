@@ -71,10 +71,10 @@ def _parse_jsonl(source: Source) -> list[Session]:
             continue
         key = str(record.get("id") or text_key(time, f"{index}:{text}"))
         if role in _USER:
-            user_turn(session.turns, text, time, key)
+            user_turn(session, text, time, key)
         else:
             agent_turn(session.turns, text, [], time, key)
-    return [s for s in sessions.values() if s.turns]
+    return [s for s in sessions.values() if s.turns or s.skip]
 
 
 def _text(content) -> str:
@@ -111,7 +111,7 @@ def _parse_markdown(source: Source) -> list[Session]:
             continue
         key = text_key(None, f"{index}:{text}")
         if role == "user":
-            user_turn(session.turns, text, None, key)
+            user_turn(session, text, None, key)
         else:
             agent_turn(session.turns, text, [], None, key)
-    return [session] if session.turns else []
+    return [session] if session.turns or session.skip else []

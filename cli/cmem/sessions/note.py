@@ -32,8 +32,9 @@ Each user turn is a header line with its number and time, the user's words as pl
 scan reads them as the user's voice, which it does not do for quotes), and its block anchor
 `^tN` on a line of its own after it, so `[[note#^t2]]` opens the turn in Obsidian. N is the
 turn's place among the session's user turns, never renumbered: a resumed session's turns go on
-from the last one. The HTML comment is the turn's identity in its transcript, which is how a
-turn read again is recognised (hidden in Obsidian, never read as words by a scan). What the user
+from the last one. The HTML comment is the turn's identity in its transcript (two, when its agent
+wrote it twice under different ids: queued, then recorded), which is how a turn read again is
+recognised (hidden in Obsidian, never read as words by a scan). What the user
 typed cannot break the note's structure: an unclosed fence is closed at the turn's end, an HTML
 comment opener and a line that would pass for an anchor are escaped.
 The agent's text is quoted only before a short user turn that answers it, cut to its end, in a
@@ -56,7 +57,9 @@ AGENT_EXCERPT_CHARS = 400
 MAX_TURN_CHARS = 4000  # default of sessions.max_turn_chars
 
 ANCHOR = re.compile(r"^\^t(\d+)\s*$")
-USER_HEADER = re.compile(r"^\*\*user · t(\d+)\*\* · [^\n]*?<!-- turn ([0-9a-f]+) -->\s*$")
+USER_HEADER = re.compile(
+    r"^\*\*user · t(\d+)\*\* · [^\n]*?<!-- turn ([0-9a-f]+(?: [0-9a-f]+)*) -->\s*$"
+)
 AGENT_LEAD = re.compile(r"^agent, before t\d+ \(context, not a source\):\s*$")
 _UNSAFE_NAME = re.compile(r"[\\/:*?\"<>|#^\[\]\x00-\x1f]+")
 
@@ -77,6 +80,7 @@ class SessionNote:
     last_turn: int = 0  # the highest ^tN
     user_anchors: set[int] = field(default_factory=set)  # anchors of user turns
     other_anchors: set[int] = field(default_factory=set)  # ^tN after anything else
+    words: list[str] = field(default_factory=list)  # each user turn's words, in the note's order
 
     @property
     def is_session(self) -> bool:
@@ -95,17 +99,35 @@ def project_name(cwd: str | None) -> str:
     return cleaned[:40]
 
 
+def _alnum(session_id: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "", session_id).lower() or "0000"
+
+
 def short_id(session_id: str, length: int = 4) -> str:
-    alnum = re.sub(r"[^0-9A-Za-z]", "", session_id).lower()
-    return (alnum or "0000")[:length]
+    """The end of a session id: every agent's ids are random there (a UUIDv7's start is its time,
+    the same for every session of a day)."""
+    return _alnum(session_id)[-length:]
 
 
 def base_name(session: Session, started: datetime, length: int = 4) -> str:
-    """`2026-11-30 claude-code tidepool 7f3c`: date, agent, project, short id."""
+    """`2026-11-30 claude-code tidepool 9abc`: date, agent, project, short id."""
     date = started.strftime("%Y-%m-%d")
     return (
         f"{date} {session.agent} {project_name(session.cwd)} {short_id(session.session_id, length)}"
     )
+
+
+def may_be_note_of(name: str, agent: str, session_id: str) -> bool:
+    """Whether a note's file name can be this session's: its agent, and its short id an end of
+    the session id (or, as older cmem named notes, its start), a number after it aside."""
+    stem = name.removesuffix(".md")
+    if f" {agent} " not in stem:
+        return False
+    words = stem.split(" ")
+    if len(words) > 4 and words[-1].isdigit() and len(words[-1]) < 4:
+        words.pop()  # `… 9abc 2`: a second note of the session
+    short, alnum = words[-1].lower(), _alnum(session_id)
+    return len(short) >= 4 and (alnum.endswith(short) or alnum.startswith(short))
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -215,12 +237,19 @@ def _fence(text: str) -> str:
     return "~" * max([3] + [run + 1 for run in runs])
 
 
+def turn_words(text: str, max_chars: int = MAX_TURN_CHARS) -> Rendered:
+    """A user turn's words as its block holds them: redacted, cut, made safe."""
+    text, redacted = redact_secrets(text)
+    text, cut = cut_paste(text, max_chars)
+    return Rendered(_safe(text), redacted, cut)
+
+
 def render_turn(
     number: int, turn: Turn, answered: Turn | None, max_chars: int = MAX_TURN_CHARS
 ) -> Rendered:
     """One user turn as its block, with the agent text it answers when it is a short answer."""
-    text, redacted = redact_secrets(turn.text)
-    text, cut = cut_paste(text, max_chars)
+    words = turn_words(turn.text, max_chars)
+    redacted, cut = words.redacted, words.cut
     out = []
     if answered is not None and answered.text.strip() and len(turn.text) <= SHORT_TURN_CHARS:
         excerpt, hidden = redact_secrets(_excerpt(answered.text))
@@ -235,8 +264,24 @@ def render_turn(
         ]
     when = turn.time.astimezone().strftime("%Y-%m-%d %H:%M") if turn.time else "time unknown"
     header = f"**user · t{number}** · {when} <!-- turn {turn_digest(turn.key)} -->"
-    out += [header, _safe(text), "", f"^t{number}", ""]
+    out += [header, words.text, "", f"^t{number}", ""]
     return Rendered("\n".join(out) + "\n", redacted, cut)
+
+
+def add_identities(text: str, learnt: dict[str, str]) -> str:
+    """The note with each turn known by one of `learnt`'s identities known by its other one too
+    (a message queued, then written again under the record's own id)."""
+    out = []
+    for line in text.split("\n"):
+        header = USER_HEADER.match(line)
+        if header:
+            digests = header.group(2).split()
+            more = [learnt[d] for d in digests if d in learnt and learnt[d] not in digests]
+            if more:
+                start, end = header.span(2)
+                line = line[:start] + " ".join(digests + more) + line[end:]
+        out.append(line)
+    return "\n".join(out)
 
 
 def turn_digest(key: str) -> str:
@@ -262,10 +307,13 @@ def read_session_note(text: str) -> SessionNote:
         note.frontmatter = data if isinstance(data, dict) else {}
     fence = ""
     turn: int | None = None  # the user turn whose words the lines are in
+    lines: list[str] = []  # its words so far
     for index, line in enumerate(text.split("\n")):
         if index < body_start - 1:
             continue
         stripped = line.strip()
+        if turn is not None and not ANCHOR.match(line):
+            lines.append(line)
         if fence:  # fenced lines say nothing about the turns
             if stripped.startswith(fence) and not stripped.strip(fence[0]):
                 fence = ""
@@ -275,8 +323,8 @@ def read_session_note(text: str) -> SessionNote:
             continue
         header = USER_HEADER.match(line)
         if header:
-            note.keys.add(header.group(2))
-            turn = int(header.group(1))
+            note.keys.update(header.group(2).split())
+            turn, lines = int(header.group(1)), []
             continue
         if AGENT_LEAD.match(line):
             turn = None
@@ -287,6 +335,8 @@ def read_session_note(text: str) -> SessionNote:
         number = int(anchor.group(1))
         note.last_turn = max(note.last_turn, number)
         (note.user_anchors if turn == number else note.other_anchors).add(number)
+        if turn == number:
+            note.words.append("\n".join(lines).strip("\n"))
         turn = None
     return note
 

@@ -4,8 +4,11 @@ holds its languages).
 
 A format keeps what the user said and the agent's own replies, nothing else: tool calls and
 results, thinking, sidechains, injected instructions and images are dropped by the format's module,
-which is the one place that knows how its agent writes them. What is left is plain text; how much
-of it reaches a note (cut, redacted) is `note.py`'s business.
+which is the one place that knows how its agent writes them. Text cmem itself put before the model
+is dropped here, for every format (`user_turn`): its SessionStart memory and any hook's
+`<hook_context>` taken out of a message, a pass's prompt never a turn — and a session that opens
+with one is cmem's own model call, never captured (`Session.skip`). What is left is plain text; how
+much of it reaches a note (cut, redacted) is `note.py`'s business.
 
 Reading is tolerant in the way an agent still writing its file needs: a last line without its line
 end that does not parse is left for the next capture (`Source.complete_bytes` stops before it), a
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from cmem.errors import CmemError
+from cmem.text.own_text import is_pass_prompt, without_cmem_context
 
 Role = Literal["user", "agent"]
 
@@ -36,7 +40,8 @@ class Turn:
     """One thing said: by the user, or the agent's reply (its text only). `key` is the turn's
     identity in its transcript, the same each time the file is read (a record's own id, else its
     time and text), so a turn read twice is written once. `seq`: its order in the session as read.
-    `tools`: the tools an agent turn called, by name, once per call (for the Stop hook's rule)."""
+    `tools`: the tools an agent turn called, by name, once per call (for the Stop hook's rule).
+    `aliases`: the identities it had before, when an agent writes one message twice."""
 
     seq: int
     role: Role
@@ -44,6 +49,14 @@ class Turn:
     text: str
     key: str
     tools: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other identities the same turn has had (a queued message's)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.aliases)
+
+
+PASS_SESSION = "it is a model call cmem made for a pass (its first message is the pass's prompt)"
 
 
 @dataclass
@@ -53,6 +66,8 @@ class Session:
     cwd: str | None
     turns: list[Turn] = field(default_factory=list)
     transcript: str = ""  # the file it was read from
+    parent_id: str | None = None  # the session it goes on from, when its agent records one
+    skip: str | None = None  # why it is not captured at all: not the user speaking
 
     @property
     def started(self) -> datetime | None:
@@ -222,5 +237,35 @@ def agent_turn(turns: list[Turn], text: str, tools: list[str], time, key: str) -
     turns.append(Turn(len(turns) + 1, "agent", time, tidy(text), key, tuple(tools)))
 
 
-def user_turn(turns: list[Turn], text: str, time, key: str) -> None:
-    turns.append(Turn(len(turns) + 1, "user", time, tidy(text), key))
+def own_words(text: str) -> str:
+    """A user message without the text cmem or a hook put in it: cmem's memory, `<hook_context>`."""
+    return tidy(without_cmem_context(remove_tagged(text, ("hook_context",))))
+
+
+def user_turn(session: Session, text: str, time, key: str, aliases: tuple[str, ...] = ()) -> None:
+    """Append what the user said, once cmem's own text is out of it. A pass's prompt is never a
+    turn; when it is the first thing said, the session is a pass's own model call."""
+    words = own_words(text)
+    if not words:
+        return
+    if is_pass_prompt(words):
+        if session.skip is None and not any(turn.role == "user" for turn in session.turns):
+            session.skip = PASS_SESSION
+        return
+    session.turns.append(Turn(len(session.turns) + 1, "user", time, words, key, (), aliases))
+
+
+def without_turns(turns: list[Turn], keys: set[str]) -> list[Turn]:
+    """`turns` less those whose key is in `keys`, numbered again; agent turns left side by side
+    are one reply again."""
+    kept: list[Turn] = []
+    for turn in turns:
+        if turn.key in keys:
+            continue
+        if turn.role == "agent" and kept and kept[-1].role == "agent":
+            agent_turn(kept, turn.text, list(turn.tools), turn.time, turn.key)
+            continue
+        kept.append(
+            Turn(len(kept) + 1, turn.role, turn.time, turn.text, turn.key, turn.tools, turn.aliases)
+        )
+    return kept

@@ -111,26 +111,46 @@ def _existing_notes(root: Path):
 
 
 def daily_notes_entries(root: Path) -> list[tuple[str, int]]:
-    """The daily-notes folders Obsidian's settings name that hold notes, as divergent.extra_folders
-    entries (`folder/**` when notes sit in subfolders, as periodic notes' YYYY/MM layout does), with
-    how many notes each holds."""
-    from cmem.vault.obsidian import daily_notes_folders
+    """The daily-notes folders Obsidian's settings name, as divergent.extra_folders entries
+    (`folder/**` when notes sit in subfolders, or the name format makes them: `YYYY/MM/…`), with
+    how many notes each holds — an empty or missing folder too, a new vault's usual state. A
+    templates folder, or one a layer of cmem's takes, is never offered."""
+    from cmem.vault.config import DEFAULTS, folder_overlap
+    from cmem.vault.obsidian import (
+        daily_notes,
+        daily_notes_folders,
+        is_template_folder,
+        template_folders,
+    )
 
+    root = Path(root)
+    settings = daily_notes(root)
+    templates = template_folders(root)
+    layers = list(DEFAULTS["layers"].values())
     entries = []
     for folder in daily_notes_folders(root):
-        base = Path(root) / folder
-        if not base.is_dir() or base.is_symlink():
+        if is_template_folder(folder, templates) or any(
+            folder_overlap(folder, layer) for layer in layers
+        ):
+            continue
+        base = root / folder
+        if base.is_symlink() or (base.exists() and not base.is_dir()):
             continue
         notes = [
             p
-            for p in base.rglob("*.md")
+            for p in (base.rglob("*.md") if base.is_dir() else ())
             if not any(part.startswith(".") for part in p.relative_to(base).parts)
         ]
-        if not notes:
-            continue
-        nested = any(p.parent != base for p in notes)
+        nested = any(p.parent != base for p in notes) or (
+            settings is not None and settings.folder == folder and _makes_folders(settings.format)
+        )
         entries.append((f"{folder}/**" if nested else folder, len(notes)))
     return entries
+
+
+def _makes_folders(moment_format: str) -> bool:
+    """Whether a daily-notes name format puts notes in folders (`YYYY/MM/YYYY-MM-DD`)."""
+    return "/" in re.sub(r"\[[^\]]*\]", "", moment_format).strip("/")
 
 
 def holds_user_files(path: Path) -> bool:
@@ -175,6 +195,7 @@ def init_vault(
     _refuse_blocked_paths(root, _planned_config(root, language, divergent_folders))
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
+    _refuse_linked_own_files(root)
     report = InitReport(root=root)
 
     if parent is not None and parent != root:
@@ -190,7 +211,8 @@ def init_vault(
         report.repository = "existing"
 
     config_path = root / CONFIG_DIR / CONFIG_FILE
-    if not config_path.exists():
+    new_config = not config_path.exists()
+    if new_config:
         sessions = _sessions_folder(root)
         text = default_config_text(language, sessions, tuple(divergent_folders or ()))
         if divergent_folders:
@@ -209,8 +231,12 @@ def init_vault(
         _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
     config = load_config(root)  # validates an existing config too
     _create(root, f"{CONFIG_DIR}/state.json", _first_state(root, config), report)
-    for folder in (config.resident_dir, config.situational_dir, config.archive_dir):
-        if not (root / folder).is_dir():
+    # every folder the config names exists (a watcher would look for it); the divergent ones
+    # only for a config written now: adopting a vault again creates nothing of the user's
+    folders = [config.resident_dir, config.situational_dir, config.archive_dir]
+    folders += list(config.extra_divergent) if new_config else []
+    for folder in folders:
+        if not (root / folder).is_dir() and not (root / folder).is_symlink():
             (root / folder).mkdir(parents=True)
             report.created.append(folder + "/")
     _create(
@@ -227,9 +253,9 @@ def init_vault(
     ]
     if f"{CONFIG_DIR}/state.json" in report.created:
         adopted = _record_backlog(root, config)
+        owned.append(f"{CONFIG_DIR}/backlog.json")
+        report.created.append(f"{CONFIG_DIR}/backlog.json")
         if adopted:
-            owned.append(f"{CONFIG_DIR}/backlog.json")
-            report.created.append(f"{CONFIG_DIR}/backlog.json")
             report.notes.append(
                 f"{adopted} existing notes are the backlog (.cmem/backlog.json): a pass reads only "
                 "their cue lines; `cmem status` shows the rest's size, `cmem converge --backlog` "
@@ -265,12 +291,23 @@ def init_vault(
     return report
 
 
+def _refuse_linked_own_files(root: Path) -> None:
+    """`.cmem/` (or a file in it) linked out of the vault: init would write another vault's."""
+    from cmem.steps.preflight import own_files_sentence
+    from cmem.vault.layers import OWN_FILES, PathRefused, own_files_problem
+
+    problem = own_files_problem(root, OWN_FILES)
+    if problem:
+        raise PathRefused(own_files_sentence(problem, "init did nothing"))
+
+
 def _record_backlog(root: Path, config) -> int:
-    """An adopted folder's divergent notes, recorded as the backlog (`vault/backlog.py`): they
-    are not pending all at once. Returns how many."""
+    """An adopted folder's divergent notes, recorded as the backlog (`vault/backlog.py`) with the
+    folders they were read from (a new vault's too: folders widened later are told by them):
+    they are not pending all at once. Returns how many."""
     from datetime import datetime
 
-    from cmem.vault.backlog import write_backlog
+    from cmem.vault.backlog import input_folders, write_backlog
     from cmem.vault.layers import DIVERGENT, Vault
 
     notes = {}
@@ -279,11 +316,8 @@ def _record_backlog(root: Path, config) -> int:
             notes[file.rel] = Path(file.location).read_bytes()
         except OSError:
             continue  # unreadable now: it is simply pending once it can be read
-    if not notes:
-        return 0
-    return write_backlog(
-        root / CONFIG_DIR, notes, datetime.now().astimezone().isoformat("T", "seconds")
-    )
+    adopted = datetime.now().astimezone().isoformat("T", "seconds")
+    return write_backlog(root / CONFIG_DIR, notes, adopted, input_folders(config))
 
 
 def _planned_config(root: Path, language: str, divergent_folders: list[str] | None):

@@ -6,9 +6,11 @@ vault must not run commands on its own (aider#5254) — so it runs only when the
 (never the vault: git's `safe.directory` rule) trusts this vault's path with the sha256 of this
 exact command. Editing the command in the vault needs `cmem trust` again.
 
-A command that names a file inside the vault (`sh tools/model.sh`, `python scripts/ask.py`) would
-run whatever a later commit or sync puts in that file, so the trust also records the sha256 of
-each such file's content; an edited script needs `cmem trust` again, like an edited command.
+A command that runs a file of the vault (`sh tools/model.sh`, `sh -c 'exec ./tools/m.sh'`,
+`python3 -m tools.m`) would run whatever a later commit or sync puts there, so the trust also
+records the sha256 of every vault file the command can run — a script's whole folder, what its
+text names — (`setup/command_reach.py`); a command whose reach cannot be known is never trusted.
+An edited, added or removed file needs `cmem trust` again, like an edited command.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -161,30 +162,18 @@ def _status(vault: Vault, user: dict) -> TrustStatus:
 
 
 def command_files(vault: Vault, command: str) -> dict[str, str]:
-    """The files inside the vault that `command` names (as a word, or an `--option=value`), with
-    the sha256 of each one's content. A relative name is looked up from the vault's root and from
-    the current folder, where the command will run."""
+    """The files of the vault `command` can run, with the sha256 of each one's content
+    (`setup/command_reach.py`); `UntrustedCommand` when that cannot be known."""
+    from cmem.setup.command_reach import UnknownReach, command_reach
+
     try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    root = Path(vault.root).resolve()
-    found: dict[str, str] = {}
-    for word in words:
-        for name in (word, word.split("=", 1)[1] if word.startswith("-") and "=" in word else ""):
-            if not name or name.startswith("-") or "{prompt_file}" in name:
-                continue
-            path = Path(name).expanduser()
-            for candidate in [path] if path.is_absolute() else [root / path, Path.cwd() / path]:
-                try:
-                    resolved = candidate.resolve()
-                    if resolved.is_file() and resolved.is_relative_to(root):
-                        found[resolved.relative_to(root).as_posix()] = hashlib.sha256(
-                            resolved.read_bytes()
-                        ).hexdigest()
-                except (OSError, RuntimeError, ValueError):
-                    continue
-    return dict(sorted(found.items()))
+        return command_reach(vault, command)
+    except UnknownReach as exc:
+        raise UntrustedCommand(
+            f"{vault.cmem_dir / 'config.yaml'} names the model command `{command}`, which cmem "
+            f"cannot trust because {exc}; put what it runs in a script in a folder of its own "
+            "(such as tools/) and name that script, or pass --llm / set CMEM_LLM."
+        ) from None
 
 
 def trust_vault(vault: Vault) -> TrustChange:
@@ -239,20 +228,19 @@ def trust_vault(vault: Vault) -> TrustChange:
 
 
 def revoke_trust(vault: Vault) -> TrustChange:
-    """Forget every trust entry for this vault."""
+    """Forget every trust entry for this vault (whatever its command runs: nothing is read)."""
     user = load_user_config()
-    status = _status(vault, user)
+    key, command = _vault_key(vault), vault.config.llm_command
+    digest = command_sha256(command) if command and command.strip() else None
     path = user_config_path()
-    if not any(_same_vault(item.get("vault"), status.vault) for item in user.get("trusted") or []):
-        return TrustChange(
-            status.vault, status.command, status.command_sha256, "not-trusted", str(path)
-        )
+    if not any(_same_vault(item.get("vault"), key) for item in user.get("trusted") or []):
+        return TrustChange(key, command, digest, "not-trusted", str(path))
     document = _UserConfigDocument(path)
     trusted = document.data.get("trusted") or []
-    for item in [item for item in trusted if _same_vault(item.get("vault"), status.vault)]:
+    for item in [item for item in trusted if _same_vault(item.get("vault"), key)]:
         trusted.remove(item)
     document.save()
-    return TrustChange(status.vault, status.command, status.command_sha256, "revoked", str(path))
+    return TrustChange(key, command, digest, "revoked", str(path))
 
 
 class _UserConfigDocument:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,12 +21,17 @@ from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
 from cmem.regular_files import read_regular
-from cmem.vault.layers import Vault
+from cmem.steps.lock import notes_lock
+from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end
 
 
 class SecondWriter(CmemError):
     """A file changed on disk while the step ran; the step wrote nothing."""
+
+    def __init__(self, message: str, rel: str = "") -> None:
+        super().__init__(message)
+        self.rel = rel  # the file that changed
 
 
 class ReadOnlyFile(CmemError):
@@ -125,9 +131,12 @@ def current_bytes(path: Path) -> bytes | None:
 def check_confined(vault: Vault, rel: str) -> None:
     """A step writes only inside the vault, inside the path's own layer, outside dot-folders and
     not through a symbolic link that leaves either (cmem.vault.layers.Vault.path_problem). `.cmem/`
-    holds only cmem's own state file, whose path is fixed. Checked for every path before the
-    journal is written."""
-    if rel == vault.rel(vault.state_file):
+    holds only cmem's own files, whose paths are fixed (the state and the backlog's record):
+    written only while neither `.cmem/` nor the file is a link out of the vault. Checked for
+    every path before the journal is written, and again just before each replace (`_check`)."""
+    if rel.split("/", 1)[0] == vault.cmem_dir.name:
+        _check_own_file(vault, rel)
+    if rel in (vault.rel(vault.state_file), vault.rel(vault.cmem_dir / "backlog.json")):
         return
     problem = vault.path_problem(rel, vault.layer_of(rel))
     if problem:
@@ -195,24 +204,52 @@ def _read_only_sentence(problems: list[str]) -> str:
     )
 
 
+def _check_own_file(vault: Vault, rel: str) -> None:
+    from cmem.steps.preflight import own_files_sentence
+
+    problem = vault.own_files_problem((rel.split("/", 1)[1],) if "/" in rel else ())
+    if problem:
+        raise CmemError(own_files_sentence(problem, f"{rel} was not written, nor anything else"))
+
+
 def _check(vault: Vault, change: Change) -> None:
     path = vault.root / change.rel
+    if change.rel.split("/", 1)[0] == vault.cmem_dir.name:
+        _check_own_file(vault, change.rel)  # `.cmem/` made a link while the step ran
     problem = read_only_problem(vault, change)
     if problem:  # made read-only while the step ran
         raise ReadOnlyFile(_read_only_sentence([problem]))
     if path.is_symlink():
         raise SecondWriter(
-            f"{change.rel} became a symbolic link while the step ran; nothing was written."
+            f"{change.rel} became a symbolic link while the step ran; nothing was written.",
+            change.rel,
         )
     if current_bytes(path) != change.old:
         raise SecondWriter(
             f"{change.rel} changed on disk while the step ran (another editor or a sync client wrote it); "
-            "your edit wins: nothing was written, run the command again."
+            "your edit wins: nothing was written, run the command again.",
+            change.rel,
         )
+
+
+@contextmanager
+def notes_held(vault: Vault, rels: Iterable[str], purpose: str = "step") -> Iterator[None]:
+    """The notes lock (steps/lock.py), held while a step writes, moves or restores a divergent
+    note: a `cmem note` never appends between the step's check of a note and its change."""
+    if any(vault.layer_of(rel) == DIVERGENT for rel in rels):
+        with notes_lock(vault.machine_dir, purpose):
+            yield
+    else:
+        yield
 
 
 def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     """Make every change or none. Returns the paths changed."""
+    with notes_held(vault, changes.paths):
+        return _apply(vault, changes)
+
+
+def _apply(vault: Vault, changes: ChangeSet) -> list[str]:
     order = changes.ordered()
     for change in order:
         _check(vault, change)
@@ -223,7 +260,7 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
             # synced, just before the rename (an editor's save during that write, milliseconds
             # on a loaded disk, was replaced unseen when the check came before it)
             if change.new != change.old:
-                put(vault, change.rel, change.new, before_replace=lambda: _check(vault, change))
+                _put_checked(vault, change)
             else:
                 _check(vault, change)
             if change.new is not None and change.rel in changes.modes:
@@ -236,14 +273,38 @@ def apply_changes(vault: Vault, changes: ChangeSet) -> list[str]:
     return [change.rel for change in done]
 
 
+def _put_checked(vault: Vault, change: Change) -> None:
+    """`change` made, its target compared with what the step read just before; a file the step
+    creates is created only where none is, so one made meanwhile is never replaced."""
+    try:
+        put(
+            vault,
+            change.rel,
+            change.new,
+            before_replace=lambda: _check(vault, change),
+            exclusive=change.old is None,
+        )
+    except FileExistsError:
+        raise SecondWriter(
+            f"{change.rel} was created on disk while the step ran (another editor or a sync client "
+            "wrote it); yours stays: nothing was written, run the command again.",
+            change.rel,
+        ) from None
+
+
 def put(
-    vault: Vault, rel: str, data: bytes | None, before_replace: Callable[[], object] | None = None
+    vault: Vault,
+    rel: str,
+    data: bytes | None,
+    before_replace: Callable[[], object] | None = None,
+    exclusive: bool = False,
 ) -> None:
     """Make `rel` hold `data` (atomically), or remove it (None). `before_replace` runs just
-    before the file is replaced or removed (`write_atomic`)."""
+    before the file is replaced or removed (`write_atomic`); `exclusive` creates it only where
+    no file is."""
     path = vault.root / rel
     if data is not None:
-        write_atomic(path, data, before_replace=before_replace)
+        write_atomic(path, data, before_replace=before_replace, exclusive=exclusive)
         return
     if before_replace is not None:
         before_replace()

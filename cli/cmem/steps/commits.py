@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cmem import faults
 from cmem.errors import GitError
-from cmem.regular_files import read_regular
+from cmem.regular_files import NotRegularFile, read_regular, special_kind
 
 # Options for every git command cmem runs on the user's vault.
 SAFE_GIT_OPTIONS = (
@@ -437,10 +437,8 @@ def commit_files(
             else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
         )
         entries.append(((modes or {}).get(rel, "100644"), blob, path))
-    for rel in sorted(set(from_disk) - set(files)):
-        entry = _disk_entry(top, prefix + rel, git)
-        if entry[0] != "dir":
-            entries.append(entry)
+    disk = _disk_entries(top, [prefix + rel for rel in sorted(set(from_disk) - set(files))], git)
+    entries += [entry for entry in disk if entry[0] != "dir"]
     _remove_left_indexes(git_dir(top))  # what an earlier version's killed commit left
     # a tree id's length names the repository's hash (SHA-1 or SHA-256); an unborn branch has
     # none yet, and git names the empty tree in it
@@ -598,25 +596,48 @@ def _parent_of_next_commit(top: Path) -> tuple[str | None, str | None]:
     return _head_and_tree(top)
 
 
-def _disk_entry(top: Path, path: str, git) -> tuple[str, str | None, str]:
-    full = top / path
-    try:
-        st = os.lstat(full)
-    except (FileNotFoundError, NotADirectoryError):
-        return ("0", None, path)
+def _disk_entries(top: Path, paths: list[str], git) -> list[tuple[str, str | None, str]]:
+    """Each path as it is in the working tree: (mode, blob, path), ("0", None, path) for one that
+    is gone, ("dir", None, path) for a folder. The plain files' blobs come from one `hash-object
+    --stdin-paths` (a snapshot of an adopted vault holds thousands: one git each was most of
+    it); a link, or a name that line would not carry, is hashed alone."""
     import stat as stat_module
 
-    if stat_module.S_ISDIR(st.st_mode):
-        return ("dir", None, path)  # a nested repository or a folder: not a file to commit
-    if stat_module.S_ISLNK(st.st_mode):
-        return (
-            "120000",
-            git("hash-object", "-w", "--stdin", data=os.fsencode(os.readlink(full))),
-            path,
-        )
-    data = read_regular(full)  # a FIFO is refused, never waited on
-    mode = "100755" if st.st_mode & 0o111 else "100644"
-    return (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
+    found: list[tuple[str, str | None, str]] = []
+    batch: list[int] = []  # indexes in `found` of the plain files hashed together
+    for path in paths:
+        full = top / path
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            found.append(("0", None, path))
+            continue
+        if stat_module.S_ISDIR(st.st_mode):
+            found.append(("dir", None, path))  # a nested repository or a folder: not a file
+            continue
+        kind = special_kind(st.st_mode)
+        if kind:  # a FIFO is refused, never waited on (git would open it and block)
+            raise NotRegularFile(full, kind)
+        mode = "100755" if st.st_mode & 0o111 else "100644"
+        if stat_module.S_ISLNK(st.st_mode):
+            link = os.fsencode(os.readlink(full))
+            found.append(("120000", git("hash-object", "-w", "--stdin", data=link), path))
+        elif "\n" in path or path.startswith('"') or path.endswith("\r"):
+            data = read_regular(full)  # a line of --stdin-paths would not hold the name
+            found.append(
+                (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
+            )
+        else:
+            batch.append(len(found))
+            found.append((mode, None, path))
+    if batch:
+        listed = b"".join(os.fsencode(found[i][2]) + b"\n" for i in batch)
+        blobs = git("hash-object", "-w", "--stdin-paths", data=listed).split("\n")
+        if len(blobs) != len(batch):
+            raise GitError(f"git hash-object gave {len(blobs)} ids for {len(batch)} files in {top}")
+        for i, blob in zip(batch, blobs):
+            found[i] = (found[i][0], blob, found[i][2])
+    return found
 
 
 def _index_info(entries: list[tuple[str, str | None, str]], id_length: int = 40) -> bytes:

@@ -7,20 +7,25 @@ from __future__ import annotations
 import os
 
 
-def git_files(root: str) -> list[str]:
-    """The files naming the commit HEAD is at: HEAD, the branch's ref, packed-refs (a commit or a
-    checkout rewrites one of them)."""
-    folder = root
+def git_location(start: str) -> tuple[str, str, str] | None:
+    """(the work tree's top folder, its git folder, the common git folder) of the repository
+    holding the folder `start`, from the `.git` found nearest above it: a folder, or a file naming
+    one (`gitdir: …`, a linked worktree's or a submodule's; a worktree's `commondir` names the
+    folder its config and refs share). None outside any repository; ("top", "", "") when a
+    `.git` file names no folder."""
+    folder = start
     while True:
         dot = os.path.join(folder, ".git")
         if os.path.isdir(dot):
-            git_dir = common = dot
-            break
+            return folder, dot, dot
         if os.path.isfile(dot):
-            with open(dot, encoding="utf-8", errors="replace") as handle:
-                line = handle.read().strip()
+            try:
+                with open(dot, encoding="utf-8", errors="replace") as handle:
+                    line = handle.read().strip()
+            except OSError:
+                return folder, "", ""
             if not line.startswith("gitdir:"):
-                return [dot]
+                return folder, "", ""
             git_dir = os.path.join(folder, line[len("gitdir:") :].strip())
             common = git_dir
             try:
@@ -28,11 +33,22 @@ def git_files(root: str) -> list[str]:
                     common = os.path.join(git_dir, handle.read().strip())
             except OSError:
                 pass
-            break
+            return folder, git_dir, common
         parent = os.path.dirname(folder)
         if parent == folder:
-            return []
+            return None
         folder = parent
+
+
+def git_files(root: str) -> list[str]:
+    """The files naming the commit HEAD is at: HEAD, the branch's ref, packed-refs (a commit or a
+    checkout rewrites one of them)."""
+    found = git_location(root)
+    if found is None:
+        return []
+    folder, git_dir, common = found
+    if not git_dir:
+        return [os.path.join(folder, ".git")]
     files = [os.path.join(git_dir, "HEAD"), os.path.join(common, "packed-refs")]
     try:
         with open(files[0], encoding="utf-8", errors="replace") as handle:

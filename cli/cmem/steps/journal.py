@@ -44,7 +44,7 @@ from cmem.atomic import TEMP_SUFFIX, fsync_dir, temp_prefix, write_atomic
 from cmem.errors import CmemError, GitError
 from cmem.private import make_dirs
 from cmem.steps import commits as history
-from cmem.steps.changes import ChangeSet, current_bytes, put, set_mode
+from cmem.steps.changes import ChangeSet, current_bytes, notes_held, put, set_mode
 from cmem.steps.record import step_name
 from cmem.vault.layers import Vault
 
@@ -221,7 +221,8 @@ def recover(vault: Vault) -> list[Recovery]:
             done.append(_set_aside(vault, folder, intent, foreign))
             continue
         _remove_temp_files(vault, intent)
-        done.append(_recover_one(vault, folder, intent))
+        with notes_held(vault, [entry["rel"] for entry in intent["entries"]], "recovery"):
+            done.append(_recover_one(vault, folder, intent))
         Journal(folder).finish()
     return done
 

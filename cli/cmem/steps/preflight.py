@@ -20,7 +20,7 @@ from cmem.errors import GitError
 from cmem.regular_files import read_regular, unreadable_reason
 from cmem.steps import commits as history
 from cmem.steps.message import one_line
-from cmem.vault.layers import Vault
+from cmem.vault.layers import PathRefused, Vault
 
 _MARKERS = (
     re.compile(rb"^<{7}(?: |$)", re.M),
@@ -82,6 +82,21 @@ def unwritable_place(vault: Vault) -> str | None:
             )
             return f"{label} {path} {cause}"
     return None
+
+
+def check_own_files(vault: Vault, what: str) -> None:
+    """Before a step writes anything: `.cmem/` (or a file in it) linked out of the vault would
+    take this vault's state.json into another vault (`Vault.own_files_problem`)."""
+    problem = vault.own_files_problem()
+    if problem:
+        raise PathRefused(own_files_sentence(problem, f"the {what} did nothing"))
+
+
+def own_files_sentence(problem: str, outcome: str) -> str:
+    return (
+        f"{problem}: cmem never writes through a link that leaves the vault, so {outcome}; "
+        "replace the link with a folder (or file) of this vault's own."
+    )
 
 
 def check_writable(vault: Vault, what: str) -> None:

@@ -182,6 +182,7 @@ def open_step(
         if gate is not None:
             gate()
         preflight.check_repository(vault)
+        preflight.check_own_files(vault, step_name(kind))  # before a recovery writes state.json
         preflight.check_writable(vault, step_name(kind))
         notices = [str(recovery) for recovery in journal.recover(vault)]
         unread: dict[str, str] = {}

@@ -9,6 +9,9 @@ the passes it did not undo were converged twice).
   (`restorable`: HEAD's copy when it is valid, else the newest valid one in the history — the
   deletion was committed by hand), as a step (`doctor/doctor_fix.py: restore_state`).
 - Undo, where HEAD has no valid copy either, takes the state from git (`archive/undo.py`).
+- A pass merges its own changes into the state.json on disk when it commits (`merged_with_disk`):
+  a `git pull` while its model thought (Obsidian Git's auto-pull), or a pass through another
+  machine folder, may have rewritten it, and their records stay.
 
 A missing state.json that git never had is a vault with no pass yet, not a fault.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 from cmem.errors import CmemError
 from cmem.steps import commits as history
 from cmem.vault.layers import Vault
-from cmem.vault.state_json import parse_state
+from cmem.vault.state_json import State, merge_states, parse_state, state_bytes
 
 STATE_REL = ".cmem/state.json"
 
@@ -105,3 +108,21 @@ def refuse_broken(vault: Vault, what: str) -> None:
             f"{way_out(vault)}; the {what} did nothing — nothing was written and nothing was "
             "committed."
         )
+
+
+def merged_with_disk(vault: Vault, read: State, ours: State) -> tuple[bytes | None, bytes]:
+    """(the state.json on disk now, `ours` merged into it): what a step read (`read`) and made
+    of it (`ours`), on top of whatever another writer made of it since (one merge rule,
+    `merge_states`, the one `cmem sync` uses)."""
+    data = _working_bytes(vault)
+    if data is None and not read.notes and not read.passes:
+        return None, state_bytes(ours)  # no pass yet: nothing to merge into
+    found = problem(data)
+    if found:
+        raise BrokenStateFile(
+            f"{STATE_REL} {found} now, changed while the step ran, and cmem will not build a new "
+            f"one from it: {way_out(vault)}; nothing was written."
+        )
+    assert data is not None
+    disk = parse_state(data.decode("utf-8"), STATE_REL)
+    return data, state_bytes(merge_states(read, ours, disk))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cmem.errors import CmemError
 from cmem.steps import commits as history
@@ -309,37 +309,14 @@ def merge_plain(path: str, base: str, ours: str, theirs: str) -> str:
 def merge_state(
     base: bytes | None, ours: bytes, theirs: bytes, where: str = ".cmem/state.json"
 ) -> bytes:
-    from cmem.vault.state_json import MAX_PASSES, State, parse_state, state_bytes
+    """A union (`vault/state_json.py: merge_states`, the one rule a pass uses too)."""
+    from cmem.vault.state_json import State, merge_states, parse_state, state_bytes
 
-    states = [
+    base_state, our_state, their_state = (
         parse_state(data.decode("utf-8"), where) if data else State()
         for data in (base, ours, theirs)
-    ]
-    b, o, t = states
-    notes = {}
-    for rel in dict.fromkeys([*o.notes, *t.notes, *b.notes]):
-        bn, on, tn = (s.notes.get(rel) for s in states)
-        if on == tn or tn == bn:
-            chosen = on
-        elif on == bn:
-            chosen = tn
-        elif on is None or tn is None:
-            chosen = on or tn  # removed on one side, converged again on the other: converged
-        else:
-            newer, older = (on, tn) if on.time >= tn.time else (tn, on)
-            chosen = replace(
-                newer,
-                lines=set(newer.lines) | set(older.lines),
-                into=list(dict.fromkeys([*newer.into, *older.into])),
-                keys=sorted(set(newer.keys) | set(older.keys)),
-            )
-        if chosen is not None:
-            notes[rel] = chosen
-    passes: dict[str, dict] = {}
-    for entry in [*b.passes, *o.passes, *t.passes]:
-        passes[entry.get("id") or repr(entry)] = entry
-    ordered = sorted(passes.values(), key=lambda e: (str(e.get("time", "")), str(e.get("id", ""))))
-    return state_bytes(State(notes, ordered[-MAX_PASSES:]))
+    )
+    return state_bytes(merge_states(base_state, our_state, their_state))
 
 
 def restore_state_entries(data: bytes, restored: list[tuple[str, str, str]]) -> bytes:

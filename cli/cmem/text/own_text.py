@@ -7,8 +7,9 @@ Every such text carries one of these marks; this module is their one definition.
 
 from __future__ import annotations
 
-# The first line of the SessionStart context (`reading/session_start.py`).
+# The first line of the SessionStart context (`reading/session_start.py`), and its last.
 CONTEXT_MARK = "<!-- cmem memory:"
+CONTEXT_END_MARK = "<!-- end of cmem memory:"
 # The first line of every prompt a pass sends a model, its repair rounds included
 # (`converge/prompt.py`, `converge/model_command.py`).
 PASS_PROMPT_MARK = "<!-- cmem convergence prompt -->"
@@ -19,7 +20,30 @@ MODEL_CALL_ENV = "CMEM_MODEL_CALL"
 
 def is_cmem_context(text: str) -> bool:
     """Whether a message holds memory cmem injected (anywhere in it: agents wrap it)."""
-    return CONTEXT_MARK in text
+    return any(opening in text for opening, _, _ in _CONTEXT_MARKS)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# The marks as written, and as an agent that escapes markup in a hook's context records them.
+_CONTEXT_MARKS = (
+    (CONTEXT_MARK, CONTEXT_END_MARK, "-->"),
+    (_escaped(CONTEXT_MARK), _escaped(CONTEXT_END_MARK), _escaped("-->")),
+)
+
+
+def without_cmem_context(text: str) -> str:
+    """`text` with each block of memory cmem injected taken out, from its opening mark to the end
+    of its closing comment (to the end of the text when the block was cut short)."""
+    for opening, ending, close in _CONTEXT_MARKS:
+        while opening in text:
+            start = text.index(opening)
+            end = text.find(ending, start)
+            stop = text.find(close, end + len(ending)) if end >= 0 else -1
+            text = text[:start] + (text[stop + len(close) :] if stop >= 0 else "")
+    return text
 
 
 def is_pass_prompt(text: str) -> bool:

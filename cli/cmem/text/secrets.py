@@ -1,19 +1,16 @@
-"""Redact credential-looking strings before a prompt leaves the machine (SPEC §3, "Secrets").
+"""Redact credential-looking strings before text leaves cmem (SPEC §3, "Secrets"): a prompt, a
+run record, and everything a command prints or the MCP server returns.
 
-Two kinds of rule. Known token formats (OpenAI, Anthropic, GitHub, AWS, Slack, Google, Stripe,
-Telegram and Discord bots, JWTs, PEM private keys, bearer tokens, ~50 in all) are matched by
-their shape wherever they appear. Secrets
-without a shape — `password: …`, `DB_TOKEN=…`, `密码：…` — are matched by the key naming them,
-and only when the value looks like a credential: one word of printable ASCII, six characters or
-more, not a plain dictionary-looking word, a number of `tokens`, a path, a URL or a placeholder.
-So "the password policy says…", "token budget: 12000" and "secret santa" pass through untouched.
-
-A plain word is a password only after a password key with `:` or `=` (`password: sunshine`),
-never after "is" ("the password is incorrect") nor one of a few prose words ("password: required").
-A long hex string is a credential only when a credential word names it a few words before
-("deploy token 3f2a…") and no hash word does ("the key commit 3f2a…"); git SHAs in prose stay.
-Basic-auth and Docker `auth` values are redacted only when they decode to `user:password`.
-The corpus in tests/secrets_corpus.py measures all this (docs/reliability.md, "Secrets").
+Two kinds of rule. Known token formats (OpenAI, Anthropic, GitHub, AWS, Aliyun, Tencent Cloud,
+Slack, Google, Stripe, Telegram and Discord bots, JWTs, PEM private keys, bearer tokens, ~50 in
+all) are matched here by their shape wherever they appear, and values behind a known prefix (a
+URL's password, Basic auth, `aws_secret_access_key=`, Azure's `AccountKey=`) by that prefix.
+Secrets without a shape — `password: …`, `DB_TOKEN=…`, `WiFi 密码 …`, `mysql -p…`, the secret
+beside an `AKIA…` id — are told by what names them (`secret_labels.py`), and only when the value
+looks like a credential. So "the password policy says…", "token budget: 12000", "the key point
+is…", "密码学课程" and "secret santa" pass through untouched. Basic-auth and Docker `auth` values
+are redacted only when they decode to `user:password`. The corpus in tests/secrets_corpus.py
+measures all this (docs/reliability.md, "Secrets").
 
 The output is deterministic: the same text always gives the same bytes, so prompts stay cacheable.
 """
@@ -22,36 +19,17 @@ from __future__ import annotations
 
 import re
 
-
-class _Lazy:
-    """`re.compile(pattern, flags)`, done on first use. The ~80 rules below cost more to compile
-    than a `cmem recall` answered from its index spends on everything else it imports, and most
-    calls never run most of them: each rule runs only when its literal is in the text."""
-
-    __slots__ = ("_args", "_compiled")
-
-    def __init__(self, pattern: str, flags: int = 0):
-        self._args = (pattern, flags)
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(*self._args)
-        return self._compiled
-
-    def sub(self, repl, string: str) -> str:
-        return self.compiled.sub(repl, string)
-
-    def finditer(self, string: str):
-        return self.compiled.finditer(string)
-
-    def search(self, string: str):
-        return self.compiled.search(string)
-
-    def match(self, string: str):
-        return self.compiled.match(string)
-
+from cmem.text.line_rules import Lazy as _Lazy
+from cmem.text.line_rules import lower as _lower
+from cmem.text.line_rules import on_lines as _on_lines
+from cmem.text.secret_labels import (
+    LITERAL_PLACEHOLDERS,
+    PLACEHOLDER,
+    redact_flags,
+    redact_key_pairs,
+    redact_labelled,
+    redact_named_hex,
+)
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token starts at a word edge …
 _END = r"(?![A-Za-z0-9_-])"  # … and ends at one
@@ -146,6 +124,9 @@ _SHAPES: list[tuple[str, _Lazy]] = [
         _Lazy(_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END),
     ),
     ("aws-access-key", _Lazy(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    # Aliyun's AccessKey ids (16 or 24 characters) and Tencent Cloud's SecretIds
+    ("aliyun-access-key-id", _Lazy(r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,20}(?![A-Za-z0-9])")),
+    ("tencent-secret-id", _Lazy(r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])")),
     (
         "slack-token",
         # bot, user, app-level, refresh (xoxe-) and legacy tokens
@@ -158,12 +139,13 @@ _SHAPES: list[tuple[str, _Lazy]] = [
         _Lazy(_START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
     ),
     (
-        # `<bot id>:<35 characters>`, alone or in the Bot API's URLs (`…/bot<token>/getMe`); the
-        # secret half is mixed-case base64 (it starts with `AA` today, which is not relied on)
+        # `<bot id>:<secret>`, alone or in the Bot API's URLs (`…/bot<token>/getMe`); the secret
+        # half is mixed-case base64, 35 characters in issued tokens and 34 in Telegram's own docs,
+        # so its length is a range (it starts with `AA` today, which is not relied on)
         "telegram-bot-token",
         _Lazy(
             r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))[0-9]{8,10}:"
-            r"(?=[A-Za-z0-9_-]{0,34}[a-z])(?=[A-Za-z0-9_-]{0,34}[A-Z])[A-Za-z0-9_-]{35}" + _END
+            r"(?=[A-Za-z0-9_-]{0,39}[a-z])(?=[A-Za-z0-9_-]{0,39}[A-Z])[A-Za-z0-9_-]{30,40}" + _END
         ),
     ),
     (
@@ -194,12 +176,6 @@ _AZURE = _Lazy(r"((?:AccountKey|SharedAccessKey|[?&]sig)=)([A-Za-z0-9+/%=]{20,})
 _URL_PASSWORD = _Lazy(
     r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/@]+)(@)", re.IGNORECASE
 )
-# A long hex string named as a credential a few words before it ("deploy token 3f2a…",
-# "api key 9c1d…"); a hex string in prose that no such word names (a git SHA, a checksum) stays.
-_NAMED_HEX = _Lazy(
-    r"(?i)(\b(?:tokens?|keys?|secrets?|passwords?|credentials?|apikey)\b(?:[^\S\n]+[A-Za-z]+){0,3}?[^\S\n]*[:=]?[^\S\n]*)"
-    r"((?=[0-9a-f]{0,127}[a-f])(?=[0-9a-f]{0,127}[0-9])[0-9a-f]{32,128})(?![0-9a-z])"
-)
 # Literals every match of a rule holds: when none is in the text the rule is skipped. A rule
 # without one (the Discord bot token: two-letter literals cost more to look for than they save)
 # has a gate in `_SHAPE_GATES`.
@@ -211,6 +187,8 @@ _SHAPE_NEEDLES = {
     "openai-key": ("sk-",),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "aws-access-key": ("AKIA", "ASIA"),
+    "aliyun-access-key-id": ("LTAI",),
+    "tencent-secret-id": ("AKID",),
     "slack-token": ("xox", "xapp-"),
     "google-api-key": ("AIza",),
     "stripe-key": ("_live_", "_test_"),
@@ -291,7 +269,7 @@ _SHAPE_CHECKS = {"discord-bot-token": _is_discord_token}
 # Shapes whose literal is common (`:`, `pat`) or missing: a search that starts at a literal (fast) must find
 # the token's tail first, or the rule's own search, which tries every position, is not run.
 _SHAPE_GATES = {
-    "telegram-bot-token": _Lazy(r":[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    "telegram-bot-token": _Lazy(r":[A-Za-z0-9_-]{30,40}(?![A-Za-z0-9_-])"),
     "discord-bot-token": _Lazy(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"),
     "airtable-token": _Lazy(r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),  # `pat` begins many words
 }
@@ -303,7 +281,6 @@ _SHAPE_NEEDLES_BYTES = {
 # Per single-line rule, what its lines must hold, searched in the lower-cased text (case-sensitive
 # literal search is several times faster than an IGNORECASE one). A `_NAMED_HEX` line needs a
 # credential word too, so it shares the key-value rule's needle.
-_KEY_WORDS = r"pass|pwd|secret|token|key|credential|密码|口令|密钥|秘钥|令牌"
 _NEEDLE = {
     "aws": _Lazy(r"aws_secret_access_key"),
     "bearer": _Lazy(r"bearer"),
@@ -312,8 +289,6 @@ _NEEDLE = {
     "netrc": _Lazy(r"machine"),
     "azure": _Lazy(r"accountkey=|sharedaccesskey=|sig="),
     "url": _Lazy(r"://"),
-    "key": _Lazy(_KEY_WORDS),
-    "hex": _Lazy(_KEY_WORDS),
 }
 # A literal each needle's every match holds: a text holding none of a rule's is passed without
 # compiling its needle or its rule (most snippets `recall` shows hold none).
@@ -325,64 +300,7 @@ _NEEDLE_LITERALS = {
     "netrc": ("machine",),
     "azure": ("accountkey=", "sharedaccesskey=", "sig="),
     "url": ("://",),
-    "key": tuple(_KEY_WORDS.split("|")),
-    "hex": tuple(_KEY_WORDS.split("|")),
 }
-
-_HASH_WORDS = _Lazy(
-    r"(?i)\b(?:commit|sha[0-9]*|hash|checksum|digest|revision|rev|fingerprint|id)\b"
-)
-
-# `key: value`, `key=value`, `"key": "value"`, `密码：value`, `api key is value`: the key matched
-# from the word that ends it (`DB_PASSWORD`; not `token_budget`), with no leading `[\w.-]*`
-# (quadratic on long identifiers); a quoted value may hold spaces.
-_KEY_VALUE = _Lazy(
-    r"(?P<key>(?i:(?P<word>password|passwd|passphrase|pwd|(?<![A-Za-z])pass|secret|token"
-    r"|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key(?:[ _-]?id)?|client[ _-]?secret"
-    r"|(?:wifi|wi-fi|wlan|wpa2?|license|licence|encryption|recovery|master|signing)[ _-]?key))(?![A-Za-z0-9_])"
-    r"|(?P<zh>密码|口令|密钥|秘钥|令牌))"
-    r"(?P<sep>[\"']?[^\S\n]*(?:=>|[:=：])[^\S\n]*|(?<=[码令钥牌])[是为][^\S\n]*|(?P<is>[^\S\n]+(?:is|was)[^\S\n]+))"
-    r"(?:(?P<quote>[\"'`])(?P<quoted>[^\"'`\n]{1,200})(?P=quote)|(?P<value>[!-~]+))"
-)
-
-_LABELS = {
-    "password": "password",
-    "passwd": "password",
-    "passphrase": "password",
-    "pwd": "password",
-    "pass": "password",
-    "密码": "password",
-    "口令": "password",
-    "token": "token",
-    "令牌": "token",
-    "secret": "secret",
-    "密钥": "secret",
-    "秘钥": "secret",
-}
-_COMPOUND_LABELS = {
-    "apikey": "api-key",
-    "accesskey": "access-key",
-    "secretkey": "secret-key",
-    "privatekey": "private-key",
-    "privatekeyid": "private-key-id",
-    "clientsecret": "client-secret",
-}
-_PASSWORD_LABEL = "password"
-_PLACEHOLDER = _Lazy(r"^(?:\[REDACTED|<.*>$|\$|\{\{|%\(|\*{3,}|x{4,}$|\.{3})", re.IGNORECASE)
-_PLAIN_WORD = _Lazy(r"^[A-Za-z][a-z]*(?:[-_][a-z]+)*$")
-# Words that follow "password:" in prose rather than being one ("password: required"). A plain
-# word after a password key is otherwise redacted: `password: sunshine` is a weak password, still one.
-_PROSE_WORDS = frozenset(
-    """
-required optional needed necessary provided supplied missing unknown forgotten changed unchanged
-expired invalid incorrect correct hidden protected encrypted hashed stored managed rotated shared
-disabled enabled default blank empty reset updated removed deleted pending policy manager field
-prompt length change please should cannot secure insecure strong private public leaked sent
-""".split()
-)
-_LITERAL_PLACEHOLDERS = frozenset(
-    {"password", "passwd", "pass", "secret", "token", "changeme", "username"}
-)
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
@@ -434,115 +352,22 @@ def redact_secrets(text: str) -> tuple[str, int]:
     low = _lower(text)
     for name, pattern, repl in rules:
         before = count
-        text = _on_lines(text, low, _NEEDLE[name], pattern, repl, literals=_NEEDLE_LITERALS[name])
+
+        def substitute(chunk: str, pattern: _Lazy = pattern, repl=repl) -> str:
+            return pattern.sub(repl, chunk)
+
+        text = _on_lines(text, low, _NEEDLE[name], substitute, literals=_NEEDLE_LITERALS[name])
         if count != before:
             low = _lower(text)
 
-    def replace_key_value(match: re.Match[str]) -> str:
-        nonlocal count
-        label = _label(match)
-        quoted = match.group("quoted")
-        if quoted is not None:
-            value, group = quoted, "quoted"
-            ok = (
-                _looks_like_credential(value, label, prose_sep=bool(match.group("is")))
-                if " " not in value.strip()
-                else label == _PASSWORD_LABEL
-                and len(value.strip()) >= 6
-                and not _PLACEHOLDER.match(value.strip())
-                and not _prose_pass(match)
-            )
-        else:
-            group = "value"
-            value = _trim_value(match.group("value"))
-            # a bare "pass" ("boarding pass: through gate 4") needs more than a plain word
-            prose = bool(match.group("is")) or (match.group("word") or "").lower() == "pass"
-            ok = _looks_like_credential(value, label, prose_sep=prose)
-        if not ok:
-            return match.group(0)
-        count += 1
-        start = match.start(group) - match.start()
-        return match.group(0)[:start] + f"[REDACTED:{label}]" + match.group(0)[start + len(value) :]
-
-    before = count
-    # a key word starts at most a few characters before its needle ("client_secret", "private_key_id")
-    # and its value ends within a quoted phrase's length after it
-    text = _on_lines(
-        text, low, _NEEDLE["key"], _KEY_VALUE, replace_key_value, (16, 260), _NEEDLE_LITERALS["key"]
-    )
-    if count != before:
-        low = _lower(text)
-
-    def replace_named_hex(match: re.Match[str]) -> str:
-        nonlocal count
-        if _HASH_WORDS.search(match.group(1)):
-            return match.group(0)  # "the key commit 3f2a…": a hash named in passing
-        count += 1
-        return f"{match.group(1)}[REDACTED:hex-token]"
-
-    text = _on_lines(
-        text, low, _NEEDLE["hex"], _NAMED_HEX, replace_named_hex, (16, 220), _NEEDLE_LITERALS["hex"]
-    )
+    # after the shapes (an access key id is its placeholder then) and the prefixed values: what a
+    # label names (`secret_labels.py`)
+    for rule in (redact_key_pairs, redact_flags, redact_labelled, redact_named_hex):
+        text, found = rule(text, low)
+        if found:
+            count += found
+            low = _lower(text)
     return text, count
-
-
-def _prose_pass(match: re.Match[str]) -> bool:
-    """A bare "pass" written as a word of prose ("boarding pass: "gate 12""), not as a setting's
-    name (`PASS=`, `DB_PASS=`): a quoted phrase after it is not a passphrase."""
-    word = match.group("word") or ""
-    start = match.start("word")
-    return (
-        word.lower() == "pass"
-        and word != "PASS"
-        and not (start > 0 and match.string[start - 1] in "_-.")
-    )
-
-
-def _lower(text: str) -> str | None:
-    """`text` lower-cased, or None when a letter's lower case is longer (offsets would shift)."""
-    low = text.lower()
-    return low if len(low) == len(text) else None
-
-
-def _on_lines(
-    text: str,
-    low: str | None,
-    needle: _Lazy,
-    pattern: _Lazy,
-    repl,
-    window: tuple[int, int] | None = None,
-    literals: tuple[str, ...] = (),
-) -> str:
-    """`pattern.sub(repl, …)` on the lines of `text` where `needle` occurs in `low` (the text
-    lower-cased), for rules that never cross a line: notes are mostly prose without a key word,
-    and a literal search over all of it costs far less than the rule's own try at every position.
-    `literals`: one of them is in every match of `needle`; when none is in `low`, neither the
-    needle nor the rule is compiled."""
-    if low is None:  # a rare letter whose lower case is longer: search it all
-        return pattern.sub(repl, text)
-    if literals and not any(literal in low for literal in literals):
-        return text
-    spans: list[tuple[int, int]] = []
-    for match in needle.finditer(low):
-        if spans and match.start() < spans[-1][1]:
-            continue  # on a line already taken
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        end = len(text) if end < 0 else end
-        if window:  # the rule's match lies within these many characters around its needle
-            start, end = max(start, match.start() - window[0]), min(end, match.end() + window[1])
-            if spans and start <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
-                continue
-        spans.append((start, end))
-    if not spans:
-        return text
-    out, position = [], 0
-    for start, end in spans:
-        out += [text[position:start], pattern.sub(repl, text[start:end])]
-        position = end
-    out.append(text[position:])
-    return "".join(out)
 
 
 _SEPARATOR = "\n\x00\x1e\x00\n"  # no rule matches across it: every rule but a private key's stops at a line end
@@ -661,48 +486,29 @@ def _rebuild(data, redacted):
     return data
 
 
+def shown(text: str) -> str:
+    """What cmem shows of `text` anywhere — a command's output, a warning, an error, an MCP tool's
+    answer, a hook's: its credentials redacted by the rules a prompt's are. A person or an agent
+    reading it may be a model; the note itself keeps them."""
+    return redact_secrets(text)[0] if text else text
+
+
+def shown_data(data):
+    """`data` (JSON-like) as `shown`: every string in it redacted, as the MCP tools answer."""
+    return redact_data(data)[0]
+
+
 def secret_kinds(text: str) -> list[str]:
     """The kinds of credential found in `text` (empty when none), in order of appearance."""
     redacted, count = redact_secrets(text)
     return list(dict.fromkeys(re.findall(r"\[REDACTED:([a-z0-9-]+)\]", redacted))) if count else []
 
 
-def _label(match: re.Match[str]) -> str:
-    word = (match.group("zh") or match.group("word")).lower()
-    if word in _LABELS:
-        return _LABELS[word]
-    joined = re.sub(r"[ _-]", "", word)  # apiKey, api_key, api-key, "api key" are one kind
-    return _COMPOUND_LABELS.get(joined, joined)
-
-
-def _trim_value(value: str) -> str:
-    """The credential itself: without trailing sentence punctuation or a closing quote."""
-    return value.rstrip(".,;)]}>\"'`")
-
-
-def _looks_like_credential(value: str, label: str, prose_sep: bool = False) -> bool:
-    if len(value) < 6 or _PLACEHOLDER.match(value):
-        return False
-    if value.isdigit():
-        return label == _PASSWORD_LABEL  # a PIN-like password, but `tokens=120000` is a count
-    if _PLAIN_WORD.match(value):
-        # "required", "Optional": prose; `password: sunshine` is a password, "the password is
-        # sunshine" may be prose, and a plain word named a token or a key is prose too
-        return label == _PASSWORD_LABEL and not prose_sep and value.lower() not in _PROSE_WORDS
-    if value.startswith(("/", "~/", "./")) or re.match(
-        r"^[a-z][a-z0-9+.-]*://", value, re.IGNORECASE
-    ):
-        return False  # a path or a URL names where a secret is, not the secret
-    if re.search(r"[(\[{]", value):
-        return False  # code: os.environ["KEY"], getenv(…), {{ secrets.X }}
-    return True
-
-
 def _is_url_password(value: str) -> bool:
     return (
         bool(value)
-        and not _PLACEHOLDER.match(value)
-        and value.lower() not in _LITERAL_PLACEHOLDERS
+        and not PLACEHOLDER.match(value)
+        and value.lower() not in LITERAL_PLACEHOLDERS
         and not re.search(r"[(\[{]", value)
     )
 

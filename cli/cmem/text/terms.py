@@ -17,6 +17,8 @@ forced into one:
 - `ZH_FUNCTION_CHARS`: single Chinese characters that are particles, pronouns and auxiliaries;
   the content-unit count adds filler and light verbs (`ZH_UNIT_STOP`), the recurrence keys add
   prepositions and the passive (`ZH_KEY_STOP`).
+- `EN_QUERY_STOP` and `is_query_stop`: what a recall query leaves out, so that its function words
+  ("how", "did", "the", 了, 的) never outrank its content words (`reading/index_query.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ EN_STOP = EN_GRAMMAR | frozenset(
     "each every get go going got had here how i'm if into it's just made make may might mine more "
     "most must never new now off one only out over really same should some still than then there "
     "these those too up use used using very went while why would yes".split()
+)
+# Words a rewording may add without changing a fact: the stop words and a few more, less those
+# of frequency, quantity, modality and negation, which do change one ("I sometimes live …").
+EN_FACTLESS = (EN_STOP | frozenset("am where whose".split())) - frozenset(
+    "again all always any can could each every may might more most must never new only same "
+    "should some still would".split()
 )
 EN_FILLER = EN_GRAMMAR | frozenset(
     "again anyway did didn't do does don't here hmm i'd i'll i'm i've it's just lol now oh ok okay "
@@ -59,6 +67,32 @@ ZH_FUNCTION_CHARS = frozenset(
 )
 ZH_UNIT_STOP = ZH_FUNCTION_CHARS | frozenset("下么些做哈哦啦喔嗯嘛地对弄得想搞样欸点诶")
 ZH_KEY_STOP = ZH_FUNCTION_CHARS | frozenset("到把给被让")
+
+# A question's own grammar: the question words and auxiliaries that every question shares. "never",
+# "always", "new" stay: they change what is asked.
+EN_QUERY_STOP = EN_GRAMMAR | frozenset(
+    "about am any been being can could did do does doing had how into just many much shall should "
+    "some than then there these those very where whom whose why would "
+    # what an apostrophe leaves of a contraction or a possessive ("Jon's", "don't")
+    "s t d ll m re ve".split()
+)
+# Particles that glue a Chinese sentence together: a bigram holding one straddles two words
+# (去了, 的书) unless it is one of the few words they make.
+ZH_PARTICLES = frozenset("的了吗呢吧啊呀嘛哦么")
+ZH_PARTICLE_WORDS = frozenset("了解 的确 目的".split())
+
+
+def is_query_stop(term: str) -> bool:
+    """Whether a recall query's term (a word, or a CJK bigram or character) is a function word."""
+    if term.isascii():
+        return term in EN_QUERY_STOP
+    if len(term) == 1:
+        return term in ZH_UNIT_STOP
+    if len(term) != 2 or term in ZH_PARTICLE_WORDS:
+        return False
+    if term in ZH_COMMON_BIGRAMS or all(char in ZH_FUNCTION_CHARS for char in term):
+        return True
+    return any(char in ZH_PARTICLES for char in term)
 
 
 def bigrams(run: str) -> list[str]:

@@ -24,6 +24,12 @@ STOP_MIN_CALLS = 8
 STOP_MIN_TOOLS = 2
 STOP_TAIL_BYTES = 2_000_000  # the end of the transcript, where the last turn is
 ASKED_KEPT = 200
+WARM_SECONDS = 10.0  # of a session end's work: a big vault's first reading goes on at the next
+WARMING = "warming"
+WARMING_REASON = (
+    "cmem is reading this vault for the first time, a share at each session's end; the pass "
+    "after a session waits until it is done (`cmem converge` runs one now)"
+)
 
 
 @dataclass
@@ -78,24 +84,48 @@ def capture_session(vault: Vault, work: SessionWork) -> object | None:
     return result
 
 
-def converge_after(vault: Vault, agent: str) -> None:
-    """`converge --if-due`, unattended: its outcome in cmem.log and in the hook's record."""
+def converge_after(vault: Vault, agent: str, warm_seconds: float = WARM_SECONDS) -> None:
+    """`converge --if-due`, unattended, once what a pass reads of the vault is kept (`warm_up`,
+    for at most `warm_seconds`); its outcome in cmem.log and in the hook's record."""
     from cmem.converge.pipeline import PassOptions
     from cmem.triggers.if_due import converge_if_due
 
-    outcome = converge_if_due(vault, PassOptions(), trigger=f"agent/{agent}")
-    hook_record.write_record(
-        str(vault.machine_dir),
-        agent,
-        "pass",
-        {
-            "time": hook_record.now_text(),
-            "status": outcome.status,
-            "reason": outcome.reason or None,
-            "error": outcome.error,
-            "commit": getattr(outcome.result, "commit", None),
-        },
-    )
+    record: dict[str, object] = {"time": hook_record.now_text(), "error": None, "commit": None}
+    if not warm_up(vault, warm_seconds):
+        record.update(status=WARMING, reason=WARMING_REASON)
+    else:
+        outcome = converge_if_due(vault, PassOptions(), trigger=f"agent/{agent}")
+        record.update(
+            status=outcome.status,
+            reason=outcome.reason or None,
+            error=outcome.error,
+            commit=getattr(outcome.result, "commit", None),
+        )
+    hook_record.write_record(str(vault.machine_dir), agent, "pass", record)
+
+
+def warm_up(vault: Vault, seconds: float) -> bool:
+    """What a pass reads of every note and memory file — the scan's entries; when a pass is
+    due, the builtin engine's words and the prompt's topic terms — made and kept for at most
+    `seconds`, resumed by the next call: on a big vault just adopted, a first pass read for
+    minutes, which no session's end should cost. Whether all is kept (then a pass, or the due
+    check, reads only what changed)."""
+    import time
+
+    from cmem.converge.builtin_memory import warm_words
+    from cmem.converge.memory_files import read_originals
+    from cmem.converge.prompt import warm_terms
+    from cmem.scan import scan_cache
+    from cmem.triggers.if_due import due_now
+
+    deadline = time.monotonic() + seconds
+    if not scan_cache.warm(vault, deadline):
+        return False
+    if not due_now(vault).due:
+        return True  # no pass to read for: the memory files wait for one
+    texts, _ = read_originals(vault)
+    done = warm_words(vault, texts, deadline)
+    return warm_terms(vault, texts, deadline) and done
 
 
 # --- Stop: ask once per session after a complex turn -----------------------------------------

@@ -215,9 +215,12 @@ def converge_if_due(
     """`cmem converge --if-due`: the stop rule, the due rule (checked again under the lock, so a
     trigger that waited behind a pass does not run a second one), then the pass; the outcome is
     counted and logged. In review mode the pass only proposes (the pipeline's rule)."""
+    from dataclasses import replace
+
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
 
+    options = replace(options, backlog=False)  # the backlog only when a person asks (SPEC §2)
     label = trigger or ("scheduled" if scheduled else "if-due")
     record = load_failures(vault)
     if record.stopped:
@@ -274,12 +277,15 @@ def converge_if_due(
 def converge_logged(vault: Vault, options, progress=None) -> TriggerOutcome:
     """A pass a person asked for with `--background`: no due rule and no stop rule (they asked),
     but nobody sees its output, so its outcome is logged like an unattended one."""
+    from dataclasses import replace
+
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
 
     reset_failures(vault)
     try:
-        result = run_pass(vault, options, progress=progress)
+        # nobody is there to see the batches: the backlog is for `converge --backlog` alone
+        result = run_pass(vault, replace(options, backlog=False), progress=progress)
     except Busy as exc:
         return _logged(vault, TriggerOutcome("busy", str(exc)), "background")
     except CmemError as exc:

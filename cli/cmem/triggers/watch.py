@@ -29,7 +29,9 @@ from cmem.cache_store import settled, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
-DEFAULT_SETTLE = 120.0
+# Long enough for a burst of editor saves to end, short enough that a short session sees the
+# watcher act before it ends (issue 44 chose it over SPEC §7's figure; docs/agents.md says why).
+DEFAULT_SETTLE = 30.0
 RESCAN_SECONDS = 300.0
 # Editors' temp and swap files: vim (`.x.swp`, `x~`, the `4913` probe), emacs (`.#x`, `#x#`),
 # gedit (`.goutputstream-*`), cmem's own atomic writes (`.x.cmem-tmp`), downloads and sync clients.
@@ -99,7 +101,8 @@ def changed_notes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 class Watcher:
-    """The settle loop. `hint(path)` may be called from any thread; `run(stop)` blocks."""
+    """The settle loop. `hint(path)` and `folder_hint()` may be called from any thread;
+    `run(stop)` blocks."""
 
     def __init__(
         self,
@@ -123,6 +126,9 @@ class Watcher:
         self._dirty = False
         self._last_hint = 0.0
         self.in_pass = False
+        self.folders_changed = threading.Event()
+        # called from `run` when a folder appeared: watch what exists now (`watch_vault`)
+        self.rescheduler: Callable[[], bool] = lambda: False
 
     def relevant(self, path: str) -> str | None:
         """The vault-relative path when `path` is a divergent note, else None."""
@@ -146,6 +152,12 @@ class Watcher:
         self.verbose(f"change: {rel}")
         self.wake.set()
 
+    def folder_hint(self) -> None:
+        """A folder was made or moved in a watched folder: a divergent folder (or a month's
+        subfolder of one) may exist now that did not when watching began."""
+        self.folders_changed.set()
+        self.wake.set()
+
     def _mark_dirty(self, settled: bool) -> None:
         with self._lock:
             self._dirty = True
@@ -157,6 +169,10 @@ class Watcher:
         recheck_at: float | None = None
         next_rescan = time.monotonic() + self.rescan_seconds
         while not stop.is_set():
+            if self.folders_changed.is_set():
+                self.folders_changed.clear()
+                if self.rescheduler():  # watched now: a note saved before the watch began
+                    self._mark_dirty(settled=False)
             now = time.monotonic()
             with self._lock:
                 dirty, last_hint = self._dirty, self._last_hint
@@ -276,7 +292,11 @@ def _handler(watcher: Watcher):
 
     class DivergentEvents(FileSystemEventHandler):
         def on_any_event(self, event) -> None:
-            if event.is_directory or event.event_type not in WRITE_EVENTS:
+            if event.is_directory:
+                if event.event_type in ("created", "moved"):
+                    watcher.folder_hint()
+                return
+            if event.event_type not in WRITE_EVENTS:
                 return
             watcher.hint(os.fsdecode(event.src_path))
             dest = getattr(event, "dest_path", "")
@@ -326,16 +346,27 @@ def start_observer(
     return observer, True
 
 
-def watch_folders(vault: Vault, report: Report) -> list[Path]:
-    folders = []
+def watch_folders(vault: Vault) -> tuple[list[Path], list[Path]]:
+    """(the divergent folders that exist, the ones the config names that do not yet). A folder
+    made later (a clone's empty `sessions/`, a daily note's new month) is watched for from the
+    nearest folder above it that exists (`waiting_places`), never warned about."""
+    existing: list[Path] = []
+    missing: list[Path] = []
     for folder in vault.divergent_folders():
-        if folder.is_dir():
-            folders.append(folder)
-        else:
-            report(
-                f"warning: the divergent folder {vault.rel(folder)} does not exist; it is not watched"
-            )
-    return folders
+        (existing if folder.is_dir() else missing).append(folder)
+    return existing, missing
+
+
+def waiting_places(vault: Vault, missing: list[Path]) -> list[Path]:
+    """The nearest existing folder above each missing one, inside the vault."""
+    places = []
+    for folder in missing:
+        place = folder.parent
+        while place != vault.root and not place.is_dir():
+            place = place.parent
+        if place not in places:
+            places.append(place)
+    return places
 
 
 class WatchLock:
@@ -387,21 +418,25 @@ def watch_vault(
     restore = _install_signals(stop, watcher, report) if handle_signals else None
     try:
         with WatchLock(vault):
-            folders = watch_folders(vault, report)
-            if not folders:
-                raise CmemError("no divergent folder exists to watch.")
+            folders, missing = watch_folders(vault)
+            places = [p for p in waiting_places(vault, missing) if p not in folders]
             poll_interval = min(1.0, max(0.1, settle / 4))
+            handler = _handler(watcher)
             observer, watcher.summary.polling = start_observer(
-                folders, _handler(watcher), polling, report, observer_factory, poll_interval
+                folders + places, handler, polling, report, observer_factory, poll_interval
             )
+            watched = set(folders + places)
+            watcher.rescheduler = lambda: _watch_new_folders(vault, observer, handler, watched)
             try:
                 names = ", ".join(
                     vault.rel(folder) if folder != vault.root else "the vault root"
                     for folder in folders
                 )
+                later = ", ".join(vault.rel(folder) + "/" for folder in missing)
                 how = "polling" if watcher.summary.polling else "file events"
                 report(
-                    f"watching {names} ({how}); a pass is checked {settle:g} s after the last change. Ctrl-C stops."
+                    f"watching {names} ({how}){f', and {later} once made' if later else ''}; "
+                    f"a pass is checked {settle:g} s after the last change. Ctrl-C stops."
                 )
                 return watcher.run(stop)
             finally:
@@ -410,6 +445,20 @@ def watch_vault(
     finally:
         if restore:
             restore()
+
+
+def _watch_new_folders(vault: Vault, observer, handler, watched: set[Path]) -> bool:
+    """Schedule the divergent folders (and the places above the missing ones) that exist now
+    and are not watched yet; whether any was."""
+    folders, missing = watch_folders(vault)
+    new = [p for p in folders + waiting_places(vault, missing) if p not in watched and p.is_dir()]
+    for folder in new:
+        try:
+            observer.schedule(handler, str(folder), recursive=False)
+        except OSError:
+            continue  # gone again, or out of watches: the slow rescan still sees its notes
+        watched.add(folder)
+    return any(folder in folders for folder in new)
 
 
 def _install_signals(stop: threading.Event, watcher: Watcher, report: Report):

@@ -63,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "llm": {"command": None, "timeout_seconds": 600, "max_output_bytes": 4_000_000},
     "formats": {},  # filled from LANGUAGE_DEFAULTS unless set
     "archive": {"pattern": "{yyyy}-{mm}/{name}", "checklist": "ARCHIVE-CHECKLIST.md"},
-    "capture": {"folder": ""},
+    "capture": {"folder": "", "daily_note": True, "heading": ""},
     "git": {
         "allow_parent_repo": False,
         "remote": None,
@@ -71,7 +71,7 @@ DEFAULTS: dict[str, Any] = {
         "sync_note": False,
         "track_all": False,
     },
-    "recall": {"include_unmanaged": False},
+    "recall": {"include_unmanaged": True},
     "sessions": {"folder": "sessions", "include": [], "exclude": [], "max_turn_chars": 4000},
 }
 
@@ -124,14 +124,15 @@ class Config:
     track_all: bool = (
         False  # git.track_all: snapshots commit every file of the vault, not only cmem's layers
     )
-    recall_unmanaged: bool = (
-        False  # recall.include_unmanaged: recall also searches notes no layer reads
-    )
+    recall_unmanaged: bool = True  # recall.include_unmanaged: recall searches notes no layer reads
     # sessions.*: where session notes go, and which sessions' working folders are kept
     sessions_folder: str = "sessions"
     sessions_include: tuple[str, ...] = ()
     sessions_exclude: tuple[str, ...] = ()
     sessions_max_turn_chars: int = 4000
+    # capture.*: `cmem note` into today's daily note (Obsidian's settings), under this heading
+    capture_daily: bool = True
+    capture_heading: str = ""
 
 
 def _yaml_load(text: str, where: Path) -> Any:
@@ -230,7 +231,7 @@ def parse_config(data: dict | None, where: Path) -> Config:
     checklist = _clean_path(archive["checklist"], "archive.checklist", where, kind="file")
     pattern = _check_pattern(archive["pattern"], where)
     capture_folder = _capture_folder(
-        merged["capture"].get("folder", ""), folders["divergent.extra_folders"], where
+        merged["capture"].get("folder", ""), folders["divergent.listed"], where
     )
     capture_pattern = _check_capture_name(
         merged["capture"].get("name_pattern", lang["capture"]),
@@ -276,13 +277,15 @@ def parse_config(data: dict | None, where: Path) -> Config:
         sync_mode=merged["git"]["sync"] or "off",  # YAML 1.1 reads a bare `off` as false
         sync_note=merged["git"]["sync_note"],
         track_all=bool(merged["git"].get("track_all", False)),
-        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", False)),
+        recall_unmanaged=bool(merged["recall"].get("include_unmanaged", True)),
         sessions_folder=_sessions_folder(
             merged["sessions"]["folder"], (data.get("sessions") or {}).get("folder"), folders, where
         ),
         sessions_include=tuple(merged["sessions"]["include"]),
         sessions_exclude=tuple(merged["sessions"]["exclude"]),
         sessions_max_turn_chars=merged["sessions"]["max_turn_chars"],
+        capture_daily=bool(merged["capture"].get("daily_note", True)),
+        capture_heading=merged["capture"].get("heading", "").strip(),
         raw=merged,
     )
 
@@ -375,6 +378,9 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
                 f"{where}: setting 'divergent.extra_folders' lists {folder!r}; a folder is named as it is, "
                 "or as `folder/**` for it and every folder below it (other patterns are not supported)."
             )
+    listed = extra
+    extra = _uncovered(extra, recursive)
+    recursive = frozenset(_uncovered(tuple(recursive), recursive))
     named = [(key, folder) for key, folder in folders.items()] + [
         ("divergent.extra_folders", folder) for folder in extra
     ]
@@ -383,8 +389,9 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
     )
     for index, (key_a, a) in enumerate(named):
         for key_b, b in named[index + 1 :]:
-            if folder_overlap(a, b) is None:
-                continue
+            relation = folder_overlap(a, b)
+            if relation is None or (key_a == key_b and relation != "is the same folder as"):
+                continue  # divergent folders nest: one layer, and a covered one is read once
             # name the setting the user wrote: the defaults are not what they need to change
             subject, other = (
                 ((key_b, b), (key_a, a))
@@ -401,7 +408,18 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
             )
     folders["divergent.extra_folders"] = extra
     folders["divergent.recursive"] = recursive
+    folders["divergent.listed"] = listed
     return folders
+
+
+def _uncovered(extra: tuple[str, ...], recursive: frozenset[str]) -> tuple[str, ...]:
+    """The divergent folders without those a `folder/**` entry already reads: adding `areas/**`
+    beside `areas/journal/**` (as `status` suggests) reads each note once."""
+    return tuple(
+        folder
+        for folder in extra
+        if not any(folder_overlap(folder, base) == "lies inside" for base in recursive)
+    )
 
 
 def folder_overlap(a: str, b: str) -> str | None:
@@ -439,6 +457,7 @@ def _check_pattern(pattern: str, where: Path) -> str:
         pattern.replace("{yyyy}", "2026")
         .replace("{mm}", "11")
         .replace("{dd}", "28")
+        .replace("{folder}", "journal")
         .replace("{name}", "note")
     )
     problem = (
@@ -473,8 +492,8 @@ def _sessions_folder(value: str, given: str | None, folders: dict, where: Path) 
     user, it must be one of divergent.extra_folders; the default is checked by `cmem capture`,
     which says how to add it (a vault made before sessions existed has no such folder)."""
     cleaned = _clean_path(value, "sessions.folder", where)
-    extra = folders["divergent.extra_folders"]
-    if given is not None and cleaned not in extra and cleaned not in folders["divergent.recursive"]:
+    extra = folders["divergent.listed"]
+    if given is not None and cleaned not in extra:
         listed = f" ({', '.join(extra)})" if extra else ""
         raise ConfigError(
             f"{where}: setting 'sessions.folder' ({value!r}) must be one of divergent.extra_folders{listed}: "
@@ -589,11 +608,13 @@ formats:
   trace: "{lang["trace"]}"
 
 archive:
-  pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder
+  pattern: "{{yyyy}}-{{mm}}/{{name}}"   # inside the archive folder; the note's own date, its folder kept above {{name}} (or at {{folder}})
   checklist: ARCHIVE-CHECKLIST.md
 
 capture:
-  name_pattern: "{lang["capture"]}"   # `cmem note` appends to this note
+  name_pattern: "{lang["capture"]}"   # `cmem note` appends to this note, when no daily note is kept
+  daily_note: true          # `cmem note` writes into today's daily note where Obsidian's settings keep one
+  heading: ""               # e.g. "## Log": the heading `cmem note` writes under (added when missing)
 
 git:
   allow_parent_repo: false  # never commit into a repository above the vault unless true
@@ -603,7 +624,7 @@ git:
   track_all: false          # true: every file of the vault is committed (your choice at `cmem init`), not only cmem's layers
 
 recall:
-  include_unmanaged: false  # true: `cmem recall` also searches notes no layer reads (read only; listed after memory's)
+  include_unmanaged: true  # false: `cmem recall` leaves out the notes no layer reads (memory and divergent notes only)
 
 sessions:                 # agent sessions (`cmem capture`, `cmem hook install --agent …`)
   folder: {json.dumps(sessions_folder, ensure_ascii=False)}   # a divergent folder: listed in divergent.extra_folders above

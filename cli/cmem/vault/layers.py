@@ -19,6 +19,7 @@ from cmem.errors import CmemError, VaultNotFound
 from cmem.text.names import is_undecodable, show_name
 from cmem.vault.config import (
     CONFIG_DIR,
+    CONFIG_FILE,
     NEVER_READ_DIRS,
     Config,
     folder_overlap,
@@ -32,6 +33,9 @@ RESIDENT = "resident"
 SITUATIONAL = "situational"
 ARCHIVE = "archive"
 LAYERS = (DIVERGENT, RESIDENT, SITUATIONAL, ARCHIVE)
+
+STATE_FILE = "state.json"
+OWN_FILES = (CONFIG_FILE, STATE_FILE, "backlog.json")  # what cmem writes in `.cmem/` (init)
 
 # The setting that names each layer's folder (the divergent layer's extra folders).
 SETTINGS = {
@@ -145,7 +149,11 @@ class Vault:
 
     @property
     def state_file(self) -> Path:
-        return self.cmem_dir / "state.json"
+        return self.cmem_dir / STATE_FILE
+
+    def own_files_problem(self, names: tuple[str, ...] = (STATE_FILE,)) -> str | None:
+        """Why cmem must not write its own files `names` here (`own_files_problem`), or None."""
+        return own_files_problem(self.root, names)
 
     @property
     def checklist_rel(self) -> str:
@@ -575,6 +583,31 @@ class Vault:
         return archived_rels(
             self.root, base, self.machine_dir, f"{version} {settings!r}", walk_folder
         )
+
+
+def own_files_problem(
+    root: str | os.PathLike[str], names: tuple[str, ...] = (STATE_FILE,)
+) -> str | None:
+    """Why cmem must not write its own files `names` (in `.cmem/`) in the vault at `root`: the
+    folder or one of those files is a symbolic link that leads out of the vault (another vault's
+    `.cmem/`, say) or into `.git/` — as a clause naming it, or None. Reading through it is
+    allowed; every writer checks what it writes first (a step: `state.json`, in
+    `steps/preflight.py` and `steps/changes.py`; `init`: its three files)."""
+    real_root = os.path.realpath(root)
+    git = os.path.join(real_root, ".git")
+    for rel in (CONFIG_DIR, *(f"{CONFIG_DIR}/{name}" for name in names)):
+        path = os.path.join(root, rel)
+        if not os.path.islink(path):
+            continue
+        real = os.path.realpath(path)
+        if _inside(real, real_root) is None or _inside(real, git) is not None:
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            where = "into .git/" if _inside(real, real_root) is not None else "out of the vault"
+            return f"{path} is a symbolic link to {show_name(target)}, {where}"
+    return None
 
 
 def _inside(path: str, folder: str) -> str | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from cmem.regular_files import read_regular, reason_of, special_kind
@@ -238,6 +240,10 @@ def read_text_exact(path) -> tuple[bytes, str]:
 # --- odd files --------------------------------------------------------------------------
 
 
+# odd files cmem still reads (it never rewrites them); every other kind is not read at all
+READ_AS_THEY_ARE = frozenset({"frontmatter", "encoding"})
+
+
 @dataclass(frozen=True)
 class OddFile:
     rel: str
@@ -442,3 +448,17 @@ def odd_from_note(note: Note) -> list[OddFile]:
         kind = "frontmatter" if "frontmatter" in problem else "encoding"
         found.append(OddFile(note.rel, kind, f"{problem}; cmem reads it but never rewrites it"))
     return found
+
+
+_DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def note_date(name: str, fallback: date) -> date:
+    """The date a note speaks from: a date in its name (daily notes), else `fallback`."""
+    match = _DATE_IN_NAME.search(name)
+    if match:
+        try:
+            return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        except ValueError:
+            pass
+    return fallback

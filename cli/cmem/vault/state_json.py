@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cmem.atomic import write_atomic
@@ -85,6 +85,16 @@ class ConvergedNote:
     def converged(self) -> bool:
         """Some of it went into memory (a note only deferred has no `into`)."""
         return bool(self.into)
+
+    @property
+    def waits(self) -> bool:
+        """Lines of it still wait for a judgement: no engine judged them (`unjudged`), or the
+        builtin engine, which reads cue lines only, deferred them for a model."""
+        return bool(self.unjudged) or (self.engine == BUILTIN and bool(self.deferred))
+
+    @property
+    def waiting_lines(self) -> int:
+        return self.unjudged + (len(self.deferred) if self.engine == BUILTIN else 0)
 
     def to_json(self) -> dict:
         data: dict[str, object] = {
@@ -187,6 +197,47 @@ def parse_state(text: str, path: "Path | str") -> State:
                 f"{path}: the entry for {rel!r} is malformed; run `cmem doctor`."
             ) from None
     return State(notes=notes, passes=list(data.get("passes") or []))
+
+
+def merge_states(base: State, ours: State, theirs: State) -> State:
+    """Two writers' states as one, from the state both started from: every note entry either
+    side added or changed (one changed on both sides: the newer, with both sides' converged
+    lines, targets and key phrases), every pass record of both. `cmem sync` merges two
+    machines' state.json so, and a pass its own changes into a state.json a pull or another
+    pass rewrote while its model thought."""
+    notes = {}
+    for rel in dict.fromkeys([*ours.notes, *theirs.notes, *base.notes]):
+        was, mine, other = (s.notes.get(rel) for s in (base, ours, theirs))
+        if mine == other or other == was:
+            chosen = mine
+        elif mine == was:
+            chosen = other
+        elif mine is None or other is None:
+            chosen = mine or other  # removed on one side, converged again on the other: converged
+        else:
+            newer, older = (mine, other) if mine.time >= other.time else (other, mine)
+            chosen = replace(
+                newer,
+                lines=set(newer.lines) | set(older.lines),
+                into=list(dict.fromkeys([*newer.into, *older.into])),
+                keys=sorted(set(newer.keys) | set(older.keys)),
+            )
+        if chosen is not None:
+            notes[rel] = chosen
+    # the records both started from in their order, then each side's new ones, oldest first: a
+    # clock set back on one machine never puts a new record before an older one. Times have
+    # one-second steps; within a second, the other side's records (already landed) come first
+    known = {_pass_key(entry): entry for entry in base.passes}
+    added: dict[str, dict] = {}
+    for entry in [*theirs.passes, *ours.passes]:
+        if _pass_key(entry) not in known:
+            added.setdefault(_pass_key(entry), entry)
+    ordered = sorted(added.values(), key=lambda e: str(e.get("time", "")))
+    return State(notes, [*known.values(), *ordered][-MAX_PASSES:])
+
+
+def _pass_key(entry: dict) -> str:
+    return entry.get("id") or repr(entry)
 
 
 def state_bytes(state: State) -> bytes:

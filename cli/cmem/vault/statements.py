@@ -4,7 +4,8 @@ A *statement* is a content line of a convergent file: a list item or a paragraph
 heading, blank line, frontmatter, code fence (or a line inside one), table rule or HTML comment.
 Statements carry provenance inline:
 
-- a source: `（来源：[[2026-11-28 随手记]]）` / `(source: [[2026-11-28 notes]])`
+- a source: `（来源：[[2026-11-28 随手记]]）` / `(source: [[2026-11-28 notes]])`; a note that is not
+  the user's own words is cited `quoted from [[…]]` / `摘自[[…]]` (rule 16)
 - an evolution trace: `（更新于 2026-11-29，原为：找北京后端实习）` / `(updated 2026-11-29, was: …)`,
   nesting when a statement changes again.
 
@@ -22,6 +23,7 @@ from functools import cached_property, lru_cache
 
 from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
+from cmem.vault.quoted import QUOTED_MARKS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
 if TYPE_CHECKING:
@@ -92,7 +94,9 @@ def _trace_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
     return tuple(patterns)
 
 
-_LINK = r"\[\[[^\[\]\n]+\]\](?:#\^?[\w-]+)?"
+# a link a source marks as someone else's words, `quoted from [[article]]` (`vault/quoted.py`)
+_QUOTED = "|".join(re.escape(mark) for mark in QUOTED_MARKS.values())
+_LINK = rf"(?:(?:{_QUOTED})\s*)?\[\[[^\[\]\n]+\]\](?:#\^?[\w-]+)?"
 _SEPARATORS = r"[\s,;、，；·&|/]*(?:\band\b|和|及)?[\s,;、，；·&|/]*"
 
 
@@ -213,6 +217,50 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
         if widest is None or trace.end > widest.end:
             widest = trace
     return top
+
+
+@lru_cache(maxsize=None)
+def _loose_trace_patterns(extra: tuple[str, ...] = ()) -> tuple[tuple[re.Pattern, str], ...]:
+    """Each trace format as a pattern that reads anything short in place of its date (and any
+    spacing around it): what a trace looks like to a reader, whether or not cmem can read it.
+    Paired with the format's exact prefix."""
+    found = []
+    for pattern in _trace_patterns(extra):
+        head, middle = pattern.prefix.rstrip(), pattern.middle.strip()
+        if not head or not middle:
+            continue
+        brackets = re.escape(pattern.opener + pattern.closer)
+        found.append(
+            (
+                re.compile(
+                    rf"{re.escape(head)}\s*([^\n{brackets}]{{1,40}}?)\s*{re.escape(middle)}"
+                ),
+                pattern.prefix + "\x00" + pattern.middle,
+            )
+        )
+    return tuple(found)
+
+
+def misread_traces(text: str, formats: Formats | None = None) -> list[str]:
+    """What stands as the date of each trace-shaped annotation that does not read as a trace
+    (`(updated yesterday, was: …)`, `（更新于2026-11-29，原为：…）`): kept as statement text, such
+    an annotation is no trace at all, so `cmem trace` never sees the change."""
+    extra = (formats.trace,) if formats else ()
+    found = []
+    for loose, exact in _loose_trace_patterns(extra):
+        prefix, middle = exact.split("\x00", 1)
+        for match in loose.finditer(text):
+            date = match.group(1)
+            start = match.start()
+            exact_date = _DATE.fullmatch(date)
+            if (
+                exact_date
+                and text.startswith(prefix, start)
+                and text.startswith(middle, start + len(prefix) + len(date))
+            ):
+                continue  # a trace as cmem reads it
+            found.append(date.strip())
+    return found
 
 
 def may_hold_traces(text: str, formats: Formats | None = None) -> bool:

@@ -149,6 +149,14 @@ def read_frontmatter(block: str | None) -> tuple[dict, str | None]:
     return parse_frontmatter_block(block)
 
 
+def plain_frontmatter(block: str) -> dict | None:
+    """What `read_frontmatter` gives for a plain block, read without YAML; None for any other
+    block (then only the full parse can say): SessionStart's light path never imports YAML."""
+    if not block.strip():
+        return {}
+    return _plain_frontmatter(block) if len(block) <= MAX_FRONTMATTER_BYTES // 4 else None
+
+
 _FM_KEY = re.compile(r"(\w[\w .-]*?):(?: +(.*?))?[ \t]*$")  # PyYAML wants a space after the colon
 _FM_ITEM = re.compile(r"([ \t]*)-[ \t]+(.*?)[ \t]*$")
 _FLOW_ITEM = r"""\s*(?:"[^"\\,]*"|'[^',]*'|[^\s"'\[\]{},#][^"'\[\]{},#]*?)\s*"""
