@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "resources",
         "private",
         "atomic",
+        "regular_files",
         "cache_store",
         "command_line",
     ),

@@ -4,6 +4,7 @@ files byte for byte, cmem in a real process, git) are in support.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,12 +13,19 @@ import pytest
 # The converge tests' shared vault, offered to every test file as a fixture (defined with the
 # fake model's wiring in pass_helpers.py); plain helpers are imported from support.py directly.
 from pass_helpers import pass_vault  # noqa: F401
-from support import SAMPLE_VAULT, git_init, write_files
+from support import SAMPLE_VAULT, git_init, wait_out_midnight, write_files
+
+
+@pytest.fixture(autouse=True)
+def same_day():
+    """A test and the commands it runs see one date: none starts just before midnight."""
+    wait_out_midnight()
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
+    outside = os.environ.get("HOME")
     monkeypatch.setenv("HOME", str(home))
     for name, sub in (
         ("XDG_CONFIG_HOME", ".config"),
@@ -35,7 +43,14 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    return home
+    yield home
+    if outside is not None and os.environ.get("HOME") == outside:
+        pytest.fail(
+            "the test undid the home isolation (monkeypatch.undo() undoes this fixture's patches "
+            "too): what it ran after that used the real HOME and git identity; undo patches of "
+            "its own with `with monkeypatch.context() as patch:`",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

@@ -29,11 +29,13 @@ def run_cmem(
     timeout: float = 120,
     fault: str | None = None,
     fault_log: Path | None = None,
+    modes_hold: bool = False,
 ) -> subprocess.CompletedProcess:
     """`python -m cmem ARGS` in a real process, stdin closed. Its environment is this test's
     (the isolated HOME, XDG folders and git identity) without any `CMEM_*` variable — a vault, a
     model command or a fault point from the caller's shell never leaks in — plus `env`, and
-    `CMEM_FAULT`/`CMEM_FAULT_LOG` when a fault point is given."""
+    `CMEM_FAULT`/`CMEM_FAULT_LOG` when a fault point is given. `modes_hold`: file modes bind it
+    as they bind any user, root too (`MODES_HOLD`): a mode-000 file cannot be read."""
     full = {key: value for key, value in os.environ.items() if not key.startswith("CMEM_")}
     full.update(env or {})
     if fault:
@@ -41,7 +43,7 @@ def run_cmem(
     if fault_log:
         full["CMEM_FAULT_LOG"] = str(fault_log)
     return subprocess.run(
-        [*CMEM, *args],
+        [*(MODES_HOLD if modes_hold else []), *CMEM, *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -49,6 +51,29 @@ def run_cmem(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+# What a command is started under so that file modes bind it: for root, without the two
+# capabilities that let it read and search any file (util-linux's setpriv drops them from the
+# bounding set, so its child never has them); for anyone else, nothing. A test that needs a file
+# it cannot read calls `modes_hold_or_skip()` first.
+MODES_HOLD = (
+    ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    if os.name == "posix" and os.geteuid() == 0
+    else []
+)
+
+
+def modes_hold_or_skip() -> None:
+    import shutil
+
+    import pytest
+
+    if MODES_HOLD and (
+        shutil.which("setpriv") is None
+        or subprocess.run([*MODES_HOLD, "true"], capture_output=True).returncode != 0
+    ):
+        pytest.skip("running as root, and setpriv cannot drop root's read capabilities here")
 
 
 def isolated_env(home: Path, **extra: str) -> dict:
@@ -158,12 +183,16 @@ def settle(root: Path) -> float:
 
 
 def run_entry(
-    module: str, argv: list[str], env: dict | None = None, stdout=subprocess.PIPE
+    module: str,
+    argv: list[str],
+    env: dict | None = None,
+    stdout=subprocess.PIPE,
+    timeout: float | None = None,
 ) -> tuple[int, str, str, set[str]]:
     """`cmem ARGV` through `module`'s main (`cmem.fast`, the installed entry, or `cmem.cli`, the
     full CLI), `env` added to this environment: (exit code, stdout, stderr without the import
     log, the modules imported, from `python -X importtime`). `stdout`: where its output goes
-    (then "" is returned for it)."""
+    (then "" is returned for it); `timeout`: a command that could run for ever fails instead."""
     code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
@@ -171,6 +200,7 @@ def run_entry(
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ, **(env or {})),
+        timeout=timeout,
     )
     modules = {
         line.split("|")[-1].strip()
@@ -211,3 +241,25 @@ def forks_from_now(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(os, "fork", fork)
     return pids
+
+
+# Tests that name today's date apart from the command they check (a capture note's name, a
+# trace's date, the archive's month folder) would fail when midnight passes between the two.
+# No test starts in the last MIDNIGHT_MARGIN seconds of a local day: it waits for the new one.
+MIDNIGHT_MARGIN = 120.0
+
+
+def seconds_to_midnight(now: float) -> float:
+    """Seconds from `now` (epoch) to the next local midnight (DST-proof: through mktime)."""
+    moment = time.localtime(now)
+    next_day = time.mktime((moment.tm_year, moment.tm_mon, moment.tm_mday + 1, 0, 0, 0, 0, 0, -1))
+    return next_day - now
+
+
+def wait_out_midnight(clock=time.time, sleep=time.sleep, margin: float = MIDNIGHT_MARGIN) -> float:
+    """Sleep past the coming midnight if it is under `margin` seconds away; the seconds slept."""
+    left = seconds_to_midnight(clock())
+    if left >= margin:
+        return 0.0
+    sleep(left + 1.0)
+    return left + 1.0

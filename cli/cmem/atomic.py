@@ -20,6 +20,29 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+TEMP_SUFFIX = ".cmem-tmp"
+# A file name's longest on the file systems cmem meets (NAME_MAX: ext4, APFS, NTFS in UTF-16
+# units, ZFS), and what `mkstemp` adds between the prefix and the suffix.
+NAME_MAX = 255
+_RANDOM = 8
+
+
+def temp_prefix(name: str) -> str:
+    """`.<name>.`, the target's name cut (at a character) so that the whole temp name fits in
+    NAME_MAX bytes whatever the target's length: a legal 243-byte name (80 CJK characters) made
+    a temp name too long for the folder, and its write failed."""
+    room = NAME_MAX - len(TEMP_SUFFIX) - _RANDOM - 2  # the two dots
+    if len(os.fsencode(name)) <= room:
+        return f".{name}."
+    kept, size = [], 0
+    for character in name:  # whole characters: a cut one is no valid name on APFS
+        size += len(os.fsencode(character))
+        if size > room:
+            break
+        kept.append(character)
+    return f".{''.join(kept)}."
+
+
 def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -65,7 +88,9 @@ def write_atomic(
     import tempfile  # here, not at the top: read commands import this module and never write
 
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cmem-tmp", dir=folder)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=folder
+        )
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:

@@ -28,7 +28,7 @@ RACY_NS = 2_000_000_000
 # and a file an older cmem wrote reads as missing. (state.json, the backlog and the step journal
 # carry versions of their own: they are the vault's data, not caches.)
 FORMATS = {
-    "scan": 8,  # scan/scan_cache.py: each note's signals (8: notes not in UTF-8 decoded)
+    "scan": 9,  # scan/scan_cache.py: each note's signals (8: notes not in UTF-8 decoded; 9: odd memory)
     "statement-words": 6,  # converge/statement_words.py (5: UTF-8 keys; 6: no word mask)
     "statement-tokens": 1,  # converge/statement_words.py: resident files' token estimates
     "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them

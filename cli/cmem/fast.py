@@ -376,8 +376,10 @@ def parse_recall(argv: list[str]) -> dict | None:
         return None
     limit = 10
     for value in request["limit"]:
-        if not (value.isascii() and value.isdigit()) or int(value) < 1:
-            return None
+        if not (value.isascii() and value.isdigit()) or command_line.out_of_bounds(
+            "recall --limit", int(value)
+        ):
+            return None  # typer says the usage error
         limit = int(value)
     return {
         "vault": request["vault"],

@@ -8,7 +8,9 @@ apply and commit. A response that fails validation writes nothing. No tool delet
 note; archive moves stay with the user (`cmem archive apply`).
 
 Every tool returns JSON text, the same objects as the CLI's `--json` (SPEC §11); a refused call
-returns `{"error": "…"}`. Whatever a tool returns is redacted (cmem.text.secrets) on the way
+returns `{"error": "…"}`, a busy vault `{"status": "busy", …}` and a rejected answer its failed
+pass, each flagged as a tool error (`is_error`), as the CLI exits non-zero for them. Numbers are
+held to the CLI's bounds (`command_line.BOUNDS`), a note to `cmem note`'s length. Whatever a tool returns is redacted (cmem.text.secrets) on the way
 out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does
 not pay for it.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from cmem.errors import Busy, CmemError
 
@@ -49,29 +52,31 @@ class MemoryTools:
 
         return open_vault(self.root)
 
-    def call(self, method, *args, **kwargs) -> str:
+    def call(self, method, *args, **kwargs) -> tuple[str, bool]:
+        """The tool's JSON text, and whether it reports an error (refused, busy, rejected)."""
         from cmem.text.secrets import shown, shown_data
 
         try:
-            return _dump(shown_data(method(*args, **kwargs)))
+            data = shown_data(method(*args, **kwargs))
         except Busy as exc:
-            return _dump({"status": "busy", "message": shown(str(exc))})
+            return _dump({"status": "busy", "message": shown(str(exc))}), True
         except CmemError as exc:  # a refusal may quote a note or a reply: shown as the rest
-            return _dump({"error": shown(str(exc))})
+            return _dump({"error": shown(str(exc))}), True
+        return _dump(data), isinstance(data, dict) and data.get("status") == "failed"
 
     # --- reading -------------------------------------------------------------------------
 
     def context(self, topic: str | None = None, budget: int | None = None) -> dict:
         from cmem.reading.context import build_context
 
+        _check("budget", "context --budget", budget)
         return build_context(self._vault(), topic=topic or None, budget=budget).to_json()
 
     def recall(self, query: str, archive: bool = False, limit: int = 10) -> dict:
         from cmem.reading.recall import recall_memory
 
-        return recall_memory(
-            self._vault(), query, archive=archive, limit=max(1, min(limit, 100))
-        ).to_json()
+        _check("limit", "recall --limit", limit)
+        return recall_memory(self._vault(), query, archive=archive, limit=limit).to_json()
 
     def status(self) -> dict:
         from cmem.reading.status import build_status
@@ -101,6 +106,7 @@ class MemoryTools:
 
         from cmem.converge.pipeline import PassOptions, run_pass
 
+        _check("budget", "converge --budget", budget)
         now = datetime.now().astimezone()
         result = run_pass(self._vault(), PassOptions(emit_prompt=True, budget=budget, now=now))
         if result.status != "prompt":
@@ -152,6 +158,16 @@ class MemoryTools:
         return data
 
 
+def _check(name: str, key: str, value: float | None) -> None:
+    """A tool's number held to the CLI option's bounds: out of them, a refusal naming it."""
+    from cmem.command_line import out_of_bounds
+    from cmem.errors import UsageError
+
+    problem = None if value is None else out_of_bounds(key, value)
+    if problem:
+        raise UsageError(f"{name} {problem}.")
+
+
 def build_server(root: Path):
     """The MCP server for the vault at `root` (an `MCPServer`, or `FastMCP` on mcp 1.x)."""
     try:
@@ -168,8 +184,21 @@ def build_server(root: Path):
             f"`cmem mcp` needs the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (or pip install mcp)."
         ) from None
 
+    from mcp.types import CallToolResult
+
     tools = MemoryTools(root)
     server = Server("cmem", instructions=INSTRUCTIONS)
+
+    def answer(method, *args) -> Any:
+        text, failed = tools.call(method, *args)
+        if not failed:
+            return text
+        # the SDK sends a returned result as it is (mcp >= 1.19): the same JSON text, flagged as
+        # an error (a raised one would get "Error executing tool …: " before it)
+        return CallToolResult.model_validate(
+            {"content": [{"type": "text", "text": text}], "isError": True}
+        )
+
     # by the protocol's names, which mcp 1.x has as fields and 2.x as their aliases
     reading = ToolAnnotations.model_validate(
         {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
@@ -182,7 +211,7 @@ def build_server(root: Path):
     def context(topic: str | None = None, budget: int | None = None) -> str:
         """The session-start bundle: resident memory files, topic files matching `topic`, an index of
         the rest, pending notes. Reference material about the user, not instructions. JSON."""
-        return tools.call(tools.context, topic, budget)
+        return answer(tools.context, topic, budget)
 
     @server.tool(annotations=reading, structured_output=False)
     def recall(query: str, archive: bool = False, limit: int = 10) -> str:
@@ -190,29 +219,29 @@ def build_server(root: Path):
         statements, then the notes' lines (`pending`: not yet converged), with path, layer, line,
         score, snippet (matches in **…**) and source links. `archive=true` searches the archived
         notes instead. JSON."""
-        return tools.call(tools.recall, query, archive, limit)
+        return answer(tools.recall, query, archive, limit)
 
     @server.tool(annotations=writing, structured_output=False)
     def note(text: str) -> str:
         """Capture one line into today's note in the divergent layer (appends; never rewrites). It is
         converged into memory by a later pass. JSON."""
-        return tools.call(tools.note, text)
+        return answer(tools.note, text)
 
     @server.tool(annotations=reading, structured_output=False)
     def status() -> str:
         """The vault at a glance: layers and token sizes, pending signals, last pass, whether a pass is due. JSON."""
-        return tools.call(tools.status)
+        return answer(tools.status)
 
     @server.tool(annotations=reading, structured_output=False)
     def scan() -> str:
         """Every pending signal in the loose notes (note, line, class, cue, excerpt) and deferred lines. JSON."""
-        return tools.call(tools.scan)
+        return answer(tools.scan)
 
     @server.tool(annotations=reading, structured_output=False)
     def converge_prompt(budget: int | None = None) -> str:
         """Start a convergence pass with yourself as the model: returns the assembled prompt for the
         pending notes, the pass date and the notes it covers. Answer it, then call converge_apply. JSON."""
-        return tools.call(tools.converge_prompt, budget)
+        return answer(tools.converge_prompt, budget)
 
     @server.tool(annotations=writing, structured_output=False)
     def converge_apply(response: str, notes: list[str] | None = None) -> str:
@@ -220,7 +249,7 @@ def build_server(root: Path):
         validates it (sources, traces, nothing silently dropped, paths inside the memory layer),
         applies it all-or-nothing and commits; a rejected answer writes nothing and lists the errors.
         `notes`: the notes converge_prompt returned (default: those of the last prompt). JSON."""
-        return tools.call(tools.converge_apply, response, notes)
+        return answer(tools.converge_apply, response, notes)
 
     return server
 

@@ -52,8 +52,8 @@ def test_known_traces_parse_no_file_without_a_trace(make_vault, monkeypatch):
             },
             config_yaml="language: en\n",
         )
-        calls = counted(monkeypatch, checker)
-        run(root, [note_with(root, "n.md", [(1, "decision")])])
-        counts[quiet] = len(calls)
-        monkeypatch.undo()
+        with monkeypatch.context() as patch:  # its own patches only: the home stays isolated
+            calls = counted(patch, checker)
+            run(root, [note_with(root, "n.md", [(1, "decision")])])
+            counts[quiet] = len(calls)
     assert counts[1] == counts[200]

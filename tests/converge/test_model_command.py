@@ -155,7 +155,7 @@ def test_hang_times_out_and_leaves_nothing_running(fake):
     assert "timed out after 1 s" in message and "llm.timeout_seconds" in message
     assert caught.value.reason == "timeout"
     (call,) = fake.calls()
-    assert call["pgid"] == call["pid"]  # it ran in its own process group
+    assert call["pgid"] != os.getpgid(0)  # it ran in a process group of its own
     assert not alive(call["pid"])
     assert live_pids_with(marker) == []
 
@@ -257,3 +257,42 @@ def test_a_long_command_is_shown_by_its_program_name_and_its_tail():
     assert shown.startswith("python …") and shown.endswith("tests/fake_llm.py --marker run-42")
     assert len(shown) <= 100
     assert _display(["llm", "-m", "gpt-4o-mini"]) == "llm -m gpt-4o-mini"
+
+
+@needs_proc
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_sigkilled_cmem_takes_the_model_and_its_helpers_with_it(fake, tmp_path):
+    """cmem SIGKILLed while the model runs (no handler of cmem's runs then): the model and the
+    helper it forked, both deaf to SIGTERM, die with it (the guard's death signal)."""
+    import signal
+    import subprocess
+
+    from support import CMEM, run_cmem
+
+    command, marker = fake("stubborn")
+    root = tmp_path / "vault"
+    assert run_cmem("init", str(root), "--lang", "en").returncode == 0
+    (root / "2026-01-01 tea.md").write_text("- actually I prefer tea over coffee\n")
+    cmem = subprocess.Popen(
+        [*CMEM, "converge", "--llm", command, "--vault", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120  # the model starting is the event waited for
+        while not fake.calls() and cmem.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (call,) = fake.calls()
+        os.kill(cmem.pid, signal.SIGKILL)
+        cmem.wait()
+        deadline = time.monotonic() + 60  # the kernel's signal, then the group's kill
+        while (alive(call["pid"]) or alive(call["grandchild_pid"])) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(call["pid"]) and not alive(call["grandchild_pid"])
+        assert live_pids_with(marker) == []
+    finally:
+        if cmem.poll() is None:
+            cmem.kill()
+        for pid in live_pids_with(marker):  # never leave one behind, even when the test fails
+            os.kill(pid, signal.SIGKILL)

@@ -69,24 +69,26 @@ def test_a_note_the_builtin_engine_fails_on_is_put_aside_and_the_others_converge
         config_yaml=EN,
         git=True,
     )
-    _poisoned(monkeypatch, "bad.md", how)
-    result = run_pass(open_vault(root), PassOptions(engine="builtin"))
-    assert result.status == "applied", result.errors
-    assert sorted(result.converged) == ["also.md", "good.md"]
-    assert [q["note"] for q in result.quarantined] == ["bad.md"]
-    reason = result.quarantined[0]["reason"]
-    assert ("rule 3" in reason) if how == "reply" else ("IndexError" in reason)
-    assert "Quarantined: bad.md" in git(root, "log", "-1", "--format=%B")
-    entry = json.loads((root / ".cmem/state.json").read_text("utf-8"))["notes"]["bad.md"]
-    assert entry["quarantined"] == reason
-    # named everywhere, never taken again by the builtin engine while it is as it is
-    scan = scan_vault(open_vault(root))
-    assert [q.note for q in scan.quarantined] == ["bad.md"]
-    assert [(p.rel, p.model_only) for p in scan.pending if p.rel == "bad.md"] == [("bad.md", True)]
-    assert run_pass(open_vault(root), PassOptions(engine="builtin")).status == "nothing"
-    assert "quarantined: bad.md" in render_status(build_status(open_vault(root)))
-    # edited: pending again, and (the engine mended) converged
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patches only: the home stays isolated
+        _poisoned(patch, "bad.md", how)
+        result = run_pass(open_vault(root), PassOptions(engine="builtin"))
+        assert result.status == "applied", result.errors
+        assert sorted(result.converged) == ["also.md", "good.md"]
+        assert [q["note"] for q in result.quarantined] == ["bad.md"]
+        reason = result.quarantined[0]["reason"]
+        assert ("rule 3" in reason) if how == "reply" else ("IndexError" in reason)
+        assert "Quarantined: bad.md" in git(root, "log", "-1", "--format=%B")
+        entry = json.loads((root / ".cmem/state.json").read_text("utf-8"))["notes"]["bad.md"]
+        assert entry["quarantined"] == reason
+        # named everywhere, never taken again by the builtin engine while it is as it is
+        scan = scan_vault(open_vault(root))
+        assert [q.note for q in scan.quarantined] == ["bad.md"]
+        assert [(p.rel, p.model_only) for p in scan.pending if p.rel == "bad.md"] == [
+            ("bad.md", True)
+        ]
+        assert run_pass(open_vault(root), PassOptions(engine="builtin")).status == "nothing"
+        assert "quarantined: bad.md" in render_status(build_status(open_vault(root)))
+        # edited: pending again, and (the engine mended) converged
     (root / "bad.md").write_text("I prefer vim keys in every editor.\n", encoding="utf-8")
     assert scan_vault(open_vault(root)).quarantined == []
     again = run_pass(open_vault(root), PassOptions(engine="builtin"))

@@ -59,9 +59,9 @@ def test_a_kept_file_reads_only_under_its_own_kind_format_and_depends(tmp_path, 
     assert Kept(path, "scan", "settings A").read() == {"a.md": 1}
     assert Kept(path, "scan", "settings B").read() == {}  # other settings
     assert Kept(path, "conflicts", "settings A").read() == {}  # another cache's file
-    monkeypatch.setitem(cache_store.FORMATS, "scan", cache_store.FORMATS["scan"] + 1)
-    assert Kept(path, "scan", "settings A").read() == {}  # a format bumped
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+        patch.setitem(cache_store.FORMATS, "scan", cache_store.FORMATS["scan"] + 1)
+        assert Kept(path, "scan", "settings A").read() == {}  # a format bumped
     monkeypatch.setattr(cache_store, "__version__", "9.9.9")
     reader = Kept(path, "scan", "settings A")
     assert reader.read() == {} and not reader.found  # another cmem

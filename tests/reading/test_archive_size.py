@@ -37,11 +37,9 @@ def _vault(make_vault):
 
 def _fresh(root, monkeypatch, tmp_path, name: str):
     """The sizes measured with a machine folder of its own: nothing kept from before."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / f"fresh-{name}"))
-    try:
+    with monkeypatch.context() as patch:  # its own setting only: the home stays isolated
+        patch.setenv("XDG_STATE_HOME", str(tmp_path / f"fresh-{name}"))
         return measure_layers(open_vault(root))
-    finally:
-        monkeypatch.undo()
 
 
 def _archived_notes_measured(monkeypatch) -> list[str]:

@@ -481,11 +481,11 @@ def test_cold_scan_reuses_the_merged_guard_index(make_vault, monkeypatch):
     def no_merge(*args, **kwargs):
         raise AssertionError("the guard index was merged again")
 
-    monkeypatch.setattr(scan_module, "_convergent_entry", no_convergent_reads)
-    monkeypatch.setattr(scan_module, "_merge_convergent", no_merge)
-    cold = scan_vault(vault)
+    with monkeypatch.context() as patch:  # its own patches only: the home stays isolated
+        patch.setattr(scan_module, "_convergent_entry", no_convergent_reads)
+        patch.setattr(scan_module, "_merge_convergent", no_merge)
+        cold = scan_vault(vault)
     assert cold.notes_read == 1 and cold.to_json() == expected
-    monkeypatch.undo()
     with open(root / "converged/topics/web.md", "a", encoding="utf-8") as handle:
         handle.write("- 我喜欢先看结论\n")  # a changed convergent file: re-read, re-merged
     assert scan_vault(vault).to_json() == expected

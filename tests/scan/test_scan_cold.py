@@ -70,9 +70,9 @@ def _count(monkeypatch) -> tuple[Counter, Counter]:
 def test_a_cold_scan_lists_each_folder_once_and_stats_each_note_once(sample_vault, monkeypatch):
     _more_notes(sample_vault)
     vault = open_vault(sample_vault)
-    listed, stats = _count(monkeypatch)
-    result = scan_vault(vault)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patches only: the home stays isolated
+        listed, stats = _count(patch)
+        result = scan_vault(vault)
 
     root = str(sample_vault)
     assert result.notes_read > 0
@@ -91,11 +91,11 @@ def test_after_a_read_commands_listing_key_the_scan_stats_no_note_again(sample_v
 
     _more_notes(sample_vault)
     vault = open_vault(sample_vault).remember_listings()
-    listed, stats = _count(monkeypatch)
-    stored_results.begin(vault, "scan", (False, False))  # None here (files just written): racy
-    walked = Counter(stats)
-    result = scan_vault(vault)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patches only: the home stays isolated
+        listed, stats = _count(patch)
+        stored_results.begin(vault, "scan", (False, False))  # None: files just written, racy
+        walked = Counter(stats)
+        result = scan_vault(vault)
     convergent = {str(file.location) for file in vault.convergent_files()}
     assert result.notes_read > 10 and convergent  # every divergent note read, the guard built
     assert set(walked) >= convergent | {str(f.location) for f in vault.list_layer(DIVERGENT)}

@@ -6,7 +6,7 @@ import pytest
 
 from cmem.errors import UsageError
 from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
-from support import git, write_files
+from support import git, run_cmem, snapshot, write_files
 
 OBSIDIAN_VAULT = {
     "Daily/2026-11-28.md": "---\ntags: [daily]\n---\n# 今天\n- 其实不是这样\n",
@@ -231,3 +231,50 @@ def test_cmem_init_asks_on_a_terminal_when_unsure(tmp_path):
     os.waitpid(pid, 0)
     assert b"no notes and no locale" in output
     assert "language: zh" in (root / ".cmem/config.yaml").read_text("utf-8")
+
+
+# --- a file where init makes a folder (issue 43): checked before anything is written ----------
+
+
+@pytest.mark.parametrize(
+    "blocker, kind",
+    [
+        ("archive", "file"),
+        ("converged", "file"),
+        ("converged/core", "file"),
+        ("converged/topics", "file"),
+        (".cmem", "file"),
+        (".cmem/state.json", "folder"),
+        ("archive/ARCHIVE-CHECKLIST.md", "folder"),
+        (".gitignore", "folder"),
+    ],
+)
+def test_a_file_in_the_way_is_named_before_anything_is_written(tmp_path, blocker, kind):
+    root = tmp_path / "v"
+    write_files(root, {"2026-01-01 notes.md": "- actually I prefer tea\n"})
+    if kind == "file":
+        write_files(root, {blocker: "the user's own file\n"})
+    else:
+        (root / blocker).mkdir(parents=True)
+    before = snapshot(root, folders=True)
+    for _ in range(2):  # and the same again: nothing half-made in between
+        done = run_cmem("init", str(root), "--lang", "en")
+        assert done.returncode == 1 and done.stderr == (
+            f"error: {root / blocker} is a "
+            + (
+                f"file where cmem init makes the folder {_folder_of(blocker)}/"
+                if kind == "file"
+                else "folder where cmem init writes a file"
+            )
+            + "; move or rename it, then run `cmem init` again (nothing was written).\n"
+        )
+        assert snapshot(root, folders=True) == before
+    (root / blocker).unlink() if kind == "file" else (root / blocker).rmdir()
+    done = run_cmem("init", str(root), "--lang", "en")
+    assert done.returncode == 0, done.stderr
+    assert "cmem: init vault" in git(root, "log", "--format=%s")
+
+
+def _folder_of(blocker: str) -> str:
+    """The folder init makes that the blocker stands in (the whole folder it names)."""
+    return {"converged": "converged/core", ".cmem": ".cmem"}.get(blocker, blocker)

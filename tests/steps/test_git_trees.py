@@ -170,9 +170,9 @@ def test_only_the_trees_on_the_way_to_a_change_are_read_and_written(tmp_path, mo
                 write = self.stdin.write
                 self.stdin.write = lambda data: (requested.append(data), write(data))[1]
 
-    monkeypatch.setattr(subprocess, "Popen", Spy)
-    made = tree_with(_argv(root), dict(os.environ), base, change, "sha1")
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+        patch.setattr(subprocess, "Popen", Spy)
+        made = tree_with(_argv(root), dict(os.environ), base, change, "sha1")
     assert made == _by_index(root, base, change)
     assert sum("cat-file" in argv for argv in started) == 1  # one reader for every tree
     assert len(requested) == 3  # the root, q and q/sub1: nothing else of 13 trees

@@ -552,13 +552,13 @@ def test_a_failed_commit_in_a_step_moves_nothing_and_the_next_builds_on_head(vau
     root = vault.root
     with history.one_repository():
         first = history.commit_files(root, {"converged/core/one.md": b"one\n"}, "cmem: one")
-        monkeypatch.setattr(
-            history.faults, "point", lambda name: (_ for _ in ()).throw(OSError(name))
-        )
-        with pytest.raises(OSError):
-            history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
+        with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+            patch.setattr(
+                history.faults, "point", lambda name: (_ for _ in ()).throw(OSError(name))
+            )
+            with pytest.raises(OSError):
+                history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
         assert git(root, "rev-parse", "HEAD").strip() == first
-        monkeypatch.undo()
         history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
     assert _left_in_git_folder(root) == []
     assert git(root, "rev-parse", "HEAD~1").strip() == first
@@ -579,10 +579,10 @@ def test_a_commit_git_refuses_a_blob_for_leaves_nothing_behind(vault, monkeypatc
                 raise OSError("no room for the blob")
             return real_run(args, *rest, **kwargs)
 
-        monkeypatch.setattr(history.subprocess, "run", refusing)
-        with pytest.raises(OSError):
-            history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
-        monkeypatch.undo()
+        with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+            patch.setattr(history.subprocess, "run", refusing)
+            with pytest.raises(OSError):
+                history.commit_files(root, {"converged/core/two.md": b"two\n"}, "cmem: two")
     assert _left_in_git_folder(root) == []
     history.commit_files(root, {"converged/core/three.md": b"3\n"}, "cmem: three")
     assert "converged/core/three.md" in ls_head(root)

@@ -417,9 +417,9 @@ def test_status_finds_the_pass_commit_without_git_while_head_stands_still(
     def no_git(*args, **kwargs):
         raise AssertionError("status started git while HEAD stood still")
 
-    monkeypatch.setattr(history, "find_pass_commit", no_git)
-    assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"]
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+        patch.setattr(history, "find_pass_commit", no_git)
+        assert status.build_status(open_vault(sample_vault)).last_pass["commit"] == first["commit"]
     (sample_vault / "other.md").write_text("x\n", encoding="utf-8")
     git(sample_vault, "add", "-A")
     git(sample_vault, "commit", "-q", "-m", "later")  # HEAD moved: asked again, same pass commit

@@ -61,6 +61,13 @@ async def call(session, name, arguments=None) -> dict:
     return json.loads(result.content[0].text)
 
 
+async def call_error(session, name, arguments=None) -> dict:
+    """A call that must come back flagged as a tool error, its text still the JSON object."""
+    result = await session.call_tool(name, arguments or {})
+    assert getattr(result, "is_error", getattr(result, "isError", False)), result
+    return json.loads(result.content[0].text)
+
+
 def test_initialize_list_and_call_the_reading_tools(sample_vault):
     async def body(session, initialized):
         info = getattr(initialized, "server_info", None) or initialized.serverInfo
@@ -78,7 +85,7 @@ def test_initialize_list_and_call_the_reading_tools(sample_vault):
             "status": await call(session, "status"),
             "scan": await call(session, "scan"),
             "note": await call(session, "note", {"text": "以后都用 uv 管理 Python 项目"}),
-            "empty": await call(session, "recall", {"query": "  "}),
+            "empty": await call_error(session, "recall", {"query": "  "}),
         }
         return out
 
@@ -161,7 +168,7 @@ def test_a_hostile_answer_is_rejected_and_changes_nothing(sample_vault, kind):
 
     async def body(session, initialized):
         await call(session, "converge_prompt")  # the apply answers this prompt's notes
-        return await call(
+        return await call_error(
             session, "converge_apply", {"response": HOSTILE[kind]}
         )  # notes from the last prompt
 
@@ -175,7 +182,9 @@ def test_a_hostile_answer_is_rejected_and_changes_nothing(sample_vault, kind):
 
 def test_converge_apply_without_a_prompt_is_refused(sample_vault):
     async def body(session, initialized):
-        return await call(session, "converge_apply", {"response": "<convergence></convergence>"})
+        return await call_error(
+            session, "converge_apply", {"response": "<convergence></convergence>"}
+        )
 
     assert "converge_prompt first" in with_client(sample_vault, body)["error"]
 
@@ -256,3 +265,63 @@ def test_the_tools_never_hand_a_credential_to_the_agent(sample_vault):
     assert any("[REDACTED:github-token]" in r["text"] for r in recall_token["results"])
     assert any("[REDACTED:url-password]" in r["snippet"] for r in recall_db["results"])
     assert any("[REDACTED:github-token]" in s["excerpt"] for s in scan["signals"])
+
+
+# --- every bound checked at the door (issue 43) ------------------------------------------------
+
+OUT_OF_BOUNDS = [
+    ("context", {"budget": -5}, "budget must be from 100 to 1,000,000, not -5."),
+    ("context", {"budget": 0}, "budget must be from 100 to 1,000,000, not 0."),
+    ("context", {"budget": 10**12}, "budget must be from 100 to 1,000,000, not 1000000000000."),
+    ("recall", {"query": "uv", "limit": 0}, "limit must be from 1 to 1,000, not 0."),
+    ("recall", {"query": "uv", "limit": -1}, "limit must be from 1 to 1,000, not -1."),
+    (
+        "recall",
+        {"query": "uv", "limit": 10**30},
+        "limit must be from 1 to 1,000, not " + str(10**30) + ".",
+    ),
+    ("converge_prompt", {"budget": 499}, "budget must be from 500 to 1,000,000, not 499."),
+    ("converge_prompt", {"budget": -1}, "budget must be from 500 to 1,000,000, not -1."),
+    (
+        "note",
+        {"text": "x" * 20_000},
+        "a note line takes at most 4,000 characters, not 20,000; write longer text into a note of its own in the vault.",
+    ),
+]
+
+
+@pytest.mark.parametrize("tool, arguments, message", OUT_OF_BOUNDS)
+def test_a_tool_refuses_what_the_cli_refuses_as_a_tool_error(
+    sample_vault, tool, arguments, message
+):
+    head = git(sample_vault, "rev-parse", "HEAD").strip()
+    before = snapshot(sample_vault)
+
+    async def body(session, initialized):
+        return await call_error(session, tool, arguments)
+
+    assert with_client(sample_vault, body) == {"error": message}
+    assert snapshot(sample_vault) == before
+    assert git(sample_vault, "rev-parse", "HEAD").strip() == head
+
+
+def test_the_bounds_themselves_are_accepted(sample_vault):
+    async def body(session, initialized):
+        await call(session, "context", {"budget": 100})
+        await call(session, "context", {"budget": 1_000_000})
+        await call(session, "recall", {"query": "uv", "limit": 1_000})
+        return await call(session, "note", {"text": "y" * 4000})
+
+    assert with_client(sample_vault, body)["text"] == "y" * 4000
+
+
+def test_a_busy_vault_is_a_tool_error(sample_vault):
+    from cmem.steps.lock import vault_lock
+
+    async def body(session, initialized):
+        return await call_error(session, "converge_apply", {"response": "x", "notes": ["a"]})
+
+    vault = open_vault(sample_vault)
+    with vault_lock(vault.machine_dir, "test"):
+        busy = with_client(sample_vault, body)
+    assert busy["status"] == "busy"

@@ -284,9 +284,9 @@ def test_push_rejected_because_the_other_side_pushed_first(machines, monkeypatch
             assert sync(b).pushed
         return real_push(vault, target, commit)
 
-    monkeypatch.setattr(sync_module, "push", push_after_b)
-    result = sync(a)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # its own patch only: the home stays isolated
+        patch.setattr(sync_module, "push", push_after_b)
+        result = sync(a)
     assert result.pushed and result.attempts == 2 and calls["n"] == 2
     assert head(a) == git(remote, "rev-parse", "main").strip()
     sync(b)

@@ -124,7 +124,9 @@ def stage_notes(
 
 # --- reading the checklist: `cmem archive`, undo, doctor --fix ---------------------------------
 
-LineState = Literal["ready", "changed", "missing", "unparsed", "refused", "uncited", "waiting"]
+LineState = Literal[
+    "ready", "changed", "missing", "unparsed", "refused", "uncited", "unreadable", "waiting"
+]
 READY: Final = "ready"
 CHANGED: Final = "changed"
 MISSING: Final = "missing"
@@ -133,6 +135,9 @@ REFUSED: Final = "refused"  # the line's target is not a path inside the archive
 # memory no longer holds what the note was converged into (`citations.py`): never moved, and
 # `archive apply` makes the note pending again
 UNCITED: Final = "uncited"
+# the note, or a memory file it was converged into, cannot be read now: never moved, its state
+# kept; it moves once the file can be read again
+UNREADABLE: Final = "unreadable"
 # lines of the note still wait for a judgement (a model's): never moved until a pass judged them
 WAITING: Final = "waiting"
 
@@ -255,8 +260,10 @@ def _link_name(link: str) -> str:
 
 
 def read_checklist(vault: Vault) -> tuple[str, bytes | None]:
+    from cmem.regular_files import read_regular
+
     try:
-        raw = vault.checklist_path.read_bytes()
+        raw = read_regular(vault.checklist_path)
     except FileNotFoundError:
         return "", None
     text = raw.decode("utf-8", errors="replace")

@@ -17,6 +17,10 @@ the note's content held nowhere but the note itself; archiving it would leave it
 archive, which is never read. Such a line is `uncited`: refused with the reason, and the note is
 pending again (`gate.apply_archive` drops its state.json entry in the archive step's commit).
 
+A memory file that cannot be read (no read permission, not a regular file) tells nothing either
+way: the notes that went into it (and a note recorded nowhere) wait, staged, with their state
+kept, until it can be read (`unreadable`).
+
 Only files that lost a citation cost a look at git; the usual line costs one read of each
 memory file per command.
 """
@@ -59,6 +63,7 @@ class Citations:
     def __init__(self, vault: Vault):
         self.vault = vault
         self._by_file: dict[str, set[str]] | None = None
+        self._unreadable: dict[str, str] = {}  # memory files that cannot be read, with why
         self._losses: dict[tuple[str, str, str], str | None] = {}
 
     @property
@@ -70,7 +75,18 @@ class Citations:
             for file in self.vault.convergent_files():
                 note = read_note(file, limit)
                 self._by_file[file.rel] = cited_names(note.text, formats) if note.usable else set()
+                if note.skip_reason and note.skip_reason != "is empty":  # empty: cites nothing
+                    self._unreadable[file.rel] = note.skip_reason
         return self._by_file
+
+    def unreadable(self, into: list[str]) -> str | None:
+        """ "<file> <why>" for a memory file the note went into (any, when `into` is empty) that
+        cannot be read: whether it still cites the note cannot be told."""
+        self.by_file  # noqa: B018 (reads every file once)
+        for rel in into or sorted(self._unreadable):
+            if rel in self._unreadable:
+                return f"{rel} {self._unreadable[rel]}"
+        return None
 
     def files_citing(self, name: str) -> list[str]:
         return sorted(rel for rel, names in self.by_file.items() if name in names)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -21,6 +22,7 @@ from cmem.archive.checklist import (
     REFUSED,
     UNCITED,
     UNPARSED,
+    UNREADABLE,
     WAITING,
     StagedLine,
     archive_target,
@@ -31,6 +33,7 @@ from cmem.archive.checklist import (
 )
 from cmem.archive.citations import Citations
 from cmem.errors import CmemError
+from cmem.regular_files import read_regular, reason_of
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 from cmem.vault.state_json import load_state, state_bytes
 from cmem.vault.statements import WIKILINK
@@ -103,6 +106,7 @@ class ArchiveResult:
     pass_id: str | None = None
     commit: str | None = None
     snapshot_commit: str | None = None
+    step_warnings: list[str] = field(default_factory=list)  # files the step's snapshot left out
 
     def to_json(self) -> dict:
         return {
@@ -116,7 +120,7 @@ class ArchiveResult:
                 [line.source for line in self.plan.pending_again] if self.commit else []
             ),
             "not_chosen": len(self.plan.not_chosen),
-            "warnings": self.plan.warnings,
+            "warnings": self.plan.warnings + self.step_warnings,
         }
 
 
@@ -179,6 +183,14 @@ def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
     """A ready line whose note memory no longer holds is `uncited`, with the reason."""
     entry = state.notes.get(line.source or "")
     line.recorded = entry is not None
+    unreadable = citations.unreadable(list(entry.into) if entry else [])
+    if unreadable:
+        line.state = UNREADABLE
+        line.detail = (
+            f"{unreadable}, so whether memory still holds the note cannot be told; it stays "
+            "staged until the file can be read"
+        )
+        return
     problem = citations.problem(
         line.note or "",
         list(entry.into) if entry else [],
@@ -198,8 +210,9 @@ def _fill_citation(line: StagedLine, state, citations: Citations) -> None:
 def _fill_target(vault: Vault, line: StagedLine, state) -> None:
     """The line's archive path: the one written on it, else the configured pattern's. A target
     that is not a Markdown path inside the archive layer — `..`, a dot-folder (`archive/.git/`),
-    another layer, the checklist, a symbolic link on the way — refuses the line: it is skipped
-    with the reason, and nothing is moved for it."""
+    another layer, the checklist, a symbolic link or a file on the way — or a note whose name a
+    step may not take as a path refuses the line: it is skipped with the reason, nothing is
+    moved for it, and the other lines move (one bad note never stops the whole apply)."""
     if line.target:
         target = line.target.replace("\\", "/")  # a line edited on Windows
         where = f"the line's target {show_name(target)!r}"
@@ -213,6 +226,14 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
         target = archive_target(vault.config.archive_dir, vault.config.archive_pattern, rel, date)
         where = f"its archive path {show_name(target)!r} (setting 'archive.pattern')"
     line.target = target
+    source_problem = vault.path_problem(line.source, DIVERGENT) if line.source else None
+    if source_problem:  # a backslash in its name: a separator where the vault may be synced
+        line.state = REFUSED
+        line.detail = (
+            f"{line.source} {source_problem}; cmem cannot move it into the archive — rename the "
+            "note (its line stays staged until then)"
+        )
+        return
     problem = vault.path_problem(target, ARCHIVE)
     if problem is None and not target.endswith(".md"):
         problem = "is not a Markdown file (.md)"
@@ -224,6 +245,14 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
             problem = (
                 f"goes through the symbolic link {link}, which could take the note out of the vault"
             )
+    blocked = None if problem else _file_on_the_way(vault, target)
+    if blocked:
+        line.state = REFUSED
+        line.detail = (
+            f"{where} needs the folder {blocked}, which is a file; move that file away (the line "
+            "stays staged until then)"
+        )
+        return
     if problem:
         line.state = REFUSED
         line.detail = (
@@ -240,9 +269,9 @@ def _fill_state(vault: Vault, line: StagedLine, state) -> None:
             line.detail = f"no note named {line.note!r} in the divergent layer (moved, renamed or archived by hand?)"
         return
     try:
-        raw = (vault.root / line.source).read_bytes()
+        raw = read_regular(vault.root / line.source)
     except OSError as exc:
-        line.state, line.detail = MISSING, f"{line.source} cannot be read ({exc.strerror})"
+        line.state, line.detail = UNREADABLE, f"{line.source} {reason_of(exc)}; it stays staged"
         return
     digest = hashlib.sha256(raw).hexdigest()
     recorded = line.digest
@@ -373,7 +402,7 @@ def _citing_files(vault: Vault, note_name: str) -> list[str]:
     found = []
     for note in vault.convergent_files():
         try:
-            text = note.path.read_text("utf-8", errors="replace")
+            text = read_regular(note.path).decode("utf-8", errors="replace")
         except OSError:
             continue
         if needle in text and any(m.group(1).strip() == note_name for m in WIKILINK.finditer(text)):
@@ -383,7 +412,7 @@ def _citing_files(vault: Vault, note_name: str) -> list[str]:
 
 def _read_bytes(path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except FileNotFoundError:
         return None
 
@@ -406,11 +435,16 @@ def apply_archive(vault: Vault, plan: ArchivePlan, now: datetime | None = None) 
         _recheck_citations(vault, plan)
         changes = ChangeSet()
         for move in plan.moves:
-            changes.move(move.source, move.target, (vault.root / move.source).read_bytes())
+            changes.move(move.source, move.target, read_regular(vault.root / move.source))
         _rewrite_checklist_and_state(vault, plan, step, changes)
         commit = step.commit(changes, commit_message(plan, step.id))
     return ArchiveResult(
-        "applied", plan, pass_id=step.id, commit=commit, snapshot_commit=step.snapshot
+        "applied",
+        plan,
+        pass_id=step.id,
+        commit=commit,
+        snapshot_commit=step.snapshot,
+        step_warnings=step.warnings,
     )
 
 
@@ -463,6 +497,22 @@ def _recheck_citations(vault: Vault, plan: ArchivePlan) -> None:
                 f"{move.source}: memory changed since the plan was made ({problem}); nothing "
                 "was moved, run `cmem archive apply` again."
             )
+
+
+def _file_on_the_way(vault: Vault, target: str) -> str | None:
+    """The first of the target's folders that exists as something other than a folder."""
+    parts = target.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        rel = "/".join(parts[:end])
+        try:
+            mode = os.lstat(vault.root / rel).st_mode
+        except FileNotFoundError:
+            return None  # made by the move
+        except OSError:
+            return rel
+        if not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):  # a link: `_link_on_the_way`
+            return rel
+    return None
 
 
 def _link_on_the_way(vault: Vault, target: str) -> str | None:

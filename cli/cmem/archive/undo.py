@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Literal
 
 from cmem.errors import CmemError, GitError
+from cmem.regular_files import read_regular, reason_of
 from cmem.steps import commits as history
 from cmem.steps.changes import in_line_ends, same_text
 from cmem.steps.pass_log import (
@@ -104,10 +105,18 @@ class UndoResult:
     plan: UndoPlan
     pass_id: str | None = None
     commit: str | None = None
+    warnings: list[str] = field(default_factory=list)  # files the step's snapshot left out
 
     def to_json(self) -> dict:
         data = self.plan.to_json()
-        data.update({"status": self.status, "pass": self.pass_id, "commit": self.commit})
+        data.update(
+            {
+                "status": self.status,
+                "pass": self.pass_id,
+                "commit": self.commit,
+                "warnings": self.warnings,
+            }
+        )
         return data
 
 
@@ -141,9 +150,7 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
         history.run_git(vault.root, "rev-parse", "--verify", "-q", parent, check=False).returncode
         != 0
     ):
-        plan.blocked.append(
-            f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
-        )
+        plan.blocked.append(_no_parent(vault, target))
         return plan
     wrote = _step_wrote(vault, target)
     for change in target.files:
@@ -152,6 +159,19 @@ def plan_undo(vault: Vault, force: bool = False) -> UndoPlan:
         _plan_file(vault, plan, target, change, wrote)
     _find_later_commits(vault, plan, target)
     return plan
+
+
+def _no_parent(vault: Vault, target: CmemCommit) -> str:
+    """Why the step's commit has no parent to go back to: a shallow clone cut its history
+    there, or it is the repository's first commit."""
+    shallow = history.run_git(vault.root, "rev-parse", "--is-shallow-repository", check=False)
+    if shallow.stdout.strip() == "true":
+        return (
+            f"the commit before {target.short} is not in this clone: its history is shallow (a "
+            "`git clone --depth`); run `git fetch --unshallow` (or `git fetch --deepen=10`) in "
+            "the vault, then undo again"
+        )
+    return f"{target.short} is the first commit of the repository; there is nothing before it to go back to"
 
 
 def _step_wrote(vault: Vault, target: CmemCommit) -> dict[str, str | None] | None:
@@ -192,7 +212,11 @@ def _plan_file(
     before = read_blob(vault, parent, before_path) if change.status != "A" else None
     after = read_blob(vault, target.sha, after_path) if change.status != "D" else None
     head_after = read_blob(vault, "HEAD", after_path)
-    now_after = _disk(vault, after_path)
+    try:
+        now_after = _disk(vault, after_path)
+    except OSError as exc:
+        plan.blocked.append(_unreadable(after_path, exc))
+        return
     plan.current[after_path] = now_after
     if not same_text(now_after, head_after):
         plan.blocked.append(
@@ -249,7 +273,11 @@ def _plan_file(
     if content is not None and now_after is not None:
         content = in_line_ends(content, now_after)  # written back in the file's own line ends
     if change.status in "RC" and before_path != after_path:
-        now_before = _disk(vault, before_path)
+        try:
+            now_before = _disk(vault, before_path)
+        except OSError as exc:
+            plan.blocked.append(_unreadable(before_path, exc))
+            return
         plan.current[before_path] = now_before
         if now_before is not None:
             plan.blocked.append(
@@ -295,7 +323,9 @@ def _merge3(
             with open(name, "wb") as handle:
                 handle.write(data)
             names.append(name)
-        result = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
+        result = subprocess.run(
+            ["git", *history.SAFE_GIT_OPTIONS, "merge-file", "-p", *names], capture_output=True
+        )
     if result.returncode != 0:
         plan.blocked.append(
             f"{path}: the later edits overlap the lines the pass changed; even --force cannot undo it cleanly"
@@ -324,11 +354,18 @@ def _find_later_commits(vault: Vault, plan: UndoPlan, target: CmemCommit) -> Non
 
 
 def _disk(vault: Vault, rel: str) -> bytes | None:
+    """The file's bytes, None when there is none (an `OSError` when it cannot be read)."""
     try:
-        with open(vault.root / rel, "rb") as handle:
-            return handle.read()
+        return read_regular(vault.root / rel)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+
+
+def _unreadable(rel: str, exc: OSError) -> str:
+    return (
+        f"{rel} {reason_of(exc)}, so whether it changed since cannot be told; make it readable, "
+        "then undo"
+    )
 
 
 # --- state.json and the checklist, reverted by meaning ----------------------------------------
@@ -521,7 +558,7 @@ def apply_undo(vault: Vault, plan: UndoPlan, now: datetime | None = None) -> Und
         )
         _plan_checklist(vault, target, changes)
         commit = step.commit(changes, undo_message(target, plan, step.id))
-    return UndoResult("undone", plan, pass_id=step.id, commit=commit)
+    return UndoResult("undone", plan, pass_id=step.id, commit=commit, warnings=step.warnings)
 
 
 def _state_base(vault: Vault, state_now: bytes | None, after: bytes | None) -> bytes | None:

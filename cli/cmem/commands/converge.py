@@ -14,6 +14,7 @@ from cmem.commands.options import (
     VaultOption,
     choices,
     invocation,
+    within,
     yes_option,
 )
 from cmem.converge.engines import ENGINE_NAMES, engine_named
@@ -74,7 +75,11 @@ def converge(
     ] = None,
     budget: Annotated[
         Optional[int],
-        typer.Option("--budget", min=500, help="Prompt budget in tokens (default: budget_tokens)."),
+        typer.Option(
+            "--budget",
+            callback=within("converge --budget"),
+            help="Prompt budget in tokens (default: budget_tokens).",
+        ),
     ] = None,
     propose: Annotated[
         bool,

@@ -33,6 +33,20 @@ PROJECT_HELP = (
 )
 
 
+def within(key: str):
+    """A typer callback refusing a number outside `command_line.BOUNDS[key]` (NaN and infinity
+    too: click's own ranges let NaN through): a usage error, exit 2."""
+    from cmem.command_line import out_of_bounds
+
+    def check(value):
+        problem = None if value is None else out_of_bounds(key, value)
+        if problem:
+            raise typer.BadParameter(problem)
+        return value
+
+    return check
+
+
 def invocation(ctx: typer.Context) -> Invocation:
     """The invocation of this command line (subcommands' contexts inherit the root's `obj`)."""
     if not isinstance(ctx.obj, Invocation):

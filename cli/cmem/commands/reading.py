@@ -6,7 +6,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from cmem.commands.common import print_json, reading_target, show, warn
-from cmem.commands.options import JsonOption, RescanOption, VaultOption
+from cmem.commands.options import JsonOption, RescanOption, VaultOption, within
 
 
 def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
@@ -53,7 +53,9 @@ def context(
     budget: Annotated[
         Optional[int],
         typer.Option(
-            "--budget", min=100, help="Token budget (default: budget_tokens from the config)."
+            "--budget",
+            callback=within("context --budget"),
+            help="Token budget (default: budget_tokens from the config).",
         ),
     ] = None,
     vault: VaultOption = None,
@@ -81,7 +83,9 @@ def context(
 def log_command(
     limit: Annotated[
         Optional[int],
-        typer.Option("--limit", "-n", min=1, help="Show only the newest N entries."),
+        typer.Option(
+            "--limit", "-n", callback=within("log --limit"), help="Show only the newest N entries."
+        ),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -154,7 +158,10 @@ def recall(
         typer.Option("--archive", help="Search the archived notes instead of memory and notes."),
     ] = False,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="At most this many results.")
+        int,
+        typer.Option(
+            "--limit", "-n", callback=within("recall --limit"), help="At most this many results."
+        ),
     ] = 10,
     rebuild: Annotated[
         bool,

@@ -15,7 +15,7 @@ from cmem.commands.common import (
     recover_first,
     warn,
 )
-from cmem.commands.options import JsonOption, VaultOption, invocation
+from cmem.commands.options import JsonOption, VaultOption, invocation, within
 
 
 def note(
@@ -110,7 +110,9 @@ def watch(
     settle: Annotated[
         float,
         typer.Option(
-            "--settle", min=0.0, help="Seconds without a change before the due check runs."
+            "--settle",
+            callback=within("watch --settle"),
+            help="Seconds without a change before the due check runs.",
         ),
     ] = 30.0,
     polling: Annotated[

@@ -9,6 +9,7 @@ from cmem.converge.checker import Doc, ReplyReading, reply_fact
 from cmem.converge.paths import convergent_path_problem, show_path
 from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
 from cmem.converge.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
+from cmem.regular_files import read_regular, reason_of
 from cmem.vault.statements import WIKILINK
 
 
@@ -197,7 +198,15 @@ def _into_ok(
         text = None if problem else written.get(into) or _existing(reply, into)
         if text is None and not problem and _refused_block(reply, into):
             continue  # its block was refused, and that error says what to fix
-        if problem or text is None:
+        if isinstance(text, OSError):  # a memory file the pass left alone: never a target
+            reply.error(
+                into,
+                0,
+                ACCOUNTING,
+                f'<converged into="{show_path(into)}">: the file {reason_of(text)}; nothing is converged into it until it can be read',
+            )
+            ok = False
+        elif problem or text is None:
             why = (
                 f"the path {problem}"
                 if problem
@@ -238,12 +247,18 @@ def parsed(reply: ReplyReading, path: str, text: str) -> Doc:
     return done[path]
 
 
-def _existing(reply: ReplyReading, path: str) -> str | None:
+def _existing(reply: ReplyReading, path: str) -> str | OSError | None:
+    """The file's text, None when there is none, or the error reading it raised."""
     text = reply.ctx.originals.get(path)
     if text is not None:
         return text
     full = reply.vault.root / path
-    return full.read_text("utf-8", errors="replace") if full.is_file() else None
+    if not full.is_file():
+        return None
+    try:
+        return read_regular(full).decode("utf-8", errors="replace")
+    except OSError as exc:
+        return exc
 
 
 def _cites(text: str, names: set[str]) -> bool:

@@ -239,8 +239,12 @@ class ReplyReading:
             text = self.ctx.originals[path]
             return (None, None) if text is None else (text.replace("\r\n", "\n"), None)
         full = self.vault.root / path
-        if not os.path.lexists(full):
+        try:
+            os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
             return None, None
+        except OSError as exc:  # a folder on the way that cannot be searched: not a new file
+            return None, f"cannot be read ({exc.strerror})"
         note = read_note(
             NoteFile(path, full, self.vault.layer_of(path) or ""), self.vault.config.max_note_bytes
         )

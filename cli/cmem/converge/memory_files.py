@@ -48,10 +48,14 @@ def hand_edited_files(vault: Vault, state: State) -> set[str]:
 def read_originals(vault: Vault) -> tuple[dict[str, str], dict[str, bytes]]:
     """Every convergent file's text (for the prompt and validator) and bytes (for the
     second-writer check). A file cmem may not rewrite is still shown, and the validator refuses
-    writes to it."""
+    writes to it; a file it cannot read is left alone (the scan names it): never shown, and the
+    validator refuses writes to it too."""
     texts, raws = {}, {}
     for note in vault.convergent_files():
-        raw = _file_bytes(note.location)
+        try:
+            raw = _file_bytes(note.location)
+        except PermissionError:  # this file only is left out of the pass
+            continue
         if raw is None:  # gone since the listing
             continue
         try:
@@ -81,7 +85,8 @@ def _file_bytes(location: str | os.PathLike) -> bytes | None:
     builds a buffered file object and asks the file's size and type first, which for the 2,049
     memory files of a large vault was twice the time of the reads themselves."""
     try:
-        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC)
+        # not blocking: a FIFO put where a memory file was listed reads as empty, never waits
+        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except IsADirectoryError:  # open(…, "rb") refuses a folder, os.open does not: read says so

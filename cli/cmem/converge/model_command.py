@@ -8,6 +8,12 @@ temporary file. One thread does all the waiting: the three pipes are non-blockin
 selector, so a model that never reads its stdin cannot deadlock us, and every wait is bounded by
 the deadline.
 
+A cmem that is itself killed (SIGKILL: no handler runs) must not leave the command running. On
+Linux the command runs under a small guard (`_GUARD`, a Python without site): the kernel sends
+it SIGHUP when cmem dies (`prctl(PR_SET_PDEATHSIG)`), and it kills its whole process group, the
+command and every helper it started, with it. Elsewhere there is no such signal: the command runs
+on until it ends or next writes to the closed pipe (SIGPIPE), as on Linux without a usable libc.
+
 POSIX only: process groups and selectable pipes are what make the guarantees above.
 """
 
@@ -18,6 +24,7 @@ import selectors
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -165,6 +172,46 @@ def check_installed(command: str) -> None:
     raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
 
 
+# The guard: `python -I -S -c _GUARD CMEM_PID ARGV…`. It leads the command's process group (the
+# session cmem starts), asks to be sent SIGHUP when cmem dies, runs the command with the same
+# stdin, stdout and stderr and exits as it exits. SIGHUP (cmem gone) kills the group; cmem's own
+# SIGTERM to the group is the command's to answer, so the guard waits on through it.
+_GUARD = """
+import os, signal, subprocess, sys
+def gone(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGHUP, gone)
+signal.signal(signal.SIGTERM, lambda *_: None)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGHUP)  # PR_SET_PDEATHSIG
+except (ImportError, OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    gone()  # cmem died before the request was made
+try:
+    child = subprocess.Popen(sys.argv[2:])
+except OSError as exc:
+    sys.stderr.write(f"{sys.argv[2]}: {exc.strerror}\\n")
+    sys.exit(127)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)  # the pipes are the command's: cmem sees their end when it ends
+code = child.wait()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
+def _guarded(run_argv: list[str]) -> list[str]:
+    """The command line that runs `run_argv` under the guard, on Linux; elsewhere as it is."""
+    if not sys.platform.startswith("linux"):
+        return run_argv
+    return [sys.executable, "-I", "-S", "-c", _GUARD, str(os.getpid()), *run_argv]
+
+
 def _environment() -> dict[str, str]:
     """cmem's environment, with Python's byte-code caches kept out of the source folders (in
     the private state folder, unless the user keeps them elsewhere already): a `__pycache__`
@@ -183,9 +230,14 @@ def _environment() -> dict[str, str]:
 
 
 def _start(run_argv: list[str], argv: list[str], *, with_stdin: bool) -> subprocess.Popen:
+    import shutil
+
+    if shutil.which(run_argv[0]) is None:  # said here: the guard would only exit 127
+        exists = os.sep in run_argv[0] and os.path.isfile(run_argv[0])
+        raise _cannot_start(argv, "not-executable" if exists else "not-found")
     try:
         return subprocess.Popen(
-            run_argv,
+            _guarded(run_argv),
             env=_environment(),
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -116,10 +116,21 @@ def run_pass(vault: Vault, options: PassOptions, progress: Progress | None = Non
         with open_step(vault, "converge", now=now, gate=_gate(options)) as step:
             result = _run_locked(vault, options, progress, now, step)
             return replace(
-                result, snapshot_commit=step.snapshot, warnings=step.notices + result.warnings
+                result,
+                snapshot_commit=step.snapshot,
+                warnings=step.notices + _unread(step, result.warnings) + result.warnings,
             )
     except _NotDue as not_due:
         return PassResult("not-due", message=not_due.reason)
+
+
+def _unread(step: Step, warnings: list[str]) -> list[str]:
+    """The files the snapshot left out, unless the scan named them already."""
+    return [
+        line
+        for rel, line in step.unread.items()
+        if not any(warning.startswith(f"{rel} ") for warning in warnings)
+    ]
 
 
 def _gate(options: PassOptions) -> Callable[[], None] | None:
@@ -383,7 +394,7 @@ def plan_prompt(vault: Vault, inputs: PassInputs) -> PromptPlan:
         f"{rel} {unwritable_reason(raws[rel])}; the engine sees it, the pass never rewrites it"
         for rel in sorted(inputs.originals)
         if rel not in writable
-    )
+    )  # a memory file that cannot be read is named by the scan's odd files
     return PromptPlan(writable, warnings, assemble)
 
 

@@ -5,6 +5,7 @@ others put aside, named)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -50,11 +51,14 @@ def isolate_builtin(
     """The notes of a rejected builtin reply, tried one at a time in the pass's order: each note
     whose reply (with the notes kept so far) the validator rejects, or the engine fails on, is
     quarantined with the first reason; the others are converged by the last reply that passed.
+    A note rejected only for writing into a memory file that cannot be read is held instead:
+    left out of the pass, not recorded, so it stays pending until that file can be read.
     Returns the narrowed inputs, that reply's check, and the quarantined notes."""
     from cmem.converge.builtin import builtin_response
 
     kept: list[SelectedNote] = []
     quarantined: dict[str, str] = {}
+    held: dict[str, str] = {}
     accepted = None
     for note in inputs.selection.notes:
         trial = _with_notes(inputs, [*kept, note])
@@ -75,6 +79,10 @@ def isolate_builtin(
                 f"the builtin engine failed on it: {type(exc).__name__}: {exc}",
                 None,
             )
+        unreadable = _unreadable_target(vault, validation)
+        if unreadable:
+            held[note.rel] = unreadable
+            continue
         if problem:
             quarantined[note.rel] = _quarantine_reason(problem)
             continue
@@ -82,16 +90,46 @@ def isolate_builtin(
         accepted = validation
     aside = tuple(n for n in inputs.selection.notes if n.rel in quarantined)
     narrowed = replace(_with_notes(inputs, kept), quarantined_notes=aside)
-    if not quarantined:
+    if not quarantined and not held:
         return inputs, checked, {}  # every note passes alone and together: not one note's doing
     if accepted is None:  # every note put aside: the pass records why, and writes nothing else
         from cmem.converge.validate import Validation
 
         accepted = Validation()
-    warnings = tuple(str(w) for w in accepted.warnings) + tuple(
-        f"{rel} is put aside: {reason}" for rel, reason in quarantined.items()
+    warnings = (
+        tuple(str(w) for w in accepted.warnings)
+        + tuple(f"{rel} is put aside: {reason}" for rel, reason in quarantined.items())
+        + tuple(
+            f"{rel} waits: the builtin engine would write it into {why}; it stays pending"
+            for rel, why in held.items()
+        )
     )
     return narrowed, CheckedChange(accepted, checked.rounds, warnings, checked.errors), quarantined
+
+
+def _unreadable_target(vault: Vault, validation) -> str | None:
+    """ "<file>, which <why>" when the reply was rejected only for what it says of memory files
+    that cannot be read (their folder either), else None."""
+    from cmem.regular_files import unreadable_reason
+
+    errors = validation.errors if validation is not None else []
+    reasons = {}
+    for rel in sorted({issue.file for issue in errors}):
+        try:
+            os.lstat(vault.root / rel)
+        except PermissionError as exc:  # a folder on the way that cannot be searched
+            reasons[rel] = f"cannot be read ({exc.strerror})"
+            continue
+        except OSError:
+            return None
+        why = unreadable_reason(vault.root / rel)
+        if why is None:
+            return None
+        reasons[rel] = why
+    if not reasons:
+        return None
+    rel, why = next(iter(reasons.items()))
+    return f"{rel}, which {why}"
 
 
 def _quarantine_reason(problem: str) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime
 from cmem.archive.checklist import count_staged
 from cmem.reading.sizes import LayerSize, measure_layers
 from cmem.reading.waiting import Waiting, account_waiting
+from cmem.regular_files import read_regular
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked
 from cmem.steps.run_records import failed_pass
@@ -129,9 +130,10 @@ def build_status(vault: Vault, now: datetime | None = None, rescan: bool = False
     oldest_age = None if oldest is None else (oldest[0], now.timestamp() - oldest[1] / 1e9)
     staged = ticked = 0
     try:
-        staged, ticked = count_staged(vault.checklist_path.read_text("utf-8", errors="replace"))
+        checklist = read_regular(vault.checklist_path).decode("utf-8", errors="replace")
+        staged, ticked = count_staged(checklist)
     except OSError:
-        pass
+        pass  # none, or not a file: the scan's odd files name it
     return Status(
         vault=str(vault.root),
         layers=layers,

@@ -594,8 +594,10 @@ def parse(argv: list[str]) -> dict | None:
         return None
     budget = None
     for value in request["budget"]:
-        if not value.strip().lstrip("+-").isdigit() or int(value) < 100:
-            return None
+        if not value.strip().lstrip("+-").isdigit() or command_line.out_of_bounds(
+            "context --budget", int(value)
+        ):
+            return None  # typer says the usage error
         budget = int(value)
     return {
         "vault": request["vault"],

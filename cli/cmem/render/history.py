@@ -16,6 +16,7 @@ STATE_STYLE = {
     "changed": "yellow",
     "waiting": "yellow",
     "uncited": "red",
+    "unreadable": "red",
     "missing": "red",
     "unparsed": "red",
     "refused": "red",
@@ -164,6 +165,7 @@ def render_archive_result(result) -> str:
         out += [f"  {line.source}" for line in again]
     if result.plan.skipped:
         out.append(f"  {len(result.plan.skipped)} skipped, still staged (`cmem archive list`)")
+    out += [paint(f"warning: {warning}", "yellow") for warning in result.step_warnings]
     return "\n".join(out)  # the plan, with its warnings, was shown before the move
 
 
@@ -219,6 +221,7 @@ def render_undo_result(result) -> str:
         + f": {target.subject.removeprefix('cmem: ')}"
         + (f" · commit {result.commit[:8]}" if result.commit else "")
         + f"\n  to redo it: git revert {result.commit[:8] if result.commit else 'HEAD'}"
+        + "".join("\n" + paint(f"warning: {warning}", "yellow") for warning in result.warnings)
     )
 
 

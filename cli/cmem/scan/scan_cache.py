@@ -20,7 +20,7 @@ from cmem.scan.signals import Hit, NoteFlags, NoteScan, scan_note
 from cmem.text.cues import cue_fingerprint
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import NoteFile, Vault
-from cmem.vault.notes import odd_from_note, read_note
+from cmem.vault.notes import OddFile, odd_from_note, read_note
 from cmem.vault.statements import normalize, parse_statements, split_statement
 
 CACHE_NAME = "scan-cache.marshal"
@@ -360,6 +360,12 @@ def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = 
         "retired": retired,
     }
     if not note.usable:
+        # one that cannot be read is named by status, scan and doctor; a pass leaves it alone
+        entry["odd"] = [
+            [odd.kind, f"{odd.message}; cmem leaves this memory file alone until it can read it"]
+            for odd in odd_from_note(note)
+            if odd.kind == "unreadable"
+        ]
         return entry
     formats = vault.config.formats
     digests = []
@@ -377,6 +383,15 @@ def _convergent_entry(file: NoteFile, vault: Vault, st: os.stat_result | None = 
             traces.extend(older)
     entry["statements"] = "".join(digests)  # one string, not a list: the cache parses faster
     return entry
+
+
+def memory_odd(convergent: dict | None) -> list[OddFile]:
+    """The memory files the guard could not read (`_convergent_entry`), as odd files."""
+    return [
+        OddFile(rel, kind, message)
+        for rel, entry in (convergent or {}).items()
+        for kind, message in entry.get("odd", ())
+    ]
 
 
 def _merge_convergent(files: dict[str, dict]) -> ConvergentIndex:

@@ -24,6 +24,7 @@ from cmem.scan.scan_cache import (
     ConvergentIndex,
     NoteEntry,
     ScanCache,
+    memory_odd,
     scan_fingerprint,
 )
 from cmem.scan.signals import (
@@ -132,6 +133,7 @@ def scan_vault(
     with vault.listed_once():
         entries = cache.entries(vault.list_layer(DIVERGENT), vault)
         index, odd = cache.convergent_index(vault), find_odd_names(vault)
+        odd += memory_odd(cache.convergent)
         cache.save()  # first: it makes the machine folder the archive's keys are kept in
         archived = _archive_if_needed(vault, entries, state)
     # `only` (a pass's --only): the other notes still count towards recurrence, but only these

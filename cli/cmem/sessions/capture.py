@@ -33,6 +33,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cmem.command_line import BOUNDS, out_of_bounds
 from cmem.errors import Busy, CmemError, UsageError
 from cmem.sessions import note as notes
 from cmem.sessions.formats import read_transcript
@@ -109,7 +110,13 @@ def parse_duration(text: str) -> timedelta:
     if not match:
         raise UsageError(f"--since takes a duration like 90m, 24h, 7d or 2w, not {text!r}.")
     unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}[match.group(2)]
-    return timedelta(seconds=float(match.group(1)) * unit)
+    seconds = float(match.group(1)) * unit
+    if out_of_bounds("capture --since", seconds):  # one reaching before year 1 was a traceback
+        low, high = BOUNDS["capture --since"]
+        raise UsageError(
+            f"--since takes a duration from {low / 60:g}m to {high / 86400:g}d, not {text!r}."
+        )
+    return timedelta(seconds=seconds)
 
 
 def sessions_folder(vault: Vault) -> str:

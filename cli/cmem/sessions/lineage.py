@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem.errors import CmemError
+from cmem.regular_files import read_regular
 from cmem.sessions import note as notes
 from cmem.sessions.transcript import Session, Turn
 from cmem.vault.layers import Vault
@@ -153,8 +154,8 @@ def read_note(
     one is named)."""
     path = vault.root / rel
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_regular(path)
+    except OSError:  # unreadable, or a FIFO (never opened to wait on)
         return []
     text = data.decode("utf-8", errors="replace")
     parsed = notes.read_session_note(text)

@@ -129,7 +129,9 @@ def read_source(path: Path, data: bytes | None = None) -> Source:
     that does not parse is an agent still writing: it is not read, and `complete_bytes` ends
     before it, so the next capture reads it whole."""
     if data is None:
-        data = path.read_bytes()
+        from cmem.regular_files import read_regular
+
+        data = read_regular(path)  # a FIFO is refused, never waited on
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     source = Source(path, text, complete_bytes=len(data))
     stripped = text.strip()

@@ -192,6 +192,7 @@ def init_vault(
         and repo is None
     ):
         raise ParentRepoChoiceNeeded(target, parent)  # before creating anything
+    _refuse_blocked_paths(root, _planned_config(root, language, divergent_folders))
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
     _refuse_linked_own_files(root)
@@ -317,6 +318,49 @@ def _record_backlog(root: Path, config) -> int:
             continue  # unreadable now: it is simply pending once it can be read
     adopted = datetime.now().astimezone().isoformat("T", "seconds")
     return write_backlog(root / CONFIG_DIR, notes, adopted, input_folders(config))
+
+
+def _planned_config(root: Path, language: str, divergent_folders: list[str] | None):
+    """The config init will work with, read or made without writing anything: the folder's own
+    (validated), else the one it would write."""
+    if (root / CONFIG_DIR / CONFIG_FILE).is_file():
+        return load_config(root)
+    from cmem.vault.config import parse_config_text
+
+    text = default_config_text(language, "sessions", tuple(divergent_folders or ()))
+    return parse_config_text(text, root / CONFIG_DIR / CONFIG_FILE)
+
+
+def _refuse_blocked_paths(root: Path, config) -> None:
+    """Before init writes anything: every folder it makes or writes into is a folder (or not
+    there yet), and every file it writes is not a folder. A file named `archive` made init stop
+    half-done, leaving `.cmem/` and no repository, and again on every run after."""
+    files = [
+        f"{CONFIG_DIR}/{CONFIG_FILE}",
+        f"{CONFIG_DIR}/state.json",
+        f"{CONFIG_DIR}/backlog.json",
+        f"{config.archive_dir}/{config.checklist_name}",
+        ".gitignore",
+    ]
+    folders = [config.resident_dir, config.situational_dir, config.archive_dir]
+    folders += [rel.rpartition("/")[0] for rel in files if "/" in rel]
+    for folder in folders:
+        parts = folder.split("/")
+        for end in range(1, len(parts) + 1):
+            path = root / "/".join(parts[:end])
+            if not os.path.lexists(path):
+                break
+            if not path.is_dir():
+                raise CmemError(
+                    f"{os.path.abspath(path)} is a file where cmem init makes the folder {folder}/; move or rename "
+                    "it, then run `cmem init` again (nothing was written)."
+                )
+    for rel in files:
+        if (root / rel).is_dir() and not (root / rel).is_symlink():
+            raise CmemError(
+                f"{os.path.abspath(root / rel)} is a folder where cmem init writes a file; move or rename it, then "
+                "run `cmem init` again (nothing was written)."
+            )
 
 
 def _sessions_folder(root: Path) -> str:

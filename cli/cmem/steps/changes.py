@@ -20,6 +20,7 @@ from pathlib import Path
 from cmem import faults
 from cmem.atomic import fsync_dir, write_atomic
 from cmem.errors import CmemError
+from cmem.regular_files import read_regular
 from cmem.steps.lock import notes_lock
 from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end
@@ -115,9 +116,10 @@ def same_text(disk: bytes | None, committed: bytes | None) -> bool:
 
 
 def current_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None when there is none; a FIFO, socket or device is refused unopened
+    (`regular_files.NotRegularFile`), never waited on."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except IsADirectoryError:

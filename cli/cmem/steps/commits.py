@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cmem import faults
 from cmem.errors import GitError
+from cmem.regular_files import NotRegularFile, read_regular, special_kind
 
 # Options for every git command cmem runs on the user's vault.
 SAFE_GIT_OPTIONS = (
@@ -31,6 +32,10 @@ SAFE_GIT_OPTIONS = (
     "core.quotePath=false",
     "-c",
     "log.showSignature=false",  # would run gpg.program, which a repository's config can name
+    "-c",
+    # a user's `core.safecrlf=true` (with autocrlf or eol settings) refused files cmem wrote
+    # with LF; the conversion itself still applies, so blobs are stored as git would store them
+    "core.safecrlf=false",
 )
 PASS_TRAILER = "Cmem-Pass"
 # How long a pass waits for another git command's index.lock before it gives up, naming it.
@@ -610,13 +615,15 @@ def _disk_entries(top: Path, paths: list[str], git) -> list[tuple[str, str | Non
         if stat_module.S_ISDIR(st.st_mode):
             found.append(("dir", None, path))  # a nested repository or a folder: not a file
             continue
+        kind = special_kind(st.st_mode)
+        if kind:  # a FIFO is refused, never waited on (git would open it and block)
+            raise NotRegularFile(full, kind)
         mode = "100755" if st.st_mode & 0o111 else "100644"
         if stat_module.S_ISLNK(st.st_mode):
             link = os.fsencode(os.readlink(full))
             found.append(("120000", git("hash-object", "-w", "--stdin", data=link), path))
         elif "\n" in path or path.startswith('"') or path.endswith("\r"):
-            with open(full, "rb") as handle:  # a line of --stdin-paths would not hold the name
-                data = handle.read()
+            data = read_regular(full)  # a line of --stdin-paths would not hold the name
             found.append(
                 (mode, git("hash-object", "-w", "--stdin", f"--path={path}", data=data), path)
             )

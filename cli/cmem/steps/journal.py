@@ -30,6 +30,7 @@ named once in the notice and by `cmem doctor` — and never applied. A journal o
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem import faults
-from cmem.atomic import fsync_dir, write_atomic
+from cmem.atomic import TEMP_SUFFIX, fsync_dir, temp_prefix, write_atomic
 from cmem.errors import CmemError, GitError
 from cmem.private import make_dirs
 from cmem.steps import commits as history
@@ -302,7 +303,8 @@ def _remove_temp_files(vault: Vault, intent: dict) -> None:
     for entry in intent["entries"]:
         target = vault.root / entry["rel"]
         if target.parent.is_dir():
-            for leftover in target.parent.glob(f".{target.name}.*.cmem-tmp"):
+            pattern = f"{glob.escape(temp_prefix(target.name))}*{TEMP_SUFFIX}"
+            for leftover in target.parent.glob(pattern):
                 leftover.unlink(missing_ok=True)
 
 

@@ -184,6 +184,7 @@ def list_cmem_commits(vault: Vault, limit: int | None = None) -> list[CmemCommit
     args = [
         "log",
         "--no-merges",
+        "--topo-order",  # the graph's order: a clock set back never lists a step before its parent
         f"--grep=^{history.PASS_TRAILER}: ",
         "-M",
         "--name-status",
@@ -287,9 +288,16 @@ def _with_lost_trailers(
     found = [c for i, c in enumerate(found) if c.sha not in listed | {f.sha for f in found[:i]}]
     if not found:
         return commits
-    # newest first, as git log lists them: by commit time, a found commit after its equals
-    merged = sorted(commits + found, key=lambda c: _instant(c.time), reverse=True)
+    # newest first, in the graph's order as git log lists them
+    position = _graph_positions(vault)
+    merged = sorted(commits + found, key=lambda c: position.get(c.sha, len(position)))
     return merged[:limit] if limit else merged
+
+
+def _graph_positions(vault: Vault) -> dict[str, int]:
+    """Each commit's place in HEAD's history, children before their parents."""
+    listed = history.run_git(vault.root, "rev-list", "--topo-order", "HEAD", check=False)
+    return {sha: index for index, sha in enumerate(listed.stdout.split())}
 
 
 def _lost_trailer_commit(
@@ -421,12 +429,16 @@ def _instant(iso: str) -> float:
 
 
 def build_log(vault: Vault, limit: int | None = None) -> list[CmemCommit | FailedPass]:
-    """cmem's commits and the passes that ended without one, newest first."""
-    entries: list[CmemCommit | FailedPass] = [
-        *list_cmem_commits(vault, limit),
-        *list_failed_passes(vault),
-    ]
-    entries.sort(key=lambda e: _instant(e.time), reverse=True)
+    """cmem's commits and the passes that ended without one, newest first: the commits in the
+    graph's order (a clock set back between two passes does not swap them), each failed pass
+    (which has only its time) before the first commit not newer than it."""
+    failed = list_failed_passes(vault)
+    entries: list[CmemCommit | FailedPass] = []
+    for commit in list_cmem_commits(vault, limit):
+        while failed and _instant(failed[0].time) >= _instant(commit.time):
+            entries.append(failed.pop(0))
+        entries.append(commit)
+    entries += failed
     return entries[:limit] if limit else entries
 
 

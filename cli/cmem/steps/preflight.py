@@ -7,7 +7,9 @@ there is lost at the next checkout); unresolved conflicts — unmerged index ent
 markers left in a managed file by `git stash pop` or a hand merge.
 
 The snapshot commits a rename the user staged with both of its paths, so HEAD never holds a note
-twice, and commits each file as git would (its line endings, its mode, a link as a link).
+twice, and commits each file as git would (its line endings, its mode, a link as a link). A file
+it cannot read (no read permission, a FIFO) is left out with a warning, as it is on disk: one
+such file never stops the step.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 
 from cmem.errors import GitError
+from cmem.regular_files import read_regular, unreadable_reason
 from cmem.steps import commits as history
 from cmem.steps.message import one_line
 from cmem.vault.layers import PathRefused, Vault
@@ -154,10 +157,9 @@ def refuse_conflicts(vault: Vault, entries: list[history.StatusEntry]) -> None:
             )
     for entry in entries:
         try:
-            with open(vault.root / entry.path, "rb") as handle:
-                data = handle.read()
+            data = read_regular(vault.root / entry.path)
         except OSError:
-            continue  # removed, or a folder: nothing to scan
+            continue  # removed, a folder, or unreadable (the snapshot leaves it out): nothing to scan
         if all(marker.search(data) for marker in _MARKERS):
             raise GitError(
                 f"{entry.path} still holds conflict markers (<<<<<<< … >>>>>>>), from a merge or `git stash pop`; "
@@ -178,9 +180,10 @@ def snapshot_summary(entries: list[history.StatusEntry]) -> str:
     return ", ".join(parts)
 
 
-def snapshot(vault: Vault, before: str) -> str | None:
+def snapshot(vault: Vault, before: str, unread: dict[str, str] | None = None) -> str | None:
     """Commit the user's pending edits to managed paths on their own, so the step's commit holds
-    only the step. Returns the snapshot commit, or None when there was nothing to commit."""
+    only the step. Returns the snapshot commit, or None when there was nothing to commit. A file
+    that cannot be read is left out, and `unread` gets its path and a warning naming it."""
     history.wait_for_index_lock(vault.root)  # bounded: then an error naming the lock
     entries = managed_changes(vault)
     if not entries:
@@ -192,6 +195,17 @@ def snapshot(vault: Vault, before: str) -> str | None:
 
         refuse_broken(vault, before)  # a missing, empty or broken state.json is never committed
     paths = sorted({p for e in entries for p in (e.path, e.source) if p})
+    unreadable = {p: why for p in paths if (why := unreadable_reason(vault.root / p))}
+    if unreadable:
+        for path, why in unreadable.items():
+            if unread is not None:
+                unread[path] = (
+                    f"{path} {why}; the {before} leaves it out of the snapshot of your edits, as it is on disk"
+                )
+        paths = [p for p in paths if p not in unreadable]
+        entries = [e for e in entries if e.path in paths or e.source in paths]
+        if not paths:
+            return None
     lines = [f"cmem: snapshot before {before} ({snapshot_summary(entries)})", ""]
     lines += [f"Snapshot: {one_line(p)}" for p in paths]
     try:

@@ -46,6 +46,13 @@ class Step:
     now: datetime
     notices: list[str] = field(default_factory=list)  # interrupted steps finished first
     snapshot: str | None = None  # the commit of the user's own edits (None: nothing to commit)
+    # path → a warning: a file the snapshot could not read (left out, as it is on disk)
+    unread: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a step's report says before its own outcome."""
+        return self.notices + list(self.unread.values())
 
     def commit(
         self,
@@ -178,5 +185,6 @@ def open_step(
         preflight.check_own_files(vault, step_name(kind))  # before a recovery writes state.json
         preflight.check_writable(vault, step_name(kind))
         notices = [str(recovery) for recovery in journal.recover(vault)]
-        snap = preflight.snapshot(vault, step_name(kind)) if snapshot else None
-        yield Step(vault, kind, new_step_id(now), now, notices, snap)
+        unread: dict[str, str] = {}
+        snap = preflight.snapshot(vault, step_name(kind), unread) if snapshot else None
+        yield Step(vault, kind, new_step_id(now), now, notices, snap, unread)

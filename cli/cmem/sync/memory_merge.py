@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cmem.errors import CmemError
+from cmem.steps.commits import SAFE_GIT_OPTIONS
 from cmem.vault.statements import find_sources, normalize, split_statement, statement_lines
 from cmem.vault.yaml_reader import safe_load, split_frontmatter
 
@@ -191,7 +192,7 @@ def merge_file(texts: list[str], diff3: bool = False) -> str:
             with open(path, "w", encoding="utf-8", newline="", errors="surrogateescape") as handle:
                 handle.write(text)
             paths.append(path)
-        args = ["git", "merge-file", "-p", f"--marker-size={_MARKER_SIZE}"] + (
+        args = ["git", *SAFE_GIT_OPTIONS, "merge-file", "-p", f"--marker-size={_MARKER_SIZE}"] + (
             ["--diff3"] if diff3 else []
         )
         result = subprocess.run(

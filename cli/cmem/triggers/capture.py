@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
+from cmem.regular_files import special_kind
 from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end, read_text_exact
 
@@ -35,10 +36,19 @@ class _Target:
     notice: str = ""
 
 
+# One captured line at most (as a session turn is by default: sessions.max_turn_chars).
+NOTE_MAX_CHARS = 4000
+
+
 def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captured:
     text = " ".join(text.split())  # one line: a capture never breaks the note's structure
     if not text:
         raise UsageError('nothing to note: give the text to capture, e.g. cmem note "以后都用 uv".')
+    if len(text) > NOTE_MAX_CHARS:  # `cmem note` and the MCP `note` tool alike
+        raise UsageError(
+            f"a note line takes at most {NOTE_MAX_CHARS:,} characters, not {len(text):,}; "
+            "write longer text into a note of its own in the vault."
+        )
     now = now or datetime.now().astimezone()
     from cmem.steps.lock import notes_lock
 
@@ -51,6 +61,9 @@ def capture_note(vault: Vault, text: str, now: datetime | None = None) -> Captur
         if path.is_symlink():
             raise CmemError(f"{rel} is a symbolic link; cmem does not write through links.")
         vault.confined(rel, DIVERGENT)  # the note's folder may be a link out of the vault
+        kind = special_kind(path.stat().st_mode) if path.exists() else None
+        if kind:  # opened, a FIFO would block the command until something reads it
+            raise CmemError(f"{rel} is {kind}, not a regular file; cmem will not write to it.")
         heading = vault.config.capture_heading
         if not path.exists():
             new, line_no = with_line(target.start, line, heading)

@@ -295,6 +295,15 @@ def parse_config(data: dict | None, where: Path) -> Config:
 # the disk's, checked by `Vault.confined` when a path is used).
 
 
+def _home_or_drive(rel: str) -> bool:
+    """`~`, `~/…`, `~user/…` (a shell's home) and `C:`, `C:/…`, `C:\\…` (a Windows drive); a name
+    that only starts with `~` or `X:` (`~ inbox.md`, `Q: when to use uv.md`) is a name."""
+    head, slash, _ = rel.replace("\\", "/").partition("/")
+    if head.startswith("~"):
+        return head == "~" or (bool(slash) and not any(ch.isspace() for ch in head))
+    return len(head) == 2 and head[1] == ":" and head[0].isalpha()
+
+
 def relative_path_problem(rel: str) -> str | None:
     """Why `rel` is not a plain vault-relative POSIX path cmem may use, or None.
 
@@ -311,11 +320,7 @@ def relative_path_problem(rel: str) -> str | None:
             return f"it contains the control or invisible character U+{ord(ch):04X}"
     if "\\" in rel:
         return "it contains a backslash (separate folders with '/')"
-    if (
-        rel.startswith(("/", "~"))
-        or os.path.isabs(rel)
-        or (len(rel) > 1 and rel[1] == ":" and rel[0].isalpha())
-    ):
+    if rel.startswith("/") or os.path.isabs(rel) or _home_or_drive(rel):
         return "it is an absolute path"
     for part in rel.split("/"):
         if part == "..":
@@ -509,6 +514,11 @@ def _check_capture_name(pattern: str, exclude: list[str], where: Path) -> str:
             f"{where}: setting 'capture.name_pattern' must give a plain note name, not {pattern!r} ({problem})."
         )
     return pattern
+
+
+def parse_config_text(text: str, where: Path) -> Config:
+    """A config file's text validated as `load_config` validates it on disk (`where` names it)."""
+    return parse_config(_yaml_load(text, where), where)
 
 
 def load_config(vault_root: Path) -> Config:

@@ -464,8 +464,8 @@ class Vault:
         found = []
         try:
             entries = self.list_folder(folder)
-        except FileNotFoundError:
-            return []
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []  # a folder that cannot be listed: `notes.find_odd_names` names it
         for entry in entries:
             if not entry.name.endswith(".md") or entry.name.startswith("."):
                 continue
@@ -511,6 +511,8 @@ class Vault:
                 continue
             if not entry.name.endswith(".md") or is_sync_conflict(entry.name) or entry.is_symlink():
                 continue
+            if not entry.is_file(follow_symlinks=False):
+                continue  # a FIFO, socket or device: never opened (`notes.find_odd_names` names it)
             rel = inside + entry.name
             if self._layers_nest or self.config.ignore:
                 if self.layer_of(rel) != layer:  # the full check only where it can differ

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from cmem.regular_files import read_regular, reason_of, special_kind
 from cmem.text.encodings import UTF8, decode_note
 from cmem.vault.layers import (
     ARCHIVE,
@@ -117,6 +118,10 @@ def read_note(
             note.skip_reason = f"cannot be read ({exc.strerror})"
             return note
     note.size, note.mtime_ns = st.st_size, st.st_mtime_ns
+    kind = special_kind(st.st_mode)
+    if kind:
+        note.skip_reason = NOT_A_FILE.format(kind)
+        return note
     if st.st_size > max_bytes:
         note.skip_reason = (
             f"is {_size(st.st_size)}, over the {_size(max_bytes)} limit (max_note_bytes)"
@@ -129,7 +134,7 @@ def read_note(
         try:
             raw = _read_bytes(file.location, st.st_size, max_bytes)
         except OSError as exc:
-            note.skip_reason = f"cannot be read ({exc.strerror})"
+            note.skip_reason = reason_of(exc)
             return note
     note.sha256 = hashlib.sha256(raw).hexdigest()
     return _decode_into(note, raw)
@@ -143,7 +148,8 @@ def _read_bytes(location, size: int, max_bytes: int) -> bytes:
     `max_bytes + 1` at once made a 2 MB buffer for every 2 KB note. A file that grew since the stat is read on, in chunks, to its end or the limit — the
     same bytes `open(...).read(max_bytes + 1)` returns. No Path and no file object: a scan reads
     thousands."""
-    fd = os.open(location, os.O_RDONLY)
+    # not blocking: a file swapped for a FIFO since its stat reads as empty, never waits
+    fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK)
     try:
         parts = []
         got = 0
@@ -227,8 +233,7 @@ def check_frontmatter(note: Note) -> str | None:
 
 def read_text_exact(path) -> tuple[bytes, str]:
     """Bytes and strict UTF-8 text of a file cmem may rewrite; raises UnicodeDecodeError."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
+    raw = read_regular(path)
     return raw, raw.decode("utf-8")
 
 
@@ -242,10 +247,12 @@ READ_AS_THEY_ARE = frozenset({"frontmatter", "encoding"})
 @dataclass(frozen=True)
 class OddFile:
     rel: str
-    kind: str  # sync-conflict | cloud-placeholder | symlink | linked-folder | undecodable-name | empty | binary | too-large | encoding | frontmatter | unreadable
+    kind: str  # sync-conflict | cloud-placeholder | symlink | not-a-file | linked-folder | undecodable-name | empty | binary | too-large | encoding | frontmatter | unreadable
     message: str
 
 
+NOT_A_FILE = "is {}, not a regular file; cmem never opens it"
+_UNLISTED = "is a folder that cannot be read ({}); cmem does not read the notes in it"
 UNDECODABLE = "has a name that is not valid UTF-8; cmem does not read it (rename it)"
 
 
@@ -287,10 +294,14 @@ def find_odd_names(vault: Vault) -> list[OddFile]:
             found = []
             stack: list[str | Path] = [top]
             while stack:
+                below = stack.pop()
                 try:
-                    entries = vault.list_folder(stack.pop())  # the scan's listing, if it has one
-                except OSError:
+                    entries = vault.list_folder(below)  # the scan's listing, if it has one
+                except PermissionError as exc:  # its notes are not read: said, not a stop
+                    found.append((vault.rel(below), "unreadable", _UNLISTED.format(exc.strerror)))
                     continue
+                except OSError:
+                    continue  # gone, or not a folder
                 subfolders, here = odd_in_folder(vault, entries, recursive)
                 stack.extend(subfolders)
                 found.extend(here)
@@ -314,8 +325,7 @@ def odd_in_folder(
             name.isascii()
             and name.endswith(".md")
             and "conflict" not in name.lower()
-            and not entry.is_dir(follow_symlinks=False)
-            and not entry.is_symlink()
+            and entry.is_file(follow_symlinks=False)
         ):
             # the common case, told without a regex: a plain note. An ASCII name is
             # decodable, no placeholder (`.md.icloud`), and a sync-conflict name holds
@@ -359,8 +369,20 @@ def odd_in_folder(
                     "is a symbolic link; cmem does not follow links out of the vault",
                 )
             )
+        elif name.endswith(".md") and not entry.is_file(follow_symlinks=False):
+            kind = _special(entry)
+            if kind:
+                found.append((vault.rel(entry.path), "not-a-file", f"{NOT_A_FILE.format(kind)}"))
         # else an ordinary file: no path arithmetic (this walks the whole archive)
     return subfolders, found
+
+
+def _special(entry: os.DirEntry) -> str | None:
+    """ "a FIFO", "a socket", … for a directory entry that is one (None: gone since listed)."""
+    try:
+        return special_kind(entry.stat(follow_symlinks=False).st_mode)
+    except OSError:
+        return None
 
 
 def _archive_odd_names(vault: Vault, base: str) -> list[tuple[str, str, str]]:
@@ -374,6 +396,8 @@ def _archive_odd_names(vault: Vault, base: str) -> list[tuple[str, str, str]]:
     def one_folder(folder: str):
         try:
             entries = vault.list_folder(vault.root / folder)
+        except PermissionError as exc:
+            return [], [(folder, "unreadable", _UNLISTED.format(exc.strerror))]
         except OSError:
             return None
         subfolders, found = odd_in_folder(vault, entries, recursive=True)
