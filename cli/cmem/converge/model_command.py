@@ -172,10 +172,9 @@ def check_installed(command: str) -> None:
     raise _cannot_start(argv, reason, "; nothing was written and nothing was committed")
 
 
-# The guard: `python -I -S -c _GUARD CMEM_PID ARGV…`. It leads the command's process group (the
-# session cmem starts), asks to be sent SIGHUP when cmem dies, runs the command with the same
-# stdin, stdout and stderr and exits as it exits. SIGHUP (cmem gone) kills the group; cmem's own
-# SIGTERM to the group is the command's to answer, so the guard waits on through it.
+# `python -I -S -c _GUARD CMEM_PID ARGV…` leads the command's process group and runs it on the
+# same pipes: SIGHUP (the kernel's word that cmem died) kills the group; cmem's own SIGTERM is the
+# command's to answer, so the guard waits on through it.
 _GUARD = """
 import os, signal, subprocess, sys
 def gone(*_):
