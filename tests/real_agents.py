@@ -125,7 +125,7 @@ def interactive_session(
     env: dict[str, str],
     typed: list[str],
     done,
-    timeout: float = 60,
+    timeout: float = 120,
 ) -> str:
     """The agent's interactive UI in a detached tmux session (what some features need: Gemini CLI
     expands a custom command only there): wait for its prompt, type each line, wait until
@@ -143,7 +143,8 @@ def interactive_session(
     socket = ["tmux", "-L", name]  # a server of its own: never the user's sessions
     import shlex
 
-    launch = shlex.join([str(agent_bin(agent)), *args])
+    # the pane outlives the agent, so a crash leaves its words and exit code on the screen
+    launch = shlex.join([str(agent_bin(agent)), *args]) + '; echo "[agent exited: $?]"; sleep 600'
     exports = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
     subprocess.run(
         [*socket, "new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", str(cwd),
@@ -160,7 +161,7 @@ def interactive_session(
 
     try:
         while "Type your message" not in screen() and "> " not in screen()[-400:]:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or "[agent exited:" in screen():
                 raise AssertionError(f"{agent} never showed its prompt:\n{screen()}")
             time.sleep(0.5)
         for line in typed:
@@ -169,7 +170,7 @@ def interactive_session(
             subprocess.run([*socket, "send-keys", "-t", name, "Enter"], check=True)
         pressed = time.monotonic()
         while not done():
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or "[agent exited:" in screen():
                 raise AssertionError(f"{agent} did not finish in {timeout:g} s:\n{screen()}")
             if typed and time.monotonic() - pressed > 5 and f"* {typed[-1]}" in screen():
                 # a completion menu took the first Enter: the line still waits in the input

@@ -133,6 +133,7 @@ def only_ctrl_c_ends_it(root: Path) -> None:
     text = config.read_text("utf-8")
     assert "timeout_seconds: 5\n" in text
     config.write_text(text.replace("timeout_seconds: 5\n", "timeout_seconds: 86400\n"), "utf-8")
+    git(root, "commit", "-qam", "the model's timeout out of the way")  # a clean tree, as before
 
 
 def test_ctrl_c_says_what_was_and_was_not_done(pass_vault, tmp_path):

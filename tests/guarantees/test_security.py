@@ -708,7 +708,7 @@ def test_the_session_start_hook_and_the_mcp_tools_show_it_redacted_too(shown_vau
         (tools.recall, ("redis",)),
         (tools.converge_prompt, ()),
     ]:
-        assert _leaks(tools.call(method, *args)) == [], method.__name__
+        assert _leaks(tools.call(method, *args)[0]) == [], method.__name__
 
 
 def test_the_cli_and_the_mcp_tool_show_a_scan_alike(shown_vault):
@@ -718,6 +718,6 @@ def test_the_cli_and_the_mcp_tool_show_a_scan_alike(shown_vault):
     tools = MemoryTools(shown_vault)
     for name, method in (("scan", tools.scan), ("status", tools.status)):
         cli = json.loads(cmem(name, "--json", "--vault", str(shown_vault)).stdout)
-        mcp = json.loads(tools.call(method))
+        mcp = json.loads(tools.call(method)[0])
         key = "signals" if name == "scan" else "conflicts"
         assert cli[key] == mcp[key] and "[REDACTED:" in json.dumps(cli[key], ensure_ascii=False)

@@ -50,7 +50,7 @@ def test_every_step_works_under_the_user_s_line_end_settings(tmp_path, isolated_
         return done.stdout
 
     (root / "2026-01-02 uv.md").write_text("- I decided to use uv from now on\n")
-    cmem("converge", "--engine", "builtin", "--backlog")
+    cmem("converge", "--engine", "builtin")  # the adopted note's cue line and the new note
     cmem("note", "I prefer short notes")
     cmem("archive", "apply", "--all", "--yes")
     cmem("undo", "--yes")

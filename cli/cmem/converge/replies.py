@@ -110,11 +110,13 @@ def isolate_builtin(
 def _unreadable_target(vault: Vault, validation) -> str | None:
     """ "<file>, which <why>" when the reply was rejected only for what it says of memory files
     that cannot be read (their folder either), else None."""
+    from cmem.converge.response import RESPONSE
     from cmem.regular_files import unreadable_reason
 
     errors = validation.errors if validation is not None else []
     reasons = {}
-    for rel in sorted({issue.file for issue in errors}):
+    # what the reply as a whole is refused for (it accounts for no note) follows from its blocks
+    for rel in sorted({issue.file for issue in errors} - {RESPONSE}):
         try:
             os.lstat(vault.root / rel)
         except PermissionError as exc:  # a folder on the way that cannot be searched
