@@ -213,8 +213,8 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
 # The extension points: each registry's module and name (issue 36).
 REGISTRIES = {
     "engines": ("cmem.converge.engines", "ENGINES"),
-    "validator rules of each file block": ("cmem.converge.validate", "CHANGE_RULES"),
-    "validator rules of the whole reply": ("cmem.converge.validate", "REPLY_RULES"),
+    "validator rules of each file block": ("cmem.converge.validator.validate", "CHANGE_RULES"),
+    "validator rules of the whole reply": ("cmem.converge.validator.validate", "REPLY_RULES"),
 }
 
 
@@ -237,12 +237,12 @@ def registries(package: Path = PACKAGE) -> dict[str, list[str]]:
 
 
 def rule_classes(package: Path = PACKAGE) -> list[str]:
-    """Classes in the validator's rule modules (`converge/check_….py`): a rule is a function
+    """Classes in the validator's rule modules (`converge/validator/check_….py`): a rule is a function
     registered under its id, so there should be none."""
     return sorted(
         f"{name}.{node.name}"
         for name, path in modules(package).items()
-        if name.startswith("cmem.converge.check_")
+        if name.startswith("cmem.converge.validator.check_")
         for node in ast.parse(path.read_text("utf-8")).body
         if isinstance(node, ast.ClassDef)
     )

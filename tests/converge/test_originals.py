@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from cmem.converge.memory_files import _file_bytes, read_originals
+from cmem.converge.memory.files import _file_bytes, read_originals
 from cmem.steps.changes import current_bytes
 from cmem.vault.layers import open_vault
 

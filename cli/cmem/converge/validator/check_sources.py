@@ -4,8 +4,8 @@ from a note that is not the user's own words says so in its source."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, ReplyReading, short_text
-from cmem.converge.rules import CITE_NOTES, QUOTED, SOURCES
+from cmem.converge.validator.reply_reading import Change, ReplyReading, short_text
+from cmem.converge.validator.rules import CITE_NOTES, QUOTED, SOURCES
 from cmem.vault.quoted import marked_quoted
 from cmem.vault.statements import Statement, format_source
 

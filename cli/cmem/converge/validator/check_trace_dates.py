@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from cmem.converge.checker import Change, ReplyReading, all_traces, short_text
-from cmem.converge.rules import TRACE_DATES
+from cmem.converge.validator.reply_reading import Change, ReplyReading, all_traces, short_text
+from cmem.converge.validator.rules import TRACE_DATES
 from cmem.vault.statements import misread_traces
 
 _DAY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from cmem.converge.checker import MAX_FILE_BLOCKS, Change, ReplyReading
-from cmem.converge.lines import frontmatter_problems, unaccounted_lines
-from cmem.converge.rules import FRONTMATTER, ONLY_STATEMENTS
+from cmem.converge.validator.added_lines import frontmatter_problems, unaccounted_lines
+from cmem.converge.validator.reply_reading import MAX_FILE_BLOCKS, Change, ReplyReading
+from cmem.converge.validator.rules import FRONTMATTER, ONLY_STATEMENTS
 from cmem.vault.yaml_reader import frontmatter_hazard, read_frontmatter
 
 

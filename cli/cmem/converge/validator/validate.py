@@ -3,13 +3,13 @@
 `validate_response` reads — the vault's resident files, and any convergent file the reply
 rewrites that the pass did not hand it in `PassContext.originals` — and never writes. It returns
 every error at once (the repair round sends them all back), the warnings, and, only when there
-is no error, the exact texts to write. The numbered rules are SPEC §5's (`converge/rules.py`);
+is no error, the exact texts to write. The numbered rules are SPEC §5's (`converge/validator/rules.py`);
 each is checked by a function of the module its idea names, over one `ReplyReading`
-(`converge/checker.py`), and registered in `CHANGE_RULES` or `REPLY_RULES` below under the
+(`converge/validator/reply_reading.py`), and registered in `CHANGE_RULES` or `REPLY_RULES` below under the
 rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
-(`converge/checker.py`):
+(`converge/validator/reply_reading.py`):
 
-1. paths inside the convergent layer only (see `paths.py`);
+1. paths inside the convergent layer only (see `allowed_paths.py`);
 2. frontmatter parses and keeps every key it had;
 3. new or changed statements cite a source that resolves to a note; kept ones keep theirs;
 4. no old statement (nor any of its traces) disappears without a trace or a `<dropped>`;
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from cmem.converge import (
+from cmem.converge.validator import (
     check_accounting,
     check_invention,
     check_losses,
@@ -46,8 +46,8 @@ from cmem.converge import (
     check_sources,
     check_trace_dates,
 )
-from cmem.converge.check_invention import word_tokens
-from cmem.converge.checker import (
+from cmem.converge.validator.check_invention import word_tokens
+from cmem.converge.validator.reply_reading import (
     RESIDENT,
     Change,
     PassContext,
@@ -56,8 +56,8 @@ from cmem.converge.checker import (
     ended,
     format_issues,
 )
-from cmem.converge.response import Response
-from cmem.converge.rules import (
+from cmem.converge.validator.response import Response
+from cmem.converge.validator.rules import (
     ACCOUNTING,
     CITE_NOTES,
     DROPPED,
@@ -75,7 +75,7 @@ from cmem.converge.rules import (
     RuleId,
     WarningName,
 )
-from cmem.converge.turn_citations import turn_issues
+from cmem.converge.validator.turn_citations import turn_issues
 from cmem.vault.layers import Vault
 
 __all__ = [

@@ -5,10 +5,10 @@ changes no file is refused."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Doc, ReplyReading, reply_fact
-from cmem.converge.paths import convergent_path_problem, show_path
-from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
-from cmem.converge.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
+from cmem.converge.validator.allowed_paths import convergent_path_problem, show_path
+from cmem.converge.validator.reply_reading import Doc, ReplyReading, reply_fact
+from cmem.converge.validator.response import RESPONSE, ConvergedEntry, DeferredEntry
+from cmem.converge.validator.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
 from cmem.regular_files import read_regular, reason_of
 from cmem.vault.statements import WIKILINK
 
