@@ -109,7 +109,7 @@ def test_the_validators_registry_is_keyed_by_the_rulebook():
     the rulebook) or the warning it gives (a word of `rules.WARNINGS`), and checks it."""
     from cmem.converge.validator import validate
 
-    assert _rule_args(CONVERGE / "validate.py")  # the turn citations' check
+    assert _rule_args(CONVERGE / "check_sources.py")  # the turn citations' check
     for registry in (validate.CHANGE_RULES, validate.REPLY_RULES):
         assert registry and all(key in rules.RULES or key in rules.WARNINGS for key in registry)
     assert len(set(validate.CHANGE_RULES) | set(validate.REPLY_RULES)) == len(

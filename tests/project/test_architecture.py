@@ -67,7 +67,8 @@ def test_every_path_and_function_the_doc_names_exists():
 
 def test_the_doc_lists_the_layers_in_the_order_the_test_holds(layout):
     rows = _table_rows()
-    doc_order = [folder for folder, _ in rows if folder]
+    # a sub-package's rows (`converge/builtin/`) sit in their package's layer, after its own row
+    doc_order = list(dict.fromkeys(folder.split("/")[0] for folder, _ in rows if folder))
     code_order = [name for layer in layout.LAYERS for name in layer if (PACKAGE / name).is_dir()]
     assert doc_order == code_order
 

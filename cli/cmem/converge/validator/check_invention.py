@@ -10,7 +10,14 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from cmem.converge.validator.reply_reading import ReplyReading, reply_fact, short_text
+from cmem.converge.validator.reply_reading import (
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    reply_fact,
+    short_text,
+)
 from cmem.converge.validator.rules import INVENTION, UNTRACED
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
@@ -166,3 +173,12 @@ def check_untraced_changes(reply: ReplyReading) -> None:
             f"its sources {links} holds ({', '.join(unsupported[:5])}); if a fact changed, rewrite "
             "it with a trace and cite the note that says so, else keep the old wording",
         )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    INVENTION: check_invention,
+    UNTRACED: check_untraced_changes,
+}

@@ -9,7 +9,10 @@ from cmem.converge.validator.allowed_paths import show_path
 from cmem.converge.validator.kept_words import kept_words, negations, numbers, same_facts
 from cmem.converge.validator.reply_reading import (
     Change,
+    ChangeRule,
     ReplyReading,
+    ReplyRule,
+    RuleKey,
     all_traces,
     reply_fact,
     short_text,
@@ -392,3 +395,14 @@ def check_dropped_entries(reply: ReplyReading) -> None:
                 DROPPED,
                 f"<dropped> names {short_text(entry.statement, 50)!r}, which is still in {entry.file}",
             )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {
+    NOTHING_LOST: check_removals,  # counts each file's losses for rule 10
+}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    MEMORY_WHOLE: check_layer_loss,
+    DROPPED: check_dropped_entries,
+}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cmem.converge.validator.reply_reading import ReplyReading
+from cmem.converge.validator.reply_reading import ChangeRule, ReplyReading, ReplyRule, RuleKey
 from cmem.converge.validator.rules import RESIDENT_SIZE, SIZES
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import RESIDENT, SITUATIONAL
@@ -59,3 +59,12 @@ def check_situational_size(reply: ReplyReading) -> None:
                 SIZES,
                 f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it",
             )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    RESIDENT_SIZE: check_resident_size,
+    SIZES: check_situational_size,
+}

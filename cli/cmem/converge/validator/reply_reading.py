@@ -514,3 +514,10 @@ class ReplyReading:
                     text = note.text if note.usable else None
             self._cited_texts[name] = text
         return self._cited_texts[name]
+
+
+# A rule of the rulebook, or the warning a check that only warns gives.
+RuleKey = RuleId | WarningName
+# A check of one file block of the reply, and a check of the reply as a whole.
+ChangeRule = Callable[[ReplyReading, Change], None]
+ReplyRule = Callable[[ReplyReading], None]
