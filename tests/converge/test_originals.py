@@ -1,4 +1,4 @@
-"""The pass reads every memory file (`memory_files.read_originals`) with plain system calls: each
+"""The pass reads every memory file (`converge/memory/files.py: read_originals`) with plain system calls: each
 answer is the one `steps/changes.py: current_bytes` gives, whatever the file holds or is."""
 
 from __future__ import annotations
