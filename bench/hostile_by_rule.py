@@ -106,8 +106,8 @@ def measure() -> dict:
     import test_validate as tv
 
     import reply_variants as rv
-    from cmem.converge.response import parse_response
-    from cmem.converge.validate import PassContext, validate_response
+    from cmem.converge.validator.response import parse_response
+    from cmem.converge.validator.validate import PassContext, validate_response
     from cmem.vault.config import load_config
     from cmem.vault.layers import Vault
 

@@ -187,6 +187,16 @@ def over_limit(package: Path = PACKAGE, limit: int = MODULE_LINE_LIMIT) -> dict[
     return {name: n for name, n in sorted(sizes(package).items()) if n > limit}
 
 
+# The pass's package keeps at its top what runs a pass; engines and the validator are sub-packages
+# (issue 45).
+CONVERGE_TOP_LIMIT = 15
+
+
+def converge_top_level(package: Path = PACKAGE) -> int:
+    """Modules directly in `converge/`, `__init__.py` not counted."""
+    return sum(1 for path in (package / "converge").glob("*.py") if path.name != "__init__.py")
+
+
 def argv_parsers(package: Path = PACKAGE) -> list[str]:
     """Functions that read a command line by hand: a parameter named `argv` and a loop popping
     words off a list. One grammar means one such function, `cmem.command_line.parse`."""
@@ -210,39 +220,63 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
-# The extension points: each registry's module and name (issue 36).
+# The extension points: each registry's module and name (issue 36). The validator's registries
+# are gathered from the rule modules `RULE_MODULES` names, each holding its own dict of that name.
 REGISTRIES = {
     "engines": ("cmem.converge.engines", "ENGINES"),
-    "validator rules of each file block": ("cmem.converge.validate", "CHANGE_RULES"),
-    "validator rules of the whole reply": ("cmem.converge.validate", "REPLY_RULES"),
+    "validator rules of each file block": ("cmem.converge.validator.validate", "CHANGE_RULES"),
+    "validator rules of the whole reply": ("cmem.converge.validator.validate", "REPLY_RULES"),
 }
+RULE_MODULES = ("cmem.converge.validator.validate", "RULE_MODULES")
+
+
+def _assigned(path: Path, name: str) -> ast.expr | None:
+    """The value a module's top level assigns to `name`, as source (`X = …` or `X: T = …`)."""
+    for node in ast.parse(path.read_text("utf-8")).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == name:
+            return node.value
+    return None
+
+
+def _dict_keys(path: Path, name: str) -> list[str]:
+    value = _assigned(path, name)
+    if isinstance(value, ast.Dict):
+        return [ast.unparse(key) for key in value.keys if key is not None]
+    return []
 
 
 def registries(package: Path = PACKAGE) -> dict[str, list[str]]:
     """Each registry's keys as the source writes them (`"llm"`, `FRONTMATTER`), read without
-    importing the package."""
+    importing the package: a dict written out, or one gathered from the rule modules in order."""
     found: dict[str, list[str]] = {}
     paths = modules(package)
+    holder, listed = RULE_MODULES
+    value = _assigned(paths[holder], listed)
+    rule_modules = [
+        f"{holder.rsplit('.', 1)[0]}.{element.id}"
+        for element in (value.elts if isinstance(value, ast.Tuple) else [])
+        if isinstance(element, ast.Name)
+    ]
     for label, (module, name) in REGISTRIES.items():
-        keys: list[str] = []
-        for node in ast.parse(paths[module].read_text("utf-8")).body:
-            target = node.target if isinstance(node, ast.AnnAssign) else None
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id == name:
-                if isinstance(node.value, ast.Dict):
-                    keys = [ast.unparse(key) for key in node.value.keys if key is not None]
+        keys = _dict_keys(paths[module], name)
+        if not keys and module == holder:
+            keys = [
+                key for rule_module in rule_modules for key in _dict_keys(paths[rule_module], name)
+            ]
         found[label] = keys
     return found
 
 
 def rule_classes(package: Path = PACKAGE) -> list[str]:
-    """Classes in the validator's rule modules (`converge/check_….py`): a rule is a function
+    """Classes in the validator's rule modules (`converge/validator/check_….py`): a rule is a function
     registered under its id, so there should be none."""
     return sorted(
         f"{name}.{node.name}"
         for name, path in modules(package).items()
-        if name.startswith("cmem.converge.check_")
+        if name.startswith("cmem.converge.validator.check_")
         for node in ast.parse(path.read_text("utf-8")).body
         if isinstance(node, ast.ClassDef)
     )
@@ -317,6 +351,8 @@ def report(package: Path = PACKAGE) -> str:
         f"module lines: median {statistics.median(values):.0f}, p90 {percentile(values, 0.9)}, "
         f"max {max(values)} ({max(lines_by_module, key=lines_by_module.get)})"
     )
+    top = converge_top_level(package)
+    out.append(f"converge/ top-level modules: {top} (target ≤ {CONVERGE_TOP_LIMIT})")
     big = over_limit(package)
     out.append(f"modules over {MODULE_LINE_LIMIT} lines: {len(big)}")
     out += [f"  {name}: {n}" for name, n in big.items()]

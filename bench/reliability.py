@@ -130,8 +130,8 @@ def index_lock_figure(workdir: Path) -> dict:
 def validator_figures(hostile: list, valid: list, workdir: Path) -> dict:
     """Every variant through the validator alone (what the pass-level figures confirm)."""
     import reply_variants as rv
-    from cmem.converge.response import parse_response
-    from cmem.converge.validate import validate_response
+    from cmem.converge.validator.response import parse_response
+    from cmem.converge.validator.validate import validate_response
     from cmem.vault.layers import open_vault
 
     root = rv.build_corpus_vault(

@@ -9,11 +9,11 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cmem.converge.builtin import builtin_response
+from cmem.converge.builtin.engine import builtin_response
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.converge.response import parse_response
 from cmem.converge.selection import SelectedNote
-from cmem.converge.validate import PassContext, validate_response
+from cmem.converge.validator.response import parse_response
+from cmem.converge.validator.validate import PassContext, validate_response
 from cmem.scan.signals import Signal
 from cmem.vault.config import Formats
 from cmem.vault.layers import open_vault

@@ -383,7 +383,7 @@ def make_vault(root: Path, history: History) -> Path:
 def layer_problems(root: Path) -> list[str]:
     """What makes the convergent layer invalid: frontmatter that does not parse, a statement
     without a source or citing no note, a memory file named like a note, a date or a year."""
-    from cmem.converge.paths import skeleton
+    from cmem.converge.validator.allowed_paths import skeleton
     from cmem.vault.layers import open_vault
     from cmem.vault.notes import split_frontmatter
     from cmem.vault.statements import parse_statements

@@ -288,7 +288,8 @@ class WriterTrial:
 
 def run_writer_trials(trials: int, workdir: Path, seed: int = 6) -> dict:
     """`trials` passes, each with one external write at a random moment; see the module doc."""
-    from cmem.converge import model_command, pipeline
+    from cmem.converge import pipeline
+    from cmem.converge.model import command as model_command
     from cmem.errors import CmemError
     from cmem.steps.changes import SecondWriter
     from cmem.vault.layers import open_vault

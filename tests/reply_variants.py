@@ -133,7 +133,7 @@ def build_corpus_vault(root: Path, outside: Path, git: bool = True) -> Path:
 
 def corpus_context(vault):
     """The PassContext a pass on the corpus vault builds (both notes selected, the pass date fixed)."""
-    from cmem.converge.validate import PassContext
+    from cmem.converge.validator.validate import PassContext
 
     return PassContext(
         pass_date=PASS_DATE,

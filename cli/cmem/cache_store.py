@@ -29,8 +29,8 @@ RACY_NS = 2_000_000_000
 # carry versions of their own: they are the vault's data, not caches.)
 FORMATS = {
     "scan": 9,  # scan/scan_cache.py: each note's signals (8: notes not in UTF-8 decoded; 9: odd memory)
-    "statement-words": 6,  # converge/statement_words.py (5: UTF-8 keys; 6: no word mask)
-    "statement-tokens": 1,  # converge/statement_words.py: resident files' token estimates
+    "statement-words": 6,  # converge/memory/statement_words.py (5: UTF-8 keys; 6: no word mask)
+    "statement-tokens": 1,  # converge/memory/statement_words.py: resident files' token estimates
     "prompt-texts": 6,  # converge/prompt.py: the convergent files' texts as the prompt shows them
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
     "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)

@@ -8,10 +8,10 @@ import random
 import pytest
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge.builtin import builtin_response
-from cmem.converge.response import parse_response
+from cmem.converge.builtin.engine import builtin_response
+from cmem.converge.builtin.line_words import old_side_terms, quote_line, terms
 from cmem.converge.selection import SelectedNote
-from cmem.converge.words import old_side_terms, quote_line, terms
+from cmem.converge.validator.response import parse_response
 from cmem.scan.signals import Signal
 from cmem.vault.layers import open_vault
 from cmem.vault.notes import parse_frontmatter_block, split_frontmatter
@@ -509,7 +509,7 @@ def test_a_negation_is_never_merged_into_the_statement_it_negates(make_vault):
 
 def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
     """ "Helix now, not Neovim" replaces the statement about Neovim even with one shared word."""
-    from cmem.converge.builtin import builtin_response
+    from cmem.converge.builtin.engine import builtin_response
     from cmem.vault.layers import open_vault
 
     profile = (
@@ -549,7 +549,7 @@ def test_a_single_old_side_word_is_enough_to_rewrite(make_vault):
 def test_phrasing_strips_cues_hedges_and_the_old_side_and_resolves_dates():
     from datetime import date
 
-    from cmem.converge.phrasing import statement_text, subject_of, substitution
+    from cmem.converge.builtin.phrasing import statement_text, subject_of, substitution
 
     day = date(2026, 11, 10)
     assert statement_text("Actually I moved to Porto, not Lisbon.", day) == "I moved to Porto"

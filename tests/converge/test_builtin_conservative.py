@@ -267,7 +267,7 @@ def test_recurrence_cues_come_off_only_where_the_words_left_read_as_a_sentence(m
 
 
 def test_a_topic_file_is_never_named_like_a_note_a_date_or_an_existing_file():
-    from cmem.converge.topic_names import names_a_topic, topic_name
+    from cmem.converge.builtin.topic_names import names_a_topic, topic_name
 
     existing = {"converged/topics/shell.md": "converged/topics/Shell.md"}  # skeleton → path
 

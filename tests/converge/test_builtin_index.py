@@ -9,11 +9,12 @@ import math
 import random
 
 from builtin_helpers import DATE, OLD_NOTES, TOOLING_EN, note_with, originals_of, run
-from cmem.converge import builtin, builtin_memory
-from cmem.converge.corrections import holds, old_sides, side_words, specific
-from cmem.converge.slots import slots_of
-from cmem.converge.statement_words import CACHE_NAME
-from cmem.converge.words import old_side_terms, terms
+from cmem.converge.builtin import engine as builtin
+from cmem.converge.builtin import working_copy as builtin_memory
+from cmem.converge.builtin.corrections import holds, old_sides, side_words, specific
+from cmem.converge.builtin.line_words import old_side_terms, terms
+from cmem.converge.builtin.slots import slots_of
+from cmem.converge.memory.statement_words import CACHE_NAME
 from cmem.vault.layers import open_vault
 
 SWITCH_NOTE = "- Switched from pip to uv for projects\n"
@@ -174,7 +175,7 @@ def test_a_line_looks_up_its_words_once_a_file_and_no_keys_it_did_not_write(
 ):
     """Each file is asked once for all of a line's words (not once a word), and the keys of a
     file are looked through for what the note wrote only where it wrote something."""
-    from cmem.converge.statement_words import FileWords
+    from cmem.converge.memory.statement_words import FileWords
 
     topics = {f"converged/topics/garden-{n}.md": filler(30) for n in range(40)}
     root = make_vault(
@@ -204,7 +205,7 @@ def test_a_line_looks_up_its_words_once_a_file_and_no_keys_it_did_not_write(
 
 
 def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
-    from cmem.converge.statement_words import FileWords
+    from cmem.converge.memory.statement_words import FileWords
 
     rng = random.Random(13)
     alphabet = ["a", "b", "ab", "ba", "", "用", "a b"]
@@ -218,7 +219,7 @@ def test_a_key_is_found_in_the_joined_keys_as_in_the_split_ones():
 
 
 def test_a_kept_entry_of_another_shape_is_rebuilt():
-    from cmem.converge.statement_words import FileWords, WordsCache
+    from cmem.converge.memory.statement_words import FileWords, WordsCache
     from cmem.vault.statements import Statement
 
     words = FileWords.of([Statement(1, "- uv", "Uses uv for projects", [], [])])
@@ -252,8 +253,8 @@ def test_the_named_files_are_those_each_name_finds_in_turn(make_vault):
     """A note's links, then tags, name memory files by file name, alias or tag: in the order of
     the names, each name's files in path order, none twice — as a look through every file for
     each name in turn finds them."""
+    from cmem.converge.builtin.line_words import name_key
     from cmem.converge.selection import SelectedNote
-    from cmem.converge.words import name_key
 
     rng = random.Random(13)
     labels = ["uv", "Python-Tooling", "python tooling", "shell", "Fish", "编辑器", "vim"]
@@ -289,7 +290,7 @@ def test_an_ascii_name_key_is_the_key_the_full_rule_makes():
     import re
     import unicodedata
 
-    from cmem.converge.words import name_key
+    from cmem.converge.builtin.line_words import name_key
 
     def full(name: str) -> str:
         return re.sub(r"[\s_\-–—/]+", "", unicodedata.normalize("NFKC", name).casefold())
@@ -302,7 +303,7 @@ def test_an_ascii_name_key_is_the_key_the_full_rule_makes():
 
 
 def _words_of(core: str):
-    from cmem.converge.statement_words import FileWords
+    from cmem.converge.memory.statement_words import FileWords
     from cmem.vault.statements import Statement
 
     return FileWords.of([Statement(1, f"- {core}", core, [], [])])
@@ -315,7 +316,7 @@ def test_what_a_pass_adds_goes_to_a_side_file_and_the_copy_is_rewritten_only_whe
     not the whole copy again (8 MB at 10k notes); read over it by the next pass; past
     `DELTA_MAX` entries (or an eighth of the copy stale) the copy is rewritten and the side file
     removed. Every entry stays right for its text whichever file holds it."""
-    from cmem.converge.statement_words import DELTA_MAX, DELTA_NAME, WordsCache
+    from cmem.converge.memory.statement_words import DELTA_MAX, DELTA_NAME, WordsCache
 
     path = tmp_path / CACHE_NAME
     side = tmp_path / DELTA_NAME

@@ -24,8 +24,8 @@ import pytest
 import reliability_harness as harness
 import reply_variants as rv
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.converge.response import parse_response
-from cmem.converge.validate import validate_response
+from cmem.converge.validator.response import parse_response
+from cmem.converge.validator.validate import validate_response
 from cmem.errors import CmemError
 from cmem.vault.layers import open_vault
 

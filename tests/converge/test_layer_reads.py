@@ -7,8 +7,9 @@ from __future__ import annotations
 from builtin_helpers import EN_FORMATS as EN
 from builtin_helpers import OLD_NOTES, TOOLING, TOOLING_EN, note_with, run
 from builtin_helpers import selected_note as _note
-from cmem.converge import checker, coverage
+from cmem.converge import coverage
 from cmem.converge.coverage import STATEMENT, TRACE, line_fates
+from cmem.converge.validator import reply_reading as checker
 
 QUIET = "# Garden\n\n- Waters the garden every Sunday (source: [[old]])\n"
 

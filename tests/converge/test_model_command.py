@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem.converge.model_command import ModelCommandError, run_model_command
+from cmem.converge.model.command import ModelCommandError, run_model_command
 from cmem.errors import CmemError
 from reliability_harness import live_pids_with
 from support import TESTS
@@ -249,7 +249,7 @@ def test_undecodable_output_is_replaced_and_counted(fake, tmp_path, monkeypatch)
 
 
 def test_a_long_command_is_shown_by_its_program_name_and_its_tail():
-    from cmem.converge.model_command import _display
+    from cmem.converge.model.command import _display
 
     deep = "/home/someone/" + "a-rather-long-folder-name/" * 6
     argv = [deep + ".venv/bin/python", deep + "tests/fake_llm.py", "--marker", "run-42"]

@@ -1,11 +1,11 @@
-"""The pass reads every memory file (`memory_files.read_originals`) with plain system calls: each
+"""The pass reads every memory file (`converge/memory/files.py: read_originals`) with plain system calls: each
 answer is the one `steps/changes.py: current_bytes` gives, whatever the file holds or is."""
 
 from __future__ import annotations
 
 import random
 
-from cmem.converge.memory_files import _file_bytes, read_originals
+from cmem.converge.memory.files import _file_bytes, read_originals
 from cmem.steps.changes import current_bytes
 from cmem.vault.layers import open_vault
 

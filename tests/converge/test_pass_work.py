@@ -68,7 +68,7 @@ def test_listings_end_before_the_pass_writes(pass_vault):
 def test_a_reply_citing_notes_by_name_indexes_no_path_tails(pass_vault, monkeypatch):
     from functools import cached_property
 
-    from cmem.converge.checker import ReplyReading
+    from cmem.converge.validator.reply_reading import ReplyReading
 
     tails: list = []
     made = ReplyReading.path_tails.func
@@ -118,7 +118,7 @@ def test_topic_files_are_measured_once_while_their_text_stays(make_vault, monkey
 
 
 def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch):
-    from cmem.converge import check_sizes
+    from cmem.converge.validator import check_sizes
 
     core = {
         f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
@@ -136,7 +136,8 @@ def test_the_resident_size_check_measures_each_file_once(make_vault, monkeypatch
 
 
 def test_the_builtin_engine_measures_each_resident_file_once_a_pass(make_vault, monkeypatch):
-    from cmem.converge import builtin, builtin_memory
+    from cmem.converge.builtin import engine as builtin
+    from cmem.converge.builtin import working_copy as builtin_memory
 
     core = {
         f"converged/core/part-{n}.md": f"# Part {n}\n\n- 第 {n} 条（来源：[[old]]）\n"
@@ -157,8 +158,10 @@ def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypat
     """The validator keeps each resident file's token estimate by its text's digest: the next
     pass (engine and validator) measures only the texts it has not seen, and a file edited in
     between is measured again, its new size counted."""
-    from cmem.converge import builtin, builtin_memory, check_sizes
-    from cmem.converge.statement_words import TokenMemo
+    from cmem.converge.builtin import engine as builtin
+    from cmem.converge.builtin import working_copy as builtin_memory
+    from cmem.converge.memory.statement_words import TokenMemo
+    from cmem.converge.validator import check_sizes
     from cmem.text.tokens import estimate_tokens
 
     core = {
@@ -190,7 +193,7 @@ def test_resident_sizes_are_kept_by_text_for_the_next_pass(make_vault, monkeypat
 def test_topic_names_are_made_only_for_a_line_ending_in_a_link(make_vault, monkeypatch):
     """A trailing [[topic]] is a routing hint the statement drops: the topic files' names are
     made to recognise one, and only for a line that ends in a link."""
-    from cmem.converge import builtin
+    from cmem.converge.builtin import engine as builtin
 
     topics = {
         f"converged/topics/t{n}.md": f"---\nsummary: 话题 {n}\n---\n# T{n}\n\n- 第 {n} 条\n"
@@ -238,7 +241,7 @@ def test_each_memory_text_is_digested_once_by_each_cache_a_pass(make_vault, monk
         return real(text)
 
     monkeypatch.setattr(cache_store, "digest", digest)  # as `KeptByDigest.key` makes them
-    monkeypatch.setattr("cmem.converge.statement_words.digest", digest)
+    monkeypatch.setattr("cmem.converge.memory.statement_words.digest", digest)
     result = run_pass(vault, PassOptions(engine="builtin", dry_run=True))
     assert result.converged
     texts = {(root / path).read_text("utf-8") for path in files}

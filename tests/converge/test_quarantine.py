@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cmem.converge import builtin as builtin_engine
+from cmem.converge.builtin import engine as builtin_engine
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.doctor.checks import run_doctor
 from cmem.reading.status import build_status

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cmem.converge.model.reply_text import clean_reply
 from cmem.converge.pipeline import run_pass
-from cmem.converge.reply_text import clean_reply
-from cmem.converge.response import parse_response
+from cmem.converge.validator.response import parse_response
 from cmem.vault.layers import open_vault
 from pass_helpers import NOTE, PROFILE, llm_options, model_env, today
 from support import TESTS, git

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cmem.converge.response import (
+from cmem.converge.validator.response import (
     MAX_ERRORS,
     ConvergedEntry,
     DeferredEntry,

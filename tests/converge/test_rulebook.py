@@ -1,6 +1,6 @@
 """One rulebook (SPEC §5): the prompts (zh and en), the validator and the examples agree.
 
-- every rule the validator rejects by is `converge/rules.py`'s, by number — never a bare string;
+- every rule the validator rejects by is `converge/validator/rules.py`'s, by number — never a bare string;
 - both prompts state every rule under its number, with an example (`E.g. `…``) that is a piece
   of the prompt's own example reply;
 - that example reply, written against the vault the prompt describes, validates with no error.
@@ -14,19 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from cmem.converge import rules
 from cmem.converge.prompt import instructions
-from cmem.converge.response import parse_response
-from cmem.converge.validate import PassContext, validate_response
+from cmem.converge.validator import rules
+from cmem.converge.validator.response import parse_response
+from cmem.converge.validator.validate import PassContext, validate_response
 from cmem.vault.config import load_config
 from cmem.vault.layers import Vault
 from support import write_files
 
 ROOT = Path(__file__).resolve().parents[2]
-CONVERGE = ROOT / "cli/cmem/converge"
+CONVERGE = ROOT / "cli/cmem/converge/validator"
 # the validator: the reading of a reply, one module per rule's idea, the parser
 SOURCES = [
-    CONVERGE / "checker.py",
+    CONVERGE / "reply_reading.py",
     *sorted(CONVERGE.glob("check_*.py")),
     CONVERGE / "response.py",
 ]
@@ -100,16 +100,16 @@ def test_every_rejection_cites_a_rule_of_the_rulebook(path):
         if isinstance(arg, ast.Name) and arg.id == "rule":
             continue  # `error(self, file, line, rule, message)` passes its argument on
         assert isinstance(arg, ast.Name) and arg.id in names, (
-            f"{path.name}:{line}: a rejection cites {ast.unparse(arg)}, not a rule of converge/rules.py"
+            f"{path.name}:{line}: a rejection cites {ast.unparse(arg)}, not a rule of converge/validator/rules.py"
         )
 
 
 def test_the_validators_registry_is_keyed_by_the_rulebook():
     """Each check `validate_response` runs is registered under the rule it checks (a number of
     the rulebook) or the warning it gives (a word of `rules.WARNINGS`), and checks it."""
-    from cmem.converge import validate
+    from cmem.converge.validator import validate
 
-    assert _rule_args(CONVERGE / "validate.py")  # the turn citations' check
+    assert _rule_args(CONVERGE / "check_sources.py")  # the turn citations' check
     for registry in (validate.CHANGE_RULES, validate.REPLY_RULES):
         assert registry and all(key in rules.RULES or key in rules.WARNINGS for key in registry)
     assert len(set(validate.CHANGE_RULES) | set(validate.REPLY_RULES)) == len(

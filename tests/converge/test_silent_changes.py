@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cmem.converge.pipeline import PassOptions, run_pass
-from cmem.converge.response import parse_response
-from cmem.converge.validate import PassContext, validate_response
+from cmem.converge.validator.response import parse_response
+from cmem.converge.validator.validate import PassContext, validate_response
 from cmem.vault.layers import open_vault
 from pass_helpers import FAKE, model_env, prompts_sent
 from support import git

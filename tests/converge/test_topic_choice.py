@@ -8,7 +8,7 @@ import random
 
 from builtin_helpers import note_with
 from cmem.converge import prompt
-from cmem.converge.words import name_key, terms
+from cmem.converge.builtin.line_words import name_key, terms
 from cmem.vault.layers import open_vault
 
 WORDS = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmem.converge.response import parse_response
-from cmem.converge.turn_citations import block_problem, turn_refs
-from cmem.converge.validate import PassContext, validate_response
+from cmem.converge.validator.response import parse_response
+from cmem.converge.validator.turn_citations import block_problem, turn_refs
+from cmem.converge.validator.validate import PassContext, validate_response
 from cmem.sessions.capture import capture_transcripts
 from cmem.setup.init import init_vault
 from cmem.vault.layers import open_vault

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cmem.converge.response import Issue, parse_response
-from cmem.converge.validate import (
+from cmem.converge.validator.response import Issue, parse_response
+from cmem.converge.validator.validate import (
     PassContext,
     Validation,
     format_issues,
@@ -1185,9 +1185,9 @@ def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
     """The resident files as the size cap counts them: the pass's own texts without a second
     look at the disk, the files it did not read from the disk, never a FIFO, and nothing
     from outside the resident folder; the same as every file looked at and classified."""
-    from cmem.converge.checker import ReplyReading
-    from cmem.converge.response import Response
-    from cmem.converge.validate import RESIDENT
+    from cmem.converge.validator.reply_reading import ReplyReading
+    from cmem.converge.validator.response import Response
+    from cmem.converge.validator.validate import RESIDENT
     from cmem.vault.notes import read_note
 
     vault, ctx = reply_vault
@@ -1222,7 +1222,7 @@ def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
     import random
     import re
 
-    from cmem.converge.check_invention import _cjk_split
+    from cmem.converge.validator.check_invention import _cjk_split
     from cmem.text.scripts import CJK
 
     rng = random.Random(13)
@@ -1235,8 +1235,8 @@ def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
 def test_a_reply_fact_is_made_once_for_each_reading(reply_vault):
     """A rule module's fact (`@reply_fact`) is made the first time a rule asks, kept for the
     other rules of the same reply, and made afresh for the next reply (a repair round's)."""
-    from cmem.converge.checker import ReplyReading, reply_fact
-    from cmem.converge.response import Response
+    from cmem.converge.validator.reply_reading import ReplyReading, reply_fact
+    from cmem.converge.validator.response import Response
 
     vault, ctx = reply_vault
     made = []

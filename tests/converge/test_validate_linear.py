@@ -21,12 +21,12 @@ except ImportError:  # pragma: no cover - Python 3.10
 import pytest
 
 import reply_variants as rv
-from cmem.converge import lines as lines_module
-from cmem.converge import paths as paths_module
-from cmem.converge import response as response_module
-from cmem.converge import validate as validate_module
-from cmem.converge.response import MAX_RESPONSE_BYTES, parse_response
-from cmem.converge.validate import validate_response
+from cmem.converge.validator import added_lines as lines_module
+from cmem.converge.validator import allowed_paths as paths_module
+from cmem.converge.validator import response as response_module
+from cmem.converge.validator import validate as validate_module
+from cmem.converge.validator.response import MAX_RESPONSE_BYTES, parse_response
+from cmem.converge.validator.validate import validate_response
 from cmem.vault import notes as notes_module
 from cmem.vault import statements
 from cmem.vault.layers import open_vault

@@ -527,7 +527,7 @@ def test_a_model_command_never_reads_byte_code_a_vault_carries(tmp_path):
     import marshal
     import struct
 
-    from cmem.converge.model_command import run_model_command
+    from cmem.converge.model.command import run_model_command
 
     tools = tmp_path / "tools"
     tools.mkdir()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
-from cmem.converge.phrasing import is_chinese
-from cmem.converge.words import terms
+from cmem.converge.builtin.line_words import terms
+from cmem.converge.builtin.phrasing import is_chinese
 from cmem.reading.context import topic_terms
 from cmem.scan.recurrence import phrase_keys
 from cmem.scan.tone import content_units

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cmem.converge.validate import word_tokens
-from cmem.converge.words import terms
+from cmem.converge.builtin.line_words import terms
+from cmem.converge.validator.validate import word_tokens
 from cmem.scan.recurrence import phrase_keys
 from cmem.scan.tone import content_units
 from cmem.text.terms import EN_FILLER, EN_GRAMMAR, EN_KEY_STOP, EN_STOP

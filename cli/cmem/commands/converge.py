@@ -193,7 +193,7 @@ def converge(
     if response is not None:
         response_text = _read_response(response)
         if only is None:  # the reply to a handed-over prompt judges the notes that prompt held
-            from cmem.converge.agent_pass import handed_over_notes
+            from cmem.converge.model.agent_pass import handed_over_notes
 
             only = handed_over_notes(target, response) if str(response) != "-" else None
     if replay is not None:
@@ -291,7 +291,7 @@ def _read_response(response: Path) -> str:
 
 def _hand_over(target, options, as_json: bool) -> int:
     """`--as-model`: the prompt and what to do with it, or why there is nothing to converge."""
-    from cmem.converge.agent_pass import Handover, hand_over
+    from cmem.converge.model.agent_pass import Handover, hand_over
     from cmem.hook_command import cmem_command
     from cmem.render.reports import render_handover, render_pass
 
@@ -307,7 +307,7 @@ def _hand_over(target, options, as_json: bool) -> int:
 
 def _after_response(target, response: Path, code: int, as_json: bool) -> None:
     """An applied reply spends its handover; a rejected one says how to try again."""
-    from cmem.converge.agent_pass import spend_handover
+    from cmem.converge.model.agent_pass import spend_handover
 
     if code == 0:
         spend_handover(target)

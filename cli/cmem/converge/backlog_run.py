@@ -112,7 +112,7 @@ def configured_price(vault: Vault) -> Price | None:
 
 def plan_backlog(vault: Vault, options: PassOptions, price: Price | None = None) -> BacklogPlan:
     """What converging the backlog will take: batches by the prompt budget, as a pass selects."""
-    from cmem.converge.memory_files import hand_edited_files, read_originals
+    from cmem.converge.memory.files import hand_edited_files, read_originals
     from cmem.converge.prompt import assemble_prompt
     from cmem.scan.scanner import scan_vault
     from cmem.text.tokens import estimate_tokens

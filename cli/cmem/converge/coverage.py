@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from cmem.converge.phrasing import statement_text
+from cmem.converge.builtin.line_words import quote_line, terms
+from cmem.converge.builtin.phrasing import statement_text
 from cmem.converge.selection import SelectedNote
-from cmem.converge.words import quote_line, terms
 from cmem.scan.recurrence import phrase_keys
 from cmem.vault.config import Formats
 from cmem.vault.notes import note_date, split_frontmatter

@@ -92,7 +92,7 @@ class ResponseFile:
 
 @dataclass(frozen=True)
 class BuiltinEngine:
-    """The offline, extractive engine (`converge/builtin.py`): it reads the selected notes' cue
+    """The offline, extractive engine (`converge/builtin/engine.py`): it reads the selected notes' cue
     lines, not the prompt."""
 
     setup: EngineSetup
@@ -103,7 +103,7 @@ class BuiltinEngine:
     reads_prompt: bool = False
 
     def ask(self, prompt: str, attempt: int) -> EngineReply:
-        from cmem.converge.builtin import builtin_response
+        from cmem.converge.builtin.engine import builtin_response
 
         inputs = self.setup.inputs
         return EngineReply(
@@ -133,7 +133,7 @@ class ModelCommand:
         return self.setup.vault.config.repair_rounds
 
     def ask(self, prompt: str, attempt: int) -> EngineReply:
-        from cmem.converge.model_command import run_model_command
+        from cmem.converge.model.command import run_model_command
         from cmem.converge.prompt import redacted_prompt
         from cmem.errors import CmemError
         from cmem.text.secrets import redact_secrets
@@ -246,7 +246,7 @@ def check_engine(vault: Vault, options: PassOptions) -> None:
         raise UsageError(f"--engine must be one of {', '.join(ENGINE_NAMES)}.")
     if options.emit_prompt or options.response_text is not None or options.engine == "builtin":
         return
-    from cmem.converge.model_command import check_installed
+    from cmem.converge.model.command import check_installed
     from cmem.setup.trust import UntrustedCommand, resolve_model_command
 
     try:

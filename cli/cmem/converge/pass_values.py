@@ -15,8 +15,8 @@ from cmem.vault.state_json import State
 
 if TYPE_CHECKING:
     from cmem.converge.prompt import Prompt
-    from cmem.converge.response import Response
-    from cmem.converge.validate import Validation
+    from cmem.converge.validator.response import Response
+    from cmem.converge.validator.validate import Validation
 
 # (message, elapsed seconds or None[, the time limit in seconds]) — cmem.render.reports.Spinner
 Progress = Callable[..., None]

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Callable
 from cmem.archive.checklist import StageEntry, archive_target, filing_date, stage_notes
 from cmem.converge.accounting import account_note
 from cmem.converge.engines import Engine, EngineReply, check_engine, choose_engine
-from cmem.converge.memory_diff import make_diff
-from cmem.converge.memory_files import (
+from cmem.converge.memory.diff import make_diff
+from cmem.converge.memory.files import (
     changed_inputs,
     hand_edited_files,
     read_originals,
@@ -62,7 +62,7 @@ from cmem.vault.layers import Vault
 from cmem.vault.state_json import State, load_state
 
 if TYPE_CHECKING:
-    from cmem.converge.validate import Validation
+    from cmem.converge.validator.validate import Validation
 
 # The stages' values and the engines are named here too: what a caller of the pass reads.
 __all__ = [

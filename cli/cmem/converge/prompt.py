@@ -139,7 +139,7 @@ def touched_situational(
       wikilink (file name, alias or tag) first, then by shared words — file name, title,
       summary, tags and statements against the signal lines (English words and CJK bigrams).
       A file sharing nothing is not quoted; the prompt still lists it with its summary."""
-    from cmem.converge.words import name_key, terms
+    from cmem.converge.builtin.line_words import name_key, terms
 
     base = vault.config.situational_dir + "/"
     limit = vault.config.budget_tokens // 2 if limit_tokens is None else limit_tokens
@@ -211,7 +211,7 @@ def warm_terms(vault: Vault, texts: dict[str, str], deadline: float) -> bool:
 class _TermsMemo:
     """What touched_situational reads of each topic file's text, kept in the machine folder by a
     digest of the text: its token estimate, the name keys of its aliases and tags with the words
-    of them and of its summary, and the words of its whole text (converge.words.terms). On a
+    of them and of its summary, and the words of its whole text (`line_words.terms`). On a
     large vault these were most of building a prompt, and they change only when the text does.
     Kept under the stats of the modules that define them, so a changed definition starts afresh."""
 
@@ -219,10 +219,11 @@ class _TermsMemo:
 
     def __init__(self, vault: Vault):
         from cmem.cache_store import Kept, KeptByDigest, code_stamp
-        from cmem.converge import statement_words, words
+        from cmem.converge.builtin import line_words
+        from cmem.converge.memory import statement_words
         from cmem.text import scripts, terms, tokens
 
-        stamp = code_stamp(words, terms, scripts, tokens, statement_words)
+        stamp = code_stamp(line_words, terms, scripts, tokens, statement_words)
         self.store = KeptByDigest(Kept(vault.machine_dir / self.FILE, "prompt-texts", stamp))
 
     def _get(self, part: str, text: str, make):
@@ -231,7 +232,7 @@ class _TermsMemo:
     def terms(self, text: str) -> str:
         """The words of the text, one a line between line ends ("\\nword\\n" finds one): one
         string a file loads as one copy, not a set of words to hash on every load."""
-        from cmem.converge.words import terms
+        from cmem.converge.builtin.line_words import terms
 
         return self._get("terms", text, lambda text: "\n" + "\n".join(sorted(terms(text))) + "\n")
 
@@ -252,13 +253,13 @@ class _TermsMemo:
 
 
 def _stem(stem: str) -> tuple[str, frozenset[str]]:
-    from cmem.converge.words import name_key, terms
+    from cmem.converge.builtin.line_words import name_key, terms
 
     return name_key(stem), terms(stem.replace("-", " ").replace("_", " "))
 
 
 def _head(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    from cmem.converge.words import name_key, terms
+    from cmem.converge.builtin.line_words import name_key, terms
 
     aliases = _aliases(text)
     keys = frozenset(name_key(a) for a in aliases)

@@ -1,5 +1,5 @@
-"""A pass's replies checked: each parsed (`converge/response.py`) and validated
-(`converge/validate.py`), a rejected one sent back to a model with what to fix (the repair
+"""A pass's replies checked: each parsed (`converge/validator/response.py`) and validated
+(`converge/validator/validate.py`), a rejected one sent back to a model with what to fix (the repair
 rounds), and a rejected builtin reply narrowed to the notes the builtin engine can converge (the
 others put aside, named)."""
 
@@ -25,13 +25,13 @@ from cmem.steps.run_records import RunRecord
 from cmem.vault.layers import Vault
 
 if TYPE_CHECKING:  # the validator loads lazily, when a pass asks an engine
-    from cmem.converge.validate import PassContext, Validation
+    from cmem.converge.validator.validate import PassContext, Validation
 
 
 def validator_context(
     vault: Vault, inputs: PassInputs, plan: PromptPlan, allow_shrink: bool
 ) -> PassContext:
-    from cmem.converge.validate import PassContext
+    from cmem.converge.validator.validate import PassContext
 
     return PassContext(
         pass_date=inputs.pass_date,
@@ -54,7 +54,7 @@ def isolate_builtin(
     A note rejected only for writing into a memory file that cannot be read is held instead:
     left out of the pass, not recorded, so it stays pending until that file can be read.
     Returns the narrowed inputs, that reply's check, and the quarantined notes."""
-    from cmem.converge.builtin import builtin_response
+    from cmem.converge.builtin.engine import builtin_response
 
     kept: list[SelectedNote] = []
     quarantined: dict[str, str] = {}
@@ -64,7 +64,7 @@ def isolate_builtin(
         trial = _with_notes(inputs, [*kept, note])
         try:
             text = builtin_response(vault, trial.selection.notes, plan.writable, trial.pass_date)
-            from cmem.converge.validate import validate_response
+            from cmem.converge.validator.validate import validate_response
 
             validation = validate_response(
                 vault,
@@ -93,7 +93,7 @@ def isolate_builtin(
     if not quarantined and not held:
         return inputs, checked, {}  # every note passes alone and together: not one note's doing
     if accepted is None:  # every note put aside: the pass records why, and writes nothing else
-        from cmem.converge.validate import Validation
+        from cmem.converge.validator.validate import Validation
 
         accepted = Validation()
     warnings = (
@@ -145,8 +145,8 @@ def _with_notes(inputs: PassInputs, notes: list[SelectedNote]) -> PassInputs:
 
 
 def parse_reply(text: str) -> ParsedReply:
-    from cmem.converge.reply_text import clean_reply
-    from cmem.converge.response import parse_response
+    from cmem.converge.model.reply_text import clean_reply
+    from cmem.converge.validator.response import parse_response
 
     # ANSI codes and a reasoning model's leading <think> block are no part of the answer
     cleaned = clean_reply(text)
@@ -230,7 +230,7 @@ def _check_all(
                     vault, first_prompt, parsed, issues, attempt, context, record
                 )
     except (CmemError, KeyboardInterrupt) as stop:
-        from cmem.converge.model_command import NOT_STARTED
+        from cmem.converge.model.command import NOT_STARTED
 
         # the report says how many times the engine was asked: not this time, when its
         # command could not even be started
@@ -244,7 +244,7 @@ def _check_reply(
     vault: Vault, reply: EngineReply, attempt: int, context: PassContext, record: RunRecord
 ) -> tuple[ParsedReply, Validation]:
     """One reply parsed and validated; the run record keeps the reply and the verdict."""
-    from cmem.converge.validate import validate_response
+    from cmem.converge.validator.validate import validate_response
 
     record.write(f"response-{attempt}.txt", reply.text)
     parsed = parse_reply(reply.text)
@@ -270,7 +270,7 @@ def _ask_again(
     record: RunRecord,
 ) -> str:
     """The repair prompt: the whole first prompt, the reply, what to fix; kept in the record."""
-    from cmem.converge.validate import format_issues
+    from cmem.converge.validator.validate import format_issues
 
     repair = repair_prompt(
         vault, first_prompt, parsed.text, format_issues(issues), context.pass_date

@@ -260,7 +260,7 @@ def _check_lookalikes(vault: Vault) -> list[Finding]:
     refuses to create these (SPEC §5 rule 12); files made by hand are named here."""
     import unicodedata
 
-    from cmem.converge.paths import skeleton
+    from cmem.converge.validator.allowed_paths import skeleton
 
     findings = []
     memory = sorted(f.rel for f in vault.convergent_files())

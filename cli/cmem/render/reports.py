@@ -642,7 +642,7 @@ def render_pass(result, show_diff: bool = False) -> str:
 def render_handover(handover) -> str:
     """`converge --as-model`: what the agent does, step by step; the prompt itself is in a file
     (an agent's shell tool would cut it short)."""
-    from cmem.converge.agent_pass import MAX_ROUNDS
+    from cmem.converge.model.agent_pass import MAX_ROUNDS
 
     notes = plural(len(handover.notes), "note")
     waiting = (

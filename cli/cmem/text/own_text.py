@@ -11,7 +11,7 @@ from __future__ import annotations
 CONTEXT_MARK = "<!-- cmem memory:"
 CONTEXT_END_MARK = "<!-- end of cmem memory:"
 # The first line of every prompt a pass sends a model, its repair rounds included
-# (`converge/prompt.py`, `converge/model_command.py`).
+# (`converge/prompt.py`, `converge/model/command.py`).
 PASS_PROMPT_MARK = "<!-- cmem convergence prompt -->"
 # The environment variable a pass sets for the model command it runs: an agent CLI started as
 # cmem's model fires its own hooks, and `cmem hook run` then does nothing.

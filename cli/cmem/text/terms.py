@@ -4,8 +4,8 @@ Each use leaves out a different amount, so the lists are built from shared parts
 forced into one:
 
 - `EN_GRAMMAR`: English articles, pronouns, prepositions, auxiliaries — left out everywhere.
-  Alone, it is what the validator's invention check leaves out (`converge/validate.py`).
-- `EN_STOP`: the builtin engine's terms and leading words (`converge/words.py`): grammar plus
+  Alone, it is what the validator's invention check leaves out (`converge/validator/validate.py`).
+- `EN_STOP`: the builtin engine's terms and leading words (`converge/builtin/line_words.py`): grammar plus
   common verbs and adverbs (a decision about "always use uv" is about uv).
 - `EN_FILLER`: the scan's content units (`scan/tone.py`): grammar plus chat filler (lol, ok,
   stuff) — a line of filler says nothing worth a memory.

@@ -112,8 +112,8 @@ def warm_up(vault: Vault, seconds: float) -> bool:
     check, reads only what changed)."""
     import time
 
-    from cmem.converge.builtin_memory import warm_words
-    from cmem.converge.memory_files import read_originals
+    from cmem.converge.builtin.working_copy import warm_words
+    from cmem.converge.memory.files import read_originals
     from cmem.converge.prompt import warm_terms
     from cmem.scan import scan_cache
     from cmem.triggers.if_due import due_now

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cmem.cache_store import Kept, KeptByDigest, code_stamp, digest
-from cmem.converge.words import terms
+from cmem.converge.builtin.line_words import terms
 from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
@@ -133,9 +133,9 @@ def fingerprint(formats) -> tuple:
     import cmem.text.terms
     import cmem.vault.notes
     import cmem.vault.statements
-    from cmem.converge import words
+    from cmem.converge.builtin import line_words
 
-    code = code_stamp(words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes)
+    code = code_stamp(line_words, cmem.text.terms, cmem.vault.statements, cmem.vault.notes)
     return (code, repr(formats))
 
 

@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from cmem.converge.rules import FORMAT, ONE_REPLY, SIZES, UNKNOWN, RuleId, WarningName
+from cmem.converge.validator.rules import FORMAT, ONE_REPLY, SIZES, UNKNOWN, RuleId, WarningName
 
 RESPONSE = "response"  # the `file` of issues about the reply itself
 MAX_ERRORS = 50  # a reply this broken needs rewriting, not a longer list
@@ -50,7 +50,7 @@ class Issue:
     """One problem, named by file and line: `converged/core/profile.md:4: … (rule 3)`.
 
     `file` is a vault-relative path, or `response` for the reply itself (then `line` is a line of
-    the reply). `rule` is a rule number of the rulebook (`converge/rules.py`, `RuleId`) for an
+    the reply). `rule` is a rule number of the rulebook (`converge/validator/rules.py`, `RuleId`) for an
     error, a word for a warning (`WarningName`: "invention", "unknown", …). `line` 0 means the
     whole file.
     """

@@ -5,10 +5,17 @@ changes no file is refused."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Doc, ReplyReading, reply_fact
-from cmem.converge.paths import convergent_path_problem, show_path
-from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry
-from cmem.converge.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
+from cmem.converge.validator.allowed_paths import convergent_path_problem, show_path
+from cmem.converge.validator.reply_reading import (
+    ChangeRule,
+    Doc,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    reply_fact,
+)
+from cmem.converge.validator.response import RESPONSE, ConvergedEntry, DeferredEntry
+from cmem.converge.validator.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
 from cmem.regular_files import read_regular, reason_of
 from cmem.vault.statements import WIKILINK
 
@@ -274,3 +281,11 @@ def _cites(text: str, names: set[str]) -> bool:
 
 def _folded(names: set[str]) -> set[str]:
     return {name.casefold() for name in names}
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    ACCOUNTING: check_notes,
+}

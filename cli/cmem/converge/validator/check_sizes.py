@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from cmem.converge.checker import ReplyReading
-from cmem.converge.rules import RESIDENT_SIZE, SIZES
+from cmem.converge.validator.reply_reading import ChangeRule, ReplyReading, ReplyRule, RuleKey
+from cmem.converge.validator.rules import RESIDENT_SIZE, SIZES
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import RESIDENT, SITUATIONAL
 
@@ -19,7 +19,7 @@ def check_resident_size(reply: ReplyReading) -> None:
     # each file measured once: the files the reply leaves alone count the same on both sides
     # (at 10k, 506 resident files measured twice were a fifth of validating a one-note pass),
     # and kept by the text's digest for the next pass, whose originals are these texts
-    from cmem.converge.statement_words import TokenMemo
+    from cmem.converge.memory.statement_words import TokenMemo
 
     memo = TokenMemo(reply.vault.machine_dir)
     tokens = {path: memo.tokens(text, estimate_tokens) for path, text in before.items()}
@@ -59,3 +59,12 @@ def check_situational_size(reply: ReplyReading) -> None:
                 SIZES,
                 f"the file would hold about {size} tokens, over the cap of {cap} for a topic file (situational_max_tokens); split it by topic or compress it",
             )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    RESIDENT_SIZE: check_resident_size,
+    SIZES: check_situational_size,
+}

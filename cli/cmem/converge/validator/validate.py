@@ -3,13 +3,13 @@
 `validate_response` reads — the vault's resident files, and any convergent file the reply
 rewrites that the pass did not hand it in `PassContext.originals` — and never writes. It returns
 every error at once (the repair round sends them all back), the warnings, and, only when there
-is no error, the exact texts to write. The numbered rules are SPEC §5's (`converge/rules.py`);
-each is checked by a function of the module its idea names, over one `ReplyReading`
-(`converge/checker.py`), and registered in `CHANGE_RULES` or `REPLY_RULES` below under the
-rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
-(`converge/checker.py`):
+is no error, the exact texts to write. The numbered rules are SPEC §5's (`rules.py`); each is
+checked by a function of the `check_….py` module its idea names, over one `ReplyReading`
+(`reply_reading.py`), and registered under the rule it checks in that module's `CHANGE_RULES` or
+`REPLY_RULES`, which `RULE_MODULES` below gathers in order. Rules 1, 12, 14 and 15 are checked as
+the reply is read (`reply_reading.py`):
 
-1. paths inside the convergent layer only (see `paths.py`);
+1. paths inside the convergent layer only (see `allowed_paths.py`);
 2. frontmatter parses and keeps every key it had;
 3. new or changed statements cite a source that resolves to a note; kept ones keep theirs;
 4. no old statement (nor any of its traces) disappears without a trace or a `<dropped>`;
@@ -35,9 +35,7 @@ currency and question marks are kept: changing them is).
 
 from __future__ import annotations
 
-from typing import Callable
-
-from cmem.converge import (
+from cmem.converge.validator import (
     check_accounting,
     check_invention,
     check_losses,
@@ -46,36 +44,19 @@ from cmem.converge import (
     check_sources,
     check_trace_dates,
 )
-from cmem.converge.check_invention import word_tokens
-from cmem.converge.checker import (
+from cmem.converge.validator.check_invention import word_tokens
+from cmem.converge.validator.reply_reading import (
     RESIDENT,
-    Change,
+    ChangeRule,
     PassContext,
     ReplyReading,
+    ReplyRule,
+    RuleKey,
     Validation,
     ended,
     format_issues,
 )
-from cmem.converge.response import Response
-from cmem.converge.rules import (
-    ACCOUNTING,
-    CITE_NOTES,
-    DROPPED,
-    FRONTMATTER,
-    INVENTION,
-    MEMORY_WHOLE,
-    NOTHING_LOST,
-    ONLY_STATEMENTS,
-    QUOTED,
-    RESIDENT_SIZE,
-    SIZES,
-    SOURCES,
-    TRACE_DATES,
-    UNTRACED,
-    RuleId,
-    WarningName,
-)
-from cmem.converge.turn_citations import turn_issues
+from cmem.converge.validator.response import Response
 from cmem.vault.layers import Vault
 
 __all__ = [
@@ -89,38 +70,24 @@ __all__ = [
     "word_tokens",
 ]
 
-
-def _turn_citations(reply: ReplyReading, change: Change) -> None:
-    """A statement citing a session turn cites one that exists and is the user's (SPEC §14)."""
-    known = change.base.keys if change.base else set()
-    for line, agents, message in turn_issues(change.new.statements, known, reply.cited_text):
-        reply.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
-
-
-# A rule of the rulebook, or the warning a check that only warns gives.
-RuleKey = RuleId | WarningName
-ChangeRule = Callable[[ReplyReading, Change], None]
-ReplyRule = Callable[[ReplyReading], None]
-
+# The rules' modules, in the order their checks run; each registers its checks under their rule
+# in its own `CHANGE_RULES` and `REPLY_RULES`.
+RULE_MODULES = (
+    check_shape,
+    check_sources,
+    check_losses,
+    check_trace_dates,
+    check_sizes,
+    check_accounting,
+    check_invention,
+)
 # Each file block of the reply, in this order: the rule → its check.
 CHANGE_RULES: dict[RuleKey, ChangeRule] = {
-    FRONTMATTER: check_shape.check_frontmatter,
-    ONLY_STATEMENTS: check_shape.check_lines,
-    SOURCES: check_sources.check_sources,
-    QUOTED: check_sources.check_quoted,
-    CITE_NOTES: _turn_citations,
-    NOTHING_LOST: check_losses.check_removals,  # counts each file's losses for rule 10
-    TRACE_DATES: check_trace_dates.check_new_traces,
+    rule: check for module in RULE_MODULES for rule, check in module.CHANGE_RULES.items()
 }
 # Then the reply as a whole, in this order.
 REPLY_RULES: dict[RuleKey, ReplyRule] = {
-    MEMORY_WHOLE: check_losses.check_layer_loss,
-    DROPPED: check_losses.check_dropped_entries,
-    RESIDENT_SIZE: check_sizes.check_resident_size,
-    SIZES: check_sizes.check_situational_size,
-    ACCOUNTING: check_accounting.check_notes,
-    INVENTION: check_invention.check_invention,
-    UNTRACED: check_invention.check_untraced_changes,
+    rule: check for module in RULE_MODULES for rule, check in module.REPLY_RULES.items()
 }
 
 

@@ -64,7 +64,7 @@ Its limits, honestly:
 
 from __future__ import annotations
 
-from cmem.converge.builtin_edits import (
+from cmem.converge.builtin.edits import (
     add_source,
     append_statement,
     list_prefix,
@@ -72,13 +72,13 @@ from cmem.converge.builtin_edits import (
     rewrite_with_trace,
     sources_stay_with_the_words,
 )
-from cmem.converge.builtin_memory import MemoryFile, PassWork, joiner, touch_updated
-from cmem.converge.builtin_placing import NO_SUBJECT, best_match, find_duplicate, route
-from cmem.converge.patterns import count_clause, counted, pattern_base, pattern_text
-from cmem.converge.phrasing import statement_text
+from cmem.converge.builtin.line_words import SWITCH, name_key, names_both_sides, quote_line
+from cmem.converge.builtin.patterns import count_clause, counted, pattern_base, pattern_text
+from cmem.converge.builtin.phrasing import statement_text
+from cmem.converge.builtin.placing import NO_SUBJECT, best_match, find_duplicate, route
+from cmem.converge.builtin.sentences import cue_sentence, too_long
+from cmem.converge.builtin.working_copy import MemoryFile, PassWork, joiner, touch_updated
 from cmem.converge.selection import SelectedNote
-from cmem.converge.sentences import cue_sentence, too_long
-from cmem.converge.words import SWITCH, name_key, names_both_sides, quote_line
 from cmem.scan.signals import Signal
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault

@@ -3,8 +3,9 @@
 The validator cites these numbers in every rejection, and both prompts
 (`prompts/converge.en.md`, `.zh.md`) state each rule under the same number with an example that
 passes it; `tests/converge/test_rulebook.py` holds the three together. Adding a rule: a number
-here, its check citing it in the `converge/check_….py` module of its idea, registered under the
-number in `converge/validate.py`, and its text and example in both prompts.
+here, its check citing it in the `converge/validator/check_….py` module of its idea, registered
+under the number in that module's `CHANGE_RULES` or `REPLY_RULES`, and its text and example in
+both prompts.
 
 Warnings are not rules: they never reject a reply, and they are named by a word (`WarningName`).
 """

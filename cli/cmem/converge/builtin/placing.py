@@ -9,13 +9,13 @@ import math
 import re
 from collections.abc import Set
 
-from cmem.converge.builtin_memory import METHODOLOGY, PROFILE, MemoryFile, PassWork, new_file
-from cmem.converge.corrections import holds, old_sides, side_words, specific
-from cmem.converge.phrasing import subject_of
+from cmem.converge.builtin.corrections import holds, old_sides, side_words, specific
+from cmem.converge.builtin.line_words import name_key, old_side_terms, slug, terms
+from cmem.converge.builtin.phrasing import subject_of
+from cmem.converge.builtin.slots import HOME, slot_names, slots_of
+from cmem.converge.builtin.working_copy import METHODOLOGY, PROFILE, MemoryFile, PassWork, new_file
+from cmem.converge.memory.statement_words import probe
 from cmem.converge.selection import SelectedNote
-from cmem.converge.slots import HOME, slot_names, slots_of
-from cmem.converge.statement_words import probe
-from cmem.converge.words import name_key, old_side_terms, slug, terms
 from cmem.scan.signals import Signal
 from cmem.vault.statements import Statement, normalize
 
@@ -223,8 +223,8 @@ def _new_topic(work: PassWork, note: SelectedNote, text: str) -> MemoryFile | No
     """The topic file of the line's subject, else of the note's first specific tag or link to
     no note, else of the noun phrase the line is about (`topic_names`): never a clause, a note's
     name, a date or a year; None when none of them names a topic."""
-    from cmem.converge.paths import skeleton
-    from cmem.converge.topic_names import subject_phrase, topic_name
+    from cmem.converge.builtin.topic_names import subject_phrase, topic_name
+    from cmem.converge.validator.allowed_paths import skeleton
 
     subject = subject_of(text)
     tags = [

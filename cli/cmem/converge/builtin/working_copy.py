@@ -10,8 +10,9 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cmem.converge.phrasing import is_chinese
-from cmem.converge.statement_words import (
+from cmem.converge.builtin.line_words import name_key
+from cmem.converge.builtin.phrasing import is_chinese
+from cmem.converge.memory.statement_words import (
     CACHE_NAME,
     FileWords,
     TokenMemo,
@@ -19,7 +20,6 @@ from cmem.converge.statement_words import (
     fingerprint,
     text_digest,
 )
-from cmem.converge.words import name_key
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.config import Formats
 from cmem.vault.layers import Vault
@@ -240,7 +240,7 @@ class PassWork:
         """Whether `name` looks like (skeleton) the name of a note, divergent or archived: a new
         memory file named so would make `[[name]]` ambiguous (rule 12)."""
         if self._note_shapes is None:
-            from cmem.converge.paths import skeleton
+            from cmem.converge.validator.allowed_paths import skeleton
             from cmem.vault.layers import ARCHIVE, DIVERGENT
 
             vault = self.vault
@@ -249,7 +249,7 @@ class PassWork:
                 for note, paths in vault.note_names().items()
                 if any(vault.layer_of(p) in (DIVERGENT, ARCHIVE) for p in paths)
             }
-        from cmem.converge.paths import skeleton
+        from cmem.converge.validator.allowed_paths import skeleton
 
         return skeleton(name) in self._note_shapes
 

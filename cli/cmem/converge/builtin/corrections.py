@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from cmem.converge.phrasing import substitution
-from cmem.converge.slots import slot_swap
-from cmem.converge.words import OLD_SIDE
+from cmem.converge.builtin.line_words import OLD_SIDE
+from cmem.converge.builtin.phrasing import substitution
+from cmem.converge.builtin.slots import slot_swap
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
 

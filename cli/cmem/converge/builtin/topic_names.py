@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from cmem.converge.paths import skeleton
-from cmem.converge.words import slug
+from cmem.converge.builtin.line_words import slug
+from cmem.converge.validator.allowed_paths import skeleton
 from cmem.text.scripts import HAN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from cmem.converge.builtin_memory import MemoryFile, PassWork, joiner
-from cmem.converge.corrections import old_sides, substitute
-from cmem.converge.words import terms
+from cmem.converge.builtin.corrections import old_sides, substitute
+from cmem.converge.builtin.line_words import terms
+from cmem.converge.builtin.working_copy import MemoryFile, PassWork, joiner
 from cmem.vault.config import Formats
 from cmem.vault.statements import (
     WIKILINK,
@@ -303,7 +303,7 @@ def reads_back(
     statement whose words hold the start of a source or trace annotation, or brackets that end a
     trace early, would otherwise reach the validator with a source it does not cite or a trace
     it did not keep."""
-    from cmem.converge.lines import holds_html
+    from cmem.converge.validator.added_lines import holds_html
 
     if holds_html(line):
         return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from cmem.converge.words import without_cue
+from cmem.converge.builtin.line_words import without_cue
 
 HOME = "home"
 _HOME = re.compile(

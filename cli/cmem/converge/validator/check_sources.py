@@ -4,8 +4,16 @@ from a note that is not the user's own words says so in its source."""
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, ReplyReading, short_text
-from cmem.converge.rules import CITE_NOTES, QUOTED, SOURCES
+from cmem.converge.validator.reply_reading import (
+    Change,
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    short_text,
+)
+from cmem.converge.validator.rules import CITE_NOTES, QUOTED, SOURCES
+from cmem.converge.validator.turn_citations import turn_issues
 from cmem.vault.quoted import marked_quoted
 from cmem.vault.statements import Statement, format_source
 
@@ -99,3 +107,20 @@ def check_quoted(reply: ReplyReading, change: Change) -> None:
                     f"user's own words; say so in its source, `quoted from [[{name}]]`, and write "
                     "what the source says, not the user's view",
                 )
+
+
+def check_turn_citations(reply: ReplyReading, change: Change) -> None:
+    """A statement citing a session turn cites one that exists and is the user's (SPEC §14)."""
+    known = change.base.keys if change.base else set()
+    for line, agents, message in turn_issues(change.new.statements, known, reply.cited_text):
+        reply.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {
+    SOURCES: check_sources,
+    QUOTED: check_quoted,
+    CITE_NOTES: check_turn_citations,
+}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {}

@@ -10,8 +10,15 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from cmem.converge.checker import ReplyReading, reply_fact, short_text
-from cmem.converge.rules import INVENTION, UNTRACED
+from cmem.converge.validator.reply_reading import (
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    reply_fact,
+    short_text,
+)
+from cmem.converge.validator.rules import INVENTION, UNTRACED
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 
@@ -114,7 +121,7 @@ def _stems_by_note(reply: ReplyReading) -> dict[str, frozenset[str]]:
 
 
 def source_stems(reply: ReplyReading, name: str) -> frozenset[str]:
-    from cmem.converge.wording import kept_words
+    from cmem.converge.validator.kept_words import kept_words
 
     stems = _stems_by_note(reply)
     if name not in stems:
@@ -124,7 +131,7 @@ def source_stems(reply: ReplyReading, name: str) -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def _factless() -> frozenset[str]:
-    from cmem.converge.wording import kept_words
+    from cmem.converge.validator.kept_words import kept_words
     from cmem.text.terms import EN_FACTLESS
 
     return kept_words(" ".join(EN_FACTLESS))
@@ -134,7 +141,7 @@ def check_untraced_changes(reply: ReplyReading) -> None:
     """A statement that took an old one's place without a trace (a merge, declared or found:
     every old word kept) and added words that no note it cites holds: the change of fact a
     trace would have declared may hide in them."""
-    from cmem.converge.wording import kept_words
+    from cmem.converge.validator.kept_words import kept_words
 
     olds: dict[tuple[str, str], set[str]] = {}  # (file, new statement) → the old words it holds
     for merged in reply.result.merged:
@@ -166,3 +173,12 @@ def check_untraced_changes(reply: ReplyReading) -> None:
             f"its sources {links} holds ({', '.join(unsupported[:5])}); if a fact changed, rewrite "
             "it with a trace and cite the note that says so, else keep the old wording",
         )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    INVENTION: check_invention,
+    UNTRACED: check_untraced_changes,
+}

@@ -4,12 +4,21 @@ dropped from a file, less from the memory layer, nothing moves out of the reside
 
 from __future__ import annotations
 
-from cmem.converge.checker import Change, ReplyReading, all_traces, reply_fact, short_text
-from cmem.converge.lines import is_blank
-from cmem.converge.paths import show_path
-from cmem.converge.response import RESPONSE
-from cmem.converge.rules import DROP_LITTLE, DROPPED, MEMORY_WHOLE, NOTHING_LOST
-from cmem.converge.wording import kept_words, negations, numbers, same_facts
+from cmem.converge.validator.added_lines import is_blank
+from cmem.converge.validator.allowed_paths import show_path
+from cmem.converge.validator.kept_words import kept_words, negations, numbers, same_facts
+from cmem.converge.validator.reply_reading import (
+    Change,
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    all_traces,
+    reply_fact,
+    short_text,
+)
+from cmem.converge.validator.response import RESPONSE
+from cmem.converge.validator.rules import DROP_LITTLE, DROPPED, MEMORY_WHOLE, NOTHING_LOST
 from cmem.vault.layers import RESIDENT
 from cmem.vault.statements import Statement, Trace, normalize, split_statement
 
@@ -288,7 +297,7 @@ def _gone(reply: ReplyReading, change: Change, old: Statement) -> str:
             f"{_example_trace(reply, old.core)}, declare it <merged> into the statement that "
             "holds it, or list it in <dropped>"
         )
-    from cmem.converge.check_trace_dates import note_dates
+    from cmem.converge.validator.check_trace_dates import note_dates
 
     days = [d for name in new.sources for d in note_dates(reply, name) if d <= reply.ctx.pass_date]
     trace = _example_trace(reply, old.core, max(days, default=None))
@@ -386,3 +395,14 @@ def check_dropped_entries(reply: ReplyReading) -> None:
                 DROPPED,
                 f"<dropped> names {short_text(entry.statement, 50)!r}, which is still in {entry.file}",
             )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {
+    NOTHING_LOST: check_removals,  # counts each file's losses for rule 10
+}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {
+    MEMORY_WHOLE: check_layer_loss,
+    DROPPED: check_dropped_entries,
+}

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import re
 
-from cmem.converge.checker import Change, ReplyReading, all_traces, short_text
-from cmem.converge.rules import TRACE_DATES
+from cmem.converge.validator.reply_reading import (
+    Change,
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+    all_traces,
+    short_text,
+)
+from cmem.converge.validator.rules import TRACE_DATES
 from cmem.vault.statements import misread_traces
 
 _DAY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
@@ -68,3 +76,11 @@ def note_dates(reply: ReplyReading, name: str) -> set[str]:
         head = text[:2000]
         days.update(_FRONTMATTER_DAY.findall(head))
     return days
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {
+    TRACE_DATES: check_new_traces,
+}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {}

@@ -11,15 +11,21 @@ from dataclasses import dataclass, field
 from functools import cached_property, wraps
 from typing import Callable, TypeVar
 
-from cmem.converge.paths import (
+from cmem.converge.validator.allowed_paths import (
     convergent_path_problem,
     lookalike_problem,
     note_stem_problem,
     show_path,
     skeleton,
 )
-from cmem.converge.response import RESPONSE, ConvergedEntry, DeferredEntry, Issue, Response
-from cmem.converge.rules import (
+from cmem.converge.validator.response import (
+    RESPONSE,
+    ConvergedEntry,
+    DeferredEntry,
+    Issue,
+    Response,
+)
+from cmem.converge.validator.rules import (
     ASKED_AGAIN,
     COMPLETE_FILES,
     INVENTION,
@@ -199,7 +205,7 @@ def reply_fact(make: Callable[[ReplyReading], T]) -> Callable[[ReplyReading], T]
 class ReplyReading:
     """A reply as the rules read it — its file blocks as `Change`s, read once by `read_changes`
     — and what the vault holds that several rules ask about. A rule is a function of this (and
-    of one `Change`, for a rule of each block): `converge/validate.py` registers them."""
+    of one `Change`, for a rule of each block): `converge/validator/validate.py` registers them."""
 
     def __init__(self, vault: Vault, response: Response, ctx: PassContext, result: Validation):
         self.vault, self.response, self.ctx, self.result = vault, response, ctx, result
@@ -508,3 +514,10 @@ class ReplyReading:
                     text = note.text if note.usable else None
             self._cited_texts[name] = text
         return self._cited_texts[name]
+
+
+# A rule of the rulebook, or the warning a check that only warns gives.
+RuleKey = RuleId | WarningName
+# A check of one file block of the reply, and a check of the reply as a whole.
+ChangeRule = Callable[[ReplyReading, Change], None]
+ReplyRule = Callable[[ReplyReading], None]

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import re
 
-from cmem.converge.checker import MAX_FILE_BLOCKS, Change, ReplyReading
-from cmem.converge.lines import frontmatter_problems, unaccounted_lines
-from cmem.converge.rules import FRONTMATTER, ONLY_STATEMENTS
+from cmem.converge.validator.added_lines import frontmatter_problems, unaccounted_lines
+from cmem.converge.validator.reply_reading import (
+    MAX_FILE_BLOCKS,
+    Change,
+    ChangeRule,
+    ReplyReading,
+    ReplyRule,
+    RuleKey,
+)
+from cmem.converge.validator.rules import FRONTMATTER, ONLY_STATEMENTS
 from cmem.vault.yaml_reader import frontmatter_hazard, read_frontmatter
 
 
@@ -59,3 +66,12 @@ def check_lines(reply: ReplyReading, change: Change) -> None:
                 ONLY_STATEMENTS,
                 f"{why} (only sourced statements, blank lines and short headings are written)",
             )
+
+
+# The rules this module checks, each under its id, in the order they run: on each file block,
+# then on the reply as a whole (`validate.py` runs the modules in `RULE_MODULES` order).
+CHANGE_RULES: dict[RuleKey, ChangeRule] = {
+    FRONTMATTER: check_frontmatter,
+    ONLY_STATEMENTS: check_lines,
+}
+REPLY_RULES: dict[RuleKey, ReplyRule] = {}

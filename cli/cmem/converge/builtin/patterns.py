@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from cmem.converge.phrasing import is_chinese
-from cmem.converge.sentences import drop_at_edges
+from cmem.converge.builtin.phrasing import is_chinese
+from cmem.converge.builtin.sentences import drop_at_edges
 
 RECURRING_CUES = re.compile(
     r"[，,；;]?\s*(?:老毛病了?|老是|总是|每次都|每回都|一再|又一次|又)\s*[，,；;]?"
