@@ -110,7 +110,7 @@ def isolate_builtin(
 def _unreadable_target(vault: Vault, validation) -> str | None:
     """ "<file>, which <why>" when the reply was rejected only for what it says of memory files
     that cannot be read (their folder either), else None."""
-    from cmem.converge.response import RESPONSE
+    from cmem.converge.validator.response import RESPONSE
     from cmem.regular_files import unreadable_reason
 
     errors = validation.errors if validation is not None else []
