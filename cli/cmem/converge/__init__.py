@@ -1,3 +1,3 @@
-"""The convergence pass (SPEC §3–5) as a pipeline of typed stages: select → assemble prompt →
+"""The convergence pass (docs/design.md §3–5) as a pipeline of typed stages: select → assemble prompt →
 run engine → parse the response (`response.py`) → validate it (`validate.py`) → plan → apply →
 commit. Every engine, builtin or model, meets the same parser and validator."""

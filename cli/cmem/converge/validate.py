@@ -1,9 +1,9 @@
-"""Checking a parsed reply against the vault before anything is written (SPEC §5).
+"""Checking a parsed reply against the vault before anything is written (docs/design.md §5).
 
 `validate_response` reads — the vault's resident files, and any convergent file the reply
 rewrites that the pass did not hand it in `PassContext.originals` — and never writes. It returns
 every error at once (the repair round sends them all back), the warnings, and, only when there
-is no error, the exact texts to write. The numbered rules are SPEC §5's (`converge/rules.py`);
+is no error, the exact texts to write. The numbered rules are docs/design.md §5's (`converge/rules.py`);
 each is checked by a function of the module its idea names, over one `ReplyReading`
 (`converge/checker.py`), and registered in `CHANGE_RULES` or `REPLY_RULES` below under the
 rule it checks. Rules 1, 12, 14 and 15 are checked as the reply is read
@@ -91,7 +91,7 @@ __all__ = [
 
 
 def _turn_citations(reply: ReplyReading, change: Change) -> None:
-    """A statement citing a session turn cites one that exists and is the user's (SPEC §14)."""
+    """A statement citing a session turn cites one that exists and is the user's (docs/design.md §14)."""
     known = change.base.keys if change.base else set()
     for line, agents, message in turn_issues(change.new.statements, known, reply.cited_text):
         reply.error(change.path, line, CITE_NOTES if agents else SOURCES, message)
