@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The floor of a one-note pass: the file-system and git work any pass that keeps SPEC §3 must do
-for one new note, with none of cmem's own logic (no cue rules, no engine, no validator).
+"""The floor of a one-note pass: the file-system and git work any pass that keeps docs/design.md §3
+must do for one new note, with none of cmem's own logic (no cue rules, no engine, no validator).
 
     python bench/pass_floor.py [--import MODULE,MODULE…] VAULT STATE_FOLDER NOTE MEMORY_FILE
 

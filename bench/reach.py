@@ -14,7 +14,7 @@ Measured:
 - **reach**: the share of facts whose line was among a prompt's lines to judge;
 - **under cue gating**: the share a scan that sent only notes with a cue line (cmem 0.1) reached;
 - **re-sent unchanged**: notes sent again though nothing in them changed (should be 0);
-- **prompt tokens** per pass and per converged note (the token estimate of SPEC §12).
+- **prompt tokens** per pass and per converged note (the token estimate of docs/design.md §12).
 
 Replaces its own section of docs/quality.md ("## What reaches the model").
 """

@@ -461,7 +461,7 @@ def render(sizes, scopes, processes, contexts, schemes, rg, lines=None) -> str:
     ]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out += [
-        f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {rg or 'not found'},",
+        f"Run: {time.strftime('%Y-%m-%d %H:%M')}, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, rg: {Path(rg).name if rg else 'not found'},",
         f"{os.cpu_count()} cores, load average at the end {load} (other work on the machine inflates every figure, floors included).",
         END,
     ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cmem's benchmark: every figure next to its floor, measured in the same run (SPEC §12).
+"""cmem's benchmark: every figure next to its floor, measured in the same run (docs/design.md §12).
 
     python bench/run.py [--sizes 1000,10000,50000] [--repeat 7] [--out docs/benchmarks.md]
                         [--workdir bench/vaults] [--cmem PATH] [--rg PATH]
@@ -1332,6 +1332,8 @@ def machine_facts(tools: Tools) -> dict[str, str]:
         if commit != "not a git checkout"
         else ""
     )
+    # the checkout's own path stays out of the figures: they are read in other checkouts
+    where = "a checkout's `cli/cmem`" if commit != "not a git checkout" else f"`{package.name}`"
     return {
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "nproc": str(
@@ -1342,7 +1344,7 @@ def machine_facts(tools: Tools) -> dict[str, str]:
         "kernel": platform.release(),
         "python": out([tools.python, "-c", "import sys; print(sys.version.split()[0])"]),
         "cmem": out([*tools.cmem, "--version"])
-        + f", imported from `{package}` ({commit}{', with uncommitted changes in cli/' if dirty else ''})",
+        + f", imported from {where} ({commit}{', with uncommitted changes in cli/' if dirty else ''})",
         "git": out(["git", "--version"]),
         "rg": out([tools.rg, "--version"]).splitlines()[0] if tools.rg else "?",
     }

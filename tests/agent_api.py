@@ -1,5 +1,5 @@
 """A stand-in for the model APIs the real agent binaries talk to, on 127.0.0.1, so the tests can
-run Claude Code, Codex and Gemini CLI offline (SPEC §15: "tested with the real binaries").
+run Claude Code, Codex and Gemini CLI offline (docs/design.md §15: "tested with the real binaries").
 
 It plays three wire protocols, each the way its agent reads it:
 - Anthropic Messages (`POST /v1/messages`, streamed server-sent events; Claude Code);

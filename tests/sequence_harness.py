@@ -3,7 +3,7 @@
 crash_harness.py kills a pass and lets the *same* command run again. Real use is messier: a pass
 dies, and the next thing the user runs is an archive apply, an undo, a quick `cmem note`, or
 `cmem doctor --fix`. Every writing command must then leave the vault as if the interrupted step
-had finished or never started (SPEC §5 "Steps"). This harness tries that for every
+had finished or never started (docs/design.md §5 "Steps"). This harness tries that for every
 
     (step, kill point : n, next command)
 
@@ -89,7 +89,8 @@ _converge_yes: list[str] | None = None
 
 
 def converge_args() -> list[str]:
-    """`converge --engine builtin`, with `--yes` once the command takes it (SPEC §3 lists it)."""
+    """`converge --engine builtin`, with `--yes` once the command takes it (docs/design.md §3 lists
+    it)."""
     global _converge_yes
     if _converge_yes is None:
         helped = subprocess.run(

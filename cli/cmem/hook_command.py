@@ -1,5 +1,6 @@
-"""`cmem hook run EVENT --agent NAME`: the one command every installed agent hook runs (SPEC §14),
-answered by the light entry (`cmem.fast`) without typer, and by the typer command alike.
+"""`cmem hook run EVENT --agent NAME`: the one command every installed agent hook runs
+(docs/design.md §14), answered by the light entry (`cmem.fast`) without typer, and by the typer
+command alike.
 
 - `session-end`, `pre-compact`: the hook's JSON is read from stdin with a time bound, the firing
   recorded, and the work — capture the transcript, then `converge --if-due`, then what the next
@@ -14,7 +15,7 @@ answered by the light entry (`cmem.fast`) without typer, and by the typer comman
   (`triggers/agent_session.py: stop_question`); nothing otherwise.
 
 A hook fired by a pass's own model call (an agent CLI run as the model: `CMEM_MODEL_CALL` in
-its environment) does nothing at all: that call is not a session (SPEC §15).
+its environment) does nothing at all: that call is not a session (docs/design.md §15).
 
 A hook never fails the agent's session: a vault that is gone, a broken transcript, a bug —
 each is recorded (and a bug's traceback logged), and the hook exits 0 with nothing (or, for

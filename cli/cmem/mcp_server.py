@@ -7,8 +7,8 @@ through exactly the `cmem converge --response` path — the same parser, validat
 apply and commit. A response that fails validation writes nothing. No tool deletes or moves a
 note; archive moves stay with the user (`cmem archive apply`).
 
-Every tool returns JSON text, the same objects as the CLI's `--json` (SPEC §11); a refused call
-returns `{"error": "…"}`, a busy vault `{"status": "busy", …}` and a rejected answer its failed
+Every tool returns JSON text, the same objects as the CLI's `--json` (docs/design.md §11); a refused
+call returns `{"error": "…"}`, a busy vault `{"status": "busy", …}` and a rejected answer its failed
 pass, each flagged as a tool error (`is_error`), as the CLI exits non-zero for them. Numbers are
 held to the CLI's bounds (`command_line.BOUNDS`), a note to `cmem note`'s length. Whatever a tool returns is redacted (cmem.text.secrets) on the way
 out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does

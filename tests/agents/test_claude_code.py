@@ -1,8 +1,8 @@
 """The real Claude Code (npm `@anthropic-ai/claude-code`, pinned in tests/agents/package.json),
 run offline against the API stand-in on 127.0.0.1, with cmem's hooks installed as a user would
-install them (SPEC §14, §15): memory reaches the model at the start, the session is captured at
-the end, the installed skill has the agent do the pass itself, the Stop question asks for exactly
-that, and `claude -p` set as the unattended model converges without feeding itself."""
+install them (docs/design.md §14, §15): memory reaches the model at the start, the session is
+captured at the end, the installed skill has the agent do the pass itself, the Stop question asks
+for exactly that, and `claude -p` set as the unattended model converges without feeding itself."""
 
 from __future__ import annotations
 

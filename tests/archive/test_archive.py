@@ -1,5 +1,6 @@
-"""The archive gate (SPEC §6): staged lines and their states, lenient parsing of hand-edited
-lines, ticked-only vs --all, skipping edited notes, name clashes, one commit, nothing deleted."""
+"""The archive gate (docs/design.md §6): staged lines and their states, lenient parsing of
+hand-edited lines, ticked-only vs --all, skipping edited notes, name clashes, one commit, nothing
+deleted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""`cmem undo` (SPEC §9): a pass and an archive apply are reverted by a new commit; the pass's
-notes are pending again and leave the checklist; later commits to the same files refuse it."""
+"""`cmem undo` (docs/design.md §9): a pass and an archive apply are reverted by a new commit; the
+pass's notes are pending again and leave the checklist; later commits to the same files refuse
+it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The convergence pass end to end (SPEC §3): real git, the fake model, the real validator.
+"""The convergence pass end to end (docs/design.md §3): real git, the fake model, the real
+validator.
 
 Every failure case checks the vault is byte-identical and HEAD unchanged afterwards."""
 

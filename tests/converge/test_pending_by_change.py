@@ -1,4 +1,5 @@
-"""Issue 33: what memory can learn is decided by change, not by a word list (SPEC §2, §3 step 3).
+"""Issue 33: what memory can learn is decided by change, not by a word list (docs/design.md §2, §3
+step 3).
 
 A note is pending when it is new or changed since the pass that converged or deferred it,
 whatever its words; cue words rank it and mark lines; the model judges it line by line; a note

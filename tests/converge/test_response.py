@@ -1,5 +1,5 @@
-"""Parsing replies in the response format (SPEC §5): tolerant where nothing can be lost, strict
-where something could."""
+"""Parsing replies in the response format (docs/design.md §5): tolerant where nothing can be lost,
+strict where something could."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cmem.converge.validator.response import (
     unescape,
 )
 
-SPEC_EXAMPLE = """<convergence>
+DESIGN_EXAMPLE = """<convergence>
 <file path="converged/core/profile.md">
 ---
 summary: who I am and how I want to be helped
@@ -37,7 +37,7 @@ def messages(issues) -> str:
 
 
 def test_the_spec_example():
-    response = parse_response(SPEC_EXAMPLE)
+    response = parse_response(DESIGN_EXAMPLE)
     assert response.ok and response.warnings == []
     (file,) = response.files
     assert file.path == "converged/core/profile.md" and file.line == 2
@@ -58,7 +58,7 @@ def test_the_spec_example():
 def test_chat_and_fences_around_the_element_are_ignored():
     text = (
         "Sure — I read your notes. I'll answer with a <convergence> element:\n\n```xml\n"
-        + SPEC_EXAMPLE
+        + DESIGN_EXAMPLE
         + "```\n\nLet me know!\n"
     )
     response = parse_response(text)
@@ -67,7 +67,7 @@ def test_chat_and_fences_around_the_element_are_ignored():
 
 
 def test_crlf_and_bom_are_normalised():
-    response = parse_response("\ufeff" + SPEC_EXAMPLE.replace("\n", "\r\n"))
+    response = parse_response("\ufeff" + DESIGN_EXAMPLE.replace("\n", "\r\n"))
     assert response.ok
     assert "\r" not in response.files[0].content
     assert response.files[0].line == 2
@@ -80,7 +80,7 @@ def test_missing_element_and_empty_reply():
 
 
 def test_missing_closing_convergence_is_an_error():
-    response = parse_response(SPEC_EXAMPLE.replace("</convergence>\n", ""))
+    response = parse_response(DESIGN_EXAMPLE.replace("</convergence>\n", ""))
     assert "without </convergence>" in messages(response.errors)
 
 
@@ -219,7 +219,7 @@ def test_unknown_elements_and_attributes_are_warnings():
 def test_a_second_element_is_refused_not_half_applied():
     # "here is a better one": applying the first would apply the answer the model retracted
     text = (
-        SPEC_EXAMPLE
+        DESIGN_EXAMPLE
         + '\nOops, here is a better one:\n<convergence>\n<file path="b.md">\n- y\n</file>\n</convergence>\n'
     )
     response = parse_response(text)
@@ -227,7 +227,7 @@ def test_a_second_element_is_refused_not_half_applied():
 
 
 def test_text_after_the_first_element_is_ignored():
-    text = SPEC_EXAMPLE + "\nI used one `<convergence>` element, as asked.\n"
+    text = DESIGN_EXAMPLE + "\nI used one `<convergence>` element, as asked.\n"
     response = parse_response(text)
     assert response.ok and [f.path for f in response.files] == ["converged/core/profile.md"]
     assert "after the first </convergence> is ignored" in messages(response.warnings)

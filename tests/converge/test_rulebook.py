@@ -1,4 +1,4 @@
-"""One rulebook (SPEC §5): the prompts (zh and en), the validator and the examples agree.
+"""One rulebook (docs/design.md §5): the prompts (zh and en), the validator and the examples agree.
 
 - every rule the validator rejects by is `converge/validator/rules.py`'s, by number — never a bare string;
 - both prompts state every rule under its number, with an example (`E.g. `…``) that is a piece

@@ -1,5 +1,6 @@
 """A statement citing a turn, `[[note#^t2]]`: the block must exist in that note and, in a session
-note, be one of the user's turns, not the agent's context (SPEC §14; an agent's block breaks rule 11, a missing one rule 3)."""
+note, be one of the user's turns, not the agent's context (docs/design.md §14; an agent's block
+breaks rule 11, a missing one rule 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The validator (SPEC §5): every rule alone, then a corpus of hostile and valid replies.
+"""The validator (docs/design.md §5): every rule alone, then a corpus of hostile and valid replies.
 
 The validator only reads; each test checks the vault is byte-identical afterwards."""
 

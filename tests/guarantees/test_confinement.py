@@ -1,6 +1,6 @@
 """Every path from config or a checklist line stays inside the vault, inside its layer, outside
-dot-folders, not through a link that leaves; layers never overlap (SPEC §5 "Steps", issue #10).
-And an OS error (a full disk, a read-only folder) is one sentence, not a traceback."""
+dot-folders, not through a link that leaves; layers never overlap (docs/design.md §5 "Steps", issue
+#10). And an OS error (a full disk, a read-only folder) is one sentence, not a traceback."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The benchmark script runs end to end on a tiny vault and writes a report with every figure.
 
-A smoke test only: it never asserts a timing (SPEC §12: speed is measured by `bench/run.py` as
-ratios to floors, never by timed tests)."""
+A smoke test only: it never asserts a timing (docs/design.md §12: speed is measured by
+`bench/run.py` as ratios to floors, never by timed tests)."""
 
 from __future__ import annotations
 

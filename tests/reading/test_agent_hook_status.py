@@ -1,6 +1,6 @@
 """`cmem status` shows, per installed agent hook, when it last fired, what it captured and whether
-the last capture or pass failed (SPEC §14) — also when the status is answered from a stored
-result, whose key does not hold the hooks' records: they are read at print time."""
+the last capture or pass failed (docs/design.md §14) — also when the status is answered from a
+stored result, whose key does not hold the hooks' records: they are read at print time."""
 
 from __future__ import annotations
 

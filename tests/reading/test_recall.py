@@ -370,8 +370,8 @@ def test_context_that_fits_is_unchanged(labelled_vault):
 
 
 def test_warm_search_takes_milliseconds(labelled_vault):
-    """Not a timing assertion (SPEC §12: speed is measured by bench/recall.py); only that a warm
-    call does no indexing work."""
+    """Not a timing assertion (docs/design.md §12: speed is measured by bench/recall.py); only that
+    a warm call does no indexing work."""
     vault = open_vault(labelled_vault)
     search_scope(vault, CONVERGENT, "房租")
     warm = search_scope(vault, CONVERGENT, "房租").sync

@@ -1,7 +1,7 @@
-"""What the SessionStart hook reads and shows (SPEC §14), in real processes: it answers from what
-`reading/start_memory.py` keeps of the memory files, reads again only a memory file that changed,
-never opens a divergent note or scans, and starts a refresh in the background when what it keeps
-is not enough. What it reads and starts is told by Python's own audit events (`open`,
+"""What the SessionStart hook reads and shows (docs/design.md §14), in real processes: it answers
+from what `reading/start_memory.py` keeps of the memory files, reads again only a memory file that
+changed, never opens a divergent note or scans, and starts a refresh in the background when what it
+keeps is not enough. What it reads and starts is told by Python's own audit events (`open`,
 `os.scandir`, `os.posix_spawn`), logged by the process itself. No timed assertions:
 bench/agent_loop.py measures how fast it answers."""
 

@@ -1,5 +1,5 @@
-"""`cmem trace` (SPEC §8): a statement's nested traces unfold into dated versions, oldest first,
-each tied to the pass that wrote it; a topic gathers matching statements across the layer."""
+"""`cmem trace` (docs/design.md §8): a statement's nested traces unfold into dated versions, oldest
+first, each tied to the pass that wrote it; a topic gathers matching statements across the layer."""
 
 from __future__ import annotations
 

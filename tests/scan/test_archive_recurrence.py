@@ -1,5 +1,5 @@
-"""Archived notes count for recurrence (SPEC §2, issue 41): a recurring line is no one-off when
-the archive holds it before, whether or not a pass of cmem converged those notes, and an
+"""Archived notes count for recurrence (docs/design.md §2, issue 41): a recurring line is no one-off
+when the archive holds it before, whether or not a pass of cmem converged those notes, and an
 archived note is read once and kept under its stat, not read on every scan."""
 
 from __future__ import annotations

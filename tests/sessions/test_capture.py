@@ -1,6 +1,6 @@
 """`cmem capture`: session notes hold the user's words and nothing else, a second capture
 changes nothing, a resumed session adds its turns once, an archived session goes on in a new
-note (SPEC §14). Real git, real processes where the command is the subject."""
+note (docs/design.md §14). Real git, real processes where the command is the subject."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Nothing cmem injected into a session ever appears in a session note (SPEC §14, §15): cmem's
-real SessionStart memory — made by `cmem hook run session-start` on a vault — embedded the way
-each agent records it, whole or around the user's words, and a pass's prompt in the middle of a
+"""Nothing cmem injected into a session ever appears in a session note (docs/design.md §14, §15):
+cmem's real SessionStart memory — made by `cmem hook run session-start` on a vault — embedded the
+way each agent records it, whole or around the user's words, and a pass's prompt in the middle of a
 session. The note holds the words typed, and not one line of the memory."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A captured session converges into memory citing its turns (SPEC §14): the builtin engine cites
-the turn each signal line stands in; a model sees the session's project and the rule for citing,
-and a reply resting a statement on the agent's text is sent back."""
+"""A captured session converges into memory citing its turns (docs/design.md §14): the builtin
+engine cites the turn each signal line stands in; a model sees the session's project and the rule
+for citing, and a reply resting a statement on the agent's text is sent back."""
 
 from __future__ import annotations
 

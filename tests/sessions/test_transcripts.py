@@ -1,5 +1,6 @@
 """Each agent's transcript format keeps the user's words and the agent's replies, and nothing
-else (SPEC §14). The fixtures are in the agents' public shapes (tests/sessions/fixtures/)."""
+else (docs/design.md §14). The fixtures are in the agents' public shapes
+(tests/sessions/fixtures/)."""
 
 from __future__ import annotations
 

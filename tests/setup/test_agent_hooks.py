@@ -1,6 +1,6 @@
-"""`cmem hook install --agent claude-code|codex|gemini` (SPEC §14): marked entries for the events
-each agent has, installing again changes nothing, uninstall gives the file back byte for byte,
-`hook status` lists them; `agent-instructions` targets AGENTS.md and names cmem by path."""
+"""`cmem hook install --agent claude-code|codex|gemini` (docs/design.md §14): marked entries for the
+events each agent has, installing again changes nothing, uninstall gives the file back byte for
+byte, `hook status` lists them; `agent-instructions` targets AGENTS.md and names cmem by path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`cmem log` and `cmem diff` (SPEC §9): cmem's commits read back as history."""
+"""`cmem log` and `cmem diff` (docs/design.md §9): cmem's commits read back as history."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The seams between steps, and git states a step meets in the wild (SPEC §5 "Steps", issue 10).
+"""The seams between steps, and git states a step meets in the wild (docs/design.md §5 "Steps",
+issue 10).
 
 Every writing command is one step: it takes the lock, recovers any interrupted step of any kind,
 preflights git (a rename staged whole, conflict markers and a detached HEAD refused), journals,

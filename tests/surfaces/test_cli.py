@@ -1,4 +1,5 @@
-"""The CLI through typer's CliRunner: exit codes, --json shapes (SPEC §11), one-sentence errors."""
+"""The CLI through typer's CliRunner: exit codes, --json shapes (docs/design.md §11), one-sentence
+errors."""
 
 from __future__ import annotations
 

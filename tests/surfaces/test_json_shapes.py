@@ -1,5 +1,5 @@
-"""Every command's `--json` keeps the field names SPEC §11 makes stable for agents and scripts
-(fields may be added, never renamed or dropped)."""
+"""Every command's `--json` keeps the field names docs/design.md §11 makes stable for agents and
+scripts (fields may be added, never renamed or dropped)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from support import REPO
 
 runner = CliRunner()
 
-# SPEC §11, field by field: {command: {json path: required names}}; "[]" is every list item.
+# docs/design.md §11, field by field: {command: {json path: required names}}; "[]" is every list
+# item.
 STABLE = {
     "status": {
         "": {"vault", "layers", "pending", "last_pass", "due", "staged_archive"},
@@ -149,21 +150,11 @@ def test_value_meanings(sample_vault):
     )
 
 
-def test_the_field_names_are_the_specs():
-    """When the design folder is beside the repository (as in CI), the names above are checked
-    against SPEC §11 itself, so the two cannot drift apart silently."""
-    spec = next(
-        (
-            p
-            for p in (REPO.parent / "shared" / "design" / "SPEC.md", REPO / "docs" / "SPEC.md")
-            if p.is_file()
-        ),
-        None,
-    )
-    if spec is None:
-        pytest.skip("SPEC.md is not beside the repository")
-    text = spec.read_text("utf-8")
-    section = text[text.index("## 11. JSON output") : text.index("## 12.")]
+def test_the_field_names_are_the_design_docs():
+    """The names above are checked against docs/design.md §11 itself, so the two cannot drift
+    apart silently."""
+    text = (REPO / "docs" / "design.md").read_text("utf-8")
+    section = text[text.index("## §11 JSON output") : text.index("## §12 ")]
     quoted = set(re.findall(r'["`]([a-z_]+)["`]', section))
     for command, paths in STABLE.items():
         assert f"cmem {command} --json" in section

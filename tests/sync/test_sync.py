@@ -790,7 +790,8 @@ def test_merge_memory_one_side_renamed_a_heading_the_other_added_statements():
 
 
 def test_the_sync_benchmark_runs_and_prints_its_figures():
-    """A smoke test (no timing asserted, SPEC §12): bench/sync.py still runs end to end."""
+    """A smoke test (no timing asserted, docs/design.md §12): bench/sync.py still runs end to
+    end."""
     from support import REPO
 
     result = subprocess.run(

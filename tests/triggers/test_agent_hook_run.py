@@ -1,5 +1,5 @@
-"""What an installed agent hook does when the agent runs it (SPEC §14), in real processes: the
-command as the settings file holds it, run by a shell with the agent's JSON on stdin. No timed
+"""What an installed agent hook does when the agent runs it (docs/design.md §14), in real processes:
+the command as the settings file holds it, run by a shell with the agent's JSON on stdin. No timed
 assertions: the benchmark measures how fast they return (bench/agent_loop.py)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Unattended triggers (SPEC §7): `converge --if-due` (not due, due, busy, the re-check under the
-lock), the three-failures stop, review mode, `--background` (detached, survives SIGHUP, logs one
-line per outcome), and the trust gate through the CLI. Real `cmem` processes throughout."""
+"""Unattended triggers (docs/design.md §7): `converge --if-due` (not due, due, busy, the re-check
+under the lock), the three-failures stop, review mode, `--background` (detached, survives SIGHUP,
+logs one line per outcome), and the trust gate through the CLI. Real `cmem` processes throughout."""
 
 from __future__ import annotations
 

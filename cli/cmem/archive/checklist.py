@@ -1,7 +1,8 @@
 """`archive/ARCHIVE-CHECKLIST.md`: converged notes staged for the archive, ticked by the user.
 
 A pass appends a section per pass; the user ticks lines in Obsidian or any editor, then
-`cmem archive apply` moves the ticked notes (SPEC §6). The format is written and read here only.
+`cmem archive apply` moves the ticked notes (docs/design.md §6). The format is written and read here
+only.
 
 It is a file people edit in Obsidian, so it is read leniently: extra spaces, `[X]`, `*` or `+`
 bullets, numbered items, a missing digest or target are all understood. A line that looks staged

@@ -1,5 +1,6 @@
-"""The archive gate (SPEC §6): staged lines in `archive/ARCHIVE-CHECKLIST.md`, ticked by the user,
-moved into the archive with git by `cmem archive apply` (the checklist's format: `checklist`).
+"""The archive gate (docs/design.md §6): staged lines in `archive/ARCHIVE-CHECKLIST.md`, ticked by
+the user, moved into the archive with git by `cmem archive apply` (the checklist's format:
+`checklist`).
 
 Nothing is ever deleted: a note moves in one journaled step (written at its archive
 path, then removed from the root, in one commit git sees as a rename), a taken archive name gets

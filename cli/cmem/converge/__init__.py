@@ -1,4 +1,4 @@
-"""The convergence pass (SPEC §3–5) as a pipeline of typed stages: select → assemble prompt →
+"""The convergence pass (docs/design.md §3–5) as a pipeline of typed stages: select → assemble prompt →
 run engine → parse the response (`validator/response.py`) → validate it
 (`validator/validate.py`) → plan → apply → commit. Every engine, builtin or model, meets the same
 parser and validator. Sub-packages by owner: `builtin/` (the builtin engine), `validator/` (the

@@ -1,4 +1,4 @@
-"""What a pass made of each note it was given, as `state.json` keeps it (SPEC §2, §3 step 3).
+"""What a pass made of each note it was given, as `state.json` keeps it (docs/design.md §2, §3 step 3).
 
 Every line a pass judged is accounted for: converged (its key joins `lines`), or deferred with
 the reason (`deferred`). A model judges every line of a note its reply converges or defers whole;
@@ -6,7 +6,7 @@ of a note whose lines alone it defers, only those lines. The builtin engine read
 so the note's other lines stay *unjudged* — waiting for a model — and a cue line it could not
 place is deferred for a model with that reason. A note the reply names in no element is not
 judged at all: it gets no entry and stays pending. A note accounted for and unchanged is
-never sent again, unless a return rule of SPEC §2 brings its deferred lines back.
+never sent again, unless a return rule of docs/design.md §2 brings its deferred lines back.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`cmem converge --backlog`: an adopted vault's backlog converged by a model, in batches the user
-sees (SPEC §2: explicitly, never all at once, never unattended).
+sees (docs/design.md §2: explicitly, never all at once, never unattended).
 
 Before it starts, `plan_backlog` says what it will cost: the notes, their tokens, the passes
 (batches) the prompt budget makes of them, the tokens sent and expected back, and the price when

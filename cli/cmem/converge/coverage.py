@@ -1,4 +1,4 @@
-"""No signal is lost (SPEC §4): after a pass, where did each signal line of a converged note go?
+"""No signal is lost (docs/design.md §4): after a pass, where did each signal line of a converged note go?
 
 A note marked converged leaves the pending queue, so a signal line the engine did not carry into
 memory would vanish silently (the uv → poetry case of issue 12). This module looks for every

@@ -235,7 +235,7 @@ def check_engine(vault: Vault, options: PassOptions) -> None:
     variable: `--llm "$LLM"`) is a usage error, never the builtin engine in its place; `--engine
     llm` with no command, or a command that is not installed, is an error — said before the
     snapshot commit and the run record, which belong to a pass that reached its engine. (An
-    untrusted vault command is refused inside the pass, which records it: SPEC §7.)"""
+    untrusted vault command is refused inside the pass, which records it: docs/design.md §7.)"""
     from cmem.errors import CmemError, UsageError
 
     if options.llm is not None and not options.llm.strip():

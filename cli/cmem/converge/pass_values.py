@@ -166,7 +166,7 @@ class PromptPlan:
 
 @dataclass(frozen=True)
 class ParsedReply:
-    """parse_reply: the reply without terminal codes or a <think> block, parsed (SPEC §5)."""
+    """parse_reply: the reply without terminal codes or a <think> block, parsed (docs/design.md §5)."""
 
     text: str
     response: Response

@@ -1,4 +1,4 @@
-"""The convergence pass (SPEC §3) as typed stages passing values:
+"""The convergence pass (docs/design.md §3) as typed stages passing values:
 
     gather → PassInputs → plan_prompt → PromptPlan → choose_engine → Engine →
     check_replies (Engine.ask → EngineReply → parse_reply → ParsedReply → validate_response,
@@ -7,7 +7,7 @@
 
 Each stage is a function of a few typed parameters returning a frozen value the next one takes;
 no stage fills a shared result. `run_pass` strings them together and builds the `PassResult` the
-CLI renders (or prints as JSON, SPEC §11) once: at the end, or at an early exit (nothing pending,
+CLI renders (or prints as JSON, docs/design.md §11) once: at the end, or at an early exit (nothing pending,
 --emit-prompt, rejected, dry run, proposal).
 
 The pass is one step (cmem.steps): the lock, the recovery of any interrupted step, the git
@@ -340,7 +340,7 @@ def _backlog_record(vault: Vault, scan) -> str | None:
 
 
 def _said_once(vault: Vault, odd_files: list, options: PassOptions) -> list:
-    """SPEC §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
+    """docs/design.md §1: what cmem skips or will not rewrite, said once — by the first pass (or `status`)
     after it appears, so its commit and `cmem log` hold it once; `cmem doctor` lists them all."""
     from cmem.vault.warned import fresh_warnings, mark_shown
 
@@ -363,7 +363,7 @@ def reads_meaning(vault: Vault, options: PassOptions) -> bool:
 
 
 def nothing_pending(scan) -> str:
-    """What "nothing to converge" means here: what waits, and why (SPEC §2), counted as
+    """What "nothing to converge" means here: what waits, and why (docs/design.md §2), counted as
     `status` counts it (`reading/waiting.py`)."""
     from cmem.converge.waiting_words import waiting_clause
 

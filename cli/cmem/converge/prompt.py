@@ -1,4 +1,4 @@
-"""Assemble the convergence prompt (SPEC §3 step 4), deterministically.
+"""Assemble the convergence prompt (docs/design.md §3 step 4), deterministically.
 
 Same vault, same bytes. Stable parts first — instructions, resident files, situational files,
 then the selected notes, then the pass's date and note list — so a provider's prompt cache hits on
@@ -131,7 +131,7 @@ def touched_situational(
     originals: dict[str, str],
     limit_tokens: int | None = None,
 ) -> list[str]:
-    """The topic files the model sees whole (SPEC §3 step 4, seed 003's reading rules), within
+    """The topic files the model sees whole (docs/design.md §3 step 4, seed 003's reading rules), within
     `limit_tokens` (half the prompt budget by default):
 
     - a small layer is read whole: when every topic file fits, all are shown;

@@ -1,4 +1,4 @@
-"""Review mode (SPEC §3): a pass that stops after validation leaves a proposal; `cmem apply`
+"""Review mode (docs/design.md §3): a pass that stops after validation leaves a proposal; `cmem apply`
 shows its diff and applies it after confirmation, `cmem apply --drop` discards it.
 
 The proposal is a pointer to the run record holding the validated response; applying re-runs the

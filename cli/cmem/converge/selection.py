@@ -1,6 +1,6 @@
-"""Select: which pending notes go into this pass (SPEC §3 step 3).
+"""Select: which pending notes go into this pass (docs/design.md §3 step 3).
 
-Pending notes (SPEC §2: new or changed since the pass that accounted for them, whatever their
+Pending notes (docs/design.md §2: new or changed since the pass that accounted for them, whatever their
 words) by their best signal's priority (corrections first), then age (oldest first), within the
 prompt budget; the rest wait for the next pass and are reported with their count and size.
 

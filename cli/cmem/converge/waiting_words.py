@@ -1,5 +1,5 @@
 """The words `status`, `scan`, `doctor` and the pass report say about what the builtin engine
-converged and what waits for a model (SPEC §4: the builtin engine is the fallback, and says so):
+converged and what waits for a model (docs/design.md §4: the builtin engine is the fallback, and says so):
 one sentence, with one hint. Stdlib only: a status served from a stored result prints it."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def waiting_clause(lines: int, notes: int) -> str:
 def waiting_sentence(
     converged: int, lines: int, notes: int, model_set: bool, detail: str = "", so_far: bool = False
 ) -> str:
-    """One sentence of what the builtin engine did and what it leaves (SPEC §4: it says so):
+    """One sentence of what the builtin engine did and what it leaves (docs/design.md §4: it says so):
     "builtin engine (no model set): 3 lines converged from cue words; 41 lines in 9 notes wait
     for a model — set a model: …". `detail` follows the converged count in brackets."""
     who = "builtin engine" if model_set else "builtin engine (no model set)"

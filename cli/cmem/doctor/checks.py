@@ -1,4 +1,4 @@
-"""`cmem doctor`: what is wrong with this vault, and how to fix it (SPEC §9).
+"""`cmem doctor`: what is wrong with this vault, and how to fix it (docs/design.md §9).
 
 Checks the config, the user config, frontmatter of every managed note, broken source links in
 the convergent layer, the git state, locks, odd files, and whether the vault sits in a folder a
@@ -80,7 +80,8 @@ def run_doctor(vault: Vault) -> list[Finding]:
 
 
 def _check_pending(vault: Vault) -> list[Finding]:
-    """What waits, and why (SPEC §2): not a problem, but never hidden behind "all clear"."""
+    """What waits, and why (docs/design.md §2): not a problem, but never hidden behind "all
+    clear"."""
     from cmem.reading.waiting import account_waiting
     from cmem.render.reports import waiting_lines
     from cmem.scan.scanner import scan_vault
@@ -257,7 +258,7 @@ def _check_sources(vault: Vault) -> list[Finding]:
 def _check_lookalikes(vault: Vault) -> list[Finding]:
     """Memory files a reader (or a case-insensitive file system) takes for one another, names
     not in NFC form, and memory files named like a note, which make `[[name]]` ambiguous. A pass
-    refuses to create these (SPEC §5 rule 12); files made by hand are named here."""
+    refuses to create these (docs/design.md §5 rule 12); files made by hand are named here."""
     import unicodedata
 
     from cmem.converge.validator.allowed_paths import skeleton
@@ -501,7 +502,7 @@ def _check_remote(vault: Vault) -> list[Finding]:
 
 def _check_unattended(vault: Vault) -> list[Finding]:
     """Report unattended failures, and reset the count: running doctor is a person looking, so
-    stopped hooks and timers may try again (SPEC §7)."""
+    stopped hooks and timers may try again (docs/design.md §7)."""
     from cmem.triggers.if_due import FAILURE_LIMIT, reset_failures
 
     record = reset_failures(vault)

@@ -1,4 +1,5 @@
-"""`cmem context`: the session-start bundle an agent reads (SPEC §8, after seed 003's reading rules).
+"""`cmem context`: the session-start bundle an agent reads (docs/design.md §8, after seed 003's
+reading rules).
 
 The whole resident sublayer; the situational files that match the topic; an index of every
 situational file; the pending divergent notes and their signals. Never the archive. When the
@@ -106,7 +107,7 @@ def gather_material(vault: Vault) -> dict:
     memo.save()
 
     scan = scan_vault(vault)
-    # SPEC §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once
+    # docs/design.md §1: an odd note (BOM, CRLF, undecodable, empty, a conflict copy…) is named once
     problems += [
         f"{odd.rel} {odd.message}"
         for odd in scan.odd

@@ -1,6 +1,6 @@
 """When each convergent file was last read by `context` or `recall` — the anti-recency term of
-the ranking (SPEC §8). Per machine, in the machine folder; losing it only resets the ranking.
-The reading and writing are `cmem.reading.stored_context`'s (stdlib only: the light path of
+the ranking (docs/design.md §8). Per machine, in the machine folder; losing it only resets the
+ranking. The reading and writing are `cmem.reading.stored_context`'s (stdlib only: the light path of
 `cmem context` records its reads too); these take a vault."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cmem recall QUERY`: keyword (BM25) search of the whole vault, memory first (SPEC §8).
+"""`cmem recall QUERY`: keyword (BM25) search of the whole vault, memory first (docs/design.md §8).
 
 By default recall searches memory (the convergent layer) and every note outside it: the divergent
 notes (a pending one is marked "not yet converged") and the notes no layer reads, an adopted

@@ -1,4 +1,5 @@
-"""The full-text index behind `cmem recall` and `cmem context` (SPEC §8): a cache, never the truth.
+"""The full-text index behind `cmem recall` and `cmem context` (docs/design.md §8): a cache, never
+the truth.
 
 The notes are the truth. The index is SQLite FTS5 (standard library) in the per-machine state
 folder — one database for the convergent layer, a separate one for the archive, which is searched

@@ -1,5 +1,6 @@
-"""What a SessionStart hook gives the agent (SPEC §14): memory, in at most 10,000 characters —
-Claude Code keeps a hook's context whole only up to that, and shows a 2 KB preview past it.
+"""What a SessionStart hook gives the agent (docs/design.md §14): memory, in at most 10,000
+characters — Claude Code keeps a hook's context whole only up to that, and shows a 2 KB preview past
+it.
 
 The resident files first, whole, then the project's topic file (`reading/project_topic.py`: the
 topic file named like the session's folder or its git repository, or having that name among its

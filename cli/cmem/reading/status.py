@@ -1,4 +1,4 @@
-"""`cmem status`: the vault at a glance (SPEC §9, §11)."""
+"""`cmem status`: the vault at a glance (docs/design.md §9, §11)."""
 
 from __future__ import annotations
 

@@ -200,8 +200,8 @@ def _sha256_type():
 
 def rank_score(file: ContextFile, now, times: dict | None = None) -> float:
     """`importance + min(days_since_last_read/30, 5) + uniform(0, 0.5)`, the jitter seeded by the
-    date and path so the same day gives the same bundle (SPEC §8). `times`: read times already
-    parsed, by their text."""
+    date and path so the same day gives the same bundle (docs/design.md §8). `times`: read times
+    already parsed, by their text."""
     return rank_scores([file], now, times)[0]
 
 

@@ -1,4 +1,4 @@
-"""`cmem trace`: how a statement or a topic evolved — "how I used to think" (SPEC §8).
+"""`cmem trace`: how a statement or a topic evolved — "how I used to think" (docs/design.md §8).
 
 A statement keeps its old wordings inside dated traces, nested when it changes again:
 

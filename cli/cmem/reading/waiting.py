@@ -1,4 +1,4 @@
-"""What waits, and why (SPEC §2): the one account `status`, `scan` and `doctor` give.
+"""What waits, and why (docs/design.md §2): the one account `status`, `scan` and `doctor` give.
 
 A note waits because it is pending and the next pass will take it, because it is over one
 pass's budget, because only a model can read it (the builtin engine reads cue lines only),

@@ -330,7 +330,7 @@ def _agent_hook_line(hook: dict) -> str:
 
 def waiting_lines(data: dict) -> list[str]:
     """The "pending" section's lines of `status` (and `scan`'s head), from
-    `reading/waiting.py: Waiting.to_json`: what waits, and why (SPEC §2)."""
+    `reading/waiting.py: Waiting.to_json`: what waits, and why (docs/design.md §2)."""
     out = []
     quarantined = data.get("quarantined") or []
     if not data["notes"] and not data["backlog"]["notes"] and not quarantined:

@@ -1,5 +1,6 @@
-"""The recurring lines of archived notes (SPEC §2: "the same key phrase recurs in another note
-(archived notes count)"): "skipped the gym again" is no one-off when the archive holds it twice.
+"""The recurring lines of archived notes (docs/design.md §2: "the same key phrase recurs in another
+note (archived notes count)"): "skipped the gym again" is no one-off when the archive holds it
+twice.
 
 A note a pass converged carries its key phrases in `state.json` after it is archived, so only
 the archived notes no pass accounted for (an adopted vault's archive, notes moved there by hand)

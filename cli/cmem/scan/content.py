@@ -1,4 +1,4 @@
-"""Content lines: the lines of a note that say something (SPEC §2).
+"""Content lines: the lines of a note that say something (docs/design.md §2).
 
 A divergent note is pending while it holds a content line no pass has accounted for, whatever
 its words. Every line of the body counts — list items, paragraphs, blockquotes and callouts

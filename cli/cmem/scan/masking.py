@@ -1,4 +1,4 @@
-"""Masking: the parts of a note a scan never reads as the user's words (SPEC §2).
+"""Masking: the parts of a note a scan never reads as the user's words (docs/design.md §2).
 
 Inline code, URLs, HTML comments, Markdown link destinations and wikilink targets are blanked
 within a line (`mask_inline`, offsets kept so cue positions stay right); frontmatter, fenced

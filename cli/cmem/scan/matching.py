@@ -1,4 +1,4 @@
-"""Cue matching: whether a cue found in a line stands in a context that fits it (SPEC §2).
+"""Cue matching: whether a cue found in a line stands in a context that fits it (docs/design.md §2).
 
 A cue's text is found literally; these rules then look at the words around it: word boundaries
 and the previous word for an English cue (`_latin_fits`), the characters that may not touch a

@@ -1,5 +1,5 @@
 """The scan: every pending signal of the divergent layer, and every deferred line with its reason
-(SPEC §2; `cmem scan --json` is SPEC §11).
+(docs/design.md §2; `cmem scan --json` is docs/design.md §11).
 
 Per note, `signals.scan_note` finds the cue lines. Across the vault this module adds what one
 note cannot know: which notes and lines were already converged (`.cmem/state.json`), which key
@@ -150,7 +150,8 @@ def scan_vault(
 
 
 class _Judgement:
-    """The scan's result from every note's entry (SPEC §2): which notes are pending and why.
+    """The scan's result from every note's entry (docs/design.md §2): which notes are pending and
+    why.
 
     A note is pending while it holds a content line no pass accounted for: new (no entry in
     `state.json`), changed since the pass that converged or deferred it (its new lines, and the
@@ -262,7 +263,7 @@ class _Judgement:
 
     def _unlinkable(self, file: NoteFile, entry: NoteEntry) -> Quarantined | None:
         """A note whose name no wikilink can cite: a statement could never name its source, so
-        no pass takes it; it is named instead (SPEC §1 names, issue 35)."""
+        no pass takes it; it is named instead (docs/design.md §1 names, issue 35)."""
         if not entry.units and not entry.scan.hits:
             return None  # nothing to converge in it anyway
         problem = unlinkable(file.name)
@@ -387,8 +388,8 @@ class _Judgement:
 
     def _returning(self, deferred_notes: list) -> None:
         """A note a model deferred, unchanged since, comes back while another pending note shares
-        its key phrases (SPEC §2: the same key phrase recurs in a later note); once that note is
-        converged or deferred too, it waits again, so nothing is sent twice unchanged."""
+        its key phrases (docs/design.md §2: the same key phrase recurs in a later note); once that
+        note is converged or deferred too, it waits again, so nothing is sent twice unchanged."""
         if not deferred_notes or not self.result.pending:
             return
         pending_keys = [(p.rel, set(p.keys)) for p in self.result.pending]

@@ -1,4 +1,4 @@
-"""Signals: what a scan finds in one divergent note (SPEC §2).
+"""Signals: what a scan finds in one divergent note (docs/design.md §2).
 
 Four classes in priority order — correction, preference, decision, recurring — found by cues
 (zh and en, extendable in config), never inside code blocks, inline code, URLs, HTML comments,
@@ -106,7 +106,8 @@ class Deferred:
 
 @dataclass
 class PendingNote:
-    """A divergent note holding lines no pass has accounted for (SPEC §2): `why` says how."""
+    """A divergent note holding lines no pass has accounted for (docs/design.md §2): `why` says
+    how."""
 
     rel: str
     name: str  # wikilink name
@@ -151,7 +152,7 @@ class PendingNote:
 @dataclass(frozen=True)
 class Quarantined:
     """A note no pass takes until it changes (or is renamed): one that would stop every pass
-    (SPEC §5; issue 35). `reason` says why, `way_out` what the user can do."""
+    (docs/design.md §5; issue 35). `reason` says why, `way_out` what the user can do."""
 
     note: str
     reason: str
@@ -385,7 +386,8 @@ def _links_in(text: str, start: int) -> list[str]:
 
 
 # Blockquotes and callouts are read like any line: Obsidian's daily templates put the day's
-# answers in `>` lines (SPEC §2, "every line of a note is its text"); a cue only ranks the note.
+# answers in `>` lines (docs/design.md §2, "every line of a note is its text"); a cue only ranks the
+# note.
 _NOT_SAID = re.compile(r"^\s{0,3}(?:#{1,6}(?:\s|$)|\|)")
 
 

@@ -1,4 +1,4 @@
-"""Tone: the cue lines that wait rather than count (SPEC §2).
+"""Tone: the cue lines that wait rather than count (docs/design.md §2).
 
 A line that vents (ugh, 烦死, shouting, a row of !!!) or says too little once its cue is taken
 out (`content_units` below `MIN_CONTENT_UNITS`) is deferred, not dropped: it becomes a signal

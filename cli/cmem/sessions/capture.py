@@ -1,4 +1,4 @@
-"""`cmem capture`: agent transcripts into session notes, one step (SPEC §14).
+"""`cmem capture`: agent transcripts into session notes, one step (docs/design.md §14).
 
 Each session becomes one note in the sessions folder (a divergent folder), or grows the note it
 already has by its new turns only: a turn is known by its identity in the transcript, written into

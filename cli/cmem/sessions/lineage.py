@@ -1,8 +1,8 @@
-"""Which notes hold a session's turns already (SPEC §14): its own notes, live in the sessions
-folder or archived (by their name's short id — the id's end, or its start as older cmem named
-them — or by this machine's record, then by their frontmatter); notes planned in this capture and
-not written yet; and the notes of the session it goes on from — the one its own notes link, the one
-its agent names (a fork), else the note of its agent and project that holds one of its turns (an
+"""Which notes hold a session's turns already (docs/design.md §14): its own notes, live in the
+sessions folder or archived (by their name's short id — the id's end, or its start as older cmem
+named them — or by this machine's record, then by their frontmatter); notes planned in this capture
+and not written yet; and the notes of the session it goes on from — the one its own notes link, the
+one its agent names (a fork), else the note of its agent and project that holds one of its turns (an
 agent that resumes under a new id repeats the records it continues). So which of its turns are
 new: those no such note holds, by identity, nor word for word at its start, where a fork's copy
 of the turns it goes on from stands."""

@@ -1,4 +1,4 @@
-"""A session note (SPEC §14): how one session is written into the vault, and read back.
+"""A session note (docs/design.md §14): how one session is written into the vault, and read back.
 
 ```
 ---

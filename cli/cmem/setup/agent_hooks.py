@@ -1,5 +1,5 @@
-"""Agent hooks (SPEC §14): marked entries in an agent's JSON settings (`agent_targets.py` says
-which file and which events) that run `cmem hook run EVENT --agent NAME` for one vault, by the
+"""Agent hooks (docs/design.md §14): marked entries in an agent's JSON settings (`agent_targets.py`
+says which file and which events) that run `cmem hook run EVENT --agent NAME` for one vault, by the
 absolute path of this cmem.
 
 Each entry's command ends with a `# cmem hook (ID)` comment, so cmem finds its own entries again

@@ -1,5 +1,5 @@
-"""The agent's headless CLI as the model of unattended passes (SPEC §15): `hook install --agent
-NAME` offers it when the CLI is on PATH, and on "yes" sets it as `llm.command` in the user's
+"""The agent's headless CLI as the model of unattended passes (docs/design.md §15): `hook install
+--agent NAME` offers it when the CLI is on PATH, and on "yes" sets it as `llm.command` in the user's
 config (`$XDG_CONFIG_HOME/cmem/config.yaml`), which needs no `cmem trust`. The flags are the
 agent's entry in `agent_targets.py` (`model_command`): no tools, no persisted session, a cheap
 model, a cost cap where the CLI has one. The pass runs it with `CMEM_MODEL_CALL` set, so the

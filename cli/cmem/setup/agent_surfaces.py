@@ -1,5 +1,5 @@
-"""The in-session pass as the agent's own surface (SPEC §15), installed beside its hooks: a
-Claude Code skill (`/cmem-converge`, or "converge my memory"), a Codex skill (`$cmem-converge`) or
+"""The in-session pass as the agent's own surface (docs/design.md §15), installed beside its hooks:
+a Claude Code skill (`/cmem-converge`, or "converge my memory"), a Codex skill (`$cmem-converge`) or
 a Gemini CLI custom command (`/cmem-converge`), each in the file and format that agent documents
 (`agent_targets.py`: `surface_file`, `surface_form`). Its text is `prompts/agent-skill.md`: run
 `cmem converge --as-model`, answer the prompt, apply the reply, mend it on a rejection.

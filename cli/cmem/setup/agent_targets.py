@@ -1,6 +1,6 @@
 """The agents whose hooks cmem installs, one entry each: where their settings live, which of
-their events cmem answers, with which matcher and time limit (SPEC §14). All three keep hooks in
-a JSON object of the same shape — `{"hooks": {"<Event>": [{"matcher": …, "hooks": [{"type":
+their events cmem answers, with which matcher and time limit (docs/design.md §14). All three keep
+hooks in a JSON object of the same shape — `{"hooks": {"<Event>": [{"matcher": …, "hooks": [{"type":
 "command", "command": …, "timeout": …}]}]}}` — which `agent_hooks.py` edits for any of them.
 
 - Claude Code: the project's `.claude/settings.json`. SessionEnd shares 1.5 s among its hooks
@@ -44,8 +44,8 @@ class AgentTarget:
     named_hooks: bool = False  # each hook carries a "name" (Gemini)
     note: str | None = None  # said when the hook is installed
     local_file: str | None = None  # a project's settings file kept out of git (Claude Code)
-    # The in-session pass as the agent's own surface (SPEC §15): a skill's SKILL.md or a custom
-    # command's file, the same relative path under the home folder and under a project.
+    # The in-session pass as the agent's own surface (docs/design.md §15): a skill's SKILL.md or a
+    # custom command's file, the same relative path under the home folder and under a project.
     surface_file: str = ""
     surface_form: Literal["skill", "gemini-command"] = "skill"
     surface_call: str = ""  # how the user calls it in the agent

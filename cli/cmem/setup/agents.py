@@ -1,5 +1,5 @@
-"""`cmem agent-instructions` (SPEC §7, "after a complex task"): the text an agent needs in its
-instructions file — read `cmem context` at the start, capture with `cmem note`, ask the user
+"""`cmem agent-instructions` (docs/design.md §7, "after a complex task"): the text an agent needs in
+its instructions file — read `cmem context` at the start, capture with `cmem note`, ask the user
 before converging after a complex task, never touch the archive. The texts are package data
 (`prompts/agent-instructions.{en,zh}.md`); this module fills in the agent and the vault.
 

@@ -1,6 +1,6 @@
 """Which files of the vault a model command can run: what `cmem trust` hashes with the command
-(SPEC §4). A trusted command must never run a vault file that a later commit or sync changed
-without asking again, so the command's words are read for every vault file they reach:
+(docs/design.md §4). A trusted command must never run a vault file that a later commit or sync
+changed without asking again, so the command's words are read for every vault file they reach:
 
 - a word (or an `--option=value`'s value) naming a file of the vault. A *program* — the command
   word (`./tools/m.sh`), what a shell, Python or another interpreter runs (`sh x`, `node x`,

@@ -1,5 +1,5 @@
-"""Session hooks (SPEC §7, §14): what the shell hooks (`setup/shell_hooks.py`) and the agent
-hooks (`setup/agent_hooks.py`) share. A shell hook runs `cmem converge --if-due --background
+"""Session hooks (docs/design.md §7, §14): what the shell hooks (`setup/shell_hooks.py`) and the
+agent hooks (`setup/agent_hooks.py`) share. A shell hook runs `cmem converge --if-due --background
 --quiet` for one vault when the shell exits; an agent hook runs `cmem hook run EVENT`.
 
 Shared here: the plan of one change to one file (`HookPlan`), shown before it is made and applied

@@ -1,5 +1,5 @@
 """`cmem init`: make a folder a vault, or adopt an existing one (an Obsidian vault) without
-moving or rewriting a single existing file (SPEC §1)."""
+moving or rewriting a single existing file (docs/design.md §1)."""
 
 from __future__ import annotations
 

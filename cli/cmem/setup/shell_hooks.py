@@ -1,5 +1,5 @@
-"""Shell hooks (SPEC §7): a marked block in a shell's rc file that runs `cmem converge --if-due
---background --quiet` for one vault when the shell exits.
+"""Shell hooks (docs/design.md §7): a marked block in a shell's rc file that runs `cmem converge
+--if-due --background --quiet` for one vault when the shell exits.
 
 The rules, from what goes wrong with `conda init` and friends (research/reliability.md §4):
 - the block sits between `# >>> cmem hook (ID) >>>` and `# <<< cmem hook <<<`, the ID being the

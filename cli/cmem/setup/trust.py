@@ -1,4 +1,5 @@
-"""Which model command runs, and the direnv-like gate on commands a vault names itself (SPEC §4).
+"""Which model command runs, and the direnv-like gate on commands a vault names itself
+(docs/design.md §4).
 
 Precedence: `--llm`, then `$CMEM_LLM`, then the user's config, then the vault's `llm.command`.
 The first three are the user's own word. The last came with the folder — a cloned or synced

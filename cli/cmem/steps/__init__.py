@@ -1,5 +1,5 @@
 """The step layer: every command that writes — a pass, `archive apply`, `undo`, `doctor --fix` —
-is one step through here (SPEC §5 "Steps").
+is one step through here (docs/design.md §5 "Steps").
 
 - `runner`: `open_step` (lock, repository checks, recovery of any interrupted step, snapshot)
   and `Step.commit` (journal → apply → commit);

@@ -1,4 +1,4 @@
-"""What a step changes, and applying it all or nothing (SPEC §3 step 6, §5 "Steps").
+"""What a step changes, and applying it all or nothing (docs/design.md §3 step 6, §5 "Steps").
 
 A step — a pass, an archive apply, an undo, a repair — is a set of file changes: each path with
 the bytes it held when the step read it (None: absent) and the bytes it must hold after (None:

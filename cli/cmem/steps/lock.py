@@ -1,5 +1,5 @@
-"""One pass at a time per vault, across processes (SPEC §3 step 1), and one writer of notes at a
-time.
+"""One pass at a time per vault, across processes (docs/design.md §3 step 1), and one writer of
+notes at a time.
 
 Each lock is an `flock` on a file in the per-machine machine folder, so the kernel releases it when
 its holder dies: a lock left by a killed process is never stale. The file records who holds it,

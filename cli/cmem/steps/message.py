@@ -1,4 +1,4 @@
-"""Commit messages built from structured fields (SPEC §5 "Steps").
+"""Commit messages built from structured fields (docs/design.md §5 "Steps").
 
 A cmem commit message is a subject, one `Key: value` line per field, and a final paragraph of
 trailers (`Cmem-Pass: <id>`, and for an undo `Cmem-Undoes: <sha>`) that `cmem log`, `undo` and

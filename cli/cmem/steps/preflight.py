@@ -1,5 +1,6 @@
 """Before a step writes: the repository is one cmem may commit to, and the user's own edits to
-the paths cmem manages are committed first, whole, as a snapshot (SPEC §3 step 2, §5 "Steps").
+the paths cmem manages are committed first, whole, as a snapshot (docs/design.md §3 step 2, §5
+"Steps").
 
 Refused, with a message naming what to do: no repository; a parent repository the config does
 not allow; a merge, rebase, cherry-pick, revert or bisect in progress; a detached HEAD (a commit

@@ -1,6 +1,6 @@
-"""Run records (SPEC §3): every pass that reaches the engine leaves `runs/<pass id>/` in the
-machine folder — the prompt, the command and model, each raw response, the validation result — so
-a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later.
+"""Run records (docs/design.md §3): every pass that reaches the engine leaves `runs/<pass id>/` in
+the machine folder — the prompt, the command and model, each raw response, the validation result —
+so a failed or surprising pass can be read, and `cmem converge --replay RUN` can apply it later.
 
 A run record is private: its folders are 0700 and its files 0600 whatever the umask, and what it
 holds is redacted as the prompt is (cmem.text.secrets) unless the pass was run with

@@ -1,5 +1,5 @@
-"""Three-way merges that understand memory (SPEC §13): what `cmem sync` does with a file both
-machines changed since they last met.
+"""Three-way merges that understand memory (docs/design.md §13): what `cmem sync` does with a file
+both machines changed since they last met.
 
 A memory file is merged **per statement**, not per line of text. Each statement is a unit known
 by its oldest wording — a rewrite keeps the old wording in its trace, so `X（更新于 …，原为：Y）`

@@ -1,4 +1,4 @@
-"""`cmem sync`: one vault on several machines, through a git remote (SPEC §13).
+"""`cmem sync`: one vault on several machines, through a git remote (docs/design.md §13).
 
     fetch the remote's branch → merge it in (one step: locked, journaled) → push, never forced
 

@@ -1,5 +1,5 @@
 """The merge a sync makes: this machine's commit and the other machine's, three ways from their
-merge base, path by path (SPEC §13).
+merge base, path by path (docs/design.md §13).
 
 A path changed on one side only takes that side's bytes. A path both sides changed is merged by
 what it is:

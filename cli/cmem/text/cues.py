@@ -1,6 +1,6 @@
-"""The cue vocabulary (SPEC §2): the four signal classes in priority order, the literal cues of
-each class (zh and en) with the context each must or must not stand in, and `CueIndex`, which
-tells which cues a text holds in one pass over it.
+"""The cue vocabulary (docs/design.md §2): the four signal classes in priority order, the literal
+cues of each class (zh and en) with the context each must or must not stand in, and `CueIndex`,
+which tells which cues a text holds in one pass over it.
 
 Text only, knowing nothing else of cmem: the scan's context rules (`scan/matching.py`) read
 these cues, and users add their own with `signals.extra_cues` in the config. A newcomer adds a

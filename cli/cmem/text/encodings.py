@@ -1,4 +1,4 @@
-"""A note's bytes as text, whatever encoding an editor saved them in (SPEC §1, issue 35).
+"""A note's bytes as text, whatever encoding an editor saved them in (docs/design.md §1, issue 35).
 
 Everything cmem writes is UTF-8; what it reads may not be. A note is decoded, in this order, by:
 

@@ -1,7 +1,7 @@
 """Text cmem itself puts in front of a model, recognised wherever it comes back: an agent
 records what a SessionStart hook injected (Gemini as a user message), and a pass that runs an
 agent's CLI as its model sends the pass prompt as the user's first message. Neither is the
-user's words, so capture must never keep it (SPEC §14, §15: no feedback loop).
+user's words, so capture must never keep it (docs/design.md §14, §15: no feedback loop).
 
 Every such text carries one of these marks; this module is their one definition."""
 

@@ -1,4 +1,4 @@
-"""Credentials told by what names them, not by a shape of their own (SPEC §3, "Secrets").
+"""Credentials told by what names them, not by a shape of their own (docs/design.md §3, "Secrets").
 
 - **A label and its value**, in any layout. The label is a secret word — password, passwd, pwd,
   passphrase, pass, secret, token, credential, key, 密码, 口令, 密钥, 秘钥, 令牌, 私钥, 凭证,

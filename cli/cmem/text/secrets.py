@@ -1,5 +1,5 @@
-"""Redact credential-looking strings before text leaves cmem (SPEC §3, "Secrets"): a prompt, a
-run record, and everything a command prints or the MCP server returns.
+"""Redact credential-looking strings before text leaves cmem (docs/design.md §3, "Secrets"): a
+prompt, a run record, and everything a command prints or the MCP server returns.
 
 Two kinds of rule. Known token formats (OpenAI, Anthropic, GitHub, AWS, Aliyun, Tencent Cloud,
 Slack, Google, Stripe, Telegram and Discord bots, JWTs, PEM private keys, bearer tokens, ~50 in

@@ -1,4 +1,4 @@
-"""The one token estimate used everywhere (SPEC §12).
+"""The one token estimate used everywhere (docs/design.md §12).
 
 CJK characters (Han, kana, Hangul, full-width forms) count one token each; all other text counts
 one token per four characters, rounded up. Models tokenise differently; this estimate is stable,

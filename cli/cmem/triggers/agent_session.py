@@ -1,6 +1,6 @@
-"""What an agent's hook does once it has returned (SPEC §14): the detached work of SessionEnd and
-PreCompact — capture the session's transcript, then a pass if one is due — and the Stop hook's
-rule for asking whether to converge.
+"""What an agent's hook does once it has returned (docs/design.md §14): the detached work of
+SessionEnd and PreCompact — capture the session's transcript, then a pass if one is due — and the
+Stop hook's rule for asking whether to converge.
 
 The session-end work runs in a process of its own, started by `cmem hook run session-end`
 (`cmem/hook_command.py`), which has answered the agent in milliseconds. Its capture waits for a

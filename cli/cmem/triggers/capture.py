@@ -1,7 +1,7 @@
 """`cmem note TEXT`: quick capture — one timestamped line appended to today's note in the
-divergent layer (SPEC §9): today's daily note where Obsidian's settings keep one (its folder, its
-name format, made from its template when missing), else today's capture note; under the heading
-`capture.heading` names (added at the end when the note has none), else at the end."""
+divergent layer (docs/design.md §9): today's daily note where Obsidian's settings keep one (its
+folder, its name format, made from its template when missing), else today's capture note; under the
+heading `capture.heading` names (added at the end when the note has none), else at the end."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The due rule itself (SPEC §7), with no vault attached: how many signals are pending, when the
-last pass ran, the interval. `cmem.triggers.if_due` applies it to a vault; the fast entry path
-(`cmem.fast`) re-applies it to a cached `status` at print time, since "due" changes with the clock
-while the vault stands still. Stdlib only, and light: it is imported before typer."""
+"""The due rule itself (docs/design.md §7), with no vault attached: how many signals are pending,
+when the last pass ran, the interval. `cmem.triggers.if_due` applies it to a vault; the fast entry
+path (`cmem.fast`) re-applies it to a cached `status` at print time, since "due" changes with the
+clock while the vault stands still. Stdlib only, and light: it is imported before typer."""
 
 from __future__ import annotations
 

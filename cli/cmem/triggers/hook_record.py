@@ -1,5 +1,5 @@
 """What each agent's hook last did, per machine (`<machine folder>/hooks/`), for `cmem status`: a
-hook that silently stops working is what users of memory tools report most (SPEC §14).
+hook that silently stops working is what users of memory tools report most (docs/design.md §14).
 
 One small JSON file per agent and kind, each written whole by one kind of writer, so a hook that
 fires while the last session's capture is still running never loses the other's record:

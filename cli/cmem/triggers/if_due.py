@@ -1,4 +1,4 @@
-"""When a pass is due (SPEC §7): deterministic rules, never the model's feeling.
+"""When a pass is due (docs/design.md §7): deterministic rules, never the model's feeling.
 
 Session-end triggers (`--if-due`) want something pending and the last pass older than
 `min_interval_minutes`; scheduled ones (`--if-due --scheduled`, from cron or a systemd timer)
@@ -221,7 +221,8 @@ def converge_if_due(
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
 
-    options = replace(options, backlog=False)  # the backlog only when a person asks (SPEC §2)
+    # the backlog only when a person asks (docs/design.md §2)
+    options = replace(options, backlog=False)
     label = trigger or ("scheduled" if scheduled else "if-due")
     if os.environ.get(MODEL_CALL_ENV):  # started from within a pass's model call: that pass runs
         return TriggerOutcome("busy", "inside a pass's own model call; that pass is running.")

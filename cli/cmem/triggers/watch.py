@@ -1,5 +1,5 @@
-"""`cmem watch` (SPEC §7): watch the divergent layer and run `converge --if-due` once a burst of
-changes has settled.
+"""`cmem watch` (docs/design.md §7): watch the divergent layer and run `converge --if-due` once a
+burst of changes has settled.
 
 File events lie and loop (research/reliability.md §5): one save arrives as two or three events,
 an editor's atomic save as a move, a queue overflow as nothing, and a tool's own writes as more
@@ -30,7 +30,8 @@ from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
 # Long enough for a burst of editor saves to end, short enough that a short session sees the
-# watcher act before it ends (issue 44 chose it over SPEC §7's figure; docs/agents.md says why).
+# watcher act before it ends (issue 44 chose it over docs/design.md §7's figure; docs/agents.md says
+# why).
 DEFAULT_SETTLE = 30.0
 RESCAN_SECONDS = 300.0
 # Editors' temp and swap files: vim (`.x.swp`, `x~`, the `4913` probe), emacs (`.#x`, `#x#`),

@@ -1,4 +1,5 @@
-"""`.cmem/backlog.json`: the notes an adopted folder held when `cmem init` adopted it (SPEC §2).
+"""`.cmem/backlog.json`: the notes an adopted folder held when `cmem init` adopted it
+(docs/design.md §2).
 
 Adopting a folder of years of notes must not make all of them pending at once (a token bomb for
 the first unattended pass). `init` records each divergent note's digest here; while a note is

@@ -1,5 +1,5 @@
-"""Which source and trace formats can be read back (`formats.*` in the config, SPEC §1): what
-cmem writes with a format it must find again, in every statement, nested or not.
+"""Which source and trace formats can be read back (`formats.*` in the config, docs/design.md §1):
+what cmem writes with a format it must find again, in every statement, nested or not.
 
 - A source template holds `{links}` once, with text before it: a bare `{links}` cannot be told
   from a link the statement itself makes. Its closing text may be empty (`— {links}`): the

@@ -1,4 +1,4 @@
-"""The vault: where it is, its settings, and which layer each file belongs to (SPEC §1).
+"""The vault: where it is, its settings, and which layer each file belongs to (docs/design.md §1).
 
 Layers: the divergent root (the root's `*.md`, plus configured extra folders, minus exclusions),
 the convergent layer (resident and situational folders), the archive, and everything else —

@@ -1,4 +1,4 @@
-"""Reading notes robustly (SPEC §1).
+"""Reading notes robustly (docs/design.md §1).
 
 Anything may be on disk: a byte-order mark, CRLF line ends, broken frontmatter, bytes that are
 not UTF-8, NUL bytes, a 200 MB paste, a cloud placeholder with no data. Reading never fails and

@@ -1,4 +1,4 @@
-"""Statements and their provenance (SPEC §1, "Convergent files").
+"""Statements and their provenance (docs/design.md §1, "Convergent files").
 
 A *statement* is a content line of a convergent file: a list item or a paragraph line — not a
 heading, blank line, frontmatter, code fence (or a line inside one), table rule or HTML comment.

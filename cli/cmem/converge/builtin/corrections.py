@@ -1,4 +1,4 @@
-"""What an explicit correction or switch replaces, for the builtin engine (SPEC §4, issue 35): a
+"""What an explicit correction or switch replaces, for the builtin engine (docs/design.md §4, issue 35): a
 rewrite is for the statement the line is about, and changes only the part it corrects.
 
 - **The old side**: what the line says no longer holds — "not 2", "from uv to", "instead of

@@ -308,7 +308,7 @@ def reads_back(
     if holds_html(line):
         return False
     got_core, got_sources, got_traces = split_statement(line, work.formats)
-    # a source citing a session turn (`note#^t5`, SPEC §14) reads back as its note
+    # a source citing a session turn (`note#^t5`, docs/design.md §14) reads back as its note
     wanted = [source.split("#", 1)[0] for source in sources]
     if normalize(got_core) != normalize(core) or list(got_sources) != wanted:
         return False

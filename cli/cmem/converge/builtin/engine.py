@@ -1,7 +1,7 @@
-"""The builtin engine (SPEC §4): deterministic, offline and extractive — and conservative: it
+"""The builtin engine (docs/design.md §4): deterministic, offline and extractive — and conservative: it
 keeps memory as a person would, and leaves meaning to a model.
 
-It reads the selected notes' signal lines and writes a response in the SPEC §5 format, which
+It reads the selected notes' signal lines and writes a response in the docs/design.md §5 format, which
 goes through the same parser and validator as a model's. What it does:
 
 - **States** each signal line as memory, one sentence a statement (`sentences`): a line of
@@ -95,7 +95,7 @@ def _attr(value: str) -> str:
 def builtin_response(
     vault: Vault, notes: list[SelectedNote], originals: dict[str, str], pass_date: str
 ) -> str:
-    """The SPEC §5 response for these notes. `originals` maps every convergent file (vault-relative
+    """The docs/design.md §5 response for these notes. `originals` maps every convergent file (vault-relative
     path) to its current text; the same inputs give the same bytes."""
     work = PassWork(vault, originals, pass_date)
     # Oldest note first, so a later change of mind nests over an earlier one.
@@ -303,7 +303,7 @@ def _place(
 
 
 def _citation(note: SelectedNote, signal: Signal) -> str:
-    """`note` or, for a line of a user's turn in a session note, `note#^t5` (SPEC §14)."""
+    """`note` or, for a line of a user's turn in a session note, `note#^t5` (docs/design.md §14)."""
     from cmem.sessions.note import turn_of_line
 
     turn = turn_of_line(note.text, signal.line)

@@ -1,4 +1,4 @@
-"""Words, for the builtin engine (SPEC §4): what a line is about, what a change replaces, and
+"""Words, for the builtin engine (docs/design.md §4): what a line is about, what a change replaces, and
 the line itself quoted as a statement.
 
 Matching is by characters, not meaning: English words (lower case, a plural `s` off, common

@@ -1,4 +1,4 @@
-"""Recurring patterns as the builtin engine keeps them (SPEC §4): one statement with its count and
+"""Recurring patterns as the builtin engine keeps them (docs/design.md §4): one statement with its count and
 dates, updated in place.
 
 `熬夜到两点（3 次：2026-11-01、2026-11-03、2026-11-05）` / `Skipped the gym (3 times: 2026-12-01,

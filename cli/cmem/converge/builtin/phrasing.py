@@ -1,4 +1,4 @@
-"""A signal line as a statement of memory, for the builtin engine (SPEC §4): the user's own
+"""A signal line as a statement of memory, for the builtin engine (docs/design.md §4): the user's own
 words, with what made it a quote taken off.
 
 - Cue words and hedges go: "Actually", "其实", "I decided to", "I switched from X to", "改用",

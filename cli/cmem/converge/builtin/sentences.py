@@ -1,4 +1,4 @@
-"""One sentence of a signal line, for the builtin engine (SPEC §4, issue 35): a statement of memory
+"""One sentence of a signal line, for the builtin engine (docs/design.md §4, issue 35): a statement of memory
 is a sentence a person keeps, not a paragraph of a message to a friend.
 
 - A line of several sentences becomes its first sentence that holds the cue ("Thanks for the tips.

@@ -1,4 +1,4 @@
-"""Slots: what holds one value at a time, for the builtin engine (SPEC §4, issue 41) — where one
+"""Slots: what holds one value at a time, for the builtin engine (docs/design.md §4, issue 41) — where one
 lives, and the tool of a kind one uses (a Python package manager, a shell, an editor, …).
 
 A switch or correction into a slot is about the statement holding the slot's other value,

@@ -1,4 +1,4 @@
-"""The name of a topic file the builtin engine creates (SPEC §4, §5 rule 12, issues 35 and 41).
+"""The name of a topic file the builtin engine creates (docs/design.md §4, §5 rule 12, issues 35 and 41).
 
 A topic file is named by what it is about: the line's subject ("Shell"), else the note's first
 specific tag or a link to no note, else the noun phrase the line is about (`subject_phrase`:

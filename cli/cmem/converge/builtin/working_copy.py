@@ -255,7 +255,7 @@ class PassWork:
 
     def archived_occurrences(self, base: str, name: str) -> list[tuple[str, str]]:
         """(name, day) of each archived note, oldest first, whose recurring line shares a key
-        phrase with `base` (what keeps happening), as the scan counted them (SPEC §2: archived
+        phrase with `base` (what keeps happening), as the scan counted them (docs/design.md §2: archived
         notes count); never the note `name` itself."""
         from cmem.scan.archive_recurrence import archived_recurrences
         from cmem.scan.recurrence import phrase_keys
@@ -384,7 +384,7 @@ def joiner(template: str) -> str:
 
 def _change_date(name: str, pass_date: str) -> str:
     """The day a change came from: the date in its note's name, else the pass's; never later
-    than the pass (SPEC §5 rule 5)."""
+    than the pass (docs/design.md §5 rule 5)."""
     from datetime import date
 
     day = note_date(name, date.fromisoformat(pass_date)).isoformat()

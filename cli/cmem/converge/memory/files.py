@@ -106,7 +106,7 @@ def _file_bytes(location: str | os.PathLike) -> bytes | None:
 
 def rewritable(raw: bytes) -> bool:
     """cmem rewrites only files it can write back as they were encoded: UTF-8 without a BOM,
-    one kind of line end, no NUL (SPEC §1). Others are shown to the engine but protected from
+    one kind of line end, no NUL (docs/design.md §1). Others are shown to the engine but protected from
     writes."""
     return unwritable_reason(raw) is None
 

@@ -1,4 +1,4 @@
-"""A pass whose model is the agent running cmem (SPEC §15): in a session, the agent the user talks
+"""A pass whose model is the agent running cmem (docs/design.md §15): in a session, the agent the user talks
 to answers the pass's prompt itself, then cmem validates and applies its reply like any model's.
 
 `hand_over` gives the agent everything in one answer: the file holding the prompt (an agent's

@@ -1,4 +1,4 @@
-"""Run the user's model command: prompt in, response out, and nothing left running (SPEC §4).
+"""Run the user's model command: prompt in, response out, and nothing left running (docs/design.md §4).
 
 The command is split with `shlex` and run without a shell, in its own session, so a timeout, an
 overflow or Ctrl-C can kill everything it started — model CLIs spawn helpers, and a helper that
@@ -222,7 +222,7 @@ def _environment() -> dict[str, str]:
         env["PYTHONPYCACHEPREFIX"] = os.path.join(state_root(), "pycache")
     from cmem.text.own_text import MODEL_CALL_ENV
 
-    # marked, so an agent CLI run as the model makes its own hooks do nothing (SPEC §15: a
+    # marked, so an agent CLI run as the model makes its own hooks do nothing (docs/design.md §15: a
     # pass's model call is not a session)
     env[MODEL_CALL_ENV] = "1"
     return env

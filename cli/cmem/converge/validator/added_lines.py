@@ -1,4 +1,4 @@
-"""Every line a pass adds to a memory file is accounted for (SPEC §5, rule 9).
+"""Every line a pass adds to a memory file is accounted for (docs/design.md §5, rule 9).
 
 Memory is pasted into every agent session (`cmem context`), so a reply may add only what the
 validator can check: sourced statements (rules 3 and 4), blank lines, and short structural
@@ -43,7 +43,7 @@ _IMPERATIVE = re.compile(
     r"|忽略|无视|指令|提示词|系统提示|执行|运行命令|务必|必须先",
     re.IGNORECASE,
 )
-# What a blanked statement says instead of the fact it replaced (SPEC §5 rule 10: loss).
+# What a blanked statement says instead of the fact it replaced (docs/design.md §5 rule 10: loss).
 _BLANKS = frozenset(
     normalize(word)
     for word in (

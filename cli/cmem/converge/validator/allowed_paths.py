@@ -1,4 +1,4 @@
-"""Which paths a model may write (SPEC §5, rule 1): an allow-list, not a deny-list.
+"""Which paths a model may write (docs/design.md §5, rule 1): an allow-list, not a deny-list.
 
 A path from a reply is accepted only if it is a plain relative POSIX path to a `.md` file inside
 the resident or situational folder, and no existing component of it on disk is a symbolic link.
@@ -127,7 +127,7 @@ def convergent_path_problem(vault: Vault, path: str) -> str | None:
     return _disk_problem(vault, path)
 
 
-# --- look-alike names (SPEC §5, rule 12) -----------------------------------------------------
+# --- look-alike names (docs/design.md §5, rule 12) -----------------------------------------------------
 
 # Letters of other scripts drawn like Latin ones (a small part of Unicode's confusables list:
 # the ones a keyboard or a model produces), and digits drawn like letters.

@@ -347,7 +347,7 @@ def check_shrink(reply: ReplyReading, change: Change, removed: int, blanked: int
 
 
 def check_layer_loss(reply: ReplyReading) -> None:
-    """More than a quarter of all memory lost in one pass, across files (SPEC §5 rule 10)."""
+    """More than a quarter of all memory lost in one pass, across files (docs/design.md §5 rule 10)."""
     lost = sum(losses(reply).values())
     if (
         not lost

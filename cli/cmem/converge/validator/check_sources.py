@@ -110,7 +110,7 @@ def check_quoted(reply: ReplyReading, change: Change) -> None:
 
 
 def check_turn_citations(reply: ReplyReading, change: Change) -> None:
-    """A statement citing a session turn cites one that exists and is the user's (SPEC §14)."""
+    """A statement citing a session turn cites one that exists and is the user's (docs/design.md §14)."""
     known = change.base.keys if change.base else set()
     for line, agents, message in turn_issues(change.new.statements, known, reply.cited_text):
         reply.error(change.path, line, CITE_NOTES if agents else SOURCES, message)

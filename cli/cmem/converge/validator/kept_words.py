@@ -1,4 +1,4 @@
-"""What a statement says, word by word: the words a rewrite must keep (SPEC §5, rule 4).
+"""What a statement says, word by word: the words a rewrite must keep (docs/design.md §5, rule 4).
 
 A trace keeps every word of the old statement: `was:` may hold the whole old statement or only
 the words that changed, as long as each name, number and content word of the old statement is in

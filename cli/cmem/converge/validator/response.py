@@ -1,4 +1,4 @@
-"""Reading a model's reply in the response format (SPEC §5).
+"""Reading a model's reply in the response format (docs/design.md §5).
 
 The parser is tolerant about everything that cannot lose data — chat before or after the
 `<convergence>` element, a Markdown fence around it, either quote style, XML entities in
@@ -100,7 +100,7 @@ class DeferredEntry:
 class MergedEntry:
     """`<merged file="…" into="new statement">old statement</merged>`: an old statement
     rewritten into another without a change of fact (a duplicate, a rewording): declared, so it
-    needs no trace (SPEC §5)."""
+    needs no trace (docs/design.md §5)."""
 
     file: str
     statement: str  # the old statement

@@ -1,4 +1,4 @@
-"""The rulebook (SPEC §5, "One rulebook"): the numbered rules a reply must keep.
+"""The rulebook (docs/design.md §5, "One rulebook"): the numbered rules a reply must keep.
 
 The validator cites these numbers in every rejection, and both prompts
 (`prompts/converge.en.md`, `.zh.md`) state each rule under the same number with an example that

@@ -1,5 +1,5 @@
 """A statement may cite one turn of a session note, `[[note#^t5]]` (the block reference Obsidian
-opens; `[[note]]#^t5`, as SPEC §14 writes it, is read the same). The validator asks here whether
+opens; `[[note]]#^t5`, as docs/design.md §14 writes it, is read the same). The validator asks here whether
 that block exists in the note and, in a session note, whether it is one of the user's turns: the
 agent's text in a session note is context, never a source (rule 11, "cite notes, not memory":
 the user's words; a block that does not exist is a source that resolves to nothing, rule 3).

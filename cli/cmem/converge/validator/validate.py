@@ -1,9 +1,9 @@
-"""Checking a parsed reply against the vault before anything is written (SPEC §5).
+"""Checking a parsed reply against the vault before anything is written (docs/design.md §5).
 
 `validate_response` reads — the vault's resident files, and any convergent file the reply
 rewrites that the pass did not hand it in `PassContext.originals` — and never writes. It returns
 every error at once (the repair round sends them all back), the warnings, and, only when there
-is no error, the exact texts to write. The numbered rules are SPEC §5's (`rules.py`); each is
+is no error, the exact texts to write. The numbered rules are docs/design.md §5's (`rules.py`); each is
 checked by a function of the `check_….py` module its idea names, over one `ReplyReading`
 (`reply_reading.py`), and registered under the rule it checks in that module's `CHANGE_RULES` or
 `REPLY_RULES`, which `RULE_MODULES` below gathers in order. Rules 1, 12, 14 and 15 are checked as
