@@ -8,7 +8,7 @@ import subprocess
 from typing import get_args
 
 from cmem.archive.checklist import LineState
-from cmem.converge.rules import RULES
+from cmem.converge.validator.rules import RULES
 from support import REPO
 
 DESIGN = REPO / "docs" / "design.md"
