@@ -593,33 +593,17 @@ def colour_diff(diff: str) -> str:
 
 
 def render_pass(result, show_diff: bool = False) -> str:
-    out = []
     if result.status == "nothing":
-        # a pass that only deferred still says why each note waits (a credential, a vague line…)
-        deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
-        return "\n".join(
-            [
-                result.message or "nothing to converge",
-                *deferred,
-                *(paint(f"  warning: {w}", "yellow") for w in result.warnings),
-            ]
-        )
+        return _render_no_pass(result)
     if result.status == "failed":
-        from cmem.converge.outcome import failure_summary
-
-        out.append(paint("the pass failed; nothing was written", "red", "bold"))
-        out += [f"  {e}" for e in result.errors[:30]]
-        if len(result.errors) > 30:
-            out.append(f"  … and {len(result.errors) - 30} more")
-        out.append(failure_summary(result, result.snapshot_commit))
-        return "\n".join(out)
+        return _render_failed_pass(result)
     head = {
         "applied": "pass applied",
         "dry-run": "dry run: nothing written",
         "proposed": "proposal saved (review mode)",
     }[result.status]
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
-    out.append(paint(f"{head} · pass {result.pass_id}{engine}", "bold"))
+    out = [paint(f"{head} · pass {result.pass_id}{engine}", "bold")]
     if result.snapshot_commit:
         out.append(f"  your notes and edits were committed first as {result.snapshot_commit[:8]}")
     if result.diffstat:
@@ -630,6 +614,52 @@ def render_pass(result, show_diff: bool = False) -> str:
             )
     else:
         out.append("  no memory file changed")
+    out += _pass_note_lines(result)
+    if result.waiting:
+        out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
+    for warning in result.warnings:
+        out.append(paint(f"  warning: {warning}", "yellow"))
+    if result.staged:
+        out.append(
+            f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`"
+        )
+    if show_diff and result.diff:
+        out += ["", colour_diff(result.diff)]
+    if result.status == "applied" and result.commit:
+        out.append(
+            f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`"
+        )
+    if result.message:
+        out.append(f"  {result.message}")
+    return "\n".join(out)
+
+
+def _render_no_pass(result) -> str:
+    """A pass that only deferred still says why each note waits (a credential, a vague line…)."""
+    deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
+    return "\n".join(
+        [
+            result.message or "nothing to converge",
+            *deferred,
+            *(paint(f"  warning: {w}", "yellow") for w in result.warnings),
+        ]
+    )
+
+
+def _render_failed_pass(result) -> str:
+    from cmem.converge.outcome import failure_summary
+
+    out = [paint("the pass failed; nothing was written", "red", "bold")]
+    out += [f"  {e}" for e in result.errors[:30]]
+    if len(result.errors) > 30:
+        out.append(f"  … and {len(result.errors) - 30} more")
+    out.append(failure_summary(result, result.snapshot_commit))
+    return "\n".join(out)
+
+
+def _pass_note_lines(result) -> list[str]:
+    """What the pass did with the notes' lines: converged, left for a model, moved, deferred."""
+    out = []
     if result.converged:
         out.append(
             f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): "
@@ -657,23 +687,7 @@ def render_pass(result, show_diff: bool = False) -> str:
             f" line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
         )
         out.append(f"  deferred {entry['note']}{where}: {entry['reason']}")
-    if result.waiting:
-        out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
-    for warning in result.warnings:
-        out.append(paint(f"  warning: {warning}", "yellow"))
-    if result.staged:
-        out.append(
-            f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`"
-        )
-    if show_diff and result.diff:
-        out += ["", colour_diff(result.diff)]
-    if result.status == "applied" and result.commit:
-        out.append(
-            f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`"
-        )
-    if result.message:
-        out.append(f"  {result.message}")
-    return "\n".join(out)
+    return out
 
 
 def render_handover(handover) -> str:
