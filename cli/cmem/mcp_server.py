@@ -170,9 +170,14 @@ def _check(name: str, key: str, value: float | None) -> None:
 
 def build_server(root: Path):
     """The MCP server for the vault at `root` (an `MCPServer`, or `FastMCP` on mcp 1.x)."""
-    try:
-        from mcp.types import ToolAnnotations
+    server = _server_class()("cmem", instructions=INSTRUCTIONS)
+    _add_tools(server, MemoryTools(root))
+    return server
 
+
+def _server_class() -> Any:
+    """The SDK's server class, or why `cmem mcp` cannot run without the SDK."""
+    try:
         try:
             from mcp.server.mcpserver import MCPServer as Server
         except ImportError:  # mcp 1.x; the checker reads 2.x, where the name is gone
@@ -183,11 +188,13 @@ def build_server(root: Path):
         raise CmemError(
             f"`cmem mcp` needs the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (or pip install mcp)."
         ) from None
+    return Server
 
-    from mcp.types import CallToolResult
 
-    tools = MemoryTools(root)
-    server = Server("cmem", instructions=INSTRUCTIONS)
+def _add_tools(server: Any, tools: MemoryTools) -> None:
+    """The tools an agent calls, each one of `MemoryTools`' methods; the docstrings are what the
+    agent reads."""
+    from mcp.types import CallToolResult, ToolAnnotations
 
     def answer(method, *args) -> Any:
         text, failed = tools.call(method, *args)
@@ -250,8 +257,6 @@ def build_server(root: Path):
         applies it all-or-nothing and commits; a rejected answer writes nothing and lists the errors.
         `notes`: the notes converge_prompt returned (default: those of the last prompt). JSON."""
         return answer(tools.converge_apply, response, notes)
-
-    return server
 
 
 def serve(root: Path) -> None:

@@ -193,6 +193,23 @@ def _step_wrote(vault: Vault, target: CmemCommit) -> dict[str, str | None] | Non
     return None
 
 
+@dataclass(frozen=True)
+class _FileVersions:
+    """One file of the step's commit: before and after the step, at HEAD, on disk now, and what
+    the step itself wrote (differing from `after` when an amend folded the user's edits in)."""
+
+    before: bytes | None
+    after: bytes | None
+    head: bytes | None
+    disk: bytes | None
+    step_after: bytes | None
+    amended: bool
+
+    @property
+    def changed_since(self) -> bool:
+        return self.head != self.after
+
+
 def _plan_file(
     vault: Vault,
     plan: UndoPlan,
@@ -200,29 +217,51 @@ def _plan_file(
     change: FileChange,
     wrote: dict[str, str | None] | None,
 ) -> None:
-    parent = f"{target.sha}^"
     after_path = change.path
-    before_path = change.old_path or change.path
     if wrote is not None and after_path not in wrote:
         # the commit was amended with an edit of the user's: that is theirs, not the step's
         plan.files.append(
             FileUndo("keep", after_path, detail="not written by the step (amended into its commit)")
         )
         return
-    before = read_blob(vault, parent, before_path) if change.status != "A" else None
+    versions = _file_versions(vault, plan, target, change, wrote)
+    if versions is None:
+        return  # _file_versions recorded why
+    if versions.changed_since:
+        plan.later.setdefault(after_path, [])
+    if change.status == "A":
+        _undo_created(plan, after_path, versions)
+    elif change.status == "D":
+        _undo_removed(plan, after_path, versions)
+    else:
+        _undo_changed(vault, plan, change, versions)
+
+
+def _file_versions(
+    vault: Vault,
+    plan: UndoPlan,
+    target: CmemCommit,
+    change: FileChange,
+    wrote: dict[str, str | None] | None,
+) -> _FileVersions | None:
+    """The file's versions, or None (with the reason in `plan.blocked`) when it cannot be undone:
+    unreadable, edited and not committed, or amended past what git still holds."""
+    after_path = change.path
+    before_path = change.old_path or change.path
+    before = read_blob(vault, f"{target.sha}^", before_path) if change.status != "A" else None
     after = read_blob(vault, target.sha, after_path) if change.status != "D" else None
     head_after = read_blob(vault, "HEAD", after_path)
     try:
         now_after = _disk(vault, after_path)
     except OSError as exc:
         plan.blocked.append(_unreadable(after_path, exc))
-        return
+        return None
     plan.current[after_path] = now_after
     if not same_text(now_after, head_after):
         plan.blocked.append(
             f"{after_path} has changes that are not committed yet; commit or stash them, then undo"
         )
-        return
+        return None
     # what the step wrote, where an amend folded the user's edits into the same file: those edits
     # are kept as later ones are, and only the step's change is taken back
     step_after, amended = after, False
@@ -234,72 +273,97 @@ def _plan_file(
                 f"{after_path}: the step's commit was amended and git no longer has what the step "
                 "wrote; undo it by hand"
             )
-            return
+            return None
         amended = step_after != after
-    changed_since = head_after != after
-    if changed_since:
-        plan.later.setdefault(after_path, [])
-    if change.status == "A":
-        if amended:
-            plan.files.append(
-                FileUndo("keep", after_path, detail="created by the step, edited in an amend: kept")
-            )
-        elif changed_since:
-            plan.files.append(
-                FileUndo("keep", after_path, detail="created by the pass and edited since: kept")
-            )
-        else:
-            plan.files.append(
-                FileUndo("remove", after_path, detail="created by the pass (its text stays in git)")
-            )
-        return
-    if change.status == "D":
-        if now_after is not None:
-            plan.files.append(
-                FileUndo(
-                    "keep", after_path, detail="removed by the pass and written again since: kept"
-                )
-            )
-        else:
-            plan.files.append(FileUndo("restore", after_path, new_bytes=before))
-        return
+    return _FileVersions(before, after, head_after, now_after, step_after, amended)
+
+
+def _undo_created(plan: UndoPlan, path: str, versions: _FileVersions) -> None:
+    """A file the step created goes, unless someone has edited it since."""
+    if versions.amended:
+        plan.files.append(
+            FileUndo("keep", path, detail="created by the step, edited in an amend: kept")
+        )
+    elif versions.changed_since:
+        plan.files.append(
+            FileUndo("keep", path, detail="created by the pass and edited since: kept")
+        )
+    else:
+        plan.files.append(
+            FileUndo("remove", path, detail="created by the pass (its text stays in git)")
+        )
+
+
+def _undo_removed(plan: UndoPlan, path: str, versions: _FileVersions) -> None:
+    """A file the step removed comes back, unless it has been written again since."""
+    if versions.disk is not None:
+        plan.files.append(
+            FileUndo("keep", path, detail="removed by the pass and written again since: kept")
+        )
+    else:
+        plan.files.append(FileUndo("restore", path, new_bytes=versions.before))
+
+
+def _undo_changed(
+    vault: Vault, plan: UndoPlan, change: FileChange, versions: _FileVersions
+) -> None:
+    """A file the step changed (or moved) goes back, merged with the edits made since."""
+    after_path = change.path
+    before_path = change.old_path or change.path
+    now_after, head_after = versions.disk, versions.head
     ours = (
         head_after if now_after is not None and head_after is not None else now_after
     )  # line ends aside
-    merged = changed_since or amended
-    content = before if not merged else _merge3(vault, ours, step_after, before, after_path, plan)
+    merged = versions.changed_since or versions.amended
+    content = (
+        versions.before
+        if not merged
+        else _merge3(vault, ours, versions.step_after, versions.before, after_path, plan)
+    )
     if content is None and merged:
         return  # _merge3 recorded why
     if content is not None and now_after is not None:
         content = in_line_ends(content, now_after)  # written back in the file's own line ends
     if change.status in "RC" and before_path != after_path:
-        try:
-            now_before = _disk(vault, before_path)
-        except OSError as exc:
-            plan.blocked.append(_unreadable(before_path, exc))
-            return
-        plan.current[before_path] = now_before
-        if now_before is not None:
-            plan.blocked.append(
-                f"{before_path} exists again; move it away, then undo (the archived note would go back there)"
-            )
-            return
-        plan.files.append(
-            FileUndo(
-                "move-back",
-                before_path,
-                after_path,
-                new_bytes=content,
-                detail="merged with later edits" if merged else "",
-            )
-        )
+        _undo_move(vault, plan, before_path, after_path, content, merged)
         return
     plan.files.append(
         FileUndo(
             "merge" if merged else "restore",
             after_path,
             new_bytes=content,
-            detail="keeping the edits amended into its commit" if amended else "",
+            detail="keeping the edits amended into its commit" if versions.amended else "",
+        )
+    )
+
+
+def _undo_move(
+    vault: Vault,
+    plan: UndoPlan,
+    before_path: str,
+    after_path: str,
+    content: bytes | None,
+    merged: bool,
+) -> None:
+    """A note the step moved (archived) goes back to its old path, if that path is free."""
+    try:
+        now_before = _disk(vault, before_path)
+    except OSError as exc:
+        plan.blocked.append(_unreadable(before_path, exc))
+        return
+    plan.current[before_path] = now_before
+    if now_before is not None:
+        plan.blocked.append(
+            f"{before_path} exists again; move it away, then undo (the archived note would go back there)"
+        )
+        return
+    plan.files.append(
+        FileUndo(
+            "move-back",
+            before_path,
+            after_path,
+            new_bytes=content,
+            detail="merged with later edits" if merged else "",
         )
     )
 

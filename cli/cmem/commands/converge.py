@@ -1,8 +1,9 @@
 """The pass: `converge` (by hand, unattended or in the background), `apply` (review mode's
 proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated, List, Optional
 
 import typer
 
@@ -20,138 +21,189 @@ from cmem.commands.options import (
 from cmem.converge.engines import ENGINE_NAMES, engine_named
 from cmem.errors import CmemError
 
+if TYPE_CHECKING:
+    from cmem.converge.pass_values import EngineName
+
 ApplyYes = Annotated[bool, yes_option("Apply without asking (needed without a terminal).")]
+
+
+# The converge options, declared once here so the command's signature reads in one screen;
+# their order in the signature is the order `--help` lists them.
+EngineOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine",
+        metavar=f"[{'|'.join(ENGINE_NAMES)}]",
+        autocompletion=choices(*ENGINE_NAMES),
+        help="builtin (offline, extractive) or llm; default: llm when a model command is configured.",
+    ),
+]
+LlmOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--llm",
+        help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Run up to validation and print the diff; write nothing."),
+]
+EmitPromptOption = Annotated[
+    bool, typer.Option("--emit-prompt", help="Print the assembled prompt and stop.")
+]
+AsModelOption = Annotated[
+    bool,
+    typer.Option(
+        "--as-model",
+        help="For an agent that is itself the model: print the pass's prompt, the file to write the <convergence> reply to, and the command that applies it.",
+    ),
+]
+ResponseOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--response",
+        help="Skip the engine and apply this response file ('-': read it from stdin); an agent that is itself the model, after --as-model.",
+    ),
+]
+ReplayOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--replay",
+        help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
+    ),
+]
+OnlyOption = Annotated[
+    Optional[List[str]], typer.Option("--only", help="Converge only this note (repeatable).")
+]
+BudgetOption = Annotated[
+    Optional[int],
+    typer.Option(
+        "--budget",
+        callback=within("converge --budget"),
+        help="Prompt budget in tokens (default: budget_tokens).",
+    ),
+]
+ProposeOption = Annotated[
+    bool,
+    typer.Option(
+        "--propose",
+        help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`).",
+    ),
+]
+BacklogOption = Annotated[
+    bool,
+    typer.Option(
+        "--backlog",
+        help="Converge the backlog with a model: the notes an adopted folder held, oldest first, in batches of the budget — the plan (notes, tokens, batches, cost) first, then asks; each batch a commit, a stopped run continues where it stopped. Never done by --if-due.",
+    ),
+]
+PriceOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--price",
+        metavar="IN[/OUT]",
+        help="With --backlog: the model's price in dollars per million tokens sent (and received), for the cost estimate (default: llm.price).",
+    ),
+]
+BacklogYes = Annotated[
+    bool, yes_option("With --backlog: start without asking (needed without a terminal).")
+]
+DiffOption = Annotated[
+    bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
+]
+KeepRawPromptOption = Annotated[
+    bool,
+    typer.Option(
+        "--keep-raw-prompt",
+        help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt.",
+    ),
+]
+QuietOption = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress and no report (errors still go to stderr)."),
+]
+IfDueOption = Annotated[
+    bool,
+    typer.Option(
+        "--if-due",
+        help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row.",
+    ),
+]
+ScheduledOption = Annotated[
+    bool,
+    typer.Option(
+        "--scheduled",
+        help="With --if-due, for cron and systemd timers: due after schedule_hours instead.",
+    ),
+]
+BackgroundOption = Annotated[
+    bool,
+    typer.Option(
+        "--background",
+        help="Detach (new session, survives the terminal closing), log the outcome in the machine folder's cmem.log, return at once.",
+    ),
+]
+DetachedOption = Annotated[
+    bool,
+    typer.Option(
+        "--detached",
+        hidden=True,
+        help="Internal: this is the detached process --background started.",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class _Modes:
+    """The flags that pick how a pass runs (by hand, as the model, backlog, unattended) and
+    what it prints; carried together so the checks and the dispatch read as one each."""
+
+    dry_run: bool
+    emit_prompt: bool
+    as_model: bool
+    response: Optional[Path]
+    replay: Optional[str]
+    backlog: bool
+    price: Optional[str]
+    yes: bool
+    show_diff: bool
+    quiet: bool
+    if_due: bool
+    scheduled: bool
+    background: bool
+    detached: bool
+    as_json: bool
+
+    @property
+    def unattended(self) -> bool:
+        return self.background or self.if_due or self.detached
 
 
 def converge(
     ctx: typer.Context,
     vault: VaultOption = None,
-    engine: Annotated[
-        Optional[str],
-        typer.Option(
-            "--engine",
-            metavar=f"[{'|'.join(ENGINE_NAMES)}]",
-            autocompletion=choices(*ENGINE_NAMES),
-            help="builtin (offline, extractive) or llm; default: llm when a model command is configured.",
-        ),
-    ] = None,
-    llm: Annotated[
-        Optional[str],
-        typer.Option(
-            "--llm",
-            help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Run up to validation and print the diff; write nothing."),
-    ] = False,
-    emit_prompt: Annotated[
-        bool, typer.Option("--emit-prompt", help="Print the assembled prompt and stop.")
-    ] = False,
-    as_model: Annotated[
-        bool,
-        typer.Option(
-            "--as-model",
-            help="For an agent that is itself the model: print the pass's prompt, the file to write the <convergence> reply to, and the command that applies it.",
-        ),
-    ] = False,
-    response: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--response",
-            help="Skip the engine and apply this response file ('-': read it from stdin); an agent that is itself the model, after --as-model.",
-        ),
-    ] = None,
-    replay: Annotated[
-        Optional[str],
-        typer.Option(
-            "--replay",
-            help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
-        ),
-    ] = None,
-    only: Annotated[
-        Optional[List[str]], typer.Option("--only", help="Converge only this note (repeatable).")
-    ] = None,
-    budget: Annotated[
-        Optional[int],
-        typer.Option(
-            "--budget",
-            callback=within("converge --budget"),
-            help="Prompt budget in tokens (default: budget_tokens).",
-        ),
-    ] = None,
-    propose: Annotated[
-        bool,
-        typer.Option(
-            "--propose",
-            help="Review mode: validate and save a proposal; review and apply it with `cmem apply` (or discard it with `cmem apply --drop`).",
-        ),
-    ] = False,
+    engine: EngineOption = None,
+    llm: LlmOption = None,
+    dry_run: DryRunOption = False,
+    emit_prompt: EmitPromptOption = False,
+    as_model: AsModelOption = False,
+    response: ResponseOption = None,
+    replay: ReplayOption = None,
+    only: OnlyOption = None,
+    budget: BudgetOption = None,
+    propose: ProposeOption = False,
     allow_shrink: ShrinkOption = False,
-    backlog: Annotated[
-        bool,
-        typer.Option(
-            "--backlog",
-            help="Converge the backlog with a model: the notes an adopted folder held, oldest first, in batches of the budget — the plan (notes, tokens, batches, cost) first, then asks; each batch a commit, a stopped run continues where it stopped. Never done by --if-due.",
-        ),
-    ] = False,
-    price: Annotated[
-        Optional[str],
-        typer.Option(
-            "--price",
-            metavar="IN[/OUT]",
-            help="With --backlog: the model's price in dollars per million tokens sent (and received), for the cost estimate (default: llm.price).",
-        ),
-    ] = None,
-    yes: Annotated[
-        bool, yes_option("With --backlog: start without asking (needed without a terminal).")
-    ] = False,
-    show_diff: Annotated[
-        bool, typer.Option("--diff", help="Print the diff of the memory files after the pass.")
-    ] = False,
-    keep_raw_prompt: Annotated[
-        bool,
-        typer.Option(
-            "--keep-raw-prompt",
-            help="Keep the run record unredacted (credentials in plain text, for debugging the redaction); the model still gets the redacted prompt.",
-        ),
-    ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="No progress and no report (errors still go to stderr)."
-        ),
-    ] = False,
-    if_due: Annotated[
-        bool,
-        typer.Option(
-            "--if-due",
-            help="Unattended: run only when due (something pending, last pass older than min_interval_minutes); quiet when a pass is running; stops after 3 failures in a row.",
-        ),
-    ] = False,
-    scheduled: Annotated[
-        bool,
-        typer.Option(
-            "--scheduled",
-            help="With --if-due, for cron and systemd timers: due after schedule_hours instead.",
-        ),
-    ] = False,
-    background: Annotated[
-        bool,
-        typer.Option(
-            "--background",
-            help="Detach (new session, survives the terminal closing), log the outcome in the machine folder's cmem.log, return at once.",
-        ),
-    ] = False,
-    detached: Annotated[
-        bool,
-        typer.Option(
-            "--detached",
-            hidden=True,
-            help="Internal: this is the detached process --background started.",
-        ),
-    ] = False,
+    backlog: BacklogOption = False,
+    price: PriceOption = None,
+    yes: BacklogYes = False,
+    show_diff: DiffOption = False,
+    keep_raw_prompt: KeepRawPromptOption = False,
+    quiet: QuietOption = False,
+    if_due: IfDueOption = False,
+    scheduled: ScheduledOption = False,
+    background: BackgroundOption = False,
+    detached: DetachedOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Merge what the new and changed notes say into the memory files, then commit.
@@ -169,9 +221,48 @@ def converge(
     error; 75 another pass holds the vault (nothing done: try again) — with --if-due or
     --background 0, silently.
     """
-    from cmem.converge.pipeline import PassOptions
-
+    modes = _Modes(
+        dry_run=dry_run,
+        emit_prompt=emit_prompt,
+        as_model=as_model,
+        response=response,
+        replay=replay,
+        backlog=backlog,
+        price=price,
+        yes=yes,
+        show_diff=show_diff,
+        quiet=quiet,
+        if_due=if_due,
+        scheduled=scheduled,
+        background=background,
+        detached=detached,
+        as_json=as_json,
+    )
     invoked = invocation(ctx)
+    engine_name = _check_engine_options(engine, llm, modes)
+    # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
+    target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
+    options = _pass_options(
+        target,
+        modes,
+        engine=engine_name,
+        llm=llm,
+        only=only,
+        budget=budget,
+        propose=propose,
+        allow_shrink=allow_shrink,
+        keep_raw_prompt=keep_raw_prompt,
+    )
+    _check_mode_options(modes)
+    code = _run_in_mode(target, options, invoked, modes)
+    if code:
+        raise typer.Exit(code)
+
+
+def _check_engine_options(
+    engine: Optional[str], llm: Optional[str], modes: _Modes
+) -> "EngineName | None":
+    """The engine's name, after the usage errors a command line can make before any vault opens."""
     engine_name = engine_named(engine) if engine is not None else None
     if engine is not None and engine_name is None:
         raise typer.BadParameter(f"must be {' or '.join(ENGINE_NAMES)}", param_hint="--engine")
@@ -180,102 +271,149 @@ def converge(
             "is empty (an unset variable?); give the model command, or leave --llm out",
             param_hint="--llm",
         )
-    if as_model and (
-        dry_run or emit_prompt or response or replay or engine or llm or if_due or background
+    if modes.as_model and (
+        modes.dry_run
+        or modes.emit_prompt
+        or modes.response
+        or modes.replay
+        or engine
+        or llm
+        or modes.if_due
+        or modes.background
     ):
         raise typer.BadParameter(
             "--as-model hands the pass to you: no --dry-run, --emit-prompt, --response, --replay, --engine, --llm, --if-due or --background",
             param_hint="--as-model",
         )
-    # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
-    target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
-    response_text = None
-    if response is not None:
-        response_text = _read_response(response)
-        if only is None:  # the reply to a handed-over prompt judges the notes that prompt held
-            from cmem.converge.model.agent_pass import handed_over_notes
+    return engine_name
 
-            only = handed_over_notes(target, response) if str(response) != "-" else None
-    if replay is not None:
-        from cmem.steps.run_records import find_run
 
-        record = find_run(target, replay)
-        responses = record.responses()
-        if not responses:
-            raise CmemError(f"the run record {record.folder} holds no response to replay.")
-        response_text = responses[-1].read_text("utf-8", errors="replace")
-        only = only or record.read_json("run.json").get("notes")
-    options = PassOptions(
-        engine=engine_name,
+def _pass_options(
+    target,
+    modes: _Modes,
+    *,
+    engine: "EngineName | None",
+    llm: Optional[str],
+    only: Optional[List[str]],
+    budget: Optional[int],
+    propose: bool,
+    allow_shrink: bool,
+    keep_raw_prompt: bool,
+):
+    """The pass's options, with the reply to apply when one is given instead of an engine."""
+    from cmem.converge.pipeline import PassOptions
+
+    response_text, only = _reply_to_apply(target, modes, only)
+    return PassOptions(
+        engine=engine,
         llm=llm,
-        dry_run=dry_run,
-        emit_prompt=emit_prompt,
+        dry_run=modes.dry_run,
+        emit_prompt=modes.emit_prompt,
         response_text=response_text,
         only=only,
         budget=budget,
         propose=propose,
         allow_shrink=allow_shrink,
         keep_raw_prompt=keep_raw_prompt,
-        backlog=backlog,
+        backlog=modes.backlog,
     )
-    if scheduled and not if_due:
+
+
+def _reply_to_apply(
+    target, modes: _Modes, only: Optional[List[str]]
+) -> tuple[Optional[str], Optional[List[str]]]:
+    """The reply to apply instead of running an engine (`--response`, `--replay`), and the notes
+    it judges when `--only` does not name them."""
+    response_text = None
+    if modes.response is not None:
+        response_text = _read_response(modes.response)
+        if only is None:  # the reply to a handed-over prompt judges the notes that prompt held
+            from cmem.converge.model.agent_pass import handed_over_notes
+
+            only = handed_over_notes(target, modes.response) if str(modes.response) != "-" else None
+    if modes.replay is not None:
+        from cmem.steps.run_records import find_run
+
+        record = find_run(target, modes.replay)
+        responses = record.responses()
+        if not responses:
+            raise CmemError(f"the run record {record.folder} holds no response to replay.")
+        response_text = responses[-1].read_text("utf-8", errors="replace")
+        only = only or record.read_json("run.json").get("notes")
+    return response_text, only
+
+
+def _check_mode_options(modes: _Modes) -> None:
+    """Usage errors of the flags that go only with --if-due or --backlog."""
+    if modes.scheduled and not modes.if_due:
         raise typer.BadParameter("--scheduled goes with --if-due", param_hint="--scheduled")
-    if backlog and (background or if_due or detached):
+    if modes.backlog and modes.unattended:
         raise typer.BadParameter(
             "the backlog is converged only when you ask: not with --if-due or --background",
             param_hint="--backlog",
         )
-    if price is not None and not backlog:
+    if modes.price is not None and not modes.backlog:
         raise typer.BadParameter("goes with --backlog", param_hint="--price")
-    if backlog and not (
-        dry_run or emit_prompt or response_text is not None or background or if_due or detached
+
+
+def _run_in_mode(target, options, invoked, modes: _Modes) -> int:
+    """Run the pass the way the flags ask: the backlog, unattended, handed to the agent, or by hand."""
+    if modes.backlog and not (
+        modes.dry_run or modes.emit_prompt or options.response_text is not None or modes.unattended
     ):
-        code = pass_command.converge_backlog(
+        return pass_command.converge_backlog(
             target,
             options,
             invoked,
             typer.echo,
-            price=price,
-            confirm=lambda question: confirm(yes, question),
-            quiet=quiet,
-            as_json=as_json,
+            price=modes.price,
+            confirm=lambda question: confirm(modes.yes, question),
+            quiet=modes.quiet,
+            as_json=modes.as_json,
         )
-    elif background or if_due or detached:
-        if (background or if_due) and (
-            dry_run or emit_prompt or response is not None or replay is not None or show_diff
-        ):
-            raise typer.BadParameter(
-                "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
-                param_hint="--if-due/--background",
-            )
-        code = pass_command.converge_unattended(
-            target,
-            options,
-            invoked,
-            typer.echo,
-            if_due=if_due,
-            scheduled=scheduled,
-            background=background,
-            detached=detached,
-            quiet=quiet,
-            as_json=as_json,
+    if modes.unattended:
+        return _run_unattended(target, options, invoked, modes)
+    if modes.as_model:
+        return _hand_over(target, options, modes.as_json)
+    code = pass_command.converge_by_hand(
+        target,
+        options,
+        invoked,
+        typer.echo,
+        quiet=modes.quiet,
+        as_json=modes.as_json,
+        show_diff=modes.show_diff,
+    )
+    if modes.response is not None:
+        _after_response(target, modes.response, code, modes.as_json)
+    return code
+
+
+def _run_unattended(target, options, invoked, modes: _Modes) -> int:
+    """`--if-due`, `--background` and the detached process: real passes, so nothing to preview."""
+    if (modes.background or modes.if_due) and (
+        modes.dry_run
+        or modes.emit_prompt
+        or modes.response is not None
+        or modes.replay is not None
+        or modes.show_diff
+    ):
+        raise typer.BadParameter(
+            "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
+            param_hint="--if-due/--background",
         )
-    elif as_model:
-        code = _hand_over(target, options, as_json)
-    else:
-        code = pass_command.converge_by_hand(
-            target,
-            options,
-            invoked,
-            typer.echo,
-            quiet=quiet,
-            as_json=as_json,
-            show_diff=show_diff,
-        )
-        if response is not None:
-            _after_response(target, response, code, as_json)
-    if code:
-        raise typer.Exit(code)
+    return pass_command.converge_unattended(
+        target,
+        options,
+        invoked,
+        typer.echo,
+        if_due=modes.if_due,
+        scheduled=modes.scheduled,
+        background=modes.background,
+        detached=modes.detached,
+        quiet=modes.quiet,
+        as_json=modes.as_json,
+    )
 
 
 def _read_response(response: Path) -> str:

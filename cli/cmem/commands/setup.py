@@ -3,7 +3,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, TypeGuard
+from typing import TYPE_CHECKING, Annotated, Optional, TypeGuard
 
 import typer
 
@@ -18,6 +18,9 @@ from cmem.commands.options import (
     choices,
     yes_option,
 )
+
+if TYPE_CHECKING:
+    from cmem.setup.init import InitReport, LanguageGuess
 
 COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
 
@@ -74,46 +77,19 @@ def init(
     repository and commits cmem's files. Running it again changes nothing.
     """
     from cmem.render.reports import render_init
-    from cmem.setup.init import ParentRepoChoiceNeeded, holds_user_files, init_vault
-    from cmem.vault.config import load_config
 
-    guess = None
-    if lang is None:
-        from cmem.setup.init import guess_language
-
-        guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
-        lang = guess.language
-        already = (path / ".cmem" / "config.yaml").exists()  # the vault's own language stays
-        if not guess.sure and not already and sys.stdin.isatty() and not as_json:
-            typer.echo(f"language of prompts and formats: {guess.reason}", err=True)
-            lang = typer.prompt("zh or en?", default=guess.language).strip()
-        if already:
-            guess = None
+    lang, guess = _init_language(path, lang, as_json)
     extra = _daily_folders(path, daily, as_json)
     if track_all is None:
-        track_all = False
-        new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
-        if new and sys.stdin.isatty() and not as_json and holds_user_files(path):
-            track_all = typer.confirm(
-                "Track the whole vault in git (every note and attachment; remembered as git.track_all)?",
-                default=True,
-            )
-    try:
-        report = init_vault(path, lang, repo, extra, track_all)
-    except ParentRepoChoiceNeeded as exc:
-        if repo is None and sys.stdin.isatty() and not as_json:
-            typer.echo(str(exc), err=True)
-            choice = typer.prompt("own or parent?", default="own")
-            report = init_vault(
-                path, lang, choice.strip(), extra, track_all and choice.strip() != "parent"
-            )
-        else:
-            raise
+        track_all = _offer_track_all(path, repo, as_json)
+    report = _init_asking_repository(path, lang, repo, extra, track_all, as_json)
     if guess is not None and report.created:
         report.notes.append(
             f"language: {lang} ({guess.reason}); change `language:` in .cmem/config.yaml, or init with --lang"
         )
     if as_json:
+        from cmem.vault.config import load_config
+
         print_json(
             {
                 "vault": str(report.root),
@@ -127,6 +103,60 @@ def init(
         )
     else:
         typer.echo(render_init(report))
+
+
+def _init_language(
+    path: Path, lang: Optional[str], as_json: bool
+) -> "tuple[str, LanguageGuess | None]":
+    """The vault's language and, for a new vault, the guess it came from (to say so); asked on
+    a terminal when the notes do not settle it."""
+    if lang is not None:
+        return lang, None
+    from cmem.setup.init import guess_language
+
+    guess = guess_language(path) if path.is_dir() else guess_language(Path("/nonexistent"))
+    lang = guess.language
+    already = (path / ".cmem" / "config.yaml").exists()  # the vault's own language stays
+    if not guess.sure and not already and sys.stdin.isatty() and not as_json:
+        typer.echo(f"language of prompts and formats: {guess.reason}", err=True)
+        lang = typer.prompt("zh or en?", default=guess.language).strip()
+    return lang, None if already else guess
+
+
+def _offer_track_all(path: Path, repo: Optional[str], as_json: bool) -> bool:
+    """Whether to keep the whole vault in git: asked on a terminal when a new vault holds files."""
+    from cmem.setup.init import holds_user_files
+
+    new = path.is_dir() and not (path / ".cmem" / "config.yaml").exists() and repo != "parent"
+    if new and sys.stdin.isatty() and not as_json and holds_user_files(path):
+        return typer.confirm(
+            "Track the whole vault in git (every note and attachment; remembered as git.track_all)?",
+            default=True,
+        )
+    return False
+
+
+def _init_asking_repository(
+    path: Path,
+    lang: str,
+    repo: Optional[str],
+    extra: list[str],
+    track_all: bool,
+    as_json: bool,
+) -> "InitReport":
+    """`init_vault`, asking on a terminal whether a folder inside another repository gets its own."""
+    from cmem.setup.init import ParentRepoChoiceNeeded, init_vault
+
+    try:
+        return init_vault(path, lang, repo, extra, track_all)
+    except ParentRepoChoiceNeeded as exc:
+        if repo is None and sys.stdin.isatty() and not as_json:
+            typer.echo(str(exc), err=True)
+            choice = typer.prompt("own or parent?", default="own")
+            return init_vault(
+                path, lang, choice.strip(), extra, track_all and choice.strip() != "parent"
+            )
+        raise
 
 
 def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str]:

@@ -65,6 +65,8 @@ SCOPES = (CONVERGENT, NOTES, ARCHIVED)
 # what a line of a note is to the index: a line, a line whose questions the next turn answers, its title
 LINE, ASKING, TITLE = 0, 1, 2
 PROGRESS_FROM = 200  # notes to index before a build says how far it is
+# an indexed file by path: (mtime_ns, size, sha256, checked_ns, change), its stats when last read
+_Manifest = dict[str, tuple]
 
 _HEADING = re.compile(r"#{1,6}\s+(.*?)\s*#*\s*$")
 # an Obsidian callout's first line, `> [!tip] Dentist`: its title heads the callout's lines
@@ -393,13 +395,41 @@ class Index:
         started = time.perf_counter()
         report = SyncReport(self.scope, rebuilt=rebuilt or ("created" if self.fresh else None))
         now_ns = time.time_ns()
-        manifest = {
+        manifest: _Manifest = {
             row[0]: row[1:]
             for row in self.db.execute(
                 "SELECT path, mtime_ns, size, sha256, checked_ns, change FROM files"
             )
         }
         folders = folder_signature(self.vault, self.scope, now_ns)
+        candidates, structure, gone = self._list_files(manifest, folders, report)
+        changed = self._changed_files(candidates, manifest)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for path in gone:
+                self._drop(path)
+                report.removed += 1
+            for done, (note_file, st) in enumerate(changed):
+                if progress is not None and len(changed) >= PROGRESS_FROM:
+                    progress(done, len(changed))
+                self._index_file(note_file, st, manifest.get(note_file.rel), now_ns, report)
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        report.files = len(candidates)
+        report.rows = self.db.execute("SELECT count(*) FROM rows").fetchone()[0]
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _list_files(
+        self, manifest: _Manifest, folders: str | None, report: SyncReport
+    ) -> tuple[list[tuple[str, str | Path, NoteFile | None]], str | None, list[str]]:
+        """The files in scope (rel, path, NoteFile when listed), the structure hash of their
+        paths, and the indexed paths that are gone; the manifest stands for the listing while no
+        folder has changed."""
         gone: list[str] = []
         if folders is not None and folders == self.meta("folders") and self.meta("structure"):
             # No folder changed since the last sync, so no file was added, removed or renamed: the
@@ -408,16 +438,21 @@ class Index:
             candidates: list[tuple[str, str | Path, NoteFile | None]] = [
                 (rel, root + rel, None) for rel in manifest
             ]  # plain strings: a Path a file costs more than the stat
-            structure = self.meta("structure")
             report.listed = False
-        else:
-            files = scope_files(self.vault, self.scope)
-            candidates = [(f.rel, f.path, f) for f in files]
-            paths = [f.rel for f in files]
-            structure = structure_hash(paths)
-            if structure != self.meta("structure"):  # files added, removed or moved
-                present = set(paths)
-                gone = [path for path in manifest if path not in present]
+            return candidates, self.meta("structure"), gone
+        files = scope_files(self.vault, self.scope)
+        candidates = [(f.rel, f.path, f) for f in files]
+        paths = [f.rel for f in files]
+        structure = structure_hash(paths)
+        if structure != self.meta("structure"):  # files added, removed or moved
+            present = set(paths)
+            gone = [path for path in manifest if path not in present]
+        return candidates, structure, gone
+
+    def _changed_files(
+        self, candidates: list[tuple[str, str | Path, NoteFile | None]], manifest: _Manifest
+    ) -> list[tuple[NoteFile, os.stat_result]]:
+        """The files whose stats differ from the manifest's (or not yet settled when indexed)."""
         changed: list[tuple[NoteFile, os.stat_result]] = []
         for rel, path, note_file in candidates:
             try:
@@ -444,45 +479,35 @@ class Index:
                     st,
                 )
             )
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            for path in gone:
-                self._drop(path)
-                report.removed += 1
-            for done, (note_file, st) in enumerate(changed):
-                if progress is not None and len(changed) >= PROGRESS_FROM:
-                    progress(done, len(changed))
-                known = manifest.get(note_file.rel)
-                rows, sha, about = note_rows(self.vault, note_file, self.scope)
-                if known and known[2] == sha and sha:
-                    self.db.execute(
-                        "UPDATE files SET mtime_ns=?, size=?, checked_ns=?, change=? WHERE path=?",
-                        (st.st_mtime_ns, st.st_size, now_ns, _change(st), note_file.rel),
-                    )
-                    continue
-                if (
-                    known or not self.fresh
-                ):  # another process may have indexed it since our manifest
-                    self._drop(note_file.rel)
-                if known:
-                    report.updated += 1
-                else:
-                    report.added += 1
-                self._insert(rows, about)
-                self.db.execute(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about, _change(st)),
-                )
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('structure', ?)", (structure,))
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('folders', ?)", (folders or "",))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        report.files = len(candidates)
-        report.rows = self.db.execute("SELECT count(*) FROM rows").fetchone()[0]
-        report.seconds = time.perf_counter() - started
-        return report
+        return changed
+
+    def _index_file(
+        self,
+        note_file: NoteFile,
+        st: os.stat_result,
+        known: tuple | None,
+        now_ns: int,
+        report: SyncReport,
+    ) -> None:
+        """Index one changed file again; a file whose bytes are the same only gets its stats."""
+        rows, sha, about = note_rows(self.vault, note_file, self.scope)
+        if known and known[2] == sha and sha:
+            self.db.execute(
+                "UPDATE files SET mtime_ns=?, size=?, checked_ns=?, change=? WHERE path=?",
+                (st.st_mtime_ns, st.st_size, now_ns, _change(st), note_file.rel),
+            )
+            return
+        if known or not self.fresh:  # another process may have indexed it since our manifest
+            self._drop(note_file.rel)
+        if known:
+            report.updated += 1
+        else:
+            report.added += 1
+        self._insert(rows, about)
+        self.db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (note_file.rel, st.st_mtime_ns, st.st_size, sha, now_ns, about, _change(st)),
+        )
 
     def _drop(self, path: str) -> None:
         # The FTS5 table keeps no copy of the text (that halves the index): deleting from it takes

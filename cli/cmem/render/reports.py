@@ -121,15 +121,32 @@ def _model_line(model: dict | None) -> str:
 def render_status_data(data: dict) -> str:
     """`cmem status` from its JSON form, so a status served from the result cache (cmem.fast)
     prints exactly what a fresh one does."""
+    out = [paint(f"vault {data['vault']}", "bold"), ""]
+    out += _status_layer_lines(data)
+    out += _status_pending_lines(data["pending"])
+    out += _status_unmanaged_lines(data.get("unmanaged") or [])
+    out += _status_pass_lines(data)
+    out += _status_sync_lines(data.get("last_sync"))
+    hooks = data.get("agent_hooks") or []
+    if hooks:
+        out += ["", paint("agent hooks", "bold")]
+        out += [_agent_hook_line(hook) for hook in hooks]
+    out += _status_conflict_lines(data.get("conflicts") or [])
+    out += _odd_lines(data["odd_files"])
+    return "\n".join(out)
+
+
+def _status_age(entry: dict) -> str:
     from datetime import timedelta
 
     from cmem.triggers.due import format_age
 
-    def age(entry: dict) -> str:
-        return format_age(timedelta(seconds=entry["age_seconds"]))
+    return format_age(timedelta(seconds=entry["age_seconds"]))
 
-    out = [paint(f"vault {data['vault']}", "bold"), ""]
-    out.append(paint("layers", "bold"))
+
+def _status_layer_lines(data: dict) -> list[str]:
+    """Each layer's notes and tokens against its cap, and the convergent layer against the budget."""
+    out = [paint("layers", "bold")]
     budgets = data["budgets"]
     caps = {"resident": budgets["resident_max_tokens"]}
     layers = data["layers"]
@@ -152,10 +169,14 @@ def render_status_data(data: dict) -> str:
     newest, oldest = data["convergent_age"]["newest"], data["convergent_age"]["oldest"]
     if newest:
         out.append(
-            f"  newest convergent file {newest['path']} ({age(newest)} old); oldest {oldest['path']} ({age(oldest)} old)"
+            f"  newest convergent file {newest['path']} ({_status_age(newest)} old); oldest {oldest['path']} ({_status_age(oldest)} old)"
         )
-    out += ["", paint("pending", "bold")]
-    pending = data["pending"]
+    return out
+
+
+def _status_pending_lines(pending: dict) -> list[str]:
+    """What waits for a pass: notes, cue lines by class, and what a pass deferred."""
+    out = ["", paint("pending", "bold")]
     out += ["  " + line for line in waiting_lines(pending)]
     total = sum(pending["signals"].values())
     if total:
@@ -173,27 +194,34 @@ def render_status_data(data: dict) -> str:
             f"  {deferred}: `cmem scan` shows why; they return when the note changes, when it "
             "recurs, or when you confirm it (`converge: true`, `#converge`, or `cmem converge --only NOTE`)"
         )
-    unmanaged = data.get("unmanaged") or []
-    if unmanaged:
-        total = sum(f["notes"] for f in unmanaged)
-        out += [
-            "",
-            paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow"),
-        ]
-        for folder in unmanaged[:10]:
-            out.append(
-                f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  "
-                + (
-                    f"to read them: {folder['setting']}"
-                    if folder["setting"]
-                    else "in a layer's folder: move them out to read them"
-                )
+    return out
+
+
+def _status_unmanaged_lines(unmanaged: list[dict]) -> list[str]:
+    """Folders no layer reads, with the setting that would read them."""
+    if not unmanaged:
+        return []
+    total = sum(f["notes"] for f in unmanaged)
+    out = ["", paint(f"not read: {plural(total, 'note')} outside every layer", "bold", "yellow")]
+    for folder in unmanaged[:10]:
+        out.append(
+            f"  {folder['folder'] + '/':<20} {plural(folder['notes'], 'note'):>10}  "
+            + (
+                f"to read them: {folder['setting']}"
+                if folder["setting"]
+                else "in a layer's folder: move them out to read them"
             )
-        if len(unmanaged) > 10:
-            out.append(
-                f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)"
-            )
-    out += ["", paint("passes", "bold")]
+        )
+    if len(unmanaged) > 10:
+        out.append(
+            f"  … and {len(unmanaged) - 10} more folders (`cmem status --json` lists them all)"
+        )
+    return out
+
+
+def _status_pass_lines(data: dict) -> list[str]:
+    """The last pass, whether one is due, the model, and what needs a person's attention."""
+    out = ["", paint("passes", "bold")]
     last = data["last_pass"]
     if last:
         commit = f" · commit {last['commit'][:8]}" if last.get("commit") else ""
@@ -205,6 +233,17 @@ def render_status_data(data: dict) -> str:
     out.append(_model_line(data.get("model")))
     if data["running"]:
         out.append(paint("  a pass is running now", "yellow"))
+    out += _status_trouble_lines(data)
+    if data["staged_archive"]:
+        out.append(
+            f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`"
+        )
+    return out
+
+
+def _status_trouble_lines(data: dict) -> list[str]:
+    """Interrupted steps, the last failed pass and stopped unattended passes, with the way out."""
+    out = []
     for step in data["interrupted"]:
         from cmem.steps.record import step_name
 
@@ -243,36 +282,34 @@ def render_status_data(data: dict) -> str:
                 "yellow",
             )
         )
-    if data["staged_archive"]:
-        out.append(
-            f"  {plural(data['staged_archive'], 'note')} staged for archive ({data['ticked_archive']} ticked) — `cmem archive list`"
-        )
-    sync = data.get("last_sync")
-    if sync:
-        line = f"  last sync {format_age(timedelta(seconds=sync['age_seconds']))} ago: {sync['outcome']}"
-        line += f" ({sync['remote']})" if sync["remote"] else ""
-        if sync["outcome"] in ("offline", "refused"):  # what to fix before the next sync
-            line = paint(line + (f" — {sync['detail']}" if sync["detail"] else ""), "yellow")
-        out.append(line)
-    hooks = data.get("agent_hooks") or []
-    if hooks:
-        out += ["", paint("agent hooks", "bold")]
-        out += [_agent_hook_line(hook) for hook in hooks]
-    conflicts = data.get("conflicts") or []
-    if conflicts:
-        out += [
-            "",
-            paint(
-                f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
-                "the next pass resolves them (or edit the line)",
-                "bold",
-                "yellow",
-            ),
-        ]
-        for conflict in conflicts[:20]:
-            out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
-    out += _odd_lines(data["odd_files"])
-    return "\n".join(out)
+    return out
+
+
+def _status_sync_lines(sync: dict | None) -> list[str]:
+    if not sync:
+        return []
+    line = f"  last sync {_status_age(sync)} ago: {sync['outcome']}"
+    line += f" ({sync['remote']})" if sync["remote"] else ""
+    if sync["outcome"] in ("offline", "refused"):  # what to fix before the next sync
+        line = paint(line + (f" — {sync['detail']}" if sync["detail"] else ""), "yellow")
+    return [line]
+
+
+def _status_conflict_lines(conflicts: list[dict]) -> list[str]:
+    if not conflicts:
+        return []
+    out = [
+        "",
+        paint(
+            f"conflict statements ({len(conflicts)}) — two machines rewrote one statement; "
+            "the next pass resolves them (or edit the line)",
+            "bold",
+            "yellow",
+        ),
+    ]
+    for conflict in conflicts[:20]:
+        out.append(f"  {conflict['path']}:{conflict['line']}: {conflict['text'].strip()}")
+    return out
 
 
 def _odd_lines(odd: list[dict]) -> list[str]:
@@ -556,33 +593,17 @@ def colour_diff(diff: str) -> str:
 
 
 def render_pass(result, show_diff: bool = False) -> str:
-    out = []
     if result.status == "nothing":
-        # a pass that only deferred still says why each note waits (a credential, a vague line…)
-        deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
-        return "\n".join(
-            [
-                result.message or "nothing to converge",
-                *deferred,
-                *(paint(f"  warning: {w}", "yellow") for w in result.warnings),
-            ]
-        )
+        return _render_no_pass(result)
     if result.status == "failed":
-        from cmem.converge.outcome import failure_summary
-
-        out.append(paint("the pass failed; nothing was written", "red", "bold"))
-        out += [f"  {e}" for e in result.errors[:30]]
-        if len(result.errors) > 30:
-            out.append(f"  … and {len(result.errors) - 30} more")
-        out.append(failure_summary(result, result.snapshot_commit))
-        return "\n".join(out)
+        return _render_failed_pass(result)
     head = {
         "applied": "pass applied",
         "dry-run": "dry run: nothing written",
         "proposed": "proposal saved (review mode)",
     }[result.status]
     engine = f" · engine {result.engine}" + (f" ({result.model})" if result.model else "")
-    out.append(paint(f"{head} · pass {result.pass_id}{engine}", "bold"))
+    out = [paint(f"{head} · pass {result.pass_id}{engine}", "bold")]
     if result.snapshot_commit:
         out.append(f"  your notes and edits were committed first as {result.snapshot_commit[:8]}")
     if result.diffstat:
@@ -593,6 +614,52 @@ def render_pass(result, show_diff: bool = False) -> str:
             )
     else:
         out.append("  no memory file changed")
+    out += _pass_note_lines(result)
+    if result.waiting:
+        out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
+    for warning in result.warnings:
+        out.append(paint(f"  warning: {warning}", "yellow"))
+    if result.staged:
+        out.append(
+            f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`"
+        )
+    if show_diff and result.diff:
+        out += ["", colour_diff(result.diff)]
+    if result.status == "applied" and result.commit:
+        out.append(
+            f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`"
+        )
+    if result.message:
+        out.append(f"  {result.message}")
+    return "\n".join(out)
+
+
+def _render_no_pass(result) -> str:
+    """A pass that only deferred still says why each note waits (a credential, a vague line…)."""
+    deferred = [f"  deferred {entry['note']}: {entry['reason']}" for entry in result.deferred]
+    return "\n".join(
+        [
+            result.message or "nothing to converge",
+            *deferred,
+            *(paint(f"  warning: {w}", "yellow") for w in result.warnings),
+        ]
+    )
+
+
+def _render_failed_pass(result) -> str:
+    from cmem.converge.outcome import failure_summary
+
+    out = [paint("the pass failed; nothing was written", "red", "bold")]
+    out += [f"  {e}" for e in result.errors[:30]]
+    if len(result.errors) > 30:
+        out.append(f"  … and {len(result.errors) - 30} more")
+    out.append(failure_summary(result, result.snapshot_commit))
+    return "\n".join(out)
+
+
+def _pass_note_lines(result) -> list[str]:
+    """What the pass did with the notes' lines: converged, left for a model, moved, deferred."""
+    out = []
     if result.converged:
         out.append(
             f"  converged {plural(len(result.converged), 'note')} ({plural(result.signals, 'signal')}): "
@@ -620,23 +687,7 @@ def render_pass(result, show_diff: bool = False) -> str:
             f" line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}" if lines else ""
         )
         out.append(f"  deferred {entry['note']}{where}: {entry['reason']}")
-    if result.waiting:
-        out.append(f"  over the budget, waiting for the next pass: {', '.join(result.waiting)}")
-    for warning in result.warnings:
-        out.append(paint(f"  warning: {warning}", "yellow"))
-    if result.staged:
-        out.append(
-            f"  staged for archive: {', '.join(result.staged)} — tick them in the checklist, then `cmem archive apply`"
-        )
-    if show_diff and result.diff:
-        out += ["", colour_diff(result.diff)]
-    if result.status == "applied" and result.commit:
-        out.append(
-            f"  committed {result.commit[:8]} — review with `cmem diff` or `git show`, undo with `cmem undo`"
-        )
-    if result.message:
-        out.append(f"  {result.message}")
-    return "\n".join(out)
+    return out
 
 
 def render_handover(handover) -> str:

@@ -14,7 +14,7 @@ from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
 from cmem.steps import commits as history
 from cmem.text.scripts import han_count
-from cmem.vault.config import CONFIG_DIR, CONFIG_FILE, default_config_text, load_config
+from cmem.vault.config import CONFIG_DIR, CONFIG_FILE, Config, default_config_text, load_config
 
 GITIGNORE_LINES = (
     "# cmem: Obsidian's per-device UI state and caches stay out of the history",
@@ -180,65 +180,20 @@ def init_vault(
     root = Path(path).expanduser()
     if root.exists() and not root.is_dir():
         raise CmemError(f"{root} exists and is not a folder.")
-    probe = root
-    while not probe.exists():
-        probe = probe.parent
-    parent = history.toplevel(probe.resolve())
-    target = root.resolve()
-    if (
-        parent is not None
-        and parent != target
-        and not (root / CONFIG_DIR).is_dir()
-        and repo is None
-    ):
-        raise ParentRepoChoiceNeeded(target, parent)  # before creating anything
+    parent = _enclosing_repository(root, repo)
     _refuse_blocked_paths(root, _planned_config(root, language, divergent_folders))
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
     _refuse_linked_own_files(root)
     report = InitReport(root=root)
+    _choose_repository(root, parent, repo, report)
 
-    if parent is not None and parent != root:
-        existing_config = root / CONFIG_DIR / CONFIG_FILE
-        allowed = existing_config.exists() and load_config(root).allow_parent_repo
-        if repo is None and not allowed:
-            raise ParentRepoChoiceNeeded(root, parent)
-        if repo == "parent" or (repo is None and allowed):
-            report.repository = "parent"
-        else:
-            parent = None  # "own": a nested repository of its own
-    elif parent == root:
-        report.repository = "existing"
-
-    config_path = root / CONFIG_DIR / CONFIG_FILE
-    new_config = not config_path.exists()
+    new_config = not (root / CONFIG_DIR / CONFIG_FILE).exists()
     if new_config:
-        sessions = _sessions_folder(root)
-        text = default_config_text(language, sessions, tuple(divergent_folders or ()))
-        if divergent_folders:
-            report.notes.append(
-                f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
-                "change divergent.extra_folders in .cmem/config.yaml to stop"
-            )
-        report.notes.append(
-            f"agent sessions you capture (`cmem capture`, `cmem hook install --agent …`) become notes in "
-            f"{sessions}/; a vault synced to a remote carries them to it (sessions.exclude keeps a project out)"
-        )
-        if report.repository == "parent":
-            text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
-        elif track_all:
-            text = text.replace("  track_all: false ", "  track_all: true  ", 1)
-        _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
+        _write_new_config(root, language, divergent_folders, track_all, report)
     config = load_config(root)  # validates an existing config too
     _create(root, f"{CONFIG_DIR}/state.json", _first_state(root, config), report)
-    # every folder the config names exists (a watcher would look for it); the divergent ones
-    # only for a config written now: adopting a vault again creates nothing of the user's
-    folders = [config.resident_dir, config.situational_dir, config.archive_dir]
-    folders += list(config.extra_divergent) if new_config else []
-    for folder in folders:
-        if not (root / folder).is_dir() and not (root / folder).is_symlink():
-            (root / folder).mkdir(parents=True)
-            report.created.append(folder + "/")
+    _create_named_folders(root, config, new_config, report)
     _create(
         root,
         f"{config.archive_dir}/{config.checklist_name}",
@@ -252,15 +207,101 @@ def init_vault(
         f"{config.archive_dir}/{config.checklist_name}",
     ]
     if f"{CONFIG_DIR}/state.json" in report.created:
-        adopted = _record_backlog(root, config)
-        owned.append(f"{CONFIG_DIR}/backlog.json")
-        report.created.append(f"{CONFIG_DIR}/backlog.json")
-        if adopted:
-            report.notes.append(
-                f"{adopted} existing notes are the backlog (.cmem/backlog.json): a pass reads only "
-                "their cue lines; `cmem status` shows the rest's size, `cmem converge --backlog` "
-                "converges it when you ask"
-            )
+        owned.append(_record_adopted_backlog(root, config, report))
+    owned += _prepare_repository(root, report)
+    message = "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned)
+    if track_all and report.repository != "parent" and load_config(root).track_all:
+        owned, message = _adopt_user_files(root, owned, message, report)
+    report.commit = history.commit_files(root, {}, message, from_disk=owned)
+    return report
+
+
+def _enclosing_repository(root: Path, repo: str | None) -> Path | None:
+    """The git repository above the folder, refused before anything is created when the user has
+    not chosen between it and a repository of the vault's own."""
+    probe = root
+    while not probe.exists():
+        probe = probe.parent
+    parent = history.toplevel(probe.resolve())
+    target = root.resolve()
+    if (
+        parent is not None
+        and parent != target
+        and not (root / CONFIG_DIR).is_dir()
+        and repo is None
+    ):
+        raise ParentRepoChoiceNeeded(target, parent)  # before creating anything
+    return parent
+
+
+def _choose_repository(
+    root: Path, parent: Path | None, repo: str | None, report: InitReport
+) -> None:
+    """Record in the report whether the vault lives in the enclosing repository or its own."""
+    if parent is not None and parent != root:
+        existing_config = root / CONFIG_DIR / CONFIG_FILE
+        allowed = existing_config.exists() and load_config(root).allow_parent_repo
+        if repo is None and not allowed:
+            raise ParentRepoChoiceNeeded(root, parent)
+        if repo == "parent" or (repo is None and allowed):
+            report.repository = "parent"
+        # otherwise "own": a nested repository of its own, made later
+    elif parent == root:
+        report.repository = "existing"
+
+
+def _write_new_config(
+    root: Path,
+    language: str,
+    divergent_folders: list[str] | None,
+    track_all: bool,
+    report: InitReport,
+) -> None:
+    """The first config.yaml, saying what it reads and where captured sessions go."""
+    sessions = _sessions_folder(root)
+    text = default_config_text(language, sessions, tuple(divergent_folders or ()))
+    if divergent_folders:
+        report.notes.append(
+            f"reads {', '.join(divergent_folders)} as divergent notes (Obsidian's daily-notes setting); "
+            "change divergent.extra_folders in .cmem/config.yaml to stop"
+        )
+    report.notes.append(
+        f"agent sessions you capture (`cmem capture`, `cmem hook install --agent …`) become notes in "
+        f"{sessions}/; a vault synced to a remote carries them to it (sessions.exclude keeps a project out)"
+    )
+    if report.repository == "parent":
+        text = text.replace("allow_parent_repo: false", "allow_parent_repo: true")
+    elif track_all:
+        text = text.replace("  track_all: false ", "  track_all: true  ", 1)
+    _create(root, f"{CONFIG_DIR}/{CONFIG_FILE}", text, report)
+
+
+def _create_named_folders(root: Path, config: Config, new_config: bool, report: InitReport) -> None:
+    """Every folder the config names exists (a watcher would look for it); the divergent ones
+    only for a config written now: adopting a vault again creates nothing of the user's."""
+    folders = [config.resident_dir, config.situational_dir, config.archive_dir]
+    folders += list(config.extra_divergent) if new_config else []
+    for folder in folders:
+        if not (root / folder).is_dir() and not (root / folder).is_symlink():
+            (root / folder).mkdir(parents=True)
+            report.created.append(folder + "/")
+
+
+def _record_adopted_backlog(root: Path, config: Config, report: InitReport) -> str:
+    """The notes a first init finds become the backlog; returns the file cmem now owns."""
+    adopted = _record_backlog(root, config)
+    report.created.append(f"{CONFIG_DIR}/backlog.json")
+    if adopted:
+        report.notes.append(
+            f"{adopted} existing notes are the backlog (.cmem/backlog.json): a pass reads only "
+            "their cue lines; `cmem status` shows the rest's size, `cmem converge --backlog` "
+            "converges it when you ask"
+        )
+    return f"{CONFIG_DIR}/backlog.json"
+
+
+def _prepare_repository(root: Path, report: InitReport) -> list[str]:
+    """A repository when the vault has none, and cmem's ignore lines; returns the files it owns."""
     if not report.repository:
         history.init_repo(root)
         report.repository = "created"
@@ -269,26 +310,28 @@ def init_vault(
     else:
         _create(root, ".gitignore", "\n".join(GITIGNORE_LINES) + "\n", report)
     if (root / ".gitignore").exists() and ".gitignore" in report.created:
-        owned.append(".gitignore")
+        return [".gitignore"]
+    return []
 
-    message = "cmem: init vault\n\nFiles cmem owns: " + ", ".join(owned)
-    if track_all and report.repository != "parent" and load_config(root).track_all:
-        # the user's files, as git sees them (.gitignore applies): the first commit of the adopted vault
-        listed = history.run_git(
-            root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False
-        ).stdout
-        theirs = sorted({p for p in listed.split("\0") if p and p not in owned})
-        if theirs:
-            owned = owned + theirs
-            message = (
-                f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: "
-                + ", ".join(owned[: len(owned) - len(theirs)])
-            )
-            report.notes.append(
-                f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are"
-            )
-    report.commit = history.commit_files(root, {}, message, from_disk=owned)
-    return report
+
+def _adopt_user_files(
+    root: Path, owned: list[str], message: str, report: InitReport
+) -> tuple[list[str], str]:
+    """git.track_all: the user's files join the first commit, as git sees them (.gitignore applies)."""
+    listed = history.run_git(
+        root, "ls-files", "--others", "--modified", "--exclude-standard", "-z", check=False
+    ).stdout
+    theirs = sorted({p for p in listed.split("\0") if p and p not in owned})
+    if not theirs:
+        return owned, message
+    report.notes.append(
+        f"the whole vault is tracked in git (git.track_all: true): {len(theirs)} of your files committed as they are"
+    )
+    message = (
+        f"cmem: init vault, first commit of {len(theirs)} adopted files\n\nFiles cmem owns: "
+        + ", ".join(owned)
+    )
+    return owned + theirs, message
 
 
 def _refuse_linked_own_files(root: Path) -> None:

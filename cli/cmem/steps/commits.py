@@ -15,6 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from cmem import faults
 from cmem.errors import GitError
@@ -415,30 +416,8 @@ def commit_files(
     remembered = _memory()
     env = _env()
 
-    def git(*args: str, data: bytes | None = None) -> str:
-        result = subprocess.run([*argv, *args], input=data, capture_output=True, env=env)
-        if result.returncode != 0:
-            text = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
-            detail = text.splitlines()
-            raise GitError(
-                _store_failure(top, args[0], text)
-                or f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}"
-            )
-        return result.stdout.decode("utf-8").strip()
-
-    entries: list[
-        tuple[str, str | None, str]
-    ] = []  # (mode, blob or None: removed, repository path)
-    for rel, data in sorted(files.items()):
-        path = prefix + rel
-        blob = (
-            None
-            if data is None
-            else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
-        )
-        entries.append(((modes or {}).get(rel, "100644"), blob, path))
-    disk = _disk_entries(top, [prefix + rel for rel in sorted(set(from_disk) - set(files))], git)
-    entries += [entry for entry in disk if entry[0] != "dir"]
+    git = _object_runner(top, argv, env)
+    entries = _tree_entries(top, prefix, files, from_disk, modes, git)
     _remove_left_indexes(git_dir(top))  # what an earlier version's killed commit left
     # a tree id's length names the repository's hash (SHA-1 or SHA-256); an unborn branch has
     # none yet, and git names the empty tree in it
@@ -467,6 +446,47 @@ def commit_files(
         remembered[("made", str(top))] = (commit, tree)
     _index_holds(top, entries, argv, len(tree))
     return commit
+
+
+def _object_runner(top: Path, argv: list[str], env: dict) -> Callable[..., str]:
+    """`git(*args, data=...)` for the object commands of one commit: its output, or a GitError
+    naming the cause when git cannot store what it was given."""
+
+    def git(*args: str, data: bytes | None = None) -> str:
+        result = subprocess.run([*argv, *args], input=data, capture_output=True, env=env)
+        if result.returncode != 0:
+            text = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            detail = text.splitlines()
+            raise GitError(
+                _store_failure(top, args[0], text)
+                or f"git {args[0]} failed in {top}: {detail[-1] if detail else result.returncode}"
+            )
+        return result.stdout.decode("utf-8").strip()
+
+    return git
+
+
+def _tree_entries(
+    top: Path,
+    prefix: str,
+    files: dict[str, bytes | None],
+    from_disk: "list[str] | tuple[str, ...]",
+    modes: "dict[str, str] | None",
+    git: Callable[..., str],
+) -> list[tuple[str, str | None, str]]:
+    """(mode, blob or None: removed, repository path) of each path the commit changes: the
+    given bytes hashed as git would store them at that path, then the paths taken from disk."""
+    entries: list[tuple[str, str | None, str]] = []
+    for rel, data in sorted(files.items()):
+        path = prefix + rel
+        blob = (
+            None
+            if data is None
+            else git("hash-object", "-w", "--stdin", f"--path={path}", data=data)
+        )
+        entries.append(((modes or {}).get(rel, "100644"), blob, path))
+    disk = _disk_entries(top, [prefix + rel for rel in sorted(set(from_disk) - set(files))], git)
+    return entries + [entry for entry in disk if entry[0] != "dir"]
 
 
 # What git says when it cannot write its objects, refs or index, and the cause in cmem's words:

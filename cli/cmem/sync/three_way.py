@@ -107,13 +107,35 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
     plan = MergePlan(ours, theirs, base)
     trees = [read_tree(vault, commit) for commit in (base, ours, theirs)]
     base_tree, our_tree, their_tree = trees
-    blob = lambda tree, path: tree[path][1] if path in tree else None  # noqa: E731
     restored, dropped_copies = _archived_and_edited(vault, base_tree, our_tree, their_tree)
     plan.kept = [source for source, _, _ in restored]
+    taken, both_changed = _sort_changed_paths(base_tree, our_tree, their_tree, dropped_copies)
+    _merge_changed_paths(vault, plan, taken, both_changed, date)
+    _keep_both_edits(vault, plan, restored, base_tree, our_tree, their_tree)
+    if restored:
+        _restage_restored(vault, plan, restored, base_tree, our_tree)
+    _settle_modes(vault, plan, base_tree, our_tree, their_tree)
+    _drop_unchanged(vault, plan, our_tree)
+    for source, _, _ in restored:
+        plan.notices.append(
+            f"{source} was archived on one machine and edited on the other: it stays in place, staged again"
+        )
+    return plan
+
+
+def _blob(tree: Tree, path: str) -> str | None:
+    return tree[path][1] if path in tree else None
+
+
+def _sort_changed_paths(
+    base_tree: Tree, our_tree: Tree, their_tree: Tree, dropped_copies: set[str]
+) -> tuple[dict[str, str | None], list[tuple[str, str | None, str | None, str | None]]]:
+    """The paths only the other side changed (path → their blob, or None: removed) and the paths
+    both sides changed (path, base, ours and theirs blobs); refuses a link or submodule."""
     both_changed = []
-    taken: dict[str, str | None] = {}  # path → their blob (read below), or None: removed
+    taken: dict[str, str | None] = {}
     for path in sorted(set(base_tree) | set(our_tree) | set(their_tree)):
-        b, o, t = blob(base_tree, path), blob(our_tree, path), blob(their_tree, path)
+        b, o, t = _blob(base_tree, path), _blob(our_tree, path), _blob(their_tree, path)
         if path in dropped_copies:
             if o is not None:
                 taken[path] = None  # our archive copy of a note the other side kept editing
@@ -129,6 +151,17 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             taken[path] = t
             continue
         both_changed.append((path, b, o, t))
+    return taken, both_changed
+
+
+def _merge_changed_paths(
+    vault: Vault,
+    plan: MergePlan,
+    taken: dict[str, str | None],
+    both_changed: list[tuple[str, str | None, str | None, str | None]],
+    date: str,
+) -> None:
+    """Their side of what only they changed; a text merge of what both changed."""
     contents = read_blobs(
         vault,
         [v for v in taken.values() if v is not None]
@@ -150,7 +183,17 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         plan.files[path] = _merge_path(
             vault, plan, path, contents.get(b) if b else None, contents[o], contents[t], date
         )
-    # A note the archiving side had edited too before archiving it: both edits are kept
+
+
+def _keep_both_edits(
+    vault: Vault,
+    plan: MergePlan,
+    restored: list[tuple[str, str, str]],
+    base_tree: Tree,
+    our_tree: Tree,
+    their_tree: Tree,
+) -> None:
+    """A note the archiving side had edited too before archiving it: both edits are kept."""
     for source, copy, side_name in restored:
         archiving, editing = (
             (our_tree, their_tree) if side_name == "ours" else (their_tree, our_tree)
@@ -168,38 +211,55 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
             "utf-8", "surrogateescape"
         )
 
-    # state.json and the checklist take back the notes kept in place, whoever changed them
+
+def _restage_restored(
+    vault: Vault,
+    plan: MergePlan,
+    restored: list[tuple[str, str, str]],
+    base_tree: Tree,
+    our_tree: Tree,
+) -> None:
+    """state.json and the checklist take back the notes kept in place, whoever changed them."""
+
     def merged_bytes(path: str) -> bytes | None:
         if path in plan.files:
             return plan.files[path]
-        ours_blob = blob(our_tree, path)
+        ours_blob = _blob(our_tree, path)
         return read_blobs(vault, [ours_blob])[ours_blob] if ours_blob else None
 
-    if restored:
-        notes = [source for source, _, _ in restored]
-        checklist = merged_bytes(vault.checklist_rel)
-        base_blob = blob(base_tree, vault.checklist_rel)
-        base_checklist = _text(read_blobs(vault, [base_blob])[base_blob]) if base_blob else ""
-        if checklist is not None or base_checklist:
-            plan.files[vault.checklist_rel] = restage_lines(
-                _text(checklist or b""), base_checklist, notes
-            ).encode("utf-8")
-        state = merged_bytes(vault.rel(vault.state_file))
-        if state is not None:
-            plan.files[vault.rel(vault.state_file)] = restore_state_entries(state, restored)
-    # a mode only the other side changed (a script made executable there) is taken
+    notes = [source for source, _, _ in restored]
+    checklist = merged_bytes(vault.checklist_rel)
+    base_blob = _blob(base_tree, vault.checklist_rel)
+    base_checklist = _text(read_blobs(vault, [base_blob])[base_blob]) if base_blob else ""
+    if checklist is not None or base_checklist:
+        plan.files[vault.checklist_rel] = restage_lines(
+            _text(checklist or b""), base_checklist, notes
+        ).encode("utf-8")
+    state = merged_bytes(vault.rel(vault.state_file))
+    if state is not None:
+        plan.files[vault.rel(vault.state_file)] = restore_state_entries(state, restored)
+
+
+def _settle_modes(
+    vault: Vault, plan: MergePlan, base_tree: Tree, our_tree: Tree, their_tree: Tree
+) -> None:
+    """Each file's mode: a mode only the other side changed is taken, like a content change."""
     for path in set(our_tree) & set(their_tree) & set(base_tree):
         modes = (base_tree[path][0], our_tree[path][0], their_tree[path][0])
         # between a plain file and an executable one only: a link or submodule is git's to merge
         if path not in plan.files and modes[1] == modes[0] != modes[2] and "100644" in modes:
             plan.files[path] = read_blobs(vault, [our_tree[path][1]])[our_tree[path][1]]
     # each merged file's mode: the side that changed it, else ours (a file both sides added: ours)
+    trees = (base_tree, our_tree, their_tree)
     for path, data in plan.files.items():
         sides = [tree[path][0] if path in tree else None for tree in trees]
         mode = sides[2] if sides[1] in (None, sides[0]) else sides[1]
         if data is not None and mode:
             plan.modes[path] = mode
-    # what equals ours after all (bytes and mode) is no change
+
+
+def _drop_unchanged(vault: Vault, plan: MergePlan, our_tree: Tree) -> None:
+    """What equals ours after all (bytes and mode) is no change."""
     ours_now = read_blobs(vault, [our_tree[p][1] for p in plan.files if p in our_tree])
     for path in list(plan.files):
         if (
@@ -209,11 +269,6 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
         ):
             del plan.files[path]
             plan.modes.pop(path, None)
-    for source, _, _ in restored:
-        plan.notices.append(
-            f"{source} was archived on one machine and edited on the other: it stays in place, staged again"
-        )
-    return plan
 
 
 def _archived_and_edited(
