@@ -210,6 +210,39 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
+def _imported_names(tree: ast.AST):
+    """(line, module) of every absolute import in a tree, the dynamic ones by a constant name
+    (`importlib.import_module("x")`, `__import__("x")`) included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("__import__", "import_module", "importlib.import_module")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def private_imports(package: Path = PACKAGE) -> list[str]:
+    """Imports of a private module (`_sha256`, `_json`: a top-level name starting with `_`,
+    `__future__` aside), in the package and the launcher beside it: CPython renames them
+    between versions without a word (`_sha256` became `_sha2` in 3.12)."""
+    scripts = package.parent / "scripts"
+    files = {**modules(package), **{f"scripts/{p.name}": p for p in sorted(scripts.glob("*"))}}
+    return sorted(
+        f"{name}:{line} {module}"
+        for name, path in files.items()
+        if path.is_file()
+        for line, module in _imported_names(ast.parse(path.read_text("utf-8")))
+        if module.split(".")[0].startswith("_") and module != "__future__"
+    )
+
+
 # The extension points: each registry's module and name (issue 36).
 REGISTRIES = {
     "engines": ("cmem.converge.engines", "ENGINES"),
@@ -323,6 +356,9 @@ def report(package: Path = PACKAGE) -> str:
     parsers = argv_parsers(package)
     out.append(f"hand-written command-line parsers: {len(parsers)}")
     out += [f"  {name}" for name in parsers]
+    private = private_imports(package)
+    out.append(f"imports of private CPython modules: {len(private)}")
+    out += [f"  {where}" for where in private]
     for label, keys in registries(package).items():
         out.append(f"{label}: {len(keys)} registered ({', '.join(keys)})")
     classes = rule_classes(package)

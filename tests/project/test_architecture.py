@@ -76,6 +76,28 @@ def test_no_module_imports_a_layer_above_its_own(layout):
     assert layout.upward_imports(PACKAGE) == []
 
 
+def test_no_module_imports_a_private_cpython_module(layout, tmp_path):
+    """`hashlib`, never `_sha256`: a private module is renamed between versions without a word."""
+    assert layout.private_imports(PACKAGE) == []
+    # the rule's own cases: a lazy import, a from-import, a dynamic one, the launcher; not __future__
+    (tmp_path / "cmem").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "cmem" / "a.py").write_text(
+        "from __future__ import annotations\nimport os, _thread\n"
+        "def f():\n    from _sha256 import sha256\n    return __import__('_json')\n",
+        "utf-8",
+    )
+    (tmp_path / "cmem" / "b.py").write_text("import importlib\nimportlib.import_module('_md5')\n")
+    (tmp_path / "scripts" / "cmem").write_text("from _hashlib import new\n", "utf-8")
+    assert layout.private_imports(tmp_path / "cmem") == [
+        "cmem.a:2 _thread",
+        "cmem.a:4 _sha256",
+        "cmem.a:5 _json",
+        "cmem.b:2 _md5",
+        "scripts/cmem:1 _hashlib",
+    ]
+
+
 def test_no_import_cycles(layout):
     assert layout.cycles(PACKAGE) == []
 
