@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from support import REPO
+from support import REPO, git_init
 
 PACKAGE = REPO / "cli" / "cmem"
 DOC = REPO / "docs" / "architecture.md"
@@ -96,6 +96,48 @@ def test_no_module_imports_a_private_cpython_module(layout, tmp_path):
         "cmem.b:2 _md5",
         "scripts/cmem:1 _hashlib",
     ]
+
+
+def test_the_layout_measures_find_what_issue_45_counts(layout, tmp_path):
+    """argv readers outside the command table, folding helpers against inline folding, long
+    functions, references outside the repository: each rule on a package of its own cases."""
+    package = tmp_path / "cli" / "cmem"
+    (package / "commands").mkdir(parents=True)
+    (package / "commands" / "app.py").write_text("import sys\nARGS = sys.argv\n", "utf-8")
+    (package / "entry.py").write_text("from sys import argv\n", "utf-8")
+    (package / "other.py").write_text("import sys\nsys.exit(0)\n", "utf-8")
+    (package / "fold.py").write_text(
+        "import unicodedata\n"
+        "def fold(text):\n    return unicodedata.normalize('NFKC', text).casefold()\n"
+        "def same(a, b):\n    return a.casefold() == b.casefold()\n"
+        "def inline(a, b):\n    found = a.casefold() in b\n    return found\n"
+        "def outer(words):\n    def key(word):\n        return word.casefold()\n"
+        "    return sorted(words, key=key)\n"
+        "def long():\n" + "    x = 1\n" * 80 + "    return x\n",
+        "utf-8",
+    )
+    assert layout.argv_readers(package) == ["cmem.entry"]
+    helpers, inline = layout.text_folding(package)
+    assert helpers == {
+        "cmem.fold.fold": "cmem.fold",
+        "cmem.fold.outer.key": "cmem.fold",
+        "cmem.fold.same": "cmem.fold",
+    }
+    assert inline == ["cmem.fold.inline"]
+    assert layout.long_functions(package) == {"cmem.fold.long:13": 82}
+    assert layout.long_functions(package, limit=82) == {}
+    repository = tmp_path
+    (repository / "notes.md").write_text(
+        "See SPEC §3 and SPEC.md, ../shared/design and /work/main; not SPECIAL, a/work/b.\n"
+    )
+    git_init(repository)
+    (repository / "untracked.md").write_text("SPEC\n", "utf-8")
+    found = layout.outside_references(repository)
+    assert found == {
+        "SPEC": {"notes.md": 2},
+        "../shared": {"notes.md": 1},
+        "/work/": {"notes.md": 1},
+    }
 
 
 def test_no_import_cycles(layout):
