@@ -1,8 +1,8 @@
 """The package's layout, measured: modules per package, module sizes, imports that run up the
 layers, and import cycles; and issue 45's figures: modules outside the command table reading
 `sys.argv`, references to files outside the repository, text-folding helpers, functions over 80
-lines, imports of private CPython modules. `docs/architecture.md` quotes its figures; `tests/project/test_architecture.py`
-holds the code to its layer order.
+lines, imports of private CPython modules. `docs/architecture.md` quotes its figures;
+`tests/project/test_architecture.py` holds the code to its layer order.
 
     python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout
 
