@@ -471,7 +471,7 @@ def percentile(values: list[int], share: float) -> int:
 def report(package: Path = PACKAGE) -> str:
     lines_by_module = sizes(package)
     per_folder: dict[str, int] = defaultdict(int)
-    for name, path in modules(package).items():
+    for path in modules(package).values():
         if path.name != "__init__.py":
             per_folder[str(path.parent.relative_to(package.parent))] += 1
     values = list(lines_by_module.values())

@@ -2,7 +2,7 @@
 proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,7 +27,7 @@ def converge(
     ctx: typer.Context,
     vault: VaultOption = None,
     engine: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--engine",
             metavar=f"[{'|'.join(ENGINE_NAMES)}]",
@@ -36,7 +36,7 @@ def converge(
         ),
     ] = None,
     llm: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--llm",
             help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
@@ -57,24 +57,24 @@ def converge(
         ),
     ] = False,
     response: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option(
             "--response",
             help="Skip the engine and apply this response file ('-': read it from stdin); an agent that is itself the model, after --as-model.",
         ),
     ] = None,
     replay: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--replay",
             help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
         ),
     ] = None,
     only: Annotated[
-        Optional[List[str]], typer.Option("--only", help="Converge only this note (repeatable).")
+        list[str] | None, typer.Option("--only", help="Converge only this note (repeatable).")
     ] = None,
     budget: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--budget",
             callback=within("converge --budget"),
@@ -97,7 +97,7 @@ def converge(
         ),
     ] = False,
     price: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--price",
             metavar="IN[/OUT]",
@@ -378,7 +378,7 @@ def apply_proposal(
 
 def demo(
     folder: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Argument(help="Where to put the demo vault (default: a new temporary folder)."),
     ] = None,
     as_json: JsonOption = False,

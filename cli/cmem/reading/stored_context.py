@@ -566,7 +566,7 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     times = load_read_times(machine_dir)
     if all(times.get(path) == stamp for path in paths):
         return  # called again within the second: nothing to write
-    times.update({path: stamp for path in paths})
+    times.update(dict.fromkeys(paths, stamp))
     # Without cmem.atomic's fsyncs and imports, most of a warm call: a lost write only resets
     # the ranking's anti-recency term, and a read-only machine folder skips it.
     from cmem.cache_store import Kept, write_cache

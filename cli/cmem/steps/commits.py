@@ -389,9 +389,9 @@ def commit_files(
     files: dict[str, bytes | None],
     message: str,
     *,
-    from_disk: "list[str] | tuple[str, ...]" = (),
-    merge_parents: "list[str] | tuple[str, ...]" = (),
-    modes: "dict[str, str] | None" = None,
+    from_disk: list[str] | tuple[str, ...] = (),
+    merge_parents: list[str] | tuple[str, ...] = (),
+    modes: dict[str, str] | None = None,
 ) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 

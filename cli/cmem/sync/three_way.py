@@ -107,7 +107,7 @@ def plan_merge(vault: Vault, ours: str, theirs: str, date: str) -> MergePlan:
     plan = MergePlan(ours, theirs, base)
     trees = [read_tree(vault, commit) for commit in (base, ours, theirs)]
     base_tree, our_tree, their_tree = trees
-    blob = lambda tree, path: tree[path][1] if path in tree else None  # noqa: E731
+    blob = lambda tree, path: tree[path][1] if path in tree else None
     restored, dropped_copies = _archived_and_edited(vault, base_tree, our_tree, their_tree)
     plan.kept = [source for source, _, _ in restored]
     both_changed = []
