@@ -415,7 +415,7 @@ def generate(out: str, n: int, seed: int) -> dict:
     n_topics = max(3, n // 200)
     topic_names = [f"{rng.choice(EN_WORDS)}-{i:03d}" for i in range(n_topics)]
     placements = []
-    for i in range(n):
+    for _ in range(n):
         r = rng.random()
         if r < 0.10:
             placements.append(("divergent", ""))
@@ -434,7 +434,7 @@ def generate(out: str, n: int, seed: int) -> dict:
     base_epoch = 1767225600  # 2026-01-01T00:00:00Z
     total = 0
     sizes = []
-    for i, (title, (layer, folder)) in enumerate(zip(titles, placements)):
+    for title, (layer, folder) in zip(titles, placements):
         d = os.path.join(out, folder)
         os.makedirs(d, exist_ok=True)
         mt = base_epoch - rng.randint(0, 2 * 365 * 86400)

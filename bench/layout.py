@@ -1,6 +1,8 @@
 """The package's layout, measured: modules per package, module sizes, imports that run up the
-layers, and import cycles. `docs/architecture.md` quotes its figures; `tests/project/test_architecture.py`
-holds the code to its layer order.
+layers, and import cycles; and issue 45's figures: modules outside the command table reading
+`sys.argv`, references to files outside the repository, text-folding helpers, functions over 80
+lines, imports of private CPython modules. `docs/architecture.md` quotes its figures;
+`tests/project/test_architecture.py` holds the code to its layer order.
 
     python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout
 
@@ -220,6 +222,173 @@ def argv_parsers(package: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
+def _imported_names(tree: ast.AST):
+    """(line, module) of every absolute import in a tree, the dynamic ones by a constant name
+    (`importlib.import_module("x")`, `__import__("x")`) included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("__import__", "import_module", "importlib.import_module")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def private_imports(package: Path = PACKAGE) -> list[str]:
+    """Imports of a private module (`_sha256`, `_json`: a top-level name starting with `_`,
+    `__future__` aside), in the package and the launcher beside it: CPython renames them
+    between versions without a word (`_sha256` became `_sha2` in 3.12)."""
+    scripts = package.parent / "scripts"
+    files = {**modules(package), **{f"scripts/{p.name}": p for p in sorted(scripts.glob("*"))}}
+    return sorted(
+        f"{name}:{line} {module}"
+        for name, path in files.items()
+        if path.is_file()
+        for line, module in _imported_names(ast.parse(path.read_text("utf-8")))
+        if module.split(".")[0].startswith("_") and module != "__future__"
+    )
+
+
+# The command table: the one package that reads the command line (issue 45).
+COMMAND_TABLE = "cmem.commands"
+
+
+def argv_readers(package: Path = PACKAGE) -> list[str]:
+    """Modules outside the command table that read `sys.argv` (`sys.argv`, `from sys import
+    argv`): each is a way into the CLI beside the table."""
+    found = []
+    for name, path in modules(package).items():
+        if name == COMMAND_TABLE or name.startswith(COMMAND_TABLE + "."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            reads = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "argv"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "sys"
+                and any(alias.name == "argv" for alias in node.names)
+            )
+            if reads:
+                found.append(name)
+                break
+    return sorted(found)
+
+
+# What names a file outside the repository: the design contract and the shared folder beside the
+# checkout, and the workplace's absolute paths (issue 45). This file's own patterns are left out.
+OUTSIDE = {
+    "SPEC": re.compile(r"\bSPEC\b"),
+    "../shared": re.compile(r"\.\./shared\b"),
+    "/work/": re.compile(r"(?<![\w~.])/work/"),  # `~/work/**` is a user's example glob
+}
+# Left out as tests/project/test_design_citations.py leaves them out: transcripts recorded from
+# the real agents (their paths are data) and the test that names the patterns it looks for.
+OUTSIDE_EXEMPT = ("tests/sessions/fixtures/real/", "tests/project/test_design_citations.py")
+
+
+def outside_references(repository: Path = PACKAGE.parent.parent) -> dict[str, dict[str, int]]:
+    """For each pattern of `OUTSIDE`, its occurrences in each file git tracks, by file."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=repository, capture_output=True, check=True
+    ).stdout.decode("utf-8", "surrogateescape")
+    found: dict[str, dict[str, int]] = {label: {} for label in OUTSIDE}
+    for rel in listed.split("\0"):
+        path = repository / rel
+        if not rel or rel.startswith(OUTSIDE_EXEMPT) or not path.is_file():
+            continue
+        if path.resolve() == Path(__file__).resolve():
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # a binary file names nothing
+        for label, pattern in OUTSIDE.items():
+            count = len(pattern.findall(text))
+            if count:
+                found[label][rel] = count
+    return found
+
+
+def _functions(package: Path):
+    """(module, qualified name, node) of every function and method, nested ones included."""
+    for name, path in modules(package).items():
+
+        def walk(node: ast.AST, prefix: str):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield name, prefix + child.name, child
+                    yield from walk(child, f"{prefix}{child.name}.")
+                elif isinstance(child, ast.ClassDef):
+                    yield from walk(child, f"{prefix}{child.name}.")
+                else:
+                    yield from walk(child, prefix)
+
+        yield from walk(ast.parse(path.read_text("utf-8")), "")
+
+
+def _folds(node: ast.AST) -> bool:
+    """A call of `.casefold()` or `unicodedata.normalize` (`normalize` imported from it too)."""
+    if not isinstance(node, ast.Call):
+        return False
+    called = ast.unparse(node.func)
+    return called.endswith(".casefold") or called in ("unicodedata.normalize", "normalize")
+
+
+def _own_nodes(function: ast.AST):
+    """A function's own nodes, those of the functions and lambdas it defines left out."""
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield node
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def text_folding(package: Path = PACKAGE) -> tuple[dict[str, str], list[str]]:
+    """(helpers, each with its module; inline): functions that fold text for comparison. A helper returns the folded
+    text (a `return` whose value calls `.casefold()` or `unicodedata.normalize`): one idea, so
+    one helper (issue 45). Inline: the functions folding text some other way, a helper's work
+    done in place."""
+    helpers: dict[str, str] = {}
+    inline: list[str] = []
+    for module, qualified, function in _functions(package):
+        own = list(_own_nodes(function))
+        if not any(_folds(node) for node in own):
+            continue
+        returns = [node.value for node in own if isinstance(node, ast.Return) and node.value]
+        folded = any(_folds(node) for value in returns for node in ast.walk(value))
+        if folded:
+            helpers[f"{module}.{qualified}"] = module
+        else:
+            inline.append(f"{module}.{qualified}")
+    return dict(sorted(helpers.items())), sorted(inline)
+
+
+# A function a newcomer reads in one screen (issue 45).
+FUNCTION_LINE_LIMIT = 80
+
+
+def long_functions(package: Path = PACKAGE, limit: int = FUNCTION_LINE_LIMIT) -> dict[str, int]:
+    """Functions over `limit` lines, `def` to last line (decorators aside), longest first."""
+    lengths = {
+        f"{module}.{qualified}:{node.lineno}": node.end_lineno - node.lineno + 1
+        for module, qualified, node in _functions(package)
+    }
+    over = [(where, n) for where, n in lengths.items() if n > limit]
+    return dict(sorted(over, key=lambda item: (-item[1], item[0])))
+
+
 # The extension points: each registry's module and name (issue 36). The validator's registries
 # are gathered from the rule modules `RULE_MODULES` names, each holding its own dict of that name.
 REGISTRIES = {
@@ -341,7 +510,7 @@ def percentile(values: list[int], share: float) -> int:
 def report(package: Path = PACKAGE) -> str:
     lines_by_module = sizes(package)
     per_folder: dict[str, int] = defaultdict(int)
-    for name, path in modules(package).items():
+    for path in modules(package).values():
         if path.name != "__init__.py":
             per_folder[str(path.parent.relative_to(package.parent))] += 1
     values = list(lines_by_module.values())
@@ -359,6 +528,29 @@ def report(package: Path = PACKAGE) -> str:
     parsers = argv_parsers(package)
     out.append(f"hand-written command-line parsers: {len(parsers)}")
     out += [f"  {name}" for name in parsers]
+    readers = argv_readers(package)
+    out.append(f"modules outside the command table reading sys.argv: {len(readers)}")
+    out += [f"  {name}" for name in readers]
+    if (package.parent.parent / ".git").exists():
+        outside = outside_references(package.parent.parent)
+        total = sum(sum(files.values()) for files in outside.values())
+        files = set().union(*outside.values())
+        out.append(f"references to files outside the repository: {total} in {len(files)} files")
+        for label, by_file in outside.items():
+            out.append(f"  {label}: {sum(by_file.values())} in {len(by_file)} files")
+    helpers, inline = text_folding(package)
+    out.append(
+        f"text-folding helpers (return text through .casefold() or unicodedata.normalize): "
+        f"{len(helpers)} in {len(set(helpers.values()))} modules"
+    )
+    out += [f"  {name}" for name in helpers]
+    out.append(f"functions folding text inline, without a helper: {len(inline)}")
+    long = long_functions(package)
+    out.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {len(long)}")
+    out += [f"  {where} ({n} lines)" for where, n in long.items()]
+    private = private_imports(package)
+    out.append(f"imports of private CPython modules: {len(private)}")
+    out += [f"  {where}" for where in private]
     for label, keys in registries(package).items():
         out.append(f"{label}: {len(keys)} registered ({', '.join(keys)})")
     classes = rule_classes(package)

@@ -619,7 +619,7 @@ class Counts:
     failed_passes: int = 0
     problems: list[str] = field(default_factory=list)
 
-    def add(self, other: "Counts") -> None:
+    def add(self, other: Counts) -> None:
         for name in (
             "facts",
             "once",

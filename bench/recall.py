@@ -231,7 +231,7 @@ def bench_recall_line(vault, env: dict, query: str, workdir: Path) -> dict:
             seconds = timed(subprocess.run, argv, env=env, stdout=subprocess.DEVNULL, check=True)[0]
             if round_no:
                 times[name].append(seconds)
-    ratio = lambda a, b: statistics.median(x / y for x, y in zip(times[a], times[b]))  # noqa: E731
+    ratio = lambda a, b: statistics.median(x / y for x, y in zip(times[a], times[b]))
     return {
         "files": len(searched),
         "recall": statistics.median(times["recall"]),

@@ -265,8 +265,7 @@ def para_vault(seed: int, filler: int = 400) -> tuple[dict[str, str], list[tuple
         else:
             rel = f"{folders[i % len(folders)]}/{topic} notes {i}.md"
         files[rel] = "\n".join(lines) + "\n"
-    for path, text, _query in PLANTED:
-        files[path] = text
+    files.update({path: text for path, text, _query in PLANTED})
     return files, [(query, path) for path, _text, query in PLANTED]
 
 
@@ -509,7 +508,7 @@ def bench_dialogues(workdir: Path, seed: int, conversations: int, sessions: int)
 
 def render(vault: dict, talk: dict, seed: int) -> str:
     n = vault["queries"]
-    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    pct = lambda x: f"{100 * x:.1f}%"
     out = [
         START,
         "## Recall quality (`bench/recall_quality.py`)",

@@ -343,7 +343,7 @@ def issue_sections(path: Path) -> list[str]:
         return []
     sections, current = [], None
     for line in path.read_text("utf-8").splitlines():
-        if line.startswith("## ") or line.startswith("<!--"):
+        if line.startswith(("## ", "<!--")):
             if current:
                 sections.append("\n".join(current).rstrip("\n"))
             current = [line] if line.startswith("## Issue ") else None

@@ -831,7 +831,7 @@ def bench_converge(tools: Tools, args, source: Path, label: str) -> tuple[list[R
     passes = max(1, min(3, args.repeat))
     pass_ms, outcomes = [], []
     try:
-        for index in range(passes):
+        for _index in range(passes):
             fresh = copy_vault(source, base / f"{label}-pass")
             shutil.rmtree(
                 helper(tools, "statedir", str(fresh)), ignore_errors=True

@@ -63,7 +63,7 @@ def make_machine(folder: Path, notes: int, env: dict) -> tuple[Path, Path]:
         )
     run = lambda *args, cwd=None: subprocess.run(
         args, cwd=cwd, env=env, check=True, capture_output=True
-    )  # noqa: E731
+    )
     run("git", "init", "-q", "-b", "main", str(source))
     run("git", "-C", str(source), "add", "-A")
     run("git", "-C", str(source), "commit", "-q", "-m", "bench: initial")

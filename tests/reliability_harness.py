@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import reply_variants as rv
-from support import snapshot  # noqa: F401 (the harness's callers use harness.snapshot)
+from support import snapshot  # the harness's callers use harness.snapshot
 
 TESTS = Path(__file__).resolve().parent
 FAKE = TESTS / "fake_llm.py"

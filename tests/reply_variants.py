@@ -358,7 +358,7 @@ def _encodings() -> list[Variant]:
         return head + content + tail_bytes
 
     cases = {
-        "nul-in-statement": good.replace(marker, marker.replace("uv".encode(), b"u\x00v")),
+        "nul-in-statement": good.replace(marker, marker.replace(b"uv", b"u\x00v")),
         "nul-at-start": b"\x00" + good,
         "nul-in-frontmatter": good.replace(b"importance: 8", b"importance: 8\x00"),
         "nul-run": good + b"\x00" * 64,

@@ -133,7 +133,7 @@ class Kept:
             return {}
         handle = None
         try:
-            handle = open(self.path, "rb")
+            handle = open(self.path, "rb")  # noqa: SIM115 - a parts file stays open to be read
             start = handle.read(len(_PARTS_MARK) + 8)
             if start[: len(_PARTS_MARK)] == _PARTS_MARK:
                 size = int.from_bytes(start[len(_PARTS_MARK) :], "big")

@@ -48,7 +48,7 @@ class UsageError(CmemError):
 # was asked, and what was and was not done. A KeyboardInterrupt carries them too, so they are
 # attributes set by name, read back typed.
 def set_stop_rounds(stop: BaseException, rounds: int) -> None:
-    setattr(stop, "cmem_rounds", rounds)
+    setattr(stop, "cmem_rounds", rounds)  # noqa: B010 - not an attribute of BaseException
 
 
 def stop_rounds(stop: BaseException) -> int:
@@ -58,7 +58,7 @@ def stop_rounds(stop: BaseException) -> int:
 
 
 def set_stop_summary(stop: BaseException, summary: str) -> None:
-    setattr(stop, "cmem_summary", summary)
+    setattr(stop, "cmem_summary", summary)  # noqa: B010 - not an attribute of BaseException
 
 
 def stop_summary(stop: BaseException | None) -> str | None:

@@ -8,7 +8,7 @@ wheel, and an editable install resolves them in place.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from cmem.errors import CmemError
@@ -30,7 +30,7 @@ def package_dir(name: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def config_schema() -> dict:
     return json.loads((package_dir("vault_schema") / "config.schema.json").read_text("utf-8"))
 

@@ -109,7 +109,7 @@ def test_an_amend_that_overlaps_the_pass_change_is_refused_and_nothing_moves(vau
     on_disk = (vault_root / PROFILE).read_bytes()
     plan = plan_undo(open_vault(vault_root))
     assert plan.refused and any(PROFILE in reason for reason in plan.reasons)
-    with pytest.raises(CmemError, match="profile.md"):
+    with pytest.raises(CmemError, match=r"profile\.md"):
         apply_undo(open_vault(vault_root), plan)
     assert git(vault_root, "rev-parse", "HEAD").strip() == head
     assert (vault_root / PROFILE).read_bytes() == on_disk

@@ -226,9 +226,9 @@ def test_a_paragraph_becomes_its_cue_sentence_and_a_long_sentence_waits_for_a_mo
     assert (
         statement.core == "I prefer meeting in the mornings, honestly, since afternoons are packed"
     )
-    assert {"note": "2026-12-04 notes.md", "lines": [2]} == {
+    assert {
         key: value for key, value in result.deferred[0].items() if key in ("note", "lines")
-    }
+    } == {"note": "2026-12-04 notes.md", "lines": [2]}
     assert "waits for a model" in result.deferred[0]["reason"]
 
 

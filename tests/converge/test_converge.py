@@ -130,7 +130,7 @@ def test_second_writer_during_the_model_call_wins(pass_vault, tmp_path):
         encoding="utf-8",
     )
     head = git(pass_vault, "rev-parse", "HEAD")
-    with pytest.raises(SecondWriter, match="profile.md changed on disk"):
+    with pytest.raises(SecondWriter, match=r"profile\.md changed on disk"):
         run_pass(
             open_vault(pass_vault), PassOptions(engine="llm", llm=f"{sys.executable} {script}")
         )
@@ -189,7 +189,7 @@ def test_prompt_is_byte_identical_and_its_prefix_stable(pass_vault):
     assert first == second
     write_files(pass_vault, {"2026-11-29 notes.md": "- 我决定以后都早上写代码\n"})
     third = run_pass(open_vault(pass_vault), PassOptions(emit_prompt=True, engine="builtin")).prompt
-    prefix = os.path.commonprefix([first, third])
+    prefix = os.path.commonprefix([first, third])  # noqa: RUF071 - texts, not paths
     assert "# Divergent notes" in prefix or "# 发散笔记" in prefix
 
 

@@ -133,7 +133,7 @@ def test_command_not_found_is_one_clear_sentence():
 
 @pytest.mark.parametrize("command", ["", "   ", "llm 'unclosed"])
 def test_empty_or_unparsable_command_is_an_error(command):
-    with pytest.raises(CmemError, match="llm.command"):
+    with pytest.raises(CmemError, match=r"llm\.command"):
         run_model_command(command, "p", timeout=5, max_output_bytes=10_000)
 
 

@@ -71,7 +71,7 @@ def test_only_a_leading_closed_block_is_removed(text):
 @pytest.mark.parametrize("reply_file", CAPTURED, ids=[p.stem for p in CAPTURED])
 def test_captured_replies_apply_through_the_real_pass(
     pass_vault, monkeypatch, tmp_path, reply_file
-):  # noqa: F811
+):
     reply = reply_file.read_text("utf-8").replace("{date}", today())
     model_env(monkeypatch, tmp_path, [reply])
     result = run_pass(open_vault(pass_vault), llm_options())

@@ -192,7 +192,7 @@ def test_a_rejection_names_the_rule_as_the_prompt_numbers_it(tmp_path, language)
     vault = Vault(root=root, config=load_config(root))
     kept = before.splitlines()
     cut = "\n".join(line for line in kept if "Beijing" not in line and "北京" not in line) + "\n"
-    note = [name for name in NOTES[language] if "11-28" in name][0]
+    note = next(name for name in NOTES[language] if "11-28" in name)
     reply = (
         f'<convergence>\n<file path="converged/core/profile.md">\n{cut}</file>\n'
         f'<converged note="{note}" into="converged/core/profile.md"/>\n</convergence>\n'

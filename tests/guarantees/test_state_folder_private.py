@@ -185,7 +185,7 @@ def test_every_entry_of_the_state_folder_is_private_after_a_realistic_run(after_
 
 def test_a_state_folder_an_older_cmem_left_open_is_tightened_on_first_use(after_a_run):
     machine = after_a_run
-    for folder, dirs, files in os.walk(machine.state):
+    for folder, _dirs, files in os.walk(machine.state):
         os.chmod(folder, 0o755)
         for name in files:
             os.chmod(os.path.join(folder, name), 0o644)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from support import REPO
+from support import REPO, git_init
 
 PACKAGE = REPO / "cli" / "cmem"
 DOC = REPO / "docs" / "architecture.md"
@@ -75,6 +75,71 @@ def test_the_doc_lists_the_layers_in_the_order_the_test_holds(layout):
 
 def test_no_module_imports_a_layer_above_its_own(layout):
     assert layout.upward_imports(PACKAGE) == []
+
+
+def test_no_module_imports_a_private_cpython_module(layout, tmp_path):
+    """`hashlib`, never `_sha256`: a private module is renamed between versions without a word."""
+    assert layout.private_imports(PACKAGE) == []
+    # the rule's own cases: a lazy import, a from-import, a dynamic one, the launcher; not __future__
+    (tmp_path / "cmem").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "cmem" / "a.py").write_text(
+        "from __future__ import annotations\nimport os, _thread\n"
+        "def f():\n    from _sha256 import sha256\n    return __import__('_json')\n",
+        "utf-8",
+    )
+    (tmp_path / "cmem" / "b.py").write_text("import importlib\nimportlib.import_module('_md5')\n")
+    (tmp_path / "scripts" / "cmem").write_text("from _hashlib import new\n", "utf-8")
+    assert layout.private_imports(tmp_path / "cmem") == [
+        "cmem.a:2 _thread",
+        "cmem.a:4 _sha256",
+        "cmem.a:5 _json",
+        "cmem.b:2 _md5",
+        "scripts/cmem:1 _hashlib",
+    ]
+
+
+def test_the_layout_measures_find_what_issue_45_counts(layout, tmp_path):
+    """argv readers outside the command table, folding helpers against inline folding, long
+    functions, references outside the repository: each rule on a package of its own cases."""
+    package = tmp_path / "cli" / "cmem"
+    (package / "commands").mkdir(parents=True)
+    (package / "commands" / "app.py").write_text("import sys\nARGS = sys.argv\n", "utf-8")
+    (package / "entry.py").write_text("from sys import argv\n", "utf-8")
+    (package / "other.py").write_text("import sys\nsys.exit(0)\n", "utf-8")
+    (package / "fold.py").write_text(
+        "import unicodedata\n"
+        "def fold(text):\n    return unicodedata.normalize('NFKC', text).casefold()\n"
+        "def same(a, b):\n    return a.casefold() == b.casefold()\n"
+        "def inline(a, b):\n    found = a.casefold() in b\n    return found\n"
+        "def outer(words):\n    def key(word):\n        return word.casefold()\n"
+        "    return sorted(words, key=key)\n"
+        "def long():\n" + "    x = 1\n" * 80 + "    return x\n",
+        "utf-8",
+    )
+    assert layout.argv_readers(package) == ["cmem.entry"]
+    helpers, inline = layout.text_folding(package)
+    assert helpers == {
+        "cmem.fold.fold": "cmem.fold",
+        "cmem.fold.outer.key": "cmem.fold",
+        "cmem.fold.same": "cmem.fold",
+    }
+    assert inline == ["cmem.fold.inline"]
+    assert layout.long_functions(package) == {"cmem.fold.long:13": 82}
+    assert layout.long_functions(package, limit=82) == {}
+    repository = tmp_path
+    # the patterns by their labels, so this file names nothing outside the repository itself
+    spec, shared, work = layout.OUTSIDE
+    (repository / "notes.md").write_text(
+        f"See {spec} §3 and {spec}.md, {shared}/design and {work}main; not {spec}IAL, a{work}b.\n"
+    )
+    git_init(repository)
+    (repository / "untracked.md").write_text(f"{spec}\n", "utf-8")
+    assert layout.outside_references(repository) == {
+        spec: {"notes.md": 2},
+        shared: {"notes.md": 1},
+        work: {"notes.md": 1},
+    }
 
 
 def test_no_import_cycles(layout):

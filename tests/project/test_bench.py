@@ -168,7 +168,7 @@ def test_the_recall_quality_bench_runs_small_and_replaces_only_its_own_section(t
     rows = {
         line.split("|")[1].strip(): [float(x) for x in re.findall(r"([\d.]+)%", line)]
         for line in report.splitlines()
-        if line.startswith("| `cmem recall`") or line.startswith("| plain BM25")
+        if line.startswith(("| `cmem recall`", "| plain BM25"))
     }
     assert len(rows) == 2  # one row each, per table, the dialogues' last
     cmem, plain = rows["`cmem recall`"], rows["plain BM25 over the lines"]

@@ -22,7 +22,8 @@ CITATION = re.compile(
     r"(?:docs/)?design\.md\)? §(\d+)((?:\s*(?:–|-|,|, and)\s*§?\d+(?!\.\d))*)"
     r"(?:,? rules? (\d+))?"
 )
-THIS = "tests/project/test_design_citations.py"  # it names what it looks for
+# this test and the layout measure that counts the same patterns name what they look for
+NAMING = ("tests/project/test_design_citations.py", "bench/layout.py")
 ANCHOR = re.compile(r"design\.md#([\w-]+)")
 
 
@@ -80,7 +81,10 @@ def _section_text(number: int) -> str:
 
 def test_nothing_cites_a_file_outside_the_repository():
     found = [
-        f"{rel}: {hit}" for rel, text in _texts() if rel != THIS for hit in outside_citations(text)
+        f"{rel}: {hit}"
+        for rel, text in _texts()
+        if rel not in NAMING
+        for hit in outside_citations(text)
     ]
     assert found == []
 

@@ -420,7 +420,7 @@ def test_recall_finds_what_waits_in_a_pending_note_marked_as_not_converged(make_
 
     assert "pending note, not yet converged" in render_recall(recall)
     both = recall_memory(open_vault(root), "Lisbon OR Berlin").results
-    assert [r.hit.layer for r in both][0] != "pending"  # memory first
+    assert next(r.hit.layer for r in both) != "pending"  # memory first
 
 
 def test_a_snippet_never_shows_only_a_trace(make_vault):

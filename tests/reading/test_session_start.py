@@ -85,7 +85,7 @@ def _divergent_or_archive(root: Path, events) -> list[str]:
     found = []
     for event, where in events:
         path = Path(where) if not where.isdigit() else None
-        if path is None or root not in path.parents and path != root:
+        if path is None or (root not in path.parents and path != root):
             continue
         rel = path.relative_to(root).as_posix() if path != root else ""
         if event == "open" and rel.endswith(".md") and not rel.startswith("converged/"):

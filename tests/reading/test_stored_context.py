@@ -355,6 +355,8 @@ def test_read_times_are_written_as_json_writes_them_and_read_back_from_their_cop
         "converged/topics/a.md": "2026-11-30T10:00:00+00:00",
         'q"uote\\back\nline\ttab\x01.md': "x",
         "中文/笔记 · — ….md": "\u2028",
+        "".join(map(chr, range(0x20)))
+        + "\x7f": "\udcff",  # every control character, a lone surrogate
     }
     for times in ({}, {"a": "b"}, tricky):
         assert stored_context.times_json(times) == json.dumps(

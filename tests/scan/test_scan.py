@@ -511,14 +511,14 @@ def test_damaged_guard_index_is_rebuilt(make_vault):
 
 ODD = {
     "bom.md": "\ufeff我决定改用 Svelte\n".encode("utf-8"),
-    "crlf.md": "# t\r\n我决定改用 Vue\n".encode("utf-8"),  # mixed line ends
-    "frontmatter.md": "---\ntitle: [broken\n---\n我决定改用 Solid\n".encode("utf-8"),
-    "latin1.md": "我决定改用 Qwik ".encode("utf-8") + b"caf\xe9\n",
+    "crlf.md": "# t\r\n我决定改用 Vue\n".encode(),  # mixed line ends
+    "frontmatter.md": "---\ntitle: [broken\n---\n我决定改用 Solid\n".encode(),
+    "latin1.md": "我决定改用 Qwik ".encode() + b"caf\xe9\n",
     "nul.md": b"\x00\x01\x02 binary",
     "huge.md": ("我决定改用 Angular\n" + "x" * 2000).encode("utf-8"),
     "empty.md": b"",
-    "x.sync-conflict-20261128-101010-ABC.md": "我决定改用 Ember\n".encode("utf-8"),
-    "x (conflicted copy).md": "我决定改用 Lit\n".encode("utf-8"),
+    "x.sync-conflict-20261128-101010-ABC.md": "我决定改用 Ember\n".encode(),
+    "x (conflicted copy).md": "我决定改用 Lit\n".encode(),
     ".x.md.icloud": b"bplist00",
 }
 KINDS = {

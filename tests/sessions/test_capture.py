@@ -218,7 +218,7 @@ def test_a_session_whose_note_the_user_deleted_is_not_written_again(tmp_path):
 
 def test_a_vault_without_a_sessions_folder_says_how_to_add_one(make_vault):
     vault = open_vault(make_vault({}, git=True))
-    with pytest.raises(CmemError, match="divergent.extra_folders"):
+    with pytest.raises(CmemError, match=r"divergent\.extra_folders"):
         capture_transcripts(vault, [CLAUDE])
 
 

@@ -125,7 +125,7 @@ def test_the_hook_entry_knows_the_same_events_and_agents():
     from cmem import hook_command
     from cmem.triggers import hook_record
 
-    assert hook_command.EVENTS == EVENTS and hook_record.AGENT_NAMES == tuple(TARGETS)
+    assert hook_command.EVENTS == EVENTS and tuple(TARGETS) == hook_record.AGENT_NAMES
     for target in TARGETS.values():
         for event in target.events:
             assert event.ours in hook_command.AGENT_EVENT_NAMES

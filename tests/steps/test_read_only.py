@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +52,7 @@ def files(root) -> dict[str, tuple[bytes, int]]:
         for name in names:
             path = os.path.join(folder, name)
             found[os.path.relpath(path, root)] = (
-                open(path, "rb").read(),
+                Path(path).read_bytes(),
                 stat.S_IMODE(os.lstat(path).st_mode),
             )
     return found

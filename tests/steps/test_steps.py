@@ -235,7 +235,7 @@ def test_conflict_markers_are_refused_by_name(vault):
         "# Profile\n<<<<<<< Updated upstream\n- a\n=======\n- b\n>>>>>>> Stashed changes\n"
     )
     head = history.head(root)
-    with pytest.raises(GitError, match="converged/core/profile.md still holds conflict markers"):
+    with pytest.raises(GitError, match=r"converged/core/profile\.md still holds conflict markers"):
         with open_step(vault, "converge", now=NOW):
             pass
     assert history.head(root) == head
@@ -648,7 +648,7 @@ def test_an_edit_saved_while_the_new_bytes_are_written_is_not_replaced(vault, mo
         return real_point(name)
 
     monkeypatch.setattr(history.faults, "point", append_during_the_profiles_write)
-    with pytest.raises(SecondWriter, match="converged/core/profile.md"):
+    with pytest.raises(SecondWriter, match=r"converged/core/profile\.md"):
         apply_changes(vault, changes)
     assert "converged/core/profile.md" in synced  # the append came during its write
     assert profile.read_text() == "# Profile\n- tea (source: [[a]])\n- mine\n"

@@ -353,7 +353,7 @@ def test_a_stored_output_prints_the_bytes_its_miss_printed_in_any_encoding(sampl
     )
     settle(sample_vault)
     miss, hit = _raw_run(sample_vault, ["scan"], encoding)
-    assert not hit and "pnpm".encode() in miss
+    assert not hit and b"pnpm" in miss
     again, hit = _raw_run(sample_vault, ["scan"], encoding)
     assert hit and again == miss
     if encoding == "utf-8":
@@ -527,7 +527,7 @@ def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir()
     env = dict(os.environ, **GIT_DATES)
-    run = lambda *args: subprocess.run(args, env=env, check=True, capture_output=True)  # noqa: E731
+    run = lambda *args: subprocess.run(args, env=env, check=True, capture_output=True)
     remote, clone = base / "remote.git", base / "a"
     run("git", "clone", "-q", "--bare", str(sample_vault), str(remote))
     run("git", "clone", "-q", str(remote), str(clone))

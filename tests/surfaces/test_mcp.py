@@ -12,16 +12,16 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402  (comes with mcp)
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.shared.memory import create_client_server_memory_streams  # noqa: E402
+import anyio  # comes with mcp
+from mcp.client.session import ClientSession
+from mcp.shared.memory import create_client_server_memory_streams
 
-from cmem.converge.pipeline import PassOptions, run_pass  # noqa: E402
-from cmem.mcp_server import build_server  # noqa: E402
-from cmem.vault.layers import open_vault  # noqa: E402
+from cmem.converge.pipeline import PassOptions, run_pass
+from cmem.mcp_server import build_server
+from cmem.vault.layers import open_vault
 from support import (
-    git,  # noqa: E402
-    snapshot,  # noqa: E402
+    git,
+    snapshot,
 )
 
 TOOLS = {"context", "recall", "note", "status", "scan", "converge_prompt", "converge_apply"}
@@ -32,9 +32,7 @@ def with_client(root, body):
 
     async def main():
         server = build_server(root)
-        lowlevel = getattr(server, "_lowlevel_server", None) or getattr(
-            server, "_mcp_server"
-        )  # mcp 2.x / 1.x
+        lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server  # mcp 2.x / 1.x
         async with create_client_server_memory_streams() as (client_streams, server_streams):
             async with anyio.create_task_group() as group:
                 group.start_soon(

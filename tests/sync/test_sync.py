@@ -175,7 +175,7 @@ def test_concurrent_passes_on_two_machines_merge_per_statement(machines):
     assert (
         "2026-11-29 laptop.md" in state.notes and "2026-11-29 desktop.md" in state.notes
     )  # the union
-    assert {p["id"] for p in state.passes} >= {converge_id for converge_id in _pass_ids(a)}
+    assert {p["id"] for p in state.passes} >= set(_pass_ids(a))
     check_invariants([a, b], before)
 
 
@@ -373,7 +373,7 @@ def test_an_uncommitted_edit_the_other_side_changed_stops_the_sync(machines):
     git(a, "commit", "-qam", "readme on a")
     sync(a)
     (b / "README.md").write_text("uncommitted on b\n", encoding="utf-8")
-    with pytest.raises(Exception, match="README.md has changes not committed here"):
+    with pytest.raises(Exception, match=r"README\.md has changes not committed here"):
         sync(b)
     assert (b / "README.md").read_text("utf-8") == "uncommitted on b\n"  # the user's edit is intact
 
@@ -385,7 +385,7 @@ def test_a_real_text_conflict_names_the_file_and_commits_no_markers(machines):
         git(root, "commit", "-qam", "readme")
     sync(a)
     head_before = head(b)
-    with pytest.raises(MergeConflict, match="README.md"):
+    with pytest.raises(MergeConflict, match=r"README\.md"):
         sync(b)
     assert head(b) == head_before and (b / "README.md").read_text("utf-8") == "version b\n"
     assert git(b, "status", "--porcelain") == ""
@@ -554,7 +554,7 @@ def test_merge_memory_removed_on_one_side_and_rewritten_on_the_other_keeps_the_r
 def test_merge_memory_text_outside_statements_changed_both_ways_is_a_conflict():
     ours = BASE.replace("# Profile", "# Who he is")
     theirs = BASE.replace("# Profile", "# About him")
-    with pytest.raises(MergeConflict, match="p.md"):
+    with pytest.raises(MergeConflict, match=r"p\.md"):
         merge_memory("p.md", BASE, ours, theirs, "2026-11-30")
 
 
@@ -589,7 +589,7 @@ def test_merge_state_is_a_union():
         "pass": "p",
         "time": time,
         "into": [],
-    }  # noqa: E731
+    }
     base = state({"n0.md": entry("0", "2026-11-01", ["x"])}, [{"id": "p0", "time": "2026-11-01"}])
     ours = state(
         {"n0.md": entry("1", "2026-11-02", ["y"]), "a.md": entry("a", "2026-11-02", [])},
@@ -629,7 +629,7 @@ def test_merge_checklist_per_note():
     header = "# Archive checklist\n"
     line = lambda name, box=" ": (
         f"- [{box}] [[{name}]] → archive/2026-11/{name}.md · into [[profile]] · sha256:abcd"
-    )  # noqa: E731
+    )
     base = f"{header}\n## 2026-11-28 · pass p0\n{line('n1')}\n{line('n2')}\n"
     ours = f"{header}\n## 2026-11-28 · pass p0\n{line('n1', 'x')}\n{line('n2')}\n\n## 2026-11-29 · pass pa\n{line('a1')}\n"
     theirs = f"{header}\n## 2026-11-28 · pass p0\n{line('n1')}\n\n## 2026-11-30 · pass pb\n{line('b1')}\n"
@@ -641,7 +641,7 @@ def test_merge_checklist_per_note():
 
 def test_merge_plain_appends_on_both_sides_and_refuses_overlaps():
     assert merge_plain("n.md", "a\n", "a\nb\n", "a\nc\n") == "a\nb\nc\n"
-    with pytest.raises(MergeConflict, match="n.md"):
+    with pytest.raises(MergeConflict, match=r"n\.md"):
         merge_plain("n.md", "a\nb\n", "a\nx\n", "a\ny\n")
 
 

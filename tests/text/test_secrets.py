@@ -194,7 +194,7 @@ def test_the_corpus_is_large_enough_and_covers_the_issue():
     kinds = {kind for kind, _text, _secret in secrets_corpus.CREDENTIALS}
     assert len(kinds - secrets_corpus.KNOWN_MISSES) >= 60
     assert len(secrets_corpus.LOOKALIKES) >= 60
-    assert ISSUE_18 <= kinds
+    assert kinds >= ISSUE_18
     lookalike_kinds = {kind for kind, _text in secrets_corpus.LOOKALIKES}
     assert {"git-sha-prose", "uuid", "base64-image", "long-word-en"} <= lookalike_kinds
 
@@ -343,7 +343,7 @@ def test_pieces_the_rules_may_read_across_are_redacted_as_one_text():
     assert redact_pieces(odd, {})[:2] == redact_secrets("".join(odd))
     # a damaged kept answer is not used
     text, count, kept = redact_pieces(["password: " + RANDOM + "\n"], {})
-    damaged = {key: ("x", "not a count") for key in kept}
+    damaged = dict.fromkeys(kept, ("x", "not a count"))
     assert redact_pieces(["password: " + RANDOM + "\n"], damaged)[:2] == (text, count)
 
 

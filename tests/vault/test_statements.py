@@ -109,7 +109,7 @@ def test_dropping_the_common_signs_first_drops_what_the_table_drops():
 
     # the signs it takes out first are ones the table drops (ASCII's: all of them)
     ascii_drops = bytes(code for code in range(128) if statements._DROP[code] is None)
-    assert statements._ASCII_DROPS == ascii_drops
+    assert ascii_drops == statements._ASCII_DROPS
     assert all(statements._DROP[ord(sign)] is None for sign in statements._CJK_DROPS)
     # what lets it skip the table: every character `isalnum` accepts is a letter or a number
     # (categories L and N), which the table keeps, in this Python's Unicode database

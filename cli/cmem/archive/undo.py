@@ -642,7 +642,7 @@ def _plan_checklist(vault: Vault, target: CmemCommit, changes) -> None:
     """Adds the checklist's new text (or its removal) to `changes`."""
     if not any(change.path == vault.checklist_rel for change in target.files):
         return
-    decode = lambda data: None if data is None else data.decode("utf-8", "replace")  # noqa: E731
+    decode = lambda data: None if data is None else data.decode("utf-8", "replace")
     current_bytes = _disk(vault, vault.checklist_rel)
     after = decode(read_blob(vault, target.sha, vault.checklist_rel)) or ""
     before = decode(read_blob(vault, f"{target.sha}^", vault.checklist_rel))

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -45,7 +45,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    vault: Annotated[Optional[Path], typer.Option("--vault", help=VAULT_HELP)] = None,
+    vault: Annotated[Path | None, typer.Option("--vault", help=VAULT_HELP)] = None,
     no_color: Annotated[
         bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")
     ] = False,

@@ -2,7 +2,6 @@
 steps every writing command takes first (finish an interrupted step, `git.sync: auto`)."""
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -86,6 +85,6 @@ def recover_first(target, purpose: str, as_json: bool, busy_ok: bool = False) ->
             typer.echo(line, err=True)
 
 
-def report_interrupt(invoked: Invocation, exc: Optional[BaseException]) -> None:
+def report_interrupt(invoked: Invocation, exc: BaseException | None) -> None:
     """Ctrl-C: `pass_command.report_interrupt`, printed with typer."""
     pass_command.report_interrupt(invoked, exc, typer.echo)

@@ -3,7 +3,7 @@ proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, List, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,7 +30,7 @@ ApplyYes = Annotated[bool, yes_option("Apply without asking (needed without a te
 # The converge options, declared once here so the command's signature reads in one screen;
 # their order in the signature is the order `--help` lists them.
 EngineOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--engine",
         metavar=f"[{'|'.join(ENGINE_NAMES)}]",
@@ -39,7 +39,7 @@ EngineOption = Annotated[
     ),
 ]
 LlmOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--llm",
         help="Model command reading the prompt on stdin, e.g. 'llm -n -m gpt-4o-mini' ({prompt_file} for a file path).",
@@ -60,24 +60,24 @@ AsModelOption = Annotated[
     ),
 ]
 ResponseOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--response",
         help="Skip the engine and apply this response file ('-': read it from stdin); an agent that is itself the model, after --as-model.",
     ),
 ]
 ReplayOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--replay",
         help="Re-validate and apply the last response of a recorded run (a pass id, or 'last').",
     ),
 ]
 OnlyOption = Annotated[
-    Optional[List[str]], typer.Option("--only", help="Converge only this note (repeatable).")
+    list[str] | None, typer.Option("--only", help="Converge only this note (repeatable).")
 ]
 BudgetOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option(
         "--budget",
         callback=within("converge --budget"),
@@ -99,7 +99,7 @@ BacklogOption = Annotated[
     ),
 ]
 PriceOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--price",
         metavar="IN[/OUT]",
@@ -162,10 +162,10 @@ class _Modes:
     dry_run: bool
     emit_prompt: bool
     as_model: bool
-    response: Optional[Path]
-    replay: Optional[str]
+    response: Path | None
+    replay: str | None
     backlog: bool
-    price: Optional[str]
+    price: str | None
     yes: bool
     show_diff: bool
     quiet: bool
@@ -260,7 +260,7 @@ def converge(
 
 
 def _check_engine_options(
-    engine: Optional[str], llm: Optional[str], modes: _Modes
+    engine: str | None, llm: str | None, modes: _Modes
 ) -> "EngineName | None":
     """The engine's name, after the usage errors a command line can make before any vault opens."""
     engine_name = engine_named(engine) if engine is not None else None
@@ -293,9 +293,9 @@ def _pass_options(
     modes: _Modes,
     *,
     engine: "EngineName | None",
-    llm: Optional[str],
-    only: Optional[List[str]],
-    budget: Optional[int],
+    llm: str | None,
+    only: list[str] | None,
+    budget: int | None,
     propose: bool,
     allow_shrink: bool,
     keep_raw_prompt: bool,
@@ -320,8 +320,8 @@ def _pass_options(
 
 
 def _reply_to_apply(
-    target, modes: _Modes, only: Optional[List[str]]
-) -> tuple[Optional[str], Optional[List[str]]]:
+    target, modes: _Modes, only: list[str] | None
+) -> tuple[str | None, list[str] | None]:
     """The reply to apply instead of running an engine (`--response`, `--replay`), and the notes
     it judges when `--only` does not name them."""
     response_text = None
@@ -516,7 +516,7 @@ def apply_proposal(
 
 def demo(
     folder: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Argument(help="Where to put the demo vault (default: a new temporary folder)."),
     ] = None,
     as_json: JsonOption = False,

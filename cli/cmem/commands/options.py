@@ -4,7 +4,7 @@ and the step helpers need to know). It is made fresh for each call of `app` (by 
 the main callback under a test runner) and reaches the commands through click's context."""
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -59,7 +59,7 @@ def choices(*values: str):
     return lambda incomplete="": [v for v in values if v.startswith(incomplete or "")]
 
 
-def _vault_or_global(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
+def _vault_or_global(ctx: typer.Context, value: Path | None) -> Path | None:
     # `cmem --vault V status` and `cmem status --vault V` name the same vault; the latter wins
     return value if value is not None else invocation(ctx).vault
 
@@ -73,7 +73,7 @@ def _record_json(ctx: typer.Context, value: bool) -> bool:
 
 
 VaultOption = Annotated[
-    Optional[Path], typer.Option("--vault", help=VAULT_HELP, callback=_vault_or_global)
+    Path | None, typer.Option("--vault", help=VAULT_HELP, callback=_vault_or_global)
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP, callback=_record_json)]
 RescanOption = Annotated[bool, typer.Option("--rescan", help=RESCAN_HELP)]
@@ -87,8 +87,8 @@ def yes_option(help: str) -> Any:
 
 
 ShellOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--shell", autocompletion=choices("bash", "zsh", "fish"), help=SHELL_HELP),
 ]
-AgentOption = Annotated[Optional[str], typer.Option("--agent", help=AGENT_HELP)]
-ProjectOption = Annotated[Optional[Path], typer.Option("--project", help=PROJECT_HELP)]
+AgentOption = Annotated[str | None, typer.Option("--agent", help=AGENT_HELP)]
+ProjectOption = Annotated[Path | None, typer.Option("--project", help=PROJECT_HELP)]

@@ -1,7 +1,7 @@
 """What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
 here writes a note; status and scan store what they printed for `cmem.fast`."""
 
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -45,13 +45,13 @@ def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanO
 
 def context(
     topic: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--topic", help="What this session is about: matching topic files come first."
         ),
     ] = None,
     budget: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--budget",
             callback=within("context --budget"),
@@ -82,7 +82,7 @@ def context(
 
 def log_command(
     limit: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(
             "--limit", "-n", callback=within("log --limit"), help="Show only the newest N entries."
         ),
@@ -104,7 +104,7 @@ def log_command(
 
 def diff_command(
     pass_ref: Annotated[
-        Optional[str],
+        str | None,
         typer.Argument(
             metavar="[PASS]", help="A pass id (or its start) or commit hash; default: the last."
         ),
@@ -125,7 +125,7 @@ def diff_command(
 
 def trace(
     target_text: Annotated[
-        List[str],
+        list[str],
         typer.Argument(
             metavar="TOPIC|FILE", help="A memory file (path or name, e.g. profile) or keywords."
         ),
@@ -147,7 +147,7 @@ def trace(
 
 def recall(
     query: Annotated[
-        List[str],
+        list[str],
         typer.Argument(
             metavar="QUERY",
             help="Words to look for (Chinese or English; two characters are enough).",

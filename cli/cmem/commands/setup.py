@@ -3,7 +3,7 @@
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, TypeGuard
+from typing import TYPE_CHECKING, Annotated, TypeGuard
 
 import typer
 
@@ -40,7 +40,7 @@ def init(
         ),
     ] = Path("."),
     lang: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--lang",
             metavar="[zh|en]",
@@ -49,21 +49,21 @@ def init(
         ),
     ] = None,
     repo: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--repo",
             help="For a folder inside another git repository: 'own' (a nested repository) or 'parent' (commit into it).",
         ),
     ] = None,
     track_all: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--track-all/--no-track-all",
             help="Keep the whole vault in git (every note and attachment, .gitignore applies), remembered as git.track_all (default: no; asks on a terminal when the folder holds files of yours).",
         ),
     ] = None,
     daily: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option(
             "--daily/--no-daily",
             help="Read the daily-notes folder Obsidian's settings name (core Daily notes, Periodic Notes) as divergent notes (default: yes; asks on a terminal).",
@@ -106,7 +106,7 @@ def init(
 
 
 def _init_language(
-    path: Path, lang: Optional[str], as_json: bool
+    path: Path, lang: str | None, as_json: bool
 ) -> "tuple[str, LanguageGuess | None]":
     """The vault's language and, for a new vault, the guess it came from (to say so); asked on
     a terminal when the notes do not settle it."""
@@ -123,7 +123,7 @@ def _init_language(
     return lang, None if already else guess
 
 
-def _offer_track_all(path: Path, repo: Optional[str], as_json: bool) -> bool:
+def _offer_track_all(path: Path, repo: str | None, as_json: bool) -> bool:
     """Whether to keep the whole vault in git: asked on a terminal when a new vault holds files."""
     from cmem.setup.init import holds_user_files
 
@@ -139,7 +139,7 @@ def _offer_track_all(path: Path, repo: Optional[str], as_json: bool) -> bool:
 def _init_asking_repository(
     path: Path,
     lang: str,
-    repo: Optional[str],
+    repo: str | None,
     extra: list[str],
     track_all: bool,
     as_json: bool,
@@ -159,7 +159,7 @@ def _init_asking_repository(
         raise
 
 
-def _daily_folders(path: Path, daily: Optional[bool], as_json: bool) -> list[str]:
+def _daily_folders(path: Path, daily: bool | None, as_json: bool) -> list[str]:
     """The daily-notes folders to read as divergent (a new vault only): offered on a terminal."""
     if daily is False or (path / ".cmem" / "config.yaml").exists() or not path.is_dir():
         return []
@@ -335,7 +335,7 @@ def hook_uninstall(
 @hook_app.command("show")
 def hook_show(
     shell_name: Annotated[
-        Optional[str],
+        str | None,
         typer.Argument(
             metavar="[SHELL]",
             autocompletion=choices("bash", "zsh", "fish"),
@@ -343,7 +343,7 @@ def hook_show(
         ),
     ] = None,
     shell: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--shell", hidden=True, help="Old spelling of SHELL, still accepted."),
     ] = None,
     agent: AgentOption = None,
@@ -366,7 +366,7 @@ def hook_show(
 @hook_app.command("status")
 def hook_status_command(
     project: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option(
             "--project",
             help="The project whose agent settings (.claude/, .codex/, .gemini/) are checked besides your own (default: the current folder).",
@@ -417,9 +417,9 @@ def hook_run(
         ),
     ],
     detached: Annotated[bool, typer.Option("--detached", hidden=True)] = False,
-    transcript: Annotated[Optional[str], typer.Option("--transcript", hidden=True)] = None,
-    session_id: Annotated[Optional[str], typer.Option("--session-id", hidden=True)] = None,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", hidden=True)] = None,
+    transcript: Annotated[str | None, typer.Option("--transcript", hidden=True)] = None,
+    session_id: Annotated[str | None, typer.Option("--session-id", hidden=True)] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", hidden=True)] = None,
     vault: VaultOption = None,
 ) -> None:
     """What an installed agent hook runs: reads the agent's JSON on stdin, answers within its time limit.
@@ -443,7 +443,7 @@ def hook_run(
     raise typer.Exit(run(request))
 
 
-def _agent(agent: Optional[str], shell: Optional[str]) -> TypeGuard[str]:
+def _agent(agent: str | None, shell: str | None) -> TypeGuard[str]:
     """Whether an agent is named (then `agent` is a str), checked against `--shell`."""
     from cmem.setup.hooks import AGENTS
 
@@ -456,7 +456,7 @@ def _agent(agent: Optional[str], shell: Optional[str]) -> TypeGuard[str]:
     return True
 
 
-def _shell(shell: Optional[str]) -> str:
+def _shell(shell: str | None) -> str:
     from cmem.setup.hooks import SHELLS
     from cmem.setup.shell_hooks import default_shell
 
@@ -501,7 +501,7 @@ def agent_instructions_command(
         ),
     ] = "generic",
     lang: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--lang", metavar="[en|zh]", help="en or zh (default: the vault's language, else en)."
         ),

@@ -3,7 +3,7 @@ sessions), `watch`, and `mcp` (agents reading, noting and converging over the Mo
 Protocol)."""
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ from cmem.commands.options import JsonOption, VaultOption, invocation, within
 def note(
     ctx: typer.Context,
     text: Annotated[
-        List[str], typer.Argument(help="The text to capture (quote it, or pass several words).")
+        list[str], typer.Argument(help="The text to capture (quote it, or pass several words).")
     ],
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -55,14 +55,14 @@ def note(
 
 def capture(
     transcripts: Annotated[
-        Optional[List[Path]],
+        list[Path] | None,
         typer.Argument(
             metavar="[TRANSCRIPT]...",
             help="Transcript files (default: the agents' own folders, ~/.claude/projects and ~/.codex/sessions).",
         ),
     ] = None,
     agent: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--agent",
             metavar="[claude-code|codex|gemini|generic]",
@@ -70,7 +70,7 @@ def capture(
         ),
     ] = None,
     since: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--since",
             metavar="DURATION",

@@ -72,7 +72,7 @@ def account_note(
             }
         else:
             if verdict.reason:  # deferred whole; else only the lines it names were judged
-                reasons.update({key: verdict.reason for key in judged})
+                reasons.update(dict.fromkeys(judged, verdict.reason))
             lines = earlier_lines
         deferred.update(reasons)
         lines -= set(deferred)

@@ -367,7 +367,7 @@ def nothing_pending(scan) -> str:
     `status` counts it (`reading/waiting.py`)."""
     from cmem.converge.waiting_words import waiting_clause
 
-    waiting = [p for p in scan.pending]
+    waiting = list(scan.pending)
     if not waiting:
         if scan.backlog:
             return (

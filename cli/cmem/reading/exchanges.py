@@ -15,6 +15,7 @@ Three shapes are read as conversations:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from cmem.sessions.note import AGENT_LEAD, ANCHOR, USER_HEADER
@@ -84,7 +85,7 @@ def _speaker_turns(lines: list[str], first: int) -> list[Turn]:
     speakers = [turn.speaker for turn in turns]
     if {"q", "a"} <= set(speakers):
         return turns
-    changes = sum(a != b for a, b in zip(speakers, speakers[1:]))
+    changes = sum(a != b for a, b in itertools.pairwise(speakers))
     counts = sorted((speakers.count(name) for name in set(speakers)), reverse=True)
     # two speakers who each speak twice, taking turns (a group chat less strictly than an
     # interview): the keys of a metadata block do not repeat

@@ -617,7 +617,7 @@ def search_scope(
             sqlite3.DatabaseError,
             UnicodeDecodeError,
         ) as exc:  # garbage where text was: corrupt too
-            if attempt or index is not None and index.path is None:
+            if attempt or (index is not None and index.path is None):
                 raise CmemError(
                     f"the {scope} index at {path} could not be rebuilt ({exc}); delete it and try again."
                 ) from None

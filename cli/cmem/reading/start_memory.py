@@ -361,7 +361,7 @@ def first_look(
     rows: dict[str, tuple] = {}
     read_bytes = 0
     for rel in resident + named:  # what the answer shows
-        if rel in rows or rel in resident and read_bytes >= enough:
+        if rel in rows or (rel in resident and read_bytes >= enough):
             continue
         read = _light_read(root, rel, layout)
         if read is not None:

@@ -190,14 +190,6 @@ def _matches(file: ContextFile, terms: list[str], topic: str | None = None) -> b
     return sum(term in body for term in terms) * 2 >= len(terms)
 
 
-def _sha256_type():
-    try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
-    except ImportError:  # pragma: no cover - builds without it
-        from hashlib import sha256
-    return sha256
-
-
 def rank_score(file: ContextFile, now, times: dict | None = None) -> float:
     """`importance + min(days_since_last_read/30, 5) + uniform(0, 0.5)`, the jitter seeded by the
     date and path so the same day gives the same bundle (docs/design.md §8). `times`: read times
@@ -208,10 +200,11 @@ def rank_score(file: ContextFile, now, times: dict | None = None) -> float:
 def rank_scores(files: list[ContextFile], now, times: dict | None = None) -> list[float]:
     """`rank_score` of each file. One loop with the date, the hash and each read time's recency
     worked out once: ranking every topic file was the largest part of a warm `context`."""
+    from hashlib import sha256
+
     from cmem.triggers.due import parse_time
 
     times = {} if times is None else times
-    sha256 = _sha256_type()
     day = f"{now.date().isoformat()}:"
     recency: dict = {}  # by read time: the same for every file read at the same second
     scores = []
@@ -544,18 +537,24 @@ def load_read_times(machine_dir: str) -> dict[str, str]:
         return {}
 
 
+# What `json.dumps(..., ensure_ascii=False)` escapes in a string: the quote, the backslash and
+# every control character, the five with a short form by it.
+_JSON_ESCAPES = {
+    **{code: f"\\u{code:04x}" for code in range(0x20)},
+    **{ord(char): f"\\{short}" for char, short in zip('"\\\b\f\n\r\t', '"\\bfnrt')},
+}
+
+
 def times_json(times: dict[str, str]) -> str:
     """`json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True)` for a dict of strings,
-    without importing `json`: each string quoted by the C function json itself uses for it."""
-    try:
-        from _json import encode_basestring as quote
-    except ImportError:  # pragma: no cover - a Python without the C accelerator
-        import json
-
-        return json.dumps(times, ensure_ascii=False, indent=0, sort_keys=True)
+    without importing `json` (and with it `re` and `enum`) on a warm `context`."""
     if not times:
         return "{}"
-    return "{\n" + ",\n".join(f"{quote(k)}: {quote(v)}" for k, v in sorted(times.items())) + "\n}"
+    quoted = (
+        f'"{key.translate(_JSON_ESCAPES)}": "{value.translate(_JSON_ESCAPES)}"'
+        for key, value in sorted(times.items())
+    )
+    return "{\n" + ",\n".join(quoted) + "\n}"
 
 
 def record_reads(machine_dir: str, paths: list[str], now) -> None:
@@ -567,7 +566,7 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
     times = load_read_times(machine_dir)
     if all(times.get(path) == stamp for path in paths):
         return  # called again within the second: nothing to write
-    times.update({path: stamp for path in paths})
+    times.update(dict.fromkeys(paths, stamp))
     # Without cmem.atomic's fsyncs and imports, most of a warm call: a lost write only resets
     # the ranking's anti-recency term, and a read-only machine folder skips it.
     from cmem.cache_store import Kept, write_cache

@@ -319,10 +319,8 @@ def results_dir() -> str:
 
 
 def entry_path(root: str, command: str, params: tuple) -> str:
-    try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
-    except ImportError:  # pragma: no cover - builds without it
-        from hashlib import sha256
+    from hashlib import sha256
+
     name = repr((root, command, params)).encode("utf-8", "surrogateescape")
     return os.path.join(results_dir(), sha256(name).hexdigest()[:32] + ".marshal")
 

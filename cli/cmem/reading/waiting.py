@@ -80,7 +80,7 @@ def account_waiting(vault, scan, model: bool, memory_tokens: int = 0) -> Waiting
     """The waiting notes of a scan, for a vault whose pass would (`model`) or would not run a
     model; `memory_tokens`, the convergent layer's size, shrinks a pass's room for notes."""
     waiting = Waiting(model=model)
-    waiting.signals = {name: 0 for name in SIGNAL_CLASSES}
+    waiting.signals = dict.fromkeys(SIGNAL_CLASSES, 0)
     for signal in scan.signals:
         waiting.signals[signal.cls] += 1
     waiting.notes = len(scan.pending)

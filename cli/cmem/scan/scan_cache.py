@@ -54,7 +54,7 @@ class NoteEntry:
         return self.encoded
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "NoteEntry":
+    def from_bytes(cls, data: bytes) -> NoteEntry:
         entry = cls.from_json(marshal.loads(data))
         entry.encoded = data
         return entry
@@ -77,7 +77,7 @@ class NoteEntry:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "NoteEntry":
+    def from_json(cls, data: dict) -> NoteEntry:
         confirmed, excluded, reason, tags, problem = data["flags"]
         flags = NoteFlags(bool(confirmed), bool(excluded), str(reason), list(tags), problem)
         scan = NoteScan([Hit.from_list(hit) for hit in data["hits"]], flags, list(data["links"]))
@@ -173,7 +173,7 @@ class ScanCache:
         self.left = 0  # notes `entries` left unread at its deadline
 
     @classmethod
-    def load(cls, path, fingerprint: str, guard_path=None) -> "ScanCache":
+    def load(cls, path, fingerprint: str, guard_path=None) -> ScanCache:
         return cls(path, fingerprint, guard_path)
 
     @property
@@ -250,7 +250,7 @@ class ScanCache:
             self.convergent, self.merged, self.guard_dirty = files, None, True
         return done
 
-    def convergent_index(self, vault: Vault) -> "ConvergentIndex":
+    def convergent_index(self, vault: Vault) -> ConvergentIndex:
         """The guard's statements, rebuilt from the convergent files whose stat (mtime, size,
         inode, ctime) changed; the others come from the cache — merged already when none
         changed."""

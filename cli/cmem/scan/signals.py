@@ -222,7 +222,7 @@ class Hit(
         ]
 
     @classmethod
-    def from_list(cls, data: list) -> "Hit":
+    def from_list(cls, data: list) -> Hit:
         line, klass, cue, excerpt, kind, lkey, ckey, keys = data
         return cls(
             int(line),

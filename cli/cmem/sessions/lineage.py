@@ -125,10 +125,10 @@ def session_notes(
     vault: Vault, agent: str, session_id: str, folder: str, record: dict, archive
 ) -> list[HeldNote]:
     """The notes a session already has, live in the sessions folder or archived."""
-    names: set[str] = set(
+    names: set[str] = {
         Path(rel).name
         for rel in record["sessions"].get(f"{agent}:{session_id}", {}).get("notes", [])
-    )
+    }
     base = vault.root / folder
     try:
         names |= {

@@ -17,6 +17,7 @@ An edited, added or removed file needs `cmem trust` again, like an edited comman
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -305,7 +306,7 @@ def _guess_indent(text: str) -> dict[str, int]:
     lines = [
         line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]
-    for parent, child in zip(lines, lines[1:]):
+    for parent, child in itertools.pairwise(lines):
         if not re.sub(r"\s+#.*$", "", parent).rstrip().endswith(":"):
             continue
         parent_at = len(parent) - len(parent.lstrip(" "))

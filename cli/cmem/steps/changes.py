@@ -192,7 +192,7 @@ def read_only_problem(vault: Vault, change: Change) -> str | None:
 def check_writable(vault: Vault, changes: ChangeSet) -> None:
     """Every file the step would replace or remove may be: checked for all of them before the
     journal is written, so a refused step writes nothing at all."""
-    problems = [p for p in map(lambda c: read_only_problem(vault, c), changes.ordered()) if p]
+    problems = [p for p in (read_only_problem(vault, c) for c in changes.ordered()) if p]
     if problems:
         raise ReadOnlyFile(_read_only_sentence(problems))
 

@@ -390,9 +390,9 @@ def commit_files(
     files: dict[str, bytes | None],
     message: str,
     *,
-    from_disk: "list[str] | tuple[str, ...]" = (),
-    merge_parents: "list[str] | tuple[str, ...]" = (),
-    modes: "dict[str, str] | None" = None,
+    from_disk: list[str] | tuple[str, ...] = (),
+    merge_parents: list[str] | tuple[str, ...] = (),
+    modes: dict[str, str] | None = None,
 ) -> str | None:
     """cmem's one way to commit. Commits exactly these vault-relative paths and nothing else:
 
@@ -470,8 +470,8 @@ def _tree_entries(
     top: Path,
     prefix: str,
     files: dict[str, bytes | None],
-    from_disk: "list[str] | tuple[str, ...]",
-    modes: "dict[str, str] | None",
+    from_disk: list[str] | tuple[str, ...],
+    modes: dict[str, str] | None,
     git: Callable[..., str],
 ) -> list[tuple[str, str | None, str]]:
     """(mode, blob or None: removed, repository path) of each path the commit changes: the

@@ -115,8 +115,8 @@ def begin(
     changes: ChangeSet,
     message: str,
     *,
-    merge_parents: "list[str] | tuple[str, ...]" = (),
-    fast_forward: "tuple[str, str] | None" = None,
+    merge_parents: list[str] | tuple[str, ...] = (),
+    fast_forward: tuple[str, str] | None = None,
 ) -> Journal:
     """`merge_parents`: a sync's merge commit's other parents; `fast_forward`: (from, to) — a
     sync that moves the branch to the other side's commit instead of committing."""
@@ -211,7 +211,7 @@ def recover(vault: Vault) -> list[Recovery]:
     for folder in sorted(pending_journals(vault), key=_started):
         try:
             intent = json.loads((folder / "intent.json").read_text("utf-8"))
-            intent["entries"]  # noqa: B018 - a journal without entries is unreadable
+            intent["entries"]  # a journal without entries is unreadable
         except (OSError, ValueError, KeyError, TypeError):
             raise CmemError(
                 f"the step journal {folder} is unreadable; move it aside and check the vault with `git status`."

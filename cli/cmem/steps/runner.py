@@ -59,8 +59,8 @@ class Step:
         changes: ChangeSet,
         message: CommitMessage | str,
         *,
-        merge_parents: "tuple[str, ...] | list[str]" = (),
-        fast_forward: "tuple[str, str] | None" = None,
+        merge_parents: tuple[str, ...] | list[str] = (),
+        fast_forward: tuple[str, str] | None = None,
     ) -> str | None:
         """Journal, apply and commit `changes`; returns the commit (None: HEAD held it already).
 

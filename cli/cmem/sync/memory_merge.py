@@ -506,7 +506,7 @@ def _both_changed(key: str, ours: str, theirs: str) -> str | None:
     try:
         our_value = safe_load(ours)[key]
         their_value = safe_load(theirs)[key]
-    except Exception:  # noqa: BLE001 - unparsable YAML: keep ours, said by the caller
+    except Exception:  # unparsable YAML: keep ours, said by the caller
         return None
     if isinstance(our_value, list) and isinstance(their_value, list):
         union = list(our_value) + [item for item in their_value if item not in our_value]

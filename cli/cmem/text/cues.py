@@ -291,7 +291,7 @@ _TABLE = {
 
 
 @lru_cache(maxsize=16)
-def _cue_index(extra: tuple[tuple[str, tuple[str, ...]], ...]) -> "CueIndex":
+def _cue_index(extra: tuple[tuple[str, tuple[str, ...]], ...]) -> CueIndex:
     """All cues in priority order (a class's configured cues before its built-in ones), indexed."""
     extra_by_class = dict(extra)
     cues: list[Cue] = []
@@ -305,7 +305,7 @@ def _cue_index(extra: tuple[tuple[str, tuple[str, ...]], ...]) -> "CueIndex":
     return CueIndex(tuple(cues))
 
 
-def cue_index(extra_cues: dict[str, tuple[str, ...]] | None = None) -> "CueIndex":
+def cue_index(extra_cues: dict[str, tuple[str, ...]] | None = None) -> CueIndex:
     if not extra_cues:
         return _cue_index(())  # the common case, asked once a note by a scan: no key to build
     extra = tuple(sorted((cls, tuple(words)) for cls, words in extra_cues.items() if words))

@@ -36,13 +36,13 @@ from cmem.vault.state_json import State
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing stays unloaded: the shell hook's spawn imports this module
-    from typing import Literal, Union
+    from typing import Literal
 
     from cmem.converge.pass_values import PassStatus
     from cmem.converge.pipeline import PassResult
 
     # the stop rule's `stopped`, another pass's `busy`, or the pass's own status
-    TriggerStatus = Union[Literal["stopped", "busy"], PassStatus]
+    TriggerStatus = Literal["stopped", "busy"] | PassStatus
 
 
 def check_due(

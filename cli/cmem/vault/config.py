@@ -381,9 +381,7 @@ def _layer_folders(merged: dict, data: dict, where: Path) -> dict:
     listed = extra
     extra = _uncovered(extra, recursive)
     recursive = frozenset(_uncovered(tuple(recursive), recursive))
-    named = [(key, folder) for key, folder in folders.items()] + [
-        ("divergent.extra_folders", folder) for folder in extra
-    ]
+    named = list(folders.items()) + [("divergent.extra_folders", folder) for folder in extra]
     user_set = {f"layers.{key}" for key in (data.get("layers") or {})} | (
         {"divergent.extra_folders"} if extra else set()
     )

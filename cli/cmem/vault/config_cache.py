@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-_PY = "%d%d" % sys.version_info[:2]  # marshal's format follows the Python version
+_PY = "{}{}".format(*sys.version_info[:2])  # marshal's format follows the Python version
 
 
 def cache_dir(kind: str) -> str:

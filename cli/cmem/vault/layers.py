@@ -384,7 +384,7 @@ class Vault:
                         stack.append(Path(entry.path))
         return sorted(found)
 
-    def remember_listings(self) -> "Vault":
+    def remember_listings(self) -> Vault:
         """For a command that only reads: list each layer once, however many of its parts ask
         (a status asked 7 times). Never for a writer, whose later listings must see its writes."""
         self.__dict__["_listings"] = {}

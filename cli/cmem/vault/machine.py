@@ -14,11 +14,7 @@ from cmem.text.names import show_name
 
 def machine_dir_of(root: str | os.PathLike) -> str:
     import re
-
-    try:
-        from _sha256 import sha256  # the builtin module: hashlib would load OpenSSL
-    except ImportError:  # pragma: no cover - builds without it
-        from hashlib import sha256
+    from hashlib import sha256
 
     from cmem.private import state_root  # 0700, tightened once when an older cmem left it open
 

@@ -167,6 +167,6 @@ def _clean(value) -> str | None:
     if not isinstance(value, str):
         return None
     folder = value.strip().strip("/")
-    if not folder or folder.startswith("/") or ".." in folder.split("/") or folder.startswith("."):
+    if not folder or folder.startswith(("/", ".")) or ".." in folder.split("/"):
         return None
     return folder

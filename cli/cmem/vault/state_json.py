@@ -121,7 +121,7 @@ class ConvergedNote:
         return data
 
     @classmethod
-    def from_json(cls, entry: dict) -> "ConvergedNote":
+    def from_json(cls, entry: dict) -> ConvergedNote:
         """Raises KeyError, TypeError, AttributeError or ValueError for a malformed entry."""
         deferred = entry.get("deferred") or {}
         if not isinstance(deferred, dict):
@@ -176,7 +176,7 @@ def load_state(path: Path) -> State:
     return parse_state(text, path)
 
 
-def parse_state(text: str, path: "Path | str") -> State:
+def parse_state(text: str, path: Path | str) -> State:
     """The state in `text` (read from `path`, named in messages)."""
     try:
         data = json.loads(text)

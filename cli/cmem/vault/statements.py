@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import namedtuple
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 
 from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
@@ -81,7 +81,7 @@ class Statement(namedtuple("Statement", "line_no text core sources traces")):
 _Pattern = namedtuple("_Pattern", "prefix middle suffix opener closer")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _trace_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
     templates = [lang["trace"] for lang in LANGUAGE_DEFAULTS.values()] + list(extra)
     patterns = []
@@ -110,7 +110,7 @@ def _link_run(separator: str) -> re.Pattern:
     return re.compile(rf"\s*{_LINK}(?:{between}{_LINK})*")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _source_patterns(extra: tuple[str, ...] = ()) -> tuple[_Pattern, ...]:
     """`extra`: configured source templates, each optionally followed by its separator
     (`(template, separator)` flattened as `template + "\x00" + separator`). `middle` holds the
@@ -219,7 +219,7 @@ def find_traces(text: str, formats: Formats | None = None) -> list[Trace]:
     return top
 
 
-@lru_cache(maxsize=None)
+@cache
 def _loose_trace_patterns(extra: tuple[str, ...] = ()) -> tuple[tuple[re.Pattern, str], ...]:
     """Each trace format as a pattern that reads anything short in place of its date (and any
     spacing around it): what a trace looks like to a reader, whether or not cmem can read it.
@@ -399,7 +399,7 @@ def statement_lines(text: str, start_line: int = 1) -> list[tuple[int, str]]:
             if stripped.startswith(fence):
                 in_fence = False
             continue
-        if stripped.startswith("```") or stripped.startswith("~~~"):
+        if stripped.startswith(("```", "~~~")):
             in_fence, fence = True, stripped[:3]
             continue
         if in_comment:
@@ -409,7 +409,7 @@ def statement_lines(text: str, start_line: int = 1) -> list[tuple[int, str]]:
         if stripped.startswith("<!--"):
             in_comment = "-->" not in stripped
             continue
-        if not stripped or stripped.startswith("#") and re.match(r"#{1,6}(\s|$)", stripped):
+        if not stripped or (stripped.startswith("#") and re.match(r"#{1,6}(\s|$)", stripped)):
             continue
         if re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", stripped) or re.fullmatch(
             r"(-{3,}|\*{3,}|_{3,})", stripped

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 
-from cmem.text.names import name_key  # noqa: F401 (re-exported: the engine compares names so)
+from cmem.text.names import name_key  # re-exported: the engine compares names so
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
 from cmem.vault.statements import normalize

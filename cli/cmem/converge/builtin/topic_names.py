@@ -146,7 +146,7 @@ def _en_subject(text: str) -> str:
     if found:
         return found
     # a name anywhere but at the line's start: "Syncthing", "FTE"
-    for index, token in enumerate(tokens[1:], 1):
+    for token in tokens[1:]:
         if token[:1].isupper() and _content(token):
             return token.rstrip(".")
     return ""

@@ -72,7 +72,7 @@ class MemoryFile:
             self._statements = parse_statements("\n".join(self.lines[start - 1 :]), start, formats)
         return self._statements
 
-    def words(self, work: "PassWork") -> FileWords:
+    def words(self, work: PassWork) -> FileWords:
         """Its statements' keys and words: from the machine folder's copy while the file is as
         it was read, else made from its statements (and kept for the next pass)."""
         if self._words is None:

@@ -58,7 +58,7 @@ class FileWords:
         self._split: tuple[str, ...] | None = None
 
     @classmethod
-    def of(cls, statements: list[Statement]) -> "FileWords":
+    def of(cls, statements: list[Statement]) -> FileWords:
         postings: dict[str, list[str]] = {}
         for index, statement in enumerate(statements):
             for word in terms(statement.core):  # words hold no space nor line break
@@ -120,7 +120,7 @@ class FileWords:
         return (self.count, self._keys, tuple(sorted(self.empty)), self._postings)
 
     @classmethod
-    def from_raw(cls, raw) -> "FileWords":
+    def from_raw(cls, raw) -> FileWords:
         count, keys, empty, postings = raw
         if not (isinstance(keys, bytes) and isinstance(postings, bytes)):
             raise TypeError("not an entry")

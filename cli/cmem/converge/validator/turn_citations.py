@@ -43,7 +43,7 @@ def block_problem(note_text: str, block: str) -> str | None:
             return None
         if number in parsed.other_anchors:
             return "is not one of the user's turns (the agent's text is context, not a source)"
-        return "names no turn of that session note (its turns are ^t1 to ^t%d)" % parsed.last_turn
+        return f"names no turn of that session note (its turns are ^t1 to ^t{parsed.last_turn})"
     if re.search(rf"(?m)(?:^|\s)\^{re.escape(block)}[ \t]*$", note_text):
         return None
     return "names no block of that note"
