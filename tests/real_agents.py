@@ -145,7 +145,14 @@ def interactive_session(
 
     # the pane outlives the agent, so a crash leaves its words and exit code on the screen
     launch = shlex.join([str(agent_bin(agent)), *args]) + '; echo "[agent exited: $?]"; sleep 600'
-    exports = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
+    # a CI variable makes Gemini CLI (is-in-ci) run once without its UI and exit: CI sets one
+    exports = [
+        f"{key}={value}"
+        for key, value in env.items()
+        if "\n" not in value
+        and key not in ("CI", "CONTINUOUS_INTEGRATION")
+        and not key.startswith("CI_")
+    ]
     subprocess.run(
         [*socket, "new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", str(cwd),
          "env", "-i", *exports, "sh", "-c", launch],
