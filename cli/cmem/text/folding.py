@@ -18,8 +18,8 @@ def fold(text: str) -> str:
 
 
 def fold_case(text: str) -> str:
-    """Case-folded only, the Unicode form kept: for names compared as their owner compares them
-    (Obsidian's links, a heading, a file on a case-insensitive disk), which NFKC would widen."""
+    """Case-folded only, no NFKC: names compared as their owner compares them (Obsidian's
+    links, a heading, a file on a case-insensitive disk), where `Ａ` and `A` stay two."""
     return text.casefold()
 
 
@@ -31,7 +31,7 @@ def fold_lower(text: str) -> str:
 
 def fold_path(path: str) -> str:
     """NFC, then case-folded: paths as a case-insensitive file system compares them, which
-    knows canonical equivalence but not NFKC's (`ﬁ` and `fi` are two files there)."""
+    knows canonical equivalence but not NFKC's (`Ａ` and `A` are two files there)."""
     return unicodedata.normalize("NFC", path).casefold()
 
 
@@ -48,5 +48,6 @@ def nfc(text: str) -> str:
 
 def strip_marks(text: str) -> str:
     """NFKD with its combining marks dropped: `café` reads as `cafe` (for look-alike names)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return "".join(
+        ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch)
+    )
