@@ -337,12 +337,44 @@ def _functions(package: Path):
         yield from walk(ast.parse(path.read_text("utf-8")), "")
 
 
-def _folds(node: ast.AST) -> bool:
+# The one module that folds text (issue 45): every other module calls its functions.
+FOLDING_MODULE = "cmem.text.folding"
+
+
+def _bare_normalize(tree: ast.AST) -> bool:
+    """Whether a module imports `normalize` from `unicodedata` (a bare `normalize(...)` of
+    another module, such as a statement's key, folds nothing by itself)."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "unicodedata"
+        and any(alias.name == "normalize" and alias.asname is None for alias in node.names)
+        for node in ast.walk(tree)
+    )
+
+
+def _folds(node: ast.AST, bare_normalize: bool = False) -> bool:
     """A call of `.casefold()` or `unicodedata.normalize` (`normalize` imported from it too)."""
     if not isinstance(node, ast.Call):
         return False
     called = ast.unparse(node.func)
-    return called.endswith(".casefold") or called in ("unicodedata.normalize", "normalize")
+    return (
+        called.endswith(".casefold")
+        or called == "unicodedata.normalize"
+        or (bare_normalize and called == "normalize")
+    )
+
+
+def fold_sites(package: Path = PACKAGE) -> list[str]:
+    """`module:line` of every fold call outside the folding module, anywhere in a file (module
+    level included): each one text folding done beside the one helper module."""
+    found = []
+    for name, path in modules(package).items():
+        if name == FOLDING_MODULE:
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        bare = _bare_normalize(tree)
+        found += [f"{name}:{node.lineno}" for node in ast.walk(tree) if _folds(node, bare)]
+    return sorted(found, key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1])))
 
 
 def _own_nodes(function: ast.AST):
@@ -362,12 +394,16 @@ def text_folding(package: Path = PACKAGE) -> tuple[dict[str, str], list[str]]:
     done in place."""
     helpers: dict[str, str] = {}
     inline: list[str] = []
+    paths = modules(package)
+    bare = {
+        name: _bare_normalize(ast.parse(path.read_text("utf-8"))) for name, path in paths.items()
+    }
     for module, qualified, function in _functions(package):
         own = list(_own_nodes(function))
-        if not any(_folds(node) for node in own):
+        if not any(_folds(node, bare[module]) for node in own):
             continue
         returns = [node.value for node in own if isinstance(node, ast.Return) and node.value]
-        folded = any(_folds(node) for value in returns for node in ast.walk(value))
+        folded = any(_folds(node, bare[module]) for value in returns for node in ast.walk(value))
         if folded:
             helpers[f"{module}.{qualified}"] = module
         else:
@@ -539,12 +575,19 @@ def report(package: Path = PACKAGE) -> str:
         for label, by_file in outside.items():
             out.append(f"  {label}: {sum(by_file.values())} in {len(by_file)} files")
     helpers, inline = text_folding(package)
+    by_module: dict[str, list[str]] = defaultdict(list)
+    for name, module in helpers.items():
+        by_module[module].append(name.removeprefix(module + "."))
     out.append(
-        f"text-folding helpers (return text through .casefold() or unicodedata.normalize): "
-        f"{len(helpers)} in {len(set(helpers.values()))} modules"
+        f"text-folding helper modules (functions returning text through .casefold() or "
+        f"unicodedata.normalize): {len(by_module)} (target 1, {FOLDING_MODULE})"
     )
-    out += [f"  {name}" for name in helpers]
+    out += [f"  {module}: {', '.join(names)}" for module, names in sorted(by_module.items())]
     out.append(f"functions folding text inline, without a helper: {len(inline)}")
+    out += [f"  {name}" for name in inline]
+    sites = fold_sites(package)
+    out.append(f"fold calls outside {FOLDING_MODULE}: {len(sites)}")
+    out += [f"  {site}" for site in sites]
     long = long_functions(package)
     out.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {len(long)}")
     out += [f"  {where} ({n} lines)" for where, n in long.items()]

@@ -117,14 +117,39 @@ def test_the_layout_measures_find_what_issue_45_counts(layout, tmp_path):
         "def long():\n" + "    x = 1\n" * 80 + "    return x\n",
         "utf-8",
     )
+    # `normalize` imported from unicodedata folds; a statement key's `normalize` does not
+    (package / "wide.py").write_text(
+        "from unicodedata import normalize\nWIDE = normalize('NFKC', 'A')\n"
+        "def narrow(text):\n    found = normalize('NFKC', text)\n    return found\n",
+        "utf-8",
+    )
+    (package / "key.py").write_text(
+        "from cmem.statements import normalize\ndef key(text):\n    return normalize(text)\n",
+        "utf-8",
+    )
+    (package / "text").mkdir()
+    (package / "text" / "folding.py").write_text(
+        "def fold(text):\n    return text.casefold()\n", "utf-8"
+    )
     assert layout.argv_readers(package) == ["cmem.entry"]
     helpers, inline = layout.text_folding(package)
     assert helpers == {
         "cmem.fold.fold": "cmem.fold",
         "cmem.fold.outer.key": "cmem.fold",
         "cmem.fold.same": "cmem.fold",
+        "cmem.text.folding.fold": "cmem.text.folding",
     }
-    assert inline == ["cmem.fold.inline"]
+    assert inline == ["cmem.fold.inline", "cmem.wide.narrow"]
+    assert layout.fold_sites(package) == [
+        "cmem.fold:3",
+        "cmem.fold:3",
+        "cmem.fold:5",
+        "cmem.fold:5",
+        "cmem.fold:7",
+        "cmem.fold:11",
+        "cmem.wide:2",
+        "cmem.wide:4",
+    ]
     assert layout.long_functions(package) == {"cmem.fold.long:13": 82}
     assert layout.long_functions(package, limit=82) == {}
     repository = tmp_path

@@ -35,6 +35,7 @@ from cmem.archive.checklist import (
 from cmem.archive.citations import Citations
 from cmem.errors import CmemError
 from cmem.regular_files import read_regular, reason_of
+from cmem.text.folding import fold_case
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NEVER_READ_DIRS, Vault, is_undecodable, show_name
 from cmem.vault.state_json import load_state, state_bytes
 from cmem.vault.statements import WIKILINK
@@ -238,7 +239,7 @@ def _fill_target(vault: Vault, line: StagedLine, state) -> None:
     problem = vault.path_problem(target, ARCHIVE)
     if problem is None and not target.endswith(".md"):
         problem = "is not a Markdown file (.md)"
-    if problem is None and target.casefold() == vault.checklist_rel.casefold():
+    if problem is None and fold_case(target) == fold_case(vault.checklist_rel):
         problem = "is the checklist itself"
     if problem is None:
         link = _link_on_the_way(vault, target)
@@ -326,7 +327,7 @@ def plan_archive(vault: Vault, all_lines: bool = False) -> ArchivePlan:
         if names is None:
             names = _vault_note_names(vault)
         move = _plan_move(vault, line, source, staged, taken, names)
-        taken.add(move.target.casefold())
+        taken.add(fold_case(move.target))
         moving[source] = move
         plan.moves.append(move)
     return plan
@@ -372,7 +373,7 @@ def _unique_target(vault: Vault, target: str, taken: set[str]) -> str:
     folder, _, name = target.rpartition("/")
     stem = name.removesuffix(".md")
     candidate, number = target, 1
-    while candidate.casefold() in taken or os.path.lexists(vault.root / candidate):
+    while fold_case(candidate) in taken or os.path.lexists(vault.root / candidate):
         number += 1
         candidate = f"{folder}/{stem} ({number}).md" if folder else f"{stem} ({number}).md"
     return candidate

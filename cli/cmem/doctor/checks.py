@@ -14,6 +14,7 @@ from pathlib import Path
 from cmem.errors import CmemError
 from cmem.steps import commits as history
 from cmem.steps.lock import is_locked, lock_path, read_holder
+from cmem.text.folding import nfc
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import ARCHIVE, DIVERGENT, LAYERS, RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import (
@@ -259,8 +260,6 @@ def _check_lookalikes(vault: Vault) -> list[Finding]:
     """Memory files a reader (or a case-insensitive file system) takes for one another, names
     not in NFC form, and memory files named like a note, which make `[[name]]` ambiguous. A pass
     refuses to create these (docs/design.md §5 rule 12); files made by hand are named here."""
-    import unicodedata
-
     from cmem.converge.validator.allowed_paths import skeleton
 
     findings = []
@@ -268,7 +267,7 @@ def _check_lookalikes(vault: Vault) -> list[Finding]:
     by_shape: dict[str, list[str]] = {}
     for rel in memory:
         by_shape.setdefault(skeleton(rel), []).append(rel)
-        if unicodedata.normalize("NFC", rel) != rel:
+        if nfc(rel) != rel:
             findings.append(
                 Finding(
                     WARN,

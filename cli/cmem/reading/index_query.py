@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections import namedtuple
+
+from cmem.text.folding import fold_lower
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
 # every note outside memory and the archive, in one index: the divergent notes (a pending one is
@@ -96,16 +97,12 @@ class Hit(namedtuple("Hit", "path layer line heading text sources score matched 
     __slots__ = ()
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
-
-
 def query_terms(query: str) -> list[str]:
     """A query's terms: words, and the bigrams of each CJK run (one character stays one); its
     function words left out (`text/terms.py: is_query_stop`) unless nothing else is left."""
     from cmem.text.terms import is_query_stop
 
-    terms = _all_terms(_fold(query))
+    terms = _all_terms(fold_lower(query))
     content = [term for term in terms if not is_query_stop(term)]
     return content or terms
 

@@ -48,12 +48,12 @@ from cmem.reading.index_query import (  # the query side, shared with the light 
     WEIGHTS,  # noqa: F401 - kept importable from here
     Hit,
     SyncReport,
-    _fold,
     display_text,  # noqa: F401 - kept importable from here
     match_expression,  # noqa: F401 - kept importable from here
     query_terms,  # noqa: F401 - kept importable from here
     search_rows,
 )
+from cmem.text.folding import fold_lower
 from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import bigrams
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NoteFile, Vault
@@ -83,7 +83,7 @@ class IndexUnavailable(CmemError):
 def index_terms(text: str) -> str:
     """The text as the index sees it: CJK runs as single characters and bigrams, each a
     space-separated token; everything else left to unicode61 (words, lower case)."""
-    text = _fold(text)
+    text = fold_lower(text)
     parts = []
     position = 0
     for match in CJK_RUN.finditer(text):

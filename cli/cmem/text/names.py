@@ -41,8 +41,9 @@ def name_key(name: str) -> str:
         # NFKC leaves ASCII as it is, and casefold is lower: the common case, without either
         return name.lower().translate(_ASCII_SEPARATORS)
     import re
-    import unicodedata
+
+    from cmem.text.folding import fold
 
     if _separators is None:
         _separators = re.compile(r"[\s_\-–—/]+")
-    return _separators.sub("", unicodedata.normalize("NFKC", name).casefold())
+    return _separators.sub("", fold(name))

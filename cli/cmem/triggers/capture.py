@@ -14,6 +14,7 @@ from pathlib import Path
 from cmem.atomic import write_atomic
 from cmem.errors import CmemError, UsageError
 from cmem.regular_files import special_kind
+from cmem.text.folding import fold_case
 from cmem.vault.layers import DIVERGENT, Vault
 from cmem.vault.notes import line_end, read_text_exact
 
@@ -199,7 +200,7 @@ def with_line(text: str, line: str, heading: str = "") -> tuple[str, int]:
     wanted = _HEADING.match(heading.strip())
     if wanted is None:
         raise CmemError(f"setting 'capture.heading' must be a Markdown heading, not {heading!r}.")
-    level, words = len(wanted.group(1)), wanted.group(2).casefold()
+    level, words = len(wanted.group(1)), fold_case(wanted.group(2))
     lines = text.split("\n")
     at, fenced = None, False
     for index, current in enumerate(lines):
@@ -209,7 +210,7 @@ def with_line(text: str, line: str, heading: str = "") -> tuple[str, int]:
         found = None if fenced else _HEADING.match(current)
         if found is None:
             continue
-        if at is None and len(found.group(1)) == level and found.group(2).casefold() == words:
+        if at is None and len(found.group(1)) == level and fold_case(found.group(2)) == words:
             at = index
         elif at is not None and len(found.group(1)) <= level:
             return _insert(lines, at, index, line)

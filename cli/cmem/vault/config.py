@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmem.errors import ConfigError
+from cmem.text.folding import fold_path
 from cmem.vault.globs import any_glob
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 
@@ -422,7 +423,7 @@ def _uncovered(extra: tuple[str, ...], recursive: frozenset[str]) -> tuple[str, 
 
 def folder_overlap(a: str, b: str) -> str | None:
     """How folder `a` relates to folder `b`, compared as a case-insensitive disk would."""
-    fa, fb = (unicodedata.normalize("NFC", path).casefold() + "/" for path in (a, b))
+    fa, fb = (fold_path(path) + "/" for path in (a, b))
     if fa == fb:
         return "is the same folder as"
     if fa.startswith(fb):

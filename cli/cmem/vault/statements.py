@@ -21,6 +21,7 @@ import unicodedata
 from collections import namedtuple
 from functools import cache, cached_property, lru_cache
 
+from cmem.text.folding import fold, nfkc
 from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 from cmem.vault.quoted import QUOTED_MARKS
@@ -473,7 +474,7 @@ def normalize(text: str) -> str:
     statement."""
     if not text.isascii():
         text = _narrow_punctuation(text)
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = fold(text)
     # four `in` tests, not any() over a generator: that cost more than the tests (per cue line)
     if "." in text or "-" in text or "\u2212" in text or "\u2013" in text:
         text = _NUMBER_MARKS.sub(lambda m: _DECIMAL if m.group() == "." else _MINUS, text)
@@ -503,9 +504,7 @@ def _drop(text: str) -> str:
 
 # The full-width signs that keep most Chinese lines from NFKC's quick check (issue 13), each
 # with its NFKC form: its own whole decomposition, so putting it in first changes no result.
-_WIDE_PUNCTUATION = tuple(
-    (chr(code), unicodedata.normalize("NFKC", chr(code))) for code in map(ord, "，：；！？（）")
-)
+_WIDE_PUNCTUATION = tuple((chr(code), nfkc(chr(code))) for code in map(ord, "，：；！？（）"))
 
 
 def _narrow_punctuation(text: str) -> str:

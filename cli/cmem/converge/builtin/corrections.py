@@ -19,11 +19,11 @@ rewrite is for the statement the line is about, and changes only the part it cor
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from cmem.converge.builtin.line_words import OLD_SIDE
 from cmem.converge.builtin.phrasing import substitution
 from cmem.converge.builtin.slots import slot_swap
+from cmem.text.folding import fold, fold_case, nfkc
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
 
@@ -31,19 +31,15 @@ _TOKEN = re.compile(r"[A-Za-z0-9][\w.+#-]*")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w]|\.\d)")
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
 def _stem(word: str) -> str:
-    word = word.rstrip(".").casefold()
+    word = fold_case(word.rstrip("."))
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
 
 
 def _tokens(text: str) -> list[re.Match]:
-    return list(_TOKEN.finditer(unicodedata.normalize("NFKC", text)))
+    return list(_TOKEN.finditer(nfkc(text)))
 
 
 def _content(word: str) -> bool:
@@ -74,8 +70,8 @@ def holds(core: str, side: str) -> bool:
     if not words and not runs:
         return False
     stems = {_stem(m.group(0)) for m in _tokens(core)}
-    folded = _fold(core)
-    return all(word in stems for word in words) and all(_fold(run) in folded for run in runs)
+    folded = fold(core)
+    return all(word in stems for word in words) and all(fold(run) in folded for run in runs)
 
 
 def specific(side: str) -> bool:
@@ -130,7 +126,7 @@ def _number_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
 def _word_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
     """ "from pipenv to uv": the new words the statement does not hold, one run of at most as
     many words as the old side, take the old side's place."""
-    side = unicodedata.normalize("NFKC", side)
+    side = nfkc(side)
     side_tokens = [m for m in _tokens(side) if _content(m.group(0))]
     if not side_tokens or HAN_RUN.search(side):
         return None
@@ -141,7 +137,7 @@ def _word_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
     ]
     if not fresh or fresh[-1] - fresh[0] + 1 != len(fresh) or len(fresh) > len(side_tokens):
         return None
-    text = unicodedata.normalize("NFKC", new)
+    text = nfkc(new)
     # "video calls instead of calls": a run that only qualifies the old words is no new value
     side_stems = {_stem(m.group(0)) for m in side_tokens}
     before = tokens[fresh[0] - 1] if fresh[0] else None
@@ -156,7 +152,7 @@ def _word_swap(core: str, new: str, side: str) -> tuple[str, str, str] | None:
     first, last = side_tokens[0], side_tokens[-1]
     phrase = side[first.start() : last.end()].rstrip(".")
     place = re.search(rf"(?<![\w.+#-]){re.escape(phrase)}(?![\w+#-])", core, re.IGNORECASE)
-    if place is None or replacement.casefold() in _fold(core):
+    if place is None or fold_case(replacement) in fold(core):
         return None
     if tokens[fresh[0]].start() == 0 and place.start() > 0 and replacement[1:2].islower():
         # "Calls from now on": a capital that only starts the line, not a name

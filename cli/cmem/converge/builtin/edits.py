@@ -10,6 +10,7 @@ import re
 from cmem.converge.builtin.corrections import old_sides, substitute
 from cmem.converge.builtin.line_words import terms
 from cmem.converge.builtin.working_copy import MemoryFile, PassWork, joiner
+from cmem.text.folding import fold_case
 from cmem.vault.config import Formats
 from cmem.vault.statements import (
     WIKILINK,
@@ -237,10 +238,10 @@ def _append_under(work: PassWork, file: MemoryFile, heading: str, line: str) -> 
     """After the last line of the section `heading` (any level, any case), or a new section at
     the file's end."""
     top = file.body_start - 1
-    wanted = heading.lstrip("#").strip().casefold()
+    wanted = fold_case(heading.lstrip("#").strip())
     for index in range(top, len(file.lines)):
         match = re.match(r"(#{1,6})\s+(.*?)\s*$", file.lines[index])
-        if match and match.group(2).casefold() == wanted:
+        if match and fold_case(match.group(2)) == wanted:
             level = len(match.group(1))
             end = index + 1
             while end < len(file.lines):

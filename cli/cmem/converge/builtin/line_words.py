@@ -9,10 +9,10 @@ shortest unit that carries a topic. That is why "喜欢 React" and "Svelte 真�
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Container
 from functools import lru_cache
 
+from cmem.text.folding import fold
 from cmem.text.names import name_key  # re-exported: the engine compares names so
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
@@ -28,7 +28,7 @@ _PARTICLE = re.compile(r"[的了着过吗呢吧啊]")
 def terms(text: str) -> frozenset[str]:
     """Content words of a line: English words (lower case, plural `s` off) and CJK bigrams —
     Chinese has no spaces, and two characters are the shortest unit that carries a topic."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = fold(text)
     found = set()
     for match in _WORD.finditer(text):
         word = match.group(0).strip(".-_")
@@ -129,11 +129,7 @@ def quote_line(line: str, topic_keys: Container[str]) -> str:
 
 
 def slug(text: str) -> str:
-    return (
-        re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).casefold())
-        .strip("-_")[:48]
-        .strip("-_")
-    )
+    return re.sub(r"[^\w]+", "-", fold(text)).strip("-_")[:48].strip("-_")
 
 
 _CUE_PREFIX = re.compile(

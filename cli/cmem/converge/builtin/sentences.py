@@ -14,8 +14,8 @@ is a sentence a person keeps, not a paragraph of a message to a friend.
 from __future__ import annotations
 
 import re
-import unicodedata
 
+from cmem.text.folding import fold
 from cmem.text.scripts import cjk_count
 
 # After . ! ? followed by a space (not inside 3.13, v2.0 or crdt.tech), or after 。！？ at once.
@@ -29,10 +29,6 @@ def sentences(text: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
 def width(text: str) -> int:
     """The length a statement is measured by: a CJK character counts two."""
     return len(text) + cjk_count(text)
@@ -44,9 +40,9 @@ def cue_sentence(text: str, cue: str) -> str:
     parts = sentences(text)
     if len(parts) <= 1:
         return text
-    wanted = _fold(cue).strip()
+    wanted = fold(cue).strip()
     for part in parts:
-        if wanted and wanted in _fold(part):
+        if wanted and wanted in fold(part):
             return part
     return parts[0]
 

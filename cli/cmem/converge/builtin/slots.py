@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 
 from cmem.converge.builtin.line_words import without_cue
+from cmem.text.folding import fold_case
 
 HOME = "home"
 _HOME = re.compile(
@@ -40,7 +41,7 @@ _NAME = re.compile(r"(?<![a-z0-9_.+#-])[a-z][a-z0-9+#-]*")
 @lru_cache(maxsize=4096)
 def _values(text: str) -> dict[str, tuple[str, ...]]:
     """kind → the names of that kind a text holds, in order (lower case)."""
-    low = text.casefold()
+    low = fold_case(text)
     words = [m.group(0) for m in _NAME.finditer(low)]
     present = set(words)
     found: dict[str, tuple[str, ...]] = {}

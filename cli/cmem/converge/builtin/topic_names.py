@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 from cmem.converge.builtin.line_words import slug
 from cmem.converge.validator.allowed_paths import skeleton
+from cmem.text.folding import fold_case
 from cmem.text.scripts import HAN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
 
@@ -91,7 +92,7 @@ _EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9.+#-]*(?:['’][A-Za-z]+)?|\d[\w.]*|[
 
 def _content(token: str) -> bool:
     """A word a topic may be named by: no function word, no time, no contraction, no number."""
-    low = token.casefold().rstrip(".")
+    low = fold_case(token).rstrip(".")
     return (
         token[:1].isalpha()
         and "'" not in token
@@ -106,7 +107,7 @@ def _content(token: str) -> bool:
 
 def _phrase(tokens: list[str], start: int, object_of_verb: bool = False) -> str:
     """Up to three content words from `start` (after a determiner), ended by any other word."""
-    while start < len(tokens) and tokens[start].casefold() in _DETERMINERS:
+    while start < len(tokens) and fold_case(tokens[start]) in _DETERMINERS:
         start += 1
     words: list[str] = []
     for token in tokens[start : start + 3]:
@@ -114,7 +115,7 @@ def _phrase(tokens: list[str], start: int, object_of_verb: bool = False) -> str:
         # Ledger" is about the side project); a word in -ing first is a verb ("checking Slack")
         if not _content(token) or (words and token[:1].isupper() and words[-1][:1].islower()):
             break
-        if object_of_verb and not words and token.casefold().endswith("ing") and len(token) > 5:
+        if object_of_verb and not words and fold_case(token).endswith("ing") and len(token) > 5:
             continue
         words.append(token.rstrip("."))
     return " ".join(words)
@@ -122,7 +123,7 @@ def _phrase(tokens: list[str], start: int, object_of_verb: bool = False) -> str:
 
 def _en_subject(text: str) -> str:
     tokens = _EN_TOKEN.findall(text)
-    low = [t.casefold() for t in tokens]
+    low = [fold_case(t) for t in tokens]
     # what the line is for: "for the prototypes", "as my shell"
     for index, word in enumerate(low[:-1]):
         if word in ("for", "as") and low[index + 1] in _DETERMINERS:

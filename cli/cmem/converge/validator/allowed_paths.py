@@ -13,6 +13,7 @@ import os
 import re
 import unicodedata
 
+from cmem.text.folding import fold, nfc, nfkc, strip_marks
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault, is_sync_conflict
 
 # Characters that render like a path separator or a dot but have no NFKC decomposition to one.
@@ -52,7 +53,7 @@ def _lookalike(ch: str) -> str | None:
         return None
     if ch in _LOOKALIKES:
         return _LOOKALIKES[ch]
-    folded = unicodedata.normalize("NFKC", ch)
+    folded = nfkc(ch)
     return next((target for target in "/\\." if target in folded), None)
 
 
@@ -183,15 +184,13 @@ def skeleton(path: str) -> str:
     """A path as it looks: NFKC, case folded, look-alike letters mapped to one form, marks
     dropped. Two paths with one skeleton are one name to a reader (and one file on a
     case-insensitive file system)."""
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", path).casefold())
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return plain.translate(_CONFUSABLES)
+    return strip_marks(fold(path)).translate(_CONFUSABLES)
 
 
 def lookalike_problem(path: str, existing: list[str]) -> str | None:
     """Why a new memory file's path is too close to an existing one, or None."""
-    if unicodedata.normalize("NFC", path) != path:
-        return f"is not in Unicode NFC form (write it as {show_path(unicodedata.normalize('NFC', path))!r})"
+    if nfc(path) != path:
+        return f"is not in Unicode NFC form (write it as {show_path(nfc(path))!r})"
     if path in existing:
         return None
     shape = skeleton(path)

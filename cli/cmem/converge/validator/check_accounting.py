@@ -17,6 +17,7 @@ from cmem.converge.validator.reply_reading import (
 from cmem.converge.validator.response import RESPONSE, ConvergedEntry, DeferredEntry
 from cmem.converge.validator.rules import ACCOUNTING, CONVERGED, UNACCOUNTED, UNKNOWN
 from cmem.regular_files import read_regular, reason_of
+from cmem.text.folding import fold_case
 from cmem.vault.statements import WIKILINK
 
 
@@ -274,13 +275,13 @@ def _cites(text: str, names: set[str]) -> bool:
     if "[[" not in text:
         return False
     return any(
-        match.group(1).strip() in names or match.group(1).strip().casefold() in _folded(names)
+        match.group(1).strip() in names or fold_case(match.group(1).strip()) in _folded(names)
         for match in WIKILINK.finditer(text)
     )
 
 
 def _folded(names: set[str]) -> set[str]:
-    return {name.casefold() for name in names}
+    return {fold_case(name) for name in names}
 
 
 # The rules this module checks, each under its id, in the order they run: on each file block,

@@ -7,7 +7,6 @@ the change, or drop it; then the reply is applied with the warning in the commit
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
 from cmem.converge.validator.reply_reading import (
@@ -19,6 +18,7 @@ from cmem.converge.validator.reply_reading import (
     short_text,
 )
 from cmem.converge.validator.rules import INVENTION, UNTRACED
+from cmem.text.folding import fold
 from cmem.text.scripts import cjk_count, is_cjk
 from cmem.text.terms import EN_GRAMMAR, bigrams
 
@@ -101,7 +101,7 @@ def _cjk_split(run: str) -> list[str]:
 def word_tokens(text: str) -> set[str]:
     """Words for overlap: lower-cased words of other scripts, and bigrams of each CJK run (CJK
     is not written with spaces, and single characters match too easily)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = fold(text)
     tokens: set[str] = set()
     for run in re.findall(r"[^\W_]+", text):
         for part in _cjk_split(run):

@@ -13,8 +13,8 @@ loses nothing either: it was reworded or merged, not changed.
 from __future__ import annotations
 
 import re
-import unicodedata
 
+from cmem.text.folding import fold
 from cmem.text.scripts import is_cjk
 from cmem.text.terms import EN_GRAMMAR, ZH_FUNCTION_CHARS
 
@@ -29,10 +29,6 @@ _ZH_NEGATION = "不没别非未无勿莫"
 _ZH_SKIP = ZH_FUNCTION_CHARS - frozenset(_ZH_NEGATION)
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
 def _stem(word: str) -> str:
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -44,7 +40,7 @@ def kept_words(text: str) -> frozenset[str]:
     """The content words of `text`: English words (stemmed, grammar words left out), numbers,
     and each Chinese (CJK) character but the function characters."""
     words: set[str] = set()
-    for run in _TOKEN.findall(_fold(text)):
+    for run in _TOKEN.findall(fold(text)):
         latin: list[str] = []
         for char in run:
             if is_cjk(char):
@@ -69,7 +65,7 @@ def _word(word: str) -> str:
 
 def numbers(text: str) -> frozenset[str]:
     """The numbers of `text` with their signs, and its currency and comparison signs."""
-    folded = _fold(text).replace("−", "-")
+    folded = fold(text).replace("−", "-")
     found = {match.group().replace("−", "-") for match in _NUMBER.finditer(folded)}
     return frozenset(found | set(_SIGNS.findall(folded)))
 
@@ -80,7 +76,7 @@ def questions(text: str) -> int:
 
 def negations(text: str) -> int:
     """How many negations the text holds (English words and Chinese characters)."""
-    folded = _fold(text).replace("n't", " not")
+    folded = fold(text).replace("n't", " not")
     count = sum(1 for word in _TOKEN.findall(folded) if word in _EN_NEGATION)
     return count + sum(folded.count(char) for char in _ZH_NEGATION)
 

@@ -35,6 +35,7 @@ from cmem.converge.validator.rules import (
     RuleId,
     WarningName,
 )
+from cmem.text.folding import fold_case
 from cmem.vault.config import Formats
 from cmem.vault.layers import ARCHIVE, DIVERGENT, RESIDENT, NoteFile, Vault
 from cmem.vault.notes import read_note
@@ -215,7 +216,7 @@ class ReplyReading:
         self._by_name: dict[str, list[str]] = {}  # exact and case-folded name → paths
         for known, paths in ctx.note_names.items():
             self._by_name.setdefault(known, []).extend(paths)
-            self._by_name.setdefault(known.casefold(), []).extend(paths)
+            self._by_name.setdefault(fold_case(known), []).extend(paths)
         self._cited_texts: dict[str, str | None] = {}
         self.facts: dict[Callable, object] = {}  # a `reply_fact` → its answer for this reply
 
@@ -436,7 +437,7 @@ class ReplyReading:
         name = name.strip()
         bare = name.removesuffix(".md")
         found = (
-            self._by_name.get(name) or self._by_name.get(bare) or self._by_name.get(bare.casefold())
+            self._by_name.get(name) or self._by_name.get(bare) or self._by_name.get(fold_case(bare))
         )
         if found:
             return found
