@@ -27,6 +27,7 @@ from cmem.converge.builtin.line_words import quote_line, terms
 from cmem.converge.builtin.phrasing import statement_text
 from cmem.converge.selection import SelectedNote
 from cmem.scan.recurrence import phrase_keys
+from cmem.scan.signals import Signal
 from cmem.vault.config import Formats
 from cmem.vault.notes import note_date, split_frontmatter
 from cmem.vault.statements import Trace, may_hold_traces, parse_statements
@@ -123,62 +124,66 @@ def line_fates(
             if signal.line in seen:
                 continue
             seen.add(signal.line)
-            raw = (
-                note.lines[signal.line - 1]
-                if 0 < signal.line <= len(note.lines)
-                else signal.excerpt
-            )
-            quoted = quote_line(raw, set())
-            words = terms(quoted)
-            # the words as the builtin engine restates them ("last month" → "since 2026-10")
-            restated = terms(statement_text(quoted, note_date(note.name, date(2000, 1, 1))))
-            where, file = PENDING, ""
-            if not words and cited:
-                where, file = STATEMENT, cited[0].file  # nothing to compare: the note is cited
-            else:
-                # a statement keeps the subject and drops cue words, hedges and the old side
-                # ("from uv", "not Lisbon"): a third of the words will do; a trace must quote half.
-                # The better of the two wins: a line a later line changed again is in its trace.
-                best_statement = max(cited, key=lambda h: len(words & h.words), default=None)
-                best_trace = max(
-                    traces,
-                    key=lambda h: max(len(words & h.words), len(restated & h.words)),
-                    default=None,
-                )
-                in_statement = (
-                    len(words & best_statement.words)
-                    if best_statement and _share(words, best_statement.words, 1 / 3)
-                    else 0
-                )
-                in_trace = 0
-                if best_trace and (
-                    _share(words, best_trace.words, 1 / 2)
-                    or _share(restated, best_trace.words, 1 / 2)
-                ):
-                    in_trace = max(len(words & best_trace.words), len(restated & best_trace.words))
-                if best_statement and in_statement and in_statement >= in_trace:
-                    where, file = STATEMENT, best_statement.file
-                elif best_trace and in_trace:
-                    where, file = TRACE, best_trace.file
-                else:
-                    # restated, or a correction whose new side is in the statement and old side
-                    # in its trace ("不是北京，是深圳" → "在找深圳后端实习（…原为：在找北京后端实习）")
-                    hit = next(
-                        (
-                            h
-                            for h in cited
-                            if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)
-                        ),
-                        None,
-                    )
-                    if hit is None and signal.cls == "recurring":
-                        # an event merged into its pattern shares the key phrase the scanner counted
-                        keys = set(phrase_keys(quoted.lower()))
-                        hit = next((h for h in cited if keys & h.keys), None)
-                    if hit is not None:
-                        where, file = STATEMENT, hit.file
+            where, file = _place_of(note, signal, cited, traces)
             fates.append(LineFate(note.rel, signal.line, signal.cls, where, file))
     return fates
+
+
+def _place_of(
+    note: SelectedNote, signal: Signal, cited: list[_Held], traces: list[_Held]
+) -> tuple[str, str]:
+    """Where one signal line of a converged note went, and the file holding it: `cited` are the
+    statements citing the note, `traces` every trace of the layer."""
+    raw = note.lines[signal.line - 1] if 0 < signal.line <= len(note.lines) else signal.excerpt
+    quoted = quote_line(raw, set())
+    words = terms(quoted)
+    # the words as the builtin engine restates them ("last month" → "since 2026-10")
+    restated = terms(statement_text(quoted, note_date(note.name, date(2000, 1, 1))))
+    where, file = PENDING, ""
+    if not words and cited:
+        where, file = STATEMENT, cited[0].file  # nothing to compare: the note is cited
+    else:
+        # a statement keeps the subject and drops cue words, hedges and the old side
+        # ("from uv", "not Lisbon"): a third of the words will do; a trace must quote half.
+        # The better of the two wins: a line a later line changed again is in its trace.
+        best_statement = max(cited, key=lambda h: len(words & h.words), default=None)
+        best_trace = max(
+            traces,
+            key=lambda h: max(len(words & h.words), len(restated & h.words)),
+            default=None,
+        )
+        in_statement = (
+            len(words & best_statement.words)
+            if best_statement and _share(words, best_statement.words, 1 / 3)
+            else 0
+        )
+        in_trace = 0
+        if best_trace and (
+            _share(words, best_trace.words, 1 / 2) or _share(restated, best_trace.words, 1 / 2)
+        ):
+            in_trace = max(len(words & best_trace.words), len(restated & best_trace.words))
+        if best_statement and in_statement and in_statement >= in_trace:
+            where, file = STATEMENT, best_statement.file
+        elif best_trace and in_trace:
+            where, file = TRACE, best_trace.file
+        else:
+            # restated, or a correction whose new side is in the statement and old side
+            # in its trace ("不是北京，是深圳" → "在找深圳后端实习（…原为：在找北京后端实习）")
+            hit = next(
+                (
+                    h
+                    for h in cited
+                    if _share(restated, h.words, 1 / 3) or _share(words, h.history, 1 / 2)
+                ),
+                None,
+            )
+            if hit is None and signal.cls == "recurring":
+                # an event merged into its pattern shares the key phrase the scanner counted
+                keys = set(phrase_keys(quoted.lower()))
+                hit = next((h for h in cited if keys & h.keys), None)
+            if hit is not None:
+                where, file = STATEMENT, hit.file
+    return where, file
 
 
 def summary(fates: list[LineFate]) -> str:

@@ -185,22 +185,7 @@ def _run_locked(
                 )
             so_far = _result_so_far(pass_id, inputs, plan, engine, checked, record)
             if checked.validation is None:
-                asked = (
-                    "once"
-                    if engine.repair_rounds == 0
-                    else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
-                )
-                what = (
-                    "the reply in the response file was rejected"
-                    if engine.kind == "response"
-                    else f"the {engine.kind} response was rejected after asking {asked}"
-                )
-                failed = replace(
-                    so_far,
-                    message=f"{what}; nothing was written (run record: {record.folder})",
-                )
-                record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
-                return failed
+                return _rejected(so_far, engine, record, step, now)
 
             planned = plan_pass(vault, inputs, checked.validation, quarantined)
             result = _with_plan(so_far, planned)
@@ -233,28 +218,73 @@ def _run_locked(
             return result
         except KeyboardInterrupt as interrupt:
             so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, interrupt)
-            record_outcome(
-                record,
-                so_far,
-                step,
-                now,
-                "interrupted",
-                "stopped with Ctrl-C" + (" while writing" if applying else ""),
-            )
-            # the CLI prints this under "interrupted": what was and was not done
-            set_stop_summary(
-                interrupt, interrupted_summary(so_far, step.snapshot if step else None, applying)
-            )
+            _record_interrupt(interrupt, so_far, record, step, now, applying)
             raise
         except CmemError as exc:
-            from cmem.setup.trust import UntrustedCommand
-
             so_far = _stopped_so_far(pass_id, inputs, engine, checked, record, exc)
-            refused = isinstance(exc, UntrustedCommand)
-            record_outcome(record, so_far, step, now, "refused" if refused else "failed", str(exc))
-            if step is not None and not applying:  # an apply's own error already says what was kept
-                exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
+            _record_error(exc, so_far, record, step, now, applying)
             raise
+
+
+def _rejected(
+    so_far: PassResult, engine: Engine, record: RunRecord, step: Step | None, now: datetime
+) -> PassResult:
+    """A reply the validator refused: nothing is written, and the result says how often we asked."""
+    asked = (
+        "once"
+        if engine.repair_rounds == 0
+        else f"{engine.repair_rounds + 1} times ({engine.repair_rounds} repair rounds)"
+    )
+    what = (
+        "the reply in the response file was rejected"
+        if engine.kind == "response"
+        else f"the {engine.kind} response was rejected after asking {asked}"
+    )
+    failed = replace(
+        so_far,
+        message=f"{what}; nothing was written (run record: {record.folder})",
+    )
+    record_outcome(record, failed, step, now, "failed", failed.message, failed.errors)
+    return failed
+
+
+def _record_interrupt(
+    interrupt: KeyboardInterrupt,
+    so_far: PassResult,
+    record: RunRecord,
+    step: Step | None,
+    now: datetime,
+    applying: bool,
+) -> None:
+    """Ctrl-C: the run record keeps the outcome, the interrupt carries what was and was not done."""
+    record_outcome(
+        record,
+        so_far,
+        step,
+        now,
+        "interrupted",
+        "stopped with Ctrl-C" + (" while writing" if applying else ""),
+    )
+    set_stop_summary(
+        interrupt, interrupted_summary(so_far, step.snapshot if step else None, applying)
+    )
+
+
+def _record_error(
+    exc: CmemError,
+    so_far: PassResult,
+    record: RunRecord,
+    step: Step | None,
+    now: datetime,
+    applying: bool,
+) -> None:
+    """A refused or failed pass: the run record keeps the outcome, the error says what was kept."""
+    from cmem.setup.trust import UntrustedCommand
+
+    refused = isinstance(exc, UntrustedCommand)
+    record_outcome(record, so_far, step, now, "refused" if refused else "failed", str(exc))
+    if step is not None and not applying:  # an apply's own error already says what was kept
+        exc.args = (f"{exc}\n{failure_summary(so_far, step.snapshot)}",)
 
 
 # --- the stages ---------------------------------------------------------------------------

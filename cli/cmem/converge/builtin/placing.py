@@ -89,35 +89,13 @@ def best_match(
         new_terms = new_terms | side_words(side)
     slots = slots_of(text)
     files = work.writable(preferred)
-    total = 0  # statements that may be rewritten
     frequency: dict[str, int] = dict.fromkeys(new_terms, 0)
-    # (file's place, statement index) → the line's words it holds
-    shared_by: dict[tuple[int, int], set[str]] = {}
     # the line's words, then the names of the tools of its kinds (a statement naming one fills
     # the slot; where one lives is said in any words): one look-up a file for both
     kind_names = [name for name in slot_names(slots) if name not in new_terms]
     probes = [probe(word) for word in [*new_terms, *kind_names]]
-    # what this note wrote, by file
-    written: dict[str, set[str]] = {}
-    for rel, key, by in work.written:
-        if by == note.rel:
-            written.setdefault(rel, set()).add(key)
-    for place, file in enumerate(files):
-        words = file.words(work)
-        barred = set(words.empty)
-        total += words.count - len(barred)
-        for word, indexes in words.holding_each(probes):
-            shares = word in frequency
-            for index in indexes:
-                if index not in barred:
-                    found = shared_by.setdefault((place, index), set())
-                    if shares:
-                        frequency[word] += 1
-                        found.add(word)
-        if HOME in slots:
-            for index in range(words.count):
-                if index not in barred:
-                    shared_by.setdefault((place, index), set())
+    written = _written_by(work, note)
+    total, shared_by = _candidates(work, files, probes, frequency, HOME in slots)
     best, best_score = None, 0.0
     # in the order of a full scan: on a tie the earlier wins (named files, then resident, path)
     for place, index in sorted(shared_by):
@@ -147,6 +125,46 @@ def best_match(
         if score > best_score:
             best, best_score = (file, index), score
     return None if best is None else (best[0], best[0].statements(work.formats)[best[1]])
+
+
+def _candidates(
+    work: PassWork,
+    files: list[MemoryFile],
+    probes: list[tuple[str, bytes]],
+    frequency: dict[str, int],
+    home: bool,
+) -> tuple[int, dict[tuple[int, int], set[str]]]:
+    """The statements that may be rewritten, counted, and those a line may replace: (file's
+    place, statement index) → the line's words each holds; every statement when the line says
+    where one lives. Counts in `frequency` the statements holding each of the line's words."""
+    total = 0
+    shared_by: dict[tuple[int, int], set[str]] = {}
+    for place, file in enumerate(files):
+        words = file.words(work)
+        barred = set(words.empty)
+        total += words.count - len(barred)
+        for word, indexes in words.holding_each(probes):
+            shares = word in frequency
+            for index in indexes:
+                if index not in barred:
+                    found = shared_by.setdefault((place, index), set())
+                    if shares:
+                        frequency[word] += 1
+                        found.add(word)
+        if home:
+            for index in range(words.count):
+                if index not in barred:
+                    shared_by.setdefault((place, index), set())
+    return total, shared_by
+
+
+def _written_by(work: PassWork, note: SelectedNote) -> dict[str, set[str]]:
+    """The statement keys this note wrote in this pass, by file."""
+    written: dict[str, set[str]] = {}
+    for rel, key, by in work.written:
+        if by == note.rel:
+            written.setdefault(rel, set()).add(key)
+    return written
 
 
 NO_SUBJECT = (
