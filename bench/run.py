@@ -8,7 +8,7 @@ Stdlib only; it runs `cmem`, `rg` and `git` as whole processes. It generates syn
 `bench/gen_vault.py` (deterministic: seed 42), adopts them with `cmem init`, commits the notes,
 then times each cmem command against its floor in paired alternation: warm-up rounds first, then
 A B [C …] A B [C …] …, so both sides see the same machine noise; each ratio is taken round by round
-(as in `shared/research/perf-baselines.md` §1). It prints the table and writes a Markdown report.
+(the method docs/benchmarks.md describes). It prints the table and writes a Markdown report.
 
 Everything runs with HOME, XDG_* and the git identity pointed under the work folder, so no run
 touches the real home or cmem's real state folder. The generated vaults stay in the work folder
