@@ -190,7 +190,13 @@ def bench_size(size: int, args, cmem: list[str], env: dict, workdir: Path) -> di
     paths = []
     for run in range(args.runs + 2):
         path = files / f"{run:04x}.jsonl"
-        path.write_bytes(body.replace(SESSION.encode(), f"{run:04x}{SESSION[4:]}".encode()))
+        # its own id, message ids and words: the same message ids under a new session id read as
+        # a resume of the first session (sessions/lineage.py), and the capture finds nothing new
+        own = body.replace(SESSION.encode(), f"{run:04x}{SESSION[4:]}".encode())
+        own = own.replace(b'"uuid": "', f'"uuid": "{run}-'.encode())
+        path.write_bytes(
+            own.replace(b'"content": "turn ', f'"content": "run {run}, turn '.encode())
+        )
         paths.append(path)
     # the adopted vault's first step commits its notes (the snapshot): not the capture's cost
     timed([*cmem, "--vault", str(root), "capture", str(paths[-1])], env)

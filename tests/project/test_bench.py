@@ -201,3 +201,6 @@ def test_the_agent_loop_bench_runs_and_replaces_only_its_own_section(tmp_path):
     ):
         assert figure in report
     assert re.search(r"`additionalContext`: at most [\d,]+ characters", report)
+    # the "new session" captures each made a note of their own: never a resume of the first
+    sessions = list((tmp_path / "w" / "vault-100" / "sessions").glob("*.md"))
+    assert len(sessions) >= 2, sessions
