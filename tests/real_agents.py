@@ -12,12 +12,46 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 BIN_NAMES = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 API_KEY = "sk-standin-not-a-real-key"
+# the model the agents' tests script: it quotes what cmem asks of it (tests/quoting_model.py)
+QUOTING_MODEL = [sys.executable, str(Path(__file__).resolve().parent / "quoting_model.py")]
+PROFILE = "# Profile\n\n- Prefers answers in short bullet points (source: [[2026-11-01 notes]])\n"
+
+
+def memory_vault(tmp_path: Path, notes: dict[str, str] | None = None) -> Path:
+    """A committed vault whose profile holds one preference, and these notes beside it."""
+    from cmem.setup.init import init_vault
+    from support import git
+
+    root = tmp_path / "vault"
+    init_vault(root, "en")
+    (root / "converged/core/profile.md").write_text(PROFILE, "utf-8")
+    (root / "2026-11-01 notes.md").write_text("Short bullet points please.\n", "utf-8")
+    for name, text in (notes or {}).items():
+        (root / name).write_text(text, "utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "memory")
+    return root
+
+
+def install_hooks(root: Path, agent: str, *more: str, env: dict | None = None) -> None:
+    """`cmem hook install --agent AGENT --yes` with these further arguments."""
+    from support import run_cmem
+
+    done = run_cmem(
+        "--vault", str(root), "hook", "install", "--agent", agent, "--yes", *more, env=env
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def session_notes(root: Path) -> list[Path]:
+    return sorted((root / "sessions").glob("*.md")) if (root / "sessions").is_dir() else []
 
 
 def agent_bin(agent: str) -> Path:

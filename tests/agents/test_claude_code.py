@@ -7,52 +7,33 @@ for exactly that, and `claude -p` set as the unattended model converges without 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from agent_api import Rule, StandIn
-from cmem.setup.init import init_vault
 from cmem.text.own_text import CONTEXT_MARK, PASS_PROMPT_MARK
 from cmem.triggers import hook_record
 from cmem.vault.layers import open_vault
-from real_agents import agent_bin, agent_env, run_agent, sent_texts
-from support import REPO, git, run_cmem
-from trigger_helpers import wait_for
-
-QUOTING_MODEL = [sys.executable, str(REPO / "tests" / "quoting_model.py")]
-PROFILE = (
-    "---\nsummary: who I am\n---\n# Profile\n\n"
-    "- Prefers answers in short bullet points (source: [[2026-11-01 notes]])\n"
+from real_agents import (
+    QUOTING_MODEL,
+    agent_bin,
+    agent_env,
+    install_hooks,
+    memory_vault,
+    run_agent,
+    sent_texts,
+    session_notes,
 )
-
-
-def _vault(tmp_path: Path, notes: dict[str, str] | None = None) -> Path:
-    root = tmp_path / "vault"
-    init_vault(root, "en")
-    (root / "converged/core/profile.md").write_text(PROFILE, "utf-8")
-    (root / "2026-11-01 notes.md").write_text("Short bullet points please.\n", "utf-8")
-    for name, text in (notes or {}).items():
-        (root / name).write_text(text, "utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "memory")
-    return root
+from support import git, run_cmem
+from trigger_helpers import wait_for
 
 
 def _install(root: Path, project: Path, *more: str, env: dict | None = None) -> None:
-    done = run_cmem(
-        "--vault", str(root), "hook", "install", "--agent", "claude-code",
-        "--project", str(project), "--yes", *more, env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-
-
-def _session_notes(root: Path) -> list[Path]:
-    return sorted((root / "sessions").glob("*.md")) if (root / "sessions").is_dir() else []
+    install_hooks(root, "claude-code", "--project", str(project), *more, env=env)
 
 
 def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated_home):
     agent_bin("claude-code")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     project.mkdir()
     _install(root, project, "--no-model")
@@ -71,8 +52,8 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
     # SessionStart: the resident memory is in what the model was sent
     assert CONTEXT_MARK in sent and "short bullet points" in sent
     # SessionEnd: the detached capture writes the user's words, and nothing cmem injected
-    wait_for(lambda: _session_notes(root), what="the session note")
-    (note,) = _session_notes(root)
+    wait_for(lambda: session_notes(root), what="the session note")
+    (note,) = session_notes(root)
     text = note.read_text("utf-8")
     assert said in text
     assert CONTEXT_MARK not in text and "short bullet points" not in text
@@ -86,7 +67,7 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
 
 def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isolated_home):
     agent_bin("claude-code")
-    root = _vault(
+    root = memory_vault(
         tmp_path, {"2026-12-01 notes.md": "Helix is my editor these days; vim only on servers.\n"}
     )
     project = tmp_path / "tidepool"
@@ -126,7 +107,7 @@ def test_the_installed_skill_has_the_agent_emit_answer_and_apply(tmp_path, isola
 
 def test_the_stop_question_asks_the_agent_to_do_the_pass_itself(tmp_path, isolated_home):
     agent_bin("claude-code")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     project.mkdir()
     (project / "a.txt").write_text("a\n", "utf-8")
@@ -150,7 +131,7 @@ def test_the_stop_question_asks_the_agent_to_do_the_pass_itself(tmp_path, isolat
 
 def test_claude_as_the_unattended_model_converges_without_feeding_itself(tmp_path, isolated_home):
     claude = agent_bin("claude-code")
-    root = _vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
+    root = memory_vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
     project = tmp_path / "tidepool"
     project.mkdir()
     path_env = {"PATH": f"{claude.parent}:/usr/bin:/bin"}
@@ -174,7 +155,7 @@ def test_claude_as_the_unattended_model_converges_without_feeding_itself(tmp_pat
         assert asked and all(not r["body"].get("tools") for r in asked)
         # its hooks did nothing: no firing recorded, no session note, no transcript, one pass
         assert hook_record.read_record(machine, "claude-code", "fired") is None
-        assert _session_notes(root) == []
+        assert session_notes(root) == []
         assert not list((isolated_home / ".claude/projects").rglob("*.jsonl"))
         log = run_cmem("--vault", str(root), "log", "--json", env=env)
         assert [p["kind"] for p in json.loads(log.stdout)["passes"]] == ["converge"]
@@ -195,7 +176,7 @@ def test_a_real_session_is_captured_as_the_user_typed_it(tmp_path, isolated_home
     import time
 
     agent_bin("claude-code")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     (project / ".claude/commands").mkdir(parents=True)
     (project / ".claude/commands/orchestrate.md").write_text(
@@ -234,8 +215,8 @@ def test_a_real_session_is_captured_as_the_user_typed_it(tmp_path, isolated_home
             time.sleep(pause)
         _, errors = agent.communicate(timeout=60)
         assert agent.returncode == 0, errors
-    wait_for(lambda: _session_notes(root), what="the session note")
-    (note,) = _session_notes(root)
+    wait_for(lambda: session_notes(root), what="the session note")
+    (note,) = session_notes(root)
     text = note.read_text("utf-8")
     at = [text.find(line) for line in typed]
     assert all(place >= 0 for place in at) and at == sorted(at), text

@@ -11,44 +11,30 @@ stand-in does not write, so the skill's own steps are run by the Claude Code and
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 from agent_api import Rule, StandIn
-from cmem.setup.init import init_vault
 from cmem.text.own_text import PASS_PROMPT_MARK, is_cmem_context
 from cmem.triggers import hook_record
 from cmem.vault.layers import open_vault
-from real_agents import agent_bin, agent_env, run_agent, sent_texts
-from support import REPO, git, run_cmem
+from real_agents import (
+    QUOTING_MODEL,
+    agent_bin,
+    agent_env,
+    install_hooks,
+    memory_vault,
+    run_agent,
+    sent_texts,
+    session_notes,
+)
+from support import run_cmem
 from trigger_helpers import wait_for
 
-QUOTING_MODEL = [sys.executable, str(REPO / "tests" / "quoting_model.py")]
-PROFILE = "# Profile\n\n- Prefers answers in short bullet points (source: [[2026-11-01 notes]])\n"
 TRUSTED = "--dangerously-bypass-hook-trust"
 
 
-def _vault(tmp_path: Path, notes: dict[str, str] | None = None) -> Path:
-    root = tmp_path / "vault"
-    init_vault(root, "en")
-    (root / "converged/core/profile.md").write_text(PROFILE, "utf-8")
-    (root / "2026-11-01 notes.md").write_text("Short bullet points please.\n", "utf-8")
-    for name, text in (notes or {}).items():
-        (root / name).write_text(text, "utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "memory")
-    return root
-
-
 def _install(root: Path, *more: str, env: dict | None = None) -> None:
-    done = run_cmem(
-        "--vault", str(root), "hook", "install", "--agent", "codex", "--yes", *more, env=env
-    )
-    assert done.returncode == 0, done.stderr
-
-
-def _session_notes(root: Path) -> list[Path]:
-    return sorted((root / "sessions").glob("*.md")) if (root / "sessions").is_dir() else []
+    install_hooks(root, "codex", *more, env=env)
 
 
 def _exec(prompt: str, project: Path, env: dict) -> None:
@@ -59,7 +45,7 @@ def _exec(prompt: str, project: Path, env: dict) -> None:
 
 def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated_home):
     agent_bin("codex")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     project.mkdir()
     said = "no, we use pnpm here, never npm"
@@ -69,8 +55,8 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
         _exec(said, project, env)
         sent = sent_texts(api.requests())
     assert is_cmem_context(sent) and "short bullet points" in sent
-    wait_for(lambda: _session_notes(root), what="the session note")
-    (note,) = _session_notes(root)
+    wait_for(lambda: session_notes(root), what="the session note")
+    (note,) = session_notes(root)
     text = note.read_text("utf-8")
     assert said in text
     assert not is_cmem_context(text) and "short bullet points" not in text
@@ -78,7 +64,7 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
 
 def test_the_skill_is_offered_to_the_model(tmp_path, isolated_home):
     agent_bin("codex")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     project.mkdir()
     with StandIn([Rule("hello", reply="Hi.")], tmp_path / "requests.jsonl") as api:
@@ -95,7 +81,7 @@ def test_the_skill_is_offered_to_the_model(tmp_path, isolated_home):
 
 def test_codex_as_the_unattended_model_converges_without_feeding_itself(tmp_path, isolated_home):
     codex = agent_bin("codex")
-    root = _vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
+    root = memory_vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
     project = tmp_path / "tidepool"
     project.mkdir()
     rules = [Rule(PASS_PROMPT_MARK, reply_command=QUOTING_MODEL), Rule("hello", reply="Hi.")]
@@ -112,7 +98,7 @@ def test_codex_as_the_unattended_model_converges_without_feeding_itself(tmp_path
         assert "pass applied" in done.stdout and "engine llm" in done.stdout
         assert hook_record.read_record(machine, "codex", "fired") is None
         assert not list((isolated_home / ".codex/sessions").rglob("*.jsonl"))  # --ephemeral
-        assert _session_notes(root) == []
+        assert session_notes(root) == []
         # the configured command itself runs as the model of a pass too
         (root / "2026-12-03 notes.md").write_text("I decided to read more fiction.\n", "utf-8")
         again = run_cmem("--vault", str(root), "converge", env=env, cwd=project)

@@ -6,48 +6,34 @@ the /cmem-converge command (expanded by the interactive UI only) has the agent d
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from agent_api import Rule, StandIn
-from cmem.setup.init import init_vault
 from cmem.text.own_text import PASS_PROMPT_MARK, is_cmem_context
 from cmem.triggers import hook_record
 from cmem.vault.layers import open_vault
-from real_agents import agent_bin, agent_env, interactive_session, run_agent, sent_texts
-from support import REPO, git, run_cmem
+from real_agents import (
+    QUOTING_MODEL,
+    agent_bin,
+    agent_env,
+    install_hooks,
+    interactive_session,
+    memory_vault,
+    run_agent,
+    sent_texts,
+    session_notes,
+)
+from support import git, run_cmem
 from trigger_helpers import wait_for
-
-QUOTING_MODEL = [sys.executable, str(REPO / "tests" / "quoting_model.py")]
-PROFILE = "# Profile\n\n- Prefers answers in short bullet points (source: [[2026-11-01 notes]])\n"
-
-
-def _vault(tmp_path: Path, notes: dict[str, str] | None = None) -> Path:
-    root = tmp_path / "vault"
-    init_vault(root, "en")
-    (root / "converged/core/profile.md").write_text(PROFILE, "utf-8")
-    (root / "2026-11-01 notes.md").write_text("Short bullet points please.\n", "utf-8")
-    for name, text in (notes or {}).items():
-        (root / name).write_text(text, "utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "memory")
-    return root
 
 
 def _install(root: Path, *more: str, env: dict | None = None) -> None:
-    done = run_cmem(
-        "--vault", str(root), "hook", "install", "--agent", "gemini", "--yes", *more, env=env
-    )
-    assert done.returncode == 0, done.stderr
-
-
-def _session_notes(root: Path) -> list[Path]:
-    return sorted((root / "sessions").glob("*.md")) if (root / "sessions").is_dir() else []
+    install_hooks(root, "gemini", *more, env=env)
 
 
 def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated_home):
     agent_bin("gemini")
-    root = _vault(tmp_path)
+    root = memory_vault(tmp_path)
     project = tmp_path / "tidepool"
     project.mkdir()
     said = "no, we use pnpm here, never npm"
@@ -59,8 +45,8 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
         assert "Got it: pnpm." in done.stdout
         sent = sent_texts(api.requests())
     assert is_cmem_context(sent) and "short bullet points" in sent
-    wait_for(lambda: _session_notes(root), what="the session note")
-    (note,) = _session_notes(root)
+    wait_for(lambda: session_notes(root), what="the session note")
+    (note,) = session_notes(root)
     text = note.read_text("utf-8")
     assert said in text
     assert not is_cmem_context(text) and "short bullet points" not in text
@@ -68,7 +54,7 @@ def test_memory_reaches_the_model_and_the_session_is_captured(tmp_path, isolated
 
 def test_the_custom_command_has_the_agent_emit_answer_and_apply(tmp_path, isolated_home):
     agent_bin("gemini")
-    root = _vault(
+    root = memory_vault(
         tmp_path, {"2026-12-01 notes.md": "Helix is my editor these days; vim only on servers.\n"}
     )
     project = tmp_path / "tidepool"
@@ -107,7 +93,7 @@ def test_the_custom_command_has_the_agent_emit_answer_and_apply(tmp_path, isolat
 
 def test_gemini_as_the_unattended_model_converges_without_feeding_itself(tmp_path, isolated_home):
     gemini = agent_bin("gemini")
-    root = _vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
+    root = memory_vault(tmp_path, {"2026-12-02 notes.md": "I decided to move the blog to Hugo.\n"})
     project = tmp_path / "tidepool"
     project.mkdir()
     rules = [Rule(PASS_PROMPT_MARK, reply_command=QUOTING_MODEL), Rule("hello", reply="Hi.")]
@@ -124,7 +110,7 @@ def test_gemini_as_the_unattended_model_converges_without_feeding_itself(tmp_pat
         assert hook_record.read_record(machine, "gemini", "fired") is None
         captured = run_cmem("--vault", str(root), "capture", "--agent", "gemini", env=env)
         assert captured.returncode == 0, captured.stderr
-        assert _session_notes(root) == []
+        assert session_notes(root) == []
         # the control: a session of the user's own fires the same hooks
         own = run_agent("gemini", ["-p", "hello"], cwd=project, env=env)
         assert own.returncode == 0, own.stderr
