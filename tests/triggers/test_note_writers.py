@@ -126,27 +126,10 @@ def test_parallel_note_processes_and_mcp_calls_keep_every_line(tmp_path, round_)
     assert not lost, f"lines lost or doubled: {lost}\n{text}"
 
 
-def _held_elsewhere(path: Path) -> bool:
-    """Whether another open file holds the flock on `path` (a second open of the file is enough:
-    flock belongs to the open file, not the process)."""
-    import fcntl
-
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def test_a_step_holds_the_notes_lock_while_it_moves_or_writes_a_note(make_vault, monkeypatch):
     from cmem.steps import changes as step_changes
     from cmem.steps.changes import ChangeSet, apply_changes
-    from cmem.steps.lock import notes_lock_path
+    from cmem.steps.lock import held_elsewhere, notes_lock_path
     from cmem.vault.layers import open_vault
 
     vault = open_vault(make_vault({"a.md": "- a line\n"}, git=True))
@@ -154,7 +137,7 @@ def test_a_step_holds_the_notes_lock_while_it_moves_or_writes_a_note(make_vault,
     real_put = step_changes.put
 
     def watching_put(vault_, rel, data, *args, **kwargs):
-        seen[rel] = _held_elsewhere(notes_lock_path(vault.machine_dir))
+        seen[rel] = held_elsewhere(notes_lock_path(vault.machine_dir))
         return real_put(vault_, rel, data, *args, **kwargs)
 
     monkeypatch.setattr(step_changes, "put", watching_put)

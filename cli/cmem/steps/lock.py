@@ -107,7 +107,12 @@ def notes_lock(machine_dir: Path, purpose: str = "note", wait_seconds: float = 3
 
 
 def is_locked(machine_dir: Path) -> bool:
-    path = lock_path(machine_dir)
+    return held_elsewhere(lock_path(machine_dir))
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Whether another open file holds the flock on the lock file `path` (the vault lock, the
+    notes lock): flock belongs to the open file, so a second open of it tells."""
     if not path.exists():
         return False
     fd = os.open(path, os.O_RDWR)
