@@ -263,3 +263,17 @@ def wait_out_midnight(clock=time.time, sleep=time.sleep, margin: float = MIDNIGH
         return 0.0
     sleep(left + 1.0)
     return left + 1.0
+
+
+def user_lines(note_text: str) -> list[str]:
+    """The user's words as a session note holds them: the lines between a turn's header and its
+    anchor (read here apart from the parser the tests check)."""
+    out, inside = [], False
+    for line in note_text.split("\n"):
+        if line.startswith("**user · t"):
+            inside = True
+        elif line.startswith("^t"):
+            inside = False
+        elif inside and line:
+            out.append(line)
+    return out

@@ -15,7 +15,7 @@ from cmem.sessions.capture import capture_transcripts, load_record
 from cmem.sessions.note import read_session_note
 from cmem.setup.init import init_vault
 from cmem.vault.layers import open_vault
-from support import git, run_cmem
+from support import git, run_cmem, user_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code-session.jsonl"
@@ -59,19 +59,6 @@ def _head(vault) -> str:
     return git(vault.root, "rev-parse", "HEAD").strip()
 
 
-def _user_lines(text: str) -> list[str]:
-    """The user's words as the note holds them: the lines between a turn's header and anchor."""
-    out, inside = [], False
-    for line in text.split("\n"):
-        if line.startswith("**user · t"):
-            inside = True
-        elif line.startswith("^t"):
-            inside = False
-        elif inside and line:
-            out.append(line)
-    return out
-
-
 def test_capture_writes_the_users_words_and_nothing_else(tmp_path):
     vault = _vault(tmp_path)
     result = capture_transcripts(vault, [CLAUDE, CODEX])
@@ -85,13 +72,13 @@ def test_capture_writes_the_users_words_and_nothing_else(tmp_path):
     for text in notes.values():
         for marker in NEVER:
             assert marker not in text, marker
-    assert _user_lines(claude) == [
+    assert user_lines(claude) == [
         "Can you set up the test runner for this repo? Use the config in package.json.",
         "no, we use pnpm here, never npm",
         "Here is a screenshot of the error, and my key is [REDACTED:anthropic-key] for the API test",
         "also add a coverage script please",
     ]
-    assert _user_lines(notes["2026-11-30 codex harbor 9cd5.md"]) == [
+    assert user_lines(notes["2026-11-30 codex harbor 9cd5.md"]) == [
         "list the docker services and tell me which one is flaky",
         "that's wrong, the db is the flaky one; I prefer you check logs first",
     ]
@@ -138,7 +125,7 @@ def test_capturing_again_changes_nothing_and_a_resumed_session_adds_its_turns_on
     text = _notes(vault)["2026-11-30 claude-code tidepool 9abc.md"]
     assert text.count("also add a coverage script please") == 1
     assert "**user · t5**" in text and "^t5" in text
-    assert "I meant lines not branches" in _user_lines(text)[-1]
+    assert "I meant lines not branches" in user_lines(text)[-1]
     assert read_session_note(text).frontmatter["turns"] == 5
     assert read_session_note(text).frontmatter["converge"] is False
     assert read_session_note(text).frontmatter["ended"].startswith("2026-12-01")

@@ -13,7 +13,7 @@ from cmem.sessions.capture import capture_transcripts
 from cmem.sessions.note import read_session_note
 from cmem.setup.init import init_vault
 from cmem.vault.layers import open_vault
-from support import git, run_cmem
+from support import git, run_cmem, user_lines
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 CLAUDE_FIRST = REAL / "claude-code-2.1.197-23636b76-09d4-4b9d-b5a5-9017065113c6.jsonl"
@@ -46,18 +46,6 @@ def _notes(vault) -> dict[str, str]:
     return {p.name: p.read_text("utf-8") for p in sorted((vault.root / "sessions").glob("*.md"))}
 
 
-def _said(text: str) -> list[str]:
-    out, inside = [], False
-    for line in text.split("\n"):
-        if line.startswith("**user · t"):
-            inside = True
-        elif line.startswith("^t"):
-            inside = False
-        elif inside and line:
-            out.append(line)
-    return out
-
-
 def test_a_claude_code_fork_links_the_note_it_continues_and_repeats_none_of_its_turns(tmp_path):
     for order in ([CLAUDE_FIRST], [CLAUDE_FORK]), ([CLAUDE_FORK, CLAUDE_FIRST],):
         vault = _vault(tmp_path / str(len(order)))
@@ -66,8 +54,8 @@ def test_a_claude_code_fork_links_the_note_it_continues_and_repeats_none_of_its_
         notes = _notes(vault)
         first, fork = "2026-12-03 claude-code proj 13c6.md", "2026-12-03 claude-code proj fe61.md"
         assert sorted(notes) == [first, fork]
-        assert _said(notes[first]) == ["we use pnpm here, never npm"]
-        assert _said(notes[fork]) == ["the tests run with vitest"]
+        assert user_lines(notes[first]) == ["we use pnpm here, never npm"]
+        assert user_lines(notes[fork]) == ["the tests run with vitest"]
         meta = read_session_note(notes[fork]).frontmatter
         assert meta["continues"] == "[[2026-12-03 claude-code proj 13c6]]"
         assert "Continues [[2026-12-03 claude-code proj 13c6]]." in notes[fork]
@@ -95,11 +83,11 @@ def test_a_codex_fork_continues_its_parents_note_and_its_subagent_is_no_note(tmp
         f"  continues [[{main}]]",
     ]
     notes = _notes(vault)
-    assert _said(notes[f"{main}.md"]) == [
+    assert user_lines(notes[f"{main}.md"]) == [
         "SPAWN-A-HELPER: ask a helper to list the files, then tell me",
         "no wait, the tests run with vitest",
     ]
-    assert _said(notes["2026-12-03 codex proj a668.md"]) == [
+    assert user_lines(notes["2026-12-03 codex proj a668.md"]) == [
         "and the commit messages are imperative"
     ]
     assert "helper task" not in "".join(notes.values())
@@ -120,7 +108,7 @@ def test_a_fork_that_copies_its_parents_turns_under_new_times_writes_them_once(t
     (captured,) = capture_transcripts(vault, [fork]).sessions
     assert captured.continues == "2026-12-03 codex proj 2725" and captured.added == 1
     text = _notes(vault)["2026-12-03 codex proj a668.md"]
-    assert _said(text) == ["and the commit messages are imperative"]
+    assert user_lines(text) == ["and the commit messages are imperative"]
     assert capture_transcripts(vault, [fork, CODEX_MAIN]).status == "nothing"
 
 
@@ -138,7 +126,7 @@ def test_a_queued_message_captured_before_it_is_written_again_is_written_once(tm
     assert (again.added, again.turns) == (0, 1)
     assert capture_transcripts(vault, [growing]).status == "nothing"
     (text,) = _notes(vault).values()
-    assert _said(text) == ["we use pnpm here, never npm"]
+    assert user_lines(text) == ["we use pnpm here, never npm"]
     # and a fork of the session, captured now, knows the turn by the record it copied
     (fork,) = capture_transcripts(vault, [CLAUDE_FORK]).sessions
     assert fork.added == 1 and fork.continues
@@ -174,7 +162,7 @@ def test_a_gemini_jsonl_session_is_found_in_its_folder_and_grows_once(tmp_path, 
     second = capture_transcripts(vault, None)
     assert [(s.added, s.turns, s.created) for s in second.sessions] == [(1, 2, False)]
     (text,) = _notes(vault).values()
-    assert _said(text) == [
+    assert user_lines(text) == [
         "read @notes.md and remember: we use pnpm here, never npm",
         "no wait, the tests run with vitest",
     ]
