@@ -360,16 +360,6 @@ def verdicts(results: list[dict]) -> list[str]:
     return found
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
-    start, end = text.find(START), text.find(END)
-    if start >= 0 and end > start:
-        text = text[:start] + section + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
@@ -399,7 +389,9 @@ def main() -> None:
         results.append(bench_size(size, args, cmem, env, workdir))
         print(json.dumps(results[-1]), flush=True)
     section = render(results, args)
-    write_section(Path(args.out), section)
+    from report_section import write_section  # beside this script, which runs as one
+
+    write_section(Path(args.out), section, START, END)
     print(section)
 
 

@@ -468,17 +468,6 @@ def render(sizes, scopes, processes, contexts, schemes, rg, lines=None) -> str:
     return "\n".join(out)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
-    start, end = text.find(START), text.find(END)
-    if start >= 0 and end > start:
-        text = text[:start] + section + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,50000")
@@ -533,7 +522,9 @@ def main() -> None:
         print(size, "recall line", {k: round(v, 4) for k, v in lines[size].items()}, flush=True)
         contexts[f"{size // 1000}k"] = bench_context(vault)
     section = render(args.sizes, scopes, processes, contexts, schemes, rg, lines)
-    write_section(Path(args.out), section)
+    from report_section import write_section  # beside this script, which runs as one
+
+    write_section(Path(args.out), section, START, END)
     print(section)
 
 

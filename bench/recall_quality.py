@@ -576,16 +576,6 @@ def render(vault: dict, talk: dict, seed: int) -> str:
     return "\n".join(out)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text("utf-8") if path.exists() else "# Benchmarks\n"
-    start, end = text.find(START), text.find(END)
-    if start >= 0 and end > start:
-        text = text[:start] + section + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=6)
@@ -602,7 +592,9 @@ def main() -> None:
         talk = bench_dialogues(workdir, args.seed, args.conversations, args.sessions)
         print("dialogues", talk, flush=True)
     section = render(vault, talk, args.seed)
-    write_section(Path(args.out), section)
+    from report_section import write_section  # beside this script, which runs as one
+
+    write_section(Path(args.out), section, START, END)
     print(section)
 
 
