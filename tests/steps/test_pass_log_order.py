@@ -24,27 +24,18 @@ def converge(root, note: str, text: str, env: dict | None = None, *args: str):
     return run_cmem("converge", *args, "--vault", str(root), env=env)
 
 
+def builtin(root, note: str, text: str, env: dict | None = None) -> None:
+    """A builtin pass over one new note, which must succeed."""
+    done = converge(root, note, text, env, "--engine", "builtin")
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_pass_after_the_clock_went_back_is_listed_first(tmp_path):
     root = tmp_path / "vault"
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
-    assert (
-        converge(
-            root, "2026-01-01 a.md", "- actually I prefer tea\n", None, "--engine", "builtin"
-        ).returncode
-        == 0
-    )
-    assert (
-        converge(
-            root, "2026-01-02 b.md", "- actually I prefer vim\n", BACK, "--engine", "builtin"
-        ).returncode
-        == 0
-    )
-    assert (
-        converge(
-            root, "2026-01-03 c.md", "- actually I prefer zsh\n", BACK, "--engine", "builtin"
-        ).returncode
-        == 0
-    )
+    builtin(root, "2026-01-01 a.md", "- actually I prefer tea\n")
+    builtin(root, "2026-01-02 b.md", "- actually I prefer vim\n", BACK)
+    builtin(root, "2026-01-03 c.md", "- actually I prefer zsh\n", BACK)
     notes = [entry["notes"] for entry in log(root)]
     assert notes == [["2026-01-03 c.md"], ["2026-01-02 b.md"], ["2026-01-01 a.md"]]
     assert [entry["notes"] for entry in log(root, "--limit", "1")] == [["2026-01-03 c.md"]]
@@ -59,18 +50,8 @@ def test_a_pass_after_the_clock_went_back_is_listed_first(tmp_path):
 def test_a_failed_pass_stands_by_its_time_among_the_commits(tmp_path):
     root = tmp_path / "vault"
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
-    assert (
-        converge(
-            root, "2026-01-01 a.md", "- actually I prefer tea\n", None, "--engine", "builtin"
-        ).returncode
-        == 0
-    )
-    assert (
-        converge(
-            root, "2026-01-02 b.md", "- actually I prefer vim\n", BACK, "--engine", "builtin"
-        ).returncode
-        == 0
-    )
+    builtin(root, "2026-01-01 a.md", "- actually I prefer tea\n")
+    builtin(root, "2026-01-02 b.md", "- actually I prefer vim\n", BACK)
     failed = converge(root, "2026-01-03 c.md", "- actually I prefer zsh\n", None, "--llm", "false")
     assert failed.returncode == 1
     entries = log(root)
