@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
         "atomic",
         "regular_files",
         "cache_store",
-        "command_line",
+        "bounds",
     ),
     ("vault",),
     ("steps",),
@@ -48,13 +48,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("render",),
     ("reading",),
     ("doctor",),
-    # the surfaces: the commands package, its old name cli, fast (the light entry path), idle_sync
-    # (sync with nothing to do), pass_command (`converge` around the pass, for typer and fast),
+    # the surfaces: the commands package (the command table), its old name cli, idle_sync (sync
+    # with nothing to do), pass_command (`converge` around the pass), hook_command (`hook run`),
     # invocation (one command line's state), MCP
     (
         "commands",
         "cli",
-        "fast",
         "idle_sync",
         "pass_command",
         "hook_command",
@@ -201,7 +200,7 @@ def converge_top_level(package: Path = PACKAGE) -> int:
 
 def argv_parsers(package: Path = PACKAGE) -> list[str]:
     """Functions that read a command line by hand: a parameter named `argv` and a loop popping
-    words off a list. One grammar means one such function, `cmem.command_line.parse`."""
+    words off a list. The command table (typer) reads every command line: none is expected."""
     found = []
     for name, path in modules(package).items():
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):

@@ -16,14 +16,14 @@ median of each and the median of the pair-by-pair ratios A/B:
 
 Python's compiled bytecode is kept (in the temporary folder, PYTHONPYCACHEPREFIX) as an installed
 cmem has it; `--no-bytecode` compiles every module on every run instead (PYTHONDONTWRITEBYTECODE,
-as some shells and CI set it), which costs the light path several milliseconds.
+as some shells and CI set it), which costs every call several milliseconds.
 
 Before the timing, the vault is left alone for a moment (the racy-timestamp window, 2 s) and
-synced until a sync is answered by the light path (cmem.idle_sync: the first sync after a change
+synced until a sync is answered by the idle answer (cmem.idle_sync: the first sync after a change
 runs the full path, which stores what the next needs to tell "nothing to do" alone). Which path
 answered is read from Python's own import log (PYTHONPROFILEIMPORTTIME): the full path imports
-cmem.sync.remote, the light path never does. A light path that never answers stops the benchmark
-with an error rather than timing the full path under the light path's name; the check is made
+cmem.sync.remote, the idle answer never does. An idle answer that never comes stops the benchmark
+with an error rather than timing the full path under the idle answer's name; the check is made
 again after the timing.
 
 Nothing outside the temporary folder (and its HOME and XDG folders) is touched.
@@ -82,9 +82,9 @@ def time_once(command: list[str], env: dict) -> float:
     return elapsed
 
 
-def answered_light(sync: list[str], env: dict) -> bool:
-    """Run `sync` once: whether the light path answered it (the full path imports
-    cmem.sync.remote; the light path, cmem.idle_sync, never does)."""
+def answered_idle(sync: list[str], env: dict) -> bool:
+    """Run `sync` once: whether the idle answer told it (the full path imports
+    cmem.sync.remote; the idle answer, cmem.idle_sync, never does)."""
     result = subprocess.run(sync, env=dict(env, PYTHONPROFILEIMPORTTIME="1"), capture_output=True)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(sync)} failed: {result.stderr.decode('utf-8', 'replace')}")
@@ -92,14 +92,14 @@ def answered_light(sync: list[str], env: dict) -> bool:
 
 
 def warm_up(sync: list[str], env: dict, tries: int = 4) -> int:
-    """Sync until the light path answers; the syncs it took. Each full sync that finds nothing
+    """Sync until the idle answer tells it; the syncs it took. Each full sync that finds nothing
     to do stores the key; one made within the racy window of a change cannot, hence the wait."""
     for attempt in range(1, tries + 1):
-        if answered_light(sync, env):
+        if answered_idle(sync, env):
             return attempt
         time.sleep(2.1)
     raise SystemExit(
-        f"the light path never answered in {tries} syncs: the benchmark would time the full path"
+        f"the idle answer never came in {tries} syncs: the benchmark would time the full path"
     )
 
 
@@ -172,7 +172,7 @@ def main() -> None:
         sync = [*cmem, "sync", "--vault", str(clone)]
         fetch = ["git", "-C", str(clone), "fetch", "-q", "origin"]
         time.sleep(2.1)  # the vault left alone past the racy-timestamp window (RACY_NS)
-        warmed = warm_up(sync, env)  # 2: the full path stores, the next is light
+        warmed = warm_up(sync, env)  # 2: the full path stores, the next is idle
         time_once(fetch, env)
         # the floor: the same Python start-up (`cmem --version`) and the one fetch
         version = [*cmem, "--version"]
@@ -185,13 +185,13 @@ def main() -> None:
             fetches.append(b)
             ratios.append(a / b)
             floors.append((c + b) / b)
-        if not answered_light(sync, env):
-            raise SystemExit("the light path stopped answering during the timing")
+        if not answered_idle(sync, env):
+            raise SystemExit("the idle answer stopped coming during the timing")
         print(
             f"cmem sync (nothing to do) vs git fetch: median {statistics.median(syncs):.3f} s vs "
             f"{statistics.median(fetches):.3f} s, ratio {statistics.median(ratios):.1f}x ({args.runs} pairs, "
             f"{args.notes} generated notes, bytecode {'not ' if args.no_bytecode else ''}cached; "
-            f"light path answering after {warmed} sync(s))"
+            f"idle answer after {warmed} sync(s))"
         )
         print(
             f"the floor, `{' '.join(version[-2:])}` (start-up alone) plus the fetch, vs git fetch: "

@@ -39,7 +39,7 @@ from support import isolated_env
 TESTS = Path(__file__).resolve().parent
 REPLIES = TESTS / "replies" / "agent"
 
-# cmem's own entry (`cmem.fast.main`, what the `cmem` launcher runs) in a real process whose clock
+# cmem's own entry (`cmem.cli.main`, what the `cmem` launcher runs) in a real process whose clock
 # reads the history's day, so a pass is dated as the day it converges and a replay is the same
 # bytes on any day it runs; the clock moves on from there with the process's own time.
 _CLOCK = """
@@ -53,7 +53,7 @@ class _Clock(_dt.datetime):
         return m if tz is None else m.replace(tzinfo=_dt.timezone.utc).astimezone(tz)
 _dt.datetime = _Clock
 sys.argv = ["cmem", *sys.argv[2:]]
-from cmem.fast import main
+from cmem.cli import main
 sys.exit(main())
 """
 

@@ -189,8 +189,7 @@ def run_entry(
     stdout=subprocess.PIPE,
     timeout: float | None = None,
 ) -> tuple[int, str, str, set[str]]:
-    """`cmem ARGV` through `module`'s main (`cmem.fast`, the installed entry, or `cmem.cli`, the
-    full CLI), `env` added to this environment: (exit code, stdout, stderr without the import
+    """`cmem ARGV` through `module`'s main (`cmem.cli`, what the installed entry runs), `env` added to this environment: (exit code, stdout, stderr without the import
     log, the modules imported, from `python -X importtime`). `stdout`: where its output goes
     (then "" is returned for it); `timeout`: a command that could run for ever fails instead."""
     code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from {module} import main; main()"
@@ -211,21 +210,25 @@ def run_entry(
     return result.returncode, result.stdout or "", err, modules
 
 
-def run_fast(vault: Path | None, *argv: str) -> tuple[str, bool]:
-    """Run cmem as the installed entry point does; (stdout, answered from the store?)."""
+# What a command imports only when it reads the vault afresh: answered from a stored result,
+# it imports neither (`reading/stored_results.py`).
+AFRESH_MODULES = {"cmem.vault.config", "cmem.scan.scanner"}
+
+
+def forget_stored(vault: Path, command: str, params: tuple = ()) -> None:
+    """Remove what `command` stored for `vault` (`reading/stored_results.py`): its next call
+    computes afresh, as a miss does."""
+    from cmem.reading.stored_results import entry_path
+
+    Path(entry_path(str(vault.resolve()), command, params)).unlink(missing_ok=True)
+
+
+def run_stored(vault: Path | None, *argv: str) -> tuple[str, bool]:
+    """Run cmem as the installed entry point does; (stdout, answered from a stored result?)."""
     args = [*argv, "--vault", str(vault)] if vault is not None else list(argv)
-    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    modules = {
-        line.split("|")[-1].strip()
-        for line in result.stderr.splitlines()
-        if line.startswith("import time:")
-    }
-    # a miss imports the real command (typer) or, for a scan, the scanner (cmem.fast: run_scan)
-    return result.stdout, not ({"typer", "cmem.scan.scanner"} & modules)
+    code, out, err, modules = run_entry("cmem.cli", args)
+    assert code == 0, err[-3000:]
+    return out, not (AFRESH_MODULES & modules)
 
 
 def forks_from_now(monkeypatch) -> list[int]:

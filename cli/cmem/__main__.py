@@ -1,3 +1,3 @@
-from cmem.fast import main
+from cmem.cli import main
 
 main()

@@ -2,8 +2,8 @@
 stored results beside them) is a `Kept` file of entries under a stamp, looked up by a file's stat
 (`kept_by_stat`) or by the digest of a text (`KeptByDigest`), with one racy rule (`settled`) and
 one version registry (`FORMATS`). Written replaced whole (a reader sees the old file or the new
-one, never half of it), with `os` and `marshal` alone: the light paths (`cmem.fast`,
-`cmem.idle_sync`) read and write here, and `cmem.atomic`'s imports would cost more than the write.
+one, never half of it), with `os` and `marshal` alone: a stored answer reads (and the next
+stores) here on every call, and `cmem.atomic`'s fsync would cost more than the write.
 
 Unlike `cmem.atomic.write_atomic` there is no fsync: a power cut may lose the last such write,
 which costs only a slower next call. Memory, notes and the vault's own files never come here,
@@ -35,7 +35,6 @@ FORMATS = {
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
     "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
     "stored-results": 8,  # reading/stored_results.py: what status and scan printed, and the key (8: lines waiting for a model)
-    "help-texts": 1,  # fast.py: what typer printed for `--help`
     "context-material": 3,  # reading/stored_context.py: what `context` is assembled from (3: aliases)
     "context-meta": 2,  # reading/context.py: each memory file's frontmatter, for the index (2: aliases)
     "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
@@ -256,7 +255,7 @@ def _moved(known: dict, kept: dict) -> int:
 
 def digest(text: str) -> bytes:
     """What `KeptByDigest` keys a text's entry by: blake2b (16 bytes) of its UTF-8."""
-    from hashlib import blake2b  # not at import: the light paths never digest
+    from hashlib import blake2b  # not at import: a stored answer never digests
 
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 

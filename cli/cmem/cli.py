@@ -1,5 +1,5 @@
-"""`cmem.cli:app` and `cmem.cli:main`, the names the entry point (`cmem.fast`), the tests and
-older scripts import. The command line itself lives in `cmem/commands/`: one module per command
+"""`cmem.cli:app` and `cmem.cli:main`, the names the entry point (`cli/scripts/cmem`), the tests
+and older scripts import. The command line itself lives in `cmem/commands/`: one module per command
 group, assembled with the error funnel in `commands/app.py`."""
 
 from __future__ import annotations

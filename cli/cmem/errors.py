@@ -131,9 +131,8 @@ def _shown_path(name) -> str | None:
 
 
 def failure_sentence(exc: BaseException) -> tuple[str, int] | None:
-    """What an error funnel says of an error a command raised once it had started (the full
-    CLI's `commands/app.py: main` and the light entry's commands in `cmem.fast`): its sentence
-    and exit code, or None for a bug, whose traceback is shown."""
+    """What the error funnel (`commands/app.py: main`) says of an error a command raised once it
+    had started: its sentence and exit code, or None for a bug, whose traceback is shown."""
     from cmem.text.secrets import shown  # a sentence may quote a note or a reply
 
     if isinstance(exc, CmemError):

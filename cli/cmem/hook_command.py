@@ -1,6 +1,5 @@
 """`cmem hook run EVENT --agent NAME`: the one command every installed agent hook runs
-(docs/design.md §14), answered by the light entry (`cmem.fast`) without typer, and by the typer
-command alike.
+(docs/design.md §14), the typer command `commands/setup.py: hook_run` hands it over.
 
 - `session-end`, `pre-compact`: the hook's JSON is read from stdin with a time bound, the firing
   recorded, and the work — capture the transcript, then `converge --if-due`, then what the next
@@ -26,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from cmem.text.own_text import MODEL_CALL_ENV
 from cmem.triggers import hook_record
@@ -39,10 +39,25 @@ AGENT_EVENT_NAMES = {
 }
 
 
-def usage_problem(request: dict) -> str | None:
-    if request.get("event") not in EVENTS:
-        return f"EVENT must be one of {', '.join(EVENTS)}, not {request.get('event')!r}"
-    if request.get("agent") not in hook_record.AGENT_NAMES:
+@dataclass(frozen=True)
+class HookRequest:
+    """One `cmem hook run` command line: the event, the agent and the vault (None: the current
+    folder's), and what a detached process is handed (`--detached`, the transcript, session id
+    and the session's folder)."""
+
+    event: str
+    agent: str
+    vault: str | None = None
+    detached: bool = False
+    transcript: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+def usage_problem(event: str, agent: str) -> str | None:
+    if event not in EVENTS:
+        return f"EVENT must be one of {', '.join(EVENTS)}, not {event!r}"
+    if agent not in hook_record.AGENT_NAMES:
         return f"--agent must be one of {', '.join(hook_record.AGENT_NAMES)}"
     return None
 
@@ -57,24 +72,24 @@ def cmem_command(root: str) -> str:
     return f"{shlex.quote(program)} --vault {shlex.quote(root)}"
 
 
-def run(request: dict, out=None) -> int:
+def run(request: HookRequest, out=None) -> int:
     """Answer one hook event; the exit code (always 0: see the module's doc)."""
     from cmem.reading.stored_results import find_root
 
     out = out or sys.stdout
-    event, agent = request["event"], request["agent"]
+    event, agent = request.event, request.agent
     quiet_json = "{}" if agent == "gemini" else ""
     if os.environ.get(MODEL_CALL_ENV):  # an agent CLI run as a pass's model: not a session
         _put(out, quiet_json)
         return 0
-    root = find_root(request.get("vault"))
+    root = find_root(request.vault)
     if root is None:
         _put(out, quiet_json)
         return 0
     from cmem.vault.machine import machine_dir_of
 
     machine = machine_dir_of(root)
-    if request.get("detached"):
+    if request.detached:
         return _detached_work(root, machine, request)
     payload = hook_record.read_payload()
     cwd = hook_record.text_field(payload, "cwd") or os.getcwd()
@@ -129,10 +144,10 @@ def _stop(root: str, agent: str, payload: dict) -> str | None:
     return json.dumps({"decision": "block", "reason": reason}) if reason else None
 
 
-def _spawn_work(root: str, machine: str, request: dict, payload: dict, cwd: str) -> None:
+def _spawn_work(root: str, machine: str, request: HookRequest, payload: dict, cwd: str) -> None:
     """Start the session-end work in a process of its own."""
-    argv = [sys.executable, "-m", "cmem", "--vault", root, "hook", "run", request["event"]]
-    argv += ["--agent", request["agent"], "--detached", "--cwd", cwd]
+    argv = [sys.executable, "-m", "cmem", "--vault", root, "hook", "run", request.event]
+    argv += ["--agent", request.agent, "--detached", "--cwd", cwd]
     transcript = hook_record.text_field(payload, "transcript_path")
     if transcript:
         argv += ["--transcript", os.path.abspath(os.path.expanduser(transcript))]
@@ -142,14 +157,14 @@ def _spawn_work(root: str, machine: str, request: dict, payload: dict, cwd: str)
     _spawn(machine, argv)
 
 
-def _spawn_refresh(root: str, machine: str, request: dict) -> None:
+def _spawn_refresh(root: str, machine: str, request: HookRequest) -> None:
     """Start a refresh of what SessionStart keeps of memory, unless one is running."""
     from cmem.reading.start_memory import refresh_running
 
     if refresh_running(machine):
         return
     argv = [sys.executable, "-m", "cmem", "--vault", root, "hook", "run", "session-start"]
-    _spawn(machine, [*argv, "--agent", request["agent"], "--detached"])
+    _spawn(machine, [*argv, "--agent", request.agent, "--detached"])
 
 
 def _spawn(machine: str, argv: list[str]) -> None:
@@ -167,7 +182,7 @@ def _spawn(machine: str, argv: list[str]) -> None:
     os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
 
 
-def _detached_work(root: str, machine: str, request: dict) -> int:
+def _detached_work(root: str, machine: str, request: HookRequest) -> int:
     """The work of a hook, in the detached process: for a session's end, capture and the pass
     if due; then, for every event, what SessionStart keeps of memory refreshed (once the memory
     files are older than the racy-timestamp window, so their stats may be kept)."""
@@ -183,19 +198,19 @@ def _detached_work(root: str, machine: str, request: dict) -> int:
     except (ValueError, OSError):
         pass
     vault = open_vault(Path(root))
-    if request["event"] == "session-start":
+    if request.event == "session-start":
         _refresh_memory(vault, settle=False)
         return 0
     work = SessionWork(
-        request["agent"],
-        AGENT_EVENT_NAMES[request["event"]],
-        request.get("transcript"),
-        request.get("session-id"),
-        request.get("cwd"),
+        request.agent,
+        AGENT_EVENT_NAMES[request.event],
+        request.transcript,
+        request.session_id,
+        request.cwd,
     )
     capture_session(vault, work)
     try:
-        converge_after(vault, request["agent"])
+        converge_after(vault, request.agent)
     finally:
         _refresh_memory(vault, settle=True)
     return 0

@@ -1,12 +1,12 @@
-"""`cmem sync` with nothing to do, decided in `os` and `sys` alone (issue 16: close to a bare
-`git fetch` of the same remote).
+"""`cmem sync` with nothing to do, told after one `git fetch` (close to a bare `git fetch` of the
+same remote).
 
 A sync runs in a loop or a hook on every machine, and most of the time there is nothing to
-fetch, merge, commit or push. Starting Python and running the one fetch is the floor; the full
-path adds the CLI's imports, a `git config`, a `git status` and a `git rev-parse`. So when the
-full sync (`cmem.fast.run_sync` around `cmem.sync.remote.sync_vault`) finds nothing to do, it
-stores what it learned as a stored result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could
-make the next sync do something other than fetch:
+fetch, merge, commit or push. Running the one fetch is the floor; the full sync
+(`cmem.sync.remote.sync_vault`) adds a `git config`, a `git status` and a `git rev-parse`. So
+when the full sync finds nothing to do, `commands/sync.py` stores what it learned as a stored
+result (`cmem.reading.stored_results`, command "sync"), keyed by everything that could make the
+next sync do something other than fetch:
 
 - the vault's listing (every note's stat, the archive's included, every folder's mtime), cmem's
   own files, the user config — so an edit since then (a snapshot to commit) misses;
@@ -15,23 +15,18 @@ make the next sync do something other than fetch:
   ignore files (a note no longer ignored), and every `GIT_*` variable;
 - the lock and the journal folder (a step running or interrupted), today's date, cmem's version.
 
-The light path (`answer`) checks the key's cheap half (cmem, settings, day, no step running,
-HEAD on the stored branch), starts the same `git fetch` the full path runs (with
-`os.posix_spawnp`, no subprocess module), and walks the vault's listing while git works: the
-fetch is most of a sync's time, and the walk needs no answer from it (git writes only its own
-files under `.git`, and one it wrote that the key holds makes the key miss, which is safe).
-Then it reads the branch's ref and the remote-tracking ref straight from `.git` (loose file or
-packed-refs): both at the stored commit means the other machines pushed nothing and this one
-has nothing to push — it prints what the full path prints for "up to date" and records the
-sync. Any doubt (no stored result, a key that moved, a failed
-fetch, a ref it cannot read, refs that differ) hands over to the full path, which does the work;
-nothing has been changed by then, so running it after is safe. Once the fetch has run, the
-hand-over carries its outcome (`request["fetched"]`: the command line, exit code and git's
-stderr), and the full path takes that as its first fetch rather than fetching again: offline is
-told after one fetch, in the full path's words.
-
-It sits at the top, beside `cmem.fast`, because it reads the stored results (`cmem.reading`);
-what it needs of sync is stdlib only (`cmem.sync.git_env`, `cmem.sync.record`).
+`answer` checks the key's cheap half (cmem, settings, day, no step running, HEAD on the stored
+branch), starts the same `git fetch` the full sync runs, and walks the vault's listing while git
+works: the fetch is most of a sync's time, and the walk needs no answer from it (git writes only
+its own files under `.git`, and one it wrote that the key holds makes the key miss, which is
+safe). Then it reads the branch's ref and the remote-tracking ref from `.git`
+(`steps/git_head.py`): both at the stored commit means the other machines pushed nothing and this
+one has nothing to push — what the full sync prints for "up to date" is printed and the sync
+recorded. Any doubt (no stored result, a key that moved, a failed fetch, a ref it cannot read,
+refs that differ) leaves it to the full sync; nothing has been changed by then, so running it
+after is safe. Once the fetch has run, its outcome (the command line, exit code and git's
+stderr) goes to the full sync, which takes it as its first fetch rather than fetching again:
+offline is told after one fetch, in the full sync's words.
 """
 
 from __future__ import annotations
@@ -78,7 +73,7 @@ def _extra_files(root: str) -> tuple[str, ...]:
 
 def begin(vault) -> dict | None:
     """Before the full path looks for edits to commit: the key as it is now, or None when this
-    vault cannot take the light path (its `.git` is not a folder; `git.track_all`, where any
+    vault cannot be answered so (its `.git` is not a folder; `git.track_all`, where any
     file, not only the notes the key lists, may be an edit to commit)."""
     from cmem.reading.stored_results import KeyWalk
     from cmem.reading.stored_results import begin as begin_key
@@ -97,7 +92,7 @@ def begin(vault) -> dict | None:
 
 def store(pending: dict | None, result, fetch_argv: list[str], shown: dict) -> None:
     """After the full path found nothing to do (`result`, a cmem.sync.remote.SyncResult: HEAD and
-    the fetched ref both at `result.head`, nothing committed): what the light path needs to do
+    the fetched ref both at `result.head`, nothing committed): what `answer` needs to do
     the same. `shown`: what the full path printed, as text and as --json."""
     from cmem.reading.stored_results import store as store_entry
 
@@ -119,107 +114,49 @@ def store(pending: dict | None, result, fetch_argv: list[str], shown: dict) -> N
     )
 
 
-# --- the light path -----------------------------------------------------------------------------
+# --- the answer -----------------------------------------------------------------------------------
 
 
-def answer(request: dict) -> tuple[str, bool] | None:
-    """Sync with nothing to do, if that can be told for sure: (what to print, as --json or not),
-    the sync recorded; None hands over to the full path."""
-    root = find_root(request["vault"])
-    if root is None:
-        return None
-    entry = load_entry(entry_path(root, COMMAND, ()))
-    if entry is None or not context_matches(entry, root):
-        return None
+def answer(vault, as_json: bool) -> tuple[str | None, dict | None]:
+    """Sync with nothing to do, if that can be told for sure, for the vault `vault` names (None:
+    the current folder's): (what to print, the sync recorded; None: run the full sync), and the
+    fetch's outcome when it ran, for the full sync to take instead of fetching again."""
+    import subprocess
+
+    from cmem.steps.git_head import branch_of_head, read_ref
+
+    root = find_root(None if vault is None else str(vault))
+    entry = None if root is None else load_entry(entry_path(root, COMMAND, ()))
+    if root is None or entry is None or not context_matches(entry, root):
+        return None, None
     stored = entry["payload"]
     git_dir = os.path.join(root, ".git")
     if stored["git_variables"] != _git_variables():
-        return None
-    if _read(os.path.join(git_dir, "HEAD")) != "ref: " + stored["branch_ref"]:
-        return None  # another branch checked out, or HEAD detached: the full path says what to do
-    running = _start(stored["fetch"], remote_env(stored["ssh_configured"]))
+        return None, None
+    if branch_of_head(git_dir) != stored["branch_ref"]:
+        return None, None  # another branch checked out, or HEAD detached: the full sync says so
+    fetch = subprocess.Popen(
+        stored["fetch"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=remote_env(stored["ssh_configured"]),
+    )
     try:
         unchanged = listing_matches(entry, root)  # while git fetches
     finally:
-        code, errors = _finish(*running)  # never leave git unwaited for, whatever the walk met
-    # from here on, a hand-over carries the fetch's outcome: the full path takes it instead of
-    # fetching again (an unreachable ssh remote would otherwise make the user wait twice)
-    request["fetched"] = {
+        _, errors = fetch.communicate()  # never leave git unwaited for, whatever the walk met
+    fetched = {
         "argv": stored["fetch"],
         "ssh_configured": stored["ssh_configured"],
-        "code": code,
-        "stderr": errors,
+        "code": fetch.returncode,
+        "stderr": errors.decode("utf-8", "surrogateescape"),  # as steps/commits.py: run_git
     }
-    if code != 0:
-        return None  # offline, or anything else: the full path explains, from git's words
-    if not unchanged:
-        return None  # an edit to commit, a setting changed: the full path, with this fetch
-    ours = _ref(git_dir, stored["branch_ref"])
-    theirs = _ref(git_dir, stored["tracking"])
+    if fetch.returncode != 0 or not unchanged:
+        return None, fetched  # offline, an edit to commit, a setting changed: the full sync
+    ours = read_ref(git_dir, stored["branch_ref"])
+    theirs = read_ref(git_dir, stored["tracking"])
     if ours is None or ours != theirs or ours != stored["head"]:
-        return None  # the remote moved (merge), or this branch did (push)
+        return None, fetched  # the remote moved (merge), or this branch did (push)
     write_record(entry["machine_dir"], "up to date", stored["where"])
-    return stored["shown"]["json" if request["json"] else "text"], request["json"]
-
-
-def _start(argv: list[str], env: dict) -> tuple[int, int]:
-    """Start `argv` with nothing on its stdin and its stdout thrown away, its stderr into a pipe:
-    (its pid, the pipe's read end), for `_finish`."""
-    null = os.devnull
-    # both ends close-on-exec (os.pipe's default): git gets the write end only as its stderr
-    reader, writer = os.pipe()
-    try:
-        pid = os.posix_spawnp(
-            argv[0],
-            argv,
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_DUP2, writer, 2),
-            ],
-        )
-    except BaseException:
-        os.close(reader)
-        raise
-    finally:
-        os.close(writer)  # ours: the read in _finish ends when git's copy closes
-    return pid, reader
-
-
-def _finish(pid: int, reader: int) -> tuple[int, str]:
-    """Wait for what `_start` started: (its exit code, what it wrote on stderr, decoded as
-    cmem.steps.commits.run_git decodes it). The full path reads those words when the fetch
-    fails. Until this reads it, a full pipe holds git; its stderr is a few lines."""
-    try:
-        chunks = []
-        while chunk := os.read(reader, 65536):  # read all before waiting: a full pipe blocks git
-            chunks.append(chunk)
-    finally:
-        os.close(reader)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "surrogateescape")
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _ref(git_dir: str, ref: str) -> str | None:
-    """A ref's commit as git reads it: the loose file, else its line in packed-refs; None when
-    it is neither a commit id nor found (a symbolic ref, a ref git writes elsewhere)."""
-    value = _read(os.path.join(git_dir, ref))
-    if value is None:
-        packed = _read(os.path.join(git_dir, "packed-refs")) or ""
-        for line in packed.splitlines():
-            sha, _, name = line.partition(" ")
-            if name == ref:
-                value = sha
-                break
-    if value is None or len(value) not in (40, 64) or value.strip("0123456789abcdef"):
-        return None
-    return value
+    return stored["shown"]["json" if as_json else "text"], fetched

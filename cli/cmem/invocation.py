@@ -1,16 +1,16 @@
 """What one command line said that the error funnel and the step helpers need to know.
 
-Made fresh for each command line: by `commands/app.py: main` (it reaches the typer commands
-through click's context) or by the light entry (`cmem.fast`), so nothing module-level is written
-during a command and two invocations in one process cannot leak `--json` or the sync memo into
-each other. Its own module, without typer, because the light entry runs `converge` without it.
+Made fresh for each command line by `commands/app.py: main` (it reaches the typer commands
+through click's context), so nothing module-level is written during a command and two
+invocations in one process cannot leak `--json` or the sync memo into each other. Its own module,
+without typer, because `pass_command.py` and the step helpers take it too.
 """
 
 from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, for the annotations alone
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -10,7 +10,7 @@ note; archive moves stay with the user (`cmem archive apply`).
 Every tool returns JSON text, the same objects as the CLI's `--json` (docs/design.md §11); a refused
 call returns `{"error": "…"}`, a busy vault `{"status": "busy", …}` and a rejected answer its failed
 pass, each flagged as a tool error (`is_error`), as the CLI exits non-zero for them. Numbers are
-held to the CLI's bounds (`command_line.BOUNDS`), a note to `cmem note`'s length. Whatever a tool returns is redacted (cmem.text.secrets) on the way
+held to the CLI's bounds (`bounds.BOUNDS`), a note to `cmem note`'s length. Whatever a tool returns is redacted (cmem.text.secrets) on the way
 out: the agent is a model, and a credential in a note or a memory file must not reach it. The SDK is imported only here, inside `build_server`, so the CLI does
 not pay for it.
 """
@@ -160,7 +160,7 @@ class MemoryTools:
 
 def _check(name: str, key: str, value: float | None) -> None:
     """A tool's number held to the CLI option's bounds: out of them, a refusal naming it."""
-    from cmem.command_line import out_of_bounds
+    from cmem.bounds import out_of_bounds
     from cmem.errors import UsageError
 
     problem = None if value is None else out_of_bounds(key, value)

@@ -3,10 +3,10 @@ pass resets the unattended failure count, `git.sync: auto` syncs before and afte
 shows progress, Ctrl-C says what was and was not done, and the report, the JSON object or the
 prompt is printed; `--if-due` and `--background` go through `triggers/if_due.py` instead.
 
-Used by the typer command (`commands/converge.py: converge`), and by the light entry for the
-background spawn every shell exit makes (`cmem.fast: run_converge`). Each hands in how to print
-(`echo`: `typer.echo`'s signature), so both print the same bytes; typer is never imported here. `auto_sync` and `report_interrupt` are every writing command's (`commands/common.py`
-prints them with typer).
+Used by the converge command (`commands/converge.py`) and, for `auto_sync` and
+`report_interrupt`, by every writing command (`commands/common.py`); each hands in how to print
+(`echo`: `typer.echo`), so this module imports no typer and its functions run as well under a
+test's own printer.
 """
 
 from __future__ import annotations
@@ -70,11 +70,14 @@ def converge_by_hand(
     invoked: Invocation,
     echo,
     *,
+    store_prompt: bool,
     quiet: bool,
     as_json: bool,
     show_diff: bool,
 ) -> int:
-    """A pass a person runs (`options`: the pipeline's PassOptions); returns the exit code."""
+    """A pass a person runs (`options`: the pipeline's PassOptions); returns the exit code.
+    `store_prompt`: a plain `--emit-prompt`, whose prompt is stored for the next such request
+    (`reading/stored_prompt.py`)."""
     from cmem.converge.pipeline import run_pass
     from cmem.errors import Busy
     from cmem.render.reports import Spinner, render_pass
@@ -87,7 +90,7 @@ def converge_by_hand(
         reset_failures(target)  # a person is running a pass: unattended runs may try again
         auto_sync(target, invoked, echo, quiet=quiet)
     kept = None
-    if plain_emit(options, show_diff=show_diff, quiet=quiet, as_json=as_json):
+    if store_prompt:
         from cmem.reading import stored_prompt
 
         kept = stored_prompt.begin(target)
@@ -156,7 +159,14 @@ def converge_backlog(
         if not as_json and not quiet:
             echo("the backlog is empty: every adopted note is converged or pending as usual")
         return converge_by_hand(
-            target, options, invoked, echo, quiet=quiet, as_json=as_json, show_diff=False
+            target,
+            options,
+            invoked,
+            echo,
+            store_prompt=False,
+            quiet=quiet,
+            as_json=as_json,
+            show_diff=False,
         )
     if not as_json and not quiet:
         echo(render_backlog_plan(plan))
@@ -190,26 +200,6 @@ def converge_backlog(
     return 1 if run.batches and run.batches[-1].status == "failed" else 0
 
 
-def plain_emit(options, *, show_diff: bool, quiet: bool, as_json: bool) -> bool:
-    """A bare `converge --emit-prompt`: the request whose prompt is stored for `cmem.fast` to
-    answer next time (`reading/stored_prompt.py`); any other option makes it another request."""
-    return options.emit_prompt and not (
-        options.engine
-        or options.llm
-        or options.dry_run
-        or options.response_text is not None  # --response or --replay
-        or options.only
-        or options.budget
-        or options.propose
-        or options.allow_shrink
-        or options.keep_raw_prompt
-        or options.backlog
-        or show_diff
-        or quiet
-        or as_json
-    )
-
-
 def converge_unattended(
     target,
     options,
@@ -218,27 +208,14 @@ def converge_unattended(
     *,
     if_due: bool,
     scheduled: bool,
-    background: bool,
     detached: bool,
     quiet: bool,
     as_json: bool,
 ) -> int:
-    """`converge --if-due` / `--background`: the rules live in cmem.triggers.if_due; this prints
-    what they did. Returns the exit code."""
+    """`converge --if-due` and the detached process `--background` started: the rules live in
+    cmem.triggers.if_due; this prints what they did. Returns the exit code."""
     from cmem.triggers import if_due as triggers
 
-    if background:
-        args = child_args(
-            if_due=if_due,
-            scheduled=scheduled,
-            engine=options.engine,
-            llm=options.llm,
-            budget=options.budget,
-            only=options.only,
-            propose=options.propose,
-            allow_shrink=options.allow_shrink,
-        )
-        return start_in_background(target, args, echo, quiet=quiet, as_json=as_json)
     if detached:
         triggers.ignore_hangup()
     from cmem.render.reports import Spinner, paint, render_pass

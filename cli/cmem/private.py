@@ -10,7 +10,7 @@ which every path into the folder is built from, checks the folder's own mode onc
 folder this cmem made is 0700, so a looser one is an older cmem's, and everything under it is
 set right before anything else reads or writes there.
 
-`os` alone: the light paths (`cmem.fast`, `cmem.idle_sync`) build their paths with it.
+`os` alone: the stored answers and the agent hooks build their paths with it.
 """
 
 from __future__ import annotations

@@ -199,10 +199,11 @@ def test_the_layer_check_catches_an_upward_import(layout, tmp_path):
     assert ["cmem.text.names", "cmem.text.tokens"] in layout.cycles(copy)
 
 
-def test_one_command_line_parser(layout):
-    """The light entry's commands are read by `cmem.command_line.parse` alone (its table is held
-    to typer's by tests/surfaces/test_command_line.py): no other hand-written argv loop."""
-    assert layout.argv_parsers() == ["cmem.command_line.parse"]
+def test_one_way_in(layout):
+    """Every command line is read by the command table (typer, `cmem/commands/`): no hand-written
+    argv loop, and no module outside the table reads `sys.argv`."""
+    assert layout.argv_parsers() == []
+    assert layout.argv_readers() == []
 
 
 def test_engines_and_rules_are_registries_the_report_reads(layout):

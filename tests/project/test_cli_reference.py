@@ -41,8 +41,8 @@ def test_the_reference_holds_every_command_and_sub_command_of_the_table(generato
 
 @pytest.mark.parametrize("path", [(), ("converge",), ("hook", "install")])
 def test_the_page_says_what_the_real_command_prints(generator, path):
-    """Through the installed entry (`cmem.fast`, then typer) in an 80-column terminal."""
-    code, out, err, _ = run_entry("cmem.fast", [*path, "--help"], env=generator.HELP_ENV)
+    """Through the installed entry (`cmem.cli`) in an 80-column terminal."""
+    code, out, err, _ = run_entry("cmem.cli", [*path, "--help"], env=generator.HELP_ENV)
     assert code == 0, err
     assert out.strip("\n") == generator.help_text(path)
     block = f"```\n{generator.help_text(path)}\n```"

@@ -69,18 +69,15 @@ def _ageless(out: str) -> str:
     return re.sub(r'"age_seconds": -?\d+|\b\d+(?:\.\d)? (?:s|min|h|days)\b', "<age>", out)
 
 
-FAST_PATH_NEVER = (
-    "typer",
-    "click",
+# What a stored answer never imports: YAML, the config loader, the vault model, the scanner
+STORED_ANSWER_NEVER = (
     "yaml",
     "ruamel",
-    "cmem.cli",
     "cmem.vault.config",
     "cmem.vault.layers",
     "cmem.scan",  # the scanner, its per-note detection and the parts split out of it
     "cmem.text.cues",
     "git",
-    "dataclasses",
 )
 
 
@@ -88,13 +85,13 @@ FAST_PATH_NEVER = (
     "argv",
     [["--help"], ["--version"], ["status"], ["status", "--json"], ["scan"], ["scan", "--json"]],
 )
-def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vault):
-    """The installed entry point (cmem.fast): once a result is stored, the second call answers
-    without typer, YAML, the config loader or the scanner."""
+def test_a_stored_answer_imports_no_vault_machinery(argv, sample_vault):
+    """Once a result is stored, the second call answers without YAML, the config loader, the
+    vault model or the scanner (and help and version never need them)."""
     from support import settle
 
     env = dict(os.environ, CMEM_VAULT=str(sample_vault))
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.cli import main; main()"
     settle(sample_vault)
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -109,26 +106,35 @@ def test_fast_path_imports_only_the_stdlib_and_its_own_modules(argv, sample_vaul
         for line in result.stderr.splitlines()
         if line.startswith("import time:")
     }
-    for heavy in FAST_PATH_NEVER:
+    for heavy in STORED_ANSWER_NEVER:
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (
             f"{argv} imported {heavy}"
         )
 
 
-# `cmem sync` needs the vault, its config and git, but never the CLI framework; YAML only until
-# the config's parse is stored (cmem.vault.config_cache)
-SYNC_PATH_NEVER = ("typer", "click", "cmem.cli", "yaml", "rich", "cmem.scan", "cmem.converge")
+# `cmem sync` with nothing to do, the second time: told after one fetch, without the sync
+# machinery, the config or the scanner
+SYNC_PATH_NEVER = (
+    "cmem.sync.remote",
+    "yaml",
+    "rich",
+    "cmem.vault.config",
+    "cmem.scan",
+    "cmem.converge",
+)
 
 
 @pytest.mark.parametrize("argv", [["sync"], ["sync", "--json"], ["--no-color", "sync"]])
-def test_sync_path_imports_no_cli_framework(argv, tmp_path, sample_vault):
-    """The installed entry point runs `cmem sync` with nothing to do without typer or click; the
-    second call (config parse stored) without YAML either."""
+def test_an_idle_sync_imports_no_sync_machinery(argv, tmp_path, sample_vault):
+    """The second `cmem sync` with nothing to do is told by the idle answer (cmem/idle_sync.py)."""
     remote, clone = tmp_path / "remote.git", tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--bare", str(sample_vault), str(remote)], check=True)
     subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
     env = dict(os.environ, CMEM_VAULT=str(clone))
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.cli import main; main()"
+    from support import settle
+
+    settle(clone)  # its files older than the racy-timestamp window: the full sync stores
     for _ in range(2):
         result = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", code],
@@ -151,8 +157,8 @@ def test_sync_path_imports_no_cli_framework(argv, tmp_path, sample_vault):
 
 def test_the_installed_command_imports_cmem_first(tmp_path):
     """The `cmem` this environment's installer wrote (bin/, beside this Python): it runs, and
-    imports nothing of its own before cmem's light entry (pip's generated launcher imported `re`,
-    4 ms on every call)."""
+    imports nothing of its own before cmem (pip's generated launcher imported `re` on every
+    call)."""
     command = Path(sys.executable).parent / "cmem"
     if not command.exists():
         pytest.skip("cmem is not installed as a command beside this Python")

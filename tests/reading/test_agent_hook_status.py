@@ -25,7 +25,7 @@ def _vault(tmp_path):
 
 
 def _status(vault, *extra) -> tuple[dict | str, set[str]]:
-    code, out, err, modules = run_entry("cmem.fast", ["status", "--vault", str(vault.root), *extra])
+    code, out, err, modules = run_entry("cmem.cli", ["status", "--vault", str(vault.root), *extra])
     assert code == 0, err
     return (json.loads(out) if "--json" in extra else out), modules
 
@@ -54,7 +54,9 @@ def test_status_shows_each_agent_hook_and_what_went_wrong(tmp_path):
         machine, "codex", "pass", {"time": "2026-11-30T10:00:02+0000", "status": "failed", "error": "the model command timed out"}
     )  # fmt: skip
     text, modules = _status(vault)
-    assert "typer" not in modules  # answered from the stored result, with the new records
+    assert (
+        "cmem.vault.config" not in modules
+    )  # answered from the stored result, with the new records
     assert "last fired" in text and "(SessionEnd)" in text
     assert "captured 3 turns → sessions/2026-11-30 codex harbor 9cd5.md" in text
     assert "the last pass failed: the model command timed out" in text

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from support import git, run_cmem, run_fast, settle
+from support import git, run_cmem, run_stored, settle
 from trigger_helpers import trigger_vault
 
 # A model that reads the prompt and fails, as a model whose API key ran out does.
@@ -112,20 +112,20 @@ def test_a_stored_status_is_not_served_across_a_failure(make_vault, form):
     root = failed_vault(make_vault)
     argv = ["status", "--json"] if form == "json" else ["status"]
     settle(root)
-    run_fast(root, *argv)
-    before, hit = run_fast(root, *argv)
+    run_stored(root, *argv)
+    before, hit = run_stored(root, *argv)
     assert hit  # stored: the second call was answered without the full CLI
     fail_a_pass(root)
     from cmem.vault.layers import open_vault
 
     settle(root)
     settle(open_vault(root).machine_dir)  # as it is once the failure is old news
-    after, hit = run_fast(root, *argv)
+    after, hit = run_stored(root, *argv)
     assert not hit
     if form == "json":
         assert json.loads(before)["failed_pass"] is None
         assert json.loads(after)["failed_pass"]["status"] == "failed"
     else:
         assert "quota exceeded" in after and "quota exceeded" not in before
-    stored, hit = run_fast(root, *argv)  # and the status stored after it shows it
+    stored, hit = run_stored(root, *argv)  # and the status stored after it shows it
     assert hit and stored == after

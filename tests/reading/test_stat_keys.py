@@ -3,7 +3,7 @@
 (mtime, size) alone misses an edit that keeps the size and sets the mtime back — `touch -r`,
 `rsync -t`, a backup restore, a tool that puts times back — which only the ctime tells (git's
 index keeps the ctime for the same reason). The scan's caches are tested in
-`scan/test_scan.py`, the stored answers in `surfaces/test_fast.py`; these are the layer sizes of
+`scan/test_scan.py`, the stored answers in `surfaces/test_stored_answers.py`; these are the layer sizes of
 `status` and `context` and the index of `recall`. `test_stored_sequences.py` checks the rule
 across random sequences of changes.
 """

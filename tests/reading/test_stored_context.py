@@ -1,10 +1,11 @@
 """`cmem context` from its stored material (cmem.reading.stored_context): a warm call is answered
-without typer, and prints byte for byte what the full command prints from the same vault, config
+without the vault model, and prints byte for byte what the command prints afresh from the same vault, config
 and read times — text and --json, warnings too — and never a stale bundle: each test changes the
 vault as a person or a tool does and checks the next call shows the truth.
 
 Whether a call was answered from the store is read from `python -X importtime`: a stored answer
-never imports typer. The full command is run through `cmem.cli.main` directly, past the light path.
+never imports the config reader. The full command is the same command with its stored material
+removed first (`support.forget_stored`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ from cmem.reading import stored_context
 from cmem.reading.context import build_context, gather_material, render_context_markdown
 from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import machine_dir_for, open_vault
-from support import git
+from support import forget_stored, git
 
 HOUR_AGO = time.time() - 3600
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
 
 
 def run(vault: Path, *argv: str, full: bool = False) -> tuple[str, str, bool]:
-    """cmem in a real process: (stdout, stderr, answered from the store?). `full`: the real
-    command, as a miss runs it."""
-    entry = "from cmem.cli import main" if full else "from cmem.fast import main"
+    """cmem in a real process: (stdout, stderr, answered from the store?). `full`: afresh, as a
+    miss runs it."""
+    if full:
+        forget_stored(vault, "context")
+    entry = "from cmem.cli import main"
     args = ["context", *argv, "--vault", str(vault)]
     code = f"import sys; sys.argv = ['cmem', *{args!r}]; {entry}; main()"
     result = subprocess.run(
@@ -42,7 +45,7 @@ def run(vault: Path, *argv: str, full: bool = False) -> tuple[str, str, bool]:
     lines = result.stderr.splitlines(keepends=True)
     modules = {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
     err = "".join(line for line in lines if not line.startswith("import time:"))
-    return result.stdout, err, "typer" not in modules
+    return result.stdout, err, "cmem.vault.config" not in modules
 
 
 def settle(root: Path) -> None:
@@ -70,7 +73,7 @@ def same_as_full(vault: Path, *argv: str) -> str:
     else:
         times.write_bytes(before)
     full = run(vault, *argv, full=True)
-    assert light[:2] == full[:2]
+    assert not full[2] and light[:2] == full[:2]
     assert recorded == set(json.loads(times.read_text("utf-8")))  # the same files recorded
     return light[0]
 
@@ -136,7 +139,7 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     warm(sample_vault)
     code = (
         "import sys; sys.argv = ['cmem', 'context', '--vault', sys.argv[1]];"
-        " from cmem.fast import main; main()"
+        " from cmem.cli import main; main()"
     )
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code, str(sample_vault)],
@@ -145,15 +148,14 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     )
     modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert "cmem.reading.stored_context" in modules
-    # the fast path's list (tests/project/test_packaging.py), and what the full `context` needs for the
-    # token estimate (the CJK class compiled) and durable writes
-    never = ("typer", "click", "yaml", "ruamel", "cmem.cli", "cmem.vault", "cmem.scan", "git")
-    # and json for the read times: a marshal copy stands in (load_read_times)
-    for heavy in (*never, "dataclasses", "cmem.text.tokens", "cmem.atomic", "tempfile", "json"):
+    # a stored answer's list (tests/project/test_packaging.py), and what the full `context` needs
+    # for the token estimate (the CJK class compiled) and durable writes
+    never = ("yaml", "ruamel", "cmem.vault", "cmem.scan", "git")
+    for heavy in (*never, "cmem.text.tokens", "cmem.atomic", "tempfile"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 
-def test_the_light_path_records_reads(sample_vault):
+def test_a_stored_answer_records_reads(sample_vault):
     warm(sample_vault)
     read_times_file(sample_vault).unlink(missing_ok=True)
     out, _, hit = run(sample_vault, "--json")

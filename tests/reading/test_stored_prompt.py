@@ -1,5 +1,5 @@
 """`cmem converge --emit-prompt` from a stored prompt (cmem.reading.stored_prompt): a warm call is
-answered without typer and prints byte for byte what the full command prints, and any change the
+answered without the vault model and prints byte for byte what the command prints afresh, and any change the
 prompt depends on — a note edited in the same second, a memory file edited by hand, the config,
 `.gitignore`, a checkout of an older state — makes the next call build it again. Requests with
 options that change the prompt are never answered from, nor stored under, the plain request.
@@ -15,21 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from support import git
+from support import forget_stored, git
 
-# What a stored answer never imports: the CLI framework, YAML, the config loader, the scanner
-# (the same list as tests/project/test_packaging.py's FAST_PATH_NEVER; no test imports another test module)
-FAST_PATH_NEVER = (
-    "typer",
-    "click",
+# What a stored answer never imports: YAML, the config loader, the vault model, the scanner
+# (the same list as tests/project/test_packaging.py's STORED_ANSWER_NEVER; no test imports
+# another test module)
+STORED_ANSWER_NEVER = (
     "yaml",
     "ruamel",
-    "cmem.cli",
     "cmem.vault.config",
     "cmem.vault.layers",
     "cmem.scan",
     "git",
-    "dataclasses",
 )
 
 HOUR_AGO = time.time() - 3600
@@ -37,8 +34,13 @@ CORRECTION = "\n- 其实不是这样，以后都改用 pnpm 了\n"
 
 
 def emit(vault: Path, *extra: str, full: bool = False) -> tuple[str, bool, set[str]]:
-    """(the prompt, answered from the store?, the modules imported)."""
-    entry = "from cmem.cli import main" if full else "from cmem.fast import main"
+    """(the prompt, answered from the store?, the modules imported). `full`: afresh, as a miss
+    runs it."""
+    if full:
+        from cmem.reading.stored_prompt import COMMAND, params
+
+        forget_stored(vault, COMMAND, params(str(vault.resolve())))
+    entry = "from cmem.cli import main"
     args = ["converge", "--emit-prompt", *extra, "--vault", str(vault)]
     code = f"import sys; sys.argv = ['cmem', *{args!r}]; {entry}; main()"
     result = subprocess.run(
@@ -70,7 +72,7 @@ def warm(vault: Path) -> str:
     stored, hit, modules = emit(vault)
     assert hit, "the second call should have been answered from the stored prompt"
     assert stored == first == emit(vault, full=True)[0]
-    for heavy in FAST_PATH_NEVER:
+    for heavy in STORED_ANSWER_NEVER:
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
     return stored
 

@@ -1,10 +1,11 @@
-"""`cmem recall` from the light entry path (reading/recall.py: stored_recall): it prints what the
-full command prints, and only while the index still matches the notes.
+"""`cmem recall` from stored indexes (reading/recall.py: stored_recall): it prints what a recall
+with the indexes brought up to date prints, and only while the index still matches the notes.
 
 Each test changes the memory the way a person or a tool does — an edit in place in the same second
 as the stored listing, an edit that keeps size and mtime, a new topic file, a checkout of an older
 state, a note added to the archive — and checks the next recall shows it. Whether a call was
-answered by the light path is read from `python -X importtime` (as in tests/surfaces/test_fast.py).
+answered from the store is read from `python -X importtime` (as in
+tests/surfaces/test_stored_answers.py).
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import HOUR_AGO, git, settle
-from support import run_fast as cmem
+from support import HOUR_AGO, forget_stored, git, settle
+from support import run_stored as cmem
 
 TOPIC = Path("converged") / "topics" / "python-tooling.md"
 
 
 def full(vault: Path, *argv: str) -> str:
-    """What the full command (typer, the index synced) prints."""
+    """What the command prints afresh (its stored proof removed first: the index synced)."""
+    from cmem.reading.recall import ARCHIVED, VAULT
+
+    for scope in (ARCHIVED, VAULT):
+        forget_stored(vault, "recall", (scope,))
     args = [*argv, "--vault", str(vault)]
     code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.cli import main; main()"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -32,7 +37,7 @@ def full(vault: Path, *argv: str) -> str:
 
 def light_modules(vault: Path, *argv: str) -> set[str]:
     args = [*argv, "--vault", str(vault)]
-    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.fast import main; main()"
+    code = f"import sys; sys.argv = ['cmem', *{args!r}]; from cmem.cli import main; main()"
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
     )
@@ -87,15 +92,13 @@ def test_light_recall_prints_what_the_full_command_prints(sample_vault):
     assert json.loads(light)["index"]["listed"] is False
 
 
-def test_light_recall_imports_neither_typer_nor_yaml_nor_the_vault_model(sample_vault):
+def test_a_stored_recall_imports_neither_yaml_nor_the_vault_model(sample_vault):
     warm_recall(sample_vault, "python")  # its snippets cite sources, which are stripped
     modules = light_modules(sample_vault, "recall", "python")
     assert "cmem.vault.statements" in modules
-    assert "typer" not in modules and "yaml" not in modules and "rich" not in modules
+    assert "yaml" not in modules and "rich" not in modules
     assert "cmem.vault.layers" not in modules and "cmem.reading.search_index" not in modules
-    # nor what those imported besides (dataclasses pulls in inspect, the config pathlib)
-    for heavy in ("dataclasses", "inspect", "typing", "pathlib", "cmem.vault.config"):
-        assert heavy not in modules, heavy
+    assert "cmem.vault.config" not in modules
 
 
 def test_a_memory_file_edited_in_the_same_second_is_found(sample_vault):
@@ -174,24 +177,6 @@ def test_a_deleted_index_falls_back_to_the_full_command(sample_vault):
     assert not hit and out == light
 
 
-def test_arguments_the_light_path_does_not_know_go_to_the_full_command():
-    from cmem.fast import parse_recall
-
-    assert parse_recall(["recall", "uv", "-n", "3", "--json"])["limit"] == 3
-    assert parse_recall(["--vault", "recall", "status"]) is None
-    # after `--` every word is the query, as click reads it (issue 44: it took the slow path)
-    assert parse_recall(["recall", "--", "-x", "--json"])["query"] == ["-x", "--json"]
-    assert parse_recall(["recall", "--", "-x", "--json"])["json"] is False
-    for argv in (
-        ["recall"],
-        ["recall", "uv", "--rebuild"],
-        ["recall", "uv", "-n", "0"],
-        ["recall", "uv", "--limit", "x"],
-        ["status", "recall"],
-    ):
-        assert parse_recall(argv) is None, argv
-
-
 def test_a_folder_whose_mtime_is_set_back_is_listed_again(sample_vault):
     """The index's own shortcut (folders unchanged: the manifest stands for the listing) looks at
     the folders' ctimes too, which no one can set back."""
@@ -211,8 +196,9 @@ def test_the_light_recall_compiles_no_secret_rule_until_a_snippet_needs_one(samp
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape, made up
     code = (
         "import sys\n"
-        "from cmem.fast import answer\n"
-        "out = answer(['recall', 'ruff', '--vault', sys.argv[1]])\n"
+        "from cmem.reading.recall import render_recall, stored_recall\n"
+        "from cmem.text.secrets import shown\n"
+        "out = shown(render_recall(stored_recall(sys.argv[1], 'ruff', False, 10)))\n"
         "assert 'python-tooling.md' in out, out\n"
         "from cmem.text import secrets\n"
         "rules = [v for v in vars(secrets).values() if isinstance(v, secrets._Lazy)]\n"

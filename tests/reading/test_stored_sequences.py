@@ -1,7 +1,7 @@
 """Every read command tells the truth after any sequence of changes (issue 13, "correctness first").
 
 The stored results, the per-note and per-file caches, the index of `recall` and the recorded pass
-commit each key what they hold on what it depends on. The examples in `surfaces/test_fast.py` check
+commit each key what they hold on what it depends on. The examples in `surfaces/test_stored_answers.py` check
 one change each; this test checks the rule across sequences: a seeded random walk of the changes
 people and tools make (notes written, appended, edited in place with their old mtime put back,
 replaced by a renamed file of their size and mtime, renamed, deleted; memory files and archived
@@ -67,7 +67,7 @@ def _seeds() -> list[int]:
 
 def _run(vault: Path, state: Path, *argv: str) -> tuple[int, str, str]:
     code, out, err, _ = run_entry(
-        "cmem.fast", [*argv, "--vault", str(vault)], env={"XDG_STATE_HOME": str(state)}
+        "cmem.cli", [*argv, "--vault", str(vault)], env={"XDG_STATE_HOME": str(state)}
     )
     return code, out, err
 

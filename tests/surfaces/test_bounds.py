@@ -1,7 +1,7 @@
 """Every number a command takes is checked where it comes in (issue 43): negative, zero, huge, NaN
 and infinity are a usage error naming the option and its range (exit 2, no traceback), through
-the light entry (`cmem.fast`, which answers `context` and `recall` itself) and the full one
-alike; the bounds themselves are taken. `command_line.BOUNDS` holds them, for the MCP tools too
+the command line and from a stored answer's side alike; the bounds themselves are taken.
+`bounds.BOUNDS` holds them, for the MCP tools too
 (tests/surfaces/test_mcp.py).
 
 `cmem capture --since 1000000d` ended in a traceback (a window reaching before year 1), and
@@ -14,7 +14,7 @@ import pytest
 
 from support import run_cmem, run_entry
 
-ENTRIES = ["cmem.fast", "cmem.cli"]
+ENTRIES = ["cmem.cli"]
 REFUSED = [
     (["context", "--budget", "-5"], "--budget", "from 100 to 1,000,000"),
     (["context", "--budget", "0"], "--budget", "from 100 to 1,000,000"),
@@ -68,7 +68,7 @@ def test_the_bounds_themselves_are_taken(tmp_path, entry):
 
 
 def test_every_bound_is_a_range_of_numbers():
-    from cmem.command_line import BOUNDS
+    from cmem.bounds import BOUNDS
 
     for key, (low, high) in BOUNDS.items():
         assert key.split(" ")[1].startswith("--") and 0 <= low < high, key

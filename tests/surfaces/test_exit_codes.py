@@ -1,7 +1,6 @@
 """Exit codes and messages a script can trust (issue 35): a refusal a person sees exits non-zero
 — a second pass, an undo, an archive apply or a dry run while a pass holds the vault exit
-`BUSY_EXIT_CODE` with one line on stderr, `{"status": "busy"}` under `converge --json` — through
-both entries (`cmem.fast`, the light one, and `cmem.cli`, the full one), while the unattended
+`BUSY_EXIT_CODE` with one line on stderr, `{"status": "busy"}` under `converge --json`, while the unattended
 triggers (`--if-due`, `--background`, the hooks, `watch`) stay silent and exit 0. A model command
 that is empty or missing is an error before anything is written: `--llm ""` is a usage error
 (exit 2), `--engine llm` with no command and a command that is not installed stop before the
@@ -23,7 +22,7 @@ from cmem.vault.layers import open_vault
 from support import git, run_entry
 from trigger_helpers import log_lines, pass_commits, trigger_vault
 
-ENTRIES = ("cmem.fast", "cmem.cli")
+ENTRY = "cmem.cli"  # what the installed `cmem` runs
 
 
 def _commits(root) -> list[str]:
@@ -35,7 +34,6 @@ def _runs(root) -> list[str]:
     return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize(
     "argv",
     [
@@ -47,7 +45,7 @@ def _runs(root) -> list[str]:
         ["archive", "apply", "--all", "--yes"],
     ],
 )
-def test_an_interactive_command_refused_by_a_running_pass_exits_non_zero(make_vault, entry, argv):
+def test_an_interactive_command_refused_by_a_running_pass_exits_non_zero(make_vault, argv):
     root = trigger_vault(make_vault)
     assert (
         run_entry("cmem.cli", ["converge", "--engine", "builtin", "-q", "--vault", str(root)])[0]
@@ -56,7 +54,7 @@ def test_an_interactive_command_refused_by_a_running_pass_exits_non_zero(make_va
     (root / "2026-12-01 more.md").write_text("- I decided to switch to Vue at work.\n", "utf-8")
     before = _commits(root)
     with vault_lock(open_vault(root).machine_dir, "converge"):
-        code, out, err, _ = run_entry(entry, [*argv, "--vault", str(root)])
+        code, out, err, _ = run_entry(ENTRY, [*argv, "--vault", str(root)])
     assert code == BUSY_EXIT_CODE, (code, out, err)
     if "--quiet" in argv:
         assert (out, err) == ("", "")  # quiet: no word, but the exit code still tells
@@ -66,19 +64,17 @@ def test_an_interactive_command_refused_by_a_running_pass_exits_non_zero(make_va
     assert _commits(root) == before
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
-def test_a_busy_pass_under_json_says_busy_and_exits_non_zero(make_vault, entry):
+def test_a_busy_pass_under_json_says_busy_and_exits_non_zero(make_vault):
     root = trigger_vault(make_vault)
     with vault_lock(open_vault(root).machine_dir, "converge"):
         code, out, err, _ = run_entry(
-            entry, ["converge", "--engine", "builtin", "--json", "--vault", str(root)]
+            ENTRY, ["converge", "--engine", "builtin", "--json", "--vault", str(root)]
         )
     assert code == BUSY_EXIT_CODE
     data = json.loads(out)
     assert data["status"] == "busy" and "already running" in data["message"]
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize(
     "argv",
     [
@@ -88,12 +84,10 @@ def test_a_busy_pass_under_json_says_busy_and_exits_non_zero(make_vault, entry):
         ["converge", "--detached"],
     ],
 )
-def test_an_unattended_trigger_meeting_a_running_pass_is_silent_and_exits_0(
-    make_vault, entry, argv
-):
+def test_an_unattended_trigger_meeting_a_running_pass_is_silent_and_exits_0(make_vault, argv):
     root = trigger_vault(make_vault)
     with vault_lock(open_vault(root).machine_dir, "converge"):
-        code, out, err, _ = run_entry(entry, [*argv, "--vault", str(root)])
+        code, out, err, _ = run_entry(ENTRY, [*argv, "--vault", str(root)])
     assert (code, out, err) == (0, "", "")
     assert pass_commits(root) == []
     assert log_lines(root)[-1].split("\t")[1] == "busy"  # the log still has its one line
@@ -111,47 +105,34 @@ def test_the_busy_exit_code_is_documented_in_the_readme_and_the_help():
 # --- a model command that is empty or missing ------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("value", ["", "   "])
-def test_an_empty_llm_flag_is_a_usage_error_and_nothing_is_written(make_vault, entry, value):
+def test_an_empty_llm_flag_is_a_usage_error_and_nothing_is_written(make_vault, value):
     """`--llm "$LLM"` with the variable unset must not fall back on the builtin engine."""
     root = trigger_vault(make_vault)
     before = _commits(root)
     for argv in (["--llm", value], [f"--llm={value}"], ["--engine", "builtin", "--llm", value]):
-        code, out, err, _ = run_entry(entry, ["converge", *argv, "--vault", str(root)])
+        code, out, err, _ = run_entry(ENTRY, ["converge", *argv, "--vault", str(root)])
         assert code == 2, (argv, code, out, err)
         assert "--llm" in err and "empty" in err
         assert _commits(root) == before and _runs(root) == []
 
 
-def test_the_light_and_full_entries_say_the_same_of_an_empty_llm(make_vault):
-    root = trigger_vault(make_vault)
-    answers = [
-        run_entry(entry, ["converge", "--llm", "", "--vault", str(root)])[:3] for entry in ENTRIES
-    ]
-    assert answers[0] == answers[1]
-
-
-@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("name", ["gpt", "LLM", ""])
-def test_an_engine_no_engine_has_is_a_usage_error_and_nothing_is_written(make_vault, entry, name):
+def test_an_engine_no_engine_has_is_a_usage_error_and_nothing_is_written(make_vault, name):
     """`--engine` takes only the names `ENGINES` has (the pass is given the name, typed)."""
     root = trigger_vault(make_vault)
     before = _commits(root)
-    code, out, err, _ = run_entry(entry, ["converge", "--engine", name, "--vault", str(root)])
+    code, out, err, _ = run_entry(ENTRY, ["converge", "--engine", name, "--vault", str(root)])
     assert code == 2, (code, out, err)
     assert "--engine" in err and "builtin or llm" in err
     assert _commits(root) == before and _runs(root) == []
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
-def test_engine_llm_without_a_command_errors_before_the_snapshot_and_the_run_record(
-    make_vault, entry
-):
+def test_engine_llm_without_a_command_errors_before_the_snapshot_and_the_run_record(make_vault):
     root = trigger_vault(make_vault)
     (root / "2026-12-01 more.md").write_text("- I decided to switch to Vue at work.\n", "utf-8")
     before = _commits(root)
-    code, out, err, _ = run_entry(entry, ["converge", "--engine", "llm", "--vault", str(root)])
+    code, out, err, _ = run_entry(ENTRY, ["converge", "--engine", "llm", "--vault", str(root)])
     assert code == 1
     assert "--engine llm needs a model command" in err
     assert "asked" not in err and "snapshot" not in err and "committed first" not in err
@@ -161,15 +142,14 @@ def test_engine_llm_without_a_command_errors_before_the_snapshot_and_the_run_rec
     assert "2026-12-01 more.md" in git(root, "status", "--porcelain")
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 def test_a_model_command_that_is_not_installed_is_never_said_to_have_been_asked(
-    make_vault, entry, tmp_path
+    make_vault, tmp_path
 ):
     root = trigger_vault(make_vault)
     before = _commits(root)
     missing = str(tmp_path / "no-such-model")
     for command in ("no-such-model-cmd-35 -m x", missing):
-        code, out, err, _ = run_entry(entry, ["converge", "--llm", command, "--vault", str(root)])
+        code, out, err, _ = run_entry(ENTRY, ["converge", "--llm", command, "--vault", str(root)])
         assert code == 1, err
         assert "not found" in err and "asked once" not in err
         assert _commits(root) == before and _runs(root) == []

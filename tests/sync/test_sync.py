@@ -806,8 +806,8 @@ def test_the_sync_benchmark_runs_and_prints_its_figures():
         and "the floor" in result.stdout
         and "the full path's own work" in result.stdout
     )
-    # the light path is what was timed: the bench checks it answers, before and after the timing
-    assert "light path answering after" in result.stdout
+    # the idle answer is what was timed: the bench checks it comes, before and after the timing
+    assert "idle answer after" in result.stdout
 
 
 def test_a_model_pass_resolves_a_conflict_statement_keeping_both_versions_in_its_trace(
@@ -1172,14 +1172,14 @@ def test_the_light_path_hands_over_on_a_new_branch_a_config_change_or_an_unstage
 
 def status_of(root: Path, *args: str) -> tuple[str, bool]:
     """`cmem status ARGS` through the installed entry point: (stdout, served from the stored
-    result — typer never imported)."""
+    result — the config reader never imported)."""
     argv = ["status", "--vault", str(root), *args]
-    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.fast import main; main()"
+    code = f"import sys; sys.argv = ['cmem', *{argv!r}]; from cmem.cli import main; main()"
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout, "typer" not in result.stderr
+    return result.stdout, " cmem.vault.config\n" not in result.stderr
 
 
 def test_status_shows_the_last_sync_of_this_machine(machines, tmp_path):

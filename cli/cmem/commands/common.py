@@ -46,6 +46,21 @@ def show(text: str, err: bool = False) -> None:
     typer.echo(shown(text), err=err)
 
 
+def show_stored(printed: str | bytes) -> None:
+    """Print again what a command printed and stored (`stored_results.printed`: UTF-8 bytes, or
+    text that UTF-8 cannot encode), line end included, as it was printed then."""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    if isinstance(printed, bytes) and not utf8:
+        printed = printed.decode("utf-8")  # the stream's own encoding and error handler
+    typer.echo(printed, nl=False)
+
+
 def warn(message: str) -> None:
     pass_command.warn(typer.echo, message)
 

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cmem import pass_command
-from cmem.commands.common import confirm, open_target, print_json, reading_target, show
+from cmem.commands.common import (
+    confirm,
+    open_target,
+    print_json,
+    reading_target,
+    show,
+    show_stored,
+)
 from cmem.commands.options import (
     JsonOption,
     ShrinkOption,
@@ -221,6 +228,13 @@ def converge(
     error; 75 another pass holds the vault (nothing done: try again) — with --if-due or
     --background 0, silently.
     """
+    if emit_prompt and _given_alone(ctx, "emit_prompt"):  # the plain request: stored
+        from cmem.reading.stored_prompt import stored_prompt
+
+        stored = stored_prompt(vault)
+        if stored is not None:
+            show_stored(stored)
+            return
     modes = _Modes(
         dry_run=dry_run,
         emit_prompt=emit_prompt,
@@ -240,6 +254,24 @@ def converge(
     )
     invoked = invocation(ctx)
     engine_name = _check_engine_options(engine, llm, modes)
+    if modes.background and not modes.detached:  # every shell exit: the spawn alone, no pass
+        _check_mode_options(modes)
+        _check_unattended(modes)
+        args = pass_command.child_args(
+            if_due=if_due,
+            scheduled=scheduled,
+            engine=engine_name,
+            llm=llm,
+            budget=budget,
+            only=only,
+            propose=propose,
+            allow_shrink=allow_shrink,
+        )
+        raise typer.Exit(
+            pass_command.start_in_background(
+                open_target(vault), args, typer.echo, quiet=quiet, as_json=as_json
+            )
+        )
     # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
     target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     options = _pass_options(
@@ -254,9 +286,19 @@ def converge(
         keep_raw_prompt=keep_raw_prompt,
     )
     _check_mode_options(modes)
-    code = _run_in_mode(target, options, invoked, modes)
+    code = _run_in_mode(ctx, target, options, invoked, modes)
     if code:
         raise typer.Exit(code)
+
+
+def _given_alone(ctx: typer.Context, name: str) -> bool:
+    """Whether `name` is the one option on this command line besides `--vault`."""
+    return all(
+        param == name
+        or param == "vault"
+        or getattr(ctx.get_parameter_source(param), "name", None) == "DEFAULT"
+        for param in ctx.params
+    )
 
 
 def _check_engine_options(
@@ -301,7 +343,7 @@ def _pass_options(
     keep_raw_prompt: bool,
 ):
     """The pass's options, with the reply to apply when one is given instead of an engine."""
-    from cmem.converge.pipeline import PassOptions
+    from cmem.converge.pass_values import PassOptions
 
     response_text, only = _reply_to_apply(target, modes, only)
     return PassOptions(
@@ -356,7 +398,7 @@ def _check_mode_options(modes: _Modes) -> None:
         raise typer.BadParameter("goes with --backlog", param_hint="--price")
 
 
-def _run_in_mode(target, options, invoked, modes: _Modes) -> int:
+def _run_in_mode(ctx: typer.Context, target, options, invoked, modes: _Modes) -> int:
     """Run the pass the way the flags ask: the backlog, unattended, handed to the agent, or by hand."""
     if modes.backlog and not (
         modes.dry_run or modes.emit_prompt or options.response_text is not None or modes.unattended
@@ -380,6 +422,7 @@ def _run_in_mode(target, options, invoked, modes: _Modes) -> int:
         options,
         invoked,
         typer.echo,
+        store_prompt=modes.emit_prompt and _given_alone(ctx, "emit_prompt"),
         quiet=modes.quiet,
         as_json=modes.as_json,
         show_diff=modes.show_diff,
@@ -390,7 +433,23 @@ def _run_in_mode(target, options, invoked, modes: _Modes) -> int:
 
 
 def _run_unattended(target, options, invoked, modes: _Modes) -> int:
-    """`--if-due`, `--background` and the detached process: real passes, so nothing to preview."""
+    """`--if-due` and the detached process `--background` started."""
+    _check_unattended(modes)
+    return pass_command.converge_unattended(
+        target,
+        options,
+        invoked,
+        typer.echo,
+        if_due=modes.if_due,
+        scheduled=modes.scheduled,
+        detached=modes.detached,
+        quiet=modes.quiet,
+        as_json=modes.as_json,
+    )
+
+
+def _check_unattended(modes: _Modes) -> None:
+    """`--if-due` and `--background` run real passes, so there is nothing to preview."""
     if (modes.background or modes.if_due) and (
         modes.dry_run
         or modes.emit_prompt
@@ -402,18 +461,6 @@ def _run_unattended(target, options, invoked, modes: _Modes) -> int:
             "--if-due and --background run real passes: no --dry-run, --emit-prompt, --response, --replay or --diff",
             param_hint="--if-due/--background",
         )
-    return pass_command.converge_unattended(
-        target,
-        options,
-        invoked,
-        typer.echo,
-        if_due=modes.if_due,
-        scheduled=modes.scheduled,
-        background=modes.background,
-        detached=modes.detached,
-        quiet=modes.quiet,
-        as_json=modes.as_json,
-    )
 
 
 def _read_response(response: Path) -> str:

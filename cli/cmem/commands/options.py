@@ -34,9 +34,9 @@ PROJECT_HELP = (
 
 
 def within(key: str):
-    """A typer callback refusing a number outside `command_line.BOUNDS[key]` (NaN and infinity
+    """A typer callback refusing a number outside `bounds.BOUNDS[key]` (NaN and infinity
     too: click's own ranges let NaN through): a usage error, exit 2."""
-    from cmem.command_line import out_of_bounds
+    from cmem.bounds import out_of_bounds
 
     def check(value):
         problem = None if value is None else out_of_bounds(key, value)

@@ -1,20 +1,40 @@
 """What people and agents read back: status, scan, context, recall, trace, log, diff. Nothing
-here writes a note; status and scan store what they printed for `cmem.fast`."""
+here writes a note. status, scan, context and recall answer from a stored result while nothing
+it depends on changed (`reading/stored_results.py`), and store one when they compute afresh."""
 
 from typing import Annotated
 
 import typer
 
-from cmem.commands.common import print_json, reading_target, show, warn
+from cmem.commands.common import print_json, reading_target, show, show_stored, warn
 from cmem.commands.options import JsonOption, RescanOption, VaultOption, within
 
 
 def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
     """Layers with note counts and token sizes, pending signals, the last pass, whether a pass is due.
 
-    Answered from a stored result while nothing it depends on changed (cmem.fast); ages and
-    whether a pass is due are recomputed on every call.
+    Answered from a stored result while nothing it depends on changed; ages and whether a pass
+    is due are recomputed on every call.
     """
+    from cmem.reading.stored_status import stored_status
+
+    stored = None if rescan else stored_status(vault)
+    if stored is not None:
+        data, machine_dir = stored
+    else:
+        data, machine_dir = _fresh_status(vault, rescan)
+    if as_json:
+        print_json(data)
+    else:
+        from cmem.render.reports import render_status_data
+        from cmem.vault.warned import shown_once
+
+        odd = shown_once(machine_dir, data["odd_files"])  # a warning about a file: once
+        show(render_status_data({**data, "odd_files": odd}))
+
+
+def _fresh_status(vault, rescan: bool) -> tuple[dict, str]:
+    """Status computed from the vault, and stored for the next call."""
     from cmem.reading import stored_results
     from cmem.reading.status import build_status
     from cmem.text.secrets import shown_data
@@ -23,23 +43,20 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
     # rescan or not: the full walk below refreshes the stored result
     pending = stored_results.begin(target, "status", ())
     result = build_status(target, rescan=rescan)
-    data = shown_data(result.to_json())  # stored as shown: the light path prints it too
+    data = shown_data(result.to_json())  # stored as shown
     stored_results.store(pending, {"data": data, "clock": result.clock})
-    if as_json:
-        print_json(data)
-    else:
-        from cmem.render.reports import render_status_data
-        from cmem.vault.warned import shown_once
-
-        odd = shown_once(target.machine_dir, data["odd_files"])
-        show(render_status_data({**data, "odd_files": odd}))
+    return data, str(target.machine_dir)
 
 
 def scan(vault: VaultOption = None, as_json: JsonOption = False, rescan: RescanOption = False):
     """Every pending signal (note, line, class, cue, excerpt) and every deferred line with its reason."""
-    from cmem.reading.scan_output import scan_output
+    from cmem.reading.scan_output import scan_output, stored_scan
 
-    # read-only: each layer listed once; cmem.fast runs the same function without typer
+    stored = None if rescan else stored_scan(vault, as_json)
+    if stored is not None:
+        show_stored(stored)
+        return
+    # read-only: each layer listed once
     typer.echo(scan_output(reading_target(vault).remember_listings(), as_json))
 
 
@@ -65,13 +82,15 @@ def context(
 
     Printed as Markdown framed as reference material. Never includes the archive.
     """
-    from cmem.reading.context import build_context, render_context_markdown
+    from cmem.reading.stored_context import render_context_markdown, stored_bundle
 
-    # reads only: each layer listed once
-    # reads only: each layer listed once; keep: the material is stored for cmem.fast
-    result = build_context(
-        reading_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
-    )
+    result = stored_bundle(vault, topic, budget)
+    if result is None:  # reads only: each layer listed once; keep: stored for the next call
+        from cmem.reading.context import build_context
+
+        result = build_context(
+            reading_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
+        )
     for problem in result.problems:
         warn(problem)
     if as_json:
@@ -176,11 +195,26 @@ def recall(
     Uses full-text indexes kept in the machine folder and brought up to date on every call (they
     are caches: delete them and they are rebuilt). The archive is searched only with --archive.
     """
-    from cmem.reading.recall import query_terms, recall_memory, render_recall
+    from cmem.reading.recall import render_recall, stored_recall
+
+    text = " ".join(query)
+    result = None if rebuild else stored_recall(vault, text, archive, limit)
+    if result is None:
+        result = _search_afresh(vault, text, archive, limit, rebuild, as_json)
+    for problem in result.problems:
+        warn(problem)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        show(render_recall(result))
+
+
+def _search_afresh(vault, text: str, archive: bool, limit: int, rebuild: bool, as_json: bool):
+    """Recall with the indexes brought up to date first (built, on the first call: said)."""
+    from cmem.reading.recall import query_terms, recall_memory
     from cmem.reading.search_index import ARCHIVED, NOTES, index_file
 
     target = reading_target(vault)
-    text = " ".join(query)
     building = rebuild or not index_file(target, ARCHIVED if archive else NOTES).exists()
     if not as_json and building and query_terms(text):  # an empty query is refused before any work
         typer.echo(
@@ -191,12 +225,6 @@ def recall(
         if done % 500 == 0:
             typer.echo(f"  indexed {done:,} of {total:,} notes…", err=True)
 
-    result = recall_memory(
+    return recall_memory(
         target, text, archive=archive, limit=limit, rebuild=rebuild, progress=progress
     )
-    for problem in result.problems:
-        warn(problem)
-    if as_json:
-        print_json(result.to_json())
-    else:
-        show(render_recall(result))

@@ -426,20 +426,20 @@ def hook_run(
 
     Never fails the agent's session: problems are recorded for `cmem status`.
     """
-    from cmem.hook_command import run, usage_problem
+    from cmem.hook_command import HookRequest, run, usage_problem
 
-    request = {
-        "vault": str(vault) if vault is not None else None,
-        "event": event,
-        "agent": agent,
-        "detached": detached,
-        "transcript": transcript,
-        "session-id": session_id,
-        "cwd": cwd,
-    }
-    problem = usage_problem(request)
+    problem = usage_problem(event, agent)
     if problem:
         raise typer.BadParameter(problem)
+    request = HookRequest(
+        event,
+        agent,
+        vault=str(vault) if vault is not None else None,
+        detached=detached,
+        transcript=transcript,
+        session_id=session_id,
+        cwd=cwd,
+    )
     raise typer.Exit(run(request))
 
 
@@ -481,7 +481,7 @@ def completion(
 
     bash: `eval "$(cmem completion bash)"` in ~/.bashrc; zsh: `eval "$(cmem completion zsh)"` in
     ~/.zshrc (after compinit); fish: `cmem completion fish > ~/.config/fish/completions/cmem.fish`.
-    Each TAB runs cmem with its fast start (no vault is read).
+    Each TAB runs cmem, which reads no vault to complete it.
     """
     from typer._completion_shared import get_completion_script
 

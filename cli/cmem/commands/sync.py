@@ -1,10 +1,9 @@
-"""`cmem sync`. The installed entry point usually runs it without typer (`cmem.fast.run_sync`,
-which prints what this prints); this is the full CLI's copy, reached on anything fast.py hands
-over."""
+"""`cmem sync`: told in one `git fetch` when nothing changed since a sync that found nothing to do
+(`cmem/idle_sync.py`), else the full sync (`cmem.sync.remote.sync_vault`)."""
 
 import typer
 
-from cmem.commands.common import open_target, print_json, recover_first, show
+from cmem.commands.common import open_target, recover_first
 from cmem.commands.options import JsonOption, VaultOption
 
 
@@ -18,15 +17,31 @@ def sync(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     Exit 0: synced or up to date; 3: the remote cannot be reached (nothing changed, carry on
     locally); 1: an error, such as a conflict the merge cannot settle.
     """
+    from cmem import idle_sync
+
+    shown_idle, fetched = idle_sync.answer(vault, as_json)
+    if shown_idle is not None:
+        typer.echo(shown_idle)
+        return
+    import json
+
     from cmem.render.history import render_sync
-    from cmem.sync.remote import OFFLINE_EXIT_CODE, sync_vault
+    from cmem.sync.remote import OFFLINE_EXIT_CODE, fetch_argv, sync_vault
+    from cmem.text.secrets import shown, shown_data
 
     target = open_target(vault)
     recover_first(target, "sync", as_json)
-    result = sync_vault(target)
-    if as_json:
-        print_json(result.to_json())
-    else:
-        show(render_sync(result), err=result.status == "offline")
+    # the key taken before sync looks for edits to commit: an edit made meanwhile misses it
+    pending = idle_sync.begin(target)
+    result = sync_vault(target, fetched=fetched)  # a fetch the idle answer ran is not run again
+    printed = {  # a conflict statement is memory text: shown as every surface shows it
+        "text": shown(render_sync(result)),
+        "json": json.dumps(shown_data(result.to_json()), ensure_ascii=False, indent=2),
+    }
+    typer.echo(
+        printed["json" if as_json else "text"], err=result.status == "offline" and not as_json
+    )
+    if result.status == "nothing" and result.target is not None:  # the next sync may tell it alone
+        idle_sync.store(pending, result, fetch_argv(target, result.target), printed)
     if result.status == "offline":
         raise typer.Exit(OFFLINE_EXIT_CODE)

@@ -154,7 +154,7 @@ def build_context(
     record: bool = True,
     keep: bool = False,
 ) -> Context:
-    """The bundle. `keep`: store the material for the light path (`cmem context` does; the key is
+    """The bundle. `keep`: store the material for the next call (`cmem context` does; the key is
     taken before the vault is read, so a note changed meanwhile leaves a key that no longer
     matches)."""
     now = now or datetime.now().astimezone()

@@ -1,8 +1,8 @@
 """The recall index's query side, stdlib only: a query's terms, the FTS5 MATCH string, the ranked
 SQL and the hits it returns.
 
-Split from `search_index.py` so that `cmem recall` can be answered by the light entry path
-(`cmem.fast` → `reading/recall.py: stored_recall`) with `sqlite3` and this module alone, without
+Split from `search_index.py` so that `cmem recall` can be answered from stored indexes
+(`reading/recall.py: stored_recall`) with `sqlite3` and this module alone, without
 the vault model, YAML or the note reader that keeping the index fresh needs. `search_index.Index`
 searches through the same `search_rows`, so both paths rank and shape hits the same way.
 """

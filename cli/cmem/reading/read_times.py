@@ -1,7 +1,7 @@
 """When each convergent file was last read by `context` or `recall` — the anti-recency term of
 the ranking (docs/design.md §8). Per machine, in the machine folder; losing it only resets the
-ranking. The reading and writing are `cmem.reading.stored_context`'s (stdlib only: the light path of
-`cmem context` records its reads too); these take a vault."""
+ranking. The reading and writing are `cmem.reading.stored_context`'s (a stored answer of `context` or
+`recall` records its reads too, with the machine folder alone); these take a vault."""
 
 from __future__ import annotations
 
@@ -26,5 +26,5 @@ def record_reads(vault: Vault, paths: list[str], now: datetime | None = None) ->
 
 
 def record_reads_in(machine_dir: Path, paths: list[str], now: datetime | None = None) -> None:
-    """`record_reads` given the machine folder alone (the light path of `recall` has no Vault)."""
+    """`record_reads` given the machine folder alone (a stored answer of `recall` has no Vault)."""
     _record_at(str(machine_dir), paths, now or datetime.now().astimezone())

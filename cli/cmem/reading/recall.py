@@ -10,8 +10,8 @@ path, layer, line number, heading, score, a snippet with the matches marked `**â
 title, and its source links. Reading a memory file's result records the file's read time, the
 anti-recency term of `cmem context`'s ranking.
 
-Most calls find the indexes already up to date: then `stored_recall` answers from the light entry
-path (`cmem.fast`) with sqlite3 and `index_query` alone. The full path stores, with the listing
+Most calls find the indexes already up to date: then `stored_recall` answers with sqlite3 and
+`index_query` alone, without the vault model. The full path stores, with the listing
 key of the searched files (`reading/stored_results.py`), the proof that the indexes matched the
 notes; while that key holds, no note the indexes depend on changed, so they still match.
 Both paths build their results and text with the functions below, so they print the same bytes.
@@ -36,7 +36,7 @@ from cmem.reading.index_query import (
     rank_hits,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, for the annotations alone
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -48,8 +48,7 @@ VAULT = "vault"  # what a recall without --archive searched: memory, then the no
 MEMORY_LAYERS = ("resident", "situational", "convergent")
 
 
-# Plain classes, not dataclasses: `dataclasses` imports `inspect`, which the light path would pay
-# on every call for nothing.
+# Plain classes with slots: a call makes one per hit.
 class RecallResult:
     __slots__ = ("hit", "snippet", "spans", "plain")
 
@@ -205,8 +204,8 @@ def _together(memory: SyncReport, notes: SyncReport) -> SyncReport:
 
 
 def _begin_stored(vault: Vault, scope: str) -> dict | None:
-    """The listing key of what the searched indexes depend on, or None where the light path would
-    not give the same answer: nested layer folders or `ignore` patterns make a hit's layer more
+    """The listing key of what the searched indexes depend on, or None where the stored answer
+    would not be the same: nested layer folders or `ignore` patterns make a hit's layer more
     than a prefix test."""
     from cmem.reading import stored_results
 
@@ -234,72 +233,63 @@ def _begin_stored(vault: Vault, scope: str) -> dict | None:
     )
 
 
-def stored_recall(request: dict) -> str | None:
-    """What `cmem recall` prints, answered from the indexes while the stored proof of their
-    freshness still holds (None: the full command runs). `request` as `cmem.fast.parse_recall`
-    makes it."""
+def stored_recall(vault, query: str, archive: bool, limit: int) -> Recall | None:
+    """`cmem recall` for the vault `vault` names (None: the current folder's), answered from the
+    indexes while the stored proof of their freshness still holds; None: `recall_memory` runs."""
+    import sqlite3
     import time
 
     from cmem.reading import stored_results
 
     started = time.perf_counter()
-    query = " ".join(request["query"])
     if not query_terms(query):
-        return None  # the full command explains
-    archive = request["archive"]
-    root = stored_results.find_root(request["vault"])
-    if root is None:
-        return None
-    entry = stored_results.valid_entry(root, "recall", (ARCHIVED if archive else VAULT,))
+        return None  # recall_memory explains
+    scope = ARCHIVED if archive else VAULT
+    root = stored_results.find_root(None if vault is None else str(vault))
+    entry = None if root is None else stored_results.valid_entry(root, "recall", (scope,))
     if entry is None:
         return None
     payload = entry["payload"]
-    limit = request["limit"]
-    if archive:
-        hits = rank_hits(
-            [], _search_file(payload["index"], query, limit, lambda p: "archive"), limit
-        )
-    else:
-        resident, situational = payload["layers"]
-
-        def memory_layer(path: str) -> str:  # Vault.layer_of for a path the index holds
-            if path.startswith(resident + "/"):
-                return "resident"
-            return "situational" if path.startswith(situational + "/") else "convergent"
-
-        memory = _search_file(payload["index"], query, limit, memory_layer)
-        layer_for = note_layer(payload["pending"], payload["divergent"])
-        hits = rank_hits(
-            memory, _search_file(payload["notes_index"], query, limit, layer_for), limit
-        )
+    try:
+        hits = _stored_hits(payload, query, archive, limit)
+    except sqlite3.Error:  # an index deleted or damaged: `recall_memory` rebuilds it
+        return None
     terms = query_terms(query)
     results = [_result(hit, terms) for hit in hits]
     if not archive:
         from datetime import datetime
 
-        # read_times.record_reads_in's work, without its imports (pathlib, typing)
+        # read_times.record_reads_in's work, with the machine folder alone
         from cmem.reading.stored_context import record_reads
 
         paths = list(dict.fromkeys(r.hit.path for r in results if r.hit.layer in MEMORY_LAYERS))
         record_reads(entry["machine_dir"], paths, datetime.now().astimezone())
-    scope = ARCHIVED if archive else VAULT
     sync = SyncReport(scope, payload["files"], payload["rows"], listed=False)
     sync.seconds = time.perf_counter() - started
-    recall = Recall(query, scope, results, sync)
-    if request["json"]:
-        import json
+    return Recall(query, scope, results, sync)
 
-        return json.dumps(recall.to_json(), ensure_ascii=False, indent=2) + "\n"
-    if request["no_color"]:
-        from cmem.render.reports import set_color
 
-        set_color(False)
-    return render_recall(recall) + "\n"
+def _stored_hits(payload: dict, query: str, archive: bool, limit: int) -> list[Hit]:
+    """The ranked hits from the stored indexes, memory first (`rank_hits`)."""
+    if archive:
+        return rank_hits(
+            [], _search_file(payload["index"], query, limit, lambda p: "archive"), limit
+        )
+    resident, situational = payload["layers"]
+
+    def memory_layer(path: str) -> str:  # Vault.layer_of for a path the index holds
+        if path.startswith(resident + "/"):
+            return "resident"
+        return "situational" if path.startswith(situational + "/") else "convergent"
+
+    memory = _search_file(payload["index"], query, limit, memory_layer)
+    layer_for = note_layer(payload["pending"], payload["divergent"])
+    return rank_hits(memory, _search_file(payload["notes_index"], query, limit, layer_for), limit)
 
 
 def _search_file(path: str, query: str, limit: int, layer_for) -> list[Hit]:
-    """`search_rows` on an index database opened read only: a missing or damaged one is the full
-    command's to rebuild (sqlite3's error then sends the call there)."""
+    """`search_rows` on an index database opened read only: a missing or damaged one is
+    `recall_memory`'s to rebuild (sqlite3's error says so to `stored_recall`)."""
     import sqlite3
 
     from cmem.reading.index_query import search_rows

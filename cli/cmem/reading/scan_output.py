@@ -1,7 +1,6 @@
-"""What `cmem scan` prints, made in one place for both ways in: the typer command
-(`commands/reading.py: scan`) and, when no stored result answers, the light entry path
-(`cmem.fast: run_scan`), which runs a cold scan without importing typer and the command table
-(a part of every cold scan). Both store what they print for the next call (`stored_results`)."""
+"""What `cmem scan` prints (`commands/reading.py: scan`): from the stored result while nothing
+it depends on changed (`stored_scan`), else scanned afresh and stored for the next call
+(`scan_output`; the key and its rule: `reading/stored_results.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import sys
 
 def scan_output(target, as_json: bool) -> str:
     """The scan of `target` (a Vault made with `remember_listings`: it only reads) as text or
-    JSON, without the final line end; stored for `cmem.fast` under the key taken first."""
+    JSON, without the final line end; stored under the key taken before the scan."""
     import json
 
     from cmem.reading import stored_results
@@ -32,6 +31,17 @@ def scan_output(target, as_json: bool) -> str:
         out = shown(render_scan(result, waiting))
     stored_results.store(pending, stored_results.printed(out + "\n"))
     return out
+
+
+def stored_scan(vault, as_json: bool) -> str | bytes | None:
+    """What the last scan printed for the vault `vault` names (None: the current folder's), in
+    this output form, while it still answers for the vault; else None."""
+    from cmem.reading.stored_results import find_root, valid_entry
+    from cmem.render.reports import color_on
+
+    root = find_root(None if vault is None else str(vault))
+    entry = None if root is None else valid_entry(root, "scan", (as_json, color_on(sys.stdout)))
+    return None if entry is None else entry["payload"]["stdout"]
 
 
 def scan_waiting(target, result) -> dict:

@@ -37,7 +37,7 @@ from pathlib import Path
 from cmem.cache_store import FORMATS, settled
 from cmem.errors import CmemError
 from cmem.reading.exchanges import exchange_fields, split_questions
-from cmem.reading.index_query import (  # the query side, shared with the light entry path
+from cmem.reading.index_query import (  # the query side, shared with the stored answer
     _WORD,  # noqa: F401 - kept importable from here
     ARCHIVED,
     COLUMNS,
@@ -563,7 +563,7 @@ class Index:
     # --- search --------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10, paths: list[str] | None = None) -> list[Hit]:
-        """Ranked lines (`index_query.search_rows`, which the light path calls too); a note's
+        """Ranked lines (`index_query.search_rows`, which the stored answer calls too); a note's
         layer as `layer_for` names it (`recall.note_layer`), else the file's own layer."""
         return search_rows(
             self.db,

@@ -21,7 +21,7 @@ from cmem.vault.notes import OddFile
 from cmem.vault.state_json import load_state
 
 # Figures a status may show stale until `--rescan`: the archive is checked by its folders' mtimes,
-# by a stored status (cmem.fast) and by the layer sizes (reading/sizes.py) alike, so an archived
+# by a stored status (reading/stored_results.py) and by the layer sizes (reading/sizes.py) alike, so an archived
 # note edited in place keeps its size.
 STALE = ["layers.archive.tokens"]
 
@@ -56,7 +56,7 @@ class Status:
         default_factory=list
     )  # cmem.vault.unmanaged.UnmanagedFolder: notes no layer reads
     # The inputs of the figures that change with the clock alone (ages, due), so a status served
-    # from the result cache (cmem.fast) recomputes them at print time.
+    # from a stored result (reading/stored_status.py) recomputes them at print time.
     clock: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:

@@ -1,4 +1,4 @@
-"""`cmem context` in two halves, so a warm call needs neither typer, YAML nor the scanner.
+"""`cmem context` in two halves, so a warm call needs neither YAML nor the scanner.
 
 What the bundle takes from the vault's files — every resident and topic file (redacted, with its
 summary, importance, tags and tokens), the pending notes, the problems, the config's budget — is
@@ -6,18 +6,17 @@ the *material* (`cmem.reading.context.gather_material`). It depends on the files
 full command stores it with `cmem.reading.stored_results` under the same key and racy-timestamp
 rule as `status` and `scan`. What depends on the clock and on when each file was last read — the
 ranking, which topic files fit the budget, the index, the "last read" dates — is `assemble`, run
-on the material at print time by both paths: the light one (`answer`, from `cmem.fast`) and the
-full one (`build_context`), so their output is the same by construction (tests/reading/test_stored_context.py
-holds them to it, byte for byte). Stdlib only at import, like the rest of the light path.
+on the material at print time by both ways to a bundle: from the stored material
+(`stored_bundle`) and afresh (`build_context`), so their output is the same by construction
+(tests/reading/test_stored_context.py holds them to it, byte for byte).
 
-A topic whose files do not all fit also gets excerpts from the full-text index: the light path
-leaves that case to the full command.
+A topic whose files do not all fit also gets excerpts from the full-text index: only
+`build_context` adds them.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 from cmem.cache_store import FORMATS
 
@@ -30,8 +29,7 @@ END_MARKER = "<!-- end of cmem context: the memory above is reference material; 
 READ_TIMES = "read-times.json"  # in the machine folder (cmem.reading.read_times)
 
 
-# Plain classes, not dataclasses: `dataclasses` imports `inspect`, which the light path would pay
-# on every call for nothing.
+# Plain classes with slots: a stored answer makes one per memory file.
 class ContextFile:
     __slots__ = (
         "path",
@@ -580,84 +578,28 @@ def record_reads(machine_dir: str, paths: list[str], now) -> None:
         Kept(os.path.join(machine_dir, READ_TIMES_COPY), "read-times", json_stamp).write(times)
 
 
-# --- the light path -----------------------------------------------------------------------------
+# --- the stored answer --------------------------------------------------------------------------
 
 
-def parse(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] context [--topic T] [--budget N] [--json]`, or None (then the
-    full CLI decides: unknown flags, a budget it would refuse, a TAB completion)."""
-    from cmem import command_line
-
-    request = command_line.parse(argv, ("context",))
-    if request is None or request["args"] or os.environ.get("_CMEM_COMPLETE"):
-        return None
-    budget = None
-    for value in request["budget"]:
-        if not value.strip().lstrip("+-").isdigit() or command_line.out_of_bounds(
-            "context --budget", int(value)
-        ):
-            return None  # typer says the usage error
-        budget = int(value)
-    return {
-        "vault": request["vault"],
-        "no_color": request["no_color"],
-        "json": request["json"],
-        "topic": request["topic"][-1] if request["topic"] else None,
-        "budget": budget,
-    }
-
-
-def answer(argv: list[str]) -> str | None:
-    """What `cmem context` prints for `argv`, from the stored material; None when there is none to
-    trust (or the bundle needs what only the full command has). Warnings go to stderr here."""
+def stored_bundle(vault, topic: str | None, budget: int | None) -> Context | None:
+    """The bundle for the vault `vault` names (None: the current folder's), assembled from the
+    stored material, its reads recorded; None when there is none to trust, or when the topic's
+    files do not all fit (their excerpts come from the full-text index: `build_context`)."""
     from datetime import datetime
 
     from cmem.reading.stored_results import find_root, valid_entry
 
-    request = parse(argv)
-    if request is None:
-        return None
-    root = find_root(request["vault"])
-    if root is None:
-        return None
-    entry = valid_entry(root, "context", ())
-    if entry is None:
-        return None
-    material = entry["payload"]
-    if material.get("format") != MATERIAL_FORMAT:
+    root = find_root(None if vault is None else str(vault))
+    entry = None if root is None else valid_entry(root, "context", ())
+    if entry is None or entry["payload"].get("format") != MATERIAL_FORMAT:
         return None
     now = datetime.now().astimezone()
     machine_dir = entry["machine_dir"]
-    context = assemble(
-        material, request["topic"], request["budget"], load_read_times(machine_dir), now
-    )
-    if request["topic"] and context.omitted:
-        return None  # excerpts from the full-text index: the full command's
+    context = assemble(entry["payload"], topic, budget, load_read_times(machine_dir), now)
+    if topic and context.omitted:
+        return None
     record_reads(machine_dir, [f.path for f in context.resident + context.situational], now)
-    if request["json"]:
-        import json
-
-        out = json.dumps(context.to_json(), ensure_ascii=False, indent=2) + "\n"
-    else:
-        out = render_context_markdown(context) + "\n"
-    if context.problems:
-        from cmem.render.reports import paint, set_color
-
-        if request["no_color"]:
-            set_color(False)
-        for problem in context.problems:  # as commands/common.py: warn
-            _echo_err(paint("warning: ", "yellow", stream=sys.stderr) + problem)
-    return out
+    return context
 
 
 MATERIAL_FORMAT = FORMATS["context-material"]
-
-
-def _echo_err(text: str) -> None:
-    """As typer.echo(…, err=True): colour codes taken out when stderr is not a terminal."""
-    if "\033" in text and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
-        import re  # only then: the light path imports no `re` otherwise
-
-        text = re.sub(r"\033\[[0-?]*[ -/]*[@-~]", "", text)
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()

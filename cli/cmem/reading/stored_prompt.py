@@ -7,8 +7,8 @@ a function of the vault's files, the config, the state and the commit of the las
 edits are found against it), and the date: all in `cmem.reading.stored_results`'s key, with the
 same racy-timestamp rule. The one input outside that key is `.gitignore` (an untracked memory file
 counts as hand-edited unless ignored), so its stat is this entry's parameter. Only the plain
-request is stored and answered (`--emit-prompt`, `--vault`): `--only`, `--budget` and the rest run
-the full command. Stdlib only at import, like the rest of the light path.
+request is stored and answered (`--emit-prompt`, `--vault`): `--only`, `--budget` and the rest
+build the prompt afresh.
 """
 
 from __future__ import annotations
@@ -29,35 +29,14 @@ def params(root: str) -> tuple:
     return (stat_key(st),)
 
 
-def parse(argv: list[str]) -> dict | None:
-    """`[--vault V] [--no-color] converge --emit-prompt`, or None: anything else is the full
-    command's (options that change the prompt, a TAB completion, an error to report)."""
-    from cmem import command_line
-
-    request = command_line.parse(argv, ("converge",))
-    if request is None or os.environ.get("_CMEM_COMPLETE") or not request["emit-prompt"]:
-        return None
-    others = [k for k, v in request.items() if v and k not in ("command", "vault", "no_color")]
-    if others != ["emit-prompt"]:
-        return None  # any other option changes the prompt or the command
-    return {"vault": request["vault"], "emit": True}
-
-
-def answer(argv: list[str]) -> str | bytes | None:
-    """The stored prompt for `argv` (UTF-8 bytes or text: `stored_results.printed`), or None
-    when there is none to trust."""
+def stored_prompt(vault) -> str | bytes | None:
+    """The stored prompt for the vault `vault` names (None: the current folder's), as UTF-8
+    bytes or text (`stored_results.printed`), or None when there is none to trust."""
     from cmem.reading.stored_results import find_root, valid_entry
 
-    request = parse(argv)
-    if request is None:
-        return None
-    root = find_root(request["vault"])
-    if root is None:
-        return None
-    entry = valid_entry(root, COMMAND, params(root))
-    if entry is None:
-        return None
-    return entry["payload"]["stdout"]
+    root = find_root(None if vault is None else str(vault))
+    entry = None if root is None else valid_entry(root, COMMAND, params(root))
+    return None if entry is None else entry["payload"]["stdout"]
 
 
 def begin(vault) -> dict | None:

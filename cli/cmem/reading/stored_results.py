@@ -1,7 +1,29 @@
-"""Stored results of read commands (`status`, `scan`), keyed by everything they depend on — the
-light entry path (`cmem.fast`) prints one while its key still matches; the real command stores
-what it printed through `begin` and `store`. Stdlib only: it is imported before typer. The key and
-the racy-timestamp rule are described in `cmem.fast`'s module docstring."""
+"""Stored results of read commands (`status`, `scan`, `context`'s material, `recall`'s proof that
+its indexes are fresh, a plain `converge --emit-prompt`, an idle `sync`), keyed by everything they
+depend on: the command prints a stored result while its key still matches (`valid_entry`), and
+stores what it computed afresh through `begin` (before it reads the vault) and `store`.
+
+The key is everything the result depends on, compared in full (not hashed, so there are no
+collisions to reason about):
+
+- the vault's listing: every folder's mtime (an added, removed or renamed file or folder changes
+  it) and every note's (mtime, size, inode, ctime) — except under the archive folder, whose notes
+  are checked by folder mtimes alone (an archived note edited in place keeps its old token size
+  until `--rescan`: the figure says so, see `reading.status.STALE`);
+- cmem's own files (`.cmem/`), the archive checklist, the user config, the unattended-failure
+  record and the git files naming the commit (a pass commit, a checkout of an older state);
+- the cmem version, the command's parameters, `CMEM_*` variables and today's date.
+
+A stored key is checked by stats alone (`key_holds`): a folder whose mtime, inode and ctime are
+unchanged holds the same entries, so no folder is listed again.
+
+Racy-git rule: a result is stored only if every file and folder in its key is older than the
+listing by more than the file system's timestamp granularity (`cache_store.settled`); otherwise
+an edit in the same tick as the listing could leave the key unchanged, so the next call computes
+afresh. A symbolic link anywhere in the walk makes a vault uncacheable (its target's changes are
+outside the key). Anything time-dependent (ages, whether a pass is due) is stored as its inputs
+and recomputed at print time. A running or interrupted step always computes afresh.
+"""
 
 from __future__ import annotations
 
@@ -266,29 +288,18 @@ def key_holds(root: str, files: list[str], key: list) -> bool:
 
 
 def _busy(machine_dir: str) -> bool:
-    """A pass running (its lock held) or a step a killed process left (a journal): the real
-    command reports those, and the vault is about to change anyway. The same check as
-    cmem.steps.lock.is_locked and Vault.journal_dir, written with os alone: importing the lock
-    module (pathlib, json) would cost the light path more than the check (tests/surfaces/test_fast.py
-    holds the real lock file to keep the two in step)."""
+    """A pass running (its lock held) or a step a killed process left (a journal): the command
+    reports those afresh, and the vault is about to change anyway."""
+    from pathlib import Path
+
+    from cmem.steps.lock import is_locked
+
     try:
         if os.listdir(os.path.join(machine_dir, "journal")):
             return True
     except OSError:
         pass
-    lock = os.path.join(machine_dir, "pass.lock")
-    if not os.path.exists(lock):
-        return False
-    import fcntl
-
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    return is_locked(Path(machine_dir))
 
 
 # --- where entries live -------------------------------------------------------------------------
@@ -349,7 +360,7 @@ def begin(
 ) -> dict | None:
     """Called by a read command before it reads the vault: the key as it is now (None: do not
     store). Taken first, so a note changed while the command runs leaves a key that no longer
-    matches. `params` as READ_COMMANDS[command]["params"] makes them from the same arguments;
+    matches. `params`: the arguments the result depends on (what the command answers with it passes too);
     `extra_files`: more files the result depends on (`cmem sync`'s: git's index and config);
     `tops` and `folder_only` as `KeyWalk` takes them (default: the whole vault, the archive
     by folder mtimes)."""
@@ -393,9 +404,10 @@ def _pending(command, params, root, vault, files, folder_only, tops) -> dict:
 
 
 def printed(text: str) -> dict:
-    """A payload of what a command printed, for `cmem.fast: _put` to print again: as UTF-8 bytes,
-    which load and print without being decoded and encoded once more; as text when it holds what UTF-8 cannot encode (a lone surrogate from a name that was not
-    UTF-8), which the stream's error handler then prints as the command printed it."""
+    """A payload of what a command printed, for `commands/common.py: show_stored` to print again:
+    as UTF-8 bytes, which load and print without being decoded and encoded once more; as text when
+    it holds what UTF-8 cannot encode (a lone surrogate from a name that was not UTF-8), which
+    the stream's error handler then prints as the command printed it."""
     try:
         return {"stdout": text.encode("utf-8")}
     except UnicodeEncodeError:

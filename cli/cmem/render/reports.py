@@ -119,8 +119,8 @@ def _model_line(model: dict | None) -> str:
 
 
 def render_status_data(data: dict) -> str:
-    """`cmem status` from its JSON form, so a status served from the result cache (cmem.fast)
-    prints exactly what a fresh one does."""
+    """`cmem status` from its JSON form, so a status served from a stored result
+    (reading/stored_status.py) prints exactly what a fresh one does."""
     out = [paint(f"vault {data['vault']}", "bold"), ""]
     out += _status_layer_lines(data)
     out += _status_pending_lines(data["pending"])

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmem.command_line import BOUNDS, out_of_bounds
+from cmem.bounds import BOUNDS, out_of_bounds
 from cmem.errors import Busy, CmemError, UsageError
 from cmem.sessions import note as notes
 from cmem.sessions.formats import read_transcript

@@ -1,6 +1,8 @@
-"""Which commit HEAD is at, read from git's own files without starting git (stdlib only, so the
-light entry path `cmem.fast` and `status` can use it): a commit or a checkout rewrites one of
-these files, so their stats key a stored result and their text names the commit."""
+"""Which commit HEAD and a branch are at, read from git's own files without starting git. The one
+place cmem reads `.git` by hand (every other question goes to the `git` command: docs/design.md
+§2): a commit or a checkout rewrites one of these files, so their stats key a stored result
+(`reading/stored_results.py`) and their text names the commit, where a git process would cost
+more than the answer (`status`, the idle sync)."""
 
 from __future__ import annotations
 
@@ -64,29 +66,47 @@ def git_files(root: str) -> list[str]:
 def head_sha(root: str) -> str | None:
     """The commit HEAD is at, read from the git files (no git process), or None when it cannot
     be told that way (then ask git)."""
-    files = git_files(root)
-    if len(files) < 2:
+    found = git_location(root)
+    if found is None or not found[1]:
         return None
-    try:
-        with open(files[0], encoding="utf-8", errors="replace") as handle:
-            head = handle.read().strip()
-    except OSError:
+    _, git_dir, common = found
+    head = _read(os.path.join(git_dir, "HEAD"))
+    if head is None:
         return None
     if not head.startswith("ref:"):
         return head if len(head) >= 40 else None
-    ref = head[4:].strip()
-    for path in files[2:]:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read().strip() or None
-        except OSError:
-            continue
+    return read_ref(common, head[4:].strip(), git_dir)
+
+
+def branch_of_head(git_dir: str) -> str | None:
+    """The ref HEAD names (`refs/heads/main`), or None: detached, or unreadable."""
+    head = _read(os.path.join(git_dir, "HEAD"))
+    return head[4:].strip() if head is not None and head.startswith("ref:") else None
+
+
+def read_ref(common: str, ref: str, git_dir: str | None = None) -> str | None:
+    """A ref's commit as git reads it: the loose file (in `git_dir`, a linked worktree's own
+    folder, then in the common folder), else its line in packed-refs; None when it is neither a
+    commit id nor found (a symbolic ref, a ref git keeps elsewhere)."""
+    value = None
+    for folder in (git_dir, common) if git_dir and git_dir != common else (common,):
+        value = _read(os.path.join(folder, ref))
+        if value is not None:
+            break
+    if value is None:
+        for line in (_read(os.path.join(common, "packed-refs")) or "").splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                value = sha
+                break
+    if value is None or len(value) not in (40, 64) or value.strip("0123456789abcdef"):
+        return None
+    return value
+
+
+def _read(path: str) -> str | None:
     try:
-        with open(files[1], encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                sha, _, name = line.strip().partition(" ")
-                if name == ref:
-                    return sha
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
     except OSError:
-        pass
-    return None
+        return None

@@ -150,7 +150,7 @@ def fetch(vault: Vault, target: SyncTarget, fetched: dict | None = None) -> bool
     """Fetch the remote's branch into its remote-tracking ref. False: the remote has no such
     branch yet (the first push creates it). Raises Offline when it cannot be reached.
 
-    `fetched`: the outcome of this same fetch, run a moment ago by the light path
+    `fetched`: the outcome of this same fetch, run a moment ago by the idle answer
     (cmem.idle_sync.answer: argv, ssh_configured, code, stderr); taken instead of running it
     again when it is the same command with the same ssh setting."""
     if (
@@ -176,7 +176,7 @@ def fetch(vault: Vault, target: SyncTarget, fetched: dict | None = None) -> bool
 
 def _fetch_args(target: SyncTarget) -> tuple[str, ...]:
     # the refspec names the remote-tracking ref, so the fetch updates it even where the
-    # repository's own fetch refspec does not (the light path reads that ref: cmem.sync.idle)
+    # repository's own fetch refspec does not (the idle answer reads that ref: cmem.idle_sync)
     return (
         "fetch",
         "-q",
@@ -234,7 +234,7 @@ def sync_vault(
 ) -> SyncResult:
     """Fetch, merge, push — until the push lands (or `attempts` pushes were rejected). The
     outcome is recorded in the machine folder (cmem.sync.record) for `status`. `fetched`: the
-    light path's fetch, taken as the first one (`fetch`)."""
+    idle answer's fetch, taken as the first one (`fetch`)."""
     try:
         target = resolve_target(vault)
     except CmemError as exc:
@@ -251,7 +251,7 @@ def sync_vault(
 
 
 def fetch_argv(vault: Vault, target: SyncTarget) -> list[str]:
-    """The whole command line of sync's fetch, for the light path to run as is."""
+    """The whole command line of sync's fetch, for the idle answer to run as is."""
     return history.git_argv(vault.root, *_fetch_args(target))
 
 
@@ -269,7 +269,7 @@ def _sync(
     for attempt in range(1, attempts + 1):
         result.attempts = attempt
         try:
-            # the light path's fetch stands for the first attempt's only: a retry after a
+            # the idle answer's fetch stands for the first attempt's only: a retry after a
             # rejected push must see what the other machine pushed since
             has_branch = fetch(vault, target, fetched if attempt == 1 else None)
             ours, theirs = _revs(vault, "HEAD", target.tracking if has_branch else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-TYPE_CHECKING = False  # `typing` is not imported on the light paths
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, for the annotations alone
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -29,7 +29,7 @@ def show_name(name: str) -> str:
 # What `name_key` removes from an ASCII name: every character `str.isspace` calls space in ASCII
 # (the four separators \x1c-\x1f included), hyphens, underscores and slashes.
 _ASCII_SEPARATORS = str.maketrans("", "", " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_-/")
-_separators = None  # the same for any text, compiled on first use: the light paths skip `re`
+_separators = None  # the same for any text, compiled on first use
 
 
 def name_key(name: str) -> str:

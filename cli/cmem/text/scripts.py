@@ -27,7 +27,7 @@ PUNCTUATION = "\u3000-\u303f\uff00-\uffef"  # CJK symbols and punctuation, full-
 CJK_WIDE = CJK + PUNCTUATION
 
 # Compiled on first use (PEP 562): a class of tens of thousands of code points is slow to
-# compile and `context`'s light path needs only the strings above; a one-character question
+# compile and a stored `context` needs only the strings above; a one-character question
 # compares code points instead (`is_han`, `is_cjk`).
 _PATTERNS = {
     "HAN_RUN": f"[{HAN}]+",

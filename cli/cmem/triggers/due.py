@@ -1,7 +1,7 @@
 """The due rule itself (docs/design.md §7), with no vault attached: how many signals are pending,
-when the last pass ran, the interval. `cmem.triggers.if_due` applies it to a vault; the fast entry
-path (`cmem.fast`) re-applies it to a cached `status` at print time, since "due" changes with the
-clock while the vault stands still. Stdlib only, and light: it is imported before typer."""
+when the last pass ran, the interval. `cmem.triggers.if_due` applies it to a vault; a stored `status`
+(`reading/stored_status.py`) re-applies it at print time, since "due" changes with the clock while
+the vault stands still."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ fires while the last session's capture is still running never loses the other's 
 - `<agent>.pass.json`: the pass that followed it (time, status, reason or error);
 - `<agent>.asked.json`: the sessions the Stop hook already asked in (once per session).
 
-Also here, because the hook's fast entry needs it before anything else: reading the hook's JSON
-from stdin with a time bound (an agent may leave stdin open). Stdlib only, like the light path.
+Also here, because the hook needs it before anything else: reading the hook's JSON from stdin
+with a time bound (an agent may leave stdin open).
 """
 
 from __future__ import annotations

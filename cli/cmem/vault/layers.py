@@ -620,7 +620,7 @@ def _inside(path: str, folder: str) -> str | None:
 
 def machine_dir_for(root: Path) -> Path:
     """Per-machine data outside the vault: `$XDG_STATE_HOME/cmem/<name>-<hash of the path>`
-    (`vault/machine.py`, which the agent hooks' light entry uses without this module)."""
+    (`vault/machine.py`, which the agent hooks and stored answers use without this module)."""
     from cmem.vault.machine import machine_dir_of
 
     return Path(machine_dir_of(root))

@@ -26,7 +26,7 @@ from cmem.vault.format_rules import BRACKETS
 from cmem.vault.languages import LANGUAGE_DEFAULTS
 from cmem.vault.quoted import QUOTED_MARKS
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the light path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, for the annotations alone
 if TYPE_CHECKING:
     from cmem.vault.config import Formats
 

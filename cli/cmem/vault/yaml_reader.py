@@ -151,7 +151,7 @@ def read_frontmatter(block: str | None) -> tuple[dict, str | None]:
 
 def plain_frontmatter(block: str) -> dict | None:
     """What `read_frontmatter` gives for a plain block, read without YAML; None for any other
-    block (then only the full parse can say): SessionStart's light path never imports YAML."""
+    block (then only the full parse can say): SessionStart from kept memory never imports YAML."""
     if not block.strip():
         return {}
     return _plain_frontmatter(block) if len(block) <= MAX_FRONTMATTER_BYTES // 4 else None

@@ -1,10 +1,11 @@
-"""The fast entry point (cmem.fast): a stored result is printed only while it is still the truth.
+"""Stored answers (`reading/stored_results.py`): a stored result is printed only while it is still
+the truth.
 
 Each test changes the vault the way a person or a tool does — an edit in the same second as the
 stored listing, an archived note edited in place, a renamed folder, a config change, a checkout of
 an older state — and checks that every read command then shows what a full run shows. Whether a
-call was answered from the store is read from `python -X importtime`: a stored answer never
-imports typer.
+call was answered from the store is read from `python -X importtime`: a stored answer imports
+neither the config reader nor the scanner (`support.AFRESH_MODULES`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cmem import fast
+from cmem import idle_sync
+from cmem.commands.common import show_stored
 from cmem.reading import stored_results
-from support import HOUR_AGO, git, settle
+from cmem.reading.stored_status import refresh_status
+from support import AFRESH_MODULES, HOUR_AGO, git, settle
 from support import run_entry as shared_run_entry
-from support import run_fast as cmem
+from support import run_stored as cmem
 
 
 def warm(vault: Path, *argv: str) -> str:
@@ -82,28 +85,6 @@ def test_hit_prints_what_a_miss_prints(sample_vault):
         assert not hit and without_text_ages(fresh) == without_text_ages(text)
 
 
-def test_a_stored_answer_under_a_profiler_ends_normally_and_its_profile_is_written(
-    sample_vault, tmp_path
-):
-    """A stored answer ends the process at once (os._exit) — except under a profiler or a
-    tracer, whose exit handlers write what they measured: `python -m cProfile -o F -m cmem
-    status` of a stored answer leaves a profile that loads, and prints the stored answer."""
-    import pstats
-
-    text = warm(sample_vault, "status")
-    profile = tmp_path / "status.prof"
-    result = subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "cmem", "status"]
-        + ["--vault", str(sample_vault)],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert without_text_ages(result.stdout) == without_text_ages(text)
-    stats = pstats.Stats(str(profile))
-    assert any(name == "answer" for _, _, name in stats.stats), "the fast path was not profiled"
-
-
 def test_due_is_recomputed_at_print_time(sample_vault):
     settle(sample_vault)
     status_json(sample_vault)
@@ -117,10 +98,10 @@ def test_due_is_recomputed_at_print_time(sample_vault):
     )
     from datetime import datetime
 
-    early = fast.refresh_status(
+    early = refresh_status(
         json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T10:30:00+00:00")
     )
-    late = fast.refresh_status(
+    late = refresh_status(
         json.loads(json.dumps(payload)), datetime.fromisoformat("2026-11-30T11:20:00+00:00")
     )
     assert early["due"]["due"] is False and "30 min ago" in early["due"]["reason"]
@@ -257,7 +238,7 @@ def test_a_running_pass_is_never_hidden_by_a_stored_status(sample_vault):
 
     state = machine_dir_for(sample_vault.resolve())
     state.mkdir(parents=True, exist_ok=True)
-    # the step layer's own lock file: the fast path names it without importing the lock module
+    # the step layer's own lock file, held as a running pass holds it
     fd = os.open(lock_path(state), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -298,39 +279,20 @@ def test_folder_only_layers_are_not_stat_per_note(tmp_path):
     assert stored_results.KeyWalk(str(root), [], []).result()[0] != key
 
 
-def test_help_and_version_are_served_without_typer(tmp_path):
-    first, hit = cmem(None, "--help")
-    assert not hit and "converge" in first
-    second, hit = cmem(None, "--help")
-    assert hit and second == first
-    sub, _ = cmem(None, "status", "--help")
-    sub_again, hit = cmem(None, "status", "--help")
-    assert hit and sub_again == sub and "--rescan" in sub
-    version, hit = cmem(None, "--version")
-    assert hit and version.startswith("cmem ")
-
-
-def test_the_stored_help_is_keyed_on_every_module_the_help_is_written_in():
-    """The commands live in a package: an edited help line in any of its modules (or a module
-    added) must miss the stored help, not only an edit of cli.py."""
-    commands = Path(fast.__file__).parent / "commands"
-    names = [name for name, _, _ in fast.help_sources()]
-    assert set(names) == {"cli.py", *(path.name for path in commands.glob("*.py"))}
-    assert "reading.py" in names and "app.py" in names
-
-
 @pytest.mark.parametrize("argv", [["status"], ["scan"], ["status", "--json"]])
-def test_unknown_arguments_go_to_the_real_cli(argv, sample_vault):
+def test_an_unknown_argument_is_a_usage_error_with_a_stored_answer_at_hand(argv, sample_vault):
     warm(sample_vault, *argv)
-    assert fast.parse_read([*argv, "--verbose"]) is None
-    assert fast.parse_read(["--vault", "x", *argv, "--no-color"])["command"] == argv[0]
+    code, _, err, _ = shared_run_entry(
+        "cmem.cli", [*argv, "--verbose", "--vault", str(sample_vault)]
+    )
+    assert code == 2 and "--verbose" in err
 
 
 def _raw_run(vault: Path, argv: list[str], encoding: str) -> tuple[bytes, bool]:
     """`cmem ARGV` through the entry point with stdout in `encoding`: (its bytes, a hit?)."""
     code = (
         f"import sys; sys.argv = ['cmem', *{[*argv, '--vault', str(vault)]!r}];"
-        " from cmem.fast import main; main()"
+        " from cmem.cli import main; main()"
     )
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
@@ -340,7 +302,7 @@ def _raw_run(vault: Path, argv: list[str], encoding: str) -> tuple[bytes, bool]:
     assert result.returncode == 0, result.stderr[-3000:]
     return (
         result.stdout,
-        b"| typer" not in result.stderr and b"cmem.scan.scanner" not in result.stderr,
+        not any(f" {name}\n".encode() in result.stderr for name in AFRESH_MODULES),
     )
 
 
@@ -356,7 +318,7 @@ def test_a_stored_output_prints_the_bytes_its_miss_printed_in_any_encoding(sampl
     assert not hit and b"pnpm" in miss
     again, hit = _raw_run(sample_vault, ["scan"], encoding)
     assert hit and again == miss
-    if encoding == "utf-8":
+    if encoding in ("utf-8", "ascii"):  # click takes an ASCII stdout for a C locale: UTF-8
         assert "其实不是".encode() in again
     else:
         assert b"\\u5176" in again or b"\\xe5" in again  # escaped, as the miss printed it
@@ -374,7 +336,9 @@ def test_a_stored_output_is_bytes_unless_utf8_cannot_encode_it_and_prints_in_ord
         raw = io.BytesIO()
         stream = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace")
         stream.write("a\n")
-        fast._put("其实\n".encode(), stream)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdout", stream)
+            show_stored("其实\n".encode())
         assert raw.getvalue() == expected
 
 
@@ -553,7 +517,7 @@ def sync_world(tmp_path: Path, sample_vault: Path, kind: str) -> Path:
         settled = settle(clone)  # (cmem.sync.idle) answers the next sync
         git(clone, "update-index", "-q", "--refresh")  # the index as git leaves it, newer than
         os.utime(clone / ".git" / "index", (settled + 60, settled + 60))  # the files
-        assert run_entry("cmem.fast", ["sync", "--vault", str(clone)])[0] == 0
+        assert run_entry("cmem.cli", ["sync", "--vault", str(clone)])[0] == 0
     return clone
 
 
@@ -575,46 +539,36 @@ def run_entry(module: str, argv: list[str]) -> tuple[int, str, str, set[str]]:
     ],
 )
 @pytest.mark.parametrize("as_json", [False, True])
-def test_sync_light_path_prints_what_the_full_cli_prints(
+def test_sync_says_each_outcome_and_an_idle_one_after_one_fetch(
     tmp_path, sample_vault, kind, code, as_json
 ):
     argv_tail = ["--json"] if as_json else []
-    answers = []
-    for module in ("cmem.fast", "cmem.cli"):
-        folder = sync_world(tmp_path, sample_vault, kind)
-        answers.append(run_entry(module, ["sync", "--vault", str(folder), *argv_tail]))
-    (light_code, light_out, light_err, light_modules), (full_code, full_out, full_err, _) = answers
-    assert (light_code, light_out, light_err) == (full_code, full_out, full_err)
-    assert light_code == code, light_err
-    assert "typer" not in light_modules and "cmem.cli" not in light_modules
-    # told in os alone: no subprocess, no pathlib, no sync machinery (cmem.sync.idle), nothing
-    # that loads collections (array did, 3 ms: the stored key's stats are marshalled instead)
-    if kind == "up to date, stored":
-        heavy = {"cmem.sync.remote", "subprocess", "pathlib", "json", "array", "collections"}
-        assert not heavy & light_modules
+    folder = sync_world(tmp_path, sample_vault, kind)
+    found, out, err, modules = run_entry("cmem.cli", ["sync", "--vault", str(folder), *argv_tail])
+    assert found == code, err
+    assert (out + err).strip()  # each case says something
+    if kind == "up to date, stored":  # told by the idle answer: no sync machinery
+        assert "cmem.sync.remote" not in modules
+        fresh = sync_world(tmp_path, sample_vault, "up to date")  # the same paths, nothing stored
+        full = run_entry("cmem.cli", ["sync", "--vault", str(fresh), *argv_tail])
+        assert (found, out, err) == full[:3]  # what the full sync says of the same state
     elif kind == "up to date":  # nothing stored yet: the full sync ran, and stores
-        assert "cmem.sync.remote" in light_modules
-    assert (light_out + light_err).strip()  # each case says something
+        assert "cmem.sync.remote" in modules
 
 
-def test_sync_light_path_hands_over_what_it_does_not_know(tmp_path, sample_vault):
-    assert fast.parse_sync(["sync", "--vault", "v", "--json"]) == {
-        "vault": "v",
-        "json": True,
-        "no_color": False,
-    }
-    assert fast.parse_sync(["--vault", "a", "--no-color", "sync", "--vault=b"])["vault"] == "b"
-    for argv in (["sync", "--help"], ["sync", "--verbose"], ["status"], ["--json", "sync"]):
-        assert fast.parse_sync(argv) is None, argv
-    assert fast.parse_sync(["sync", "--vault", ""]) is None
-    # an interrupted step: the full CLI finishes or undoes it first, and says so
+def test_the_idle_sync_leaves_an_interrupted_step_to_the_full_sync(
+    tmp_path, sample_vault, monkeypatch
+):
+    """An interrupted step: the full sync finishes or undoes it first, and says so."""
     from cmem.vault.layers import open_vault
 
-    clone = sync_world(tmp_path, sample_vault, "up to date")
-    request = {"vault": str(clone), "json": False, "no_color": False}
-    assert fast.run_sync(request) == 0
+    for name, value in GIT_DATES.items():  # the stored sync was keyed with them
+        monkeypatch.setenv(name, value)
+
+    clone = sync_world(tmp_path, sample_vault, "up to date, stored")
+    assert idle_sync.answer(clone, False)[0] is not None
     (open_vault(clone).journal_dir / "step-1").mkdir(parents=True)
-    assert fast.run_sync(request) is None
+    assert idle_sync.answer(clone, False) == (None, None)
 
 
 def _into_a_closed_pipe(argv: list[str]) -> tuple[int, str, str, set[str]]:
@@ -623,14 +577,13 @@ def _into_a_closed_pipe(argv: list[str]) -> tuple[int, str, str, set[str]]:
     reader, writer = os.pipe()
     os.close(reader)
     try:
-        return shared_run_entry("cmem.fast", argv, GIT_DATES, stdout=writer)
+        return shared_run_entry("cmem.cli", argv, GIT_DATES, stdout=writer)
     finally:
         os.close(writer)
 
 
-def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
-    """No traceback, exit 1, as the full CLI ends when its reader went away; and it was the
-    light path that answered (typer never imported), from a stored result, scanning or syncing."""
+def test_an_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
+    """No traceback, exit 1, when the reader went away: a stored answer, a scan, an idle sync."""
     warm(sample_vault, "status")
     assert not cmem(sample_vault, "scan")[1]  # stored (as bytes) beside it, nothing re-dated
     clone = sync_world(tmp_path, sample_vault, "up to date, stored")
@@ -639,32 +592,34 @@ def test_a_light_answer_into_a_closed_pipe_ends_quietly(tmp_path, sample_vault):
         ["scan", "--vault", str(sample_vault)],
         ["--version"],
         ["sync", "--vault", str(clone)],
-        ["scan", "--vault", str(sample_vault), "--rescan"],  # a cold scan, run without typer
+        ["scan", "--vault", str(sample_vault), "--rescan"],  # a scan afresh
     ):
         code, _, said, modules = _into_a_closed_pipe(argv)
         assert (code, said) == (1, ""), (argv, said)
-        assert not {"typer", "cmem.sync.remote"} & modules, argv
+        assert "cmem.sync.remote" not in modules, argv
         if argv[0] in ("status", "scan") and "--rescan" not in argv:
             assert "cmem.scan.scanner" not in modules, argv  # a stored answer
-    # a sync with work to do runs in full here too (still without typer), and pushes before it
-    # reports: the push is done, only its report had no reader
+    # a sync with work to do pushes before it reports: the push is done, only its report had
+    # no reader
     pushing = sync_world(tmp_path, sample_vault, "push")
     code, _, said, modules = _into_a_closed_pipe(["sync", "--vault", str(pushing)])
-    assert (code, said) == (1, "") and "cmem.sync.remote" in modules and "typer" not in modules
+    assert (code, said) == (1, "") and "cmem.sync.remote" in modules
     assert git(pushing, "rev-parse", "HEAD") == git(pushing, "rev-parse", "origin/main")
 
 
 def test_the_entry_point_collects_cyclic_garbage_less_often():
-    """`cmem.fast.main` raises the collector's first threshold before any command runs (a cold
-    scan made ~100 collections at the default 700), and never lowers one set higher already."""
+    """`main` raises the collector's first threshold before any command runs (a cold scan made
+    ~100 collections at the default 700), and never lowers one set higher already."""
+    from cmem.commands.app import GC_THRESHOLDS
+
     probe = (
         "import gc, sys\n"
         "gc.set_threshold(int(sys.argv[1]), 10, 10)\n"
-        "import cmem.fast\n"
-        "cmem.fast._main = lambda: print(gc.get_threshold()[0])\n"
-        "cmem.fast.main()\n"
+        "import cmem.commands.app as entry\n"
+        "entry.app = lambda **options: print(gc.get_threshold()[0])\n"
+        "entry.main()\n"
     )
-    for before, after in (("700", fast.GC_THRESHOLDS[0]), ("900000", 900000)):
+    for before, after in (("700", GC_THRESHOLDS[0]), ("900000", 900000)):
         out = subprocess.run(
             [sys.executable, "-c", probe, before], capture_output=True, text=True, check=True
         ).stdout
