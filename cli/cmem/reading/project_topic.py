@@ -2,7 +2,8 @@
 
 A project goes by several names: the folder a session works in (`~/code/chaoxi-main`), the
 top folder of the git repository holding it, and the repository's name in its `origin` remote
-(`git@github.com:me/chaoxi.git` → `chaoxi`), read from git's config file, never by starting git.
+(`git@github.com:me/chaoxi.git` → `chaoxi`), read from git's config file by `steps/git_head.py`,
+never by starting git.
 A topic file answers to its file name, its `aliases` and its `tags`. Names are compared by
 `text.names.name_key` (any script, any case, without spaces, hyphens or underscores: `Tide-Pool`
 is `tidepool.md`, `chaoxi` is `潮汐.md` with `aliases: [chaoxi]`). A file named like the project
@@ -47,24 +48,9 @@ def project_names(cwd: str | None) -> list[str]:
 def remote_repository(config_path: str) -> str | None:
     """The repository name in the URL of the `origin` remote of a git config file (of its only
     remote when it has no `origin`), or None."""
-    try:
-        with open(config_path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return None
-    urls: dict[str, str] = {}
-    remote = None
-    for line in lines:
-        text = line.strip()
-        if text.startswith("["):
-            header = text.strip("[]").strip()
-            kind, _, name = header.partition(" ")
-            remote = name.strip().strip('"') if kind.lower() == "remote" else None
-            continue
-        key, equals, value = text.partition("=")
-        if remote is not None and equals and key.strip().lower() == "url":
-            urls.setdefault(remote, value.strip().strip('"'))
-    url = urls.get("origin") or (next(iter(urls.values())) if len(urls) == 1 else None)
+    from cmem.steps.git_head import remote_url
+
+    url = remote_url(config_path)
     return repository_name(url) if url else None
 
 

@@ -1,8 +1,8 @@
-"""Which commit HEAD and a branch are at, read from git's own files without starting git. The one
-place cmem reads `.git` by hand (every other question goes to the `git` command: docs/design.md
-§2): a commit or a checkout rewrites one of these files, so their stats key a stored result
-(`reading/stored_results.py`) and their text names the commit, where a git process would cost
-more than the answer (`status`, the idle sync)."""
+"""Which commit HEAD and a branch are at, and a remote's URL, read from git's own files without
+starting git. The one place cmem reads `.git` by hand (every other question goes to the `git`
+command: docs/design.md §1): a commit or a checkout rewrites one of these files, so their stats
+key a stored result (`reading/stored_results.py`) and their text names the commit, where a git
+process would cost more than the answer (`status`, the idle sync, SessionStart)."""
 
 from __future__ import annotations
 
@@ -102,6 +102,25 @@ def read_ref(common: str, ref: str, git_dir: str | None = None) -> str | None:
     if value is None or len(value) not in (40, 64) or value.strip("0123456789abcdef"):
         return None
     return value
+
+
+def remote_url(config_path: str) -> str | None:
+    """The URL of the `origin` remote in a git config file (of its only remote when it has no
+    `origin`), or None: SessionStart names the project by it without starting git."""
+    lines = (_read(config_path) or "").splitlines()
+    urls: dict[str, str] = {}
+    remote = None
+    for line in lines:
+        text = line.strip()
+        if text.startswith("["):
+            header = text.strip("[]").strip()
+            kind, _, name = header.partition(" ")
+            remote = name.strip().strip('"') if kind.lower() == "remote" else None
+            continue
+        key, equals, value = text.partition("=")
+        if remote is not None and equals and key.strip().lower() == "url":
+            urls.setdefault(remote, value.strip().strip('"'))
+    return urls.get("origin") or (next(iter(urls.values())) if len(urls) == 1 else None)
 
 
 def _read(path: str) -> str | None:
