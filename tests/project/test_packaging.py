@@ -113,14 +113,14 @@ def test_a_stored_answer_imports_no_vault_machinery(argv, sample_vault):
 
 
 # `cmem sync` with nothing to do, the second time: told after one fetch, without the sync
-# machinery, the config or the scanner
+# machinery, the config, the scanner or the pass
 SYNC_PATH_NEVER = (
     "cmem.sync.remote",
     "yaml",
     "rich",
     "cmem.vault.config",
     "cmem.scan",
-    "cmem.converge",
+    "cmem.converge.pipeline",
 )
 
 

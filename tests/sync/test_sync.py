@@ -1400,12 +1400,11 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
 ):
     """The key is taken before the full path's git status, which no longer refreshes the index:
     an edit before that status is committed by this sync, one after it misses the stored key."""
-    from cmem import fast
+    from cmem.commands.sync import sync as sync_command
     from cmem.steps import preflight
 
     remote, (a, _, _) = machines
     real = preflight.managed_changes
-    request = {"vault": str(a), "json": False, "no_color": True}
 
     def edit_then_look(vault, **options):
         note(a, "2026-11-29 before", "- 以后都先给结论\n")
@@ -1413,7 +1412,7 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
 
     _settle(a, remote)
     monkeypatch.setattr(preflight, "managed_changes", edit_then_look)
-    assert fast.run_sync(dict(request)) == 0
+    sync_command(vault=a, as_json=False)
     assert "pushed to origin/main" in capsys.readouterr().out
     assert git(a, "status", "--porcelain") == ""
 
@@ -1424,7 +1423,7 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
 
     _settle(a, remote)
     monkeypatch.setattr(preflight, "managed_changes", look_then_edit)
-    assert fast.run_sync(dict(request)) == 0
+    sync_command(vault=a, as_json=False)
     assert capsys.readouterr().out == "up to date with origin/main\n"  # it looked before the edit
     monkeypatch.setattr(preflight, "managed_changes", real)
     code, out, _, calls = cmem_sync(a, tmp_path)  # the stored key misses: the full path commits it
@@ -1432,12 +1431,13 @@ def test_an_edit_made_around_the_full_syncs_look_for_edits_is_never_missed(
     assert "2026-11-29 after.md" in git(remote, "ls-tree", "--name-only", "main")
 
 
-def test_the_light_path_walks_the_notes_while_git_fetches(machines, tmp_path, monkeypatch, capsys):
+def test_the_idle_answer_walks_the_notes_while_git_fetches(machines, tmp_path, monkeypatch, capsys):
     """The fetch is most of an idle sync's time, and the walk of the notes needs nothing from it:
     the two overlap. The fake git's fetch says it started, then waits for the walk; the walk
     waits for the fetch to have started. Walked before the fetch, or after it (the fetch would
-    give up waiting and fail), the sync would not be "up to date" from the light path."""
-    from cmem import fast, idle_sync
+    give up waiting and fail), the sync would not be "up to date" from the idle answer."""
+    from cmem import idle_sync
+    from cmem.commands.sync import sync as sync_command
 
     a = _idle_clone(machines, tmp_path)
     started, walked = tmp_path / "fetch-started", tmp_path / "walked"
@@ -1469,15 +1469,15 @@ def test_the_light_path_walks_the_notes_while_git_fetches(machines, tmp_path, mo
         return matched
 
     monkeypatch.setattr(idle_sync, "listing_matches", walk_then_mark)
-    request = {"vault": str(a), "json": False, "no_color": True}
-    assert idle_sync.answer(dict(request)) is not None and during == [True]
+    assert idle_sync.answer(a, False)[0] is not None and during == [True]
     started.unlink()
     walked.unlink()
-    assert fast.run_sync(request) == 0 and during == [True, True]
+    sync_command(vault=a, as_json=False)
+    assert during == [True, True]
     assert capsys.readouterr().out == "up to date with origin/main\n"
 
 
-def test_a_light_sync_that_finds_an_edit_hands_its_fetch_to_the_full_path(machines, tmp_path):
+def test_an_idle_sync_that_finds_an_edit_hands_its_fetch_to_the_full_path(machines, tmp_path):
     """The walk runs during the fetch, so a note edited since the stored sync is found after one
     fetch: the full path takes that fetch, commits the edit and pushes it."""
     from cmem import idle_sync
@@ -1487,9 +1487,9 @@ def test_a_light_sync_that_finds_an_edit_hands_its_fetch_to_the_full_path(machin
     assert cmem_sync(a, tmp_path)[3] == ["fetch"]
     with (a / "2026-11-29 laptop.md").open("a", encoding="utf-8") as handle:
         handle.write("- 以后都先给结论\n")
-    request = {"vault": str(a), "json": False, "no_color": True}
-    assert idle_sync.answer(request) is None  # the key misses: the full path's work
-    assert request["fetched"]["code"] == 0  # after the fetch it hands over
+    shown, fetched = idle_sync.answer(a, False)
+    assert shown is None  # the key misses: the full path's work
+    assert fetched is not None and fetched["code"] == 0  # after the fetch it hands over
     code, out, _, calls = cmem_sync(a, tmp_path)
     assert code == 0 and "pushed to origin/main" in out
     assert calls.count("fetch") == 1 and calls[0] == "fetch" and "status" in calls, calls
