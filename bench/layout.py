@@ -1,7 +1,8 @@
 """The package's layout, measured: modules per package, module sizes, imports that run up the
 layers, and import cycles; and issue 45's figures: modules outside the command table reading
 `sys.argv`, references to files outside the repository, text-folding helpers, functions over 80
-lines, imports of private CPython modules. `docs/architecture.md` quotes its figures;
+lines, imports of private CPython modules, modules importing a YAML library beside the one YAML
+module. `docs/architecture.md` quotes its figures;
 `tests/project/test_architecture.py` holds the code to its layer order.
 
     python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout
@@ -411,6 +412,40 @@ def text_folding(package: Path = PACKAGE) -> tuple[dict[str, str], list[str]]:
     return dict(sorted(helpers.items())), sorted(inline)
 
 
+# The one module that imports a YAML library (issue 45): every other module calls its functions.
+YAML_MODULE = "cmem.vault.yaml_reader"
+YAML_LIBRARIES = ("yaml", "ruamel")
+
+
+def yaml_importers(package: Path = PACKAGE) -> list[str]:
+    """`module:line` of every import of PyYAML or ruamel.yaml outside the YAML module, lazy ones
+    included: each one YAML read or written beside the named readers."""
+    found = []
+    for name, path in modules(package).items():
+        if name == YAML_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                named = [node.module]
+            else:
+                continue
+            if any(module.split(".")[0] in YAML_LIBRARIES for module in named):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def yaml_readers(package: Path = PACKAGE) -> list[str]:
+    """The YAML module's public functions and classes, in file order: one a purpose."""
+    path = modules(package).get(YAML_MODULE)
+    if path is None:
+        return []
+    tree = ast.parse(path.read_text("utf-8"))
+    kinds = (ast.FunctionDef, ast.ClassDef)
+    return [n.name for n in tree.body if isinstance(n, kinds) and not n.name.startswith("_")]
+
+
 # A function a newcomer reads in one screen (issue 45).
 FUNCTION_LINE_LIMIT = 80
 
@@ -588,6 +623,15 @@ def report(package: Path = PACKAGE) -> str:
     sites = fold_sites(package)
     out.append(f"fold calls outside {FOLDING_MODULE}: {len(sites)}")
     out += [f"  {site}" for site in sites]
+    yaml_sites = yaml_importers(package)
+    out.append(
+        f"modules importing a YAML library outside {YAML_MODULE}: "
+        f"{len({site.rsplit(':', 1)[0] for site in yaml_sites})} (target 0)"
+    )
+    out += [f"  {site}" for site in yaml_sites]
+    out.append(
+        f"named YAML readers and writers ({YAML_MODULE}): {', '.join(yaml_readers(package))}"
+    )
     long = long_functions(package)
     out.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {len(long)}")
     out += [f"  {where} ({n} lines)" for where, n in long.items()]
