@@ -21,8 +21,6 @@ from cmem.vault.layers import Vault
 from cmem.vault.quoted import QUOTED_MARKS
 from cmem.vault.statements import format_source, format_trace
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
-
 
 @dataclass(frozen=True)
 class Prompt:
