@@ -1,7 +1,8 @@
 """The package's layout, measured: modules per package, module sizes, imports that run up the
 layers, and import cycles; and issue 45's figures: modules outside the command table reading
 `sys.argv`, references to files outside the repository, text-folding helpers, functions over 80
-lines, imports of private CPython modules. `docs/architecture.md` quotes its figures;
+lines, imports of private CPython modules, modules importing a YAML library beside the one YAML
+module. `docs/architecture.md` quotes its figures;
 `tests/project/test_architecture.py` holds the code to its layer order.
 
     python bench/layout.py [PACKAGE_DIR]      # default: cli/cmem of this checkout
@@ -410,6 +411,219 @@ def text_folding(package: Path = PACKAGE) -> tuple[dict[str, str], list[str]]:
     return dict(sorted(helpers.items())), sorted(inline)
 
 
+# The one module that imports a YAML library (issue 45): every other module calls its functions.
+YAML_MODULE = "cmem.vault.yaml_reader"
+YAML_LIBRARIES = ("yaml", "ruamel")
+
+
+def yaml_importers(package: Path = PACKAGE) -> list[str]:
+    """`module:line` of every import of PyYAML or ruamel.yaml outside the YAML module, lazy ones
+    included: each one YAML read or written beside the named readers."""
+    found = []
+    for name, path in modules(package).items():
+        if name == YAML_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                named = [node.module]
+            else:
+                continue
+            if any(module.split(".")[0] in YAML_LIBRARIES for module in named):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def yaml_readers(package: Path = PACKAGE) -> list[str]:
+    """The YAML module's public functions and classes, in file order: one a purpose."""
+    path = modules(package).get(YAML_MODULE)
+    if path is None:
+        return []
+    tree = ast.parse(path.read_text("utf-8"))
+    kinds = (ast.FunctionDef, ast.ClassDef)
+    return [n.name for n in tree.body if isinstance(n, kinds) and not n.name.startswith("_")]
+
+
+# The one module that splits text into words and terms, and the one token estimate (issue 45).
+WORDS_MODULE = "cmem.text.words"
+TOKENS_MODULE = "cmem.text.tokens"
+_SPLITTERS = {"findall", "finditer", "split"}
+# A class of word characters: `\w`, `[^\W_]`, a class naming a letter or digit range, or one of
+# the CJK classes of `text/scripts.py` (`{HAN}`, `{CJK}` in an f-string).
+_WORD_CLASS = re.compile(r"\\w|\[\^?[^\]]*(?:\\w|\\W|a-z|A-Z|0-9|\{HAN\}|\{CJK\})[^\]]*\]")
+_LOOKAROUND = re.compile(r"\(\?<?[=!](?:[^()]|\([^()]*\))*\)|\\b|\^|\\A|\(\?[aiLmsux]+\)")
+
+
+def _alternatives(source: str) -> list[str]:
+    """A regex's top-level alternatives (`|` outside groups and classes)."""
+    parts, depth, in_class, start, at = [], 0, False, 0, 0
+    while at < len(source):
+        char = source[at]
+        if char == "\\":
+            at += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            at += 1 if source[at + 1 : at + 2] != "]" else 2
+            continue
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(source[start:at])
+            start = at + 1
+        at += 1
+    return [*parts, source[start:]]
+
+
+def word_pattern(source: str) -> bool:
+    r"""Whether a regex matches words: one of its alternatives starts (lookarounds, anchors and
+    flags aside) with a class of word characters that must match and goes on (`\w+`, `[a-z][a-z-]*`;
+    not `[a-z]*`, nor `[A-Za-z]` alone, which counts letters)."""
+    for alternative in _alternatives(source):
+        rest = _LOOKAROUND.sub("", alternative)
+        first = _WORD_CLASS.match(rest)
+        after = rest[first.end() :] if first else ""
+        # repeated, or followed by more word characters: a word, not one character counted
+        if first and (after[:1] in ("+", "{") or _WORD_CLASS.match(after)):
+            return True
+    return False
+
+
+def _pattern_sources(tree: ast.Module) -> dict[str, ast.expr]:
+    """A module's top-level names bound to a pattern's source: `X = re.compile("…")`, `X = "…"`,
+    and the entries of a dict of sources (`{"HAN_RUN": f"[{HAN}]+"}`) by their keys."""
+    found: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "re.compile" and value.args:
+            value = value.args[0]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                found[target.id] = value
+        if isinstance(value, ast.Dict):
+            for key, entry in zip(value.keys, value.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    found.setdefault(key.value, entry)
+    return found
+
+
+def _source(expr: ast.expr | None, names: dict[str, ast.expr], depth: int = 0) -> str | None:
+    """The regex source an expression stands for: a string, an f-string, a name bound to one (in
+    the module or the module it is imported from), a call given one (`re.compile(…)`,
+    `pattern(…)`), or an attribute of the module holding it (`words.KEY_WORD`)."""
+    if expr is None or depth > 4:
+        return None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.JoinedStr):
+        return "".join(
+            part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+            for part in expr.values
+            if isinstance(part, (ast.Constant, ast.FormattedValue))
+        )
+    if isinstance(expr, ast.Name) and expr.id in names:
+        return _source(names[expr.id], names, depth + 1)
+    if isinstance(expr, ast.Attribute) and expr.attr in names:
+        return _source(names[expr.attr], names, depth + 1)
+    if isinstance(expr, ast.Call) and expr.args:
+        return _source(expr.args[0], names, depth + 1)
+    return None
+
+
+def _sources_in_reach(package: Path) -> dict[str, dict[str, ast.expr]]:
+    """Each module's pattern names, with those of the cmem modules it imports names from."""
+    trees = {name: ast.parse(path.read_text("utf-8")) for name, path in modules(package).items()}
+    own = {name: _pattern_sources(tree) for name, tree in trees.items()}
+    reach: dict[str, dict[str, ast.expr]] = {}
+    for name, tree in trees.items():
+        names: dict[str, ast.expr] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in own:
+                for alias in node.names:
+                    if alias.name in own[node.module]:
+                        names[alias.asname or alias.name] = own[node.module][alias.name]
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:  # `from cmem.text import words`: its names by attribute
+                    names.update(own.get(f"{node.module}.{alias.name}", {}))
+        reach[name] = {**names, **own[name]}
+    return reach
+
+
+def _splits_words(node: ast.AST, names: dict[str, ast.expr]) -> bool:
+    """A call of `findall`, `finditer` or `split` with a word pattern (`word_pattern`), the
+    pattern given as the call's first argument (`re.findall(…)`) or as what it is called on."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr not in _SPLITTERS:
+        return False
+    owner = node.func.value
+    if isinstance(owner, ast.Name) and owner.id == "re":
+        source = _source(node.args[0] if node.args else None, names)
+    else:
+        source = _source(owner, names)
+    return source is not None and word_pattern(source)
+
+
+def tokenisers(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """Module → its functions that split text into words or terms: a `findall`, `finditer` or
+    `split` with a pattern of word characters (`_splits_words`). One idea, so one module."""
+    reach = _sources_in_reach(package)
+    found: dict[str, list[str]] = defaultdict(list)
+    for module, qualified, function in _functions(package):
+        if any(_splits_words(node, reach[module]) for node in _own_nodes(function)):
+            found[module].append(qualified)
+    return dict(sorted(found.items()))
+
+
+def _chars_per_token(package: Path) -> int:
+    value = _assigned(modules(package)[TOKENS_MODULE], "CHARS_PER_TOKEN")
+    return value.value if isinstance(value, ast.Constant) else 4
+
+
+def _counts_characters(expr: ast.expr) -> bool:
+    """Whether an expression measures text: it calls `len`, or it rounds up (`… + 3`)."""
+    return any(
+        (isinstance(node, ast.Call) and ast.unparse(node.func) == "len")
+        or (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.right, ast.Constant)
+        )
+        for node in ast.walk(expr)
+    )
+
+
+def token_estimates(package: Path = PACKAGE) -> list[str]:
+    """`module.function:line` of each division of a character count by the chars-per-token
+    constant outside `text/tokens.py` (`len(text) // 4`, `(n + 3) // 4`): a token estimate of
+    its own, beside the one every budget figure goes through."""
+    per = _chars_per_token(package)
+    found = []
+    for module, qualified, function in _functions(package):
+        if module == TOKENS_MODULE:
+            continue
+        for node in _own_nodes(function):
+            if (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, (ast.Div, ast.FloorDiv))
+                and (
+                    (isinstance(node.right, ast.Constant) and node.right.value == per)
+                    or ast.unparse(node.right).endswith("CHARS_PER_TOKEN")
+                )
+                and _counts_characters(node.left)
+            ):
+                found.append(f"{module}.{qualified}:{node.lineno}")
+    return sorted(found)
+
+
 # A function a newcomer reads in one screen (issue 45).
 FUNCTION_LINE_LIMIT = 80
 
@@ -587,6 +801,24 @@ def report(package: Path = PACKAGE) -> str:
     sites = fold_sites(package)
     out.append(f"fold calls outside {FOLDING_MODULE}: {len(sites)}")
     out += [f"  {site}" for site in sites]
+    yaml_sites = yaml_importers(package)
+    out.append(
+        f"modules importing a YAML library outside {YAML_MODULE}: "
+        f"{len({site.rsplit(':', 1)[0] for site in yaml_sites})} (target 0)"
+    )
+    out += [f"  {site}" for site in yaml_sites]
+    out.append(
+        f"named YAML readers and writers ({YAML_MODULE}): {', '.join(yaml_readers(package))}"
+    )
+    splitters = tokenisers(package)
+    out.append(
+        f"tokeniser modules (functions splitting text with a word pattern): {len(splitters)} "
+        f"(target 1, {WORDS_MODULE})"
+    )
+    out += [f"  {module}: {', '.join(names)}" for module, names in splitters.items()]
+    estimates = token_estimates(package)
+    out.append(f"token estimates outside {TOKENS_MODULE}: {len(estimates)} (target 0)")
+    out += [f"  {where}" for where in estimates]
     long = long_functions(package)
     out.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {len(long)}")
     out += [f"  {where} ({n} lines)" for where, n in long.items()]

@@ -283,8 +283,9 @@ def labelled_vault(workdir: Path) -> Path:
 
 def scheme_precision(vault) -> dict[str, dict]:
     from cmem.reading.recall import recall_memory
-    from cmem.reading.search_index import _WORD, note_rows
+    from cmem.reading.search_index import note_rows
     from cmem.text.scripts import CJK_RUN as _CJK_RUN
+    from cmem.text.words import word_runs
     from recall_labelled import QUERIES, is_right
 
     rows = [row for f in vault.convergent_files() for row in note_rows(vault, f, "convergent")[0]]
@@ -329,7 +330,7 @@ def scheme_precision(vault) -> dict[str, dict]:
         def first(query, db=db, tokenizer=tokenizer):
             words = [w for w in re.split(r"\s+", query.strip().lower()) if w]
             if tokenizer == "unicode61":
-                words = _WORD.findall(query.lower())
+                words = word_runs(query.lower())
             long_words = [w for w in words if tokenizer != "trigram" or len(w) >= 3]
             if long_words:
                 for operator in (" AND ", " OR "):

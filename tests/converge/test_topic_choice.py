@@ -82,3 +82,26 @@ def test_the_kept_words_choose_what_fresh_words_choose(make_vault):
             assert prompt.touched_situational(vault, [note], originals, limit) == expected, line
         checked += 0 < len(expected) < len(files)
     assert checked > 10  # the budget chose between files: the comparison meant something
+
+
+def test_a_topic_file_is_named_by_aliases_and_summary_in_any_yaml_form(make_vault):
+    """Aliases as a block list, a folded summary: read as every note's frontmatter is, so a note
+    tagged with an alias quotes the file; a `summary:` line in the body is not the summary."""
+    files = {
+        "converged/topics/editors.md": "---\nsummary: >-\n  The editor\n  I use\naliases:\n"
+        "  - Helix Setup\ntags:\n  - tools\n---\n# Editors\n\n- helix with its defaults\n",
+        "converged/topics/drinks.md": "---\ntags: [tea]\n---\n# Drinks\n\nsummary: not this\n"
+        + "- green tea in the morning\n" * 20,
+    }
+    root = make_vault({**files, "n.md": "- a line\n"}, config_yaml="language: en\n")
+    vault = open_vault(root)
+    vault.machine_dir.mkdir(parents=True, exist_ok=True)
+    originals = {p: (root / p).read_text("utf-8") for p in files}
+    editors, drinks = (originals[p] for p in sorted(files, reverse=True))
+    assert prompt._aliases(editors) == ["Helix Setup", "tools"]
+    assert (prompt._summary(editors), prompt._summary(drinks)) == ("The editor I use", "")
+    note = note_with(root, "n.md", [(1, "decision")], tags=["helix-setup"])
+    limit = prompt.estimate_tokens(editors)  # not both: the choice is by the names
+    assert prompt.touched_situational(vault, [note], originals, limit) == [
+        "converged/topics/editors.md"
+    ]

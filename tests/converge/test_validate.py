@@ -1218,20 +1218,6 @@ def test_rule6_resident_texts_are_the_files_read_and_the_rest_of_the_folder(
     assert "converged/topics/t.md" not in classified
 
 
-def test_word_tokens_split_cjk_runs_as_the_grouped_split_does():
-    import random
-    import re
-
-    from cmem.converge.validator.check_invention import _cjk_split
-    from cmem.text.scripts import CJK
-
-    rng = random.Random(13)
-    alphabet = ["a", "b", "中", "文", "ア", "한", "1", "x", "ｘ", "。"]
-    for _ in range(3000):
-        run = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
-        assert _cjk_split(run) == re.split(f"([{CJK}]+)", run), run
-
-
 def test_a_reply_fact_is_made_once_for_each_reading(reply_vault):
     """A rule module's fact (`@reply_fact`) is made the first time a rule asks, kept for the
     other rules of the same reply, and made afresh for the next reply (a repair round's)."""

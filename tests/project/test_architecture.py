@@ -167,6 +167,26 @@ def test_the_layout_measures_find_what_issue_45_counts(layout, tmp_path):
     }
 
 
+def test_only_the_yaml_module_imports_a_yaml_library(layout):
+    """One YAML reader per purpose, all in one module (issue 45): no other module reads or writes
+    YAML with PyYAML or ruamel.yaml itself, lazily or not."""
+    assert layout.yaml_importers(PACKAGE) == []
+    named = layout.yaml_readers(PACKAGE)
+    for purpose in ("read_frontmatter", "read_config_yaml", "CommentKeepingEdit", "quoted_scalar"):
+        assert purpose in named
+
+
+def test_the_yaml_measure_finds_every_form_of_import(layout, tmp_path):
+    package = tmp_path / "cmem"
+    (package / "vault").mkdir(parents=True)
+    (package / "vault" / "yaml_reader.py").write_text("import yaml\ndef read_it():\n    pass\n")
+    (package / "lazy.py").write_text("def f():\n    import yaml.constructor\n", "utf-8")
+    (package / "round.py").write_text("x = 1\nfrom ruamel.yaml.comments import CommentedMap\n")
+    (package / "near.py").write_text("import yamlish\nfrom cmem.vault import yaml_reader\n")
+    assert layout.yaml_importers(package) == ["cmem.lazy:2", "cmem.round:2"]
+    assert layout.yaml_readers(package) == ["read_it"]
+
+
 def test_no_import_cycles(layout):
     assert layout.cycles(PACKAGE) == []
 

@@ -149,9 +149,9 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     modules = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert "cmem.reading.stored_context" in modules
     # a stored answer's list (tests/project/test_packaging.py), and what the full `context` needs
-    # for the token estimate (the CJK class compiled) and durable writes
+    # for durable writes
     never = ("yaml", "ruamel", "cmem.vault", "cmem.scan", "git")
-    for heavy in (*never, "cmem.text.tokens", "cmem.atomic", "tempfile"):
+    for heavy in (*never, "cmem.atomic", "tempfile"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from cmem.scan import recurrence, signals, tone
 from cmem.scan.signals import detect_line
+from cmem.text import words
 from cmem.text.cues import cue_set
 from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP, bigrams
@@ -46,8 +47,14 @@ class _Counted:
 @pytest.fixture
 def calls(monkeypatch) -> Counter:
     counts = Counter()
-    for name in ("_BANGS", "_CAPS_WORD", "_TOKENS"):
-        monkeypatch.setattr(tone, name, _Counted(getattr(tone, name), counts))
+    monkeypatch.setattr(tone, "_BANGS", _Counted(tone._BANGS, counts))
+    # the shouting check's and the content count's patterns, as `text/words.py` hands them out
+    counted = {
+        source: _Counted(words.pattern(source), counts)
+        for source in (words.CAPS_WORD, words.UNIT_TOKEN)
+    }
+    original = words.pattern
+    monkeypatch.setattr(words, "pattern", lambda source: counted.get(source) or original(source))
     return counts
 
 
@@ -112,7 +119,7 @@ def _phrase_keys_reading_all(text: str) -> list[str]:
             if pair[0] not in ZH_KEY_STOP and pair[1] not in ZH_KEY_STOP:
                 if pair not in ZH_KEY_BIGRAMS:
                     keys[pair] = None
-    for word in recurrence._EN_WORD.findall(text):
+    for word in words.key_words(text):
         word = word.strip("'-")
         if len(word) >= 4 and word not in EN_KEY_STOP:
             keys[recurrence._stem(word)] = None

@@ -283,3 +283,22 @@ def test_undo_leaves_captures_alone_and_init_says_where_sessions_go(tmp_path):
     config = open_vault(adopted).config
     assert config.sessions_folder == "agent-sessions"
     assert "sessions" not in config.extra_divergent
+
+
+def test_a_session_header_reads_back_every_character_its_values_hold():
+    """The header's values are written as YAML double-quoted scalars that read back exactly: a
+    folder or file name may hold a NEL, a DEL, a line separator or a paragraph separator, which a
+    JSON string leaves bare and YAML then folds or refuses."""
+    from datetime import datetime, timezone
+
+    from cmem.sessions.note import render_header
+    from cmem.sessions.transcript import Session
+
+    odd = 'a\x85b\x7fc\u2028d\u2029e\tf"g\\h: #i\x01'
+    session = Session("codex", f"id-{odd}", f"/home/me/{odd}", transcript=f"/t/{odd}.jsonl")
+    when = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+    header = render_header(session, when, 3, when, when, continues=f"note {odd}")
+    meta = read_session_note(header).frontmatter
+    assert meta["session"] == f"id-{odd}" and meta["project"] == f"/home/me/{odd}"
+    assert meta["transcript"] == f"/t/{odd}.jsonl" and meta["continues"] == f"[[note {odd}]]"
+    assert meta["turns"] == 3 and meta["agent"] == "codex"

@@ -208,6 +208,26 @@ def test_an_invalid_user_config_is_not_rewritten(make_vault):
     assert user_config_path().read_text("utf-8") == "llm:\n  comand: typo\n"
 
 
+def test_a_user_config_with_a_key_given_twice_is_one_sentence_and_not_rewritten(make_vault):
+    """PyYAML reads a key given twice (the last wins); the round-trip edit that keeps comments
+    refuses it: trusting and revoking say so naming the file and line, and leave the file."""
+    vault = vault_with(make_vault)
+    path = user_config_path()
+    trusting = "# mine\ntrusted: []\ntrusted: []\n"
+    # revoking edits the file only when it holds an entry for the vault
+    digest = "0" * 64
+    revoking = (
+        f"# mine\ntrusted: []\ntrusted:\n  - vault: {vault.root}\n    command_sha256: '{digest}'\n"
+    )
+    for change, text in ((trust_vault, trusting), (revoke_trust, revoking)):
+        write_user_config(text)
+        with pytest.raises(ConfigError) as raised:
+            change(vault)
+        message = str(raised.value)
+        assert message.startswith(f"{path} is not valid YAML at line 3: ") and "trusted" in message
+        assert "\n" not in message and path.read_text("utf-8") == text
+
+
 def test_timeout_vault_setting_wins_over_user_setting_wins_over_default(make_vault):
     write_user_config("llm:\n  timeout_seconds: 120\n")
     assert resolve_model_command(vault_with(make_vault, None), None).timeout == 120.0

@@ -31,6 +31,7 @@ from cmem.sync.memory_merge import (
     MergeConflict,
     conflict_versions,
     is_conflict_statement,
+    merge_frontmatter,
     merge_memory,
 )
 from cmem.sync.remote import OFFLINE_EXIT_CODE, sync_vault
@@ -1737,3 +1738,23 @@ def test_one_statement_edited_by_hand_on_two_machines_is_named_and_kept_until_re
         assert [c["path"] for c in conflicts] == [profile], root.name
         human = run_cmem("--vault", str(root), "status")
         assert "conflict statements (1)" in human.stdout
+
+
+def test_a_frontmatter_key_both_machines_changed_is_not_merged_through_an_anchor():
+    """Both sides' values are read as a note's frontmatter is, so anchors and aliases are refused
+    (a merge compares the values: an alias bomb's comparison would never end); this machine's
+    value is kept and said, as for any value that cannot be merged. Plain lists still merge."""
+    base = "tags: [a]\nsummary: s\n"
+    bomb = "tags: &x [a, b]\nsummary: s\n"
+    nested = "tags: [&y [a], *y, *y]\nsummary: s\n"
+    theirs = "tags: [a, c]\nsummary: s\n"
+    for ours in (bomb, nested):
+        notices: list[str] = []
+        merged = merge_frontmatter("p.md", base, ours, theirs, notices)
+        assert merged == ours
+        assert notices == [
+            "p.md: frontmatter key 'tags' was changed on both machines; this machine's value was kept"
+        ]
+    notices = []
+    merged = merge_frontmatter("p.md", base, "tags: [a, b]\nsummary: s\n", theirs, notices)
+    assert merged == "tags: [a, b, c]\nsummary: s\n" and notices == []

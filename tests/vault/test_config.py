@@ -37,6 +37,7 @@ def test_default_config_text_is_valid(tmp_path, language):
         ("signals:\n  cues:\n    correction: [1]\n", "'signals.cues.correction"),
         ("- a list\n", "mapping"),
         ("key: [unclosed\n", "not valid YAML at line"),
+        ("capture:\n  heading: 2026-13-45\n", "a date that does not exist (month must be"),
     ],
 )
 def test_bad_config_is_one_error_naming_the_key(tmp_path, text, named):

@@ -377,3 +377,18 @@ def test_the_closing_line_is_found_as_in_a_copy_of_the_text_after_the_opening():
         texts.append("---\n" + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))))
     for text in texts:
         assert split_frontmatter(text) == split_in_copy(text), repr(text)
+
+
+def test_a_quoted_scalar_reads_back_as_its_text_with_either_loader():
+    """Every character YAML can carry, one by one and together, through PyYAML's C loader and its
+    pure one: the written form is the text again, never folded, refused or cut at a `#`."""
+    import yaml
+
+    texts = [chr(code) for code in range(0x2100)] + ["\U0001f600", "\ufeff", "\ufffd"]
+    texts += ['a: "b" # c', "\\n", "- item", "yes", "~", "2026-11-30", "x\n\ny", "".join(texts)]
+    loaders = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
+    for text in texts:
+        written = yaml_reader.quoted_scalar(text)
+        assert "\n" not in written and "\x85" not in written
+        for loader in loaders:
+            assert yaml.load(f"key: {written}\n", Loader=loader) == {"key": text}, repr(text)

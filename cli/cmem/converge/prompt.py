@@ -9,6 +9,7 @@ the longest possible prefix between passes. Notes and files are quoted as data i
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 
 from cmem.converge.selection import SelectedNote
@@ -19,8 +20,6 @@ from cmem.text.tokens import estimate_tokens
 from cmem.vault.layers import Vault
 from cmem.vault.quoted import QUOTED_MARKS
 from cmem.vault.statements import format_source, format_trace
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_+-]{2,}")
 
 
 @dataclass(frozen=True)
@@ -222,8 +221,10 @@ class _TermsMemo:
         from cmem.converge.builtin import line_words
         from cmem.converge.memory import statement_words
         from cmem.text import scripts, terms, tokens
+        from cmem.vault import yaml_reader
 
-        stamp = code_stamp(line_words, terms, scripts, tokens, statement_words)
+        here = sys.modules[__name__]  # `_head` reads the frontmatter: its code is part of the key
+        stamp = code_stamp(line_words, terms, scripts, tokens, statement_words, yaml_reader, here)
         self.store = KeptByDigest(Kept(vault.machine_dir / self.FILE, "prompt-texts", stamp))
 
     def _get(self, part: str, text: str, make):
@@ -266,21 +267,29 @@ def _head(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return keys, frozenset(terms(" ".join(aliases)) | terms(_summary(text)))
 
 
+def _frontmatter(text: str) -> dict:
+    """A topic file's frontmatter, read as every note's is: block lists and folded values too."""
+    from cmem.vault.yaml_reader import read_frontmatter, split_frontmatter
+
+    block, _, problem = split_frontmatter(text)
+    return read_frontmatter(block)[0] if block is not None and not problem else {}
+
+
 def _summary(text: str) -> str:
-    match = re.search(r"^summary:\s*(.*)$", text[:600], re.MULTILINE)
-    return match.group(1).strip().strip("'\"") if match and text.startswith("---") else ""
+    summary = _frontmatter(text).get("summary")
+    if summary is None or isinstance(summary, (list, dict)):
+        return ""
+    return " ".join(str(summary).split())  # one line in the prompt's list of files
 
 
 def _aliases(text: str) -> list[str]:
-    """Aliases and tags from a topic file's frontmatter, read without a YAML parse."""
-    head = text[:600]
+    """Aliases and tags from a topic file's frontmatter."""
+    meta = _frontmatter(text)
     found = []
     for key in ("aliases", "tags"):
-        match = re.search(rf"^{key}:\s*\[(.*?)\]", head, re.MULTILINE)
-        if match:
-            found += [
-                item.strip().strip("'\"") for item in match.group(1).split(",") if item.strip()
-            ]
+        value = meta.get(key)
+        items = value if isinstance(value, list) else [value]
+        found += [str(item).strip() for item in items if item is not None and str(item).strip()]
     return found
 
 

@@ -34,7 +34,7 @@ from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle
     topic_terms,
     wide_count,
 )
-from cmem.text.tokens import estimate_tokens
+from cmem.text.tokens import estimate_tokens, wide_chars
 from cmem.vault.layers import RESIDENT, SITUATIONAL, Vault
 from cmem.vault.notes import read_note
 
@@ -77,19 +77,11 @@ def _load(
             *row[:1],
             content,
             *row[2:],
-            (_wide(content), wide_count(row[0]), wide_count(row[2])),
+            (wide_chars(content), wide_count(row[0]), wide_count(row[2])),
             len(content.rstrip("\n")),  # as the bundle shows it (stored_context._body)
         )
         for row, content in zip(files, contents)
     ]
-
-
-def _wide(text: str) -> int:
-    """CJK-wide characters in a file's text, as the token estimate counts them: counted once
-    here, so the bundle's token estimate never scans the files again (stored_context._render_lines)."""
-    from cmem.text.scripts import CJK_WIDE_CHAR
-
-    return 0 if text.isascii() else len(CJK_WIDE_CHAR.findall(text))
 
 
 def gather_material(vault: Vault) -> dict:

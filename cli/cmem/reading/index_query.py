@@ -14,6 +14,7 @@ import re
 from collections import namedtuple
 
 from cmem.text.folding import fold_lower
+from cmem.text.words import words_and_bigrams
 
 CONVERGENT, ARCHIVED = "convergent", "archive"
 # every note outside memory and the archive, in one index: the divergent notes (a pending one is
@@ -31,7 +32,6 @@ TITLE_LINE = 0  # a note's title row: found by its name alone (an empty note tit
 # not crowd out every other note's best one
 CANDIDATES = 5
 
-_WORD = re.compile(r"[^\W_]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
@@ -102,26 +102,9 @@ def query_terms(query: str) -> list[str]:
     function words left out (`text/terms.py: is_query_stop`) unless nothing else is left."""
     from cmem.text.terms import is_query_stop
 
-    terms = _all_terms(fold_lower(query))
+    terms = list(dict.fromkeys(words_and_bigrams(fold_lower(query))))
     content = [term for term in terms if not is_query_stop(term)]
     return content or terms
-
-
-def _all_terms(text: str) -> list[str]:
-    if text.isascii():  # no CJK run: the CJK tables are not even imported (a light recall)
-        return list(dict.fromkeys(_WORD.findall(text)))
-    from cmem.text.scripts import CJK_RUN
-    from cmem.text.terms import bigrams
-
-    terms: list[str] = []
-    position = 0
-    for match in CJK_RUN.finditer(text):
-        terms.extend(_WORD.findall(text[position : match.start()]))
-        run = match.group()
-        terms.extend(bigrams(run) or [run])
-        position = match.end()
-    terms.extend(_WORD.findall(text[position:]))
-    return list(dict.fromkeys(terms))
 
 
 def match_expression(terms: list[str], operator: str) -> str:

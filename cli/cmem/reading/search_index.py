@@ -38,7 +38,6 @@ from cmem.cache_store import FORMATS, settled
 from cmem.errors import CmemError
 from cmem.reading.exchanges import exchange_fields, split_questions
 from cmem.reading.index_query import (  # the query side, shared with the stored answer
-    _WORD,  # noqa: F401 - kept importable from here
     ARCHIVED,
     COLUMNS,
     CONVERGENT,
@@ -54,8 +53,7 @@ from cmem.reading.index_query import (  # the query side, shared with the stored
     search_rows,
 )
 from cmem.text.folding import fold_lower
-from cmem.text.scripts import CJK_RUN
-from cmem.text.terms import bigrams
+from cmem.text.words import cjk_spaced
 from cmem.vault.layers import ARCHIVE, DIVERGENT, NoteFile, Vault
 from cmem.vault.notes import read_note
 from cmem.vault.statements import split_statement, statement_lines
@@ -83,18 +81,7 @@ class IndexUnavailable(CmemError):
 def index_terms(text: str) -> str:
     """The text as the index sees it: CJK runs as single characters and bigrams, each a
     space-separated token; everything else left to unicode61 (words, lower case)."""
-    text = fold_lower(text)
-    parts = []
-    position = 0
-    for match in CJK_RUN.finditer(text):
-        parts.append(text[position : match.start()])
-        run = match.group()
-        parts.append(" ".join(run))
-        if len(run) > 1:
-            parts.append(" ".join(bigrams(run)))
-        position = match.end()
-    parts.append(text[position:])
-    return " ".join(parts)
+    return cjk_spaced(fold_lower(text))
 
 
 # --- rows -----------------------------------------------------------------------------------

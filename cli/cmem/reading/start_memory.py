@@ -400,9 +400,9 @@ def _config_folders(root: str) -> tuple[str, str] | None:
         with open(os.path.join(root, ".cmem", "config.yaml"), encoding="utf-8-sig") as handle:
             text = handle.read()
         from cmem.vault.config_cache import parsed_yaml
-        from cmem.vault.yaml_reader import safe_load
+        from cmem.vault.yaml_reader import read_config_yaml
 
-        layers = parsed_yaml(text, safe_load).get("layers")
+        layers = parsed_yaml(text, lambda text: read_config_yaml(text, "config.yaml")).get("layers")
         folders = (layers.get("resident"), layers.get("situational"))
     except Exception:  # no config, not YAML, not a mapping: the refresh says what is wrong
         return None

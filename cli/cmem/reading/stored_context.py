@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 from cmem.cache_store import FORMATS
+from cmem.text.tokens import tokens_of as _estimate
+from cmem.text.words import topic_terms
 
 MAX_PENDING_NOTES = 20  # listed in the bundle; the rest are counted
 MAX_SIGNALS_PER_NOTE = 5
@@ -156,19 +158,6 @@ class Context:
 
 
 # --- the clock-dependent half: ranking and the budget -------------------------------------------
-
-
-def topic_terms(topic: str) -> list[str]:
-    """English words and Chinese character pairs (a two-character query must still match)."""
-    import re
-
-    from cmem.text.scripts import HAN_RUN
-    from cmem.text.terms import bigrams
-
-    terms = [w for w in re.findall(r"[a-z0-9][a-z0-9_+.-]*", topic.lower()) if len(w) > 1]
-    for run in HAN_RUN.findall(topic):
-        terms.extend(bigrams(run) or [run])
-    return terms
 
 
 def _matches(file: ContextFile, terms: list[str], topic: str | None = None) -> bool:
@@ -377,11 +366,6 @@ def wide_count(text: str) -> int:
         1 for ch in text if ch >= floor and any(lo <= ch <= hi for lo, hi in _WIDE)
     )
     return count
-
-
-def _estimate(length: int, cjk: int) -> int:
-    """estimate_tokens of a non-empty text of `length` characters, `cjk` of them CJK-wide."""
-    return cjk + (length - cjk + 3) // 4
 
 
 def _content_cjk(file: ContextFile) -> int:

@@ -12,6 +12,7 @@ import re
 
 from cmem.text.cues import Cue
 from cmem.text.scripts import is_cjk
+from cmem.text.words import clause_words
 
 _CLAUSE_END = set('.,;:!?()[]{}"“”—–-…/|，。；：！？、（）「」『』【】《》')
 _OPENERS = "*_~`\"'“‘(>"
@@ -98,7 +99,7 @@ def _clause_before(low: str, pos: int) -> str:
 def _person_before(low: str, pos: int) -> bool:
     """Whether the modal before a cue has a person as subject ("you should always ask", "I must
     never"): the user's rule for themselves or the assistant, not a manual's."""
-    words = re.findall(r"[a-z']+", _clause_before(low, pos))
+    words = clause_words(_clause_before(low, pos))
     return len(words) >= 2 and words[-2] in _PERSONS
 
 
@@ -120,7 +121,7 @@ def _object_again(low: str, pos: int) -> bool:
     """ "display it again", "you can show them again": an action done once more, the way manuals
     speak; with a first-person subject ("I broke it again") it is the user's pattern."""
     clause = _clause_before(low, pos)
-    words = re.findall(r"[a-z']+", clause)
+    words = clause_words(clause)
     return (
         bool(words)
         and words[-1] in ("it", "them", "this", "that")
@@ -150,7 +151,7 @@ def _redo_before(low: str, pos: int) -> bool:
     """A verb of doing-once-more a few words back: "read the chapter again" repeats an action
     on purpose, "the build broke again" is the pattern."""
     clause = _clause_before(low, pos)
-    return any(word in _REDO for word in re.findall(r"[a-z']+", clause)[-4:])
+    return any(word in _REDO for word in clause_words(clause)[-4:])
 
 
 _YOU_NOT_AFTER = (

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import re
 
-from cmem.text.scripts import CJK_RUN
 from cmem.text.terms import EN_KEY_STOP, ZH_KEY_BIGRAMS, ZH_KEY_STOP
-
-_EN_WORD = re.compile(r"[a-z][a-z'-]+")
+from cmem.text.words import cjk_runs, key_words
 
 
 def _stem(word: str) -> str:
@@ -48,7 +46,7 @@ def phrase_keys(text: str) -> list[str]:
     # The first MAX_KEYS distinct keys are kept, so the search stops once it has them: a long
     # sentence is not read to its end (a recurring cue line's per-hit cost in a cold scan).
     keys: dict[str, None] = {}
-    for run in CJK_RUN.findall(text):
+    for run in cjk_runs(text):
         # the run's bigrams (`terms.bigrams`) in place: a stop character rules a pair out before
         # it is sliced, and no list of every pair is made for the few pairs read
         for index in range(len(run) - 1):
@@ -59,8 +57,8 @@ def phrase_keys(text: str) -> list[str]:
                 keys[pair] = None
                 if len(keys) == MAX_KEYS:
                     return sorted(keys)
-    for match in _EN_WORD.finditer(text):
-        word = match.group().strip("'-")
+    for word in key_words(text):
+        word = word.strip("'-")
         if len(word) >= 4 and word not in EN_KEY_STOP:
             keys[_stem(word)] = None
             if len(keys) == MAX_KEYS:

@@ -12,6 +12,7 @@ import re
 from cmem.scan.matching import _ZH_CLAUSE_END, _is_word_char
 from cmem.text.scripts import is_cjk
 from cmem.text.terms import EN_FILLER, ZH_UNIT_STOP
+from cmem.text.words import caps_words, latin_words, unit_tokens
 
 _VENTING_ZH = (
     "烦死",
@@ -55,8 +56,6 @@ _VENTING_EN = (
     "i hate this",
 )
 _BANGS = re.compile(r"[!！]{3,}|[!?！？]{4,}")
-_CAPS_WORD = re.compile(r"\b[A-Z][A-Z']+\b", re.ASCII)
-_LATIN_WORD = re.compile(r"\b[A-Za-z][A-Za-z']*\b", re.ASCII)
 
 
 def _venting(masked: str, low: str, cue_pos: int, cue_len: int) -> bool:
@@ -75,10 +74,10 @@ def _venting(masked: str, low: str, cue_pos: int, cue_len: int) -> bool:
     # Shouting: five or more all-caps words making most of the line. A capitalised cue on its
     # own ("NEVER push to main") is emphasis, not venting, so the cue is left out of the count.
     rest = masked[:cue_pos] + " " + masked[cue_pos + cue_len :]
-    caps = _CAPS_WORD.findall(rest)
+    caps = caps_words(rest)
     if len(caps) < 5:
         return False  # most lines: the words need not be counted
-    return len(caps) >= 0.8 * len(_LATIN_WORD.findall(rest))
+    return len(caps) >= 0.8 * len(latin_words(rest))
 
 
 # The Chinese markers by their first character: most of those characters are rare, and one
@@ -130,9 +129,6 @@ def _word_at(low: str, phrase: str) -> bool:
 
 
 _TIMES = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
-# A Latin word, or any one character outside ASCII: `content_units` counts the CJK ones. The class
-# `[{CJK}]` would find the same tokens, but compiling it walks its ~40,000 code points again.
-_TOKENS = re.compile(r"[a-z0-9][a-z0-9'_-]*|[^\x00-\x7f]")
 
 
 def content_units(text: str, enough: int = 1 << 30) -> int:
@@ -141,8 +137,7 @@ def content_units(text: str, enough: int = 1 << 30) -> int:
     units = 0
     # finditer, not findall: the scan asks for MIN_CONTENT_UNITS (2), which the first tokens of
     # a line nearly always reach, so the rest of the line is never tokenised
-    for match in _TOKENS.finditer(_TIMES.sub(" ", text) if ":" in text or "-" in text else text):
-        token = match.group()
+    for token in unit_tokens(_TIMES.sub(" ", text) if ":" in text or "-" in text else text):
         if len(token) == 1 and not token.isascii():
             if is_cjk(token):  # other non-ASCII characters (punctuation, é) say nothing
                 units += token not in ZH_UNIT_STOP

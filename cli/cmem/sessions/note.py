@@ -44,7 +44,6 @@ never a source.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -133,8 +132,10 @@ def may_be_note_of(name: str, agent: str, session_id: str) -> bool:
 # --- writing ------------------------------------------------------------------------------
 
 
-def _q(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a YAML double-quoted scalar
+def _q(value: str | None) -> str:
+    from cmem.vault.yaml_reader import quoted_scalar
+
+    return "null" if value is None else quoted_scalar(value)
 
 
 def _time(value: datetime | None) -> str | None:

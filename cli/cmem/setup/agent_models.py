@@ -66,9 +66,9 @@ def plan_model_install(target: AgentTarget, command: str) -> HookPlan:
     document = UserConfigDocument(file)
     llm = document.data.get("llm")
     if llm is None:
-        from ruamel.yaml.comments import CommentedMap
+        from cmem.vault.yaml_reader import comment_keeping_mapping
 
-        llm = document.data["llm"] = CommentedMap()
+        llm = document.data["llm"] = comment_keeping_mapping()
     llm["command"] = command
     plan.action = "install"
     plan.after = document.text().encode("utf-8")

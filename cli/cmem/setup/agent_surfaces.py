@@ -21,6 +21,7 @@ from cmem.resources import PromptTemplate
 from cmem.setup.agent_targets import AgentTarget, Scope
 from cmem.setup.hooks import HookPlan, _backups, _read, _target, cmem_executable, display, hook_id
 from cmem.vault.layers import Vault
+from cmem.vault.yaml_reader import quoted_scalar
 
 _MARK = re.compile(r"cmem skill \(([0-9A-Za-z_-]+)\)")
 DESCRIPTION = (
@@ -44,17 +45,12 @@ def surface_text(vault: Vault, target: AgentTarget) -> str:
             f"prompt = '''\n{body}'''\n"
         )
     return (
-        f"---\nname: cmem-converge\ndescription: {_yaml_plain(DESCRIPTION)}\n---\n"
+        f"---\nname: cmem-converge\ndescription: {quoted_scalar(DESCRIPTION)}\n---\n"
         f"<!-- {mark}: written by `cmem hook install --agent {target.name}` -->\n\n{body}"
     )
 
 
 def _toml_basic(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _yaml_plain(text: str) -> str:
-    """A YAML scalar for frontmatter: double-quoted, so a colon or a quote in it stays text."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -17,9 +17,7 @@ An edited, added or removed file needs `cmem trust` again, like an edited comman
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -208,12 +206,12 @@ def trust_vault(vault: Vault) -> TrustChange:
             status.files,
         )
 
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from cmem.vault.yaml_reader import comment_keeping_list, comment_keeping_mapping
 
     document = UserConfigDocument(path)
     trusted = document.data.get("trusted")
     if trusted is None:
-        trusted = document.data["trusted"] = CommentedSeq()
+        trusted = document.data["trusted"] = comment_keeping_list()
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     matches = [item for item in trusted if _same_vault(item.get("vault"), status.vault)]
     if matches:  # update in place, so comments around the entry stay where they were
@@ -224,7 +222,7 @@ def trust_vault(vault: Vault) -> TrustChange:
         entry["command_sha256"] = status.command_sha256
         entry["trusted_at"] = stamp
     else:
-        entry = CommentedMap(
+        entry = comment_keeping_mapping(
             [
                 ("vault", status.vault),
                 ("command_sha256", status.command_sha256),
@@ -233,7 +231,7 @@ def trust_vault(vault: Vault) -> TrustChange:
         )
         trusted.append(entry)
     if status.files:
-        entry["files"] = CommentedMap(sorted(status.files.items()))
+        entry["files"] = comment_keeping_mapping(sorted(status.files.items()))
     elif "files" in entry:
         del entry["files"]
     document.save()
@@ -260,67 +258,29 @@ def revoke_trust(vault: Vault) -> TrustChange:
 
 
 class UserConfigDocument:
-    """The user's config, loaded and saved with ruamel.yaml round-trip so comments survive: the
-    one YAML cmem writes back, and so the one read that is not `vault/yaml_reader.py`'s."""
+    """The user's config, edited with its comments kept (`vault/yaml_reader.py:
+    CommentKeepingEdit`): the one YAML file cmem writes back."""
 
     def __init__(self, path: Path):
-        from ruamel.yaml import YAML
-        from ruamel.yaml.comments import CommentedMap
+        from cmem.vault.yaml_reader import CommentKeepingEdit
 
         self.path = path
-        self.yaml = YAML()
-        self.yaml.width = 4096  # never fold a long vault path
-        self.yaml.preserve_quotes = True
         try:
             self.original = path.read_text("utf-8-sig")
         except FileNotFoundError:
             self.original = ""
-        self.yaml.indent(
-            **_guess_indent(self.original)
-        )  # ruamel re-indents the whole file: match it
-        loaded = self.yaml.load(self.original) if self.original.strip() else None
-        # A file of comments only loads as None; keep its text and add the settings after it.
-        self.prefix = self.original if loaded is None else ""
-        self.data = loaded if loaded is not None else CommentedMap()
+        self.edit = CommentKeepingEdit(self.original, path)
+        self.data = self.edit.data
 
     def text(self) -> str:
         """The file as `save` would write it."""
-        import io
-
-        buffer = io.StringIO()
-        self.yaml.dump(self.data, buffer)
-        text = buffer.getvalue()
-        if self.prefix:
-            text = self.prefix.rstrip("\n") + "\n" + text
-        elif not self.original:
+        text = self.edit.text()
+        if not self.original:
             text = '# cmem user settings; see README.md, "Configuration".\n' + text
         return text
 
     def save(self) -> None:
         write_atomic(self.path, self.text())
-
-
-def _guess_indent(text: str) -> dict[str, int]:
-    """The file's mapping indent and list style (`- item` or `  - item`), from its first examples."""
-    mapping, sequence, offset = None, None, None
-    lines = [
-        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
-    ]
-    for parent, child in itertools.pairwise(lines):
-        if not re.sub(r"\s+#.*$", "", parent).rstrip().endswith(":"):
-            continue
-        parent_at = len(parent) - len(parent.lstrip(" "))
-        child_at = len(child) - len(child.lstrip(" "))
-        body = child.lstrip(" ")
-        if body.startswith("- ") and sequence is None:
-            offset = child_at - parent_at
-            sequence = offset + 1 + len(body[1:]) - len(body[1:].lstrip(" "))
-        elif not body.startswith("-") and child_at > parent_at and mapping is None:
-            mapping = child_at - parent_at
-    mapping = mapping or 2
-    offset = offset if offset is not None and offset >= 0 else 0
-    sequence = sequence if sequence is not None and sequence >= offset + 2 else offset + 2
-    return {"mapping": mapping, "sequence": sequence, "offset": offset}
 
 
 def _vault_key(vault: Vault) -> str:

@@ -29,12 +29,12 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from cmem.errors import CmemError
 from cmem.steps.commits import SAFE_GIT_OPTIONS
 from cmem.vault.statements import find_sources, normalize, split_statement, statement_lines
-from cmem.vault.yaml_reader import safe_load, split_frontmatter
+from cmem.vault.yaml_reader import flow_list_line, read_frontmatter, split_frontmatter
 
 CONFLICT_WORD = "⚠ conflict"
 CONFLICT_SEPARATOR = " ⟷ "
@@ -488,6 +488,16 @@ def merge_frontmatter(
     return "".join(out)
 
 
+_UNREAD = object()
+
+
+def _value_of(key: str, text: str) -> Any:
+    """The key's value from its own lines, read as a note's frontmatter is (anchors and aliases
+    refused: a merge compares values, and an alias bomb's would never end); `_UNREAD` if not."""
+    data, problem = read_frontmatter(text)
+    return _UNREAD if problem or key not in data else data[key]
+
+
 def _keys(block: str) -> dict[str, str]:
     """Top-level key → its text (the key's line and any indented or list lines under it)."""
     keys: dict[str, str] = {}
@@ -501,21 +511,12 @@ def _keys(block: str) -> dict[str, str]:
 
 
 def _both_changed(key: str, ours: str, theirs: str) -> str | None:
-    import yaml  # to write the merged key back
-
-    try:
-        our_value = safe_load(ours)[key]
-        their_value = safe_load(theirs)[key]
-    except Exception:  # unparsable YAML: keep ours, said by the caller
-        return None
+    our_value, their_value = _value_of(key, ours), _value_of(key, theirs)
+    if our_value is _UNREAD or their_value is _UNREAD:
+        return None  # not YAML, or refused: ours is kept, said by the caller
     if isinstance(our_value, list) and isinstance(their_value, list):
         union = list(our_value) + [item for item in their_value if item not in our_value]
-        return (
-            yaml.safe_dump(
-                {key: union}, default_flow_style=True, allow_unicode=True, sort_keys=False
-            ).strip("{}\n")
-            + "\n"
-        )
+        return flow_list_line(key, union)
     comparable = (int, float, str)
     import datetime
 

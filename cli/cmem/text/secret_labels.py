@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from cmem.text.line_rules import Lazy, on_lines, sub_declining
+from cmem.text.words import identifier_parts
 
 # -- a label and its value -----------------------------------------------------------------------
 
@@ -235,7 +236,7 @@ def _previous_segment(match: re.Match[str], before: str) -> str:
     """The word before the key word: in its identifier (`public` of `publicKey`, `PUBLIC_KEY`)
     or, for a word standing alone, the word before it ("primary key")."""
     if before.strip("_.-"):
-        parts = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", before)
+        parts = identifier_parts(before)
         return parts[-1].lower() if parts else ""
     found = _WORD_BEFORE.search(match.string[max(0, match.start("key") - 40) : match.start("key")])
     return found.group(1).lower() if found else ""

@@ -1,8 +1,8 @@
 """Vault settings (`.cmem/config.yaml`) and the user's settings (`$XDG_CONFIG_HOME/cmem/config.yaml`).
 
 Loading validates against the JSON Schema in `vault_schema/`: an unknown key or a wrong type is one
-`ConfigError` naming the key. Reading uses PyYAML's C loader (fast, on every command); writing back
-goes through ruamel.yaml round-trip elsewhere so users' comments survive.
+`ConfigError` naming the key. The YAML is read by `vault/yaml_reader.py: read_config_yaml`; the
+user's settings are written back through its `CommentKeepingEdit` so their comments survive.
 """
 
 from __future__ import annotations
@@ -137,17 +137,9 @@ class Config:
 
 
 def _yaml_load(text: str, where: Path) -> Any:
-    import yaml  # for its error type: the load is yaml_reader's, as for notes' frontmatter
+    from cmem.vault.yaml_reader import read_config_yaml  # lazy: most loads find it stored
 
-    from cmem.vault.yaml_reader import safe_load
-
-    try:
-        return safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where} is not valid YAML{at}: {problem}.") from None
+    return read_config_yaml(text, where)
 
 
 def _deep_merge(base: dict, override: dict) -> dict:

@@ -1,35 +1,49 @@
-"""Reading YAML: every YAML read in cmem goes through this module.
+"""Reading and writing YAML: the one module that imports a YAML library (`bench/layout.py`
+counts the others; `tests/project/test_architecture.py` holds them to none). One named function
+a purpose:
 
 - `split_frontmatter`: a note's frontmatter block, found between its `---` fences.
+- `read_frontmatter`: a note's frontmatter as a mapping, what every reader of a note calls.
+  Nearly every note's frontmatter is plain (`key: scalar`, `key: [a, b]`, `key:` + `- item`
+  lines); `_plain_frontmatter` reads that subset without a parser, at a fraction of a parse, and
+  gives None for anything else, which the full load then decides. It must give exactly what the
+  full load gives whenever it answers: scalars are resolved as YAML 1.1 resolves them (yes/on →
+  True, ~ → None, 2026-11-28 → a date, 42 → an int) and a form it cannot be sure of is left to
+  the parser; `tests/vault/test_yaml_reader.py` feeds both the same blocks.
+- `parse_frontmatter_block`: the full load `read_frontmatter` falls back on (hazard check, then
+  PyYAML's safe load), the oracle its fast path is tested against.
+- `plain_frontmatter`: the plain subset alone, None where only a parser can say: SessionStart
+  reads memory files' frontmatter without importing YAML at all (`reading/start_memory.py`,
+  its budget measured by `bench/agent_loop.py`).
 - `frontmatter_hazard`: why a block is not even parsed — anchors or aliases (an alias bomb is a
   few hundred bytes that expand to gigabytes), too large, too deep — checked on YAML events
   before anything is built.
-- `safe_load`: PyYAML's safe loader, its C version where built (several times the pure one). The config,
-  the notes' frontmatter and a sync's frontmatter merge all load through it.
-- `parse_frontmatter_block`: hazard check, then `safe_load`, with the problem named.
-- `read_frontmatter`: what the scanner calls for every note. Nearly every note's frontmatter is
-  plain (`key: scalar`, `key: [a, b]`, `key:` + `- item` lines); `_plain_frontmatter` reads that
-  subset without a parser, at a fraction of a parse, and gives None for
-  anything else, which the full load then decides. It must give exactly what the full load
-  gives whenever it answers: scalars are resolved as YAML 1.1 resolves them (yes/on → True,
-  ~ → None, 2026-11-28 → a date, 42 → an int) and a form it cannot be sure of is left to the
-  parser; `tests/vault/test_yaml_reader.py` feeds both the same blocks.
+- `read_config_yaml`: a config file (the vault's, the user's), PyYAML's safe load; C loader where
+  built (several times the pure one).
+- `CommentKeepingEdit`: a file of the user's that cmem edits (their config), loaded and dumped
+  with ruamel.yaml round-trip, which keeps the comments, key order and quotes a PyYAML load and
+  dump would lose; `comment_keeping_mapping` and `comment_keeping_list` make the values put in it.
+- `flow_list_line` and `quoted_scalar`: the YAML cmem writes into a frontmatter by itself — a
+  merged list key (`sync/memory_merge.py`), a double-quoted string (session notes, agent skills).
 
-Writing is not here. PyYAML's `safe_dump` writes a merged frontmatter key (`sync/`), and
-ruamel.yaml stays only as the round-trip *writer* of the user's config (`setup/trust.py`): it
-keeps the user's comments and key order, which a PyYAML load and dump would lose.
+A YAML error becomes one sentence naming the file and line in one place, `_error_at`, for either
+library.
 """
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import re
 from functools import lru_cache
+
+from cmem.errors import ConfigError
 
 # typing only names the annotations (never evaluated): every command that opens a vault
 # would pay for importing it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 # --- the frontmatter block --------------------------------------------------------------------
@@ -63,7 +77,7 @@ def _loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def safe_load(text: str) -> Any:
+def _safe_load(text: str) -> Any:
     """PyYAML's safe load (the C loader where built). Raises `yaml.YAMLError`."""
     import yaml
 
@@ -81,10 +95,10 @@ def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
     if hazard:
         return {}, hazard
     try:
-        data = safe_load(block)
+        data = _safe_load(block)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
+        line, _problem = _error_at(exc, first_line=2)  # the block starts on the file's line 2
+        where = f" (line {line})" if line is not None else ""
         return {}, f"frontmatter is not valid YAML{where}"
     except ValueError as exc:  # a value its constructor refuses: `date: 2026-13-45`
         return {}, f"frontmatter is not valid YAML ({exc})"
@@ -93,6 +107,141 @@ def parse_frontmatter_block(block: str | None) -> tuple[dict, str | None]:
     if not isinstance(data, dict):
         return {}, "frontmatter is not a mapping of keys"
     return data, None
+
+
+def _error_at(exc: Exception, first_line: int = 1) -> tuple[int | None, str]:
+    """(the file's line a YAML error is on, or None; the parser's problem in its own words), for
+    PyYAML's errors and ruamel.yaml's alike: the one reading of a YAML error."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + first_line if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return line, problem
+
+
+def _config_error(exc: Exception, where: Path | str) -> ConfigError:
+    line, problem = _error_at(exc)
+    at = f" at line {line}" if line is not None else ""
+    return ConfigError(f"{where} is not valid YAML{at}: {problem}.")
+
+
+# --- a config file ----------------------------------------------------------------------------
+
+
+def read_config_yaml(text: str, where: Path | str) -> Any:
+    """A config file's YAML (the vault's `.cmem/config.yaml`, the user's settings), or
+    ConfigError: one sentence naming `where` and the line."""
+    import yaml
+
+    try:
+        return _safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _config_error(exc, where) from None
+    except ValueError as exc:  # a value its constructor refuses: `heading: 2026-13-45`
+        raise ConfigError(
+            f"{where} is not valid YAML: a value reads as a date that does not exist ({exc}); "
+            "quote it."
+        ) from None
+
+
+class CommentKeepingEdit:
+    """A YAML file of the user's edited as data and written back with its comments, key order,
+    quotes and indentation kept (ruamel.yaml round-trip): what PyYAML's load and dump would
+    lose. A text of comments only is kept as it is, the settings written after it."""
+
+    def __init__(self, text: str, where: Path | str):
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        self.original = text
+        self.yaml = YAML()
+        self.yaml.width = 4096  # never fold a long vault path
+        self.yaml.preserve_quotes = True
+        self.yaml.indent(**_guess_indent(text))  # ruamel re-indents the whole file: match it
+        try:
+            loaded = self.yaml.load(text) if text.strip() else None
+        except YAMLError as exc:  # one PyYAML takes and ruamel refuses: a key given twice
+            raise _config_error(exc, where) from None
+        self.prefix = text if loaded is None else ""
+        self.data = loaded if loaded is not None else comment_keeping_mapping()
+
+    def text(self) -> str:
+        """The edited file's text."""
+        import io
+
+        buffer = io.StringIO()
+        self.yaml.dump(self.data, buffer)
+        text = buffer.getvalue()
+        return self.prefix.rstrip("\n") + "\n" + text if self.prefix else text
+
+
+def comment_keeping_mapping(pairs: Any = ()) -> Any:
+    """A mapping to put into a `CommentKeepingEdit`'s data (comments can attach to it)."""
+    from ruamel.yaml.comments import CommentedMap
+
+    return CommentedMap(pairs)
+
+
+def comment_keeping_list() -> Any:
+    """A list to put into a `CommentKeepingEdit`'s data."""
+    from ruamel.yaml.comments import CommentedSeq
+
+    return CommentedSeq()
+
+
+def _guess_indent(text: str) -> dict[str, int]:
+    """The file's mapping indent and list style (`- item` or `  - item`), from its first examples."""
+    mapping, sequence, offset = None, None, None
+    lines = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
+    for parent, child in itertools.pairwise(lines):
+        if not re.sub(r"\s+#.*$", "", parent).rstrip().endswith(":"):
+            continue
+        parent_at = len(parent) - len(parent.lstrip(" "))
+        child_at = len(child) - len(child.lstrip(" "))
+        body = child.lstrip(" ")
+        if body.startswith("- ") and sequence is None:
+            offset = child_at - parent_at
+            sequence = offset + 1 + len(body[1:]) - len(body[1:].lstrip(" "))
+        elif not body.startswith("-") and child_at > parent_at and mapping is None:
+            mapping = child_at - parent_at
+    mapping = mapping or 2
+    offset = offset if offset is not None and offset >= 0 else 0
+    sequence = sequence if sequence is not None and sequence >= offset + 2 else offset + 2
+    return {"mapping": mapping, "sequence": sequence, "offset": offset}
+
+
+# --- what cmem writes into a frontmatter ------------------------------------------------------
+
+
+def flow_list_line(key: str, items: list) -> str:
+    """`key: [a, b]` and its line end: a list key written back after a merge."""
+    import yaml
+
+    dumped = yaml.safe_dump(
+        {key: items}, default_flow_style=True, allow_unicode=True, sort_keys=False
+    )
+    return dumped.strip("{}\n") + "\n"
+
+
+# Characters a YAML double-quoted scalar cannot hold as themselves: those outside YAML's
+# printable set, and the line breaks a reader folds (NEL, the line and paragraph separators).
+# Lone surrogates (a name's bytes that are not UTF-8) pass as they are: YAML has no form for them.
+_UNQUOTABLE = re.compile(
+    "[^\t\x20-\x7e\xa0-\ud7ff\ud800-\udfff\ue000-\ufffd\U00010000-\U0010ffff]|[\x85\u2028\u2029]"
+)
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def quoted_scalar(text: str) -> str:
+    """`text` as a YAML double-quoted scalar that any YAML reader reads back as `text` exactly:
+    a colon, quote or `#` in it stays text; a control character or line break is escaped."""
+    escaped = re.sub(r'[\\"\t\n\r]', lambda m: _ESCAPES[m.group()], text)
+    return '"' + _UNQUOTABLE.sub(_escape, escaped) + '"'
+
+
+def _escape(match: re.Match) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 # Frontmatter is a few lines of metadata. Bounds, so that no file makes a reader build a huge

@@ -26,8 +26,8 @@ from cmem.converge.builtin.slots import slot_swap
 from cmem.text.folding import fold, fold_case, nfkc
 from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
+from cmem.text.words import han_runs, written_words
 
-_TOKEN = re.compile(r"[A-Za-z0-9][\w.+#-]*")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w]|\.\d)")
 
 
@@ -39,7 +39,7 @@ def _stem(word: str) -> str:
 
 
 def _tokens(text: str) -> list[re.Match]:
-    return list(_TOKEN.finditer(nfkc(text)))
+    return written_words(nfkc(text))
 
 
 def _content(word: str) -> bool:
@@ -60,7 +60,7 @@ def old_sides(raw: str) -> list[str]:
 def _side_units(side: str) -> tuple[list[str], list[str]]:
     """(ASCII content words, Chinese runs) of an old side."""
     words = [_stem(m.group(0)) for m in _tokens(side) if _content(m.group(0))]
-    return words, HAN_RUN.findall(side)
+    return words, han_runs(side)
 
 
 def holds(core: str, side: str) -> bool:

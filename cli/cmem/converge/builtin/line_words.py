@@ -14,11 +14,9 @@ from functools import lru_cache
 
 from cmem.text.folding import fold
 from cmem.text.names import name_key  # re-exported: the engine compares names so
-from cmem.text.scripts import HAN_RUN
 from cmem.text.terms import EN_STOP, ZH_CUE_BIGRAMS, bigrams
+from cmem.text.words import han_runs, tool_words
 from cmem.vault.statements import normalize
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9.+#_-]*")
 
 # A bigram holding a particle ("上的", "了两") straddles two words: noise, not a topic.
 _PARTICLE = re.compile(r"[的了着过吗呢吧啊]")
@@ -30,14 +28,14 @@ def terms(text: str) -> frozenset[str]:
     Chinese has no spaces, and two characters are the shortest unit that carries a topic."""
     text = fold(text)
     found = set()
-    for match in _WORD.finditer(text):
-        word = match.group(0).strip(".-_")
+    for word in tool_words(text):
+        word = word.strip(".-_")
         if len(word) < 2 or word in EN_STOP or (word.isdigit() and len(word) < 3):
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         found.add(word)
-    for run in HAN_RUN.findall(text):
+    for run in han_runs(text):
         found.update(pair for pair in bigrams(run) if not _PARTICLE.search(pair))
     return frozenset(found - ZH_CUE_BIGRAMS)
 

@@ -18,6 +18,7 @@ import re
 from datetime import date, timedelta
 
 from cmem.text.scripts import han_count
+from cmem.text.words import latin_word_count
 
 
 def _month_before(day: date) -> str:
@@ -220,7 +221,7 @@ def statement_text(text: str, day: date) -> str:
 def _said_in_chinese(text: str) -> bool:
     """Whether a line's grammar is Chinese: as many Han characters as Latin words, so a line
     naming tools ("从 pipenv 换成 uv") is read by the Chinese rules."""
-    return is_chinese(text) or han_count(text) >= max(1, len(re.findall(r"[A-Za-z]+", text)))
+    return is_chinese(text) or han_count(text) >= max(1, latin_word_count(text))
 
 
 _SUB_ZH = re.compile(r"(?:其实)?不是([^，,。；;]{1,12})[，,]\s*(?:而)?是([^，,。；;]{1,12})")

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from cmem.converge.builtin.line_words import without_cue
 from cmem.text.folding import fold_case
+from cmem.text.words import name_words
 
 HOME = "home"
 _HOME = re.compile(
@@ -34,15 +35,14 @@ _KINDS = [
     ("frontend", "react svelte vue angular solidjs", "solid", "frontend 前端"),
     ("blog", "hugo jekyll wordpress astro", "ghost", "blog 博客"),
 ]
-# ASCII edges: a Chinese line may hold a name without spaces ("用uv管理依赖")
-_NAME = re.compile(r"(?<![a-z0-9_.+#-])[a-z][a-z0-9+#-]*")
 
 
 @lru_cache(maxsize=4096)
 def _values(text: str) -> dict[str, tuple[str, ...]]:
     """kind → the names of that kind a text holds, in order (lower case)."""
     low = fold_case(text)
-    words = [m.group(0) for m in _NAME.finditer(low)]
+    # ASCII edges: a Chinese line may hold a name without spaces ("用uv管理依赖")
+    words = name_words(low)
     present = set(words)
     found: dict[str, tuple[str, ...]] = {}
     for kind, alone, beside, context in _KINDS:

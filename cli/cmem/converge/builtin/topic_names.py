@@ -21,6 +21,7 @@ from cmem.converge.validator.allowed_paths import skeleton
 from cmem.text.folding import fold_case
 from cmem.text.scripts import HAN
 from cmem.text.terms import EN_KEY_STOP, EN_STOP
+from cmem.text.words import capitalised_names, phrase_tokens
 
 # Only digits and separators: a date (2026-12-04), a month, a year, a number.
 _NO_WORDS = re.compile(r"[\d\W_]*")
@@ -87,7 +88,6 @@ _LEADING = frozenset(
 # verbs whose next word names the thing chosen ("switched to decaf coffee", "go with Figma")
 _CHOOSING = frozenset("to with on for".split())
 _DETERMINERS = frozenset("my our the a an this that these those some".split())
-_EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9.+#-]*(?:['’][A-Za-z]+)?|\d[\w.]*|[^\sA-Za-z\d]")
 
 
 def _content(token: str) -> bool:
@@ -122,7 +122,7 @@ def _phrase(tokens: list[str], start: int, object_of_verb: bool = False) -> str:
 
 
 def _en_subject(text: str) -> str:
-    tokens = _EN_TOKEN.findall(text)
+    tokens = phrase_tokens(text)
     low = [fold_case(t) for t in tokens]
     # what the line is for: "for the prototypes", "as my shell"
     for index, word in enumerate(low[:-1]):
@@ -175,7 +175,7 @@ def _zh_subject(text: str) -> str:
                 or text[match.end() : match.end() + 1] in "，,。；;！!？? "
             ):
                 return run[:cut]
-    names = re.findall(r"(?<![A-Za-z])[A-Z][A-Za-z0-9.+#-]+", text)
+    names = capitalised_names(text)
     return names[0] if names else ""
 
 

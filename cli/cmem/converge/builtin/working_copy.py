@@ -95,9 +95,7 @@ class MemoryFile:
         validator's memo while the text is one it measured."""
         if self._tokens is None:
             text = self.joined() + "\n"
-            self._tokens = (
-                estimate_tokens(text) if memo is None else memo.tokens(text, estimate_tokens)
-            )
+            self._tokens = estimate_tokens(text) if memo is None else memo.tokens(text)
         return self._tokens
 
     def formats(self, default: Formats, custom: bool, incoming: str = "") -> Formats:

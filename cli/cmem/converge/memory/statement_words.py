@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cmem.cache_store import Kept, KeptByDigest, code_stamp, digest
 from cmem.converge.builtin.line_words import terms
+from cmem.text.tokens import estimate_tokens
 from cmem.vault.statements import Statement
 
 CACHE_NAME = "statement-words.marshal"
@@ -219,10 +220,13 @@ class TokenMemo:
         self.machine_dir = machine_dir
         self.store = KeptByDigest(Kept(path, "statement-tokens", code_stamp(tokens, scripts)))
 
-    def tokens(self, text: str, estimate) -> int:
-        """`estimate(text)`, from the memo when this very text was measured before."""
+    def tokens(self, text: str) -> int:
+        """`estimate_tokens(text)`, from the memo when this very text was measured before."""
         return self.store.made(
-            self.store.key(text), "t", lambda: estimate(text), valid=lambda n: isinstance(n, int)
+            self.store.key(text),
+            "t",
+            lambda: estimate_tokens(text),
+            valid=lambda n: isinstance(n, int),
         )
 
     def save(self) -> None:

@@ -6,7 +6,6 @@ the change, or drop it; then the reply is applied with the warning in the commit
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from cmem.converge.validator.reply_reading import (
@@ -19,8 +18,9 @@ from cmem.converge.validator.reply_reading import (
 )
 from cmem.converge.validator.rules import INVENTION, UNTRACED
 from cmem.text.folding import fold
-from cmem.text.scripts import cjk_count, is_cjk
+from cmem.text.scripts import cjk_count
 from cmem.text.terms import EN_GRAMMAR, bigrams
+from cmem.text.words import latin_word_count, script_parts
 
 # Below this share of a statement's words found in its cited notes, it may be invented.
 INVENTION_THRESHOLD = 0.3
@@ -81,36 +81,18 @@ def check_invention(reply: ReplyReading) -> None:
 
 def _mostly_cjk(text: str) -> bool:
     """Written mostly in Chinese (or Japanese, Korean): a CJK character against a Latin word."""
-    return cjk_count(text) > len(re.findall(r"[A-Za-z]+", text))
-
-
-def _cjk_split(run: str) -> list[str]:
-    """`re.split(f"([{CJK}]+)", run)`: the parts between CJK runs and the runs themselves, in
-    order. Found with the CJK_RUN pattern the pass has compiled already: the same class with
-    a group was compiled again only for this (a class of thousands of code points)."""
-    from cmem.text.scripts import CJK_RUN
-
-    parts, at = [], 0
-    for match in CJK_RUN.finditer(run):
-        parts += [run[at : match.start()], match.group()]
-        at = match.end()
-    parts.append(run[at:])
-    return parts
+    return cjk_count(text) > latin_word_count(text)
 
 
 def word_tokens(text: str) -> set[str]:
     """Words for overlap: lower-cased words of other scripts, and bigrams of each CJK run (CJK
     is not written with spaces, and single characters match too easily)."""
-    text = fold(text)
     tokens: set[str] = set()
-    for run in re.findall(r"[^\W_]+", text):
-        for part in _cjk_split(run):
-            if not part:
-                continue
-            if is_cjk(part[0]):  # a CJK run (the parts between runs hold none)
-                tokens.update(bigrams(part) or [part])
-            elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
-                tokens.add(part)
+    for part, cjk in script_parts(fold(text)):
+        if cjk:
+            tokens.update(bigrams(part) or [part])
+        elif part not in EN_GRAMMAR and (len(part) > 1 or part.isdigit()):
+            tokens.add(part)
     return tokens
 
 

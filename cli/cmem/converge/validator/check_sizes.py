@@ -22,9 +22,9 @@ def check_resident_size(reply: ReplyReading) -> None:
     from cmem.converge.memory.statement_words import TokenMemo
 
     memo = TokenMemo(reply.vault.machine_dir)
-    tokens = {path: memo.tokens(text, estimate_tokens) for path, text in before.items()}
+    tokens = {path: memo.tokens(text) for path, text in before.items()}
     size_before = sum(tokens.values())
-    tokens.update((path, memo.tokens(text, estimate_tokens)) for path, text in written.items())
+    tokens.update((path, memo.tokens(text)) for path, text in written.items())
     memo.save()
     size_after = sum(tokens[path] for path in after)
     if size_after <= cap:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 
 from cmem.text.folding import fold
-from cmem.text.scripts import is_cjk
 from cmem.text.terms import EN_GRAMMAR, ZH_FUNCTION_CHARS
+from cmem.text.words import script_parts, word_runs
 
-_TOKEN = re.compile(r"[^\W_]+")
 # a number with the sign before it (-5 is not 5), currency, comparison signs: a statement's facts
 _NUMBER = re.compile(r"(?<![\w.])([-−+±]?)\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*")
 _SIGNS = re.compile(r"[€$¥£₹₩≥≤<>≠≈~=%‰]")
@@ -40,19 +39,11 @@ def kept_words(text: str) -> frozenset[str]:
     """The content words of `text`: English words (stemmed, grammar words left out), numbers,
     and each Chinese (CJK) character but the function characters."""
     words: set[str] = set()
-    for run in _TOKEN.findall(fold(text)):
-        latin: list[str] = []
-        for char in run:
-            if is_cjk(char):
-                if latin:
-                    words.add(_word("".join(latin)))
-                    latin = []
-                if char not in _ZH_SKIP:
-                    words.add(char)
-            else:
-                latin.append(char)
-        if latin:
-            words.add(_word("".join(latin)))
+    for part, cjk in script_parts(fold(text)):
+        if cjk:
+            words.update(char for char in part if char not in _ZH_SKIP)
+        else:
+            words.add(_word(part))
     words.discard("")
     return frozenset(words)
 
@@ -77,7 +68,7 @@ def questions(text: str) -> int:
 def negations(text: str) -> int:
     """How many negations the text holds (English words and Chinese characters)."""
     folded = fold(text).replace("n't", " not")
-    count = sum(1 for word in _TOKEN.findall(folded) if word in _EN_NEGATION)
+    count = sum(1 for word in word_runs(folded) if word in _EN_NEGATION)
     return count + sum(folded.count(char) for char in _ZH_NEGATION)
 
 
