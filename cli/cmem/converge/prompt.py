@@ -8,7 +8,6 @@ the longest possible prefix between passes. Notes and files are quoted as data i
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field
 
