@@ -1,7 +1,7 @@
 """The pass: `converge` (by hand, unattended or in the background), `apply` (review mode's
 proposal) and `demo`. The pass itself is `cmem.converge.pipeline.run_pass`."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -182,6 +182,11 @@ class _Modes:
     detached: bool
     as_json: bool
 
+    @classmethod
+    def of(cls, params: dict) -> "_Modes":
+        """The modes from the command's parsed parameters (`ctx.params`), by field name."""
+        return cls(**{field.name: params[field.name] for field in fields(cls)})
+
     @property
     def unattended(self) -> bool:
         return self.background or self.if_due or self.detached
@@ -228,30 +233,9 @@ def converge(
     error; 75 another pass holds the vault (nothing done: try again) — with --if-due or
     --background 0, silently.
     """
-    if emit_prompt and _given_alone(ctx, "emit_prompt"):  # the plain request: stored
-        from cmem.reading.stored_prompt import stored_prompt
-
-        stored = stored_prompt(vault)
-        if stored is not None:
-            show_stored(stored)
-            return
-    modes = _Modes(
-        dry_run=dry_run,
-        emit_prompt=emit_prompt,
-        as_model=as_model,
-        response=response,
-        replay=replay,
-        backlog=backlog,
-        price=price,
-        yes=yes,
-        show_diff=show_diff,
-        quiet=quiet,
-        if_due=if_due,
-        scheduled=scheduled,
-        background=background,
-        detached=detached,
-        as_json=as_json,
-    )
+    if emit_prompt and _given_alone(ctx, "emit_prompt") and _shown_stored_prompt(vault):
+        return
+    modes = _Modes.of(ctx.params)
     invoked = invocation(ctx)
     engine_name = _check_engine_options(engine, llm, modes)
     if modes.background and not modes.detached:  # every shell exit: the spawn alone, no pass
@@ -267,11 +251,7 @@ def converge(
             propose=propose,
             allow_shrink=allow_shrink,
         )
-        raise typer.Exit(
-            pass_command.start_in_background(
-                open_target(vault), args, typer.echo, quiet=quiet, as_json=as_json
-            )
-        )
+        raise typer.Exit(_spawn_background(vault, args, modes))
     # a pass that writes nothing reads through a `.cmem/` linked out of the vault, and says so
     target = reading_target(vault) if dry_run or emit_prompt else open_target(vault)
     options = _pass_options(
@@ -289,6 +269,23 @@ def converge(
     code = _run_in_mode(ctx, target, options, invoked, modes)
     if code:
         raise typer.Exit(code)
+
+
+def _shown_stored_prompt(vault) -> bool:
+    """The plain `--emit-prompt`'s stored prompt printed, if one still answers for the vault."""
+    from cmem.reading.stored_prompt import stored_prompt
+
+    stored = stored_prompt(vault)
+    if stored is not None:
+        show_stored(stored)
+    return stored is not None
+
+
+def _spawn_background(vault, args: list[str], modes: _Modes) -> int:
+    """`--background`: the detached child started with the pass's options, and said."""
+    return pass_command.start_in_background(
+        open_target(vault), args, typer.echo, quiet=modes.quiet, as_json=modes.as_json
+    )
 
 
 def _given_alone(ctx: typer.Context, name: str) -> bool:
