@@ -184,7 +184,7 @@ class _Modes:
 
     @classmethod
     def of(cls, params: dict) -> "_Modes":
-        """The modes from the command's parsed parameters (`ctx.params`), by field name."""
+        """The modes from the command's parameters, by field name."""
         return cls(**{field.name: params[field.name] for field in fields(cls)})
 
     @property
@@ -235,7 +235,7 @@ def converge(
     """
     if emit_prompt and _given_alone(ctx, "emit_prompt") and _shown_stored_prompt(vault):
         return
-    modes = _Modes.of(ctx.params)
+    modes = _Modes.of(locals())  # the parameters as typer converted them (ctx.params: unconverted)
     invoked = invocation(ctx)
     engine_name = _check_engine_options(engine, llm, modes)
     if modes.background and not modes.detached:  # every shell exit: the spawn alone, no pass
