@@ -751,6 +751,69 @@ def prose(package: Path = PACKAGE) -> dict:
     }
 
 
+# A comment naming an alternative: a choice the code made, or turned down (issue 45).
+ALTERNATIVE = re.compile(
+    r"\b(?:rather than|instead of|in place of|as opposed to|in preference to)\b"
+    r"|\b(?:chose|chosen|prefer|preferred|picked|favou?red)\b(?:\s+\S+){0,3}?\s+over\b",
+    re.IGNORECASE,
+)
+# Quoted text and code in a comment: an example the code reads ("X instead of Y"), no choice.
+QUOTED = re.compile(r'"[^"]*"|“[^”]*”|`[^`]*`|「[^」]*」')
+# The one shape of a decision comment (docs/development.md): `# <what we do>, not <the
+# alternative>: <why>`, on the first line of its block; the why may run on below.
+DECISION_SHAPE = re.compile(r"^#\s*(?!not\b)\S.*?, not \S.*?:(?:\s|$)")
+
+
+def _comment_blocks(text: str):
+    """(line, lines) of each comment block of a source, read with `tokenize` (a `#` in a string
+    is no comment): a run of full-line comments, or a comment after code on its own."""
+    lines = text.splitlines()
+    block: list[str] = []
+    start = last = 0
+    last_full = False
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        row = token.start[0]
+        full_line = lines[row - 1].lstrip().startswith("#")
+        if block and full_line and row == last + 1 and last_full:
+            block.append(token.string)
+        else:
+            if block:
+                yield start, block
+            block, start = [token.string], row
+        last, last_full = row, full_line
+    if block:
+        yield start, block
+
+
+def decision_comments(package: Path = PACKAGE) -> list[str]:
+    """`module:line` of each decision comment not in the shape, in the package and the `bench/`
+    scripts beside it (`bench/run.py:12`). A comment block is a decision comment when it names an
+    alternative (`ALTERNATIVE`: "rather than", "instead of", "in place of", "chosen over"…)
+    anywhere outside quotes and backticks (`QUOTED`: an example of the text the code reads names
+    no choice of its own); it is in the shape when its first line reads `# <what we do>, not <the
+    alternative>: <why>` (`DECISION_SHAPE`). A comment that only describes what something does
+    in place of another is held to the shape too: one way of naming an alternative reads best."""
+    bench = package.parent.parent / "bench"
+    files = {**modules(package), **{f"bench/{p.name}": p for p in sorted(bench.glob("*.py"))}}
+    found = []
+    for name, path in files.items():
+        for line, block in _comment_blocks(path.read_text("utf-8")):
+            words = QUOTED.sub(" ", " ".join(block))
+            if ALTERNATIVE.search(words) and not DECISION_SHAPE.match(block[0]):
+                found.append(f"{name}:{line}")
+    return found
+
+
+def decision_report(package: Path = PACKAGE) -> str:
+    found = decision_comments(package)
+    return "\n".join(
+        [f"decision comments not in the shape: {len(found)} (target 0)"]
+        + [f"  {where}" for where in found]
+    )
+
+
 def percentile(values: list[int], share: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -848,4 +911,6 @@ def report(package: Path = PACKAGE) -> str:
 
 
 if __name__ == "__main__":
-    print(report(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE))
+    measured = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE
+    print(report(measured))
+    print(decision_report(measured))

@@ -36,8 +36,8 @@ from cmem.vault.state_json import line_key
 from cmem.vault.statements import WIKILINK, normalize, split_statement
 from cmem.vault.yaml_reader import read_frontmatter
 
-# Why a line is deferred rather than a signal (Deferred.kind); DEFERRED: by the pass that
-# judged the note (a model's reason, or the builtin engine's).
+# Why a line is a deferral, not a signal: its Deferred.kind (DEFERRED: by the pass that judged
+# the note, a model's reason or the builtin engine's).
 ONE_OFF, VENTING, VAGUE, EXCLUDED, ALREADY_CONVERGED, DEFERRED = (
     "one-off",
     "venting",

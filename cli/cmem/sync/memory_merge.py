@@ -297,9 +297,9 @@ def merge_memory(
     def root_key(line: str) -> str:
         return "s:" + (normalize(statement_root(line, formats)) or line.strip())
 
-    # A base statement a side edited without a trace (by hand, in Obsidian) is the same unit as
-    # its new wording, so two machines editing it differently meet in `resolve` as one statement
-    # changed two ways — a conflict statement — instead of both wordings kept side by side.
+    # A base statement edited without a trace is one unit with its new wording, not two: two
+    # machines editing it differently (by hand, in Obsidian) meet in `resolve` as one statement
+    # changed two ways, a conflict statement, never as both wordings kept side by side.
     edited = _edited_statements(base_body, (our_body, their_body), root_key, formats)
 
     def unit_of(line: str) -> str | None:

@@ -119,8 +119,8 @@ _FILE_NAME = Lazy(
 )
 # A date, a time or a version is not a credential after a space ("token v1.2.3", "密码 2024-01-01").
 _DATE_OR_VERSION = Lazy(r"v?[0-9]+(?:[.:/-][0-9]+)+(?:[-+.][A-Za-z0-9.]+)?", re.IGNORECASE)
-# Words that follow "password:" in prose rather than being one ("password: required"). A plain
-# word after a password key is otherwise redacted: `password: sunshine` is a weak password, still one.
+# Words of prose after "password:", not a password ("password: required"): any other plain word
+# after a password key is redacted, as `password: sunshine` is a weak password, still one.
 _PROSE_WORDS = frozenset(
     """
 required optional needed necessary provided supplied missing unknown forgotten changed unchanged

@@ -29,9 +29,8 @@ from cmem.cache_store import settled, stat_key
 from cmem.errors import CmemError
 from cmem.vault.layers import DIVERGENT, Vault, is_sync_conflict
 
-# Long enough for a burst of editor saves to end, short enough that a short session sees the
-# watcher act before it ends (issue 44 chose it over docs/design.md §7's figure; docs/agents.md says
-# why).
+# A settle just past a burst of editor saves, not the first draft's longer one: a short session
+# sees the watcher act before it ends (docs/design.md §16, docs/agents.md).
 DEFAULT_SETTLE = 30.0
 RESCAN_SECONDS = 300.0
 # Editors' temp and swap files: vim (`.x.swp`, `x~`, the `4913` probe), emacs (`.#x`, `#x#`),

@@ -32,8 +32,8 @@ _HTML = re.compile(r"</?[A-Za-z][\w:-]{0,40}(\s[^<>\n]{0,500})?/?>|<!--|-->|<!\[
 _URL = re.compile(r"[a-z][a-z0-9+.-]{0,20}://|\bwww\.|\bmailto:", re.IGNORECASE)
 _CODE = re.compile(r"`|\$\(|\|\s*(?:ba|z)?sh\b|&&|;\s*(?:rm|curl|wget)\b")
 _LINK = re.compile(r"\]\(|\[\[|\]\[")
-# Words that address the reader rather than describe the user: an instruction smuggled into a
-# heading or a summary that every session reads.
+# Words addressing the reader, not describing the user: an instruction smuggled into a heading
+# or a summary that every session reads.
 _IMPERATIVE = re.compile(
     r"\b(?:ignore|disregard|obey|override|execute|curl|wget|sudo|chmod|rm\s+-rf|eval|exfiltrate|jailbreak)\b"
     r"|\b(?:system\s+prompt|previous\s+instructions?|these\s+instructions|instructions?\s+(?:for|to)\s+(?:the\s+)?(?:agent|assistant|model|ai))\b"
@@ -43,7 +43,8 @@ _IMPERATIVE = re.compile(
     r"|忽略|无视|指令|提示词|系统提示|执行|运行命令|务必|必须先",
     re.IGNORECASE,
 )
-# What a blanked statement says instead of the fact it replaced (docs/design.md §5 rule 10: loss).
+# Words a statement is blanked to, not a fact: the fact they replace is lost (docs/design.md §5
+# rule 10).
 _BLANKS = frozenset(
     normalize(word)
     for word in (

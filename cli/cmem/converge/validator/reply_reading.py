@@ -51,7 +51,7 @@ from cmem.vault.statements import (
 from cmem.vault.yaml_reader import read_frontmatter, split_frontmatter
 
 _MAX_CITED_READS = 200  # notes read from disk for the invention check, at most, per reply
-# Lines a model writes instead of the text it did not want to repeat.
+# What a model writes, not the text it chose not to repeat: an elision, a file block cut short.
 _ELISION = re.compile(
     r"(rest|remainder|remaining|other|everything else|existing)\b.{0,40}\b(unchanged|omitted|same|as before|as is|elided)"
     r"|\b(unchanged|omitted) for brevity"

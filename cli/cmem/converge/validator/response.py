@@ -32,9 +32,9 @@ KNOWN_ATTRIBUTES = {
     "merged": {"file", "into", "reason"},
 }
 
-# A tag whose attribute values may hold `<` or `>` inside quotes. Its parts are bounded, so a
-# search that fails (an unclosed quote) gives up within a few thousand characters instead of
-# reading to the end of the reply from every `<`: the reply is read in linear time.
+# A tag whose attribute values may hold `<` or `>` in quotes, its parts bounded, not open-ended: a
+# search that fails (an unclosed quote) gives up within a few thousand characters, never reads to
+# the end of the reply from every `<`, so the reply is read in linear time.
 _TAG = re.compile(
     r"""<(/?)([A-Za-z][\w.:-]{0,63})((?:[^<>"']|"[^"]{0,2000}"|'[^']{0,2000}'){0,4000})>"""
 )
