@@ -254,49 +254,10 @@ def test_the_rule_class_check_catches_a_class_of_checks(layout, tmp_path):
     assert layout.rule_classes(copy) == ["cmem.converge.validator.check_sizes.SizeChecks"]
 
 
-# Modules rewritten on a branch not merged yet: their decision comments are put in the shape
-# after that merge, and this set emptied then.
-REWRITTEN_ELSEWHERE = (
-    "bench/layout.py",
-    "bench/run.py",
-    "bench/sync.py",
-    "cmem.bounds",
-    "cmem.cache_store",
-    "cmem.cli",
-    "cmem.commands",
-    "cmem.errors",
-    "cmem.hook_command",
-    "cmem.idle_sync",
-    "cmem.invocation",
-    "cmem.mcp_server",
-    "cmem.pass_command",
-    "cmem.private",
-    "cmem.reading",
-    "cmem.render.reports",
-    "cmem.sessions.capture",
-    "cmem.steps.git_head",
-    "cmem.sync.remote",
-    "cmem.text.line_rules",
-    "cmem.text.names",
-    "cmem.text.scripts",
-    "cmem.triggers.due",
-    "cmem.triggers.hook_record",
-    "cmem.vault.layers",
-    "cmem.vault.statements",
-    "cmem.vault.yaml_reader",
-)
-
-
-def _rewritten_elsewhere(site: str) -> bool:
-    module = site.rsplit(":", 1)[0]
-    return any(module == name or module.startswith(name + ".") for name in REWRITTEN_ELSEWHERE)
-
-
 def test_decision_comments_are_in_the_one_shape(layout):
     """`# <what we do>, not <the alternative>: <why>` (docs/development.md): no comment names an
     alternative another way ("rather than", "instead of", "chosen over")."""
-    found = layout.decision_comments(PACKAGE)
-    assert [site for site in found if not _rewritten_elsewhere(site)] == []
+    assert layout.decision_comments(PACKAGE) == []
 
 
 def test_the_decision_comment_rule_reads_comments_not_strings(layout, tmp_path):

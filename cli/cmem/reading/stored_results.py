@@ -373,8 +373,8 @@ def begin(
         files = key_files(vault) + list(extra_files)
         if folder_only is None:
             folder_only = [vault.config.archive_dir]
-        # a read-only command (Vault.remember_listings) reads the folders listed here rather than
-        # listing them again: on a miss, one walk of the vault serves the key and the command
+        # the folders listed here kept for a read-only command, not listed by it again: on a
+        # miss, one walk of the vault serves the key and the command (Vault.remember_listings)
         listing: dict | None = {} if "_listings" in vault.__dict__ and tops == ("",) else None
         walk = KeyWalk(root, files, folder_only, tops=tops, listing=listing)
         key, storable = walk.result()
