@@ -1644,8 +1644,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-warm",
         action="store_true",
-        help="only the warm rows of each vault (status, scan, the rescan rows, context) and no "
-        "profile: to measure a change to the stored answers; give --out elsewhere "
+        help="only `--help` and the warm rows of each vault (status, scan, the rescan rows, "
+        "context), no profile: to measure a change to the stored answers; give --out elsewhere "
         "(--emit-prompt is measured with the passes, recall by bench/recall.py)",
     )
     args = parser.parse_args(argv)
@@ -1666,8 +1666,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     converge_facts: list[ConvergeFacts] = []
     only_one = args.only_builtin_one
-    partial = only_one or args.only_cold_scan or args.only_warm
-    rows += [] if partial else bench_help(tools, args)
+    rows += [] if only_one or args.only_cold_scan else bench_help(tools, args)  # start-up: warm
     vaults, shapes = {}, {}
     for size in args.sizes:
         root = make_vault(tools, size)

@@ -11,7 +11,9 @@ from support import REPO
 
 def _commands():
     group = typer.main.get_command(app)
-    for name, command in sorted(group.commands.items()):
+    context = typer.Context(group, info_name="cmem")
+    for name in sorted(group.list_commands(context)):
+        command = group.get_command(context, name)
         yield name, command
         for sub_name, sub in sorted(getattr(command, "commands", {}).items()):
             yield f"{name} {sub_name}", sub

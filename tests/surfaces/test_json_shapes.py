@@ -108,7 +108,8 @@ def _options(command: str) -> set[str]:
     import typer
 
     group = typer.main.get_command(app)
-    return {opt for param in group.commands[command].params for opt in getattr(param, "opts", [])}
+    found = group.get_command(typer.Context(group, info_name="cmem"), command)
+    return {opt for param in found.params for opt in getattr(param, "opts", [])}
 
 
 @pytest.mark.parametrize("command", sorted(STABLE))

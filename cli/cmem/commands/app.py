@@ -2,25 +2,85 @@
 `CmemError` becomes `error: …` (or `{"error": …}` under --json) and an exit code.
 
 Adding a command: write it in the module of its group (`reading.py`, `converge.py`, …), then
-register it below; the order here is the order `cmem --help` lists them in."""
+name it in `COMMANDS` below; the order there is the order `cmem --help` lists them in. A command
+line imports the module of the command it names and builds that command alone (`CommandTable`):
+every command, the agents' hooks too, starts with typer, and no more of the table than it uses."""
 
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
+from typer.models import CommandInfo
 
 from cmem import __version__
-from cmem.commands import archive, converge, doctor, reading, setup, sync, triggers
 from cmem.commands.common import report_interrupt
-from cmem.commands.options import VAULT_HELP, Invocation, invocation
+from cmem.commands.options import COMPLETE_VAR, VAULT_HELP, Invocation, invocation
 from cmem.errors import CmemError
 from cmem.invocation import tolerant_output
 
+# The command table, in the order `cmem --help` lists it: the name a command line gives, and the
+# function (or the sub-app of a group) in its module of `cmem.commands`.
+COMMANDS = {
+    "init": "setup:init",
+    "status": "reading:status",
+    "scan": "reading:scan",
+    "note": "triggers:note",
+    "capture": "triggers:capture",
+    "context": "reading:context",
+    "doctor": "doctor:doctor",
+    "converge": "converge:converge",
+    "apply": "converge:apply_proposal",
+    "demo": "converge:demo",
+    "archive": "archive:archive_app",
+    "undo": "archive:undo",
+    "sync": "sync:sync",
+    "log": "reading:log_command",
+    "diff": "reading:diff_command",
+    "trace": "reading:trace",
+    "recall": "reading:recall",
+    "mcp": "triggers:mcp_command",
+    "hook": "setup:hook_app",
+    "completion": "setup:completion",
+    "watch": "triggers:watch",
+    "agent-instructions": "setup:agent_instructions_command",
+    "trust": "setup:trust",
+}
+
+
+class CommandTable(TyperGroup):
+    """The app's group of commands, each imported and built by typer when a command line (or the
+    help's list) names it, not all of them on every call."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            module, name = COMMANDS[cmd_name].split(":")
+            found = getattr(importlib.import_module(f"cmem.commands.{module}"), name)
+            command: Any
+            if isinstance(found, typer.Typer):  # a group: archive, hook
+                command = typer.main.get_group(found)
+            else:
+                command = typer.main.get_command_from_info(
+                    CommandInfo(name=cmd_name, callback=found),
+                    pretty_exceptions_short=True,
+                    rich_markup_mode=None,
+                )
+            command.name = cmd_name
+            self.commands[cmd_name] = command
+        return self.commands.get(cmd_name)
+
+
 app = typer.Typer(
     name="cmem",
+    cls=CommandTable,
     help=(
         "Convergent memory: keep an agent's and a person's long-term memory as a Markdown vault.\n\n"
         "Loose notes at the vault root (the divergent layer) are scanned for signals; `cmem converge` "
@@ -67,36 +127,10 @@ def main_options(
         sys.modules["cmem.render.reports"].set_color(None)
 
 
-# The command table, in the order `cmem --help` lists it.
-app.command()(setup.init)
-app.command()(reading.status)
-app.command()(reading.scan)
-app.command()(triggers.note)
-app.command()(triggers.capture)
-app.command()(reading.context)
-app.command()(doctor.doctor)
-app.command()(converge.converge)
-app.command("apply")(converge.apply_proposal)
-app.command()(converge.demo)
-app.add_typer(archive.archive_app, name="archive")
-app.command()(archive.undo)
-app.command()(sync.sync)
-app.command("log")(reading.log_command)
-app.command("diff")(reading.diff_command)
-app.command()(reading.trace)
-app.command()(reading.recall)
-app.command("mcp")(triggers.mcp_command)
-app.add_typer(setup.hook_app, name="hook")
-app.command("completion")(setup.completion)
-app.command()(triggers.watch)
-app.command("agent-instructions")(setup.agent_instructions_command)
-app.command()(setup.trust)
-
-
 def main() -> None:
     """Entry point: one translation point from CmemError to `error: …` and an exit code."""
     _collect_less()
-    if os.environ.get(setup.COMPLETE_VAR):
+    if os.environ.get(COMPLETE_VAR):
         # typer registers its shell classes only with add_completion, which would add two
         # --install-completion options to every help; the completion request needs them
         from typer._completion_classes import completion_init

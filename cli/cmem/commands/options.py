@@ -10,6 +10,8 @@ import typer
 
 from cmem.invocation import Invocation
 
+COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
+
 VAULT_HELP = (
     "The vault folder (default: $CMEM_VAULT, else the nearest folder above holding .cmem/)."
 )

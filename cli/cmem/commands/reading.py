@@ -93,10 +93,14 @@ def context(
         )
     for problem in result.problems:
         warn(problem)
+    # printed as it is, not through `show`: the bundle is made of redacted material
+    # (reading/context.py: gather_material), and a large resident layer is megabytes to redact again
     if as_json:
-        print_json(result.to_json())
+        import json
+
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
-        show(render_context_markdown(result))
+        typer.echo(render_context_markdown(result))
 
 
 def log_command(

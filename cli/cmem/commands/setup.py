@@ -9,6 +9,7 @@ import typer
 
 from cmem.commands.common import confirm, open_target, print_json
 from cmem.commands.options import (
+    COMPLETE_VAR,
     SHELL_HELP,
     AgentOption,
     JsonOption,
@@ -22,7 +23,6 @@ from cmem.commands.options import (
 if TYPE_CHECKING:
     from cmem.setup.init import InitReport, LanguageGuess
 
-COMPLETE_VAR = "_CMEM_COMPLETE"  # set by the scripts `cmem completion SHELL` prints, on each TAB
 
 ChangeYes = Annotated[
     bool, yes_option("Change the file without asking (needed without a terminal).")
