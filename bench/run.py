@@ -59,6 +59,7 @@ FIGURES = {
     "builtin_one": "`cmem converge --engine builtin`, one new note, caches warm",
     "builtin_one_floor": "the same pass against its own I/O and git, without cmem's logic (diagnostic)",
     "builtin_one_loaded": "the pass's I/O and git with its modules imported, none of its work (diagnostic)",
+    "typer_floor": "`import typer` alone, the command table's framework (diagnostic)",
     "builtin_one_terminal": "the same pass on a terminal against off one (diagnostic)",
     "builtin_next": "the next one-note pass after a pass, nothing reset between (diagnostic)",
 }
@@ -517,15 +518,20 @@ HELP_ROUNDS = 3  # × --repeat: a start-up round takes ~0.1 s, and its ratio is 
 def bench_help(tools: Tools, args) -> list[Row]:
     log("start-up: cmem --help vs python -c pass")
     try:
+        typer = Command("typer", [tools.python, "-c", "import typer"])
         times = time_group(
             tools,
-            [Command("help", [*tools.cmem, "--help"]), python_pass(tools)],
+            [Command("help", [*tools.cmem, "--help"]), python_pass(tools), typer],
             args.repeat * HELP_ROUNDS,
             args.warmup + 1,
         )
     except BenchError as exc:
         return [failed_row("help", "—", "`python -c pass`", exc)]
-    return [Row("help", "—", times["help"], "`python -c pass`", times["pass"], 4, "≤ 4×")]
+    return [
+        Row("help", "—", times["help"], "`python -c pass`", times["pass"], 4, "≤ 4×"),
+        # every command line is read by typer: what its import alone costs is under every line
+        Row("typer_floor", "—", times["typer"], "`python -c pass`", times["pass"]),
+    ]
 
 
 def failed_row(figure: str, vault: str, floor: str, exc: BenchError) -> Row:
@@ -1431,7 +1437,7 @@ def render_converge(facts: list[ConvergeFacts]) -> str:
 # A line's floor measured in the same run against the line's own floor command (`python -c
 # pass`): what the line costs before its own work. A missed line whose floor is over the target
 # by itself cannot be met by that work, and the report says so.
-FLOOR_ROWS = {"builtin_one": "builtin_one_loaded"}
+FLOOR_ROWS = {"builtin_one": "builtin_one_loaded", "help": "typer_floor"}
 
 
 def where_we_land(rows: list[Row]) -> str:
