@@ -13,7 +13,40 @@ import pytest
 # The converge tests' shared vault, offered to every test file as a fixture (defined with the
 # fake model's wiring in pass_helpers.py); plain helpers are imported from support.py directly.
 from pass_helpers import pass_vault  # noqa: F401
-from support import SAMPLE_VAULT, git_init, wait_out_midnight, write_files
+from support import SAMPLE_VAULT, TESTS, git_init, wait_out_midnight, write_files
+
+# The modules whose tests run longest (minutes on a busy machine): run first, so no worker is
+# still in one while the other has finished everything else. A name here that no longer exists
+# costs nothing but the ordering; `tests/project/test_support.py` checks the list against the files.
+LONGEST_FIRST = (
+    "reading/test_stored_sequences.py",
+    "project/test_bench.py",
+    "guarantees/test_sequences.py",
+    "guarantees/test_state_folder_private.py",
+    "project/test_quality_bench.py",
+    "steps/test_step_seams.py",
+    "reading/test_stored_context.py",
+    "triggers/test_note_writers.py",
+    "triggers/test_triggers.py",
+    "reading/test_failed_pass_shown.py",
+    "guarantees/test_security.py",
+    "converge/test_agent_histories.py",
+    "agents/test_gemini.py",
+    "agents/test_claude_code.py",
+    "converge/test_validate_linear.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first (whole modules, so a module-scoped fixture is built once),
+    the rest in collection order; every xdist worker collects the same order."""
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+
+    def place(item: pytest.Item) -> int:
+        rel = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        return rank.get(rel, len(rank))
+
+    items.sort(key=place)
 
 
 @pytest.fixture(autouse=True)
