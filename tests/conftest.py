@@ -13,7 +13,7 @@ import pytest
 # The converge tests' shared vault, offered to every test file as a fixture (defined with the
 # fake model's wiring in pass_helpers.py); plain helpers are imported from support.py directly.
 from pass_helpers import pass_vault  # noqa: F401
-from support import SAMPLE_VAULT, TESTS, git_init, wait_out_midnight, write_files
+from support import SAMPLE_VAULT, TESTS, git_init, isolate, wait_out_midnight, write_files
 
 # The modules whose tests run longest (minutes on a busy machine): run first, so no worker is
 # still in one while the other has finished everything else. A name here that no longer exists
@@ -59,23 +59,7 @@ def same_day():
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     outside = os.environ.get("HOME")
-    monkeypatch.setenv("HOME", str(home))
-    for name, sub in (
-        ("XDG_CONFIG_HOME", ".config"),
-        ("XDG_STATE_HOME", ".local/state"),
-        ("XDG_CACHE_HOME", ".cache"),
-        ("XDG_DATA_HOME", ".local/share"),
-    ):
-        monkeypatch.setenv(name, str(home / sub))
-    for name in ("CMEM_VAULT", "CMEM_LLM", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test User")
-    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test User")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "200")
+    isolate(monkeypatch, home)
     yield home
     if outside is not None and os.environ.get("HOME") == outside:
         pytest.fail(
