@@ -15,9 +15,9 @@ import pytest
 from pass_helpers import pass_vault  # noqa: F401
 from support import SAMPLE_VAULT, TESTS, git_init, isolate, wait_out_midnight, write_files
 
-# The modules whose tests run longest (minutes on a busy machine): run first, so no worker is
-# still in one while the other has finished everything else. A name here that no longer exists
-# costs nothing but the ordering; `tests/project/test_support.py` checks the list against the files.
+# The modules whose tests run longest (minutes on a busy machine) run first, so no worker is
+# still in one while the others have finished everything else (tests/project/test_support.py
+# checks each name is a test file).
 LONGEST_FIRST = (
     "reading/test_stored_sequences.py",
     "project/test_bench.py",
