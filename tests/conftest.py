@@ -15,31 +15,35 @@ import pytest
 from pass_helpers import pass_vault  # noqa: F401
 from support import SAMPLE_VAULT, TESTS, git_init, isolate, wait_out_midnight, write_files
 
-# The modules whose tests run longest (minutes on a busy machine) run first, so no worker is
-# still in one while the others have finished everything else (tests/project/test_support.py
-# checks each name is a test file).
+# The modules whose tests take longest together (minutes on a busy machine), longest first.
+# pyproject's addopts hands each module whole to one xdist worker (`--dist loadscope`, so a
+# module-scoped fixture is built once), in collection order: these start first, and no worker is
+# still in one when the others have finished the rest. tests/project/test_support.py checks the
+# names against the files.
 LONGEST_FIRST = (
     "reading/test_stored_sequences.py",
+    "sync/test_sync.py",
     "project/test_bench.py",
-    "guarantees/test_sequences.py",
-    "guarantees/test_state_folder_private.py",
-    "project/test_quality_bench.py",
+    "steps/test_journal_binding.py",
     "steps/test_step_seams.py",
-    "reading/test_stored_context.py",
-    "triggers/test_note_writers.py",
     "triggers/test_triggers.py",
-    "reading/test_failed_pass_shown.py",
-    "guarantees/test_security.py",
-    "converge/test_agent_histories.py",
-    "agents/test_gemini.py",
-    "agents/test_claude_code.py",
+    "triggers/test_note_writers.py",
+    "converge/test_converge.py",
     "converge/test_validate_linear.py",
+    "archive/test_state_file_faults.py",
+    "vault/test_adoption.py",
+    "guarantees/test_security.py",
+    "project/test_quality_bench.py",
+    "agents/test_gemini.py",
+    "guarantees/test_state_folder_private.py",
+    "guarantees/test_sequences.py",
+    "reading/test_failed_pass_shown.py",
 )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest modules first (whole modules, so a module-scoped fixture is built once),
-    the rest in collection order; every xdist worker collects the same order."""
+    """The longest modules first, each whole; the rest in collection order (every xdist worker
+    collects the same order)."""
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
 
     def place(item: pytest.Item) -> int:
