@@ -13,7 +13,44 @@ import pytest
 # The converge tests' shared vault, offered to every test file as a fixture (defined with the
 # fake model's wiring in pass_helpers.py); plain helpers are imported from support.py directly.
 from pass_helpers import pass_vault  # noqa: F401
-from support import SAMPLE_VAULT, git_init, wait_out_midnight, write_files
+from support import SAMPLE_VAULT, TESTS, git_init, isolate, wait_out_midnight, write_files
+
+# The modules whose tests take longest together (minutes on a busy machine), longest first.
+# pyproject's addopts hands each module whole to one xdist worker (`--dist loadscope`, so a
+# module-scoped fixture is built once), in collection order: these start first, and no worker is
+# still in one when the others have finished the rest. tests/project/test_support.py checks the
+# names against the files.
+LONGEST_FIRST = (
+    "reading/test_stored_sequences.py",
+    "sync/test_sync.py",
+    "project/test_bench.py",
+    "steps/test_journal_binding.py",
+    "steps/test_step_seams.py",
+    "triggers/test_triggers.py",
+    "triggers/test_note_writers.py",
+    "converge/test_converge.py",
+    "converge/test_validate_linear.py",
+    "archive/test_state_file_faults.py",
+    "vault/test_adoption.py",
+    "guarantees/test_security.py",
+    "project/test_quality_bench.py",
+    "agents/test_gemini.py",
+    "guarantees/test_state_folder_private.py",
+    "guarantees/test_sequences.py",
+    "reading/test_failed_pass_shown.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first, each whole; the rest in collection order (every xdist worker
+    collects the same order)."""
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+
+    def place(item: pytest.Item) -> int:
+        rel = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        return rank.get(rel, len(rank))
+
+    items.sort(key=place)
 
 
 @pytest.fixture(autouse=True)
@@ -26,23 +63,7 @@ def same_day():
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     outside = os.environ.get("HOME")
-    monkeypatch.setenv("HOME", str(home))
-    for name, sub in (
-        ("XDG_CONFIG_HOME", ".config"),
-        ("XDG_STATE_HOME", ".local/state"),
-        ("XDG_CACHE_HOME", ".cache"),
-        ("XDG_DATA_HOME", ".local/share"),
-    ):
-        monkeypatch.setenv(name, str(home / sub))
-    for name in ("CMEM_VAULT", "CMEM_LLM", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test User")
-    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test User")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "200")
+    isolate(monkeypatch, home)
     yield home
     if outside is not None and os.environ.get("HOME") == outside:
         pytest.fail(

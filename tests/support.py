@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,6 +98,52 @@ def isolated_env(home: Path, **extra: str) -> dict:
     )
     env.update(extra)
     return env
+
+
+def isolate(patch, home: Path) -> None:
+    """Point this process at `home` (HOME, the XDG folders) with no CMEM_* or GIT_* setting of the
+    user's and a git identity of its own, through `patch` (a pytest MonkeyPatch): what every test
+    runs under (conftest.py: `isolated_home`), and a module's template vault while it is built."""
+    patch.setenv("HOME", str(home))
+    for name, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_DATA_HOME", ".local/share"),
+    ):
+        patch.setenv(name, str(home / sub))
+    for name in ("CMEM_VAULT", "CMEM_LLM", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        patch.delenv(name, raising=False)
+    patch.setenv("GIT_AUTHOR_NAME", "Test User")
+    patch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+    patch.setenv("GIT_COMMITTER_NAME", "Test User")
+    patch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+    patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    patch.setenv("NO_COLOR", "1")
+    patch.setenv("COLUMNS", "200")
+
+
+def vault_template(tmp_path_factory, build: Callable[[Path], object]) -> Path:
+    """The vault `build(root)` makes (`cmem init`, a pass, ...), made once for a module under a
+    home of its own (a module-scoped fixture is set up before each test's isolation); each test
+    works on a copy (`copy_vault`), never on it. Nothing in a vault names its own path, and cmem
+    keys its machine state on that path, so a copy is that vault moved: the same to every command."""
+    import pytest
+
+    folder = tmp_path_factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as patch:
+        isolate(patch, folder / "home")
+        wait_out_midnight()
+        build(folder / "vault")
+    return folder / "vault"
+
+
+def copy_vault(template: Path, root: Path) -> Path:
+    """A test's own copy of a template vault (its .git too, file modes and times kept)."""
+    import shutil
+
+    shutil.copytree(template, root, symlinks=True)
+    return root
 
 
 def snapshot(*roots: Path, folders: bool = False) -> dict[str, bytes]:

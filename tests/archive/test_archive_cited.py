@@ -15,7 +15,7 @@ from cmem.archive.gate import READY, UNCITED, apply_archive, list_staged, plan_a
 from cmem.vault.layers import open_vault
 from cmem.vault.state_json import load_state
 from history_helpers import CHECKLIST, STATE, fake_pass, head, tick
-from support import git, run_cmem
+from support import copy_vault, git, run_cmem, vault_template
 
 PROFILE = "converged/core/profile.md"
 TOPIC = "converged/topics/work.md"
@@ -45,12 +45,9 @@ def pending_notes(root) -> set[str]:
     return {signal["note"] for signal in json_of(root, "scan")["signals"]}
 
 
-@pytest.fixture
-def real_vault(tmp_path):
+def _corrected(root) -> str:
     """`cmem init` and two builtin passes: a preference, then its correction (a rewrite with a
-    trace, citing both notes). Returns the vault and the profile as the first pass left it — an
-    editor's old buffer."""
-    root = tmp_path / "vault"
+    trace, citing both notes); the profile as the first pass left it — an editor's old buffer."""
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
     (root / A).write_text("# notes\n\n- I prefer working from Paris\n", encoding="utf-8")
     assert cmem(root, "converge", "--engine", "builtin").returncode == 0
@@ -62,7 +59,22 @@ def real_vault(tmp_path):
     profile = (root / PROFILE).read_text("utf-8")
     assert "Berlin" in profile and "[[2026-11-28 notes]]" in profile
     assert "[[2026-11-20 notes]]" in profile  # the rewrite keeps the old wording's source
-    return root, old_buffer
+    return old_buffer
+
+
+@pytest.fixture(scope="module")
+def corrected(tmp_path_factory):
+    """(the template vault, its old buffer), made once for the module."""
+    buffer = []
+    template = vault_template(tmp_path_factory, lambda root: buffer.append(_corrected(root)))
+    return template, buffer[0]
+
+
+@pytest.fixture
+def real_vault(corrected, tmp_path):
+    """A copy of the corrected vault, and the profile as its first pass left it."""
+    template, old_buffer = corrected
+    return copy_vault(template, tmp_path / "vault"), old_buffer
 
 
 def test_an_editor_saving_an_old_buffer_after_a_pass_keeps_the_note_out_of_the_archive(

@@ -17,7 +17,7 @@ from datetime import date
 
 import pytest
 
-from support import run_cmem
+from support import copy_vault, run_cmem, vault_template
 
 WHERE = ["converged/core", "converged/topics", "archive/2026-01", ".", "sessions"]
 COMMANDS = [
@@ -36,14 +36,21 @@ COMMANDS = [
 ]
 
 
-@pytest.fixture
-def vault(tmp_path):
-    root = tmp_path / "vault"
+def _converged_once(root) -> None:
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
     (root / "2026-01-01 tea.md").write_text("- actually I prefer tea over coffee\n")
     assert cmem(root, "converge", "--engine", "builtin").returncode == 0
     (root / "2026-01-02 uv.md").write_text("- I decided to use uv from now on\n")
-    return root
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return vault_template(tmp_path_factory, _converged_once)
+
+
+@pytest.fixture
+def vault(template, tmp_path):
+    return copy_vault(template, tmp_path / "vault")
 
 
 def cmem(root, *args: str):

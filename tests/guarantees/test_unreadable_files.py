@@ -13,21 +13,29 @@ import os
 
 import pytest
 
-from support import git, modes_hold_or_skip, run_cmem
+from support import copy_vault, git, modes_hold_or_skip, run_cmem, vault_template
 
 PROFILE = "converged/core/profile.md"
 
 
-@pytest.fixture
-def vault(tmp_path):
-    """A vault whose first pass converged two notes into the profile; both are staged."""
-    modes_hold_or_skip()
-    root = tmp_path / "vault"
+def _converged_once(root) -> None:
     assert run_cmem("init", str(root), "--lang", "en").returncode == 0
     (root / "2026-01-01 tea.md").write_text("- actually I prefer tea over coffee\n")
     (root / "2026-01-02 uv.md").write_text("- I decided to use uv from now on\n")
     done = cmem(root, "converge", "--engine", "builtin")
     assert done.returncode == 0 and (root / PROFILE).exists(), done.stderr
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return vault_template(tmp_path_factory, _converged_once)
+
+
+@pytest.fixture
+def vault(template, tmp_path):
+    """A vault whose first pass converged two notes into the profile; both are staged."""
+    modes_hold_or_skip()
+    root = copy_vault(template, tmp_path / "vault")
     yield root
     for folder, dirs, files in os.walk(root):  # pytest must be able to remove it
         for name in dirs + files:

@@ -118,3 +118,16 @@ def test_no_test_starts_just_before_midnight():
     assert wait_out_midnight(lambda: late, slept.append) == 31.0 and slept == [31.0]
     edge = time.mktime((2026, 12, 31, 23, 58, 0, 0, 0, -1))  # the year's end too
     assert seconds_to_midnight(edge) == MIDNIGHT_MARGIN
+
+
+def test_the_longest_modules_run_first_and_each_is_named_right(request):
+    """conftest.py's LONGEST_FIRST names test files that exist, and this session's collection
+    (whatever part of the suite it is) holds their tests first, in the list's order, each whole."""
+    from conftest import LONGEST_FIRST
+    from support import TESTS
+
+    assert [name for name in LONGEST_FIRST if not (TESTS / name).is_file()] == []
+    order = [item.path.relative_to(TESTS).as_posix() for item in request.session.items]
+    listed = [name for name in order if name in LONGEST_FIRST]
+    assert order[: len(listed)] == listed
+    assert listed == sorted(listed, key=LONGEST_FIRST.index)

@@ -14,19 +14,26 @@ from cmem.triggers.capture import capture_note, with_line
 from cmem.vault.layers import open_vault
 from cmem.vault.moment import date_in_name, fill_core_template, format_moment, note_date
 from para_vault import DAILY_FOLDER, FILES, TEMPLATES
-from support import run_cmem, write_files
+from support import copy_vault, run_cmem, vault_template, write_files
 
 NOW = datetime(2026, 12, 3, 9, 5, tzinfo=timezone.utc)
 TODAY = f"{DAILY_FOLDER}/2026/12/2026-12-03.md"
 
 
-@pytest.fixture
-def para(tmp_path):
-    root = tmp_path / "para"
+def _adopted(root) -> None:
     write_files(root, FILES)
     done = run_cmem("init", str(root), "--lang", "en")
     assert done.returncode == 0, done.stderr
-    return root
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return vault_template(tmp_path_factory, _adopted)
+
+
+@pytest.fixture
+def para(template, tmp_path):
+    return copy_vault(template, tmp_path / "para")
 
 
 def _config(root, extra: str) -> None:
