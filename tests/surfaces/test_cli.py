@@ -307,3 +307,20 @@ def test_doctor_warns_about_a_detached_head(sample_vault):
     git(sample_vault, "checkout", "-q", "--detach", head)
     result = cmem("doctor", "--vault", str(sample_vault))
     assert "HEAD is detached" in result.output
+
+
+def test_a_command_line_builds_the_command_it_names_and_help_lists_them_all(sample_vault):
+    """The command table (`commands/app.py: CommandTable`) imports a command's module only when a
+    line names it; `--help` lists every command of `COMMANDS`, in its order."""
+    from cmem.commands.app import COMMANDS
+    from support import run_entry
+
+    code, _, err, modules = run_entry("cmem.cli", ["status", "--vault", str(sample_vault)])
+    assert code == 0, err
+    assert "cmem.commands.reading" in modules
+    others = {"converge", "archive", "setup", "triggers", "doctor", "sync"}
+    assert not {f"cmem.commands.{name}" for name in others} & modules
+    code, out, _, modules = run_entry("cmem.cli", ["--help"])
+    listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
+    assert code == 0 and listed == list(COMMANDS)
+    assert {f"cmem.commands.{name}" for name in others} <= modules

@@ -60,10 +60,9 @@ class CommandTable(TyperGroup):
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            import importlib
-
             module, name = COMMANDS[cmd_name].split(":")
-            found = getattr(importlib.import_module(f"cmem.commands.{module}"), name)
+            # __import__, not importlib.import_module: `python -X importtime` lists it then
+            found = getattr(__import__(f"cmem.commands.{module}", fromlist=[name]), name)
             command: Any
             if isinstance(found, typer.Typer):  # a group: archive, hook
                 command = typer.main.get_group(found)
