@@ -93,14 +93,14 @@ def context(
         )
     for problem in result.problems:
         warn(problem)
-    # printed as it is, not through `show`: the bundle is made of redacted material
-    # (reading/context.py: gather_material), and a large resident layer is megabytes to redact again
+    # as it is, not through `show` or click's stripping of colour codes: the bundle is redacted
+    # material (context.py: gather_material) holding no codes of ours, often a megabyte long
     if as_json:
         import json
 
-        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2), color=True)
     else:
-        typer.echo(render_context_markdown(result))
+        typer.echo(render_context_markdown(result), color=True)
 
 
 def log_command(
