@@ -12,7 +12,6 @@ every machine and terminal.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -82,19 +81,12 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = PAGE.read_text("utf-8") if PAGE.exists() else ""
-        if current != text:
-            print(f"{PAGE} is stale: run python docs/cli.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE}")
-    return 0
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parent)
+    )  # its sibling, also when loaded by path
+    from generated_page import write_or_check
+
+    return write_or_check(PAGE, render, "docs/cli.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

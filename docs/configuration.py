@@ -11,7 +11,6 @@ the per-language formats (`cmem.vault.languages`), `vault_schema/user-config.sch
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -179,19 +178,12 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = PAGE.read_text("utf-8") if PAGE.exists() else ""
-        if current != text:
-            print(f"{PAGE} is stale: run python docs/configuration.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE}")
-    return 0
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parent)
+    )  # its sibling, also when loaded by path
+    from generated_page import write_or_check
+
+    return write_or_check(PAGE, render, "docs/configuration.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
