@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-
-import pytest
 
 from support import REPO, git_init
 
 PACKAGE = REPO / "cli" / "cmem"
 DOC = REPO / "docs" / "architecture.md"
-
-
-@pytest.fixture(scope="module")
-def layout():
-    spec = importlib.util.spec_from_file_location("bench_layout", REPO / "bench" / "layout.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def _table_rows() -> list[tuple[str, list[str]]]:

@@ -3,31 +3,12 @@ package calls `.casefold()` or `unicodedata.normalize`, each one that must named
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
-import pytest
-
 from support import REPO
 
 PACKAGE = REPO / "cli" / "cmem"
 
 # `module:line` → why it folds by itself. Empty: every fold goes through `text/folding.py`.
 ALLOWED: dict[str, str] = {}
-
-
-@pytest.fixture(scope="module")
-def layout():
-    spec = importlib.util.spec_from_file_location(
-        "bench_layout_folding", REPO / "bench" / "layout.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def test_no_module_but_the_folding_module_folds_text(layout):

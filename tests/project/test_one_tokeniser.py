@@ -4,29 +4,13 @@ function divides a character count by the characters a token holds."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 
 import pytest
 
 from support import REPO
 
 PACKAGE = REPO / "cli" / "cmem"
-
-
-@pytest.fixture(scope="module")
-def layout():
-    spec = importlib.util.spec_from_file_location(
-        "bench_layout_tokenising", REPO / "bench" / "layout.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def _copy(tmp_path):

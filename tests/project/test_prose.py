@@ -4,22 +4,11 @@ can be re-measured; in the code they go stale unseen)."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-
-import pytest
 
 from support import REPO
 
 PACKAGE = REPO / "cli" / "cmem"
-
-
-@pytest.fixture(scope="module")
-def layout():
-    spec = importlib.util.spec_from_file_location("bench_layout", REPO / "bench" / "layout.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_no_comment_block_runs_over_the_limit(layout):
