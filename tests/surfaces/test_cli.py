@@ -324,3 +324,11 @@ def test_a_command_line_builds_the_command_it_names_and_help_lists_them_all(samp
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
     assert code == 0 and listed == list(COMMANDS)
     assert {f"cmem.commands.{name}" for name in others} <= modules
+
+
+def test_a_mistyped_command_is_told_the_near_one(monkeypatch, capsys):
+    """The table builds commands on demand; a typo still gets typer's suggestion, from them all."""
+    code, _, err = run_main(monkeypatch, capsys, "stat")
+    assert code == 2 and "No such command 'stat'. Did you mean 'status'?" in err
+    code, _, err = run_main(monkeypatch, capsys, "agent-instruction")
+    assert code == 2 and "'agent-instructions'" in err

@@ -58,6 +58,12 @@ class CommandTable(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)
 
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in COMMANDS:  # a typo: typer suggests from the commands built
+            for name in COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx, cmd_name: str):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, name = COMMANDS[cmd_name].split(":")
