@@ -306,20 +306,15 @@ def _busy(machine_dir: str) -> bool:
 
 
 def find_root(explicit: str | None) -> str | None:
-    """The vault root as cmem.vault.layers.find_vault_root resolves it, or None (then the real CLI
-    explains what is wrong)."""
+    """The vault root as cmem.vault.layers.find_vault_root resolves it, or None (then the command
+    opens the vault, which explains what is wrong)."""
+    from cmem.vault.machine import vault_root_above
+
     chosen = explicit or os.environ.get("CMEM_VAULT")
     if chosen:
         root = os.path.expanduser(chosen)
         return os.path.realpath(root) if os.path.isdir(os.path.join(root, ".cmem")) else None
-    folder = os.path.realpath(os.getcwd())
-    while True:
-        if os.path.isdir(os.path.join(folder, ".cmem")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return vault_root_above(os.getcwd())
 
 
 def results_dir() -> str:

@@ -640,9 +640,11 @@ def find_vault_root(start: Path | None = None, explicit: str | os.PathLike | Non
             )
         return root.resolve()
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_DIR).is_dir():
-            return folder
+    from cmem.vault.machine import vault_root_above
+
+    found = vault_root_above(str(here))
+    if found is not None:
+        return Path(found)
     raise VaultNotFound(
         f"no cmem vault here: neither {here} nor a folder above it holds {CONFIG_DIR}/; "
         "run `cmem init` in your notes folder, or pass --vault PATH."
