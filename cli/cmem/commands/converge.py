@@ -233,7 +233,8 @@ def converge(
     error; 75 another pass holds the vault (nothing done: try again) — with --if-due or
     --background 0, silently.
     """
-    if emit_prompt and _given_alone(ctx, "emit_prompt") and _shown_stored_prompt(vault):
+    plain_emit = emit_prompt and _given_alone(ctx, "emit_prompt")  # its prompt is stored
+    if plain_emit and _shown_stored_prompt(vault):
         return
     modes = _Modes.of(locals())  # the parameters as typer converted them (ctx.params: unconverted)
     invoked = invocation(ctx)
@@ -266,7 +267,7 @@ def converge(
         keep_raw_prompt=keep_raw_prompt,
     )
     _check_mode_options(modes)
-    code = _run_in_mode(ctx, target, options, invoked, modes)
+    code = _run_in_mode(target, options, invoked, modes, store_prompt=plain_emit)
     if code:
         raise typer.Exit(code)
 
@@ -395,7 +396,7 @@ def _check_mode_options(modes: _Modes) -> None:
         raise typer.BadParameter("goes with --backlog", param_hint="--price")
 
 
-def _run_in_mode(ctx: typer.Context, target, options, invoked, modes: _Modes) -> int:
+def _run_in_mode(target, options, invoked, modes: _Modes, *, store_prompt: bool) -> int:
     """Run the pass the way the flags ask: the backlog, unattended, handed to the agent, or by hand."""
     if modes.backlog and not (
         modes.dry_run or modes.emit_prompt or options.response_text is not None or modes.unattended
@@ -419,7 +420,7 @@ def _run_in_mode(ctx: typer.Context, target, options, invoked, modes: _Modes) ->
         options,
         invoked,
         typer.echo,
-        store_prompt=modes.emit_prompt and _given_alone(ctx, "emit_prompt"),
+        store_prompt=store_prompt,
         quiet=modes.quiet,
         as_json=modes.as_json,
         show_diff=modes.show_diff,
