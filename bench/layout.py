@@ -821,6 +821,12 @@ def percentile(values: list[int], share: float) -> int:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def _listed(out: list[str], heading: str, items) -> None:
+    """A figure's line, then each item it counts on a line of its own, indented."""
+    out.append(heading)
+    out += [f"  {item}" for item in items]
+
+
 def report(package: Path = PACKAGE) -> str:
     lines_by_module = sizes(package)
     per_folder: dict[str, int] = defaultdict(int)
@@ -840,11 +846,9 @@ def report(package: Path = PACKAGE) -> str:
     out.append(f"modules over {MODULE_LINE_LIMIT} lines: {len(big)}")
     out += [f"  {name}: {n}" for name, n in big.items()]
     parsers = argv_parsers(package)
-    out.append(f"hand-written command-line parsers: {len(parsers)}")
-    out += [f"  {name}" for name in parsers]
+    _listed(out, f"hand-written command-line parsers: {len(parsers)}", parsers)
     readers = argv_readers(package)
-    out.append(f"modules outside the command table reading sys.argv: {len(readers)}")
-    out += [f"  {name}" for name in readers]
+    _listed(out, f"modules outside the command table reading sys.argv: {len(readers)}", readers)
     if (package.parent.parent / ".git").exists():
         outside = outside_references(package.parent.parent)
         total = sum(sum(files.values()) for files in outside.values())
@@ -861,17 +865,16 @@ def report(package: Path = PACKAGE) -> str:
         f"unicodedata.normalize): {len(by_module)} (target 1, {FOLDING_MODULE})"
     )
     out += [f"  {module}: {', '.join(names)}" for module, names in sorted(by_module.items())]
-    out.append(f"functions folding text inline, without a helper: {len(inline)}")
-    out += [f"  {name}" for name in inline]
+    _listed(out, f"functions folding text inline, without a helper: {len(inline)}", inline)
     sites = fold_sites(package)
-    out.append(f"fold calls outside {FOLDING_MODULE}: {len(sites)}")
-    out += [f"  {site}" for site in sites]
+    _listed(out, f"fold calls outside {FOLDING_MODULE}: {len(sites)}", sites)
     yaml_sites = yaml_importers(package)
-    out.append(
+    _listed(
+        out,
         f"modules importing a YAML library outside {YAML_MODULE}: "
-        f"{len({site.rsplit(':', 1)[0] for site in yaml_sites})} (target 0)"
+        f"{len({site.rsplit(':', 1)[0] for site in yaml_sites})} (target 0)",
+        yaml_sites,
     )
-    out += [f"  {site}" for site in yaml_sites]
     out.append(
         f"named YAML readers and writers ({YAML_MODULE}): {', '.join(yaml_readers(package))}"
     )
@@ -882,22 +885,18 @@ def report(package: Path = PACKAGE) -> str:
     )
     out += [f"  {module}: {', '.join(names)}" for module, names in splitters.items()]
     estimates = token_estimates(package)
-    out.append(f"token estimates outside {TOKENS_MODULE}: {len(estimates)} (target 0)")
-    out += [f"  {where}" for where in estimates]
+    _listed(out, f"token estimates outside {TOKENS_MODULE}: {len(estimates)} (target 0)", estimates)
     long = long_functions(package)
     out.append(f"functions over {FUNCTION_LINE_LIMIT} lines: {len(long)}")
     out += [f"  {where} ({n} lines)" for where, n in long.items()]
     private = private_imports(package)
-    out.append(f"imports of private CPython modules: {len(private)}")
-    out += [f"  {where}" for where in private]
+    _listed(out, f"imports of private CPython modules: {len(private)}", private)
     for label, keys in registries(package).items():
         out.append(f"{label}: {len(keys)} registered ({', '.join(keys)})")
     classes = rule_classes(package)
-    out.append(f"classes in the validator's rule modules: {len(classes)}")
-    out += [f"  {name}" for name in classes]
+    _listed(out, f"classes in the validator's rule modules: {len(classes)}", classes)
     upward = upward_imports(package)
-    out.append(f"imports running up the layers: {len(upward)}")
-    out += [f"  {line}" for line in upward]
+    _listed(out, f"imports running up the layers: {len(upward)}", upward)
     groups = cycles(package)
     out.append(f"import cycles: {len(groups)}")
     out += [f"  {' -> '.join(group)}" for group in groups]
