@@ -103,3 +103,22 @@ def sample_vault(tmp_path) -> Path:
     shutil.copytree(SAMPLE_VAULT, root, symlinks=True)
     git_init(root)
     return root
+
+
+@pytest.fixture(scope="module")
+def layout():
+    """`bench/layout.py` loaded as a module (the layout figures tests/project holds), registered in
+    `sys.modules` while in use: its dataclasses look their module up."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_layout", TESTS.parent / "bench" / "layout.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
