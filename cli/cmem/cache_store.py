@@ -44,8 +44,9 @@ FORMATS = {
     "archive-recurrence": 1,  # scan/archive_recurrence.py: archived notes' recurrence keys
     "conflicts": 1,  # sync/conflicts_found.py: each memory file's conflict statements
     "config-validators": 2,  # vault/config_cache.py: the schema's compiled validator (2: Decimal)
-    "config-yaml": 1,
-    "read-times": 1,  # reading/stored_context.py: read-times.json's copy, read without json  # vault/config_cache.py: a config file's parsed YAML
+    "config-yaml": 1,  # vault/config_cache.py: a config file's parsed YAML
+    "read-times": 1,  # reading/stored_context.py: read-times.json's copy, read without json
+    "help-pages": 1,  # commands/stored_help.py: what typer printed for a help line
 }
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cmem.cli import _hoist_global_flags
+from cmem.commands.app import _hoist_global_flags
 from cmem.converge.pipeline import PassOptions, run_pass
 from cmem.vault.layers import open_vault
 from history_helpers import run_main
