@@ -2,6 +2,8 @@
 the same bytes, without typer, while nothing it was made from has changed; afresh otherwise."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -82,6 +84,50 @@ def test_an_ascii_stream_prints_the_page_by_typer_every_time():
     first = _help(["--help"], PYTHONIOENCODING="ascii")
     assert first[1] and first[0].startswith("Usage: cmem")
     assert _help(["--help"], PYTHONIOENCODING="ascii") == first
+
+
+def _help_into_a_closed_pipe() -> tuple[int, str]:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before cmem writes a byte
+    code = "import sys; sys.argv = ['cmem', '--help']; from cmem.cli import main; main()"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code], stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    return result.returncode, result.stderr
+
+
+def test_a_reader_gone_ends_the_page_quietly_either_way():
+    """`cmem --help | head -0`: exit 1 and nothing on stderr, from typer as from the stored page."""
+    assert _help_into_a_closed_pipe() == (1, "")  # typer's run: nothing is kept
+    _help(["--help"])
+    assert _help(["--help"])[1] is False  # the page is stored now
+    assert _help_into_a_closed_pipe() == (1, "")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"text": 3, "setting": None, "files": []},
+        "not a dict",
+    ],
+)
+def test_a_stored_entry_of_another_shape_is_a_typer_run(entry):
+    page, _ = _help(["--help"])
+    from cmem.cache_store import Kept
+    from cmem.private import state_root
+
+    kept = Kept(os.path.join(state_root(), "help.marshal"), "help-pages")
+    kept.write(dict.fromkeys(kept.read(), entry))
+    assert _help(["--help"]) == (page, True)
+
+
+def test_a_files_list_of_another_shape_is_a_typer_run():
+    page, _ = _help(["--help"])
+    _rewrite_pages(lambda files: [("only-two", 1)])
+    assert _help(["--help"]) == (page, True)
 
 
 def test_a_line_that_fails_keeps_no_page():

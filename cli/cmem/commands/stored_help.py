@@ -44,15 +44,19 @@ def replay() -> bool:
     if not is_help_line(args):
         return False
     entry = _kept().read().get(tuple(sys.argv))
-    if not isinstance(entry, dict) or entry.get("setting") != setting():
+    if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
         return False
-    if not _files_hold(entry.get("files")):
+    if entry.get("setting") != setting() or not _files_hold(entry.get("files")):
         return False
     from cmem.invocation import tolerant_output
 
     tolerant_output()  # the stream as typer's run had it
-    sys.stdout.write(entry["text"])
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(entry["text"])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader is gone (`| head -0`): exit 1 quietly, as click does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        sys.exit(1)
     return True
 
 
@@ -130,13 +134,13 @@ def _module_files() -> list[tuple[str, int, int]]:
 def _files_hold(files) -> bool:
     if not isinstance(files, list) or not files:
         return False
-    for path, mtime, size in files:
-        try:
+    try:
+        for path, mtime, size in files:
             st = os.stat(path)
-        except OSError:
-            return False
-        if (st.st_mtime_ns, st.st_size) != (mtime, size):
-            return False
+            if (st.st_mtime_ns, st.st_size) != (mtime, size):
+                return False
+    except (OSError, TypeError, ValueError):  # a file gone; an entry of another shape
+        return False
     return True
 
 
