@@ -69,3 +69,28 @@ def test_status_shows_each_agent_hook_and_what_went_wrong(tmp_path):
     )  # fmt: skip
     text, _ = _status(vault)
     assert "the last capture failed: x.jsonl is not a transcript" in text
+
+
+def test_a_credential_in_a_record_read_at_print_time_is_shown_redacted(tmp_path):
+    """The hooks' records and the last sync are read when the status is printed, the stored
+    fields having been redacted when it was made: what is read then is redacted too, whether
+    the status is made afresh or answered from the stored result."""
+    from cmem.sync.record import write_record as write_sync_record
+
+    vault = _vault(tmp_path)
+    machine = str(vault.machine_dir)
+    key = "ghp_" + "Zq7" * 12
+    write_sync_record(
+        machine, "offline", f"https://me:{key}@example.org/memory.git", f"token {key}"
+    )
+    write_record(
+        machine, "codex", "pass", {"time": "2026-11-30T10:00:02+0000", "status": "failed", "error": f"the model said {key}"}
+    )  # fmt: skip
+    settle(vault.root)
+    for _ in ("afresh", "stored"):
+        for extra in ((), ("--json",)):
+            shown, _ = _status(vault, *extra)
+            text = json.dumps(shown) if extra else shown
+            assert key not in text and "[REDACTED" in text, text
+    _, modules = _status(vault)
+    assert "cmem.vault.config" not in modules  # the last call was answered from the stored result

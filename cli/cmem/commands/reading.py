@@ -30,7 +30,9 @@ def status(vault: VaultOption = None, as_json: JsonOption = False, rescan: Resca
         from cmem.vault.warned import shown_once
 
         odd = shown_once(machine_dir, data["odd_files"])  # a warning about a file: once
-        show(render_status_data({**data, "odd_files": odd}))
+        # echo, not `show`: every field is redacted already (`_fresh_status`, `refresh_status`),
+        # and redacting the text again compiled the label rules for every "tokens" it says
+        typer.echo(render_status_data({**data, "odd_files": odd}))
 
 
 def _fresh_status(vault, rescan: bool) -> tuple[dict, str]:

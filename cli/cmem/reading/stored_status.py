@@ -45,8 +45,15 @@ def refresh_status(payload: dict, now: datetime | None = None) -> dict:
     data["due"] = due.to_json()
     if "machine_dir" in clock:  # the last sync: rewritten by every sync, so read now
         from cmem.sync.record import read_record
+        from cmem.text.secrets import shown_data
         from cmem.triggers.hook_record import hooks_status
 
-        data["last_sync"] = read_record(clock["machine_dir"], now.timestamp())
-        data["agent_hooks"] = hooks_status(clock["machine_dir"], now.timestamp())
+        # redacted as the stored fields were when the status was made (a remote's URL, an
+        # error a hook recorded), so the text rendered from them all is not redacted again
+        data["last_sync"], data["agent_hooks"] = shown_data(
+            [
+                read_record(clock["machine_dir"], now.timestamp()),
+                hooks_status(clock["machine_dir"], now.timestamp()),
+            ]
+        )
     return data
