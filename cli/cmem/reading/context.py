@@ -30,7 +30,7 @@ from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle
     assemble,
     rank_score,
     render_context_markdown,
-    texts_blob,
+    stored_material,
     topic_terms,
     wide_count,
 )
@@ -127,9 +127,7 @@ def gather_material(vault: Vault) -> dict:
     return {
         "format": MATERIAL_FORMAT,
         "resident": resident,
-        # the topic files' contents apart, decoded only when the bundle needs one (StoredTexts)
-        "situational": [(row[0], None, *row[2:]) for row in situational],
-        "situational_texts": texts_blob([row[1] for row in situational]),
+        "situational": situational,
         "pending": pending,
         "pending_total": len(scan.pending),
         "problems": problems,
@@ -157,7 +155,7 @@ def build_context(
         pending = stored_results.begin(vault, "context", ())
     material = gather_material(vault)
     if keep:
-        stored_results.store(pending, material)
+        stored_results.store(pending, *stored_material(material))
     context = assemble(material, topic, budget, load_read_times(vault), now)
     if topic and context.omitted:
         add_topic_excerpts(vault, context, topic)
