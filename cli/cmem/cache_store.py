@@ -36,7 +36,7 @@ FORMATS = {
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
     "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
     "stored-results": 8,  # reading/stored_results.py: what status and scan printed, and the key (8: lines waiting for a model)
-    "context-material": 4,  # reading/stored_context.py: what `context` is assembled from (4: topic texts as parts)
+    "context-material": 4,  # reading/stored_context.py: what `context` is assembled from (4: topic texts as parts, problems redacted)
     "context-meta": 2,  # reading/context.py: each memory file's frontmatter, for the index (2: aliases)
     "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
     "start-memory-texts": 2,  # reading/start_memory.py: their texts, read a part at a time (2: CRC-32s)

@@ -135,7 +135,18 @@ def test_stored_answers_print_what_the_full_command_prints(sample_vault):
     assert data["pending_total"] >= 1 and "2026-11-30 new.md" in out
 
 
+def test_warnings_are_redacted_when_gathered_and_printed_as_kept(sample_vault):
+    """The material keeps its problems redacted (a note's name may hold a credential): the
+    stored answer prints them without the redaction rules, as the full command does with them."""
+    (sample_vault / f"note {SECRET}.md").write_bytes(b"\xef\xbb\xbf# odd\n\n- a line\n")
+    warm(sample_vault)
+    light, err, hit = run(sample_vault)
+    assert hit and SECRET not in err and "[REDACTED:" in err and "byte-order mark" in err
+    assert (light, err) == run(sample_vault, full=True)[:2]
+
+
 def test_a_stored_answer_imports_nothing_heavy(sample_vault):
+    (sample_vault / "odd.md").write_bytes(b"\xef\xbb\xbf# odd\n\n- a line\n")  # a warning
     warm(sample_vault)
     code = (
         "import sys; sys.argv = ['cmem', 'context', '--vault', sys.argv[1]];"
@@ -156,6 +167,10 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     for heavy in (*never, "cmem.atomic", "tempfile"):
         found = [m for m in modules if m == heavy or m.startswith(heavy + ".")]
         assert not set(found) - allowed, heavy
+    # nor OpenSSL (the rank jitter and the entry's name are checksums), nor the redaction rules
+    # for its warnings (kept redacted), which it prints
+    assert "warning: " in result.stderr
+    assert not {"hashlib", "_hashlib", "cmem.text.secrets"} & modules
 
 
 def test_a_stored_answer_records_reads(sample_vault):

@@ -126,7 +126,7 @@ class Context:
         self.omitted = omitted
         self.topic = topic
         self.budget = budget
-        self.problems = problems if problems is not None else []
+        self.problems = problems if problems is not None else []  # shown text (text/secrets.py)
         self.excerpts: list[dict] = []  # topic matches from files left out
         self.pending_total = 0  # pending notes in the vault (only the first few are listed)
         self.index_total = 0  # topic files in the vault when the index was cut to fit the budget
