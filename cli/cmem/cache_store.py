@@ -205,7 +205,7 @@ class Kept:
 _PARTS_MARK = b"cmem-kept-parts\n"  # a file of entries and parts (`Kept.write`), not marshal's
 
 
-def _head(handle, start: bytes) -> tuple[object, int, list]:
+def _head(handle, start: bytes) -> tuple:
     """A parts file's head (what `marshal` holds), where its parts start, and their spans. A
     file cut short or grown past its last part raises, and reads as no entries: its parts would
     not be the ones written."""

@@ -326,8 +326,8 @@ def results_dir() -> str:
 
 def entry_path(root: str, command: str, params: tuple) -> str:
     """Where the entry for `command` with `params` in the vault at `root` is kept: named by two
-    checksums of those, not a digest (`hashlib` costs a stored answer more than its file read);
-    two that share a name only take turns, the entry naming what it answers (`load_entry`)."""
+    checksums of those, not a digest (`hashlib` loads OpenSSL on every stored answer); two that
+    share a name only take turns, each entry naming what it answers (`load_entry`)."""
     from zlib import adler32, crc32
 
     name = repr((root, command, params)).encode("utf-8", "surrogateescape")
