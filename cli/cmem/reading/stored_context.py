@@ -62,12 +62,12 @@ class ContextFile:
         tags: list[str] | None = None,
         aliases: list[str] | None = None,
         tokens: int = 0,
+        cjk: tuple[int, int, int] | None = None,
+        body_len: int | None = None,
         last_read: str | None = None,
         score: float = 0.0,
         matches_topic: bool = False,
-        cjk: tuple[int, int, int] | None = None,
-        body_len: int | None = None,
-    ):
+    ):  # a material row's fields first, in its order (`_files`)
         self.path = path
         self._content = content  # or where the stored material keeps it: (StoredTexts, index)
         self.summary = summary
@@ -262,16 +262,7 @@ def _files(
         last_read = read_times.get(path)
         files.append(
             ContextFile(
-                path,
-                content,
-                summary,
-                importance,
-                tags,
-                aliases,
-                tokens,
-                last_read,
-                cjk=cjk,
-                body_len=body_len,
+                path, content, summary, importance, tags, aliases, tokens, cjk, body_len, last_read
             )
         )
     return files
