@@ -2,7 +2,7 @@
 stored results beside them) is a `Kept` file of entries under a stamp, looked up by a file's stat
 (`kept_by_stat`) or by the digest of a text (`KeptByDigest`), with one racy rule (`settled`) and
 one version registry (`FORMATS`). Written replaced whole (a reader sees the old file or the new
-one, never half of it), with `os` and `marshal` alone: a stored answer reads (and the next
+one, never half of it), with `os`, `marshal` and `zlib`'s CRC-32 alone: a stored answer reads (and the next
 stores) here on every call, and `cmem.atomic`'s fsync would cost more than the write.
 
 Unlike `cmem.atomic.write_atomic` there is no fsync: a power cut may lose the last such write,
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import marshal
 import os
+from zlib import crc32
 
 from cmem import __version__
 from cmem.private import FILE_MODE, make_dirs
@@ -35,10 +36,10 @@ FORMATS = {
     "prompt-redactions": 2,  # converge/prompt.py: the notes' texts with credentials redacted
     "search-index": 5,  # reading/search_index.py (5: title rows, exchanges, one index of notes)
     "stored-results": 8,  # reading/stored_results.py: what status and scan printed, and the key (8: lines waiting for a model)
-    "context-material": 3,  # reading/stored_context.py: what `context` is assembled from (3: aliases)
+    "context-material": 4,  # reading/stored_context.py: what `context` is assembled from (4: topic texts as parts, problems redacted)
     "context-meta": 2,  # reading/context.py: each memory file's frontmatter, for the index (2: aliases)
     "start-memory": 1,  # reading/start_memory.py: the memory files as SessionStart shows them
-    "start-memory-texts": 1,  # reading/start_memory.py: their texts, read a part at a time
+    "start-memory-texts": 2,  # reading/start_memory.py: their texts, read a part at a time (2: CRC-32s)
     "layer-sizes": 1,  # reading/sizes.py: each file's token estimate
     "archive-names": 2,  # vault/archive_names.py: the archive's note paths by folder
     "archive-recurrence": 1,  # scan/archive_recurrence.py: archived notes' recurrence keys
@@ -133,37 +134,47 @@ class Kept:
             return {}
         handle = None
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - a parts file stays open to be read
+            # unbuffered: each read one system call, a file of megabytes never copied twice
+            handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 - a parts file stays open
             start = handle.read(len(_PARTS_MARK) + 8)
             if start[: len(_PARTS_MARK)] == _PARTS_MARK:
-                size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
-                data = marshal.loads(handle.read(size))
-                spans = data.get("parts") if isinstance(data, dict) else None
-                self._parts, handle = (handle, len(start) + size, spans), None  # kept open
+                data, base, spans = _head(handle, start)
+                self._parts, handle = (handle, base, spans), None  # kept open
             else:
-                data = marshal.loads(start + handle.read())
-        except (OSError, EOFError, ValueError, TypeError, AttributeError, OverflowError):
+                handle.seek(0)
+                data = marshal.loads(handle.readall())
+        except (
+            OSError,
+            EOFError,
+            ValueError,
+            TypeError,
+            LookupError,
+            AttributeError,
+            OverflowError,
+        ):
             return {}
         finally:
             if handle is not None:
                 handle.close()
         if not isinstance(data, dict) or data.get("stamp") != self.stamp:
+            self.close()
             return {}
         entries = data.get("entries")
         self.found = isinstance(entries, dict)
         return entries if isinstance(entries, dict) else {}
 
     def part(self, index: int) -> bytes | None:
-        """The `index`-th part of the file `read` read last, or None (none such)."""
+        """The `index`-th part of the file `read` read last, or None (none such, or not as
+        written: each part's CRC-32 is kept beside its span)."""
         if self._parts is None or not self.found:
             return None
         handle, base, spans = self._parts
         try:
-            offset, length = spans[index]
+            offset, length, check = spans[index]
             data = os.pread(handle.fileno(), length, base + offset)
         except (OSError, IndexError, TypeError, ValueError):
             return None
-        return data if len(data) == length else None
+        return data if len(data) == length and crc32(data) == check else None
 
     def write(self, entries: dict, mode: int = FILE_MODE, parts: list[bytes] | None = None) -> None:
         """Replace the file with `entries` (and `parts`, see the class); one value marshal
@@ -176,7 +187,7 @@ class Kept:
             else:
                 spans, at = [], 0
                 for part in parts:
-                    spans.append((at, len(part)))
+                    spans.append((at, len(part), crc32(part)))
                     at += len(part)
                 head = marshal.dumps({"stamp": self.stamp, "entries": entries, "parts": spans})
                 data = b"".join([_PARTS_MARK, len(head).to_bytes(8, "big"), head, *parts])
@@ -193,6 +204,23 @@ class Kept:
 
 
 _PARTS_MARK = b"cmem-kept-parts\n"  # a file of entries and parts (`Kept.write`), not marshal's
+
+
+def _head(handle, start: bytes) -> tuple:
+    """A parts file's head (what `marshal` holds), where its parts start, and their spans. A
+    file cut short or grown past its last part raises, and reads as no entries: its parts would
+    not be the ones written."""
+    size = int.from_bytes(start[len(_PARTS_MARK) :], "big")
+    whole = os.fstat(handle.fileno()).st_size
+    head = handle.read(size) if len(start) + size <= whole else b""
+    if len(head) != size:
+        raise EOFError(size)
+    data = marshal.loads(head)
+    spans = data.get("parts") if isinstance(data, dict) else None
+    base = len(start) + size
+    if whole != base + (spans[-1][0] + spans[-1][1] if spans else 0):
+        raise EOFError(whole)
+    return data, base, spans
 
 
 def kept_by_stat(

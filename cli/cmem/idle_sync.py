@@ -35,7 +35,6 @@ import os
 
 from cmem.reading.stored_results import (
     context_matches,
-    entry_path,
     find_root,
     listing_matches,
     load_entry,
@@ -126,7 +125,7 @@ def answer(vault, as_json: bool) -> tuple[str | None, dict | None]:
     from cmem.steps.git_head import branch_of_head, read_ref
 
     root = find_root(None if vault is None else str(vault))
-    entry = None if root is None else load_entry(entry_path(root, COMMAND, ()))
+    entry = None if root is None else load_entry(root, COMMAND, ())
     if root is None or entry is None or not context_matches(entry, root):
         return None, None
     stored = entry["payload"]

@@ -26,11 +26,16 @@ def print_json(echo, data) -> None:
     echo(json.dumps(shown_data(data), ensure_ascii=False, indent=2))
 
 
-def warn(echo, message: str) -> None:
+def warn(echo, message: str, redacted: bool = False) -> None:
+    """`message` on stderr as a warning, its credentials redacted; `redacted`: it is `shown`
+    text already (the rules cost a light path their import and compilation)."""
     from cmem.render.reports import paint
-    from cmem.text.secrets import shown
 
-    echo(paint("warning: ", "yellow", stream=sys.stderr) + shown(message), err=True)
+    if not redacted:
+        from cmem.text.secrets import shown
+
+        message = shown(message)
+    echo(paint("warning: ", "yellow", stream=sys.stderr) + message, err=True)
 
 
 def auto_sync(

@@ -129,3 +129,30 @@ def test_parts_are_read_one_at_a_time_and_only_from_the_file_read(tmp_path):
     assert plain.read() == {"a": 1} and plain.part(0) is None
     (tmp_path / "bad.marshal").write_bytes(b"cmem-kept-parts\n\xff\xff\xff\xff\xff\xff\xff\xffjunk")
     assert Kept(tmp_path / "bad.marshal", "start-memory").read() == {}
+
+
+@pytest.mark.parametrize("damage", ["cut after the head", "cut in a part", "grown", "a byte"])
+def test_a_parts_file_not_as_written_gives_no_wrong_part(tmp_path, damage):
+    """A parts file cut short or grown reads as no entries; one whose part's bytes changed gives
+    None for that part (each part's CRC-32 is kept in the head), the others as written."""
+    from cmem.cache_store import Kept
+
+    path = tmp_path / "texts.marshal"
+    parts = [b"first part", "第二部分".encode(), b"third part"]
+    Kept(path, "start-memory-texts", "g1").write({"n": 3}, parts=parts)
+    data = path.read_bytes()
+    size = int.from_bytes(data[16:24], "big")  # the head's length, after the mark
+    base = 24 + size  # where the parts start
+    damaged = {
+        "cut after the head": data[:base],
+        "cut in a part": data[: base + len(parts[0]) + 2],
+        "grown": data + b"more",
+        "a byte": data[: base + 3] + b"X" + data[base + 4 :],  # in the first part
+    }[damage]
+    path.write_bytes(damaged)
+    reader = Kept(path, "start-memory-texts", "g1")
+    if damage == "a byte":
+        assert reader.read() == {"n": 3} and reader.found
+        assert [reader.part(i) for i in range(3)] == [None, *parts[1:]]
+    else:
+        assert reader.read() == {} and not reader.found and reader.part(1) is None

@@ -135,7 +135,18 @@ def test_stored_answers_print_what_the_full_command_prints(sample_vault):
     assert data["pending_total"] >= 1 and "2026-11-30 new.md" in out
 
 
+def test_warnings_are_redacted_when_gathered_and_printed_as_kept(sample_vault):
+    """The material keeps its problems redacted (a note's name may hold a credential): the
+    stored answer prints them without the redaction rules, as the full command does with them."""
+    (sample_vault / f"note {SECRET}.md").write_bytes(b"\xef\xbb\xbf# odd\n\n- a line\n")
+    warm(sample_vault)
+    light, err, hit = run(sample_vault)
+    assert hit and SECRET not in err and "[REDACTED:" in err and "byte-order mark" in err
+    assert (light, err) == run(sample_vault, full=True)[:2]
+
+
 def test_a_stored_answer_imports_nothing_heavy(sample_vault):
+    (sample_vault / "odd.md").write_bytes(b"\xef\xbb\xbf# odd\n\n- a line\n")  # a warning
     warm(sample_vault)
     code = (
         "import sys; sys.argv = ['cmem', 'context', '--vault', sys.argv[1]];"
@@ -156,6 +167,10 @@ def test_a_stored_answer_imports_nothing_heavy(sample_vault):
     for heavy in (*never, "cmem.atomic", "tempfile"):
         found = [m for m in modules if m == heavy or m.startswith(heavy + ".")]
         assert not set(found) - allowed, heavy
+    # nor OpenSSL (the rank jitter and the entry's name are checksums), nor the redaction rules
+    # for its warnings (kept redacted), which it prints
+    assert "warning: " in result.stderr
+    assert not {"hashlib", "_hashlib", "cmem.text.secrets"} & modules
 
 
 def test_a_stored_answer_records_reads(sample_vault):
@@ -243,6 +258,29 @@ def test_checkout_of_an_older_state_is_seen(sample_vault):
     assert not hit and "cargo clippy" not in out
 
 
+@pytest.mark.parametrize("damage", ["cut after the head", "a byte of a topic text"])
+def test_stored_material_not_as_written_is_a_miss(sample_vault, damage):
+    """The topic files' texts are parts after the stored material, read when the bundle needs
+    them: a file cut after its head, or with a text's bytes changed, is a miss (the full
+    command runs and prints the truth), never a wrong bundle or a crash."""
+    from cmem.reading.stored_results import entry_path
+
+    warm(sample_vault)
+    path = Path(entry_path(str(sample_vault.resolve()), "context", ()))
+    data = path.read_bytes()
+    base = 24 + int.from_bytes(data[16:24], "big")  # the mark, the head's length, the head
+    assert len(data) > base  # the texts are after it
+    if damage == "cut after the head":
+        path.write_bytes(data[:base])
+    else:  # a line of a topic text: the budget below prints every topic file
+        last = data.rindex(b"---", base)  # each sample topic file starts with its frontmatter
+        path.write_bytes(data[:last] + b"+++" + data[last + 3 :])
+    out, _, hit = run(sample_vault, "--budget", "100000")
+    assert not hit and "+++" not in out
+    assert out == run(sample_vault, "--budget", "100000", full=True)[0]
+    assert run(sample_vault, "--budget", "100000")[2]  # the full command stored it again
+
+
 def test_a_topic_whose_files_do_not_fit_goes_to_the_full_command(sample_vault):
     """Excerpts from the files left out need the full-text index: not the light path's."""
     warm(sample_vault)
@@ -275,7 +313,8 @@ def test_wide_count_matches_the_token_estimates_class():
         "é ü ß — …",
         "😀𠀀",
     ]
-    samples.append("".join(chr(c) for c in range(0x2F00, 0x10000, 7) if not 0xD800 <= c < 0xE000))
+    # every code point from below the first range to past the last: each range's edges
+    samples.append("".join(chr(c) for c in range(0x2F00, 0x10000) if not 0xD800 <= c < 0xE000))
     for text in samples:
         assert stored_context.wide_count(text) == len(CJK_WIDE_CHAR.findall(text)), text
 
@@ -333,24 +372,35 @@ def test_the_budget_cuts_each_part_as_the_rendered_text_would(sample_vault, monk
         same_as_full(sample_vault, "--budget", str(budget), *(("--json",) if n % 2 else ()))
 
 
-def test_topic_files_are_decoded_only_when_the_bundle_needs_them(sample_vault, monkeypatch):
-    """The material keeps the topic files' contents as one blob (StoredTexts): a bundle whose
-    budget leaves them all out, with no topic to match, never decodes it."""
-    material = gather_material(open_vault(sample_vault))
-    decoded = []
+def stored_texts(material: dict, path: Path) -> tuple[dict, stored_context.StoredTexts]:
+    """The material as `cmem context` stores it (its topic texts as parts of a file at `path`),
+    read back as a stored answer reads it."""
+    from cmem.cache_store import Kept
+
+    kept_material, parts = stored_context.stored_material(material)
+    Kept(path, "stored-results").write({"payload": kept_material}, parts=parts)
+    reader = Kept(path, "stored-results")
+    return reader.read()["payload"], stored_context.StoredTexts(reader)
+
+
+def test_topic_files_are_read_only_when_the_bundle_needs_them(sample_vault, tmp_path, monkeypatch):
+    """The stored material keeps the topic files' contents as parts after it (StoredTexts): a
+    bundle whose budget leaves them all out, with no topic to match, never reads one."""
+    material, texts = stored_texts(gather_material(open_vault(sample_vault)), tmp_path / "m")
+    read = []
     real_get = stored_context.StoredTexts.get
     monkeypatch.setattr(
-        stored_context.StoredTexts, "get", lambda self, at: decoded.append(at) or real_get(self, at)
+        stored_context.StoredTexts, "get", lambda self, at: read.append(at) or real_get(self, at)
     )
     now = datetime.now().astimezone()
-    cut = stored_context.assemble(material, None, 100, {}, now)
+    cut = stored_context.assemble(material, None, 100, {}, now, texts)
     render_context_markdown(cut), cut.to_json()
-    assert cut.omitted and not cut.situational and decoded == []
-    fits = stored_context.assemble(material, None, 10**6, {}, now)
+    assert cut.omitted and not cut.situational and read == []
+    fits = stored_context.assemble(material, None, 10**6, {}, now, texts)
     assert "- Uses pip and venv" in render_context_markdown(fits)
-    assert len(decoded) == len(fits.situational) > 0
-    assert stored_context.assemble(material, "python", 100, {}, now).omitted
-    assert len(decoded) > len(fits.situational)  # a topic is matched in the files' text
+    assert len(read) == len(fits.situational) > 0
+    assert stored_context.assemble(material, "python", 100, {}, now, texts).omitted
+    assert len(read) > len(fits.situational)  # a topic is matched in the files' text
 
 
 def test_read_times_are_written_as_json_writes_them_and_read_back_from_their_copy(tmp_path):
@@ -404,3 +454,39 @@ def test_a_topic_names_its_file_by_alias_as_a_project_does(sample_vault):
             assert context.omitted, "a budget that leaves files out ranks the topic's first"
             assert [f.path for f in context.situational if f.matches_topic] == [path], topic
             assert context.situational[0].path == path
+
+
+def test_the_rank_jitter_is_the_same_in_every_process_and_moves_with_the_day():
+    """docs/design.md §8: the jitter is the CRC-32 of the day and the path scaled to [0, 0.5), so
+    another process (another hash seed) ranks a day's files alike, and another day differently."""
+    from zlib import crc32
+
+    code = (
+        "import json\n"
+        "from datetime import datetime\n"
+        "from cmem.reading.stored_context import ContextFile, rank_scores\n"
+        "now = datetime.fromisoformat('2026-12-03T10:00:00+00:00')\n"
+        "files = [ContextFile(f'converged/topics/t{i}.md', '', importance=0) for i in range(200)]\n"
+        "print(json.dumps(rank_scores(files, now)))\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert runs[0] == runs[1]
+    jitters = [score - 5 for score in json.loads(runs[0])]  # never read: recency at its cap, 5
+    assert all(0 <= j < 0.5 for j in jitters) and len(set(jitters)) == 200
+    assert max(jitters) - min(jitters) > 0.45  # spread over the range
+    assert jitters[7] == crc32(b"2026-12-03:converged/topics/t7.md") / 2**32 * 0.5
+    files = [stored_context.ContextFile(f"converged/topics/t{i}.md", "") for i in range(200)]
+    day = stored_context.rank_scores(files, datetime.fromisoformat("2026-12-03T10:00:00+00:00"))
+    later = stored_context.rank_scores(files, datetime.fromisoformat("2026-12-04T10:00:00+00:00"))
+    order = sorted(range(200), key=day.__getitem__)
+    assert order == sorted(range(200), key=jitters.__getitem__)
+    assert order != sorted(range(200), key=later.__getitem__)

@@ -85,12 +85,26 @@ def test_hit_prints_what_a_miss_prints(sample_vault):
         assert not hit and without_text_ages(fresh) == without_text_ages(text)
 
 
+def test_an_entry_is_taken_only_for_what_it_answers(sample_vault):
+    """An entry's file is named by checksums of its vault, command and parameters: one found
+    under another's name (two sharing it) is a miss, never the other command's answer."""
+    root = str(sample_vault.resolve())
+    warm(sample_vault, "status")
+    status = stored_results.entry_path(root, "status", ())
+    scan = stored_results.entry_path(root, "scan", (False, False))
+    shutil.copyfile(status, scan)
+    assert stored_results.valid_entry(root, "status", ()) is not None
+    assert stored_results.valid_entry(root, "scan", (False, False)) is None
+    assert stored_results.load_entry(root, "scan", (False, False)) is None
+    assert stored_results.load_entry(root, "status", ("other",)) is None
+    out, hit = cmem(sample_vault, "scan")
+    assert not hit and out == cmem(sample_vault, "scan", "--rescan")[0]
+
+
 def test_due_is_recomputed_at_print_time(sample_vault):
     settle(sample_vault)
     status_json(sample_vault)
-    entry = stored_results.load_entry(
-        stored_results.entry_path(str(sample_vault.resolve()), "status", ())
-    )
+    entry = stored_results.load_entry(str(sample_vault.resolve()), "status", ())
     payload = entry["payload"]
     last = "2026-11-30T10:00:00+00:00"
     payload["clock"].update(

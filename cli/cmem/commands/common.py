@@ -61,8 +61,8 @@ def show_stored(printed: str | bytes) -> None:
     typer.echo(printed, nl=False)
 
 
-def warn(message: str) -> None:
-    pass_command.warn(typer.echo, message)
+def warn(message: str, redacted: bool = False) -> None:
+    pass_command.warn(typer.echo, message, redacted)
 
 
 def confirm(yes: bool, question: str) -> None:

@@ -94,7 +94,7 @@ def context(
             reading_target(vault).remember_listings(), topic=topic, budget=budget, keep=True
         )
     for problem in result.problems:
-        warn(problem)
+        warn(problem, redacted=True)  # as the material holds them: redacted when gathered
     # as it is, not through `show` or click's stripping of colour codes: the bundle is redacted
     # material (context.py: gather_material) holding no codes of ours, often a megabyte long
     if as_json:

@@ -30,7 +30,7 @@ from cmem.reading.stored_context import (  # noqa: F401 (re-exported: the bundle
     assemble,
     rank_score,
     render_context_markdown,
-    texts_blob,
+    stored_material,
     topic_terms,
     wide_count,
 )
@@ -89,7 +89,7 @@ def gather_material(vault: Vault) -> dict:
     on read times (those are `assemble`'s): kept by the full command as a stored result, so a
     warm call answers from it without reading a note (cmem.reading.stored_context)."""
     from cmem.scan.scanner import scan_vault
-    from cmem.text.secrets import redact_data
+    from cmem.text.secrets import redact_data, shown
 
     problems: list[str] = []
     hidden = [0]
@@ -127,12 +127,10 @@ def gather_material(vault: Vault) -> dict:
     return {
         "format": MATERIAL_FORMAT,
         "resident": resident,
-        # the topic files' contents apart, decoded only when the bundle needs one (StoredTexts)
-        "situational": [(row[0], None, *row[2:]) for row in situational],
-        "situational_texts": texts_blob([row[1] for row in situational]),
+        "situational": situational,
         "pending": pending,
         "pending_total": len(scan.pending),
-        "problems": problems,
+        "problems": [shown(problem) for problem in problems],  # the command warns of them as kept
         "redacted": hidden[0],
         "budget_tokens": vault.config.budget_tokens,
     }
@@ -157,7 +155,7 @@ def build_context(
         pending = stored_results.begin(vault, "context", ())
     material = gather_material(vault)
     if keep:
-        stored_results.store(pending, material)
+        stored_results.store(pending, *stored_material(material))
     context = assemble(material, topic, budget, load_read_times(vault), now)
     if topic and context.omitted:
         add_topic_excerpts(vault, context, topic)
@@ -170,13 +168,13 @@ def add_topic_excerpts(vault: Vault, context: Context, topic: str) -> None:
     """Fill the space the budget leaves with the topic's best statements from the files left out
     (from the full-text index), best first, and never past the budget."""
     from cmem.reading.search_index import CONVERGENT, search_scope
+    from cmem.text.secrets import redact_secrets, shown
 
     try:
         hits = search_scope(vault, CONVERGENT, topic, 200, [f.path for f in context.omitted]).hits
     except CmemError as exc:  # no FTS5, an unusable index: the bundle still works without excerpts
-        context.problems.append(f"no topic excerpts: {exc}")
+        context.problems.append(shown(f"no topic excerpts: {exc}"))
         return
-    from cmem.text.secrets import redact_secrets
 
     free = context.budget - context.tokens
     for hit in hits:

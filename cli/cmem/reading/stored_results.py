@@ -325,21 +325,41 @@ def results_dir() -> str:
 
 
 def entry_path(root: str, command: str, params: tuple) -> str:
-    from hashlib import sha256
+    """Where the entry for `command` with `params` in the vault at `root` is kept: named by two
+    checksums of those, not a digest (`hashlib` loads OpenSSL on every stored answer); two that
+    share a name only take turns, each entry naming what it answers (`load_entry`)."""
+    from zlib import adler32, crc32
 
     name = repr((root, command, params)).encode("utf-8", "surrogateescape")
-    return os.path.join(results_dir(), sha256(name).hexdigest()[:32] + ".marshal")
+    return os.path.join(results_dir(), f"{crc32(name):08x}{adler32(name):08x}.marshal")
 
 
 def valid_entry(root: str, command: str, params: tuple) -> dict | None:
     """The entry stored for `command` with `params` in the vault at `root`, if it still answers
     for the vault as it is now (`still_valid`); else None, and the real command runs."""
-    entry = load_entry(entry_path(root, command, params))
-    return entry if entry is not None and still_valid(entry, root) else None
+    found = valid_kept(root, command, params)
+    return None if found is None else found[0]
 
 
-def load_entry(path: str) -> dict | None:
-    return Kept(path, "stored-results").read() or None
+def valid_kept(root: str, command: str, params: tuple) -> tuple[dict, Kept] | None:
+    """`valid_entry`, with the file it was read from, whose parts (`store`'s) it reads on demand."""
+    kept = Kept(entry_path(root, command, params), "stored-results")
+    entry = _entry_for(kept.read(), root, command, params)
+    return None if entry is None or not still_valid(entry, root) else (entry, kept)
+
+
+def load_entry(root: str, command: str, params: tuple) -> dict | None:
+    """The entry stored for `command` with `params` in the vault at `root`, valid or not."""
+    return _entry_for(
+        Kept(entry_path(root, command, params), "stored-results").read(), root, command, params
+    )
+
+
+def _entry_for(entry: dict, root: str, command: str, params: tuple) -> dict | None:
+    """`entry` if it is the one asked for (another's may share its file name)."""
+    if entry.get("root") != root or entry.get("command") != command:
+        return None
+    return entry if entry.get("params") == params else None
 
 
 # --- storing, from the real command -------------------------------------------------------------
@@ -409,15 +429,16 @@ def printed(text: str) -> dict:
         return {"stdout": text}
 
 
-def store(pending: dict | None, payload: dict) -> None:
+def store(pending: dict | None, payload: dict, parts: list[bytes] | None = None) -> None:
     """Called by the read command with what it printed (or what to print from): kept for the next
-    call whose key matches. Never fails the command."""
+    call whose key matches, with `parts` after it, each read alone (`valid_kept`, `Kept.part`).
+    Never fails the command."""
     if pending is None or _busy(pending["machine_dir"]):
         return
     try:
         kept = Kept(
             entry_path(pending["root"], pending["command"], pending["params"]), "stored-results"
         )
-        kept.write(dict(pending, payload=payload))
+        kept.write(dict(pending, payload=payload), parts=parts)
     except Exception:
         pass
