@@ -25,7 +25,7 @@ from cmem import idle_sync
 from cmem.commands.common import show_stored
 from cmem.reading import stored_results
 from cmem.reading.stored_status import refresh_status
-from support import AFRESH_MODULES, HOUR_AGO, git, settle
+from support import AFRESH_MODULES, HOUR_AGO, forget_stored, git, settle
 from support import run_entry as shared_run_entry
 from support import run_stored as cmem
 
@@ -99,6 +99,24 @@ def test_an_entry_is_taken_only_for_what_it_answers(sample_vault):
     assert stored_results.load_entry(root, "status", ("other",)) is None
     out, hit = cmem(sample_vault, "scan")
     assert not hit and out == cmem(sample_vault, "scan", "--rescan")[0]
+
+
+def test_entries_an_older_cmem_named_otherwise_are_removed_when_one_is_stored(sample_vault):
+    """Entries named by a sha256 prefix (an older cmem's) are read by no one: storing an entry
+    removes them; this cmem's entries and a temp file in flight stay."""
+    root = str(sample_vault.resolve())
+    warm(sample_vault, "status")
+    folder = stored_results.results_dir()
+    older = os.path.join(folder, "0123456789abcdef" * 2 + ".marshal")
+    in_flight = os.path.join(folder, "0123456789abcdef.marshal.4242.tmp")
+    for path in (older, in_flight):
+        with open(path, "wb") as handle:
+            handle.write(b"x" * 1000)
+    forget_stored(sample_vault, "scan", (False, False))
+    cmem(sample_vault, "scan")  # a miss: the scan's entry is stored
+    assert not os.path.exists(older) and os.path.exists(in_flight)
+    assert os.path.exists(stored_results.entry_path(root, "status", ()))
+    assert os.path.exists(stored_results.entry_path(root, "scan", (False, False)))
 
 
 def test_due_is_recomputed_at_print_time(sample_vault):

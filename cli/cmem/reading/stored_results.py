@@ -331,7 +331,26 @@ def entry_path(root: str, command: str, params: tuple) -> str:
     from zlib import adler32, crc32
 
     name = repr((root, command, params)).encode("utf-8", "surrogateescape")
-    return os.path.join(results_dir(), f"{crc32(name):08x}{adler32(name):08x}.marshal")
+    return os.path.join(results_dir(), f"{crc32(name):08x}{adler32(name):08x}{ENTRY_SUFFIX}")
+
+
+ENTRY_SUFFIX = ".marshal"
+ENTRY_NAME_LENGTH = 16 + len(ENTRY_SUFFIX)  # as `entry_path` names them
+
+
+def drop_older_names(folder: str) -> None:
+    """Remove the entries an older cmem named otherwise (a sha256 prefix): none is read again,
+    and a stored `context` material is megabytes. Temp files in flight are not entries."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.endswith(ENTRY_SUFFIX) and len(name) != ENTRY_NAME_LENGTH:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
 
 
 def valid_entry(root: str, command: str, params: tuple) -> dict | None:
@@ -440,5 +459,6 @@ def store(pending: dict | None, payload: dict, parts: list[bytes] | None = None)
             entry_path(pending["root"], pending["command"], pending["params"]), "stored-results"
         )
         kept.write(dict(pending, payload=payload), parts=parts)
+        drop_older_names(results_dir())  # on a miss, the slow call: a listing costs it nothing felt
     except Exception:
         pass
