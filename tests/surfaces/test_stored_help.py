@@ -166,3 +166,23 @@ def _rewrite_pages(change_files) -> None:
     for entry in pages.values():
         entry["files"] = change_files(entry["files"])
     kept.write(pages)
+
+
+def test_no_help_page_depends_on_the_folder_it_is_asked_in(monkeypatch, tmp_path, sample_vault):
+    """The stored page's key has no working folder: every page must read the same from a vault,
+    from a folder inside one and from outside any (a default shown from the folder would be
+    replayed stale)."""
+    from typer.testing import CliRunner
+
+    from cmem.commands.app import COMMANDS, app
+
+    inside = sample_vault / "converged"
+    pages: dict[str, set[str]] = {}
+    for folder in (tmp_path, sample_vault, inside):
+        monkeypatch.chdir(folder)
+        for name in [None, *COMMANDS]:
+            args = ["--help"] if name is None else [name, "--help"]
+            result = CliRunner().invoke(app, args, prog_name="cmem")
+            assert result.exit_code == 0, (args, result.output)
+            pages.setdefault(str(name), set()).add(result.output)
+    assert {name: len(seen) for name, seen in pages.items() if len(seen) > 1} == {}
