@@ -13,11 +13,11 @@ from support import run_entry
 HELP_LINES = [["--help"], ["-h"], ["status", "--help"], ["archive", "apply", "-h"]]
 
 
-def _pages() -> dict:
-    from cmem.cache_store import Kept
-    from cmem.private import state_root
+def _kept(argv: list[str]):
+    """Where the page of `cmem ARGV` is kept (`run_entry` names the program `cmem`)."""
+    from cmem.commands.stored_help import _kept as kept
 
-    return Kept(os.path.join(state_root(), "help.marshal"), "help-pages").read()
+    return kept(("cmem", *argv))
 
 
 def _help(argv: list[str], **env: str) -> tuple[str, bool]:
@@ -54,7 +54,7 @@ def test_a_changed_module_file_prints_the_page_afresh():
     """Every module file loaded when the page was printed is part of its key: cmem's command
     modules and typer's among them; one whose stat differs makes the next line a typer run."""
     page, _ = _help(["--help"])
-    entry = next(iter(_pages().values()))
+    entry = _kept(["--help"]).read()
     paths = [path for path, _, _ in entry["files"]]
     for part in ("commands/reading.py", "commands/app.py", "typer/main.py"):
         assert any(path.replace(os.sep, "/").endswith(part) for path in paths), part
@@ -70,9 +70,7 @@ def test_a_changed_module_file_prints_the_page_afresh():
 )
 def test_a_damaged_file_of_pages_is_a_typer_run(damage):
     page, _ = _help(["--help"])
-    from cmem.private import state_root
-
-    with open(os.path.join(state_root(), "help.marshal"), "wb") as handle:
+    with open(_kept(["--help"]).path, "wb") as handle:
         handle.write(damage)
     assert _help(["--help"]) == (page, True)
     assert _help(["--help"]) == (page, False)
@@ -92,7 +90,11 @@ def _help_into_a_closed_pipe() -> tuple[int, str]:
     code = "import sys; sys.argv = ['cmem', '--help']; from cmem.cli import main; main()"
     try:
         result = subprocess.run(
-            [sys.executable, "-c", code], stdout=write_end, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", code],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
         )
     finally:
         os.close(write_end)
@@ -110,17 +112,22 @@ def test_a_reader_gone_ends_the_page_quietly_either_way():
 @pytest.mark.parametrize(
     "entry",
     [
-        {"text": 3, "setting": None, "files": []},
+        {"line": ("cmem", "--help"), "text": 3, "setting": None, "files": []},
         "not a dict",
     ],
 )
 def test_a_stored_entry_of_another_shape_is_a_typer_run(entry):
     page, _ = _help(["--help"])
-    from cmem.cache_store import Kept
-    from cmem.private import state_root
+    _kept(["--help"]).write(entry)
+    assert _help(["--help"]) == (page, True)
 
-    kept = Kept(os.path.join(state_root(), "help.marshal"), "help-pages")
-    kept.write(dict.fromkeys(kept.read(), entry))
+
+def test_another_lines_page_under_its_name_is_a_typer_run():
+    """Pages are named by checksums of their lines: one found under another line's name (two
+    sharing it) is never printed for it."""
+    page, _ = _help(["--help"])
+    _help(["status", "--help"])
+    _kept(["--help"]).write(_kept(["status", "--help"]).read())
     assert _help(["--help"]) == (page, True)
 
 
@@ -133,7 +140,7 @@ def test_a_files_list_of_another_shape_is_a_typer_run():
 def test_a_line_that_fails_keeps_no_page():
     code, _, err, _ = run_entry("cmem.cli", ["no-such-command", "--help"])
     assert code == 2 and "No such command" in err
-    assert ("cmem", "no-such-command", "--help") not in _pages()
+    assert _kept(["no-such-command", "--help"]).read() == {}
 
 
 @pytest.mark.parametrize(
@@ -158,31 +165,15 @@ def test_what_a_help_line_is(args, expected):
 
 
 def _rewrite_pages(change_files) -> None:
-    from cmem.cache_store import Kept
-    from cmem.private import state_root
-
-    kept = Kept(os.path.join(state_root(), "help.marshal"), "help-pages")
-    pages = kept.read()
-    for entry in pages.values():
-        entry["files"] = change_files(entry["files"])
-    kept.write(pages)
+    kept = _kept(["--help"])
+    page = kept.read()
+    page["files"] = change_files(page["files"])
+    kept.write(page)
 
 
-def test_no_help_page_depends_on_the_folder_it_is_asked_in(monkeypatch, tmp_path, sample_vault):
-    """The stored page's key has no working folder: every page must read the same from a vault,
-    from a folder inside one and from outside any (a default shown from the folder would be
-    replayed stale)."""
-    from typer.testing import CliRunner
-
-    from cmem.commands.app import COMMANDS, app
-
-    inside = sample_vault / "converged"
-    pages: dict[str, set[str]] = {}
-    for folder in (tmp_path, sample_vault, inside):
-        monkeypatch.chdir(folder)
-        for name in [None, *COMMANDS]:
-            args = ["--help"] if name is None else [name, "--help"]
-            result = CliRunner().invoke(app, args, prog_name="cmem")
-            assert result.exit_code == 0, (args, result.output)
-            pages.setdefault(str(name), set()).add(result.output)
-    assert {name: len(seen) for name, seen in pages.items() if len(seen) > 1} == {}
+def test_a_state_folder_that_cannot_be_made_still_prints_the_page(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    fresh, by_typer = _help(["--help"])
+    for _ in range(2):
+        assert _help(["--help"], XDG_STATE_HOME=str(blocked / "state")) == (fresh, True)

@@ -43,9 +43,10 @@ def replay() -> bool:
     args = sys.argv[1:]
     if not is_help_line(args):
         return False
-    entry = _kept().read().get(tuple(sys.argv))
-    if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
-        return False
+    line = tuple(sys.argv)
+    entry = _kept(line).read()  # {}: none, or a state folder that cannot be made or read
+    if entry.get("line") != line or not isinstance(entry.get("text"), str):
+        return False  # none, or another line's page under the same name
     if entry.get("setting") != setting() or not _files_hold(entry.get("files")):
         return False
     from cmem.invocation import tolerant_output
@@ -75,7 +76,12 @@ def keep_while(run: Callable[[], None]) -> None:
         sys.stdout = copying.stream
     text = "".join(copying.copy)
     if text:  # empty: click wrote past the copy (an unusual stream), so nothing to keep
-        _keep(tuple(sys.argv), {"setting": before, "files": _module_files(), "text": text})
+        line = tuple(sys.argv)
+        page = {"line": line, "setting": before, "files": _module_files(), "text": text}
+        try:
+            _kept(line).write(page)
+        except Exception:
+            pass  # a page not kept costs the next help line typer's run, never this one
 
 
 def setting() -> tuple:
@@ -144,19 +150,10 @@ def _files_hold(files) -> bool:
     return True
 
 
-def _kept():
+def _kept(line: tuple):
+    """The page of a command line, a file of its own beside the stored results (named as they
+    are), so a replay reads one page, not every page asked for on this machine."""
     from cmem.cache_store import Kept
-    from cmem.private import state_root
+    from cmem.reading.stored_results import entry_path
 
-    return Kept(os.path.join(state_root(), "help.marshal"), "help-pages")
-
-
-def _keep(line: tuple, entry: dict) -> None:
-    """Add the page to the file of pages, one a command line; never fails the command."""
-    try:
-        kept = _kept()
-        pages = kept.read()
-        pages[line] = entry
-        kept.write(pages)
-    except Exception:
-        pass
+    return Kept(entry_path("", "help", line), "help-pages")
