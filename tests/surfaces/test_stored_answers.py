@@ -25,7 +25,7 @@ from cmem import idle_sync
 from cmem.commands.common import show_stored
 from cmem.reading import stored_results
 from cmem.reading.stored_status import refresh_status
-from support import AFRESH_MODULES, HOUR_AGO, forget_stored, git, settle
+from support import AFRESH_MODULES, HOUR_AGO, forget_stored, git, run_cmem, settle
 from support import run_entry as shared_run_entry
 from support import run_stored as cmem
 
@@ -391,20 +391,7 @@ def test_status_finds_the_pass_commit_without_git_while_head_stands_still(
     from cmem.steps import commits as history
     from cmem.vault.layers import open_vault
 
-    converge = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cmem",
-            "converge",
-            "--engine",
-            "builtin",
-            "--vault",
-            str(sample_vault),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    converge = run_cmem("converge", "--engine", "builtin", "--vault", str(sample_vault))
     assert converge.returncode == 0, converge.stderr
     vault = open_vault(sample_vault)
     first = status.build_status(vault).last_pass
