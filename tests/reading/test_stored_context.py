@@ -475,6 +475,7 @@ def test_the_rank_jitter_is_the_same_in_every_process_and_moves_with_the_day():
             capture_output=True,
             text=True,
             check=True,
+            timeout=120,
             env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("1", "2")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLE_VAULT, git_init
+from support import SAMPLE_VAULT, git, git_init
 from support import run_entry as shared_run_entry
 
 GIT_DATES = {
@@ -114,13 +114,7 @@ def test_the_background_spawn_imports_no_pass(tmp_path):
 )
 def test_a_usage_error_is_said_before_anything_is_done(tmp_path, argv, words):
     root = world(tmp_path, "sample")
-    before = git_log(root)
+    before = git(root, "log", "--format=%H")
     code, out, err, _ = run_entry("cmem.cli", ["--vault", str(root), "converge", *argv])
     assert code == 2 and words in err and out == "", err
-    assert git_log(root) == before
-
-
-def git_log(root: Path) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "log", "--format=%H"], capture_output=True, text=True
-    ).stdout
+    assert git(root, "log", "--format=%H") == before

@@ -89,7 +89,9 @@ def test_an_install_without_a_dependency_says_which_in_one_sentence(sample_vault
         "from cmem.cli import main\n"
         "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (
         f"error: cmem needs pyahocorasick, which is not installed in this Python "
